@@ -1,0 +1,184 @@
+#include "reports/report.h"
+
+#include <cstdio>
+#include <string>
+
+namespace servesim::reports {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+Json distribution(const metrics::Distribution& d) {
+  Json j = Json::object();
+  j["mean"] = d.mean;
+  j["p50"] = d.p50;
+  j["p90"] = d.p90;
+  j["p99"] = d.p99;
+  j["count"] = d.count;
+  return j;
+}
+
+template <class T>
+Json optional_value(const std::optional<T>& v) {
+  return v ? Json(*v) : Json(nullptr);
+}
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+std::string thousands(double v) {
+  const auto n = static_cast<long long>(v + 0.5);
+  std::string s = std::to_string(n);
+  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<std::size_t>(i), ",");
+  return s;
+}
+
+}  // namespace
+
+Json build_report(const Json& resolved_scenario, const metrics::Summary& s, const RunInfo& run) {
+  Json report = Json::object();
+  report["schema"] = kReportSchema;
+  report["scenario"] = resolved_scenario;
+
+  Json summary = Json::object();
+  Json requests = Json::object();
+  requests["arrived"] = s.arrived;
+  requests["completed"] = s.completed;
+  requests["rejected"] = s.rejected;
+  requests["in_flight"] = s.in_flight;
+  Json reasons = Json::object();
+  for (std::size_t i = 1; i < s.rejected_by_reason.size(); ++i) {
+    reasons[std::string(metrics::reject_reason_name(static_cast<metrics::RejectReason>(i)))] =
+        s.rejected_by_reason[i];
+  }
+  requests["rejected_by_reason"] = reasons;
+  summary["requests"] = requests;
+
+  Json throughput = Json::object();
+  throughput["input_tokens_per_s"] = s.input_tokens_per_s;
+  throughput["output_tokens_per_s"] = s.output_tokens_per_s;
+  throughput["requests_per_s"] = s.requests_per_s;
+  throughput["output_tokens_per_s_per_chip"] = s.output_tokens_per_s_per_chip;
+  summary["throughput"] = throughput;
+  summary["ttft_ms"] = distribution(s.ttft_ms);
+  summary["tpot_ms"] = distribution(s.tpot_ms);
+  summary["itl_ms"] = distribution(s.itl_ms);
+  summary["e2e_ms"] = distribution(s.e2e_ms);
+  Json slo = Json::object();
+  slo["attainment"] = optional_value(s.slo_attainment);
+  slo["goodput_requests_per_s"] = optional_value(s.goodput_requests_per_s);
+  summary["slo"] = slo;
+  report["summary"] = summary;
+
+  Json pools = Json::array();
+  for (const auto& p : s.pools) {
+    Json pj = Json::object();
+    pj["name"] = p.name;
+    pj["role"] = p.role;
+    pj["instances"] = p.instances;
+    pj["chips"] = p.chips;
+    pj["utilization"] = p.utilization;
+    Json breakdown = Json::object();
+    for (const auto& [component, share] : p.breakdown) breakdown[component] = share;
+    pj["breakdown"] = breakdown;
+    pj["kv_cache_peak_fraction"] = p.kv_cache_peak_fraction;
+    pj["preemptions"] = p.preemptions;
+    pj["iterations"] = p.iterations;
+    pools.push_back(pj);
+  }
+  report["pools"] = pools;
+
+  Json sim = Json::object();
+  sim["events"] = run.events;
+  char fp[17];
+  std::snprintf(fp, sizeof fp, "%016llx", static_cast<unsigned long long>(run.fingerprint));
+  sim["fingerprint"] = fp;
+  sim["simulated_s"] = s.simulated_s;
+  sim["wall_s"] = optional_value(run.wall_s);
+  sim["events_per_s"] = run.wall_s && *run.wall_s > 0
+                            ? Json(static_cast<double>(run.events) / *run.wall_s)
+                            : Json(nullptr);
+  sim["peak_rss_mb"] = optional_value(run.peak_rss_mb);
+  report["simulation"] = sim;
+  return report;
+}
+
+std::string summary_table(const metrics::Summary& s, const metrics::SloTargets& slo,
+                          const RunInfo& run) {
+  std::string out;
+  out += "servesim: " + run.name + "\n";
+  out += "  requests    arrived " + thousands(static_cast<double>(s.arrived)) + ", completed " +
+         thousands(static_cast<double>(s.completed)) + ", rejected " +
+         thousands(static_cast<double>(s.rejected)) + ", in flight " +
+         thousands(static_cast<double>(s.in_flight)) + "\n";
+  out += "  throughput  " + fmt("%.2f", s.requests_per_s) + " req/s, input " +
+         thousands(s.input_tokens_per_s) + " tok/s, output " + thousands(s.output_tokens_per_s) +
+         " tok/s (" + fmt("%.1f", s.output_tokens_per_s_per_chip) + " tok/s per chip)\n";
+  out += "  latency ms        mean        p50        p90        p99\n";
+  auto row = [&](const char* name, const metrics::Distribution& d) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "    %-6s %11.2f %10.2f %10.2f %10.2f\n", name, d.mean, d.p50,
+                  d.p90, d.p99);
+    out += buf;
+  };
+  row("TTFT", s.ttft_ms);
+  row("TPOT", s.tpot_ms);
+  row("ITL", s.itl_ms);
+  row("E2E", s.e2e_ms);
+  if (s.slo_attainment) {
+    std::string targets;
+    auto add = [&](const char* name, const std::optional<Duration>& d) {
+      if (!d) return;
+      targets += (targets.empty() ? "" : ", ") + std::string(name) + " <= " +
+                 fmt("%g", d->to_ms()) + " ms";
+    };
+    add("TTFT", slo.ttft);
+    add("TPOT", slo.tpot);
+    add("E2E", slo.e2e);
+    out += "  SLO         " + targets + ": attainment " + fmt("%.1f", 100.0 * *s.slo_attainment) +
+           "%, goodput " + fmt("%.2f", *s.goodput_requests_per_s) + " req/s\n";
+  }
+  for (const auto& p : s.pools) {
+    out += "  pool " + p.name + " (" + p.role + "): " + std::to_string(p.instances) +
+           " instances, " + std::to_string(p.chips) + " chips, utilization " +
+           fmt("%.1f", 100.0 * p.utilization) + "%, KV peak " +
+           fmt("%.1f", 100.0 * p.kv_cache_peak_fraction) + "%, preemptions " +
+           thousands(static_cast<double>(p.preemptions)) + "\n    time:";
+    for (const auto& [component, share] : p.breakdown) {
+      if (share >= 0.0005) out += " " + component + " " + fmt("%.1f", 100.0 * share) + "%";
+    }
+    out += "\n";
+  }
+  out += "  simulation  " + thousands(static_cast<double>(run.events)) + " events, " +
+         fmt("%.1f", s.simulated_s) + " s simulated";
+  if (run.wall_s) {
+    out += " in " + fmt("%.3f", *run.wall_s) + " s wall (" +
+           fmt("%.2f", static_cast<double>(run.events) / *run.wall_s / 1e6) + " M events/s)";
+  }
+  if (run.peak_rss_mb) out += ", peak RSS " + fmt("%.0f", *run.peak_rss_mb) + " MB";
+  out += "\n";
+  return out;
+}
+
+void write_requests_csv(std::ostream& out, const metrics::RunMetrics& m) {
+  out << "id,arrival_s,first_token_s,completion_s,prompt_tokens,output_tokens,status,"
+         "reject_reason,preemptions,instance\n";
+  auto t = [](SimTime v) { return v == SimTime::never() ? std::string() : fmt("%.9f", v.to_seconds()); };
+  const auto& reqs = m.requests();
+  for (std::size_t i = 0; i < reqs.size(); ++i) {
+    const auto& r = reqs[i];
+    const char* status = r.status == metrics::RequestStatus::kCompleted  ? "completed"
+                         : r.status == metrics::RequestStatus::kRejected ? "rejected"
+                                                                          : "in_flight";
+    out << i << ',' << t(r.arrival) << ',' << t(r.first_token) << ',' << t(r.completion) << ','
+        << r.prompt_tokens << ',' << r.output_tokens << ',' << status << ','
+        << (r.status == metrics::RequestStatus::kRejected ? metrics::reject_reason_name(r.reject_reason)
+                                                          : std::string_view()) << ','
+        << r.preemptions << ',' << r.instance << '\n';
+  }
+}
+
+}  // namespace servesim::reports

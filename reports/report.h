@@ -1,0 +1,40 @@
+// What a run prints and writes: the JSON report (schema servesim.report/1, keys in
+// ../DESIGN.md's contract and reports/README.md), the human summary table, and the per-request CSV.
+//
+// The report is a pure function of the resolved scenario and the run's figures, so the same
+// scenario and seed give byte-identical JSON; the host measurements (wall time, events per second,
+// peak memory) are the only exception and are null when RunInfo leaves them out.
+#pragma once
+
+#include <optional>
+#include <ostream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/metrics/recorder.h"
+#include "sim/metrics/summary.h"
+
+namespace servesim::reports {
+
+inline constexpr const char* kReportSchema = "servesim.report/1";
+
+struct RunInfo {
+  std::string name;
+  std::uint64_t events = 0;
+  std::uint64_t fingerprint = 0;      // of the event stream (hex in the report)
+  std::optional<double> wall_s;       // host measurements: absent in reproducible mode
+  std::optional<double> peak_rss_mb;
+};
+
+nlohmann::ordered_json build_report(const nlohmann::ordered_json& resolved_scenario,
+                                    const metrics::Summary& summary, const RunInfo& run);
+
+// A few lines for a terminal.
+std::string summary_table(const metrics::Summary& summary, const metrics::SloTargets& slo,
+                          const RunInfo& run);
+
+// One row per request: id, times in seconds, token counts, status, reject reason, preemptions.
+void write_requests_csv(std::ostream& out, const metrics::RunMetrics& metrics);
+
+}  // namespace servesim::reports

@@ -1,0 +1,232 @@
+#include "sim/cluster/instance.h"
+
+#include <algorithm>
+
+#include "sim/core/check.h"
+
+namespace servesim::cluster {
+
+Lane::Lane(SlabVector<RequestState>* requests, std::int64_t total_blocks,
+           std::int64_t block_tokens, std::int64_t watermark_blocks, std::int64_t max_running)
+    : requests_(requests), max_running_(max_running),
+      phase_count_(static_cast<std::size_t>(block_tokens), 0), total_blocks_(total_blocks),
+      block_tokens_(static_cast<std::uint64_t>(block_tokens)), watermark_blocks_(watermark_blocks) {}
+
+void Lane::enqueue_back(std::uint32_t r) {
+  req(r).phase = Phase::kWaiting;
+  waiting_.push_back(r);
+}
+
+std::uint32_t Lane::prefill_remaining(std::uint32_t r) const {
+  return req(r).prefill_target - req(r).prefilled;
+}
+
+std::uint32_t Lane::try_admit_front() {
+  if (waiting_.empty() || running_ >= max_running_) return kNoRequest;
+  const std::uint32_t r = waiting_.front();
+  RequestState& s = req(r);
+  const std::uint32_t need = blocks_for(s.prefill_target);
+  if (total_blocks_ - used_blocks_ - need < watermark_blocks_) return kNoRequest;
+  waiting_.pop_front();
+  s.prefilled = 0;
+  s.phase = Phase::kPrefilling;
+  used_blocks_ += need;
+  peak_used_blocks_ = std::max(peak_used_blocks_, used_blocks_);
+  link_back(r);
+  prefilling_.push_back(r);
+  return r;
+}
+
+std::size_t Lane::phase_of(const RequestState& s) const {
+  // (join_step - join_ctx) mod block, computed without going negative.
+  const std::uint64_t b = block_tokens_;
+  return static_cast<std::size_t>((s.join_step % b + b - s.prefill_target % b) % b);
+}
+
+std::int64_t Lane::decode_blocks(const RequestState& s) const {
+  return blocks_for(s.prefill_target + steps_done(s));
+}
+
+std::uint32_t Lane::prepare_decode_step(std::vector<Preemption>& preempted) {
+  std::int64_t need = phase_count_[step_ % block_tokens_];
+  while (need > total_blocks_ - used_blocks_) {
+    SERVESIM_CHECK_MSG(tail_ != kNoRequest, "a decode step needs more KV blocks than the lane has");
+    const std::uint32_t victim = tail_;
+    preempted.push_back(Preemption{victim, preempt(victim)});
+    need = phase_count_[step_ % block_tokens_];
+  }
+  used_blocks_ += need;
+  step_reserved_ = need;
+  peak_used_blocks_ = std::max(peak_used_blocks_, used_blocks_);
+  return decoding_;
+}
+
+std::uint32_t Lane::preempt(std::uint32_t r) {
+  RequestState& s = req(r);
+  std::uint32_t lost = 0;
+  if (s.phase == Phase::kDecoding) {
+    const std::uint64_t d = steps_done(s);
+    used_blocks_ -= decode_blocks(s);
+    decode_ctx_ -= s.prefill_target + d;
+    --decoding_;
+    --phase_count_[phase_of(s)];
+    ++s.epoch;  // its finishing-heap entry is now stale
+    if (d == 0) {
+      // Joined since the last decode step: it is counted in joined_, under its first-token time.
+      for (Joined& j : joined_) {
+        if (j.at == s.last_token && j.count > 0) {
+          --j.count;
+          break;
+        }
+      }
+    } else {
+      s.last_token = last_decode_end_;
+    }
+    s.generated += static_cast<std::uint32_t>(d);
+    lost = s.prompt + s.generated;  // its whole context must be prefilled again
+  } else {
+    SERVESIM_CHECK(s.phase == Phase::kPrefilling);
+    lost = s.prefilled;
+    used_blocks_ -= blocks_for(s.prefill_target);
+    prefilling_.erase(std::find(prefilling_.begin(), prefilling_.end(), r));
+  }
+  // Recompute: prefill the prompt and every token generated so far; the prefill emits the next.
+  s.prefill_target = s.prompt + s.generated;
+  s.prefilled = 0;
+  s.phase = Phase::kWaiting;
+  unlink(r);
+  waiting_.push_front(r);
+  return lost;
+}
+
+models::BatchShape Lane::shape(const Batch& batch) const {
+  models::BatchShape b;
+  b.decode_seqs = batch.decodes;
+  b.decode_kv_tokens = batch.decodes > 0 ? static_cast<std::int64_t>(decode_ctx_) + batch.decodes : 0;
+  b.prefill_tokens = batch.prefill_tokens;
+  b.tokens = batch.decodes + batch.prefill_tokens;
+  b.logits = batch.decodes;
+  for (const Chunk& c : batch.chunks) {
+    const RequestState& s = req(c.request);
+    const double p = s.prefilled, n = c.tokens;
+    b.prefill_pairs += n * (p + n);
+    b.prefill_kv_tokens += s.prefilled + c.tokens;
+    if (s.prefilled + c.tokens == s.prefill_target) ++b.logits;
+  }
+  return b;
+}
+
+void Lane::finish_decode_step(std::vector<std::uint32_t>& finished) {
+  const std::uint64_t executed = step_;
+  decode_ctx_ += decoding_;
+  ++step_;
+  step_reserved_ = 0;
+  while (next_finish_step_ == executed) {
+    const Finishing f = finishing_.top();
+    finishing_.pop();
+    next_finish_step_ = finishing_.empty() ? UINT64_MAX : finishing_.top().step;
+    RequestState& s = req(f.request);
+    if (f.epoch != s.epoch || s.phase != Phase::kDecoding) continue;  // preempted meanwhile
+    const std::uint64_t d = steps_done(s);
+    used_blocks_ -= decode_blocks(s);
+    decode_ctx_ -= s.prefill_target + d;
+    --decoding_;
+    --phase_count_[phase_of(s)];
+    ++s.epoch;
+    s.generated += static_cast<std::uint32_t>(d);
+    s.phase = Phase::kDone;
+    unlink(f.request);
+    finished.push_back(f.request);
+  }
+  // Entries are pushed for steps >= step_ and every step pops all of its own, stale or not.
+  SERVESIM_CHECK(next_finish_step_ > executed);
+}
+
+bool Lane::finish_chunk(const Chunk& c) {
+  RequestState& s = req(c.request);
+  s.prefilled += c.tokens;
+  SERVESIM_CHECK(s.prefilled <= s.prefill_target);
+  if (s.prefilled < s.prefill_target) return false;
+  prefilling_.erase(std::find(prefilling_.begin(), prefilling_.end(), c.request));
+  return true;
+}
+
+void Lane::join_decode(std::uint32_t r, SimTime now) {
+  RequestState& s = req(r);
+  SERVESIM_CHECK(s.generated < s.output);
+  s.phase = Phase::kDecoding;
+  s.join_step = step_;
+  s.last_token = now;
+  // The blocks allocated at admission, ceil(prefill_target / block), are decode_blocks() at zero
+  // steps done: from here on they are accounted in aggregate.
+  ++decoding_;
+  decode_ctx_ += s.prefill_target;
+  ++phase_count_[phase_of(s)];
+  const std::uint64_t last_step = step_ + (s.output - s.generated) - 1;
+  finishing_.push(Finishing{last_step, r, s.epoch});
+  next_finish_step_ = std::min(next_finish_step_, last_step);
+  if (!joined_.empty() && joined_.back().at == now) {
+    ++joined_.back().count;
+  } else {
+    joined_.push_back(Joined{now, 1});
+  }
+}
+
+void Lane::release(std::uint32_t r) {
+  RequestState& s = req(r);
+  used_blocks_ -= blocks_for(s.prefill_target);
+  s.phase = Phase::kDone;
+  unlink(r);
+}
+
+void Lane::link_back(std::uint32_t r) {
+  RequestState& s = req(r);
+  s.prev = tail_;
+  s.next = kNoRequest;
+  if (tail_ != kNoRequest) req(tail_).next = r; else head_ = r;
+  tail_ = r;
+  ++running_;
+}
+
+void Lane::unlink(std::uint32_t r) {
+  RequestState& s = req(r);
+  if (s.prev != kNoRequest) req(s.prev).next = s.next; else head_ = s.next;
+  if (s.next != kNoRequest) req(s.next).prev = s.prev; else tail_ = s.prev;
+  s.prev = s.next = kNoRequest;
+  --running_;
+}
+
+void Lane::check_invariants() const {
+  std::int64_t blocks = 0, running = 0, decoding = 0, prefilling = 0;
+  std::uint64_t ctx = 0;
+  std::vector<std::uint32_t> phases(phase_count_.size(), 0);
+  for (std::uint32_t r = head_; r != kNoRequest; r = req(r).next) {
+    const RequestState& s = req(r);
+    ++running;
+    if (s.phase == Phase::kDecoding) {
+      ++decoding;
+      blocks += decode_blocks(s);
+      ctx += s.prefill_target + steps_done(s);
+      ++phases[phase_of(s)];
+    } else {
+      SERVESIM_CHECK(s.phase == Phase::kPrefilling);
+      ++prefilling;
+      blocks += blocks_for(s.prefill_target);
+    }
+  }
+  SERVESIM_CHECK(running == running_);
+  SERVESIM_CHECK(decoding == decoding_);
+  SERVESIM_CHECK(prefilling == static_cast<std::int64_t>(prefilling_.size()));
+  SERVESIM_CHECK(ctx == decode_ctx_);
+  SERVESIM_CHECK(phases == phase_count_);
+  // Between prepare_decode_step and finish_decode_step the step's new blocks are reserved but not
+  // yet part of any request's derived count.
+  SERVESIM_CHECK_MSG(blocks + step_reserved_ == used_blocks_,
+                     "used " + std::to_string(used_blocks_) + " blocks, requests hold " +
+                         std::to_string(blocks) + " + " + std::to_string(step_reserved_) +
+                         " reserved for the step");
+  SERVESIM_CHECK(used_blocks_ <= total_blocks_ && used_blocks_ >= 0);
+  SERVESIM_CHECK(running_ <= max_running_);
+}
+
+}  // namespace servesim::cluster

@@ -1,0 +1,180 @@
+// An instance: one model replica on tp x pp chips, with one paged KV-cache block manager and one
+// batch of requests per pipeline lane.
+//
+// Lanes are vLLM's pipeline "virtual engines": with pp stages an instance keeps pp independent
+// batches in flight, each with its own waiting queue, running set and 1/pp of the KV blocks
+// (vLLM V0 Scheduler divides num_gpu_blocks by pipeline_parallel_size). With pp = 1 an instance
+// has one lane. A lane is idle or has exactly one batch in flight.
+//
+// KV blocks are counted, not named (no prefix caching yet): a request holds ceil(tokens / block)
+// blocks. Admission (FCFS, head of line) needs the request's prefill blocks plus the watermark free;
+// a decode step that needs more blocks than are free preempts the most recently admitted running
+// request (vLLM's recompute preemption): its blocks are freed and it goes back to the front of the
+// waiting queue, to prefill its prompt and the tokens it already generated again.
+//
+// The decode set is kept in aggregate (count, context sum, blocks needed per step phase, a heap of
+// finishing steps), so a decode step costs O(1) plus O(log n) per request that finishes.
+// Invariants (checked by check_invariants): used blocks <= total blocks; used blocks = the sum of
+// the blocks its requests hold; running = prefilling + decoding.
+#pragma once
+
+#include <cstdint>
+#include <queue>
+#include <vector>
+
+#include "sim/cluster/iteration_cost.h"
+#include "sim/cluster/request_state.h"
+#include "sim/core/ring_queue.h"
+#include "sim/core/slab_allocator.h"
+#include "sim/core/time.h"
+
+namespace servesim::cluster {
+
+// A request a decode step pushed out, and the tokens of work it lost (to be recomputed).
+struct Preemption {
+  std::uint32_t request;
+  std::uint32_t lost_tokens;
+};
+
+struct Chunk {
+  std::uint32_t request;
+  std::uint32_t tokens;
+};
+
+// The batch a lane runs: every decoding request (when decodes are included) plus prompt chunks.
+struct Batch {
+  std::vector<Chunk> chunks;
+  std::uint32_t decodes = 0;           // decoding requests in the batch (all of the lane's, or 0)
+  std::int64_t prefill_tokens = 0;
+  ComponentTimes components{};         // cost by component, summed over stages
+  void clear() {
+    chunks.clear();
+    decodes = 0;
+    prefill_tokens = 0;
+  }
+  bool empty() const { return chunks.empty() && decodes == 0; }
+};
+
+class Lane {
+ public:
+  Lane(SlabVector<RequestState>* requests, std::int64_t total_blocks, std::int64_t block_tokens,
+       std::int64_t watermark_blocks, std::int64_t max_running);
+
+  // --- queue and admission (used by batch schedulers) ---
+  void enqueue_back(std::uint32_t r);
+  bool has_waiting() const { return !waiting_.empty(); }
+  std::uint32_t front_waiting() const { return waiting_.front(); }
+  std::uint32_t prefill_target_of_front() const { return req(waiting_.front()).prefill_target; }
+  std::size_t waiting() const { return waiting_.size(); }
+  // Admits the head of the waiting queue when the batch-size cap and the KV blocks allow it
+  // (prefill blocks + watermark free); returns the request or kNoRequest.
+  std::uint32_t try_admit_front();
+  const std::vector<std::uint32_t>& prefilling() const { return prefilling_; }
+  std::uint32_t prefill_remaining(std::uint32_t r) const;
+  std::uint32_t decoding() const { return decoding_; }
+  std::int64_t running() const { return running_; }
+
+  // Reserves the blocks the next decode step needs, preempting the most recently admitted running
+  // requests while they are short. Appends preempted requests to `preempted`. Returns the number of
+  // decodes the step runs.
+  std::uint32_t prepare_decode_step(std::vector<Preemption>& preempted);
+
+  // --- batch lifecycle (used by the simulation) ---
+  // The aggregate shape of `batch` for the cost model.
+  models::BatchShape shape(const Batch& batch) const;
+  bool busy() const { return busy_; }
+  void set_busy(bool b) { busy_ = b; }
+  Batch& batch() { return batch_; }
+
+  // After the batch's decode step ran: advances the step and returns the requests that produced
+  // their last token in it (in step, then id order), removed from the lane.
+  void finish_decode_step(std::vector<std::uint32_t>& finished);
+  // A prompt chunk ran; returns true when the request's prefill is complete.
+  bool finish_chunk(const Chunk& c);
+  // A request whose prefill completed and that has tokens left to generate joins the decode set;
+  // `now` is when its latest token was emitted.
+  void join_decode(std::uint32_t r, SimTime now);
+  // Removes a request that finished during prefill (its only token was the prefill's).
+  void release(std::uint32_t r);
+
+  // Inter-token gaps of the decode step that ended at `now`: calls gap(duration, count).
+  template <class F>
+  void decode_gaps(SimTime now, std::uint32_t decodes, F&& gap);
+
+  std::int64_t total_blocks() const { return total_blocks_; }
+  std::int64_t used_blocks() const { return used_blocks_; }
+  std::int64_t peak_used_blocks() const { return peak_used_blocks_; }
+  std::int64_t unfinished() const { return static_cast<std::int64_t>(waiting_.size()) + running_; }
+  // Recomputes every aggregate from the requests and CHECKs it (tests and debug runs).
+  void check_invariants() const;
+
+  // Derived per-request figures while decoding (see request_state.h).
+  std::uint64_t steps_done(const RequestState& s) const { return step_ - s.join_step; }
+  std::int64_t decode_blocks(const RequestState& s) const;
+
+ private:
+  struct Finishing {
+    std::uint64_t step;
+    std::uint32_t request;
+    std::uint32_t epoch;
+    bool operator>(const Finishing& o) const {
+      return step != o.step ? step > o.step : request > o.request;
+    }
+  };
+  struct Joined {  // requests that joined since the last decode step, by first-token time
+    SimTime at;
+    std::int64_t count;
+  };
+
+  RequestState& req(std::uint32_t r) { return (*requests_)[r]; }
+  const RequestState& req(std::uint32_t r) const { return (*requests_)[r]; }
+  void link_back(std::uint32_t r);
+  void unlink(std::uint32_t r);
+  // Returns the tokens of work lost.
+  std::uint32_t preempt(std::uint32_t r);
+  std::uint32_t blocks_for(std::uint64_t tokens) const {
+    return static_cast<std::uint32_t>((tokens + block_tokens_ - 1) / block_tokens_);
+  }
+  std::size_t phase_of(const RequestState& s) const;
+
+  SlabVector<RequestState>* requests_;
+  RingQueue<std::uint32_t> waiting_;
+  std::vector<std::uint32_t> prefilling_;
+  std::uint32_t head_ = kNoRequest, tail_ = kNoRequest;  // running list, admission order
+  std::int64_t running_ = 0;
+  std::int64_t max_running_;
+
+  // Decode set aggregates.
+  std::uint32_t decoding_ = 0;
+  std::uint64_t decode_ctx_ = 0;  // sum of KV tokens of decoding requests
+  std::uint64_t step_ = 0;        // decode steps executed
+  std::vector<std::uint32_t> phase_count_;
+  std::priority_queue<Finishing, std::vector<Finishing>, std::greater<>> finishing_;
+  std::uint64_t next_finish_step_ = UINT64_MAX;  // finishing_.top().step, kept in the hot struct
+  std::vector<Joined> joined_;
+  SimTime last_decode_end_;
+
+  std::int64_t total_blocks_;
+  std::int64_t used_blocks_ = 0;
+  std::int64_t step_reserved_ = 0;  // blocks reserved for the decode step in flight
+  std::int64_t peak_used_blocks_ = 0;
+  std::uint64_t block_tokens_;
+  std::int64_t watermark_blocks_;
+
+  bool busy_ = false;
+  Batch batch_;
+};
+
+template <class F>
+void Lane::decode_gaps(SimTime now, std::uint32_t decodes, F&& gap) {
+  std::int64_t rest = decodes;
+  for (const Joined& j : joined_) {
+    if (j.count > 0) gap(now - j.at, j.count);
+    rest -= j.count;
+  }
+  if (rest > 0) gap(now - last_decode_end_, rest);
+  joined_.clear();
+  last_decode_end_ = now;
+}
+
+}  // namespace servesim::cluster

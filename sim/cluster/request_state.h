@@ -1,0 +1,40 @@
+// The serving model's view of one request while it is inside the cluster (hot state, in a slab
+// indexed by RequestId). Completed requests keep their slot; their record lives in metrics.
+//
+// Token accounting while a request decodes is implicit, which is what keeps a decode iteration
+// O(1) instead of O(batch size). A request that joined its lane's decode set when the lane's step
+// counter was join_step, with join_ctx tokens of KV, has after the lane executed s decode steps:
+//   steps done   d = s - join_step
+//   KV tokens    join_ctx + d, in ceil((join_ctx + d) / block) blocks
+//   tokens out   generated + d
+// and it needs a new block at step s exactly when (join_ctx + s - join_step) % block == 0.
+#pragma once
+
+#include <cstdint>
+
+#include "sim/core/time.h"
+
+namespace servesim::cluster {
+
+enum class Phase : std::uint8_t { kNew, kWaiting, kPrefilling, kDecoding, kDone };
+
+inline constexpr std::uint32_t kNoRequest = 0xffffffffu;
+
+struct RequestState {
+  std::uint32_t prompt = 0;          // prompt tokens
+  std::uint32_t output = 0;          // output tokens to generate
+  std::uint32_t prefill_target = 0;  // tokens this admission prefills (prompt + generated on recompute)
+  std::uint32_t prefilled = 0;       // of prefill_target
+  std::uint32_t generated = 0;       // tokens emitted before the current decode stint
+  std::uint32_t instance = 0;        // global instance index
+  std::uint64_t join_step = 0;
+  std::uint32_t epoch = 0;           // bumped when the request leaves a decode set
+  std::uint32_t prev = kNoRequest;   // lane's running list, in admission order
+  std::uint32_t next = kNoRequest;
+  std::uint32_t client = kNoRequest; // closed-loop client, if any
+  std::uint16_t lane = 0;
+  Phase phase = Phase::kNew;
+  SimTime last_token;                // when its latest token was emitted
+};
+
+}  // namespace servesim::cluster

@@ -1,0 +1,108 @@
+// The serving model and its event loop.
+//
+// Requests arrive (open-loop process or closed-loop clients), are routed to an instance of the
+// pool, wait in their lane's queue, and are batched iteration by iteration until their last token.
+// One event per batch iteration (plus one per pipeline stage hand-off with pp > 1), one per
+// arrival, and one per dispatch of an idle instance: nothing per token.
+//
+// Invariants, CHECKed as the run goes: time never goes back; every request is in exactly one of
+// waiting / prefilling / decoding / done; KV blocks in use never exceed a lane's capacity. With
+// set_paranoid(true) every lane's aggregates are recomputed from scratch after every event.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "sim/cluster/batch_scheduler.h"
+#include "sim/cluster/config.h"
+#include "sim/cluster/events.h"
+#include "sim/cluster/instance.h"
+#include "sim/cluster/iteration_cost.h"
+#include "sim/cluster/request_state.h"
+#include "sim/cluster/router.h"
+#include "sim/core/check.h"
+#include "sim/core/event_queue.h"
+#include "sim/core/slab_allocator.h"
+#include "sim/metrics/recorder.h"
+#include "workloads/workload.h"
+
+namespace servesim::cluster {
+
+struct RunResult {
+  SimTime end;              // the end of the measured window
+  std::uint64_t events = 0;
+  bool reached_horizon = false;
+  // A hash of the event stream: every event's time, type and ids, in order (an OMNeT++-style
+  // fingerprint). Equal fingerprints mean the same simulation step by step; golden tests pin it.
+  std::uint64_t fingerprint = 0;
+};
+
+class Simulation {
+ public:
+  // The config must have passed the scenario loader's validation (fits in memory, plans valid).
+  Simulation(const SimulationConfig& config, metrics::Recorder& recorder);
+  ~Simulation();
+  Simulation(const Simulation&) = delete;
+  Simulation& operator=(const Simulation&) = delete;
+
+  RunResult run();
+  void set_paranoid(bool on) { paranoid_ = on; }
+
+  // Read access for tests.
+  const SlabVector<RequestState>& requests() const { return requests_; }
+  std::int64_t instance_load(std::uint32_t instance) const;
+
+ private:
+  struct Pool {
+    PoolConfig config;
+    PoolId metrics_id;
+    std::unique_ptr<IterationCostModel> cost;
+    std::unique_ptr<BatchScheduler> scheduler;
+    std::unique_ptr<Router> router;
+    std::uint32_t first_instance = 0;
+  };
+  struct Instance {
+    std::uint32_t pool = 0;
+    std::vector<Lane> lanes;
+    std::vector<SimTime> stage_free;  // when each pipeline stage finishes its current work
+    std::uint32_t next_lane = 0;      // dispatch rotation
+    std::uint32_t next_assign = 0;    // lane assignment rotation for ties
+    bool dispatch_pending = false;
+  };
+
+  void handle(const RequestArrived& e);
+  void handle(const BatchFinished& e);
+  void handle(const StageFreed& e);
+  void handle(const DispatchRequested& e);
+
+  void schedule(SimTime t, const Event& e) { queue_.push(t, priority_of(e), e); }
+  void schedule_arrival(SimTime t, std::uint32_t client);
+  void route(std::uint32_t r);
+  void reject(std::uint32_t r, metrics::RejectReason reason);
+  void complete(std::uint32_t r);
+  void client_done(std::uint32_t r);
+  void try_dispatch(std::uint32_t instance);
+  std::int64_t load_units(std::int64_t tokens, std::int64_t requests) const;
+  void check_all() const;
+
+  SimulationConfig config_;
+  metrics::Recorder& recorder_;
+  std::vector<Pool> pools_;
+  std::vector<Instance> instances_;
+  SlabVector<RequestState> requests_;
+  std::unique_ptr<workloads::LengthSampler> lengths_;
+  std::unique_ptr<workloads::PoissonProcess> poisson_;
+  std::int64_t issued_ = 0;  // arrivals scheduled so far (<= workload.requests when that is set)
+  EventQueue<Event> queue_;
+  SimTime now_;
+  CheckContext check_context_;
+  bool paranoid_ = false;
+
+  // Scratch buffers reused by every event (no allocation per event once warm).
+  std::vector<std::uint32_t> finished_;
+  std::vector<Preemption> preempted_;
+  std::vector<std::int64_t> stage_ps_;
+};
+
+}  // namespace servesim::cluster

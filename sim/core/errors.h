@@ -1,0 +1,34 @@
+// Bad input, as opposed to bugs (check.h) and simulated failures (events and states).
+//
+// Every problem found in a user's file becomes one Diagnostic with its location and key path.
+// Loaders collect all of them before giving up and throw one InputError carrying the list; the
+// CLI prints each on its own line and exits with code 2. Library code never prints or exits.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace servesim {
+
+struct Diagnostic {
+  std::string file;     // path as the user gave it, or "<command line>"
+  int line = 0;         // 1-based; 0 when unknown
+  int column = 0;       // 1-based; 0 when unknown
+  std::string path;     // key path inside the document, e.g. "deployment.pools[0].parallel.tp"
+  std::string message;  // a complete sentence: what is wrong and what would be right
+
+  // "file:line:col: path: message"
+  std::string to_string() const;
+};
+
+class InputError : public std::runtime_error {
+ public:
+  explicit InputError(std::vector<Diagnostic> diagnostics);
+  const std::vector<Diagnostic>& diagnostics() const { return diagnostics_; }
+
+ private:
+  std::vector<Diagnostic> diagnostics_;
+};
+
+}  // namespace servesim

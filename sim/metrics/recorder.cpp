@@ -1,0 +1,90 @@
+#include "sim/metrics/recorder.h"
+
+#include <algorithm>
+
+#include "sim/core/check.h"
+
+namespace servesim::metrics {
+
+std::string_view reject_reason_name(RejectReason r) {
+  switch (r) {
+    case RejectReason::kNone: return "none";
+    case RejectReason::kExceedsMaxModelLen: return "exceeds_max_model_len";
+    case RejectReason::kQueueFull: return "queue_full";
+    case RejectReason::kCount: break;
+  }
+  return "?";
+}
+
+PoolId RunMetrics::add_pool(PoolInfo info) {
+  PoolTotals p;
+  p.component_ps.assign(info.components.size(), 0);
+  p.info = std::move(info);
+  pools_.push_back(std::move(p));
+  return PoolId(static_cast<std::uint32_t>(pools_.size() - 1));
+}
+
+void RunMetrics::expect_requests(std::int64_t n) {
+  if (n > 0) requests_.reserve(static_cast<std::size_t>(n));
+}
+
+void RunMetrics::request_arrived(RequestId id, SimTime t, std::int64_t prompt_tokens,
+                                 std::int64_t output_tokens) {
+  SERVESIM_CHECK(id.index() == requests_.size());
+  RequestRecord r;
+  r.arrival = t;
+  r.prompt_tokens = static_cast<std::uint32_t>(prompt_tokens);
+  r.output_tokens = static_cast<std::uint32_t>(output_tokens);
+  requests_.push_back(r);
+}
+
+void RunMetrics::request_routed(RequestId id, PoolId pool, InstanceId instance) {
+  requests_[id.index()].pool = pool.value;
+  requests_[id.index()].instance = instance.value;
+}
+
+void RunMetrics::request_rejected(RequestId id, SimTime t, RejectReason reason) {
+  RequestRecord& r = requests_[id.index()];
+  SERVESIM_CHECK(r.status == RequestStatus::kInFlight);
+  r.status = RequestStatus::kRejected;
+  r.reject_reason = reason;
+  r.completion = t;
+}
+
+void RunMetrics::first_token(RequestId id, SimTime t) {
+  RequestRecord& r = requests_[id.index()];
+  SERVESIM_CHECK(r.first_token == SimTime::never());
+  r.first_token = t;
+  input_tokens_ += r.prompt_tokens;
+  ++output_tokens_;
+}
+
+void RunMetrics::request_completed(RequestId id, SimTime t) {
+  RequestRecord& r = requests_[id.index()];
+  SERVESIM_CHECK(r.status == RequestStatus::kInFlight && r.first_token != SimTime::never());
+  r.status = RequestStatus::kCompleted;
+  r.completion = t;
+}
+
+void RunMetrics::request_preempted(RequestId id, PoolId pool) {
+  ++requests_[id.index()].preemptions;
+  ++pools_[pool.index()].preemptions;
+}
+
+void RunMetrics::inter_token_gap(Duration gap, std::int64_t count) {
+  itl_.add(gap.to_seconds(), count);
+  output_tokens_ += count;
+}
+
+void RunMetrics::iteration(PoolId pool, const std::int64_t* component_ps) {
+  PoolTotals& p = pools_[pool.index()];
+  for (std::size_t i = 0; i < p.component_ps.size(); ++i) p.component_ps[i] += component_ps[i];
+  ++p.iterations;
+}
+
+void RunMetrics::kv_usage_peak(PoolId pool, double fraction) {
+  PoolTotals& p = pools_[pool.index()];
+  p.kv_peak_fraction = std::max(p.kv_peak_fraction, fraction);
+}
+
+}  // namespace servesim::metrics

@@ -1,0 +1,112 @@
+// What the serving model reports while it runs, and the standard implementation that keeps it.
+//
+// The event loop calls a Recorder at request milestones and once per batch iteration; it never
+// threads a metrics store through its handlers. RunMetrics keeps one compact record per request
+// (slab indexed by RequestId), per-pool time by component, and inter-token gaps in a
+// log-bucketed histogram (a decode iteration reports its gap once with the number of tokens that
+// saw it, so the cost per iteration is O(1), not O(batch)).
+// This module knows nothing about models or operators: pools register their component names.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/core/ids.h"
+#include "sim/core/slab_allocator.h"
+#include "sim/core/time.h"
+#include "sim/metrics/histogram.h"
+
+namespace servesim::metrics {
+
+enum class RequestStatus : std::uint8_t { kInFlight, kCompleted, kRejected };
+
+enum class RejectReason : std::uint8_t {
+  kNone,
+  kExceedsMaxModelLen,  // prompt + output longer than the deployment's max_model_len
+  kQueueFull,           // the instance's waiting queue was at its limit
+  kCount
+};
+std::string_view reject_reason_name(RejectReason r);
+
+struct RequestRecord {
+  SimTime arrival;
+  SimTime first_token = SimTime::never();
+  SimTime completion = SimTime::never();
+  std::uint32_t prompt_tokens = 0;
+  std::uint32_t output_tokens = 0;
+  std::uint32_t pool = 0;
+  std::uint32_t instance = 0;
+  std::uint32_t preemptions = 0;
+  RequestStatus status = RequestStatus::kInFlight;
+  RejectReason reject_reason = RejectReason::kNone;
+};
+
+struct PoolInfo {
+  std::string name;
+  std::string role;
+  int instances = 0;
+  int chips = 0;             // in all
+  int stages = 1;            // pipeline stages per instance: each is busy or idle on its own
+  std::vector<std::string> components;  // names of the time components, in index order
+};
+
+class Recorder {
+ public:
+  virtual ~Recorder() = default;
+  virtual PoolId add_pool(PoolInfo info) = 0;
+  // How many requests the run expects (a capacity hint; 0 when unknown).
+  virtual void expect_requests(std::int64_t n) = 0;
+  virtual void request_arrived(RequestId id, SimTime t, std::int64_t prompt_tokens,
+                               std::int64_t output_tokens) = 0;
+  virtual void request_routed(RequestId id, PoolId pool, InstanceId instance) = 0;
+  virtual void request_rejected(RequestId id, SimTime t, RejectReason reason) = 0;
+  virtual void first_token(RequestId id, SimTime t) = 0;
+  virtual void request_completed(RequestId id, SimTime t) = 0;
+  virtual void request_preempted(RequestId id, PoolId pool) = 0;
+  // `count` tokens were emitted `gap` after each one's previous token.
+  virtual void inter_token_gap(Duration gap, std::int64_t count) = 0;
+  // One batch iteration of an instance of `pool`: time per component summed over its pipeline
+  // stages (stage-busy time).
+  virtual void iteration(PoolId pool, const std::int64_t* component_ps) = 0;
+  virtual void kv_usage_peak(PoolId pool, double fraction) = 0;
+};
+
+class RunMetrics final : public Recorder {
+ public:
+  PoolId add_pool(PoolInfo info) override;
+  void expect_requests(std::int64_t n) override;
+  void request_arrived(RequestId id, SimTime t, std::int64_t prompt_tokens,
+                       std::int64_t output_tokens) override;
+  void request_routed(RequestId id, PoolId pool, InstanceId instance) override;
+  void request_rejected(RequestId id, SimTime t, RejectReason reason) override;
+  void first_token(RequestId id, SimTime t) override;
+  void request_completed(RequestId id, SimTime t) override;
+  void request_preempted(RequestId id, PoolId pool) override;
+  void inter_token_gap(Duration gap, std::int64_t count) override;
+  void iteration(PoolId pool, const std::int64_t* component_ps) override;
+  void kv_usage_peak(PoolId pool, double fraction) override;
+
+  struct PoolTotals {
+    PoolInfo info;
+    std::vector<std::int64_t> component_ps;  // stage-busy time per component
+    std::int64_t iterations = 0;
+    std::int64_t preemptions = 0;
+    double kv_peak_fraction = 0;
+  };
+
+  const SlabVector<RequestRecord>& requests() const { return requests_; }
+  const std::vector<PoolTotals>& pools() const { return pools_; }
+  const LogHistogram& inter_token_gaps() const { return itl_; }
+  std::int64_t output_tokens() const { return output_tokens_; }
+  std::int64_t input_tokens() const { return input_tokens_; }
+
+ private:
+  SlabVector<RequestRecord> requests_;
+  std::vector<PoolTotals> pools_;
+  LogHistogram itl_;
+  std::int64_t output_tokens_ = 0;  // every token emitted, including by requests still in flight
+  std::int64_t input_tokens_ = 0;   // prompt tokens of requests that reached their first token
+};
+
+}  // namespace servesim::metrics

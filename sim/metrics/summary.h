@@ -1,0 +1,63 @@
+// The figures a run reports, computed once at the end from RunMetrics.
+//
+// Definitions (all over the whole run, [0, end]):
+//   TTFT = first token - arrival; E2E = completion - arrival (completed requests);
+//   TPOT = (completion - first token) / (output tokens - 1), for completed requests with more than
+//   one output token; ITL = the gap before each token after the first, over every such token.
+//   Throughput counts every token emitted, including by requests still in flight at the end;
+//   input tokens count each request's prompt once, when it reaches its first token.
+//   SLO attainment = requests that met every given target / requests that finished (completed or
+//   rejected; a rejection misses every target); goodput = requests that met them / end.
+//   Pool utilization = stage-busy time / (instances x stages x end); breakdown shares use the same
+//   denominator, so the components and "idle" add up to 1.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sim/core/time.h"
+#include "sim/metrics/histogram.h"
+#include "sim/metrics/recorder.h"
+
+namespace servesim::metrics {
+
+struct SloTargets {
+  std::optional<Duration> ttft;
+  std::optional<Duration> tpot;
+  std::optional<Duration> e2e;
+  bool any() const { return ttft || tpot || e2e; }
+};
+
+struct PoolSummary {
+  std::string name;
+  std::string role;
+  int instances = 0;
+  int chips = 0;
+  double utilization = 0;
+  std::vector<std::pair<std::string, double>> breakdown;  // component -> share; ends with idle
+  double kv_cache_peak_fraction = 0;
+  std::int64_t preemptions = 0;
+  std::int64_t iterations = 0;
+};
+
+struct Summary {
+  std::int64_t arrived = 0, completed = 0, rejected = 0, in_flight = 0;
+  std::array<std::int64_t, static_cast<std::size_t>(RejectReason::kCount)> rejected_by_reason{};
+  double input_tokens_per_s = 0;
+  double output_tokens_per_s = 0;
+  double requests_per_s = 0;  // completed requests
+  double output_tokens_per_s_per_chip = 0;
+  Distribution ttft_ms, tpot_ms, itl_ms, e2e_ms;
+  std::optional<double> slo_attainment;
+  std::optional<double> goodput_requests_per_s;
+  std::vector<PoolSummary> pools;
+  double simulated_s = 0;
+};
+
+Summary summarize(const RunMetrics& m, SimTime end, const SloTargets& slo);
+
+}  // namespace servesim::metrics

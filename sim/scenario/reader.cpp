@@ -1,0 +1,365 @@
+#include "sim/scenario/reader.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+
+namespace servesim::scenario {
+namespace {
+
+std::string in_quotes(std::string_view s) { return "'" + std::string(s) + "'"; }
+
+std::string format_double(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.15g", v);
+  return buf;
+}
+
+bool parse_int(const std::string& s, std::int64_t& out) {
+  if (s.empty()) return false;
+  const char* b = s.data();
+  const char* e = s.data() + s.size();
+  if (*b == '+') ++b;
+  const auto [ptr, ec] = std::from_chars(b, e, out);
+  return ec == std::errc() && ptr == e;
+}
+
+bool parse_double(const std::string& s, double& out) {
+  if (s.empty()) return false;
+  const char* b = s.data();
+  const char* e = s.data() + s.size();
+  if (*b == '+') ++b;
+  const auto [ptr, ec] = std::from_chars(b, e, out, std::chars_format::general);
+  return ec == std::errc() && ptr == e && std::isfinite(out);
+}
+
+}  // namespace
+
+std::string describe(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Map: return "a mapping";
+    case YAML::NodeType::Sequence: return "a list";
+    case YAML::NodeType::Scalar: return in_quotes(node.Scalar());
+    case YAML::NodeType::Null:
+    case YAML::NodeType::Undefined: return "nothing";
+  }
+  return "?";
+}
+
+std::string child_path(const std::string& parent, std::string_view key) {
+  return parent.empty() ? std::string(key) : parent + "." + std::string(key);
+}
+
+std::string index_path(const std::string& parent, std::size_t index) {
+  return parent + "[" + std::to_string(index) + "]";
+}
+
+void Document::error(const YAML::Mark& mark, const std::string& path, std::string message) {
+  // A value set (or placed under a key set) on the command line is reported against that --set.
+  const std::pair<std::string, int>* origin = nullptr;
+  for (const auto& o : overrides_) {
+    const bool under = path == o.first || (path.size() > o.first.size() &&
+                                           path.compare(0, o.first.size(), o.first) == 0 &&
+                                           (path[o.first.size()] == '.' || path[o.first.size()] == '['));
+    if (under && (origin == nullptr || o.first.size() >= origin->first.size())) origin = &o;
+  }
+  Diagnostic d;
+  if (origin != nullptr) {
+    d.file = "--set #" + std::to_string(origin->second);
+  } else {
+    d.file = file_;
+    if (!mark.is_null()) {
+      d.line = mark.line + 1;
+      d.column = mark.column + 1;
+    }
+  }
+  d.path = path;
+  d.message = std::move(message);
+  diagnostics_.push_back(std::move(d));
+}
+
+MapReader::MapReader(Document& doc, const YAML::Node& node, YAML::Mark mark, std::string path,
+                     Json& echo)
+    : doc_(doc), node_(node), mark_(mark), path_(std::move(path)), echo_(echo) {
+  if (!echo_.is_object()) echo_ = Json::object();
+  if (!node_.IsDefined() || node_.IsNull()) {
+    node_ = YAML::Node(YAML::NodeType::Map);  // an empty section: every key takes its default
+    return;
+  }
+  if (!node_.IsMap()) {
+    doc_.error(node_.Mark(), path_, "expected a mapping of keys to values, got " + describe(node_));
+    valid_ = false;
+    node_ = YAML::Node(YAML::NodeType::Map);
+    return;
+  }
+  mark_ = node_.Mark();
+  std::vector<std::pair<std::string, int>> seen;
+  for (auto it = node_.begin(); it != node_.end(); ++it) {
+    if (!it->first.IsScalar()) {
+      doc_.error(it->first.Mark(), path_, "keys must be plain names, got " + describe(it->first));
+      valid_ = false;
+      continue;
+    }
+    const std::string key = it->first.Scalar();
+    for (const auto& s : seen) {
+      if (s.first == key) {
+        doc_.error(it->first.Mark(), child_path(path_, key),
+                   "duplicate key " + in_quotes(key) + " (first given on line " +
+                       std::to_string(s.second) + ")");
+        valid_ = false;
+      }
+    }
+    seen.emplace_back(key, it->first.Mark().line + 1);
+  }
+}
+
+bool MapReader::has(std::string_view key) const {
+  for (auto it = node_.begin(); it != node_.end(); ++it) {
+    if (it->first.IsScalar() && it->first.Scalar() == key) return true;
+  }
+  return false;
+}
+
+std::optional<Field> MapReader::find(std::string_view key) {
+  if (std::find(known_.begin(), known_.end(), key) == known_.end()) known_.emplace_back(key);
+  for (auto it = node_.begin(); it != node_.end(); ++it) {
+    if (it->first.IsScalar() && it->first.Scalar() == key) {
+      Field f;
+      f.node = it->second;
+      f.mark = (it->second.IsNull() || it->second.Mark().is_null()) ? it->first.Mark()
+                                                                       : it->second.Mark();
+      f.path = child_path(path_, key);
+      return f;
+    }
+  }
+  return std::nullopt;
+}
+
+void MapReader::missing(std::string_view key, std::string_view what) {
+  if (!valid_) return;  // the mapping itself was reported
+  doc_.error(mark_, child_path(path_, key),
+             "missing required key " + in_quotes(key) + " (" + std::string(what) + ")");
+}
+
+std::optional<Field> MapReader::lookup(std::string_view key, std::string_view what, bool required) {
+  auto f = find(key);
+  if (!f && required) missing(key, what);
+  return f;
+}
+
+std::string MapReader::scalar_or_report(const Field& f, std::string_view what) {
+  if (!f.node.IsScalar()) {
+    doc_.error(f.mark, f.path, "expected " + std::string(what) + ", got " + describe(f.node));
+    return {};
+  }
+  return f.node.Scalar();
+}
+
+std::optional<std::int64_t> MapReader::integer(std::string_view key, std::int64_t min,
+                                               std::int64_t max,
+                                               std::optional<std::int64_t> fallback) {
+  const std::string what = "an integer";
+  auto f = lookup(key, what, !fallback.has_value());
+  if (!f) {
+    if (fallback) echo_[std::string(key)] = *fallback;
+    return fallback;
+  }
+  if (!f->node.IsScalar()) {
+    scalar_or_report(*f, what);
+    return std::nullopt;
+  }
+  const std::string text = f->node.Scalar();
+  std::int64_t v = 0;
+  if (!parse_int(text, v)) {
+    double d = 0;
+    const bool is_number = parse_double(text, d);
+    doc_.error(f->mark, f->path,
+               "expected " + what + ", got " + in_quotes(text) +
+                   (is_number ? " (a whole number is needed here)" : ""));
+    return std::nullopt;
+  }
+  if (v < min || v > max) {
+    doc_.error(f->mark, f->path,
+               max == INT64_MAX ? "must be at least " + std::to_string(min) + ", got " + text
+                                : "must be between " + std::to_string(min) + " and " +
+                                      std::to_string(max) + ", got " + text);
+    return std::nullopt;
+  }
+  echo_[std::string(key)] = v;
+  return v;
+}
+
+std::optional<double> MapReader::number(std::string_view key, double min, double max,
+                                        bool min_exclusive, std::optional<double> fallback) {
+  const std::string what = "a number";
+  auto f = lookup(key, what, !fallback.has_value());
+  if (!f) {
+    if (fallback) echo_[std::string(key)] = *fallback;
+    return fallback;
+  }
+  if (!f->node.IsScalar()) {
+    scalar_or_report(*f, what);
+    return std::nullopt;
+  }
+  const std::string text = f->node.Scalar();
+  double v = 0;
+  if (!parse_double(text, v)) {
+    doc_.error(f->mark, f->path, "expected " + what + " without a unit, got " + in_quotes(text));
+    return std::nullopt;
+  }
+  const bool low = min_exclusive ? !(v > min) : v < min;
+  if (low || v > max) {
+    const std::string lo = min_exclusive ? "greater than " + format_double(min)
+                                         : "at least " + format_double(min);
+    doc_.error(f->mark, f->path,
+               "must be " + lo + (std::isinf(max) ? "" : " and at most " + format_double(max)) +
+                   ", got " + text);
+    return std::nullopt;
+  }
+  echo_[std::string(key)] = v;
+  return v;
+}
+
+std::optional<bool> MapReader::boolean(std::string_view key, std::optional<bool> fallback) {
+  const std::string what = "true or false";
+  auto f = lookup(key, what, !fallback.has_value());
+  if (!f) {
+    if (fallback) echo_[std::string(key)] = *fallback;
+    return fallback;
+  }
+  const std::string text = scalar_or_report(*f, what);
+  if (!f->node.IsScalar()) return std::nullopt;
+  if (text != "true" && text != "false") {
+    doc_.error(f->mark, f->path, "expected " + what + ", got " + in_quotes(text));
+    return std::nullopt;
+  }
+  echo_[std::string(key)] = text == "true";
+  return text == "true";
+}
+
+std::optional<std::string> MapReader::string(std::string_view key,
+                                             std::optional<std::string> fallback) {
+  const std::string what = "a text value";
+  auto f = lookup(key, what, !fallback.has_value());
+  if (!f) {
+    if (fallback) echo_[std::string(key)] = *fallback;
+    return fallback;
+  }
+  if (!f->node.IsScalar() || f->node.Scalar().empty()) {
+    doc_.error(f->mark, f->path, "expected " + what + ", got " + describe(f->node));
+    return std::nullopt;
+  }
+  echo_[std::string(key)] = f->node.Scalar();
+  return f->node.Scalar();
+}
+
+std::optional<std::string> MapReader::choice(std::string_view key,
+                                             const std::vector<std::string_view>& choices,
+                                             std::optional<std::string> fallback) {
+  std::string list;
+  for (auto c : choices) list += (list.empty() ? "" : ", ") + std::string(c);
+  const std::string what = "one of " + list;
+  auto f = lookup(key, what, !fallback.has_value());
+  if (!f) {
+    if (fallback) echo_[std::string(key)] = *fallback;
+    return fallback;
+  }
+  if (!f->node.IsScalar()) {
+    scalar_or_report(*f, what);
+    return std::nullopt;
+  }
+  const std::string text = f->node.Scalar();
+  if (std::find(choices.begin(), choices.end(), text) == choices.end()) {
+    const std::string_view hint = closest_match(text, choices);
+    doc_.error(f->mark, f->path,
+               "unknown value " + in_quotes(text) +
+                   (hint.empty() ? " (expected " + what + ")"
+                                 : " (did you mean " + in_quotes(hint) + "? expected " + what + ")"));
+    return std::nullopt;
+  }
+  echo_[std::string(key)] = text;
+  return text;
+}
+
+std::optional<double> MapReader::quantity(std::string_view key, Dimension dim, double min,
+                                          double max, bool min_inclusive,
+                                          std::optional<double> fallback) {
+  const std::string what = "a " + std::string(dimension_name(dim)) + " like " +
+                           in_quotes(dimension_example(dim));
+  auto f = lookup(key, what, !fallback.has_value());
+  if (!f) {
+    if (fallback) echo_[std::string(key)] = format_quantity(*fallback, dim);
+    return fallback;
+  }
+  if (!f->node.IsScalar()) {
+    scalar_or_report(*f, what);
+    return std::nullopt;
+  }
+  const std::string text = f->node.Scalar();
+  const QuantityParse q = parse_quantity(text, dim);
+  if (!q.ok) {
+    doc_.error(f->mark, f->path, q.error);
+    return std::nullopt;
+  }
+  if ((min_inclusive ? q.value < min : !(q.value > min)) || q.value > max) {
+    doc_.error(f->mark, f->path,
+               std::string(min_inclusive ? "must be at least " : "must be greater than ") +
+                   format_quantity(min, dim) +
+                   (std::isinf(max) ? "" : " and at most " + format_quantity(max, dim)) +
+                   ", got " + in_quotes(text));
+    return std::nullopt;
+  }
+  echo_[std::string(key)] = text;
+  return q.value;
+}
+
+std::optional<Duration> MapReader::duration(std::string_view key, Duration min, Duration max,
+                                            std::optional<Duration> fallback) {
+  // Zero is allowed when min is zero (think time); otherwise durations are positive.
+  const std::string what = "a duration like '1.5 us'";
+  auto f = lookup(key, what, !fallback.has_value());
+  if (!f) {
+    if (fallback) echo_[std::string(key)] = format_quantity(fallback->to_seconds(), Dimension::kDuration);
+    return fallback;
+  }
+  if (!f->node.IsScalar()) {
+    scalar_or_report(*f, what);
+    return std::nullopt;
+  }
+  const std::string text = f->node.Scalar();
+  const QuantityParse q = parse_quantity(text, Dimension::kDuration);
+  if (!q.ok) {
+    doc_.error(f->mark, f->path, q.error);
+    return std::nullopt;
+  }
+  const bool too_low = min == Duration::zero() ? q.value < 0 : q.value < min.to_seconds();
+  if (too_low || q.value > max.to_seconds()) {
+    doc_.error(f->mark, f->path,
+               "must be between " + format_quantity(min.to_seconds(), Dimension::kDuration) +
+                   " and " + format_quantity(max.to_seconds(), Dimension::kDuration) + ", got " +
+                   in_quotes(text));
+    return std::nullopt;
+  }
+  echo_[std::string(key)] = text;
+  return Duration::seconds(q.value);
+}
+
+void MapReader::finish() {
+  if (!valid_) return;
+  std::vector<std::string_view> known(known_.begin(), known_.end());
+  for (auto it = node_.begin(); it != node_.end(); ++it) {
+    if (!it->first.IsScalar()) continue;
+    const std::string key = it->first.Scalar();
+    if (std::find(known_.begin(), known_.end(), key) != known_.end()) continue;
+    const std::string_view hint = closest_match(key, known);
+    std::string list;
+    for (auto k : known) list += (list.empty() ? "" : ", ") + std::string(k);
+    doc_.error(it->first.Mark(), child_path(path_, key),
+               "unknown key " + in_quotes(key) +
+                   (hint.empty() ? " (known keys here: " + list + ")"
+                                 : " (did you mean " + in_quotes(hint) + "?)"));
+  }
+}
+
+}  // namespace servesim::scenario

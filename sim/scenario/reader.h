@@ -1,0 +1,110 @@
+// Strict reading of a YAML document (internal to sim/scenario).
+//
+// A Document owns the diagnostics of one load and knows where each node came from (the file, or a
+// --set override). A MapReader reads one mapping: each typed getter looks a key up, parses and
+// range-checks its value, records the resolved value in the echo (the resolved scenario), and
+// reports problems at the value's line and column without stopping. finish() reports the keys
+// nobody asked for, with the closest known key as a suggestion.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <yaml-cpp/yaml.h>
+
+#include "sim/core/errors.h"
+#include "sim/core/time.h"
+#include "sim/core/units.h"
+
+namespace servesim::scenario {
+
+using Json = nlohmann::ordered_json;
+
+class Document {
+ public:
+  explicit Document(std::string file) : file_(std::move(file)) {}
+
+  // Marks `path` and everything below it as coming from --set number `index` (1-based).
+  void add_override(std::string path, int index) { overrides_.emplace_back(std::move(path), index); }
+  void error(const YAML::Mark& mark, const std::string& path, std::string message);
+  bool has_errors() const { return !diagnostics_.empty(); }
+  std::vector<Diagnostic>& diagnostics() { return diagnostics_; }
+  const std::string& file() const { return file_; }
+
+ private:
+  std::string file_;
+  std::vector<std::pair<std::string, int>> overrides_;
+  std::vector<Diagnostic> diagnostics_;
+};
+
+// Where a value sits, for diagnostics and for the echo.
+struct Field {
+  YAML::Node node;   // the value (may be null)
+  YAML::Mark mark;   // of the value, or of its key when the value is empty
+  std::string path;
+};
+
+class MapReader {
+ public:
+  // `node` should be a mapping; anything else is reported once and every getter returns its
+  // default. `echo` receives the resolved values under the same keys.
+  MapReader(Document& doc, const YAML::Node& node, YAML::Mark mark, std::string path, Json& echo);
+
+  bool valid() const { return valid_; }
+  const std::string& path() const { return path_; }
+  const YAML::Mark& mark() const { return mark_; }
+  Json& echo() { return echo_; }
+
+  // The value under `key`, or nullopt (and marks the key as known either way).
+  std::optional<Field> find(std::string_view key);
+  bool has(std::string_view key) const;
+  // Reports "missing required key" at this mapping.
+  void missing(std::string_view key, std::string_view what);
+
+  // Typed getters. `required` getters report a missing key and return nullopt; the others return
+  // the default (echoed as such). Out-of-range values are reported and returned as nullopt.
+  std::optional<std::int64_t> integer(std::string_view key, std::int64_t min, std::int64_t max,
+                                      std::optional<std::int64_t> fallback);
+  std::optional<double> number(std::string_view key, double min, double max, bool min_exclusive,
+                               std::optional<double> fallback);
+  std::optional<bool> boolean(std::string_view key, std::optional<bool> fallback);
+  std::optional<std::string> string(std::string_view key, std::optional<std::string> fallback);
+  // One of `choices` (exact spelling).
+  std::optional<std::string> choice(std::string_view key, const std::vector<std::string_view>& choices,
+                                    std::optional<std::string> fallback);
+  // A quantity in base units. It must exceed `min` (or equal it when min_inclusive).
+  std::optional<double> quantity(std::string_view key, Dimension dim, double min, double max,
+                                 bool min_inclusive, std::optional<double> fallback);
+  std::optional<Duration> duration(std::string_view key, Duration min, Duration max,
+                                   std::optional<Duration> fallback);
+
+  // Reports every key that no getter or find() asked for.
+  void finish();
+
+  Document& doc() { return doc_; }
+
+ private:
+  std::optional<Field> lookup(std::string_view key, std::string_view what, bool required);
+  std::string scalar_or_report(const Field& f, std::string_view what);
+
+  Document& doc_;
+  YAML::Node node_;
+  YAML::Mark mark_;
+  std::string path_;
+  Json& echo_;
+  bool valid_ = true;
+  std::vector<std::string> known_;
+};
+
+// Describes a YAML node's kind for messages ("a mapping", "a list", "the text 'x'").
+std::string describe(const YAML::Node& node);
+std::string child_path(const std::string& parent, std::string_view key);
+std::string index_path(const std::string& parent, std::size_t index);
+
+}  // namespace servesim::scenario

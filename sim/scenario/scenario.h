@@ -1,0 +1,43 @@
+// Loading a scenario: YAML text -> a validated SimulationConfig, plus the fully resolved scenario
+// (every default filled in, presets expanded) for the report.
+//
+// Strict by design: an unknown key is an error with a "did you mean"; a required key that is
+// missing is an error; dimensional values need units ("80 GiB", "32 /s"); values are range-checked;
+// and the deployment is checked as a whole (TP divides the heads, the model fits in memory, the KV
+// cache holds max_model_len). Every problem becomes a Diagnostic with file:line:col and key path,
+// and all of them are reported in one InputError. The same checks apply to --set overrides, which
+// are applied to the YAML document before it is read ("deployment.pools[0].instances=8"; a
+// preset name under `model` or `chip` turns into {preset: NAME} when a key below it is set).
+// Files a scenario names (traces) are resolved relative to the scenario file's folder.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/cluster/config.h"
+
+namespace servesim::scenario {
+
+struct LoadOptions {
+  std::vector<std::string> sets;        // "key.path=value", in command-line order
+  std::optional<std::uint64_t> seed;    // --seed, overrides the scenario's seed
+};
+
+struct Scenario {
+  std::string name;
+  cluster::SimulationConfig config;
+  nlohmann::ordered_json resolved;      // the scenario as run: every default filled in
+};
+
+// Throws InputError with every problem found.
+Scenario load_scenario_file(const std::string& path, const LoadOptions& options = {});
+// `display_name` is used in diagnostics; relative files resolve against `base_dir`.
+Scenario load_scenario_text(std::string_view yaml, const std::string& display_name,
+                            const std::string& base_dir, const LoadOptions& options = {});
+
+}  // namespace servesim::scenario
