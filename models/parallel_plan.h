@@ -30,7 +30,8 @@ struct ParallelPlan {
   int kv_heads_per_chip(const ModelSpec& m) const { return m.kv_heads >= tp ? m.kv_heads / tp : 1; }
 };
 
-// Problems of a plan for a model, as sentences with the fix (empty when valid).
-std::vector<std::string> validate_plan(const ModelSpec& m, const ParallelPlan& p);
+// Problems of a plan for a model, as sentences with the fix (empty when valid). Suggested TP
+// degrees go up to `max_tp` (the chips that share a scale-up domain).
+std::vector<std::string> validate_plan(const ModelSpec& m, const ParallelPlan& p, int max_tp = 64);
 
 }  // namespace servesim::models

@@ -298,6 +298,15 @@ void Simulation::try_dispatch(std::uint32_t index) {
   }
 }
 
+bool Simulation::drained() const {
+  for (const Instance& inst : instances_) {
+    for (const Lane& lane : inst.lanes) {
+      if (lane.unfinished() != 0 || lane.used_blocks() != 0 || lane.busy()) return false;
+    }
+  }
+  return true;
+}
+
 void Simulation::check_all() const {
   for (const Instance& inst : instances_) {
     for (const Lane& lane : inst.lanes) lane.check_invariants();

@@ -52,6 +52,8 @@ class Simulation {
   // Read access for tests.
   const SlabVector<RequestState>& requests() const { return requests_; }
   std::int64_t instance_load(std::uint32_t instance) const;
+  // True when no lane holds a request or a KV block (every request has left the cluster).
+  bool drained() const;
 
  private:
   struct Pool {

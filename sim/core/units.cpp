@@ -242,8 +242,16 @@ std::string format_quantity(double value, Dimension d) {
   };
   switch (d) {
     case Dimension::kBytes: {
-      const bool binary = value != 0 && std::fmod(value, 1024.0) == 0.0;
-      return binary ? pick(kBinary) : pick(kDecimal);
+      // Exact multiples of 1 KiB in the largest binary unit that divides them ("81559 MiB");
+      // anything else in the largest decimal unit.
+      if (value != 0 && std::fmod(value, 1024.0) == 0.0) {
+        for (const auto& f : kBinary) {
+          if (std::fmod(value, f.factor) == 0.0) {
+            return format_number(value / f.factor) + " " + std::string(f.name);
+          }
+        }
+      }
+      return pick(kDecimal);
     }
     case Dimension::kBandwidth: return pick(kBw);
     case Dimension::kDuration:
@@ -290,8 +298,19 @@ std::string_view closest_match(std::string_view word,
   }
   // Plausible typo: at most a third of the longer word changed, and never more than 3 edits.
   const std::size_t limit = std::min<std::size_t>(3, std::max(word.size(), best.size()) / 3 + 1);
-  if (best.empty() || best_d > limit) return {};
-  return best;
+  if (!best.empty() && best_d <= limit) return best;
+  // Or a shortened name: the word is the start of exactly one candidate ("h100" for "h100-sxm",
+  // "max_batch" for "max_batch_size").
+  std::string_view prefix_of;
+  if (word.size() >= 3) {
+    for (auto c : candidates) {
+      if (c.size() > word.size() && c.compare(0, word.size(), word) == 0) {
+        if (!prefix_of.empty()) return {};  // ambiguous
+        prefix_of = c;
+      }
+    }
+  }
+  return prefix_of;
 }
 
 }  // namespace servesim

@@ -56,8 +56,8 @@ struct QuantityParse {
 QuantityParse parse_quantity(std::string_view text, Dimension expected);
 
 // A canonical spelling that parse_quantity reads back to the same value (to ~15 significant
-// digits): the largest unit that keeps the number at or above 1, binary prefixes for bytes when
-// the value is an exact multiple of 1 KiB, decimal ones otherwise.
+// digits): the largest unit that keeps the number at or above 1; for bytes that are an exact
+// multiple of 1 KiB, the largest binary unit that divides them exactly.
 std::string format_quantity(double value, Dimension d);
 
 // The units a dimension accepts, for help texts.
@@ -65,7 +65,8 @@ std::vector<std::string_view> units_of(Dimension d);
 
 // Levenshtein distance, for "did you mean" suggestions across the project.
 std::size_t edit_distance(std::string_view a, std::string_view b);
-// The candidate closest to `word` if it is close enough to be a plausible typo, else "".
+// The candidate closest to `word` if it is close enough to be a plausible typo, or the one
+// candidate that `word` abbreviates (is a prefix of); else "".
 std::string_view closest_match(std::string_view word, const std::vector<std::string_view>& candidates);
 
 }  // namespace servesim

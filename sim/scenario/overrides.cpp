@@ -89,7 +89,8 @@ bool apply_override(YAML::Node& root, const std::string& assignment, int index, 
       as_map["preset"] = cur.Scalar();
       cur = as_map;
     }
-    if (cur.IsNull()) cur = YAML::Node(YAML::NodeType::Map);
+    // A section the file does not have (or leaves empty) is created.
+    if (!cur.IsDefined() || cur.IsNull()) cur = YAML::Node(YAML::NodeType::Map);
     if (!cur.IsMap()) {
       return fail(path_text, "cannot set '" + path_text + "': '" + walked + "' is " +
                                  describe(cur) + ", not a mapping");
@@ -105,7 +106,8 @@ bool apply_override(YAML::Node& root, const std::string& assignment, int index, 
       }
       if (i >= cur.size()) {
         return fail(path_text, "index " + std::to_string(i) + " is out of range: '" + walked +
-                                   "' has " + std::to_string(cur.size()) + " entries");
+                                   "' has " + std::to_string(cur.size()) +
+                                   (cur.size() == 1 ? " entry" : " entries"));
       }
       walked = index_path(walked, i);
       YAML::Node item = cur[i];

@@ -346,7 +346,7 @@ std::optional<Duration> MapReader::duration(std::string_view key, Duration min, 
 }
 
 void MapReader::finish() {
-  if (!valid_) return;
+  if (!valid_ || ignore_unknown_) return;
   std::vector<std::string_view> known(known_.begin(), known_.end());
   for (auto it = node_.begin(); it != node_.end(); ++it) {
     if (!it->first.IsScalar()) continue;

@@ -86,6 +86,9 @@ class MapReader {
 
   // Reports every key that no getter or find() asked for.
   void finish();
+  // Skips that report: used when the key that decides which other keys are valid (a `process`,
+  // a `distribution`) was itself wrong, so its siblings are not reported as unknown too.
+  void ignore_unknown_keys() { ignore_unknown_ = true; }
 
   Document& doc() { return doc_; }
 
@@ -99,6 +102,7 @@ class MapReader {
   std::string path_;
   Json& echo_;
   bool valid_ = true;
+  bool ignore_unknown_ = false;
   std::vector<std::string> known_;
 };
 

@@ -40,11 +40,18 @@ YAML::Node as_preset_map(const YAML::Node& node) {
   return m;
 }
 
+// `origin` is where the user wrote the preset: the section itself when it was given by name
+// (`model: NAME`, rewritten into {preset: NAME} before reading), else its `preset` key.
 template <class Spec>
 std::optional<Spec> read_preset(MapReader& m, std::optional<Spec> (*lookup)(std::string_view),
-                                std::vector<std::string_view> names, std::string_view what) {
+                                std::vector<std::string_view> names, std::string_view what,
+                                const Field& section) {
   auto f = m.find("preset");
   if (!f) return std::nullopt;
+  if (section.node.IsScalar()) {
+    f->mark = section.mark;
+    f->path = section.path;
+  }
   if (!f->node.IsScalar()) {
     m.doc().error(f->mark, f->path, "expected a " + std::string(what) + " preset name, got " +
                                         describe(f->node));
@@ -66,9 +73,14 @@ std::optional<Spec> read_preset(MapReader& m, std::optional<Spec> (*lookup)(std:
   return spec;
 }
 
-struct ModelResult {
-  std::optional<models::ModelSpec> spec;
-};
+std::int64_t shortest_length(const workloads::LengthDistribution& d) {
+  struct Visitor {
+    std::int64_t operator()(const workloads::FixedLength& f) const { return f.value; }
+    std::int64_t operator()(const workloads::UniformLength& u) const { return u.min; }
+    std::int64_t operator()(const workloads::LognormalLength& l) const { return l.min; }
+  };
+  return std::visit(Visitor{}, d);
+}
 
 std::optional<models::ModelSpec> read_model(MapReader& top) {
   auto f = top.find("model");
@@ -81,7 +93,7 @@ std::optional<models::ModelSpec> read_model(MapReader& top) {
   if (!m.valid()) return std::nullopt;
   const bool had_preset = m.has("preset");
   const auto base = read_preset<models::ModelSpec>(m, &models::model_preset,
-                                                   models::model_preset_names(), "model");
+                                                   models::model_preset_names(), "model", *f);
   if (had_preset && !base) return std::nullopt;
   const models::ModelSpec d = base.value_or(models::ModelSpec{});
   auto dflt = [&](auto v) { return base ? std::optional<decltype(v)>(v) : std::nullopt; };
@@ -152,7 +164,7 @@ std::optional<models::ChipSpec> read_chip(MapReader& pool) {
   if (!m.valid()) return std::nullopt;
   const bool had_preset = m.has("preset");
   const auto base = read_preset<models::ChipSpec>(m, &models::chip_preset,
-                                                  models::chip_preset_names(), "chip");
+                                                  models::chip_preset_names(), "chip", *f);
   if (had_preset && !base) return std::nullopt;
   if (!base) {
     m.doc().error(m.mark(), child_path(m.path(), "preset"),
@@ -191,9 +203,13 @@ std::optional<models::ChipSpec> read_chip(MapReader& pool) {
   return ok ? std::optional<models::ChipSpec>(c) : std::nullopt;
 }
 
-// Marks of pool keys that whole-deployment checks report against.
+// Marks of pool keys that whole-deployment checks report against, and which parts of the pool
+// were read without errors (each check runs when its inputs are valid, so that one mistake does
+// not hide an unrelated one).
 struct PoolMarks {
   Field tp, chip, max_model_len, max_batched_tokens, pool;
+  bool chip_ok = false, plan_ok = false, len_ok = false, scheduler_ok = false, kv_ok = false;
+  bool all_ok = false;
 };
 
 Field field_or(MapReader& m, std::string_view key) {
@@ -201,14 +217,14 @@ Field field_or(MapReader& m, std::string_view key) {
   return Field{YAML::Node(), m.mark(), child_path(m.path(), key)};
 }
 
-std::optional<cluster::PoolConfig> read_pool(Document& doc, const YAML::Node& node,
+cluster::PoolConfig read_pool(Document& doc, const YAML::Node& node,
                                              const YAML::Mark& mark, const std::string& path,
                                              std::size_t index, Json& echo,
                                              const std::optional<models::ModelSpec>& model,
                                              PoolMarks& marks) {
   MapReader m(doc, node, mark, path, echo);
-  if (!m.valid()) return std::nullopt;
   cluster::PoolConfig p;
+  if (!m.valid()) return p;
   bool ok = true;
   if (auto r = m.string("name", "pool" + std::to_string(index))) p.name = *r; else ok = false;
   const auto role = m.choice("role", {"combined", "prefill", "decode", "encode"}, "combined");
@@ -221,7 +237,12 @@ std::optional<cluster::PoolConfig> read_pool(Document& doc, const YAML::Node& no
   }
   marks.pool = Field{YAML::Node(), m.mark(), path};
   marks.chip = field_or(m, "chip");
-  if (auto c = read_chip(m)) p.chip = *c; else ok = false;
+  if (auto c = read_chip(m)) {
+    p.chip = *c;
+    marks.chip_ok = true;
+  } else {
+    ok = false;
+  }
   if (auto r = m.integer("instances", 1, 1'000'000, std::nullopt)) {
     p.instances = static_cast<int>(*r);
   } else {
@@ -233,10 +254,15 @@ std::optional<cluster::PoolConfig> read_pool(Document& doc, const YAML::Node& no
     MapReader par(doc, f ? f->node : YAML::Node(), f ? f->mark : m.mark(),
                   child_path(path, "parallel"), echo["parallel"]);
     marks.tp = field_or(par, "tp");
-    if (auto r = par.integer("tp", 1, 4096, 1)) p.plan.tp = static_cast<int>(*r); else ok = false;
-    if (auto r = par.integer("pp", 1, 1024, 1)) p.plan.pp = static_cast<int>(*r); else ok = false;
+    const auto tp = par.integer("tp", 1, 4096, 1);
+    const auto pp = par.integer("pp", 1, 1024, 1);
     par.finish();
-    ok = ok && par.valid();
+    marks.plan_ok = tp && pp && par.valid();
+    if (marks.plan_ok) {
+      p.plan.tp = static_cast<int>(*tp);
+      p.plan.pp = static_cast<int>(*pp);
+    }
+    ok = ok && marks.plan_ok;
   }
 
   marks.max_model_len = field_or(m, "max_model_len");
@@ -245,6 +271,7 @@ std::optional<cluster::PoolConfig> read_pool(Document& doc, const YAML::Node& no
   if (model_len || m.has("max_model_len")) {
     if (auto r = m.integer("max_model_len", 2, kMaxTokens, model_len.value_or(2))) {
       p.max_model_len = *r;
+      marks.len_ok = true;
     } else {
       ok = false;
     }
@@ -257,6 +284,8 @@ std::optional<cluster::PoolConfig> read_pool(Document& doc, const YAML::Node& no
     auto f = m.find("scheduler");
     MapReader s(doc, f ? f->node : YAML::Node(), f ? f->mark : m.mark(),
                 child_path(path, "scheduler"), echo["scheduler"]);
+    const bool before = ok;
+    ok = true;
     const auto policy = s.choice("policy", {"sarathi", "whole_prompt"}, "sarathi");
     if (policy) {
       p.scheduler.policy = *policy == "sarathi" ? cluster::SchedulerPolicy::kSarathi
@@ -279,12 +308,15 @@ std::optional<cluster::PoolConfig> read_pool(Document& doc, const YAML::Node& no
     if (auto r = s.integer("max_queue", 0, 1'000'000'000, 0)) p.scheduler.max_queue = *r;
     else ok = false;
     s.finish();
-    ok = ok && s.valid();
+    marks.scheduler_ok = ok && s.valid();
+    ok = before && marks.scheduler_ok;
   }
   {
     auto f = m.find("kv_cache");
     MapReader k(doc, f ? f->node : YAML::Node(), f ? f->mark : m.mark(),
                 child_path(path, "kv_cache"), echo["kv_cache"]);
+    const bool before = ok;
+    ok = true;
     if (auto r = k.integer("block_tokens", 1, 4096, 16)) p.kv_cache.block_tokens = *r; else ok = false;
     if (auto r = k.number("memory_utilization", 0, 1, true, 0.9)) p.kv_cache.memory_utilization = *r;
     else ok = false;
@@ -296,7 +328,8 @@ std::optional<cluster::PoolConfig> read_pool(Document& doc, const YAML::Node& no
     }
     if (auto r = k.number("watermark", 0, 0.5, false, 0.01)) p.kv_cache.watermark = *r; else ok = false;
     k.finish();
-    ok = ok && k.valid();
+    marks.kv_ok = ok && k.valid();
+    ok = before && marks.kv_ok;
   }
   {
     auto f = m.find("router");
@@ -320,7 +353,8 @@ std::optional<cluster::PoolConfig> read_pool(Document& doc, const YAML::Node& no
     ok = ok && r.valid();
   }
   m.finish();
-  return ok ? std::optional<cluster::PoolConfig>(p) : std::nullopt;
+  marks.all_ok = ok && m.valid();
+  return p;
 }
 
 std::optional<workloads::LengthDistribution> read_length(MapReader& parent, std::string_view key) {
@@ -332,6 +366,7 @@ std::optional<workloads::LengthDistribution> read_length(MapReader& parent, std:
   MapReader m(parent.doc(), f->node, f->mark, f->path, parent.echo()[std::string(key)]);
   if (!m.valid()) return std::nullopt;
   const auto kind = m.choice("distribution", {"fixed", "uniform", "lognormal"}, std::nullopt);
+  if (!kind) m.ignore_unknown_keys();
   std::optional<workloads::LengthDistribution> out;
   if (kind == "fixed") {
     if (auto v = m.integer("value", 1, kMaxTokens, std::nullopt)) out = workloads::FixedLength{*v};
@@ -389,6 +424,13 @@ std::optional<workloads::LengthConfig> read_lengths(MapReader& workload, const s
     if (auto r = t.string("file", std::nullopt)) {
       const std::filesystem::path p(*r);
       tl.path = p.is_absolute() || base_dir.empty() ? p.string() : (std::filesystem::path(base_dir) / p).string();
+      if (!std::ifstream(tl.path)) {
+        const Field ff = field_or(t, "file");
+        t.doc().error(ff.mark, ff.path, "cannot open the trace file '" + tl.path + "'" +
+                                            (p.is_absolute() ? "" : " (relative paths start at "
+                                                                    "the scenario file's folder)"));
+        ok = false;
+      }
     } else {
       ok = false;
     }
@@ -438,6 +480,7 @@ std::optional<workloads::WorkloadConfig> read_workload(MapReader& top, const std
     } else {
       MapReader a(m.doc(), af->node, af->mark, af->path, m.echo()["arrivals"]);
       const auto process = a.choice("process", {"poisson", "closed_loop"}, std::nullopt);
+      if (!process) a.ignore_unknown_keys();
       if (process == "poisson") {
         if (auto r = a.quantity("rate", Dimension::kFrequency, 0, 1e9, false, std::nullopt)) {
           w.arrivals = workloads::PoissonArrivals{Frequency{*r}};
@@ -466,38 +509,50 @@ std::optional<workloads::WorkloadConfig> read_workload(MapReader& top, const std
   return ok ? std::optional<workloads::WorkloadConfig>(w) : std::nullopt;
 }
 
+std::string memory_advice(const std::string& consumer) {
+  if (consumer == "weights") return "more tensor or pipeline parallelism would split them";
+  if (consumer == "activations") return "a smaller scheduler.max_batched_tokens would shrink them";
+  return "a smaller kv_cache.reserved would free it";
+}
+
 void check_deployment(Document& doc, const models::ModelSpec& model, const cluster::PoolConfig& p,
                       const PoolMarks& marks) {
-  bool plan_ok = true;
-  for (const auto& problem : models::validate_plan(model, p.plan)) {
-    doc.error(marks.tp.mark, marks.tp.path, problem);
-    plan_ok = false;
+  bool plan_valid = marks.plan_ok;
+  if (marks.plan_ok) {
+    const int max_tp = marks.chip_ok ? p.chip.scale_up_domain : 64;
+    for (const auto& problem : models::validate_plan(model, p.plan, max_tp)) {
+      doc.error(marks.tp.mark, marks.tp.path, problem);
+      plan_valid = false;
+    }
   }
-  topologies::FabricSpec fabric;
-  fabric.scale_up_domain = p.chip.scale_up_domain;
-  for (const auto& problem : topologies::validate_placement(fabric, p.plan.tp, p.plan.pp)) {
-    doc.error(marks.tp.mark, marks.tp.path, problem);
-    plan_ok = false;
+  if (marks.plan_ok && marks.chip_ok) {
+    topologies::FabricSpec fabric;
+    fabric.scale_up_domain = p.chip.scale_up_domain;
+    for (const auto& problem : topologies::validate_placement(fabric, p.plan.tp, p.plan.pp)) {
+      doc.error(marks.tp.mark, marks.tp.path, problem);
+      plan_valid = false;
+    }
   }
-  if (p.scheduler.max_batched_tokens < p.scheduler.max_batch_size) {
+  if (marks.scheduler_ok && p.scheduler.max_batched_tokens < p.scheduler.max_batch_size) {
     doc.error(marks.max_batched_tokens.mark, marks.max_batched_tokens.path,
               "the token budget (" + std::to_string(p.scheduler.max_batched_tokens) +
                   ") is below max_batch_size (" + std::to_string(p.scheduler.max_batch_size) +
                   "): a full batch of decodes would not fit in one iteration");
   }
-  if (p.scheduler.policy == cluster::SchedulerPolicy::kWholePrompt &&
+  if (marks.scheduler_ok && marks.len_ok &&
+      p.scheduler.policy == cluster::SchedulerPolicy::kWholePrompt &&
       p.scheduler.max_batched_tokens < p.max_model_len) {
     doc.error(marks.max_batched_tokens.mark, marks.max_batched_tokens.path,
               "whole_prompt scheduling needs a token budget of at least max_model_len (" +
                   std::to_string(p.max_model_len) + ") so that every admissible prompt fits; got " +
                   std::to_string(p.scheduler.max_batched_tokens));
   }
-  if (p.max_model_len > model.max_context) {
+  if (marks.len_ok && p.max_model_len > model.max_context) {
     doc.error(marks.max_model_len.mark, marks.max_model_len.path,
               "max_model_len " + std::to_string(p.max_model_len) + " exceeds the context of " +
                   model.name + " (" + std::to_string(model.max_context) + " tokens)");
   }
-  if (!plan_ok) return;
+  if (!(plan_valid && marks.chip_ok && marks.scheduler_ok && marks.kv_ok)) return;
 
   const cluster::PoolCapacity cap = cluster::pool_capacity(model, p);
   const models::MemoryPlan& mem = cap.memory;
@@ -506,17 +561,20 @@ void check_deployment(Document& doc, const models::ModelSpec& model, const clust
   const std::string plan = "tp=" + std::to_string(p.plan.tp) + ", pp=" + std::to_string(p.plan.pp);
   if (!mem.fits()) {
     const double need = mem.weights.value + mem.activations.value + mem.reserved.value;
+    char util[32];
+    std::snprintf(util, sizeof util, "%g", p.kv_cache.memory_utilization);
     doc.error(marks.chip.mark, marks.chip.path,
               model.name + " does not fit on " + p.chip.name + " with " + plan + ": " + where +
                   " needs " + gib(mem.weights.value) + " of weights + " +
                   gib(mem.activations.value) + " of activations + " + gib(mem.reserved.value) +
                   " reserved = " + gib(need) + " before any KV cache, but has " +
                   gib(mem.usable.value) + " usable (" + gib(mem.capacity.value) +
-                  " x memory_utilization " + std::to_string(p.kv_cache.memory_utilization).substr(0, 4) +
-                  "): short by " + gib(need - mem.usable.value) + "; the biggest consumer is " +
-                  mem.biggest_consumer() + " (more tensor or pipeline parallelism would split them)");
+                  " x memory_utilization " + util + "): short by " +
+                  gib(need - mem.usable.value) + "; the biggest consumer is " +
+                  mem.biggest_consumer() + " (" + memory_advice(mem.biggest_consumer()) + ")");
     return;
   }
+  if (!marks.len_ok) return;
   const auto watermark = static_cast<std::int64_t>(p.kv_cache.watermark *
                                                    static_cast<double>(cap.blocks_per_lane));
   const std::int64_t admissible = (cap.blocks_per_lane - watermark) * p.kv_cache.block_tokens;
@@ -570,7 +628,9 @@ Scenario load(YAML::Node root, Document& doc, const std::string& display_name,
         dep.missing("pools", "a list of pools");
         pools_ok = false;
       } else if (!pf->node.IsSequence() || pf->node.size() == 0) {
-        doc.error(pf->mark, pf->path, "expected a non-empty list of pools, got " + describe(pf->node));
+        doc.error(pf->mark, pf->path,
+                  "expected a non-empty list of pools, got " +
+                      (pf->node.IsSequence() ? std::string("an empty list") : describe(pf->node)));
         pools_ok = false;
       } else {
         Json& list = dep.echo()["pools"];
@@ -581,7 +641,8 @@ Scenario load(YAML::Node root, Document& doc, const std::string& display_name,
           const YAML::Node item = pf->node[i];
           auto p = read_pool(doc, item, item.Mark(), index_path(pf->path, i), i, list.back(), model,
                              marks);
-          if (p) pools.emplace_back(std::move(*p), marks); else pools_ok = false;
+          pools_ok = pools_ok && marks.all_ok;
+          pools.emplace_back(std::move(p), marks);
         }
         if (pf->node.size() > 1) {
           doc.error(pf->mark, pf->path,
@@ -599,13 +660,14 @@ Scenario load(YAML::Node root, Document& doc, const std::string& display_name,
     auto sf = top.find("slo");
     MapReader s(doc, sf ? sf->node : YAML::Node(), sf ? sf->mark : top.mark(), "slo", echo["slo"]);
     const Duration tiny = Duration::picoseconds(1);
+    // An absent or null target is no target (the echo writes null, and reads back the same).
     for (auto [key, target] : {std::pair{"ttft", &out.config.slo.ttft},
                                std::pair{"tpot", &out.config.slo.tpot},
                                std::pair{"e2e", &out.config.slo.e2e}}) {
-      if (s.has(key)) {
+      const auto f = s.find(key);
+      if (f && !f->node.IsNull()) {
         *target = s.duration(key, tiny, kMaxDuration, std::nullopt);
       } else {
-        s.find(key);
         s.echo()[key] = nullptr;
       }
     }
@@ -615,26 +677,39 @@ Scenario load(YAML::Node root, Document& doc, const std::string& display_name,
     auto hf = top.find("simulation");
     MapReader s(doc, hf ? hf->node : YAML::Node(), hf ? hf->mark : top.mark(), "simulation",
                 echo["simulation"]);
-    if (s.has("horizon")) {
+    const auto f = s.find("horizon");
+    if (f && !f->node.IsNull()) {
       out.config.horizon = s.duration("horizon", Duration::picoseconds(1), kMaxDuration, std::nullopt);
     } else {
-      s.find("horizon");
       s.echo()["horizon"] = nullptr;
     }
     s.finish();
   }
   top.finish();
 
-  if (model && pools_ok) {
+  if (model) {
     for (const auto& [pool, marks] : pools) check_deployment(doc, *model, pool, marks);
   }
   if (workload) {
     if (workload->requests == 0 && !out.config.horizon) {
-      doc.error(top.mark(), "workload.requests",
+      const auto wf = top.find("workload");
+      doc.error(wf->node.IsMap() ? wf->node.Mark() : wf->mark, "workload",
                 "the run needs an end: set workload.requests (how many requests to send) or "
                 "simulation.horizon (how long to simulate)");
     }
-    if (!doc.has_errors() && std::holds_alternative<workloads::TraceLengths>(workload->lengths)) {
+    if (const auto* ind = std::get_if<workloads::IndependentLengths>(&workload->lengths)) {
+      // A deployment that would reject every request is a mistake, not a scenario.
+      const std::int64_t shortest = shortest_length(ind->prompt) + shortest_length(ind->output);
+      for (const auto& [pool, marks] : pools) {
+        if (marks.len_ok && shortest > pool.max_model_len) {
+          doc.error(marks.max_model_len.mark, marks.max_model_len.path,
+                    "every request would be rejected: the shortest prompt + output the workload "
+                    "draws is " + std::to_string(shortest) + " tokens, more than max_model_len " +
+                        std::to_string(pool.max_model_len));
+        }
+      }
+    }
+    if (std::holds_alternative<workloads::TraceLengths>(workload->lengths)) {
       // Read the trace now, so that a bad file is reported before anything runs.
       try {
         workloads::make_length_sampler(workload->lengths, out.config.seed);

@@ -1,1 +1,137 @@
+// Properties that must hold for every scenario, checked over many small random ones with the
+// simulation's paranoid mode on (every lane's aggregates recomputed from its requests after every
+// event; time monotonicity and KV capacity are CHECKed on every event in any mode).
 #include <doctest/doctest.h>
+
+#include <algorithm>
+
+#include "models/memory.h"
+#include "sim/cluster/simulation.h"
+#include "sim/core/rng.h"
+#include "test_config.h"
+
+using namespace servesim;
+
+namespace {
+
+// A deployment whose KV cache holds about `kv_tokens` tokens per lane, so that random traffic
+// runs it out of blocks and exercises preemption.
+cluster::SimulationConfig random_config(Rng& rng) {
+  models::ModelSpec model = test::tiny_model();
+  model.layers = static_cast<int>(rng.uniform_int(1, 6));
+  auto config = test::one_pool(model, test::ideal_chip(), static_cast<int>(rng.uniform_int(1, 4)));
+  cluster::PoolConfig& p = config.pools[0];
+  p.plan.tp = rng.uniform_int(0, 1) ? 2 : 1;
+  p.plan.pp = static_cast<int>(rng.uniform_int(1, std::min<std::uint64_t>(3, model.layers)));
+  p.kv_cache.block_tokens = static_cast<std::int64_t>(rng.uniform_int(1, 3) * 4);
+  p.kv_cache.watermark = rng.uniform_int(0, 1) ? 0.0 : 0.05;
+  p.scheduler.policy = rng.uniform_int(0, 1) ? cluster::SchedulerPolicy::kSarathi
+                                             : cluster::SchedulerPolicy::kWholePrompt;
+  p.scheduler.max_batch_size = static_cast<std::int64_t>(rng.uniform_int(1, 16));
+  p.scheduler.max_batched_tokens = p.scheduler.max_batch_size + static_cast<std::int64_t>(rng.uniform_int(0, 128));
+  p.router.policy = rng.uniform_int(0, 1) ? cluster::RouterPolicy::kLeastLoaded
+                                          : cluster::RouterPolicy::kRoundRobin;
+  p.router.load = rng.uniform_int(0, 1) ? cluster::LoadMetric::kOutstandingTokens
+                                        : cluster::LoadMetric::kOutstandingRequests;
+
+  // Size the chip so that each lane gets roughly 150-600 tokens of KV cache.
+  const auto target_tokens = static_cast<double>(rng.uniform_int(150, 600)) * p.plan.pp;
+  models::MemoryConfig mc{p.kv_cache.memory_utilization, p.kv_cache.reserved,
+                          p.scheduler.max_batched_tokens, p.scheduler.max_batch_size};
+  models::ChipSpec probe = p.chip;
+  probe.memory = Bytes{0};
+  const auto empty = models::plan_memory(model, probe, p.plan, mc);
+  const double fixed = empty.weights.value + empty.activations.value + empty.reserved.value;
+  p.chip.memory = Bytes{(fixed + target_tokens * empty.kv_bytes_per_token) / mc.memory_utilization};
+
+  // Longest request: what a lane admits, and for whole-prompt scheduling what a batch holds.
+  const auto cap = cluster::pool_capacity(model, p);
+  const auto watermark = static_cast<std::int64_t>(p.kv_cache.watermark * static_cast<double>(cap.blocks_per_lane));
+  std::int64_t longest = (cap.blocks_per_lane - watermark) * p.kv_cache.block_tokens;
+  if (p.scheduler.policy == cluster::SchedulerPolicy::kWholePrompt) {
+    longest = std::min(longest, p.scheduler.max_batched_tokens);
+  }
+  p.max_model_len = std::max<std::int64_t>(2, longest);
+
+  workloads::WorkloadConfig& w = config.workload;
+  w.requests = static_cast<std::int64_t>(rng.uniform_int(1, 120));
+  if (rng.uniform_int(0, 1)) {
+    w.arrivals = workloads::PoissonArrivals{Frequency{static_cast<double>(rng.uniform_int(1, 50)) * 1e4}};
+  } else {
+    w.arrivals = workloads::ClosedLoopArrivals{static_cast<int>(rng.uniform_int(1, 20)),
+                                               Duration::picoseconds(static_cast<std::int64_t>(rng.uniform_int(0, 100000)))};
+  }
+  // Some requests exceed max_model_len on purpose (they must be rejected, not lost).
+  const std::int64_t max_len = p.max_model_len + 20;
+  w.lengths = workloads::IndependentLengths{
+      workloads::UniformLength{1, std::max<std::int64_t>(1, max_len / 2)},
+      workloads::UniformLength{1, std::max<std::int64_t>(1, max_len / 2)}};
+  if (rng.uniform_int(0, 3) == 0) {
+    config.horizon = Duration::picoseconds(static_cast<std::int64_t>(rng.uniform_int(1, 50)) * 1'000'000);
+  }
+  config.seed = rng.next_u64();
+  return config;
+}
+
+}  // namespace
+
+TEST_CASE("Invariants: over random small scenarios every request is accounted for and KV is conserved") {
+  Rng rng(20261130, "invariants");
+  int with_preemptions = 0, with_rejections = 0, with_horizon = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    CAPTURE(trial);
+    const auto config = random_config(rng);
+    metrics::RunMetrics m;
+    cluster::Simulation sim(config, m);
+    sim.set_paranoid(true);
+    const auto result = sim.run();
+    const auto s = metrics::summarize(m, result.end, {});
+    // Requests are conserved: every arrival ended completed, rejected or in flight.
+    CHECK(s.arrived == s.completed + s.rejected + s.in_flight);
+    if (config.horizon) {
+      // Arrivals stop at the horizon, so fewer may come than asked for.
+      ++with_horizon;
+      CHECK(s.arrived <= config.workload.requests);
+    } else {
+      // Without a horizon the run ends only when nothing is left: all requests came and went,
+      // every KV block was freed and every router load went back to zero.
+      CHECK(s.arrived == config.workload.requests);
+      CHECK(s.in_flight == 0);
+      CHECK(sim.drained());
+      for (int i = 0; i < config.pools[0].instances; ++i) CHECK(sim.instance_load(static_cast<std::uint32_t>(i)) == 0);
+      // Tokens are conserved: each completed request emitted exactly its output tokens.
+      std::int64_t expected_tokens = 0;
+      for (const auto& r : m.requests()) {
+        if (r.status == metrics::RequestStatus::kCompleted) expected_tokens += r.output_tokens;
+      }
+      CHECK(m.output_tokens() == expected_tokens);
+    }
+    for (const auto& r : m.requests()) {
+      if (r.status == metrics::RequestStatus::kCompleted) {
+        CHECK(r.arrival <= r.first_token);
+        CHECK(r.first_token <= r.completion);
+      }
+    }
+    CHECK(s.pools[0].kv_cache_peak_fraction <= 1.0);
+    CHECK(s.pools[0].utilization <= 1.0 + 1e-9);
+    if (s.pools[0].preemptions > 0) ++with_preemptions;
+    if (s.rejected > 0) ++with_rejections;
+  }
+  // The generator must actually reach the interesting regimes.
+  CHECK(with_preemptions > 20);
+  CHECK(with_rejections > 20);
+  CHECK(with_horizon > 20);
+}
+
+TEST_CASE("Determinism: the same configuration and seed give the same event stream") {
+  Rng rng(7, "determinism");
+  for (int trial = 0; trial < 20; ++trial) {
+    const auto config = random_config(rng);
+    metrics::RunMetrics a, b;
+    const auto ra = cluster::Simulation(config, a).run();
+    const auto rb = cluster::Simulation(config, b).run();
+    CHECK(ra.fingerprint == rb.fingerprint);
+    CHECK(ra.events == rb.events);
+    CHECK(ra.end == rb.end);
+  }
+}

@@ -1,1 +1,146 @@
 #include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include "sim/core/min_tree.h"
+#include "sim/core/ring_queue.h"
+#include "sim/core/rng.h"
+
+namespace {
+
+// Brute force: the first index at or after `cursor`, wrapping, that holds the minimum.
+std::size_t brute_argmin_from(const std::vector<std::int64_t>& v, std::size_t cursor) {
+  const std::int64_t m = *std::min_element(v.begin(), v.end());
+  for (std::size_t k = 0; k < v.size(); ++k) {
+    const std::size_t i = (cursor + k) % v.size();
+    if (v[i] == m) return i;
+  }
+  return v.size();
+}
+
+}  // namespace
+
+TEST_CASE("MinTree: min, value and argmin_from agree with brute force over random updates") {
+  servesim::Rng rng(3, "min_tree_differential");
+  for (int scenario = 0; scenario < 300; ++scenario) {
+    // Sizes around and between powers of two, so padding leaves are present most of the time.
+    const std::size_t n = rng.uniform_int(1, 40);
+    servesim::MinTree tree(n);
+    std::vector<std::int64_t> ref(n, 0);  // a fresh tree holds zeros
+    // Values from a narrow range (negative ones included): ties are the common case.
+    const auto spread = static_cast<std::int64_t>(rng.uniform_int(1, 6));
+    for (int op = 0; op < 60; ++op) {
+      const std::size_t i = rng.uniform_int(0, n - 1);
+      const auto width = static_cast<std::uint64_t>(2 * spread);
+      const std::int64_t v = static_cast<std::int64_t>(rng.uniform_int(0, width)) - spread;
+      tree.set(i, v);
+      ref[i] = v;
+      // REQUIRE: stop at the first divergence instead of reporting its consequences.
+      INFO("scenario ", scenario, " (n = ", n, "), update ", op, ": value[", i, "] = ", v);
+      REQUIRE(tree.size() == n);
+      REQUIRE(tree.min() == *std::min_element(ref.begin(), ref.end()));
+      bool values_match = true, argmins_match = true;
+      for (std::size_t k = 0; k < n; ++k) {
+        values_match = values_match && tree.value(k) == ref[k];
+        argmins_match = argmins_match && tree.argmin_from(k) == brute_argmin_from(ref, k);
+      }
+      REQUIRE(values_match);
+      REQUIRE(argmins_match);
+    }
+  }
+}
+
+TEST_CASE("MinTree: argmin_from returns the first minimum at or after the cursor, wrapping") {
+  servesim::MinTree tree(5);
+  // Values [4, 1, 9, 1, 6]: minimum 1 at indices 1 and 3.
+  const std::int64_t values[] = {4, 1, 9, 1, 6};
+  for (std::size_t i = 0; i < 5; ++i) tree.set(i, values[i]);
+  CHECK(tree.min() == 1);
+  CHECK(tree.argmin_from(0) == 1);  // 0 holds 4; the first 1 after it is at 1
+  CHECK(tree.argmin_from(1) == 1);  // "at or after": the cursor itself counts
+  CHECK(tree.argmin_from(2) == 3);
+  CHECK(tree.argmin_from(3) == 3);
+  CHECK(tree.argmin_from(4) == 1);  // nothing at 4 is minimal: wraps to the start
+}
+
+TEST_CASE("MinTree: ties rotate when the cursor advances past each pick") {
+  // The least-loaded router's pattern: pick, then move the cursor one past the pick.
+  servesim::MinTree tree(6);
+  // Loads [0, 3, 0, 0, 3, 0]: tied minimum 0 at indices 0, 2, 3, 5.
+  tree.set(1, 3);
+  tree.set(4, 3);
+  std::vector<std::size_t> picks;
+  std::size_t cursor = 0;
+  for (int k = 0; k < 8; ++k) {
+    const std::size_t i = tree.argmin_from(cursor);
+    picks.push_back(i);
+    cursor = (i + 1) % tree.size();
+  }
+  // Each tied index once per round, in index order, then the round repeats.
+  CHECK(picks == std::vector<std::size_t>{0, 2, 3, 5, 0, 2, 3, 5});
+}
+
+TEST_CASE("MinTree: reset clears every value to zero at the new size") {
+  servesim::MinTree tree(3);
+  tree.set(0, -5);
+  tree.reset(9);
+  CHECK(tree.size() == 9);
+  CHECK(tree.min() == 0);
+  CHECK(tree.value(0) == 0);
+  CHECK(tree.argmin_from(4) == 4);  // all tied at 0: the cursor itself
+}
+
+TEST_CASE("RingQueue: push_back, push_front and pop_front agree with std::deque across growth") {
+  servesim::Rng rng(5, "ring_queue_differential");
+  for (int scenario = 0; scenario < 100; ++scenario) {
+    servesim::RingQueue<std::int32_t> q;
+    std::deque<std::int32_t> ref;
+    std::int32_t next = 0;
+    // A bias towards pushing that changes per scenario: some runs grow to hundreds of elements
+    // (several doublings from the initial 8, often with the head wrapped), others hover near empty.
+    const double push_p = 0.4 + 0.3 * rng.uniform01();
+    for (int op = 0; op < 600; ++op) {
+      const double u = rng.uniform01();
+      if (ref.empty() || u < push_p) {
+        if (rng.uniform01() < 0.5) {
+          q.push_back(next);
+          ref.push_back(next);
+        } else {
+          q.push_front(next);
+          ref.push_front(next);
+        }
+        ++next;
+      } else {
+        REQUIRE(q.front() == ref.front());
+        REQUIRE(q.pop_front() == ref.front());
+        ref.pop_front();
+      }
+      // REQUIRE: stop at the first divergence instead of reporting its consequences.
+      INFO("scenario ", scenario, ", operation ", op);
+      REQUIRE(q.size() == ref.size());
+      REQUIRE(q.empty() == ref.empty());
+      bool same = true;
+      for (std::size_t i = 0; i < ref.size(); ++i) same = same && q[i] == ref[i];
+      REQUIRE(same);
+    }
+  }
+}
+
+TEST_CASE("RingQueue: growing while the head is wrapped keeps the order") {
+  servesim::RingQueue<int> q;
+  // Initial capacity is 8. Three push_fronts wrap the head to slots 5..7; five push_backs fill
+  // slots 0..4; the ninth element forces a doubling with the contents split around the end.
+  q.push_front(-1);
+  q.push_front(-2);
+  q.push_front(-3);
+  for (int i = 0; i < 5; ++i) q.push_back(i);
+  q.push_back(5);
+  q.push_front(-4);
+  // Expected front to back: -4 -3 -2 -1 0 1 2 3 4 5.
+  std::vector<int> out;
+  while (!q.empty()) out.push_back(q.pop_front());
+  CHECK(out == std::vector<int>{-4, -3, -2, -1, 0, 1, 2, 3, 4, 5});
+}

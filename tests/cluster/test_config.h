@@ -1,0 +1,65 @@
+// Small hand-checkable deployments for the serving-model tests.
+#pragma once
+
+#include "sim/cluster/config.h"
+
+namespace servesim::test {
+
+// A two-layer model small enough to cost by hand: h = 64, 4 heads of 16, MLP 128, vocab 100.
+inline models::ModelSpec tiny_model() {
+  models::ModelSpec m;
+  m.name = "tiny";
+  m.layers = 2;
+  m.hidden = 64;
+  m.heads = 4;
+  m.kv_heads = 4;
+  m.head_dim = 16;
+  m.intermediate = 128;
+  m.vocab = 100;
+  m.max_context = 4096;
+  return m;
+}
+
+// A chip on which every operator is compute-bound at exactly 1e12 FLOP/s: infinite-ish memory
+// bandwidth, efficiencies 1, no fixed costs, no host overhead. An operator of F FLOPs takes F ps.
+inline models::ChipSpec ideal_chip(double memory_bytes = 1e12) {
+  models::ChipSpec c;
+  c.name = "ideal";
+  c.memory = Bytes{memory_bytes};
+  c.hbm_bandwidth = Bandwidth{1e30};
+  c.bf16_flops = FlopRate{1e12};
+  c.scale_up_bandwidth = Bandwidth{1e30};
+  c.scale_up_domain = 8;
+  c.scale_out_bandwidth = Bandwidth{1e30};
+  models::Efficiency& e = c.efficiency;
+  e.gemm_compute = e.gemm_memory = e.attention_prefill = e.attention_decode = e.elementwise = 1.0;
+  e.collective_bandwidth = 1.0;
+  return c;
+}
+
+inline cluster::SimulationConfig one_pool(const models::ModelSpec& model, const models::ChipSpec& chip,
+                                          int instances = 1) {
+  cluster::SimulationConfig c;
+  c.model = model;
+  cluster::PoolConfig p;
+  p.name = "pool";
+  p.chip = chip;
+  p.instances = instances;
+  p.max_model_len = model.max_context;
+  p.kv_cache.reserved = Bytes{0};
+  p.scheduler.max_batched_tokens = 512;
+  p.scheduler.max_batch_size = 64;
+  c.pools.push_back(p);
+  return c;
+}
+
+inline workloads::WorkloadConfig fixed_closed_loop(int clients, std::int64_t requests,
+                                                   std::int64_t prompt, std::int64_t output) {
+  workloads::WorkloadConfig w;
+  w.arrivals = workloads::ClosedLoopArrivals{clients, Duration::zero()};
+  w.lengths = workloads::IndependentLengths{workloads::FixedLength{prompt}, workloads::FixedLength{output}};
+  w.requests = requests;
+  return w;
+}
+
+}  // namespace servesim::test

@@ -1,0 +1,105 @@
+// The JSON report carries every key of the DESIGN.md contract, and nothing host-dependent unless
+// asked for.
+#include <doctest/doctest.h>
+
+#include <sstream>
+
+#include "reports/report.h"
+
+using namespace servesim;
+
+namespace {
+
+metrics::Summary sample_summary() {
+  metrics::RunMetrics m;
+  metrics::PoolInfo info;
+  info.name = "serving";
+  info.role = "combined";
+  info.instances = 2;
+  info.chips = 4;
+  info.components = {"gemm", "attention"};
+  const PoolId pool = m.add_pool(info);
+  m.request_arrived(RequestId(0), SimTime::zero(), 100, 10);
+  m.request_routed(RequestId(0), pool, InstanceId(1));
+  m.first_token(RequestId(0), SimTime::from_ps(1'000'000'000));
+  m.inter_token_gap(Duration::milliseconds(1), 9);
+  m.request_completed(RequestId(0), SimTime::from_ps(10'000'000'000));
+  const std::int64_t times[] = {3'000'000'000, 1'000'000'000};
+  m.iteration(pool, times);
+  metrics::SloTargets slo;
+  slo.ttft = Duration::milliseconds(2);
+  return metrics::summarize(m, SimTime::from_ps(10'000'000'000), slo);
+}
+
+}  // namespace
+
+TEST_CASE("Report: every key of the DESIGN.md contract is present") {
+  reports::RunInfo run;
+  run.name = "t";
+  run.events = 42;
+  run.wall_s = 0.5;
+  run.peak_rss_mb = 12;
+  const auto j = reports::build_report(nlohmann::ordered_json::object(), sample_summary(), run);
+  CHECK(j["schema"] == "servesim.report/1");
+  CHECK(j.contains("scenario"));
+  for (const char* k : {"arrived", "completed", "rejected", "in_flight"}) {
+    CHECK(j["summary"]["requests"].contains(k));
+  }
+  for (const char* k : {"input_tokens_per_s", "output_tokens_per_s", "requests_per_s",
+                        "output_tokens_per_s_per_chip"}) {
+    CHECK(j["summary"]["throughput"].contains(k));
+  }
+  for (const char* d : {"ttft_ms", "tpot_ms", "itl_ms", "e2e_ms"}) {
+    for (const char* k : {"mean", "p50", "p90", "p99"}) CHECK(j["summary"][d].contains(k));
+  }
+  CHECK(j["summary"]["slo"].contains("attainment"));
+  CHECK(j["summary"]["slo"].contains("goodput_requests_per_s"));
+  const auto& pool = j["pools"][0];
+  for (const char* k : {"name", "role", "instances", "chips", "utilization", "breakdown",
+                        "kv_cache_peak_fraction", "preemptions"}) {
+    CHECK(pool.contains(k));
+  }
+  for (const char* k : {"events", "simulated_s", "wall_s", "events_per_s", "peak_rss_mb"}) {
+    CHECK(j["simulation"].contains(k));
+  }
+  // One request in a 10 ms run (1e10 ps): TTFT 1 ms, within the 2 ms SLO; 1 + 9 = 10 tokens in
+  // 10 ms = 1,000 tokens/s.
+  CHECK(j["summary"]["ttft_ms"]["mean"] == doctest::Approx(1.0));
+  CHECK(j["summary"]["slo"]["attainment"] == 1.0);
+  CHECK(j["summary"]["throughput"]["output_tokens_per_s"] == doctest::Approx(1000.0));
+  // 42 events in 0.5 s.
+  CHECK(j["simulation"]["events_per_s"] == 84.0);
+  // Busy 4 ms of 2 instances x 10 ms: gemm 3 / 20, attention 1 / 20, idle 16 / 20.
+  CHECK(pool["breakdown"]["gemm"] == doctest::Approx(0.15));
+  CHECK(pool["breakdown"]["idle"] == doctest::Approx(0.8));
+}
+
+TEST_CASE("Report: host measurements are null when left out, so equal runs give equal bytes") {
+  reports::RunInfo run;
+  run.events = 7;
+  const auto a = reports::build_report(nlohmann::ordered_json::object(), sample_summary(), run).dump();
+  const auto b = reports::build_report(nlohmann::ordered_json::object(), sample_summary(), run).dump();
+  CHECK(a == b);
+  const auto j = nlohmann::json::parse(a);
+  CHECK(j["simulation"]["wall_s"].is_null());
+  CHECK(j["simulation"]["events_per_s"].is_null());
+  CHECK(j["simulation"]["peak_rss_mb"].is_null());
+}
+
+TEST_CASE("Report: the per-request CSV has one row per request") {
+  metrics::RunMetrics m;
+  metrics::PoolInfo info;
+  info.components = {"x"};
+  m.add_pool(info);
+  m.request_arrived(RequestId(0), SimTime::zero(), 5, 1);
+  m.request_arrived(RequestId(1), SimTime::from_ps(500'000'000'000), 7, 2);
+  m.request_rejected(RequestId(1), SimTime::from_ps(500'000'000'000),
+                     metrics::RejectReason::kQueueFull);
+  std::ostringstream out;
+  reports::write_requests_csv(out, m);
+  CHECK(out.str() ==
+        "id,arrival_s,first_token_s,completion_s,prompt_tokens,output_tokens,status,reject_reason,"
+        "preemptions,instance\n"
+        "0,0.000000000,,,5,1,in_flight,,0,0\n"
+        "1,0.500000000,,0.500000000,7,2,rejected,queue_full,0,0\n");
+}
