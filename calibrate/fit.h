@@ -18,7 +18,8 @@ struct LineFit {
   double intercept = 0;
   double slope = 0;
   double r_squared = 0;              // of the time predictions, unweighted
-  double median_abs_rel_error = 0;   // |predicted - measured| / measured, median over the points
+  double median_abs_rel_error = 0;   // |predicted - measured| / measured: the median over the
+                                     // points (the upper middle one for an even count)
   std::size_t points = 0;
 };
 

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "sim/core/check.h"
+
 namespace servesim::metrics {
 
 double quantile_sorted(const std::vector<double>& sorted, double q) {
@@ -57,10 +59,11 @@ double LogHistogram::midpoint_of(std::int64_t bucket) {
 }
 
 void LogHistogram::add(double value, std::int64_t weight) {
+  SERVESIM_CHECK_MSG(std::isfinite(value), "a non-finite value in a latency histogram");
   if (weight <= 0) return;
   count_ += weight;
   sum_ += value * static_cast<double>(weight);
-  if (!(value > 0) || !std::isfinite(value)) {
+  if (!(value > 0)) {
     zeros_ += weight;
     return;
   }
@@ -77,17 +80,26 @@ void LogHistogram::add(double value, std::int64_t weight) {
   buckets_[static_cast<std::size_t>(index - offset_)] += weight;
 }
 
-double LogHistogram::quantile(double q) const {
-  if (count_ == 0) return 0.0;
-  // The value of rank q (count - 1), as for the exact quantiles.
-  const double rank = q * static_cast<double>(count_ - 1);
-  double seen = static_cast<double>(zeros_);
+double LogHistogram::value_at_rank(std::int64_t rank) const {
+  std::int64_t seen = zeros_;
   if (rank < seen) return 0.0;
   for (std::size_t i = 0; i < buckets_.size(); ++i) {
-    seen += static_cast<double>(buckets_[i]);
+    seen += buckets_[i];
     if (rank < seen) return midpoint_of(offset_ + static_cast<std::int64_t>(i));
   }
   return midpoint_of(offset_ + static_cast<std::int64_t>(buckets_.size()) - 1);
+}
+
+double LogHistogram::quantile(double q) const {
+  if (count_ == 0) return 0.0;
+  // Linear interpolation between the values of ranks floor(r) and floor(r) + 1, r = q (count - 1),
+  // as for the exact quantiles; each value is its bucket's midpoint.
+  const double r = q * static_cast<double>(count_ - 1);
+  const auto lo = static_cast<std::int64_t>(std::floor(r));
+  const double x_lo = value_at_rank(lo);
+  if (lo + 1 >= count_) return x_lo;
+  const double x_hi = value_at_rank(lo + 1);
+  return x_lo + (r - static_cast<double>(lo)) * (x_hi - x_lo);
 }
 
 Distribution LogHistogram::summary() const {

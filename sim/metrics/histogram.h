@@ -7,7 +7,8 @@
 // LogHistogram: weighted values in log-linear buckets, 128 per power of two, indexed straight
 // from the bits of the double (exponent and top 7 mantissa bits, as HdrHistogram does), so adding
 // a value takes no logarithm. A bucket spans at most 1/128 of its lower bound and is represented
-// by its midpoint: any quantile it returns is within 0.4% of a value of the right rank. Memory is
+// by its midpoint, and quantiles interpolate between ranks as the exact ones do: each is within
+// 0.4% of the exact quantile of the values added. Memory is
 // fixed by the value range, not the count: used for inter-token gaps, of which a run has one per
 // emitted token. Mean and count are exact.
 #pragma once
@@ -29,7 +30,7 @@ double quantile_sorted(const std::vector<double>& sorted, double q);
 
 class LogHistogram {
  public:
-  // Values <= 0 are counted in a zero bucket.
+  // Values <= 0 are counted in a zero bucket; values must be finite.
   void add(double value, std::int64_t weight);
   std::int64_t count() const { return count_; }
   double mean() const { return count_ > 0 ? sum_ / static_cast<double>(count_) : 0.0; }
@@ -39,6 +40,7 @@ class LogHistogram {
  private:
   static constexpr int kSubBucketBits = 7;
   static std::int64_t bucket_of(double value);
+  double value_at_rank(std::int64_t rank) const;
   static double midpoint_of(std::int64_t bucket);
   std::vector<std::int64_t> buckets_;  // buckets_[i] counts bucket offset_ + i
   std::int64_t offset_ = 0;

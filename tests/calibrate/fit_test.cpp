@@ -111,22 +111,31 @@ TEST_CASE("fit_overhead_and_rate: two points determine the line") {
   CHECK(fit.intercept == doctest::Approx(5e-6).epsilon(1e-12));
 }
 
+// Each rejection is checked for its own reason (the message), not just the exception type: a
+// zero time would otherwise still throw, for the wrong reason, from the rank check downstream.
 TEST_CASE("fit_overhead_and_rate: rejects fewer than two points") {
-  CHECK_THROWS_AS(fit_overhead_and_rate({}, {}), std::invalid_argument);
-  CHECK_THROWS_AS(fit_overhead_and_rate({1e6}, {1e-5}), std::invalid_argument);
-  CHECK_THROWS_AS(fit_overhead_and_rate({1e6, 2e6}, {1e-5}), std::invalid_argument);  // unpaired
+  const auto too_few = doctest::Contains("at least two");
+  CHECK_THROWS_WITH_AS(fit_overhead_and_rate({}, {}), too_few, std::invalid_argument);
+  CHECK_THROWS_WITH_AS(fit_overhead_and_rate({1e6}, {1e-5}), too_few, std::invalid_argument);
+  // Unpaired values.
+  CHECK_THROWS_WITH_AS(fit_overhead_and_rate({1e6, 2e6}, {1e-5}), too_few, std::invalid_argument);
 }
 
 TEST_CASE("fit_overhead_and_rate: rejects work that does not vary") {
   for (double w : {0.0, 1.0, 1e6, 1e12}) {
     INFO("work = ", w);
-    CHECK_THROWS_AS(fit_overhead_and_rate({w, w, w}, {1e-5, 2e-5, 3e-5}), std::invalid_argument);
+    CHECK_THROWS_WITH_AS(fit_overhead_and_rate({w, w, w}, {1e-5, 2e-5, 3e-5}),
+                         doctest::Contains("do not vary"), std::invalid_argument);
   }
 }
 
 TEST_CASE("fit_overhead_and_rate: rejects non-positive times") {
-  CHECK_THROWS_AS(fit_overhead_and_rate({1e6, 2e6}, {1e-5, 0.0}), std::invalid_argument);
-  CHECK_THROWS_AS(fit_overhead_and_rate({1e6, 2e6}, {-1e-5, 2e-5}), std::invalid_argument);
+  const auto not_positive = doctest::Contains("must be positive");
   const double nan = std::numeric_limits<double>::quiet_NaN();
-  CHECK_THROWS_AS(fit_overhead_and_rate({1e6, 2e6}, {1e-5, nan}), std::invalid_argument);
+  CHECK_THROWS_WITH_AS(fit_overhead_and_rate({1e6, 2e6}, {1e-5, 0.0}), not_positive,
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(fit_overhead_and_rate({1e6, 2e6}, {-1e-5, 2e-5}), not_positive,
+                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(fit_overhead_and_rate({1e6, 2e6}, {1e-5, nan}), not_positive,
+                       std::invalid_argument);
 }
