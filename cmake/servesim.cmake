@@ -24,9 +24,9 @@ endfunction()
 # One doctest executable per library; it links only that library (a layering mistake is a link error).
 function(servesim_test)
   cmake_parse_arguments(ARG "" "NAME" "SOURCES;DEPS" ${ARGN})
-  add_executable(test_${ARG_NAME} ${PROJECT_SOURCE_DIR}/tests/doctest_main.cpp ${ARG_SOURCES})
+  add_executable(test_${ARG_NAME} ${ARG_SOURCES})
   target_compile_options(test_${ARG_NAME} PRIVATE ${SERVESIM_WARNINGS})
-  target_link_libraries(test_${ARG_NAME} PRIVATE ${ARG_DEPS} doctest::doctest)
+  target_link_libraries(test_${ARG_NAME} PRIVATE ${ARG_DEPS} servesim_doctest_main)
   target_compile_definitions(test_${ARG_NAME} PRIVATE SERVESIM_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
   add_test(NAME ${ARG_NAME} COMMAND test_${ARG_NAME} --no-intro --force-colors=0
            WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
