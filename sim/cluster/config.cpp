@@ -13,7 +13,20 @@ PoolCapacity pool_capacity(const models::ModelSpec& model, const PoolConfig& poo
   const std::int64_t blocks = cap.memory.kv_tokens / pool.kv_cache.block_tokens;
   cap.blocks_per_lane = blocks / pool.plan.pp;
   cap.tokens_per_lane = cap.blocks_per_lane * pool.kv_cache.block_tokens;
+  cap.watermark_blocks =
+      static_cast<std::int64_t>(pool.kv_cache.watermark * static_cast<double>(cap.blocks_per_lane));
+  cap.admissible_tokens = (cap.blocks_per_lane - cap.watermark_blocks) * pool.kv_cache.block_tokens;
   return cap;
+}
+
+topologies::FabricSpec fabric_of(const models::ChipSpec& chip) {
+  topologies::FabricSpec f;
+  f.scale_up_domain = chip.scale_up_domain;
+  f.scale_up = {chip.scale_up_bandwidth, chip.efficiency.collective_latency,
+                chip.efficiency.collective_bandwidth};
+  f.scale_out = {chip.scale_out_bandwidth, chip.scale_out_latency,
+                 chip.efficiency.collective_bandwidth};
+  return f;
 }
 
 }  // namespace servesim::cluster

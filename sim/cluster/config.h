@@ -19,6 +19,7 @@
 #include "sim/core/time.h"
 #include "sim/core/units.h"
 #include "sim/metrics/summary.h"
+#include "topologies/placement.h"
 #include "workloads/workload.h"
 
 namespace servesim::cluster {
@@ -77,7 +78,12 @@ struct PoolCapacity {
   models::MemoryPlan memory;
   std::int64_t blocks_per_lane = 0;
   std::int64_t tokens_per_lane = 0;
+  std::int64_t watermark_blocks = 0;   // kept free when admitting
+  std::int64_t admissible_tokens = 0;  // the longest request a lane can ever admit
 };
 PoolCapacity pool_capacity(const models::ModelSpec& model, const PoolConfig& pool);
+
+// The links a chip of the pool sees, for placement and collective costs.
+topologies::FabricSpec fabric_of(const models::ChipSpec& chip);
 
 }  // namespace servesim::cluster

@@ -4,7 +4,6 @@
 #include <limits>
 
 #include "models/operators.h"
-#include "topologies/placement.h"
 
 namespace servesim::cluster {
 namespace {
@@ -23,15 +22,8 @@ Simulation::Simulation(const SimulationConfig& config, metrics::Recorder& record
   for (const PoolConfig& pc : config_.pools) {
     Pool pool;
     pool.config = pc;
-    const models::ChipSpec& chip = pc.chip;
-    topologies::FabricSpec fabric;
-    fabric.scale_up_domain = chip.scale_up_domain;
-    fabric.scale_up = {chip.scale_up_bandwidth, chip.efficiency.collective_latency,
-                       chip.efficiency.collective_bandwidth};
-    fabric.scale_out = {chip.scale_out_bandwidth, chip.scale_out_latency,
-                        chip.efficiency.collective_bandwidth};
-    const auto placement = topologies::place_instance(fabric, pc.plan.tp, pc.plan.pp);
-    pool.cost = std::make_unique<IterationCostModel>(config_.model, chip, pc.plan, placement,
+    const auto placement = topologies::place_instance(fabric_of(pc.chip), pc.plan.tp, pc.plan.pp);
+    pool.cost = std::make_unique<IterationCostModel>(config_.model, pc.chip, pc.plan, placement,
                                                      pc.scheduler.max_batched_tokens);
     pool.scheduler = make_batch_scheduler(pc.scheduler);
     pool.router = make_router(pc.router, static_cast<std::uint32_t>(pc.instances));
@@ -50,14 +42,12 @@ Simulation::Simulation(const SimulationConfig& config, metrics::Recorder& record
 
     const PoolCapacity cap = pool_capacity(config_.model, pc);
     SERVESIM_CHECK_MSG(cap.blocks_per_lane > 0, "pool " + pc.name + " has no KV blocks");
-    const auto watermark = static_cast<std::int64_t>(pc.kv_cache.watermark *
-                                                     static_cast<double>(cap.blocks_per_lane));
     for (int i = 0; i < pc.instances; ++i) {
       Instance inst;
       inst.pool = static_cast<std::uint32_t>(pools_.size());
       for (int l = 0; l < pc.plan.pp; ++l) {
         inst.lanes.emplace_back(&requests_, cap.blocks_per_lane, pc.kv_cache.block_tokens,
-                                watermark, pc.scheduler.max_batch_size);
+                                cap.watermark_blocks, pc.scheduler.max_batch_size);
       }
       inst.stage_free.assign(static_cast<std::size_t>(pc.plan.pp), SimTime::zero());
       instances_.push_back(std::move(inst));
@@ -74,9 +64,8 @@ Simulation::Simulation(const SimulationConfig& config, metrics::Recorder& record
 
 Simulation::~Simulation() = default;
 
-std::int64_t Simulation::load_units(std::int64_t tokens, std::int64_t requests) const {
-  // One pool serves everything in this version.
-  return pools_.front().config.router.load == LoadMetric::kOutstandingTokens ? tokens : requests;
+std::int64_t Simulation::load_units(const Pool& pool, std::int64_t tokens, std::int64_t requests) {
+  return pool.config.router.load == LoadMetric::kOutstandingTokens ? tokens : requests;
 }
 
 std::int64_t Simulation::instance_load(std::uint32_t instance) const {
@@ -181,7 +170,7 @@ void Simulation::route(std::uint32_t r) {
   s.instance = index;
   s.lane = static_cast<std::uint16_t>(best);
   inst.lanes[best].enqueue_back(r);
-  pool.router->add_load(local, load_units(s.prompt + s.output, 1));
+  pool.router->add_load(local, load_units(pool, s.prompt + s.output, 1));
   recorder_.request_routed(RequestId(r), pool.metrics_id, InstanceId(index));
   if (!inst.dispatch_pending && inst.stage_free.front() <= now_) {
     inst.dispatch_pending = true;
@@ -200,7 +189,7 @@ void Simulation::complete(std::uint32_t r) {
   SERVESIM_CHECK(s.phase == Phase::kDone && s.generated == s.output);
   recorder_.request_completed(RequestId(r), now_);
   Pool& pool = pools_[instances_[s.instance].pool];
-  pool.router->add_load(s.instance - pool.first_instance, load_units(0, -1));
+  pool.router->add_load(s.instance - pool.first_instance, load_units(pool, 0, -1));
   client_done(r);
 }
 
@@ -248,7 +237,7 @@ void Simulation::handle(const BatchFinished& e) {
       lane.join_decode(c.request, now_);
     }
   }
-  pool.router->add_load(e.instance - pool.first_instance, load_units(-done_tokens, 0));
+  pool.router->add_load(e.instance - pool.first_instance, load_units(pool, -done_tokens, 0));
   try_dispatch(e.instance);
 }
 
@@ -277,7 +266,7 @@ void Simulation::try_dispatch(std::uint32_t index) {
       recorder_.request_preempted(RequestId(p.request), pool.metrics_id);
       lost += p.lost_tokens;
     }
-    if (lost > 0) pool.router->add_load(index - pool.first_instance, load_units(lost, 0));
+    if (lost > 0) pool.router->add_load(index - pool.first_instance, load_units(pool, lost, 0));
     if (batch.empty()) continue;
 
     const models::BatchShape shape = lane.shape(batch);

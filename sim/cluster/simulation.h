@@ -85,7 +85,8 @@ class Simulation {
   void complete(std::uint32_t r);
   void client_done(std::uint32_t r);
   void try_dispatch(std::uint32_t instance);
-  std::int64_t load_units(std::int64_t tokens, std::int64_t requests) const;
+  // A change of outstanding work in the unit of the pool's router (tokens or requests).
+  static std::int64_t load_units(const Pool& pool, std::int64_t tokens, std::int64_t requests);
   void check_all() const;
 
   SimulationConfig config_;

@@ -526,9 +526,8 @@ void check_deployment(Document& doc, const models::ModelSpec& model, const clust
     }
   }
   if (marks.plan_ok && marks.chip_ok) {
-    topologies::FabricSpec fabric;
-    fabric.scale_up_domain = p.chip.scale_up_domain;
-    for (const auto& problem : topologies::validate_placement(fabric, p.plan.tp, p.plan.pp)) {
+    for (const auto& problem :
+         topologies::validate_placement(cluster::fabric_of(p.chip), p.plan.tp, p.plan.pp)) {
       doc.error(marks.tp.mark, marks.tp.path, problem);
       plan_valid = false;
     }
@@ -575,9 +574,7 @@ void check_deployment(Document& doc, const models::ModelSpec& model, const clust
     return;
   }
   if (!marks.len_ok) return;
-  const auto watermark = static_cast<std::int64_t>(p.kv_cache.watermark *
-                                                   static_cast<double>(cap.blocks_per_lane));
-  const std::int64_t admissible = (cap.blocks_per_lane - watermark) * p.kv_cache.block_tokens;
+  const std::int64_t admissible = cap.admissible_tokens;
   if (admissible < p.max_model_len) {
     doc.error(marks.max_model_len.mark, marks.max_model_len.path,
               "the KV cache of " + (p.plan.pp > 1 ? std::string("each pipeline lane") :

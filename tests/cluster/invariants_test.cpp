@@ -45,9 +45,7 @@ cluster::SimulationConfig random_config(Rng& rng) {
   p.chip.memory = Bytes{(fixed + target_tokens * empty.kv_bytes_per_token) / mc.memory_utilization};
 
   // Longest request: what a lane admits, and for whole-prompt scheduling what a batch holds.
-  const auto cap = cluster::pool_capacity(model, p);
-  const auto watermark = static_cast<std::int64_t>(p.kv_cache.watermark * static_cast<double>(cap.blocks_per_lane));
-  std::int64_t longest = (cap.blocks_per_lane - watermark) * p.kv_cache.block_tokens;
+  std::int64_t longest = cluster::pool_capacity(model, p).admissible_tokens;
   if (p.scheduler.policy == cluster::SchedulerPolicy::kWholePrompt) {
     longest = std::min(longest, p.scheduler.max_batched_tokens);
   }
