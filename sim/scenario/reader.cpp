@@ -156,102 +156,104 @@ std::string MapReader::scalar_or_report(const Field& f, std::string_view what) {
   return f.node.Scalar();
 }
 
-std::optional<std::int64_t> MapReader::integer(std::string_view key, std::int64_t min,
-                                               std::int64_t max,
-                                               std::optional<std::int64_t> fallback) {
-  const std::string what = "an integer";
+// The shared part of every typed getter: an absent key takes the fallback (echoed as
+// `fallback_echo`) or is reported missing when there is none; a value that is not a scalar is
+// reported; a scalar goes to `parse(field, text)`, which reports its own problems and returns the
+// value (nullopt when it was wrong). The parsed value's echo is the caller's.
+template <class T, class Parse>
+std::optional<T> MapReader::read(std::string_view key, std::string_view what,
+                                 const std::optional<T>& fallback, const Json& fallback_echo,
+                                 Parse parse) {
   auto f = lookup(key, what, !fallback.has_value());
   if (!f) {
-    if (fallback) echo_[std::string(key)] = *fallback;
+    if (fallback) echo_[std::string(key)] = fallback_echo;
     return fallback;
   }
   if (!f->node.IsScalar()) {
     scalar_or_report(*f, what);
     return std::nullopt;
   }
-  const std::string text = f->node.Scalar();
-  std::int64_t v = 0;
-  if (!parse_int(text, v)) {
-    double d = 0;
-    const bool is_number = parse_double(text, d);
-    doc_.error(f->mark, f->path,
-               "expected " + what + ", got " + in_quotes(text) +
-                   (is_number ? " (a whole number is needed here)" : ""));
-    return std::nullopt;
-  }
-  if (v < min || v > max) {
-    doc_.error(f->mark, f->path,
-               max == INT64_MAX ? "must be at least " + std::to_string(min) + ", got " + text
-                                : "must be between " + std::to_string(min) + " and " +
-                                      std::to_string(max) + ", got " + text);
-    return std::nullopt;
-  }
-  echo_[std::string(key)] = v;
-  return v;
+  return parse(*f, f->node.Scalar());
+}
+
+std::optional<std::int64_t> MapReader::integer(std::string_view key, std::int64_t min,
+                                               std::int64_t max,
+                                               std::optional<std::int64_t> fallback) {
+  const std::string what = "an integer";
+  return read<std::int64_t>(
+      key, what, fallback, fallback ? Json(*fallback) : Json(),
+      [&](const Field& f, const std::string& text) -> std::optional<std::int64_t> {
+        std::int64_t v = 0;
+        if (!parse_int(text, v)) {
+          double d = 0;
+          const bool is_number = parse_double(text, d);
+          doc_.error(f.mark, f.path,
+                     "expected " + what + ", got " + in_quotes(text) +
+                         (is_number ? " (a whole number is needed here)" : ""));
+          return std::nullopt;
+        }
+        if (v < min || v > max) {
+          doc_.error(f.mark, f.path,
+                     max == INT64_MAX ? "must be at least " + std::to_string(min) + ", got " + text
+                                      : "must be between " + std::to_string(min) + " and " +
+                                            std::to_string(max) + ", got " + text);
+          return std::nullopt;
+        }
+        echo_[std::string(key)] = v;
+        return v;
+      });
 }
 
 std::optional<double> MapReader::number(std::string_view key, double min, double max,
                                         bool min_exclusive, std::optional<double> fallback) {
   const std::string what = "a number";
-  auto f = lookup(key, what, !fallback.has_value());
-  if (!f) {
-    if (fallback) echo_[std::string(key)] = *fallback;
-    return fallback;
-  }
-  if (!f->node.IsScalar()) {
-    scalar_or_report(*f, what);
-    return std::nullopt;
-  }
-  const std::string text = f->node.Scalar();
-  double v = 0;
-  if (!parse_double(text, v)) {
-    doc_.error(f->mark, f->path, "expected " + what + " without a unit, got " + in_quotes(text));
-    return std::nullopt;
-  }
-  const bool low = min_exclusive ? !(v > min) : v < min;
-  if (low || v > max) {
-    const std::string lo = min_exclusive ? "greater than " + format_double(min)
-                                         : "at least " + format_double(min);
-    doc_.error(f->mark, f->path,
-               "must be " + lo + (std::isinf(max) ? "" : " and at most " + format_double(max)) +
-                   ", got " + text);
-    return std::nullopt;
-  }
-  echo_[std::string(key)] = v;
-  return v;
+  return read<double>(
+      key, what, fallback, fallback ? Json(*fallback) : Json(),
+      [&](const Field& f, const std::string& text) -> std::optional<double> {
+        double v = 0;
+        if (!parse_double(text, v)) {
+          doc_.error(f.mark, f.path, "expected " + what + " without a unit, got " + in_quotes(text));
+          return std::nullopt;
+        }
+        const bool low = min_exclusive ? !(v > min) : v < min;
+        if (low || v > max) {
+          const std::string lo = min_exclusive ? "greater than " + format_double(min)
+                                               : "at least " + format_double(min);
+          doc_.error(f.mark, f.path,
+                     "must be " + lo + (std::isinf(max) ? "" : " and at most " + format_double(max)) +
+                         ", got " + text);
+          return std::nullopt;
+        }
+        echo_[std::string(key)] = v;
+        return v;
+      });
 }
 
 std::optional<bool> MapReader::boolean(std::string_view key, std::optional<bool> fallback) {
   const std::string what = "true or false";
-  auto f = lookup(key, what, !fallback.has_value());
-  if (!f) {
-    if (fallback) echo_[std::string(key)] = *fallback;
-    return fallback;
-  }
-  const std::string text = scalar_or_report(*f, what);
-  if (!f->node.IsScalar()) return std::nullopt;
-  if (text != "true" && text != "false") {
-    doc_.error(f->mark, f->path, "expected " + what + ", got " + in_quotes(text));
-    return std::nullopt;
-  }
-  echo_[std::string(key)] = text == "true";
-  return text == "true";
+  return read<bool>(key, what, fallback, fallback ? Json(*fallback) : Json(),
+                    [&](const Field& f, const std::string& text) -> std::optional<bool> {
+                      if (text != "true" && text != "false") {
+                        doc_.error(f.mark, f.path, "expected " + what + ", got " + in_quotes(text));
+                        return std::nullopt;
+                      }
+                      echo_[std::string(key)] = text == "true";
+                      return text == "true";
+                    });
 }
 
 std::optional<std::string> MapReader::string(std::string_view key,
                                              std::optional<std::string> fallback) {
   const std::string what = "a text value";
-  auto f = lookup(key, what, !fallback.has_value());
-  if (!f) {
-    if (fallback) echo_[std::string(key)] = *fallback;
-    return fallback;
-  }
-  if (!f->node.IsScalar() || f->node.Scalar().empty()) {
-    doc_.error(f->mark, f->path, "expected " + what + ", got " + describe(f->node));
-    return std::nullopt;
-  }
-  echo_[std::string(key)] = f->node.Scalar();
-  return f->node.Scalar();
+  return read<std::string>(key, what, fallback, fallback ? Json(*fallback) : Json(),
+                           [&](const Field& f, const std::string& text) -> std::optional<std::string> {
+                             if (text.empty()) {
+                               doc_.error(f.mark, f.path, "expected " + what + ", got nothing");
+                               return std::nullopt;
+                             }
+                             echo_[std::string(key)] = text;
+                             return text;
+                           });
 }
 
 std::optional<std::string> MapReader::choice(std::string_view key,
@@ -260,26 +262,20 @@ std::optional<std::string> MapReader::choice(std::string_view key,
   std::string list;
   for (auto c : choices) list += (list.empty() ? "" : ", ") + std::string(c);
   const std::string what = "one of " + list;
-  auto f = lookup(key, what, !fallback.has_value());
-  if (!f) {
-    if (fallback) echo_[std::string(key)] = *fallback;
-    return fallback;
-  }
-  if (!f->node.IsScalar()) {
-    scalar_or_report(*f, what);
-    return std::nullopt;
-  }
-  const std::string text = f->node.Scalar();
-  if (std::find(choices.begin(), choices.end(), text) == choices.end()) {
-    const std::string_view hint = closest_match(text, choices);
-    doc_.error(f->mark, f->path,
-               "unknown value " + in_quotes(text) +
-                   (hint.empty() ? " (expected " + what + ")"
-                                 : " (did you mean " + in_quotes(hint) + "? expected " + what + ")"));
-    return std::nullopt;
-  }
-  echo_[std::string(key)] = text;
-  return text;
+  return read<std::string>(
+      key, what, fallback, fallback ? Json(*fallback) : Json(),
+      [&](const Field& f, const std::string& text) -> std::optional<std::string> {
+        if (std::find(choices.begin(), choices.end(), text) == choices.end()) {
+          const std::string_view hint = closest_match(text, choices);
+          doc_.error(f.mark, f.path,
+                     "unknown value " + in_quotes(text) +
+                         (hint.empty() ? " (expected " + what + ")"
+                                       : " (did you mean " + in_quotes(hint) + "? expected " + what + ")"));
+          return std::nullopt;
+        }
+        echo_[std::string(key)] = text;
+        return text;
+      });
 }
 
 std::optional<double> MapReader::quantity(std::string_view key, Dimension dim, double min,
@@ -287,62 +283,51 @@ std::optional<double> MapReader::quantity(std::string_view key, Dimension dim, d
                                           std::optional<double> fallback) {
   const std::string what = "a " + std::string(dimension_name(dim)) + " like " +
                            in_quotes(dimension_example(dim));
-  auto f = lookup(key, what, !fallback.has_value());
-  if (!f) {
-    if (fallback) echo_[std::string(key)] = format_quantity(*fallback, dim);
-    return fallback;
-  }
-  if (!f->node.IsScalar()) {
-    scalar_or_report(*f, what);
-    return std::nullopt;
-  }
-  const std::string text = f->node.Scalar();
-  const QuantityParse q = parse_quantity(text, dim);
-  if (!q.ok) {
-    doc_.error(f->mark, f->path, q.error);
-    return std::nullopt;
-  }
-  if ((min_inclusive ? q.value < min : !(q.value > min)) || q.value > max) {
-    doc_.error(f->mark, f->path,
-               std::string(min_inclusive ? "must be at least " : "must be greater than ") +
-                   format_quantity(min, dim) +
-                   (std::isinf(max) ? "" : " and at most " + format_quantity(max, dim)) +
-                   ", got " + in_quotes(text));
-    return std::nullopt;
-  }
-  echo_[std::string(key)] = text;
-  return q.value;
+  return read<double>(
+      key, what, fallback, fallback ? Json(format_quantity(*fallback, dim)) : Json(),
+      [&](const Field& f, const std::string& text) -> std::optional<double> {
+        const QuantityParse q = parse_quantity(text, dim);
+        if (!q.ok) {
+          doc_.error(f.mark, f.path, q.error);
+          return std::nullopt;
+        }
+        if ((min_inclusive ? q.value < min : !(q.value > min)) || q.value > max) {
+          doc_.error(f.mark, f.path,
+                     std::string(min_inclusive ? "must be at least " : "must be greater than ") +
+                         format_quantity(min, dim) +
+                         (std::isinf(max) ? "" : " and at most " + format_quantity(max, dim)) +
+                         ", got " + in_quotes(text));
+          return std::nullopt;
+        }
+        echo_[std::string(key)] = text;
+        return q.value;
+      });
 }
 
 std::optional<Duration> MapReader::duration(std::string_view key, Duration min, Duration max,
                                             std::optional<Duration> fallback) {
-  // Zero is allowed when min is zero (think time); otherwise durations are positive.
   const std::string what = "a duration like '1.5 us'";
-  auto f = lookup(key, what, !fallback.has_value());
-  if (!f) {
-    if (fallback) echo_[std::string(key)] = format_quantity(fallback->to_seconds(), Dimension::kDuration);
-    return fallback;
-  }
-  if (!f->node.IsScalar()) {
-    scalar_or_report(*f, what);
-    return std::nullopt;
-  }
-  const std::string text = f->node.Scalar();
-  const QuantityParse q = parse_quantity(text, Dimension::kDuration);
-  if (!q.ok) {
-    doc_.error(f->mark, f->path, q.error);
-    return std::nullopt;
-  }
-  const bool too_low = min == Duration::zero() ? q.value < 0 : q.value < min.to_seconds();
-  if (too_low || q.value > max.to_seconds()) {
-    doc_.error(f->mark, f->path,
-               "must be between " + format_quantity(min.to_seconds(), Dimension::kDuration) +
-                   " and " + format_quantity(max.to_seconds(), Dimension::kDuration) + ", got " +
-                   in_quotes(text));
-    return std::nullopt;
-  }
-  echo_[std::string(key)] = text;
-  return Duration::seconds(q.value);
+  return read<Duration>(
+      key, what, fallback,
+      fallback ? Json(format_quantity(fallback->to_seconds(), Dimension::kDuration)) : Json(),
+      [&](const Field& f, const std::string& text) -> std::optional<Duration> {
+        const QuantityParse q = parse_quantity(text, Dimension::kDuration);
+        if (!q.ok) {
+          doc_.error(f.mark, f.path, q.error);
+          return std::nullopt;
+        }
+        // Zero is allowed when min is zero (think time); otherwise durations are positive.
+        const bool too_low = min == Duration::zero() ? q.value < 0 : q.value < min.to_seconds();
+        if (too_low || q.value > max.to_seconds()) {
+          doc_.error(f.mark, f.path,
+                     "must be between " + format_quantity(min.to_seconds(), Dimension::kDuration) +
+                         " and " + format_quantity(max.to_seconds(), Dimension::kDuration) +
+                         ", got " + in_quotes(text));
+          return std::nullopt;
+        }
+        echo_[std::string(key)] = text;
+        return Duration::seconds(q.value);
+      });
 }
 
 void MapReader::finish() {

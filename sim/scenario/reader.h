@@ -95,6 +95,9 @@ class MapReader {
  private:
   std::optional<Field> lookup(std::string_view key, std::string_view what, bool required);
   std::string scalar_or_report(const Field& f, std::string_view what);
+  template <class T, class Parse>
+  std::optional<T> read(std::string_view key, std::string_view what, const std::optional<T>& fallback,
+                        const Json& fallback_echo, Parse parse);
 
   Document& doc_;
   YAML::Node node_;
