@@ -45,10 +45,10 @@ Roofline::Roofline(const ChipSpec& chip) {
   }
 }
 
-double Roofline::seconds(const Operator& op) const {
-  const Rates& r = rates_[static_cast<std::size_t>(op.kind)];
-  if (op.kernels == 0 || !r.chip_operator) return 0.0;
-  return op.kernels * r.overhead_s + std::max(op.flops * r.s_per_flop, op.bytes * r.s_per_byte);
+double Roofline::seconds(OpKind kind, double flops, double bytes, int kernels) const {
+  const Rates& r = rates_[static_cast<std::size_t>(kind)];
+  if (kernels == 0 || !r.chip_operator) return 0.0;
+  return kernels * r.overhead_s + std::max(flops * r.s_per_flop, bytes * r.s_per_byte);
 }
 
 }  // namespace servesim::models

@@ -18,7 +18,8 @@ class Roofline {
  public:
   explicit Roofline(const ChipSpec& chip);
   // Seconds, as a double: callers sum many operators and round once.
-  double seconds(const Operator& op) const;
+  double seconds(const Operator& op) const { return seconds(op.kind, op.flops, op.bytes, op.kernels); }
+  double seconds(OpKind kind, double flops, double bytes, int kernels) const;
 
  private:
   // Per operator kind: seconds per FLOP and per byte at the achieved rates, and the fixed cost

@@ -19,6 +19,53 @@ IterationCostModel::IterationCostModel(const models::ModelSpec& model, const mod
     : model_(model), chip_(chip), plan_(plan), placement_(placement), roofline_(chip),
       linear_(static_cast<std::size_t>(max_tokens) + 1) {
   for (int s = 0; s < plan.pp; ++s) stage_layers_.push_back(plan.stage_layers(model, s));
+  using models::BatchShape;
+  prefill_attention_ = affine([&](double pairs, double tokens, double kv) {
+    BatchShape b;
+    b.prefill_pairs = pairs;
+    b.prefill_tokens = static_cast<std::int64_t>(tokens);
+    b.prefill_kv_tokens = static_cast<std::int64_t>(kv);
+    return models::attention_prefill_op(model, plan, b);
+  });
+  decode_attention_ = affine([&](double kv, double seqs, double) {
+    BatchShape b;
+    b.decode_kv_tokens = static_cast<std::int64_t>(kv);
+    b.decode_seqs = static_cast<std::int64_t>(seqs);
+    return models::attention_decode_op(model, plan, b);
+  });
+  lm_head_ = affine([&](double logits, double, double) {
+    return models::lm_head_op(model, plan, static_cast<std::int64_t>(logits));
+  });
+  for (const topologies::LinkTier& hop : placement.pp_hops) {
+    // p2p time = alpha + bytes / (bandwidth x efficiency), bytes linear in the token count: the
+    // times of one and two tokens give both terms.
+    const double one = topologies::p2p_seconds(models::hidden_state_bytes(model, 1), hop);
+    const double two = topologies::p2p_seconds(models::hidden_state_bytes(model, 2), hop);
+    send_s_per_token_.push_back(two - one);
+    send_alpha_s_.push_back(one - (two - one));
+  }
+}
+
+template <class MakeOp>
+IterationCostModel::AffineOp IterationCostModel::affine(MakeOp make_op) {
+  // The operators are affine in the batch sums, so evaluating them at the origin and at each unit
+  // vector gives the coefficients exactly.
+  const models::Operator o = make_op(0.0, 0.0, 0.0);
+  const models::Operator e[3] = {make_op(1.0, 0.0, 0.0), make_op(0.0, 1.0, 0.0), make_op(0.0, 0.0, 1.0)};
+  AffineOp a;
+  a.kind = o.kind;
+  a.f[0] = o.flops;
+  a.b[0] = o.bytes;
+  for (int i = 0; i < 3; ++i) {
+    a.f[i + 1] = e[i].flops - o.flops;
+    a.b[i + 1] = e[i].bytes - o.bytes;
+  }
+  return a;
+}
+
+double IterationCostModel::seconds(const AffineOp& op, double x1, double x2, double x3) const {
+  return roofline_.seconds(op.kind, op.f[0] + op.f[1] * x1 + op.f[2] * x2 + op.f[3] * x3,
+                           op.b[0] + op.b[1] * x1 + op.b[2] * x2 + op.b[3] * x3, 1);
 }
 
 const IterationCostModel::TokenLinear& IterationCostModel::linear(std::int64_t tokens) {
@@ -40,16 +87,22 @@ void IterationCostModel::cost(const models::BatchShape& b, std::int64_t sequence
                               std::int64_t* stage_ps, ComponentTimes& c) {
   using models::OpKind;
   const TokenLinear& lin = linear(b.tokens);
+  // An operator with nothing to do launches no kernel.
   const std::int64_t attn_prefill =
-      to_ps(roofline_.seconds(models::attention_prefill_op(model_, plan_, b)));
+      b.prefill_tokens > 0 ? to_ps(seconds(prefill_attention_, b.prefill_pairs,
+                                           static_cast<double>(b.prefill_tokens),
+                                           static_cast<double>(b.prefill_kv_tokens)))
+                           : 0;
   const std::int64_t attn_decode =
-      to_ps(roofline_.seconds(models::attention_decode_op(model_, plan_, b)));
+      b.decode_seqs > 0 ? to_ps(seconds(decode_attention_, static_cast<double>(b.decode_kv_tokens),
+                                        static_cast<double>(b.decode_seqs)))
+                        : 0;
   const std::int64_t per_layer = lin.qkv + lin.out + lin.mlp + lin.elementwise +
                                  2 * lin.all_reduce + attn_prefill + attn_decode;
   const Duration host = chip_.efficiency.iteration_overhead +
                         chip_.efficiency.sequence_overhead * sequences;
-  const std::int64_t lm_head = to_ps(roofline_.seconds(models::lm_head_op(model_, plan_, b.logits)));
-  const double hidden_bytes = models::hidden_state_bytes(model_, b.tokens);
+  const std::int64_t lm_head =
+      b.logits > 0 ? to_ps(seconds(lm_head_, static_cast<double>(b.logits))) : 0;
 
   c.fill(0);
   std::int64_t layers = 0;
@@ -68,8 +121,10 @@ void IterationCostModel::cost(const models::BatchShape& b, std::int64_t sequence
       t += lm_head;
       c[idx(OpKind::kLmHead)] += lm_head;
     } else {
-      const std::int64_t send = to_ps(topologies::p2p_seconds(
-          hidden_bytes, placement_.pp_hops[static_cast<std::size_t>(s)]));
+      const auto hop = static_cast<std::size_t>(s);
+      const std::int64_t send = b.tokens > 0 ? to_ps(send_alpha_s_[hop] + send_s_per_token_[hop] *
+                                                                           static_cast<double>(b.tokens))
+                                             : 0;
       t += send;
       c[idx(OpKind::kPpSend)] += send;
     }

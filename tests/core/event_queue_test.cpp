@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <tuple>
@@ -162,4 +164,47 @@ TEST_CASE("EventQueue: fires_before is a strict weak order matching (time, prior
   CHECK(transitive);
   CHECK(incomparability_transitive);
   CHECK(matches_key);
+}
+
+TEST_CASE("EventQueue: agrees with the reference across bucket widths, far events and rebuilds") {
+  // A discrete-event pattern: pops advance the clock, pushes land at now + a delay drawn over nine
+  // decades (so events fall in the ring, far beyond it, and in the same picosecond), now and then
+  // a push into the past, and enough pops (> 4,096 per phase) for the queue to adapt its bucket
+  // width and ring size several times as the delay scale and the queue length change.
+  servesim::Rng rng(11, "event_queue_calendar");
+  Queue q;
+  Reference ref;
+  std::uint64_t seq = 0;
+  int next_id = 0;
+  std::int64_t now = 0;
+  for (int phase = 0; phase < 12; ++phase) {
+    const double scale = std::pow(10.0, static_cast<double>(rng.uniform_int(0, 9)));  // ps
+    const double push_bias = phase % 3 == 0 ? 0.6 : (phase % 3 == 1 ? 0.5 : 0.4);
+    for (int op = 0; op < 20'000; ++op) {
+      if (ref.empty() || rng.uniform01() < push_bias) {
+        std::int64_t t = now + static_cast<std::int64_t>(rng.exponential(1.0) * scale);
+        if (rng.uniform01() < 0.01) t = now;                          // same instant
+        if (rng.uniform01() < 0.001) t = now - static_cast<std::int64_t>(rng.uniform_int(0, 1000));
+        const auto p = static_cast<std::uint8_t>(rng.uniform_int(0, 3));
+        q.push(SimTime::from_ps(t), p, Ev{next_id});
+        ref.emplace(Key{t, p, seq++}, next_id++);
+      } else {
+        INFO("phase ", phase, ", operation ", op);
+        const auto expected = ref.begin();
+        REQUIRE(q.top().payload.id == expected->second);
+        const Queue::Entry got = q.pop();
+        REQUIRE(got.payload.id == expected->second);
+        REQUIRE(got.time.ps() == std::get<0>(expected->first));
+        now = std::max(now, got.time.ps());
+        ref.erase(expected);
+      }
+      REQUIRE(q.size() == ref.size());
+      if (op % 97 == 0) REQUIRE(q.invariants_hold());
+    }
+  }
+  while (!ref.empty()) {
+    REQUIRE(q.pop().payload.id == ref.begin()->second);
+    ref.erase(ref.begin());
+  }
+  CHECK(q.empty());
 }
