@@ -1,7 +1,10 @@
 #include "reports/report.h"
 
 #include <cstdio>
+#include <cmath>
 #include <string>
+
+#include "sim/core/units.h"
 
 namespace servesim::reports {
 namespace {
@@ -29,12 +32,7 @@ std::string fmt(const char* f, double v) {
   return buf;
 }
 
-std::string thousands(double v) {
-  const auto n = static_cast<long long>(v + 0.5);
-  std::string s = std::to_string(n);
-  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<std::size_t>(i), ",");
-  return s;
-}
+std::string thousands(double v) { return format_count(std::llround(v)); }
 
 }  // namespace
 

@@ -51,6 +51,19 @@ double expected_length(const LengthDistribution& d) {
 
 namespace {
 
+// Proportional reduction to the cap, both parts at least 1 (Vidur's trace length generator).
+RequestLengths cap_lengths(std::int64_t p, std::int64_t o, std::int64_t max_total) {
+  const std::int64_t total = p + o;
+  if (max_total > 0 && total > max_total) {
+    const double diff = static_cast<double>(total - max_total);
+    const double pt = static_cast<double>(p) / static_cast<double>(total);
+    const double ot = static_cast<double>(o) / static_cast<double>(total);
+    p -= static_cast<std::int64_t>(std::ceil(diff * pt));
+    o -= static_cast<std::int64_t>(std::ceil(diff * ot));
+  }
+  return {std::max<std::int64_t>(p, 1), std::max<std::int64_t>(o, 1)};
+}
+
 class IndependentSampler final : public LengthSampler {
  public:
   IndependentSampler(IndependentLengths config, std::uint64_t seed)
@@ -68,26 +81,8 @@ class IndependentSampler final : public LengthSampler {
 
 class TraceSampler final : public LengthSampler {
  public:
-  TraceSampler(const TraceLengths& config, std::uint64_t seed) {
-    const std::string key = "workload.lengths.trace";
-    CsvTable table(config.path, key);
-    const std::size_t pc = table.column(config.prompt_column);
-    const std::size_t oc = table.column(config.output_column);
-    std::vector<Diagnostic> errors;
-    rows_.reserve(table.rows());
-    for (std::size_t r = 0; r < table.rows(); ++r) {
-      const std::int64_t p = table.integer(r, pc), o = table.integer(r, oc);
-      if (p < 0 || o < 0) {
-        errors.push_back(table.at(r, p < 0 ? pc : oc, "token counts cannot be negative"));
-        if (errors.size() >= 20) break;
-        continue;
-      }
-      rows_.push_back(cap(p, o, config.max_total_tokens));
-    }
-    if (!errors.empty()) throw InputError(std::move(errors));
-    if (rows_.empty()) {
-      throw InputError({Diagnostic{config.path, 0, 0, key, "the trace has no rows"}});
-    }
+  TraceSampler(const TraceLengths& config, std::uint64_t seed)
+      : rows_(config.rows ? *config.rows : *load_trace_rows(config)) {
     if (config.shuffle) {
       // Fisher-Yates with the project's RNG: the same permutation on every platform.
       Rng rng(seed, "trace_order");
@@ -104,24 +99,33 @@ class TraceSampler final : public LengthSampler {
   }
 
  private:
-  // Proportional reduction to the cap, both parts at least 1 (Vidur's trace length generator).
-  static RequestLengths cap(std::int64_t p, std::int64_t o, std::int64_t max_total) {
-    const std::int64_t total = p + o;
-    if (max_total > 0 && total > max_total) {
-      const double diff = static_cast<double>(total - max_total);
-      const double pt = static_cast<double>(p) / static_cast<double>(total);
-      const double ot = static_cast<double>(o) / static_cast<double>(total);
-      p -= static_cast<std::int64_t>(std::ceil(diff * pt));
-      o -= static_cast<std::int64_t>(std::ceil(diff * ot));
-    }
-    return {std::max<std::int64_t>(p, 1), std::max<std::int64_t>(o, 1)};
-  }
-
   std::vector<RequestLengths> rows_;
   std::size_t next_ = 0;
 };
 
 }  // namespace
+
+std::shared_ptr<const std::vector<RequestLengths>> load_trace_rows(const TraceLengths& config) {
+  const std::string key = "workload.lengths.trace";
+  CsvTable table(config.path, key);
+  const std::size_t pc = table.column(config.prompt_column);
+  const std::size_t oc = table.column(config.output_column);
+  std::vector<Diagnostic> errors;
+  auto rows = std::make_shared<std::vector<RequestLengths>>();
+  rows->reserve(table.rows());
+  for (std::size_t r = 0; r < table.rows(); ++r) {
+    const std::int64_t p = table.integer(r, pc), o = table.integer(r, oc);
+    if (p < 0 || o < 0) {
+      errors.push_back(table.at(r, p < 0 ? pc : oc, "token counts cannot be negative"));
+      if (errors.size() >= 20) break;
+      continue;
+    }
+    rows->push_back(cap_lengths(p, o, config.max_total_tokens));
+  }
+  if (!errors.empty()) throw InputError(std::move(errors));
+  if (rows->empty()) throw InputError({Diagnostic{config.path, 0, 0, key, "the trace has no rows"}});
+  return rows;
+}
 
 std::unique_ptr<LengthSampler> make_length_sampler(const LengthConfig& config, std::uint64_t seed) {
   if (const auto* ind = std::get_if<IndependentLengths>(&config)) {

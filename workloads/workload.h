@@ -42,6 +42,11 @@ struct IndependentLengths {
   LengthDistribution output;
 };
 
+struct RequestLengths {
+  std::int64_t prompt_tokens = 0;
+  std::int64_t output_tokens = 0;
+};
+
 // Rows of a CSV file with a prompt and an output length column. When a row's total exceeds
 // max_total_tokens, the excess is taken from prompt and output in proportion to their sizes
 // (rounded up) and both are kept at least 1, as Vidur's trace length generator does, so the
@@ -52,6 +57,9 @@ struct TraceLengths {
   std::string output_column = "num_decode_tokens";
   std::int64_t max_total_tokens = 0;  // 0: no cap
   bool shuffle = true;            // a seeded permutation of the rows; otherwise file order
+  // The rows as read (capped, in file order), when the loader has read them already; the sampler
+  // reads the file itself otherwise.
+  std::shared_ptr<const std::vector<RequestLengths>> rows;
 };
 
 using LengthConfig = std::variant<IndependentLengths, TraceLengths>;
@@ -71,10 +79,6 @@ struct WorkloadConfig {
   std::int64_t requests = 0;  // how many requests the source generates in all
 };
 
-struct RequestLengths {
-  std::int64_t prompt_tokens = 0;
-  std::int64_t output_tokens = 0;
-};
 
 // Draws request lengths. Rows of a trace are used in order (or in a seeded shuffle) and reused
 // from the start when the run needs more requests than the trace has.
@@ -84,7 +88,9 @@ class LengthSampler {
   virtual RequestLengths next() = 0;
 };
 
-// Loads a trace when the config names one; throws InputError (file, line, column) on a bad file.
+// Reads a trace's rows and applies the cap; throws InputError (file, line, column) on a bad file.
+std::shared_ptr<const std::vector<RequestLengths>> load_trace_rows(const TraceLengths& config);
+// Reads the trace unless the config carries its rows already.
 std::unique_ptr<LengthSampler> make_length_sampler(const LengthConfig& config, std::uint64_t seed);
 
 // Inter-arrival gaps of the open-loop process.

@@ -12,7 +12,6 @@ PoolCapacity pool_capacity(const models::ModelSpec& model, const PoolConfig& poo
   cap.memory = models::plan_memory(model, pool.chip, pool.plan, mc);
   const std::int64_t blocks = cap.memory.kv_tokens / pool.kv_cache.block_tokens;
   cap.blocks_per_lane = blocks / pool.plan.pp;
-  cap.tokens_per_lane = cap.blocks_per_lane * pool.kv_cache.block_tokens;
   cap.watermark_blocks =
       static_cast<std::int64_t>(pool.kv_cache.watermark * static_cast<double>(cap.blocks_per_lane));
   cap.admissible_tokens = (cap.blocks_per_lane - cap.watermark_blocks) * pool.kv_cache.block_tokens;

@@ -77,7 +77,6 @@ struct SimulationConfig {
 struct PoolCapacity {
   models::MemoryPlan memory;
   std::int64_t blocks_per_lane = 0;
-  std::int64_t tokens_per_lane = 0;
   std::int64_t watermark_blocks = 0;   // kept free when admitting
   std::int64_t admissible_tokens = 0;  // the longest request a lane can ever admit
 };

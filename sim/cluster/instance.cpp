@@ -66,11 +66,7 @@ std::uint32_t Lane::preempt(std::uint32_t r) {
   std::uint32_t lost = 0;
   if (s.phase == Phase::kDecoding) {
     const std::uint64_t d = steps_done(s);
-    used_blocks_ -= decode_blocks(s);
-    decode_ctx_ -= s.prefill_target + d;
-    --decoding_;
-    --phase_count_[phase_of(s)];
-    ++s.epoch;  // its finishing-heap entry is now stale
+    leave_decode_set(s);
     if (d == 0) {
       // Joined since the last decode step: it is counted in joined_, under its first-token time.
       for (Joined& j : joined_) {
@@ -82,7 +78,6 @@ std::uint32_t Lane::preempt(std::uint32_t r) {
     } else {
       s.last_token = last_decode_end_;
     }
-    s.generated += static_cast<std::uint32_t>(d);
     lost = s.prompt + s.generated;  // its whole context must be prefilled again
   } else {
     SERVESIM_CHECK(s.phase == Phase::kPrefilling);
@@ -97,6 +92,16 @@ std::uint32_t Lane::preempt(std::uint32_t r) {
   unlink(r);
   waiting_.push_front(r);
   return lost;
+}
+
+void Lane::leave_decode_set(RequestState& s) {
+  const std::uint64_t d = steps_done(s);
+  used_blocks_ -= decode_blocks(s);
+  decode_ctx_ -= s.prefill_target + d;
+  --decoding_;
+  --phase_count_[phase_of(s)];
+  ++s.epoch;  // its finishing-heap entry is now stale
+  s.generated += static_cast<std::uint32_t>(d);  // what it emitted becomes explicit again
 }
 
 models::BatchShape Lane::shape(const Batch& batch) const {
@@ -127,13 +132,7 @@ void Lane::finish_decode_step(std::vector<std::uint32_t>& finished) {
     next_finish_step_ = finishing_.empty() ? UINT64_MAX : finishing_.top().step;
     RequestState& s = req(f.request);
     if (f.epoch != s.epoch || s.phase != Phase::kDecoding) continue;  // preempted meanwhile
-    const std::uint64_t d = steps_done(s);
-    used_blocks_ -= decode_blocks(s);
-    decode_ctx_ -= s.prefill_target + d;
-    --decoding_;
-    --phase_count_[phase_of(s)];
-    ++s.epoch;
-    s.generated += static_cast<std::uint32_t>(d);
+    leave_decode_set(s);
     s.phase = Phase::kDone;
     unlink(f.request);
     finished.push_back(f.request);

@@ -63,7 +63,6 @@ class Lane {
   // --- queue and admission (used by batch schedulers) ---
   void enqueue_back(std::uint32_t r);
   bool has_waiting() const { return !waiting_.empty(); }
-  std::uint32_t front_waiting() const { return waiting_.front(); }
   std::uint32_t prefill_target_of_front() const { return req(waiting_.front()).prefill_target; }
   std::size_t waiting() const { return waiting_.size(); }
   // Admits the head of the waiting queue when the batch-size cap and the KV blocks allow it
@@ -132,6 +131,9 @@ class Lane {
   void unlink(std::uint32_t r);
   // Returns the tokens of work lost.
   std::uint32_t preempt(std::uint32_t r);
+  // Takes a decoding request out of the aggregates (finished or preempted): frees its blocks and
+  // makes its emitted tokens explicit in `generated`.
+  void leave_decode_set(RequestState& s);
   std::uint32_t blocks_for(std::uint64_t tokens) const {
     return static_cast<std::uint32_t>((tokens + block_tokens_ - 1) / block_tokens_);
   }

@@ -21,7 +21,7 @@ Simulation::Simulation(const SimulationConfig& config, metrics::Recorder& record
     : config_(config), recorder_(recorder) {
   for (const PoolConfig& pc : config_.pools) {
     Pool pool;
-    pool.config = pc;
+    pool.config = &pc;
     const auto placement = topologies::place_instance(fabric_of(pc.chip), pc.plan.tp, pc.plan.pp);
     pool.cost = std::make_unique<IterationCostModel>(config_.model, pc.chip, pc.plan, placement,
                                                      pc.scheduler.max_batched_tokens);
@@ -65,7 +65,7 @@ Simulation::Simulation(const SimulationConfig& config, metrics::Recorder& record
 Simulation::~Simulation() = default;
 
 std::int64_t Simulation::load_units(const Pool& pool, std::int64_t tokens, std::int64_t requests) {
-  return pool.config.router.load == LoadMetric::kOutstandingTokens ? tokens : requests;
+  return pool.config->router.load == LoadMetric::kOutstandingTokens ? tokens : requests;
 }
 
 std::int64_t Simulation::instance_load(std::uint32_t instance) const {
@@ -117,7 +117,7 @@ RunResult Simulation::run() {
   result.end = result.reached_horizon ? horizon : now_;
 
   for (const Pool& pool : pools_) {
-    for (int i = 0; i < pool.config.instances; ++i) {
+    for (int i = 0; i < pool.config->instances; ++i) {
       for (const Lane& lane : instances_[pool.first_instance + static_cast<std::uint32_t>(i)].lanes) {
         recorder_.kv_usage_peak(pool.metrics_id, static_cast<double>(lane.peak_used_blocks()) /
                                                      static_cast<double>(lane.total_blocks()));
@@ -144,17 +144,17 @@ void Simulation::handle(const RequestArrived& e) {
 void Simulation::route(std::uint32_t r) {
   RequestState& s = requests_[r];
   Pool& pool = pools_.front();
-  if (static_cast<std::int64_t>(s.prompt) + s.output > pool.config.max_model_len) {
+  if (static_cast<std::int64_t>(s.prompt) + s.output > pool.config->max_model_len) {
     reject(r, metrics::RejectReason::kExceedsMaxModelLen);
     return;
   }
   const std::uint32_t local = pool.router->pick();
   const std::uint32_t index = pool.first_instance + local;
   Instance& inst = instances_[index];
-  if (pool.config.scheduler.max_queue > 0) {
+  if (pool.config->scheduler.max_queue > 0) {
     std::int64_t waiting = 0;
     for (const Lane& l : inst.lanes) waiting += static_cast<std::int64_t>(l.waiting());
-    if (waiting >= pool.config.scheduler.max_queue) {
+    if (waiting >= pool.config->scheduler.max_queue) {
       reject(r, metrics::RejectReason::kQueueFull);
       return;
     }

@@ -57,7 +57,7 @@ class Simulation {
 
  private:
   struct Pool {
-    PoolConfig config;
+    const PoolConfig* config = nullptr;  // in config_.pools
     PoolId metrics_id;
     std::unique_ptr<IterationCostModel> cost;
     std::unique_ptr<BatchScheduler> scheduler;

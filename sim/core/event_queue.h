@@ -84,7 +84,6 @@ class EventQueue {
     return out;
   }
 
-  void reserve(std::size_t n) { far_.reserve(n); }
   std::uint64_t pushed() const { return next_seq_; }
 
   // Checks the structure's invariants (the header's list), for tests: O(n).

@@ -23,6 +23,5 @@ struct Id {
 using RequestId = Id<struct RequestTag>;
 using InstanceId = Id<struct InstanceTag>;
 using PoolId = Id<struct PoolTag>;
-using ClientId = Id<struct ClientTag>;
 
 }  // namespace servesim

@@ -265,6 +265,15 @@ std::string format_quantity(double value, Dimension d) {
   return format_number(value);
 }
 
+std::string format_count(std::int64_t n) {
+  std::string s = std::to_string(n);
+  const int first_digit = n < 0 ? 1 : 0;
+  for (int i = static_cast<int>(s.size()) - 3; i > first_digit; i -= 3) {
+    s.insert(static_cast<std::size_t>(i), ",");
+  }
+  return s;
+}
+
 std::size_t edit_distance(std::string_view a, std::string_view b) {
   std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
   for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;

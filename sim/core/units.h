@@ -11,6 +11,7 @@
 // a bit ("400 Gb/s" = 50 GB/s).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -59,6 +60,9 @@ QuantityParse parse_quantity(std::string_view text, Dimension expected);
 // digits): the largest unit that keeps the number at or above 1; for bytes that are an exact
 // multiple of 1 KiB, the largest binary unit that divides them exactly.
 std::string format_quantity(double value, Dimension d);
+
+// A count with thousands separators, for messages and tables ("131,072").
+std::string format_count(std::int64_t n);
 
 // The units a dimension accepts, for help texts.
 std::vector<std::string_view> units_of(Dimension d);

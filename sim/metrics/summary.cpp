@@ -45,11 +45,8 @@ Summary summarize(const RunMetrics& m, SimTime end, const SloTargets& slo) {
   s.ttft_ms = summarize(ttft);
   s.tpot_ms = summarize(tpot);
   s.e2e_ms = summarize(e2e);
-  s.itl_ms = m.inter_token_gaps().summary();
-  s.itl_ms.mean *= 1e3;
-  s.itl_ms.p50 *= 1e3;
-  s.itl_ms.p90 *= 1e3;
-  s.itl_ms.p99 *= 1e3;
+  s.itl_ms = m.inter_token_gaps().summary();  // in seconds
+  for (double* v : {&s.itl_ms.mean, &s.itl_ms.p50, &s.itl_ms.p90, &s.itl_ms.p99}) *v *= 1e3;
 
   s.input_tokens_per_s = static_cast<double>(m.input_tokens()) / span;
   s.output_tokens_per_s = static_cast<double>(m.output_tokens()) / span;

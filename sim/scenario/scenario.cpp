@@ -26,12 +26,6 @@ std::string gib(double bytes) {
   return buf;
 }
 
-std::string with_commas(std::int64_t v) {
-  std::string s = std::to_string(v);
-  for (int i = static_cast<int>(s.size()) - 3; i > (v < 0 ? 1 : 0); i -= 3) s.insert(static_cast<std::size_t>(i), ",");
-  return s;
-}
-
 // Resolves `model: NAME` and `model: {preset: NAME, ...}` alike: a scalar becomes {preset: NAME}.
 YAML::Node as_preset_map(const YAML::Node& node) {
   if (!node.IsScalar()) return node;
@@ -42,11 +36,14 @@ YAML::Node as_preset_map(const YAML::Node& node) {
 
 // `origin` is where the user wrote the preset: the section itself when it was given by name
 // (`model: NAME`, rewritten into {preset: NAME} before reading), else its `preset` key.
+// Sets `given` when the section names a preset; returns the preset when it exists (an unknown
+// name is reported).
 template <class Spec>
 std::optional<Spec> read_preset(MapReader& m, std::optional<Spec> (*lookup)(std::string_view),
                                 std::vector<std::string_view> names, std::string_view what,
-                                const Field& section) {
+                                const Field& section, bool& given) {
   auto f = m.find("preset");
+  given = f.has_value();
   if (!f) return std::nullopt;
   if (section.node.IsScalar()) {
     f->mark = section.mark;
@@ -91,9 +88,9 @@ std::optional<models::ModelSpec> read_model(MapReader& top) {
   }
   MapReader m(top.doc(), as_preset_map(f->node), f->mark, f->path, echo);
   if (!m.valid()) return std::nullopt;
-  const bool had_preset = m.has("preset");
+  bool had_preset = false;
   const auto base = read_preset<models::ModelSpec>(m, &models::model_preset,
-                                                   models::model_preset_names(), "model", *f);
+                                                   models::model_preset_names(), "model", *f, had_preset);
   if (had_preset && !base) return std::nullopt;
   const models::ModelSpec d = base.value_or(models::ModelSpec{});
   auto dflt = [&](auto v) { return base ? std::optional<decltype(v)>(v) : std::nullopt; };
@@ -162,9 +159,9 @@ std::optional<models::ChipSpec> read_chip(MapReader& pool) {
   }
   MapReader m(pool.doc(), as_preset_map(f->node), f->mark, f->path, echo);
   if (!m.valid()) return std::nullopt;
-  const bool had_preset = m.has("preset");
+  bool had_preset = false;
   const auto base = read_preset<models::ChipSpec>(m, &models::chip_preset,
-                                                  models::chip_preset_names(), "chip", *f);
+                                                  models::chip_preset_names(), "chip", *f, had_preset);
   if (had_preset && !base) return std::nullopt;
   if (!base) {
     m.doc().error(m.mark(), child_path(m.path(), "preset"),
@@ -449,6 +446,16 @@ std::optional<workloads::LengthConfig> read_lengths(MapReader& workload, const s
     }
     if (auto r = t.choice("order", {"shuffle", "sequential"}, "shuffle")) tl.shuffle = *r == "shuffle";
     else ok = false;
+    if (ok) {
+      // Read the trace now, once: a bad file is reported before anything runs, and the simulation
+      // uses these rows.
+      try {
+        tl.rows = workloads::load_trace_rows(tl);
+      } catch (const InputError& e) {
+        for (const auto& d : e.diagnostics()) t.doc().diagnostics().push_back(d);
+        ok = false;
+      }
+    }
     t.finish();
     if (ok) out = tl;
   } else {
@@ -579,12 +586,12 @@ void check_deployment(Document& doc, const models::ModelSpec& model, const clust
     doc.error(marks.max_model_len.mark, marks.max_model_len.path,
               "the KV cache of " + (p.plan.pp > 1 ? std::string("each pipeline lane") :
                                                     std::string("each instance")) +
-                  " admits at most " + with_commas(admissible) + " tokens (" +
+                  " admits at most " + format_count(admissible) + " tokens (" +
                   gib(mem.kv.value) + " of KV memory per chip at " +
-                  with_commas(static_cast<std::int64_t>(mem.kv_bytes_per_token)) +
+                  format_count(static_cast<std::int64_t>(mem.kv_bytes_per_token)) +
                   " bytes per token, less the admission watermark), fewer than max_model_len " +
-                  with_commas(p.max_model_len) + ": the longest request could never run; set " +
-                  "max_model_len to at most " + with_commas(admissible) +
+                  format_count(p.max_model_len) + ": the longest request could never run; set " +
+                  "max_model_len to at most " + format_count(admissible) +
                   " or give the KV cache more room (more chips per instance, a bigger chip)");
   }
 }
@@ -706,23 +713,19 @@ Scenario load(YAML::Node root, Document& doc, const std::string& display_name,
         }
       }
     }
-    if (std::holds_alternative<workloads::TraceLengths>(workload->lengths)) {
-      // Read the trace now, so that a bad file is reported before anything runs.
-      try {
-        workloads::make_length_sampler(workload->lengths, out.config.seed);
-      } catch (const InputError& e) {
-        for (const auto& d : e.diagnostics()) doc.diagnostics().push_back(d);
-      }
-    }
   }
   if (doc.has_errors() || !model || !workload || !pools_ok) {
     auto diags = std::move(doc.diagnostics());
     // File diagnostics in document order, then the --set ones in command-line order.
-    std::stable_sort(diags.begin(), diags.end(), [](const Diagnostic& a, const Diagnostic& b) {
-      const bool a_set = a.file.rfind("--set", 0) == 0, b_set = b.file.rfind("--set", 0) == 0;
-      if (a_set != b_set) return !a_set;
-      if (a_set) return a.file < b.file;
-      return std::pair(a.line, a.column) < std::pair(b.line, b.column);
+    // The scenario file's problems in document order, then those in files it names (traces) as
+    // found, then the --set ones in command-line order.
+    auto rank = [&](const Diagnostic& d) {
+      return d.file == display_name ? 0 : (d.file.rfind("--set", 0) == 0 ? 2 : 1);
+    };
+    std::stable_sort(diags.begin(), diags.end(), [&](const Diagnostic& a, const Diagnostic& b) {
+      if (rank(a) != rank(b)) return rank(a) < rank(b);
+      if (rank(a) == 2) return std::stoi(a.file.substr(7)) < std::stoi(b.file.substr(7));  // "--set #N"
+      return rank(a) == 0 && std::pair(a.line, a.column) < std::pair(b.line, b.column);
     });
     if (diags.empty()) diags.push_back(Diagnostic{display_name, 0, 0, "", "invalid scenario"});
     throw InputError(std::move(diags));

@@ -1276,3 +1276,15 @@ workload:
 )",
             {kFile, 3, 10, "deployment.pools", "expected a non-empty list of pools, got an empty list"});
 }
+
+TEST_CASE("Malformed scenario: --set problems are listed in command-line order, past nine") {
+  // Set #10 breaks a key that is read before the one #2 breaks; the list still starts with #2
+  // (numeric order, not "#10" < "#2" as text).
+  std::vector<std::string> sets(11, "seed=1");
+  sets[1] = "workload.requests=ten";
+  sets[9] = "deployment.pools[0].instances=0";
+  check_all(diagnostics_of(kValid, with_sets(sets)),
+            {{"--set #2", 0, 0, "workload.requests", "expected an integer, got 'ten'"},
+             {"--set #10", 0, 0, "deployment.pools[0].instances",
+              "must be between 1 and 1000000, got 0"}});
+}
