@@ -1,0 +1,233 @@
+#include <algorithm>
+#include <cstdio>
+
+#include "models/parallel_plan.h"
+#include "sim/scenario/sections.h"
+#include "topologies/placement.h"
+
+namespace servesim::scenario {
+namespace {
+
+std::string memory_advice(const std::string& consumer) {
+  if (consumer == "weights") return "more tensor or pipeline parallelism would split them";
+  if (consumer == "activations") return "a smaller scheduler.max_batched_tokens would shrink them";
+  return "a smaller kv_cache.reserved would free it";
+}
+
+}  // namespace
+
+cluster::PoolConfig read_pool(Document& doc, const YAML::Node& node,
+                                             const YAML::Mark& mark, const std::string& path,
+                                             std::size_t index, Json& echo,
+                                             const std::optional<models::ModelSpec>& model,
+                                             PoolMarks& marks) {
+  MapReader m(doc, node, mark, path, echo);
+  cluster::PoolConfig p;
+  if (!m.valid()) return p;
+  bool ok = true;
+  if (auto r = m.string("name", "pool" + std::to_string(index))) p.name = *r; else ok = false;
+  const auto role = m.choice("role", {"combined", "prefill", "decode", "encode"}, "combined");
+  if (role && *role != "combined") {
+    const Field f = field_or(m, "role");
+    doc.error(f.mark, f.path,
+              "role '" + *role + "' needs disaggregated (EPD) serving, which this version does not "
+              "model yet; use 'combined' (each instance prefills and decodes)");
+    ok = false;
+  }
+  marks.pool = Field{YAML::Node(), m.mark(), path};
+  marks.chip = field_or(m, "chip");
+  if (auto c = read_chip(m)) {
+    p.chip = *c;
+    marks.chip_ok = true;
+  } else {
+    ok = false;
+  }
+  if (auto r = m.integer("instances", 1, 1'000'000, std::nullopt)) {
+    p.instances = static_cast<int>(*r);
+  } else {
+    ok = false;
+  }
+
+  {
+    auto f = m.find("parallel");
+    MapReader par(doc, f ? f->node : YAML::Node(), f ? f->mark : m.mark(),
+                  child_path(path, "parallel"), echo["parallel"]);
+    marks.tp = field_or(par, "tp");
+    const auto tp = par.integer("tp", 1, 4096, 1);
+    const auto pp = par.integer("pp", 1, 1024, 1);
+    par.finish();
+    marks.plan_ok = tp && pp && par.valid();
+    if (marks.plan_ok) {
+      p.plan.tp = static_cast<int>(*tp);
+      p.plan.pp = static_cast<int>(*pp);
+    }
+    ok = ok && marks.plan_ok;
+  }
+
+  marks.max_model_len = field_or(m, "max_model_len");
+  const std::optional<std::int64_t> model_len =
+      model ? std::optional<std::int64_t>(model->max_context) : std::nullopt;
+  if (model_len || m.has("max_model_len")) {
+    if (auto r = m.integer("max_model_len", 2, kMaxTokens, model_len.value_or(2))) {
+      p.max_model_len = *r;
+      marks.len_ok = true;
+    } else {
+      ok = false;
+    }
+  } else {
+    m.find("max_model_len");  // known key; its default comes from a model that failed to load
+    ok = false;
+  }
+
+  {
+    auto f = m.find("scheduler");
+    MapReader s(doc, f ? f->node : YAML::Node(), f ? f->mark : m.mark(),
+                child_path(path, "scheduler"), echo["scheduler"]);
+    const bool before = ok;
+    ok = true;
+    const auto policy = s.choice("policy", {"sarathi", "whole_prompt"}, "sarathi");
+    if (policy) {
+      p.scheduler.policy = *policy == "sarathi" ? cluster::SchedulerPolicy::kSarathi
+                                                : cluster::SchedulerPolicy::kWholePrompt;
+    } else {
+      ok = false;
+    }
+    if (auto r = s.integer("max_batch_size", 1, 1'000'000, 256)) p.scheduler.max_batch_size = *r;
+    else ok = false;
+    marks.max_batched_tokens = field_or(s, "max_batched_tokens");
+    // Sarathi-Serve's default chunk is 512 tokens; vLLM without chunked prefill batches up to
+    // max_model_len tokens so that any admissible prompt fits.
+    const std::int64_t budget_default =
+        policy && *policy == "whole_prompt" ? std::max<std::int64_t>(p.max_model_len, 2048) : 512;
+    if (auto r = s.integer("max_batched_tokens", 1, 1 << 20, budget_default)) {
+      p.scheduler.max_batched_tokens = *r;
+    } else {
+      ok = false;
+    }
+    if (auto r = s.integer("max_queue", 0, 1'000'000'000, 0)) p.scheduler.max_queue = *r;
+    else ok = false;
+    s.finish();
+    marks.scheduler_ok = ok && s.valid();
+    ok = before && marks.scheduler_ok;
+  }
+  {
+    auto f = m.find("kv_cache");
+    MapReader k(doc, f ? f->node : YAML::Node(), f ? f->mark : m.mark(),
+                child_path(path, "kv_cache"), echo["kv_cache"]);
+    const bool before = ok;
+    ok = true;
+    if (auto r = k.integer("block_tokens", 1, 4096, 16)) p.kv_cache.block_tokens = *r; else ok = false;
+    if (auto r = k.number("memory_utilization", 0, 1, true, 0.9)) p.kv_cache.memory_utilization = *r;
+    else ok = false;
+    // Assumed framework reserve (CUDA context, NCCL buffers, CUDA graphs): 1 GiB.
+    if (auto r = k.quantity("reserved", Dimension::kBytes, 0, kInf, true, 1.0 * kGiB)) {
+      p.kv_cache.reserved = Bytes{*r};
+    } else {
+      ok = false;
+    }
+    if (auto r = k.number("watermark", 0, 0.5, false, 0.01)) p.kv_cache.watermark = *r; else ok = false;
+    k.finish();
+    marks.kv_ok = ok && k.valid();
+    ok = before && marks.kv_ok;
+  }
+  {
+    auto f = m.find("router");
+    MapReader r(doc, f ? f->node : YAML::Node(), f ? f->mark : m.mark(),
+                child_path(path, "router"), echo["router"]);
+    const auto policy = r.choice("policy", {"least_loaded", "round_robin"}, "least_loaded");
+    const auto load = r.choice("load", {"tokens", "requests"}, "tokens");
+    if (policy) {
+      p.router.policy = *policy == "least_loaded" ? cluster::RouterPolicy::kLeastLoaded
+                                                  : cluster::RouterPolicy::kRoundRobin;
+    } else {
+      ok = false;
+    }
+    if (load) {
+      p.router.load = *load == "tokens" ? cluster::LoadMetric::kOutstandingTokens
+                                        : cluster::LoadMetric::kOutstandingRequests;
+    } else {
+      ok = false;
+    }
+    r.finish();
+    ok = ok && r.valid();
+  }
+  m.finish();
+  marks.all_ok = ok && m.valid();
+  return p;
+}
+
+void check_deployment(Document& doc, const models::ModelSpec& model, const cluster::PoolConfig& p,
+                      const PoolMarks& marks) {
+  bool plan_valid = marks.plan_ok;
+  if (marks.plan_ok) {
+    const int max_tp = marks.chip_ok ? p.chip.scale_up_domain : 64;
+    for (const auto& problem : models::validate_plan(model, p.plan, max_tp)) {
+      doc.error(marks.tp.mark, marks.tp.path, problem);
+      plan_valid = false;
+    }
+  }
+  if (marks.plan_ok && marks.chip_ok) {
+    for (const auto& problem :
+         topologies::validate_placement(cluster::fabric_of(p.chip), p.plan.tp, p.plan.pp)) {
+      doc.error(marks.tp.mark, marks.tp.path, problem);
+      plan_valid = false;
+    }
+  }
+  if (marks.scheduler_ok && p.scheduler.max_batched_tokens < p.scheduler.max_batch_size) {
+    doc.error(marks.max_batched_tokens.mark, marks.max_batched_tokens.path,
+              "the token budget (" + std::to_string(p.scheduler.max_batched_tokens) +
+                  ") is below max_batch_size (" + std::to_string(p.scheduler.max_batch_size) +
+                  "): a full batch of decodes would not fit in one iteration");
+  }
+  if (marks.scheduler_ok && marks.len_ok &&
+      p.scheduler.policy == cluster::SchedulerPolicy::kWholePrompt &&
+      p.scheduler.max_batched_tokens < p.max_model_len) {
+    doc.error(marks.max_batched_tokens.mark, marks.max_batched_tokens.path,
+              "whole_prompt scheduling needs a token budget of at least max_model_len (" +
+                  std::to_string(p.max_model_len) + ") so that every admissible prompt fits; got " +
+                  std::to_string(p.scheduler.max_batched_tokens));
+  }
+  if (marks.len_ok && p.max_model_len > model.max_context) {
+    doc.error(marks.max_model_len.mark, marks.max_model_len.path,
+              "max_model_len " + std::to_string(p.max_model_len) + " exceeds the context of " +
+                  model.name + " (" + std::to_string(model.max_context) + " tokens)");
+  }
+  if (!(plan_valid && marks.chip_ok && marks.scheduler_ok && marks.kv_ok)) return;
+
+  const cluster::PoolCapacity cap = cluster::pool_capacity(model, p);
+  const models::MemoryPlan& mem = cap.memory;
+  const std::string where = p.plan.pp > 1 ? "each chip of pipeline stage " +
+                                                std::to_string(mem.stage) : "each chip";
+  const std::string plan = "tp=" + std::to_string(p.plan.tp) + ", pp=" + std::to_string(p.plan.pp);
+  if (!mem.fits()) {
+    const double need = mem.weights.value + mem.activations.value + mem.reserved.value;
+    char util[32];
+    std::snprintf(util, sizeof util, "%g", p.kv_cache.memory_utilization);
+    doc.error(marks.chip.mark, marks.chip.path,
+              model.name + " does not fit on " + p.chip.name + " with " + plan + ": " + where +
+                  " needs " + gib(mem.weights.value) + " of weights + " +
+                  gib(mem.activations.value) + " of activations + " + gib(mem.reserved.value) +
+                  " reserved = " + gib(need) + " before any KV cache, but has " +
+                  gib(mem.usable.value) + " usable (" + gib(mem.capacity.value) +
+                  " x memory_utilization " + util + "): short by " +
+                  gib(need - mem.usable.value) + "; the biggest consumer is " +
+                  mem.biggest_consumer() + " (" + memory_advice(mem.biggest_consumer()) + ")");
+    return;
+  }
+  if (!marks.len_ok) return;
+  const std::int64_t admissible = cap.admissible_tokens;
+  if (admissible < p.max_model_len) {
+    doc.error(marks.max_model_len.mark, marks.max_model_len.path,
+              "the KV cache of " + (p.plan.pp > 1 ? std::string("each pipeline lane") :
+                                                    std::string("each instance")) +
+                  " admits at most " + format_count(admissible) + " tokens (" +
+                  gib(mem.kv.value) + " of KV memory per chip at " +
+                  format_count(static_cast<std::int64_t>(mem.kv_bytes_per_token)) +
+                  " bytes per token, less the admission watermark), fewer than max_model_len " +
+                  format_count(p.max_model_len) + ": the longest request could never run; set " +
+                  "max_model_len to at most " + format_count(admissible) +
+                  " or give the KV cache more room (more chips per instance, a bigger chip)");
+  }
+}
+
+}  // namespace servesim::scenario

@@ -1,0 +1,60 @@
+// The sections of a scenario, each read by its own file (internal to sim/scenario):
+//   model_section.cpp     model: and a pool's chip: (presets with per-key overrides)
+//   pool_section.cpp      one pool of deployment.pools, and the whole-deployment checks
+//   workload_section.cpp  workload: arrivals and lengths
+//   scenario.cpp          the document: top-level keys, slo:, simulation:, the cross-section checks
+// Each reader reports problems to the Document and returns nullopt (or marks what failed) without
+// stopping, so that one load reports every problem.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sim/cluster/config.h"
+#include "sim/scenario/reader.h"
+
+namespace servesim::scenario {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr std::int64_t kMaxTokens = 100'000'000;  // per request; RequestState holds 32-bit counts
+inline const Duration kMaxDuration = Duration::seconds(100.0 * 86400.0);
+
+// "12.3 GiB".
+std::string gib(double bytes);
+// The value under `key`, or an empty field that points at the mapping (for reporting a problem
+// about a key that was left at its default).
+Field field_or(MapReader& m, std::string_view key);
+
+// --- model_section.cpp ---
+std::optional<models::ModelSpec> read_model(MapReader& top);
+// The pool's `chip` key.
+std::optional<models::ChipSpec> read_chip(MapReader& pool);
+
+// --- pool_section.cpp ---
+
+// Marks of pool keys that whole-deployment checks report against, and which parts of the pool
+// were read without errors (each check runs when its inputs are valid, so that one mistake does
+// not hide an unrelated one).
+struct PoolMarks {
+  Field tp, chip, max_model_len, max_batched_tokens, pool;
+  bool chip_ok = false, plan_ok = false, len_ok = false, scheduler_ok = false, kv_ok = false;
+  bool all_ok = false;
+};
+
+cluster::PoolConfig read_pool(Document& doc, const YAML::Node& node, const YAML::Mark& mark,
+                              const std::string& path, std::size_t index, Json& echo,
+                              const std::optional<models::ModelSpec>& model, PoolMarks& marks);
+// Checks of one pool against the model: plan, placement, token budget, memory, KV capacity.
+void check_deployment(Document& doc, const models::ModelSpec& model, const cluster::PoolConfig& p,
+                      const PoolMarks& marks);
+
+// --- workload_section.cpp ---
+std::optional<workloads::WorkloadConfig> read_workload(MapReader& top, const std::string& base_dir);
+// The shortest length a distribution can draw.
+std::int64_t shortest_length(const workloads::LengthDistribution& d);
+
+}  // namespace servesim::scenario
