@@ -168,32 +168,55 @@ Scenario load(YAML::Node root, Document& doc, const std::string& display_name,
 
 }  // namespace
 
-Scenario load_scenario_text(std::string_view yaml, const std::string& display_name,
-                            const std::string& base_dir, const LoadOptions& options) {
-  Document doc(display_name);
+class ScenarioDocument {
+ public:
   YAML::Node root;
+  std::string display_name;
+  std::string base_dir;
+};
+
+std::shared_ptr<const ScenarioDocument> parse_scenario_text(std::string_view yaml,
+                                                            const std::string& display_name,
+                                                            const std::string& base_dir) {
+  auto doc = std::make_shared<ScenarioDocument>();
+  doc->display_name = display_name;
+  doc->base_dir = base_dir;
   try {
-    root = YAML::Load(std::string(yaml));
+    doc->root = YAML::Load(std::string(yaml));
   } catch (const YAML::Exception& e) {
     throw InputError({Diagnostic{display_name, e.mark.is_null() ? 0 : e.mark.line + 1,
                                  e.mark.is_null() ? 0 : e.mark.column + 1, "",
                                  "not valid YAML: " + e.msg}});
   }
+  const YAML::Node& root = doc->root;
   if (root.IsDefined() && !root.IsNull() && !root.IsMap()) {
     throw InputError({Diagnostic{display_name, root.Mark().line + 1, root.Mark().column + 1, "",
                                  "a scenario is a mapping of sections (model, deployment, "
                                  "workload, ...), got " + describe(root)}});
   }
-  return load(root, doc, display_name, base_dir, options);
+  return doc;
 }
 
-Scenario load_scenario_file(const std::string& path, const LoadOptions& options) {
+std::shared_ptr<const ScenarioDocument> parse_scenario_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError({Diagnostic{path, 0, 0, "", "cannot open the scenario file"}});
   std::ostringstream text;
   text << in.rdbuf();
-  const std::string base = std::filesystem::path(path).parent_path().string();
-  return load_scenario_text(text.str(), path, base, options);
+  return parse_scenario_text(text.str(), path, std::filesystem::path(path).parent_path().string());
+}
+
+Scenario load_scenario(const ScenarioDocument& document, const LoadOptions& options) {
+  Document doc(document.display_name);
+  return load(YAML::Clone(document.root), doc, document.display_name, document.base_dir, options);
+}
+
+Scenario load_scenario_text(std::string_view yaml, const std::string& display_name,
+                            const std::string& base_dir, const LoadOptions& options) {
+  return load_scenario(*parse_scenario_text(yaml, display_name, base_dir), options);
+}
+
+Scenario load_scenario_file(const std::string& path, const LoadOptions& options) {
+  return load_scenario(*parse_scenario_file(path), options);
 }
 
 }  // namespace servesim::scenario

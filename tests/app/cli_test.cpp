@@ -102,7 +102,7 @@ TEST_CASE("CLI: --out writes the report, the per-request CSV and the summary, wi
   std::vector<std::string> names;
   for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
   std::sort(names.begin(), names.end());
-  CHECK(names == std::vector<std::string>{"report.json", "requests.csv", "summary.txt"});
+  CHECK(names == std::vector<std::string>{"report.html", "report.json", "requests.csv", "summary.txt"});
   const std::string csv = read(dir / "requests.csv");
   // Header plus one line per request.
   CHECK(std::count(csv.begin(), csv.end(), '\n') == 301);
