@@ -14,6 +14,8 @@
 #include "reports/report.h"
 #include "reports/trace.h"
 #include "sim/cli/progress.h"
+#include "sim/cli/serve.h"
+#include "sim/cli/sweep.h"
 #include "sim/core/units.h"
 #include "sim/cluster/simulation.h"
 #include "sim/core/errors.h"
@@ -69,6 +71,10 @@ constexpr const char* kUsage =
     "\n"
     "commands:\n"
     "  run SCENARIO.yaml   simulate a scenario and report its latency, throughput and costs\n"
+    "  sweep SCENARIO.yaml --vary KEY=SPEC ...\n"
+    "                      run many variants in parallel (journaled, resumable), rank them by an\n"
+    "                      objective under constraints, show the Pareto front\n"
+    "  serve               answer hypotheses sent as JSON lines on stdin, one line each on stdout\n"
     "\n"
     "Run 'servesim <command> --help' for the options of a command.\n";
 
@@ -271,6 +277,8 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     }
     const std::vector<std::string> rest(args.begin() + 1, args.end());
     if (command == "run") return run_command(rest, out, err);
+    if (command == "sweep") return sweep_command(rest, out, err);
+    if (command == "serve") return serve_command(rest, std::cin, out, err);
     err << "error: unknown command '" << command << "'\n\n" << kUsage;
     return 2;
   } catch (const std::exception& e) {

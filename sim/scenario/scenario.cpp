@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 
 #include "sim/scenario/overrides.h"
@@ -173,6 +174,9 @@ class ScenarioDocument {
   YAML::Node root;
   std::string display_name;
   std::string base_dir;
+  // yaml-cpp does not promise that concurrent reads of one node are safe; copies are made one
+  // at a time (a copy costs microseconds, a run milliseconds).
+  mutable std::mutex copy_mutex;
 };
 
 std::shared_ptr<const ScenarioDocument> parse_scenario_text(std::string_view yaml,
@@ -207,7 +211,12 @@ std::shared_ptr<const ScenarioDocument> parse_scenario_file(const std::string& p
 
 Scenario load_scenario(const ScenarioDocument& document, const LoadOptions& options) {
   Document doc(document.display_name);
-  return load(YAML::Clone(document.root), doc, document.display_name, document.base_dir, options);
+  YAML::Node copy;
+  {
+    std::lock_guard<std::mutex> lock(document.copy_mutex);
+    copy = YAML::Clone(document.root);
+  }
+  return load(copy, doc, document.display_name, document.base_dir, options);
 }
 
 Scenario load_scenario_text(std::string_view yaml, const std::string& display_name,
