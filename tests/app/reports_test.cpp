@@ -18,6 +18,7 @@
 
 #include "reports/report.h"
 #include "sim/cli/app.h"
+#include "sim/cli/progress.h"
 #include "sim/scenario/scenario.h"
 
 using namespace servesim;
@@ -229,4 +230,22 @@ TEST_CASE("HTML report renders in headless Chromium: charts drawn, SVG elements 
   // Text alone covers ~1-2% of the page; the charts' lines, grids and bars add more.
   CHECK(static_cast<double>(non_white) / static_cast<double>(n) > 0.03);
   CHECK(series_blue > 2000);
+}
+
+TEST_CASE("Progress: a bar on a terminal's stderr, nothing when stderr is not a terminal") {
+  // ~0.8 s of simulation: long enough for the bar (it waits half a second before drawing).
+  const std::string run = std::string(SERVESIM_BINARY) + " run " + std::string(SERVESIM_SOURCE_DIR) +
+                          "/scenarios/bench/serve_1024_chips.yaml --set 'simulation.horizon=600 s' --json /dev/null";
+  const fs::path dir = scratch("progress");
+  // script(1) (util-linux, in every Debian) runs the command on a pseudo-terminal.
+  const std::string tty = "script -qec \"" + run + "\" " + (dir / "typescript").string() + " >/dev/null 2>&1";
+  REQUIRE(std::system(tty.c_str()) == 0);
+  const std::string seen = read(dir / "typescript");
+  CHECK(seen.find("s simulated") != std::string::npos);
+  CHECK(seen.find("%  ") != std::string::npos);
+  CHECK(seen.find("\r\x1b[K") != std::string::npos);  // the line is cleared at the end
+  const std::string piped = run + " 2> " + (dir / "stderr.txt").string();
+  REQUIRE(std::system(piped.c_str()) == 0);
+  CHECK(read(dir / "stderr.txt").empty());
+  CHECK(app::ProgressBar::line({0.5, "x"}, 10) == "[#####.....]  50%  x");
 }
