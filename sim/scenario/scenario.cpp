@@ -4,7 +4,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <mutex>
 #include <sstream>
 
 #include "sim/scenario/overrides.h"
@@ -171,61 +170,74 @@ Scenario load(YAML::Node root, Document& doc, const std::string& display_name,
 
 class ScenarioDocument {
  public:
-  YAML::Node root;
+  // The text, not the parsed tree: yaml-cpp's only deep copy (YAML::Clone) drops the line and
+  // column marks that diagnostics need, and a load mutates its tree (overrides). Re-parsing is
+  // cheap next to a run (0.4 ms of a 76 ms hypothesis in tests/bench/bench_serve.cpp).
+  std::string text;
   std::string display_name;
   std::string base_dir;
-  // yaml-cpp does not promise that concurrent reads of one node are safe; copies are made one
-  // at a time (a copy costs microseconds, a run milliseconds).
-  mutable std::mutex copy_mutex;
 };
 
-std::shared_ptr<const ScenarioDocument> parse_scenario_text(std::string_view yaml,
-                                                            const std::string& display_name,
-                                                            const std::string& base_dir) {
-  auto doc = std::make_shared<ScenarioDocument>();
-  doc->display_name = display_name;
-  doc->base_dir = base_dir;
+namespace {
+
+YAML::Node parse_root(std::string_view yaml, const std::string& display_name) {
+  YAML::Node root;
   try {
-    doc->root = YAML::Load(std::string(yaml));
+    root = YAML::Load(std::string(yaml));
   } catch (const YAML::Exception& e) {
     throw InputError({Diagnostic{display_name, e.mark.is_null() ? 0 : e.mark.line + 1,
                                  e.mark.is_null() ? 0 : e.mark.column + 1, "",
                                  "not valid YAML: " + e.msg}});
   }
-  const YAML::Node& root = doc->root;
   if (root.IsDefined() && !root.IsNull() && !root.IsMap()) {
     throw InputError({Diagnostic{display_name, root.Mark().line + 1, root.Mark().column + 1, "",
                                  "a scenario is a mapping of sections (model, deployment, "
                                  "workload, ...), got " + describe(root)}});
   }
-  return doc;
+  return root;
 }
 
-std::shared_ptr<const ScenarioDocument> parse_scenario_file(const std::string& path) {
+std::string read_scenario_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError({Diagnostic{path, 0, 0, "", "cannot open the scenario file"}});
   std::ostringstream text;
   text << in.rdbuf();
-  return parse_scenario_text(text.str(), path, std::filesystem::path(path).parent_path().string());
+  return text.str();
+}
+
+}  // namespace
+
+std::shared_ptr<const ScenarioDocument> parse_scenario_text(std::string_view yaml,
+                                                            const std::string& display_name,
+                                                            const std::string& base_dir) {
+  parse_root(yaml, display_name);  // syntax problems surface here, once
+  auto doc = std::make_shared<ScenarioDocument>();
+  doc->text = std::string(yaml);
+  doc->display_name = display_name;
+  doc->base_dir = base_dir;
+  return doc;
+}
+
+std::shared_ptr<const ScenarioDocument> parse_scenario_file(const std::string& path) {
+  return parse_scenario_text(read_scenario_file(path), path,
+                             std::filesystem::path(path).parent_path().string());
 }
 
 Scenario load_scenario(const ScenarioDocument& document, const LoadOptions& options) {
   Document doc(document.display_name);
-  YAML::Node copy;
-  {
-    std::lock_guard<std::mutex> lock(document.copy_mutex);
-    copy = YAML::Clone(document.root);
-  }
-  return load(copy, doc, document.display_name, document.base_dir, options);
+  return load(parse_root(document.text, document.display_name), doc, document.display_name,
+              document.base_dir, options);
 }
 
 Scenario load_scenario_text(std::string_view yaml, const std::string& display_name,
                             const std::string& base_dir, const LoadOptions& options) {
-  return load_scenario(*parse_scenario_text(yaml, display_name, base_dir), options);
+  Document doc(display_name);
+  return load(parse_root(yaml, display_name), doc, display_name, base_dir, options);
 }
 
 Scenario load_scenario_file(const std::string& path, const LoadOptions& options) {
-  return load_scenario(*parse_scenario_file(path), options);
+  return load_scenario_text(read_scenario_file(path), path,
+                            std::filesystem::path(path).parent_path().string(), options);
 }
 
 }  // namespace servesim::scenario

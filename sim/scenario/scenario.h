@@ -41,8 +41,8 @@ Scenario load_scenario_file(const std::string& path, const LoadOptions& options 
 Scenario load_scenario_text(std::string_view yaml, const std::string& display_name,
                             const std::string& base_dir, const LoadOptions& options = {});
 
-// A scenario parsed once (YAML) and loaded many times with different overrides (serve, sweep):
-// each load works on a copy of the parsed document, so overrides never leak between loads and
+// A scenario read (and its YAML syntax checked) once, loaded many times with different overrides
+// (serve, sweep): each load parses its own tree, so overrides never leak between loads and
 // diagnostics keep the file's lines and columns. Immutable once made: safe to share across threads.
 class ScenarioDocument;
 // Throw InputError when the file cannot be read or is not a YAML mapping.
