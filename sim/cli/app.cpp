@@ -10,6 +10,8 @@
 
 #include <boost/program_options.hpp>
 
+#include "sim/cli/command_line.h"
+
 #include "reports/html_report.h"
 #include "reports/report.h"
 #include "reports/trace.h"
@@ -126,21 +128,8 @@ int run_command(const std::vector<std::string>& args, std::ostream& out, std::os
       ("seed", po::value<std::uint64_t>(), "random seed (overrides the scenario's)")
       ("reproducible", "leave host measurements (wall time, events/s, peak memory) out of the "
                        "report, so that equal runs give byte-identical files");
-  po::options_description hidden;
-  hidden.add_options()("scenario", po::value<std::vector<std::string>>(), "scenario file");
-  po::options_description all;
-  all.add(visible).add(hidden);
-  po::positional_options_description positional;
-  positional.add("scenario", -1);
-
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(all).positional(positional).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    err << "error: " << e.what() << "\n\n" << visible;
-    return 2;
-  }
+  if (!parse_command(args, visible, vm, err)) return 2;
   if (vm.count("help")) {
     out << visible;
     return 0;

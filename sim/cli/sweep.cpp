@@ -24,6 +24,8 @@
 
 #include <boost/program_options.hpp>
 
+#include "sim/cli/command_line.h"
+
 #include "sim/cli/app.h"
 #include "sim/cli/evaluate.h"
 #include "sim/cli/journal.h"
@@ -174,13 +176,6 @@ int sweep_command(const std::vector<std::string>& args, std::ostream& out, std::
       ("threads", po::value<int>(), "OpenMP threads per process (default: the cores available)")
       ("out", po::value<std::string>(), "folder for journal.jsonl, results.jsonl, summary.txt (default: ./<scenario>.sweep)")
       ("json", po::value<std::string>(), "'-': print the result lines instead of the table");
-  po::options_description hidden;
-  hidden.add_options()("scenario", po::value<std::vector<std::string>>(), "scenario file");
-  po::options_description all;
-  all.add(visible).add(hidden);
-  po::positional_options_description positional;
-  positional.add("scenario", -1);
-
   // Every rank parses the command line alike; only rank 0 speaks.
   SweepRanks ranks;
   std::ostringstream quiet;
@@ -188,13 +183,7 @@ int sweep_command(const std::vector<std::string>& args, std::ostream& out, std::
   std::ostream& complain = ranks.rank() == 0 ? err : quiet;
 
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(all).positional(positional).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    complain << "error: " << e.what() << "\n\n" << visible;
-    return 2;
-  }
+  if (!parse_command(args, visible, vm, complain)) return 2;
   if (vm.count("help")) {
     say << visible << "\n" << kMetricsHelp;
     return 0;

@@ -20,44 +20,20 @@
 #include "sim/cli/app.h"
 #include "sim/cli/progress.h"
 #include "sim/scenario/scenario.h"
+#include "tests/app/cli_helpers.h"
 
 using namespace servesim;
+using namespace servesim::testing;
 namespace fs = std::filesystem;
 
 namespace {
 
-struct Result {
-  int code;
-  std::string out, err;
-};
-
-Result cli(std::vector<std::string> args) {
-  std::ostringstream out, err;
-  const int code = app::run_cli(args, out, err);
-  return {code, out.str(), err.str()};
-}
-
-const std::string kQuickstart = std::string(SERVESIM_SOURCE_DIR) + "/scenarios/quickstart.yaml";
 const std::string kSmall = "workload.requests=300";
 
-fs::path scratch(const std::string& name) {
-  const fs::path p = fs::temp_directory_path() / ("servesim_reports_" + name);
-  fs::remove_all(p);
+fs::path scratch_dir(const std::string& name) {
+  const fs::path p = scratch("reports_" + name);
   fs::create_directories(p);
   return p;
-}
-
-std::string read(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-std::size_t count(const std::string& text, const std::string& what) {
-  std::size_t n = 0;
-  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
 }
 
 std::int64_t sum(const nlohmann::ordered_json& a) {
@@ -125,7 +101,7 @@ TEST_CASE("CLI: --time-series adds the key; the default report stays without it"
 }
 
 TEST_CASE("CLI: --html, --trace and --out are byte-identical in reproducible mode") {
-  const fs::path dir = scratch("repro");
+  const fs::path dir = scratch_dir("repro");
   for (const char* tag : {"a", "b"}) {
     const auto r = cli({"run", kQuickstart, "--set", kSmall, "--reproducible", "--html",
                         (dir / (std::string(tag) + ".html")).string(), "--trace",
@@ -142,7 +118,7 @@ TEST_CASE("CLI: --html, --trace and --out are byte-identical in reproducible mod
 }
 
 TEST_CASE("CLI: the trace has one track per instance and honours its limit and window") {
-  const fs::path dir = scratch("trace");
+  const fs::path dir = scratch_dir("trace");
   const auto r = cli({"run", kQuickstart, "--set", kSmall, "--trace", (dir / "t.json").string()});
   REQUIRE(r.code == 0);
   const auto j = nlohmann::json::parse(read(dir / "t.json"));
@@ -188,7 +164,7 @@ TEST_CASE("HTML report renders in headless Chromium: charts drawn, SVG elements 
             "optional packages; it could not be installed on this machine)");
     return;
   }
-  const fs::path dir = scratch("chromium");
+  const fs::path dir = scratch_dir("chromium");
   const auto r = cli({"run", kQuickstart, "--set", kSmall, "--html", (dir / "r.html").string()});
   REQUIRE(r.code == 0);
   const std::string url = "file://" + fs::absolute(dir / "r.html").string();
@@ -236,7 +212,7 @@ TEST_CASE("Progress: a bar on a terminal's stderr, nothing when stderr is not a 
   // ~0.8 s of simulation: long enough for the bar (it waits half a second before drawing).
   const std::string run = std::string(SERVESIM_BINARY) + " run " + std::string(SERVESIM_SOURCE_DIR) +
                           "/scenarios/bench/serve_1024_chips.yaml --set 'simulation.horizon=600 s' --json /dev/null";
-  const fs::path dir = scratch("progress");
+  const fs::path dir = scratch_dir("progress");
   // script(1) (util-linux, in every Debian) runs the command on a pseudo-terminal.
   const std::string tty = "script -qec \"" + run + "\" " + (dir / "typescript").string() + " >/dev/null 2>&1";
   REQUIRE(std::system(tty.c_str()) == 0);

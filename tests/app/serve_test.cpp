@@ -14,15 +14,15 @@
 
 #include "sim/cli/app.h"
 #include "sim/cli/serve.h"
+#include "tests/app/cli_helpers.h"
 
 using namespace servesim;
 using namespace servesim::app;
+using namespace servesim::testing;
 namespace fs = std::filesystem;
 using Json = nlohmann::ordered_json;
 
 namespace {
-
-const std::string kQuickstart = std::string(SERVESIM_SOURCE_DIR) + "/scenarios/quickstart.yaml";
 
 std::vector<Json> serve_lines(const std::string& input, ScenarioCache& cache) {
   std::istringstream in(input);
@@ -113,8 +113,7 @@ TEST_CASE("serve: answers agree with servesim run; inline scenarios; set values 
 }
 
 TEST_CASE("ScenarioCache: a file is parsed once, and again when it changes") {
-  const fs::path dir = fs::temp_directory_path() / "servesim_serve_cache";
-  fs::remove_all(dir);
+  const fs::path dir = scratch("serve_cache");
   fs::create_directories(dir);
   const fs::path file = dir / "s.yaml";
   fs::copy_file(kQuickstart, file);
@@ -126,13 +125,7 @@ TEST_CASE("ScenarioCache: a file is parsed once, and again when it changes") {
   CHECK(cache.hits() == 1);
   CHECK(first[1]["summary"]["requests"]["arrived"] == 60);
   // Rewrite it with 3 instances instead of 4 (and a later modification time).
-  std::string text;
-  {
-    std::ifstream in(file);
-    std::ostringstream s;
-    s << in.rdbuf();
-    text = s.str();
-  }
+  std::string text = read(file);
   const std::size_t at = text.find("instances: 4");
   REQUIRE(at != std::string::npos);
   text.replace(at, 12, "instances: 3");

@@ -25,39 +25,15 @@
 #include "sim/cli/sweep_ranks.h"
 #include "sim/cli/sweep_spec.h"
 #include "sim/core/rng.h"
+#include "tests/app/cli_helpers.h"
 
 using namespace servesim;
 using namespace servesim::app;
+using namespace servesim::testing;
 namespace fs = std::filesystem;
 using Json = nlohmann::ordered_json;
 
 namespace {
-
-struct Result {
-  int code;
-  std::string out, err;
-};
-
-Result cli(std::vector<std::string> args) {
-  std::ostringstream out, err;
-  const int code = run_cli(args, out, err);
-  return {code, out.str(), err.str()};
-}
-
-const std::string kQuickstart = std::string(SERVESIM_SOURCE_DIR) + "/scenarios/quickstart.yaml";
-
-fs::path scratch(const std::string& name) {
-  const fs::path p = fs::temp_directory_path() / ("servesim_sweep_" + name);
-  fs::remove_all(p);
-  return p;
-}
-
-std::string read(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 std::size_t lines_in(const fs::path& p) {
   const std::string t = read(p);
@@ -238,7 +214,7 @@ TEST_CASE("pareto_front: equals a brute-force search for non-dominated points") 
 }
 
 TEST_CASE("Journal: a torn last line is dropped, another sweep's journal is refused") {
-  const fs::path dir = scratch("journal");
+  const fs::path dir = scratch("sweep_journal");
   fs::create_directories(dir);
   const std::string path = (dir / "j.jsonl").string();
   const Json header = {{"servesim_sweep_journal", 1}, {"vary", "a=1,2"}};
@@ -273,7 +249,7 @@ TEST_CASE("Journal: a torn last line is dropped, another sweep's journal is refu
 }
 
 TEST_CASE("sweep: ranks, filters, writes every result; an invalid variant is a result, not a crash") {
-  const fs::path dir = scratch("basic");
+  const fs::path dir = scratch("sweep_basic");
   const auto r = cli({"sweep", kQuickstart, "--set", "workload.requests=200", "--vary",
                       "deployment.pools[0].instances=0,1,2", "--constraint", "ttft_p99 <= 2 s",
                       "--threads", "2", "--out", dir.string()});
@@ -302,7 +278,7 @@ TEST_CASE("sweep: ranks, filters, writes every result; an invalid variant is a r
 }
 
 TEST_CASE("sweep: 1 and 2 threads give byte-identical results") {
-  const fs::path one = scratch("t1"), two = scratch("t2");
+  const fs::path one = scratch("sweep_t1"), two = scratch("sweep_t2");
   REQUIRE(cli(small_sweep(one, 1)).code == 0);
   REQUIRE(cli(small_sweep(two, 2)).code == 0);
   CHECK(lines_in(one / "results.jsonl") == 12);
@@ -311,7 +287,7 @@ TEST_CASE("sweep: 1 and 2 threads give byte-identical results") {
 }
 
 TEST_CASE("sweep: killed with SIGKILL at a random point, the same command resumes to the same results") {
-  const fs::path clean = scratch("clean"), killed = scratch("killed");
+  const fs::path clean = scratch("sweep_clean"), killed = scratch("sweep_killed");
   REQUIRE(cli(small_sweep(clean, 1)).code == 0);
   const std::string want = read(clean / "results.jsonl");
 
@@ -359,7 +335,7 @@ TEST_CASE("sweep: 1 and 2 MPI ranks give byte-identical results") {
     MESSAGE("SKIPPED: servesim was built without MPI (install libopenmpi-dev; CMake option SERVESIM_MPI)");
     return;
   }
-  const fs::path one = scratch("mpi1"), two = scratch("mpi2");
+  const fs::path one = scratch("sweep_mpi1"), two = scratch("sweep_mpi2");
   REQUIRE(cli(small_sweep(one, 1)).code == 0);
   std::string cmd = std::string(SERVESIM_MPIEXEC) +
                     " --allow-run-as-root --oversubscribe --bind-to none -x ASAN_OPTIONS=detect_leaks=0 -np 2 " +
