@@ -1,13 +1,16 @@
 // The processes of a sweep: one, or several under Open MPI (`mpirun -np N servesim sweep ...`).
 //
 // Built with MPI (CMake option SERVESIM_MPI, on when Open MPI is found) and started by mpirun,
-// it initialises MPI (thread level "serialized": any thread may call, one at a time, under the
-// sweep's lock); otherwise it is a single rank and never touches MPI, so a plain `servesim sweep`
-// needs no MPI at run time. Rank 0 owns the journal and the outputs; the others send it each
-// finished record as one message.
+// it loads the MPI plugin (sim/cli/mpi_plugin.cpp, libservesim_mpi.so beside the binary) and
+// initialises MPI (thread level "serialized": any thread may call, one at a time, under the
+// sweep's lock); otherwise it is a single rank and never touches MPI, so servesim does not load
+// Open MPI at all outside mpirun. Started by mpirun with several processes but built without MPI,
+// it refuses (every process would run the whole sweep). Rank 0 owns the journal and the outputs;
+// the others send it each finished record as one message.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -32,8 +35,9 @@ class SweepRanks {
   bool try_receive(std::string& record);
 
  private:
+  struct Mpi;  // the plugin's entry points
   int rank_ = 0, size_ = 1;
-  bool mpi_ = false;
+  std::unique_ptr<Mpi> mpi_;
 };
 
 }  // namespace servesim::app

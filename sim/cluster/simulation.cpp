@@ -115,7 +115,7 @@ RunResult Simulation::run() {
                                           (std::uint64_t{entry.priority()} << 56) ^ event_ids(entry.payload));
     std::visit([this](const auto& e) { handle(e); }, entry.payload);
     if (paranoid_) check_all();
-    if (progress_ && (result.events & 4095) == 0) publish_progress(result.events);
+    if ((result.events & 4095) == 0 && progress_) [[unlikely]] publish_progress(result.events);
   }
   result.end = result.reached_horizon ? horizon : now_;
   if (series_) series_->finish(result.end);
@@ -175,7 +175,7 @@ void Simulation::route(std::uint32_t r) {
   s.instance = index;
   s.lane = static_cast<std::uint16_t>(best);
   inst.lanes[best].enqueue_back(r);
-  if (series_) series_->gauges_changed(pool.metrics_id, now_, 1, 0, 0);
+  if (series_) [[unlikely]] series_->gauges_changed(pool.metrics_id, now_, 1, 0, 0);
   pool.router->add_load(local, load_units(pool, s.prompt + s.output, 1));
   recorder_.request_routed(RequestId(r), pool.metrics_id, InstanceId(index));
   if (!inst.dispatch_pending && inst.stage_free.front() <= now_) {
@@ -213,7 +213,7 @@ void Simulation::handle(const BatchFinished& e) {
   lane.set_busy(false);
   Batch& batch = lane.batch();
   recorder_.iteration(pool.metrics_id, batch.components.data());
-  const LaneGauges before = series_ ? lane_gauges(lane) : LaneGauges{};
+  if (series_) [[unlikely]] gauges_before_ = lane_gauges(lane);
   std::int64_t emitted = batch.decodes;
 
   std::int64_t done_tokens = 0;
@@ -247,9 +247,9 @@ void Simulation::handle(const BatchFinished& e) {
     }
   }
   pool.router->add_load(e.instance - pool.first_instance, load_units(pool, -done_tokens, 0));
-  if (series_) {
+  if (series_) [[unlikely]] {
     series_->output_tokens(pool.metrics_id, now_, emitted);
-    note_gauges(pool, lane, before);
+    note_gauges(pool, lane);
   }
   try_dispatch(e.instance);
 }
@@ -273,9 +273,9 @@ void Simulation::try_dispatch(std::uint32_t index) {
     Batch& batch = lane.batch();
     batch.clear();
     preempted_.clear();
-    const LaneGauges before = series_ ? lane_gauges(lane) : LaneGauges{};
+    if (series_) [[unlikely]] gauges_before_ = lane_gauges(lane);
     pool.scheduler->form_batch(lane, batch, preempted_);
-    if (series_) note_gauges(pool, lane, before);
+    if (series_) [[unlikely]] note_gauges(pool, lane);
     std::int64_t lost = 0;
     for (const Preemption& p : preempted_) {
       recorder_.request_preempted(RequestId(p.request), pool.metrics_id);
@@ -294,14 +294,7 @@ void Simulation::try_dispatch(std::uint32_t index) {
       t = std::max(t, inst.stage_free[s]) + Duration::picoseconds(stage_ps_[s]);
       inst.stage_free[s] = t;
     }
-    if (trace_ && trace_->wants(now_)) {
-      trace_->record(metrics::TraceSpan{now_.ps(), t.ps(), pool.metrics_id.value,
-                                        index - pool.first_instance, static_cast<std::uint16_t>(l),
-                                        metrics::TraceKind::kIteration,
-                                        {batch.decodes, static_cast<std::int64_t>(batch.chunks.size()),
-                                         batch.prefill_tokens,
-                                         static_cast<std::int64_t>(preempted_.size())}});
-    }
+    if (trace_) [[unlikely]] trace_iteration(pool, index, l, t);
     lane.set_busy(true);
     inst.next_lane = l + 1;
     schedule(t, BatchFinished{index, l});
@@ -314,7 +307,19 @@ Simulation::LaneGauges Simulation::lane_gauges(const Lane& lane) {
   return LaneGauges{static_cast<std::int64_t>(lane.waiting()), lane.running(), lane.used_blocks()};
 }
 
-void Simulation::note_gauges(const Pool& pool, const Lane& lane, const LaneGauges& before) {
+void Simulation::trace_iteration(const Pool& pool, std::uint32_t index, std::uint32_t lane,
+                                 SimTime end) {
+  if (!trace_->wants(now_)) return;
+  const Batch& batch = instances_[index].lanes[lane].batch();
+  trace_->record(metrics::TraceSpan{now_.ps(), end.ps(), pool.metrics_id.value,
+                                    index - pool.first_instance, static_cast<std::uint16_t>(lane),
+                                    metrics::TraceKind::kIteration,
+                                    {batch.decodes, static_cast<std::int64_t>(batch.chunks.size()),
+                                     batch.prefill_tokens, static_cast<std::int64_t>(preempted_.size())}});
+}
+
+void Simulation::note_gauges(const Pool& pool, const Lane& lane) {
+  const LaneGauges& before = gauges_before_;
   const LaneGauges after = lane_gauges(lane);
   series_->gauges_changed(pool.metrics_id, now_, after.waiting - before.waiting,
                           after.running - before.running, after.kv_blocks - before.kv_blocks);

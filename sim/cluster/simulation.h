@@ -103,8 +103,11 @@ class Simulation {
     std::int64_t waiting = 0, running = 0, kv_blocks = 0;
   };
   static LaneGauges lane_gauges(const Lane& lane);
-  void note_gauges(const Pool& pool, const Lane& lane, const LaneGauges& before);
-  void publish_progress(std::uint64_t events);
+  // Reports the change since gauges_before_ (recording only: kept out of line).
+  [[gnu::noinline]] void note_gauges(const Pool& pool, const Lane& lane);
+  [[gnu::noinline]] void trace_iteration(const Pool& pool, std::uint32_t instance, std::uint32_t lane,
+                                         SimTime end);
+  [[gnu::noinline]] void publish_progress(std::uint64_t events);
 
   SimulationConfig config_;
   metrics::Recorder& recorder_;
@@ -121,6 +124,7 @@ class Simulation {
   metrics::TimeSeries* series_ = nullptr;  // optional sinks (Recorder::time_series, trace_log)
   metrics::TraceLog* trace_ = nullptr;
   RunProgress* progress_ = nullptr;
+  LaneGauges gauges_before_;  // a lane's gauges before the step being recorded
 
   // Scratch buffers reused by every event (no allocation per event once warm).
   std::vector<std::uint32_t> finished_;
