@@ -214,7 +214,9 @@ TEST_CASE("Progress: a bar on a terminal's stderr, nothing when stderr is not a 
                           "/scenarios/bench/serve_1024_chips.yaml --set 'simulation.horizon=600 s' --json /dev/null";
   const fs::path dir = scratch_dir("progress");
   // script(1) (util-linux, in every Debian) runs the command on a pseudo-terminal.
-  const std::string tty = "script -qec \"" + run + "\" " + (dir / "typescript").string() + " >/dev/null 2>&1";
+  // Its stdin must be open (CI may close ours): /dev/null.
+  const std::string tty = "script -qec \"" + run + "\" " + (dir / "typescript").string() +
+                          " < /dev/null > /dev/null 2>&1";
   REQUIRE(std::system(tty.c_str()) == 0);
   const std::string seen = read(dir / "typescript");
   CHECK(seen.find("s simulated") != std::string::npos);
