@@ -104,6 +104,63 @@ Json build_report(const Json& resolved_scenario, const metrics::Summary& s, cons
   return report;
 }
 
+Json time_series_json(const metrics::TimeSeries& ts) {
+  using TS = metrics::TimeSeries;
+  const std::size_t n = ts.buckets();
+  // Six significant digits keep the arrays readable; the values are means over a bucket anyway.
+  auto round6 = [](double v) {
+    if (v == 0 || !std::isfinite(v)) return 0.0;
+    const double scale = std::pow(10.0, 5 - std::floor(std::log10(std::abs(v))));
+    return std::round(v * scale) / scale;
+  };
+  auto counts = [&](const std::array<std::int64_t, TS::kMaxBuckets>& a) {
+    Json j = Json::array();
+    for (std::size_t i = 0; i < n; ++i) j.push_back(a[i]);
+    return j;
+  };
+  Json out = Json::object();
+  out["bucket_s"] = static_cast<double>(ts.width_ps()) * 1e-12;
+  out["buckets"] = n;
+  out["end_s"] = ts.end().to_seconds();
+  out["gauges"] = "time-weighted mean over each bucket";
+  out["arrivals"] = counts(ts.arrivals());
+  out["rejections"] = counts(ts.rejections());
+  Json pools = Json::array();
+  for (const TS::PoolSeries& p : ts.pools()) {
+    Json pj = Json::object();
+    pj["name"] = p.name;
+    pj["completions"] = counts(p.counters[TS::kCompletions]);
+    pj["output_tokens"] = counts(p.counters[TS::kOutputTokens]);
+    Json waiting = Json::array(), running = Json::array(), kv = Json::array();
+    for (std::size_t i = 0; i < n; ++i) {
+      waiting.push_back(round6(ts.gauge_mean(p, TS::kWaiting, i)));
+      running.push_back(round6(ts.gauge_mean(p, TS::kRunning, i)));
+      kv.push_back(p.kv_blocks > 0
+                       ? round6(ts.gauge_mean(p, TS::kKvBlocks, i) / static_cast<double>(p.kv_blocks))
+                       : 0.0);
+    }
+    pj["waiting"] = waiting;
+    pj["running"] = running;
+    pj["kv_occupancy"] = kv;
+    pools.push_back(pj);
+  }
+  out["pools"] = pools;
+  Json links = Json::array();
+  for (const TS::LinkSeries& l : ts.links()) {
+    Json lj = Json::object();
+    lj["name"] = l.name;
+    Json u = Json::array();
+    for (std::size_t i = 0; i < n; ++i) {
+      const double len_s = static_cast<double>(ts.bucket_length_ps(i)) * 1e-12;
+      u.push_back(len_s > 0 ? round6(l.bytes[i] / (l.capacity_bytes_per_s * len_s)) : 0.0);
+    }
+    lj["utilization"] = u;
+    links.push_back(lj);
+  }
+  out["links"] = links;
+  return out;
+}
+
 std::string summary_table(const metrics::Summary& s, const metrics::SloTargets& slo,
                           const RunInfo& run) {
   std::string out;

@@ -30,6 +30,12 @@ struct RunInfo {
 nlohmann::ordered_json build_report(const nlohmann::ordered_json& resolved_scenario,
                                     const metrics::Summary& summary, const RunInfo& run);
 
+// The run over time (report key `time_series`, only when asked for): bucket width, the cluster's
+// arrivals and rejections per bucket, per pool completions, output tokens and the time-weighted
+// mean of waiting requests, running requests and KV-cache occupancy (fraction of the pool's
+// blocks), and per link its utilization. Layout in reports/README.md.
+nlohmann::ordered_json time_series_json(const metrics::TimeSeries& series);
+
 // A few lines for a terminal.
 std::string summary_table(const metrics::Summary& summary, const metrics::SloTargets& slo,
                           const RunInfo& run);

@@ -2,7 +2,9 @@
 # Installs the Debian 12 packages servesim builds with, when they are missing. Run as root.
 set -euo pipefail
 packages=(g++ cmake ninja-build libboost-graph-dev libboost-program-options-dev libyaml-cpp-dev
-          nlohmann-json3-dev libeigen3-dev doctest-dev)
+          nlohmann-json3-dev libeigen3-dev doctest-dev libpng-dev libopenmpi-dev openmpi-bin)
+# Optional: the HTML report test renders in headless Chromium and skips, saying so, without it.
+optional=(chromium)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -13,3 +15,11 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
+for p in "${optional[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    echo "installing (optional): $p"
+    export DEBIAN_FRONTEND=noninteractive
+    { apt-get update -qq && apt-get install -y -qq --no-install-recommends "$p" >/dev/null; } ||
+      echo "warning: could not install $p; the tests that need it will say they were skipped"
+  fi
+done

@@ -8,13 +8,17 @@
 // or interrupted run never leaves a half-written report.
 #pragma once
 
+#include <filesystem>
 #include <iosfwd>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "sim/cluster/simulation.h"
+#include "sim/core/errors.h"
 #include "sim/metrics/recorder.h"
 #include "sim/metrics/summary.h"
 #include "sim/scenario/scenario.h"
@@ -29,11 +33,23 @@ struct RunOutput {
   double wall_s = 0;
 };
 
-// Runs a loaded scenario. `paranoid` recomputes every invariant after every event (tests).
-RunOutput execute(const scenario::Scenario& scenario, bool paranoid = false);
+struct ExecuteOptions {
+  bool paranoid = false;       // recompute every invariant after every event (tests)
+  bool time_series = false;    // record metrics::TimeSeries (RunOutput::metrics->time_series())
+  std::optional<metrics::TraceOptions> trace;  // record a metrics::TraceLog
+  cluster::RunProgress* progress = nullptr;    // published for a progress display
+};
+
+// Runs a loaded scenario.
+RunOutput execute(const scenario::Scenario& scenario, const ExecuteOptions& options = {});
 
 // The peak resident set of this process so far, in MB (getrusage).
 double peak_rss_mb();
+
+// Writes `text` to `path` through a temporary file beside it and a rename (nothing half-written).
+void write_atomically(const std::filesystem::path& path, const std::string& text);
+// Prints every diagnostic ("error: file:line:col: path: message") and the count.
+void print_diagnostics(const InputError& e, std::ostream& err);
 
 int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 

@@ -38,10 +38,10 @@ Simulation::Simulation(const SimulationConfig& config, metrics::Recorder& record
     for (std::size_t k = 0; k < models::kOpKinds; ++k) {
       info.components.emplace_back(models::op_kind_name(static_cast<models::OpKind>(k)));
     }
-    pool.metrics_id = recorder_.add_pool(std::move(info));
-
     const PoolCapacity cap = pool_capacity(config_.model, pc);
     SERVESIM_CHECK_MSG(cap.blocks_per_lane > 0, "pool " + pc.name + " has no KV blocks");
+    info.kv_blocks = cap.blocks_per_lane * pc.plan.pp * pc.instances;
+    pool.metrics_id = recorder_.add_pool(std::move(info));
     for (int i = 0; i < pc.instances; ++i) {
       Instance inst;
       inst.pool = static_cast<std::uint32_t>(pools_.size());
@@ -55,6 +55,8 @@ Simulation::Simulation(const SimulationConfig& config, metrics::Recorder& record
     stage_ps_.resize(std::max<std::size_t>(stage_ps_.size(), static_cast<std::size_t>(pc.plan.pp)));
     pools_.push_back(std::move(pool));
   }
+  series_ = recorder_.time_series();
+  trace_ = recorder_.trace_log();
   lengths_ = workloads::make_length_sampler(config_.workload.lengths, config_.seed);
   if (config_.workload.requests > 0) {
     requests_.reserve(static_cast<std::size_t>(config_.workload.requests));
@@ -113,8 +115,11 @@ RunResult Simulation::run() {
                                           (std::uint64_t{entry.priority()} << 56) ^ event_ids(entry.payload));
     std::visit([this](const auto& e) { handle(e); }, entry.payload);
     if (paranoid_) check_all();
+    if ((result.events & 4095) == 0 && progress_) [[unlikely]] publish_progress(result.events);
   }
   result.end = result.reached_horizon ? horizon : now_;
+  if (series_) series_->finish(result.end);
+  if (progress_) publish_progress(result.events);
 
   for (const Pool& pool : pools_) {
     for (int i = 0; i < pool.config->instances; ++i) {
@@ -170,6 +175,7 @@ void Simulation::route(std::uint32_t r) {
   s.instance = index;
   s.lane = static_cast<std::uint16_t>(best);
   inst.lanes[best].enqueue_back(r);
+  if (series_) [[unlikely]] series_->gauges_changed(pool.metrics_id, now_, 1, 0, 0);
   pool.router->add_load(local, load_units(pool, s.prompt + s.output, 1));
   recorder_.request_routed(RequestId(r), pool.metrics_id, InstanceId(index));
   if (!inst.dispatch_pending && inst.stage_free.front() <= now_) {
@@ -207,6 +213,8 @@ void Simulation::handle(const BatchFinished& e) {
   lane.set_busy(false);
   Batch& batch = lane.batch();
   recorder_.iteration(pool.metrics_id, batch.components.data());
+  if (series_) [[unlikely]] gauges_before_ = lane_gauges(lane);
+  std::int64_t emitted = batch.decodes;
 
   std::int64_t done_tokens = 0;
   if (batch.decodes > 0) {
@@ -230,6 +238,7 @@ void Simulation::handle(const BatchFinished& e) {
     }
     ++s.generated;
     ++done_tokens;
+    ++emitted;
     if (s.generated == s.output) {
       lane.release(c.request);
       complete(c.request);
@@ -238,6 +247,10 @@ void Simulation::handle(const BatchFinished& e) {
     }
   }
   pool.router->add_load(e.instance - pool.first_instance, load_units(pool, -done_tokens, 0));
+  if (series_) [[unlikely]] {
+    series_->output_tokens(pool.metrics_id, now_, emitted);
+    note_gauges(pool, lane);
+  }
   try_dispatch(e.instance);
 }
 
@@ -260,7 +273,9 @@ void Simulation::try_dispatch(std::uint32_t index) {
     Batch& batch = lane.batch();
     batch.clear();
     preempted_.clear();
+    if (series_) [[unlikely]] gauges_before_ = lane_gauges(lane);
     pool.scheduler->form_batch(lane, batch, preempted_);
+    if (series_) [[unlikely]] note_gauges(pool, lane);
     std::int64_t lost = 0;
     for (const Preemption& p : preempted_) {
       recorder_.request_preempted(RequestId(p.request), pool.metrics_id);
@@ -279,12 +294,41 @@ void Simulation::try_dispatch(std::uint32_t index) {
       t = std::max(t, inst.stage_free[s]) + Duration::picoseconds(stage_ps_[s]);
       inst.stage_free[s] = t;
     }
+    if (trace_) [[unlikely]] trace_iteration(pool, index, l, t);
     lane.set_busy(true);
     inst.next_lane = l + 1;
     schedule(t, BatchFinished{index, l});
     if (inst.stage_free.size() > 1) schedule(inst.stage_free.front(), StageFreed{index});
     return;
   }
+}
+
+Simulation::LaneGauges Simulation::lane_gauges(const Lane& lane) {
+  return LaneGauges{static_cast<std::int64_t>(lane.waiting()), lane.running(), lane.used_blocks()};
+}
+
+void Simulation::trace_iteration(const Pool& pool, std::uint32_t index, std::uint32_t lane,
+                                 SimTime end) {
+  if (!trace_->wants(now_)) return;
+  const Batch& batch = instances_[index].lanes[lane].batch();
+  trace_->record(metrics::TraceSpan{now_.ps(), end.ps(), pool.metrics_id.value,
+                                    index - pool.first_instance, static_cast<std::uint16_t>(lane),
+                                    metrics::TraceKind::kIteration,
+                                    {batch.decodes, static_cast<std::int64_t>(batch.chunks.size()),
+                                     batch.prefill_tokens, static_cast<std::int64_t>(preempted_.size())}});
+}
+
+void Simulation::note_gauges(const Pool& pool, const Lane& lane) {
+  const LaneGauges& before = gauges_before_;
+  const LaneGauges after = lane_gauges(lane);
+  series_->gauges_changed(pool.metrics_id, now_, after.waiting - before.waiting,
+                          after.running - before.running, after.kv_blocks - before.kv_blocks);
+}
+
+void Simulation::publish_progress(std::uint64_t events) {
+  progress_->now_ps.store(now_.ps(), std::memory_order_relaxed);
+  progress_->arrivals.store(issued_, std::memory_order_relaxed);
+  progress_->events.store(static_cast<std::int64_t>(events), std::memory_order_relaxed);
 }
 
 bool Simulation::drained() const {

@@ -10,6 +10,7 @@
 // set_paranoid(true) every lane's aggregates are recomputed from scratch after every event.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -38,6 +39,14 @@ struct RunResult {
   std::uint64_t fingerprint = 0;
 };
 
+// What a run publishes for a progress display on another thread: simulated time, arrivals issued
+// and events so far, updated every 4,096 events and at the end (relaxed atomics; display only).
+struct RunProgress {
+  std::atomic<std::int64_t> now_ps{0};
+  std::atomic<std::int64_t> arrivals{0};
+  std::atomic<std::int64_t> events{0};
+};
+
 class Simulation {
  public:
   // The config must have passed the scenario loader's validation (fits in memory, plans valid).
@@ -48,6 +57,7 @@ class Simulation {
 
   RunResult run();
   void set_paranoid(bool on) { paranoid_ = on; }
+  void set_progress(RunProgress* progress) { progress_ = progress; }
 
   // Read access for tests.
   const SlabVector<RequestState>& requests() const { return requests_; }
@@ -88,6 +98,16 @@ class Simulation {
   // A change of outstanding work in the unit of the pool's router (tokens or requests).
   static std::int64_t load_units(const Pool& pool, std::int64_t tokens, std::int64_t requests);
   void check_all() const;
+  // The time series' gauges for one lane, read before and after a step that changes them.
+  struct LaneGauges {
+    std::int64_t waiting = 0, running = 0, kv_blocks = 0;
+  };
+  static LaneGauges lane_gauges(const Lane& lane);
+  // Reports the change since gauges_before_ (recording only: kept out of line).
+  [[gnu::noinline]] void note_gauges(const Pool& pool, const Lane& lane);
+  [[gnu::noinline]] void trace_iteration(const Pool& pool, std::uint32_t instance, std::uint32_t lane,
+                                         SimTime end);
+  [[gnu::noinline]] void publish_progress(std::uint64_t events);
 
   SimulationConfig config_;
   metrics::Recorder& recorder_;
@@ -101,6 +121,10 @@ class Simulation {
   SimTime now_;
   CheckContext check_context_;
   bool paranoid_ = false;
+  metrics::TimeSeries* series_ = nullptr;  // optional sinks (Recorder::time_series, trace_log)
+  metrics::TraceLog* trace_ = nullptr;
+  RunProgress* progress_ = nullptr;
+  LaneGauges gauges_before_;  // a lane's gauges before the step being recorded
 
   // Scratch buffers reused by every event (no allocation per event once warm).
   std::vector<std::uint32_t> finished_;

@@ -20,8 +20,20 @@ PoolId RunMetrics::add_pool(PoolInfo info) {
   PoolTotals p;
   p.component_ps.assign(info.components.size(), 0);
   p.info = std::move(info);
+  if (series_) series_->add_pool(p.info.name, p.info.kv_blocks);
+  if (trace_) trace_->add_pool(p.info.name, p.info.instances, p.info.stages);
   pools_.push_back(std::move(p));
   return PoolId(static_cast<std::uint32_t>(pools_.size() - 1));
+}
+
+void RunMetrics::enable_time_series() {
+  SERVESIM_CHECK_MSG(pools_.empty(), "enable the time series before the pools are added");
+  series_ = std::make_unique<TimeSeries>();
+}
+
+void RunMetrics::enable_trace(const TraceOptions& options) {
+  SERVESIM_CHECK_MSG(pools_.empty(), "enable the trace before the pools are added");
+  trace_ = std::make_unique<TraceLog>(options);
 }
 
 void RunMetrics::expect_requests(std::int64_t n) {
@@ -36,6 +48,7 @@ void RunMetrics::request_arrived(RequestId id, SimTime t, std::int64_t prompt_to
   r.prompt_tokens = static_cast<std::uint32_t>(prompt_tokens);
   r.output_tokens = static_cast<std::uint32_t>(output_tokens);
   requests_.push_back(r);
+  if (series_) series_->arrival(t);
 }
 
 void RunMetrics::request_routed(RequestId id, PoolId pool, InstanceId instance) {
@@ -49,6 +62,7 @@ void RunMetrics::request_rejected(RequestId id, SimTime t, RejectReason reason) 
   r.status = RequestStatus::kRejected;
   r.reject_reason = reason;
   r.completion = t;
+  if (series_) series_->rejection(t);
 }
 
 void RunMetrics::first_token(RequestId id, SimTime t) {
@@ -64,6 +78,7 @@ void RunMetrics::request_completed(RequestId id, SimTime t) {
   SERVESIM_CHECK(r.status == RequestStatus::kInFlight && r.first_token != SimTime::never());
   r.status = RequestStatus::kCompleted;
   r.completion = t;
+  if (series_) series_->completion(PoolId(r.pool), t);
 }
 
 void RunMetrics::request_preempted(RequestId id, PoolId pool) {

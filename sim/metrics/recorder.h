@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,8 @@
 #include "sim/core/slab_allocator.h"
 #include "sim/core/time.h"
 #include "sim/metrics/histogram.h"
+#include "sim/metrics/time_series.h"
+#include "sim/metrics/trace_log.h"
 
 namespace servesim::metrics {
 
@@ -49,6 +52,7 @@ struct PoolInfo {
   int chips = 0;             // in all
   int stages = 1;            // pipeline stages per instance: each is busy or idle on its own
   std::vector<std::string> components;  // names of the time components, in index order
+  std::int64_t kv_blocks = 0;  // KV-cache blocks of the whole pool (for occupancy over time)
 };
 
 class Recorder {
@@ -70,6 +74,10 @@ class Recorder {
   // stages (stage-busy time).
   virtual void iteration(PoolId pool, const std::int64_t* component_ps) = 0;
   virtual void kv_usage_peak(PoolId pool, double fraction) = 0;
+  // Optional sinks, null unless the run asked for them; the simulation asks once, when it is
+  // built, and records into them directly (non-virtual, so the hot loop pays a null test).
+  virtual TimeSeries* time_series() { return nullptr; }
+  virtual TraceLog* trace_log() { return nullptr; }
 };
 
 class RunMetrics final : public Recorder {
@@ -86,6 +94,12 @@ class RunMetrics final : public Recorder {
   void inter_token_gap(Duration gap, std::int64_t count) override;
   void iteration(PoolId pool, const std::int64_t* component_ps) override;
   void kv_usage_peak(PoolId pool, double fraction) override;
+  TimeSeries* time_series() override { return series_.get(); }
+  TraceLog* trace_log() override { return trace_.get(); }
+
+  // Turn the optional sinks on (before the pools are added).
+  void enable_time_series();
+  void enable_trace(const TraceOptions& options);
 
   struct PoolTotals {
     PoolInfo info;
@@ -107,6 +121,8 @@ class RunMetrics final : public Recorder {
   LogHistogram itl_;
   std::int64_t output_tokens_ = 0;  // every token emitted, including by requests still in flight
   std::int64_t input_tokens_ = 0;   // prompt tokens of requests that reached their first token
+  std::unique_ptr<TimeSeries> series_;
+  std::unique_ptr<TraceLog> trace_;
 };
 
 }  // namespace servesim::metrics

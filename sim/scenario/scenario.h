@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -39,5 +40,16 @@ Scenario load_scenario_file(const std::string& path, const LoadOptions& options 
 // `display_name` is used in diagnostics; relative files resolve against `base_dir`.
 Scenario load_scenario_text(std::string_view yaml, const std::string& display_name,
                             const std::string& base_dir, const LoadOptions& options = {});
+
+// A scenario read (and its YAML syntax checked) once, loaded many times with different overrides
+// (serve, sweep): each load parses its own tree, so overrides never leak between loads and
+// diagnostics keep the file's lines and columns. Immutable once made: safe to share across threads.
+class ScenarioDocument;
+// Throw InputError when the file cannot be read or is not a YAML mapping.
+std::shared_ptr<const ScenarioDocument> parse_scenario_file(const std::string& path);
+std::shared_ptr<const ScenarioDocument> parse_scenario_text(std::string_view yaml,
+                                                            const std::string& display_name,
+                                                            const std::string& base_dir);
+Scenario load_scenario(const ScenarioDocument& document, const LoadOptions& options = {});
 
 }  // namespace servesim::scenario

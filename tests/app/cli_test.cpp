@@ -10,38 +10,13 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/cli/app.h"
+#include "tests/app/cli_helpers.h"
 
 using namespace servesim;
+using namespace servesim::testing;
 namespace fs = std::filesystem;
 
 namespace {
-
-struct Result {
-  int code;
-  std::string out, err;
-};
-
-Result cli(std::vector<std::string> args) {
-  std::ostringstream out, err;
-  const int code = app::run_cli(args, out, err);
-  return {code, out.str(), err.str()};
-}
-
-const std::string kQuickstart = std::string(SERVESIM_SOURCE_DIR) + "/scenarios/quickstart.yaml";
-
-// A fresh, empty folder for one test's outputs.
-fs::path scratch(const std::string& name) {
-  const fs::path p = fs::temp_directory_path() / ("servesim_cli_" + name);
-  fs::remove_all(p);
-  return p;
-}
-
-std::string read(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // Fewer requests keep these runs fast; the scenario is otherwise the bundled default.
 const std::string kSmall = "workload.requests=300";
@@ -102,7 +77,7 @@ TEST_CASE("CLI: --out writes the report, the per-request CSV and the summary, wi
   std::vector<std::string> names;
   for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
   std::sort(names.begin(), names.end());
-  CHECK(names == std::vector<std::string>{"report.json", "requests.csv", "summary.txt"});
+  CHECK(names == std::vector<std::string>{"report.html", "report.json", "requests.csv", "summary.txt"});
   const std::string csv = read(dir / "requests.csv");
   // Header plus one line per request.
   CHECK(std::count(csv.begin(), csv.end(), '\n') == 301);

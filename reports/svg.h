@@ -1,0 +1,63 @@
+// A small writer of SVG charts for the HTML report: line charts on linear or log axes and
+// horizontal stacked bars, with titles, axis labels with units, "nice" ticks and legends.
+//
+// Output is plain SVG text (no scripts, fonts or links), a pure function of the input, so equal
+// inputs give byte-identical charts. Coordinates are printed with one decimal.
+// Ignores: interactivity, label collision beyond thinning ticks, dates on axes.
+// Invariants: non-finite points are skipped; a log axis skips values <= 0; a chart with no
+// drawable point says "no data" instead of drawing empty axes.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace servesim::reports::svg {
+
+enum class Scale { kLinear, kLog };
+
+struct Axis {
+  std::string label;        // "TTFT"
+  std::string unit;         // "ms"; shown as "TTFT (ms)"
+  Scale scale = Scale::kLinear;
+  std::optional<double> min, max;  // fixed bounds; derived from the data when absent
+  bool percent = false;     // values are fractions, ticks show percent
+};
+
+struct Series {
+  std::string name;
+  std::vector<double> x, y;
+};
+
+struct LineChart {
+  std::string title;
+  Axis x, y;
+  std::vector<Series> series;
+  int width = 600, height = 320;
+};
+
+// One bar per label, each split into segments (same names and colours across bars) whose values
+// are fractions of the whole bar axis [0, 1].
+struct StackedBars {
+  std::string title;
+  std::vector<std::string> bars;
+  std::vector<std::string> segments;
+  std::vector<std::vector<double>> values;  // [bar][segment]
+  int width = 900;
+};
+
+std::string render(const LineChart& chart);
+std::string render(const StackedBars& chart);
+
+// Tick positions for [lo, hi]: multiples of 1, 2 or 5 x 10^k on a linear axis (about `target`
+// of them); powers of ten on a log axis (with 2 and 5 between them when the range spans fewer
+// than three decades).
+std::vector<double> ticks(double lo, double hi, Scale scale, int target = 6);
+// A short tick label: 0.5, 12, 1.5k, 2M; percent when `percent`.
+std::string tick_label(double v, bool percent = false);
+// Text with &, <, > and " escaped for XML.
+std::string escape(const std::string& text);
+// The i-th colour of the report's palette (repeats after ten).
+const char* colour(std::size_t i);
+
+}  // namespace servesim::reports::svg

@@ -1,0 +1,101 @@
+#include "reports/trace.h"
+
+#include <cinttypes>
+#include <cstdio>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace servesim::reports {
+namespace {
+
+// Picoseconds as microseconds with six decimals, exactly.
+std::string us(std::int64_t ps) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%" PRId64 ".%06" PRId64, ps / 1'000'000, ps % 1'000'000);
+  return buf;
+}
+
+std::string quoted(const std::string& s) { return nlohmann::json(s).dump(); }
+
+const char* span_name(const metrics::TraceSpan& s) {
+  if (s.kind != metrics::TraceKind::kIteration) return nullptr;
+  const bool decode = s.args[0] > 0, prefill = s.args[1] > 0;
+  return decode && prefill ? "mixed" : decode ? "decode" : "prefill";
+}
+
+}  // namespace
+
+void write_trace(std::ostream& out, const metrics::TraceLog& log, const std::string& scenario_name) {
+  const auto& opts = log.options();
+  out << "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"generator\":\"servesim\",\"scenario\":"
+      << quoted(scenario_name) << ",\"span_limit\":" << opts.limit << ",\"window_from_s\":"
+      << (opts.from ? nlohmann::json(opts.from->to_seconds()).dump() : "null") << ",\"window_to_s\":"
+      << (opts.to ? nlohmann::json(opts.to->to_seconds()).dump() : "null")
+      << ",\"spans_kept\":" << log.spans().size() << ",\"spans_dropped\":" << log.dropped()
+      << ",\"truncated\":" << (log.dropped() > 0 ? "true" : "false");
+  if (log.dropped() > 0) {
+    out << ",\"cut_at_s\":" << nlohmann::json(static_cast<double>(log.cut_at_ps()) * 1e-12).dump();
+  }
+  out << "},\n\"traceEvents\":[\n";
+
+  // Name the processes, and the threads that have spans.
+  bool first = true;
+  auto sep = [&] {
+    if (!first) out << ",\n";
+    first = false;
+  };
+  std::vector<std::vector<bool>> used(log.pools().size());
+  for (std::size_t p = 0; p < log.pools().size(); ++p) {
+    const auto& pool = log.pools()[p];
+    used[p].assign(static_cast<std::size_t>(pool.instances) * static_cast<std::size_t>(pool.lanes), false);
+  }
+  for (const auto& s : log.spans()) {
+    used[s.pool][static_cast<std::size_t>(s.instance) * static_cast<std::size_t>(log.pools()[s.pool].lanes) + s.lane] = true;
+  }
+  for (std::size_t p = 0; p < log.pools().size(); ++p) {
+    const auto& pool = log.pools()[p];
+    sep();
+    out << "{\"ph\":\"M\",\"pid\":" << p + 1 << ",\"name\":\"process_name\",\"args\":{\"name\":"
+        << quoted("pool " + pool.name) << "}},\n{\"ph\":\"M\",\"pid\":" << p + 1
+        << ",\"name\":\"process_sort_index\",\"args\":{\"sort_index\":" << p + 1 << "}}";
+    for (std::size_t t = 0; t < used[p].size(); ++t) {
+      if (!used[p][t]) continue;
+      const std::size_t inst = t / static_cast<std::size_t>(pool.lanes), lane = t % static_cast<std::size_t>(pool.lanes);
+      const std::string name = "instance " + std::to_string(inst) +
+                               (pool.lanes > 1 ? " lane " + std::to_string(lane) : std::string());
+      out << ",\n{\"ph\":\"M\",\"pid\":" << p + 1 << ",\"tid\":" << t + 1
+          << ",\"name\":\"thread_name\",\"args\":{\"name\":" << quoted(name) << "}},\n{\"ph\":\"M\",\"pid\":"
+          << p + 1 << ",\"tid\":" << t + 1 << ",\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":"
+          << t + 1 << "}}";
+    }
+  }
+  for (const auto& s : log.spans()) {
+    sep();
+    const std::size_t tid =
+        static_cast<std::size_t>(s.instance) * static_cast<std::size_t>(log.pools()[s.pool].lanes) + s.lane + 1;
+    const auto& names = metrics::trace_arg_names(s.kind);
+    const char* name = span_name(s);
+    out << "{\"ph\":\"X\",\"pid\":" << s.pool + 1 << ",\"tid\":" << tid << ",\"name\":\""
+        << (name ? name : metrics::trace_kind_name(s.kind).data()) << "\",\"cat\":\""
+        << metrics::trace_kind_name(s.kind) << "\",\"ts\":" << us(s.start_ps)
+        << ",\"dur\":" << us(s.end_ps - s.start_ps) << ",\"args\":{";
+    bool first_arg = true;
+    for (std::size_t a = 0; a < names.size(); ++a) {
+      if (names[a].empty()) continue;
+      out << (first_arg ? "" : ",") << '"' << names[a] << "\":" << s.args[a];
+      first_arg = false;
+    }
+    out << "}}";
+  }
+  if (log.dropped() > 0) {
+    sep();
+    out << "{\"ph\":\"i\",\"s\":\"g\",\"pid\":1,\"tid\":0,\"name\":"
+        << quoted("trace cut: the limit of " + std::to_string(opts.limit) + " spans was reached; " +
+                  std::to_string(log.dropped()) + " later spans are not in this file (--trace-limit)")
+        << ",\"ts\":" << us(log.cut_at_ps()) << "}";
+  }
+  out << "\n]}\n";
+}
+
+}  // namespace servesim::reports

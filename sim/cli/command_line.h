@@ -1,0 +1,35 @@
+// The parsing every command shares (internal to sim/cli): Boost.Program_options over the
+// command's options plus its positional scenario files.
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <boost/program_options.hpp>
+
+namespace servesim::app {
+
+// Parses `args` against `visible` and a hidden positional "scenario" (every bare argument). On a
+// malformed command line prints the error and `visible` to `err` and returns false (exit code 2).
+inline bool parse_command(const std::vector<std::string>& args,
+                          const boost::program_options::options_description& visible,
+                          boost::program_options::variables_map& vm, std::ostream& err) {
+  namespace po = boost::program_options;
+  po::options_description hidden;
+  hidden.add_options()("scenario", po::value<std::vector<std::string>>(), "scenario file");
+  po::options_description all;
+  all.add(visible).add(hidden);
+  po::positional_options_description positional;
+  positional.add("scenario", -1);
+  try {
+    po::store(po::command_line_parser(args).options(all).positional(positional).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    err << "error: " << e.what() << "\n\n" << visible;
+    return false;
+  }
+  return true;
+}
+
+}  // namespace servesim::app

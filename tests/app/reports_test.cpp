@@ -1,0 +1,229 @@
+// The reports a run writes, end to end: the time series agrees with the summary, recording it
+// changes nothing in the simulation, the HTML report renders in a real browser (headless
+// Chromium: the screenshot has the charts' pixels, the DOM has their SVG elements), the trace is a
+// valid Chrome trace, and everything is byte-identical in reproducible mode.
+#include <doctest/doctest.h>
+
+#include <png.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "reports/report.h"
+#include "sim/cli/app.h"
+#include "sim/cli/progress.h"
+#include "sim/scenario/scenario.h"
+#include "tests/app/cli_helpers.h"
+
+using namespace servesim;
+using namespace servesim::testing;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kSmall = "workload.requests=300";
+
+fs::path scratch_dir(const std::string& name) {
+  const fs::path p = scratch("reports_" + name);
+  fs::create_directories(p);
+  return p;
+}
+
+std::int64_t sum(const nlohmann::ordered_json& a) {
+  std::int64_t s = 0;
+  for (const auto& v : a) s += v.get<std::int64_t>();
+  return s;
+}
+
+bool have_chromium() { return std::system("command -v chromium >/dev/null 2>&1") == 0; }
+
+// Chromium as root in a container: no sandbox, no GPU, no network services, a fresh profile.
+std::string chromium(const fs::path& profile) {
+  return "timeout 120 chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run "
+         "--disable-background-networking --disable-component-update --disable-sync "
+         "--hide-scrollbars --user-data-dir=" + profile.string();
+}
+
+}  // namespace
+
+TEST_CASE("Time series: sums agree with the summary, and recording it leaves the run unchanged") {
+  scenario::LoadOptions small;
+  small.sets = {kSmall};
+  const scenario::Scenario sc = scenario::load_scenario_file(kQuickstart, small);
+  app::ExecuteOptions with;
+  with.time_series = true;
+  const app::RunOutput a = app::execute(sc, with);
+  const app::RunOutput b = app::execute(sc);
+  CHECK(a.fingerprint == b.fingerprint);
+  CHECK(a.events == b.events);
+  const metrics::TimeSeries& ts = *a.metrics->time_series();
+  CHECK(b.metrics->time_series() == nullptr);
+  // ~180 s simulated (300 requests at 24/s plus the tail) in 128..256 buckets.
+  CHECK(ts.buckets() > metrics::TimeSeries::kMaxBuckets / 2);
+  CHECK(ts.buckets() <= metrics::TimeSeries::kMaxBuckets);
+  const auto j = reports::time_series_json(ts);
+  CHECK(sum(j["arrivals"]) == a.summary.arrived);
+  CHECK(sum(j["pools"][0]["completions"]) == a.summary.completed);
+  CHECK(sum(j["pools"][0]["output_tokens"]) == a.metrics->output_tokens());
+  // Everyone leaves by the end (no horizon), so the last bucket's gauges fall to ~0, and the
+  // occupancy never exceeds the peak the run reports.
+  double kv_max = 0;
+  for (const auto& v : j["pools"][0]["kv_occupancy"]) kv_max = std::max(kv_max, v.get<double>());
+  CHECK(kv_max > 0);
+  CHECK(kv_max <= a.summary.pools[0].kv_cache_peak_fraction + 1e-9);
+  double running_max = 0;
+  for (const auto& v : j["pools"][0]["running"]) running_max = std::max(running_max, v.get<double>());
+  CHECK(running_max > 1);
+  CHECK(ts.pools()[0].value[metrics::TimeSeries::kRunning] == 0);
+  CHECK(ts.pools()[0].value[metrics::TimeSeries::kWaiting] == 0);
+  CHECK(ts.pools()[0].value[metrics::TimeSeries::kKvBlocks] == 0);
+}
+
+TEST_CASE("CLI: --time-series adds the key; the default report stays without it") {
+  const auto plain = cli({"run", kQuickstart, "--set", kSmall, "--reproducible", "--json", "-"});
+  const auto series = cli({"run", kQuickstart, "--set", kSmall, "--reproducible", "--time-series", "--json", "-"});
+  REQUIRE(plain.code == 0);
+  REQUIRE(series.code == 0);
+  auto p = nlohmann::ordered_json::parse(plain.out);
+  auto s = nlohmann::ordered_json::parse(series.out);
+  CHECK_FALSE(p.contains("time_series"));
+  REQUIRE(s.contains("time_series"));
+  CHECK(s["time_series"]["pools"][0]["kv_occupancy"].size() == s["time_series"]["buckets"]);
+  s.erase("time_series");
+  CHECK(s.dump() == p.dump());
+}
+
+TEST_CASE("CLI: --html, --trace and --out are byte-identical in reproducible mode") {
+  const fs::path dir = scratch_dir("repro");
+  for (const char* tag : {"a", "b"}) {
+    const auto r = cli({"run", kQuickstart, "--set", kSmall, "--reproducible", "--html",
+                        (dir / (std::string(tag) + ".html")).string(), "--trace",
+                        (dir / (std::string(tag) + ".trace.json")).string(), "--out",
+                        (dir / tag).string()});
+    REQUIRE(r.code == 0);
+  }
+  CHECK(read(dir / "a.html") == read(dir / "b.html"));
+  CHECK(read(dir / "a.trace.json") == read(dir / "b.trace.json"));
+  CHECK(read(dir / "a" / "report.html") == read(dir / "b" / "report.html"));
+  CHECK(read(dir / "a.html") == read(dir / "a" / "report.html"));
+  CHECK(read(dir / "a.html").size() > 10000);
+  CHECK_FALSE(fs::exists(dir / "a.html.tmp"));
+}
+
+TEST_CASE("CLI: the trace has one track per instance and honours its limit and window") {
+  const fs::path dir = scratch_dir("trace");
+  const auto r = cli({"run", kQuickstart, "--set", kSmall, "--trace", (dir / "t.json").string()});
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(read(dir / "t.json"));
+  CHECK(j["otherData"]["truncated"] == false);
+  std::set<int> tids;
+  std::int64_t spans = 0;
+  double last_ts = -1;
+  bool ordered = true;
+  for (const auto& e : j["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    ++spans;
+    tids.insert(e["tid"].get<int>());
+    ordered = ordered && e["ts"].get<double>() >= last_ts;
+    last_ts = e["ts"].get<double>();
+  }
+  // Four instances (quickstart), each its own track; spans in start order; one per iteration.
+  CHECK(tids == std::set<int>{1, 2, 3, 4});
+  CHECK(ordered);
+  const auto report = cli({"run", kQuickstart, "--set", kSmall, "--json", "-"});
+  CHECK(spans == nlohmann::json::parse(report.out)["pools"][0]["iterations"].get<std::int64_t>());
+
+  const auto cut = cli({"run", kQuickstart, "--set", kSmall, "--trace", (dir / "c.json").string(),
+                        "--trace-limit", "100", "--trace-window", "5 s:"});
+  REQUIRE(cut.code == 0);
+  CHECK(cut.out.find("trace cut") != std::string::npos);
+  const auto c = nlohmann::json::parse(read(dir / "c.json"));
+  CHECK(c["otherData"]["truncated"] == true);
+  CHECK(c["otherData"]["spans_kept"] == 100);
+  CHECK(c["otherData"]["window_from_s"] == 5.0);
+  for (const auto& e : c["traceEvents"]) {
+    if (e["ph"] == "X") CHECK(e["ts"].get<double>() >= 5e6);  // us
+  }
+  CHECK(cli({"run", kQuickstart, "--trace-window", "5 s:"}).code == 2);  // no --trace
+  const auto bad = cli({"run", kQuickstart, "--trace", (dir / "x.json").string(), "--trace-window", "5:9 s"});
+  CHECK(bad.code == 2);
+  CHECK(bad.err.find("--trace-window") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir / "x.json"));
+}
+
+TEST_CASE("HTML report renders in headless Chromium: charts drawn, SVG elements in the DOM") {
+  if (!have_chromium()) {
+    MESSAGE("SKIPPED: chromium is not installed (scripts/install_deps.sh installs it with the "
+            "optional packages; it could not be installed on this machine)");
+    return;
+  }
+  const fs::path dir = scratch_dir("chromium");
+  const auto r = cli({"run", kQuickstart, "--set", kSmall, "--html", (dir / "r.html").string()});
+  REQUIRE(r.code == 0);
+  const std::string url = "file://" + fs::absolute(dir / "r.html").string();
+
+  // The DOM as the browser built it.
+  const std::string dom_cmd = chromium(dir / "profile1") + " --dump-dom '" + url + "' > '" +
+                              (dir / "dom.html").string() + "' 2>/dev/null";
+  REQUIRE(std::system(dom_cmd.c_str()) == 0);
+  const std::string dom = read(dir / "dom.html");
+  // 3 CDFs, 4 charts over time, the breakdown bars: 8 <svg>; polylines: 3 CDF curves, throughput
+  // (1 pool), requests (arrivals + completions), queues (waiting + running), KV (1) = 9.
+  CHECK(count(dom, "<svg") == 8);
+  CHECK(count(dom, "<polyline") >= 9);
+  CHECK(count(dom, "<rect") >= 8);
+  CHECK(dom.find("No link data in this run") != std::string::npos);
+
+  // A screenshot: charts must have put coloured pixels on the white page.
+  const fs::path png = dir / "shot.png";
+  const std::string shot_cmd = chromium(dir / "profile2") + " --window-size=1400,2600 --screenshot='" +
+                               png.string() + "' '" + url + "' >/dev/null 2>&1";
+  REQUIRE(std::system(shot_cmd.c_str()) == 0);
+  png_image image{};
+  image.version = PNG_IMAGE_VERSION;
+  REQUIRE(png_image_begin_read_from_file(&image, png.string().c_str()) != 0);
+  image.format = PNG_FORMAT_RGB;
+  std::vector<png_byte> pixels(PNG_IMAGE_SIZE(image));
+  REQUIRE(png_image_finish_read(&image, nullptr, pixels.data(), 0, nullptr) != 0);
+  CHECK(image.width == 1400);
+  std::size_t non_white = 0, series_blue = 0;
+  const std::size_t n = pixels.size() / 3;
+  for (std::size_t i = 0; i < n; ++i) {
+    const int red = pixels[3 * i], green = pixels[3 * i + 1], blue = pixels[3 * i + 2];
+    if (red < 245 || green < 245 || blue < 245) ++non_white;
+    // The first series colour, #4e79a7 (78, 121, 167), give or take anti-aliasing.
+    if (std::abs(red - 78) < 20 && std::abs(green - 121) < 20 && std::abs(blue - 167) < 20) ++series_blue;
+  }
+  MESSAGE("screenshot: " << non_white << " of " << n << " pixels not white, " << series_blue
+                         << " in the first series colour");
+  // Text alone covers ~1-2% of the page; the charts' lines, grids and bars add more.
+  CHECK(static_cast<double>(non_white) / static_cast<double>(n) > 0.03);
+  CHECK(series_blue > 2000);
+}
+
+TEST_CASE("Progress: a bar on a terminal's stderr, nothing when stderr is not a terminal") {
+  // ~0.8 s of simulation: long enough for the bar (it waits half a second before drawing).
+  const std::string run = std::string(SERVESIM_BINARY) + " run " + std::string(SERVESIM_SOURCE_DIR) +
+                          "/scenarios/bench/serve_1024_chips.yaml --set 'simulation.horizon=600 s' --json /dev/null";
+  const fs::path dir = scratch_dir("progress");
+  // script(1) (util-linux, in every Debian) runs the command on a pseudo-terminal.
+  // Its stdin must be open (CI may close ours): /dev/null.
+  const std::string tty = "script -qec \"" + run + "\" " + (dir / "typescript").string() +
+                          " < /dev/null > /dev/null 2>&1";
+  REQUIRE(std::system(tty.c_str()) == 0);
+  const std::string seen = read(dir / "typescript");
+  CHECK(seen.find("s simulated") != std::string::npos);
+  CHECK(seen.find("%  ") != std::string::npos);
+  CHECK(seen.find("\r\x1b[K") != std::string::npos);  // the line is cleared at the end
+  const std::string piped = run + " 2> " + (dir / "stderr.txt").string();
+  REQUIRE(std::system(piped.c_str()) == 0);
+  CHECK(read(dir / "stderr.txt").empty());
+  CHECK(app::ProgressBar::line({0.5, "x"}, 10) == "[#####.....]  50%  x");
+}

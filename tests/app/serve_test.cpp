@@ -1,0 +1,152 @@
+// `servesim serve`: one answer per line, in order; bad lines get error answers and never end the
+// session; answers agree with `servesim run`; scenario files are cached until they change.
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/cli/app.h"
+#include "sim/cli/serve.h"
+#include "tests/app/cli_helpers.h"
+
+using namespace servesim;
+using namespace servesim::app;
+using namespace servesim::testing;
+namespace fs = std::filesystem;
+using Json = nlohmann::ordered_json;
+
+namespace {
+
+std::vector<Json> serve_lines(const std::string& input, ScenarioCache& cache) {
+  std::istringstream in(input);
+  std::ostringstream out;
+  serve(in, out, cache);
+  std::vector<Json> answers;
+  std::istringstream lines(out.str());
+  std::string line;
+  while (std::getline(lines, line)) answers.push_back(Json::parse(line));
+  return answers;
+}
+
+std::string request(const std::string& id, const std::string& set) {
+  return R"({"id": )" + id + R"(, "scenario": ")" + kQuickstart + R"(", "set": )" + set + "}\n";
+}
+
+}  // namespace
+
+TEST_CASE("serve: a malformed line gets an error answer and the next line still works") {
+  ScenarioCache cache;
+  const std::string input = request("1", R"({"workload.requests": 100})") +
+                            "this is not json\n" +
+                            request("\"two\"", R"({"workload.requests": 100, "workload.arrivals.rate": "12 /s"})") +
+                            R"({"id": 3, "scenario": ")" + kQuickstart + R"(", "sets": {}})" + "\n" +
+                            request("4", R"({"deployment.pools[0].instances": 0, "workload.requests": 100})") +
+                            "[1, 2]\n" +
+                            R"({"id": [5], "scenario": 7})" + "\n" +
+                            request("6", R"({"workload.requests": 100})");
+  const auto a = serve_lines(input, cache);
+  REQUIRE(a.size() == 8);
+  CHECK(a[0]["id"] == 1);
+  CHECK(a[0]["ok"] == true);
+  CHECK(a[0]["summary"]["requests"]["arrived"] == 100);
+  CHECK(a[0]["pools"][0]["name"] == "serving");
+  CHECK(a[1]["id"].is_null());
+  CHECK(a[1]["ok"] == false);
+  CHECK(a[1]["errors"][0]["message"].get<std::string>().find("not valid JSON") != std::string::npos);
+  CHECK(a[2]["id"] == "two");
+  CHECK(a[2]["ok"] == true);
+  // Unknown field: named, with the ones that exist.
+  CHECK(a[3]["id"] == 3);
+  CHECK(a[3]["ok"] == false);
+  CHECK(a[3]["errors"][0]["path"] == "sets");
+  CHECK(a[3]["errors"][0]["message"].get<std::string>().find("unknown field 'sets'") != std::string::npos);
+  // A scenario error, with its key path, as the loader reports it.
+  CHECK(a[4]["ok"] == false);
+  CHECK(a[4]["errors"][0]["path"] == "deployment.pools[0].instances");
+  CHECK(a[4]["errors"][0]["message"].get<std::string>().find("between 1 and") != std::string::npos);
+  CHECK(a[5]["errors"][0]["message"].get<std::string>().find("a request is a JSON object") != std::string::npos);
+  CHECK(a[6]["id"] == Json::array({5}));
+  CHECK(a[6]["errors"][0]["path"] == "scenario");
+  CHECK(a[7]["id"] == 6);
+  CHECK(a[7]["ok"] == true);
+  // The same hypothesis twice gives the same answer.
+  CHECK(a[7]["summary"] == a[0]["summary"]);
+  CHECK(a[7]["simulation"]["fingerprint"] == a[0]["simulation"]["fingerprint"]);
+}
+
+TEST_CASE("serve: answers agree with servesim run; inline scenarios; set values of any JSON type") {
+  std::ostringstream out, err;
+  REQUIRE(run_cli({"run", kQuickstart, "--set", "workload.requests=150", "--set",
+                   "deployment.pools[0].scheduler.max_batch_size=64", "--reproducible", "--json", "-"},
+                  out, err) == 0);
+  const Json report = Json::parse(out.str());
+  ScenarioCache cache;
+  const auto a = serve_lines(
+      request("1", R"({"workload.requests": 150, "deployment.pools[0].scheduler.max_batch_size": 64})"), cache);
+  REQUIRE(a.size() == 1);
+  CHECK(a[0]["summary"] == report["summary"]);
+  CHECK(a[0]["pools"] == report["pools"]);
+  CHECK(a[0]["simulation"]["fingerprint"] == report["simulation"]["fingerprint"]);
+
+  // An inline scenario: the resolved one from the report (JSON), with a seed.
+  Json line = Json::object();
+  line["id"] = "inline";
+  line["scenario"] = report["scenario"];
+  line["seed"] = 42;
+  const auto b = serve_lines(line.dump() + "\n" + line.dump() + "\n", cache);
+  REQUIRE(b.size() == 2);
+  CHECK(b[0]["ok"] == true);
+  CHECK(b[0]["summary"] == report["summary"]);  // the quickstart's seed is 42 too
+  CHECK(cache.hits() >= 1);
+  line["scenario"]["deployment"]["pools"][0]["instances"] = "many";
+  const auto c = serve_lines(line.dump() + "\n", cache);
+  CHECK(c[0]["ok"] == false);
+  CHECK(c[0]["errors"][0]["file"] == "<inline scenario>");
+  CHECK(c[0]["errors"][0]["path"] == "deployment.pools[0].instances");
+}
+
+TEST_CASE("ScenarioCache: a file is parsed once, and again when it changes") {
+  const fs::path dir = scratch("serve_cache");
+  fs::create_directories(dir);
+  const fs::path file = dir / "s.yaml";
+  fs::copy_file(kQuickstart, file);
+  ScenarioCache cache;
+  const auto first = serve_lines(R"({"scenario": ")" + file.string() + R"(", "set": {"workload.requests": 50}})" "\n" +
+                                     R"({"scenario": ")" + file.string() + R"(", "set": {"workload.requests": 60}})" "\n",
+                                 cache);
+  CHECK(cache.misses() == 1);
+  CHECK(cache.hits() == 1);
+  CHECK(first[1]["summary"]["requests"]["arrived"] == 60);
+  // Rewrite it with 3 instances instead of 4 (and a later modification time).
+  std::string text = read(file);
+  const std::size_t at = text.find("instances: 4");
+  REQUIRE(at != std::string::npos);
+  text.replace(at, 12, "instances: 3");
+  { std::ofstream(file) << text; }
+  fs::last_write_time(file, fs::last_write_time(file) + std::chrono::seconds(2));
+  const auto second = serve_lines(R"({"scenario": ")" + file.string() + R"(", "set": {"workload.requests": 50}})" "\n", cache);
+  CHECK(cache.misses() == 2);
+  CHECK(second[0]["pools"][0]["instances"] == 3);
+  const auto gone = serve_lines(R"({"id": 9, "scenario": "/nonexistent.yaml"})" "\n", cache);
+  CHECK(gone[0]["errors"][0]["message"] == "cannot open the scenario file");
+}
+
+TEST_CASE("serve: the command answers on stdout line by line and exits 0 at the end of input") {
+  std::istringstream in("\n" + request("1", R"({"workload.requests": 50})") + "{\n");
+  std::ostringstream out, err;
+  CHECK(serve_command({}, in, out, err) == 0);
+  const std::string answers = out.str();
+  CHECK(std::count(answers.begin(), answers.end(), '\n') == 2);  // the blank line is skipped
+  CHECK(err.str().empty());
+  std::ostringstream help;
+  CHECK(serve_command({"--help"}, in, help, err) == 0);
+  CHECK(help.str().find("\"scenario\"") != std::string::npos);
+  CHECK(serve_command({"x"}, in, out, err) == 2);
+}

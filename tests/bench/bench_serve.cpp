@@ -1,0 +1,177 @@
+// servesim_bench_serve: the `serve` loop's throughput on one core, and where a hypothesis's time
+// goes.
+//
+//   build/servesim_bench_serve SCENARIO.yaml [--hypotheses N] [--rounds R] [--min-per-s-per-core X]
+//
+// Builds N request lines against SCENARIO, each varying one key from the base (the key rotates
+// over arrival rate, batch cap, token budget and instance count; the values over a short list),
+// and answers them with the same serve() the command runs, on one thread, R times. Prints per
+// round hypotheses/s of wall time and per CPU second of this process (= per core: the loop is
+// single-threaded), and their medians; exits 1 when the median per core misses
+// --min-per-s-per-core. Then times the phases of one hypothesis on a sample (reading and parsing
+// the file, loading and validating with the override, building and running the simulation,
+// summarising and writing the answer) to show what the scenario cache saves.
+#include <sys/resource.h>
+#include <time.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "reports/report.h"
+#include "sim/cli/app.h"
+#include "sim/cli/serve.h"
+#include "sim/core/errors.h"
+
+namespace {
+
+double cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+struct Variation {
+  const char* key;
+  std::vector<std::string> values;
+};
+
+// One key per line; values that keep the deployment valid.
+const std::vector<Variation>& variations() {
+  static const std::vector<Variation> v = {
+      {"workload.arrivals.rate", {"250 /s", "300 /s", "350 /s", "400 /s", "450 /s"}},
+      {"deployment.pools[0].scheduler.max_batch_size", {"64", "96", "128", "192", "256"}},
+      {"deployment.pools[0].scheduler.max_batched_tokens", {"1024", "1536", "2048", "3072", "4096"}},
+      {"deployment.pools[0].instances", {"112", "120", "128", "136", "144"}},
+  };
+  return v;
+}
+
+std::string request_line(const std::string& scenario, std::size_t i) {
+  const auto& vars = variations();
+  const Variation& var = vars[i % vars.size()];
+  const std::string& value = var.values[(i / vars.size()) % var.values.size()];
+  // Numbers as JSON numbers, quantities with units as strings.
+  const bool number = value.find_first_not_of("0123456789.") == std::string::npos;
+  return "{\"id\": " + std::to_string(i) + ", \"scenario\": " + nlohmann::json(scenario).dump() +
+         ", \"set\": {\"" + var.key + "\": " + (number ? value : nlohmann::json(value).dump()) + "}}";
+}
+
+int usage() {
+  std::fprintf(stderr, "usage: servesim_bench_serve SCENARIO.yaml [--hypotheses N] [--rounds R] "
+                       "[--min-per-s-per-core X]\n");
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string scenario;
+  std::size_t n = 1000;
+  int rounds = 3;
+  double min_per_core = 0;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    const char* v = i + 1 < argc ? argv[i + 1] : nullptr;
+    if (a == "--hypotheses" && v) {
+      n = static_cast<std::size_t>(std::atol(argv[++i]));
+    } else if (a == "--rounds" && v) {
+      rounds = std::atoi(argv[++i]);
+    } else if (a == "--min-per-s-per-core" && v) {
+      min_per_core = std::atof(argv[++i]);
+    } else if (a.rfind("--", 0) == 0 || !scenario.empty()) {
+      return usage();
+    } else {
+      scenario = a;
+    }
+  }
+  if (scenario.empty() || n == 0 || rounds < 1) return usage();
+
+  std::string input;
+  for (std::size_t i = 0; i < n; ++i) input += request_line(scenario, i) + "\n";
+
+  std::printf("servesim_bench_serve %s: %zu hypotheses per round, one key varied per line, 1 thread\n",
+              scenario.c_str(), n);
+  std::printf("%6s %10s %10s %8s %16s %18s\n", "round", "wall_s", "cpu_s", "errors", "hypotheses/s",
+              "hypotheses/s/core");
+  std::vector<double> per_s, per_core;
+  for (int r = 0; r < rounds; ++r) {
+    servesim::app::ScenarioCache cache;
+    std::istringstream in(input);
+    std::ostringstream out;
+    const double w0 = now_seconds(), c0 = cpu_seconds();
+    const auto stats = servesim::app::serve(in, out, cache);
+    const double wall = now_seconds() - w0, cpu = cpu_seconds() - c0;
+    if (stats.errors > 0) {
+      std::istringstream answers(out.str());
+      std::string line;
+      while (std::getline(answers, line)) {
+        if (line.find("\"ok\":false") != std::string::npos) {
+          std::fprintf(stderr, "an answer failed: %s\n", line.c_str());
+          break;
+        }
+      }
+      return 1;
+    }
+    per_s.push_back(static_cast<double>(n) / wall);
+    per_core.push_back(static_cast<double>(n) / cpu);
+    std::printf("%6d %10.3f %10.3f %8lld %16.1f %18.1f\n", r + 1, wall, cpu,
+                static_cast<long long>(stats.errors), per_s.back(), per_core.back());
+  }
+  std::printf("median: %.1f hypotheses/s, %.1f hypotheses/s per core\n", median(per_s), median(per_core));
+
+  // Where one hypothesis's time goes (medians over a sample of lines, CPU time).
+  const std::size_t sample = std::min<std::size_t>(n, 60);
+  std::vector<double> parse_s, load_s, run_s, answer_s, events;
+  for (std::size_t i = 0; i < sample; ++i) {
+    const auto& var = variations()[i % variations().size()];
+    const std::string value = var.values[(i / variations().size()) % var.values.size()];
+    servesim::scenario::LoadOptions options;
+    options.sets = {std::string(var.key) + "=" + value};
+    double t = cpu_seconds();
+    const auto doc = servesim::scenario::parse_scenario_file(scenario);
+    parse_s.push_back(cpu_seconds() - t);
+    t = cpu_seconds();
+    const auto sc = servesim::scenario::load_scenario(*doc, options);
+    load_s.push_back(cpu_seconds() - t);
+    t = cpu_seconds();
+    const auto run = servesim::app::execute(sc);
+    run_s.push_back(cpu_seconds() - t);
+    events.push_back(static_cast<double>(run.events));
+    t = cpu_seconds();
+    servesim::reports::RunInfo info;
+    const auto report = servesim::reports::build_report(nlohmann::ordered_json::object(), run.summary, info);
+    const std::string text = report["summary"].dump() + report["pools"].dump();
+    answer_s.push_back(cpu_seconds() - t);
+    if (text.empty()) return 1;
+  }
+  const double total = median(parse_s) + median(load_s) + median(run_s) + median(answer_s);
+  std::printf("one hypothesis (median CPU time over %zu): read+parse the file %.3f ms (%.1f%%, saved "
+              "by the cache), load+validate %.3f ms (%.1f%%), build+simulate+summarise %.3f ms "
+              "(%.1f%%, %.0f events, %.2f M events/s), answer JSON %.3f ms (%.1f%%)\n",
+              sample, 1e3 * median(parse_s), 100 * median(parse_s) / total, 1e3 * median(load_s),
+              100 * median(load_s) / total, 1e3 * median(run_s), 100 * median(run_s) / total,
+              median(events), median(events) / median(run_s) / 1e6, 1e3 * median(answer_s),
+              100 * median(answer_s) / total);
+  if (min_per_core > 0 && median(per_core) < min_per_core) {
+    std::printf("FAIL: %.1f hypotheses/s per core is below the target %.1f\n", median(per_core), min_per_core);
+    return 1;
+  }
+  return 0;
+}

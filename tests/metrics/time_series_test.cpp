@@ -1,0 +1,147 @@
+// TimeSeries: counters land in their bucket, gauges are time-weighted, and widening the buckets
+// (doubling their width as the run grows) loses nothing: every figure equals one recomputed
+// from the raw events at the final width.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "sim/core/rng.h"
+#include "sim/metrics/time_series.h"
+#include "sim/metrics/trace_log.h"
+
+using namespace servesim;
+using namespace servesim::metrics;
+
+namespace {
+
+SimTime at_us(double us) { return SimTime::from_ps(static_cast<std::int64_t>(std::llround(us * 1e6))); }
+
+}  // namespace
+
+TEST_CASE("TimeSeries: a short run keeps 1 us buckets; gauges are means over each bucket") {
+  TimeSeries ts;
+  ts.add_pool("p", 100);
+  ts.arrival(at_us(0.5));
+  ts.arrival(at_us(3.2));
+  ts.output_tokens(PoolId(0), at_us(3.9), 7);
+  // 2 waiting from 10.5 us to 30.25 us, then 0.
+  ts.gauges_changed(PoolId(0), at_us(10.5), 2, 0, 0);
+  ts.gauges_changed(PoolId(0), at_us(30.25), -2, 0, 0);
+  // 50 KV blocks from 40 us on, to the end at 100 us.
+  ts.gauges_changed(PoolId(0), at_us(40), 0, 0, 50);
+  ts.finish(at_us(100));
+  CHECK(ts.width_ps() == 1'000'000);
+  CHECK(ts.buckets() == 100);
+  CHECK(ts.arrivals()[0] == 1);
+  CHECK(ts.arrivals()[3] == 1);
+  CHECK(ts.pools()[0].counters[TimeSeries::kOutputTokens][3] == 7);
+  const auto& p = ts.pools()[0];
+  // Bucket 10 is [10, 11) us: 2 for its second half = mean 1; bucket 30: 2 for a quarter = 0.5.
+  CHECK(ts.gauge_mean(p, TimeSeries::kWaiting, 9) == 0.0);
+  CHECK(ts.gauge_mean(p, TimeSeries::kWaiting, 10) == doctest::Approx(1.0));
+  CHECK(ts.gauge_mean(p, TimeSeries::kWaiting, 20) == doctest::Approx(2.0));
+  CHECK(ts.gauge_mean(p, TimeSeries::kWaiting, 30) == doctest::Approx(0.5));
+  CHECK(ts.gauge_mean(p, TimeSeries::kWaiting, 31) == 0.0);
+  CHECK(ts.gauge_mean(p, TimeSeries::kKvBlocks, 39) == 0.0);
+  CHECK(ts.gauge_mean(p, TimeSeries::kKvBlocks, 99) == doctest::Approx(50.0));
+}
+
+TEST_CASE("TimeSeries: widening is exact: buckets equal a recomputation from the raw events") {
+  Rng rng(3, "time_series_differential");
+  struct Change {
+    std::int64_t t_ps, d;
+  };
+  std::vector<std::int64_t> arrivals;
+  std::vector<Change> changes;
+  TimeSeries ts;
+  ts.add_pool("p", 1000);
+  std::int64_t t = 0, level = 0;
+  // ~2,000 events over ~1.5 s: the width grows from 1 us to 2^13 us or so.
+  for (int i = 0; i < 2000; ++i) {
+    t += static_cast<std::int64_t>(rng.uniform01() * 1.5e9);
+    if (rng.uniform01() < 0.5) {
+      arrivals.push_back(t);
+      ts.arrival(SimTime::from_ps(t));
+    } else {
+      const std::int64_t d = level > 0 && rng.uniform01() < 0.5 ? -1 : 1;
+      level += d;
+      changes.push_back({t, d});
+      ts.gauges_changed(PoolId(0), SimTime::from_ps(t), 0, d, 0);
+    }
+  }
+  const std::int64_t end = t + 12345;
+  ts.finish(SimTime::from_ps(end));
+  const std::int64_t w = ts.width_ps();
+  CHECK(ts.buckets() > TimeSeries::kMaxBuckets / 2);
+  CHECK(ts.buckets() <= TimeSeries::kMaxBuckets);
+  CHECK(w * static_cast<std::int64_t>(ts.buckets()) >= end);
+  std::vector<std::int64_t> want_arrivals(ts.buckets(), 0);
+  for (const std::int64_t a : arrivals) ++want_arrivals[static_cast<std::size_t>(a / w)];
+  std::vector<double> want_running(ts.buckets(), 0.0);
+  std::int64_t value = 0, last = 0;
+  auto integrate_to = [&](std::int64_t to) {
+    for (std::int64_t s = last; s < to;) {
+      const std::int64_t e = std::min(to, (s / w + 1) * w);
+      want_running[static_cast<std::size_t>(s / w)] += static_cast<double>(value * (e - s));
+      s = e;
+    }
+    last = to;
+  };
+  for (const Change& c : changes) {
+    integrate_to(c.t_ps);
+    value += c.d;
+  }
+  integrate_to(end);
+  std::int64_t total = 0;
+  for (std::size_t i = 0; i < ts.buckets(); ++i) {
+    CHECK(ts.arrivals()[i] == want_arrivals[i]);
+    total += ts.arrivals()[i];
+    CHECK(ts.pools()[0].integrals[TimeSeries::kRunning][i] ==
+          doctest::Approx(want_running[i]).epsilon(1e-9));
+  }
+  CHECK(total == static_cast<std::int64_t>(arrivals.size()));
+}
+
+TEST_CASE("TimeSeries: a count at exactly the end belongs to the last bucket") {
+  TimeSeries ts;
+  ts.add_pool("p", 1);
+  ts.completion(PoolId(0), at_us(10));
+  ts.finish(at_us(10));
+  // [0, 10 us] in 1 us buckets: ten buckets, the completion at 10 us in the tenth.
+  CHECK(ts.buckets() == 10);
+  CHECK(ts.pools()[0].counters[TimeSeries::kCompletions][9] == 1);
+  CHECK(ts.pools()[0].counters[TimeSeries::kCompletions][10] == 0);
+}
+
+TEST_CASE("TimeSeries: link bytes spread evenly over the interval they crossed") {
+  TimeSeries ts;
+  const auto l = ts.add_link("leaf0-spine1", 1e9);
+  // 4 kB over [1.5, 5.5) us: 1 kB per us, so 500 B in bucket 1, 1 kB in 2..4, 500 B in 5.
+  ts.link_bytes(l, at_us(1.5), at_us(5.5), 4000);
+  ts.finish(at_us(8));
+  CHECK(ts.links()[0].bytes[0] == 0.0);
+  CHECK(ts.links()[0].bytes[1] == doctest::Approx(500));
+  CHECK(ts.links()[0].bytes[3] == doctest::Approx(1000));
+  CHECK(ts.links()[0].bytes[5] == doctest::Approx(500));
+  CHECK(ts.links()[0].bytes[6] == 0.0);
+}
+
+TEST_CASE("TraceLog: keeps spans up to its limit, then counts the rest and remembers the cut") {
+  TraceOptions opts;
+  opts.limit = 3;
+  opts.from = at_us(10);
+  TraceLog log(opts);
+  log.add_pool("p", 2, 1);
+  CHECK_FALSE(log.wants(at_us(9)));
+  CHECK(log.wants(at_us(10)));
+  for (int i = 0; i < 5; ++i) {
+    TraceSpan s;
+    s.start_ps = 1'000'000 * (10 + i);
+    s.end_ps = s.start_ps + 500'000;
+    log.record(s);
+  }
+  CHECK(log.spans().size() == 3);
+  CHECK(log.dropped() == 2);
+  CHECK(log.cut_at_ps() == 13'000'000);  // the fourth span's start
+}
