@@ -52,64 +52,41 @@ CurveBlock::CurveBlock(CurveSpec spec) : spec_(std::move(spec)), log_knots_(chec
 
 void CurveBlock::append_parameters(std::vector<Parameter>& out) const {
   for (std::size_t i = 0; i < size(); ++i) {
-    Parameter p;
-    p.name = spec_.name + "[" + std::to_string(i) + "]";
-    if (i == 0 || spec_.monotone == Monotone::none) {
-      p.initial = spec_.initial;
-      p.lower = spec_.lower;
-      p.upper = spec_.upper;
-    } else {
-      // A step between neighbouring knots: non-negative, starting small against the range.
-      p.initial = 1e-3 * (spec_.upper - spec_.lower) / static_cast<double>(size());
-      p.lower = 0;
-    }
-    out.push_back(p);
-  }
-}
-
-void CurveBlock::values(std::span<const double> params, std::span<double> out) const {
-  out[0] = params[0];
-  for (std::size_t i = 1; i < size(); ++i) {
-    switch (spec_.monotone) {
-      case Monotone::none: out[i] = params[i]; break;
-      case Monotone::increasing: out[i] = out[i - 1] + params[i]; break;
-      case Monotone::decreasing: out[i] = out[i - 1] - params[i]; break;
-    }
+    out.push_back(Parameter{spec_.name + "[" + std::to_string(i) + "]", spec_.initial, spec_.lower,
+                            spec_.upper});
   }
 }
 
 double CurveBlock::at(std::span<const double> params, double x) const {
-  constexpr std::size_t kInline = 32;
-  double buf[kInline];
-  std::vector<double> heap;
-  std::span<double> v(buf, std::min(size(), kInline));
-  if (size() > kInline) {
-    heap.resize(size());
-    v = heap;
-  }
-  values(params, v);
-  return log_linear_at(log_knots_, v, std::log(x));
+  return log_linear_at(log_knots_, params.first(size()), std::log(x));
 }
 
 std::size_t CurveBlock::penalty_count() const {
-  return spec_.smoothness > 0 && size() >= 3 ? size() - 2 : 0;
+  const std::size_t n = size();
+  const std::size_t smooth = spec_.smoothness > 0 && n >= 3 ? n - 2 : 0;
+  const std::size_t order = spec_.monotone != Monotone::none && n >= 2 ? n - 1 : 0;
+  return smooth + order;
 }
 
-void CurveBlock::penalties(std::span<const double> params, std::span<double> out) const {
-  if (penalty_count() == 0) return;
-  std::vector<double> v(size());
-  values(params, v);
-  for (std::size_t i = 1; i + 1 < size(); ++i) {
-    const double left = (v[i] - v[i - 1]) / (log_knots_[i] - log_knots_[i - 1]);
-    const double right = (v[i + 1] - v[i]) / (log_knots_[i + 1] - log_knots_[i]);
-    out[i - 1] = spec_.smoothness * (right - left);
+void CurveBlock::penalties(std::span<const double> v, std::span<double> out) const {
+  std::size_t k = 0;
+  if (spec_.smoothness > 0 && size() >= 3) {
+    for (std::size_t i = 1; i + 1 < size(); ++i) {
+      const double left = (v[i] - v[i - 1]) / (log_knots_[i] - log_knots_[i - 1]);
+      const double right = (v[i + 1] - v[i]) / (log_knots_[i + 1] - log_knots_[i]);
+      out[k++] = spec_.smoothness * (right - left);
+    }
+  }
+  if (spec_.monotone != Monotone::none) {
+    const double sign = spec_.monotone == Monotone::increasing ? 1 : -1;
+    for (std::size_t i = 1; i < size(); ++i) {
+      out[k++] = kMonotoneWeight * std::max(0.0, sign * (v[i - 1] - v[i]));
+    }
   }
 }
 
 LogLinearCurve CurveBlock::curve(std::span<const double> params) const {
-  std::vector<double> v(size());
-  values(params, v);
-  return LogLinearCurve(spec_.knots, std::move(v));
+  return LogLinearCurve(spec_.knots, std::vector<double>(params.begin(), params.begin() + static_cast<std::ptrdiff_t>(size())));
 }
 
 }  // namespace servesim::calibrate

@@ -4,10 +4,13 @@
 // LogLinearCurve is the evaluated form (what a profile stores as a knot list): y is linear in
 // log(x) between knots and constant beyond the first and last knot, so a curve never
 // extrapolates a trend past what was measured.
-// CurveBlock is the same curve as a block of fit parameters inside a FitTarget: bounds on the
-// values, optional monotonicity (increasing: the first value plus non-negative steps), and an
-// optional smoothness penalty (weight x the change of slope at each interior knot, slopes per
-// unit of ln x).
+// CurveBlock is the same curve as a block of fit parameters inside a FitTarget: one parameter
+// per knot value, bounded, plus penalty residuals for optional monotonicity (kMonotoneWeight x
+// every step against the wanted direction: a hinge, so a fit that agrees with the direction pays
+// nothing, and one the data push against it stays monotone to within about 1e-4 of the value
+// scale) and optional smoothness (weight x the change of slope at each interior knot, slopes
+// per unit of ln x). Penalties rather than a reparameterisation (first value plus positive
+// steps): steps saturate their bounds and freeze a Levenberg-Marquardt search.
 // Invariants: knots are strictly increasing and positive; a curve has at least one knot.
 #pragma once
 
@@ -41,7 +44,7 @@ enum class Monotone { none, increasing, decreasing };
 struct CurveSpec {
   std::string name;              // parameter names are name[0], name[1], ...
   std::vector<double> knots;     // positive, strictly increasing
-  double lower = 0, upper = 1;   // bounds on every value (the first knot's, when monotone)
+  double lower = 0, upper = 1;   // bounds on every value
   double initial = 0.5;          // start value of every knot
   Monotone monotone = Monotone::none;
   double smoothness = 0;         // weight of the slope-change penalty; 0 = none
@@ -49,12 +52,11 @@ struct CurveSpec {
 
 class CurveBlock {
  public:
+  static constexpr double kMonotoneWeight = 1e4;
   explicit CurveBlock(CurveSpec spec);
   std::size_t size() const { return spec_.knots.size(); }
   // Appends this block's parameters (in order) to `out`.
   void append_parameters(std::vector<Parameter>& out) const;
-  // The knot values from this block's parameters (`params` = this block's slice).
-  void values(std::span<const double> params, std::span<double> out) const;
   // The curve at x, from this block's parameters.
   double at(std::span<const double> params, double x) const;
   std::size_t penalty_count() const;
