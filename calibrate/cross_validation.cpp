@@ -201,7 +201,8 @@ std::vector<std::string_view> size_classes(MeasuredOp op) {
 }
 
 void add_error_cells(ErrorReport& report, std::string_view kind, std::string_view format,
-                     std::span<const Measurement> rows, std::span<const double> predicted) {
+                     std::span<const Measurement> rows, std::span<const double> predicted,
+                     bool held_out) {
   if (rows.empty()) return;
   const MeasuredOp op = rows.front().op;
   std::vector<double> all_p, all_m;
@@ -215,11 +216,11 @@ void add_error_cells(ErrorReport& report, std::string_view kind, std::string_vie
     }
     if (p.empty()) continue;
     report.cells.push_back(ErrorCell{std::string(kind), std::string(format), std::string(label),
-                                     summarise_errors(p, m)});
+                                     summarise_errors(p, m), held_out});
   }
   for (std::size_t i = 0; i < rows.size(); ++i) all_m.push_back(rows[i].latency_s);
   report.cells.push_back(ErrorCell{std::string(kind), std::string(format), "all",
-                                   summarise_errors(predicted, all_m)});
+                                   summarise_errors(predicted, all_m), held_out});
 }
 
 std::string format_error_table(const ErrorReport& report) {
@@ -233,9 +234,10 @@ std::string format_error_table(const ErrorReport& report) {
     const std::string group = c.kind + " " + c.format;
     if (!last.empty() && group != last) out += '\n';
     last = group;
-    std::snprintf(line, sizeof line, "%-20s %-16s %-18s %8zu %7.1f%% %7.1f%% %+7.1f%%\n",
+    std::snprintf(line, sizeof line, "%-20s %-16s %-18s %8zu %7.1f%% %7.1f%% %+7.1f%%%s\n",
                   c.kind.c_str(), c.format.c_str(), c.size.c_str(), c.error.rows,
-                  100 * c.error.ape_p50, 100 * c.error.ape_p90, 100 * c.error.signed_mean);
+                  100 * c.error.ape_p50, 100 * c.error.ape_p90, 100 * c.error.signed_mean,
+                  c.held_out ? "" : "  (in-sample)");
     out += line;
   }
   return out;
@@ -255,7 +257,8 @@ std::string error_report_json(const ErrorReport& report) {
                           {"rows", c.error.rows},
                           {"ape_p50", c.error.ape_p50},
                           {"ape_p90", c.error.ape_p90},
-                          {"signed_mean", c.error.signed_mean}});
+                          {"signed_mean", c.error.signed_mean},
+                          {"held_out", c.held_out}});
   }
   return j.dump(2) + "\n";
 }

@@ -73,6 +73,7 @@ struct ErrorCell {
   std::string format;  // format_name(), or a label the caller chose (e.g. "bf16 / fp8 KV")
   std::string size;    // size_class() label, or "all"
   ErrorSummary error;
+  bool held_out = true;  // false: errors of the fit on its own rows (nothing could be held out)
 };
 
 struct ErrorReport {
@@ -83,14 +84,17 @@ struct ErrorReport {
 };
 
 // Adds one cell per size range present (in size order), then an "all" cell, for rows that all
-// share `kind` and `format`.
+// share `kind` and `format`. `held_out` says whether the predictions came from fits that never
+// saw the rows' shapes.
 void add_error_cells(ErrorReport& report, std::string_view kind, std::string_view format,
-                     std::span<const Measurement> rows, std::span<const double> predicted);
+                     std::span<const Measurement> rows, std::span<const double> predicted,
+                     bool held_out = true);
 
-// A fixed-width text table, one line per cell, percentages with one decimal.
+// A fixed-width text table, one line per cell, percentages with one decimal; in-sample cells are
+// marked "(in-sample)".
 std::string format_error_table(const ErrorReport& report);
 // JSON, schema "servesim.calibration_errors/1": chip, cost_model, held_out, cells[] with kind,
-// format, size, rows, ape_p50, ape_p90, signed_mean (fractions).
+// format, size, rows, ape_p50, ape_p90, signed_mean (fractions), held_out.
 std::string error_report_json(const ErrorReport& report);
 
 }  // namespace servesim::calibrate

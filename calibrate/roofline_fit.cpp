@@ -176,6 +176,10 @@ RooflineLook roofline_look(const MeasurementSet& set, const RooflineLookOptions&
     if (!held.empty()) {
       g.held_out = summarise_errors(held, measured);
       add_error_cells(report, op_name(op), format_name(format), rows, held);
+    } else {
+      // One shape only: nothing can be held out; report the fit's own error, marked so.
+      add_error_cells(report, op_name(op), format_name(format), rows,
+                      predict_all(target, rows, all.parameters), false);
     }
     look.groups.push_back(g);
   }

@@ -60,7 +60,7 @@ struct RooflineGroupFit {
   std::size_t rows = 0, shapes = 0;
   double overhead_s = 0, e_compute = 0, e_memory = 0;  // fitted on all rows
   ErrorSummary training;   // of the all-rows fit
-  ErrorSummary held_out;   // cross-validated
+  ErrorSummary held_out;   // cross-validated (rows == 0 when the group has one shape)
 };
 
 struct RooflineLook {
