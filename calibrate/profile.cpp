@@ -133,7 +133,7 @@ void write_profile(std::ostream& out, const Profile& p) {
   if (!p.errors.cells.empty()) {
     out << "# Cross-validated error (" << p.errors.held_out << "):\n";
     std::istringstream table(format_error_table(p.errors));
-    for (std::string line; std::getline(table, line);) out << "#   " << line << "\n";
+    for (std::string line; std::getline(table, line);) out << (line.empty() ? "#" : "#   " + line) << "\n";
   }
   YAML::Emitter e;
   e << YAML::BeginMap;

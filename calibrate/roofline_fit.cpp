@@ -155,6 +155,7 @@ RooflineLook roofline_look(const MeasurementSet& set, const RooflineLookOptions&
     g.overhead_s = all.parameters[0];
     g.e_compute = all.parameters[1];
     g.e_memory = all.parameters[2];
+    g.has_compute = std::any_of(rows.begin(), rows.end(), [](const Measurement& m) { return work_of(m)->flops > 0; });
     std::vector<double> measured;
     for (const Measurement& m : rows) measured.push_back(m.latency_s);
     g.training = summarise_errors(predict_all(target, rows, all.parameters), measured);
