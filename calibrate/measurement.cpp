@@ -1,6 +1,7 @@
 #include "calibrate/measurement.h"
 
 #include <algorithm>
+#include <charconv>
 #include <stdexcept>
 
 namespace servesim::calibrate {
@@ -53,6 +54,12 @@ std::optional<Format> parse_format(std::string_view s) {
   if (s == "float16" || s == "half") return Format::fp16;
   if (s == "float32" || s == "float") return Format::fp32;
   return parse_name<Format>(kFormatNames, s);
+}
+
+std::string shortest_number(double v) {
+  char buf[32];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
 }
 
 double format_bytes(Format f) {

@@ -93,6 +93,10 @@ std::vector<std::string_view> op_names();
 std::vector<std::string_view> format_names();
 std::vector<std::string_view> dim_names();
 
+// The shortest decimal text that reads back as exactly `v` (std::to_chars): how every file
+// calibrate writes spells its numbers.
+std::string shortest_number(double v);
+
 // Bytes per element of a format as stored in HBM (4-bit formats: 0.5). 0 for unspecified.
 double format_bytes(Format f);
 

@@ -1,8 +1,6 @@
 #include "calibrate/native_csv.h"
 
 #include <algorithm>
-#include <charconv>
-#include <ostream>
 
 #include "calibrate/csv_reader.h"
 #include "sim/core/units.h"
@@ -15,29 +13,6 @@ enum Col : std::size_t {
   kLatency, kLatencyMin, kLatencyMax, kRepeats,
   kChip, kDevice, kDriver, kBackend, kCollector, kCollectedAt, kColumns
 };
-
-std::string number(double v) {
-  char buf[32];
-  const auto r = std::to_chars(buf, buf + sizeof buf, v);
-  return std::string(buf, r.ptr);
-}
-
-// Quotes a field only when it needs it (a comma, a quote, or leading/trailing spaces).
-std::string csv_field(std::string_view s) {
-  const bool plain = s.find_first_of(",\"\n\r") == std::string_view::npos &&
-                     (s.empty() || (s.front() != ' ' && s.back() != ' '));
-  if (plain) return std::string(s);
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + '"';
-}
-
-std::string format_field(Format f) {
-  return f == Format::unspecified ? std::string() : std::string(format_name(f));
-}
 
 // Parses "m=4096 n=8192 k=8192"; reports each bad pair at its own character column.
 bool parse_shape(const CsvReader& csv, std::size_t col, Shape& shape, Problems& problems) {
@@ -84,33 +59,6 @@ bool parse_shape(const CsvReader& csv, std::size_t col, Shape& shape, Problems& 
 }
 
 }  // namespace
-
-const std::vector<std::string_view>& native_columns() {
-  static const std::vector<std::string_view> cols = {
-      "op", "shape", "format", "kv_format", "weight_format", "variant", "kernel",
-      "latency_s", "latency_min_s", "latency_max_s", "repeats",
-      "chip", "device", "driver", "backend", "collector", "collected_at"};
-  return cols;
-}
-
-NativeCsvWriter::NativeCsvWriter(std::ostream& out, CollectorInfo info)
-    : out_(out), info_(std::move(info)) {
-  const auto& cols = native_columns();
-  for (std::size_t i = 0; i < cols.size(); ++i) out_ << (i ? "," : "") << cols[i];
-  out_ << '\n';
-}
-
-void NativeCsvWriter::write(const NativeRow& r) {
-  const bool measured = r.repeats > 0;
-  const std::string fields[kColumns] = {
-      std::string(op_name(r.op)), r.shape.to_string(), format_field(r.format),
-      format_field(r.kv_format), format_field(r.weight_format), r.variant, r.kernel,
-      measured ? number(r.latency_s) : "", measured ? number(r.latency_min_s) : "",
-      measured ? number(r.latency_max_s) : "", measured ? std::to_string(r.repeats) : "",
-      info_.chip, info_.device, info_.driver, info_.backend, info_.collector, info_.collected_at};
-  for (std::size_t i = 0; i < kColumns; ++i) out_ << (i ? "," : "") << csv_field(fields[i]);
-  out_ << '\n';
-}
 
 MeasurementSet read_native_csv(const std::string& path, NativeCsvKind kind) {
   CsvReader csv(path);

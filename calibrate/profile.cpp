@@ -15,19 +15,13 @@
 namespace servesim::calibrate {
 namespace {
 
-std::string number(double v) {
-  char buf[32];
-  const auto r = std::to_chars(buf, buf + sizeof buf, v);
-  return std::string(buf, r.ptr);
-}
-
 YAML::Emitter& quoted(YAML::Emitter& e, const std::string& s) {
   return e << YAML::DoubleQuoted << s;
 }
 
 void emit_numbers(YAML::Emitter& e, const std::vector<double>& v) {
   e << YAML::Flow << YAML::BeginSeq;
-  for (double x : v) e << number(x);
+  for (double x : v) e << shortest_number(x);
   e << YAML::EndSeq;
 }
 
@@ -174,7 +168,7 @@ void write_profile(std::ostream& out, const Profile& p) {
     e << YAML::Key << "cost_model" << YAML::Value;
     quoted(e, en.cost_model);
     e << YAML::Key << "scalars" << YAML::Value << YAML::BeginMap;
-    for (const auto& [name, v] : en.scalars) e << YAML::Key << name << YAML::Value << number(v);
+    for (const auto& [name, v] : en.scalars) e << YAML::Key << name << YAML::Value << shortest_number(v);
     e << YAML::EndMap;
     e << YAML::Key << "curves" << YAML::Value << YAML::BeginSeq;
     for (const ProfileCurve& c : en.curves) {
@@ -223,9 +217,9 @@ void write_profile(std::ostream& out, const Profile& p) {
     e << YAML::Key << "size" << YAML::Value;
     quoted(e, c.size);
     e << YAML::Key << "rows" << YAML::Value << std::to_string(c.error.rows);
-    e << YAML::Key << "ape_p50" << YAML::Value << number(c.error.ape_p50);
-    e << YAML::Key << "ape_p90" << YAML::Value << number(c.error.ape_p90);
-    e << YAML::Key << "signed_mean" << YAML::Value << number(c.error.signed_mean);
+    e << YAML::Key << "ape_p50" << YAML::Value << shortest_number(c.error.ape_p50);
+    e << YAML::Key << "ape_p90" << YAML::Value << shortest_number(c.error.ape_p90);
+    e << YAML::Key << "signed_mean" << YAML::Value << shortest_number(c.error.signed_mean);
     e << YAML::Key << "held_out" << YAML::Value << (c.held_out ? "true" : "false");
     e << YAML::EndMap;
   }
