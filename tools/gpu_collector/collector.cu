@@ -438,9 +438,10 @@ int self_test() {
         }
       }
     }
-    // Outputs are averages of values in [-1, 1) rounded to bf16 (8 bits of mantissa): 1e-2
-    // absolute is a few bf16 ulps, far below what a wrong index would give.
-    const bool ok = worst < 1e-2;
+    // Outputs are softmax averages of 300 values uniform in [-1, 1), of order 0.03, rounded to
+    // bf16 (2^-9 relative: about 1e-4); a wrong index gives differences of the outputs' own
+    // size. 2e-3 sits between the two.
+    const bool ok = worst < 2e-3;
     failures += !ok;
     std::printf("self-test decode attention: max abs error %.2e %s\n", worst, ok ? "ok" : "FAILED");
   }

@@ -140,7 +140,7 @@ int decode_splits(int batch, int kv_heads, int kv_len, int sms) {
 
 int rotation_sets(double bytes_per_set, double l2_bytes) {
   if (!(bytes_per_set > 0)) return 1;
-  return static_cast<int>(std::clamp(std::ceil(2 * l2_bytes / bytes_per_set), 1.0, 32.0));
+  return static_cast<int>(std::clamp(std::ceil(2 * l2_bytes / bytes_per_set), 1.0, 256.0));
 }
 
 }  // namespace servesim::gpu_collector

@@ -56,7 +56,9 @@ Repeats choose_repeats(double one_call_s);
 int decode_splits(int batch, int kv_heads, int kv_len, int sms);
 
 // Buffer sets to rotate through so that consecutive calls do not find their inputs in L2:
-// enough to cover twice the L2 size, at most 32 and at least 1.
+// enough to cover twice the L2 size (so about 2 x L2 of memory in all), at least 1 and at most
+// 256 (below 2 x L2 / 256, about 0.5 MB on an H200, inputs stay in L2: such calls are
+// latency-bound anyway).
 int rotation_sets(double bytes_per_set, double l2_bytes);
 
 }  // namespace servesim::gpu_collector
