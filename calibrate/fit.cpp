@@ -150,8 +150,8 @@ LinearFit fit_linear(const std::vector<double>& design, std::size_t columns,
   LinearFit fit;
   fit.coefficients.assign(x.data(), x.data() + x.size());
   fit.points = rows;
-  const Eigen::VectorXd rel = a * x - b;
-  fit.median_abs_rel_error = median_of(std::vector<double>(rel.cwiseAbs().begin(), rel.cwiseAbs().end()));
+  const Eigen::VectorXd rel = (a * x - b).cwiseAbs();
+  fit.median_abs_rel_error = median_of(std::vector<double>(rel.data(), rel.data() + rel.size()));
   return fit;
 }
 

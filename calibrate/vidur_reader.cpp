@@ -138,17 +138,56 @@ bool divisible(const CsvReader& csv, std::size_t tp_col, std::int64_t value, std
   return false;
 }
 
+// What both readers share: the file, its problems, the set, and the labels every row carries.
+struct VidurTable {
+  VidurTable(const std::string& path, std::string_view reader, std::string_view chip_label,
+             std::string_view model_label)
+      : csv(path) {
+    source = set.add_source(MeasurementSource{path, std::string(reader), 0, 0, 0, {}});
+    chip = set.intern(chip_label);
+    model = set.intern(model_label);
+    backend = set.intern("vidur (PyTorch, Kineto)");
+  }
+
+  // A row of the current record, Vidur's fp16, with the file's labels.
+  Measurement row(MeasuredOp op, double latency_s) const {
+    Measurement m;
+    m.op = op;
+    m.format = Format::fp16;
+    m.latency_s = latency_s;
+    m.source = source;
+    m.line = static_cast<std::uint32_t>(csv.line());
+    m.chip = chip;
+    m.model = model;
+    m.backend = backend;
+    return m;
+  }
+
+  MeasurementSet finish() {
+    problems.throw_if_any();
+    MeasurementSource& src = set.source(source);
+    src.rows = csv.records();
+    src.measurements = set.size();
+    src.empty_cells = empty_cells;
+    return std::move(set);
+  }
+
+  CsvReader csv;
+  Problems problems;
+  MeasurementSet set;
+  std::uint32_t source = 0;
+  std::uint16_t chip = 0, model = 0, backend = 0;
+  std::size_t empty_cells = 0;
+};
+
 }  // namespace
 
 MeasurementSet read_vidur_mlp(const std::string& path, std::string_view chip,
                               std::string_view model) {
-  CsvReader csv(path);
-  Problems problems;
-  MeasurementSet set;
-  const std::uint32_t source_id = set.add_source(MeasurementSource{path, "vidur-mlp", 0, 0, 0, {}});
-  const std::uint16_t chip_id = set.intern(chip);
-  const std::uint16_t model_id = set.intern(model);
-  const std::uint16_t backend_id = set.intern("vidur (PyTorch, Kineto)");
+  VidurTable t(path, "vidur-mlp", chip, model);
+  CsvReader& csv = t.csv;
+  Problems& problems = t.problems;
+  MeasurementSet& set = t.set;
 
   const auto cols = csv.columns({"n_head", "n_kv_head", "n_embd", "n_expanded_embd", "vocab_size",
                                  "use_gated_mlp", "num_tokens", "num_tensor_parallel_workers"},
@@ -175,7 +214,6 @@ MeasurementSet read_vidur_mlp(const std::string& path, std::string_view chip,
   std::vector<std::uint16_t> op_labels;
   for (const OpColumn& oc : ops) op_labels.push_back(set.intern(oc.name));
 
-  std::size_t empty_cells = 0;
   while (csv.next(problems)) {
     const auto heads = positive(csv, cols[0], problems);
     const auto kv_heads = positive(csv, cols[1], problems);
@@ -199,39 +237,23 @@ MeasurementSet read_vidur_mlp(const std::string& path, std::string_view chip,
                       divisible(csv, cols[7], s.vocab, "vocab_size", s.tp, problems);
     if (!even) continue;
     for (std::size_t j = 0; j < ops.size(); ++j) {
-      const auto latency = latency_cell(csv, ops[j].column, problems, empty_cells);
+      const auto latency = latency_cell(csv, ops[j].column, problems, t.empty_cells);
       if (!latency) continue;
-      Measurement m;
-      m.op = ops[j].op;
-      m.format = Format::fp16;
-      m.latency_s = *latency;
-      m.source = source_id;
-      m.line = static_cast<std::uint32_t>(csv.line());
-      m.chip = chip_id;
-      m.model = model_id;
-      m.backend = backend_id;
+      Measurement m = t.row(ops[j].op, *latency);
       m.variant = op_labels[j];
       mlp_shape(ops[j].name, s, m);
       set.add(m);
     }
   }
-  problems.throw_if_any();
-  MeasurementSource& src = set.source(source_id);
-  src.rows = csv.records();
-  src.measurements = set.size();
-  src.empty_cells = empty_cells;
-  return set;
+  return t.finish();
 }
 
 MeasurementSet read_vidur_attention(const std::string& path, std::string_view chip,
                                     std::string_view model) {
-  CsvReader csv(path);
-  Problems problems;
-  MeasurementSet set;
-  const std::uint32_t source_id = set.add_source(MeasurementSource{path, "vidur-attention", 0, 0, 0, {}});
-  const std::uint16_t chip_id = set.intern(chip);
-  const std::uint16_t model_id = set.intern(model);
-  const std::uint16_t backend_id = set.intern("vidur (PyTorch, Kineto)");
+  VidurTable t(path, "vidur-attention", chip, model);
+  CsvReader& csv = t.csv;
+  Problems& problems = t.problems;
+  MeasurementSet& set = t.set;
   const auto c = csv.columns(
       {"n_embd", "n_q_head", "n_kv_head", "num_tensor_parallel_workers", "batch_size",
        "prefill_chunk_size", "kv_cache_size", "is_prefill", "attention_backend",
@@ -240,7 +262,6 @@ MeasurementSet read_vidur_attention(const std::string& path, std::string_view ch
   problems.throw_if_any();
   enum { kEmbd, kQ, kKv, kTp, kBatch, kChunk, kCache, kIsPrefill, kBackend, kPrefill, kDecode };
 
-  std::size_t empty_cells = 0;
   while (csv.next(problems)) {
     const auto hidden = positive(csv, c[kEmbd], problems);
     const auto heads = positive(csv, c[kQ], problems);
@@ -268,18 +289,10 @@ MeasurementSet read_vidur_attention(const std::string& path, std::string_view ch
       continue;
     }
     const std::size_t cell = *prefill ? c[kPrefill] : c[kDecode];
-    const auto latency = latency_cell(csv, cell, problems, empty_cells);
+    const auto latency = latency_cell(csv, cell, problems, t.empty_cells);
     if (!latency) continue;
-    Measurement m;
-    m.op = *prefill ? MeasuredOp::attention_prefill : MeasuredOp::attention_decode;
-    m.format = Format::fp16;
+    Measurement m = t.row(*prefill ? MeasuredOp::attention_prefill : MeasuredOp::attention_decode, *latency);
     m.kv_format = Format::fp16;
-    m.latency_s = *latency;
-    m.source = source_id;
-    m.line = static_cast<std::uint32_t>(csv.line());
-    m.chip = chip_id;
-    m.model = model_id;
-    m.backend = backend_id;
     std::string_view backend = csv.field(c[kBackend]);
     constexpr std::string_view kEnum = "AttentionBackend.";
     if (backend.substr(0, kEnum.size()) == kEnum) backend.remove_prefix(kEnum.size());
@@ -298,12 +311,7 @@ MeasurementSet read_vidur_attention(const std::string& path, std::string_view ch
     sh.set(Dim::tp, *tp);
     set.add(m);
   }
-  problems.throw_if_any();
-  MeasurementSource& src = set.source(source_id);
-  src.rows = csv.records();
-  src.measurements = set.size();
-  src.empty_cells = empty_cells;
-  return set;
+  return t.finish();
 }
 
 }  // namespace servesim::calibrate

@@ -9,21 +9,12 @@
 #include "calibrate/cross_validation.h"
 #include "calibrate/roofline_fit.h"
 #include "sim/core/rng.h"
+#include "test_files.h"
 
 using namespace servesim::calibrate;
+using calibrate_test::gemm_measurement;
 
 namespace {
-
-Measurement gemm(std::int64_t m, std::int64_t n, std::int64_t k, double seconds) {
-  Measurement r;
-  r.op = MeasuredOp::gemm;
-  r.format = Format::bf16;
-  r.shape.set(Dim::m, m);
-  r.shape.set(Dim::n, n);
-  r.shape.set(Dim::k, k);
-  r.latency_s = seconds;
-  return r;
-}
 
 // 12 weight shapes x 15 token counts (1 .. 16384), timed by a known roofline with 2% noise.
 std::vector<Measurement> synthetic_gemms(std::uint64_t seed) {
@@ -34,7 +25,7 @@ std::vector<Measurement> synthetic_gemms(std::uint64_t seed) {
   for (std::int64_t n : {1024, 4096, 14336}) {
     for (std::int64_t k : {2048, 4096, 8192, 28672}) {
       for (std::int64_t m = 1; m <= 16384; m *= 2) {
-        Measurement r = gemm(m, n, k, 1);
+        Measurement r = gemm_measurement(m, n, k, 1);
         r.latency_s = truth.predict(r, p) * (1 + 0.02 * (2 * rng.uniform01() - 1));
         rows.push_back(r);
       }
@@ -92,7 +83,7 @@ TEST_CASE("Cross-validation: folds are deterministic per seed and keep whole sha
 TEST_CASE("Cross-validation: fewer shapes than folds is leave-one-shape-out; one shape cannot be held out") {
   std::vector<Measurement> rows;
   for (std::int64_t n : {1024, 2048, 4096}) {
-    for (std::int64_t m : {1, 16, 256}) rows.push_back(gemm(m, n, 4096, 1e-5));
+    for (std::int64_t m : {1, 16, 256}) rows.push_back(gemm_measurement(m, n, 4096, 1e-5));
   }
   const FoldPlan three = plan_folds(rows, 5, 1);
   CHECK(three.folds == 3);

@@ -17,8 +17,10 @@
 #include "calibrate/grid_table.h"
 #include "calibrate/roofline_fit.h"
 #include "sim/core/rng.h"
+#include "test_files.h"
 
 using namespace servesim::calibrate;
+using calibrate_test::gemm_measurement;
 
 namespace {
 
@@ -56,16 +58,6 @@ std::vector<double> standard_errors(const std::vector<double>& j, std::size_t co
   return se;
 }
 
-Measurement gemm_row(std::int64_t m, std::int64_t n, std::int64_t k) {
-  Measurement r;
-  r.op = MeasuredOp::gemm;
-  r.format = Format::bf16;
-  r.shape.set(Dim::m, m);
-  r.shape.set(Dim::n, n);
-  r.shape.set(Dim::k, k);
-  return r;
-}
-
 // Weight shapes of a few models (QKV, O, gate|up, down of Llama-3-8B/70B-like layers) with
 // m = 1, 2, 4, ..., 16384 tokens: decode-sized rows are weight-bound, prefill-sized ones
 // compute-bound, so every roofline parameter is pinned.
@@ -74,7 +66,7 @@ std::vector<Measurement> gemm_grid() {
                                 {10240, 8192}, {8192, 8192}, {57344, 8192}, {8192, 28672}};
   std::vector<Measurement> rows;
   for (const auto& w : nk) {
-    for (std::int64_t m = 1; m <= 16384; m *= 2) rows.push_back(gemm_row(m, w[0], w[1]));
+    for (std::int64_t m = 1; m <= 16384; m *= 2) rows.push_back(gemm_measurement(m, w[0], w[1]));
   }
   return rows;
 }
@@ -145,7 +137,7 @@ TEST_CASE("fit_target: Levenberg-Marquardt recovers the roofline's overhead and 
 
 TEST_CASE("fit_target: rejects too few rows and initial values outside the bounds") {
   const SimpleRoofline target(Peaks{1e15, 1e12});
-  std::vector<Measurement> rows = {gemm_row(1, 1024, 1024), gemm_row(2, 1024, 1024)};
+  std::vector<Measurement> rows = {gemm_measurement(1, 1024, 1024), gemm_measurement(2, 1024, 1024)};
   for (Measurement& r : rows) r.latency_s = 1e-5;
   CHECK_THROWS_WITH_AS(fit_target(target, rows), doctest::Contains("fewer measurements than parameters"),
                        std::invalid_argument);
@@ -299,7 +291,7 @@ std::vector<Measurement> table_rows(const std::vector<double>& ms, const std::ve
   for (double m : ms) {
     for (double n : ns) {
       for (int r = 0; r < repeats; ++r) {
-        Measurement row = gemm_row(static_cast<std::int64_t>(m), static_cast<std::int64_t>(n), 4096);
+        Measurement row = gemm_measurement(static_cast<std::int64_t>(m), static_cast<std::int64_t>(n), 4096);
         const double t = bilinear_truth(m, n);
         row.latency_s = rng ? noisy(*rng, t) : t;
         rows.push_back(row);

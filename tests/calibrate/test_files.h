@@ -11,6 +11,7 @@
 
 #include <doctest/doctest.h>
 
+#include "calibrate/measurement.h"
 #include "sim/core/errors.h"
 
 namespace calibrate_test {
@@ -48,6 +49,20 @@ std::vector<servesim::Diagnostic> input_errors(Read read) {
   }
   FAIL("expected an InputError");
   return {};
+}
+
+// A bf16 GEMM row of shape m x n x k taking `seconds`.
+inline servesim::calibrate::Measurement gemm_measurement(std::int64_t m, std::int64_t n, std::int64_t k,
+                                                         double seconds = 0) {
+  using servesim::calibrate::Dim;
+  servesim::calibrate::Measurement r;
+  r.op = servesim::calibrate::MeasuredOp::gemm;
+  r.format = servesim::calibrate::Format::bf16;
+  r.shape.set(Dim::m, m);
+  r.shape.set(Dim::n, n);
+  r.shape.set(Dim::k, k);
+  r.latency_s = seconds;
+  return r;
 }
 
 }  // namespace calibrate_test
