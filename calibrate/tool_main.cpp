@@ -4,6 +4,8 @@
 //   calibrate_tool roofline [FILE...] [--folds N] [--seed N] [--json FILE] [--profile-dir DIR]
 //       fit the simplest per-kind roofline to the files (default: the shipped compute tables
 //       under calibrate/data) and print the cross-validated error table
+//   calibrate_tool gemm-table [FILE...] [--folds N] [--seed N] [--json FILE]
+//       the same for log-space GEMM tables over (m, n, k) (default: the shipped H200 GEMM table)
 // Exit codes: 0 ok, 2 bad input (every problem as file:line:col: path: message), 1 internal error.
 #include <algorithm>
 #include <cstdio>
@@ -19,6 +21,7 @@
 #include "calibrate/measurement_files.h"
 #include "calibrate/profile.h"
 #include "calibrate/roofline_fit.h"
+#include "calibrate/table_look.h"
 #include "sim/core/errors.h"
 
 namespace po = boost::program_options;
@@ -29,7 +32,8 @@ namespace {
 constexpr const char* kUsage =
     "usage: calibrate_tool read FILE... [--chip NAME]\n"
     "       calibrate_tool roofline [FILE...] [--chip NAME] [--folds N] [--seed N] [--json FILE]\n"
-    "                               [--profile-dir DIR]\n";
+    "                               [--profile-dir DIR]\n"
+    "       calibrate_tool gemm-table [FILE...] [--chip NAME] [--folds N] [--seed N] [--json FILE]\n";
 
 // The shipped tables the roofline look uses by default: every Vidur compute table and the
 // AIConfigurator tables of kinds with a work formula (work_of).
@@ -71,6 +75,16 @@ int read_command(const std::vector<std::string>& files, const ReadOptions& optio
   return 0;
 }
 
+void write_json(const std::string& path, const std::vector<ErrorReport>& reports) {
+  if (path.empty()) return;
+  std::ofstream out(path);
+  out << "[\n";
+  for (std::size_t i = 0; i < reports.size(); ++i) {
+    out << error_report_json(reports[i]) << (i + 1 < reports.size() ? ",\n" : "");
+  }
+  out << "]\n";
+}
+
 int roofline_command(std::vector<std::string> files, const ReadOptions& options, std::size_t folds,
                      std::uint64_t seed, const std::string& json_path, const std::string& profile_dir) {
   if (files.empty()) files = default_files();
@@ -105,14 +119,7 @@ int roofline_command(std::vector<std::string> files, const ReadOptions& options,
     std::printf("\n== %s: %s\n   held out: %s\n%s", r.chip.c_str(), r.cost_model.c_str(), r.held_out.c_str(),
                 format_error_table(r).c_str());
   }
-  if (!json_path.empty()) {
-    std::ofstream out(json_path);
-    out << "[\n";
-    for (std::size_t i = 0; i < look.reports.size(); ++i) {
-      out << error_report_json(look.reports[i]) << (i + 1 < look.reports.size() ? ",\n" : "");
-    }
-    out << "]\n";
-  }
+  write_json(json_path, look.reports);
   if (!profile_dir.empty()) {
     std::filesystem::create_directories(profile_dir);
     std::vector<std::string> source_chip(set.sources().size());
@@ -145,6 +152,22 @@ int roofline_command(std::vector<std::string> files, const ReadOptions& options,
   return 0;
 }
 
+int table_command(std::vector<std::string> files, const ReadOptions& options, std::size_t folds,
+                  std::uint64_t seed, const std::string& json_path) {
+  if (files.empty()) files = {"calibrate/data/aiconfigurator/h200_sxm/gemm_perf.csv.gz"};
+  const MeasurementSet set = read_measurements(files, options);
+  TableLookOptions o;
+  o.folds = folds;
+  o.seed = seed;
+  const auto reports = gemm_table_look(set, o);
+  for (const ErrorReport& r : reports) {
+    std::printf("== %s: %s\n   held out: %s\n%s\n", r.chip.c_str(), r.cost_model.c_str(), r.held_out.c_str(),
+                format_error_table(r).c_str());
+  }
+  write_json(json_path, reports);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -158,7 +181,7 @@ int main(int argc, char** argv) {
         "seed", po::value(&seed), "seed of the fold assignment (default 1)")(
         "json", po::value(&json), "also write the error reports as JSON to FILE")(
         "profile-dir", po::value(&profile_dir), "also write one profile per chip into DIR")(
-        "command", po::value<std::string>(), "read | roofline")(
+        "command", po::value<std::string>(), "read | roofline | gemm-table")(
         "files", po::value<std::vector<std::string>>()->composing(), "measurement files");
     po::positional_options_description pos;
     pos.add("command", 1).add("files", -1);
@@ -181,6 +204,7 @@ int main(int argc, char** argv) {
       return read_command(files, ro);
     }
     if (command == "roofline") return roofline_command(files, ro, folds, seed, json, profile_dir);
+    if (command == "gemm-table") return table_command(files, ro, folds, seed, json);
     std::cerr << "unknown command '" << command << "'\n" << kUsage;
     return 2;
   } catch (const servesim::InputError& e) {
