@@ -164,6 +164,9 @@ struct VidurTable {
   }
 
   MeasurementSet finish() {
+    if (csv.records() == 0 && problems.empty()) {
+      problems.add(Diagnostic{csv.path(), 0, 0, "", "the table has a header but no rows"});
+    }
     problems.throw_if_any();
     MeasurementSource& src = set.source(source);
     src.rows = csv.records();

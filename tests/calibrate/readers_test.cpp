@@ -316,6 +316,18 @@ TEST_CASE("Readers: malformed Vidur mlp.csv") {
         bad.path() + ":3:35: num_tensor_parallel_workers: n_head 32 does not split evenly over 3 tensor-parallel workers");
 }
 
+TEST_CASE("Readers: a table with a header and no rows is an error, not an empty success") {
+  const TempFile aic("empty_gemm.csv", kGemmHeader);
+  auto ds = input_errors([&] { read_aiconfigurator(aic.path(), "h200-sxm"); });
+  REQUIRE(ds.size() == 1);
+  CHECK(ds[0].message == "the table has a header but no rows");
+  const TempFile vidur("empty_mlp.csv", "time_stats.mlp_act.median,n_head,n_kv_head,n_embd,n_expanded_embd,"
+                                        "vocab_size,use_gated_mlp,num_tokens,num_tensor_parallel_workers\n\n");
+  ds = input_errors([&] { read_vidur_mlp(vidur.path(), "a100-80g", ""); });
+  REQUIRE(ds.size() == 1);
+  CHECK(ds[0].message == "the table has a header but no rows");
+}
+
 TEST_CASE("Readers: a damaged gzip stream is reported, not half-read") {
   // The first 100,000 bytes of the 1.3 MB GEMM table: a gzip stream cut short.
   std::ifstream in(aic_dir() + "gemm_perf.csv.gz", std::ios::binary);
