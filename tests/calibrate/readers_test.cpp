@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,15 @@ const Measurement* find_row(const MeasurementSet& set, MeasuredOp op, std::uint3
 }
 
 std::string aic_dir() { return data_path("calibrate/data/aiconfigurator/h200_sxm/"); }
+
+// Each shipped table is read once per test run (the big ones take a second each under the
+// sanitizers), by read_measurements as a user would.
+const MeasurementSet& shipped(const std::string& relative) {
+  static std::map<std::string, MeasurementSet> cache;
+  auto it = cache.find(relative);
+  if (it == cache.end()) it = cache.emplace(relative, read_measurements(data_path("calibrate/data/" + relative))).first;
+  return it->second;
+}
 
 }  // namespace
 
@@ -80,7 +90,7 @@ TEST_CASE("Readers: every shipped compute table parses, row counts match the fil
   };
   for (const Expected& e : files) {
     INFO(e.path);
-    const MeasurementSet set = read_measurements(data_path(std::string("calibrate/data/") + e.path));
+    const MeasurementSet& set = shipped(e.path);
     REQUIRE(set.sources().size() == 1);
     CHECK(set.sources()[0].rows == e.records);
     CHECK(set.size() == e.measurements);
@@ -89,7 +99,7 @@ TEST_CASE("Readers: every shipped compute table parses, row counts match the fil
 }
 
 TEST_CASE("Readers: AIConfigurator GEMM row, milliseconds to seconds") {
-  const MeasurementSet set = read_aiconfigurator(aic_dir() + "gemm_perf.csv.gz", "h200-sxm");
+  const MeasurementSet& set = shipped("aiconfigurator/h200_sxm/gemm_perf.csv.gz");
   // Line 2: TRTLLM,1.3.0rc20,NVIDIA H200,gemm,torch_flow,bfloat16,4353,65536,51200,41.099622090657554
   const Measurement* m = find_row(set, MeasuredOp::gemm, 2);
   REQUIRE(m != nullptr);
@@ -106,7 +116,7 @@ TEST_CASE("Readers: AIConfigurator GEMM row, milliseconds to seconds") {
 }
 
 TEST_CASE("Readers: AIConfigurator attention rows; generation attends isl + step keys") {
-  const MeasurementSet ctx = read_aiconfigurator(aic_dir() + "context_attention_perf.csv.gz", "h200-sxm");
+  const MeasurementSet& ctx = shipped("aiconfigurator/h200_sxm/context_attention_perf.csv.gz");
   // Line 2: batch 16, isl 6144, 96 heads, 1 KV head, head_dim 128, window 0, bf16 / bf16 KV,
   // step 0, 31.601961771647137 ms.
   const Measurement* c = find_row(ctx, MeasuredOp::attention_prefill, 2);
@@ -116,7 +126,7 @@ TEST_CASE("Readers: AIConfigurator attention rows; generation attends isl + step
   CHECK(c->kv_format == Format::bf16);
   CHECK(c->latency_s == doctest::Approx(31.601961771647137e-3).epsilon(1e-15));
 
-  const MeasurementSet gen = read_aiconfigurator(aic_dir() + "generation_attention_perf.csv.gz", "h200-sxm");
+  const MeasurementSet& gen = shipped("aiconfigurator/h200_sxm/generation_attention_perf.csv.gz");
   // Line 2: batch 32, isl 1, 64 heads, 64 KV heads, head_dim 64, step 1: 1 + 1 = 2 keys;
   // 0.023872000475724537 ms. Line 4 is the same with an fp8 KV cache and step 3 (4 keys).
   const Measurement* g = find_row(gen, MeasuredOp::attention_decode, 2);
@@ -131,7 +141,7 @@ TEST_CASE("Readers: AIConfigurator attention rows; generation attends isl + step
 }
 
 TEST_CASE("Readers: AIConfigurator MoE row keeps the routing skew and the gating") {
-  const MeasurementSet set = read_aiconfigurator(aic_dir() + "moe_perf.csv.gz", "h200-sxm");
+  const MeasurementSet& set = shipped("aiconfigurator/h200_sxm/moe_perf.csv.gz");
   // Line 2: moe_torch_flow_cutlass, fp8, 1 token, hidden 3072, inter 1024, topk 8, 256 experts,
   // TP 16, EP 16, power_law_1.01, 0.026169601082801818 ms.
   const Measurement* m = find_row(set, MeasuredOp::moe, 2);
@@ -148,8 +158,7 @@ TEST_CASE("Readers: AIConfigurator MoE row keeps the routing skew and the gating
 }
 
 TEST_CASE("Readers: Vidur mlp.csv projections become GEMMs sharded by TP") {
-  const MeasurementSet set =
-      read_measurements(data_path("calibrate/data/vidur/compute/a100/meta-llama/Llama-2-70b-hf/mlp.csv.gz"));
+  const MeasurementSet& set = shipped("vidur/compute/a100/meta-llama/Llama-2-70b-hf/mlp.csv.gz");
   CHECK(set.label(set[0].chip) == "a100-80g");
   CHECK(set.label(set[0].model) == "meta-llama/Llama-2-70b-hf");
   // Line 2: 64 heads, 8 KV heads, hidden 8192, ffn 28672, gated, 4096 tokens, TP 1.
@@ -176,8 +185,7 @@ TEST_CASE("Readers: Vidur mlp.csv projections become GEMMs sharded by TP") {
 }
 
 TEST_CASE("Readers: Vidur attention.csv prefill and decode rows") {
-  const MeasurementSet set =
-      read_measurements(data_path("calibrate/data/vidur/history/e2d00e9/a100/attention.csv.gz"));
+  const MeasurementSet& set = shipped("vidur/history/e2d00e9/a100/attention.csv.gz");
   CHECK(set.label(set[0].chip) == "a100-80g");
   // Line 2: decode, batch 1, kv_cache_size 32: 33 keys (the new token's too). Llama-2-70B at TP2:
   // 64 / 2 = 32 heads, 8 / 2 = 4 KV heads, head_dim 8192 / 64 = 128; 0.015 ms.
