@@ -2,7 +2,8 @@
 # Installs the Debian 12 packages servesim builds with, when they are missing. Run as root.
 set -euo pipefail
 packages=(g++ cmake ninja-build libboost-graph-dev libboost-program-options-dev libyaml-cpp-dev
-          nlohmann-json3-dev libeigen3-dev doctest-dev libpng-dev libopenmpi-dev openmpi-bin)
+          nlohmann-json3-dev libeigen3-dev doctest-dev libpng-dev libopenmpi-dev openmpi-bin
+          zlib1g-dev)
 # Optional: the HTML report test renders in headless Chromium and skips, saying so, without it.
 optional=(chromium)
 missing=()

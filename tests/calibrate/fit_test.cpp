@@ -7,26 +7,12 @@
 #include <vector>
 
 #include "calibrate/fit.h"
+#include "sim/core/rng.h"
 
 using servesim::calibrate::fit_overhead_and_rate;
 using servesim::calibrate::LineFit;
 
 namespace {
-
-// test_calibrate links only servesim_calibrate, so no servesim::Rng: a 64-bit LCG (Knuth's MMIX
-// constants) is plenty for noise, and deterministic everywhere.
-class Lcg {
- public:
-  explicit Lcg(std::uint64_t seed) : state_(seed) {}
-  // Uniform in [0, 1) from the top 53 bits (the low bits of an LCG are weak).
-  double uniform01() {
-    state_ = state_ * 6364136223846793005ULL + 1442695040888963407ULL;
-    return static_cast<double>(state_ >> 11) * 0x1.0p-53;
-  }
-
- private:
-  std::uint64_t state_;
-};
 
 // A kernel with a 5 us launch overhead moving data at 2 TB/s: t = 5e-6 + work / 2e12, so
 // intercept 5e-6 s and slope 5e-13 s/B. The two terms are equal at work = 5e-6 x 2e12 = 1e7 B.
@@ -61,10 +47,10 @@ TEST_CASE("fit_overhead_and_rate: recovers known coefficients from noisy data, w
   constexpr int kN = 400;
   constexpr double kNoise = 0.01;  // times off by a uniform factor in [0.99, 1.01]
   const std::vector<double> work = log_spaced_work(kN);
-  Lcg lcg(20240601);
+  servesim::Rng rng(20240601, "test.fit.line");
   std::vector<double> time;
   for (double w : work) {
-    const double e = kNoise * (2.0 * lcg.uniform01() - 1.0);
+    const double e = kNoise * (2.0 * rng.uniform01() - 1.0);
     time.push_back((kIntercept + kSlope * w) * (1.0 + e));
   }
   const LineFit fit = fit_overhead_and_rate(work, time);

@@ -1,0 +1,257 @@
+#include "calibrate/aiconfigurator_reader.h"
+
+#include "calibrate/csv_reader.h"
+
+namespace servesim::calibrate {
+namespace {
+
+struct DimColumn {
+  std::string_view column;
+  Dim dim;
+};
+
+// How one table's columns map onto a Measurement. Empty column names: the table has none.
+struct TableSpec {
+  std::string_view op_name;
+  MeasuredOp op;
+  std::vector<DimColumn> dims;
+  std::string_view format, kv_format, weight_format, variant, model;
+  bool variant_is_op_name = false;  // tables holding two kernels told apart by op_name
+  bool generation = false;          // kv_len = isl + step
+};
+
+const std::vector<TableSpec>& specs() {
+  using D = Dim;
+  using O = MeasuredOp;
+  const std::vector<DimColumn> context_attention = {
+      {"batch_size", D::batch}, {"isl", D::tokens}, {"num_heads", D::heads},
+      {"num_key_value_heads", D::kv_heads}, {"head_dim", D::head_dim},
+      {"window_size", D::window}, {"step", D::step}};
+  const std::vector<DimColumn> generation_attention = {
+      {"batch_size", D::batch}, {"num_heads", D::heads}, {"num_key_value_heads", D::kv_heads},
+      {"head_dim", D::head_dim}, {"window_size", D::window}};
+  const std::vector<DimColumn> mla_context = {
+      {"num_heads", D::heads}, {"batch_size", D::batch}, {"isl", D::tokens}, {"tp_size", D::tp},
+      {"step", D::step}};
+  const std::vector<DimColumn> mla_generation = {
+      {"num_heads", D::heads}, {"batch_size", D::batch}, {"tp_size", D::tp}};
+  const std::vector<DimColumn> quantize = {{"m", D::m}, {"k", D::k}};
+  static const std::vector<TableSpec> all = {
+      {"gemm", O::gemm, {{"m", D::m}, {"n", D::n}, {"k", D::k}}, "gemm_dtype", "", "", "", ""},
+      {"context_attention", O::attention_prefill, context_attention, "attn_dtype",
+       "kv_cache_dtype", "", "", ""},
+      {"generation_attention", O::attention_decode, generation_attention, "attn_dtype",
+       "kv_cache_dtype", "", "", "", false, true},
+      {"mla_context", O::mla_prefill, mla_context, "mla_dtype", "kv_cache_dtype", "", "", ""},
+      {"mla_generation", O::mla_decode, mla_generation, "mla_dtype", "kv_cache_dtype", "", "", "",
+       false, true},
+      {"mla_context_module", O::mla_module_prefill, mla_context, "mla_dtype", "kv_cache_dtype",
+       "gemm_type", "", "model"},
+      {"mla_generation_module", O::mla_module_decode, mla_generation, "mla_dtype",
+       "kv_cache_dtype", "gemm_type", "", "model", false, true},
+      {"dsa_context_module", O::dsa_module_prefill, mla_context, "mla_dtype", "kv_cache_dtype",
+       "gemm_type", "", "model"},
+      {"dsa_generation_module", O::dsa_module_decode, mla_generation, "mla_dtype",
+       "kv_cache_dtype", "gemm_type", "", "model", false, true},
+      {"mla_gen_pre", O::mla_bmm, {{"num_tokens", D::tokens}, {"num_heads", D::heads}},
+       "bmm_dtype", "", "", "", "", true},
+      {"mla_gen_post", O::mla_bmm, {{"num_tokens", D::tokens}, {"num_heads", D::heads}},
+       "bmm_dtype", "", "", "", "", true},
+      {"moe", O::moe,
+       {{"num_tokens", D::tokens}, {"hidden_size", D::hidden}, {"inter_size", D::inter},
+        {"topk", D::topk}, {"num_experts", D::experts}, {"moe_tp_size", D::tp},
+        {"moe_ep_size", D::ep}},
+       "moe_dtype", "", "", "distribution", ""},
+      {"encoder_attention", O::encoder_attention,
+       {{"batch_size", D::batch}, {"isl", D::tokens}, {"num_heads", D::heads},
+        {"head_dim", D::head_dim}},
+       "attn_dtype", "", "", "", ""},
+      {"compute_scale", O::quantize, quantize, "quant_dtype", "", "", "", "", true},
+      {"scale_matrix", O::quantize, quantize, "quant_dtype", "", "", "", "", true},
+      {"gdn", O::gdn,
+       {{"batch_size", D::batch}, {"seq_len", D::seq_len}, {"num_tokens", D::tokens},
+        {"d_model", D::d_model}, {"d_conv", D::d_conv}, {"num_k_heads", D::k_heads},
+        {"head_k_dim", D::head_k_dim}, {"num_v_heads", D::v_heads}, {"head_v_dim", D::head_v_dim}},
+       "", "", "", "phase", "model_name"},
+      {"mamba2", O::mamba2,
+       {{"batch_size", D::batch}, {"seq_len", D::seq_len}, {"num_tokens", D::tokens},
+        {"d_model", D::d_model}, {"d_state", D::d_state}, {"d_conv", D::d_conv},
+        {"nheads", D::heads}, {"head_dim", D::head_dim}, {"n_groups", D::groups},
+        {"chunk_size", D::chunk}},
+       "", "", "", "phase", "model_name"},
+  };
+  return all;
+}
+
+const TableSpec* find_spec(std::string_view op_name) {
+  for (const TableSpec& s : specs()) {
+    if (s.op_name == op_name) return &s;
+  }
+  return nullptr;
+}
+
+// Column indices of one table, resolved once from the header.
+struct Layout {
+  std::size_t framework, version, device, op_name, kernel, latency;
+  std::vector<std::size_t> dims;
+  std::size_t format, kv_format, weight_format, variant, model, isl, step;
+};
+
+constexpr std::size_t kNone = std::string::npos;
+
+std::size_t optional_column(const CsvReader& csv, std::string_view name, Problems& problems) {
+  if (name.empty()) return kNone;
+  return csv.columns({name}, problems).front();
+}
+
+Layout resolve(const CsvReader& csv, const TableSpec& spec, Problems& problems) {
+  Layout l{};
+  const auto common = csv.columns(
+      {"framework", "version", "device", "op_name", "kernel_source", "latency"}, problems);
+  l.framework = common[0];
+  l.version = common[1];
+  l.device = common[2];
+  l.op_name = common[3];
+  l.kernel = common[4];
+  l.latency = common[5];
+  std::vector<std::string_view> names;
+  for (const DimColumn& d : spec.dims) names.push_back(d.column);
+  l.dims = csv.columns(names, problems);
+  l.format = optional_column(csv, spec.format, problems);
+  l.kv_format = optional_column(csv, spec.kv_format, problems);
+  l.weight_format = optional_column(csv, spec.weight_format, problems);
+  l.variant = optional_column(csv, spec.variant, problems);
+  l.model = optional_column(csv, spec.model, problems);
+  l.isl = spec.generation ? optional_column(csv, "isl", problems) : kNone;
+  l.step = spec.generation ? optional_column(csv, "step", problems) : kNone;
+  return l;
+}
+
+Format read_format(const CsvReader& csv, std::size_t col, Problems& problems) {
+  if (col == kNone) return Format::unspecified;
+  const auto f = parse_format(csv.field(col));
+  if (!f) {
+    problems.add(csv.at(col, "unknown number format '" + std::string(csv.field(col)) + "'"));
+    return Format::unspecified;
+  }
+  return *f;
+}
+
+// Per-file facts that must not change from row to row.
+void check_constant(const CsvReader& csv, std::size_t col, std::string& seen, Problems& problems) {
+  const std::string_view v = csv.field(col);
+  if (seen.empty()) {
+    seen = v;
+  } else if (v != seen) {
+    problems.add(csv.at(col, "'" + std::string(v) + "' differs from '" + seen +
+                                 "' on earlier rows: one file holds one device and one version"));
+  }
+}
+
+}  // namespace
+
+std::vector<std::string_view> aiconfigurator_tables() {
+  std::vector<std::string_view> out;
+  for (const TableSpec& s : specs()) out.push_back(s.op_name);
+  return out;
+}
+
+MeasurementSet read_aiconfigurator(const std::string& path, std::string_view chip) {
+  CsvReader csv(path);
+  Problems problems;
+  MeasurementSet set;
+  MeasurementSource source;
+  source.path = path;
+  source.reader = "aiconfigurator";
+  const std::uint32_t source_id = set.add_source(source);
+  const std::uint16_t chip_id = set.intern(chip);
+
+  const std::size_t op_col = csv.columns({"op_name"}, problems).front();
+  problems.throw_if_any();
+  const TableSpec* spec = nullptr;
+  Layout layout{};
+  std::string framework, version, device;
+  while (csv.next(problems)) {
+    const std::string_view op_name = csv.field(op_col);
+    const TableSpec* row_spec = find_spec(op_name);
+    if (row_spec == nullptr) {
+      problems.add(csv.at(op_col, "'" + std::string(op_name) +
+                                      "' is not an AIConfigurator compute table this reader knows"
+                                      " (communication tables go to the comm readers)"));
+      break;
+    }
+    if (spec == nullptr) {
+      spec = row_spec;
+      layout = resolve(csv, *spec, problems);
+      if (!problems.empty()) break;
+    } else if (row_spec->op != spec->op) {
+      problems.add(csv.at(op_col, "'" + std::string(op_name) + "' in a '" +
+                                      std::string(spec->op_name) + "' table: one table per file"));
+      continue;
+    }
+    check_constant(csv, layout.framework, framework, problems);
+    check_constant(csv, layout.version, version, problems);
+    check_constant(csv, layout.device, device, problems);
+
+    Measurement m;
+    m.op = spec->op;
+    m.source = source_id;
+    m.line = static_cast<std::uint32_t>(csv.line());
+    m.chip = chip_id;
+    bool ok = true;
+    for (std::size_t i = 0; i < spec->dims.size(); ++i) {
+      const auto v = csv.integer(layout.dims[i], problems);
+      if (v && *v < 0) {
+        problems.add(csv.at(layout.dims[i], "must not be negative"));
+        ok = false;
+      }
+      ok = ok && v.has_value();
+      if (v) m.shape.set(spec->dims[i].dim, *v);
+    }
+    if (spec->generation) {
+      const auto isl = csv.integer(layout.isl, problems);
+      const auto step = csv.integer(layout.step, problems);
+      ok = ok && isl && step;
+      if (isl && step) {
+        if (*isl + *step < 1) {
+          problems.add(csv.at(layout.step, "isl + step must be at least 1 (the keys attended)"));
+          ok = false;
+        }
+        m.shape.set(Dim::kv_len, *isl + *step);
+      }
+    }
+    m.format = read_format(csv, layout.format, problems);
+    m.kv_format = read_format(csv, layout.kv_format, problems);
+    m.weight_format = read_format(csv, layout.weight_format, problems);
+    if (spec->variant_is_op_name) m.variant = set.intern(op_name);
+    if (layout.variant != kNone) m.variant = set.intern(csv.field(layout.variant));
+    if (layout.model != kNone) m.model = set.intern(csv.field(layout.model));
+    m.kernel = set.intern(csv.field(layout.kernel));
+    if (spec->op == MeasuredOp::moe) {
+      // TRT-LLM's MoE kernels are gated (SiLU(gate) x up) except the one named so.
+      m.shape.set(Dim::gated, csv.field(layout.kernel).find("nongated") == std::string_view::npos);
+    }
+    m.backend = set.intern(std::string(csv.field(layout.framework)) + " " +
+                           std::string(csv.field(layout.version)));
+    const auto ms = csv.real(layout.latency, problems);
+    if (ms && !(*ms > 0)) {
+      problems.add(csv.at(layout.latency, "a latency must be positive (milliseconds)"));
+      ok = false;
+    }
+    if (!ms || !ok) continue;
+    m.latency_s = *ms * 1e-3;
+    set.add(m);
+  }
+  if (spec == nullptr && problems.empty()) {
+    problems.add(Diagnostic{path, 0, 0, "", "the table has a header but no rows"});
+  }
+  problems.throw_if_any();
+  MeasurementSource& s = set.source(source_id);
+  s.rows = csv.records();
+  s.measurements = set.size();
+  s.metadata = {{"table", std::string(spec->op_name)}, {"framework", framework},
+                {"version", version}, {"device", device}};
+  return set;
+}
+
+}  // namespace servesim::calibrate
