@@ -1,9 +1,9 @@
 #include "sim/cluster/iteration_cost.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "sim/core/check.h"
-#include "topologies/collectives.h"
 
 namespace servesim::cluster {
 namespace {
@@ -12,60 +12,127 @@ std::int64_t to_ps(double seconds) { return static_cast<std::int64_t>(seconds * 
 constexpr std::size_t idx(models::OpKind k) { return static_cast<std::size_t>(k); }
 }  // namespace
 
-IterationCostModel::IterationCostModel(const models::ModelSpec& model, const models::ChipSpec& chip,
-                                       const models::ParallelPlan& plan,
-                                       const topologies::InstancePlacement& placement,
-                                       std::int64_t max_tokens)
-    : model_(model), chip_(chip), plan_(plan), placement_(placement), roofline_(chip),
-      linear_(static_cast<std::size_t>(max_tokens) + 1) {
-  for (int s = 0; s < plan.pp; ++s) stage_layers_.push_back(plan.stage_layers(model, s));
-  using models::BatchShape;
-  prefill_attention_ = affine([&](double pairs, double tokens, double kv) {
-    BatchShape b;
-    b.prefill_pairs = pairs;
-    b.prefill_tokens = static_cast<std::int64_t>(tokens);
-    b.prefill_kv_tokens = static_cast<std::int64_t>(kv);
-    return models::attention_prefill_op(model, plan, b);
-  });
-  decode_attention_ = affine([&](double kv, double seqs, double) {
-    BatchShape b;
-    b.decode_kv_tokens = static_cast<std::int64_t>(kv);
-    b.decode_seqs = static_cast<std::int64_t>(seqs);
-    return models::attention_decode_op(model, plan, b);
-  });
-  lm_head_ = affine([&](double logits, double, double) {
-    return models::lm_head_op(model, plan, static_cast<std::int64_t>(logits));
-  });
-  for (const topologies::LinkTier& hop : placement.pp_hops) {
-    // p2p time = alpha + bytes / (bandwidth x efficiency), bytes linear in the token count: the
-    // times of one and two tokens give both terms.
-    const double one = topologies::p2p_seconds(models::hidden_state_bytes(model, 1), hop);
-    const double two = topologies::p2p_seconds(models::hidden_state_bytes(model, 2), hop);
-    send_s_per_token_.push_back(two - one);
-    send_alpha_s_.push_back(one - (two - one));
+models::Operator IterationCostModel::AffineOp::at(
+    const std::array<double, models::kBatchFields>& xs) const {
+  models::Operator op = base;
+  for (int i = 0; i < n_terms; ++i) {
+    const Term& t = terms[static_cast<std::size_t>(i)];
+    const double x = xs[static_cast<std::size_t>(t.field)];
+    op.flops += t.flops * x;
+    op.bytes += t.bytes * x;
+    op.m += t.m * x;
+    op.batch += t.batch * x;
+    op.context += t.context * x;
   }
+  return op;
+}
+
+double IterationCostModel::AffineComm::bytes(const std::array<double, models::kBatchFields>& x) const {
+  double v = base.bytes;
+  for (int i = 0; i < n_terms; ++i) {
+    const auto& [field, c] = terms[static_cast<std::size_t>(i)];
+    v += c * x[static_cast<std::size_t>(field)];
+  }
+  return v;
 }
 
 template <class MakeOp>
 IterationCostModel::AffineOp IterationCostModel::affine(MakeOp make_op) {
   // The operators are affine in the batch sums, so evaluating them at the origin and at each unit
-  // vector gives the coefficients exactly.
-  const models::Operator o = make_op(0.0, 0.0, 0.0);
-  const models::Operator e[3] = {make_op(1.0, 0.0, 0.0), make_op(0.0, 1.0, 0.0), make_op(0.0, 0.0, 1.0)};
+  // vector gives the coefficients exactly; only the non-zero ones are kept.
+  models::BatchShape zero;
   AffineOp a;
-  a.kind = o.kind;
-  a.f[0] = o.flops;
-  a.b[0] = o.bytes;
-  for (int i = 0; i < 3; ++i) {
-    a.f[i + 1] = e[i].flops - o.flops;
-    a.b[i + 1] = e[i].bytes - o.bytes;
+  a.base = make_op(zero);
+  for (int f = 0; f < models::kBatchFields; ++f) {
+    models::BatchShape unit;
+    models::set_batch_field(unit, f, 1.0);
+    const models::Operator e = make_op(unit);
+    // Operators that launch only when there is work (the LM head) count their kernels then.
+    a.base.kernels = std::max(a.base.kernels, e.kernels);
+    AffineOp::Term t;
+    t.field = f;
+    t.flops = e.flops - a.base.flops;
+    t.bytes = e.bytes - a.base.bytes;
+    t.m = e.m - a.base.m;
+    t.batch = e.batch - a.base.batch;
+    t.context = e.context - a.base.context;
+    if (t.flops != 0 || t.bytes != 0 || t.m != 0 || t.batch != 0 || t.context != 0) {
+      a.terms[static_cast<std::size_t>(a.n_terms++)] = t;
+    }
   }
   return a;
 }
 
-double IterationCostModel::seconds(const AffineOp& op, double x1, double x2, double x3) const {
-  return roofline_.seconds(op.kind, op.f[0] + op.f[1] * x1 + op.f[2] * x2 + op.f[3] * x3,
-                           op.b[0] + op.b[1] * x1 + op.b[2] * x2 + op.b[3] * x3, 1);
+template <class MakeComm>
+IterationCostModel::AffineComm IterationCostModel::affine_comm(MakeComm make_comm) {
+  models::BatchShape zero;
+  AffineComm a;
+  a.base = make_comm(zero);
+  for (int f = 0; f < models::kBatchFields; ++f) {
+    models::BatchShape unit;
+    models::set_batch_field(unit, f, 1.0);
+    const double c = make_comm(unit).bytes - a.base.bytes;
+    if (c != 0) a.terms[static_cast<std::size_t>(a.n_terms++)] = {f, c};
+  }
+  return a;
+}
+
+IterationCostModel::IterationCostModel(const models::ModelSpec& model, const models::ChipSpec& chip,
+                                       const models::ParallelPlan& plan,
+                                       const models::MoeRouting& routing,
+                                       const models::CostModelConfig& cost_model,
+                                       std::int64_t max_tokens)
+    : model_(model), chip_(chip), plan_(plan), cost_model_(models::make_cost_model(cost_model, chip)),
+      comm_(chip), load_(model, plan, routing),
+      linear_(static_cast<std::size_t>(max_tokens) + 1) {
+  for (std::size_t r = 0; r < models::kComputeRates; ++r) {
+    rates_[r] = chip.has(static_cast<models::ComputeRate>(r));
+  }
+  const int domain = chip.scale_up_domain;
+  tp_span_ = group_span(plan, models::Group::kTp, domain);
+  moe_span_ = group_span(plan, models::Group::kMoe, domain);
+  cp_span_ = group_span(plan, models::Group::kCp, domain);
+  for (int s = 0; s < plan.pp; ++s) {
+    const models::LayerCounts c =
+        model.count_layers(plan.stage_first_layer(model, s), plan.stage_layers(model, s));
+    StageLayers l;
+    l.layers = c.layers;
+    l.dense = c.dense();
+    l.moe = c.moe;
+    l.full = model.window.enabled() ? c.full() : c.layers;
+    l.window = model.window.enabled() ? c.window : 0;
+    stage_layers_.push_back(l);
+  }
+  using models::BatchShape;
+  auto ops = [&](const BatchShape& b) { return models::layer_batch_ops(model, plan, b); };
+  prefill_full_ = affine([&](const BatchShape& b) { return ops(b).prefill_full; });
+  prefill_window_ = affine([&](const BatchShape& b) { return ops(b).prefill_window; });
+  decode_full_ = affine([&](const BatchShape& b) { return ops(b).decode_full; });
+  decode_window_ = affine([&](const BatchShape& b) { return ops(b).decode_window; });
+  up_projection_ = affine([&](const BatchShape& b) { return ops(b).prefill_up_projection; });
+  absorb_ = affine([&](const BatchShape& b) { return ops(b).decode_absorb; });
+  indexer_prefill_ = affine([&](const BatchShape& b) { return ops(b).indexer_prefill; });
+  indexer_decode_ = affine([&](const BatchShape& b) { return ops(b).indexer_decode; });
+  cp_prefill_ = affine_comm([&](const BatchShape& b) { return ops(b).cp_prefill; });
+  cp_decode_ = affine_comm([&](const BatchShape& b) { return ops(b).cp_decode; });
+  lm_head_ = affine([&](const BatchShape& b) {
+    return models::lm_head_op(model, plan, static_cast<double>(b.logits));
+  });
+  absorb_in_prefill_ = model.dsa.enabled();
+  has_window_ = model.window.enabled();
+  has_mla_ = model.attention == models::AttentionKind::kMla;
+  has_dsa_ = model.dsa.enabled();
+  for (int s = 0; s + 1 < plan.pp; ++s) {
+    // p2p time = alpha + bytes / (bandwidth x efficiency), bytes linear in the token count: the
+    // times of one and two tokens give both terms.
+    GroupSpan hop;
+    hop.ranks = 2;
+    hop.leaves_domain = pp_hop_leaves_domain(plan, s, domain);
+    const double one = comm_.seconds(models::Collective::kP2p, hop, models::hidden_state_bytes(model, 1));
+    const double two = comm_.seconds(models::Collective::kP2p, hop, models::hidden_state_bytes(model, 2));
+    send_s_per_token_.push_back(two - one);
+    send_alpha_s_.push_back(one - (two - one));
+  }
 }
 
 const IterationCostModel::TokenLinear& IterationCostModel::linear(std::int64_t tokens) {
@@ -73,13 +140,28 @@ const IterationCostModel::TokenLinear& IterationCostModel::linear(std::int64_t t
                      "batch of " + std::to_string(tokens) + " tokens exceeds the token budget");
   TokenLinear& e = linear_[static_cast<std::size_t>(tokens)];
   if (e.qkv >= 0) return e;
-  const auto ops = models::linear_layer_ops(model_, plan_, tokens);
-  e.qkv = to_ps(roofline_.seconds(ops[0]));
-  e.out = to_ps(roofline_.seconds(ops[1]));
-  e.mlp = to_ps(roofline_.seconds(ops[2]));
-  e.elementwise = to_ps(roofline_.seconds(ops[3]));
-  e.all_reduce = to_ps(topologies::ring_all_reduce_seconds(
-      models::hidden_state_bytes(model_, tokens), plan_.tp, placement_.tp));
+  const models::LayerTokenOps o =
+      models::layer_token_ops(model_, plan_, load_, static_cast<double>(tokens), rates_);
+  const models::CostModel& cm = *cost_model_;
+  auto comm = [&](const models::CommOp& c, const GroupSpan& span) {
+    return to_ps(comm_.seconds(c.collective, span, c.bytes));
+  };
+  e.qkv = to_ps(cm.seconds(o.qkv));
+  e.out = to_ps(cm.seconds(o.out));
+  e.dequant_attention = to_ps(cm.seconds(o.dequant_attention));
+  e.attention_reduce = comm(o.attention_reduce, tp_span_);
+  e.dense_mlp = to_ps(cm.seconds(o.dense_mlp));
+  e.dense_elementwise = to_ps(cm.seconds(o.dense_elementwise));
+  e.dequant_dense = to_ps(cm.seconds(o.dequant_dense));
+  e.dense_reduce = comm(o.dense_reduce, tp_span_);
+  e.moe_experts = to_ps(cm.seconds(o.router)) + to_ps(cm.seconds(o.moe_experts));
+  e.shared_mlp = to_ps(cm.seconds(o.shared_mlp));
+  e.moe_elementwise = to_ps(cm.seconds(o.moe_elementwise));
+  e.dequant_moe = to_ps(cm.seconds(o.dequant_moe));
+  e.moe_reduce = comm(o.moe_reduce, tp_span_);
+  e.dispatch = comm(o.moe_dispatch, moe_span_);
+  e.combine = comm(o.moe_combine, moe_span_);
+  e.embedding_reduce = e.attention_reduce;  // the same hidden-state all-reduce
   return e;
 }
 
@@ -87,56 +169,87 @@ void IterationCostModel::cost(const models::BatchShape& b, std::int64_t sequence
                               std::int64_t* stage_ps, ComponentTimes& c) {
   using models::OpKind;
   const TokenLinear& lin = linear(b.tokens);
+  const models::CostModel& cm = *cost_model_;
+  const bool prefill = b.prefill_tokens > 0, decode = b.decode_seqs > 0;
+  const std::array<double, models::kBatchFields> x = models::batch_fields(b);
   // An operator with nothing to do launches no kernel.
-  const std::int64_t attn_prefill =
-      b.prefill_tokens > 0 ? to_ps(seconds(prefill_attention_, b.prefill_pairs,
-                                           static_cast<double>(b.prefill_tokens),
-                                           static_cast<double>(b.prefill_kv_tokens)))
-                           : 0;
-  const std::int64_t attn_decode =
-      b.decode_seqs > 0 ? to_ps(seconds(decode_attention_, static_cast<double>(b.decode_kv_tokens),
-                                        static_cast<double>(b.decode_seqs)))
-                        : 0;
-  const std::int64_t per_layer = lin.qkv + lin.out + lin.mlp + lin.elementwise +
-                                 2 * lin.all_reduce + attn_prefill + attn_decode;
+  auto run = [&](const AffineOp& op) { return to_ps(cm.seconds(op.at(x))); };
+  const std::int64_t attn_prefill_full = prefill ? run(prefill_full_) : 0;
+  const std::int64_t attn_decode_full = decode ? run(decode_full_) : 0;
+  std::int64_t attn_prefill_window = 0, attn_decode_window = 0;
+  if (has_window_) {
+    attn_prefill_window = prefill ? run(prefill_window_) : 0;
+    attn_decode_window = decode ? run(decode_window_) : 0;
+  }
+  std::int64_t up_projection = 0, absorb = 0, indexer = 0;
+  if (has_mla_) {
+    up_projection = prefill && !has_dsa_ ? run(up_projection_) : 0;
+    absorb = decode || (prefill && absorb_in_prefill_) ? run(absorb_) : 0;
+  }
+  if (has_dsa_) indexer = (prefill ? run(indexer_prefill_) : 0) + (decode ? run(indexer_decode_) : 0);
+  std::int64_t cp = 0;
+  if (plan_.cp > 1) {
+    if (prefill) cp += to_ps(comm_.seconds(cp_prefill_.base.collective, cp_span_, cp_prefill_.bytes(x)));
+    if (decode) cp += to_ps(comm_.seconds(cp_decode_.base.collective, cp_span_, cp_decode_.bytes(x)));
+  }
+  const std::int64_t per_layer = lin.qkv + lin.out + lin.dequant_attention + lin.attention_reduce +
+                                 up_projection + absorb + indexer + cp;
+  const std::int64_t per_dense = lin.dense_mlp + lin.dense_elementwise + lin.dequant_dense +
+                                 lin.dense_reduce;
+  const std::int64_t per_moe = lin.moe_experts + lin.shared_mlp + lin.moe_elementwise +
+                               lin.dequant_moe + lin.moe_reduce + lin.dispatch + lin.combine;
+  const std::int64_t per_full = attn_prefill_full + attn_decode_full;
+  const std::int64_t per_window = attn_prefill_window + attn_decode_window;
   const Duration host = chip_.efficiency.iteration_overhead +
                         chip_.efficiency.sequence_overhead * sequences;
-  const std::int64_t lm_head =
-      b.logits > 0 ? to_ps(seconds(lm_head_, static_cast<double>(b.logits))) : 0;
+  const std::int64_t lm_head = b.logits > 0 ? to_ps(cm.seconds(lm_head_.at(x))) : 0;
+  const double chip_tokens = models::tokens_per_chip(plan_, static_cast<double>(b.tokens));
 
   c.fill(0);
-  std::int64_t layers = 0;
+  StageLayers total;
   for (int s = 0; s < plan_.pp; ++s) {
-    const std::int64_t l = stage_layers_[static_cast<std::size_t>(s)];
-    layers += l;
-    std::int64_t t = l * per_layer;
+    const StageLayers& l = stage_layers_[static_cast<std::size_t>(s)];
+    total.layers += l.layers;
+    total.dense += l.dense;
+    total.moe += l.moe;
+    total.full += l.full;
+    total.window += l.window;
+    std::int64_t t = l.layers * per_layer + l.dense * per_dense + l.moe * per_moe +
+                     l.full * per_full + l.window * per_window;
     if (s == 0) {
       // Host work precedes the first stage; the vocabulary-parallel embedding ends in one more
       // all-reduce.
-      t += host.ps() + lin.all_reduce;
+      t += host.ps() + lin.embedding_reduce;
       c[idx(OpKind::kScheduling)] += host.ps();
-      c[idx(OpKind::kTpAllReduce)] += lin.all_reduce;
+      c[idx(OpKind::kTpAllReduce)] += lin.embedding_reduce;
     }
     if (s == plan_.pp - 1) {
       t += lm_head;
       c[idx(OpKind::kLmHead)] += lm_head;
     } else {
       const auto hop = static_cast<std::size_t>(s);
-      const std::int64_t send = b.tokens > 0 ? to_ps(send_alpha_s_[hop] + send_s_per_token_[hop] *
-                                                                           static_cast<double>(b.tokens))
-                                             : 0;
+      const std::int64_t send =
+          b.tokens > 0 ? to_ps(send_alpha_s_[hop] + send_s_per_token_[hop] * chip_tokens) : 0;
       t += send;
       c[idx(OpKind::kPpSend)] += send;
     }
     stage_ps[s] = t;
   }
-  c[idx(OpKind::kGemmQkv)] += layers * lin.qkv;
-  c[idx(OpKind::kGemmOut)] += layers * lin.out;
-  c[idx(OpKind::kGemmMlp)] += layers * lin.mlp;
-  c[idx(OpKind::kElementwise)] += layers * lin.elementwise;
-  c[idx(OpKind::kTpAllReduce)] += layers * 2 * lin.all_reduce;
-  c[idx(OpKind::kAttentionPrefill)] += layers * attn_prefill;
-  c[idx(OpKind::kAttentionDecode)] += layers * attn_decode;
+  c[idx(OpKind::kGemmQkv)] += total.layers * (lin.qkv + up_projection);
+  c[idx(OpKind::kGemmOut)] += total.layers * (lin.out + absorb);
+  c[idx(OpKind::kGemmMlp)] += total.dense * lin.dense_mlp + total.moe * lin.shared_mlp;
+  c[idx(OpKind::kMoeExperts)] += total.moe * lin.moe_experts;
+  c[idx(OpKind::kElementwise)] += total.dense * lin.dense_elementwise + total.moe * lin.moe_elementwise;
+  c[idx(OpKind::kDequantize)] += total.layers * lin.dequant_attention + total.dense * lin.dequant_dense +
+                                 total.moe * lin.dequant_moe;
+  c[idx(OpKind::kTpAllReduce)] += total.layers * lin.attention_reduce + total.dense * lin.dense_reduce +
+                                  total.moe * lin.moe_reduce;
+  c[idx(OpKind::kEpDispatch)] += total.moe * lin.dispatch;
+  c[idx(OpKind::kEpCombine)] += total.moe * lin.combine;
+  c[idx(OpKind::kCpExchange)] += total.layers * cp;
+  c[idx(OpKind::kIndexer)] += total.layers * indexer;
+  c[idx(OpKind::kAttentionPrefill)] += total.full * attn_prefill_full + total.window * attn_prefill_window;
+  c[idx(OpKind::kAttentionDecode)] += total.full * attn_decode_full + total.window * attn_decode_window;
 }
 
 }  // namespace servesim::cluster

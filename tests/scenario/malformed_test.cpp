@@ -203,8 +203,8 @@ workload:
     output: {distribution: fixed, value: 16}
 )",
             {kFile, 1, 1, "model",
-             "missing required key 'model' (a preset name like 'llama-3.1-8b' or a mapping of the "
-             "model's figures)"});
+             "missing required key 'model' (a preset name like 'llama-3.1-8b', {hf_config: FILE}, "
+             "or a mapping of the model's figures)"});
 }
 
 TEST_CASE("Malformed scenario: a missing workload is reported at the top of the document") {
@@ -589,7 +589,7 @@ workload:
 )",
             {kFile, 1, 17, "model.preset",
              "unknown model preset 'llama-3-8b' (did you mean 'llama-3.1-8b'?); presets: "
-             "llama-3.1-8b, llama-3.1-70b, llama-2-70b"});
+             "llama-3.1-8b, llama-3.1-70b, llama-2-70b, qwen3-32b, qwen3-235b-a22b, deepseek-v3, deepseek-r1, kimi-k2, glm-4.5, glm-4.5-air, glm-5, gpt-oss-120b, qwen2.5-vl-7b"});
 }
 
 TEST_CASE("Malformed scenario: an unknown model preset given by name is reported with the same text") {
@@ -610,7 +610,7 @@ workload:
   // Reported at the name, under the key the user wrote.
   check_all(diagnostics, {{kFile, 1, 8, "model",
                            "unknown model preset 'llama-3-8b' (did you mean 'llama-3.1-8b'?); "
-                           "presets: llama-3.1-8b, llama-3.1-70b, llama-2-70b"}});
+                           "presets: llama-3.1-8b, llama-3.1-70b, llama-2-70b, qwen3-32b, qwen3-235b-a22b, deepseek-v3, deepseek-r1, kimi-k2, glm-4.5, glm-4.5-air, glm-5, gpt-oss-120b, qwen2.5-vl-7b"}});
 }
 
 TEST_CASE("Malformed scenario: an unknown chip preset suggests the closest preset") {
@@ -628,8 +628,7 @@ workload:
     output: {distribution: fixed, value: 16}
 )",
             {kFile, 4, 22, "deployment.pools[0].chip.preset",
-             "unknown chip preset 'h100-smx' (did you mean 'h100-sxm'?); presets: a100-80g, "
-             "h100-sxm, h200-sxm"});
+             "unknown chip preset 'h100-smx' (did you mean 'h100-sxm'?); presets: a100-80g, h100-sxm, h800-sxm, h20, h200-sxm, b200, gb200, ascend-910b, ascend-910c, ascend-910c-die, domestic-64g"});
 }
 
 TEST_CASE("Malformed scenario: an unknown chip preset far from any preset lists the presets") {
@@ -637,7 +636,7 @@ TEST_CASE("Malformed scenario: an unknown chip preset far from any preset lists 
 model: llama-3.1-8b
 deployment:
   pools:
-    - chip: b200
+    - chip: mi300x
       instances: 1
 workload:
   requests: 10
@@ -648,7 +647,7 @@ workload:
 )");
   INFO("diagnostics:\n" << listing(diagnostics));
   check_all(diagnostics, {{kFile, 4, 13, "deployment.pools[0].chip",
-                           "unknown chip preset 'b200'; presets: a100-80g, h100-sxm, h200-sxm"}});
+                           "unknown chip preset 'mi300x'; presets: a100-80g, h100-sxm, h800-sxm, h20, h200-sxm, b200, gb200, ascend-910b, ascend-910c, ascend-910c-die, domestic-64g"}});
 }
 
 TEST_CASE("Malformed scenario: an unknown scheduler policy suggests the closest policy") {
@@ -757,7 +756,8 @@ workload:
              "llama-3.1-70b does not fit on a100-80g with tp=1, pp=1: each chip needs 131.4 GiB of "
              "weights + 0.2 GiB of activations + 1.0 GiB reserved = 132.7 GiB before any KV cache, "
              "but has 72.0 GiB usable (80.0 GiB x memory_utilization 0.9): short by 60.7 GiB; the "
-             "biggest consumer is weights (more tensor or pipeline parallelism would split them)"});
+             "biggest consumer is weights (more tensor or pipeline parallelism would split them, a "
+             "smaller weight format (model.formats) would shrink them)"});
 }
 
 TEST_CASE("Malformed scenario: a max_model_len above what the KV cache holds is rejected") {
@@ -784,7 +784,9 @@ workload:
              "the KV cache of each instance admits at most 31,376 tokens (4.8 GiB of KV memory per "
              "chip at 163,840 bytes per token, less the admission watermark), fewer than "
              "max_model_len 65,536: the longest request could never run; set max_model_len to at "
-             "most 31,376 or give the KV cache more room (more chips per instance, a bigger chip)"});
+             "most 31,376 or give the KV cache more room (more chips per instance, context "
+             "parallelism (parallel.cp) to split each request over more chips, a bigger chip, a "
+             "smaller KV format)"});
 }
 
 TEST_CASE("Malformed scenario: a max_model_len above the model's context is rejected") {
@@ -1040,8 +1042,8 @@ TEST_CASE("Malformed scenario: a top-level list is not a scenario") {
 TEST_CASE("Malformed scenario: an empty document reports every required section") {
   check_all(diagnostics_of(""),
             {{kFile, 1, 1, "model",
-              "missing required key 'model' (a preset name like 'llama-3.1-8b' or a mapping of the "
-              "model's figures)"},
+              "missing required key 'model' (a preset name like 'llama-3.1-8b', {hf_config: FILE}, "
+              "or a mapping of the model's figures)"},
              {kFile, 1, 1, "deployment",
               "missing required key 'deployment' (the pools of instances that serve the model)"},
              {kFile, 1, 1, "workload",
@@ -1256,8 +1258,7 @@ workload:
     output: {distribution: fixed, value: 16}
 )"),
             {{kFile, 4, 13, "deployment.pools[0].chip",
-              "unknown chip preset 'h100' (did you mean 'h100-sxm'?); presets: a100-80g, "
-              "h100-sxm, h200-sxm"},
+              "unknown chip preset 'h100' (did you mean 'h100-sxm'?); presets: a100-80g, h100-sxm, h800-sxm, h20, h200-sxm, b200, gb200, ascend-910b, ascend-910c, ascend-910c-die, domestic-64g"},
              {kFile, 6, 19, "deployment.pools[0].scheduler.max_batched",
               "unknown key 'max_batched' (did you mean 'max_batched_tokens'?)"}});
 }
