@@ -132,6 +132,14 @@ double RooflineCostModel::seconds(const Operator& op) const {
   return op.kernels * r.overhead_s + std::max(compute_seconds(op), memory_seconds(op));
 }
 
+std::optional<CostModel::LinearForm> RooflineCostModel::linear_form(OpKind kind,
+                                                                   ComputeRate rate) const {
+  const Rates& r = rates_[static_cast<std::size_t>(kind)];
+  if (!r.chip_operator) return LinearForm{};  // costs nothing here
+  if (!r.compute_constant || !r.memory_constant) return std::nullopt;
+  return LinearForm{r.overhead_s, r.s_per_flop[static_cast<std::size_t>(rate)], r.s_per_byte};
+}
+
 TableCostModel::TableCostModel(const ChipSpec& chip, MeasuredTables tables)
     : roofline_(chip), tables_(std::move(tables)) {}
 

@@ -24,6 +24,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string_view>
 #include <variant>
 #include <vector>
@@ -35,9 +36,21 @@ namespace servesim::models {
 
 class CostModel {
  public:
+  // kernels x overhead_s + max(FLOPs x s_per_flop, bytes x s_per_byte).
+  struct LinearForm {
+    double overhead_s = 0, s_per_flop = 0, s_per_byte = 0;
+  };
   virtual ~CostModel() = default;
   virtual double seconds(const Operator& op) const = 0;
   virtual std::string_view name() const = 0;
+  // When this model costs every operator of `kind` at `rate` exactly by a LinearForm, whatever its
+  // size and shape, returns it (callers on a hot path may then evaluate it themselves); nullopt
+  // otherwise.
+  virtual std::optional<LinearForm> linear_form(OpKind kind, ComputeRate rate) const {
+    (void)kind;
+    (void)rate;
+    return std::nullopt;
+  }
 };
 
 class RooflineCostModel final : public CostModel {
@@ -45,6 +58,7 @@ class RooflineCostModel final : public CostModel {
   explicit RooflineCostModel(const ChipSpec& chip);
   double seconds(const Operator& op) const override;
   std::string_view name() const override { return "roofline"; }
+  std::optional<LinearForm> linear_form(OpKind kind, ComputeRate rate) const override;
   // The two sides of the roofline without the kernel overhead (tables, tests).
   double compute_seconds(const Operator& op) const;
   double memory_seconds(const Operator& op) const;

@@ -44,36 +44,6 @@ std::string_view collective_name(Collective c) {
   return "?";
 }
 
-double batch_field(const BatchShape& b, int i) {
-  switch (i) {
-    case 0: return static_cast<double>(b.tokens);
-    case 1: return static_cast<double>(b.logits);
-    case 2: return static_cast<double>(b.decode_seqs);
-    case 3: return static_cast<double>(b.decode_kv_tokens);
-    case 4: return static_cast<double>(b.prefill_tokens);
-    case 5: return b.prefill_pairs;
-    case 6: return static_cast<double>(b.prefill_kv_tokens);
-    case 7: return static_cast<double>(b.prefill_chunks);
-    case 8: return static_cast<double>(b.decode_kv_window);
-    case 9: return b.prefill_pairs_window;
-    case 10: return static_cast<double>(b.prefill_kv_window);
-    case 11: return static_cast<double>(b.decode_kv_topk);
-    case 12: return b.prefill_pairs_topk;
-    case 13: return static_cast<double>(b.prefill_kv_topk);
-    default: return 0;
-  }
-}
-
-std::array<double, kBatchFields> batch_fields(const BatchShape& b) {
-  return {static_cast<double>(b.tokens),           static_cast<double>(b.logits),
-          static_cast<double>(b.decode_seqs),      static_cast<double>(b.decode_kv_tokens),
-          static_cast<double>(b.prefill_tokens),   b.prefill_pairs,
-          static_cast<double>(b.prefill_kv_tokens), static_cast<double>(b.prefill_chunks),
-          static_cast<double>(b.decode_kv_window), b.prefill_pairs_window,
-          static_cast<double>(b.prefill_kv_window), static_cast<double>(b.decode_kv_topk),
-          b.prefill_pairs_topk,                    static_cast<double>(b.prefill_kv_topk)};
-}
-
 void set_batch_field(BatchShape& b, int i, double v) {
   const auto n = static_cast<std::int64_t>(v);
   switch (i) {
@@ -227,10 +197,6 @@ double kv_bytes_per_token_layer_chip(const ModelSpec& m, const ParallelPlan& p) 
 ComputeRate gemm_rate(Format f, const std::array<bool, kComputeRates>& chip_rates) {
   const ComputeRate r = compute_rate(f);
   return chip_rates[static_cast<std::size_t>(r)] ? r : ComputeRate::kBf16;
-}
-
-double tokens_per_chip(const ParallelPlan& p, double tokens) {
-  return tokens / (static_cast<double>(p.dp) * p.cp);
 }
 
 double hidden_state_bytes(const ModelSpec& m, double tokens) {

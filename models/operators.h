@@ -81,9 +81,25 @@ struct BatchShape {
 };
 // BatchShape as a vector of numbers, for deriving affine coefficients (iteration_cost).
 constexpr int kBatchFields = 14;
-double batch_field(const BatchShape& b, int i);
-// All fields at once, in field order (the hot path reads each sum once per iteration).
-std::array<double, kBatchFields> batch_fields(const BatchShape& b);
+inline double batch_field(const BatchShape& b, int i) {
+  switch (i) {
+    case 0: return static_cast<double>(b.tokens);
+    case 1: return static_cast<double>(b.logits);
+    case 2: return static_cast<double>(b.decode_seqs);
+    case 3: return static_cast<double>(b.decode_kv_tokens);
+    case 4: return static_cast<double>(b.prefill_tokens);
+    case 5: return b.prefill_pairs;
+    case 6: return static_cast<double>(b.prefill_kv_tokens);
+    case 7: return static_cast<double>(b.prefill_chunks);
+    case 8: return static_cast<double>(b.decode_kv_window);
+    case 9: return b.prefill_pairs_window;
+    case 10: return static_cast<double>(b.prefill_kv_window);
+    case 11: return static_cast<double>(b.decode_kv_topk);
+    case 12: return b.prefill_pairs_topk;
+    case 13: return static_cast<double>(b.prefill_kv_topk);
+    default: return 0;
+  }
+}
 void set_batch_field(BatchShape& b, int i, double v);
 // Adds one chunk / one decode to the sums (tests and tools; the simulator keeps them in aggregate).
 void add_chunk(BatchShape& b, const ModelSpec& m, std::int64_t cached, std::int64_t new_tokens,
@@ -179,7 +195,9 @@ Operator lm_head_op(const ModelSpec& m, const ParallelPlan& p, double logits);
 // Bytes of one hidden-state tensor of `tokens` tokens (TP all-reduce, pipeline send).
 double hidden_state_bytes(const ModelSpec& m, double tokens);
 // New tokens one chip computes in its attention and dense parts: T / (dp cp).
-double tokens_per_chip(const ParallelPlan& p, double tokens);
+inline double tokens_per_chip(const ParallelPlan& p, double tokens) {
+  return tokens / (static_cast<double>(p.dp) * p.cp);
+}
 
 // The whole per-chip operator list of one pipeline stage for a batch: each operator with the
 // number of times it runs in the iteration (layers of its kind on the stage, or 1).

@@ -12,12 +12,11 @@ std::int64_t to_ps(double seconds) { return static_cast<std::int64_t>(seconds * 
 constexpr std::size_t idx(models::OpKind k) { return static_cast<std::size_t>(k); }
 }  // namespace
 
-models::Operator IterationCostModel::AffineOp::at(
-    const std::array<double, models::kBatchFields>& xs) const {
+models::Operator IterationCostModel::AffineOp::at(const models::BatchShape& b) const {
   models::Operator op = base;
   for (int i = 0; i < n_terms; ++i) {
     const Term& t = terms[static_cast<std::size_t>(i)];
-    const double x = xs[static_cast<std::size_t>(t.field)];
+    const double x = models::batch_field(b, t.field);
     op.flops += t.flops * x;
     op.bytes += t.bytes * x;
     op.m += t.m * x;
@@ -27,22 +26,33 @@ models::Operator IterationCostModel::AffineOp::at(
   return op;
 }
 
-double IterationCostModel::AffineComm::bytes(const std::array<double, models::kBatchFields>& x) const {
+double IterationCostModel::AffineOp::seconds(const models::BatchShape& b, const double* x,
+                                            const models::CostModel& cm) const {
+  if (!linear) return cm.seconds(at(b));
+  const double flops = base.flops + flop_coef[0] * x[flop_field[0]] +
+                       flop_coef[1] * x[flop_field[1]] + flop_coef[2] * x[flop_field[2]];
+  const double bytes = base.bytes + byte_coef[0] * x[byte_field[0]] +
+                       byte_coef[1] * x[byte_field[1]] + byte_coef[2] * x[byte_field[2]];
+  return base.kernels * form.overhead_s + std::max(flops * form.s_per_flop, bytes * form.s_per_byte);
+}
+
+double IterationCostModel::AffineComm::bytes(const models::BatchShape& b) const {
   double v = base.bytes;
   for (int i = 0; i < n_terms; ++i) {
     const auto& [field, c] = terms[static_cast<std::size_t>(i)];
-    v += c * x[static_cast<std::size_t>(field)];
+    v += c * models::batch_field(b, field);
   }
   return v;
 }
 
 template <class MakeOp>
-IterationCostModel::AffineOp IterationCostModel::affine(MakeOp make_op) {
+IterationCostModel::AffineOp IterationCostModel::affine(MakeOp make_op) const {
   // The operators are affine in the batch sums, so evaluating them at the origin and at each unit
   // vector gives the coefficients exactly; only the non-zero ones are kept.
   models::BatchShape zero;
   AffineOp a;
   a.base = make_op(zero);
+  int n_flops = 0, n_bytes = 0;
   for (int f = 0; f < models::kBatchFields; ++f) {
     models::BatchShape unit;
     models::set_batch_field(unit, f, 1.0);
@@ -59,7 +69,25 @@ IterationCostModel::AffineOp IterationCostModel::affine(MakeOp make_op) {
     if (t.flops != 0 || t.bytes != 0 || t.m != 0 || t.batch != 0 || t.context != 0) {
       a.terms[static_cast<std::size_t>(a.n_terms++)] = t;
     }
+    if (t.flops != 0) {
+      if (n_flops < 3) {
+        a.flop_field[static_cast<std::size_t>(n_flops)] = f;
+        a.flop_coef[static_cast<std::size_t>(n_flops)] = t.flops;
+      }
+      ++n_flops;
+    }
+    if (t.bytes != 0) {
+      if (n_bytes < 3) {
+        a.byte_field[static_cast<std::size_t>(n_bytes)] = f;
+        a.byte_coef[static_cast<std::size_t>(n_bytes)] = t.bytes;
+      }
+      ++n_bytes;
+    }
   }
+  // The inline form needs the roofline's linear form and at most three terms of each.
+  const auto form = cost_model_->linear_form(a.base.kind, a.base.rate);
+  a.linear = form.has_value() && n_flops <= 3 && n_bytes <= 3;
+  if (form) a.form = *form;
   return a;
 }
 
@@ -102,6 +130,11 @@ IterationCostModel::IterationCostModel(const models::ModelSpec& model, const mod
     l.full = model.window.enabled() ? c.full() : c.layers;
     l.window = model.window.enabled() ? c.window : 0;
     stage_layers_.push_back(l);
+    total_.layers += l.layers;
+    total_.dense += l.dense;
+    total_.moe += l.moe;
+    total_.full += l.full;
+    total_.window += l.window;
   }
   using models::BatchShape;
   auto ops = [&](const BatchShape& b) { return models::layer_batch_ops(model, plan, b); };
@@ -122,6 +155,7 @@ IterationCostModel::IterationCostModel(const models::ModelSpec& model, const mod
   has_window_ = model.window.enabled();
   has_mla_ = model.attention == models::AttentionKind::kMla;
   has_dsa_ = model.dsa.enabled();
+  emulated_ = model.formats.emulate;
   for (int s = 0; s + 1 < plan.pp; ++s) {
     // p2p time = alpha + bytes / (bandwidth x efficiency), bytes linear in the token count: the
     // times of one and two tokens give both terms.
@@ -171,9 +205,17 @@ void IterationCostModel::cost(const models::BatchShape& b, std::int64_t sequence
   const TokenLinear& lin = linear(b.tokens);
   const models::CostModel& cm = *cost_model_;
   const bool prefill = b.prefill_tokens > 0, decode = b.decode_seqs > 0;
-  const std::array<double, models::kBatchFields> x = models::batch_fields(b);
+  // The sums in field order (models::batch_field), read once.
+  const double x[models::kBatchFields] = {
+      static_cast<double>(b.tokens),           static_cast<double>(b.logits),
+      static_cast<double>(b.decode_seqs),      static_cast<double>(b.decode_kv_tokens),
+      static_cast<double>(b.prefill_tokens),   b.prefill_pairs,
+      static_cast<double>(b.prefill_kv_tokens), static_cast<double>(b.prefill_chunks),
+      static_cast<double>(b.decode_kv_window), b.prefill_pairs_window,
+      static_cast<double>(b.prefill_kv_window), static_cast<double>(b.decode_kv_topk),
+      b.prefill_pairs_topk,                    static_cast<double>(b.prefill_kv_topk)};
   // An operator with nothing to do launches no kernel.
-  auto run = [&](const AffineOp& op) { return to_ps(cm.seconds(op.at(x))); };
+  auto run = [&](const AffineOp& op) { return to_ps(op.seconds(b, x, cm)); };
   const std::int64_t attn_prefill_full = prefill ? run(prefill_full_) : 0;
   const std::int64_t attn_decode_full = decode ? run(decode_full_) : 0;
   std::int64_t attn_prefill_window = 0, attn_decode_window = 0;
@@ -189,8 +231,8 @@ void IterationCostModel::cost(const models::BatchShape& b, std::int64_t sequence
   if (has_dsa_) indexer = (prefill ? run(indexer_prefill_) : 0) + (decode ? run(indexer_decode_) : 0);
   std::int64_t cp = 0;
   if (plan_.cp > 1) {
-    if (prefill) cp += to_ps(comm_.seconds(cp_prefill_.base.collective, cp_span_, cp_prefill_.bytes(x)));
-    if (decode) cp += to_ps(comm_.seconds(cp_decode_.base.collective, cp_span_, cp_decode_.bytes(x)));
+    if (prefill) cp += to_ps(comm_.seconds(cp_prefill_.base.collective, cp_span_, cp_prefill_.bytes(b)));
+    if (decode) cp += to_ps(comm_.seconds(cp_decode_.base.collective, cp_span_, cp_decode_.bytes(b)));
   }
   const std::int64_t per_layer = lin.qkv + lin.out + lin.dequant_attention + lin.attention_reduce +
                                  up_projection + absorb + indexer + cp;
@@ -202,18 +244,12 @@ void IterationCostModel::cost(const models::BatchShape& b, std::int64_t sequence
   const std::int64_t per_window = attn_prefill_window + attn_decode_window;
   const Duration host = chip_.efficiency.iteration_overhead +
                         chip_.efficiency.sequence_overhead * sequences;
-  const std::int64_t lm_head = b.logits > 0 ? to_ps(cm.seconds(lm_head_.at(x))) : 0;
+  const std::int64_t lm_head = b.logits > 0 ? run(lm_head_) : 0;
   const double chip_tokens = models::tokens_per_chip(plan_, static_cast<double>(b.tokens));
 
   c.fill(0);
-  StageLayers total;
   for (int s = 0; s < plan_.pp; ++s) {
     const StageLayers& l = stage_layers_[static_cast<std::size_t>(s)];
-    total.layers += l.layers;
-    total.dense += l.dense;
-    total.moe += l.moe;
-    total.full += l.full;
-    total.window += l.window;
     std::int64_t t = l.layers * per_layer + l.dense * per_dense + l.moe * per_moe +
                      l.full * per_full + l.window * per_window;
     if (s == 0) {
@@ -235,21 +271,32 @@ void IterationCostModel::cost(const models::BatchShape& b, std::int64_t sequence
     }
     stage_ps[s] = t;
   }
-  c[idx(OpKind::kGemmQkv)] += total.layers * (lin.qkv + up_projection);
-  c[idx(OpKind::kGemmOut)] += total.layers * (lin.out + absorb);
-  c[idx(OpKind::kGemmMlp)] += total.dense * lin.dense_mlp + total.moe * lin.shared_mlp;
-  c[idx(OpKind::kMoeExperts)] += total.moe * lin.moe_experts;
-  c[idx(OpKind::kElementwise)] += total.dense * lin.dense_elementwise + total.moe * lin.moe_elementwise;
-  c[idx(OpKind::kDequantize)] += total.layers * lin.dequant_attention + total.dense * lin.dequant_dense +
-                                 total.moe * lin.dequant_moe;
-  c[idx(OpKind::kTpAllReduce)] += total.layers * lin.attention_reduce + total.dense * lin.dense_reduce +
-                                  total.moe * lin.moe_reduce;
-  c[idx(OpKind::kEpDispatch)] += total.moe * lin.dispatch;
-  c[idx(OpKind::kEpCombine)] += total.moe * lin.combine;
-  c[idx(OpKind::kCpExchange)] += total.layers * cp;
-  c[idx(OpKind::kIndexer)] += total.layers * indexer;
-  c[idx(OpKind::kAttentionPrefill)] += total.full * attn_prefill_full + total.window * attn_prefill_window;
-  c[idx(OpKind::kAttentionDecode)] += total.full * attn_decode_full + total.window * attn_decode_window;
+  const StageLayers& n = total_;
+  c[idx(OpKind::kGemmQkv)] += n.layers * (lin.qkv + up_projection);
+  c[idx(OpKind::kGemmOut)] += n.layers * (lin.out + absorb);
+  c[idx(OpKind::kGemmMlp)] += n.dense * lin.dense_mlp;
+  c[idx(OpKind::kElementwise)] += n.dense * lin.dense_elementwise;
+  c[idx(OpKind::kTpAllReduce)] += n.layers * lin.attention_reduce + n.dense * lin.dense_reduce;
+  c[idx(OpKind::kAttentionPrefill)] += n.full * attn_prefill_full;
+  c[idx(OpKind::kAttentionDecode)] += n.full * attn_decode_full;
+  if (n.moe > 0) {
+    c[idx(OpKind::kGemmMlp)] += n.moe * lin.shared_mlp;
+    c[idx(OpKind::kMoeExperts)] += n.moe * lin.moe_experts;
+    c[idx(OpKind::kElementwise)] += n.moe * lin.moe_elementwise;
+    c[idx(OpKind::kTpAllReduce)] += n.moe * lin.moe_reduce;
+    c[idx(OpKind::kEpDispatch)] += n.moe * lin.dispatch;
+    c[idx(OpKind::kEpCombine)] += n.moe * lin.combine;
+  }
+  if (emulated_) {
+    c[idx(OpKind::kDequantize)] += n.layers * lin.dequant_attention + n.dense * lin.dequant_dense +
+                                   n.moe * lin.dequant_moe;
+  }
+  if (has_window_) {
+    c[idx(OpKind::kAttentionPrefill)] += n.window * attn_prefill_window;
+    c[idx(OpKind::kAttentionDecode)] += n.window * attn_decode_window;
+  }
+  c[idx(OpKind::kCpExchange)] += n.layers * cp;
+  c[idx(OpKind::kIndexer)] += n.layers * indexer;
 }
 
 }  // namespace servesim::cluster

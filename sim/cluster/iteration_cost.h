@@ -62,7 +62,9 @@ class IterationCostModel {
   };
   const TokenLinear& linear(std::int64_t tokens);
 
-  // An operator whose FLOPs, bytes and shape are affine in the batch sums.
+  // An operator whose FLOPs, bytes and shape are affine in the batch sums. When the cost model
+  // has a linear form for it (the constant-efficiency roofline), only FLOPs and bytes are
+  // evaluated and the form applied inline; otherwise the whole operator is rebuilt and costed.
   struct AffineOp {
     models::Operator base;  // at the origin
     struct Term {
@@ -71,15 +73,22 @@ class IterationCostModel {
     };
     std::array<Term, models::kBatchFields> terms{};
     int n_terms = 0;
-    models::Operator at(const std::array<double, models::kBatchFields>& x) const;
+    // FLOPs and bytes as base + three terms (unused ones have coefficient 0 on field 0): enough
+    // for every operator of models::LayerBatchOps.
+    std::array<int, 3> flop_field{}, byte_field{};
+    std::array<double, 3> flop_coef{}, byte_coef{};
+    bool linear = false;
+    models::CostModel::LinearForm form;
+    models::Operator at(const models::BatchShape& b) const;
+    double seconds(const models::BatchShape& b, const double* x, const models::CostModel& cm) const;
   };
   template <class MakeOp>
-  static AffineOp affine(MakeOp make_op);
+  AffineOp affine(MakeOp make_op) const;
   struct AffineComm {
     models::CommOp base;
     std::array<std::pair<int, double>, models::kBatchFields> terms{};
     int n_terms = 0;
-    double bytes(const std::array<double, models::kBatchFields>& x) const;
+    double bytes(const models::BatchShape& b) const;
   };
   template <class MakeComm>
   static AffineComm affine_comm(MakeComm make_comm);
@@ -97,6 +106,7 @@ class IterationCostModel {
   std::array<bool, models::kComputeRates> rates_{};
   GroupSpan tp_span_, moe_span_, cp_span_;
   std::vector<StageLayers> stage_layers_;
+  StageLayers total_;  // over all stages
   std::vector<TokenLinear> linear_;  // by token count
   // Batch operators of one layer (models::LayerBatchOps), and the LM head.
   AffineOp prefill_full_, prefill_window_, decode_full_, decode_window_;
@@ -104,7 +114,7 @@ class IterationCostModel {
   AffineOp lm_head_;
   AffineComm cp_prefill_, cp_decode_;
   bool absorb_in_prefill_ = false;  // DSA models absorb prefill queries too
-  bool has_window_ = false, has_mla_ = false, has_dsa_ = false;
+  bool has_window_ = false, has_mla_ = false, has_dsa_ = false, emulated_ = false;
   std::vector<double> send_alpha_s_, send_s_per_token_;  // per pipeline hop
 };
 
