@@ -199,6 +199,11 @@ ComputeRate gemm_rate(Format f, const std::array<bool, kComputeRates>& chip_rate
   return chip_rates[static_cast<std::size_t>(r)] ? r : ComputeRate::kBf16;
 }
 
+Operator gemm_op(OpKind kind, Format f, double tokens, double k, double n,
+                 const std::array<bool, kComputeRates>& chip_rates) {
+  return gemm(kind, gemm_format(f, chip_rates), tokens, k, n);
+}
+
 double hidden_state_bytes(const ModelSpec& m, double tokens) {
   return static_cast<double>(m.activation_bytes) * tokens * m.hidden;
 }
@@ -551,16 +556,22 @@ LayerBatchOps layer_batch_ops(const ModelSpec& m, const ParallelPlan& p, const B
     if (!m.window.enabled()) o.prefill_window.kernels = o.decode_window.kernels = 0;
   }
 
-  // Context parallelism. Prefill (ring attention, Liu et al. 2023): each rank passes its KV shard
-  // of the chunks round the ring, cp - 1 hops. Decode: the queries are all-gathered and the partial
-  // outputs (with their log-sum-exp) exchanged, about (cp - 1) / cp of q + o per query per rank.
+  // Context parallelism. Prefill by ring attention (Liu et al. 2023) in either of two forms
+  // (Yang et al., "Context Parallelism for Scalable Million-Token Inference", 2024): pass-KV, each
+  // rank passes its KV shard of the chunks round the ring (cp - 1 hops); or pass-Q, each rank
+  // passes its queries and gets their partial outputs (with the log-sum-exp) back, the cheaper one
+  // when the chunks are short against their cached context. The iteration takes the smaller.
+  // Decode: the queries are all-gathered and the partial outputs exchanged, about (cp - 1) / cp of
+  // q + o per query per rank.
   const double kv_layer = kv_bytes_per_token_layer_chip(m, p);
   const double cp1 = p.cp - 1.0;
-  o.cp_prefill = comm(OpKind::kCpExchange, Collective::kP2p, Group::kCp,
-                      cp1 * static_cast<double>(b.prefill_kv_tokens) / ranks * kv_layer);
   const double q_dim = m.attention == AttentionKind::kMla
                            ? (m.mla.kv_lora_rank + m.mla.qk_rope_dim) + m.mla.kv_lora_rank + 1.0
                            : 2.0 * m.head_dim + 1.0;
+  o.cp_prefill = comm(OpKind::kCpExchange, Collective::kP2p, Group::kCp,
+                      cp1 * static_cast<double>(b.prefill_kv_tokens) / ranks * kv_layer);
+  o.cp_prefill_q = comm(OpKind::kCpExchange, Collective::kP2p, Group::kCp,
+                        cp1 * prefill_q * hq * q_dim * act);
   o.cp_decode = comm(OpKind::kCpExchange, Collective::kAllToAll, Group::kCp,
                      p.cp > 1 ? cp1 / p.cp * decode_q * hq * q_dim * act : 0.0);
   return o;
@@ -619,7 +630,9 @@ StageOperators stage_operators(const ModelSpec& m, const ParallelPlan& p, const 
   add_comm(t.moe_reduce, c.moe, p.tp);
   add_comm(t.moe_dispatch, c.moe, p.tp * p.dp);
   add_comm(t.moe_combine, c.moe, p.tp * p.dp);
-  if (prefill) add_comm(a.cp_prefill, c.layers, p.cp);
+  if (prefill) {
+    add_comm(a.cp_prefill.bytes <= a.cp_prefill_q.bytes ? a.cp_prefill : a.cp_prefill_q, c.layers, p.cp);
+  }
   if (decode) add_comm(a.cp_decode, c.layers, p.cp);
   const double t_chip = tokens_per_chip(p, static_cast<double>(b.tokens));
   if (stage == 0) {

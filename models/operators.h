@@ -184,7 +184,8 @@ struct LayerBatchOps {
   Operator decode_absorb;          // MLA: W_UK on decode queries and W_UV on their outputs
   Operator indexer_prefill;        // DSA
   Operator indexer_decode;
-  CommOp cp_prefill;               // ring KV passes
+  CommOp cp_prefill;               // ring attention passing KV shards (pass-KV)
+  CommOp cp_prefill_q;             // ring attention passing queries and partial outputs (pass-Q)
   CommOp cp_decode;                // query all-gather and partial-output exchange
 };
 LayerBatchOps layer_batch_ops(const ModelSpec& m, const ParallelPlan& p, const BatchShape& b);
@@ -220,6 +221,10 @@ StageOperators stage_operators(const ModelSpec& m, const ParallelPlan& p, const 
 // The rate a GEMM in format f runs at on a chip with these rates: its own, or bf16 when the chip
 // lacks it (emulation; the caller checks that emulation was asked for).
 ComputeRate gemm_rate(Format f, const std::array<bool, kComputeRates>& chip_rates);
+// One GEMM of `tokens` rows through a k -> n matrix of weights in format f (tools, calibration):
+// 2 tokens k n FLOPs; reads the weights and the input, writes the bf16 output.
+Operator gemm_op(OpKind kind, Format f, double tokens, double k, double n,
+                 const std::array<bool, kComputeRates>& chip_rates);
 
 // Vision encoder operators for a batch of images (each given as its resized patch count), per
 // chip with the encoder split over `tp` chips: patch embedding, per block QKV, attention (window

@@ -147,6 +147,7 @@ IterationCostModel::IterationCostModel(const models::ModelSpec& model, const mod
   indexer_prefill_ = affine([&](const BatchShape& b) { return ops(b).indexer_prefill; });
   indexer_decode_ = affine([&](const BatchShape& b) { return ops(b).indexer_decode; });
   cp_prefill_ = affine_comm([&](const BatchShape& b) { return ops(b).cp_prefill; });
+  cp_prefill_q_ = affine_comm([&](const BatchShape& b) { return ops(b).cp_prefill_q; });
   cp_decode_ = affine_comm([&](const BatchShape& b) { return ops(b).cp_decode; });
   lm_head_ = affine([&](const BatchShape& b) {
     return models::lm_head_op(model, plan, static_cast<double>(b.logits));
@@ -231,7 +232,11 @@ void IterationCostModel::cost(const models::BatchShape& b, std::int64_t sequence
   if (has_dsa_) indexer = (prefill ? run(indexer_prefill_) : 0) + (decode ? run(indexer_decode_) : 0);
   std::int64_t cp = 0;
   if (plan_.cp > 1) {
-    if (prefill) cp += to_ps(comm_.seconds(cp_prefill_.base.collective, cp_span_, cp_prefill_.bytes(b)));
+    if (prefill) {
+      // Pass-KV or pass-Q, whichever moves less.
+      const double kv = cp_prefill_.bytes(b), q = cp_prefill_q_.bytes(b);
+      cp += to_ps(comm_.seconds(models::Collective::kP2p, cp_span_, std::min(kv, q)));
+    }
     if (decode) cp += to_ps(comm_.seconds(cp_decode_.base.collective, cp_span_, cp_decode_.bytes(b)));
   }
   const std::int64_t per_layer = lin.qkv + lin.out + lin.dequant_attention + lin.attention_reduce +

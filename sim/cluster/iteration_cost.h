@@ -112,7 +112,7 @@ class IterationCostModel {
   AffineOp prefill_full_, prefill_window_, decode_full_, decode_window_;
   AffineOp up_projection_, absorb_, indexer_prefill_, indexer_decode_;
   AffineOp lm_head_;
-  AffineComm cp_prefill_, cp_decode_;
+  AffineComm cp_prefill_, cp_prefill_q_, cp_decode_;
   bool absorb_in_prefill_ = false;  // DSA models absorb prefill queries too
   bool has_window_ = false, has_mla_ = false, has_dsa_ = false, emulated_ = false;
   std::vector<double> send_alpha_s_, send_s_per_token_;  // per pipeline hop

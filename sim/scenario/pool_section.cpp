@@ -44,9 +44,9 @@ std::vector<std::string> format_problems(const models::ModelSpec& model, const m
     out.push_back(model.name + "'s " + what + " are " + std::string(models::format_name(f)) +
                   ", which runs at the " + std::string(models::compute_rate_name(r)) + " rate " +
                   chip.name + " does not have (it has " + has + "); serve them in a format it has "
-                  "(model.formats." + key + "), or set model.formats.emulate: true to dequantise "
-                  "them to bf16 before each GEMM (memory at the stored width, compute at the bf16 "
-                  "rate plus the dequantisation pass)");
+                  "(model.formats." + key + "), or set model.formats.emulate: true to run them as "
+                  "weight-only kernels (stored and read at their width, math at the bf16 rate "
+                  "plus the dequantisation work)");
   };
   check("weights", "weights", model.formats.weights);
   if (model.moe.enabled() && model.formats.experts != model.formats.weights) {

@@ -217,6 +217,18 @@ TEST_CASE("Operators: context parallelism passes KV shards round the ring and sp
   CHECK(cp4.cp_prefill.bytes == 3.0 * 250 * 4096);
   CHECK(cp4.cp_prefill.group == Group::kCp);
   CHECK(cp1.cp_prefill.bytes == 0.0);
+  // Pass-Q instead: 250 queries per rank x 32 heads x (128 q + 128 o + 1 lse) x 2 bytes, 3 hops.
+  CHECK(cp4.cp_prefill_q.bytes == 3.0 * 250 * 32 * 257 * 2);
+  // A short chunk after a long cache passes the queries: 64 new tokens after 100,000.
+  BatchShape late;
+  add_chunk(late, m, 100'000, 64, false);
+  const StageOperators s = stage_operators(m, plan(1, 1, 1, 1, 4), MoeLoad(), late, 0,
+                                           rates_of("h100-sxm"));
+  double cp_bytes = 0;
+  for (const auto& c : s.comm) {
+    if (c.op.kind == OpKind::kCpExchange) cp_bytes = c.op.bytes;
+  }
+  CHECK(cp_bytes == 3.0 * 16 * 32 * 257 * 2);  // pass-Q: 16 queries per rank
 }
 
 TEST_CASE("Operators: the stage list names every collective with its group and volume") {
