@@ -587,6 +587,18 @@ Operator lm_head_op(const ModelSpec& m, const ParallelPlan& p, double logits) {
   return op;
 }
 
+MtpDraftOps mtp_draft_ops(const ModelSpec& m, const ParallelPlan& p, const MoeLoad& load,
+                          const BatchShape& b, const std::array<bool, kComputeRates>& rates) {
+  MtpDraftOps d;
+  const double t = tokens_per_chip(p, static_cast<double>(b.tokens));
+  d.eh_proj = gemm(OpKind::kGemmQkv, gemm_format(m.formats.weights, rates), t, 2.0 * m.hidden, m.hidden);
+  d.layer = layer_token_ops(m, p, load, static_cast<double>(b.tokens), rates);
+  d.moe_layer = m.is_moe_layer(m.layers - 1);
+  d.attention = layer_batch_ops(m, p, b);
+  d.lm_head = lm_head_op(m, p, static_cast<double>(b.logits));
+  return d;
+}
+
 StageOperators stage_operators(const ModelSpec& m, const ParallelPlan& p, const MoeLoad& load,
                                const BatchShape& b, int stage,
                                const std::array<bool, kComputeRates>& rates) {

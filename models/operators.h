@@ -200,6 +200,20 @@ inline double tokens_per_chip(const ParallelPlan& p, double tokens) {
   return tokens / (static_cast<double>(p.dp) * p.cp);
 }
 
+// One draft step of an MTP module (DeepSeek-V3 / GLM), per chip, for the batch's tokens: eh_proj
+// (the concatenated embedding and hidden state, 2h -> h, replicated), one decoder layer like the
+// model's last one (its token operators and its attention over the batch) and the shared LM head.
+// The speculative-decoding issue multiplies it by the draft depth and adds the acceptance model.
+struct MtpDraftOps {
+  Operator eh_proj;
+  LayerTokenOps layer;
+  bool moe_layer = false;  // which of layer's MLP operators apply
+  LayerBatchOps attention;
+  Operator lm_head;
+};
+MtpDraftOps mtp_draft_ops(const ModelSpec& m, const ParallelPlan& p, const MoeLoad& load,
+                          const BatchShape& b, const std::array<bool, kComputeRates>& chip_rates);
+
 // The whole per-chip operator list of one pipeline stage for a batch: each operator with the
 // number of times it runs in the iteration (layers of its kind on the stage, or 1).
 struct StageOperators {

@@ -267,3 +267,18 @@ TEST_CASE("Vision: the encoder's FLOPs for one 1280 x 720 image") {
   // windows (4,784 x 64 pairs), 4 x 1280 FLOPs per pair.
   CHECK(attention == doctest::Approx(4.0 * 1280 * (4.0 * 4784.0 * 4784 + 28.0 * 4784 * 64)));
 }
+
+TEST_CASE("Operators: one MTP draft step of DeepSeek-V3 is eh_proj, a MoE layer and the LM head") {
+  const ModelSpec m = *model_preset("deepseek-v3");
+  const ParallelPlan one = plan(1);
+  BatchShape b;
+  add_decode(b, m, 1000);
+  const MtpDraftOps d = mtp_draft_ops(m, one, MoeLoad(m, one, {}), b, rates_of("h200-sxm"));
+  // eh_proj: 2 x 1 token x (2 x 7168) x 7168; the LM head 2 x 7168 x 129,280.
+  CHECK(d.eh_proj.flops == 2.0 * 2 * 7168 * 7168);
+  CHECK(d.lm_head.flops == 2.0 * 7168 * 129280);
+  CHECK(d.moe_layer);
+  // The layer's experts: 8 pairs x 6 x 7168 x 2048 (as any MoE layer's).
+  CHECK(d.layer.moe_experts.flops == doctest::Approx(6.0 * 8 * 7168 * 2048));
+  CHECK(d.attention.decode_full.flops > 0);
+}
