@@ -44,45 +44,24 @@ std::string_view collective_name(Collective c) {
   return "?";
 }
 
-void set_batch_field(BatchShape& b, int i, double v) {
-  const auto n = static_cast<std::int64_t>(v);
-  switch (i) {
-    case 0: b.tokens = n; break;
-    case 1: b.logits = n; break;
-    case 2: b.decode_seqs = n; break;
-    case 3: b.decode_kv_tokens = n; break;
-    case 4: b.prefill_tokens = n; break;
-    case 5: b.prefill_pairs = v; break;
-    case 6: b.prefill_kv_tokens = n; break;
-    case 7: b.prefill_chunks = n; break;
-    case 8: b.decode_kv_window = n; break;
-    case 9: b.prefill_pairs_window = v; break;
-    case 10: b.prefill_kv_window = n; break;
-    case 11: b.decode_kv_topk = n; break;
-    case 12: b.prefill_pairs_topk = v; break;
-    case 13: b.prefill_kv_topk = n; break;
-    default: break;
-  }
-}
-
 void add_chunk(BatchShape& b, const ModelSpec& m, std::int64_t cached, std::int64_t new_tokens,
                bool samples) {
   const std::int64_t kv = cached + new_tokens;
   const double c = static_cast<double>(new_tokens);
-  b.tokens += new_tokens;
-  b.prefill_tokens += new_tokens;
+  b.tokens += c;
+  b.prefill_tokens += c;
   b.prefill_chunks += 1;
   b.prefill_pairs += c * static_cast<double>(kv);
-  b.prefill_kv_tokens += kv;
+  b.prefill_kv_tokens += static_cast<double>(kv);
   if (m.window.enabled()) {
     const std::int64_t w = m.window.window;
     b.prefill_pairs_window += c * static_cast<double>(std::min(kv, w));
-    b.prefill_kv_window += std::min(kv, w + new_tokens);
+    b.prefill_kv_window += static_cast<double>(std::min(kv, w + new_tokens));
   }
   if (m.dsa.enabled()) {
     const std::int64_t k = m.dsa.top_k;
     b.prefill_pairs_topk += c * static_cast<double>(std::min(kv, k));
-    b.prefill_kv_topk += std::min(kv, k + new_tokens);
+    b.prefill_kv_topk += static_cast<double>(std::min(kv, k + new_tokens));
   }
   if (samples) b.logits += 1;
 }
@@ -91,9 +70,13 @@ void add_decode(BatchShape& b, const ModelSpec& m, std::int64_t context) {
   b.tokens += 1;
   b.logits += 1;
   b.decode_seqs += 1;
-  b.decode_kv_tokens += context;
-  if (m.window.enabled()) b.decode_kv_window += std::min<std::int64_t>(context, m.window.window);
-  if (m.dsa.enabled()) b.decode_kv_topk += std::min<std::int64_t>(context, m.dsa.top_k);
+  b.decode_kv_tokens += static_cast<double>(context);
+  if (m.window.enabled()) {
+    b.decode_kv_window += static_cast<double>(std::min<std::int64_t>(context, m.window.window));
+  }
+  if (m.dsa.enabled()) {
+    b.decode_kv_topk += static_cast<double>(std::min<std::int64_t>(context, m.dsa.top_k));
+  }
 }
 
 namespace {

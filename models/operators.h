@@ -60,47 +60,37 @@ bool is_communication(OpKind k);
 enum class Collective : std::uint8_t { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kP2p };
 std::string_view collective_name(Collective c);
 
+// All sums are doubles (integers below 2^53 are exact), so that the hot path reads any of them
+// through one member-pointer table without conversions.
 struct BatchShape {
-  std::int64_t tokens = 0;          // new tokens: decode sequences + prefill chunk tokens
-  std::int64_t logits = 0;          // sequences that sample a token (decodes + finishing prefills)
-  std::int64_t decode_seqs = 0;
-  std::int64_t decode_kv_tokens = 0;   // sum of decode context lengths, new token included
-  std::int64_t prefill_tokens = 0;
-  double prefill_pairs = 0;            // sum over chunks of c (p + c): q-k pairs the kernel computes
-  std::int64_t prefill_kv_tokens = 0;  // sum over chunks of p + c: keys/values each chunk reads
-  std::int64_t prefill_chunks = 0;
+  double tokens = 0;           // new tokens: decode sequences + prefill chunk tokens
+  double logits = 0;           // sequences that sample a token (decodes + finishing prefills)
+  double decode_seqs = 0;
+  double decode_kv_tokens = 0; // sum of decode context lengths, new token included
+  double prefill_tokens = 0;
+  double prefill_pairs = 0;    // sum over chunks of c (p + c): q-k pairs the kernel computes
+  double prefill_kv_tokens = 0;  // sum over chunks of p + c: keys/values each chunk reads
+  double prefill_chunks = 0;
   // Capped sums for sliding-window layers (cap W = the window) and DSA (cap K = top_k); zero when
   // the model has neither. Decodes: sum of min(context, cap). Chunks: pairs c min(p + c, cap),
   // keys read min(p + c, cap + c).
-  std::int64_t decode_kv_window = 0;
+  double decode_kv_window = 0;
   double prefill_pairs_window = 0;
-  std::int64_t prefill_kv_window = 0;
-  std::int64_t decode_kv_topk = 0;
+  double prefill_kv_window = 0;
+  double decode_kv_topk = 0;
   double prefill_pairs_topk = 0;
-  std::int64_t prefill_kv_topk = 0;
+  double prefill_kv_topk = 0;
 };
 // BatchShape as a vector of numbers, for deriving affine coefficients (iteration_cost).
 constexpr int kBatchFields = 14;
-inline double batch_field(const BatchShape& b, int i) {
-  switch (i) {
-    case 0: return static_cast<double>(b.tokens);
-    case 1: return static_cast<double>(b.logits);
-    case 2: return static_cast<double>(b.decode_seqs);
-    case 3: return static_cast<double>(b.decode_kv_tokens);
-    case 4: return static_cast<double>(b.prefill_tokens);
-    case 5: return b.prefill_pairs;
-    case 6: return static_cast<double>(b.prefill_kv_tokens);
-    case 7: return static_cast<double>(b.prefill_chunks);
-    case 8: return static_cast<double>(b.decode_kv_window);
-    case 9: return b.prefill_pairs_window;
-    case 10: return static_cast<double>(b.prefill_kv_window);
-    case 11: return static_cast<double>(b.decode_kv_topk);
-    case 12: return b.prefill_pairs_topk;
-    case 13: return static_cast<double>(b.prefill_kv_topk);
-    default: return 0;
-  }
-}
-void set_batch_field(BatchShape& b, int i, double v);
+inline constexpr double BatchShape::* kBatchFieldMembers[kBatchFields] = {
+    &BatchShape::tokens,           &BatchShape::logits,           &BatchShape::decode_seqs,
+    &BatchShape::decode_kv_tokens, &BatchShape::prefill_tokens,   &BatchShape::prefill_pairs,
+    &BatchShape::prefill_kv_tokens, &BatchShape::prefill_chunks,  &BatchShape::decode_kv_window,
+    &BatchShape::prefill_pairs_window, &BatchShape::prefill_kv_window, &BatchShape::decode_kv_topk,
+    &BatchShape::prefill_pairs_topk, &BatchShape::prefill_kv_topk};
+inline double batch_field(const BatchShape& b, int i) { return b.*kBatchFieldMembers[i]; }
+inline void set_batch_field(BatchShape& b, int i, double v) { b.*kBatchFieldMembers[i] = v; }
 // Adds one chunk / one decode to the sums (tests and tools; the simulator keeps them in aggregate).
 void add_chunk(BatchShape& b, const ModelSpec& m, std::int64_t cached, std::int64_t new_tokens,
                bool samples);

@@ -43,7 +43,7 @@ Lane::Lane(SlabVector<RequestState>* requests, std::int64_t total_blocks,
            std::int64_t block_tokens, std::int64_t watermark_blocks, std::int64_t max_running,
            std::int64_t window, std::int64_t top_k)
     : requests_(requests), max_running_(max_running), window_sum_(window), topk_sum_(top_k),
-      window_(window), top_k_(top_k),
+      window_(window), top_k_(top_k), capped_(window > 0 || top_k > 0),
       phase_count_(static_cast<std::size_t>(block_tokens), 0), total_blocks_(total_blocks),
       block_tokens_(static_cast<std::uint64_t>(block_tokens)), watermark_blocks_(watermark_blocks) {}
 
@@ -143,34 +143,38 @@ void Lane::leave_decode_set(RequestState& s) {
 
 models::BatchShape Lane::shape(const Batch& batch) const {
   models::BatchShape b;
-  b.decode_seqs = batch.decodes;
-  b.decode_kv_tokens = batch.decodes > 0 ? static_cast<std::int64_t>(decode_ctx_) + batch.decodes : 0;
-  b.prefill_tokens = batch.prefill_tokens;
-  b.tokens = batch.decodes + batch.prefill_tokens;
-  b.logits = batch.decodes;
-  b.prefill_chunks = static_cast<std::int64_t>(batch.chunks.size());
-  if (batch.decodes > 0) {
-    b.decode_kv_window = window_sum_.attended();
-    b.decode_kv_topk = topk_sum_.attended();
+  const auto decodes = static_cast<double>(batch.decodes);
+  b.decode_seqs = decodes;
+  b.decode_kv_tokens = batch.decodes > 0 ? static_cast<double>(decode_ctx_) + decodes : 0.0;
+  b.prefill_tokens = static_cast<double>(batch.prefill_tokens);
+  b.tokens = decodes + b.prefill_tokens;
+  b.prefill_chunks = static_cast<double>(batch.chunks.size());
+  std::int64_t logits = batch.decodes;
+  if (batch.decodes > 0 && capped_) {
+    b.decode_kv_window = static_cast<double>(window_sum_.attended());
+    b.decode_kv_topk = static_cast<double>(topk_sum_.attended());
   }
+  std::int64_t kv_tokens = 0;
   for (const Chunk& c : batch.chunks) {
     const RequestState& s = req(c.request);
     const double p = s.prefilled, n = c.tokens;
     b.prefill_pairs += n * (p + n);
     const std::int64_t kv = s.prefilled + c.tokens;
-    b.prefill_kv_tokens += kv;
-    if (window_sum_.enabled()) {
-      const std::int64_t w = window_;
-      b.prefill_pairs_window += n * static_cast<double>(std::min(kv, w));
-      b.prefill_kv_window += std::min<std::int64_t>(kv, w + c.tokens);
+    kv_tokens += kv;
+    if (capped_) {
+      if (window_sum_.enabled()) {
+        b.prefill_pairs_window += n * static_cast<double>(std::min(kv, window_));
+        b.prefill_kv_window += static_cast<double>(std::min<std::int64_t>(kv, window_ + c.tokens));
+      }
+      if (topk_sum_.enabled()) {
+        b.prefill_pairs_topk += n * static_cast<double>(std::min(kv, top_k_));
+        b.prefill_kv_topk += static_cast<double>(std::min<std::int64_t>(kv, top_k_ + c.tokens));
+      }
     }
-    if (topk_sum_.enabled()) {
-      const std::int64_t k = top_k_;
-      b.prefill_pairs_topk += n * static_cast<double>(std::min(kv, k));
-      b.prefill_kv_topk += std::min<std::int64_t>(kv, k + c.tokens);
-    }
-    if (s.prefilled + c.tokens == s.prefill_target) ++b.logits;
+    if (s.prefilled + c.tokens == s.prefill_target) ++logits;
   }
+  b.prefill_kv_tokens = static_cast<double>(kv_tokens);
+  b.logits = static_cast<double>(logits);
   return b;
 }
 

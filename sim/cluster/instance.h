@@ -182,6 +182,7 @@ class Lane {
   std::uint64_t decode_ctx_ = 0;  // sum of KV tokens of decoding requests
   CappedContextSum window_sum_, topk_sum_;
   std::int64_t window_ = 0, top_k_ = 0;
+  bool capped_ = false;  // either sum enabled
   std::uint64_t step_ = 0;        // decode steps executed
   std::vector<std::uint32_t> phase_count_;
   std::priority_queue<Finishing, std::vector<Finishing>, std::greater<>> finishing_;

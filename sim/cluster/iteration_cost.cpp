@@ -26,13 +26,16 @@ models::Operator IterationCostModel::AffineOp::at(const models::BatchShape& b) c
   return op;
 }
 
-double IterationCostModel::AffineOp::seconds(const models::BatchShape& b, const double* x,
+double IterationCostModel::AffineOp::seconds(const models::BatchShape& b,
                                             const models::CostModel& cm) const {
   if (!linear) return cm.seconds(at(b));
-  const double flops = base.flops + flop_coef[0] * x[flop_field[0]] +
-                       flop_coef[1] * x[flop_field[1]] + flop_coef[2] * x[flop_field[2]];
-  const double bytes = base.bytes + byte_coef[0] * x[byte_field[0]] +
-                       byte_coef[1] * x[byte_field[1]] + byte_coef[2] * x[byte_field[2]];
+  using models::batch_field;
+  const double flops = base.flops + flop_coef[0] * batch_field(b, flop_field[0]) +
+                       flop_coef[1] * batch_field(b, flop_field[1]) +
+                       flop_coef[2] * batch_field(b, flop_field[2]);
+  const double bytes = base.bytes + byte_coef[0] * batch_field(b, byte_field[0]) +
+                       byte_coef[1] * batch_field(b, byte_field[1]) +
+                       byte_coef[2] * batch_field(b, byte_field[2]);
   return base.kernels * form.overhead_s + std::max(flops * form.s_per_flop, bytes * form.s_per_byte);
 }
 
@@ -174,49 +177,48 @@ const IterationCostModel::TokenLinear& IterationCostModel::linear(std::int64_t t
   SERVESIM_CHECK_MSG(tokens >= 0 && static_cast<std::size_t>(tokens) < linear_.size(),
                      "batch of " + std::to_string(tokens) + " tokens exceeds the token budget");
   TokenLinear& e = linear_[static_cast<std::size_t>(tokens)];
-  if (e.qkv >= 0) return e;
+  if (e.per_layer >= 0) return e;
   const models::LayerTokenOps o =
       models::layer_token_ops(model_, plan_, load_, static_cast<double>(tokens), rates_);
   const models::CostModel& cm = *cost_model_;
+  auto ps = [&](const models::Operator& op) { return to_ps(cm.seconds(op)); };
   auto comm = [&](const models::CommOp& c, const GroupSpan& span) {
     return to_ps(comm_.seconds(c.collective, span, c.bytes));
   };
-  e.qkv = to_ps(cm.seconds(o.qkv));
-  e.out = to_ps(cm.seconds(o.out));
-  e.dequant_attention = to_ps(cm.seconds(o.dequant_attention));
-  e.attention_reduce = comm(o.attention_reduce, tp_span_);
-  e.dense_mlp = to_ps(cm.seconds(o.dense_mlp));
-  e.dense_elementwise = to_ps(cm.seconds(o.dense_elementwise));
-  e.dequant_dense = to_ps(cm.seconds(o.dequant_dense));
-  e.dense_reduce = comm(o.dense_reduce, tp_span_);
-  e.moe_experts = to_ps(cm.seconds(o.router)) + to_ps(cm.seconds(o.moe_experts));
-  e.shared_mlp = to_ps(cm.seconds(o.shared_mlp));
-  e.moe_elementwise = to_ps(cm.seconds(o.moe_elementwise));
-  e.dequant_moe = to_ps(cm.seconds(o.dequant_moe));
-  e.moe_reduce = comm(o.moe_reduce, tp_span_);
-  e.dispatch = comm(o.moe_dispatch, moe_span_);
-  e.combine = comm(o.moe_combine, moe_span_);
-  e.embedding_reduce = e.attention_reduce;  // the same hidden-state all-reduce
+  const std::int64_t qkv = ps(o.qkv), out = ps(o.out), dq_attention = ps(o.dequant_attention);
+  const std::int64_t attention_reduce = comm(o.attention_reduce, tp_span_);
+  const std::int64_t dense_mlp = ps(o.dense_mlp), dense_ew = ps(o.dense_elementwise);
+  const std::int64_t dq_dense = ps(o.dequant_dense), dense_reduce = comm(o.dense_reduce, tp_span_);
+  const std::int64_t experts = ps(o.router) + ps(o.moe_experts), shared = ps(o.shared_mlp);
+  const std::int64_t moe_ew = ps(o.moe_elementwise), dq_moe = ps(o.dequant_moe);
+  const std::int64_t moe_reduce = comm(o.moe_reduce, tp_span_);
+  const std::int64_t dispatch = comm(o.moe_dispatch, moe_span_), combine = comm(o.moe_combine, moe_span_);
+  e.per_layer = qkv + out + dq_attention + attention_reduce;
+  e.per_dense = dense_mlp + dense_ew + dq_dense + dense_reduce;
+  e.per_moe = experts + shared + moe_ew + dq_moe + moe_reduce + dispatch + combine;
+  e.embedding_reduce = attention_reduce;  // the same hidden-state all-reduce
+  const StageLayers& n = total_;
+  e.qkv = n.layers * qkv;
+  e.out = n.layers * out;
+  e.mlp = n.dense * dense_mlp + n.moe * shared;
+  e.moe = n.moe * experts;
+  e.elementwise = n.dense * dense_ew + n.moe * moe_ew;
+  e.dequantize = n.layers * dq_attention + n.dense * dq_dense + n.moe * dq_moe;
+  e.all_reduce = n.layers * attention_reduce + n.dense * dense_reduce + n.moe * moe_reduce +
+                 e.embedding_reduce;
+  e.dispatch = n.moe * dispatch;
+  e.combine = n.moe * combine;
   return e;
 }
 
 void IterationCostModel::cost(const models::BatchShape& b, std::int64_t sequences,
                               std::int64_t* stage_ps, ComponentTimes& c) {
   using models::OpKind;
-  const TokenLinear& lin = linear(b.tokens);
+  const TokenLinear& lin = linear(static_cast<std::int64_t>(b.tokens));
   const models::CostModel& cm = *cost_model_;
   const bool prefill = b.prefill_tokens > 0, decode = b.decode_seqs > 0;
-  // The sums in field order (models::batch_field), read once.
-  const double x[models::kBatchFields] = {
-      static_cast<double>(b.tokens),           static_cast<double>(b.logits),
-      static_cast<double>(b.decode_seqs),      static_cast<double>(b.decode_kv_tokens),
-      static_cast<double>(b.prefill_tokens),   b.prefill_pairs,
-      static_cast<double>(b.prefill_kv_tokens), static_cast<double>(b.prefill_chunks),
-      static_cast<double>(b.decode_kv_window), b.prefill_pairs_window,
-      static_cast<double>(b.prefill_kv_window), static_cast<double>(b.decode_kv_topk),
-      b.prefill_pairs_topk,                    static_cast<double>(b.prefill_kv_topk)};
   // An operator with nothing to do launches no kernel.
-  auto run = [&](const AffineOp& op) { return to_ps(op.seconds(b, x, cm)); };
+  auto run = [&](const AffineOp& op) { return to_ps(op.seconds(b, cm)); };
   const std::int64_t attn_prefill_full = prefill ? run(prefill_full_) : 0;
   const std::int64_t attn_decode_full = decode ? run(decode_full_) : 0;
   std::int64_t attn_prefill_window = 0, attn_decode_window = 0;
@@ -239,69 +241,51 @@ void IterationCostModel::cost(const models::BatchShape& b, std::int64_t sequence
     }
     if (decode) cp += to_ps(comm_.seconds(cp_decode_.base.collective, cp_span_, cp_decode_.bytes(b)));
   }
-  const std::int64_t per_layer = lin.qkv + lin.out + lin.dequant_attention + lin.attention_reduce +
-                                 up_projection + absorb + indexer + cp;
-  const std::int64_t per_dense = lin.dense_mlp + lin.dense_elementwise + lin.dequant_dense +
-                                 lin.dense_reduce;
-  const std::int64_t per_moe = lin.moe_experts + lin.shared_mlp + lin.moe_elementwise +
-                               lin.dequant_moe + lin.moe_reduce + lin.dispatch + lin.combine;
+  const std::int64_t per_layer = lin.per_layer + up_projection + absorb + indexer + cp;
   const std::int64_t per_full = attn_prefill_full + attn_decode_full;
   const std::int64_t per_window = attn_prefill_window + attn_decode_window;
   const Duration host = chip_.efficiency.iteration_overhead +
                         chip_.efficiency.sequence_overhead * sequences;
   const std::int64_t lm_head = b.logits > 0 ? run(lm_head_) : 0;
-  const double chip_tokens = models::tokens_per_chip(plan_, static_cast<double>(b.tokens));
+  const double chip_tokens = models::tokens_per_chip(plan_, b.tokens);
 
   c.fill(0);
+  std::int64_t sends = 0;
   for (int s = 0; s < plan_.pp; ++s) {
     const StageLayers& l = stage_layers_[static_cast<std::size_t>(s)];
-    std::int64_t t = l.layers * per_layer + l.dense * per_dense + l.moe * per_moe +
+    std::int64_t t = l.layers * per_layer + l.dense * lin.per_dense + l.moe * lin.per_moe +
                      l.full * per_full + l.window * per_window;
-    if (s == 0) {
-      // Host work precedes the first stage; the vocabulary-parallel embedding ends in one more
-      // all-reduce.
-      t += host.ps() + lin.embedding_reduce;
-      c[idx(OpKind::kScheduling)] += host.ps();
-      c[idx(OpKind::kTpAllReduce)] += lin.embedding_reduce;
-    }
+    // Host work precedes the first stage; the vocabulary-parallel embedding ends in one more
+    // all-reduce. The last stage runs the LM head; the others send activations on.
+    if (s == 0) t += host.ps() + lin.embedding_reduce;
     if (s == plan_.pp - 1) {
       t += lm_head;
-      c[idx(OpKind::kLmHead)] += lm_head;
     } else {
       const auto hop = static_cast<std::size_t>(s);
       const std::int64_t send =
           b.tokens > 0 ? to_ps(send_alpha_s_[hop] + send_s_per_token_[hop] * chip_tokens) : 0;
       t += send;
-      c[idx(OpKind::kPpSend)] += send;
+      sends += send;
     }
     stage_ps[s] = t;
   }
   const StageLayers& n = total_;
-  c[idx(OpKind::kGemmQkv)] += n.layers * (lin.qkv + up_projection);
-  c[idx(OpKind::kGemmOut)] += n.layers * (lin.out + absorb);
-  c[idx(OpKind::kGemmMlp)] += n.dense * lin.dense_mlp;
-  c[idx(OpKind::kElementwise)] += n.dense * lin.dense_elementwise;
-  c[idx(OpKind::kTpAllReduce)] += n.layers * lin.attention_reduce + n.dense * lin.dense_reduce;
-  c[idx(OpKind::kAttentionPrefill)] += n.full * attn_prefill_full;
-  c[idx(OpKind::kAttentionDecode)] += n.full * attn_decode_full;
-  if (n.moe > 0) {
-    c[idx(OpKind::kGemmMlp)] += n.moe * lin.shared_mlp;
-    c[idx(OpKind::kMoeExperts)] += n.moe * lin.moe_experts;
-    c[idx(OpKind::kElementwise)] += n.moe * lin.moe_elementwise;
-    c[idx(OpKind::kTpAllReduce)] += n.moe * lin.moe_reduce;
-    c[idx(OpKind::kEpDispatch)] += n.moe * lin.dispatch;
-    c[idx(OpKind::kEpCombine)] += n.moe * lin.combine;
-  }
-  if (emulated_) {
-    c[idx(OpKind::kDequantize)] += n.layers * lin.dequant_attention + n.dense * lin.dequant_dense +
-                                   n.moe * lin.dequant_moe;
-  }
-  if (has_window_) {
-    c[idx(OpKind::kAttentionPrefill)] += n.window * attn_prefill_window;
-    c[idx(OpKind::kAttentionDecode)] += n.window * attn_decode_window;
-  }
-  c[idx(OpKind::kCpExchange)] += n.layers * cp;
-  c[idx(OpKind::kIndexer)] += n.layers * indexer;
+  c[idx(OpKind::kScheduling)] = host.ps();
+  c[idx(OpKind::kLmHead)] = lm_head;
+  c[idx(OpKind::kPpSend)] = sends;
+  c[idx(OpKind::kGemmQkv)] = lin.qkv + n.layers * up_projection;
+  c[idx(OpKind::kGemmOut)] = lin.out + n.layers * absorb;
+  c[idx(OpKind::kGemmMlp)] = lin.mlp;
+  c[idx(OpKind::kMoeExperts)] = lin.moe;
+  c[idx(OpKind::kElementwise)] = lin.elementwise;
+  c[idx(OpKind::kDequantize)] = lin.dequantize;
+  c[idx(OpKind::kTpAllReduce)] = lin.all_reduce;
+  c[idx(OpKind::kEpDispatch)] = lin.dispatch;
+  c[idx(OpKind::kEpCombine)] = lin.combine;
+  c[idx(OpKind::kCpExchange)] = n.layers * cp;
+  c[idx(OpKind::kIndexer)] = n.layers * indexer;
+  c[idx(OpKind::kAttentionPrefill)] = n.full * attn_prefill_full + n.window * attn_prefill_window;
+  c[idx(OpKind::kAttentionDecode)] = n.full * attn_decode_full + n.window * attn_decode_window;
 }
 
 }  // namespace servesim::cluster

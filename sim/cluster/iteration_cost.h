@@ -52,13 +52,17 @@ class IterationCostModel {
   const models::CostModel& cost_model() const { return *cost_model_; }
 
  private:
-  // Per layer of each kind, picoseconds, for one token count; qkv < 0 marks "not computed yet".
+  // For one token count, picoseconds: the token operators per layer of each kind, and their
+  // totals over all layers by component (what every iteration of that size starts from).
+  // per_layer < 0 marks "not computed yet".
   struct TokenLinear {
-    std::int64_t qkv = -1, out = 0, dequant_attention = 0, attention_reduce = 0;
-    std::int64_t dense_mlp = 0, dense_elementwise = 0, dequant_dense = 0, dense_reduce = 0;
-    std::int64_t moe_experts = 0, shared_mlp = 0, moe_elementwise = 0, dequant_moe = 0;
-    std::int64_t moe_reduce = 0, dispatch = 0, combine = 0;
+    std::int64_t per_layer = -1;  // attention projections, dequantisation, attention all-reduce
+    std::int64_t per_dense = 0;   // dense MLP, elementwise, dequantisation, MLP all-reduce
+    std::int64_t per_moe = 0;     // router and experts, shared experts, elementwise, collectives
     std::int64_t embedding_reduce = 0;  // once, on the first stage
+    // Totals over every layer of the instance, by component.
+    std::int64_t qkv = 0, out = 0, mlp = 0, moe = 0, elementwise = 0, dequantize = 0;
+    std::int64_t all_reduce = 0, dispatch = 0, combine = 0;
   };
   const TokenLinear& linear(std::int64_t tokens);
 
@@ -80,7 +84,7 @@ class IterationCostModel {
     bool linear = false;
     models::CostModel::LinearForm form;
     models::Operator at(const models::BatchShape& b) const;
-    double seconds(const models::BatchShape& b, const double* x, const models::CostModel& cm) const;
+    double seconds(const models::BatchShape& b, const models::CostModel& cm) const;
   };
   template <class MakeOp>
   AffineOp affine(MakeOp make_op) const;

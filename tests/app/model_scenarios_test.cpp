@@ -10,6 +10,7 @@
 
 #include "models/model_spec.h"
 #include "sim/cli/app.h"
+#include "sim/scenario/scenario.h"
 
 using namespace servesim;
 
@@ -53,4 +54,16 @@ TEST_CASE("Model scenarios: the breakdown names the components each architecture
   CHECK(share("deepseek-r1.yaml", "ep_dispatch") == 0);  // TP8: one all-reduce instead
   CHECK(share("glm-5.yaml", "dsa_indexer") > 0);
   CHECK(share("llama-3.1-8b.yaml", "moe_experts") == 0);
+}
+
+TEST_CASE("Model scenarios: each resolved scenario, loaded again, resolves to itself") {
+  const std::filesystem::path dir = std::filesystem::path(SERVESIM_SOURCE_DIR) / "scenarios/models";
+  for (const auto name : models::model_preset_names()) {
+    CAPTURE(name);
+    const auto first = scenario::load_scenario_file((dir / (std::string(name) + ".yaml")).string());
+    const auto second = scenario::load_scenario_text(first.resolved.dump(), "resolved.json",
+                                                     dir.string());
+    CHECK(second.resolved == first.resolved);
+    CHECK(second.config.model.total_params() == first.config.model.total_params());
+  }
 }

@@ -18,6 +18,16 @@ namespace {
 
 const std::string kDir = std::string(SERVESIM_SOURCE_DIR) + "/tests/scenario";
 
+// The workload section every scenario below shares.
+const std::string kWorkload = R"(
+workload:
+  requests: 10
+  arrivals: {process: poisson, rate: 10 /s}
+  lengths:
+    prompt: {distribution: fixed, value: 128}
+    output: {distribution: fixed, value: 16}
+)";
+
 // Every figure of a spec but its source, as text, so that a mismatch shows which one differs.
 std::string figures(const models::ModelSpec& m) {
   std::ostringstream s;
@@ -136,14 +146,7 @@ deployment:
     - chip: h200-sxm
       instances: 1
       parallel: {tp: 8}
-      max_model_len: 16384
-workload:
-  requests: 10
-  arrivals: {process: poisson, rate: 10 /s}
-  lengths:
-    prompt: {distribution: fixed, value: 128}
-    output: {distribution: fixed, value: 16}
-)",
+      max_model_len: 16384)" + kWorkload,
                                               "import.yaml", kDir);
   const models::ModelSpec& m = s.config.model;
   CHECK(m.name == "my-deepseek");
@@ -163,14 +166,7 @@ TEST_CASE("HF import: a preset and an hf_config together, or a missing file, are
 deployment:
   pools:
     - chip: h200-sxm
-      instances: 1
-workload:
-  requests: 10
-  arrivals: {process: poisson, rate: 10 /s}
-  lengths:
-    prompt: {distribution: fixed, value: 128}
-    output: {distribution: fixed, value: 16}
-)";
+      instances: 1)" + kWorkload;
   auto diagnostics = [&](const std::string& model) {
     try {
       scenario::load_scenario_text(model + base, "bad.yaml", kDir);
