@@ -190,6 +190,17 @@ std::unique_ptr<CostModel> make_cost_model(const CostModelConfig& config, const 
   return std::make_unique<RooflineCostModel>(chip);
 }
 
+double encode_seconds(const VisionSpec& v, const std::vector<ImageSize>& images, int tp,
+                      const CostModel& cost) {
+  std::vector<std::int64_t> patches;
+  for (const ImageSize& i : images) patches.push_back(v.resize(i.width, i.height).patches);
+  std::vector<Operator> ops;
+  vision_encoder_ops(v, patches, tp, ops);
+  double s = 0;
+  for (const Operator& op : ops) s += cost.seconds(op);
+  return s;
+}
+
 std::vector<std::string> validate_tables(const MeasuredTables& t) {
   std::vector<std::string> out;
   auto ascending = [](const std::vector<double>& v) {

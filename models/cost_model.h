@@ -122,6 +122,15 @@ struct TableConfig {
 using CostModelConfig = std::variant<RooflineConfig, TableConfig>;
 
 std::unique_ptr<CostModel> make_cost_model(const CostModelConfig& config, const ChipSpec& chip);
+
+// Seconds to encode a batch of images (each given as width x height pixels) with a vision encoder
+// split over `tp` chips: the operators of vision_encoder_ops, each costed by `cost`. The encoder
+// issue's encode pool calls this; image_tokens() gives the prompt tokens the images become.
+struct ImageSize {
+  std::int64_t width = 0, height = 0;
+};
+double encode_seconds(const VisionSpec& v, const std::vector<ImageSize>& images, int tp,
+                      const CostModel& cost);
 // Problems of a table set (sentences): sizes that do not match, axes not ascending, negative times.
 std::vector<std::string> validate_tables(const MeasuredTables& t);
 

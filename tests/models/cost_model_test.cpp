@@ -6,6 +6,7 @@
 
 #include "models/chip_spec.h"
 #include "models/cost_model.h"
+#include "models/model_spec.h"
 
 using namespace servesim;
 using namespace servesim::models;
@@ -100,4 +101,22 @@ TEST_CASE("Measured tables: series interpolate in m, grids in batch and mean con
   // The factory picks the model from the config.
   CHECK(make_cost_model(RooflineConfig{}, chip)->name() == "roofline");
   CHECK(make_cost_model(TableConfig{t, "test"}, chip)->name() == "measured");
+}
+
+TEST_CASE("Vision: encoding time grows with the images' pixels and falls with tensor parallelism") {
+  const VisionSpec v = *model_preset("qwen2.5-vl-7b")->vision;
+  const RooflineCostModel h100(*chip_preset("h100-sxm"));
+  const double one = encode_seconds(v, {{1280, 720}}, 1, h100);
+  const double two = encode_seconds(v, {{1280, 720}, {1280, 720}}, 1, h100);
+  // One 1280 x 720 image, 4,784 patches: GEMMs 32 x 188.4 GFLOP = 6.0 TFLOP at 989.5 TFLOP/s x
+  // 0.70 = 8.7 ms; attention 0.51 TFLOP at x 0.36 = 1.4 ms; elementwise 2 x 4784 x (10 x 1280 +
+  // 4 x 1280 + 3 x 3420) x 32 = 8.6 GB at 3.35 TB/s x 0.45 = 5.7 ms; 32 x (3 x 6 + 20 + 5 x 4) us
+  // of kernel overheads = 1.9 ms; ~18 ms in all.
+  CHECK(one > 15e-3);
+  CHECK(one < 22e-3);
+  // Two images: twice the work, the same kernel overheads.
+  CHECK(two > 1.8 * one);
+  CHECK(two < 2.0 * one);
+  // TP 2 halves the GEMMs and attention, not the norms of the full width or the overheads.
+  CHECK(encode_seconds(v, {{1280, 720}}, 2, h100) < 0.7 * one);
 }
