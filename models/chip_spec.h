@@ -1,52 +1,86 @@
-// Accelerator chips: peak rates, memory, the links each chip has, and how close real kernels come
-// to the peaks (efficiencies).
+// Accelerator chips: peak rates per number format, memory, the links each chip has, and how close
+// real kernels come to the peaks (efficiencies).
 //
-// Peaks are dense (vendor pages often print 2:4-sparse figures at twice these). Bandwidths are per
-// direction. An efficiency is achieved / peak for one operator kind on this chip; presets take them
-// from measurements where the project has them (see chip_spec.cpp for each figure's source) and
-// say "assumed" where they were transferred from another chip.
-// Not yet modelled (the models issue): formats other than bf16, size-dependent efficiency curves.
+// Peaks are dense (vendor pages often print 2:4-sparse figures at twice these); a peak of zero
+// means the chip has no tensor-core rate for that format (fp8 on A100 and Ascend 910B/910C, fp4
+// before Blackwell). Bandwidths are per direction. An efficiency is achieved / peak for one
+// operator kind on this chip, as a curve over the operator's size per kernel (FLOPs for the
+// compute side, bytes for the memory side; see EfficiencyCurve); presets take them from
+// measurements where the project has them (see chip_spec.cpp for each figure's source) and say
+// "assumed" where they were transferred from another chip.
+// Ignored: clock throttling, power limits, the L2 cache (no reuse across kernels).
+// Invariants: memory and bandwidths positive, bf16 peak positive, curves with sizes ascending.
 #pragma once
 
+#include <array>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "models/formats.h"
 #include "sim/core/time.h"
 #include "sim/core/units.h"
 
 namespace servesim::models {
 
+// Efficiency as a function of an operator's size per kernel: piecewise linear in log10(size)
+// between knots, flat beyond the first and last. A single knot is a constant (how the fitted
+// presets are given).
+struct EfficiencyCurve {
+  struct Knot {
+    double size = 1;        // FLOPs or bytes per kernel
+    double efficiency = 0;  // achieved / peak, in (0, 1]
+  };
+  std::vector<Knot> knots;
+
+  EfficiencyCurve() = default;
+  EfficiencyCurve(double constant) : knots{{1.0, constant}} {}  // NOLINT: a number is a flat curve
+  double at(double size) const;
+  bool is_constant() const { return knots.size() <= 1; }
+  double first() const { return knots.empty() ? 0.0 : knots.front().efficiency; }
+  // Problems (sentences): sizes not ascending, efficiencies outside (0, 1].
+  std::vector<std::string> problems() const;
+};
+
 // How close real kernels come to the peaks, and their fixed costs. A kernel takes
 //   overhead + max(FLOPs / (peak x compute efficiency), bytes / (HBM bandwidth x memory efficiency))
 // (fitted that way, so overheads and efficiencies belong together).
 struct Efficiency {
-  double gemm_compute = 0;       // dense GEMMs (QKV, O, MLP, LM head), compute-bound regime
-  double gemm_memory = 0;        // dense GEMMs, weight-streaming regime (small token counts)
-  Duration gemm_overhead;        // per GEMM kernel
-  double attention_prefill = 0;  // of peak FLOP/s, counting the full q-k rectangle (operators.h)
-  double attention_decode = 0;   // of HBM bandwidth, reading the KV cache
-  Duration attention_overhead;   // per attention kernel
-  double elementwise = 0;        // norms, residual adds, rotary, activation: of HBM bandwidth
-  Duration elementwise_overhead; // per elementwise kernel
-  double collective_bandwidth = 0;  // NCCL bus bandwidth / scale-up link bandwidth
-  Duration collective_latency;      // fixed cost of one collective call
-  Duration iteration_overhead;   // host time per iteration: schedule, prepare inputs, sample, outputs
-  Duration sequence_overhead;    // host time per sequence in the batch, on top
+  EfficiencyCurve gemm_compute;       // dense and expert GEMMs, compute-bound regime
+  EfficiencyCurve gemm_memory;        // GEMMs, weight-streaming regime (small token counts)
+  Duration gemm_overhead;             // per GEMM kernel
+  EfficiencyCurve attention_prefill;  // of peak FLOP/s, counting the full q-k rectangle
+  EfficiencyCurve attention_decode;   // of HBM bandwidth, reading the KV cache
+  Duration attention_overhead;        // per attention kernel
+  EfficiencyCurve elementwise;        // norms, residual adds, rotary, activation: of HBM bandwidth
+  Duration elementwise_overhead;      // per elementwise kernel
+  // GEMM compute efficiency at each non-bf16 rate relative to bf16's (fp8 kernels reach a
+  // smaller fraction of their doubled peak); index by ComputeRate, bf16 is 1.
+  std::array<double, kComputeRates> format_compute{1, 1, 1, 1};
+  double collective_bandwidth = 0;    // NCCL bus bandwidth / scale-up link bandwidth
+  Duration collective_latency;        // fixed cost of one collective call
+  Duration iteration_overhead;        // host time per iteration: schedule, prepare, sample, outputs
+  Duration sequence_overhead;         // host time per sequence in the batch, on top
 };
 
 struct ChipSpec {
   std::string name;
-  Bytes memory;                 // HBM capacity as the runtime sees it
+  Bytes memory;                  // HBM capacity as the runtime sees it
   Bandwidth hbm_bandwidth;
-  FlopRate bf16_flops;          // dense
-  Bandwidth scale_up_bandwidth; // per chip per direction (NVLink)
-  int scale_up_domain = 1;      // chips that share the scale-up fabric (8 in a DGX/HGX node)
-  Bandwidth scale_out_bandwidth;// NIC bandwidth per chip
+  FlopRate bf16_flops;           // dense tensor-core peaks; zero = the chip lacks the format
+  FlopRate fp8_flops;
+  FlopRate int8_flops;
+  FlopRate fp4_flops;
+  Bandwidth scale_up_bandwidth;  // per chip per direction (NVLink, HCCS, UB)
+  int scale_up_domain = 1;       // chips that share the scale-up fabric (8 in a DGX/HGX node)
+  Bandwidth scale_out_bandwidth; // NIC bandwidth per chip
   Duration scale_out_latency;
   Efficiency efficiency;
-  std::string source;           // where the figures come from, and which are assumptions
+  std::string source;            // where the figures come from, and which are assumptions
+
+  double peak_flops(ComputeRate r) const;
+  bool has(ComputeRate r) const { return peak_flops(r) > 0; }
 };
 
 std::optional<ChipSpec> chip_preset(std::string_view name);

@@ -1,45 +1,162 @@
 #include "models/memory.h"
 
+#include <algorithm>
 #include <cmath>
-#include <limits>
-
-#include "models/operators.h"
 
 namespace servesim::models {
+namespace {
+
+// Elements of one layer's attention block on one chip.
+double attention_chip_elements(const ModelSpec& m, const ParallelPlan& p) {
+  const double tp = p.tp;
+  if (m.attention == AttentionKind::kMla) {
+    const MlaSpec& a = m.mla;
+    const double h = m.hidden, nh = m.heads, ql = a.q_lora_rank, kl = a.kv_lora_rank;
+    const double qk = a.qk_nope_dim + a.qk_rope_dim;
+    // Replicated on every TP rank: the down-projections (vLLM's fused_qkv_a_proj is a
+    // ReplicatedLinear), their norms, the layer norms and the DSA indexer.
+    double replicated = h * (kl + a.qk_rope_dim) + kl + 2 * h;
+    double split = kl * nh * (a.qk_nope_dim + a.v_dim) + nh * a.v_dim * h;
+    if (ql > 0) {
+      replicated += h * ql + ql;
+      split += ql * nh * qk;
+    } else {
+      split += h * nh * qk;
+    }
+    if (m.dsa.enabled()) {
+      const double ih = m.dsa.index_heads, id = m.dsa.index_dim;
+      replicated += (ql > 0 ? ql : h) * ih * id + h * id + 2 * id + h * ih;
+    }
+    return replicated + split / tp;
+  }
+  if (m.kv_heads >= p.tp) return static_cast<double>(m.attention_params()) / tp;
+  // More TP ranks than KV heads: each chip holds one whole KV head (vLLM replicates them).
+  const double h = m.hidden, hd = m.head_dim;
+  const double kv_total = 2.0 * h * m.kv_heads * hd + (m.qkv_bias ? 2.0 * m.kv_heads * hd : 0.0);
+  const double kv_chip = 2.0 * h * hd + (m.qkv_bias ? 2.0 * hd : 0.0);
+  return (static_cast<double>(m.attention_params()) - kv_total) / tp + kv_chip;
+}
+
+// Elements of one MoE block (routed experts, shared experts, router) on one chip, by format.
+struct MoeChip {
+  double experts = 0;  // in the expert format
+  double shared = 0;   // in the dense weight format
+  double router = 0;   // bf16
+};
+MoeChip moe_chip_elements(const ModelSpec& m, const ParallelPlan& p) {
+  MoeChip c;
+  c.experts = static_cast<double>(m.moe.experts) / p.ep *
+              (static_cast<double>(m.expert_params()) / p.moe_tp);
+  c.shared = static_cast<double>(m.shared_expert_params()) / p.tp;
+  c.router = static_cast<double>(m.router_params());
+  return c;
+}
+
+double moe_layer_bytes(const ModelSpec& m, const ParallelPlan& p) {
+  const MoeChip c = moe_chip_elements(m, p);
+  return c.experts * m.expert_bytes_per_element() + c.shared * m.weight_bytes_per_element() +
+         c.router * 2.0;
+}
+
+}  // namespace
 
 std::string MemoryPlan::biggest_consumer() const {
-  if (weights >= activations && weights >= reserved) return "weights";
-  return activations >= reserved ? "activations" : "reserved";
+  const double w = weights.value, a = activations.value, k = window_kv.value, r = reserved.value;
+  if (w >= a && w >= k && w >= r) return "weights";
+  if (a >= k && a >= r) return "activations";
+  return k >= r ? "window KV" : "reserved";
+}
+
+StageWeights stage_weights(const ModelSpec& m, const ParallelPlan& p, int stage,
+                           const MemoryConfig& c) {
+  StageWeights w;
+  const LayerCounts n = m.count_layers(p.stage_first_layer(m, stage), p.stage_layers(m, stage));
+  const double wb = m.weight_bytes_per_element();
+  // Dense layers: attention + MLP split over tp (replicated parts as attention_chip_elements).
+  const double dense_mlp = static_cast<double>(m.dense_mlp_params()) / p.tp;
+  double dense_layer = 0;
+  if (m.attention == AttentionKind::kGqa && m.kv_heads >= p.tp) {
+    dense_layer = static_cast<double>(m.attention_params() + m.dense_mlp_params()) / p.tp;
+  } else {
+    dense_layer = attention_chip_elements(m, p) + dense_mlp;
+  }
+  const double moe_layer = attention_chip_elements(m, p) * wb + moe_layer_bytes(m, p);
+  w.layers = Bytes{dense_layer * n.dense() * wb + moe_layer * n.moe};
+
+  const double embedding = static_cast<double>(m.embedding_params()) / p.tp;
+  const bool first = stage == 0, last = stage == p.pp - 1;
+  double emb = 0;
+  if (first) emb += embedding;
+  if (last) emb += m.hidden;  // final norm
+  // The LM head lives on the last stage; with tied embeddings it is the same matrix as the
+  // embedding, which a single-stage instance holds once and a multi-stage one holds on both ends.
+  if (last && (!m.tied_embeddings || !first)) emb += embedding;
+  w.embedding = Bytes{emb * 2.0};  // bf16 in every checkpoint format the presets use
+
+  if (last && c.load_mtp && m.mtp_layers > 0) {
+    // An MTP layer is split like the last decoder layer; eh_proj and its norms are replicated.
+    const double layer = m.is_moe_layer(m.layers - 1) ? moe_layer : dense_layer * wb;
+    const double extra = (2.0 * m.hidden * m.hidden + 3.0 * m.hidden) * wb;
+    w.mtp = Bytes{m.mtp_layers * (layer + extra)};
+  }
+  if (first && m.vision) {
+    w.vision = Bytes{static_cast<double>(m.vision->params()) / p.tp * 2.0};
+  }
+  return w;
 }
 
 Bytes stage_weight_bytes(const ModelSpec& m, const ParallelPlan& p, int stage) {
-  const double per_layer = static_cast<double>(m.layer_params()) / p.tp;
-  double params = per_layer * p.stage_layers(m, stage);
-  const double embedding = static_cast<double>(m.embedding_params()) / p.tp;
-  const bool first = stage == 0, last = stage == p.pp - 1;
-  if (first) params += embedding;
-  if (last) params += m.hidden;  // final norm
-  // The LM head lives on the last stage; with tied embeddings it is the same matrix as the
-  // embedding, which a single-stage instance holds once and a multi-stage one holds on both ends.
-  if (last && (!m.tied_embeddings || !first)) params += embedding;
-  return Bytes{params * m.weight_bytes};
+  return stage_weights(m, p, stage, MemoryConfig{}).total();
 }
 
 Bytes stage_activation_bytes(const ModelSpec& m, const ParallelPlan& p, int stage,
                              const MemoryConfig& c) {
-  // Largest set of live tensors in one layer at the token budget B (elements per token):
-  // residual + normed input + attention output + MLP output (4 h), the QKV projection
-  // (hq + 2 hkv) hd, and the MLP intermediates: gate|up (2 ffn) and the activated product (ffn).
-  const double b = static_cast<double>(c.max_batched_tokens);
+  // Largest set of live tensors in one layer at the token budget B, per chip (elements per
+  // token): residual + normed input + attention output + MLP output (4 h), the attention
+  // projections' outputs, and the MLP intermediates: gate|up (2 ffn) and the activated product
+  // (ffn).
+  const LayerCounts n = m.count_layers(p.stage_first_layer(m, stage), p.stage_layers(m, stage));
+  const double b = tokens_per_chip(p, static_cast<double>(c.max_batched_tokens));
+  double attn = 0;
+  if (m.attention == AttentionKind::kMla) {
+    const MlaSpec& a = m.mla;
+    attn = a.q_lora_rank + a.kv_lora_rank + a.qk_rope_dim +
+           p.heads_per_chip(m) * (a.qk_nope_dim + a.qk_rope_dim);
+  } else {
+    attn = (p.heads_per_chip(m) + 2.0 * p.kv_heads_per_chip(m)) * m.head_dim;
+  }
   const double ffn = static_cast<double>(m.intermediate) / p.tp;
-  const double qkv = (p.heads_per_chip(m) + 2.0 * p.kv_heads_per_chip(m)) * m.head_dim;
-  double bytes = m.activation_bytes * b * (4.0 * m.hidden + qkv + 3.0 * ffn);
+  double bytes = 0;
+  if (n.dense() > 0) bytes = m.activation_bytes * b * (4.0 * m.hidden + attn + 3.0 * ffn);
+  if (n.moe > 0) {
+    // The busiest EP rank's token copies (in and out of both expert GEMMs, the gate|up output) on
+    // top of the shared experts' intermediates.
+    const MoeLoad load(m, p, c.routing);
+    const double pairs = load.busiest_pairs(static_cast<double>(c.max_batched_tokens) / p.cp);
+    const double fe = static_cast<double>(m.moe.expert_intermediate) / p.moe_tp;
+    const double shared = static_cast<double>(m.moe.shared_intermediate) / p.tp;
+    const double moe = m.activation_bytes * (b * (4.0 * m.hidden + attn + 3.0 * shared) +
+                                             pairs * (2.0 * m.hidden + 3.0 * fe));
+    bytes = std::max(bytes, moe);
+  }
   if (stage == p.pp - 1) {
     // fp32 logits over this chip's vocabulary shard for every sequence that samples.
-    const double seqs = static_cast<double>(std::min(c.max_sequences, c.max_batched_tokens));
+    const double seqs = tokens_per_chip(
+        p, static_cast<double>(std::min(c.max_sequences, c.max_batched_tokens)));
     bytes += 4.0 * seqs * static_cast<double>(m.vocab) / p.tp;
   }
   return Bytes{bytes};
+}
+
+double kv_bytes_per_token_per_chip(const ModelSpec& m, const ParallelPlan& p, int stage) {
+  const LayerCounts n = m.count_layers(p.stage_first_layer(m, stage), p.stage_layers(m, stage));
+  double per_layer = 0;
+  if (m.attention == AttentionKind::kMla) {
+    per_layer = m.kv_bytes_per_token_layer() + m.index_bytes_per_token_layer();
+  } else {
+    per_layer = 2.0 * p.kv_heads_per_chip(m) * m.head_dim * bytes_per_element(m.formats.kv_cache);
+  }
+  return per_layer * n.full() / p.cp;
 }
 
 MemoryPlan plan_memory(const ModelSpec& m, const ChipSpec& chip, const ParallelPlan& p,
@@ -52,21 +169,37 @@ MemoryPlan plan_memory(const ModelSpec& m, const ChipSpec& chip, const ParallelP
     plan.capacity = chip.memory;
     plan.usable = Bytes{chip.memory.value * c.memory_utilization};
     plan.stage = s;
-    plan.weights = stage_weight_bytes(m, p, s);
+    plan.weight_parts = stage_weights(m, p, s, c);
+    plan.weights = plan.weight_parts.total();
     plan.activations = stage_activation_bytes(m, p, s, c);
     plan.reserved = c.reserved;
+    const LayerCounts n = m.count_layers(p.stage_first_layer(m, s), p.stage_layers(m, s));
+    if (n.window > 0) {
+      const double per_layer =
+          2.0 * p.kv_heads_per_chip(m) * m.head_dim * bytes_per_element(m.formats.kv_cache);
+      const double seqs = static_cast<double>(c.max_sequences) / p.dp;
+      const double tokens = static_cast<double>(m.window.window + c.block_tokens);
+      plan.window_kv = Bytes{seqs * tokens * per_layer * n.window / p.cp};
+    }
     plan.kv = Bytes{plan.usable.value - plan.weights.value - plan.activations.value -
-                    plan.reserved.value};
+                    plan.window_kv.value - plan.reserved.value};
     plan.kv_bytes_per_token = kv_bytes_per_token_per_chip(m, p, s);
-    const double tokens = plan.kv.value > 0 ? std::floor(plan.kv.value / plan.kv_bytes_per_token)
-                                            : -1.0;
+    double tokens = -1.0;
+    if (plan.kv.value > 0) {
+      // A stage without full-attention layers caches nothing per token beyond its windows.
+      tokens = plan.kv_bytes_per_token > 0 ? std::floor(plan.kv.value / plan.kv_bytes_per_token)
+                                           : 1e15;
+    }
     if (!have || tokens < best_tokens) {
       best = plan;
       best_tokens = tokens;
       have = true;
     }
   }
-  best.kv_tokens = best_tokens > 0 ? static_cast<std::int64_t>(best_tokens) : 0;
+  if (best_tokens > 0) {
+    best.kv_tokens_per_group = static_cast<std::int64_t>(std::min(best_tokens, 1e15));
+    best.kv_tokens = best.kv_tokens_per_group * p.dp;
+  }
   return best;
 }
 

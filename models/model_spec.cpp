@@ -1,33 +1,132 @@
 #include "models/model_spec.h"
 
-#include <array>
+#include <algorithm>
+#include <cmath>
+#include <vector>
 
 namespace servesim::models {
 
-std::int64_t ModelSpec::layer_params() const {
-  const std::int64_t h = hidden, hd = head_dim;
-  const std::int64_t attn = h * (heads * hd)         // Q
-                            + 2 * h * (kv_heads * hd)  // K, V
-                            + (heads * hd) * h;        // O
-  const std::int64_t mlp = 3 * h * std::int64_t{intermediate};  // gate, up, down
-  const std::int64_t norms = 2 * h;
-  return attn + mlp + norms;
+bool ModelSpec::is_moe_layer(int layer) const {
+  // DeepSeek's rule (modeling_deepseek.py): MoE from first_k_dense_replace on, every
+  // moe_layer_freq-th layer.
+  return moe.enabled() && layer >= moe.first_dense_layers &&
+         layer % std::max(1, moe.layer_frequency) == 0;
+}
+
+bool ModelSpec::is_window_layer(int layer) const {
+  if (!window.enabled()) return false;
+  if (window.pattern.empty()) return true;
+  return window.pattern[static_cast<std::size_t>(layer) % window.pattern.size()] == 'S';
+}
+
+LayerCounts ModelSpec::count_layers(int first, int n) const {
+  LayerCounts c;
+  c.layers = n;
+  for (int l = first; l < first + n; ++l) {
+    c.moe += is_moe_layer(l) ? 1 : 0;
+    c.window += is_window_layer(l) ? 1 : 0;
+  }
+  return c;
+}
+
+std::int64_t ModelSpec::attention_params() const {
+  const std::int64_t h = hidden, nh = heads;
+  std::int64_t p = 2 * h;  // input and post-attention RMSNorms
+  if (attention == AttentionKind::kMla) {
+    const std::int64_t ql = mla.q_lora_rank, kl = mla.kv_lora_rank;
+    const std::int64_t qk = mla.qk_nope_dim + mla.qk_rope_dim;
+    // q: h -> q_lora (+ its RMSNorm) -> heads x (nope + rope), or h -> heads x (nope + rope).
+    p += ql > 0 ? h * ql + ql + ql * nh * qk : h * nh * qk;
+    // kv_a: h -> kv_lora + rope (+ the latent's RMSNorm); kv_b: kv_lora -> heads x (nope + v).
+    p += h * (kl + mla.qk_rope_dim) + kl + kl * nh * (mla.qk_nope_dim + mla.v_dim);
+    p += nh * mla.v_dim * h;  // o_proj
+    if (dsa.enabled()) {
+      // Indexer (DeepSeek-V3.2 / GLM-5): wq_b q_lora -> index_heads x index_dim, wk h ->
+      // index_dim, a LayerNorm on the key (weight and bias), weights_proj h -> index_heads.
+      const std::int64_t ih = dsa.index_heads, id = dsa.index_dim;
+      p += (ql > 0 ? ql : h) * ih * id + h * id + 2 * id + h * ih;
+    }
+  } else {
+    const std::int64_t hd = head_dim, kv = kv_heads;
+    p += h * nh * hd + 2 * h * kv * hd + nh * hd * h;
+    if (qkv_bias) p += (nh + 2 * kv) * hd;
+    if (o_bias) p += h;
+    if (qk_norm) p += 2 * hd;
+  }
+  if (attention_sinks) p += nh;
+  return p;
+}
+
+std::int64_t ModelSpec::dense_mlp_params() const {
+  return 3 * std::int64_t{hidden} * intermediate;  // gate, up, down
+}
+
+std::int64_t ModelSpec::expert_params() const {
+  const std::int64_t h = hidden, f = moe.expert_intermediate;
+  return 3 * h * f + (moe.expert_bias ? 2 * f + h : 0);
+}
+
+std::int64_t ModelSpec::shared_expert_params() const {
+  return 3 * std::int64_t{hidden} * moe.shared_intermediate;
+}
+
+std::int64_t ModelSpec::router_params() const {
+  return std::int64_t{hidden} * moe.experts + (moe.router_bias ? moe.experts : 0);
+}
+
+std::int64_t ModelSpec::layer_params(int layer) const {
+  std::int64_t p = attention_params();
+  if (is_moe_layer(layer)) {
+    p += moe.experts * expert_params() + shared_expert_params() + router_params();
+  } else {
+    p += dense_mlp_params();
+  }
+  return p;
 }
 
 std::int64_t ModelSpec::embedding_params() const { return std::int64_t{vocab} * hidden; }
 
+std::int64_t ModelSpec::mtp_layer_params() const {
+  // DeepSeek-V3 / GLM MTP module: a decoder layer like the last one, eh_proj (2h -> h) and three
+  // RMSNorms (enorm, hnorm, shared_head.norm); embedding and LM head are the main model's.
+  const std::int64_t h = hidden;
+  return layer_params(layers - 1) + 2 * h * h + 3 * h;
+}
+
 std::int64_t ModelSpec::total_params() const {
-  return layers * layer_params() + embedding_params() * (tied_embeddings ? 1 : 2) + hidden;
+  std::int64_t p = embedding_params() * (tied_embeddings ? 1 : 2) + hidden;  // + final norm
+  for (int l = 0; l < layers; ++l) p += layer_params(l);
+  return p;
+}
+
+std::int64_t ModelSpec::active_params_per_token() const {
+  std::int64_t p = total_params();
+  for (int l = 0; l < layers; ++l) {
+    if (is_moe_layer(l)) p -= static_cast<std::int64_t>(moe.experts - moe.top_k) * expert_params();
+  }
+  return p;
+}
+
+double ModelSpec::kv_bytes_per_token_layer() const {
+  const double b = bytes_per_element(formats.kv_cache);
+  if (attention == AttentionKind::kMla) return (mla.kv_lora_rank + mla.qk_rope_dim) * b;
+  return 2.0 * kv_heads * head_dim * b;
+}
+
+double ModelSpec::index_bytes_per_token_layer() const {
+  // vLLM DeepseekV32IndexerCache: index_dim fp8 values + one fp32 scale per 128 of them.
+  if (!dsa.enabled()) return 0;
+  return dsa.index_dim + 4.0 * std::ceil(dsa.index_dim / 128.0);
 }
 
 std::int64_t ModelSpec::kv_bytes_per_token() const {
-  return std::int64_t{2} * kv_heads * head_dim * kv_bytes * layers;  // K and V
+  return std::llround((kv_bytes_per_token_layer() + index_bytes_per_token_layer()) * layers);
 }
 
 namespace {
 
-ModelSpec make(std::string name, int layers, int hidden, int heads, int kv_heads, int head_dim,
-               int intermediate, int vocab, int max_context, std::string source) {
+ModelSpec dense(std::string name, int layers, int hidden, int heads, int kv_heads, int head_dim,
+                int intermediate, int vocab, int max_context, std::string source) {
   ModelSpec m;
   m.name = std::move(name);
   m.layers = layers;
@@ -42,23 +141,151 @@ ModelSpec make(std::string name, int layers, int hidden, int heads, int kv_heads
   return m;
 }
 
-const std::array<ModelSpec, 3>& presets() {
-  // Figures from each model's Hugging Face config.json (hidden_size, num_hidden_layers,
+MoeSpec moe(int experts, int top_k, int expert_intermediate, int shared, int first_dense,
+            bool router_bias) {
+  MoeSpec s;
+  s.experts = experts;
+  s.top_k = top_k;
+  s.expert_intermediate = expert_intermediate;
+  s.shared_experts = shared;
+  s.shared_intermediate = shared * expert_intermediate;
+  s.first_dense_layers = first_dense;
+  s.router_bias = router_bias;
+  return s;
+}
+
+ModelSpec deepseek_v3(std::string name, std::string source) {
+  // deepseek-ai/DeepSeek-V3 (and -R1, same architecture) config.json: 61 layers, hidden 7168,
+  // 128 heads, MLA q_lora_rank 1536 / kv_lora_rank 512 / qk_nope 128 / qk_rope 64 / v 128,
+  // dense intermediate 18432 in the first 3 layers, 256 routed experts top-8 of 2048 + 1 shared,
+  // e_score_correction_bias, 1 MTP layer, vocab 129280, 163840 positions, fp8 weights in
+  // 128 x 128 blocks (quantization_config). 671.0e9 parameters without the MTP layer.
+  ModelSpec m = dense(std::move(name), 61, 7168, 128, 128, 192, 18432, 129280, 163840,
+                      std::move(source));
+  m.attention = AttentionKind::kMla;
+  m.mla = {1536, 512, 128, 64, 128};
+  m.moe = moe(256, 8, 2048, 1, 3, true);
+  m.mtp_layers = 1;
+  m.formats.weights = m.formats.experts = Format::kFp8Block;
+  return m;
+}
+
+std::vector<ModelSpec> build_presets() {
+  std::vector<ModelSpec> p;
+  // Llama: figures from each model's Hugging Face config.json (hidden_size, num_hidden_layers,
   // num_attention_heads, num_key_value_heads, intermediate_size, vocab_size,
   // max_position_embeddings); head_dim = hidden_size / num_attention_heads.
-  static const std::array<ModelSpec, 3> kPresets = {
-      // 8.03e9 parameters: 32 x 218,112,000 per layer + 2 x 525,336,576 embedding/LM head.
-      make("llama-3.1-8b", 32, 4096, 32, 8, 128, 14336, 128256, 131072,
-           "meta-llama/Llama-3.1-8B config.json"),
-      // 70.55e9 parameters.
-      make("llama-3.1-70b", 80, 8192, 64, 8, 128, 28672, 128256, 131072,
-           "meta-llama/Llama-3.1-70B config.json"),
-      // 68.98e9 parameters; 4,096-token context.
-      make("llama-2-70b", 80, 8192, 64, 8, 128, 28672, 32000, 4096,
-           "meta-llama/Llama-2-70b-hf config.json"),
-  };
+  // 8.03e9 parameters: 32 x 218,112,000 per layer + 2 x 525,336,576 embedding/LM head.
+  p.push_back(dense("llama-3.1-8b", 32, 4096, 32, 8, 128, 14336, 128256, 131072,
+                    "meta-llama/Llama-3.1-8B config.json"));
+  p.push_back(dense("llama-3.1-70b", 80, 8192, 64, 8, 128, 28672, 128256, 131072,
+                    "meta-llama/Llama-3.1-70B config.json"));  // 70.55e9 parameters
+  p.push_back(dense("llama-2-70b", 80, 8192, 64, 8, 128, 28672, 32000, 4096,
+                    "meta-llama/Llama-2-70b-hf config.json"));  // 68.98e9; 4,096-token context
+
+  // Qwen/Qwen3-32B config.json: head_dim 128 given explicitly, q_norm/k_norm. 32.76e9 parameters.
+  ModelSpec q32 = dense("qwen3-32b", 64, 5120, 64, 8, 128, 25600, 151936, 40960,
+                        "Qwen/Qwen3-32B config.json");
+  q32.qk_norm = true;
+  p.push_back(q32);
+
+  // Qwen/Qwen3-235B-A22B config.json: 94 layers, 128 experts top-8 of 1536, no shared experts,
+  // every layer MoE (decoder_sparse_step 1, mlp_only_layers []). 235.1e9 parameters.
+  ModelSpec q235 = dense("qwen3-235b-a22b", 94, 4096, 64, 4, 128, 12288, 151936, 40960,
+                         "Qwen/Qwen3-235B-A22B config.json");
+  q235.qk_norm = true;
+  q235.moe = moe(128, 8, 1536, 0, 0, false);
+  p.push_back(q235);
+
+  p.push_back(deepseek_v3("deepseek-v3", "deepseek-ai/DeepSeek-V3 config.json"));
+  p.push_back(deepseek_v3("deepseek-r1", "deepseek-ai/DeepSeek-R1 config.json (DeepSeek-V3 "
+                                         "architecture)"));
+
+  // moonshotai/Kimi-K2-Instruct config.json (model_type kimi_k2, DeepSeek-V3 architecture):
+  // 64 heads, 384 routed experts top-8 + 1 shared, 1 dense layer, vocab 163840, 131072
+  // positions, no MTP layer, fp8 block-scaled weights. 1.026e12 parameters.
+  ModelSpec kimi = dense("kimi-k2", 61, 7168, 64, 64, 192, 18432, 163840, 131072,
+                         "moonshotai/Kimi-K2-Instruct config.json");
+  kimi.attention = AttentionKind::kMla;
+  kimi.mla = {1536, 512, 128, 64, 128};
+  kimi.moe = moe(384, 8, 2048, 1, 1, true);
+  kimi.formats.weights = kimi.formats.experts = Format::kFp8Block;
+  p.push_back(kimi);
+
+  // zai-org/GLM-4.5 config.json (Glm4MoeForCausalLM): 92 layers (3 dense), hidden 5120, GQA
+  // 96 / 8 heads of 128 with QKV bias and QK-norm, 160 experts top-8 of 1536 + 1 shared, 1 MTP
+  // layer, vocab 151552, 131072 positions. GLM-4.5 report (arXiv 2508.06471) table 1: 355B total.
+  ModelSpec glm45 = dense("glm-4.5", 92, 5120, 96, 8, 128, 12288, 151552, 131072,
+                          "zai-org/GLM-4.5 config.json; arXiv 2508.06471 table 1");
+  glm45.qkv_bias = glm45.qk_norm = true;
+  glm45.moe = moe(160, 8, 1536, 1, 3, true);
+  glm45.mtp_layers = 1;
+  p.push_back(glm45);
+
+  // zai-org/GLM-4.5-Air config.json: 46 layers (1 dense), hidden 4096, 96 / 8 heads of 128 with
+  // QKV bias, no QK-norm, 128 experts top-8 of 1408 + 1 shared, 1 MTP layer. 106.9e9 parameters.
+  ModelSpec air = dense("glm-4.5-air", 46, 4096, 96, 8, 128, 10944, 151552, 131072,
+                        "zai-org/GLM-4.5-Air config.json");
+  air.qkv_bias = true;
+  air.moe = moe(128, 8, 1408, 1, 1, true);
+  air.mtp_layers = 1;
+  p.push_back(air);
+
+  // zai-org/GLM-5 config.json (glm_moe_dsa): 78 layers (3 dense), hidden 6144, MLA with 64 heads
+  // (q_lora 2048, kv_lora 512, qk_nope 192, qk_rope 64, v 256), DSA indexer 32 heads x 128
+  // selecting the top 2048 tokens, dense intermediate 12288, 256 experts top-8 of 2048 + 1
+  // shared, 1 MTP layer, vocab 154880, 202752 positions. 743.9e9 parameters, 753.9e9 with the
+  // MTP layer (the checkpoint's tensor count). ../shared/reference/models.md.
+  ModelSpec glm5 = dense("glm-5", 78, 6144, 64, 64, 256, 12288, 154880, 202752,
+                         "zai-org/GLM-5 config.json (glm_moe_dsa)");
+  glm5.attention = AttentionKind::kMla;
+  glm5.mla = {2048, 512, 192, 64, 256};
+  glm5.dsa = {32, 128, 2048};
+  glm5.moe = moe(256, 8, 2048, 1, 3, true);
+  glm5.mtp_layers = 1;
+  p.push_back(glm5);
+
+  // openai/gpt-oss-120b config.json: 36 layers alternating 128-token sliding-window and full
+  // attention (layer_types, sliding first), hidden 2880, 64 query / 8 KV heads of 64 with biases
+  // and attention sinks, 128 experts top-4 of 2880 with biases, a biased router, MXFP4 experts
+  // (quantization_config; attention, router, embedding and LM head stay bf16), vocab 201088,
+  // 131072 positions. 116.8e9 parameters.
+  ModelSpec oss = dense("gpt-oss-120b", 36, 2880, 64, 8, 64, 2880, 201088, 131072,
+                        "openai/gpt-oss-120b config.json");
+  oss.window = {128, "SF"};
+  oss.moe = moe(128, 4, 2880, 0, 0, true);
+  oss.moe.expert_bias = true;
+  oss.qkv_bias = oss.o_bias = oss.attention_sinks = true;
+  oss.formats.experts = Format::kMxfp4;
+  p.push_back(oss);
+
+  // Qwen/Qwen2.5-VL-7B-Instruct config.json: a Qwen2 language model (28 layers, hidden 3584,
+  // 28 / 4 heads with QKV bias, intermediate 18944, vocab 152064, 128000 positions) and
+  // vision_config (32 blocks of 1280 with 16 heads and a 3420 SwiGLU, patch 14, 2 x 2 merge,
+  // temporal patch 2, 112-pixel windows with global attention in blocks 7, 15, 23, 31, merger to
+  // 3584); preprocessor_config.json min_pixels 3136, max_pixels 12845056 (the model card
+  // suggests 1280 x 28 x 28 = 1,003,520 for serving, the default here).
+  ModelSpec vl = dense("qwen2.5-vl-7b", 28, 3584, 28, 4, 128, 18944, 152064, 128000,
+                       "Qwen/Qwen2.5-VL-7B-Instruct config.json");
+  vl.qkv_bias = true;
+  VisionSpec v;
+  v.depth = 32;
+  v.hidden = 1280;
+  v.heads = 16;
+  v.intermediate = 3420;
+  v.full_attention_layers = {7, 15, 23, 31};
+  v.out_hidden = 3584;
+  vl.vision = v;
+  p.push_back(vl);
+  return p;
+}
+
+const std::vector<ModelSpec>& presets() {
+  static const std::vector<ModelSpec> kPresets = build_presets();
   return kPresets;
 }
+
+std::string str(int v) { return std::to_string(v); }
 
 }  // namespace
 
@@ -77,13 +304,60 @@ std::vector<std::string_view> model_preset_names() {
 
 std::vector<std::string> validate_model(const ModelSpec& m) {
   std::vector<std::string> out;
-  if (m.heads > 0 && m.kv_heads > 0 && m.heads % m.kv_heads != 0) {
-    out.push_back("kv_heads (" + std::to_string(m.kv_heads) + ") must divide heads (" +
-                  std::to_string(m.heads) + ")");
+  if (m.attention == AttentionKind::kGqa) {
+    if (m.heads > 0 && m.kv_heads > 0 && m.heads % m.kv_heads != 0) {
+      out.push_back("kv_heads (" + str(m.kv_heads) + ") must divide heads (" + str(m.heads) + ")");
+    }
+    if (m.kv_heads > m.heads) {
+      out.push_back("kv_heads (" + str(m.kv_heads) + ") cannot exceed heads (" + str(m.heads) + ")");
+    }
+  } else {
+    const MlaSpec& a = m.mla;
+    if (a.kv_lora_rank < 1 || a.qk_nope_dim < 0 || a.qk_rope_dim < 1 || a.v_dim < 1 ||
+        a.q_lora_rank < 0) {
+      out.push_back("MLA needs kv_lora_rank, qk_rope_dim and v_dim >= 1 (and qk_nope_dim, "
+                    "q_lora_rank >= 0)");
+    }
   }
-  if (m.kv_heads > m.heads) {
-    out.push_back("kv_heads (" + std::to_string(m.kv_heads) + ") cannot exceed heads (" +
-                  std::to_string(m.heads) + ")");
+  if (m.dsa.enabled()) {
+    if (m.attention != AttentionKind::kMla) {
+      out.push_back("DSA sparse attention is modelled on top of MLA; set attention: mla");
+    }
+    if (m.dsa.index_heads < 1 || m.dsa.index_dim < 1) {
+      out.push_back("DSA needs index_heads and index_dim >= 1");
+    }
+  }
+  if (m.moe.enabled()) {
+    if (m.moe.top_k < 1 || m.moe.top_k > m.moe.experts) {
+      out.push_back("MoE top_k (" + str(m.moe.top_k) + ") must be between 1 and the " +
+                    str(m.moe.experts) + " experts");
+    }
+    if (m.moe.expert_intermediate < 1) out.push_back("MoE expert_intermediate must be >= 1");
+    if (m.moe.layer_frequency < 1) out.push_back("MoE layer_frequency must be >= 1");
+    if (m.moe.shared_intermediate < 0 || m.moe.shared_experts < 0) {
+      out.push_back("MoE shared experts cannot be negative");
+    }
+    if (m.moe.first_dense_layers > m.layers) {
+      out.push_back("MoE first_dense_layers (" + str(m.moe.first_dense_layers) +
+                    ") exceeds the " + str(m.layers) + " layers");
+    }
+  }
+  if (m.window.enabled()) {
+    for (char c : m.window.pattern) {
+      if (c != 'S' && c != 'F') {
+        out.push_back("sliding-window pattern '" + m.window.pattern +
+                      "' may hold only S (sliding) and F (full)");
+        break;
+      }
+    }
+  }
+  if (m.mtp_layers < 0) out.push_back("mtp_layers cannot be negative");
+  if (m.vision) {
+    for (auto& p : validate_vision(*m.vision)) out.push_back(p);
+  }
+  if (!is_kv_format(m.formats.kv_cache)) {
+    out.push_back("KV-cache format " + std::string(format_name(m.formats.kv_cache)) +
+                  " is not supported (bf16, fp8 or int8)");
   }
   return out;
 }

@@ -1,11 +1,28 @@
-// Transformer architectures: the figures that set what one iteration costs and what fits in memory.
+// Transformer architectures as data: the figures that set what one iteration costs and what fits
+// in memory.
 //
-// Modelled: decoder-only dense transformers with grouped-query attention (MHA when kv_heads ==
-// heads, MQA when kv_heads == 1), RMSNorm, rotary embeddings and a SwiGLU MLP (three matrices),
-// as in the Llama family. Weights and KV cache are 16-bit (bf16/fp16).
-// Not yet modelled (the models issue): MoE, MLA, sparse and sliding-window attention, quantized
-// formats, vision encoders.
-// Invariants (checked by validate_model): every count is positive, kv_heads divides heads.
+// Modelled: decoder-only transformers with RMSNorm, rotary embeddings, SwiGLU MLPs (three
+// matrices) and untied or tied embeddings, with
+//   attention   GQA (MHA when kv_heads == heads, MQA when kv_heads == 1), or MLA (DeepSeek-V2/V3:
+//               queries through a q_lora_rank bottleneck, keys and values from a kv_lora_rank
+//               latent that is what the KV cache holds, plus a shared qk_rope_dim rotary key);
+//   DSA         DeepSeek sparse attention on top of MLA (DeepSeek-V3.2, GLM-5): a lightweight
+//               indexer (index_heads x index_dim) scores every cached token and the attention
+//               reads only the top_k best;
+//   windows     sliding-window layers (gpt-oss alternates 128-token windows with full layers),
+//               given as a repeating pattern of 'S' (sliding) and 'F' (full) over the layers;
+//   MoE         routed experts (top_k of `experts`, each expert_intermediate wide), shared experts,
+//               dense leading layers (first_dense_layers) and a layer frequency;
+//   MTP         multi-token-prediction layers (DeepSeek-V3, GLM): one extra decoder layer each
+//               plus a 2h -> h projection, sharing the embedding and LM head;
+//   vision      an optional ViT encoder (models/vision.h);
+//   formats     dense and expert weights, KV cache (models/formats.h).
+// Biases, QK-norms and attention sinks are counted in the parameters; their cost is ignored.
+// Ignored: non-SwiGLU MLPs, learned positional embeddings, encoder-decoder models, linear
+// attention / state-space layers.
+// Invariants (checked by validate_model): every count positive where the architecture needs it,
+// kv_heads divides heads, MoE top_k <= experts, MLA/DSA figures complete, a window pattern of
+// 'S'/'F' only.
 #pragma once
 
 #include <cstdint>
@@ -14,30 +31,117 @@
 #include <string_view>
 #include <vector>
 
+#include "models/formats.h"
+#include "models/vision.h"
+
 namespace servesim::models {
+
+enum class AttentionKind : std::uint8_t { kGqa, kMla };
+
+struct MlaSpec {
+  int q_lora_rank = 0;   // 0: queries projected straight from the hidden state
+  int kv_lora_rank = 0;  // the latent the KV cache stores
+  int qk_nope_dim = 0;   // per-head query/key dims without rotary embedding
+  int qk_rope_dim = 0;   // rotary part, one key shared by all heads (cached)
+  int v_dim = 0;         // per-head value dim
+};
+
+struct DsaSpec {
+  int index_heads = 0;
+  int index_dim = 0;
+  int top_k = 0;  // tokens each query attends to; 0 = no sparse attention
+  bool enabled() const { return top_k > 0; }
+};
+
+struct MoeSpec {
+  int experts = 0;              // routed experts; 0 = dense model
+  int top_k = 0;                // experts per token
+  int expert_intermediate = 0;  // width of one routed expert
+  int shared_experts = 0;       // always-active experts, fused into one MLP of shared_intermediate
+  int shared_intermediate = 0;  // total width of the shared experts (n_shared x width)
+  int first_dense_layers = 0;   // leading layers with a dense MLP
+  int layer_frequency = 1;      // after those, layer l is MoE when l % layer_frequency == 0
+  bool expert_bias = false;     // biases in the expert GEMMs (gpt-oss)
+  bool router_bias = false;     // a per-expert routing bias (DeepSeek e_score_correction_bias)
+  bool enabled() const { return experts > 0; }
+};
+
+struct WindowSpec {
+  int window = 0;       // tokens a sliding-window layer attends to; 0 = none
+  std::string pattern;  // repeating over the layers: 'S' sliding, 'F' full ("SF" = gpt-oss)
+  bool enabled() const { return window > 0; }
+};
+
+struct ModelFormats {
+  Format weights = Format::kBf16;   // attention, dense MLPs, shared experts
+  Format experts = Format::kBf16;   // routed experts
+  Format kv_cache = Format::kBf16;
+  // A format the chip has no tensor-core rate for runs as a weight-only kernel (W8A16 / W4A16,
+  // as Marlin does): weights stored and read at their width, dequantised in registers, math at
+  // the bf16 rate plus the dequantisation work (the `dequantize` component), instead of being an
+  // error.
+  bool emulate = false;
+};
+
+struct LayerCounts {
+  int layers = 0;
+  int moe = 0;     // layers with a MoE block (the rest have a dense MLP)
+  int window = 0;  // sliding-window attention layers (the rest attend over the full context)
+  int dense() const { return layers - moe; }
+  int full() const { return layers - window; }
+};
 
 struct ModelSpec {
   std::string name;
   int layers = 0;
   int hidden = 0;        // model width (d_model)
   int heads = 0;         // query heads
-  int kv_heads = 0;      // key/value heads (GQA groups)
-  int head_dim = 0;
-  int intermediate = 0;  // MLP width (each of gate, up; down maps it back)
+  int kv_heads = 0;      // key/value heads (GQA groups); MLA: equal to heads
+  int head_dim = 0;      // GQA head dim
+  int intermediate = 0;  // dense MLP width (each of gate, up; down maps it back)
   int vocab = 0;
   int max_context = 0;   // max_position_embeddings
   bool tied_embeddings = false;
-  int weight_bytes = 2;  // bytes per weight element (bf16)
-  int kv_bytes = 2;      // bytes per KV-cache element (bf16)
-  int activation_bytes = 2;
-  std::string source;    // where the figures come from
+  AttentionKind attention = AttentionKind::kGqa;
+  MlaSpec mla;
+  DsaSpec dsa;
+  MoeSpec moe;
+  WindowSpec window;
+  int mtp_layers = 0;
+  bool qkv_bias = false;         // biases on Q, K, V (Qwen2, GLM-4.5, gpt-oss)
+  bool o_bias = false;           // bias on the output projection (gpt-oss)
+  bool qk_norm = false;          // RMSNorm on each query and key head (Qwen3, GLM-4.5)
+  bool attention_sinks = false;  // one learned sink logit per head (gpt-oss)
+  std::optional<VisionSpec> vision;
+  ModelFormats formats;
+  int activation_bytes = 2;      // the residual stream and attention inputs (bf16)
+  std::string source;            // where the figures come from
+
+  bool is_moe_layer(int layer) const;
+  bool is_window_layer(int layer) const;
+  // Counts over layers [first, first + n).
+  LayerCounts count_layers(int first, int n) const;
 
   // Parameter counts (elements, not bytes).
-  std::int64_t layer_params() const;
+  std::int64_t attention_params() const;  // per layer, norms of the attention block included
+  std::int64_t dense_mlp_params() const;
+  std::int64_t expert_params() const;     // one routed expert
+  std::int64_t shared_expert_params() const;
+  std::int64_t router_params() const;
+  std::int64_t layer_params(int layer) const;  // attention + MLP or MoE + the two layer norms
+  std::int64_t layer_params() const { return layer_params(layers - 1); }
   std::int64_t embedding_params() const;  // input embedding; the LM head is as big unless tied
-  std::int64_t total_params() const;
-  // KV-cache bytes one token occupies across all layers of the whole model (all chips together).
+  std::int64_t mtp_layer_params() const;  // one MTP layer, embedding and LM head shared
+  std::int64_t total_params() const;      // without MTP layers and the vision encoder
+  std::int64_t active_params_per_token() const;  // top_k experts instead of all
+
+  // KV-cache bytes one token occupies per layer of each kind, all heads (before any split).
+  double kv_bytes_per_token_layer() const;    // K and V, or the MLA latent + rotary key
+  double index_bytes_per_token_layer() const; // DSA indexer keys (fp8 + an fp32 scale per 128)
+  // Across all layers of the whole model, window layers included as if they cached everything.
   std::int64_t kv_bytes_per_token() const;
+  double weight_bytes_per_element() const { return bytes_per_element(formats.weights); }
+  double expert_bytes_per_element() const { return bytes_per_element(formats.experts); }
 };
 
 // Shipped presets, by lower-case name ("llama-3.1-70b").

@@ -1,5 +1,8 @@
 #include "models/operators.h"
 
+#include <algorithm>
+#include <cmath>
+
 namespace servesim::models {
 
 std::string_view op_kind_name(OpKind k) {
@@ -7,11 +10,17 @@ std::string_view op_kind_name(OpKind k) {
     case OpKind::kGemmQkv: return "gemm_qkv";
     case OpKind::kGemmOut: return "gemm_out";
     case OpKind::kGemmMlp: return "gemm_mlp";
+    case OpKind::kMoeExperts: return "moe_experts";
     case OpKind::kAttentionPrefill: return "attention_prefill";
     case OpKind::kAttentionDecode: return "attention_decode";
+    case OpKind::kIndexer: return "dsa_indexer";
     case OpKind::kElementwise: return "elementwise";
     case OpKind::kLmHead: return "lm_head";
+    case OpKind::kDequantize: return "dequantize";
     case OpKind::kTpAllReduce: return "tp_all_reduce";
+    case OpKind::kEpDispatch: return "ep_dispatch";
+    case OpKind::kEpCombine: return "ep_combine";
+    case OpKind::kCpExchange: return "cp_exchange";
     case OpKind::kPpSend: return "pp_send";
     case OpKind::kScheduling: return "scheduling";
     case OpKind::kCount: break;
@@ -19,98 +28,670 @@ std::string_view op_kind_name(OpKind k) {
   return "?";
 }
 
-bool is_communication(OpKind k) { return k == OpKind::kTpAllReduce || k == OpKind::kPpSend; }
+bool is_communication(OpKind k) {
+  return k == OpKind::kTpAllReduce || k == OpKind::kEpDispatch || k == OpKind::kEpCombine ||
+         k == OpKind::kCpExchange || k == OpKind::kPpSend;
+}
+
+std::string_view collective_name(Collective c) {
+  switch (c) {
+    case Collective::kAllReduce: return "all_reduce";
+    case Collective::kAllGather: return "all_gather";
+    case Collective::kReduceScatter: return "reduce_scatter";
+    case Collective::kAllToAll: return "all_to_all";
+    case Collective::kP2p: return "p2p";
+  }
+  return "?";
+}
+
+void add_chunk(BatchShape& b, const ModelSpec& m, std::int64_t cached, std::int64_t new_tokens,
+               bool samples) {
+  const std::int64_t kv = cached + new_tokens;
+  const double c = static_cast<double>(new_tokens);
+  b.tokens += c;
+  b.prefill_tokens += c;
+  b.prefill_chunks += 1;
+  b.prefill_pairs += c * static_cast<double>(kv);
+  b.prefill_kv_tokens += static_cast<double>(kv);
+  if (m.window.enabled()) {
+    const std::int64_t w = m.window.window;
+    b.prefill_pairs_window += c * static_cast<double>(std::min(kv, w));
+    b.prefill_kv_window += static_cast<double>(std::min(kv, w + new_tokens));
+  }
+  if (m.dsa.enabled()) {
+    const std::int64_t k = m.dsa.top_k;
+    b.prefill_pairs_topk += c * static_cast<double>(std::min(kv, k));
+    b.prefill_kv_topk += static_cast<double>(std::min(kv, k + new_tokens));
+  }
+  if (samples) b.logits += 1;
+}
+
+void add_decode(BatchShape& b, const ModelSpec& m, std::int64_t context) {
+  b.tokens += 1;
+  b.logits += 1;
+  b.decode_seqs += 1;
+  b.decode_kv_tokens += static_cast<double>(context);
+  if (m.window.enabled()) {
+    b.decode_kv_window += static_cast<double>(std::min<std::int64_t>(context, m.window.window));
+  }
+  if (m.dsa.enabled()) {
+    b.decode_kv_topk += static_cast<double>(std::min<std::int64_t>(context, m.dsa.top_k));
+  }
+}
 
 namespace {
+
+constexpr double kAct = 2.0;  // bf16 activations in and out of every kernel unless quantised
+
+// How a GEMM family's weights are read and at which rate it runs on this chip.
+struct GemmFormat {
+  ComputeRate rate = ComputeRate::kBf16;
+  double weight_bytes = 2;  // per element, as the GEMM reads it
+  double act_in = kAct;     // per element of its input
+  double stored = 2;        // per element in memory
+  bool emulated = false;
+};
+
+GemmFormat gemm_format(Format f, const std::array<bool, kComputeRates>& rates) {
+  GemmFormat g;
+  g.stored = bytes_per_element(f);
+  g.rate = gemm_rate(f, rates);
+  g.emulated = g.rate != compute_rate(f);
+  // Emulated (weight-only kernels such as Marlin: W8A16, W4A16): the weights stream at their
+  // stored width and are dequantised in registers; activations stay bf16 and the math runs at
+  // the bf16 rate.
+  g.weight_bytes = g.stored;
+  g.act_in = g.emulated ? kAct : activation_bytes_per_element(f);
+  return g;
+}
+
 // A [tokens x k] x [k x n] GEMM: 2 FLOPs per multiply-add; reads the weight once and the input,
-// writes the output.
-Operator gemm(OpKind kind, const ModelSpec& m, double tokens, double k, double n) {
+// writes the output (bf16).
+Operator gemm(OpKind kind, const GemmFormat& f, double tokens, double k, double n) {
   Operator op;
   op.kind = kind;
+  op.rate = f.rate;
   op.flops = 2.0 * tokens * k * n;
-  op.bytes = m.weight_bytes * k * n + m.activation_bytes * tokens * (k + n);
+  op.bytes = f.weight_bytes * k * n +
+             (f.act_in == kAct ? kAct * tokens * (k + n) : tokens * (f.act_in * k + kAct * n));
   op.kernels = 1;
+  op.m = tokens;
+  op.n = n;
+  op.k = k;
   return op;
 }
+
+void absorb(Operator& into, const Operator& part) {
+  into.flops += part.flops;
+  into.bytes += part.bytes;
+  into.kernels += part.kernels;
+}
+
+// The dequantisation work of an emulated GEMM family: 2 vector operations (convert, scale) per
+// weight element per call, fused into the GEMM (no kernel of its own); costed at the chip's vector
+// rate (cost_model.cpp).
+Operator dequant(const GemmFormat& f, double weight_elements, int kernels) {
+  Operator op;
+  op.kind = OpKind::kDequantize;
+  op.kernels = f.emulated && kernels > 0 ? 1 : 0;
+  op.flops = f.emulated ? 2.0 * weight_elements : 0.0;
+  op.m = weight_elements;
+  return op;
+}
+
+CommOp comm(OpKind kind, Collective c, Group g, double bytes) {
+  CommOp op;
+  op.kind = kind;
+  op.collective = c;
+  op.group = g;
+  op.bytes = bytes;
+  return op;
+}
+
+// Query/key elements that get the rotary embedding and KV elements appended, per token per chip.
+struct AttentionShape {
+  double rotary = 0;     // q and k elements rotated
+  double kv_write = 0;   // KV-cache elements written
+  double norms = 0;      // extra norm elements (MLA q_a / kv_a RMSNorms)
+};
+
+AttentionShape attention_shape(const ModelSpec& m, const ParallelPlan& p) {
+  AttentionShape a;
+  const double hq = p.heads_per_chip(m);
+  if (m.attention == AttentionKind::kMla) {
+    a.rotary = hq * m.mla.qk_rope_dim + m.mla.qk_rope_dim;
+    a.kv_write = m.mla.kv_lora_rank + m.mla.qk_rope_dim + (m.dsa.enabled() ? m.dsa.index_dim : 0);
+    a.norms = 2.0 * (m.mla.q_lora_rank + m.mla.kv_lora_rank);
+  } else {
+    const double hkv = p.kv_heads_per_chip(m), hd = m.head_dim;
+    a.rotary = (hq + hkv) * hd;
+    a.kv_write = 2 * hkv * hd;
+  }
+  return a;
+}
+
+double kv_bytes_per_token_layer_chip(const ModelSpec& m, const ParallelPlan& p) {
+  if (m.attention == AttentionKind::kMla) return m.kv_bytes_per_token_layer();
+  return 2.0 * p.kv_heads_per_chip(m) * m.head_dim * bytes_per_element(m.formats.kv_cache);
+}
+
 }  // namespace
 
-std::array<Operator, 4> linear_layer_ops(const ModelSpec& m, const ParallelPlan& p,
-                                         std::int64_t tokens_i) {
-  const double t = static_cast<double>(tokens_i);
-  const double h = m.hidden, hd = m.head_dim;
-  const double hq = p.heads_per_chip(m), hkv = p.kv_heads_per_chip(m);
+ComputeRate gemm_rate(Format f, const std::array<bool, kComputeRates>& chip_rates) {
+  const ComputeRate r = compute_rate(f);
+  return chip_rates[static_cast<std::size_t>(r)] ? r : ComputeRate::kBf16;
+}
+
+Operator gemm_op(OpKind kind, Format f, double tokens, double k, double n,
+                 const std::array<bool, kComputeRates>& chip_rates) {
+  return gemm(kind, gemm_format(f, chip_rates), tokens, k, n);
+}
+
+double hidden_state_bytes(const ModelSpec& m, double tokens) {
+  return static_cast<double>(m.activation_bytes) * tokens * m.hidden;
+}
+
+MoeLoad::MoeLoad(const ModelSpec& m, const ParallelPlan& p, const MoeRouting& r)
+    : top_k_(m.moe.top_k), ep_(std::max(1, p.ep)) {
+  const int e = m.moe.experts;
+  if (e <= 0) return;
+  popularity_.assign(static_cast<std::size_t>(e), 1.0 / e);
+  if (r.distribution == MoeRouting::Distribution::kPowerLaw) {
+    double h = 0;
+    for (int j = 1; j <= e; ++j) h += std::pow(static_cast<double>(j), -r.alpha);
+    for (int j = 1; j <= e; ++j) {
+      popularity_[static_cast<std::size_t>(j - 1)] = std::pow(static_cast<double>(j), -r.alpha) / h;
+    }
+  }
+  // Water-filling: a token picks k distinct experts, so an expert's share of the T k picks is at
+  // most 1 / k. Cap the hottest at 1 / k and spread the overflow over the rest in proportion.
+  const double cap = 1.0 / std::max(1, top_k_);
+  for (int round = 0; round < e; ++round) {
+    double excess = 0, free_mass = 0;
+    for (double& q : popularity_) {
+      if (q > cap) {
+        excess += q - cap;
+        q = cap;
+      } else if (q < cap) {
+        free_mass += q;
+      }
+    }
+    if (excess <= 1e-15 || free_mass <= 0) break;
+    for (double& q : popularity_) {
+      if (q < cap) q += excess * q / free_mass;
+    }
+  }
+}
+
+double MoeLoad::busiest_pairs(double tokens) const {
+  double share = 0;
+  for (std::size_t j = 0; j < popularity_.size(); j += static_cast<std::size_t>(ep_)) {
+    share += popularity_[j];
+  }
+  return tokens * top_k_ * share;
+}
+
+double MoeLoad::busiest_active_experts(double tokens) const {
+  // Expert j is hit by a token with probability k p_j; by at least one of T tokens with
+  // 1 - (1 - k p_j)^T.
+  double active = 0;
+  for (std::size_t j = 0; j < popularity_.size(); j += static_cast<std::size_t>(ep_)) {
+    const double hit = std::min(1.0, top_k_ * popularity_[j]);
+    active += hit >= 1.0 ? 1.0 : 1.0 - std::pow(1.0 - hit, tokens);
+  }
+  return tokens > 0 ? active : 0.0;
+}
+
+LayerTokenOps layer_token_ops(const ModelSpec& m, const ParallelPlan& p, const MoeLoad& load,
+                              double tokens_total, const std::array<bool, kComputeRates>& rates) {
+  LayerTokenOps o;
+  const double t = tokens_per_chip(p, tokens_total);
+  const double h = m.hidden;
+  const double hq = p.heads_per_chip(m);
+  const GemmFormat wf = gemm_format(m.formats.weights, rates);
+  const AttentionShape as = attention_shape(m, p);
+
+  // --- attention projections ---
+  double attention_weights = 0;  // elements per chip, for the dequantisation pass
+  if (m.attention == AttentionKind::kMla) {
+    const MlaSpec& a = m.mla;
+    const double qk = a.qk_nope_dim + a.qk_rope_dim;
+    // vLLM's fused_qkv_a_proj (replicated): h -> q_lora + kv_lora + rope; then q_b column-parallel.
+    if (a.q_lora_rank > 0) {
+      o.qkv = gemm(OpKind::kGemmQkv, wf, t, h, a.q_lora_rank + a.kv_lora_rank + a.qk_rope_dim);
+      absorb(o.qkv, gemm(OpKind::kGemmQkv, wf, t, a.q_lora_rank, hq * qk));
+      attention_weights += h * (a.q_lora_rank + a.kv_lora_rank + a.qk_rope_dim) +
+                           a.q_lora_rank * hq * qk;
+    } else {
+      o.qkv = gemm(OpKind::kGemmQkv, wf, t, h, hq * qk);
+      absorb(o.qkv, gemm(OpKind::kGemmQkv, wf, t, h, a.kv_lora_rank + a.qk_rope_dim));
+      attention_weights += h * hq * qk + h * (a.kv_lora_rank + a.qk_rope_dim);
+    }
+    if (m.dsa.enabled()) {
+      // Indexer projections (replicated): wq_b from the q latent, wk and weights_proj from h.
+      const double src = a.q_lora_rank > 0 ? a.q_lora_rank : h;
+      const double ih = m.dsa.index_heads, id = m.dsa.index_dim;
+      absorb(o.qkv, gemm(OpKind::kGemmQkv, wf, t, src, ih * id));
+      absorb(o.qkv, gemm(OpKind::kGemmQkv, wf, t, h, id + ih));
+      attention_weights += src * ih * id + h * (id + ih);
+    }
+    o.out = gemm(OpKind::kGemmOut, wf, t, hq * a.v_dim, h);
+    attention_weights += hq * a.v_dim * h;
+  } else {
+    const double hd = m.head_dim, hkv = p.kv_heads_per_chip(m);
+    o.qkv = gemm(OpKind::kGemmQkv, wf, t, h, (hq + 2 * hkv) * hd);
+    o.out = gemm(OpKind::kGemmOut, wf, t, hq * hd, h);
+    attention_weights += h * (hq + 2 * hkv) * hd + hq * hd * h;
+  }
+  o.dequant_attention = dequant(wf, attention_weights, o.qkv.kernels + o.out.kernels);
+
+  // --- dense MLP: gate and up fused into one [h x 2 ffn] GEMM, then down [ffn x h] ---
   const double ffn = static_cast<double>(m.intermediate) / p.tp;
-  std::array<Operator, 4> ops;
-  ops[0] = gemm(OpKind::kGemmQkv, m, t, h, (hq + 2 * hkv) * hd);
-  ops[1] = gemm(OpKind::kGemmOut, m, t, hq * hd, h);
-  // Gate and up fused into one [h x 2 ffn] GEMM, then down [ffn x h]: two kernels.
-  Operator up = gemm(OpKind::kGemmMlp, m, t, h, 2 * ffn);
-  const Operator down = gemm(OpKind::kGemmMlp, m, t, ffn, h);
-  up.flops += down.flops;
-  up.bytes += down.bytes;
-  up.kernels = 2;
-  ops[2] = up;
+  o.dense_mlp = gemm(OpKind::kGemmMlp, wf, t, h, 2 * ffn);
+  const Operator down = gemm(OpKind::kGemmMlp, wf, t, ffn, h);
+  o.dense_mlp.flops += down.flops;
+  o.dense_mlp.bytes += down.bytes;
+  o.dense_mlp.kernels = 2;
+  o.dequant_dense = dequant(wf, 3.0 * h * ffn, 2);
   // Elementwise kernels, each reading and writing activations once (bytes per token):
   //   2 RMSNorms: read h, write h                       -> 4 h
   //   2 residual adds: read 2 h, write h                -> 6 h
-  //   rotary on q and k: read and write (hq + hkv) hd   -> 2 (hq + hkv) hd
+  //   rotary on q and k: read and write                 -> 2 rotary
   //   SiLU(gate) * up: read 2 ffn, write ffn            -> 3 ffn
-  //   KV-cache append: write 2 hkv hd                   -> 2 hkv hd
-  Operator ew;
-  ew.kind = OpKind::kElementwise;
-  ew.flops = 0;
-  ew.bytes = m.activation_bytes * t * (10 * h + 2 * (hq + hkv) * hd + 3 * ffn + 2 * hkv * hd);
-  ew.kernels = 6;
-  ops[3] = ew;
-  return ops;
+  //   KV-cache append: write                            -> kv_write
+  //   (MLA: RMSNorms of the q and kv latents            -> norms)
+  o.dense_elementwise.kind = OpKind::kElementwise;
+  o.dense_elementwise.flops = 0;
+  o.dense_elementwise.bytes =
+      m.activation_bytes * t * (10 * h + 2 * as.rotary + 3 * ffn + as.kv_write + as.norms);
+  o.dense_elementwise.kernels = 6;
+  o.dense_elementwise.m = t;
+
+  // --- MoE: router, routed experts on the busiest rank, shared experts ---
+  if (m.moe.enabled()) {
+    const GemmFormat ef = gemm_format(m.moe.experts > 0 ? m.formats.experts : m.formats.weights,
+                                      rates);
+    const double group_tokens = tokens_total / p.cp;
+    const double pairs = load.busiest_pairs(group_tokens);
+    const double active = load.busiest_active_experts(group_tokens);
+    const double fe = static_cast<double>(m.moe.expert_intermediate) / p.moe_tp;
+    // Router: [t x h] x [h x E] in bf16 (replicated; every chip routes its own tokens).
+    GemmFormat router_format;
+    o.router = gemm(OpKind::kMoeExperts, router_format, t, h, m.moe.experts);
+    // Grouped GEMMs over the busiest rank's token-expert pairs: gate|up h -> 2 fe, then down
+    // fe -> h (6 pairs h fe FLOPs); weights of the experts that got a token; activations in and
+    // out of both GEMMs plus the SiLU x up pass (3 fe).
+    Operator experts;
+    experts.kind = OpKind::kMoeExperts;
+    experts.rate = ef.rate;
+    experts.flops = 6.0 * pairs * h * fe;
+    experts.bytes = active * 3.0 * h * fe * ef.weight_bytes +
+                    pairs * (ef.act_in * (h + fe) + kAct * (2 * fe + h) + kAct * 3 * fe);
+    experts.kernels = 3;
+    o.moe_experts = experts;
+    o.moe_experts.m = pairs;
+    o.moe_experts.n = fe;
+    o.moe_experts.k = h;
+    const double shared = static_cast<double>(m.moe.shared_intermediate) / p.tp;
+    if (shared > 0) {
+      o.shared_mlp = gemm(OpKind::kGemmMlp, wf, t, h, 2 * shared);
+      const Operator sd = gemm(OpKind::kGemmMlp, wf, t, shared, h);
+      o.shared_mlp.flops += sd.flops;
+      o.shared_mlp.bytes += sd.bytes;
+      o.shared_mlp.kernels = 2;
+    } else {
+      o.shared_mlp.kind = OpKind::kGemmMlp;
+      o.shared_mlp.kernels = 0;
+    }
+    Operator dq = dequant(ef, active * 3.0 * h * fe, 2);
+    const Operator dqs = dequant(wf, 3.0 * h * shared, shared > 0 ? 2 : 0);
+    dq.flops += dqs.flops;
+    dq.kernels = std::max(dq.kernels, dqs.kernels);
+    o.dequant_moe = dq;
+    // Norms, adds, rotary, KV append as above; the shared experts' SiLU x up (3 shared); permute
+    // and unpermute of the token copies (read + write h per pair, twice): 2 more kernels.
+    o.moe_elementwise.kind = OpKind::kElementwise;
+    o.moe_elementwise.bytes =
+        m.activation_bytes * (t * (10 * h + 2 * as.rotary + 3 * shared + as.kv_write + as.norms) +
+                              pairs * 4 * h);
+    o.moe_elementwise.kernels = 8;
+    o.moe_elementwise.m = t;
+
+    // Communication of a MoE layer. Without attention DP the tokens are replicated on the TP
+    // group, every chip runs its experts' share, and one all-reduce sums the partial outputs
+    // (routed and shared). With dp > 1 each chip dispatches its slice of the tokens (t / tp) to the
+    // experts' ranks (top_k copies, moe_tp columns each) and combines the results back (DeepEP
+    // style all-to-all over the tp x dp chips); the dp group then all-reduces the shared experts'
+    // partial sums and re-gathers its tokens when tp > 1.
+    const double n = static_cast<double>(p.tp) * p.dp;
+    if (p.dp > 1) {
+      const double copies = (t / p.tp) * m.moe.top_k * p.moe_tp * (n - 1) / n;
+      const double dispatch_bytes = std::max(1.0, activation_bytes_per_element(m.formats.experts));
+      o.moe_dispatch = comm(OpKind::kEpDispatch, Collective::kAllToAll, Group::kMoe,
+                            copies * h * dispatch_bytes);
+      o.moe_combine = comm(OpKind::kEpCombine, Collective::kAllToAll, Group::kMoe, copies * h * kAct);
+    } else {
+      o.moe_dispatch = comm(OpKind::kEpDispatch, Collective::kAllToAll, Group::kMoe, 0);
+      o.moe_combine = comm(OpKind::kEpCombine, Collective::kAllToAll, Group::kMoe, 0);
+    }
+    o.moe_reduce = comm(OpKind::kTpAllReduce, Collective::kAllReduce, Group::kTp,
+                        p.tp > 1 ? hidden_state_bytes(m, t) : 0.0);
+  } else {
+    o.router.kind = o.moe_experts.kind = OpKind::kMoeExperts;
+    o.router.kernels = o.moe_experts.kernels = 0;
+    o.shared_mlp.kind = OpKind::kGemmMlp;
+    o.shared_mlp.kernels = 0;
+    o.moe_elementwise.kind = OpKind::kElementwise;
+    o.moe_elementwise.kernels = 0;
+    o.dequant_moe = dequant(wf, 0, 0);
+    o.moe_dispatch = comm(OpKind::kEpDispatch, Collective::kAllToAll, Group::kMoe, 0);
+    o.moe_combine = comm(OpKind::kEpCombine, Collective::kAllToAll, Group::kMoe, 0);
+    o.moe_reduce = comm(OpKind::kTpAllReduce, Collective::kAllReduce, Group::kTp, 0);
+  }
+  // Two all-reduces per dense layer (after attention and after the MLP), as Megatron.
+  o.attention_reduce = comm(OpKind::kTpAllReduce, Collective::kAllReduce, Group::kTp,
+                            hidden_state_bytes(m, t));
+  o.dense_reduce = o.attention_reduce;
+  return o;
 }
 
-Operator attention_prefill_op(const ModelSpec& m, const ParallelPlan& p, const BatchShape& b) {
-  // Per query-key pair and head: q.k (hd multiply-adds) and the weighted sum of v (hd
-  // multiply-adds) = 4 hd FLOPs. Pairs are counted over the full c x (p + c) rectangle, not the
-  // causal half: measured prefill kernels take as long as the rectangle at a flat efficiency
-  // (Vidur A100 attention table: 0.36 of peak on the rectangle, 0.20-0.34 on the causal count;
-  // scripts/derive_efficiency.md section 4). Reads Q once, K and V once per chunk, writes O once.
-  const double hd = m.head_dim;
-  const double hq = p.heads_per_chip(m), hkv = p.kv_heads_per_chip(m);
-  Operator op;
-  op.kind = OpKind::kAttentionPrefill;
-  op.flops = 4.0 * hd * hq * b.prefill_pairs;
-  op.bytes = m.activation_bytes * 2.0 * static_cast<double>(b.prefill_tokens) * hq * hd +
-             m.kv_bytes * 2.0 * hkv * hd * static_cast<double>(b.prefill_kv_tokens);
-  op.kernels = b.prefill_tokens > 0 ? 1 : 0;
-  return op;
+LayerBatchOps layer_batch_ops(const ModelSpec& m, const ParallelPlan& p, const BatchShape& b) {
+  LayerBatchOps o;
+  const double ranks = static_cast<double>(p.dp) * p.cp;  // attention work splits over these
+  const double hq = p.heads_per_chip(m);
+  const double kvb = bytes_per_element(m.formats.kv_cache);
+  const double act = m.activation_bytes;
+  // Queries per chip: prefill tokens are split over cp ranks (ring attention); decode queries are
+  // all-gathered, so every cp rank attends for all of its dp group's decodes over its KV share.
+  const double prefill_q = static_cast<double>(b.prefill_tokens) / ranks;
+  const double decode_q = static_cast<double>(b.decode_seqs) / p.dp;
+  const double chunks = static_cast<double>(b.prefill_chunks) / ranks;
+
+  auto attention = [&](OpKind kind, double flops, double bytes, double q, double batch,
+                       double context, double heads, double dim) {
+    Operator op;
+    op.kind = kind;
+    op.flops = flops;
+    op.bytes = bytes;
+    op.kernels = 1;
+    op.m = q;
+    op.batch = batch;
+    op.context = context;
+    op.n = heads;
+    op.k = dim;
+    return op;
+  };
+
+  if (m.attention == AttentionKind::kMla) {
+    const MlaSpec& a = m.mla;
+    const double latent = a.kv_lora_rank + a.qk_rope_dim;
+    const double qk = a.qk_nope_dim + a.qk_rope_dim;
+    if (m.dsa.enabled()) {
+      // DSA: sparse MLA in its absorbed (MQA) form for prefill and decode alike (FlashMLA sparse
+      // kernels): per selected pair and head, q.k over the latent + rotary key (latent FLOPs x 2)
+      // and the weighted sum of latents (kv_lora x 2).
+      const double per_pair = 2.0 * hq * (latent + a.kv_lora_rank);
+      const double pairs = b.prefill_pairs_topk / ranks;
+      const double keys = static_cast<double>(b.prefill_kv_topk) / ranks;
+      o.prefill_full = attention(OpKind::kAttentionPrefill, per_pair * pairs,
+                                 keys * latent * kvb + act * prefill_q * hq * (latent + a.kv_lora_rank),
+                                 prefill_q, chunks, static_cast<double>(b.prefill_kv_topk) / ranks, hq, latent);
+      const double dk = static_cast<double>(b.decode_kv_topk) / ranks;
+      o.decode_full = attention(OpKind::kAttentionDecode, per_pair * dk,
+                                dk * latent * kvb + act * decode_q * hq * (latent + a.kv_lora_rank),
+                                decode_q, decode_q, dk, hq, latent);
+      // Indexer: every query scores every cached token with index_heads x index_dim fp8 products
+      // (2 FLOPs each) and reads the cached index keys.
+      const double ih = m.dsa.index_heads, id = m.dsa.index_dim;
+      const double ib = m.index_bytes_per_token_layer();
+      Operator ip;
+      ip.kind = OpKind::kIndexer;
+      ip.rate = ComputeRate::kFp8;
+      ip.flops = 2.0 * ih * id * b.prefill_pairs / ranks;
+      ip.bytes = static_cast<double>(b.prefill_kv_tokens) / ranks * ib + prefill_q * ih * id;
+      ip.m = prefill_q;
+      ip.batch = chunks;
+      ip.context = static_cast<double>(b.prefill_kv_tokens) / ranks;
+      ip.n = ih;
+      ip.k = id;
+      o.indexer_prefill = ip;
+      Operator idec = ip;
+      const double dkv = static_cast<double>(b.decode_kv_tokens) / ranks;
+      idec.flops = 2.0 * ih * id * dkv;
+      idec.bytes = dkv * ib + decode_q * ih * id;
+      idec.m = decode_q;
+      idec.batch = decode_q;
+      idec.context = dkv;
+      o.indexer_decode = idec;
+      o.prefill_up_projection.kind = OpKind::kGemmQkv;
+      o.prefill_up_projection.kernels = 0;
+    } else {
+      // Prefill, not absorbed: K and V up-projected from the latents of every cached and new token
+      // of the chunks (kv_b, kv_lora -> heads x (nope + v)), then multi-head attention with
+      // qk = nope + rope dims and v dims: 2 hq (qk + v) FLOPs per pair.
+      const double pairs = b.prefill_pairs / ranks;
+      const double keys = static_cast<double>(b.prefill_kv_tokens) / ranks;
+      o.prefill_full = attention(OpKind::kAttentionPrefill, 2.0 * hq * (qk + a.v_dim) * pairs,
+                                 act * (prefill_q + keys) * hq * (qk + a.v_dim), prefill_q, chunks,
+                                 keys, hq, qk);
+      GemmFormat bf;
+      o.prefill_up_projection = gemm(OpKind::kGemmQkv, bf, keys, a.kv_lora_rank,
+                                     hq * (a.qk_nope_dim + a.v_dim));
+      o.prefill_up_projection.bytes += keys * latent * kvb;  // reading the cached latents
+      // Decode, absorbed (DeepSeek-V2 paper, section 2.1.2): the query is mapped into latent space
+      // and attends over the cached latents like MQA: per context token and head 2 latent FLOPs
+      // for q.k and 2 kv_lora for the output.
+      const double dk = static_cast<double>(b.decode_kv_tokens) / ranks;
+      o.decode_full = attention(OpKind::kAttentionDecode, 2.0 * hq * (latent + a.kv_lora_rank) * dk,
+                                dk * latent * kvb + act * decode_q * hq * (latent + a.kv_lora_rank),
+                                decode_q, decode_q, dk, hq, latent);
+      o.indexer_prefill.kind = o.indexer_decode.kind = OpKind::kIndexer;
+      o.indexer_prefill.kernels = o.indexer_decode.kernels = 0;
+    }
+    // The absorbed path's per-token matrices: W_UK maps q_nope (per head) into the latent, W_UV
+    // maps the latent output back to v dims; both slices of kv_b, read once. DSA models absorb
+    // for prefill tokens too.
+    const double absorbed = (static_cast<double>(b.decode_seqs) +
+                             (m.dsa.enabled() ? static_cast<double>(b.prefill_tokens) : 0.0)) /
+                            ranks;
+    Operator ab;
+    ab.kind = OpKind::kGemmOut;
+    ab.flops = 2.0 * absorbed * hq * a.kv_lora_rank * (a.qk_nope_dim + a.v_dim);
+    ab.bytes = a.kv_lora_rank * hq * (a.qk_nope_dim + a.v_dim) * 2.0 +
+               act * absorbed * hq * (a.qk_nope_dim + 2.0 * a.kv_lora_rank + a.v_dim);
+    ab.kernels = 2;
+    ab.m = absorbed;
+    ab.n = a.kv_lora_rank;
+    ab.k = a.qk_nope_dim;
+    o.decode_absorb = ab;
+    o.prefill_window.kind = OpKind::kAttentionPrefill;
+    o.decode_window.kind = OpKind::kAttentionDecode;
+    o.prefill_window.kernels = o.decode_window.kernels = 0;
+  } else {
+    // Per query-key pair and head: q.k (hd multiply-adds) and the weighted sum of v (hd
+    // multiply-adds) = 4 hd FLOPs. Pairs are counted over the full c x (p + c) rectangle, not the
+    // causal half: measured prefill kernels take as long as the rectangle at a flat efficiency
+    // (Vidur A100 attention table: 0.36 of peak on the rectangle, 0.20-0.34 on the causal count;
+    // scripts/derive_efficiency.md section 4). Reads Q once, K and V once per chunk, writes O once.
+    const double hd = m.head_dim, hkv = p.kv_heads_per_chip(m);
+    auto prefill = [&](double pairs, double keys) {
+      return attention(OpKind::kAttentionPrefill, 4.0 * hd * hq * (pairs / ranks),
+                       act * 2.0 * prefill_q * hq * hd + kvb * 2.0 * hkv * hd * (keys / ranks),
+                       prefill_q, chunks, keys / ranks, hq, hd);
+    };
+    // Each decode sequence reads the K and V of its (windowed) context once (memory-bound);
+    // 4 hd FLOPs per context token and query head.
+    auto decode = [&](double kv) {
+      const double k = kv / ranks;
+      return attention(OpKind::kAttentionDecode, 4.0 * hd * hq * k,
+                       kvb * 2.0 * hkv * hd * k + act * 2.0 * decode_q * hq * hd, decode_q,
+                       decode_q, k, hq, hd);
+    };
+    o.prefill_full = prefill(b.prefill_pairs, static_cast<double>(b.prefill_kv_tokens));
+    o.decode_full = decode(static_cast<double>(b.decode_kv_tokens));
+    o.prefill_window = prefill(b.prefill_pairs_window, static_cast<double>(b.prefill_kv_window));
+    o.decode_window = decode(static_cast<double>(b.decode_kv_window));
+    o.prefill_up_projection.kind = OpKind::kGemmQkv;
+    o.decode_absorb.kind = OpKind::kGemmOut;
+    o.indexer_prefill.kind = o.indexer_decode.kind = OpKind::kIndexer;
+    o.prefill_up_projection.kernels = o.decode_absorb.kernels = 0;
+    o.indexer_prefill.kernels = o.indexer_decode.kernels = 0;
+    if (!m.window.enabled()) o.prefill_window.kernels = o.decode_window.kernels = 0;
+  }
+
+  // Context parallelism. Prefill by ring attention (Liu et al. 2023) in either of two forms
+  // (Yang et al., "Context Parallelism for Scalable Million-Token Inference", 2024): pass-KV, each
+  // rank passes its KV shard of the chunks round the ring (cp - 1 hops); or pass-Q, each rank
+  // passes its queries and gets their partial outputs (with the log-sum-exp) back, the cheaper one
+  // when the chunks are short against their cached context. The iteration takes the smaller.
+  // Decode: the queries are all-gathered and the partial outputs exchanged, about (cp - 1) / cp of
+  // q + o per query per rank.
+  const double kv_layer = kv_bytes_per_token_layer_chip(m, p);
+  const double cp1 = p.cp - 1.0;
+  const double q_dim = m.attention == AttentionKind::kMla
+                           ? (m.mla.kv_lora_rank + m.mla.qk_rope_dim) + m.mla.kv_lora_rank + 1.0
+                           : 2.0 * m.head_dim + 1.0;
+  o.cp_prefill = comm(OpKind::kCpExchange, Collective::kP2p, Group::kCp,
+                      cp1 * static_cast<double>(b.prefill_kv_tokens) / ranks * kv_layer);
+  o.cp_prefill_q = comm(OpKind::kCpExchange, Collective::kP2p, Group::kCp,
+                        cp1 * prefill_q * hq * q_dim * act);
+  o.cp_decode = comm(OpKind::kCpExchange, Collective::kAllToAll, Group::kCp,
+                     p.cp > 1 ? cp1 / p.cp * decode_q * hq * q_dim * act : 0.0);
+  return o;
 }
 
-Operator attention_decode_op(const ModelSpec& m, const ParallelPlan& p, const BatchShape& b) {
-  // Each decode sequence reads the K and V of its whole context once (memory-bound); 4 hd FLOPs
-  // per context token and query head.
-  const double hd = m.head_dim;
-  const double hq = p.heads_per_chip(m), hkv = p.kv_heads_per_chip(m);
-  const double kv = static_cast<double>(b.decode_kv_tokens);
-  Operator op;
-  op.kind = OpKind::kAttentionDecode;
-  op.flops = 4.0 * hd * hq * kv;
-  op.bytes = m.kv_bytes * 2.0 * hkv * hd * kv +
-             m.activation_bytes * 2.0 * static_cast<double>(b.decode_seqs) * hq * hd;
-  op.kernels = b.decode_seqs > 0 ? 1 : 0;
-  return op;
-}
-
-Operator lm_head_op(const ModelSpec& m, const ParallelPlan& p, std::int64_t logits) {
-  // Vocabulary-parallel LM head: [logits x h] x [h x vocab/tp], only for sequences that sample.
-  Operator op = gemm(OpKind::kLmHead, m, static_cast<double>(logits), m.hidden,
-                     static_cast<double>(m.vocab) / p.tp);
+Operator lm_head_op(const ModelSpec& m, const ParallelPlan& p, double logits) {
+  // Vocabulary-parallel LM head: [logits x h] x [h x vocab/tp] in bf16, only for sequences that
+  // sample.
+  GemmFormat bf;
+  const double l = tokens_per_chip(p, logits);
+  Operator op = gemm(OpKind::kLmHead, bf, l, m.hidden, static_cast<double>(m.vocab) / p.tp);
   op.kernels = logits > 0 ? 1 : 0;
   return op;
 }
 
-double hidden_state_bytes(const ModelSpec& m, std::int64_t tokens) {
-  return static_cast<double>(m.activation_bytes) * static_cast<double>(tokens) * m.hidden;
+MtpDraftOps mtp_draft_ops(const ModelSpec& m, const ParallelPlan& p, const MoeLoad& load,
+                          const BatchShape& b, const std::array<bool, kComputeRates>& rates) {
+  MtpDraftOps d;
+  const double t = tokens_per_chip(p, static_cast<double>(b.tokens));
+  d.eh_proj = gemm(OpKind::kGemmQkv, gemm_format(m.formats.weights, rates), t, 2.0 * m.hidden, m.hidden);
+  d.layer = layer_token_ops(m, p, load, static_cast<double>(b.tokens), rates);
+  d.moe_layer = m.is_moe_layer(m.layers - 1);
+  d.attention = layer_batch_ops(m, p, b);
+  d.lm_head = lm_head_op(m, p, static_cast<double>(b.logits));
+  return d;
 }
 
-double kv_bytes_per_token_per_chip(const ModelSpec& m, const ParallelPlan& p, int stage) {
-  return 2.0 * p.kv_heads_per_chip(m) * m.head_dim * m.kv_bytes * p.stage_layers(m, stage);
+StageOperators stage_operators(const ModelSpec& m, const ParallelPlan& p, const MoeLoad& load,
+                               const BatchShape& b, int stage,
+                               const std::array<bool, kComputeRates>& rates) {
+  StageOperators s;
+  const LayerCounts c = m.count_layers(p.stage_first_layer(m, stage), p.stage_layers(m, stage));
+  const LayerTokenOps t = layer_token_ops(m, p, load, static_cast<double>(b.tokens), rates);
+  const LayerBatchOps a = layer_batch_ops(m, p, b);
+  auto add = [&](const Operator& op, int count) {
+    if (op.kernels > 0 && count > 0 && (op.flops > 0 || op.bytes > 0)) s.compute.push_back({op, count});
+  };
+  auto add_comm = [&](const CommOp& op, int count, int ranks) {
+    if (ranks > 1 && count > 0 && op.bytes > 0) s.comm.push_back({op, count});
+  };
+  add(t.qkv, c.layers);
+  add(t.out, c.layers);
+  add(t.dequant_attention, c.layers);
+  add(t.dense_mlp, c.dense());
+  add(t.dense_elementwise, c.dense());
+  add(t.dequant_dense, c.dense());
+  add(t.router, c.moe);
+  add(t.moe_experts, c.moe);
+  add(t.shared_mlp, c.moe);
+  add(t.moe_elementwise, c.moe);
+  add(t.dequant_moe, c.moe);
+  const bool prefill = b.prefill_tokens > 0, decode = b.decode_seqs > 0;
+  const int full = m.window.enabled() ? c.full() : c.layers;
+  if (prefill) {
+    add(a.prefill_full, full);
+    add(a.prefill_window, c.window);
+    add(a.prefill_up_projection, c.layers);
+    add(a.indexer_prefill, c.layers);
+  }
+  if (decode) {
+    add(a.decode_full, full);
+    add(a.decode_window, c.window);
+    add(a.indexer_decode, c.layers);
+  }
+  if (decode || (prefill && m.dsa.enabled())) add(a.decode_absorb, c.layers);
+  add_comm(t.attention_reduce, c.layers, p.tp);
+  add_comm(t.dense_reduce, c.dense(), p.tp);
+  add_comm(t.moe_reduce, c.moe, p.tp);
+  add_comm(t.moe_dispatch, c.moe, p.tp * p.dp);
+  add_comm(t.moe_combine, c.moe, p.tp * p.dp);
+  if (prefill) {
+    add_comm(a.cp_prefill.bytes <= a.cp_prefill_q.bytes ? a.cp_prefill : a.cp_prefill_q, c.layers, p.cp);
+  }
+  if (decode) add_comm(a.cp_decode, c.layers, p.cp);
+  const double t_chip = tokens_per_chip(p, static_cast<double>(b.tokens));
+  if (stage == 0) {
+    add_comm(comm(OpKind::kTpAllReduce, Collective::kAllReduce, Group::kTp,
+                  hidden_state_bytes(m, t_chip)), 1, p.tp);
+  }
+  if (stage == p.pp - 1) {
+    add(lm_head_op(m, p, static_cast<double>(b.logits)), 1);
+  } else {
+    add_comm(comm(OpKind::kPpSend, Collective::kP2p, Group::kPp, hidden_state_bytes(m, t_chip)), 1,
+             p.pp);
+  }
+  return s;
+}
+
+void vision_encoder_ops(const VisionSpec& v, const std::vector<std::int64_t>& image_patches,
+                        int tp, std::vector<Operator>& out) {
+  // Qwen2.5-VL vision tower (models/vision.h), bf16, heads and MLP columns split over tp.
+  double patches = 0, global_pairs = 0, window_pairs = 0;
+  const double per_window = v.window > 0 ? std::pow(static_cast<double>(v.window) / v.patch, 2) : 0;
+  for (const std::int64_t n : image_patches) {
+    const double p = static_cast<double>(n);
+    patches += p;
+    global_pairs += p * p;  // every patch attends to every patch of its image
+    window_pairs += per_window > 0 ? p * std::min(p, per_window) : p * p;
+  }
+  const double h = v.hidden, f = static_cast<double>(v.intermediate) / tp;
+  const double hs = h / tp;  // this chip's share of the heads' width
+  GemmFormat bf;
+  Operator embed = gemm(OpKind::kGemmQkv, bf, patches,
+                        static_cast<double>(v.in_channels) * v.temporal_patch * v.patch * v.patch, h);
+  out.push_back(embed);
+  for (int l = 0; l < v.depth; ++l) {
+    out.push_back(gemm(OpKind::kGemmQkv, bf, patches, h, 3 * hs));
+    const bool global = v.window == 0 ||
+                        std::find(v.full_attention_layers.begin(), v.full_attention_layers.end(),
+                                  l) != v.full_attention_layers.end();
+    const double pairs = global ? global_pairs : window_pairs;
+    Operator at;
+    at.kind = OpKind::kAttentionPrefill;
+    at.flops = 4.0 * hs * pairs;  // 4 head_dim FLOPs per pair and head
+    at.bytes = kAct * 4.0 * patches * hs;  // q, k, v in, o out
+    at.kernels = 1;
+    at.m = patches;
+    at.batch = static_cast<double>(image_patches.size());
+    at.context = patches;
+    out.push_back(at);
+    out.push_back(gemm(OpKind::kGemmOut, bf, patches, hs, h));
+    Operator mlp = gemm(OpKind::kGemmMlp, bf, patches, h, 2 * f);
+    absorb(mlp, gemm(OpKind::kGemmMlp, bf, patches, f, h));
+    out.push_back(mlp);
+    Operator ew;
+    ew.kind = OpKind::kElementwise;
+    ew.bytes = kAct * patches * (10 * h + 2 * 2 * hs + 3 * f);
+    ew.kernels = 5;
+    ew.m = patches;
+    out.push_back(ew);
+  }
+  // Merger: merge^2 patches concatenated (m h), Linear(m h -> m h), GELU, Linear(m h -> out).
+  const double groups = patches / (static_cast<double>(v.spatial_merge) * v.spatial_merge);
+  const double mh = h * v.spatial_merge * v.spatial_merge;
+  Operator merger = gemm(OpKind::kGemmMlp, bf, groups, mh, mh);
+  absorb(merger, gemm(OpKind::kGemmMlp, bf, groups, mh, v.out_hidden));
+  out.push_back(merger);
 }
 
 }  // namespace servesim::models

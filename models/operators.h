@@ -1,20 +1,32 @@
-// The operators of one iteration on one chip, as FLOPs and bytes moved, for a batch given in
-// aggregate form.
+// The operators of one iteration on one chip, as FLOPs and bytes moved, plus the communication
+// each layer needs, for a batch given in aggregate form.
 //
 // A batch mixes prefill chunks (c new tokens after p cached ones) and decode tokens (one new token
 // per sequence, attending to its whole context). Every quantity an operator needs is a sum over
 // the batch, so BatchShape carries the sums and building it never loops over sequences in the hot
-// path. Formulas and their derivation: models/README.md. Units: FLOPs and bytes per chip.
+// path. Operators come in three families:
+//   token operators   depend only on the batch's new-token count T (projections, MLPs, experts,
+//                     norms, the collectives after them): LayerTokenOps, costed once per T;
+//   batch operators   attention and what scales with context (MLA up-projection of cached
+//                     latents, the DSA indexer, context-parallel exchange), affine in the sums:
+//                     LayerBatchOps;
+//   once per stage    the LM head (last stage), the embedding all-reduce (first), the pipeline send.
+// Per chip: the instance's batch splits evenly over dp x cp ranks for attention and the dense
+// parts (tokens per chip T / (dp cp)); MoE layers see the dp groups' tokens together (T / cp per
+// MoE group) and the busiest EP rank sets the time (MoeLoad). Formulas and their derivation:
+// models/README.md. Units: FLOPs and bytes per chip.
 //
-// Ignored: sampling, logits all-gather, the embedding lookup's own time (a gather of tokens x
-// hidden elements, below the kernel floor at serving batch sizes), attention kernels' split-K
-// reductions.
+// Ignored: sampling, logits all-gather, the embedding lookup's own time, attention kernels'
+// split-K reductions, top-k selection in the router and the DSA indexer (a sort over at most the
+// context per query, below the score computation), attention sinks, biases, QK-norms.
 #pragma once
 
 #include <array>
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
+#include "models/formats.h"
 #include "models/model_spec.h"
 #include "models/parallel_plan.h"
 
@@ -23,14 +35,20 @@ namespace servesim::models {
 // Components of an iteration's time, for costs and attribution. Communication kinds come after
 // compute kinds; kScheduling is host time between iterations.
 enum class OpKind : std::uint8_t {
-  kGemmQkv,
-  kGemmOut,
-  kGemmMlp,
+  kGemmQkv,           // attention input projections (QKV; MLA q/kv down and up; DSA indexer)
+  kGemmOut,           // attention output projection (MLA: with the absorbed value up-projection)
+  kGemmMlp,           // dense MLPs and shared experts
+  kMoeExperts,        // router and routed-expert grouped GEMMs on the busiest rank
   kAttentionPrefill,
   kAttentionDecode,
+  kIndexer,           // DSA indexer scores
   kElementwise,
   kLmHead,
+  kDequantize,        // emulated formats: weights dequantised to bf16 before their GEMMs
   kTpAllReduce,
+  kEpDispatch,
+  kEpCombine,
+  kCpExchange,        // context parallelism: ring KV passes (prefill), partial attention (decode)
   kPpSend,
   kScheduling,
   kCount
@@ -39,36 +57,183 @@ constexpr std::size_t kOpKinds = static_cast<std::size_t>(OpKind::kCount);
 std::string_view op_kind_name(OpKind k);
 bool is_communication(OpKind k);
 
+enum class Collective : std::uint8_t { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kP2p };
+std::string_view collective_name(Collective c);
+
+// All sums are doubles (integers below 2^53 are exact), so that the hot path reads any of them
+// through one member-pointer table without conversions.
 struct BatchShape {
-  std::int64_t tokens = 0;          // new tokens: decode sequences + prefill chunk tokens
-  std::int64_t logits = 0;          // sequences that sample a token (decodes + finishing prefills)
-  std::int64_t decode_seqs = 0;
-  std::int64_t decode_kv_tokens = 0;   // sum of decode context lengths, new token included
-  std::int64_t prefill_tokens = 0;
-  double prefill_pairs = 0;            // sum over chunks of c * (p + c): q-k pairs the kernel computes
-  std::int64_t prefill_kv_tokens = 0;  // sum over chunks of p + c: keys/values each chunk reads
+  double tokens = 0;           // new tokens: decode sequences + prefill chunk tokens
+  double logits = 0;           // sequences that sample a token (decodes + finishing prefills)
+  double decode_seqs = 0;
+  double decode_kv_tokens = 0; // sum of decode context lengths, new token included
+  double prefill_tokens = 0;
+  double prefill_pairs = 0;    // sum over chunks of c (p + c): q-k pairs the kernel computes
+  double prefill_kv_tokens = 0;  // sum over chunks of p + c: keys/values each chunk reads
+  double prefill_chunks = 0;
+  // Capped sums for sliding-window layers (cap W = the window) and DSA (cap K = top_k); zero when
+  // the model has neither. Decodes: sum of min(context, cap). Chunks: pairs c min(p + c, cap),
+  // keys read min(p + c, cap + c).
+  double decode_kv_window = 0;
+  double prefill_pairs_window = 0;
+  double prefill_kv_window = 0;
+  double decode_kv_topk = 0;
+  double prefill_pairs_topk = 0;
+  double prefill_kv_topk = 0;
 };
+// BatchShape as a vector of numbers, for deriving affine coefficients (iteration_cost).
+constexpr int kBatchFields = 14;
+inline constexpr double BatchShape::* kBatchFieldMembers[kBatchFields] = {
+    &BatchShape::tokens,           &BatchShape::logits,           &BatchShape::decode_seqs,
+    &BatchShape::decode_kv_tokens, &BatchShape::prefill_tokens,   &BatchShape::prefill_pairs,
+    &BatchShape::prefill_kv_tokens, &BatchShape::prefill_chunks,  &BatchShape::decode_kv_window,
+    &BatchShape::prefill_pairs_window, &BatchShape::prefill_kv_window, &BatchShape::decode_kv_topk,
+    &BatchShape::prefill_pairs_topk, &BatchShape::prefill_kv_topk};
+inline double batch_field(const BatchShape& b, int i) { return b.*kBatchFieldMembers[i]; }
+inline void set_batch_field(BatchShape& b, int i, double v) { b.*kBatchFieldMembers[i] = v; }
+// Adds one chunk / one decode to the sums (tests and tools; the simulator keeps them in aggregate).
+void add_chunk(BatchShape& b, const ModelSpec& m, std::int64_t cached, std::int64_t new_tokens,
+               bool samples);
+void add_decode(BatchShape& b, const ModelSpec& m, std::int64_t context);
 
 struct Operator {
   OpKind kind = OpKind::kGemmQkv;
+  ComputeRate rate = ComputeRate::kBf16;  // the tensor-core rate its FLOPs run at
+  int kernels = 1;
   double flops = 0;
   double bytes = 0;
-  int kernels = 1;
+  // Shape, for measured tables. GEMM / MoE: m tokens through a k -> n matrix (per chip; MoE: m =
+  // token-expert pairs on the busiest rank, n = expert columns per chip, k = hidden). Attention:
+  // m = query tokens, batch = sequences, context = sum of their context lengths, n = query
+  // heads per chip, k = head dim.
+  double m = 0, n = 0, k = 0, batch = 0, context = 0;
 };
 
-// Token-linear operators of one layer for `tokens` new tokens: QKV, O and MLP GEMMs and the
-// elementwise kernels. Written to out[0..3].
-std::array<Operator, 4> linear_layer_ops(const ModelSpec& m, const ParallelPlan& p,
-                                         std::int64_t tokens);
-Operator attention_prefill_op(const ModelSpec& m, const ParallelPlan& p, const BatchShape& b);
-Operator attention_decode_op(const ModelSpec& m, const ParallelPlan& p, const BatchShape& b);
-Operator lm_head_op(const ModelSpec& m, const ParallelPlan& p, std::int64_t logits);
+struct CommOp {
+  OpKind kind = OpKind::kTpAllReduce;
+  Collective collective = Collective::kAllReduce;
+  Group group = Group::kTp;
+  double bytes = 0;  // per rank: the buffer each rank contributes (all-reduce: its whole buffer)
+};
 
-// Bytes of one TP all-reduce of the hidden states (two per layer, after O and after the MLP,
-// plus one after the vocabulary-parallel embedding), and of one pipeline send between stages.
-double hidden_state_bytes(const ModelSpec& m, std::int64_t tokens);
+// Token-to-expert skew. Balanced: every expert gets T k / E of T tokens. Power law: expert
+// popularity p_j proportional to j^-alpha (j = 1..E by rank); derivation in models/README.md.
+struct MoeRouting {
+  enum class Distribution : std::uint8_t { kBalanced, kPowerLaw };
+  Distribution distribution = Distribution::kBalanced;
+  double alpha = 1.2;
+};
 
-// KV-cache bytes one token occupies on one chip of pipeline stage `stage`.
-double kv_bytes_per_token_per_chip(const ModelSpec& m, const ParallelPlan& p, int stage);
+// Expected load of the busiest expert-parallel rank for a model, plan and skew. Experts are placed
+// on ranks by popularity, striped (the j-th most popular on rank j mod ep), so rank 0 holds the
+// hottest; an expert takes each token at most once and the overflow goes to the others
+// (water-filling).
+class MoeLoad {
+ public:
+  MoeLoad() = default;
+  MoeLoad(const ModelSpec& m, const ParallelPlan& p, const MoeRouting& r);
+  // Token-expert pairs on the busiest rank when `tokens` tokens enter the MoE group.
+  double busiest_pairs(double tokens) const;
+  // Experts with at least one token on that rank (expected), whose weights it must read.
+  double busiest_active_experts(double tokens) const;
+  const std::vector<double>& popularity() const { return popularity_; }
+
+ private:
+  std::vector<double> popularity_;  // descending, sums to 1
+  int top_k_ = 0, ep_ = 1;
+};
+
+// Token operators of one layer of each kind, per chip, for `tokens` new tokens in the instance.
+struct LayerTokenOps {
+  Operator qkv, out;               // every layer
+  Operator dense_mlp;              // layers with a dense MLP
+  Operator dense_elementwise;
+  Operator router;                 // MoE layers: the gate GEMM (bf16, replicated)
+  Operator moe_experts;            // routed experts on the busiest rank
+  Operator shared_mlp;
+  Operator moe_elementwise;
+  Operator dequant_attention;      // emulated formats only (kernels 0 otherwise)
+  Operator dequant_dense;
+  Operator dequant_moe;
+  CommOp attention_reduce;         // after attention (tp > 1)
+  CommOp dense_reduce;             // after a dense MLP (tp > 1)
+  CommOp moe_dispatch, moe_combine;  // MoE layers with attention DP (dp > 1)
+  CommOp moe_reduce;               // MoE layers: partial sums of experts / shared experts (tp > 1)
+};
+LayerTokenOps layer_token_ops(const ModelSpec& m, const ParallelPlan& p, const MoeLoad& load,
+                              double tokens, const std::array<bool, kComputeRates>& chip_rates);
+
+// Batch operators of one layer, per chip. Gated: prefill ones launch only with prefill tokens,
+// decode ones only with decodes.
+struct LayerBatchOps {
+  Operator prefill_full;           // attention of full (or DSA-sparse) layers over the chunks
+  Operator prefill_window;         // sliding-window layers
+  Operator decode_full;
+  Operator decode_window;
+  Operator prefill_up_projection;  // MLA: kv_b over the chunks' cached and new latents
+  Operator decode_absorb;          // MLA: W_UK on decode queries and W_UV on their outputs
+  Operator indexer_prefill;        // DSA
+  Operator indexer_decode;
+  CommOp cp_prefill;               // ring attention passing KV shards (pass-KV)
+  CommOp cp_prefill_q;             // ring attention passing queries and partial outputs (pass-Q)
+  CommOp cp_decode;                // query all-gather and partial-output exchange
+};
+LayerBatchOps layer_batch_ops(const ModelSpec& m, const ParallelPlan& p, const BatchShape& b);
+
+// Once per iteration: the vocabulary-parallel LM head on the last stage, for `logits` sampling
+// sequences of the instance.
+Operator lm_head_op(const ModelSpec& m, const ParallelPlan& p, double logits);
+// Bytes of one hidden-state tensor of `tokens` tokens (TP all-reduce, pipeline send).
+double hidden_state_bytes(const ModelSpec& m, double tokens);
+// New tokens one chip computes in its attention and dense parts: T / (dp cp).
+inline double tokens_per_chip(const ParallelPlan& p, double tokens) {
+  return tokens / (static_cast<double>(p.dp) * p.cp);
+}
+
+// One draft step of an MTP module (DeepSeek-V3 / GLM), per chip, for the batch's tokens: eh_proj
+// (the concatenated embedding and hidden state, 2h -> h, replicated), one decoder layer like the
+// model's last one (its token operators and its attention over the batch) and the shared LM head.
+// The speculative-decoding issue multiplies it by the draft depth and adds the acceptance model.
+struct MtpDraftOps {
+  Operator eh_proj;
+  LayerTokenOps layer;
+  bool moe_layer = false;  // which of layer's MLP operators apply
+  LayerBatchOps attention;
+  Operator lm_head;
+};
+MtpDraftOps mtp_draft_ops(const ModelSpec& m, const ParallelPlan& p, const MoeLoad& load,
+                          const BatchShape& b, const std::array<bool, kComputeRates>& chip_rates);
+
+// The whole per-chip operator list of one pipeline stage for a batch: each operator with the
+// number of times it runs in the iteration (layers of its kind on the stage, or 1).
+struct StageOperators {
+  struct Compute {
+    Operator op;
+    int count = 1;
+  };
+  struct Comm {
+    CommOp op;
+    int count = 1;
+  };
+  std::vector<Compute> compute;
+  std::vector<Comm> comm;
+};
+StageOperators stage_operators(const ModelSpec& m, const ParallelPlan& p, const MoeLoad& load,
+                               const BatchShape& b, int stage,
+                               const std::array<bool, kComputeRates>& chip_rates);
+
+// The rate a GEMM in format f runs at on a chip with these rates: its own, or bf16 when the chip
+// lacks it (emulation; the caller checks that emulation was asked for).
+ComputeRate gemm_rate(Format f, const std::array<bool, kComputeRates>& chip_rates);
+// One GEMM of `tokens` rows through a k -> n matrix of weights in format f (tools, calibration):
+// 2 tokens k n FLOPs; reads the weights and the input, writes the bf16 output.
+Operator gemm_op(OpKind kind, Format f, double tokens, double k, double n,
+                 const std::array<bool, kComputeRates>& chip_rates);
+
+// Vision encoder operators for a batch of images (each given as its resized patch count), per
+// chip with the encoder split over `tp` chips: patch embedding, per block QKV, attention (window
+// or global), output projection, MLP, norms, and the merger. Appended to `out`.
+void vision_encoder_ops(const VisionSpec& v, const std::vector<std::int64_t>& image_patches,
+                        int tp, std::vector<Operator>& out);
 
 }  // namespace servesim::models

@@ -1,20 +1,33 @@
 #include "sim/cluster/config.h"
 
+#include <algorithm>
+
 namespace servesim::cluster {
 
-PoolCapacity pool_capacity(const models::ModelSpec& model, const PoolConfig& pool) {
+models::MemoryConfig memory_config(const PoolConfig& pool) {
   models::MemoryConfig mc;
   mc.memory_utilization = pool.kv_cache.memory_utilization;
   mc.reserved = pool.kv_cache.reserved;
   mc.max_batched_tokens = pool.scheduler.max_batched_tokens;
   mc.max_sequences = pool.scheduler.max_batch_size;
+  mc.block_tokens = pool.kv_cache.block_tokens;
+  mc.routing = pool.moe_routing;
+  return mc;
+}
+
+PoolCapacity pool_capacity(const models::ModelSpec& model, const PoolConfig& pool) {
   PoolCapacity cap;
-  cap.memory = models::plan_memory(model, pool.chip, pool.plan, mc);
-  const std::int64_t blocks = cap.memory.kv_tokens / pool.kv_cache.block_tokens;
+  cap.memory = models::plan_memory(model, pool.chip, pool.plan, memory_config(pool));
+  const std::int64_t block = pool.kv_cache.block_tokens;
+  const std::int64_t group_blocks = cap.memory.kv_tokens_per_group / block;
+  const std::int64_t blocks = group_blocks * pool.plan.dp;
   cap.blocks_per_lane = blocks / pool.plan.pp;
   cap.watermark_blocks =
       static_cast<std::int64_t>(pool.kv_cache.watermark * static_cast<double>(cap.blocks_per_lane));
-  cap.admissible_tokens = (cap.blocks_per_lane - cap.watermark_blocks) * pool.kv_cache.block_tokens;
+  // One request lives in one dp group: its share of the lane's blocks, less the watermark.
+  const std::int64_t group_lane_blocks = group_blocks / pool.plan.pp;
+  cap.admissible_tokens = (std::min(group_lane_blocks, cap.blocks_per_lane) - cap.watermark_blocks) *
+                          block;
   return cap;
 }
 

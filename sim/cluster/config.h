@@ -13,8 +13,10 @@
 #include <vector>
 
 #include "models/chip_spec.h"
+#include "models/cost_model.h"
 #include "models/memory.h"
 #include "models/model_spec.h"
+#include "models/operators.h"
 #include "models/parallel_plan.h"
 #include "sim/core/time.h"
 #include "sim/core/units.h"
@@ -61,6 +63,8 @@ struct PoolConfig {
   KvCacheConfig kv_cache;
   RouterConfig router;
   std::int64_t max_model_len = 0;  // longest prompt + output served; longer requests are rejected
+  models::CostModelConfig cost_model;  // roofline unless measured tables are given
+  models::MoeRouting moe_routing;      // token-to-expert skew of MoE layers
 };
 
 struct SimulationConfig {
@@ -73,13 +77,16 @@ struct SimulationConfig {
 };
 
 // What a pool's memory leaves for the KV cache, in the units the block managers use. One block
-// manager per pipeline lane: vLLM divides the blocks among its PP virtual engines.
+// manager per pipeline lane: vLLM divides the blocks among its PP virtual engines. With attention
+// data parallelism a lane pools the blocks of its dp groups (the batch splits evenly over them in
+// this version), but one request fits in one group's share only.
 struct PoolCapacity {
   models::MemoryPlan memory;
   std::int64_t blocks_per_lane = 0;
   std::int64_t watermark_blocks = 0;   // kept free when admitting
   std::int64_t admissible_tokens = 0;  // the longest request a lane can ever admit
 };
+models::MemoryConfig memory_config(const PoolConfig& pool);
 PoolCapacity pool_capacity(const models::ModelSpec& model, const PoolConfig& pool);
 
 // The links a chip of the pool sees, for placement and collective costs.

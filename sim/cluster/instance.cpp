@@ -6,9 +6,44 @@
 
 namespace servesim::cluster {
 
+void CappedContextSum::join(std::uint64_t context, std::uint64_t step) {
+  if (cap_ <= 0) return;
+  const auto cap = static_cast<std::uint64_t>(cap_);
+  if (context >= cap) {
+    sum_ += cap;
+    return;
+  }
+  sum_ += context;
+  ++below_;
+  ++ring_[slot(step + cap - context)];  // the step at which its context reaches the cap
+}
+
+void CappedContextSum::leave(std::uint64_t context, std::uint64_t join_context,
+                             std::uint64_t join_step) {
+  if (cap_ <= 0) return;
+  const auto cap = static_cast<std::uint64_t>(cap_);
+  if (context >= cap) {
+    sum_ -= cap;
+    return;
+  }
+  sum_ -= context;
+  --below_;
+  --ring_[slot(join_step + cap - join_context)];
+}
+
+void CappedContextSum::advance(std::uint64_t next_step) {
+  if (cap_ <= 0) return;
+  sum_ += below_;
+  std::uint32_t& reached = ring_[slot(next_step)];
+  below_ -= reached;
+  reached = 0;
+}
+
 Lane::Lane(SlabVector<RequestState>* requests, std::int64_t total_blocks,
-           std::int64_t block_tokens, std::int64_t watermark_blocks, std::int64_t max_running)
-    : requests_(requests), max_running_(max_running),
+           std::int64_t block_tokens, std::int64_t watermark_blocks, std::int64_t max_running,
+           std::int64_t window, std::int64_t top_k)
+    : requests_(requests), max_running_(max_running), window_sum_(window), topk_sum_(top_k),
+      window_(window), top_k_(top_k), capped_(window > 0 || top_k > 0),
       phase_count_(static_cast<std::size_t>(block_tokens), 0), total_blocks_(total_blocks),
       block_tokens_(static_cast<std::uint64_t>(block_tokens)), watermark_blocks_(watermark_blocks) {}
 
@@ -98,6 +133,8 @@ void Lane::leave_decode_set(RequestState& s) {
   const std::uint64_t d = steps_done(s);
   used_blocks_ -= decode_blocks(s);
   decode_ctx_ -= s.prefill_target + d;
+  window_sum_.leave(s.prefill_target + d, s.prefill_target, s.join_step);
+  topk_sum_.leave(s.prefill_target + d, s.prefill_target, s.join_step);
   --decoding_;
   --phase_count_[phase_of(s)];
   ++s.epoch;  // its finishing-heap entry is now stale
@@ -106,18 +143,38 @@ void Lane::leave_decode_set(RequestState& s) {
 
 models::BatchShape Lane::shape(const Batch& batch) const {
   models::BatchShape b;
-  b.decode_seqs = batch.decodes;
-  b.decode_kv_tokens = batch.decodes > 0 ? static_cast<std::int64_t>(decode_ctx_) + batch.decodes : 0;
-  b.prefill_tokens = batch.prefill_tokens;
-  b.tokens = batch.decodes + batch.prefill_tokens;
-  b.logits = batch.decodes;
+  const auto decodes = static_cast<double>(batch.decodes);
+  b.decode_seqs = decodes;
+  b.decode_kv_tokens = batch.decodes > 0 ? static_cast<double>(decode_ctx_) + decodes : 0.0;
+  b.prefill_tokens = static_cast<double>(batch.prefill_tokens);
+  b.tokens = decodes + b.prefill_tokens;
+  b.prefill_chunks = static_cast<double>(batch.chunks.size());
+  std::int64_t logits = batch.decodes;
+  if (batch.decodes > 0 && capped_) {
+    b.decode_kv_window = static_cast<double>(window_sum_.attended());
+    b.decode_kv_topk = static_cast<double>(topk_sum_.attended());
+  }
+  std::int64_t kv_tokens = 0;
   for (const Chunk& c : batch.chunks) {
     const RequestState& s = req(c.request);
     const double p = s.prefilled, n = c.tokens;
     b.prefill_pairs += n * (p + n);
-    b.prefill_kv_tokens += s.prefilled + c.tokens;
-    if (s.prefilled + c.tokens == s.prefill_target) ++b.logits;
+    const std::int64_t kv = s.prefilled + c.tokens;
+    kv_tokens += kv;
+    if (capped_) {
+      if (window_sum_.enabled()) {
+        b.prefill_pairs_window += n * static_cast<double>(std::min(kv, window_));
+        b.prefill_kv_window += static_cast<double>(std::min<std::int64_t>(kv, window_ + c.tokens));
+      }
+      if (topk_sum_.enabled()) {
+        b.prefill_pairs_topk += n * static_cast<double>(std::min(kv, top_k_));
+        b.prefill_kv_topk += static_cast<double>(std::min<std::int64_t>(kv, top_k_ + c.tokens));
+      }
+    }
+    if (s.prefilled + c.tokens == s.prefill_target) ++logits;
   }
+  b.prefill_kv_tokens = static_cast<double>(kv_tokens);
+  b.logits = static_cast<double>(logits);
   return b;
 }
 
@@ -125,6 +182,8 @@ void Lane::finish_decode_step(std::vector<std::uint32_t>& finished) {
   const std::uint64_t executed = step_;
   decode_ctx_ += decoding_;
   ++step_;
+  window_sum_.advance(step_);
+  topk_sum_.advance(step_);
   step_reserved_ = 0;
   while (next_finish_step_ == executed) {
     const Finishing f = finishing_.top();
@@ -160,6 +219,8 @@ void Lane::join_decode(std::uint32_t r, SimTime now) {
   // steps done: from here on they are accounted in aggregate.
   ++decoding_;
   decode_ctx_ += s.prefill_target;
+  window_sum_.join(s.prefill_target, step_);
+  topk_sum_.join(s.prefill_target, step_);
   ++phase_count_[phase_of(s)];
   const std::uint64_t last_step = step_ + (s.output - s.generated) - 1;
   finishing_.push(Finishing{last_step, r, s.epoch});
@@ -197,7 +258,7 @@ void Lane::unlink(std::uint32_t r) {
 
 void Lane::check_invariants() const {
   std::int64_t blocks = 0, running = 0, decoding = 0, prefilling = 0;
-  std::uint64_t ctx = 0;
+  std::uint64_t ctx = 0, ctx_window = 0, ctx_topk = 0;
   std::vector<std::uint32_t> phases(phase_count_.size(), 0);
   for (std::uint32_t r = head_; r != kNoRequest; r = req(r).next) {
     const RequestState& s = req(r);
@@ -206,6 +267,10 @@ void Lane::check_invariants() const {
       ++decoding;
       blocks += decode_blocks(s);
       ctx += s.prefill_target + steps_done(s);
+      ctx_window += std::min<std::uint64_t>(s.prefill_target + steps_done(s),
+                                            static_cast<std::uint64_t>(window_));
+      ctx_topk += std::min<std::uint64_t>(s.prefill_target + steps_done(s),
+                                          static_cast<std::uint64_t>(top_k_));
       ++phases[phase_of(s)];
     } else {
       SERVESIM_CHECK(s.phase == Phase::kPrefilling);
@@ -217,6 +282,8 @@ void Lane::check_invariants() const {
   SERVESIM_CHECK(decoding == decoding_);
   SERVESIM_CHECK(prefilling == static_cast<std::int64_t>(prefilling_.size()));
   SERVESIM_CHECK(ctx == decode_ctx_);
+  if (window_sum_.enabled()) SERVESIM_CHECK(ctx_window == window_sum_.sum());
+  if (topk_sum_.enabled()) SERVESIM_CHECK(ctx_topk == topk_sum_.sum());
   SERVESIM_CHECK(phases == phase_count_);
   // Between prepare_decode_step and finish_decode_step the step's new blocks are reserved but not
   // yet part of any request's derived count.

@@ -13,7 +13,8 @@
 // waiting queue, to prefill its prompt and the tokens it already generated again.
 //
 // The decode set is kept in aggregate (count, context sum, blocks needed per step phase, a heap of
-// finishing steps), so a decode step costs O(1) plus O(log n) per request that finishes.
+// finishing steps, and for sliding-window / DSA models the sum of contexts capped at the window or
+// top-k), so a decode step costs O(1) plus O(log n) per request that finishes.
 // Invariants (checked by check_invariants): used blocks <= total blocks; used blocks = the sum of
 // the blocks its requests hold; running = prefilling + decoding.
 #pragma once
@@ -34,6 +35,33 @@ namespace servesim::cluster {
 struct Preemption {
   std::uint32_t request;
   std::uint32_t lost_tokens;
+};
+
+// The sum over the decode set of min(context, cap), while every context grows by one token per
+// decode step: the requests still below the cap add one each per step, and a ring of counters
+// indexed by step mod (cap + 1) says how many reach the cap at each step. O(1) per step, join and
+// leave; cap + 1 counters of memory. A cap of 0 disables it.
+class CappedContextSum {
+ public:
+  explicit CappedContextSum(std::int64_t cap = 0)
+      : cap_(cap), ring_(cap > 0 ? static_cast<std::size_t>(cap) + 1 : 0, 0) {}
+  bool enabled() const { return cap_ > 0; }
+  // A request with `context` KV tokens joins at decode step `step`.
+  void join(std::uint64_t context, std::uint64_t step);
+  // It leaves at `step` with `context` tokens, having joined at join_step with join_context.
+  void leave(std::uint64_t context, std::uint64_t join_context, std::uint64_t join_step);
+  // Every member's context grew by one; `next_step` is the step counter after the advance.
+  void advance(std::uint64_t next_step);
+  // Sum of min(context + 1, cap): what the next decode step attends to (its new token included).
+  std::int64_t attended() const { return static_cast<std::int64_t>(sum_ + below_); }
+  std::uint64_t sum() const { return sum_; }
+
+ private:
+  std::size_t slot(std::uint64_t step) const { return static_cast<std::size_t>(step % ring_.size()); }
+  std::int64_t cap_;
+  std::uint64_t sum_ = 0;    // sum of min(context, cap)
+  std::uint64_t below_ = 0;  // members with context < cap
+  std::vector<std::uint32_t> ring_;
 };
 
 struct Chunk {
@@ -57,8 +85,11 @@ struct Batch {
 
 class Lane {
  public:
+  // window / top_k: the model's sliding window and DSA top-k (0 when it has none), for the capped
+  // context sums in shape().
   Lane(SlabVector<RequestState>* requests, std::int64_t total_blocks, std::int64_t block_tokens,
-       std::int64_t watermark_blocks, std::int64_t max_running);
+       std::int64_t watermark_blocks, std::int64_t max_running, std::int64_t window = 0,
+       std::int64_t top_k = 0);
 
   // --- queue and admission (used by batch schedulers) ---
   void enqueue_back(std::uint32_t r);
@@ -149,6 +180,9 @@ class Lane {
   // Decode set aggregates.
   std::uint32_t decoding_ = 0;
   std::uint64_t decode_ctx_ = 0;  // sum of KV tokens of decoding requests
+  CappedContextSum window_sum_, topk_sum_;
+  std::int64_t window_ = 0, top_k_ = 0;
+  bool capped_ = false;  // either sum enabled
   std::uint64_t step_ = 0;        // decode steps executed
   std::vector<std::uint32_t> phase_count_;
   std::priority_queue<Finishing, std::vector<Finishing>, std::greater<>> finishing_;

@@ -1,9 +1,9 @@
 #include "sim/cluster/iteration_cost.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "sim/core/check.h"
-#include "topologies/collectives.h"
 
 namespace servesim::cluster {
 namespace {
@@ -12,131 +12,280 @@ std::int64_t to_ps(double seconds) { return static_cast<std::int64_t>(seconds * 
 constexpr std::size_t idx(models::OpKind k) { return static_cast<std::size_t>(k); }
 }  // namespace
 
-IterationCostModel::IterationCostModel(const models::ModelSpec& model, const models::ChipSpec& chip,
-                                       const models::ParallelPlan& plan,
-                                       const topologies::InstancePlacement& placement,
-                                       std::int64_t max_tokens)
-    : model_(model), chip_(chip), plan_(plan), placement_(placement), roofline_(chip),
-      linear_(static_cast<std::size_t>(max_tokens) + 1) {
-  for (int s = 0; s < plan.pp; ++s) stage_layers_.push_back(plan.stage_layers(model, s));
-  using models::BatchShape;
-  prefill_attention_ = affine([&](double pairs, double tokens, double kv) {
-    BatchShape b;
-    b.prefill_pairs = pairs;
-    b.prefill_tokens = static_cast<std::int64_t>(tokens);
-    b.prefill_kv_tokens = static_cast<std::int64_t>(kv);
-    return models::attention_prefill_op(model, plan, b);
-  });
-  decode_attention_ = affine([&](double kv, double seqs, double) {
-    BatchShape b;
-    b.decode_kv_tokens = static_cast<std::int64_t>(kv);
-    b.decode_seqs = static_cast<std::int64_t>(seqs);
-    return models::attention_decode_op(model, plan, b);
-  });
-  lm_head_ = affine([&](double logits, double, double) {
-    return models::lm_head_op(model, plan, static_cast<std::int64_t>(logits));
-  });
-  for (const topologies::LinkTier& hop : placement.pp_hops) {
-    // p2p time = alpha + bytes / (bandwidth x efficiency), bytes linear in the token count: the
-    // times of one and two tokens give both terms.
-    const double one = topologies::p2p_seconds(models::hidden_state_bytes(model, 1), hop);
-    const double two = topologies::p2p_seconds(models::hidden_state_bytes(model, 2), hop);
-    send_s_per_token_.push_back(two - one);
-    send_alpha_s_.push_back(one - (two - one));
+models::Operator IterationCostModel::AffineOp::at(const models::BatchShape& b) const {
+  models::Operator op = base;
+  for (int i = 0; i < n_terms; ++i) {
+    const Term& t = terms[static_cast<std::size_t>(i)];
+    const double x = models::batch_field(b, t.field);
+    op.flops += t.flops * x;
+    op.bytes += t.bytes * x;
+    op.m += t.m * x;
+    op.batch += t.batch * x;
+    op.context += t.context * x;
   }
+  return op;
+}
+
+double IterationCostModel::AffineOp::seconds(const models::BatchShape& b,
+                                            const models::CostModel& cm) const {
+  if (!linear) return cm.seconds(at(b));
+  using models::batch_field;
+  const double flops = base.flops + flop_coef[0] * batch_field(b, flop_field[0]) +
+                       flop_coef[1] * batch_field(b, flop_field[1]) +
+                       flop_coef[2] * batch_field(b, flop_field[2]);
+  const double bytes = base.bytes + byte_coef[0] * batch_field(b, byte_field[0]) +
+                       byte_coef[1] * batch_field(b, byte_field[1]) +
+                       byte_coef[2] * batch_field(b, byte_field[2]);
+  return base.kernels * form.overhead_s + std::max(flops * form.s_per_flop, bytes * form.s_per_byte);
+}
+
+double IterationCostModel::AffineComm::bytes(const models::BatchShape& b) const {
+  double v = base.bytes;
+  for (int i = 0; i < n_terms; ++i) {
+    const auto& [field, c] = terms[static_cast<std::size_t>(i)];
+    v += c * models::batch_field(b, field);
+  }
+  return v;
 }
 
 template <class MakeOp>
-IterationCostModel::AffineOp IterationCostModel::affine(MakeOp make_op) {
+IterationCostModel::AffineOp IterationCostModel::affine(MakeOp make_op) const {
   // The operators are affine in the batch sums, so evaluating them at the origin and at each unit
-  // vector gives the coefficients exactly.
-  const models::Operator o = make_op(0.0, 0.0, 0.0);
-  const models::Operator e[3] = {make_op(1.0, 0.0, 0.0), make_op(0.0, 1.0, 0.0), make_op(0.0, 0.0, 1.0)};
+  // vector gives the coefficients exactly; only the non-zero ones are kept.
+  models::BatchShape zero;
   AffineOp a;
-  a.kind = o.kind;
-  a.f[0] = o.flops;
-  a.b[0] = o.bytes;
-  for (int i = 0; i < 3; ++i) {
-    a.f[i + 1] = e[i].flops - o.flops;
-    a.b[i + 1] = e[i].bytes - o.bytes;
+  a.base = make_op(zero);
+  int n_flops = 0, n_bytes = 0;
+  for (int f = 0; f < models::kBatchFields; ++f) {
+    models::BatchShape unit;
+    models::set_batch_field(unit, f, 1.0);
+    const models::Operator e = make_op(unit);
+    // Operators that launch only when there is work (the LM head) count their kernels then.
+    a.base.kernels = std::max(a.base.kernels, e.kernels);
+    AffineOp::Term t;
+    t.field = f;
+    t.flops = e.flops - a.base.flops;
+    t.bytes = e.bytes - a.base.bytes;
+    t.m = e.m - a.base.m;
+    t.batch = e.batch - a.base.batch;
+    t.context = e.context - a.base.context;
+    if (t.flops != 0 || t.bytes != 0 || t.m != 0 || t.batch != 0 || t.context != 0) {
+      a.terms[static_cast<std::size_t>(a.n_terms++)] = t;
+    }
+    if (t.flops != 0) {
+      if (n_flops < 3) {
+        a.flop_field[static_cast<std::size_t>(n_flops)] = f;
+        a.flop_coef[static_cast<std::size_t>(n_flops)] = t.flops;
+      }
+      ++n_flops;
+    }
+    if (t.bytes != 0) {
+      if (n_bytes < 3) {
+        a.byte_field[static_cast<std::size_t>(n_bytes)] = f;
+        a.byte_coef[static_cast<std::size_t>(n_bytes)] = t.bytes;
+      }
+      ++n_bytes;
+    }
+  }
+  // The inline form needs the roofline's linear form and at most three terms of each.
+  const auto form = cost_model_->linear_form(a.base.kind, a.base.rate);
+  a.linear = form.has_value() && n_flops <= 3 && n_bytes <= 3;
+  if (form) a.form = *form;
+  return a;
+}
+
+template <class MakeComm>
+IterationCostModel::AffineComm IterationCostModel::affine_comm(MakeComm make_comm) {
+  models::BatchShape zero;
+  AffineComm a;
+  a.base = make_comm(zero);
+  for (int f = 0; f < models::kBatchFields; ++f) {
+    models::BatchShape unit;
+    models::set_batch_field(unit, f, 1.0);
+    const double c = make_comm(unit).bytes - a.base.bytes;
+    if (c != 0) a.terms[static_cast<std::size_t>(a.n_terms++)] = {f, c};
   }
   return a;
 }
 
-double IterationCostModel::seconds(const AffineOp& op, double x1, double x2, double x3) const {
-  return roofline_.seconds(op.kind, op.f[0] + op.f[1] * x1 + op.f[2] * x2 + op.f[3] * x3,
-                           op.b[0] + op.b[1] * x1 + op.b[2] * x2 + op.b[3] * x3, 1);
+IterationCostModel::IterationCostModel(const models::ModelSpec& model, const models::ChipSpec& chip,
+                                       const models::ParallelPlan& plan,
+                                       const models::MoeRouting& routing,
+                                       const models::CostModelConfig& cost_model,
+                                       std::int64_t max_tokens)
+    : model_(model), chip_(chip), plan_(plan), cost_model_(models::make_cost_model(cost_model, chip)),
+      comm_(chip), load_(model, plan, routing),
+      linear_(static_cast<std::size_t>(max_tokens) + 1) {
+  for (std::size_t r = 0; r < models::kComputeRates; ++r) {
+    rates_[r] = chip.has(static_cast<models::ComputeRate>(r));
+  }
+  const int domain = chip.scale_up_domain;
+  tp_span_ = group_span(plan, models::Group::kTp, domain);
+  moe_span_ = group_span(plan, models::Group::kMoe, domain);
+  cp_span_ = group_span(plan, models::Group::kCp, domain);
+  for (int s = 0; s < plan.pp; ++s) {
+    const models::LayerCounts c =
+        model.count_layers(plan.stage_first_layer(model, s), plan.stage_layers(model, s));
+    StageLayers l;
+    l.layers = c.layers;
+    l.dense = c.dense();
+    l.moe = c.moe;
+    l.full = model.window.enabled() ? c.full() : c.layers;
+    l.window = model.window.enabled() ? c.window : 0;
+    stage_layers_.push_back(l);
+    total_.layers += l.layers;
+    total_.dense += l.dense;
+    total_.moe += l.moe;
+    total_.full += l.full;
+    total_.window += l.window;
+  }
+  using models::BatchShape;
+  auto ops = [&](const BatchShape& b) { return models::layer_batch_ops(model, plan, b); };
+  prefill_full_ = affine([&](const BatchShape& b) { return ops(b).prefill_full; });
+  prefill_window_ = affine([&](const BatchShape& b) { return ops(b).prefill_window; });
+  decode_full_ = affine([&](const BatchShape& b) { return ops(b).decode_full; });
+  decode_window_ = affine([&](const BatchShape& b) { return ops(b).decode_window; });
+  up_projection_ = affine([&](const BatchShape& b) { return ops(b).prefill_up_projection; });
+  absorb_ = affine([&](const BatchShape& b) { return ops(b).decode_absorb; });
+  indexer_prefill_ = affine([&](const BatchShape& b) { return ops(b).indexer_prefill; });
+  indexer_decode_ = affine([&](const BatchShape& b) { return ops(b).indexer_decode; });
+  cp_prefill_ = affine_comm([&](const BatchShape& b) { return ops(b).cp_prefill; });
+  cp_prefill_q_ = affine_comm([&](const BatchShape& b) { return ops(b).cp_prefill_q; });
+  cp_decode_ = affine_comm([&](const BatchShape& b) { return ops(b).cp_decode; });
+  lm_head_ = affine([&](const BatchShape& b) {
+    return models::lm_head_op(model, plan, static_cast<double>(b.logits));
+  });
+  absorb_in_prefill_ = model.dsa.enabled();
+  has_window_ = model.window.enabled();
+  has_mla_ = model.attention == models::AttentionKind::kMla;
+  has_dsa_ = model.dsa.enabled();
+  emulated_ = model.formats.emulate;
+  for (int s = 0; s + 1 < plan.pp; ++s) {
+    // p2p time = alpha + bytes / (bandwidth x efficiency), bytes linear in the token count: the
+    // times of one and two tokens give both terms.
+    GroupSpan hop;
+    hop.ranks = 2;
+    hop.leaves_domain = pp_hop_leaves_domain(plan, s, domain);
+    const double one = comm_.seconds(models::Collective::kP2p, hop, models::hidden_state_bytes(model, 1));
+    const double two = comm_.seconds(models::Collective::kP2p, hop, models::hidden_state_bytes(model, 2));
+    send_s_per_token_.push_back(two - one);
+    send_alpha_s_.push_back(one - (two - one));
+  }
 }
 
 const IterationCostModel::TokenLinear& IterationCostModel::linear(std::int64_t tokens) {
   SERVESIM_CHECK_MSG(tokens >= 0 && static_cast<std::size_t>(tokens) < linear_.size(),
                      "batch of " + std::to_string(tokens) + " tokens exceeds the token budget");
   TokenLinear& e = linear_[static_cast<std::size_t>(tokens)];
-  if (e.qkv >= 0) return e;
-  const auto ops = models::linear_layer_ops(model_, plan_, tokens);
-  e.qkv = to_ps(roofline_.seconds(ops[0]));
-  e.out = to_ps(roofline_.seconds(ops[1]));
-  e.mlp = to_ps(roofline_.seconds(ops[2]));
-  e.elementwise = to_ps(roofline_.seconds(ops[3]));
-  e.all_reduce = to_ps(topologies::ring_all_reduce_seconds(
-      models::hidden_state_bytes(model_, tokens), plan_.tp, placement_.tp));
+  if (e.per_layer >= 0) return e;
+  const models::LayerTokenOps o =
+      models::layer_token_ops(model_, plan_, load_, static_cast<double>(tokens), rates_);
+  const models::CostModel& cm = *cost_model_;
+  auto ps = [&](const models::Operator& op) { return to_ps(cm.seconds(op)); };
+  auto comm = [&](const models::CommOp& c, const GroupSpan& span) {
+    return to_ps(comm_.seconds(c.collective, span, c.bytes));
+  };
+  const std::int64_t qkv = ps(o.qkv), out = ps(o.out), dq_attention = ps(o.dequant_attention);
+  const std::int64_t attention_reduce = comm(o.attention_reduce, tp_span_);
+  const std::int64_t dense_mlp = ps(o.dense_mlp), dense_ew = ps(o.dense_elementwise);
+  const std::int64_t dq_dense = ps(o.dequant_dense), dense_reduce = comm(o.dense_reduce, tp_span_);
+  const std::int64_t experts = ps(o.router) + ps(o.moe_experts), shared = ps(o.shared_mlp);
+  const std::int64_t moe_ew = ps(o.moe_elementwise), dq_moe = ps(o.dequant_moe);
+  const std::int64_t moe_reduce = comm(o.moe_reduce, tp_span_);
+  const std::int64_t dispatch = comm(o.moe_dispatch, moe_span_), combine = comm(o.moe_combine, moe_span_);
+  e.per_layer = qkv + out + dq_attention + attention_reduce;
+  e.per_dense = dense_mlp + dense_ew + dq_dense + dense_reduce;
+  e.per_moe = experts + shared + moe_ew + dq_moe + moe_reduce + dispatch + combine;
+  e.embedding_reduce = attention_reduce;  // the same hidden-state all-reduce
+  const StageLayers& n = total_;
+  e.qkv = n.layers * qkv;
+  e.out = n.layers * out;
+  e.mlp = n.dense * dense_mlp + n.moe * shared;
+  e.moe = n.moe * experts;
+  e.elementwise = n.dense * dense_ew + n.moe * moe_ew;
+  e.dequantize = n.layers * dq_attention + n.dense * dq_dense + n.moe * dq_moe;
+  e.all_reduce = n.layers * attention_reduce + n.dense * dense_reduce + n.moe * moe_reduce +
+                 e.embedding_reduce;
+  e.dispatch = n.moe * dispatch;
+  e.combine = n.moe * combine;
   return e;
 }
 
 void IterationCostModel::cost(const models::BatchShape& b, std::int64_t sequences,
                               std::int64_t* stage_ps, ComponentTimes& c) {
   using models::OpKind;
-  const TokenLinear& lin = linear(b.tokens);
+  const TokenLinear& lin = linear(static_cast<std::int64_t>(b.tokens));
+  const models::CostModel& cm = *cost_model_;
+  const bool prefill = b.prefill_tokens > 0, decode = b.decode_seqs > 0;
   // An operator with nothing to do launches no kernel.
-  const std::int64_t attn_prefill =
-      b.prefill_tokens > 0 ? to_ps(seconds(prefill_attention_, b.prefill_pairs,
-                                           static_cast<double>(b.prefill_tokens),
-                                           static_cast<double>(b.prefill_kv_tokens)))
-                           : 0;
-  const std::int64_t attn_decode =
-      b.decode_seqs > 0 ? to_ps(seconds(decode_attention_, static_cast<double>(b.decode_kv_tokens),
-                                        static_cast<double>(b.decode_seqs)))
-                        : 0;
-  const std::int64_t per_layer = lin.qkv + lin.out + lin.mlp + lin.elementwise +
-                                 2 * lin.all_reduce + attn_prefill + attn_decode;
+  auto run = [&](const AffineOp& op) { return to_ps(op.seconds(b, cm)); };
+  const std::int64_t attn_prefill_full = prefill ? run(prefill_full_) : 0;
+  const std::int64_t attn_decode_full = decode ? run(decode_full_) : 0;
+  std::int64_t attn_prefill_window = 0, attn_decode_window = 0;
+  if (has_window_) {
+    attn_prefill_window = prefill ? run(prefill_window_) : 0;
+    attn_decode_window = decode ? run(decode_window_) : 0;
+  }
+  std::int64_t up_projection = 0, absorb = 0, indexer = 0;
+  if (has_mla_) {
+    up_projection = prefill && !has_dsa_ ? run(up_projection_) : 0;
+    absorb = decode || (prefill && absorb_in_prefill_) ? run(absorb_) : 0;
+  }
+  if (has_dsa_) indexer = (prefill ? run(indexer_prefill_) : 0) + (decode ? run(indexer_decode_) : 0);
+  std::int64_t cp = 0;
+  if (plan_.cp > 1) {
+    if (prefill) {
+      // Pass-KV or pass-Q, whichever moves less.
+      const double kv = cp_prefill_.bytes(b), q = cp_prefill_q_.bytes(b);
+      cp += to_ps(comm_.seconds(models::Collective::kP2p, cp_span_, std::min(kv, q)));
+    }
+    if (decode) cp += to_ps(comm_.seconds(cp_decode_.base.collective, cp_span_, cp_decode_.bytes(b)));
+  }
+  const std::int64_t per_layer = lin.per_layer + up_projection + absorb + indexer + cp;
+  const std::int64_t per_full = attn_prefill_full + attn_decode_full;
+  const std::int64_t per_window = attn_prefill_window + attn_decode_window;
   const Duration host = chip_.efficiency.iteration_overhead +
                         chip_.efficiency.sequence_overhead * sequences;
-  const std::int64_t lm_head =
-      b.logits > 0 ? to_ps(seconds(lm_head_, static_cast<double>(b.logits))) : 0;
+  const std::int64_t lm_head = b.logits > 0 ? run(lm_head_) : 0;
+  const double chip_tokens = models::tokens_per_chip(plan_, b.tokens);
 
   c.fill(0);
-  std::int64_t layers = 0;
+  std::int64_t sends = 0;
   for (int s = 0; s < plan_.pp; ++s) {
-    const std::int64_t l = stage_layers_[static_cast<std::size_t>(s)];
-    layers += l;
-    std::int64_t t = l * per_layer;
-    if (s == 0) {
-      // Host work precedes the first stage; the vocabulary-parallel embedding ends in one more
-      // all-reduce.
-      t += host.ps() + lin.all_reduce;
-      c[idx(OpKind::kScheduling)] += host.ps();
-      c[idx(OpKind::kTpAllReduce)] += lin.all_reduce;
-    }
+    const StageLayers& l = stage_layers_[static_cast<std::size_t>(s)];
+    std::int64_t t = l.layers * per_layer + l.dense * lin.per_dense + l.moe * lin.per_moe +
+                     l.full * per_full + l.window * per_window;
+    // Host work precedes the first stage; the vocabulary-parallel embedding ends in one more
+    // all-reduce. The last stage runs the LM head; the others send activations on.
+    if (s == 0) t += host.ps() + lin.embedding_reduce;
     if (s == plan_.pp - 1) {
       t += lm_head;
-      c[idx(OpKind::kLmHead)] += lm_head;
     } else {
       const auto hop = static_cast<std::size_t>(s);
-      const std::int64_t send = b.tokens > 0 ? to_ps(send_alpha_s_[hop] + send_s_per_token_[hop] *
-                                                                           static_cast<double>(b.tokens))
-                                             : 0;
+      const std::int64_t send =
+          b.tokens > 0 ? to_ps(send_alpha_s_[hop] + send_s_per_token_[hop] * chip_tokens) : 0;
       t += send;
-      c[idx(OpKind::kPpSend)] += send;
+      sends += send;
     }
     stage_ps[s] = t;
   }
-  c[idx(OpKind::kGemmQkv)] += layers * lin.qkv;
-  c[idx(OpKind::kGemmOut)] += layers * lin.out;
-  c[idx(OpKind::kGemmMlp)] += layers * lin.mlp;
-  c[idx(OpKind::kElementwise)] += layers * lin.elementwise;
-  c[idx(OpKind::kTpAllReduce)] += layers * 2 * lin.all_reduce;
-  c[idx(OpKind::kAttentionPrefill)] += layers * attn_prefill;
-  c[idx(OpKind::kAttentionDecode)] += layers * attn_decode;
+  const StageLayers& n = total_;
+  c[idx(OpKind::kScheduling)] = host.ps();
+  c[idx(OpKind::kLmHead)] = lm_head;
+  c[idx(OpKind::kPpSend)] = sends;
+  c[idx(OpKind::kGemmQkv)] = lin.qkv + n.layers * up_projection;
+  c[idx(OpKind::kGemmOut)] = lin.out + n.layers * absorb;
+  c[idx(OpKind::kGemmMlp)] = lin.mlp;
+  c[idx(OpKind::kMoeExperts)] = lin.moe;
+  c[idx(OpKind::kElementwise)] = lin.elementwise;
+  c[idx(OpKind::kDequantize)] = lin.dequantize;
+  c[idx(OpKind::kTpAllReduce)] = lin.all_reduce;
+  c[idx(OpKind::kEpDispatch)] = lin.dispatch;
+  c[idx(OpKind::kEpCombine)] = lin.combine;
+  c[idx(OpKind::kCpExchange)] = n.layers * cp;
+  c[idx(OpKind::kIndexer)] = n.layers * indexer;
+  c[idx(OpKind::kAttentionPrefill)] = n.full * attn_prefill_full + n.window * attn_prefill_window;
+  c[idx(OpKind::kAttentionDecode)] = n.full * attn_decode_full + n.window * attn_decode_window;
 }
 
 }  // namespace servesim::cluster

@@ -1,28 +1,37 @@
 // What one batch iteration of an instance costs, per pipeline stage and per component.
 //
-// Stage k of an instance with L_k layers takes
-//   L_k x (QKV + O + MLP GEMMs + elementwise + attention + 2 TP all-reduces)
+// Stage k of an instance, with L_k layers of which D_k have a dense MLP, M_k a MoE block, F_k full
+// and W_k sliding-window attention, takes
+//   L_k x (attention projections + the all-reduce after attention + MLA/DSA per-layer extras
+//          + context-parallel exchange)
+//   + D_k x (dense MLP + elementwise + its all-reduce)
+//   + M_k x (router + experts on the busiest EP rank + shared experts + elementwise
+//            + dispatch / combine or all-reduce)
+//   + F_k x full attention + W_k x window attention (prefill and decode parts)
 //   + on the first stage: host time (per iteration + per sequence) and the embedding all-reduce
 //   + on the last stage: the LM head; on the others: the send of activations to the next stage.
-// Operators are costed by the roofline model (models/roofline.h), collectives on the instance's
-// placement (topologies/collectives.h). Everything that depends only on the token count (GEMMs,
-// elementwise, all-reduces) is memoised per token count in a table shared by all instances of the
-// pool, filled on first use. Attention, the LM head and pipeline sends are affine in the batch's
-// sums (operators.h), so their FLOPs and bytes are kept as coefficients, read off the operator
-// definitions once at construction. Costing an iteration is O(pipeline stages), whatever the
-// batch size, and a few dozen arithmetic operations.
+// Operators come from models/operators.h, are costed by the pool's cost model
+// (models/cost_model.h) and the collectives by CommCost (comm_cost.h). Everything that depends
+// only on the token count (GEMMs, experts, elementwise, the collectives after them) is memoised
+// per token count in a table shared by all instances of the pool, filled on first use. The
+// batch operators (attention, MLA up-projection and absorption, DSA indexer, CP exchange, LM head)
+// are affine in the batch's sums (models::BatchShape), so their FLOPs, bytes and shape are kept as
+// coefficients read off the operator definitions once at construction; each iteration evaluates
+// them and asks the cost model for their time (a handful of calls). Costing an iteration is
+// O(pipeline stages), whatever the batch size, and allocates nothing.
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "models/chip_spec.h"
+#include "models/cost_model.h"
 #include "models/model_spec.h"
 #include "models/operators.h"
 #include "models/parallel_plan.h"
-#include "models/roofline.h"
-#include "topologies/placement.h"
+#include "sim/cluster/comm_cost.h"
 
 namespace servesim::cluster {
 
@@ -31,8 +40,8 @@ using ComponentTimes = std::array<std::int64_t, models::kOpKinds>;  // picosecon
 class IterationCostModel {
  public:
   IterationCostModel(const models::ModelSpec& model, const models::ChipSpec& chip,
-                     const models::ParallelPlan& plan, const topologies::InstancePlacement& placement,
-                     std::int64_t max_tokens);
+                     const models::ParallelPlan& plan, const models::MoeRouting& routing,
+                     const models::CostModelConfig& cost_model, std::int64_t max_tokens);
 
   // Writes the time of each stage to stage_ps[0 .. pp) and the time per component, summed over
   // stages, to components. `sequences` counts the batch's sequences (for host overhead).
@@ -40,34 +49,76 @@ class IterationCostModel {
             ComponentTimes& components);
 
   int stages() const { return plan_.pp; }
+  const models::CostModel& cost_model() const { return *cost_model_; }
 
  private:
-  struct TokenLinear {  // per layer unless noted, picoseconds
-    std::int64_t qkv = -1, out = 0, mlp = 0, elementwise = 0, all_reduce = 0;
+  // For one token count, picoseconds: the token operators per layer of each kind, and their
+  // totals over all layers by component (what every iteration of that size starts from).
+  // per_layer < 0 marks "not computed yet".
+  struct TokenLinear {
+    std::int64_t per_layer = -1;  // attention projections, dequantisation, attention all-reduce
+    std::int64_t per_dense = 0;   // dense MLP, elementwise, dequantisation, MLP all-reduce
+    std::int64_t per_moe = 0;     // router and experts, shared experts, elementwise, collectives
+    std::int64_t embedding_reduce = 0;  // once, on the first stage
+    // Totals over every layer of the instance, by component.
+    std::int64_t qkv = 0, out = 0, mlp = 0, moe = 0, elementwise = 0, dequantize = 0;
+    std::int64_t all_reduce = 0, dispatch = 0, combine = 0;
   };
   const TokenLinear& linear(std::int64_t tokens);
 
-  // An operator whose FLOPs and bytes are affine in up to three batch sums x:
-  // flops = f[0] + f[1] x1 + f[2] x2 + f[3] x3, bytes likewise.
+  // An operator whose FLOPs, bytes and shape are affine in the batch sums. When the cost model
+  // has a linear form for it (the constant-efficiency roofline), only FLOPs and bytes are
+  // evaluated and the form applied inline; otherwise the whole operator is rebuilt and costed.
   struct AffineOp {
-    models::OpKind kind = models::OpKind::kGemmQkv;
-    double f[4] = {0, 0, 0, 0};
-    double b[4] = {0, 0, 0, 0};
+    models::Operator base;  // at the origin
+    struct Term {
+      int field = 0;
+      double flops = 0, bytes = 0, m = 0, batch = 0, context = 0;
+    };
+    std::array<Term, models::kBatchFields> terms{};
+    int n_terms = 0;
+    // FLOPs and bytes as base + three terms (unused ones have coefficient 0 on field 0): enough
+    // for every operator of models::LayerBatchOps.
+    std::array<int, 3> flop_field{}, byte_field{};
+    std::array<double, 3> flop_coef{}, byte_coef{};
+    bool linear = false;
+    models::CostModel::LinearForm form;
+    models::Operator at(const models::BatchShape& b) const;
+    double seconds(const models::BatchShape& b, const models::CostModel& cm) const;
   };
   template <class MakeOp>
-  static AffineOp affine(MakeOp make_op);
-  double seconds(const AffineOp& op, double x1, double x2 = 0, double x3 = 0) const;
+  AffineOp affine(MakeOp make_op) const;
+  struct AffineComm {
+    models::CommOp base;
+    std::array<std::pair<int, double>, models::kBatchFields> terms{};
+    int n_terms = 0;
+    double bytes(const models::BatchShape& b) const;
+  };
+  template <class MakeComm>
+  static AffineComm affine_comm(MakeComm make_comm);
+
+  struct StageLayers {
+    std::int64_t layers = 0, dense = 0, moe = 0, full = 0, window = 0;
+  };
 
   models::ModelSpec model_;
   models::ChipSpec chip_;
   models::ParallelPlan plan_;
-  topologies::InstancePlacement placement_;
-  models::Roofline roofline_;
-  std::vector<int> stage_layers_;
-  std::vector<TokenLinear> linear_;  // by token count; qkv < 0 marks "not computed yet"
-  AffineOp prefill_attention_;  // x = (prefill pairs, prefill tokens, prefill KV tokens)
-  AffineOp decode_attention_;   // x = (decode KV tokens, decode sequences)
-  AffineOp lm_head_;            // x = (sampled sequences)
+  std::unique_ptr<models::CostModel> cost_model_;
+  CommCost comm_;
+  models::MoeLoad load_;
+  std::array<bool, models::kComputeRates> rates_{};
+  GroupSpan tp_span_, moe_span_, cp_span_;
+  std::vector<StageLayers> stage_layers_;
+  StageLayers total_;  // over all stages
+  std::vector<TokenLinear> linear_;  // by token count
+  // Batch operators of one layer (models::LayerBatchOps), and the LM head.
+  AffineOp prefill_full_, prefill_window_, decode_full_, decode_window_;
+  AffineOp up_projection_, absorb_, indexer_prefill_, indexer_decode_;
+  AffineOp lm_head_;
+  AffineComm cp_prefill_, cp_prefill_q_, cp_decode_;
+  bool absorb_in_prefill_ = false;  // DSA models absorb prefill queries too
+  bool has_window_ = false, has_mla_ = false, has_dsa_ = false, emulated_ = false;
   std::vector<double> send_alpha_s_, send_s_per_token_;  // per pipeline hop
 };
 

@@ -22,8 +22,8 @@ Simulation::Simulation(const SimulationConfig& config, metrics::Recorder& record
   for (const PoolConfig& pc : config_.pools) {
     Pool pool;
     pool.config = &pc;
-    const auto placement = topologies::place_instance(fabric_of(pc.chip), pc.plan.tp, pc.plan.pp);
-    pool.cost = std::make_unique<IterationCostModel>(config_.model, pc.chip, pc.plan, placement,
+    pool.cost = std::make_unique<IterationCostModel>(config_.model, pc.chip, pc.plan,
+                                                     pc.moe_routing, pc.cost_model,
                                                      pc.scheduler.max_batched_tokens);
     pool.scheduler = make_batch_scheduler(pc.scheduler);
     pool.router = make_router(pc.router, static_cast<std::uint32_t>(pc.instances));
@@ -47,7 +47,8 @@ Simulation::Simulation(const SimulationConfig& config, metrics::Recorder& record
       inst.pool = static_cast<std::uint32_t>(pools_.size());
       for (int l = 0; l < pc.plan.pp; ++l) {
         inst.lanes.emplace_back(&requests_, cap.blocks_per_lane, pc.kv_cache.block_tokens,
-                                cap.watermark_blocks, pc.scheduler.max_batch_size);
+                                cap.watermark_blocks, pc.scheduler.max_batch_size,
+                                config_.model.window.window, config_.model.dsa.top_k);
       }
       inst.stage_free.assign(static_cast<std::size_t>(pc.plan.pp), SimTime::zero());
       instances_.push_back(std::move(inst));

@@ -290,6 +290,20 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
 
 std::string_view closest_match(std::string_view word,
                                const std::vector<std::string_view>& candidates) {
+  // A shortened name first: the word is the start of exactly one candidate ("h100" for
+  // "h100-sxm", "max_batch" for "max_batch_size"), even when another is a few edits away ("h20").
+  std::string_view prefix_of;
+  bool ambiguous = false;
+  if (word.size() >= 3) {
+    for (auto c : candidates) {
+      if (c.size() > word.size() && c.compare(0, word.size(), word) == 0) {
+        ambiguous = !prefix_of.empty();
+        prefix_of = c;
+        if (ambiguous) break;
+      }
+    }
+  }
+  if (!prefix_of.empty() && !ambiguous) return prefix_of;
   std::string_view best;
   std::size_t best_d = 0;
   for (auto c : candidates) {
@@ -308,18 +322,7 @@ std::string_view closest_match(std::string_view word,
   // Plausible typo: at most a third of the longer word changed, and never more than 3 edits.
   const std::size_t limit = std::min<std::size_t>(3, std::max(word.size(), best.size()) / 3 + 1);
   if (!best.empty() && best_d <= limit) return best;
-  // Or a shortened name: the word is the start of exactly one candidate ("h100" for "h100-sxm",
-  // "max_batch" for "max_batch_size").
-  std::string_view prefix_of;
-  if (word.size() >= 3) {
-    for (auto c : candidates) {
-      if (c.size() > word.size() && c.compare(0, word.size(), word) == 0) {
-        if (!prefix_of.empty()) return {};  // ambiguous
-        prefix_of = c;
-      }
-    }
-  }
-  return prefix_of;
+  return {};
 }
 
 }  // namespace servesim

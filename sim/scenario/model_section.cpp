@@ -1,5 +1,7 @@
+#include <filesystem>
 #include <type_traits>
 
+#include "sim/scenario/hf_config.h"
 #include "sim/scenario/sections.h"
 
 namespace servesim::scenario {
@@ -49,12 +51,71 @@ std::optional<Spec> read_preset(MapReader& m, std::optional<Spec> (*lookup)(std:
   return spec;
 }
 
+// A sub-mapping of `parent` (absent or null: every key takes its default).
+MapReader sub(MapReader& parent, std::string_view key) {
+  auto f = parent.find(key);
+  return MapReader(parent.doc(), f ? f->node : YAML::Node(), f ? f->mark : parent.mark(),
+                   child_path(parent.path(), key), parent.echo()[std::string(key)]);
+}
+
+// An efficiency: a number in (0, 1], or a curve [[size, efficiency], ...] with sizes ascending
+// (FLOPs or bytes per kernel).
+std::optional<models::EfficiencyCurve> read_curve(MapReader& m, std::string_view key,
+                                                  const models::EfficiencyCurve& d) {
+  auto f = m.find(key);
+  if (f && f->node.IsSequence()) {
+    models::EfficiencyCurve c;
+    Json echo = Json::array();
+    bool ok = true;
+    for (std::size_t i = 0; i < f->node.size(); ++i) {
+      const YAML::Node k = f->node[i];
+      double size = 0, eff = 0;
+      const bool pair = k.IsSequence() && k.size() == 2 && k[0].IsScalar() && k[1].IsScalar();
+      try {
+        if (pair) {
+          size = k[0].as<double>();
+          eff = k[1].as<double>();
+        }
+      } catch (const YAML::Exception&) {
+        size = eff = 0;
+      }
+      if (!pair || !(size > 0)) {
+        m.doc().error(k.Mark(), index_path(f->path, i),
+                      "expected a knot [size, efficiency] with a positive size (FLOPs or bytes per "
+                      "kernel), got " + describe(k));
+        ok = false;
+        continue;
+      }
+      c.knots.push_back({size, eff});
+      echo.push_back(Json::array({size, eff}));
+    }
+    for (const std::string& p : c.problems()) {
+      m.doc().error(f->mark, f->path, p);
+      ok = false;
+    }
+    m.echo()[std::string(key)] = echo;
+    return ok ? std::optional<models::EfficiencyCurve>(c) : std::nullopt;
+  }
+  if (!d.is_constant() && !f) {
+    Json echo = Json::array();
+    for (const auto& k : d.knots) echo.push_back(Json::array({k.size, k.efficiency}));
+    m.echo()[std::string(key)] = echo;
+    return d;
+  }
+  const auto v = m.number(key, 0, 1, true, d.first());
+  if (!v) return std::nullopt;
+  return models::EfficiencyCurve(*v);
+}
+
 std::optional<models::Efficiency> read_efficiency(MapReader& chip, const models::Efficiency& d) {
-  auto f = chip.find("efficiency");
-  MapReader m(chip.doc(), f ? f->node : YAML::Node(), f ? f->mark : chip.mark(),
-              child_path(chip.path(), "efficiency"), chip.echo()["efficiency"]);
-  models::Efficiency e;
+  MapReader m = sub(chip, "efficiency");
+  models::Efficiency e = d;
   bool ok = m.valid();
+  auto curve = [&](std::string_view key, const models::EfficiencyCurve& v,
+                   models::EfficiencyCurve& out) {
+    auto r = read_curve(m, key, v);
+    if (r) out = *r; else ok = false;
+  };
   auto frac = [&](std::string_view key, double v, double& out) {
     auto r = m.number(key, 0, 1, true, v);
     if (r) out = *r; else ok = false;
@@ -63,14 +124,24 @@ std::optional<models::Efficiency> read_efficiency(MapReader& chip, const models:
     auto r = m.duration(key, Duration::zero(), Duration::seconds(10), v);
     if (r) out = *r; else ok = false;
   };
-  frac("gemm_compute", d.gemm_compute, e.gemm_compute);
-  frac("gemm_memory", d.gemm_memory, e.gemm_memory);
+  curve("gemm_compute", d.gemm_compute, e.gemm_compute);
+  curve("gemm_memory", d.gemm_memory, e.gemm_memory);
   dur("gemm_overhead", d.gemm_overhead, e.gemm_overhead);
-  frac("attention_prefill", d.attention_prefill, e.attention_prefill);
-  frac("attention_decode", d.attention_decode, e.attention_decode);
+  curve("attention_prefill", d.attention_prefill, e.attention_prefill);
+  curve("attention_decode", d.attention_decode, e.attention_decode);
   dur("attention_overhead", d.attention_overhead, e.attention_overhead);
-  frac("elementwise", d.elementwise, e.elementwise);
+  curve("elementwise", d.elementwise, e.elementwise);
   dur("elementwise_overhead", d.elementwise_overhead, e.elementwise_overhead);
+  {
+    MapReader f = sub(m, "format_compute");
+    for (auto r : {models::ComputeRate::kFp8, models::ComputeRate::kInt8, models::ComputeRate::kFp4}) {
+      const auto i = static_cast<std::size_t>(r);
+      auto v = f.number(models::compute_rate_name(r), 0, 1, true, d.format_compute[i]);
+      if (v) e.format_compute[i] = *v; else ok = false;
+    }
+    f.finish();
+    ok = ok && f.valid();
+  }
   frac("collective_bandwidth", d.collective_bandwidth, e.collective_bandwidth);
   dur("collective_latency", d.collective_latency, e.collective_latency);
   dur("iteration_overhead", d.iteration_overhead, e.iteration_overhead);
@@ -79,39 +150,226 @@ std::optional<models::Efficiency> read_efficiency(MapReader& chip, const models:
   return ok ? std::optional<models::Efficiency>(e) : std::nullopt;
 }
 
+std::optional<models::Format> read_format(MapReader& m, std::string_view key,
+                                          const std::vector<std::string_view>& names,
+                                          models::Format fallback) {
+  const auto v = m.choice(key, names, std::string(models::format_name(fallback)));
+  if (!v) return std::nullopt;
+  return models::parse_format(*v);
+}
+
+// Reads the model's figures on top of `d` (a preset or an imported config.json; a blank spec when
+// neither, in which case the core figures are required).
+bool read_model_figures(MapReader& m, const models::ModelSpec& d, bool have_base,
+                        models::ModelSpec& s) {
+  bool ok = true;
+  auto dflt = [&](auto v) { return have_base ? std::optional<decltype(v)>(v) : std::nullopt; };
+  auto take = [&ok](auto opt, auto& out) {
+    if (opt) out = static_cast<std::remove_reference_t<decltype(out)>>(*opt); else ok = false;
+  };
+  auto opt_int = [&](MapReader& r, std::string_view key, std::int64_t min, std::int64_t max,
+                     int fallback, int& out) {
+    take(r.integer(key, min, max, std::int64_t{fallback}), out);
+  };
+  auto opt_bool = [&](MapReader& r, std::string_view key, bool fallback, bool& out) {
+    take(r.boolean(key, fallback), out);
+  };
+  take(m.string("name", dflt(d.name)), s.name);
+  const auto attention = m.choice("attention", {"gqa", "mla"},
+                                  d.attention == models::AttentionKind::kMla ? "mla" : "gqa");
+  if (attention) {
+    s.attention = *attention == "mla" ? models::AttentionKind::kMla : models::AttentionKind::kGqa;
+  } else {
+    ok = false;
+  }
+  const bool mla = s.attention == models::AttentionKind::kMla;
+  take(m.integer("layers", 1, 10'000, dflt(std::int64_t{d.layers})), s.layers);
+  take(m.integer("hidden", 1, 1'000'000, dflt(std::int64_t{d.hidden})), s.hidden);
+  take(m.integer("heads", 1, 100'000, dflt(std::int64_t{d.heads})), s.heads);
+  // MLA caches a latent, not heads: kv_heads and head_dim follow the heads and the MLA dims.
+  const auto mla_default = [&](int v) {
+    return mla ? std::optional<std::int64_t>(std::max(v, 1)) : dflt(std::int64_t{v});
+  };
+  take(m.integer("kv_heads", 1, 100'000, mla_default(d.kv_heads > 0 ? d.kv_heads : s.heads)),
+       s.kv_heads);
+  take(m.integer("head_dim", 1, 100'000, mla_default(d.head_dim)), s.head_dim);
+  take(m.integer("intermediate", 1, 10'000'000, dflt(std::int64_t{d.intermediate})), s.intermediate);
+  take(m.integer("vocab", 1, 100'000'000, dflt(std::int64_t{d.vocab})), s.vocab);
+  take(m.integer("max_context", 1, kMaxTokens, dflt(std::int64_t{d.max_context})), s.max_context);
+  take(m.boolean("tied_embeddings", have_base ? std::optional<bool>(d.tied_embeddings) : false),
+       s.tied_embeddings);
+  opt_bool(m, "qkv_bias", d.qkv_bias, s.qkv_bias);
+  opt_bool(m, "o_bias", d.o_bias, s.o_bias);
+  opt_bool(m, "qk_norm", d.qk_norm, s.qk_norm);
+  opt_bool(m, "attention_sinks", d.attention_sinks, s.attention_sinks);
+  opt_int(m, "mtp_layers", 0, 64, d.mtp_layers, s.mtp_layers);
+  {
+    MapReader r = sub(m, "mla");
+    opt_int(r, "q_lora_rank", 0, 1'000'000, d.mla.q_lora_rank, s.mla.q_lora_rank);
+    opt_int(r, "kv_lora_rank", 0, 1'000'000, d.mla.kv_lora_rank, s.mla.kv_lora_rank);
+    opt_int(r, "qk_nope_dim", 0, 100'000, d.mla.qk_nope_dim, s.mla.qk_nope_dim);
+    opt_int(r, "qk_rope_dim", 0, 100'000, d.mla.qk_rope_dim, s.mla.qk_rope_dim);
+    opt_int(r, "v_dim", 0, 100'000, d.mla.v_dim, s.mla.v_dim);
+    r.finish();
+    ok = ok && r.valid();
+  }
+  {
+    MapReader r = sub(m, "dsa");
+    opt_int(r, "index_heads", 0, 100'000, d.dsa.index_heads, s.dsa.index_heads);
+    opt_int(r, "index_dim", 0, 100'000, d.dsa.index_dim, s.dsa.index_dim);
+    opt_int(r, "top_k", 0, kMaxTokens, d.dsa.top_k, s.dsa.top_k);
+    r.finish();
+    ok = ok && r.valid();
+  }
+  {
+    MapReader r = sub(m, "sliding_window");
+    opt_int(r, "window", 0, kMaxTokens, d.window.window, s.window.window);
+    // An empty pattern (every layer sliding when there is a window) is echoed as null.
+    if (auto pf = r.find("pattern"); pf && !pf->node.IsNull()) {
+      take(r.string("pattern", d.window.pattern), s.window.pattern);
+    } else {
+      s.window.pattern = pf ? std::string() : d.window.pattern;
+      r.echo()["pattern"] = s.window.pattern.empty() ? Json(nullptr) : Json(s.window.pattern);
+    }
+    r.finish();
+    ok = ok && r.valid();
+  }
+  {
+    MapReader r = sub(m, "moe");
+    opt_int(r, "experts", 0, 100'000, d.moe.experts, s.moe.experts);
+    opt_int(r, "top_k", 0, 100'000, d.moe.top_k, s.moe.top_k);
+    opt_int(r, "expert_intermediate", 0, 10'000'000, d.moe.expert_intermediate,
+            s.moe.expert_intermediate);
+    opt_int(r, "shared_experts", 0, 100'000, d.moe.shared_experts, s.moe.shared_experts);
+    // The shared experts' total width follows their count unless given.
+    const int shared_default = r.has("shared_experts") || r.has("expert_intermediate")
+                                   ? s.moe.shared_experts * s.moe.expert_intermediate
+                                   : d.moe.shared_intermediate;
+    opt_int(r, "shared_intermediate", 0, 10'000'000, shared_default, s.moe.shared_intermediate);
+    opt_int(r, "first_dense_layers", 0, 10'000, d.moe.first_dense_layers, s.moe.first_dense_layers);
+    opt_int(r, "layer_frequency", 1, 10'000, std::max(1, d.moe.layer_frequency),
+            s.moe.layer_frequency);
+    opt_bool(r, "expert_bias", d.moe.expert_bias, s.moe.expert_bias);
+    opt_bool(r, "router_bias", d.moe.router_bias, s.moe.router_bias);
+    r.finish();
+    ok = ok && r.valid();
+  }
+  {
+    auto f = m.find("vision");
+    if (f && f->node.IsNull()) {
+      m.echo()["vision"] = nullptr;
+      s.vision.reset();
+    } else if (!f && !d.vision) {
+      m.echo()["vision"] = nullptr;
+      s.vision.reset();
+    } else {
+      const models::VisionSpec v0 = d.vision.value_or(models::VisionSpec{});
+      MapReader r = sub(m, "vision");
+      models::VisionSpec v = v0;
+      opt_int(r, "depth", 1, 10'000, v0.depth, v.depth);
+      opt_int(r, "hidden", 1, 1'000'000, v0.hidden, v.hidden);
+      opt_int(r, "heads", 1, 100'000, v0.heads, v.heads);
+      opt_int(r, "intermediate", 1, 10'000'000, v0.intermediate, v.intermediate);
+      opt_int(r, "patch", 1, 10'000, v0.patch, v.patch);
+      opt_int(r, "spatial_merge", 1, 64, v0.spatial_merge, v.spatial_merge);
+      opt_int(r, "temporal_patch", 1, 64, v0.temporal_patch, v.temporal_patch);
+      opt_int(r, "in_channels", 1, 64, v0.in_channels, v.in_channels);
+      opt_int(r, "window", 0, 100'000, v0.window, v.window);
+      opt_int(r, "out_hidden", 1, 1'000'000, v0.out_hidden, v.out_hidden);
+      take(r.integer("min_pixels", 1, std::int64_t{1} << 40, v0.min_pixels), v.min_pixels);
+      take(r.integer("max_pixels", 1, std::int64_t{1} << 40, v0.max_pixels), v.max_pixels);
+      if (auto fl = r.find("full_attention_layers"); fl && fl->node.IsSequence()) {
+        v.full_attention_layers.clear();
+        Json echo = Json::array();
+        for (std::size_t i = 0; i < fl->node.size(); ++i) {
+          try {
+            const int l = fl->node[i].as<int>();
+            v.full_attention_layers.push_back(l);
+            echo.push_back(l);
+          } catch (const YAML::Exception&) {
+            m.doc().error(fl->node[i].Mark(), index_path(fl->path, i),
+                          "expected a block index, got " + describe(fl->node[i]));
+            ok = false;
+          }
+        }
+        r.echo()["full_attention_layers"] = echo;
+      } else if (fl && !fl->node.IsNull()) {
+        m.doc().error(fl->mark, fl->path, "expected a list of block indexes, got " + describe(fl->node));
+        ok = false;
+      } else {
+        Json echo = Json::array();
+        for (int l : v.full_attention_layers) echo.push_back(l);
+        r.echo()["full_attention_layers"] = echo;
+      }
+      r.finish();
+      ok = ok && r.valid();
+      s.vision = v;
+    }
+  }
+  {
+    MapReader r = sub(m, "formats");
+    const auto all = models::format_names();
+    const auto weights = read_format(r, "weights", all, d.formats.weights);
+    // Experts follow the weights unless the base keeps them in a format of their own (gpt-oss).
+    const models::Format experts_default =
+        weights && d.formats.experts == d.formats.weights ? *weights : d.formats.experts;
+    const auto experts = read_format(r, "experts", all, experts_default);
+    const auto kv = read_format(r, "kv_cache", models::kv_format_names(), d.formats.kv_cache);
+    const auto emulate = r.boolean("emulate", d.formats.emulate);
+    if (weights && experts && kv && emulate) {
+      s.formats = {*weights, *experts, *kv, *emulate};
+    } else {
+      ok = false;
+    }
+    r.finish();
+    ok = ok && r.valid();
+  }
+  return ok;
+}
+
 }  // namespace
 
-std::optional<models::ModelSpec> read_model(MapReader& top) {
+std::optional<models::ModelSpec> read_model(MapReader& top, const std::string& base_dir) {
   auto f = top.find("model");
   Json& echo = top.echo()["model"];
   if (!f) {
-    top.missing("model", "a preset name like 'llama-3.1-8b' or a mapping of the model's figures");
+    top.missing("model", "a preset name like 'llama-3.1-8b', {hf_config: FILE}, or a mapping of "
+                         "the model's figures");
     return std::nullopt;
   }
   MapReader m(top.doc(), as_preset_map(f->node), f->mark, f->path, echo);
   if (!m.valid()) return std::nullopt;
   bool had_preset = false;
-  const auto base = read_preset<models::ModelSpec>(m, &models::model_preset,
-                                                   models::model_preset_names(), "model", *f, had_preset);
+  std::optional<models::ModelSpec> base = read_preset<models::ModelSpec>(
+      m, &models::model_preset, models::model_preset_names(), "model", *f, had_preset);
   if (had_preset && !base) return std::nullopt;
+  if (auto h = m.find("hf_config")) {
+    if (had_preset) {
+      m.doc().error(h->mark, h->path, "give either a preset or an hf_config file, not both");
+      return std::nullopt;
+    }
+    if (!h->node.IsScalar()) {
+      m.doc().error(h->mark, h->path, "expected the path of a config.json, got " + describe(h->node));
+      return std::nullopt;
+    }
+    const std::string given = h->node.Scalar();
+    std::filesystem::path path(given);
+    if (path.is_relative() && !base_dir.empty()) path = std::filesystem::path(base_dir) / path;
+    std::vector<Diagnostic> problems;
+    base = read_hf_config(path.string(), problems);
+    for (Diagnostic& d : problems) {
+      if (d.line == 0 && d.message == "cannot open the config.json file") {
+        m.doc().error(h->mark, h->path, "cannot open the config.json file '" + path.string() + "'");
+      } else {
+        m.doc().diagnostics().push_back(std::move(d));
+      }
+    }
+    if (!base) return std::nullopt;
+    m.echo()["hf_config"] = given;
+  }
   const models::ModelSpec d = base.value_or(models::ModelSpec{});
-  auto dflt = [&](auto v) { return base ? std::optional<decltype(v)>(v) : std::nullopt; };
   models::ModelSpec s;
-  bool ok = true;
-  auto take = [&ok](auto opt, auto& out) {
-    if (opt) out = static_cast<std::remove_reference_t<decltype(out)>>(*opt); else ok = false;
-  };
-  take(m.string("name", dflt(d.name)), s.name);
-  take(m.integer("layers", 1, 10'000, dflt(std::int64_t{d.layers})), s.layers);
-  take(m.integer("hidden", 1, 1'000'000, dflt(std::int64_t{d.hidden})), s.hidden);
-  take(m.integer("heads", 1, 100'000, dflt(std::int64_t{d.heads})), s.heads);
-  take(m.integer("kv_heads", 1, 100'000, dflt(std::int64_t{d.kv_heads})), s.kv_heads);
-  take(m.integer("head_dim", 1, 100'000, dflt(std::int64_t{d.head_dim})), s.head_dim);
-  take(m.integer("intermediate", 1, 10'000'000, dflt(std::int64_t{d.intermediate})), s.intermediate);
-  take(m.integer("vocab", 1, 100'000'000, dflt(std::int64_t{d.vocab})), s.vocab);
-  take(m.integer("max_context", 1, kMaxTokens, dflt(std::int64_t{d.max_context})), s.max_context);
-  take(m.boolean("tied_embeddings", base ? std::optional<bool>(d.tied_embeddings) : false),
-       s.tied_embeddings);
+  bool ok = read_model_figures(m, d, base.has_value(), s);
   m.finish();
   s.source = base ? d.source : "scenario";
   if (!ok) return std::nullopt;
@@ -144,14 +402,18 @@ std::optional<models::ChipSpec> read_chip(MapReader& pool) {
   const models::ChipSpec& d = *base;
   models::ChipSpec c = d;
   bool ok = true;
-  auto q = [&](std::string_view key, Dimension dim, double v, double& out) {
-    auto r = m.quantity(key, dim, 0, kInf, false, v);
+  auto q = [&](std::string_view key, Dimension dim, double v, double& out, bool zero_ok = false) {
+    auto r = m.quantity(key, dim, 0, kInf, zero_ok, v);
     if (r) out = *r; else ok = false;
   };
   if (auto r = m.string("name", d.name)) c.name = *r; else ok = false;
   q("memory", Dimension::kBytes, d.memory.value, c.memory.value);
   q("hbm_bandwidth", Dimension::kBandwidth, d.hbm_bandwidth.bytes_per_s, c.hbm_bandwidth.bytes_per_s);
   q("bf16_flops", Dimension::kFlopRate, d.bf16_flops.flop_per_s, c.bf16_flops.flop_per_s);
+  // Zero: the chip has no tensor-core rate for the format.
+  q("fp8_flops", Dimension::kFlopRate, d.fp8_flops.flop_per_s, c.fp8_flops.flop_per_s, true);
+  q("int8_flops", Dimension::kFlopRate, d.int8_flops.flop_per_s, c.int8_flops.flop_per_s, true);
+  q("fp4_flops", Dimension::kFlopRate, d.fp4_flops.flop_per_s, c.fp4_flops.flop_per_s, true);
   q("scale_up_bandwidth", Dimension::kBandwidth, d.scale_up_bandwidth.bytes_per_s,
     c.scale_up_bandwidth.bytes_per_s);
   if (auto r = m.integer("scale_up_domain", 1, 1'000'000, d.scale_up_domain)) {

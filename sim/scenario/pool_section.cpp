@@ -8,10 +8,51 @@
 namespace servesim::scenario {
 namespace {
 
-std::string memory_advice(const std::string& consumer) {
-  if (consumer == "weights") return "more tensor or pipeline parallelism would split them";
+std::string memory_advice(const std::string& consumer, const models::ModelSpec& model) {
+  if (consumer == "weights") {
+    std::string a = model.moe.enabled() ? "more tensor, expert or pipeline parallelism would split them"
+                                        : "more tensor or pipeline parallelism would split them";
+    if (model.formats.weights == models::Format::kBf16) {
+      a += ", a smaller weight format (model.formats) would shrink them";
+    }
+    return a;
+  }
   if (consumer == "activations") return "a smaller scheduler.max_batched_tokens would shrink them";
+  if (consumer == "window KV") return "a smaller scheduler.max_batch_size would shrink it";
   return "a smaller kv_cache.reserved would free it";
+}
+
+std::string plan_text(const models::ModelSpec& model, const models::ParallelPlan& p) {
+  std::string s = "tp=" + std::to_string(p.tp) + ", pp=" + std::to_string(p.pp);
+  if (p.dp > 1) s += ", dp=" + std::to_string(p.dp);
+  if (model.moe.enabled()) s += ", ep=" + std::to_string(p.ep) + ", moe_tp=" + std::to_string(p.moe_tp);
+  if (p.cp > 1) s += ", cp=" + std::to_string(p.cp);
+  return s;
+}
+
+// The formats of the model that the chip has no tensor-core rate for, as a sentence each.
+std::vector<std::string> format_problems(const models::ModelSpec& model, const models::ChipSpec& chip) {
+  std::vector<std::string> out;
+  std::string has;
+  for (std::size_t r = 0; r < models::kComputeRates; ++r) {
+    const auto rate = static_cast<models::ComputeRate>(r);
+    if (chip.has(rate)) has += (has.empty() ? "" : ", ") + std::string(models::compute_rate_name(rate));
+  }
+  auto check = [&](const char* what, const char* key, models::Format f) {
+    const models::ComputeRate r = models::compute_rate(f);
+    if (chip.has(r)) return;
+    out.push_back(model.name + "'s " + what + " are " + std::string(models::format_name(f)) +
+                  ", which runs at the " + std::string(models::compute_rate_name(r)) + " rate " +
+                  chip.name + " does not have (it has " + has + "); serve them in a format it has "
+                  "(model.formats." + key + "), or set model.formats.emulate: true to run them as "
+                  "weight-only kernels (stored and read at their width, math at the bf16 rate "
+                  "plus the dequantisation work)");
+  };
+  check("weights", "weights", model.formats.weights);
+  if (model.moe.enabled() && model.formats.experts != model.formats.weights) {
+    check("experts", "experts", model.formats.experts);
+  }
+  return out;
 }
 
 }  // namespace
@@ -52,16 +93,53 @@ cluster::PoolConfig read_pool(Document& doc, const YAML::Node& node,
     auto f = m.find("parallel");
     MapReader par(doc, f ? f->node : YAML::Node(), f ? f->mark : m.mark(),
                   child_path(path, "parallel"), echo["parallel"]);
+    marks.parallel = Field{YAML::Node(), par.mark(), par.path()};
     marks.tp = field_or(par, "tp");
+    marks.pp = field_or(par, "pp");
+    marks.ep = field_or(par, "ep");
+    marks.moe_tp = field_or(par, "moe_tp");
+    marks.cp = field_or(par, "cp");
     const auto tp = par.integer("tp", 1, 4096, 1);
     const auto pp = par.integer("pp", 1, 1024, 1);
+    // Attention data parallelism and context parallelism; the MoE split defaults to expert
+    // tensor parallelism over every tp x dp chip (vLLM without --enable-expert-parallel).
+    const auto dp = par.integer("dp", 1, 4096, 1);
+    const auto ep = par.integer("ep", 1, 65536, 1);
+    const bool moe = model && model->moe.enabled();
+    const std::int64_t moe_tp_default =
+        moe && tp && dp && ep ? models::default_moe_tp(static_cast<int>(*tp), static_cast<int>(*dp),
+                                                       static_cast<int>(*ep))
+                              : 1;
+    const auto moe_tp = par.integer("moe_tp", 1, 65536, moe_tp_default);
+    const auto cp = par.integer("cp", 1, 4096, 1);
     par.finish();
-    marks.plan_ok = tp && pp && par.valid();
+    marks.plan_ok = tp && pp && dp && ep && moe_tp && cp && par.valid();
     if (marks.plan_ok) {
       p.plan.tp = static_cast<int>(*tp);
       p.plan.pp = static_cast<int>(*pp);
+      p.plan.dp = static_cast<int>(*dp);
+      p.plan.ep = static_cast<int>(*ep);
+      p.plan.moe_tp = static_cast<int>(*moe_tp);
+      p.plan.cp = static_cast<int>(*cp);
     }
     ok = ok && marks.plan_ok;
+  }
+  {
+    // Token-to-expert skew of MoE layers (models/operators.h, MoeRouting).
+    auto f = m.find("moe_routing");
+    MapReader r(doc, f ? f->node : YAML::Node(), f ? f->mark : m.mark(),
+                child_path(path, "moe_routing"), echo["moe_routing"]);
+    const auto dist = r.choice("distribution", {"balanced", "power_law"}, "balanced");
+    const auto alpha = r.number("alpha", 0, 10, true, 1.2);
+    if (dist && alpha) {
+      p.moe_routing.distribution = *dist == "balanced" ? models::MoeRouting::Distribution::kBalanced
+                                                       : models::MoeRouting::Distribution::kPowerLaw;
+      p.moe_routing.alpha = *alpha;
+    } else {
+      ok = false;
+    }
+    r.finish();
+    ok = ok && r.valid();
   }
 
   marks.max_model_len = field_or(m, "max_model_len");
@@ -162,7 +240,18 @@ void check_deployment(Document& doc, const models::ModelSpec& model, const clust
   if (marks.plan_ok) {
     const int max_tp = marks.chip_ok ? p.chip.scale_up_domain : 64;
     for (const auto& problem : models::validate_plan(model, p.plan, max_tp)) {
-      doc.error(marks.tp.mark, marks.tp.path, problem);
+      // Each sentence names the degree to change; report it at that key.
+      const Field* at = &marks.tp;
+      if (problem.rfind("expert parallelism", 0) == 0) at = &marks.ep;
+      else if (problem.rfind("expert tensor", 0) == 0 || problem.rfind("the MoE layers", 0) == 0) at = &marks.moe_tp;
+      else if (problem.rfind("pipeline", 0) == 0) at = &marks.pp;
+      doc.error(at->mark, at->path, problem);
+      plan_valid = false;
+    }
+  }
+  if (marks.chip_ok && !model.formats.emulate) {
+    for (const auto& problem : format_problems(model, p.chip)) {
+      doc.error(marks.chip.mark, marks.chip.path, problem);
       plan_valid = false;
     }
   }
@@ -198,20 +287,34 @@ void check_deployment(Document& doc, const models::ModelSpec& model, const clust
   const models::MemoryPlan& mem = cap.memory;
   const std::string where = p.plan.pp > 1 ? "each chip of pipeline stage " +
                                                 std::to_string(mem.stage) : "each chip";
-  const std::string plan = "tp=" + std::to_string(p.plan.tp) + ", pp=" + std::to_string(p.plan.pp);
+  const std::string plan = plan_text(model, p.plan);
   if (!mem.fits()) {
-    const double need = mem.weights.value + mem.activations.value + mem.reserved.value;
+    const double need = mem.weights.value + mem.activations.value + mem.window_kv.value +
+                        mem.reserved.value;
     char util[32];
     std::snprintf(util, sizeof util, "%g", p.kv_cache.memory_utilization);
+    // The weights' parts, when there is more to them than layers and embeddings.
+    const models::StageWeights& w = mem.weight_parts;
+    std::string parts;
+    if (model.moe.enabled() || w.mtp.value > 0 || w.vision.value > 0) {
+      parts = " (" + gib(w.layers.value) + " layers, " + gib(w.embedding.value) +
+              " embedding and LM head";
+      if (w.mtp.value > 0) parts += ", " + gib(w.mtp.value) + " MTP";
+      if (w.vision.value > 0) parts += ", " + gib(w.vision.value) + " vision encoder";
+      parts += ")";
+    }
+    const std::string window = mem.window_kv.value > 0
+                                   ? " + " + gib(mem.window_kv.value) + " of sliding-window KV"
+                                   : "";
     doc.error(marks.chip.mark, marks.chip.path,
               model.name + " does not fit on " + p.chip.name + " with " + plan + ": " + where +
-                  " needs " + gib(mem.weights.value) + " of weights + " +
-                  gib(mem.activations.value) + " of activations + " + gib(mem.reserved.value) +
-                  " reserved = " + gib(need) + " before any KV cache, but has " +
-                  gib(mem.usable.value) + " usable (" + gib(mem.capacity.value) +
-                  " x memory_utilization " + util + "): short by " +
+                  " needs " + gib(mem.weights.value) + " of weights" + parts + " + " +
+                  gib(mem.activations.value) + " of activations" + window + " + " +
+                  gib(mem.reserved.value) + " reserved = " + gib(need) +
+                  " before any KV cache, but has " + gib(mem.usable.value) + " usable (" +
+                  gib(mem.capacity.value) + " x memory_utilization " + util + "): short by " +
                   gib(need - mem.usable.value) + "; the biggest consumer is " +
-                  mem.biggest_consumer() + " (" + memory_advice(mem.biggest_consumer()) + ")");
+                  mem.biggest_consumer() + " (" + memory_advice(mem.biggest_consumer(), model) + ")");
     return;
   }
   if (!marks.len_ok) return;
@@ -219,6 +322,7 @@ void check_deployment(Document& doc, const models::ModelSpec& model, const clust
   if (admissible < p.max_model_len) {
     doc.error(marks.max_model_len.mark, marks.max_model_len.path,
               "the KV cache of " + (p.plan.pp > 1 ? std::string("each pipeline lane") :
+                                    p.plan.dp > 1 ? std::string("each dp group") :
                                                     std::string("each instance")) +
                   " admits at most " + format_count(admissible) + " tokens (" +
                   gib(mem.kv.value) + " of KV memory per chip at " +
@@ -226,7 +330,9 @@ void check_deployment(Document& doc, const models::ModelSpec& model, const clust
                   " bytes per token, less the admission watermark), fewer than max_model_len " +
                   format_count(p.max_model_len) + ": the longest request could never run; set " +
                   "max_model_len to at most " + format_count(admissible) +
-                  " or give the KV cache more room (more chips per instance, a bigger chip)");
+                  " or give the KV cache more room (more chips per instance, context parallelism "
+                  "(parallel.cp) to split each request over more chips, a bigger chip, a smaller "
+                  "KV format)");
   }
 }
 

@@ -45,7 +45,7 @@ Scenario load(YAML::Node root, Document& doc, const std::string& display_name,
     out.config.seed = *options.seed;
     echo["seed"] = *options.seed;
   }
-  const auto model = read_model(top);
+  const auto model = read_model(top, base_dir);
 
   std::vector<std::pair<cluster::PoolConfig, PoolMarks>> pools;
   bool pools_ok = true;

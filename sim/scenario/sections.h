@@ -30,7 +30,8 @@ std::string gib(double bytes);
 Field field_or(MapReader& m, std::string_view key);
 
 // --- model_section.cpp ---
-std::optional<models::ModelSpec> read_model(MapReader& top);
+// `base_dir`: where a relative hf_config path is resolved (the scenario file's folder).
+std::optional<models::ModelSpec> read_model(MapReader& top, const std::string& base_dir);
 // The pool's `chip` key.
 std::optional<models::ChipSpec> read_chip(MapReader& pool);
 
@@ -40,7 +41,7 @@ std::optional<models::ChipSpec> read_chip(MapReader& pool);
 // were read without errors (each check runs when its inputs are valid, so that one mistake does
 // not hide an unrelated one).
 struct PoolMarks {
-  Field tp, chip, max_model_len, max_batched_tokens, pool;
+  Field tp, pp, ep, moe_tp, cp, chip, max_model_len, max_batched_tokens, pool, parallel;
   bool chip_ok = false, plan_ok = false, len_ok = false, scheduler_ok = false, kv_ok = false;
   bool all_ok = false;
 };

@@ -36,8 +36,7 @@ cluster::SimulationConfig random_config(Rng& rng) {
 
   // Size the chip so that each lane gets roughly 150-600 tokens of KV cache.
   const auto target_tokens = static_cast<double>(rng.uniform_int(150, 600)) * p.plan.pp;
-  models::MemoryConfig mc{p.kv_cache.memory_utilization, p.kv_cache.reserved,
-                          p.scheduler.max_batched_tokens, p.scheduler.max_batch_size};
+  const models::MemoryConfig mc = cluster::memory_config(p);
   models::ChipSpec probe = p.chip;
   probe.memory = Bytes{0};
   const auto empty = models::plan_memory(model, probe, p.plan, mc);

@@ -1,11 +1,11 @@
-// Models, chips, operators, memory and the roofline, checked against figures derived by hand.
+// Architectures, presets, formats, chips and parallel plans, checked against figures derived by
+// hand (and against the parameter totals the model cards and checkpoints publish).
 #include <doctest/doctest.h>
 
-#include "models/memory.h"
+#include "models/chip_spec.h"
+#include "models/formats.h"
 #include "models/model_spec.h"
-#include "models/operators.h"
 #include "models/parallel_plan.h"
-#include "models/roofline.h"
 
 using namespace servesim;
 using namespace servesim::models;
@@ -28,16 +28,201 @@ TEST_CASE("Models: Llama-3.1-70B has 70.55 billion parameters and 320 KiB of KV 
   CHECK(m.total_params() == 70'553'706'496);
   // K and V: 2 x 8 KV heads x 128 x 2 bytes x 80 layers = 327,680 bytes.
   CHECK(m.kv_bytes_per_token() == 327'680);
+  CHECK(m.active_params_per_token() == m.total_params());  // dense
+  // In bf16 the weights are 2 bytes each: 141.1 GB.
+  CHECK(m.weight_bytes_per_element() == 2.0);
 }
 
-TEST_CASE("Models: presets are found by name and unknown names are not") {
-  CHECK(model_preset("llama-2-70b")->max_context == 4096);
-  CHECK_FALSE(model_preset("llama-3-8b").has_value());
-  CHECK(model_preset_names().size() == 3);
-  CHECK(validate_model(*model_preset("llama-3.1-70b")).empty());
+TEST_CASE("Models: DeepSeek-V3 has 671.0e9 parameters, 37.6e9 active, and 70,272 bytes of latent KV") {
+  const ModelSpec m = *model_preset("deepseek-v3");
+  // Attention per layer (MLA, 128 heads, h = 7168):
+  //   q_a 7168 x 1536 = 11,010,048 + its norm 1536 + q_b 1536 x 128 x (128 + 64) = 37,748,736
+  //   kv_a 7168 x (512 + 64) = 4,128,768 + its norm 512 + kv_b 512 x 128 x (128 + 128) = 16,777,216
+  //   o 128 x 128 x 7168 = 117,440,512; two layer norms 14,336            -> 187,121,664
+  CHECK(m.attention_params() == 187'121'664);
+  // One expert 3 x 7168 x 2048 = 44,040,192; the router 7168 x 256 + 256 bias = 1,835,264.
+  CHECK(m.expert_params() == 44'040'192);
+  CHECK(m.router_params() == 1'835'264);
+  // Dense layers (0-2): 187,121,664 + 3 x 7168 x 18432 = 583,483,392. MoE layers (3-60):
+  // 187,121,664 + 256 x 44,040,192 + 44,040,192 (shared) + 1,835,264 = 11,507,286,272.
+  CHECK(m.layer_params(0) == 583'483'392);
+  CHECK(m.layer_params(3) == 11'507'286'272);
+  // 3 x 583,483,392 + 58 x 11,507,286,272 + 2 x 129,280 x 7168 (embedding, LM head) + 7168
+  // = 671,026,419,200: the "671B" of the DeepSeek-V3 report.
+  CHECK(m.total_params() == 671'026'419'200);
+  // Active: 8 of 256 experts in 58 layers: 671.0e9 - 58 x 248 x 44,040,192 = 37.55e9 ("37B").
+  CHECK(m.active_params_per_token() == 671'026'419'200 - 58LL * 248 * 44'040'192);
+  // MLA caches the latent and the shared rotary key: (512 + 64) x 2 bytes x 61 layers.
+  CHECK(m.kv_bytes_per_token() == 70'272);
+  ModelSpec fp8 = m;
+  fp8.formats.kv_cache = Format::kFp8;
+  CHECK(fp8.kv_bytes_per_token() == 35'136);  // (512 + 64) x 1 byte x 61
+  // The checkpoint's fp8 weights carry one fp32 scale per 128 x 128 block.
+  CHECK(m.weight_bytes_per_element() == doctest::Approx(1.0 + 4.0 / 16384));
+  // The MTP layer is a MoE layer + eh_proj 2 x 7168^2 + 3 norms = 11,610,068,224.
+  CHECK(m.mtp_layer_params() == 11'507'286'272 + 2LL * 7168 * 7168 + 3 * 7168);
+}
+
+TEST_CASE("Models: GLM-5 has 743.9e9 parameters (753.9e9 with MTP) and 1,284 bytes of KV per layer") {
+  const ModelSpec m = *model_preset("glm-5");
+  // Attention per layer (MLA, 64 heads, h = 6144):
+  //   q_a 6144 x 2048 = 12,582,912 + 2048 + q_b 2048 x 64 x (192 + 64) = 33,554,432
+  //   kv_a 6144 x 576 = 3,538,944 + 512 + kv_b 512 x 64 x (192 + 256) = 14,680,064
+  //   o 64 x 256 x 6144 = 100,663,296; layer norms 12,288
+  //   DSA indexer: wq_b 2048 x 32 x 128 = 8,388,608, wk 6144 x 128 = 786,432, its LayerNorm 256,
+  //   weights_proj 6144 x 32 = 196,608                                     -> 174,406,400
+  CHECK(m.attention_params() == 174'406'400);
+  // 3 dense layers (+ 3 x 6144 x 12288) and 75 MoE layers (256 experts of 3 x 6144 x 2048 =
+  // 37,748,736, one shared, router 6144 x 256 + 256), embedding and LM head 2 x 154,880 x 6144.
+  CHECK(m.total_params() == 743'911'218'432);
+  // With the MTP layer: 753,864,139,008, the parameter total of the released checkpoint's tensors.
+  CHECK(m.total_params() + m.mtp_layers * m.mtp_layer_params() == 753'864'139'008);
+  // KV per token and layer: latent (512 + 64) x 2 bytes = 1,152, plus the DSA indexer key
+  // 128 fp8 values + one fp32 scale = 132; x 78 layers = 100,152 bytes.
+  CHECK(m.kv_bytes_per_token_layer() == 1152.0);
+  CHECK(m.index_bytes_per_token_layer() == 132.0);
+  CHECK(m.kv_bytes_per_token() == 100'152);
+  CHECK(m.dsa.top_k == 2048);
+}
+
+TEST_CASE("Models: the other presets match their published parameter totals") {
+  // Qwen3-32B: 64 x (94,371,840 attention + 256 QK-norm + 393,216,000 MLP + 10,240 norms)
+  // + 2 x 151,936 x 5120 + 5120 = 32.76e9 ("32.8B").
+  CHECK(model_preset("qwen3-32b")->total_params() == 32'762'123'264);
+  // Qwen3-235B-A22B: 94 layers of 128 experts x 3 x 4096 x 1536 (no shared, no router bias).
+  CHECK(model_preset("qwen3-235b-a22b")->total_params() == 235'093'634'560);
+  // Kimi-K2: DeepSeek-V3 layout with 64 heads, 384 experts, 1 dense layer: 1.026e12 ("1T").
+  CHECK(model_preset("kimi-k2")->total_params() == 1'026'408'232'448);
+  // GLM-4.5-Air: 106.9e9 ("106B"); GLM-4.5: 352.8e9 without its MTP layer ("355B").
+  CHECK(model_preset("glm-4.5-air")->total_params() == 106'852'251'264);
+  CHECK(model_preset("glm-4.5")->total_params() == 352'797'829'024);
+  // gpt-oss-120b: 36 x (attention 2880 x 4096 + 2 x 2880 x 512 + 4096 x 2880 with biases and 64
+  // sinks; router 2880 x 128 + 128; 128 experts of 3 x 2880^2 + biases) + 2 x 201,088 x 2880
+  // = 116.83e9 ("117B").
+  const ModelSpec oss = *model_preset("gpt-oss-120b");
+  CHECK(oss.total_params() == 116'829'156'672);
+  CHECK(oss.formats.experts == Format::kMxfp4);
+  CHECK(oss.formats.weights == Format::kBf16);
+  // Qwen2.5-VL-7B: a 7.62e9 language model and a 676.6e6 vision encoder ("8.3B").
+  const ModelSpec vl = *model_preset("qwen2.5-vl-7b");
+  CHECK(vl.total_params() == 7'615'616'512);
+  REQUIRE(vl.vision.has_value());
+  CHECK(vl.vision->params() == 676'550'144);
+  CHECK(model_preset_names().size() == 13);
+  for (auto name : model_preset_names()) {
+    CAPTURE(name);
+    CHECK(validate_model(*model_preset(name)).empty());
+  }
+}
+
+TEST_CASE("Models: gpt-oss alternates sliding-window and full layers, sliding first") {
+  const ModelSpec m = *model_preset("gpt-oss-120b");
+  CHECK(m.is_window_layer(0));
+  CHECK_FALSE(m.is_window_layer(1));
+  const LayerCounts c = m.count_layers(0, 36);
+  CHECK(c.window == 18);
+  CHECK(c.full() == 18);
+  CHECK(c.moe == 36);
+  // Layers 9..17 (a second pipeline stage of 9): 10, 12, 14 and 16 are window layers.
+  CHECK(m.count_layers(9, 9).window == 4);
+  // DeepSeek-V3: dense layers 0-2, MoE from layer 3.
+  const ModelSpec ds = *model_preset("deepseek-v3");
+  CHECK_FALSE(ds.is_moe_layer(2));
+  CHECK(ds.is_moe_layer(3));
+  CHECK(ds.count_layers(0, 61).moe == 58);
+}
+
+TEST_CASE("Models: structural problems are sentences") {
   ModelSpec bad = *model_preset("llama-3.1-8b");
   bad.kv_heads = 5;
   CHECK(validate_model(bad).size() == 1);
+  ModelSpec moe = *model_preset("qwen3-235b-a22b");
+  moe.moe.top_k = 200;
+  REQUIRE(validate_model(moe).size() == 1);
+  CHECK(validate_model(moe)[0] == "MoE top_k (200) must be between 1 and the 128 experts");
+  ModelSpec dsa = *model_preset("llama-3.1-8b");
+  dsa.dsa = {32, 128, 2048};
+  CHECK(validate_model(dsa)[0] == "DSA sparse attention is modelled on top of MLA; set attention: mla");
+  ModelSpec window = *model_preset("gpt-oss-120b");
+  window.window.pattern = "SFX";
+  CHECK(validate_model(window).size() == 1);
+  CHECK_FALSE(model_preset("llama-3-8b").has_value());
+}
+
+TEST_CASE("Vision: Qwen2.5-VL turns an image into tokens of 28 x 28 pixels within the pixel caps") {
+  const models::VisionSpec v = *model_preset("qwen2.5-vl-7b")->vision;
+  // 1280 x 720: sides rounded to multiples of 14 x 2 = 28 -> 1288 x 728 (937,664 pixels, within
+  // [3,136, 1,003,520]); (728 / 14) x (1288 / 14) = 52 x 92 = 4,784 patches; / 4 = 1,196 tokens.
+  const auto hd = v.resize(1280, 720);
+  CHECK(hd.width == 1288);
+  CHECK(hd.height == 728);
+  CHECK(hd.patches == 4784);
+  CHECK(v.image_tokens(1280, 720) == 1196);
+  // 4000 x 3000 exceeds max_pixels: scale by sqrt(12e6 / 1,003,520) = 3.458 and floor to 28:
+  // 1148 x 840 -> 41 x 30 merged tokens... (1148 / 14) x (840 / 14) = 82 x 60 = 4,920 patches,
+  // 1,230 tokens.
+  CHECK(v.image_tokens(4000, 3000) == 1230);
+  // 10 x 10 is below min_pixels: scaled up to 56 x 56 -> 4 x 4 patches, 4 tokens.
+  CHECK(v.image_tokens(10, 10) == 4);
+}
+
+TEST_CASE("Formats: bytes per element include the scales") {
+  CHECK(bytes_per_element(Format::kBf16) == 2.0);
+  CHECK(bytes_per_element(Format::kFp8) == 1.0);
+  CHECK(bytes_per_element(Format::kFp8Block) == doctest::Approx(1.000244140625));  // 1 + 4/16384
+  CHECK(bytes_per_element(Format::kW4A8) == doctest::Approx(0.515625));            // 0.5 + 2/128
+  CHECK(bytes_per_element(Format::kNvfp4) == doctest::Approx(0.5625));             // 0.5 + 1/16
+  CHECK(bytes_per_element(Format::kMxfp4) == doctest::Approx(0.53125));            // 0.5 + 1/32
+  CHECK(compute_rate(Format::kW4A8) == ComputeRate::kFp8);
+  CHECK(compute_rate(Format::kMxfp4) == ComputeRate::kFp4);
+  CHECK(parse_format("fp8_block") == Format::kFp8Block);
+  CHECK_FALSE(parse_format("fp6").has_value());
+  CHECK(is_kv_format(Format::kInt8));
+  CHECK_FALSE(is_kv_format(Format::kNvfp4));
+}
+
+TEST_CASE("Chips: every preset has its peaks, and the formats it lacks are zero") {
+  CHECK(chip_preset_names().size() == 11);
+  const ChipSpec a100 = *chip_preset("a100-80g");
+  CHECK_FALSE(a100.has(ComputeRate::kFp8));
+  CHECK(a100.peak_flops(ComputeRate::kInt8) == 624e12);
+  const ChipSpec h100 = *chip_preset("h100-sxm");
+  CHECK(h100.peak_flops(ComputeRate::kFp8) == 1979e12);
+  CHECK_FALSE(h100.has(ComputeRate::kFp4));
+  CHECK(chip_preset("b200")->peak_flops(ComputeRate::kFp4) == 9e15);
+  CHECK(chip_preset("gb200")->scale_up_domain == 72);
+  CHECK(chip_preset("h800-sxm")->scale_up_bandwidth.bytes_per_s == 200e9);
+  CHECK(chip_preset("h20")->bf16_flops.flop_per_s == 148e12);
+  for (auto name : {"ascend-910b", "ascend-910c", "ascend-910c-die", "domestic-64g"}) {
+    CAPTURE(name);
+    const ChipSpec c = *chip_preset(name);
+    CHECK_FALSE(c.has(ComputeRate::kFp8));
+    CHECK(c.source.find("assumed") != std::string::npos);
+  }
+  // The 910C as one NPU is two dies: twice the memory, bandwidth and compute of one die.
+  const ChipSpec npu = *chip_preset("ascend-910c"), die = *chip_preset("ascend-910c-die");
+  CHECK(npu.memory.value == 2 * die.memory.value);
+  CHECK(npu.hbm_bandwidth.bytes_per_s == 2 * die.hbm_bandwidth.bytes_per_s);
+  CHECK(npu.bf16_flops.flop_per_s == 2 * die.bf16_flops.flop_per_s);
+  CHECK(npu.scale_up_domain * 2 == die.scale_up_domain);
+  CHECK(chip_preset("domestic-64g")->memory.value == 64.0 * kGiB);
+  CHECK(chip_preset("domestic-64g")->hbm_bandwidth.bytes_per_s == 1.6e12);
+}
+
+TEST_CASE("Efficiency curves interpolate in log size and are flat beyond their ends") {
+  EfficiencyCurve c;
+  c.knots = {{1e9, 0.2}, {1e11, 0.6}};
+  CHECK(c.at(1e8) == 0.2);
+  CHECK(c.at(1e12) == 0.6);
+  // 1e10 is halfway in log10 between 1e9 and 1e11.
+  CHECK(c.at(1e10) == doctest::Approx(0.4));
+  CHECK(c.problems().empty());
+  EfficiencyCurve bad;
+  bad.knots = {{1e9, 0.2}, {1e8, 0.6}};
+  CHECK(bad.problems().size() == 1);
+  const EfficiencyCurve flat = 0.7;
+  CHECK(flat.is_constant());
+  CHECK(flat.at(123) == 0.7);
 }
 
 TEST_CASE("Parallel plans: TP must divide the heads, PP splits layers with the remainder first") {
@@ -52,84 +237,47 @@ TEST_CASE("Parallel plans: TP must divide the heads, PP splits layers with the r
   CHECK(p.stage_layers(m, 0) == 27);
   CHECK(p.stage_layers(m, 1) == 27);
   CHECK(p.stage_layers(m, 2) == 26);
+  CHECK(p.stage_first_layer(m, 2) == 54);
   // 8 KV heads over TP 16: each chip holds one (replicated), as vLLM does.
   CHECK(ParallelPlan{16, 1}.kv_heads_per_chip(m) == 1);
   CHECK(ParallelPlan{4, 1}.kv_heads_per_chip(m) == 2);
 }
 
-TEST_CASE("Operators: GEMM FLOPs and bytes of one Llama-3.1-8B layer") {
-  const ModelSpec m = *model_preset("llama-3.1-8b");
-  const auto ops = linear_layer_ops(m, {1, 1}, 1);
-  // QKV: 2 x 1 x 4096 x (32 + 2 x 8) x 128 = 50,331,648 FLOPs; bytes 2 x 4096 x 6144 weights +
-  // 2 x (4096 + 6144) activations = 50,331,648 + 20,480.
-  CHECK(ops[0].flops == 50'331'648.0);
-  CHECK(ops[0].bytes == 50'331'648.0 + 20'480.0);
-  // MLP with TP 2: gate|up 2 x 4096 x 14336 and down 2 x 7168 x 4096 per token, 2 FLOPs per MAC.
-  const auto tp2 = linear_layer_ops(m, {2, 1}, 10);
-  CHECK(tp2[2].flops == 2.0 * 10 * 4096 * 14336 + 2.0 * 10 * 7168 * 4096);
-  CHECK(tp2[2].kernels == 2);
-}
-
-TEST_CASE("Operators: decode attention reads each sequence's whole KV once") {
-  const ModelSpec m = *model_preset("llama-3.1-70b");
-  BatchShape b;
-  b.decode_seqs = 4;
-  b.decode_kv_tokens = 4 * 1000;
-  const Operator op = attention_decode_op(m, {2, 1}, b);
-  // Per layer per chip with TP 2: K and V of 4 KV heads x 128 x 2 bytes = 2,048 bytes per token;
-  // 4,000 tokens -> 8,192,000 bytes, plus q and o of 32 heads x 128 x 2 bytes x 4 sequences.
-  CHECK(op.bytes == 8'192'000.0 + 2.0 * 2 * 4 * 32 * 128);
-  // 4 x 128 x 32 FLOPs per context token.
-  CHECK(op.flops == 4.0 * 128 * 32 * 4000);
-}
-
-TEST_CASE("Roofline: time is the kernel overhead plus the slower of compute and memory") {
-  ChipSpec chip = *chip_preset("a100-80g");
-  const Roofline roofline(chip);
-  // A large GEMM: 2 x 4096 x 8192 x 8192 FLOPs at 312 TFLOP/s x 0.72, plus 7 us.
-  Operator big{OpKind::kGemmMlp, 2.0 * 4096 * 8192 * 8192, 2.0 * 8192 * 8192, 1};
-  CHECK(roofline.seconds(big) == doctest::Approx(7e-6 + big.flops / (312e12 * 0.72)));
-  // A weight-streaming GEMM: 128 MiB of weights at 2,039 GB/s x 0.73, plus 7 us.
-  Operator thin{OpKind::kGemmQkv, 2.0 * 8192 * 8192, 2.0 * 8192 * 8192, 1};
-  CHECK(roofline.seconds(thin) == doctest::Approx(7e-6 + thin.bytes / (2039e9 * 0.73)));
-  // Communication kinds are not chip operators.
-  CHECK(roofline.seconds(Operator{OpKind::kTpAllReduce, 1e12, 1e12, 1}) == 0.0);
-}
-
-TEST_CASE("Memory: Llama-3.1-70B in bf16 does not fit on one A100-80GB") {
-  const ModelSpec m = *model_preset("llama-3.1-70b");
-  const ChipSpec chip = *chip_preset("a100-80g");
-  MemoryConfig c{0.9, Bytes{1.0 * kGiB}, 512, 128};
-  const MemoryPlan plan = plan_memory(m, chip, {1, 1}, c);
-  CHECK_FALSE(plan.fits());
-  // 70,553,706,496 parameters x 2 bytes = 141.1 GB of weights, against 72 GiB usable.
-  CHECK(plan.weights.value == doctest::Approx(2.0 * 70'553'706'496));
-  CHECK(plan.usable.value == doctest::Approx(0.9 * 80 * kGiB));
-  CHECK(plan.biggest_consumer() == "weights");
-}
-
-TEST_CASE("Memory: Llama-3.1-70B fits on 2 x H100 only with a small KV cache") {
-  const ModelSpec m = *model_preset("llama-3.1-70b");
-  const ChipSpec chip = *chip_preset("h100-sxm");
-  MemoryConfig c{0.9, Bytes{1.0 * kGiB}, 2048, 256};
-  const MemoryPlan plan = plan_memory(m, chip, {2, 1}, c);
-  REQUIRE(plan.fits());
-  // Weights per chip: half of 141.1 GB = 65.7 GiB of 71.7 GiB usable (81,559 MiB x 0.9), so
-  // a few GiB remain for KV: at 163,840 bytes per token per chip (half the 327,680), tens of
-  // thousands of tokens, far below one 128K-token context.
-  CHECK(plan.weights.value == doctest::Approx(70'553'706'496.0));
-  CHECK(plan.kv_bytes_per_token == 163'840.0);
-  CHECK(plan.kv_tokens > 10'000);
-  CHECK(plan.kv_tokens < 50'000);
-  CHECK(plan.kv_tokens < m.max_context);
-}
-
-TEST_CASE("Memory: pipeline stages hold their own layers; the embedding and LM head sit at the ends") {
-  const ModelSpec m = *model_preset("llama-2-70b");
-  const ParallelPlan p{2, 2};
-  // Stage 0: 40 layers / 2 + embedding / 2; stage 1: 40 layers / 2 + LM head / 2 + final norm.
-  const double layer = static_cast<double>(m.layer_params()) / 2 * 40;
-  const double embed = static_cast<double>(m.embedding_params()) / 2;
-  CHECK(stage_weight_bytes(m, p, 0).value == doctest::Approx(2 * (layer + embed)));
-  CHECK(stage_weight_bytes(m, p, 1).value == doctest::Approx(2 * (layer + embed + m.hidden)));
+TEST_CASE("Parallel plans: the MoE split must cover the tp x dp chips and divide the experts") {
+  const ModelSpec ds = *model_preset("deepseek-v3");
+  ParallelPlan p;
+  p.tp = 1;
+  p.dp = 8;
+  p.ep = 8;
+  p.moe_tp = 1;
+  CHECK(validate_plan(ds, p).empty());
+  p.moe_tp = 2;  // 2 x 8 = 16 != 8
+  REQUIRE(validate_plan(ds, p).size() == 1);
+  CHECK(validate_plan(ds, p)[0] ==
+        "the MoE layers are split moe_tp x ep over the tp x dp = 8 chips of a stage, but moe_tp 2 x "
+        "ep 8 = 16; set moe_tp to 1");
+  p.ep = 3;
+  p.moe_tp = 1;
+  p.dp = 3;
+  const auto problems = validate_plan(ds, p);
+  REQUIRE(problems.size() >= 1);
+  CHECK(problems.back() == "expert parallelism ep 3 does not divide the 256 experts of deepseek-v3 "
+                           "(choose one of 1, 2)");
+  CHECK(default_moe_tp(8, 1, 1) == 8);
+  CHECK(default_moe_tp(2, 4, 4) == 2);
+  // A dense model has no experts to split.
+  ParallelPlan dense{2, 1};
+  dense.ep = 2;
+  CHECK(validate_plan(*model_preset("llama-3.1-8b"), dense)[0] ==
+        "expert parallelism ep 2 needs a MoE model; llama-3.1-8b has no experts (remove ep)");
+  // Rank layout: tp fastest, then dp, cp, pp.
+  ParallelPlan all;
+  all.tp = 2;
+  all.dp = 4;
+  all.cp = 2;
+  all.pp = 2;
+  CHECK(all.chips() == 32);
+  CHECK(all.group(Group::kDp).stride == 2);
+  CHECK(all.group(Group::kCp).stride == 8);
+  CHECK(all.group(Group::kPp).stride == 16);
 }

@@ -203,8 +203,8 @@ workload:
     output: {distribution: fixed, value: 16}
 )",
             {kFile, 1, 1, "model",
-             "missing required key 'model' (a preset name like 'llama-3.1-8b' or a mapping of the "
-             "model's figures)"});
+             "missing required key 'model' (a preset name like 'llama-3.1-8b', {hf_config: FILE}, "
+             "or a mapping of the model's figures)"});
 }
 
 TEST_CASE("Malformed scenario: a missing workload is reported at the top of the document") {
@@ -589,7 +589,7 @@ workload:
 )",
             {kFile, 1, 17, "model.preset",
              "unknown model preset 'llama-3-8b' (did you mean 'llama-3.1-8b'?); presets: "
-             "llama-3.1-8b, llama-3.1-70b, llama-2-70b"});
+             "llama-3.1-8b, llama-3.1-70b, llama-2-70b, qwen3-32b, qwen3-235b-a22b, deepseek-v3, deepseek-r1, kimi-k2, glm-4.5, glm-4.5-air, glm-5, gpt-oss-120b, qwen2.5-vl-7b"});
 }
 
 TEST_CASE("Malformed scenario: an unknown model preset given by name is reported with the same text") {
@@ -610,7 +610,7 @@ workload:
   // Reported at the name, under the key the user wrote.
   check_all(diagnostics, {{kFile, 1, 8, "model",
                            "unknown model preset 'llama-3-8b' (did you mean 'llama-3.1-8b'?); "
-                           "presets: llama-3.1-8b, llama-3.1-70b, llama-2-70b"}});
+                           "presets: llama-3.1-8b, llama-3.1-70b, llama-2-70b, qwen3-32b, qwen3-235b-a22b, deepseek-v3, deepseek-r1, kimi-k2, glm-4.5, glm-4.5-air, glm-5, gpt-oss-120b, qwen2.5-vl-7b"}});
 }
 
 TEST_CASE("Malformed scenario: an unknown chip preset suggests the closest preset") {
@@ -628,8 +628,7 @@ workload:
     output: {distribution: fixed, value: 16}
 )",
             {kFile, 4, 22, "deployment.pools[0].chip.preset",
-             "unknown chip preset 'h100-smx' (did you mean 'h100-sxm'?); presets: a100-80g, "
-             "h100-sxm, h200-sxm"});
+             "unknown chip preset 'h100-smx' (did you mean 'h100-sxm'?); presets: a100-80g, h100-sxm, h800-sxm, h20, h200-sxm, b200, gb200, ascend-910b, ascend-910c, ascend-910c-die, domestic-64g"});
 }
 
 TEST_CASE("Malformed scenario: an unknown chip preset far from any preset lists the presets") {
@@ -637,7 +636,7 @@ TEST_CASE("Malformed scenario: an unknown chip preset far from any preset lists 
 model: llama-3.1-8b
 deployment:
   pools:
-    - chip: b200
+    - chip: mi300x
       instances: 1
 workload:
   requests: 10
@@ -648,7 +647,7 @@ workload:
 )");
   INFO("diagnostics:\n" << listing(diagnostics));
   check_all(diagnostics, {{kFile, 4, 13, "deployment.pools[0].chip",
-                           "unknown chip preset 'b200'; presets: a100-80g, h100-sxm, h200-sxm"}});
+                           "unknown chip preset 'mi300x'; presets: a100-80g, h100-sxm, h800-sxm, h20, h200-sxm, b200, gb200, ascend-910b, ascend-910c, ascend-910c-die, domestic-64g"}});
 }
 
 TEST_CASE("Malformed scenario: an unknown scheduler policy suggests the closest policy") {
@@ -757,7 +756,8 @@ workload:
              "llama-3.1-70b does not fit on a100-80g with tp=1, pp=1: each chip needs 131.4 GiB of "
              "weights + 0.2 GiB of activations + 1.0 GiB reserved = 132.7 GiB before any KV cache, "
              "but has 72.0 GiB usable (80.0 GiB x memory_utilization 0.9): short by 60.7 GiB; the "
-             "biggest consumer is weights (more tensor or pipeline parallelism would split them)"});
+             "biggest consumer is weights (more tensor or pipeline parallelism would split them, a "
+             "smaller weight format (model.formats) would shrink them)"});
 }
 
 TEST_CASE("Malformed scenario: a max_model_len above what the KV cache holds is rejected") {
@@ -784,7 +784,9 @@ workload:
              "the KV cache of each instance admits at most 31,376 tokens (4.8 GiB of KV memory per "
              "chip at 163,840 bytes per token, less the admission watermark), fewer than "
              "max_model_len 65,536: the longest request could never run; set max_model_len to at "
-             "most 31,376 or give the KV cache more room (more chips per instance, a bigger chip)"});
+             "most 31,376 or give the KV cache more room (more chips per instance, context "
+             "parallelism (parallel.cp) to split each request over more chips, a bigger chip, a "
+             "smaller KV format)"});
 }
 
 TEST_CASE("Malformed scenario: a max_model_len above the model's context is rejected") {
@@ -1040,8 +1042,8 @@ TEST_CASE("Malformed scenario: a top-level list is not a scenario") {
 TEST_CASE("Malformed scenario: an empty document reports every required section") {
   check_all(diagnostics_of(""),
             {{kFile, 1, 1, "model",
-              "missing required key 'model' (a preset name like 'llama-3.1-8b' or a mapping of the "
-              "model's figures)"},
+              "missing required key 'model' (a preset name like 'llama-3.1-8b', {hf_config: FILE}, "
+              "or a mapping of the model's figures)"},
              {kFile, 1, 1, "deployment",
               "missing required key 'deployment' (the pools of instances that serve the model)"},
              {kFile, 1, 1, "workload",
@@ -1256,8 +1258,7 @@ workload:
     output: {distribution: fixed, value: 16}
 )"),
             {{kFile, 4, 13, "deployment.pools[0].chip",
-              "unknown chip preset 'h100' (did you mean 'h100-sxm'?); presets: a100-80g, "
-              "h100-sxm, h200-sxm"},
+              "unknown chip preset 'h100' (did you mean 'h100-sxm'?); presets: a100-80g, h100-sxm, h800-sxm, h20, h200-sxm, b200, gb200, ascend-910b, ascend-910c, ascend-910c-die, domestic-64g"},
              {kFile, 6, 19, "deployment.pools[0].scheduler.max_batched",
               "unknown key 'max_batched' (did you mean 'max_batched_tokens'?)"}});
 }
@@ -1287,4 +1288,128 @@ TEST_CASE("Malformed scenario: --set problems are listed in command-line order, 
             {{"--set #2", 0, 0, "workload.requests", "expected an integer, got 'ten'"},
              {"--set #10", 0, 0, "deployment.pools[0].instances",
               "must be between 1 and 1000000, got 0"}});
+}
+
+TEST_CASE("Malformed scenario: fp8 weights on a chip without fp8 name the chip, the format and the way out") {
+  // A100 has bf16 and int8 tensor-core rates only (chip_spec.cpp).
+  check_one(R"(
+model: deepseek-v3
+deployment:
+  pools:
+    - chip: a100-80g
+      instances: 1
+      parallel: {tp: 8}
+workload:
+  requests: 10
+  arrivals: {process: poisson, rate: 10 /s}
+  lengths:
+    prompt: {distribution: fixed, value: 128}
+    output: {distribution: fixed, value: 16}
+)",
+            {kFile, 4, 13, "deployment.pools[0].chip",
+             "deepseek-v3's weights are fp8_block, which runs at the fp8 rate a100-80g does not "
+             "have (it has bf16, int8); serve them in a format it has (model.formats.weights), or "
+             "set model.formats.emulate: true to run them as weight-only kernels (stored and read "
+             "at their width, math at the bf16 rate plus the dequantisation work)"});
+}
+
+TEST_CASE("Malformed scenario: an expert split that does not cover the chips is reported at its keys") {
+  // tp 2 x dp 4 = 8 chips per stage; ep 3 divides neither the 128 experts nor the 8 chips.
+  check_all(diagnostics_of(R"(
+model: qwen3-235b-a22b
+deployment:
+  pools:
+    - chip: h200-sxm
+      instances: 1
+      parallel: {tp: 2, dp: 4, ep: 3, moe_tp: 2}
+workload:
+  requests: 10
+  arrivals: {process: poisson, rate: 10 /s}
+  lengths:
+    prompt: {distribution: fixed, value: 128}
+    output: {distribution: fixed, value: 16}
+)"),
+            {{kFile, 6, 36, "deployment.pools[0].parallel.ep",
+              "expert parallelism ep 3 does not divide the 128 experts of qwen3-235b-a22b (choose "
+              "one of 1, 2, 4, 8)"},
+             {kFile, 6, 47, "deployment.pools[0].parallel.moe_tp",
+              "the MoE layers are split moe_tp x ep over the tp x dp = 8 chips of a stage, but "
+              "moe_tp 2 x ep 3 = 6; choose ep among 1, 2, 4, 8"}});
+}
+
+TEST_CASE("Malformed scenario: DeepSeek-V3 in fp8 does not fit on 8 x H100, and the weights say why") {
+  // Per chip 79.3 GiB of weights (models/memory_test.cpp) against 81,559 MiB x 0.9 = 71.7 GiB.
+  check_one(R"(
+model: deepseek-v3
+deployment:
+  pools:
+    - chip: h100-sxm
+      instances: 1
+      parallel: {tp: 8}
+workload:
+  requests: 10
+  arrivals: {process: poisson, rate: 10 /s}
+  lengths:
+    prompt: {distribution: fixed, value: 128}
+    output: {distribution: fixed, value: 16}
+)",
+            {kFile, 4, 13, "deployment.pools[0].chip",
+             "deepseek-v3 does not fit on h100-sxm with tp=8, pp=1, ep=1, moe_tp=8: each chip "
+             "needs 79.3 GiB of weights (78.9 GiB layers, 0.4 GiB embedding and LM head) + 0.2 GiB "
+             "of activations + 1.0 GiB reserved = 80.5 GiB before any KV cache, but has 71.7 GiB "
+             "usable (79.6 GiB x memory_utilization 0.9): short by 8.8 GiB; the biggest consumer is "
+             "weights (more tensor, expert or pipeline parallelism would split them)"});
+}
+
+TEST_CASE("Malformed scenario: unknown formats and a curve out of order are all reported") {
+  check_all(diagnostics_of(R"(
+model: {preset: llama-3.1-8b, formats: {weights: fp6, kv_cache: nvfp4}}
+deployment:
+  pools:
+    - chip: {preset: h100-sxm, efficiency: {gemm_compute: [[1e12, 0.7], [1e9, 0.3]]}}
+      instances: 1
+workload:
+  requests: 10
+  arrivals: {process: poisson, rate: 10 /s}
+  lengths:
+    prompt: {distribution: fixed, value: 128}
+    output: {distribution: fixed, value: 16}
+)"),
+            {{kFile, 1, 50, "model.formats.weights",
+              "unknown value 'fp6' (did you mean 'fp8'? expected one of bf16, fp8, fp8_block, int8, "
+              "w4a8, nvfp4, mxfp4)"},
+             {kFile, 1, 65, "model.formats.kv_cache",
+              "unknown value 'nvfp4' (expected one of bf16, fp8, int8)"},
+             {kFile, 4, 59, "deployment.pools[0].chip.efficiency.gemm_compute",
+              "knot sizes must be positive and strictly ascending"}});
+}
+
+TEST_CASE("Malformed scenario: a 1M-token context needs context parallelism, and the message says so") {
+  // Llama-3.1-8B on one H100: 55.5 GiB of KV at 131,072 bytes per token = 450,432 tokens in blocks,
+  // less the watermark. With parallel.cp 8 the same scenario loads (tests/models/memory_test.cpp).
+  const char* yaml = R"(
+model: {preset: llama-3.1-8b, max_context: 1048576}
+deployment:
+  pools:
+    - chip: h100-sxm
+      instances: 1
+      max_model_len: 1048576
+workload:
+  requests: 2
+  arrivals: {process: poisson, rate: 1 /s}
+  lengths:
+    prompt: {distribution: fixed, value: 1000000}
+    output: {distribution: fixed, value: 16}
+)";
+  check_one(yaml, {kFile, 6, 22, "deployment.pools[0].max_model_len",
+                   "the KV cache of each instance admits at most 450,432 tokens (55.5 GiB of KV "
+                   "memory per chip at 131,072 bytes per token, less the admission watermark), "
+                   "fewer than max_model_len 1,048,576: the longest request could never run; set "
+                   "max_model_len to at most 450,432 or give the KV cache more room (more chips per "
+                   "instance, context parallelism (parallel.cp) to split each request over more "
+                   "chips, a bigger chip, a smaller KV format)"});
+  LoadOptions cp8;
+  cp8.sets = {"deployment.pools[0].parallel.cp=8"};
+  const auto s = servesim::scenario::load_scenario_text(text_of(yaml), kFile, kBaseDir, cp8);
+  CHECK(s.config.pools[0].plan.cp == 8);
 }

@@ -1,0 +1,239 @@
+#include "models/cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+namespace servesim::models {
+namespace {
+
+bool is_gemm(OpKind k) {
+  return k == OpKind::kGemmQkv || k == OpKind::kGemmOut || k == OpKind::kGemmMlp ||
+         k == OpKind::kLmHead;
+}
+
+bool same_class(OpKind table, OpKind op) {
+  return table == op || (is_gemm(table) && is_gemm(op));
+}
+
+// Index of the last axis value <= x, or -1 when x lies outside [front, back].
+int bracket(const std::vector<double>& axis, double x) {
+  if (axis.empty() || x < axis.front() || x > axis.back()) return -1;
+  const auto it = std::upper_bound(axis.begin(), axis.end(), x);
+  const int i = static_cast<int>(it - axis.begin()) - 1;
+  return std::min(i, static_cast<int>(axis.size()) - 1);
+}
+
+double lerp_weight(const std::vector<double>& axis, int i, double x) {
+  if (i + 1 >= static_cast<int>(axis.size())) return 0.0;
+  const double a = axis[static_cast<std::size_t>(i)], b = axis[static_cast<std::size_t>(i) + 1];
+  return b > a ? (x - a) / (b - a) : 0.0;
+}
+
+constexpr double kVectorFraction = 16.0;  // bf16 tensor peak / vector rate (assumed)
+
+}  // namespace
+
+RooflineCostModel::RooflineCostModel(const ChipSpec& chip) {
+  const Efficiency& e = chip.efficiency;
+  for (std::size_t k = 0; k < kOpKinds; ++k) {
+    const EfficiencyCurve* compute = &e.gemm_compute;
+    const EfficiencyCurve* memory = &e.gemm_memory;
+    Duration overhead = e.gemm_overhead;
+    bool chip_operator = true;
+    bool format_scaled = true;  // the format factors apply to GEMMs
+    switch (static_cast<OpKind>(k)) {
+      case OpKind::kGemmQkv:
+      case OpKind::kGemmOut:
+      case OpKind::kGemmMlp:
+      case OpKind::kMoeExperts:
+      case OpKind::kLmHead:
+        break;
+      case OpKind::kAttentionPrefill:
+      case OpKind::kIndexer:
+        compute = &e.attention_prefill;
+        memory = &e.attention_decode;
+        overhead = e.attention_overhead;
+        format_scaled = static_cast<OpKind>(k) == OpKind::kIndexer;
+        break;
+      case OpKind::kAttentionDecode:
+        memory = &e.attention_decode;
+        overhead = e.attention_overhead;
+        format_scaled = false;
+        break;
+      case OpKind::kElementwise:
+        memory = &e.elementwise;
+        overhead = e.elementwise_overhead;
+        break;
+      case OpKind::kDequantize:
+        overhead = Duration::zero();  // fused into the GEMM it feeds
+        format_scaled = false;
+        break;
+      case OpKind::kTpAllReduce:
+      case OpKind::kEpDispatch:
+      case OpKind::kEpCombine:
+      case OpKind::kCpExchange:
+      case OpKind::kPpSend:
+      case OpKind::kScheduling:
+      case OpKind::kCount:
+        chip_operator = false;  // not chip operators: costed by the communication model / the host
+        break;
+    }
+    Rates& r = rates_[k];
+    r.chip_operator = chip_operator;
+    r.compute = *compute;
+    r.memory = *memory;
+    r.compute_constant = compute->is_constant();
+    r.memory_constant = memory->is_constant();
+    const double bf16 = chip.bf16_flops.flop_per_s;
+    for (std::size_t rate = 0; rate < kComputeRates; ++rate) {
+      const double peak = chip.peak_flops(static_cast<ComputeRate>(rate));
+      // A rate the chip lacks runs at bf16 (emulation), at bf16's efficiency.
+      const double scale = peak > 0 && format_scaled ? e.format_compute[rate] : 1.0;
+      const double p = peak > 0 ? peak : bf16;
+      r.peak_flops[rate] = p * scale;
+      r.s_per_flop[rate] = 1.0 / (p * (compute->first() * scale));
+    }
+    if (static_cast<OpKind>(k) == OpKind::kDequantize) {
+      // Vector (non-tensor) work, assumed at 1/16 of the bf16 tensor peak: H100 has 67 TFLOP/s of
+      // FP32 against 989.5 TFLOP/s of BF16 tensor math (1/14.8), A100 19.5 against 312 (1/16).
+      for (std::size_t rate = 0; rate < kComputeRates; ++rate) {
+        r.peak_flops[rate] = bf16 / kVectorFraction;
+        r.s_per_flop[rate] = kVectorFraction / bf16;
+      }
+      r.compute_constant = true;
+    }
+    r.bandwidth = chip.hbm_bandwidth.bytes_per_s;
+    r.s_per_byte = 1.0 / (chip.hbm_bandwidth.bytes_per_s * memory->first());
+    r.overhead_s = overhead.to_seconds();
+  }
+}
+
+double RooflineCostModel::compute_seconds(const Operator& op) const {
+  const Rates& r = rates_[static_cast<std::size_t>(op.kind)];
+  const auto rate = static_cast<std::size_t>(op.rate);
+  if (r.compute_constant || op.kernels <= 0) return op.flops * r.s_per_flop[rate];
+  return op.flops / (r.peak_flops[rate] * r.compute.at(op.flops / op.kernels));
+}
+
+double RooflineCostModel::memory_seconds(const Operator& op) const {
+  const Rates& r = rates_[static_cast<std::size_t>(op.kind)];
+  if (r.memory_constant || op.kernels <= 0) return op.bytes * r.s_per_byte;
+  return op.bytes / (r.bandwidth * r.memory.at(op.bytes / op.kernels));
+}
+
+double RooflineCostModel::seconds(const Operator& op) const {
+  const Rates& r = rates_[static_cast<std::size_t>(op.kind)];
+  if (op.kernels == 0 || !r.chip_operator) return 0.0;
+  if (r.compute_constant && r.memory_constant) {  // the common case, kept short: it runs per iteration
+    return op.kernels * r.overhead_s +
+           std::max(op.flops * r.s_per_flop[static_cast<std::size_t>(op.rate)], op.bytes * r.s_per_byte);
+  }
+  return op.kernels * r.overhead_s + std::max(compute_seconds(op), memory_seconds(op));
+}
+
+std::optional<CostModel::LinearForm> RooflineCostModel::linear_form(OpKind kind,
+                                                                   ComputeRate rate) const {
+  const Rates& r = rates_[static_cast<std::size_t>(kind)];
+  if (!r.chip_operator) return LinearForm{};  // costs nothing here
+  if (!r.compute_constant || !r.memory_constant) return std::nullopt;
+  return LinearForm{r.overhead_s, r.s_per_flop[static_cast<std::size_t>(rate)], r.s_per_byte};
+}
+
+TableCostModel::TableCostModel(const ChipSpec& chip, MeasuredTables tables)
+    : roofline_(chip), tables_(std::move(tables)) {}
+
+bool TableCostModel::lookup(const Operator& op, double& out) const {
+  for (const MeasuredSeries& s : tables_.series) {
+    if (!same_class(s.kind, op.kind) || s.rate != op.rate || s.n != op.n || s.k != op.k) continue;
+    const int i = bracket(s.m, op.m);
+    if (i < 0) return false;
+    const double w = lerp_weight(s.m, i, op.m);
+    const auto u = static_cast<std::size_t>(i);
+    out = w > 0 ? s.seconds[u] + w * (s.seconds[u + 1] - s.seconds[u]) : s.seconds[u];
+    return true;
+  }
+  for (const MeasuredGrid& g : tables_.grids) {
+    if (g.kind != op.kind || g.n != op.n || g.k != op.k || op.batch <= 0) continue;
+    const double ctx = op.context / op.batch;
+    const int i = bracket(g.batch, op.batch), j = bracket(g.context, ctx);
+    if (i < 0 || j < 0) return false;
+    const double wi = lerp_weight(g.batch, i, op.batch), wj = lerp_weight(g.context, j, ctx);
+    const std::size_t cols = g.context.size();
+    auto at = [&](int a, int b) {
+      return g.seconds[static_cast<std::size_t>(a) * cols + static_cast<std::size_t>(b)];
+    };
+    const int i1 = wi > 0 ? i + 1 : i, j1 = wj > 0 ? j + 1 : j;
+    const double v00 = at(i, j), v01 = at(i, j1), v10 = at(i1, j), v11 = at(i1, j1);
+    if (std::isnan(v00) || std::isnan(v01) || std::isnan(v10) || std::isnan(v11)) return false;
+    out = (1 - wi) * ((1 - wj) * v00 + wj * v01) + wi * ((1 - wj) * v10 + wj * v11);
+    return true;
+  }
+  return false;
+}
+
+double TableCostModel::seconds(const Operator& op) const {
+  if (op.kernels == 0) return 0.0;
+  double s = 0;
+  if (lookup(op, s)) {
+    ++hits_;
+    return s;
+  }
+  ++fallbacks_;
+  return roofline_.seconds(op);
+}
+
+std::unique_ptr<CostModel> make_cost_model(const CostModelConfig& config, const ChipSpec& chip) {
+  if (const auto* t = std::get_if<TableConfig>(&config)) {
+    return std::make_unique<TableCostModel>(chip, t->tables);
+  }
+  return std::make_unique<RooflineCostModel>(chip);
+}
+
+double encode_seconds(const VisionSpec& v, const std::vector<ImageSize>& images, int tp,
+                      const CostModel& cost) {
+  std::vector<std::int64_t> patches;
+  for (const ImageSize& i : images) patches.push_back(v.resize(i.width, i.height).patches);
+  std::vector<Operator> ops;
+  vision_encoder_ops(v, patches, tp, ops);
+  double s = 0;
+  for (const Operator& op : ops) s += cost.seconds(op);
+  return s;
+}
+
+std::vector<std::string> validate_tables(const MeasuredTables& t) {
+  std::vector<std::string> out;
+  auto ascending = [](const std::vector<double>& v) {
+    for (std::size_t i = 1; i < v.size(); ++i) {
+      if (!(v[i] > v[i - 1])) return false;
+    }
+    return !v.empty();
+  };
+  for (std::size_t i = 0; i < t.series.size(); ++i) {
+    const MeasuredSeries& s = t.series[i];
+    const std::string name = "series " + std::to_string(i + 1) + " (" +
+                             std::string(op_kind_name(s.kind)) + ")";
+    if (!ascending(s.m)) out.push_back(name + ": m must be strictly ascending");
+    if (s.m.size() != s.seconds.size()) out.push_back(name + ": one time per m");
+    for (double v : s.seconds) {
+      if (!(v >= 0)) {
+        out.push_back(name + ": times must be >= 0");
+        break;
+      }
+    }
+  }
+  for (std::size_t i = 0; i < t.grids.size(); ++i) {
+    const MeasuredGrid& g = t.grids[i];
+    const std::string name = "grid " + std::to_string(i + 1) + " (" +
+                             std::string(op_kind_name(g.kind)) + ")";
+    if (!ascending(g.batch) || !ascending(g.context)) {
+      out.push_back(name + ": batch and context axes must be strictly ascending");
+    }
+    if (g.seconds.size() != g.batch.size() * g.context.size()) {
+      out.push_back(name + ": needs batch x context times");
+    }
+  }
+  return out;
+}
+
+}  // namespace servesim::models

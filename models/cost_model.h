@@ -1,0 +1,137 @@
+// Operator cost models: seconds for one operator on one chip.
+//
+// A CostModel is a policy (one-level virtual, built by make_cost_model from a variant config).
+// The simulator calls it when it fills its memo tables (per token count) and for the few
+// attention-like operators of each iteration; everything else is cached (sim/cluster/iteration_cost).
+//
+// RooflineCostModel (Williams, Waterman & Patterson, "Roofline", CACM 2009, with fitted
+// efficiencies):
+//   time = kernels x overhead + max( FLOPs / (peak[rate] x eff_c(FLOPs / kernel) x format_compute[rate]),
+//                                    bytes / (HBM bandwidth x eff_m(bytes / kernel)) )
+// where the efficiency curves, overheads and format factors are the chip's (models/chip_spec.h),
+// chosen per operator kind in one switch (cost_model.cpp). A rate the chip lacks is costed at the
+// bf16 peak (the loader rejects formats the chip lacks unless emulation was asked for).
+//
+// TableCostModel interpolates measurements and falls back to the roofline outside them:
+//   series  GEMM-like operators (every GEMM kind, and the MoE experts): seconds over m for one
+//           (kind class, rate, n, k), piecewise linear in m, exact match on the rest;
+//   grids   attention-like operators: seconds over (batch, mean context) for one (kind, n heads,
+//           k head dim), bilinear, exact match on the rest.
+// The tables are plain data a calibration profile fills (calibrate/); units are seconds and the
+// operator's own shape fields (models/operators.h, Operator).
+// Ignored: operator overlap and launch pipelining (each operator's time adds), cache effects
+// between operators.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "models/chip_spec.h"
+#include "models/operators.h"
+
+namespace servesim::models {
+
+class CostModel {
+ public:
+  // kernels x overhead_s + max(FLOPs x s_per_flop, bytes x s_per_byte).
+  struct LinearForm {
+    double overhead_s = 0, s_per_flop = 0, s_per_byte = 0;
+  };
+  virtual ~CostModel() = default;
+  virtual double seconds(const Operator& op) const = 0;
+  virtual std::string_view name() const = 0;
+  // When this model costs every operator of `kind` at `rate` exactly by a LinearForm, whatever its
+  // size and shape, returns it (callers on a hot path may then evaluate it themselves); nullopt
+  // otherwise.
+  virtual std::optional<LinearForm> linear_form(OpKind kind, ComputeRate rate) const {
+    (void)kind;
+    (void)rate;
+    return std::nullopt;
+  }
+};
+
+class RooflineCostModel final : public CostModel {
+ public:
+  explicit RooflineCostModel(const ChipSpec& chip);
+  double seconds(const Operator& op) const override;
+  std::string_view name() const override { return "roofline"; }
+  std::optional<LinearForm> linear_form(OpKind kind, ComputeRate rate) const override;
+  // The two sides of the roofline without the kernel overhead (tables, tests).
+  double compute_seconds(const Operator& op) const;
+  double memory_seconds(const Operator& op) const;
+
+ private:
+  // Per operator kind: the curves, their values when constant, and the fixed cost per kernel
+  // (precomputed: the simulator costs attention operators every iteration).
+  struct Rates {
+    EfficiencyCurve compute, memory;
+    bool compute_constant = true, memory_constant = true;
+    double s_per_flop[kComputeRates] = {0, 0, 0, 0};  // at the constant efficiency
+    double peak_flops[kComputeRates] = {0, 0, 0, 0};  // x format factor, for curves
+    double s_per_byte = 0, bandwidth = 0, overhead_s = 0;
+    bool chip_operator = false;
+  };
+  Rates rates_[kOpKinds];
+};
+
+struct MeasuredSeries {
+  OpKind kind = OpKind::kGemmQkv;  // any GEMM kind matches any GEMM kind; kMoeExperts only itself
+  ComputeRate rate = ComputeRate::kBf16;
+  double n = 0, k = 0;
+  std::vector<double> m;        // ascending
+  std::vector<double> seconds;  // one per m
+};
+
+struct MeasuredGrid {
+  OpKind kind = OpKind::kAttentionDecode;
+  double n = 0, k = 0;          // heads per chip, head dim
+  std::vector<double> batch;    // ascending
+  std::vector<double> context;  // mean context per sequence, ascending
+  std::vector<double> seconds;  // batch.size() x context.size(), row-major; NaN = not measured
+};
+
+struct MeasuredTables {
+  std::vector<MeasuredSeries> series;
+  std::vector<MeasuredGrid> grids;
+};
+
+class TableCostModel final : public CostModel {
+ public:
+  TableCostModel(const ChipSpec& chip, MeasuredTables tables);
+  double seconds(const Operator& op) const override;
+  std::string_view name() const override { return "measured"; }
+  // Operators answered from the tables / by the roofline fallback so far.
+  std::int64_t hits() const { return hits_; }
+  std::int64_t fallbacks() const { return fallbacks_; }
+
+ private:
+  bool lookup(const Operator& op, double& seconds) const;
+  RooflineCostModel roofline_;
+  MeasuredTables tables_;
+  mutable std::int64_t hits_ = 0, fallbacks_ = 0;
+};
+
+struct RooflineConfig {};
+struct TableConfig {
+  MeasuredTables tables;
+  std::string source;  // where the measurements come from
+};
+using CostModelConfig = std::variant<RooflineConfig, TableConfig>;
+
+std::unique_ptr<CostModel> make_cost_model(const CostModelConfig& config, const ChipSpec& chip);
+
+// Seconds to encode a batch of images (each given as width x height pixels) with a vision encoder
+// split over `tp` chips: the operators of vision_encoder_ops, each costed by `cost`. The encoder
+// issue's encode pool calls this; image_tokens() gives the prompt tokens the images become.
+struct ImageSize {
+  std::int64_t width = 0, height = 0;
+};
+double encode_seconds(const VisionSpec& v, const std::vector<ImageSize>& images, int tp,
+                      const CostModel& cost);
+// Problems of a table set (sentences): sizes that do not match, axes not ascending, negative times.
+std::vector<std::string> validate_tables(const MeasuredTables& t);
+
+}  // namespace servesim::models

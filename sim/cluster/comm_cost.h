@@ -1,0 +1,48 @@
+// Seconds for the collectives of one instance: volumes and group shape in, seconds out.
+//
+// This is the seam between the model's communication volumes (models/operators.h, CommOp) and a
+// network model. This version costs each collective on the chip's own links with the alpha-beta
+// formulas of topologies/collectives.h (Hockney; Thakur, Rabenseifner & Gropp 2005):
+//   all-reduce of S bytes over n ranks        alpha + 2 (n - 1) / n x S / (B x eff)   (ring)
+//   all-gather / reduce-scatter of S bytes    alpha + (n - 1) / n x S / (B x eff)
+//   all-to-all, each rank sending S bytes     alpha + max(S_in / B_up, S_out / B_out) / eff
+//   point-to-point of S bytes                 alpha + S / (B x eff)
+// B is the scale-up bandwidth when the group stays inside one scale-up domain and the scale-out
+// (NIC) bandwidth when it leaves it; an all-to-all that leaves it sends the share of its peers
+// outside the domain (S_out) over the NICs and the rest (S_in) over the scale-up links.
+// Placement: instance chips are consecutive from a domain boundary, in the rank order of
+// models/parallel_plan.h (tp fastest, then dp, cp, pp). Topology-aware costs on a real placement
+// replace this class later; keep callers to seconds() and span().
+// Ignored: contention between collectives and between instances, tree/hierarchical algorithms.
+#pragma once
+
+#include "models/chip_spec.h"
+#include "models/operators.h"
+#include "models/parallel_plan.h"
+#include "topologies/collectives.h"
+
+namespace servesim::cluster {
+
+struct GroupSpan {
+  int ranks = 1;
+  bool leaves_domain = false;  // some group of this kind spans two scale-up domains
+  double outside_fraction = 0; // of a member's peers, the share in other domains (all-to-all)
+};
+
+class CommCost {
+ public:
+  explicit CommCost(const models::ChipSpec& chip);
+  double seconds(models::Collective c, const GroupSpan& g, double bytes_per_rank) const;
+  const topologies::LinkTier& scale_up() const { return up_; }
+  const topologies::LinkTier& scale_out() const { return out_; }
+
+ private:
+  topologies::LinkTier up_, out_;
+};
+
+// The span of a group kind of an instance with this plan on domains of `domain` chips.
+GroupSpan group_span(const models::ParallelPlan& p, models::Group g, int domain);
+// Whether the pipeline hop from stage `stage` to the next leaves the scale-up domain.
+bool pp_hop_leaves_domain(const models::ParallelPlan& p, int stage, int domain);
+
+}  // namespace servesim::cluster

@@ -1,0 +1,518 @@
+#include "sim/scenario/hf_config.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/core/units.h"
+
+namespace servesim::scenario {
+namespace {
+
+using json = nlohmann::json;
+
+// A character iterator that remembers how far the parser has read, so SAX callbacks know where
+// they are (nlohmann_json 3.11 reports positions only for syntax errors).
+class TrackingIterator {
+ public:
+  using iterator_category = std::input_iterator_tag;
+  using value_type = char;
+  using difference_type = std::ptrdiff_t;
+  using pointer = const char*;
+  using reference = const char&;
+
+  TrackingIterator() = default;
+  TrackingIterator(const char* p, const char* begin, std::size_t* furthest)
+      : p_(p), begin_(begin), furthest_(furthest) {}
+  reference operator*() const {
+    *furthest_ = std::max(*furthest_, static_cast<std::size_t>(p_ - begin_));
+    return *p_;
+  }
+  TrackingIterator& operator++() {
+    ++p_;
+    return *this;
+  }
+  TrackingIterator operator++(int) {
+    TrackingIterator t = *this;
+    ++p_;
+    return t;
+  }
+  bool operator==(const TrackingIterator& o) const { return p_ == o.p_; }
+  bool operator!=(const TrackingIterator& o) const { return p_ != o.p_; }
+
+ private:
+  const char* p_ = nullptr;
+  const char* begin_ = nullptr;
+  std::size_t* furthest_ = nullptr;
+};
+
+struct Position {
+  int line = 1, column = 1;
+};
+
+class Positions {
+ public:
+  explicit Positions(std::string_view text) {
+    line_starts_.push_back(0);
+    for (std::size_t i = 0; i < text.size(); ++i) {
+      if (text[i] == '\n') line_starts_.push_back(i + 1);
+    }
+  }
+  Position at(std::size_t offset) const {
+    const auto it = std::upper_bound(line_starts_.begin(), line_starts_.end(), offset);
+    const std::size_t line = static_cast<std::size_t>(it - line_starts_.begin());
+    return {static_cast<int>(line), static_cast<int>(offset - line_starts_[line - 1]) + 1};
+  }
+
+ private:
+  std::vector<std::size_t> line_starts_;
+};
+
+// Records where each key (and each object) starts, by dotted path.
+class KeyLocator : public nlohmann::json_sax<json> {
+ public:
+  KeyLocator(const std::size_t* furthest, const Positions* pos) : furthest_(furthest), pos_(pos) {}
+  std::map<std::string, Position> keys;
+
+  bool null() override { return value(); }
+  bool boolean(bool) override { return value(); }
+  bool number_integer(number_integer_t) override { return value(); }
+  bool number_unsigned(number_unsigned_t) override { return value(); }
+  bool number_float(number_float_t, const string_t&) override { return value(); }
+  bool string(string_t&) override { return value(); }
+  bool binary(binary_t&) override { return value(); }
+  bool start_object(std::size_t) override {
+    const std::string p = path();
+    if (!keys.count(p)) keys[p] = here();
+    stack_.push_back({false, "", 0});
+    return true;
+  }
+  bool key(string_t& k) override {
+    stack_.back().key = k;
+    // The parser stands on the key's closing quote: report the opening one (keys without escapes).
+    const std::size_t end = *furthest_;
+    keys[path()] = pos_->at(end > k.size() ? end - k.size() - 1 : end);
+    return true;
+  }
+  bool end_object() override { return pop(); }
+  bool start_array(std::size_t) override {
+    stack_.push_back({true, "", 0});
+    return true;
+  }
+  bool end_array() override { return pop(); }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
+    return false;
+  }
+
+ private:
+  struct Level {
+    bool array;
+    std::string key;
+    std::size_t index;
+  };
+  Position here() const { return pos_->at(*furthest_); }
+  std::string path() const {
+    std::string p;
+    for (const Level& l : stack_) {
+      if (l.array) {
+        p += "[" + std::to_string(l.index) + "]";
+      } else if (!l.key.empty()) {
+        p += (p.empty() ? "" : ".") + l.key;
+      }
+    }
+    return p;
+  }
+  bool value() {
+    if (!stack_.empty() && stack_.back().array) ++stack_.back().index;
+    return true;
+  }
+  bool pop() {
+    stack_.pop_back();
+    return value();
+  }
+  const std::size_t* furthest_;
+  const Positions* pos_;
+  std::vector<Level> stack_;
+};
+
+// Typed reads from one JSON object, reporting problems at the key (or the object when missing).
+class ConfigReader {
+ public:
+  ConfigReader(const json& root, const std::map<std::string, Position>& keys, std::string file,
+               std::vector<Diagnostic>& problems)
+      : root_(root), keys_(keys), file_(std::move(file)), problems_(problems) {}
+
+  // `prefix` is the object the keys live in ("" = top level, "vision_config", "text_config").
+  void set_prefix(std::string prefix) { prefix_ = std::move(prefix); }
+  const std::string& prefix() const { return prefix_; }
+  bool ok() const { return problems_.size() == before_; }
+  void mark() { before_ = problems_.size(); }
+
+  const json* find(const std::string& key) const {
+    const json* obj = object();
+    if (!obj) return nullptr;
+    const auto it = obj->find(key);
+    if (it == obj->end() || it->is_null()) return nullptr;
+    return &*it;
+  }
+  bool has(const std::string& key) const { return find(key) != nullptr; }
+
+  std::optional<int> integer(const std::string& key, const char* what, std::optional<int> fallback = std::nullopt,
+                             int min = 1) {
+    const json* v = find(key);
+    if (!v) {
+      if (!fallback) report_missing(key, what);
+      return fallback;
+    }
+    if (!v->is_number_integer()) {
+      report(key, "expected an integer (" + std::string(what) + "), got " + describe(*v));
+      return std::nullopt;
+    }
+    const auto n = v->get<std::int64_t>();
+    if (n < min || n > 100'000'000) {
+      report(key, std::string(what) + " must be between " + std::to_string(min) +
+                      " and 100,000,000, got " + std::to_string(n));
+      return std::nullopt;
+    }
+    return static_cast<int>(n);
+  }
+  std::optional<bool> boolean(const std::string& key, bool fallback) {
+    const json* v = find(key);
+    if (!v) return fallback;
+    if (!v->is_boolean()) {
+      report(key, "expected true or false, got " + describe(*v));
+      return std::nullopt;
+    }
+    return v->get<bool>();
+  }
+  std::optional<std::string> text(const std::string& key) {
+    const json* v = find(key);
+    if (!v) return std::nullopt;
+    if (!v->is_string()) {
+      report(key, "expected a string, got " + describe(*v));
+      return std::nullopt;
+    }
+    return v->get<std::string>();
+  }
+
+  void report(const std::string& key, std::string message) {
+    const std::string path = full(key);
+    Position p{1, 1};
+    if (auto it = keys_.find(path); it != keys_.end()) {
+      p = it->second;
+    } else if (auto obj = keys_.find(prefix_); obj != keys_.end()) {
+      p = obj->second;
+    }
+    problems_.push_back(Diagnostic{file_, p.line, p.column, path, std::move(message)});
+  }
+  void report_missing(const std::string& key, const char* what) {
+    report(key, "missing key '" + key + "' (" + what + ")");
+  }
+
+ private:
+  const json* object() const {
+    if (prefix_.empty()) return &root_;
+    const auto it = root_.find(prefix_);
+    return it != root_.end() && it->is_object() ? &*it : nullptr;
+  }
+  std::string full(const std::string& key) const { return prefix_.empty() ? key : prefix_ + "." + key; }
+  static std::string describe(const json& v) {
+    if (v.is_string()) return "the text '" + v.get<std::string>() + "'";
+    if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
+    if (v.is_number()) return "the number " + v.dump();
+    if (v.is_array()) return "a list";
+    if (v.is_object()) return "an object";
+    return v.dump();
+  }
+
+  const json& root_;
+  const std::map<std::string, Position>& keys_;
+  std::string file_;
+  std::vector<Diagnostic>& problems_;
+  std::string prefix_;
+  std::size_t before_ = 0;
+};
+
+const std::vector<std::string_view> kTypes = {"llama",   "qwen2",    "qwen3",       "qwen3_moe",
+                                              "deepseek_v3", "kimi_k2", "glm4_moe", "glm_moe_dsa",
+                                              "gpt_oss", "qwen2_5_vl"};
+
+// The GQA keys every supported family shares.
+void read_gqa(ConfigReader& r, models::ModelSpec& m) {
+  auto take = [](std::optional<int> v, int& out) {
+    if (v) out = *v;
+  };
+  take(r.integer("hidden_size", "the model width"), m.hidden);
+  take(r.integer("num_hidden_layers", "the decoder layers"), m.layers);
+  take(r.integer("num_attention_heads", "the query heads"), m.heads);
+  take(r.integer("num_key_value_heads", "the KV heads", m.heads > 0 ? std::optional<int>(m.heads) : std::nullopt),
+       m.kv_heads);
+  // head_dim defaults to hidden / heads; when those were reported already, do not report it too.
+  const std::optional<int> derived =
+      m.hidden > 0 && m.heads > 0 ? std::optional<int>(m.hidden / m.heads)
+      : r.has("hidden_size") && r.has("num_attention_heads") ? std::optional<int>(1)
+                                                             : std::nullopt;
+  take(r.integer("head_dim", "the per-head width", derived), m.head_dim);
+  take(r.integer("vocab_size", "the vocabulary"), m.vocab);
+  take(r.integer("max_position_embeddings", "the context length"), m.max_context);
+  if (auto t = r.boolean("tie_word_embeddings", false)) m.tied_embeddings = *t;
+}
+
+void read_dense_width(ConfigReader& r, models::ModelSpec& m) {
+  if (auto v = r.integer("intermediate_size", "the dense MLP width")) m.intermediate = *v;
+}
+
+void read_quantization(ConfigReader& r, models::ModelSpec& m) {
+  const json* q = r.find("quantization_config");
+  if (!q || !q->is_object()) return;
+  const auto method = q->find("quant_method");
+  if (method == q->end() || !method->is_string()) return;
+  const std::string name = method->get<std::string>();
+  if (name == "fp8") {
+    const auto block = q->find("weight_block_size");
+    const models::Format f = block != q->end() && block->is_array() ? models::Format::kFp8Block
+                                                                     : models::Format::kFp8;
+    m.formats.weights = m.formats.experts = f;
+  } else if (name == "mxfp4") {
+    m.formats.experts = models::Format::kMxfp4;  // gpt-oss: experts only (modules_to_not_convert)
+  } else {
+    r.report("quantization_config.quant_method",
+             "quantization '" + name + "' is not read from config.json; set model.formats instead");
+  }
+}
+
+// DeepSeek-style MoE keys (deepseek_v3, kimi_k2, glm4_moe, glm_moe_dsa).
+void read_deepseek_moe(ConfigReader& r, models::ModelSpec& m, bool router_bias) {
+  auto take = [](std::optional<int> v, int& out) {
+    if (v) out = *v;
+  };
+  take(r.integer("n_routed_experts", "the routed experts"), m.moe.experts);
+  take(r.integer("num_experts_per_tok", "experts per token"), m.moe.top_k);
+  take(r.integer("moe_intermediate_size", "the expert width"), m.moe.expert_intermediate);
+  take(r.integer("n_shared_experts", "shared experts", 0, 0), m.moe.shared_experts);
+  take(r.integer("first_k_dense_replace", "dense leading layers", 0, 0), m.moe.first_dense_layers);
+  take(r.integer("moe_layer_freq", "the MoE layer frequency", 1), m.moe.layer_frequency);
+  take(r.integer("num_nextn_predict_layers", "MTP layers", 0, 0), m.mtp_layers);
+  m.moe.shared_intermediate = m.moe.shared_experts * m.moe.expert_intermediate;
+  // noaux_tc routing carries a per-expert score-correction bias.
+  const auto method = r.text("topk_method");
+  m.moe.router_bias = method ? *method == "noaux_tc" : router_bias;
+}
+
+void read_mla(ConfigReader& r, models::ModelSpec& m) {
+  m.attention = models::AttentionKind::kMla;
+  auto take = [](std::optional<int> v, int& out) {
+    if (v) out = *v;
+  };
+  take(r.integer("q_lora_rank", "the query latent (null: none)", 0, 0), m.mla.q_lora_rank);
+  take(r.integer("kv_lora_rank", "the KV latent"), m.mla.kv_lora_rank);
+  take(r.integer("qk_nope_head_dim", "the non-rotary query/key dims"), m.mla.qk_nope_dim);
+  take(r.integer("qk_rope_head_dim", "the rotary query/key dims"), m.mla.qk_rope_dim);
+  take(r.integer("v_head_dim", "the value dims"), m.mla.v_dim);
+  m.head_dim = m.mla.qk_nope_dim + m.mla.qk_rope_dim;
+  m.kv_heads = m.heads;
+}
+
+void read_vision(ConfigReader& r, models::ModelSpec& m) {
+  if (!r.has("vision_config")) {
+    r.report_missing("vision_config", "the vision encoder");
+    return;
+  }
+  const std::string saved = r.prefix();
+  r.set_prefix("vision_config");
+  models::VisionSpec v;
+  auto take = [](std::optional<int> x, int& out) {
+    if (x) out = *x;
+  };
+  take(r.integer("depth", "vision blocks"), v.depth);
+  take(r.integer("hidden_size", "the vision width"), v.hidden);
+  take(r.integer("num_heads", "vision heads"), v.heads);
+  take(r.integer("intermediate_size", "the vision MLP width"), v.intermediate);
+  take(r.integer("patch_size", "pixels per patch"), v.patch);
+  take(r.integer("spatial_merge_size", "patches merged per token side", 2), v.spatial_merge);
+  take(r.integer("temporal_patch_size", "frames per temporal patch", 2), v.temporal_patch);
+  take(r.integer("in_chans", "image channels", 3), v.in_channels);
+  take(r.integer("window_size", "the attention window in pixels", 0, 0), v.window);
+  take(r.integer("out_hidden_size", "the language model width"), v.out_hidden);
+  if (const json* f = r.find("fullatt_block_indexes")) {
+    if (f->is_array()) {
+      for (const auto& i : *f) {
+        if (i.is_number_integer()) v.full_attention_layers.push_back(i.get<int>());
+      }
+    } else {
+      r.report("fullatt_block_indexes", "expected a list of block indexes");
+    }
+  }
+  m.vision = v;
+  r.set_prefix(saved);
+}
+
+}  // namespace
+
+std::vector<std::string_view> hf_model_types() { return kTypes; }
+
+std::optional<models::ModelSpec> parse_hf_config(std::string_view text, const std::string& file,
+                                                 std::vector<Diagnostic>& problems) {
+  const std::size_t before = problems.size();
+  const Positions pos(text);
+  json root;
+  try {
+    root = json::parse(text.begin(), text.end());
+  } catch (const json::parse_error& e) {
+    const Position p = pos.at(e.byte > 0 ? e.byte - 1 : 0);
+    std::string what = e.what();
+    if (const auto colon = what.rfind(": "); colon != std::string::npos) what = what.substr(colon + 2);
+    problems.push_back(Diagnostic{file, p.line, p.column, "", "not valid JSON: " + what});
+    return std::nullopt;
+  }
+  if (!root.is_object()) {
+    problems.push_back(Diagnostic{file, 1, 1, "", "a config.json is a JSON object"});
+    return std::nullopt;
+  }
+  std::size_t furthest = 0;
+  KeyLocator locator(&furthest, &pos);
+  const char* begin = text.data();
+  json::sax_parse(TrackingIterator(begin, begin, &furthest),
+                  TrackingIterator(begin + text.size(), begin, &furthest), &locator);
+
+  ConfigReader r(root, locator.keys, file, problems);
+  r.mark();
+  const auto type = r.text("model_type");
+  if (!type) {
+    if (!r.has("model_type")) r.report_missing("model_type", "which architecture this is");
+    return std::nullopt;
+  }
+  if (std::find(kTypes.begin(), kTypes.end(), *type) == kTypes.end()) {
+    std::string list;
+    for (auto t : kTypes) list += (list.empty() ? "" : ", ") + std::string(t);
+    const std::string_view hint = closest_match(*type, kTypes);
+    r.report("model_type", "model_type '" + *type + "' is not supported" +
+                               (hint.empty() ? "" : " (did you mean '" + std::string(hint) + "'?)") +
+                               "; supported: " + list);
+    return std::nullopt;
+  }
+  models::ModelSpec m;
+  m.name = std::filesystem::path(file).parent_path().filename().string();
+  if (m.name.empty()) m.name = std::filesystem::path(file).stem().string();
+  m.source = file + " (" + *type + ")";
+  const std::string& t = *type;
+
+  if (t == "qwen2_5_vl") {
+    // Newer configs nest the language model under text_config; older ones keep it at the top.
+    if (r.has("text_config") && r.find("text_config")->contains("hidden_size")) r.set_prefix("text_config");
+    read_gqa(r, m);
+    read_dense_width(r, m);
+    m.qkv_bias = true;
+    r.set_prefix("");
+    if (auto tie = r.boolean("tie_word_embeddings", m.tied_embeddings)) m.tied_embeddings = *tie;
+    read_vision(r, m);
+  } else if (t == "llama" || t == "qwen2" || t == "qwen3" || t == "qwen3_moe") {
+    read_gqa(r, m);
+    if (t == "qwen3_moe") {
+      if (auto v = r.integer("num_experts", "the routed experts")) m.moe.experts = *v;
+      if (auto v = r.integer("num_experts_per_tok", "experts per token")) m.moe.top_k = *v;
+      if (auto v = r.integer("moe_intermediate_size", "the expert width")) m.moe.expert_intermediate = *v;
+      if (auto step = r.integer("decoder_sparse_step", "the MoE layer step", 1); step && *step != 1) {
+        r.report("decoder_sparse_step", "decoder_sparse_step " + std::to_string(*step) +
+                                            " is not modelled (only every layer MoE, 1)");
+      }
+      if (const json* only = r.find("mlp_only_layers"); only && (!only->is_array() || !only->empty())) {
+        r.report("mlp_only_layers", "dense layers among MoE ones (mlp_only_layers) are not modelled");
+      }
+      if (auto s = r.integer("shared_expert_intermediate_size", "the shared-expert width", 0, 0)) {
+        m.moe.shared_intermediate = *s;
+        m.moe.shared_experts = *s > 0 ? 1 : 0;
+      }
+      if (r.has("intermediate_size")) read_dense_width(r, m);
+    } else {
+      read_dense_width(r, m);
+    }
+    if (auto bias = r.boolean("attention_bias", false)) m.qkv_bias = m.o_bias = *bias;
+    if (t == "qwen2") {
+      m.qkv_bias = true;
+      m.o_bias = false;
+    }
+    m.qk_norm = t == "qwen3" || t == "qwen3_moe";
+  } else if (t == "deepseek_v3" || t == "kimi_k2" || t == "glm_moe_dsa") {
+    read_gqa(r, m);
+    read_dense_width(r, m);
+    read_mla(r, m);
+    read_deepseek_moe(r, m, true);
+    if (t == "glm_moe_dsa") {
+      if (auto v = r.integer("index_n_heads", "indexer heads")) m.dsa.index_heads = *v;
+      if (auto v = r.integer("index_head_dim", "indexer head dim")) m.dsa.index_dim = *v;
+      if (auto v = r.integer("index_topk", "tokens each query attends to")) m.dsa.top_k = *v;
+    }
+    read_quantization(r, m);
+  } else if (t == "glm4_moe") {
+    read_gqa(r, m);
+    read_dense_width(r, m);
+    read_deepseek_moe(r, m, true);
+    if (auto bias = r.boolean("attention_bias", false)) m.qkv_bias = *bias;
+    if (auto norm = r.boolean("use_qk_norm", false)) m.qk_norm = *norm;
+    read_quantization(r, m);
+  } else if (t == "gpt_oss") {
+    read_gqa(r, m);
+    if (auto v = r.integer("num_local_experts", "the experts")) m.moe.experts = *v;
+    const char* topk_key = r.has("num_experts_per_tok") ? "num_experts_per_tok" : "experts_per_token";
+    if (auto v = r.integer(topk_key, "experts per token")) m.moe.top_k = *v;
+    if (auto v = r.integer("intermediate_size", "the expert width")) {
+      m.moe.expert_intermediate = m.intermediate = *v;
+    }
+    m.moe.expert_bias = m.moe.router_bias = true;
+    m.attention_sinks = true;
+    if (auto bias = r.boolean("attention_bias", true)) m.qkv_bias = m.o_bias = *bias;
+    if (auto w = r.integer("sliding_window", "the sliding window", 0, 0)) m.window.window = *w;
+    if (const json* types = r.find("layer_types")) {
+      std::string pattern;
+      bool ok = types->is_array();
+      for (const auto& e : ok ? *types : json::array()) {
+        const std::string s = e.is_string() ? e.get<std::string>() : "";
+        if (s == "sliding_attention") pattern += 'S';
+        else if (s == "full_attention") pattern += 'F';
+        else ok = false;
+      }
+      if (!ok || static_cast<int>(pattern.size()) != m.layers) {
+        r.report("layer_types", "expected one of sliding_attention / full_attention per layer");
+      } else {
+        // The shortest repeating unit ("SF" for gpt-oss).
+        for (std::size_t p = 1; p <= pattern.size(); ++p) {
+          bool periodic = pattern.size() % p == 0;
+          for (std::size_t i = p; periodic && i < pattern.size(); ++i) periodic = pattern[i] == pattern[i - p];
+          if (periodic) {
+            m.window.pattern = pattern.substr(0, p);
+            break;
+          }
+        }
+      }
+    } else if (m.window.enabled()) {
+      m.window.pattern = "SF";  // gpt-oss alternates, sliding first
+    }
+    read_quantization(r, m);
+  }
+  if (problems.size() != before) return std::nullopt;
+  for (const std::string& p : models::validate_model(m)) {
+    problems.push_back(Diagnostic{file, 1, 1, "", p});
+  }
+  if (problems.size() != before) return std::nullopt;
+  return m;
+}
+
+std::optional<models::ModelSpec> read_hf_config(const std::string& path,
+                                                std::vector<Diagnostic>& problems) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    problems.push_back(Diagnostic{path, 0, 0, "", "cannot open the config.json file"});
+    return std::nullopt;
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse_hf_config(text.str(), path, problems);
+}
+
+}  // namespace servesim::scenario

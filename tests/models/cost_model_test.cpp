@@ -1,0 +1,122 @@
+// Cost models: the roofline with efficiency curves and format rates, and the measured tables.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "models/chip_spec.h"
+#include "models/cost_model.h"
+#include "models/model_spec.h"
+
+using namespace servesim;
+using namespace servesim::models;
+
+TEST_CASE("Roofline: time is the kernel overhead plus the slower of compute and memory") {
+  ChipSpec chip = *chip_preset("a100-80g");
+  const RooflineCostModel roofline(chip);
+  // A large GEMM: 2 x 4096 x 8192 x 8192 FLOPs at 312 TFLOP/s x 0.72, plus 7 us.
+  Operator big{OpKind::kGemmMlp, ComputeRate::kBf16, 1, 2.0 * 4096 * 8192 * 8192, 2.0 * 8192 * 8192};
+  CHECK(roofline.seconds(big) == doctest::Approx(7e-6 + big.flops / (312e12 * 0.72)));
+  // A weight-streaming GEMM: 128 MiB of weights at 2,039 GB/s x 0.73, plus 7 us.
+  Operator thin{OpKind::kGemmQkv, ComputeRate::kBf16, 1, 2.0 * 8192 * 8192, 2.0 * 8192 * 8192};
+  CHECK(roofline.seconds(thin) == doctest::Approx(7e-6 + thin.bytes / (2039e9 * 0.73)));
+  // Communication kinds are not chip operators.
+  CHECK(roofline.seconds(Operator{OpKind::kTpAllReduce, ComputeRate::kBf16, 1, 1e12, 1e12}) == 0.0);
+  CHECK(roofline.name() == "roofline");
+}
+
+TEST_CASE("Roofline: an fp8 GEMM runs at the fp8 peak times the format's efficiency factor") {
+  const ChipSpec h100 = *chip_preset("h100-sxm");
+  const RooflineCostModel roofline(h100);
+  Operator op{OpKind::kGemmMlp, ComputeRate::kFp8, 1, 1e13, 1e6};
+  // 1e13 FLOPs / (1,979 TFLOP/s x 0.70 x 0.77) + 6 us.
+  CHECK(roofline.seconds(op) == doctest::Approx(6e-6 + 1e13 / (1979e12 * 0.70 * 0.77)));
+  // A100 has no fp8 rate: the same operator is costed at bf16 (the emulated path).
+  const RooflineCostModel a100(*chip_preset("a100-80g"));
+  CHECK(a100.compute_seconds(op) == doctest::Approx(1e13 / (312e12 * 0.72)));
+}
+
+TEST_CASE("Roofline: a compute-efficiency curve costs small GEMMs below the peak rate") {
+  ChipSpec chip = *chip_preset("h100-sxm");
+  chip.efficiency.gemm_compute.knots = {{1e9, 0.35}, {1e12, 0.70}};
+  const RooflineCostModel roofline(chip);
+  // 3.16e10 FLOPs per kernel is halfway (in log10) between the knots: efficiency 0.525.
+  Operator mid{OpKind::kGemmMlp, ComputeRate::kBf16, 2, 2 * std::pow(10.0, 10.5), 0};
+  CHECK(roofline.compute_seconds(mid) == doctest::Approx(mid.flops / (989.5e12 * 0.525)));
+  Operator huge{OpKind::kGemmMlp, ComputeRate::kBf16, 1, 1e14, 0};
+  CHECK(roofline.compute_seconds(huge) == doctest::Approx(1e14 / (989.5e12 * 0.70)));
+}
+
+TEST_CASE("Measured tables: series interpolate in m, grids in batch and mean context") {
+  const ChipSpec chip = *chip_preset("h200-sxm");
+  MeasuredTables t;
+  MeasuredSeries s;
+  s.kind = OpKind::kGemmMlp;  // matches every GEMM kind
+  s.n = 8192;
+  s.k = 8192;
+  s.m = {128, 256, 1024};
+  s.seconds = {40e-6, 50e-6, 170e-6};
+  t.series.push_back(s);
+  MeasuredGrid g;
+  g.kind = OpKind::kAttentionDecode;
+  g.n = 8;
+  g.k = 128;
+  g.batch = {1, 4};
+  g.context = {1000, 2000};
+  g.seconds = {10e-6, 20e-6, 30e-6, std::numeric_limits<double>::quiet_NaN()};
+  t.grids.push_back(g);
+  CHECK(validate_tables(t).empty());
+  const TableCostModel model(chip, t);
+  const RooflineCostModel roofline(chip);
+
+  Operator gemm{OpKind::kGemmQkv, ComputeRate::kBf16, 1, 2.0 * 192 * 8192 * 8192, 2.0 * 8192 * 8192};
+  gemm.m = 192;
+  gemm.n = 8192;
+  gemm.k = 8192;
+  // Halfway between m = 128 (40 us) and 256 (50 us).
+  CHECK(model.seconds(gemm) == doctest::Approx(45e-6));
+  gemm.m = 2048;  // beyond the measurements: the roofline answers
+  CHECK(model.seconds(gemm) == doctest::Approx(roofline.seconds(gemm)));
+  gemm.m = 192;
+  gemm.n = 4096;  // a shape the table does not have
+  CHECK(model.seconds(gemm) == doctest::Approx(roofline.seconds(gemm)));
+
+  Operator attn{OpKind::kAttentionDecode, ComputeRate::kBf16, 1, 1e6, 1e6};
+  attn.n = 8;
+  attn.k = 128;
+  attn.batch = 1;
+  attn.context = 1500;  // mean 1,500: halfway between 10 and 20 us at batch 1
+  CHECK(model.seconds(attn) == doctest::Approx(15e-6));
+  attn.batch = 2.5;
+  attn.context = 2.5 * 1000;  // needs the unmeasured (4, 2000) corner? no: context 1000 exactly
+  CHECK(model.seconds(attn) == doctest::Approx(20e-6));  // halfway between 10 and 30 us
+  attn.context = 2.5 * 1500;  // touches the NaN corner: the roofline answers
+  CHECK(model.seconds(attn) == doctest::Approx(roofline.seconds(attn)));
+  CHECK(model.hits() == 3);
+  CHECK(model.fallbacks() == 3);
+
+  MeasuredTables bad = t;
+  bad.series[0].m = {256, 128, 1024};
+  CHECK(validate_tables(bad).size() == 1);
+  // The factory picks the model from the config.
+  CHECK(make_cost_model(RooflineConfig{}, chip)->name() == "roofline");
+  CHECK(make_cost_model(TableConfig{t, "test"}, chip)->name() == "measured");
+}
+
+TEST_CASE("Vision: encoding time grows with the images' pixels and falls with tensor parallelism") {
+  const VisionSpec v = *model_preset("qwen2.5-vl-7b")->vision;
+  const RooflineCostModel h100(*chip_preset("h100-sxm"));
+  const double one = encode_seconds(v, {{1280, 720}}, 1, h100);
+  const double two = encode_seconds(v, {{1280, 720}, {1280, 720}}, 1, h100);
+  // One 1280 x 720 image, 4,784 patches: GEMMs 32 x 188.4 GFLOP = 6.0 TFLOP at 989.5 TFLOP/s x
+  // 0.70 = 8.7 ms; attention 0.51 TFLOP at x 0.36 = 1.4 ms; elementwise 2 x 4784 x (10 x 1280 +
+  // 4 x 1280 + 3 x 3420) x 32 = 8.6 GB at 3.35 TB/s x 0.45 = 5.7 ms; 32 x (3 x 6 + 20 + 5 x 4) us
+  // of kernel overheads = 1.9 ms; ~18 ms in all.
+  CHECK(one > 15e-3);
+  CHECK(one < 22e-3);
+  // Two images: twice the work, the same kernel overheads.
+  CHECK(two > 1.8 * one);
+  CHECK(two < 2.0 * one);
+  // TP 2 halves the GEMMs and attention, not the norms of the full width or the overheads.
+  CHECK(encode_seconds(v, {{1280, 720}}, 2, h100) < 0.7 * one);
+}

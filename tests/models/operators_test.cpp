@@ -1,0 +1,284 @@
+// Operators of a batch: FLOPs, bytes and communication volumes per chip, derived by hand.
+#include <doctest/doctest.h>
+
+#include <numeric>
+
+#include "models/chip_spec.h"
+#include "models/model_spec.h"
+#include "models/operators.h"
+#include "models/parallel_plan.h"
+
+using namespace servesim;
+using namespace servesim::models;
+
+namespace {
+
+std::array<bool, kComputeRates> rates_of(const char* chip) {
+  const ChipSpec c = *chip_preset(chip);
+  std::array<bool, kComputeRates> r{};
+  for (std::size_t i = 0; i < kComputeRates; ++i) r[i] = c.has(static_cast<ComputeRate>(i));
+  return r;
+}
+
+ParallelPlan plan(int tp, int dp = 1, int ep = 1, int moe_tp = 1, int cp = 1, int pp = 1) {
+  ParallelPlan p;
+  p.tp = tp;
+  p.dp = dp;
+  p.ep = ep;
+  p.moe_tp = moe_tp;
+  p.cp = cp;
+  p.pp = pp;
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("Operators: GEMM FLOPs and bytes of one Llama-3.1-8B layer") {
+  const ModelSpec m = *model_preset("llama-3.1-8b");
+  const MoeLoad none;
+  const auto h100 = rates_of("h100-sxm");
+  const LayerTokenOps ops = layer_token_ops(m, plan(1), none, 1, h100);
+  // QKV: 2 x 1 x 4096 x (32 + 2 x 8) x 128 = 50,331,648 FLOPs; bytes 2 x 4096 x 6144 weights +
+  // 2 x (4096 + 6144) activations = 50,331,648 + 20,480.
+  CHECK(ops.qkv.flops == 50'331'648.0);
+  CHECK(ops.qkv.bytes == 50'331'648.0 + 20'480.0);
+  // MLP with TP 2: gate|up 2 x 4096 x 14336 and down 2 x 7168 x 4096 per token, 2 FLOPs per MAC.
+  const LayerTokenOps tp2 = layer_token_ops(m, plan(2), none, 10, h100);
+  CHECK(tp2.dense_mlp.flops == 2.0 * 10 * 4096 * 14336 + 2.0 * 10 * 7168 * 4096);
+  CHECK(tp2.dense_mlp.kernels == 2);
+  // After attention and after the MLP: an all-reduce of 10 tokens x 4096 x 2 bytes over tp.
+  CHECK(tp2.attention_reduce.bytes == 81'920.0);
+  CHECK(tp2.attention_reduce.group == Group::kTp);
+  // No MoE, no emulation.
+  CHECK(tp2.moe_experts.kernels == 0);
+  CHECK(tp2.dequant_attention.kernels == 0);
+}
+
+TEST_CASE("Operators: Llama-3.1-70B costs 139.0 GFLOP for one decode token on one chip") {
+  const ModelSpec m = *model_preset("llama-3.1-70b");
+  BatchShape b;
+  add_decode(b, m, 1);
+  const StageOperators s = stage_operators(m, plan(1), MoeLoad(), b, 0, rates_of("h100-sxm"));
+  double flops = 0;
+  for (const auto& c : s.compute) flops += c.op.flops * c.count;
+  // GEMMs per layer: 2 x (150,994,944 attention + 704,643,072 MLP) = 1,711,276,032 x 80 layers;
+  // attention 4 x 128 x 64 x 1 context token = 32,768 x 80; LM head 2 x 8192 x 128,256
+  // = 2,101,346,304. Total 139,006,050,304.
+  CHECK(flops == 139'006'050'304.0);
+  CHECK(s.comm.empty());  // one chip: no collectives
+}
+
+TEST_CASE("Operators: decode attention reads each sequence's whole KV once") {
+  const ModelSpec m = *model_preset("llama-3.1-70b");
+  BatchShape b;
+  b.decode_seqs = 4;
+  b.decode_kv_tokens = 4 * 1000;
+  const Operator op = layer_batch_ops(m, plan(2), b).decode_full;
+  // Per layer per chip with TP 2: K and V of 4 KV heads x 128 x 2 bytes = 2,048 bytes per token;
+  // 4,000 tokens -> 8,192,000 bytes, plus q and o of 32 heads x 128 x 2 bytes x 4 sequences.
+  CHECK(op.bytes == 8'192'000.0 + 2.0 * 2 * 4 * 32 * 128);
+  // 4 x 128 x 32 FLOPs per context token.
+  CHECK(op.flops == 4.0 * 128 * 32 * 4000);
+  CHECK(op.batch == 4);
+  CHECK(op.context == 4000);
+}
+
+TEST_CASE("Operators: MLA decodes in latent space and prefills with up-projected keys (DeepSeek-V3)") {
+  const ModelSpec m = *model_preset("deepseek-v3");
+  BatchShape b;
+  add_decode(b, m, 1000);
+  add_decode(b, m, 3000);
+  add_chunk(b, m, 900, 100, false);
+  const LayerBatchOps o = layer_batch_ops(m, plan(8, 1, 1, 8), b);
+  // TP 8: 16 heads per chip. Absorbed decode, per context token and head: q.k over the 512 + 64
+  // latent and the 512-wide output, 2 FLOPs each: 2 x 16 x (576 + 512) = 34,816 x 4,000 tokens.
+  CHECK(o.decode_full.flops == 139'264'000.0);
+  // It reads the cached latents once (576 x 2 bytes per token, shared by all heads) plus q and o
+  // in latent space: 4,000 x 1,152 + 2 sequences x 16 x 1,088 x 2.
+  CHECK(o.decode_full.bytes == 4'608'000.0 + 69'632.0);
+  // Prefill of 100 tokens after 900: 100 x 1,000 pairs x 2 x 16 x (192 + 128) = 1.024e9 FLOPs.
+  CHECK(o.prefill_full.flops == 1'024'000'000.0);
+  // ... after kv_b up-projects the 1,000 latents: 2 x 1,000 x 512 x 16 x (128 + 128).
+  CHECK(o.prefill_up_projection.flops == 4'194'304'000.0);
+  // The absorbed path maps the 2 decode queries through W_UK and W_UV: 2 x 2 x 16 x 512 x 256.
+  CHECK(o.decode_absorb.flops == 8'388'608.0);
+}
+
+TEST_CASE("Operators: DSA attention stops growing with context; its indexer does not (GLM-5)") {
+  const ModelSpec m = *model_preset("glm-5");
+  BatchShape b;
+  add_decode(b, m, 100'000);
+  CHECK(b.decode_kv_topk == 2048);
+  const LayerBatchOps o = layer_batch_ops(m, plan(8, 1, 1, 8), b);
+  // TP 8: 8 heads. Sparse MLA over the top 2,048 tokens: 2 x 8 x (576 + 512) x 2,048 FLOPs and
+  // 2,048 latents of 1,152 bytes + q and o in latent space, 8 x (576 + 512) x 2 bytes.
+  CHECK(o.decode_full.flops == 35'651'584.0);
+  CHECK(o.decode_full.bytes == 2'359'296.0 + 17'408.0);
+  // The indexer scores all 100,000 cached tokens: 32 heads x 128 dims x 2 FLOPs each, reading
+  // 132 bytes of index key per token + the query's 32 x 128 fp8 values.
+  CHECK(o.indexer_decode.flops == 819'200'000.0);
+  CHECK(o.indexer_decode.bytes == 13'200'000.0 + 4'096.0);
+  CHECK(o.indexer_decode.rate == ComputeRate::kFp8);
+  // A 10x longer context costs the sparse attention nothing more.
+  BatchShape longer;
+  add_decode(longer, m, 1'000'000);
+  CHECK(layer_batch_ops(m, plan(8, 1, 1, 8), longer).decode_full.flops == o.decode_full.flops);
+}
+
+TEST_CASE("Operators: sliding-window layers read at most the window (gpt-oss)") {
+  const ModelSpec m = *model_preset("gpt-oss-120b");
+  BatchShape b;
+  add_decode(b, m, 10'000);
+  CHECK(b.decode_kv_window == 128);
+  const LayerBatchOps o = layer_batch_ops(m, plan(1), b);
+  // K and V of 8 heads x 64 x 2 bytes = 2,048 bytes per token; q, o 2 x 64 heads x 64 x 2 bytes.
+  CHECK(o.decode_window.bytes == 128.0 * 2048 + 16'384.0);
+  CHECK(o.decode_full.bytes == 10'000.0 * 2048 + 16'384.0);
+  // A chunk of 512 after 4,096 cached tokens: window pairs 512 x min(4,608, 128); keys read
+  // min(4,608, 128 + 512) = 640.
+  BatchShape p;
+  add_chunk(p, m, 4096, 512, true);
+  CHECK(p.prefill_pairs_window == 512.0 * 128);
+  CHECK(p.prefill_kv_window == 640);
+}
+
+TEST_CASE("MoE load: balanced routing spreads T k pairs evenly; a power law loads the hottest rank") {
+  const ModelSpec m = *model_preset("deepseek-v3");
+  const ParallelPlan ep8 = plan(1, 8, 8, 1);
+  const MoeLoad balanced(m, ep8, MoeRouting{});
+  // 1,024 tokens x 8 experts / 8 ranks = 1,024 pairs on every rank.
+  CHECK(balanced.busiest_pairs(1024) == doctest::Approx(1024));
+  // One token touches 8 of 256 experts: 8 / 8 ranks = 1 expert on the busiest rank (expected).
+  CHECK(balanced.busiest_active_experts(1) == doctest::Approx(1.0));
+  // 1,024 tokens touch every one of the rank's 32 experts: 32 x (1 - (248/256)^1024) = 32.
+  CHECK(balanced.busiest_active_experts(1024) == doctest::Approx(32.0));
+  MoeRouting skew;
+  skew.distribution = MoeRouting::Distribution::kPowerLaw;
+  skew.alpha = 1.2;
+  const MoeLoad power(m, ep8, skew);
+  const auto& p = power.popularity();
+  CHECK(std::accumulate(p.begin(), p.end(), 0.0) == doctest::Approx(1.0));
+  // The hottest expert takes every token at most once: share 1 / 8 of the 8 picks per token.
+  CHECK(p.front() == doctest::Approx(1.0 / 8));
+  CHECK(power.busiest_pairs(1024) > 1.3 * balanced.busiest_pairs(1024));
+}
+
+TEST_CASE("Operators: routed experts run on the busiest rank; attention DP dispatches tokens") {
+  const ModelSpec m = *model_preset("deepseek-v3");
+  const auto h200 = rates_of("h200-sxm");
+  // One chip, 1 token: 8 token-expert pairs x 6 x 7168 x 2048 = 2 FLOPs per parameter of the 8
+  // active experts (at the fp8 rate); the router 2 x 7168 x 256 apart, in bf16.
+  const ParallelPlan one = plan(1);
+  const LayerTokenOps o1 = layer_token_ops(m, one, MoeLoad(m, one, {}), 1, h200);
+  CHECK(o1.moe_experts.flops == doctest::Approx(6.0 * 8 * 7168 * 2048));
+  CHECK(o1.router.flops == 2.0 * 7168 * 256);
+  CHECK(o1.router.rate == ComputeRate::kBf16);
+  CHECK(o1.moe_experts.rate == ComputeRate::kFp8);
+  // DP 8 x EP 8, 8 tokens (one per chip): each chip sends its token to 8 experts, 7/8 of them
+  // elsewhere: 7 copies x 7168 x 1.03125 bytes (fp8 with a scale per 128) to dispatch, bf16 back.
+  const ParallelPlan dp8 = plan(1, 8, 8, 1);
+  const LayerTokenOps o8 = layer_token_ops(m, dp8, MoeLoad(m, dp8, {}), 8, h200);
+  CHECK(o8.moe_dispatch.bytes == doctest::Approx(7.0 * 7168 * 1.03125));
+  CHECK(o8.moe_combine.bytes == doctest::Approx(7.0 * 7168 * 2));
+  CHECK(o8.moe_dispatch.collective == Collective::kAllToAll);
+  CHECK(o8.moe_reduce.bytes == 0.0);  // tp = 1: nothing to all-reduce
+}
+
+TEST_CASE("Operators: an emulated format runs at bf16 and pays for dequantising its weights") {
+  ModelSpec m = *model_preset("deepseek-v3");
+  m.formats.emulate = true;
+  const ParallelPlan tp8 = plan(8, 1, 1, 8);
+  const LayerTokenOps o = layer_token_ops(m, tp8, MoeLoad(m, tp8, {}), 16, rates_of("a100-80g"));
+  CHECK(o.qkv.rate == ComputeRate::kBf16);
+  // Weight-only kernel: the weights stream at their stored 1.000244 bytes, activations are bf16.
+  // Attention weights per chip (tp 8, 16 heads): fused q_a|kv_a 7168 x (1536 + 512 + 64)
+  // = 15,138,816 + q_b 1536 x 16 x 192 = 4,718,592 + o 16 x 128 x 7168 = 14,680,064
+  // = 34,537,472 elements, 2 vector operations each to dequantise.
+  CHECK(o.dequant_attention.flops == 2.0 * 34'537'472);
+  CHECK(o.dequant_attention.kernels == 1);
+  const double q_a = 7168.0 * 2112;
+  CHECK(o.qkv.bytes == doctest::Approx((q_a + 1536.0 * 16 * 192) * (1 + 4.0 / 16384) +
+                                       2.0 * 16 * (7168 + 2112) + 2.0 * 16 * (1536 + 3072)));
+  // On H100 the same format is native: fp8 weights and fp8 (block-scaled) activations.
+  const LayerTokenOps native = layer_token_ops(m, tp8, MoeLoad(m, tp8, {}), 16, rates_of("h100-sxm"));
+  CHECK(native.qkv.rate == ComputeRate::kFp8);
+  CHECK(native.dequant_attention.kernels == 0);
+}
+
+TEST_CASE("Operators: context parallelism passes KV shards round the ring and splits the work") {
+  const ModelSpec m = *model_preset("llama-3.1-8b");
+  BatchShape b;
+  add_chunk(b, m, 0, 1000, true);
+  const LayerBatchOps cp4 = layer_batch_ops(m, plan(1, 1, 1, 1, 4), b);
+  const LayerBatchOps cp1 = layer_batch_ops(m, plan(1), b);
+  CHECK(cp4.prefill_full.flops == cp1.prefill_full.flops / 4);
+  // Each rank holds 1,000 / 4 tokens of K and V (8 heads x 128 x 2 x 2 bytes = 4,096 bytes per
+  // token and layer) and passes them on 3 times.
+  CHECK(cp4.cp_prefill.bytes == 3.0 * 250 * 4096);
+  CHECK(cp4.cp_prefill.group == Group::kCp);
+  CHECK(cp1.cp_prefill.bytes == 0.0);
+  // Pass-Q instead: 250 queries per rank x 32 heads x (128 q + 128 o + 1 lse) x 2 bytes, 3 hops.
+  CHECK(cp4.cp_prefill_q.bytes == 3.0 * 250 * 32 * 257 * 2);
+  // A short chunk after a long cache passes the queries: 64 new tokens after 100,000.
+  BatchShape late;
+  add_chunk(late, m, 100'000, 64, false);
+  const StageOperators s = stage_operators(m, plan(1, 1, 1, 1, 4), MoeLoad(), late, 0,
+                                           rates_of("h100-sxm"));
+  double cp_bytes = 0;
+  for (const auto& c : s.comm) {
+    if (c.op.kind == OpKind::kCpExchange) cp_bytes = c.op.bytes;
+  }
+  CHECK(cp_bytes == 3.0 * 16 * 32 * 257 * 2);  // pass-Q: 16 queries per rank
+}
+
+TEST_CASE("Operators: the stage list names every collective with its group and volume") {
+  const ModelSpec m = *model_preset("qwen3-235b-a22b");
+  BatchShape b;
+  for (int i = 0; i < 64; ++i) add_decode(b, m, 2000);
+  ParallelPlan p = plan(4, 2, 8, 1, 1, 2);  // tp 4 x dp 2, ep 8, two stages
+  const StageOperators s0 = stage_operators(m, p, MoeLoad(m, p, {}), b, 0, rates_of("h200-sxm"));
+  bool dispatch = false, send = false, reduce = false;
+  for (const auto& c : s0.comm) {
+    dispatch |= c.op.kind == OpKind::kEpDispatch && c.count == 47;
+    send |= c.op.kind == OpKind::kPpSend && c.op.collective == Collective::kP2p;
+    reduce |= c.op.kind == OpKind::kTpAllReduce && c.op.group == Group::kTp;
+  }
+  CHECK(dispatch);  // 94 layers over 2 stages: 47 MoE layers on stage 0
+  CHECK(send);
+  CHECK(reduce);
+  bool lm_head = false;
+  for (const auto& c : s0.compute) lm_head |= c.op.kind == OpKind::kLmHead;
+  CHECK_FALSE(lm_head);  // on the last stage only
+}
+
+TEST_CASE("Vision: the encoder's FLOPs for one 1280 x 720 image") {
+  const VisionSpec v = *model_preset("qwen2.5-vl-7b")->vision;
+  std::vector<Operator> ops;
+  vision_encoder_ops(v, {v.resize(1280, 720).patches}, 1, ops);
+  double gemm = 0, attention = 0;
+  for (const Operator& o : ops) (o.kind == OpKind::kAttentionPrefill ? attention : gemm) += o.flops;
+  // 4,784 patches. Per block: QKV 2 x 4784 x 1280 x 3840 + O 2 x 4784 x 1280^2 + MLP
+  // 2 x 4784 x 3 x 1280 x 3420 = 47.0 + 15.7 + 125.7 GFLOP; 32 blocks; + patch embedding
+  // 2 x 4784 x 1176 x 1280 and the merger 2 x 1196 x 5120 x (5120 + 3584).
+  const double block = 2.0 * 4784 * 1280 * 3840 + 2.0 * 4784 * 1280 * 1280 + 2.0 * 4784 * 3 * 1280 * 3420;
+  const double expected = 32 * block + 2.0 * 4784 * 1176 * 1280 + 2.0 * 1196 * 5120 * (5120 + 3584);
+  CHECK(gemm == doctest::Approx(expected));
+  // Attention: 4 global blocks over all 4,784^2 pairs, 28 windowed ones over 8 x 8 = 64-patch
+  // windows (4,784 x 64 pairs), 4 x 1280 FLOPs per pair.
+  CHECK(attention == doctest::Approx(4.0 * 1280 * (4.0 * 4784.0 * 4784 + 28.0 * 4784 * 64)));
+}
+
+TEST_CASE("Operators: one MTP draft step of DeepSeek-V3 is eh_proj, a MoE layer and the LM head") {
+  const ModelSpec m = *model_preset("deepseek-v3");
+  const ParallelPlan one = plan(1);
+  BatchShape b;
+  add_decode(b, m, 1000);
+  const MtpDraftOps d = mtp_draft_ops(m, one, MoeLoad(m, one, {}), b, rates_of("h200-sxm"));
+  // eh_proj: 2 x 1 token x (2 x 7168) x 7168; the LM head 2 x 7168 x 129,280.
+  CHECK(d.eh_proj.flops == 2.0 * 2 * 7168 * 7168);
+  CHECK(d.lm_head.flops == 2.0 * 7168 * 129280);
+  CHECK(d.moe_layer);
+  // The layer's experts: 8 pairs x 6 x 7168 x 2048 (as any MoE layer's).
+  CHECK(d.layer.moe_experts.flops == doctest::Approx(6.0 * 8 * 7168 * 2048));
+  CHECK(d.attention.decode_full.flops > 0);
+}

@@ -1,0 +1,187 @@
+// Importing Hugging Face config.json files: every shipped fixture gives exactly its preset, and
+// bad files are reported with file, line, column and key.
+#include <doctest/doctest.h>
+
+#include <sstream>
+#include <string>
+
+#include "models/model_spec.h"
+#include "sim/core/errors.h"
+#include "sim/scenario/hf_config.h"
+#include "sim/scenario/scenario.h"
+
+using namespace servesim;
+using servesim::scenario::parse_hf_config;
+using servesim::scenario::read_hf_config;
+
+namespace {
+
+const std::string kDir = std::string(SERVESIM_SOURCE_DIR) + "/tests/scenario";
+
+// The workload section every scenario below shares.
+const std::string kWorkload = R"(
+workload:
+  requests: 10
+  arrivals: {process: poisson, rate: 10 /s}
+  lengths:
+    prompt: {distribution: fixed, value: 128}
+    output: {distribution: fixed, value: 16}
+)";
+
+// Every figure of a spec but its source, as text, so that a mismatch shows which one differs.
+std::string figures(const models::ModelSpec& m) {
+  std::ostringstream s;
+  s << "name=" << m.name << " layers=" << m.layers << " hidden=" << m.hidden << " heads=" << m.heads
+    << " kv_heads=" << m.kv_heads << " head_dim=" << m.head_dim << " intermediate=" << m.intermediate
+    << " vocab=" << m.vocab << " max_context=" << m.max_context << " tied=" << m.tied_embeddings
+    << " attention=" << static_cast<int>(m.attention) << " mla=" << m.mla.q_lora_rank << "/"
+    << m.mla.kv_lora_rank << "/" << m.mla.qk_nope_dim << "/" << m.mla.qk_rope_dim << "/"
+    << m.mla.v_dim << " dsa=" << m.dsa.index_heads << "/" << m.dsa.index_dim << "/" << m.dsa.top_k
+    << " moe=" << m.moe.experts << "/" << m.moe.top_k << "/" << m.moe.expert_intermediate << "/"
+    << m.moe.shared_experts << "/" << m.moe.shared_intermediate << "/" << m.moe.first_dense_layers
+    << "/" << m.moe.layer_frequency << "/" << m.moe.expert_bias << "/" << m.moe.router_bias
+    << " window=" << m.window.window << "/" << m.window.pattern << " mtp=" << m.mtp_layers
+    << " bias=" << m.qkv_bias << m.o_bias << " qk_norm=" << m.qk_norm << " sinks=" << m.attention_sinks
+    << " formats=" << models::format_name(m.formats.weights) << "/"
+    << models::format_name(m.formats.experts) << "/" << models::format_name(m.formats.kv_cache);
+  if (m.vision) {
+    const auto& v = *m.vision;
+    s << " vision=" << v.depth << "/" << v.hidden << "/" << v.heads << "/" << v.intermediate << "/"
+      << v.patch << "/" << v.spatial_merge << "/" << v.temporal_patch << "/" << v.window << "/"
+      << v.out_hidden << "/" << v.min_pixels << "/" << v.max_pixels << "/";
+    for (int l : v.full_attention_layers) s << l << ",";
+  }
+  return s.str();
+}
+
+std::vector<Diagnostic> problems_of(const std::string& json) {
+  std::vector<Diagnostic> problems;
+  CHECK_FALSE(parse_hf_config(json, "m/config.json", problems).has_value());
+  return problems;
+}
+
+}  // namespace
+
+TEST_CASE("HF import: every preset's config.json imports to exactly the preset") {
+  for (const auto name : models::model_preset_names()) {
+    CAPTURE(name);
+    std::vector<Diagnostic> problems;
+    const auto imported = read_hf_config(kDir + "/hf/" + std::string(name) + "/config.json", problems);
+    for (const auto& d : problems) MESSAGE(d.to_string());
+    REQUIRE(imported.has_value());
+    CHECK(figures(*imported) == figures(*models::model_preset(name)));
+    CHECK(imported->total_params() == models::model_preset(name)->total_params());
+  }
+}
+
+TEST_CASE("HF import: an unknown model_type names the supported ones at its line and column") {
+  const auto p = problems_of("{\n  \"hidden_size\": 4096,\n  \"model_type\": \"mixtral\"\n}\n");
+  REQUIRE(p.size() == 1);
+  CHECK(p[0].file == "m/config.json");
+  CHECK(p[0].line == 3);
+  CHECK(p[0].column == 3);  // the key's opening quote
+  CHECK(p[0].path == "model_type");
+  CHECK(p[0].message ==
+        "model_type 'mixtral' is not supported; supported: llama, qwen2, qwen3, qwen3_moe, "
+        "deepseek_v3, kimi_k2, glm4_moe, glm_moe_dsa, gpt_oss, qwen2_5_vl");
+  const auto typo = problems_of(R"({"model_type": "qwen3_mo"})");
+  REQUIRE(typo.size() == 1);
+  CHECK(typo[0].message.find("(did you mean 'qwen3_moe'?)") != std::string::npos);
+}
+
+TEST_CASE("HF import: missing keys and wrong types are all reported, with the key") {
+  const auto p = problems_of(R"({
+  "model_type": "deepseek_v3",
+  "hidden_size": "7168",
+  "num_hidden_layers": 61,
+  "num_attention_heads": 128,
+  "vocab_size": 129280,
+  "max_position_embeddings": 163840,
+  "intermediate_size": 18432,
+  "kv_lora_rank": 512,
+  "qk_nope_head_dim": 128,
+  "qk_rope_head_dim": 64,
+  "v_head_dim": 128,
+  "n_routed_experts": 256,
+  "moe_intermediate_size": 2048
+})");
+  REQUIRE(p.size() == 2);
+  // A string where a number belongs, reported at its key.
+  CHECK(p[0].line == 3);
+  CHECK(p[0].path == "hidden_size");
+  CHECK(p[0].message == "expected an integer (the model width), got the text '7168'");
+  // A missing key, reported at the object it is missing from (line 1).
+  CHECK(p[1].line == 1);
+  CHECK(p[1].path == "num_experts_per_tok");
+  CHECK(p[1].message == "missing key 'num_experts_per_tok' (experts per token)");
+}
+
+TEST_CASE("HF import: nested keys carry their full path; invalid JSON gives its position") {
+  const auto p = problems_of(R"({
+  "model_type": "qwen2_5_vl",
+  "hidden_size": 3584, "num_hidden_layers": 28, "num_attention_heads": 28,
+  "num_key_value_heads": 4, "intermediate_size": 18944, "vocab_size": 152064,
+  "max_position_embeddings": 128000,
+  "vision_config": {
+    "hidden_size": 1280, "num_heads": 16, "intermediate_size": 3420, "patch_size": 14,
+    "out_hidden_size": 3584
+  }
+})");
+  REQUIRE(p.size() == 1);
+  CHECK(p[0].path == "vision_config.depth");
+  CHECK(p[0].line == 6);  // the vision_config object
+  CHECK(p[0].message == "missing key 'depth' (vision blocks)");
+
+  const auto bad = problems_of("{\n  \"model_type\": \"llama\",\n  \"hidden_size\": 40 96\n}");
+  REQUIRE(bad.size() == 1);
+  CHECK(bad[0].line == 3);
+  CHECK(bad[0].message.rfind("not valid JSON: ", 0) == 0);
+}
+
+TEST_CASE("HF import: a scenario reads config.json next to it and overrides its figures") {
+  const auto s = scenario::load_scenario_text(R"(
+model: {hf_config: hf/deepseek-v3/config.json, formats: {kv_cache: fp8}, name: my-deepseek}
+deployment:
+  pools:
+    - chip: h200-sxm
+      instances: 1
+      parallel: {tp: 8}
+      max_model_len: 16384)" + kWorkload,
+                                              "import.yaml", kDir);
+  const models::ModelSpec& m = s.config.model;
+  CHECK(m.name == "my-deepseek");
+  CHECK(m.formats.kv_cache == models::Format::kFp8);
+  CHECK(m.formats.weights == models::Format::kFp8Block);  // from quantization_config
+  CHECK(m.kv_bytes_per_token() == 35'136);
+  CHECK(s.resolved["model"]["hf_config"] == "hf/deepseek-v3/config.json");
+  // The default MoE split: experts tensor-parallel over the 8 TP ranks.
+  CHECK(s.config.pools[0].plan.moe_tp == 8);
+  // The resolved scenario reloads to itself.
+  const auto again = scenario::load_scenario_text(s.resolved.dump(), "resolved.json", kDir);
+  CHECK(again.resolved == s.resolved);
+}
+
+TEST_CASE("HF import: a preset and an hf_config together, or a missing file, are errors") {
+  const std::string base = R"(
+deployment:
+  pools:
+    - chip: h200-sxm
+      instances: 1)" + kWorkload;
+  auto diagnostics = [&](const std::string& model) {
+    try {
+      scenario::load_scenario_text(model + base, "bad.yaml", kDir);
+    } catch (const InputError& e) {
+      return e.diagnostics();
+    }
+    FAIL("expected an InputError");
+    return std::vector<Diagnostic>{};
+  };
+  const auto both = diagnostics("model: {preset: glm-5, hf_config: hf/glm-5/config.json}");
+  REQUIRE(both.size() == 1);
+  CHECK(both[0].path == "model.hf_config");
+  CHECK(both[0].message == "give either a preset or an hf_config file, not both");
+  const auto missing = diagnostics("model: {hf_config: nowhere/config.json}");
+  REQUIRE(missing.size() == 1);
+  CHECK(missing[0].line == 1);
+  CHECK(missing[0].message.rfind("cannot open the config.json file '", 0) == 0);
+}
