@@ -288,7 +288,9 @@ Fabric build_fabric(const ClusterSpec& spec) {
       }
     }
   }
-  return std::move(b).build();
+  Fabric f = std::move(b).build();
+  f.set_routing(o.present ? o.routing : Routing::kEcmp);
+  return f;
 }
 
 }  // namespace servesim::topologies

@@ -53,6 +53,7 @@ struct ScaleOutSpec {
   Bandwidth link_bandwidth{50e9};       // switch-to-switch links
   Duration hop_latency = Duration::nanoseconds(500);
   int radix = 0;                        // ports per switch; 0 = not checked
+  Routing routing = Routing::kAdaptive; // how flows use equal-cost paths (fabric.h)
 };
 
 struct ClusterSpec {

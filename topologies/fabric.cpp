@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
+#include <tuple>
 #include <stdexcept>
 #include <utility>
 
@@ -261,6 +263,106 @@ int Fabric::search_hops(ChipId src, ChipId dst, Plane plane) const {
   return dist[dst.index()] == kNone ? -1 : static_cast<int>(dist[dst.index()]);
 }
 
+// --- resources for flows ---
+
+void Fabric::set_link_up(LinkId l, bool up) {
+  const std::uint8_t v = up ? 1 : 0;
+  if (link_up_[l.index()] == v) return;
+  link_up_[l.index()] = v;
+  const Link& k = links_[l.index()];
+  const std::size_t p = idx(k.plane);
+  if (k.from.index() < chips() && attach_up_[p][k.from.index()] == l) chip_routing_[k.from.index()].up_alive[p] = v;
+  if (k.to.index() < chips() && attach_down_[p][k.to.index()] == l) chip_routing_[k.to.index()].down_alive[p] = v;
+  const std::uint32_t b = bundle_of_[l.index()];
+  if (b != kNone) {
+    double& cap = bundle_capacity_[b - links_.size()];
+    cap += up ? links_[l.index()].bandwidth_bytes_per_s : -links_[l.index()].bandwidth_bytes_per_s;
+    if (cap < 1e-6) cap = 0;
+  }
+}
+
+double Fabric::resource_capacity(std::uint32_t r) const {
+  if (r < links_.size()) return link_up_[r] ? links_[r].bandwidth_bytes_per_s : 0.0;
+  return bundle_capacity_[r - links_.size()];
+}
+
+LinkClass Fabric::resource_class(std::uint32_t r) const {
+  return r < links_.size() ? links_[r].link_class : bundle_class_[r - links_.size()];
+}
+
+Duration Fabric::resource_latency(std::uint32_t r) const {
+  return r < links_.size() ? links_[r].latency : bundle_latency_[r - links_.size()];
+}
+
+Duration Fabric::resource_latency(const Route& r) const {
+  Duration d = Duration::zero();
+  for (LinkId l : r) d += resource_latency(l.value);
+  return d;
+}
+
+std::vector<LinkId> Fabric::resource_links(std::uint32_t r) const {
+  if (r < links_.size()) return {LinkId(r)};
+  std::vector<LinkId> out;
+  for (std::size_t i = 0; i < links_.size(); ++i) {
+    if (bundle_of_[i] == r) out.push_back(LinkId(static_cast<std::uint32_t>(i)));
+  }
+  return out;
+}
+
+bool Fabric::adaptive_route(ChipId src, ChipId dst, Plane plane, Route& out) const {
+  out.hops = 0;
+  out.plane = plane;
+  const std::size_t p = idx(plane);
+  const ChipRouting& s_route = chip_routing_[src.index()];
+  const ChipRouting& d_route = chip_routing_[dst.index()];
+  if (s_route.up[p] == kNone || d_route.down[p] == kNone || !s_route.up_alive[p] || !d_route.down_alive[p]) {
+    return false;
+  }
+  const LinkId up(s_route.up[p]);
+  const LinkId down(d_route.down[p]);
+  // Climb both ends' group chains to their lowest common group: up bundles on the way up from
+  // the source, down bundles (in reverse) on the way down to the destination.
+  const auto L = static_cast<std::uint32_t>(links_.size());
+  std::uint32_t a = s_route.group[p];
+  std::uint32_t b = d_route.group[p];
+  std::array<std::uint32_t, kMaxHops> downs{};
+  int n_down = 0;
+  out.links[out.hops++] = up;
+  while (a != b) {
+    const bool climb_a = group_level_[a] <= group_level_[b];
+    const bool climb_b = group_level_[b] <= group_level_[a];
+    if (climb_a) {
+      if (group_parent_[a] == kNone || bundle_capacity_[2 * a] <= 0 || out.hops >= kMaxHops - 2) return false;
+      out.links[out.hops++] = LinkId(L + 2 * a);
+      a = group_parent_[a];
+    }
+    if (climb_b) {
+      if (group_parent_[b] == kNone || bundle_capacity_[2 * b + 1] <= 0 || n_down >= kMaxHops - 2) return false;
+      downs[static_cast<std::size_t>(n_down++)] = L + 2 * b + 1;
+      b = group_parent_[b];
+    }
+  }
+  if (out.hops + n_down + 1 > kMaxHops) return false;
+  for (int k = n_down - 1; k >= 0; --k) out.links[out.hops++] = LinkId(downs[static_cast<std::size_t>(k)]);
+  out.links[out.hops++] = down;
+  return true;
+}
+
+bool Fabric::flow_route(ChipId src, ChipId dst, std::uint64_t flow_label, Route& out) const {
+  if (routing_ == Routing::kEcmp || !bundles_ok_ || src == dst) return route(src, dst, flow_label, out);
+  const ChipRouting& a = chip_routing_[src.index()];
+  const bool up_plane = a.domain == chip_routing_[dst.index()].domain && (a.mesh || a.up[0] != kNone);
+  const Plane first = up_plane ? Plane::kScaleUp : Plane::kScaleOut;
+  for (Plane plane : {first, first == Plane::kScaleUp ? Plane::kScaleOut : Plane::kScaleUp}) {
+    if (plane == Plane::kScaleUp && a.mesh) {
+      if (route_on(src, dst, plane, flow_label, out)) return true;
+      continue;
+    }
+    if (adaptive_route(src, dst, plane, out)) return true;
+  }
+  return false;
+}
+
 // --- building ---
 
 FabricBuilder::FabricBuilder(std::vector<ChipPlace> chips)
@@ -290,13 +392,13 @@ Fabric FabricBuilder::build() && {
   auto fail = [](const std::string& what) { throw std::logic_error("fabric: " + what); };
 
   // Levels per plane by a multi-source breadth-first search from the chips (Boost.Graph).
-  const CsrGraph g = make_csr(links_, n);
+  const CsrGraph csr = make_csr(links_, n);
   std::vector<std::uint32_t> sources(n_chips);
   for (std::size_t c = 0; c < n_chips; ++c) sources[c] = static_cast<std::uint32_t>(c);
   std::vector<std::uint8_t> level(n, kUnreached);
   std::vector<std::uint8_t> plane_of(n, kUnreached);
   for (int p = 0; p < kPlanes; ++p) {
-    const auto dist = plane_distances(g, links_, nullptr, static_cast<Plane>(p), sources, n);
+    const auto dist = plane_distances(csr, links_, nullptr, static_cast<Plane>(p), sources, n);
     for (std::size_t v = n_chips; v < n; ++v) {
       if (dist[v] == kNone) continue;
       if (plane_of[v] != kUnreached) fail("a switch is reachable in both planes");
@@ -431,6 +533,80 @@ Fabric FabricBuilder::build() && {
       }
       f.cover_lo_[v] = first_lo;
       f.cover_hi_[v] = hi;
+    }
+  }
+
+  // Tier groups (switches of one plane and level with one cover) and their bundles.
+  {
+    std::map<std::tuple<std::uint8_t, std::uint8_t, std::uint32_t, std::uint32_t>, std::uint32_t> ids;
+    f.group_of_.assign(n, kNone);
+    for (std::size_t v = n_chips; v < n; ++v) {
+      const auto key = std::make_tuple(plane_of[v], level[v], f.cover_lo_[v], f.cover_hi_[v]);
+      auto [it, fresh] = ids.emplace(key, static_cast<std::uint32_t>(f.group_plane_.size()));
+      if (fresh) {
+        f.group_plane_.push_back(plane_of[v]);
+        f.group_level_.push_back(level[v]);
+        f.group_lo_.push_back(f.cover_lo_[v]);
+        f.group_hi_.push_back(f.cover_hi_[v]);
+      }
+      f.group_of_[v] = it->second;
+    }
+    const std::size_t G = f.group_plane_.size();
+    f.group_parent_.assign(G, kNone);
+    f.bundles_ok_ = true;
+    f.bundle_of_.assign(links_.size(), kNone);
+    f.bundle_capacity_.assign(2 * G, 0.0);
+    f.bundle_class_.assign(2 * G, LinkClass::kScaleUp);
+    f.bundle_latency_.assign(2 * G, Duration::zero());
+    const auto L = static_cast<std::uint32_t>(links_.size());
+    for (std::size_t i = 0; i < links_.size(); ++i) {
+      const std::size_t a = links_[i].from.index(), b = links_[i].to.index();
+      if (a < n_chips || b < n_chips) continue;  // chip links are their own resources
+      // An up link belongs to its lower end's up bundle, a down link to its lower end's down one.
+      const bool up = level[b] == level[a] + 1;
+      const std::size_t lower = up ? a : b, upper = up ? b : a;
+      const std::uint32_t g = f.group_of_[lower];
+      const std::uint32_t pg = f.group_of_[upper];
+      if (f.group_parent_[g] == kNone) f.group_parent_[g] = pg;
+      if (f.group_parent_[g] != pg) f.bundles_ok_ = false;
+      const std::uint32_t bundle = 2 * g + (up ? 0u : 1u);
+      f.bundle_of_[i] = L + bundle;
+      f.bundle_capacity_[bundle] += links_[i].bandwidth_bytes_per_s;
+      f.bundle_class_[bundle] = links_[i].link_class;
+      f.bundle_latency_[bundle] = links_[i].latency;
+    }
+    std::vector<std::uint32_t> counts(G + 1, 0);
+    for (std::size_t g = 0; g < G; ++g) {
+      if (f.group_parent_[g] != kNone) ++counts[f.group_parent_[g]];
+    }
+    f.child_begin_.assign(G + 1, 0);
+    for (std::size_t g = 0; g < G; ++g) f.child_begin_[g + 1] = f.child_begin_[g] + counts[g];
+    f.children_.resize(f.child_begin_[G]);
+    std::vector<std::uint32_t> fill(f.child_begin_.begin(), f.child_begin_.end() - 1);
+    for (std::size_t g = 0; g < G; ++g) {
+      if (f.group_parent_[g] != kNone) f.children_[fill[f.group_parent_[g]]++] = static_cast<std::uint32_t>(g);
+    }
+    for (std::size_t g = 0; g < G; ++g) {
+      auto* b = f.children_.data() + f.child_begin_[g];
+      auto* e = f.children_.data() + f.child_begin_[g + 1];
+      std::sort(b, e, [&](std::uint32_t x, std::uint32_t y) { return f.group_lo_[x] < f.group_lo_[y]; });
+      for (auto* it = b; it + 1 < e; ++it) {
+        if (f.group_hi_[*it] > f.group_lo_[*(it + 1)]) f.bundles_ok_ = false;  // overlapping children
+      }
+    }
+  }
+
+  f.chip_routing_.resize(n_chips);
+  for (std::size_t c = 0; c < n_chips; ++c) {
+    Fabric::ChipRouting& r = f.chip_routing_[c];
+    r.domain = chips_[c].domain;
+    r.mesh = f.mesh_begin_[c] != f.mesh_begin_[c + 1];
+    for (int p = 0; p < kPlanes; ++p) {
+      const LinkId up = f.attach_up_[p][c], down = f.attach_down_[p][c];
+      r.up[p] = up.valid() ? up.value : kNone;
+      r.down[p] = down.valid() ? down.value : kNone;
+      r.up_alive[p] = r.down_alive[p] = 1;
+      r.group[p] = up.valid() ? f.group_of_[links_[up.index()].to.index()] : kNone;
     }
   }
 

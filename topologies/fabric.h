@@ -18,8 +18,17 @@
 // plane 1. Routes avoid failed links (set_link_up); when every equal-cost choice is down the next
 // one that still reaches the destination is taken, and a pair with no surviving route gets none.
 //
-// Deliberately ignored: packets, queues, congestion control, adaptive routing and per-packet
-// spraying (flows pin one path), lateral links between switches.
+// Flows (flow_route) follow the fabric's routing mode. ECMP: a flow pins one of the equal-cost
+// paths, so flows that hash onto the same core link share it. Adaptive (adaptive routing or
+// packet spraying, as InfiniBand AR and Spectrum-X do): a flow spreads evenly over all equal-cost
+// paths, which the model represents by bundles: all up links of a tier group (a leaf, the spines
+// of a pod) form one resource with their summed bandwidth, and so do all links down into a group.
+// A flow's resources are then its NIC links and the bundles of the tiers it crosses; a
+// non-blocking core never binds. Resources are numbered links first, then two bundles per group
+// (up, down).
+//
+// Deliberately ignored: packets, queues, congestion control, imperfect spraying, lateral links
+// between switches.
 //
 // Invariants (checked when built): links join a chip or switch to one of the next level or to a
 // chip of the same scale-up domain; every switch's parents cover the same level-1 range; covers
@@ -28,6 +37,7 @@
 
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -97,6 +107,8 @@ struct Route {
   const LinkId* end() const { return links.data() + hops; }
 };
 
+enum class Routing : std::uint8_t { kEcmp, kAdaptive };
+
 struct FabricCounts {
   std::size_t chips = 0;
   std::size_t nodes = 0;
@@ -151,7 +163,7 @@ class Fabric {
 
   // Link state (faults). Failed links carry nothing and routes avoid them.
   bool link_up(LinkId l) const { return link_up_[l.index()] != 0; }
-  void set_link_up(LinkId l, bool up) { link_up_[l.index()] = up ? 1 : 0; }
+  void set_link_up(LinkId l, bool up);
   std::size_t failed_links() const;
   // Every link that touches a vertex (both directions).
   std::vector<LinkId> links_of(VertexId v) const;
@@ -159,6 +171,26 @@ class Fabric {
   // Reference for tests: fewest links from src to dst inside one plane by breadth-first search
   // over surviving links (Boost.Graph); -1 when unreachable.
   int search_hops(ChipId src, ChipId dst, Plane plane) const;
+
+  // --- flows: resources (links and bundles) ---
+  Routing routing() const { return routing_; }
+  void set_routing(Routing r) { routing_ = r; }
+  std::size_t resource_count() const { return links_.size() + 2 * group_plane_.size(); }
+  bool is_bundle(std::uint32_t resource) const { return resource >= links_.size(); }
+  // Bandwidth (bytes/s) of a resource: a surviving link's, or the surviving members' sum.
+  double resource_capacity(std::uint32_t resource) const;
+  LinkClass resource_class(std::uint32_t resource) const;
+  Duration resource_latency(std::uint32_t resource) const;
+  // The real links a resource stands for (one for a link, the members for a bundle).
+  std::vector<LinkId> resource_links(std::uint32_t resource) const;
+  // The bundle a link belongs to (kNone for chip and NIC links, which are their own resource).
+  std::uint32_t bundle_of(LinkId l) const { return bundle_of_[l.index()]; }
+  // The resources a flow from src to dst occupies under the fabric's routing: links (ECMP), or
+  // NIC links and bundles (adaptive; falls back to ECMP where the scale-up plane joins the chips
+  // directly). False when no route survives.
+  bool flow_route(ChipId src, ChipId dst, std::uint64_t flow_label, Route& out) const;
+  Duration resource_latency(const Route& r) const;
+  static constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
 
  private:
   friend class FabricBuilder;
@@ -180,6 +212,32 @@ class Fabric {
   std::vector<std::uint32_t> up_begin_, down_begin_;
   std::vector<LinkId> up_links_, down_links_;  // down links sorted by the child's cover
   std::vector<std::uint32_t> cover_lo_, cover_hi_;
+
+  // Tier groups: switches of one plane and level with the same cover. Bundles: up (2g) and
+  // down (2g + 1) after the links.
+  bool adaptive_route(ChipId src, ChipId dst, Plane plane, Route& out) const;
+  // What flow_route reads per chip, in one place: the chip's domain, its attachments, whether
+  // they survive, and the group of the switch it attaches to, per plane.
+  struct ChipRouting {
+    std::uint32_t domain = 0;
+    std::array<std::uint32_t, kPlanes> up{}, down{}, group{};
+    std::array<std::uint8_t, kPlanes> up_alive{}, down_alive{};
+    std::uint8_t mesh = 0;
+  };
+  std::vector<ChipRouting> chip_routing_;
+  void set_bundle_capacity(LinkId l, bool up);
+  Routing routing_ = Routing::kEcmp;
+  std::vector<std::uint32_t> group_of_;             // per vertex
+  std::vector<std::uint8_t> group_plane_, group_level_;
+  std::vector<std::uint32_t> group_parent_;          // kNone at the top
+  std::vector<std::uint32_t> group_lo_, group_hi_;   // the cover
+  std::vector<std::uint32_t> child_begin_;           // CSR: child groups sorted by cover
+  std::vector<std::uint32_t> children_;
+  std::vector<double> bundle_capacity_;              // per bundle, surviving members
+  std::vector<LinkClass> bundle_class_;
+  std::vector<Duration> bundle_latency_;
+  std::vector<std::uint32_t> bundle_of_;             // per link
+  bool bundles_ok_ = false;                          // every group's members share one parent group
 };
 
 // Collects vertices and links, then checks and flattens them (Boost.Graph inside).

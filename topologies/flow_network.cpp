@@ -12,29 +12,22 @@ constexpr double kPsPerS = 1e12;
 constexpr double kTolerance = 1e-9;  // relative to a link's capacity
 
 // Min-heap order for the filling: smallest share first, then the lower link id.
-bool fill_after(const std::pair<double, std::uint32_t>& a, const std::pair<double, std::uint32_t>& b) {
-  return a.first > b.first || (a.first == b.first && a.second > b.second);
-}
+struct FillAfter {
+  bool operator()(const std::pair<double, std::uint32_t>& a, const std::pair<double, std::uint32_t>& b) const {
+    return a.first > b.first || (a.first == b.first && a.second > b.second);
+  }
+};
 
 }  // namespace
 
 FlowNetwork::FlowNetwork(Fabric& fabric, Options options) : fabric_(fabric), options_(options) {
   SERVESIM_CHECK(options_.utilization_bin > Duration::zero() && options_.max_bins >= 2);
-  const std::size_t L = fabric.link_count();
-  capacity_.resize(L);
-  for (std::size_t l = 0; l < L; ++l) {
-    capacity_[l] = fabric.link(LinkId(static_cast<std::uint32_t>(l))).bandwidth_bytes_per_s;
+  const std::size_t R = fabric.resource_count();
+  link_.resize(R);
+  for (std::uint32_t r = 0; r < R; ++r) {
+    link_[r].capacity = fabric.resource_capacity(r);
+    link_[r].link_class = static_cast<std::uint8_t>(fabric.resource_class(r));
   }
-  link_load_.assign(L, 0.0);
-  link_bytes_.assign(L, 0.0);
-  link_peak_.assign(L, 0.0);
-  link_last_ps_.assign(L, 0);
-  head_.assign(L, kNone);
-  link_flows_.assign(L, 0);
-  link_mark_.assign(L, 0);
-  residual_.assign(L, 0.0);
-  level_.assign(L, -1.0);
-  unfrozen_.assign(L, 0);
   for (auto& s : series_) s.bin = options_.utilization_bin;
 }
 
@@ -46,102 +39,108 @@ std::uint32_t FlowNetwork::new_slot() {
     free_slots_.pop_back();
     return s;
   }
-  const auto s = static_cast<std::uint32_t>(rate_.size());
-  rate_.push_back(0);
+  const auto s = static_cast<std::uint32_t>(hot_.size());
+  hot_.emplace_back();
   remaining_.push_back(0);
   size_.push_back(0);
-  new_rate_.push_back(0);
+  cap_.push_back(0);
+  credited_.push_back(0);
   last_ps_.push_back(0);
   finish_ps_.push_back(0);
-  bottleneck_.push_back(kNone);
-  new_bottleneck_.push_back(kNone);
   generation_.push_back(0);
   heap_pos_.push_back(kNone);
-  mark_.push_back(0);
-  vmark_.push_back(0);
   tag_.push_back(0);
   label_.push_back(0);
   src_.push_back(ChipId());
   dst_.push_back(ChipId());
-  route_.emplace_back();
   live_.push_back(0);
   stalled_.push_back(0);
-  next_.resize(next_.size() + kMaxHops, kNone);
-  prev_.resize(prev_.size() + kMaxHops, kNone);
   return s;
 }
 
 void FlowNetwork::link_insert(std::uint32_t f) {
-  const Route& r = route_[f];
-  for (std::uint32_t h = 0; h < r.hops; ++h) {
-    const std::uint32_t l = r.links[h].value;
+  FlowHot& fh = hot_[f];
+  // The flow's cap: the slowest link of its route.
+  double cap = std::numeric_limits<double>::infinity();
+  for (std::uint32_t h = 0; h < fh.hops; ++h) cap = std::min(cap, link_[fh.links[h].value].capacity);
+  cap_[f] = cap;
+  for (std::uint32_t h = 0; h < fh.hops; ++h) {
+    LinkHot& lk = link_[fh.links[h].value];
+    lk.demand += cap;
+    lk.load += fh.rate;
     const std::uint32_t e = f * kMaxHops + h;
-    next_[e] = head_[l];
-    prev_[e] = kNone;
-    if (head_[l] != kNone) prev_[head_[l]] = e;
-    head_[l] = e;
-    ++link_flows_[l];
+    fh.next[h] = lk.head;
+    fh.prev[h] = kNone;
+    if (lk.head != kNone) hot_[lk.head / kMaxHops].prev[lk.head % kMaxHops] = e;
+    lk.head = e;
   }
 }
 
 void FlowNetwork::link_remove(std::uint32_t f) {
-  const Route& r = route_[f];
-  for (std::uint32_t h = 0; h < r.hops; ++h) {
-    const std::uint32_t l = r.links[h].value;
-    const std::uint32_t e = f * kMaxHops + h;
-    if (prev_[e] != kNone) next_[prev_[e]] = next_[e]; else head_[l] = next_[e];
-    if (next_[e] != kNone) prev_[next_[e]] = prev_[e];
-    next_[e] = prev_[e] = kNone;
-    --link_flows_[l];
+  FlowHot& fh = hot_[f];
+  for (std::uint32_t h = 0; h < fh.hops; ++h) {
+    LinkHot& lk = link_[fh.links[h].value];
+    lk.demand -= cap_[f];
+    lk.load -= fh.rate;
+    if (lk.head == f * kMaxHops + h && fh.next[h] == kNone) lk.demand = lk.load = 0;  // exact when empty
+    const std::uint32_t p = fh.prev[h], n = fh.next[h];
+    if (p != kNone) hot_[p / kMaxHops].next[p % kMaxHops] = n; else lk.head = n;
+    if (n != kNone) hot_[n / kMaxHops].prev[n % kMaxHops] = p;
+    fh.next[h] = fh.prev[h] = kNone;
   }
 }
 
 // --- the completion heap ---
 
-bool FlowNetwork::heap_less(std::uint32_t a, std::uint32_t b) const {
-  return finish_ps_[a] < finish_ps_[b] || (finish_ps_[a] == finish_ps_[b] && a < b);
+// A 4-ary heap of (finish time, slot): comparisons read only the heap's own entries.
+bool FlowNetwork::heap_less(const HeapEntry& a, const HeapEntry& b) {
+  return a.finish_ps < b.finish_ps || (a.finish_ps == b.finish_ps && a.slot < b.slot);
 }
 
 void FlowNetwork::heap_sift_up(std::size_t i) {
-  const std::uint32_t f = heap_[i];
+  const HeapEntry x = heap_[i];
   while (i > 0) {
-    const std::size_t p = (i - 1) / 2;
-    if (!heap_less(f, heap_[p])) break;
+    const std::size_t p = (i - 1) / 4;
+    if (!heap_less(x, heap_[p])) break;
     heap_[i] = heap_[p];
-    heap_pos_[heap_[i]] = static_cast<std::uint32_t>(i);
+    heap_pos_[heap_[i].slot] = static_cast<std::uint32_t>(i);
     i = p;
   }
-  heap_[i] = f;
-  heap_pos_[f] = static_cast<std::uint32_t>(i);
+  heap_[i] = x;
+  heap_pos_[x.slot] = static_cast<std::uint32_t>(i);
 }
 
 void FlowNetwork::heap_sift_down(std::size_t i) {
-  const std::uint32_t f = heap_[i];
+  const HeapEntry x = heap_[i];
   const std::size_t n = heap_.size();
   while (true) {
-    std::size_t c = 2 * i + 1;
-    if (c >= n) break;
-    if (c + 1 < n && heap_less(heap_[c + 1], heap_[c])) ++c;
-    if (!heap_less(heap_[c], f)) break;
+    const std::size_t first = 4 * i + 1;
+    if (first >= n) break;
+    std::size_t c = first;
+    const std::size_t last = std::min(first + 4, n);
+    for (std::size_t k = first + 1; k < last; ++k) {
+      if (heap_less(heap_[k], heap_[c])) c = k;
+    }
+    if (!heap_less(heap_[c], x)) break;
     heap_[i] = heap_[c];
-    heap_pos_[heap_[i]] = static_cast<std::uint32_t>(i);
+    heap_pos_[heap_[i].slot] = static_cast<std::uint32_t>(i);
     i = c;
   }
-  heap_[i] = f;
-  heap_pos_[f] = static_cast<std::uint32_t>(i);
+  heap_[i] = x;
+  heap_pos_[x.slot] = static_cast<std::uint32_t>(i);
 }
 
 void FlowNetwork::heap_remove(std::uint32_t f) {
   const std::uint32_t i = heap_pos_[f];
   if (i == kNone) return;
   heap_pos_[f] = kNone;
-  const std::uint32_t last = heap_.back();
+  const HeapEntry last = heap_.back();
   heap_.pop_back();
-  if (last == f) return;
+  if (last.slot == f) return;
   heap_[i] = last;
-  heap_pos_[last] = i;
+  heap_pos_[last.slot] = i;
   heap_sift_up(i);
-  heap_sift_down(heap_pos_[last]);
+  heap_sift_down(heap_pos_[last.slot]);
 }
 
 void FlowNetwork::heap_update(std::uint32_t f) {
@@ -150,12 +149,14 @@ void FlowNetwork::heap_update(std::uint32_t f) {
     return;
   }
   if (heap_pos_[f] == kNone) {
-    heap_.push_back(f);
+    heap_.push_back(HeapEntry{finish_ps_[f], f});
     heap_sift_up(heap_.size() - 1);
     return;
   }
-  heap_sift_up(heap_pos_[f]);
-  heap_sift_down(heap_pos_[f]);
+  const std::uint32_t i = heap_pos_[f];
+  const bool earlier = finish_ps_[f] < heap_[i].finish_ps;
+  heap_[i].finish_ps = finish_ps_[f];
+  if (earlier) heap_sift_up(i); else heap_sift_down(i);
 }
 
 // --- utilization ---
@@ -186,39 +187,61 @@ void FlowNetwork::advance_class(std::size_t cls, SimTime now) {
   }
 }
 
-void FlowNetwork::move_link_load(std::uint32_t l, double delta, SimTime now) {
-  link_bytes_[l] += link_load_[l] * static_cast<double>(now.ps() - link_last_ps_[l]) / kPsPerS;
-  link_last_ps_[l] = now.ps();
-  double load = link_load_[l] + delta;
-  if (load < kTolerance * capacity_[l]) load = std::max(0.0, load);
-  link_load_[l] = load;
-  link_peak_[l] = std::max(link_peak_[l], load);
-  const auto cls = static_cast<std::size_t>(fabric_.link(LinkId(l)).link_class);
-  advance_class(cls, now);
-  class_load_[cls] += delta;
+void FlowNetwork::flush_classes(SimTime now) {
+  for (std::size_t c = 0; c < kClasses; ++c) {
+    if (class_delta_[c] == 0) continue;
+    advance_class(c, now);
+    class_load_[c] = std::max(0.0, class_load_[c] + class_delta_[c]);
+    class_delta_[c] = 0;
+  }
+}
+
+void FlowNetwork::credit_links(std::uint32_t f) {
+  const double delivered = size_[f] - remaining_[f];
+  const double delta = delivered - credited_[f];
+  credited_[f] = delivered;
+  const FlowHot& fh = hot_[f];
+  for (std::uint32_t h = 0; h < fh.hops; ++h) link_[fh.links[h].value].bytes += delta;
 }
 
 void FlowNetwork::account_until(SimTime now) {
   touch(now);
-  for (std::size_t l = 0; l < link_load_.size(); ++l) {
-    link_bytes_[l] += link_load_[l] * static_cast<double>(now.ps() - link_last_ps_[l]) / kPsPerS;
-    link_last_ps_[l] = now.ps();
+  flush();
+  for (std::uint32_t f = 0; f < live_.size(); ++f) {
+    if (!live_[f]) continue;
+    remaining_[f] = std::max(0.0, remaining_[f] - hot_[f].rate * static_cast<double>(now.ps() - last_ps_[f]) / kPsPerS);
+    last_ps_[f] = now.ps();
+    credit_links(f);
   }
-  for (std::size_t c = 0; c < series_.size(); ++c) advance_class(c, now);
+  for (std::size_t c = 0; c < kClasses; ++c) advance_class(c, now);
+}
+
+double FlowNetwork::link_load(LinkId l) {
+  flush();
+  double load = 0;
+  for (std::uint32_t e = link_[l.index()].head; e != kNone;) {
+    load += hot_[e / kMaxHops].rate;
+    e = hot_[e / kMaxHops].next[e % kMaxHops];
+  }
+  return load;
 }
 
 // --- rates ---
 
 void FlowNetwork::set_rate(std::uint32_t f, double rate, SimTime now) {
-  remaining_[f] -= rate_[f] * static_cast<double>(now.ps() - last_ps_[f]) / kPsPerS;
+  FlowHot& fh = hot_[f];
+  remaining_[f] -= fh.rate * static_cast<double>(now.ps() - last_ps_[f]) / kPsPerS;
   if (remaining_[f] < 0) remaining_[f] = 0;
   last_ps_[f] = now.ps();
-  const double delta = rate - rate_[f];
+  const double delta = rate - fh.rate;
   if (delta != 0) {
-    const Route& r = route_[f];
-    for (std::uint32_t h = 0; h < r.hops; ++h) move_link_load(r.links[h].value, delta, now);
+    for (std::uint32_t h = 0; h < fh.hops; ++h) {
+      LinkHot& lk = link_[fh.links[h].value];
+      lk.load += delta;
+      class_delta_[lk.link_class] += delta;
+    }
   }
-  rate_[f] = rate;
+  fh.rate = rate;
   if (rate > 0) {
     const double ps = std::ceil(remaining_[f] / rate * kPsPerS);
     finish_ps_[f] = now.ps() + static_cast<std::int64_t>(std::min(ps, 9.0e18 - static_cast<double>(now.ps())));
@@ -228,77 +251,188 @@ void FlowNetwork::set_rate(std::uint32_t f, double rate, SimTime now) {
   heap_update(f);
 }
 
-void FlowNetwork::solve() {
-  // Residual capacity of every touched link with the flows outside S held at their rates.
-  for (std::uint32_t l : links_) {
-    double residual = fabric_.link_up(LinkId(l)) ? capacity_[l] : 0.0;
-    std::uint32_t in_set = 0;
-    for (std::uint32_t e = head_[l]; e != kNone; e = next_[e]) {
-      const std::uint32_t g = e / kMaxHops;
-      if (mark_[g] == epoch_) ++in_set; else residual -= rate_[g];
+void FlowNetwork::set_bottleneck(FlowHot& f, std::uint32_t link) {
+  if (f.bottleneck < kCap) --link_[f.bottleneck].bottlenecked;
+  f.bottleneck = link;
+  if (link < kCap) ++link_[link].bottlenecked;
+}
+
+void FlowNetwork::add_bottlenecked(std::uint32_t l) {
+  if (link_[l].bottlenecked == 0) return;
+  const std::uint32_t in_set = 2 * epoch_;
+  for (std::uint32_t e = link_[l].head; e != kNone;) {
+    FlowHot& g = hot_[e / kMaxHops];
+    if (g.bottleneck == l && g.mark != in_set) {
+      g.mark = in_set;
+      set_.push_back(e / kMaxHops);
     }
-    residual_[l] = std::max(0.0, residual);
-    unfrozen_[l] = in_set;
-    level_[l] = -1.0;
+    e = g.next[e % kMaxHops];
+  }
+}
+
+void FlowNetwork::solve() {
+  const std::uint32_t in_set = 2 * epoch_;
+  // Residual capacity of every active link S touches, with the flows outside S held at their
+  // rates. (Passive links cannot bind and are not visited.)
+  for (std::uint32_t i = 0; i < links_.size(); ++i) {
+    const std::uint32_t l = links_[i];
+    const LinkHot& lk = link_[l];
+    double residual = lk.capacity;
+    std::uint32_t count = 0, outsiders = 0;
+    for (std::uint32_t e = lk.head; e != kNone;) {
+      const FlowHot& g = hot_[e / kMaxHops];
+      if (g.mark == in_set) {
+        ++count;
+      } else {
+        residual -= g.rate;
+        ++outsiders;
+      }
+      e = g.next[e % kMaxHops];
+    }
+    LinkScratch& sc = scratch_[i];
+    sc.overloaded = residual < -kTolerance * lk.capacity;
+    sc.residual = std::max(0.0, residual);
+    sc.unfrozen = count;
+    sc.outsiders = outsiders;
+    sc.level = -1.0;
+    sc.max_rate = 0.0;
   }
   for (std::uint32_t f : set_) {
-    new_bottleneck_[f] = kNone;
-    new_rate_[f] = 0.0;
+    hot_[f].new_bottleneck = kNone;
+    hot_[f].new_rate = 0.0;
   }
   solved_flows_ += set_.size();
-  // Progressive filling over S: the link with the smallest fair share saturates first and fixes
-  // the rate of every S flow on it (Bertsekas & Gallager sec. 6.5.2).
-  fill_heap_.clear();
-  for (std::uint32_t l : links_) {
-    if (unfrozen_[l] > 0) fill_heap_.emplace_back(residual_[l] / unfrozen_[l], l);
-  }
-  std::make_heap(fill_heap_.begin(), fill_heap_.end(), fill_after);
-  while (!fill_heap_.empty()) {
-    std::pop_heap(fill_heap_.begin(), fill_heap_.end(), fill_after);
-    const auto [share, l] = fill_heap_.back();
-    fill_heap_.pop_back();
-    if (unfrozen_[l] == 0 || share != residual_[l] / unfrozen_[l]) continue;  // stale entry
-    level_[l] = share;
-    for (std::uint32_t e = head_[l]; e != kNone; e = next_[e]) {
-      const std::uint32_t g = e / kMaxHops;
-      if (mark_[g] != epoch_ || new_bottleneck_[g] != kNone) continue;
-      new_rate_[g] = share;
-      new_bottleneck_[g] = l;
-      const Route& r = route_[g];
-      for (std::uint32_t h = 0; h < r.hops; ++h) {
-        const std::uint32_t m = r.links[h].value;
-        residual_[m] = std::max(0.0, residual_[m] - share);
-        --unfrozen_[m];
-        if (m != l && unfrozen_[m] > 0) {
-          fill_heap_.emplace_back(residual_[m] / unfrozen_[m], m);
-          std::push_heap(fill_heap_.begin(), fill_heap_.end(), fill_after);
+  // Progressive filling over S (Bertsekas & Gallager sec. 6.5.2): the tightest constraint (a
+  // link's fair share, or a flow's own cap) saturates first and fixes the rates of its S flows.
+  auto freeze = [&](FlowHot& g, double rate, std::uint32_t bottleneck) {
+    g.new_rate = rate;
+    g.new_bottleneck = bottleneck;
+    for (std::uint32_t h = 0; h < g.hops; ++h) {
+      const LinkHot& mk = link_[g.links[h].value];
+      if (mk.mark != 2 * epoch_) continue;  // passive or slack
+      LinkScratch& ms = scratch_[mk.local];
+      ms.residual = std::max(0.0, ms.residual - rate);
+      ms.max_rate = std::max(ms.max_rate, rate);
+      --ms.unfrozen;
+    }
+  };
+  auto freeze_link = [&](std::uint32_t i, double share) {
+    scratch_[i].level = share;
+    const std::uint32_t l = links_[i];
+    for (std::uint32_t e = link_[l].head; e != kNone;) {
+      FlowHot& g = hot_[e / kMaxHops];
+      e = g.next[e % kMaxHops];
+      if (g.mark == in_set && g.new_bottleneck == kNone) freeze(g, share, l);
+    }
+  };
+  if (links_.size() + set_.size() <= 128) {
+    // Small sets: scan for the tightest constraint; each scan freezes a whole level.
+    std::size_t left = set_.size();
+    while (left > 0) {
+      double best = std::numeric_limits<double>::infinity();
+      std::uint32_t best_link = kNone;
+      for (std::uint32_t i = 0; i < links_.size(); ++i) {
+        const LinkScratch& sc = scratch_[i];
+        if (sc.unfrozen > 0 && sc.residual / sc.unfrozen < best) {
+          best = sc.residual / sc.unfrozen;
+          best_link = i;
         }
+      }
+      for (std::uint32_t f : set_) {
+        if (hot_[f].new_bottleneck == kNone && cap_[f] < best) {
+          best = cap_[f];
+          best_link = kNone;
+        }
+      }
+      if (best_link != kNone) {
+        freeze_link(best_link, best);
+      } else {
+        // The smallest caps bind first (a link at exactly the same share waits for the next scan).
+        for (std::uint32_t f : set_) {
+          if (hot_[f].new_bottleneck == kNone && cap_[f] == best) freeze(hot_[f], best, kCap);
+        }
+      }
+      left = 0;
+      for (std::uint32_t f : set_) left += hot_[f].new_bottleneck == kNone;
+    }
+    return;
+  }
+  // Large sets: a heap of (share, local link index) or (cap, kCapBit | position in S), with
+  // stale entries skipped.
+  constexpr std::uint32_t kCapBit = 1u << 31;
+  fill_heap_.clear();
+  for (std::uint32_t i = 0; i < links_.size(); ++i) {
+    if (scratch_[i].unfrozen > 0) fill_heap_.emplace_back(scratch_[i].residual / scratch_[i].unfrozen, i);
+  }
+  for (std::uint32_t k = 0; k < set_.size(); ++k) fill_heap_.emplace_back(cap_[set_[k]], kCapBit | k);
+  std::make_heap(fill_heap_.begin(), fill_heap_.end(), FillAfter{});
+  while (!fill_heap_.empty()) {
+    std::pop_heap(fill_heap_.begin(), fill_heap_.end(), FillAfter{});
+    const auto [share, id] = fill_heap_.back();
+    fill_heap_.pop_back();
+    if (id & kCapBit) {
+      FlowHot& g = hot_[set_[id & ~kCapBit]];
+      if (g.new_bottleneck != kNone) continue;
+      freeze(g, share, kCap);
+    } else {
+      LinkScratch& sc = scratch_[id];
+      if (sc.unfrozen == 0 || share != sc.residual / sc.unfrozen) continue;  // stale entry
+      // Re-push the links whose share changed: those of the flows this level freezes.
+      const std::uint32_t l = links_[id];
+      sc.level = share;
+      for (std::uint32_t e = link_[l].head; e != kNone;) {
+        FlowHot& g = hot_[e / kMaxHops];
+        e = g.next[e % kMaxHops];
+        if (g.mark != in_set || g.new_bottleneck != kNone) continue;
+        freeze(g, share, l);
+        for (std::uint32_t h = 0; h < g.hops; ++h) {
+          const LinkHot& mk = link_[g.links[h].value];
+          if (mk.mark != 2 * epoch_ || mk.local == id) continue;
+          const LinkScratch& ms = scratch_[mk.local];
+          if (ms.unfrozen > 0) {
+            fill_heap_.emplace_back(ms.residual / ms.unfrozen, mk.local);
+            std::push_heap(fill_heap_.begin(), fill_heap_.end(), FillAfter{});
+          }
+        }
+      }
+      continue;
+    }
+    // A cap froze a flow: its links' shares changed.
+    const FlowHot& g = hot_[set_[id & ~kCapBit]];
+    for (std::uint32_t h = 0; h < g.hops; ++h) {
+      const LinkHot& mk = link_[g.links[h].value];
+      if (mk.mark != 2 * epoch_) continue;
+      const LinkScratch& ms = scratch_[mk.local];
+      if (ms.unfrozen > 0) {
+        fill_heap_.emplace_back(ms.residual / ms.unfrozen, mk.local);
+        std::push_heap(fill_heap_.begin(), fill_heap_.end(), FillAfter{});
       }
     }
   }
 }
 
 bool FlowNetwork::verify() {
+  const std::uint32_t in_set = 2 * epoch_, flagged = 2 * epoch_ + 1;
   violators_.clear();
-  for (std::uint32_t l : links_) {
-    const double tol = kTolerance * capacity_[l];
-    const bool saturated = residual_[l] <= tol;
-    double max_in_set = 0.0;
-    for (std::uint32_t e = head_[l]; e != kNone; e = next_[e]) {
-      const std::uint32_t g = e / kMaxHops;
-      if (mark_[g] == epoch_) max_in_set = std::max(max_in_set, new_rate_[g]);
-    }
-    for (std::uint32_t e = head_[l]; e != kNone; e = next_[e]) {
-      const std::uint32_t g = e / kMaxHops;
-      if (mark_[g] == epoch_ || vmark_[g] == epoch_) continue;
-      const double r = rate_[g];
+  for (std::uint32_t i = 0; i < links_.size(); ++i) {
+    const LinkScratch& sc = scratch_[i];
+    if (sc.outsiders == 0) continue;
+    const std::uint32_t l = links_[i];
+    const LinkHot& lk = link_[l];
+    const double tol = kTolerance * lk.capacity;
+    const bool saturated = sc.residual <= tol;
+    for (std::uint32_t e = lk.head; e != kNone;) {
+      const std::uint32_t gi = e / kMaxHops;
+      FlowHot& g = hot_[gi];
+      e = g.next[e % kMaxHops];
+      if (g.mark == in_set || g.mark == flagged) continue;
       // g's bottleneck must stay saturated with g the largest on it; and no S flow that l now
       // bottlenecks may be smaller than g.
-      const bool lost_bottleneck = bottleneck_[g] == l && (!saturated || max_in_set > r + tol);
-      const bool too_large = saturated && level_[l] >= 0 && level_[l] < r - tol;
+      const bool lost_bottleneck = g.bottleneck == l && (!saturated || sc.max_rate > g.rate + tol);
+      const bool too_large = saturated && ((sc.level >= 0 && sc.level < g.rate - tol) || sc.overloaded);
       if (lost_bottleneck || too_large) {
-        vmark_[g] = epoch_;
-        violators_.push_back(g);
+        g.mark = flagged;
+        violators_.push_back(gi);
       }
     }
   }
@@ -307,41 +441,105 @@ bool FlowNetwork::verify() {
 
 void FlowNetwork::commit(SimTime now) {
   for (std::uint32_t f : set_) {
-    const double r = new_rate_[f];
-    if (std::fabs(r - rate_[f]) > 1e-12 * std::max(r, rate_[f])) set_rate(f, r, now);
-    bottleneck_[f] = new_bottleneck_[f];
+    FlowHot& fh = hot_[f];
+    const double r = fh.new_rate;
+    if (std::fabs(r - fh.rate) > 1e-12 * std::max(r, fh.rate)) set_rate(f, r, now);
+    if (fh.bottleneck != fh.new_bottleneck) set_bottleneck(fh, fh.new_bottleneck);
   }
+  flush_classes(now);
+}
+
+// Slack links S's new rates would overfill become tight (they join the next solve).
+bool FlowNetwork::promote_overfilled() {
+  if (slack_.empty()) return false;
+  const std::uint32_t slack = 2 * epoch_ + 1;
+  slack_delta_.assign(slack_.size(), 0.0);
+  for (std::uint32_t f : set_) {
+    const FlowHot& g = hot_[f];
+    const double d = g.new_rate - g.rate;
+    if (d == 0) continue;
+    for (std::uint32_t h = 0; h < g.hops; ++h) {
+      const LinkHot& lk = link_[g.links[h].value];
+      if (lk.mark == slack) slack_delta_[lk.local] += d;
+    }
+  }
+  bool promoted = false;
+  for (std::size_t i = 0; i < slack_.size(); ++i) {
+    const std::uint32_t l = slack_[i];
+    LinkHot& lk = link_[l];
+    if (lk.mark != slack || !(lk.load + slack_delta_[i] > lk.capacity * (1 + kTolerance))) continue;
+    lk.mark = 2 * epoch_;
+    lk.local = static_cast<std::uint32_t>(links_.size());
+    links_.push_back(l);
+    if (scratch_.size() < links_.size()) scratch_.resize(links_.size());
+    promoted = true;
+  }
+  return promoted;
 }
 
 void FlowNetwork::settle(SimTime now) {
-  if (++epoch_ == 0) {
-    std::fill(mark_.begin(), mark_.end(), 0);
-    std::fill(vmark_.begin(), vmark_.end(), 0);
-    std::fill(link_mark_.begin(), link_mark_.end(), 0);
+  ++updates_;
+  if (++epoch_ >= (1u << 30)) {
+    for (auto& h : hot_) h.mark = 0;
+    for (auto& l : link_) l.mark = 0;
     epoch_ = 1;
   }
+  const std::uint32_t in_set = 2 * epoch_;
   links_.clear();
+  slack_.clear();
+  const std::uint32_t tight = 2 * epoch_, slack = 2 * epoch_ + 1;
   auto add_link = [&](std::uint32_t l) {
-    if (link_mark_[l] != epoch_) {
-      link_mark_[l] = epoch_;
+    LinkHot& lk = link_[l];
+    if (lk.mark == tight || lk.mark == slack || lk.demand <= lk.capacity) return;  // seen, or passive
+    if (lk.load >= lk.capacity * (1 - kTolerance)) {
+      lk.mark = tight;
+      lk.local = static_cast<std::uint32_t>(links_.size());
       links_.push_back(l);
+      if (scratch_.size() < links_.size()) scratch_.resize(links_.size());
+    } else {
+      lk.mark = slack;
+      lk.local = static_cast<std::uint32_t>(slack_.size());
+      slack_.push_back(l);
     }
   };
   auto add_flow_links = [&](std::uint32_t f) {
-    const Route& r = route_[f];
-    for (std::uint32_t h = 0; h < r.hops; ++h) add_link(r.links[h].value);
+    const FlowHot& fh = hot_[f];
+    for (std::uint32_t h = 0; h < fh.hops; ++h) add_link(fh.links[h].value);
   };
-  for (std::uint32_t l : seed_links_) add_link(l);
+  // S starts with the flows that changed (each once, if it is still there) and those
+  // bottlenecked where the load changed (they are the first to move); the checks bring in the
+  // rest.
+  std::size_t kept = 0;
   for (std::uint32_t f : set_) {
-    mark_[f] = epoch_;
-    add_flow_links(f);
+    if (!live_[f] || hot_[f].hops == 0 || hot_[f].mark == in_set) continue;
+    hot_[f].mark = in_set;
+    set_[kept++] = f;
   }
+  set_.resize(kept);
+  for (std::uint32_t f : set_) add_flow_links(f);
+  for (std::uint32_t l : seed_links_) add_link(l);
+  const std::size_t changed = set_.size();
+  for (std::size_t i = 0; i < changed; ++i) {
+    const FlowHot& fh = hot_[set_[i]];
+    for (std::uint32_t h = 0; h < fh.hops; ++h) add_bottlenecked(fh.links[h].value);
+  }
+  for (std::uint32_t l : seed_links_) add_bottlenecked(l);
+  // Second order: flows bottlenecked where those first movers meet them.
+  const std::size_t first_order = set_.size();
+  for (std::size_t i = changed; i < first_order; ++i) {
+    const FlowHot& fh = hot_[set_[i]];
+    for (std::uint32_t h = 0; h < fh.hops; ++h) {
+      if (active_link(fh.links[h].value)) add_bottlenecked(fh.links[h].value);
+    }
+  }
+  for (std::size_t i = changed; i < set_.size(); ++i) add_flow_links(set_[i]);
   while (true) {
     ++settle_rounds_;
     solve();
-    if (verify()) break;
+    const bool promoted = promote_overfilled();
+    if (verify() && !promoted) break;
     for (std::uint32_t g : violators_) {
-      mark_[g] = epoch_;
+      hot_[g].mark = in_set;
       set_.push_back(g);
       add_flow_links(g);
     }
@@ -355,7 +553,16 @@ void FlowNetwork::settle(SimTime now) {
 
 void FlowNetwork::touch(SimTime now) {
   SERVESIM_CHECK_MSG(now >= now_, "the flow network's time went back");
+  if (now > now_) flush();
+  SERVESIM_CHECK_MSG(heap_.empty() || heap_[0].finish_ps >= now.ps(),
+                     "a flow was due before this change: call complete_until(now) first");
   now_ = now;
+}
+
+void FlowNetwork::flush() {
+  if (!pending_) return;
+  pending_ = false;
+  settle(now_);
 }
 
 FlowHandle FlowNetwork::start(SimTime now, ChipId src, ChipId dst, double bytes, std::uint64_t tag,
@@ -366,27 +573,32 @@ FlowHandle FlowNetwork::start(SimTime now, ChipId src, ChipId dst, double bytes,
   live_[f] = 1;
   stalled_[f] = 0;
   size_[f] = remaining_[f] = bytes;
-  rate_[f] = 0;
+  credited_[f] = 0;
   last_ps_[f] = now.ps();
   tag_[f] = tag;
   label_[f] = label;
   src_[f] = src;
   dst_[f] = dst;
-  bottleneck_[f] = kNone;
+  FlowHot& fh = hot_[f];
+  fh.rate = 0;
+  fh.bottleneck = kNone;  // a fresh slot's was cleared when it was freed
+  fh.hops = 0;
+  finish_ps_[f] = SimTime::never().ps();
   ++active_count_;
-  route_[f].hops = 0;
+  Route r;
   if (src == dst) {
     remaining_[f] = 0;  // nothing to move: it completes at once
     finish_ps_[f] = now.ps();
     heap_update(f);
-  } else if (!fabric_.route(src, dst, label, route_[f])) {
+  } else if (!fabric_.flow_route(src, dst, label, r)) {
     stalled_[f] = 1;
-    route_[f].hops = 0;
     finish_ps_[f] = SimTime::never().ps();
   } else {
+    fh.hops = r.hops;
+    std::copy(r.begin(), r.end(), fh.links.begin());
     link_insert(f);
     set_.push_back(f);
-    settle(now);
+    pending_ = true;
   }
   return FlowHandle{f, generation_[f]};
 }
@@ -395,23 +607,33 @@ bool FlowNetwork::active(FlowHandle h) const {
   return h.valid() && h.slot < live_.size() && live_[h.slot] && generation_[h.slot] == h.generation;
 }
 
-double FlowNetwork::rate(FlowHandle h) const { return active(h) ? rate_[h.slot] : 0.0; }
-
-double FlowNetwork::remaining(FlowHandle h, SimTime now) const {
-  if (!active(h)) return 0.0;
-  return std::max(0.0, remaining_[h.slot] -
-                           rate_[h.slot] * static_cast<double>(now.ps() - last_ps_[h.slot]) / kPsPerS);
+double FlowNetwork::rate(FlowHandle h) {
+  flush();
+  return active(h) ? hot_[h.slot].rate : 0.0;
 }
 
-SimTime FlowNetwork::finish_time(FlowHandle h) const {
+double FlowNetwork::remaining(FlowHandle h, SimTime now) {
+  flush();
+  if (!active(h)) return 0.0;
+  return std::max(0.0, remaining_[h.slot] -
+                           hot_[h.slot].rate * static_cast<double>(now.ps() - last_ps_[h.slot]) / kPsPerS);
+}
+
+SimTime FlowNetwork::finish_time(FlowHandle h) {
+  flush();
   return active(h) ? SimTime::from_ps(finish_ps_[h.slot]) : SimTime::never();
 }
 
 bool FlowNetwork::stalled(FlowHandle h) const { return active(h) && stalled_[h.slot]; }
 
-const Route& FlowNetwork::route(FlowHandle h) const {
+Route FlowNetwork::route(FlowHandle h) const {
   SERVESIM_CHECK(active(h));
-  return route_[h.slot];
+  const FlowHot& fh = hot_[h.slot];
+  Route r;
+  r.hops = fh.hops;
+  std::copy(fh.links.begin(), fh.links.begin() + fh.hops, r.links.begin());
+  if (fh.hops > 0) r.plane = fabric_.link(fh.links[0]).plane;  // the first hop is a chip's own link
+  return r;
 }
 
 std::size_t FlowNetwork::stalled_flows() const {
@@ -420,20 +642,36 @@ std::size_t FlowNetwork::stalled_flows() const {
   return n;
 }
 
-SimTime FlowNetwork::next_completion() const {
-  return heap_.empty() ? SimTime::never() : SimTime::from_ps(finish_ps_[heap_[0]]);
+SimTime FlowNetwork::next_completion() {
+  flush();
+  return heap_.empty() ? SimTime::never() : SimTime::from_ps(heap_[0].finish_ps);
 }
 
 void FlowNetwork::finish_flow(std::uint32_t f, SimTime at, bool aborted, std::vector<FlowDone>* out) {
-  set_rate(f, 0.0, at);
+  FlowHot& fh = hot_[f];
+  // Its rate leaves the link classes now; a due flow's last bytes arrive now.
+  remaining_[f] = aborted ? std::max(0.0, remaining_[f] - fh.rate * static_cast<double>(at.ps() - last_ps_[f]) / kPsPerS)
+                          : 0.0;
+  last_ps_[f] = at.ps();
+  if (fh.rate != 0) {
+    for (std::uint32_t h = 0; h < fh.hops; ++h) {
+      LinkHot& lk = link_[fh.links[h].value];
+      lk.load -= fh.rate;
+      class_delta_[lk.link_class] -= fh.rate;
+    }
+    fh.rate = 0;
+  }
+  flush_classes(at);
+  credit_links(f);
   if (out != nullptr) {
     out->push_back(FlowDone{FlowHandle{f, generation_[f]}, tag_[f], at,
                             aborted ? size_[f] - remaining_[f] : size_[f], aborted});
   }
   heap_remove(f);
   link_remove(f);
-  for (std::uint32_t h = 0; h < route_[f].hops; ++h) seed_links_.push_back(route_[f].links[h].value);
-  route_[f].hops = 0;
+  for (std::uint32_t h = 0; h < fh.hops; ++h) seed_links_.push_back(fh.links[h].value);
+  fh.hops = 0;
+  set_bottleneck(fh, kNone);
   live_[f] = 0;
   stalled_[f] = 0;
   ++generation_[f];
@@ -445,37 +683,70 @@ bool FlowNetwork::cancel(SimTime now, FlowHandle h) {
   if (!active(h)) return false;
   touch(now);
   finish_flow(h.slot, now, true, nullptr);
-  settle(now);
+  pending_ = true;
   return true;
 }
 
 void FlowNetwork::complete_until(SimTime now, std::vector<FlowDone>& done) {
-  while (!heap_.empty() && finish_ps_[heap_[0]] <= now.ps()) {
-    const std::uint32_t f = heap_[0];
-    const SimTime at = SimTime::from_ps(finish_ps_[f]);
-    touch(at);
-    finish_flow(f, at, false, &done);
-    settle(at);
+  while (true) {
+    flush();
+    if (heap_.empty() || heap_[0].finish_ps > now.ps()) break;
+    const std::int64_t at_ps = heap_[0].finish_ps;
+    const SimTime at = SimTime::from_ps(at_ps);
+    SERVESIM_CHECK_MSG(at >= now_, "the flow network's time went back");
+    now_ = at;
+    // Every flow due at this instant leaves together; the update waits for the next change or
+    // query. No other flow can become due at `at`: its remaining bytes are positive there.
+    while (!heap_.empty() && heap_[0].finish_ps == at_ps) finish_flow(heap_[0].slot, at, false, &done);
+    pending_ = true;
+    if (at == now) return;
   }
   touch(now);
 }
 
+void FlowNetwork::refresh_capacity(LinkId l) {
+  // The link's own resource and its bundle change capacity; their flows' caps (the slowest
+  // resource of each route) and the resources' demands are recomputed, and the flows re-solved.
+  std::vector<std::uint32_t> on;
+  for (std::uint32_t r : {l.value, fabric_.bundle_of(l)}) {
+    if (r == Fabric::kNone) continue;
+    on.clear();
+    for (std::uint32_t e = link_[r].head; e != kNone; e = hot_[e / kMaxHops].next[e % kMaxHops]) {
+      on.push_back(e / kMaxHops);
+    }
+    for (std::uint32_t f : on) link_remove(f);
+    link_[r].capacity = fabric_.resource_capacity(r);
+    for (std::uint32_t f : on) {
+      link_insert(f);
+      set_.push_back(f);
+    }
+    seed_links_.push_back(r);
+  }
+}
+
 void FlowNetwork::reroute(std::uint32_t f) {
-  if (fabric_.route(src_[f], dst_[f], label_[f], route_[f])) {
+  FlowHot& fh = hot_[f];
+  Route r;
+  if (fabric_.flow_route(src_[f], dst_[f], label_[f], r)) {
     stalled_[f] = 0;
+    fh.hops = r.hops;
+    std::copy(r.begin(), r.end(), fh.links.begin());
     link_insert(f);
     set_.push_back(f);
   } else {
     stalled_[f] = 1;
-    route_[f].hops = 0;
-    bottleneck_[f] = kNone;
+    fh.hops = 0;
+    set_bottleneck(fh, kNone);
   }
 }
 
 void FlowNetwork::fail(SimTime now, const std::vector<LinkId>& links, const std::vector<ChipId>& chips,
                        std::vector<FlowDone>& aborted) {
   touch(now);
-  for (LinkId l : links) fabric_.set_link_up(l, false);
+  for (LinkId l : links) {
+    fabric_.set_link_up(l, false);
+    refresh_capacity(l);
+  }
   std::vector<std::uint8_t> dead(fabric_.chips(), 0);
   for (ChipId c : chips) dead[c.index()] = 1;
   std::vector<std::uint32_t> moved;
@@ -485,49 +756,54 @@ void FlowNetwork::fail(SimTime now, const std::vector<LinkId>& links, const std:
       finish_flow(f, now, true, &aborted);
       continue;
     }
-    const Route& r = route_[f];
+    const FlowHot& fh = hot_[f];
     bool hit = false;
-    for (std::uint32_t h = 0; h < r.hops && !hit; ++h) hit = !fabric_.link_up(r.links[h]);
+    for (std::uint32_t h = 0; h < fh.hops && !hit; ++h) hit = !(link_[fh.links[h].value].capacity > 0);
     if (hit) moved.push_back(f);
   }
   for (std::uint32_t f : moved) {
     set_rate(f, 0.0, now);
+    credit_links(f);
     link_remove(f);
-    for (std::uint32_t h = 0; h < route_[f].hops; ++h) seed_links_.push_back(route_[f].links[h].value);
+    FlowHot& fh = hot_[f];
+    for (std::uint32_t h = 0; h < fh.hops; ++h) seed_links_.push_back(fh.links[h].value);
+    set_bottleneck(fh, kNone);
     reroute(f);
     if (stalled_[f]) {
       finish_ps_[f] = SimTime::never().ps();
       heap_update(f);
     }
   }
-  settle(now);
+  flush_classes(now);
+  pending_ = true;
 }
 
 void FlowNetwork::recover(SimTime now, const std::vector<LinkId>& links) {
   touch(now);
   for (LinkId l : links) {
     fabric_.set_link_up(l, true);
-    seed_links_.push_back(l.value);
+    refresh_capacity(l);
   }
   for (std::uint32_t f = 0; f < live_.size(); ++f) {
     if (live_[f] && stalled_[f]) reroute(f);
   }
-  settle(now);
+  pending_ = true;
 }
 
 // --- references for tests ---
 
-std::vector<double> FlowNetwork::reference_rates() const {
-  const std::size_t L = capacity_.size();
+std::vector<double> FlowNetwork::reference_rates() {
+  flush();
+  const std::size_t L = link_.size();
   std::vector<double> residual(L);
   std::vector<std::vector<std::uint32_t>> on(L);
   std::vector<double> out(live_.size(), 0.0);
   std::vector<bool> frozen(live_.size(), true);
-  for (std::size_t l = 0; l < L; ++l) residual[l] = fabric_.link_up(LinkId(static_cast<std::uint32_t>(l))) ? capacity_[l] : 0.0;
+  for (std::size_t l = 0; l < L; ++l) residual[l] = link_[l].capacity;
   for (std::uint32_t f = 0; f < live_.size(); ++f) {
-    if (!live_[f] || route_[f].hops == 0) continue;
+    if (!live_[f] || hot_[f].hops == 0) continue;
     frozen[f] = false;
-    for (LinkId l : route_[f]) on[l.index()].push_back(f);
+    for (std::uint32_t h = 0; h < hot_[f].hops; ++h) on[hot_[f].links[h].index()].push_back(f);
   }
   // Textbook progressive filling: raise every unfrozen rate together; the link that fills first
   // freezes its flows; repeat.
@@ -549,31 +825,45 @@ std::vector<double> FlowNetwork::reference_rates() const {
       if (frozen[f]) continue;
       frozen[f] = true;
       out[f] = best;
-      for (LinkId m : route_[f]) residual[m.index()] = std::max(0.0, residual[m.index()] - best);
+      for (std::uint32_t h = 0; h < hot_[f].hops; ++h) {
+        const std::size_t m = hot_[f].links[h].index();
+        residual[m] = std::max(0.0, residual[m] - best);
+      }
     }
   }
   return out;
 }
 
-std::string FlowNetwork::check() const {
-  const std::size_t L = capacity_.size();
+std::string FlowNetwork::check() {
+  flush();
+  const std::size_t L = link_.size();
   std::vector<double> load(L, 0.0), top(L, 0.0);
   for (std::uint32_t f = 0; f < live_.size(); ++f) {
     if (!live_[f]) continue;
-    for (LinkId l : route_[f]) {
-      load[l.index()] += rate_[f];
-      top[l.index()] = std::max(top[l.index()], rate_[f]);
+    for (std::uint32_t h = 0; h < hot_[f].hops; ++h) {
+      const std::size_t l = hot_[f].links[h].index();
+      load[l] += hot_[f].rate;
+      top[l] = std::max(top[l], hot_[f].rate);
     }
   }
+  std::vector<std::uint32_t> bottlenecked(L, 0);
+  for (std::uint32_t f = 0; f < live_.size(); ++f) {
+    if (live_[f] && hot_[f].bottleneck < kCap) ++bottlenecked[hot_[f].bottleneck];
+  }
   for (std::size_t l = 0; l < L; ++l) {
-    if (load[l] > capacity_[l] * (1 + 1e-9)) return "link " + std::to_string(l) + " is over capacity";
+    if (load[l] > link_[l].capacity * (1 + 1e-9)) return "link " + std::to_string(l) + " is over capacity";
+    if (bottlenecked[l] != link_[l].bottlenecked) return "link " + std::to_string(l) + " miscounts its bottlenecked flows";
+    if (std::fabs(link_[l].load - load[l]) > 1e-6 * link_[l].capacity + 1.0) {
+      return "link " + std::to_string(l) + "'s running load drifted from its flows' rates";
+    }
   }
   for (std::uint32_t f = 0; f < live_.size(); ++f) {
-    if (!live_[f] || route_[f].hops == 0) continue;
+    if (!live_[f] || hot_[f].hops == 0) continue;
     bool has_bottleneck = false;
-    for (LinkId l : route_[f]) {
-      const double cap = capacity_[l.index()];
-      if (load[l.index()] >= cap * (1 - 1e-9) && rate_[f] >= top[l.index()] - 1e-9 * cap) has_bottleneck = true;
+    for (std::uint32_t h = 0; h < hot_[f].hops; ++h) {
+      const std::size_t l = hot_[f].links[h].index();
+      const double cap = link_[l].capacity;
+      if (load[l] >= cap * (1 - 1e-9) && hot_[f].rate >= top[l] - 1e-9 * cap) has_bottleneck = true;
     }
     if (!has_bottleneck) return "flow in slot " + std::to_string(f) + " has no bottleneck";
   }

@@ -34,6 +34,7 @@ ClusterSpec dgx_superpod(std::string name, double nvlink_bytes_per_s, std::strin
   s.scale_out.hosts_per_leaf = 64;
   s.scale_out.leaves_per_pod = 64;
   s.scale_out.hop_latency = us(0.5);  // [A] switch port-to-port plus cable, per link
+  s.scale_out.routing = Routing::kAdaptive;  // [A] InfiniBand adaptive routing spreads flows
   s.comm = nvswitch_h200_calibration();
   s.source = std::move(source);
   return s;
@@ -77,6 +78,7 @@ ClusterSpec atlas_800t_a2() {
   s.scale_out.hosts_per_leaf = 64;
   s.scale_out.leaves_per_pod = 64;
   s.scale_out.hop_latency = us(0.5);  // [A]
+  s.scale_out.routing = Routing::kAdaptive;  // [A] network-scale load balancing across paths
   s.comm = transferred_calibration();
   s.source = "Atlas 800T A2 whitepaper v16 [P]: 8 x 910B on an HCCS full mesh (392 GB/s per NPU), "
              "8 x 200 GbE; [A] per-direction HCCS figure, RoCE 3-tier fat tree of 128-port "
@@ -107,6 +109,7 @@ ClusterSpec cloudmatrix384() {
   s.scale_out.hosts_per_leaf = 64;
   s.scale_out.leaves_per_pod = 64;
   s.scale_out.hop_latency = us(0.5);  // [A]
+  s.scale_out.routing = Routing::kAdaptive;  // [A]
   s.comm = transferred_calibration();
   s.source = "CloudMatrix384 paper, arXiv 2506.12708 sec. 3 [P]: 384 x 910C per UB supernode "
              "(392 GB/s per NPU per direction, non-blocking), 400 Gb/s RDMA per NPU; [A] RDMA "
@@ -136,6 +139,7 @@ ClusterSpec gb200_nvl72() {
   s.scale_out.hosts_per_leaf = 72;
   s.scale_out.leaves_per_pod = 72;
   s.scale_out.hop_latency = us(0.5);  // [A]; gb200.yaml quotes ~5 us between racks end to end
+  s.scale_out.routing = Routing::kAdaptive;  // [A] Quantum-X800 adaptive routing
   s.comm = nvl72_gb200_calibration();
   s.source = "GB200 NVL72 [P] (aiconfigurator gb200.yaml, hardware.md): 72 GPUs per NVLink domain "
              "at 900 GB/s per direction, 4 GPUs per tray, CX8 800 Gb/s per GPU; [A] rail-optimised "

@@ -6,7 +6,7 @@
 namespace servesim::topologies::testing {
 
 // `nodes` DGX-like nodes of 8 chips on one NVSwitch each (450 GB/s per direction, 0.2 us per
-// link), one 50 GB/s NIC per chip, and a fat tree of `tiers` tiers (0.5 us per link).
+// link), one 50 GB/s NIC per chip, and a fat tree of `tiers` tiers (0.5 us per link), ECMP.
 inline ClusterSpec dgx_like(int nodes, int tiers = 2, bool rail_optimized = true, int hosts_per_leaf = 2,
                             int leaves_per_pod = 16) {
   ClusterSpec s;
@@ -27,6 +27,7 @@ inline ClusterSpec dgx_like(int nodes, int tiers = 2, bool rail_optimized = true
   s.scale_out.leaves_per_pod = leaves_per_pod;
   s.scale_out.hop_latency = Duration::nanoseconds(500);
   s.scale_out.radix = 0;
+  s.scale_out.routing = Routing::kEcmp;
   return s;
 }
 
