@@ -64,19 +64,18 @@ std::vector<FaultProblem> validate_faults(const Fabric& f, const FaultSpec& spec
     const auto& s = spec.scheduled[i];
     const std::size_t n = s.target.kind == FaultKind::kLink ? f.link_count() : component_count(f, s.target.kind);
     if (s.target.index >= n) {
+      const std::string what = s.target.kind == FaultKind::kLink ? "link" : std::string(fault_kind_name(s.target.kind));
       out.push_back({static_cast<int>(i), -1,
-                     std::string(fault_kind_name(s.target.kind)) + " " + std::to_string(s.target.index) +
-                         " does not exist: the cluster has " + format_count(static_cast<std::int64_t>(n)) + " " +
-                         std::string(s.target.kind == FaultKind::kLink ? "links (one per direction)"
-                                                                        : std::string(fault_kind_name(s.target.kind)) + "s") +
-                         ", numbered from 0"});
+                     what + " " + std::to_string(s.target.index) + " does not exist: the cluster has " +
+                         format_count(static_cast<std::int64_t>(n)) + " " + what + (n == 1 ? "" : "s") +
+                         (s.target.kind == FaultKind::kLink ? " (one per direction)" : "") + ", numbered from 0"});
     }
     if (s.recover_at && *s.recover_at <= s.at) {
       out.push_back({static_cast<int>(i), -1, "recovers before (or when) it fails"});
     }
   }
   for (std::size_t i = 0; i < spec.random.size(); ++i) {
-    if (!(spec.random[i].mtbf > Duration::zero())) {
+    if (!(spec.random[i].mtbf_s > 0)) {
       out.push_back({-1, static_cast<int>(i), "the mean time between failures must be positive"});
     }
     if (component_count(f, spec.random[i].kind) == 0) {
@@ -102,7 +101,7 @@ std::vector<FaultEvent> fault_timeline(const Fabric& f, const FaultSpec& spec, S
     Rng rng(seed, "faults/" + std::string(fault_kind_name(r.kind)));
     // The fleet fails at n / MTBF; each failure hits a component uniformly at random (the
     // superposition of n independent exponential clocks). A component already down is skipped.
-    const double rate = static_cast<double>(n) / r.mtbf.to_seconds();
+    const double rate = static_cast<double>(n) / r.mtbf_s;
     std::map<std::uint32_t, SimTime> down_until;
     double t = 0;
     while (true) {
@@ -115,10 +114,13 @@ std::vector<FaultEvent> fault_timeline(const Fabric& f, const FaultSpec& spec, S
       if (it != down_until.end() && it->second > at) continue;
       const FaultTarget target{r.kind, index};
       out.push_back(FaultEvent{at, target, false});
-      SimTime back = SimTime::never();
-      if (r.mttr) {
-        back = at + Duration::seconds(rng.exponential(1.0 / r.mttr->to_seconds()));
-        if (back <= horizon) out.push_back(FaultEvent{back, target, true});
+      SimTime back = SimTime::never();  // not repaired within the horizon
+      if (r.mttr_s) {
+        const double back_s = t + rng.exponential(1.0 / *r.mttr_s);
+        if (back_s <= horizon.to_seconds()) {
+          back = SimTime::zero() + Duration::seconds(back_s);
+          out.push_back(FaultEvent{back, target, true});
+        }
       }
       down_until[index] = back;
     }

@@ -46,8 +46,8 @@ struct ScheduledFault {
 
 struct RandomFaults {
   FaultKind kind = FaultKind::kChip;
-  Duration mtbf;                   // per component
-  std::optional<Duration> mttr;    // mean repair time (exponential); none: never repaired
+  double mtbf_s = 0;                 // per component, seconds (years are common: not a Duration)
+  std::optional<double> mttr_s;      // mean repair time (exponential); none: never repaired
 };
 
 struct FaultSpec {

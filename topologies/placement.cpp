@@ -437,12 +437,12 @@ ClusterPlacement place_pools(const Fabric& fabric, std::span<const PoolPlacement
       if (bad == 0) continue;
       const std::string what =
           kind == GroupKind::kTp
-              ? "tensor-parallel group spans scale-up domains, so its all-reduces cross the "
+              ? "tensor-parallel group that spans scale-up domains, so its all-reduces cross the "
                 "scale-out network"
               : "expert-parallel group of " + std::to_string(gsize) +
-                    " leaves its scale-up domain of " + std::to_string(domain_chips) +
+                    " that leaves its scale-up domain of " + std::to_string(domain_chips) +
                     " chips, so its all-to-all crosses the scale-out network";
-      issue(pi, first_instance, -1, error,
+      issue(pi, first_instance, spec.policy == PlacementPolicy::kExplicit ? first_instance : -1, error,
             plural(bad, "instance") + " of " + format_count(spec.instances) + " ha" +
                 (bad == 1 ? "s" : "ve") + " a " + what + " (first: " + example + ")" +
                 (error ? "; choose another placement or set on_violation: warn to accept it" : ""));

@@ -113,9 +113,11 @@ int run_command(const std::vector<std::string>& args, std::ostream& out, std::os
 
   try {
     const scenario::Scenario sc = scenario::load_scenario_file(path, options);
+    for (const auto& w : sc.warnings) err << "warning: " << w.to_string() << "\n";
     RunOutput run = execute(sc, false);
     reports::RunInfo info;
     info.name = sc.name;
+    info.warnings = sc.warnings;
     info.events = run.events;
     info.fingerprint = run.fingerprint;
     if (!reproducible) {

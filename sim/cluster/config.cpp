@@ -28,4 +28,11 @@ topologies::FabricSpec fabric_of(const models::ChipSpec& chip) {
   return f;
 }
 
+topologies::InstanceShape instance_shape(const models::ParallelPlan& plan) {
+  topologies::InstanceShape s;
+  s.tp = plan.tp;
+  s.pp = plan.pp;
+  return s;
+}
+
 }  // namespace servesim::cluster

@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/cluster/config.h"
+#include "sim/core/errors.h"
 
 namespace servesim::scenario {
 
@@ -32,6 +33,7 @@ struct Scenario {
   std::string name;
   cluster::SimulationConfig config;
   nlohmann::ordered_json resolved;      // the scenario as run: every default filled in
+  std::vector<Diagnostic> warnings;     // problems the scenario accepted (on_violation: warn)
 };
 
 // Throws InputError with every problem found.

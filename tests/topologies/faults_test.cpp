@@ -46,7 +46,7 @@ TEST_CASE("validate_faults: targets that do not exist and backward recoveries") 
 TEST_CASE("fault_timeline: random faults follow the MTBF, deterministically per seed") {
   const Fabric f = build_fabric(dgx_like(125));  // 1,000 chips
   FaultSpec spec;
-  spec.random.push_back({FaultKind::kChip, Duration::seconds(1000.0 * 3600), Duration::seconds(3600)});
+  spec.random.push_back({FaultKind::kChip, 1000.0 * 3600, 3600.0});
   // 1,000 chips at an MTBF of 1,000 h: one failure per hour across the fleet, 100 expected in
   // 100 h (Poisson, standard deviation 10).
   const auto a = fault_timeline(f, spec, hours(100), 42);

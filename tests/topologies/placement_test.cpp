@@ -184,7 +184,7 @@ TEST_CASE("place_pools: a TP group across nodes is an error, or a warning when a
   e.chips = {{0, 1, 2, 3}, {6, 7, 8, 9}};
   std::vector<PoolPlacementSpec> pools = {e};
   CHECK(messages(place_pools(f, pools)) ==
-        "error: 1 instance of 2 has a tensor-parallel group spans scale-up domains, so its all-reduces "
+        "error: 1 instance of 2 has a tensor-parallel group that spans scale-up domains, so its all-reduces "
         "cross the scale-out network (first: instance 1, tensor-parallel group 0 on chips 6-9 spans 2 "
         "scale-up domains); choose another placement or set on_violation: warn to accept it\n");
   pools[0].on_violation = ViolationAction::kWarn;
@@ -203,7 +203,7 @@ TEST_CASE("place_pools: an EP group that could fit its supernode but leaves it i
   e.chips = {range(376, 16)};
   std::vector<PoolPlacementSpec> pools = {e};
   const std::string m = messages(place_pools(f, pools));
-  CHECK(m.find("expert-parallel group of 16 leaves its scale-up domain of 384 chips") != std::string::npos);
+  CHECK(m.find("expert-parallel group of 16 that leaves its scale-up domain of 384 chips") != std::string::npos);
   // An EP group bigger than a supernode leaves it by design: no issue.
   pools[0].shape = InstanceShape{1, 1, 512, 1, 512};
   pools[0].chips = {range(0, 512)};
