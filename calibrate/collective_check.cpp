@@ -97,11 +97,11 @@ double quantile(std::vector<double> v, double q) {
   return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
 }
 
-std::vector<ErrorRow> tabulate(const std::vector<Prediction>& predictions, bool by_size) {
+std::vector<ErrorRow> tabulate(const std::vector<Prediction>& predictions, bool by_group, bool by_size) {
   std::map<std::tuple<std::string, std::string, std::string, std::string, std::string>, std::vector<double>> groups;
   for (const auto& p : predictions) {
     const CommSample& s = *p.sample;
-    const std::string group = by_size ? std::to_string(s.ranks) + " x " + std::to_string(s.ranks_per_node) : "all";
+    const std::string group = by_group ? std::to_string(s.ranks) + " x " + std::to_string(s.ranks_per_node) : "all";
     const std::string sizes = by_size ? size_range(s.bytes) : "all";
     groups[{s.system, s.implementation, std::string(topologies::collective_name(s.kind)), group, sizes}].push_back(
         p.seconds / s.seconds - 1.0);
@@ -300,8 +300,9 @@ std::vector<Prediction> predict_all(const std::vector<CommSample>& samples) {
   return out;
 }
 
-std::vector<ErrorRow> error_table(const std::vector<Prediction>& predictions) { return tabulate(predictions, true); }
-std::vector<ErrorRow> error_summary(const std::vector<Prediction>& predictions) { return tabulate(predictions, false); }
+std::vector<ErrorRow> error_table(const std::vector<Prediction>& predictions) { return tabulate(predictions, true, true); }
+std::vector<ErrorRow> error_summary(const std::vector<Prediction>& predictions) { return tabulate(predictions, false, false); }
+std::vector<ErrorRow> error_by_size(const std::vector<Prediction>& predictions) { return tabulate(predictions, false, true); }
 
 void print_error_table(std::ostream& out, const std::vector<ErrorRow>& rows) {
   char buf[256];

@@ -53,6 +53,8 @@ struct ErrorRow {
 std::vector<ErrorRow> error_table(const std::vector<Prediction>& predictions);
 // The same over all sizes of each (system, implementation, collective).
 std::vector<ErrorRow> error_summary(const std::vector<Prediction>& predictions);
+// Per size range over all group shapes of each (system, implementation, collective).
+std::vector<ErrorRow> error_by_size(const std::vector<Prediction>& predictions);
 void print_error_table(std::ostream& out, const std::vector<ErrorRow>& rows);
 
 // Fitted protocol lines per calibration, printed as the C++ that topologies/calibrations.cpp

@@ -1,7 +1,8 @@
-// servesim_collective_check [--data DIR] [--fit] [--summary]
+// servesim_collective_check [--data DIR] [--fit] [--summary | --by-size]
 //   compares the collective cost model with the measured tables in DIR (calibrate/data/comm by
 //   default) and prints the error per system, implementation, collective, group and size range;
-//   --summary prints one row per collective; --fit prints the fitted protocol lines that
+//   --summary prints one row per collective, --by-size one per collective and size range (all
+//   group shapes together); --fit prints the fitted protocol lines that
 //   topologies/calibrations.cpp holds. Exit code 2 when a table is malformed (every problem
 //   listed as file:line:col: column: message).
 #include <cstring>
@@ -13,7 +14,7 @@
 
 int main(int argc, char** argv) {
   std::string dir = SERVESIM_SOURCE_DIR "/calibrate/data/comm";
-  bool fit = false, summary = false;
+  bool fit = false, summary = false, by_size = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--data") == 0 && i + 1 < argc) {
       dir = argv[++i];
@@ -21,8 +22,10 @@ int main(int argc, char** argv) {
       fit = true;
     } else if (std::strcmp(argv[i], "--summary") == 0) {
       summary = true;
+    } else if (std::strcmp(argv[i], "--by-size") == 0) {
+      by_size = true;
     } else {
-      std::cerr << "usage: servesim_collective_check [--data DIR] [--fit] [--summary]\n";
+      std::cerr << "usage: servesim_collective_check [--data DIR] [--fit] [--summary | --by-size]\n";
       return 2;
     }
   }
@@ -33,8 +36,9 @@ int main(int argc, char** argv) {
       return 0;
     }
     const auto predictions = servesim::calibrate::predict_all(samples);
-    servesim::calibrate::print_error_table(
-        std::cout, summary ? servesim::calibrate::error_summary(predictions) : servesim::calibrate::error_table(predictions));
+    servesim::calibrate::print_error_table(std::cout, summary   ? servesim::calibrate::error_summary(predictions)
+                                                      : by_size ? servesim::calibrate::error_by_size(predictions)
+                                                                : servesim::calibrate::error_table(predictions));
     return 0;
   } catch (const servesim::InputError& e) {
     for (const auto& d : e.diagnostics()) std::cerr << "error: " << d.to_string() << "\n";

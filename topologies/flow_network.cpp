@@ -82,10 +82,10 @@ void FlowNetwork::link_remove(std::uint32_t f) {
     LinkHot& lk = link_[fh.links[h].value];
     lk.demand -= cap_[f];
     lk.load -= fh.rate;
-    if (lk.head == f * kMaxHops + h && fh.next[h] == kNone) lk.demand = lk.load = 0;  // exact when empty
     const std::uint32_t p = fh.prev[h], n = fh.next[h];
     if (p != kNone) hot_[p / kMaxHops].next[p % kMaxHops] = n; else lk.head = n;
     if (n != kNone) hot_[n / kMaxHops].prev[n % kMaxHops] = p;
+    if (lk.head == kNone) lk.demand = lk.load = 0;  // exact when empty
     fh.next[h] = fh.prev[h] = kNone;
   }
 }
@@ -649,27 +649,36 @@ SimTime FlowNetwork::next_completion() {
 
 void FlowNetwork::finish_flow(std::uint32_t f, SimTime at, bool aborted, std::vector<FlowDone>* out) {
   FlowHot& fh = hot_[f];
-  // Its rate leaves the link classes now; a due flow's last bytes arrive now.
+  // A due flow's last bytes arrive now; an aborted one delivered what it moved so far.
   remaining_[f] = aborted ? std::max(0.0, remaining_[f] - fh.rate * static_cast<double>(at.ps() - last_ps_[f]) / kPsPerS)
                           : 0.0;
   last_ps_[f] = at.ps();
-  if (fh.rate != 0) {
-    for (std::uint32_t h = 0; h < fh.hops; ++h) {
-      LinkHot& lk = link_[fh.links[h].value];
-      lk.load -= fh.rate;
-      class_delta_[lk.link_class] -= fh.rate;
-    }
-    fh.rate = 0;
+  const double delivered = size_[f] - remaining_[f];
+  const double credit = delivered - credited_[f];
+  credited_[f] = delivered;
+  // One pass over its links: its rate leaves their loads and classes, its bytes are credited,
+  // it leaves their lists, and they seed the update.
+  const double rate = fh.rate, cap = cap_[f];
+  for (std::uint32_t h = 0; h < fh.hops; ++h) {
+    const std::uint32_t l = fh.links[h].value;
+    LinkHot& lk = link_[l];
+    lk.bytes += credit;
+    lk.demand -= cap;
+    lk.load -= rate;
+    class_delta_[lk.link_class] -= rate;
+    const std::uint32_t p = fh.prev[h], n = fh.next[h];
+    if (p != kNone) hot_[p / kMaxHops].next[p % kMaxHops] = n; else lk.head = n;
+    if (n != kNone) hot_[n / kMaxHops].prev[n % kMaxHops] = p;
+    if (lk.head == kNone) lk.demand = lk.load = 0;  // exact when empty
+    fh.next[h] = fh.prev[h] = kNone;
+    seed_links_.push_back(l);
   }
+  fh.rate = 0;
   flush_classes(at);
-  credit_links(f);
   if (out != nullptr) {
-    out->push_back(FlowDone{FlowHandle{f, generation_[f]}, tag_[f], at,
-                            aborted ? size_[f] - remaining_[f] : size_[f], aborted});
+    out->push_back(FlowDone{FlowHandle{f, generation_[f]}, tag_[f], at, aborted ? delivered : size_[f], aborted});
   }
   heap_remove(f);
-  link_remove(f);
-  for (std::uint32_t h = 0; h < fh.hops; ++h) seed_links_.push_back(fh.links[h].value);
   fh.hops = 0;
   set_bottleneck(fh, kNone);
   live_[f] = 0;
