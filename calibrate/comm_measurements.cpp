@@ -177,24 +177,41 @@ double moe_bytes_per_rank(CollectiveKind kind, int tokens, int hidden, int topk,
   }
 }
 
-std::vector<CommSample> read_nccl_perf(const std::string& path, const std::string& system) {
-  Csv csv = read_csv(path, {"op_name", "nccl_dtype", "num_gpus", "message_size", "latency"});
+namespace {
+
+// A sample's provenance: table, system, implementation, line.
+CommSample sample_of(const std::string& path, const std::string& system, const char* implementation, int line) {
+  CommSample s;
+  s.table = file_name(path);
+  s.system = system;
+  s.implementation = implementation;
+  s.line = line;
+  return s;
+}
+
+// Tables of `message_size` elements of a `dtype_column` type on `num_gpus` ranks with `latency`
+// in ms: NCCL's (collective in `op_name`) and the custom all-reduce's.
+std::vector<CommSample> read_element_table(const std::string& path, const std::string& system,
+                                           const char* implementation, const std::string& dtype_column,
+                                           bool has_op) {
+  std::vector<std::string> cols = {dtype_column, "num_gpus", "message_size", "latency"};
+  if (has_op) cols.push_back("op_name");
+  Csv csv = read_csv(path, cols);
   std::vector<CommSample> out;
   for (const auto& row : csv.rows) {
     RowReader r(csv, row);
-    CommSample s;
-    s.table = file_name(path);
-    s.system = system;
-    s.implementation = "nccl";
-    s.line = row.line;
-    const std::string_view op = r.text("op_name");
-    if (op == "all_reduce") s.kind = CollectiveKind::kAllReduce;
-    else if (op == "all_gather") s.kind = CollectiveKind::kAllGather;
-    else if (op == "reduce_scatter") s.kind = CollectiveKind::kReduceScatter;
-    else if (op == "alltoall") s.kind = CollectiveKind::kAllToAll;
-    else r.bad("op_name", "unknown collective '" + std::string(op) + "' (expected all_reduce, all_gather, reduce_scatter or alltoall)");
-    const double size = dtype_bytes(r.text("nccl_dtype"));
-    if (size == 0) r.bad("nccl_dtype", "unknown data type '" + std::string(r.text("nccl_dtype")) + "'");
+    CommSample s = sample_of(path, system, implementation, row.line);
+    s.kind = CollectiveKind::kAllReduce;
+    if (has_op) {
+      const std::string_view op = r.text("op_name");
+      if (op == "all_reduce") s.kind = CollectiveKind::kAllReduce;
+      else if (op == "all_gather") s.kind = CollectiveKind::kAllGather;
+      else if (op == "reduce_scatter") s.kind = CollectiveKind::kReduceScatter;
+      else if (op == "alltoall") s.kind = CollectiveKind::kAllToAll;
+      else r.bad("op_name", "unknown collective '" + std::string(op) + "' (expected all_reduce, all_gather, reduce_scatter or alltoall)");
+    }
+    const double size = dtype_bytes(r.text(dtype_column));
+    if (size == 0) r.bad(dtype_column, "unknown data type '" + std::string(r.text(dtype_column)) + "'");
     s.ranks = s.ranks_per_node = r.integer("num_gpus");
     s.bytes = r.number("message_size", 0) * size;
     s.seconds = r.number("latency", 0) * 1e-3;
@@ -204,26 +221,14 @@ std::vector<CommSample> read_nccl_perf(const std::string& path, const std::strin
   return out;
 }
 
+}  // namespace
+
+std::vector<CommSample> read_nccl_perf(const std::string& path, const std::string& system) {
+  return read_element_table(path, system, "nccl", "nccl_dtype", true);
+}
+
 std::vector<CommSample> read_trtllm_custom_all_reduce(const std::string& path, const std::string& system) {
-  Csv csv = read_csv(path, {"allreduce_dtype", "num_gpus", "message_size", "latency"});
-  std::vector<CommSample> out;
-  for (const auto& row : csv.rows) {
-    RowReader r(csv, row);
-    CommSample s;
-    s.table = file_name(path);
-    s.system = system;
-    s.implementation = "trtllm_custom";
-    s.kind = CollectiveKind::kAllReduce;
-    s.line = row.line;
-    const double size = dtype_bytes(r.text("allreduce_dtype"));
-    if (size == 0) r.bad("allreduce_dtype", "unknown data type '" + std::string(r.text("allreduce_dtype")) + "'");
-    s.ranks = s.ranks_per_node = r.integer("num_gpus");
-    s.bytes = r.number("message_size", 0) * size;
-    s.seconds = r.number("latency", 0) * 1e-3;
-    if (r.ok()) out.push_back(s);
-  }
-  csv.finish();
-  return out;
+  return read_element_table(path, system, "trtllm_custom", "allreduce_dtype", false);
 }
 
 std::vector<CommSample> read_deepep(const std::string& path, const std::string& system, int ranks_per_node,
@@ -240,11 +245,7 @@ std::vector<CommSample> read_deepep(const std::string& path, const std::string& 
   std::vector<CommSample> out;
   for (const auto& row : csv.rows) {
     RowReader r(csv, row);
-    CommSample s;
-    s.table = file_name(path);
-    s.system = system;
-    s.implementation = "deepep";
-    s.line = row.line;
+    CommSample s = sample_of(path, system, "deepep", row.line);
     s.ranks = r.integer("node_num") * ranks_per_node;
     s.ranks_per_node = ranks_per_node;
     s.hidden = r.integer("hidden_size");
@@ -297,11 +298,7 @@ std::vector<CommSample> read_trtllm_alltoall(const std::string& path, const std:
     // payloads or metadata whose layout the table does not describe.
     if (r.text("kernel_source") != "NVLinkTwoSided" || r.text("moe_dtype") != "bfloat16") continue;
     if (op != "alltoall_dispatch" && op != "alltoall_combine") continue;
-    CommSample s;
-    s.table = file_name(path);
-    s.system = system;
-    s.implementation = "trtllm_alltoall";
-    s.line = row.line;
+    CommSample s = sample_of(path, system, "trtllm_alltoall", row.line);
     s.kind = op == "alltoall_dispatch" ? CollectiveKind::kDispatch : CollectiveKind::kCombine;
     s.ranks = s.ranks_per_node = r.integer("moe_ep_size");
     s.tokens = r.integer("num_tokens");
@@ -323,11 +320,7 @@ std::vector<CommSample> read_vidur_network(const std::string& path, const std::s
   std::vector<CommSample> out;
   for (const auto& row : csv.rows) {
     RowReader r(csv, row);
-    CommSample s;
-    s.table = file_name(path);
-    s.system = system;
-    s.implementation = "nccl";
-    s.line = row.line;
+    CommSample s = sample_of(path, system, "nccl", row.line);
     const std::string collective(r.text("collective"));
     if (collective == "all_reduce") s.kind = CollectiveKind::kAllReduce;
     else if (collective == "send_recv") s.kind = CollectiveKind::kP2p;

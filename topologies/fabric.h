@@ -30,9 +30,11 @@
 // Deliberately ignored: packets, queues, congestion control, imperfect spraying, lateral links
 // between switches.
 //
-// Invariants (checked when built): links join a chip or switch to one of the next level or to a
-// chip of the same scale-up domain; every switch's parents cover the same level-1 range; covers
-// are contiguous; every chip attaches to at most one level-1 switch per plane.
+// Invariants (checked when built): links join a chip or switch to one of the next level, or two
+// chips of one scale-up domain (a mesh); covers are contiguous and a switch's children's covers
+// are equal or disjoint; every chip attaches to at most one level-1 switch per plane, both ways.
+// Adaptive routing needs every tier group's members to share one parent group (true of every
+// builder here; otherwise flows fall back to ECMP).
 #pragma once
 
 #include <array>

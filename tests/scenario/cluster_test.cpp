@@ -266,3 +266,20 @@ TEST_CASE("Malformed placement: more chips than the cluster has") {
                                          "deployment.pools[0].instances=5"})) ==
         "--set #1: cluster.chips: the pools need 10 chips (5 x 2) but the cluster has 8 chips\n");
 }
+
+TEST_CASE("Cluster: the example scenario places 64 TP4 x PP2 replicas rail-aligned on 1,024 GPUs") {
+  const Scenario s = servesim::scenario::load_scenario_file(SERVESIM_SOURCE_DIR "/scenarios/cluster_superpod.yaml");
+  REQUIRE(s.config.cluster.has_value());
+  const auto& c = *s.config.cluster;
+  CHECK(c.spec.chips == 1024);
+  // Instance 0: stage 0 on node 0, stage 1 on node 1, both at GPUs 0-3 (same rails).
+  const auto chips = c.placement.chips(0, 0);
+  REQUIRE(chips.size() == 8);
+  CHECK(chips[0] == ChipId(0));
+  CHECK(chips[4] == ChipId(8));
+  // Instance 1 takes GPUs 4-7 of the same two nodes.
+  CHECK(c.placement.chips(0, 1)[0] == ChipId(4));
+  CHECK(c.faults.scheduled.size() == 1);
+  CHECK(c.faults.random.size() == 1);
+  CHECK(s.warnings.empty());
+}
