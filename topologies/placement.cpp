@@ -46,9 +46,10 @@ InstancePlacement place_instance(const FabricSpec& f, int tp, int pp) {
 std::string_view group_name(GroupKind k) {
   switch (k) {
     case GroupKind::kTp: return "tensor-parallel";
-    case GroupKind::kCp: return "context-parallel";
     case GroupKind::kDp: return "data-parallel";
     case GroupKind::kEp: return "expert-parallel";
+    case GroupKind::kMoe: return "MoE";
+    case GroupKind::kCp: return "context-parallel";
     case GroupKind::kPp: return "pipeline";
   }
   return "?";
@@ -57,9 +58,10 @@ std::string_view group_name(GroupKind k) {
 int group_size(const InstanceShape& s, GroupKind k) {
   switch (k) {
     case GroupKind::kTp: return s.tp;
-    case GroupKind::kCp: return s.cp;
     case GroupKind::kDp: return s.dp;
     case GroupKind::kEp: return s.ep;
+    case GroupKind::kMoe: return s.tp * s.dp;
+    case GroupKind::kCp: return s.cp;
     case GroupKind::kPp: return s.pp;
   }
   return 1;
@@ -68,34 +70,37 @@ int group_size(const InstanceShape& s, GroupKind k) {
 int group_count(const InstanceShape& s, GroupKind k) { return s.chips() / group_size(s, k); }
 
 std::vector<int> group_ranks(const InstanceShape& s, GroupKind k, int index) {
-  SERVESIM_CHECK(index >= 0 && index < group_count(s, k));
+  SERVESIM_CHECK(s.valid() && index >= 0 && index < group_count(s, k));
   std::vector<int> out;
-  const int S = s.stage_chips();
-  auto rank = [&](int stage, int d, int c, int t) { return ((stage * s.dp + d) * s.cp + c) * s.tp + t; };
+  const int M = s.tp * s.dp;  // a MoE group: one (stage, c) block
+  auto rank = [&](int stage, int c, int d, int t) { return ((stage * s.cp + c) * s.dp + d) * s.tp + t; };
   switch (k) {
-    case GroupKind::kTp: {
-      const int stage = index / (s.dp * s.cp), d = (index / s.cp) % s.dp, c = index % s.cp;
-      for (int t = 0; t < s.tp; ++t) out.push_back(rank(stage, d, c, t));
+    case GroupKind::kTp: {  // index = (stage, c, d)
+      const int stage = index / (s.cp * s.dp), c = (index / s.dp) % s.cp, d = index % s.dp;
+      for (int t = 0; t < s.tp; ++t) out.push_back(rank(stage, c, d, t));
       break;
     }
-    case GroupKind::kCp: {
-      const int stage = index / (s.dp * s.tp), d = (index / s.tp) % s.dp, t = index % s.tp;
-      for (int c = 0; c < s.cp; ++c) out.push_back(rank(stage, d, c, t));
-      break;
-    }
-    case GroupKind::kDp: {
+    case GroupKind::kDp: {  // index = (stage, c, t)
       const int stage = index / (s.cp * s.tp), c = (index / s.tp) % s.cp, t = index % s.tp;
-      for (int d = 0; d < s.dp; ++d) out.push_back(rank(stage, d, c, t));
+      for (int d = 0; d < s.dp; ++d) out.push_back(rank(stage, c, d, t));
       break;
     }
-    case GroupKind::kEp: {
-      const int per_stage = S / s.ep;
-      const int stage = index / per_stage, j = index % per_stage;
-      for (int e = 0; e < s.ep; ++e) out.push_back(stage * S + j * s.ep + e);
+    case GroupKind::kCp: {  // index = (stage, d, t)
+      const int stage = index / (s.dp * s.tp), d = (index / s.tp) % s.dp, t = index % s.tp;
+      for (int c = 0; c < s.cp; ++c) out.push_back(rank(stage, c, d, t));
       break;
     }
-    case GroupKind::kPp: {
-      for (int stage = 0; stage < s.pp; ++stage) out.push_back(stage * S + index);
+    case GroupKind::kMoe: {  // index = (stage, c)
+      for (int r = 0; r < M; ++r) out.push_back(index * M + r);
+      break;
+    }
+    case GroupKind::kEp: {  // index = (stage, c, expert-TP rank m): ep ranks moe_tp apart
+      const int block = index / s.moe_tp, m = index % s.moe_tp;
+      for (int e = 0; e < s.ep; ++e) out.push_back(block * M + e * s.moe_tp + m);
+      break;
+    }
+    case GroupKind::kPp: {  // index = position in a stage
+      for (int stage = 0; stage < s.pp; ++stage) out.push_back(stage * s.stage_chips() + index);
       break;
     }
   }
@@ -255,8 +260,7 @@ ClusterPlacement place_pools(const Fabric& fabric, std::span<const PoolPlacement
   out.rank_.assign(fabric.chips(), -1);
   std::size_t total = 0, placed_total = 0;
   for (const auto& p : pools) {
-    SERVESIM_CHECK(p.shape.chips() >= 1 && p.instances >= 0);
-    SERVESIM_CHECK(p.shape.stage_chips() % p.shape.ep == 0);
+    SERVESIM_CHECK(p.shape.valid() && p.instances >= 0);
     out.shapes_.push_back(p.shape);
     out.counts_.push_back(p.instances);
     out.first_.push_back(total);

@@ -17,9 +17,11 @@
 //  - spread: instance i goes to failure domain (i mod domains), packed inside it, so that one
 //    failure takes out as few instances as possible;
 //  - explicit: the chip lists the scenario gives, one per instance, in rank order.
-// Explicit pools are placed first, then the others in pool order. Ranks within an instance:
-//   rank = ((stage x dp + d) x cp + c) x tp + t      (TP innermost, then CP, DP, PP outermost);
-// an EP group is `ep` consecutive ranks of one stage.
+// Explicit pools are placed first, then the others in pool order. Ranks within an instance follow
+// models/parallel_plan.h (tp fastest, then dp, cp, pp):
+//   rank = ((stage x cp + c) x dp + d) x tp + t;
+// the MoE group of a stage is its tp x dp consecutive ranks for one c, split moe_tp x ep with
+// expert-TP fastest: an EP group is ep ranks of one MoE group, moe_tp apart.
 // Checks: more chips than exist, chips out of range or given twice (always errors); a TP group
 // that spans scale-up domains, an EP group that leaves its scale-up domain though it would fit in
 // one (errors or warnings, as the pool's on_violation says). Problems are summarised per pool:
@@ -56,15 +58,20 @@ InstancePlacement place_instance(const FabricSpec& f, int tp, int pp);
 
 struct InstanceShape {
   int tp = 1;
-  int cp = 1;
   int dp = 1;
+  int cp = 1;
   int pp = 1;
-  int ep = 1;  // consecutive ranks of one stage; divides tp x cp x dp
-  int stage_chips() const { return tp * cp * dp; }
+  int ep = 1;      // moe_tp x ep = tp x dp
+  int moe_tp = 1;
+  int stage_chips() const { return tp * dp * cp; }
   int chips() const { return stage_chips() * pp; }
+  bool valid() const {
+    return tp >= 1 && dp >= 1 && cp >= 1 && pp >= 1 && ep >= 1 && moe_tp >= 1 && moe_tp * ep == tp * dp;
+  }
 };
 
-enum class GroupKind : std::uint8_t { kTp, kCp, kDp, kEp, kPp };
+// kMoe: a stage's whole MoE group (tp x dp ranks); kEp: its expert-parallel groups.
+enum class GroupKind : std::uint8_t { kTp, kDp, kEp, kMoe, kCp, kPp };
 std::string_view group_name(GroupKind k);
 int group_size(const InstanceShape& s, GroupKind k);
 int group_count(const InstanceShape& s, GroupKind k);

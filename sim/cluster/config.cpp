@@ -32,6 +32,9 @@ topologies::InstanceShape instance_shape(const models::ParallelPlan& plan) {
   topologies::InstanceShape s;
   s.tp = plan.tp;
   s.pp = plan.pp;
+  // With the models issue's plan: s.dp = plan.dp, s.cp = plan.cp, s.ep = plan.ep,
+  // s.moe_tp = plan.moe_tp (the same rank layout, models/parallel_plan.h).
+  s.moe_tp = s.tp * s.dp / s.ep;
   return s;
 }
 

@@ -104,8 +104,8 @@ PoolCapacity pool_capacity(const models::ModelSpec& model, const PoolConfig& poo
 // The links a chip of the pool sees, for placement and collective costs.
 topologies::FabricSpec fabric_of(const models::ChipSpec& chip);
 
-// The instance's ranks as topologies places them: tp and pp today; the models issue adds
-// expert, attention-data and context parallelism here.
+// The instance's ranks as topologies places them (the rank layout of models/parallel_plan.h):
+// tp and pp in this plan; the models issue's dp, cp, ep and moe_tp map one to one.
 topologies::InstanceShape instance_shape(const models::ParallelPlan& plan);
 
 }  // namespace servesim::cluster

@@ -44,16 +44,27 @@ std::string messages(const ClusterPlacement& p) {
 
 }  // namespace
 
-TEST_CASE("group_ranks: TP innermost, then CP, DP, PP; EP as consecutive ranks of a stage") {
-  const InstanceShape s{2, 2, 2, 2, 4};  // tp 2, cp 2, dp 2, pp 2, ep 4: 16 ranks, 8 per stage
+TEST_CASE("group_ranks: tp fastest, then dp, cp, pp; EP groups moe_tp apart in a MoE group") {
+  // tp 2, dp 2, cp 2, pp 2, ep 2 x moe_tp 2: 16 ranks, 8 per stage, MoE groups of 4.
+  InstanceShape s;
+  s.tp = 2;
+  s.dp = 2;
+  s.cp = 2;
+  s.pp = 2;
+  s.ep = 2;
+  s.moe_tp = 2;
+  REQUIRE(s.valid());
+  // rank = ((stage x 2 + c) x 2 + d) x 2 + t.
   CHECK(group_ranks(s, GroupKind::kTp, 0) == std::vector<int>{0, 1});
-  CHECK(group_ranks(s, GroupKind::kCp, 0) == std::vector<int>{0, 2});
-  CHECK(group_ranks(s, GroupKind::kDp, 0) == std::vector<int>{0, 4});
+  CHECK(group_ranks(s, GroupKind::kDp, 0) == std::vector<int>{0, 2});
+  CHECK(group_ranks(s, GroupKind::kCp, 0) == std::vector<int>{0, 4});
   CHECK(group_ranks(s, GroupKind::kPp, 0) == std::vector<int>{0, 8});
-  CHECK(group_ranks(s, GroupKind::kEp, 1) == std::vector<int>{4, 5, 6, 7});
+  CHECK(group_ranks(s, GroupKind::kMoe, 1) == std::vector<int>{4, 5, 6, 7});
+  // MoE group 1 (ranks 4-7), expert-TP rank 1: ranks 5 and 7.
+  CHECK(group_ranks(s, GroupKind::kEp, 3) == std::vector<int>{5, 7});
   CHECK(group_ranks(s, GroupKind::kTp, 7) == std::vector<int>{14, 15});
   // Every kind partitions the ranks: each rank in exactly one group.
-  for (GroupKind k : {GroupKind::kTp, GroupKind::kCp, GroupKind::kDp, GroupKind::kEp, GroupKind::kPp}) {
+  for (GroupKind k : {GroupKind::kTp, GroupKind::kDp, GroupKind::kEp, GroupKind::kMoe, GroupKind::kCp, GroupKind::kPp}) {
     std::multiset<int> seen;
     for (int i = 0; i < group_count(s, k); ++i) {
       for (int r : group_ranks(s, k, i)) seen.insert(r);
@@ -62,11 +73,16 @@ TEST_CASE("group_ranks: TP innermost, then CP, DP, PP; EP as consecutive ranks o
     CHECK(seen.size() == 16);
     for (int r = 0; r < 16; ++r) CHECK(seen.count(r) == 1);
   }
+  // The same strides as models::ParallelPlan::group: dp stride tp, cp stride tp x dp, pp stride
+  // tp x dp x cp, ep stride moe_tp.
+  CHECK(group_ranks(s, GroupKind::kDp, 0)[1] - group_ranks(s, GroupKind::kDp, 0)[0] == s.tp);
+  CHECK(group_ranks(s, GroupKind::kCp, 0)[1] - group_ranks(s, GroupKind::kCp, 0)[0] == s.tp * s.dp);
+  CHECK(group_ranks(s, GroupKind::kEp, 0)[1] - group_ranks(s, GroupKind::kEp, 0)[0] == s.moe_tp);
 }
 
 TEST_CASE("place_pools: pack fills nodes in order, an instance of at most a node inside one") {
   const Fabric f = build_fabric(dgx_like(2));
-  const std::vector<PoolPlacementSpec> pools = {pool({4, 1, 1, 1, 1}, 3), pool({2, 1, 1, 1, 1}, 2)};
+  const std::vector<PoolPlacementSpec> pools = {pool({4, 1, 1, 1, 1, 4}, 3), pool({2, 1, 1, 1, 1, 2}, 2)};
   const ClusterPlacement p = place_pools(f, pools);
   CHECK(messages(p) == "");
   CHECK(ids(p.chips(0, 0)) == range(0, 4));
@@ -84,7 +100,7 @@ TEST_CASE("place_pools: an instance of two nodes takes whole nodes inside one sc
   ClusterSpec s = dgx_like(4);
   s.scale_up.domain_chips = 16;
   const Fabric f = build_fabric(s);
-  const std::vector<PoolPlacementSpec> pools = {pool({4, 1, 1, 1, 1}, 1), pool({8, 1, 1, 2, 1}, 1)};
+  const std::vector<PoolPlacementSpec> pools = {pool({4, 1, 1, 1, 1, 4}, 1), pool({8, 1, 1, 2, 1, 8}, 1)};
   const ClusterPlacement p = place_pools(f, pools);
   CHECK(messages(p) == "");
   // Chips 0-3 are taken; nodes 0-1 are domain 0, so the 16 chips go to domain 1 (16-31).
@@ -97,7 +113,7 @@ TEST_CASE("place_pools: rail_aligned keeps pipeline hops on one rail; pack does 
   // changes rail: leaf, spine, leaf (4 links). Rail-aligned: stage k on node k at offset 0, so
   // every hop is rail r to rail r on one leaf (2 links).
   const Fabric f = build_fabric(dgx_like(4, 2, true, 4));
-  const InstanceShape shape{4, 1, 1, 4, 1};
+  const InstanceShape shape{4, 1, 1, 4, 1, 4};
   const std::vector<PoolPlacementSpec> packed = {pool(shape, 2)};
   const std::vector<PoolPlacementSpec> aligned = {pool(shape, 2, PlacementPolicy::kRailAligned)};
   const ClusterPlacement a = place_pools(f, packed);
@@ -118,7 +134,7 @@ TEST_CASE("place_pools: rail_aligned keeps pipeline hops on one rail; pack does 
 
 TEST_CASE("place_pools: spread puts consecutive instances in different failure domains") {
   const Fabric f = build_fabric(dgx_like(4));  // failure domain = node
-  const std::vector<PoolPlacementSpec> pools = {pool({2, 1, 1, 1, 1}, 6, PlacementPolicy::kSpread)};
+  const std::vector<PoolPlacementSpec> pools = {pool({2, 1, 1, 1, 1, 2}, 6, PlacementPolicy::kSpread)};
   const ClusterPlacement p = place_pools(f, pools);
   CHECK(messages(p) == "");
   CHECK(ids(p.chips(0, 0)) == range(0, 2));
@@ -137,9 +153,9 @@ TEST_CASE("place_pools: spread puts consecutive instances in different failure d
 
 TEST_CASE("place_pools: explicit lists are taken as given, in rank order") {
   const Fabric f = build_fabric(dgx_like(2));
-  PoolPlacementSpec e = pool({2, 1, 1, 1, 1}, 2, PlacementPolicy::kExplicit);
+  PoolPlacementSpec e = pool({2, 1, 1, 1, 1, 2}, 2, PlacementPolicy::kExplicit);
   e.chips = {{9, 8}, {3, 4}};
-  const std::vector<PoolPlacementSpec> pools = {pool({4, 1, 1, 1, 1}, 1), e};
+  const std::vector<PoolPlacementSpec> pools = {pool({4, 1, 1, 1, 1, 4}, 1), e};
   const ClusterPlacement p = place_pools(f, pools);
   CHECK(messages(p) == "");
   CHECK(ids(p.chips(1, 0)) == std::vector<std::uint32_t>{9, 8});
@@ -151,12 +167,12 @@ TEST_CASE("place_pools: explicit lists are taken as given, in rank order") {
 TEST_CASE("place_pools: impossible placements are errors that say why") {
   const Fabric f = build_fabric(dgx_like(2));
   {
-    const std::vector<PoolPlacementSpec> pools = {pool({8, 1, 1, 1, 1}, 2), pool({4, 1, 1, 1, 1}, 1)};
+    const std::vector<PoolPlacementSpec> pools = {pool({8, 1, 1, 1, 1, 8}, 2), pool({4, 1, 1, 1, 1, 4}, 1)};
     CHECK(messages(place_pools(f, pools)) ==
           "error: the pools need 20 chips (2 x 8 + 1 x 4) but the cluster has 16 chips\n");
   }
   {
-    PoolPlacementSpec e = pool({2, 1, 1, 1, 1}, 3, PlacementPolicy::kExplicit);
+    PoolPlacementSpec e = pool({2, 1, 1, 1, 1, 2}, 3, PlacementPolicy::kExplicit);
     e.chips = {{0, 1}, {1, 2}, {16, 3, 3}};
     const std::vector<PoolPlacementSpec> pools = {e};
     CHECK(messages(place_pools(f, pools)) ==
@@ -164,13 +180,13 @@ TEST_CASE("place_pools: impossible placements are errors that say why") {
           "error: lists 3 chips but an instance has 2 chips (tp x cp x dp x pp)\n");
   }
   {
-    PoolPlacementSpec e = pool({2, 1, 1, 1, 1}, 1, PlacementPolicy::kExplicit);
+    PoolPlacementSpec e = pool({2, 1, 1, 1, 1, 2}, 1, PlacementPolicy::kExplicit);
     e.chips = {{16, 3}};
     const std::vector<PoolPlacementSpec> pools = {e};
     CHECK(messages(place_pools(f, pools)) == "error: chip 16 does not exist: the cluster has chips 0-15\n");
   }
   {
-    PoolPlacementSpec e = pool({2, 1, 1, 1, 1}, 2, PlacementPolicy::kExplicit);
+    PoolPlacementSpec e = pool({2, 1, 1, 1, 1, 2}, 2, PlacementPolicy::kExplicit);
     e.chips = {{0, 1}};
     const std::vector<PoolPlacementSpec> pools = {e};
     CHECK(messages(place_pools(f, pools)) ==
@@ -180,7 +196,7 @@ TEST_CASE("place_pools: impossible placements are errors that say why") {
 
 TEST_CASE("place_pools: a TP group across nodes is an error, or a warning when accepted") {
   const Fabric f = build_fabric(dgx_like(2));
-  PoolPlacementSpec e = pool({4, 1, 1, 1, 1}, 2, PlacementPolicy::kExplicit);
+  PoolPlacementSpec e = pool({4, 1, 1, 1, 1, 4}, 2, PlacementPolicy::kExplicit);
   e.chips = {{0, 1, 2, 3}, {6, 7, 8, 9}};
   std::vector<PoolPlacementSpec> pools = {e};
   CHECK(messages(place_pools(f, pools)) ==
@@ -199,13 +215,13 @@ TEST_CASE("place_pools: an EP group that could fit its supernode but leaves it i
   ClusterSpec s = *cluster_preset("cloudmatrix384", 768);  // two 384-NPU supernodes
   const Fabric f = build_fabric(s);
   // dp 16 x ep 16 on chips 376-391: crosses from supernode 0 into 1.
-  PoolPlacementSpec e = pool({1, 1, 16, 1, 16}, 1, PlacementPolicy::kExplicit);
+  PoolPlacementSpec e = pool({1, 16, 1, 1, 16, 1}, 1, PlacementPolicy::kExplicit);
   e.chips = {range(376, 16)};
   std::vector<PoolPlacementSpec> pools = {e};
   const std::string m = messages(place_pools(f, pools));
   CHECK(m.find("expert-parallel group of 16 that leaves its scale-up domain of 384 chips") != std::string::npos);
   // An EP group bigger than a supernode leaves it by design: no issue.
-  pools[0].shape = InstanceShape{1, 1, 512, 1, 512};
+  pools[0].shape = InstanceShape{1, 512, 1, 1, 512, 1};
   pools[0].chips = {range(0, 512)};
   CHECK(messages(place_pools(f, pools)) == "");
 }
