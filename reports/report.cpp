@@ -40,6 +40,17 @@ Json build_report(const Json& resolved_scenario, const metrics::Summary& s, cons
   Json report = Json::object();
   report["schema"] = kReportSchema;
   report["scenario"] = resolved_scenario;
+  Json warnings = Json::array();
+  for (const auto& w : run.warnings) {
+    Json j = Json::object();
+    j["file"] = w.file;
+    j["line"] = w.line;
+    j["column"] = w.column;
+    j["path"] = w.path;
+    j["message"] = w.message;
+    warnings.push_back(j);
+  }
+  report["warnings"] = warnings;
 
   Json summary = Json::object();
   Json requests = Json::object();

@@ -9,9 +9,11 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "sim/core/errors.h"
 #include "sim/metrics/recorder.h"
 #include "sim/metrics/summary.h"
 
@@ -25,6 +27,7 @@ struct RunInfo {
   std::uint64_t fingerprint = 0;      // of the event stream (hex in the report)
   std::optional<double> wall_s;       // host measurements: absent in reproducible mode
   std::optional<double> peak_rss_mb;
+  std::vector<Diagnostic> warnings;   // problems the scenario accepted (report key `warnings`)
 };
 
 nlohmann::ordered_json build_report(const nlohmann::ordered_json& resolved_scenario,

@@ -168,6 +168,7 @@ int run_command(const std::vector<std::string>& args, std::ostream& out, std::os
 
   try {
     const scenario::Scenario sc = scenario::load_scenario_file(path, options);
+    for (const auto& w : sc.warnings) err << "warning: " << w.to_string() << "\n";
     cluster::RunProgress progress;
     const std::int64_t total_requests = sc.config.workload.requests;
     const std::optional<Duration> horizon = sc.config.horizon;
@@ -192,6 +193,7 @@ int run_command(const std::vector<std::string>& args, std::ostream& out, std::os
     }
     reports::RunInfo info;
     info.name = sc.name;
+    info.warnings = sc.warnings;
     info.events = run.events;
     info.fingerprint = run.fingerprint;
     if (!reproducible) {

@@ -41,4 +41,16 @@ topologies::FabricSpec fabric_of(const models::ChipSpec& chip) {
   return f;
 }
 
+topologies::InstanceShape instance_shape(const models::ParallelPlan& plan) {
+  topologies::InstanceShape s;
+  // The same rank layout as models/parallel_plan.h: tp fastest, then dp, cp, pp.
+  s.tp = plan.tp;
+  s.dp = plan.dp;
+  s.cp = plan.cp;
+  s.pp = plan.pp;
+  s.ep = plan.ep;
+  s.moe_tp = plan.moe_tp;
+  return s;
+}
+
 }  // namespace servesim::cluster

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,6 +22,8 @@
 #include "sim/core/time.h"
 #include "sim/core/units.h"
 #include "sim/metrics/summary.h"
+#include "topologies/cluster.h"
+#include "topologies/faults.h"
 #include "topologies/placement.h"
 #include "workloads/workload.h"
 
@@ -65,6 +68,21 @@ struct PoolConfig {
   std::int64_t max_model_len = 0;  // longest prompt + output served; longer requests are rejected
   models::CostModelConfig cost_model;  // roofline unless measured tables are given
   models::MoeRouting moe_routing;      // token-to-expert skew of MoE layers
+  // How the pool's instances are placed on the cluster graph (used when the scenario has a
+  // cluster); its shape comes from `plan` (instance_shape).
+  topologies::PoolPlacementSpec placement;
+};
+
+// The cluster graph a scenario describes (`cluster:`), built and placed by the loader. The
+// serving model keeps its contiguous placement (fabric_of) until the serving issue wires these
+// in: `fabric` for routes, collective costs (describe_group, CollectiveCostCache with
+// spec.comm) and the flow network; `placement` for each instance's chips and groups; `faults` for
+// fault_timeline.
+struct ClusterConfig {
+  topologies::ClusterSpec spec;
+  std::shared_ptr<const topologies::Fabric> fabric;
+  topologies::ClusterPlacement placement;  // pools in deployment order
+  topologies::FaultSpec faults;
 };
 
 struct SimulationConfig {
@@ -74,6 +92,7 @@ struct SimulationConfig {
   metrics::SloTargets slo;
   std::uint64_t seed = 0;
   std::optional<Duration> horizon;  // stop here; unfinished requests count as in flight
+  std::optional<ClusterConfig> cluster;  // none: each pool's chip says its fabric (fabric_of)
 };
 
 // What a pool's memory leaves for the KV cache, in the units the block managers use. One block
@@ -91,5 +110,9 @@ PoolCapacity pool_capacity(const models::ModelSpec& model, const PoolConfig& poo
 
 // The links a chip of the pool sees, for placement and collective costs.
 topologies::FabricSpec fabric_of(const models::ChipSpec& chip);
+
+// The instance's ranks as topologies places them (the rank layout of models/parallel_plan.h):
+// tp and pp in this plan; the models issue's dp, cp, ep and moe_tp map one to one.
+topologies::InstanceShape instance_shape(const models::ParallelPlan& plan);
 
 }  // namespace servesim::cluster

@@ -229,6 +229,7 @@ cluster::PoolConfig read_pool(Document& doc, const YAML::Node& node,
     r.finish();
     ok = ok && r.valid();
   }
+  read_placement(m, p, marks);
   m.finish();
   marks.all_ok = ok && m.valid();
   return p;

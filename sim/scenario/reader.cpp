@@ -56,6 +56,14 @@ std::string index_path(const std::string& parent, std::size_t index) {
 }
 
 void Document::error(const YAML::Mark& mark, const std::string& path, std::string message) {
+  diagnostics_.push_back(locate(mark, path, std::move(message)));
+}
+
+void Document::warn(const YAML::Mark& mark, const std::string& path, std::string message) {
+  warnings_.push_back(locate(mark, path, std::move(message)));
+}
+
+Diagnostic Document::locate(const YAML::Mark& mark, const std::string& path, std::string message) const {
   // A value set (or placed under a key set) on the command line is reported against that --set.
   const std::pair<std::string, int>* origin = nullptr;
   for (const auto& o : overrides_) {
@@ -76,7 +84,7 @@ void Document::error(const YAML::Mark& mark, const std::string& path, std::strin
   }
   d.path = path;
   d.message = std::move(message);
-  diagnostics_.push_back(std::move(d));
+  return d;
 }
 
 MapReader::MapReader(Document& doc, const YAML::Node& node, YAML::Mark mark, std::string path,

@@ -33,14 +33,19 @@ class Document {
   // Marks `path` and everything below it as coming from --set number `index` (1-based).
   void add_override(std::string path, int index) { overrides_.emplace_back(std::move(path), index); }
   void error(const YAML::Mark& mark, const std::string& path, std::string message);
+  // A problem the scenario accepted (e.g. on_violation: warn): reported, not fatal.
+  void warn(const YAML::Mark& mark, const std::string& path, std::string message);
   bool has_errors() const { return !diagnostics_.empty(); }
   std::vector<Diagnostic>& diagnostics() { return diagnostics_; }
+  std::vector<Diagnostic>& warnings() { return warnings_; }
   const std::string& file() const { return file_; }
 
  private:
   std::string file_;
   std::vector<std::pair<std::string, int>> overrides_;
   std::vector<Diagnostic> diagnostics_;
+  std::vector<Diagnostic> warnings_;
+  Diagnostic locate(const YAML::Mark& mark, const std::string& path, std::string message) const;
 };
 
 // Where a value sits, for diagnostics and for the echo.

@@ -118,10 +118,22 @@ Scenario load(YAML::Node root, Document& doc, const std::string& display_name,
     }
     s.finish();
   }
+  ClusterMarks cluster_marks;
+  const auto cluster = read_cluster(top, cluster_marks);
   top.finish();
 
   if (model) {
     for (const auto& [pool, marks] : pools) check_deployment(doc, *model, pool, marks);
+  }
+  {
+    std::vector<cluster::PoolConfig> configs;
+    std::vector<const PoolMarks*> marks;
+    for (const auto& [pool, m] : pools) {
+      configs.push_back(pool);
+      marks.push_back(&m);
+    }
+    place_on_cluster(doc, configs, pools_ok ? cluster : std::nullopt, cluster_marks, marks, echo,
+                     out.config.cluster);
   }
   if (workload) {
     if (workload->requests == 0 && !out.config.horizon) {
@@ -163,6 +175,10 @@ Scenario load(YAML::Node root, Document& doc, const std::string& display_name,
   for (auto& [pool, marks] : pools) out.config.pools.push_back(std::move(pool));
   out.config.workload = *workload;
   out.resolved = std::move(echo);
+  out.warnings = std::move(doc.warnings());
+  std::stable_sort(out.warnings.begin(), out.warnings.end(), [](const Diagnostic& a, const Diagnostic& b) {
+    return std::pair(a.line, a.column) < std::pair(b.line, b.column);
+  });
   return out;
 }
 

@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/cluster/config.h"
+#include "sim/core/errors.h"
 
 namespace servesim::scenario {
 
@@ -33,6 +34,7 @@ struct Scenario {
   std::string name;
   cluster::SimulationConfig config;
   nlohmann::ordered_json resolved;      // the scenario as run: every default filled in
+  std::vector<Diagnostic> warnings;     // problems the scenario accepted (on_violation: warn)
 };
 
 // Throws InputError with every problem found.

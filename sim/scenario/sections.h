@@ -44,6 +44,10 @@ struct PoolMarks {
   Field tp, pp, ep, moe_tp, cp, chip, max_model_len, max_batched_tokens, pool, parallel;
   bool chip_ok = false, plan_ok = false, len_ok = false, scheduler_ok = false, kv_ok = false;
   bool all_ok = false;
+  // The pool's `placement` key (cluster_section.cpp): the key, each explicit chip list.
+  Field placement;
+  std::vector<Field> placement_lists;
+  bool placement_given = false, placement_ok = true;
 };
 
 cluster::PoolConfig read_pool(Document& doc, const YAML::Node& node, const YAML::Mark& mark,
@@ -52,6 +56,30 @@ cluster::PoolConfig read_pool(Document& doc, const YAML::Node& node, const YAML:
 // Checks of one pool against the model: plan, placement, token budget, memory, KV capacity.
 void check_deployment(Document& doc, const models::ModelSpec& model, const cluster::PoolConfig& p,
                       const PoolMarks& marks);
+
+// --- cluster_section.cpp ---
+
+// The `cluster` section as read, before the deployment decides its default size.
+struct ClusterRead {
+  topologies::ClusterSpec spec;
+  topologies::FaultSpec faults;
+  bool chips_given = false;
+};
+struct ClusterMarks {
+  bool present = false;
+  Field section, chips;
+  std::vector<std::pair<std::string, Field>> keys;  // "scale_out.tiers" -> where it was given
+  std::vector<Field> events, random;                // faults.events[i], faults.random[i]
+};
+std::optional<ClusterRead> read_cluster(MapReader& top, ClusterMarks& marks);
+// A pool's `placement` key into p.placement.
+void read_placement(MapReader& pool, cluster::PoolConfig& p, PoolMarks& marks);
+// Sizes the cluster for the deployment (unless `chips` was given), builds it, places every pool
+// and reports what the placement found (errors, or warnings where on_violation says warn).
+void place_on_cluster(Document& doc, const std::vector<cluster::PoolConfig>& pool_configs,
+                      const std::optional<ClusterRead>& read, const ClusterMarks& marks,
+                      const std::vector<const PoolMarks*>& pools, Json& echo,
+                      std::optional<cluster::ClusterConfig>& out);
 
 // --- workload_section.cpp ---
 std::optional<workloads::WorkloadConfig> read_workload(MapReader& top, const std::string& base_dir);

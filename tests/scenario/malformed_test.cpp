@@ -125,7 +125,7 @@ comment: first try
 )",
             {kFile, 12, 1, "comment",
              "unknown key 'comment' (known keys here: name, seed, model, deployment, workload, slo, "
-             "simulation)"});
+             "simulation, cluster)"});
 }
 
 TEST_CASE("Malformed scenario: an unknown key inside the scheduler is reported with its full path") {

@@ -1,7 +1,9 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "topologies/collectives.h"
@@ -187,4 +189,204 @@ TEST_CASE("place_instance: hop tiers agree with a chip-by-chip domain walk") {
       }
     }
   }
+}
+
+// --- collectives on a cluster graph ---
+
+#include "sim/core/rng.h"
+#include "tests/topologies/test_fabrics.h"
+#include "topologies/cluster.h"
+
+using servesim::topologies::testing::dgx_like;
+
+namespace {
+
+// Round figures so that every expected value below can be derived by hand. Latency protocol:
+// 5 us base, 1 us per step, 25% of the link; bandwidth protocol: 20 us, 0.5 us, 80%. Scale-out:
+// 10 us, 2 us, 20% and 30 us, 1 us, 70%.
+CommCalibration round_calibration() {
+  CommCalibration c;
+  for (auto& k : c.tier(Plane::kScaleUp).kinds) {
+    k.latency_bound = ProtocolFit{Duration::microseconds(5), Duration::microseconds(1), 0.25};
+    k.bandwidth_bound = ProtocolFit{Duration::microseconds(20), Duration::nanoseconds(500), 0.8};
+  }
+  for (auto& k : c.tier(Plane::kScaleOut).kinds) {
+    k.latency_bound = ProtocolFit{Duration::microseconds(10), Duration::microseconds(2), 0.2};
+    k.bandwidth_bound = ProtocolFit{Duration::microseconds(30), Duration::microseconds(1), 0.7};
+  }
+  return c;
+}
+
+std::vector<ChipId> chips(std::uint32_t first, std::uint32_t count) {
+  std::vector<ChipId> out;
+  for (std::uint32_t c = first; c < first + count; ++c) out.push_back(ChipId(c));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("describe_group: a TP8 group in one NVSwitch node") {
+  const Fabric f = build_fabric(dgx_like(1));
+  const GroupLayout g = describe_group(f, chips(0, 8));
+  CHECK(g.ranks == 8);
+  CHECK(g.domains == 1);
+  CHECK(g.ranks_per_domain == 8);
+  CHECK(g.up_bytes_per_s == 450e9);
+  CHECK(g.out_bytes_per_s == 0);
+  CHECK(g.up_hop == Duration::nanoseconds(400));  // chip -> NVSwitch -> chip, 0.2 us each
+}
+
+TEST_CASE("collective_curve: ring all-reduce in one node, two protocol lines, by hand") {
+  const Fabric f = build_fabric(dgx_like(1));
+  const CostCurve c = collective_curve(describe_group(f, chips(0, 8)), CollectiveKind::kAllReduce,
+                                       round_calibration());
+  // 2 (n - 1) = 14 steps, each also crossing the 0.4 us route: 5.6 us.
+  // Latency protocol: 5 + 14 x 1 + 5.6 = 24.6 us, then 2 x 7 / 8 / (450 GB/s x 0.25) per byte
+  //   = 1.75 / 112.5e9 = 1.5556e-11 s/B.
+  // Bandwidth protocol: 20 + 14 x 0.5 + 5.6 = 32.6 us, 1.75 / (450e9 x 0.8) = 4.8611e-12 s/B.
+  // They cross at (32.6 - 24.6) us / (1.5556e-11 - 4.8611e-12) = 748,052 bytes.
+  REQUIRE(c.size() == 2);
+  CHECK(c.seconds(1024) == doctest::Approx(24.6e-6 + 1024 * 1.75 / 112.5e9));
+  CHECK(c.seconds(kGiB) == doctest::Approx(32.6e-6 + kGiB * 1.75 / 360e9));
+  const double cross = 8e-6 / (1.75 / 112.5e9 - 1.75 / 360e9);
+  CHECK(cross == doctest::Approx(748'052).epsilon(1e-5));
+  CHECK(c.seconds(cross * 0.99) == doctest::Approx(24.6e-6 + cross * 0.99 * 1.75 / 112.5e9));
+  CHECK(c.seconds(cross * 1.01) == doctest::Approx(32.6e-6 + cross * 1.01 * 1.75 / 360e9));
+  CHECK(c.seconds(0) == 0.0);
+  // One rank: nothing to do.
+  CHECK(collective_curve(describe_group(f, chips(0, 1)), CollectiveKind::kAllReduce, round_calibration()).empty());
+}
+
+TEST_CASE("collective_curve: a flat ring equals a step-by-step ring with per-step latency") {
+  // With base 0, per-step 0 and efficiency 1, the curve is the ring run step by step: 2 (n - 1)
+  // steps, each paying the route latency and moving S / n over the 450 GB/s chip link.
+  CommCalibration ideal;
+  for (auto& t : ideal.tiers) {
+    for (auto& k : t.kinds) k.latency_bound = k.bandwidth_bound = ProtocolFit{Duration::zero(), Duration::zero(), 1.0};
+  }
+  const Fabric f = build_fabric(dgx_like(1));
+  const LinkTier tier{Bandwidth{450e9}, Duration::zero(), 1.0};
+  for (int n = 2; n <= 8; ++n) {
+    const GroupLayout g = describe_group(f, chips(0, static_cast<std::uint32_t>(n)));
+    for (double bytes : {64.0, 1e6, 3.0 * kGiB}) {
+      RingRun run = simulate_ring_all_reduce(bytes, n, tier);
+      REQUIRE(run.every_rank_has_the_sum);
+      run.seconds += 2 * (n - 1) * g.up_hop.to_seconds();
+      INFO("ranks ", n, ", bytes ", bytes);
+      CHECK(collective_curve(g, CollectiveKind::kAllReduce, ideal).seconds(bytes) ==
+            doctest::Approx(run.seconds).epsilon(1e-12));
+    }
+  }
+}
+
+TEST_CASE("collective_curve: across two nodes the hierarchical all-reduce wins for big messages") {
+  // 16 ranks = 2 rail-optimised DGX nodes: every rank's peer is the same GPU of the other node,
+  // on its own rail leaf (one user per link): 50 GB/s each, 1 us (two 0.5 us links) per hop.
+  const Fabric f = build_fabric(dgx_like(2));
+  const GroupLayout g = describe_group(f, chips(0, 16));
+  CHECK(g.domains == 2);
+  CHECK(g.ranks_per_domain == 8);
+  CHECK(g.out_bytes_per_s == 50e9);
+  CHECK(g.out_hop == Duration::microseconds(1));
+  const CommCalibration cal = round_calibration();
+  const CostCurve c = collective_curve(g, CollectiveKind::kAllReduce, cal);
+  // Hierarchical, bandwidth protocol in every phase:
+  //  reduce-scatter in the node: 20 + 7 x 0.5 + 7 x 0.4 = 26.3 us, (7/8) / (450e9 x 0.8) s/B;
+  //  all-reduce of S/8 across 2 nodes: 30 + 2 x 1 + 2 x 1 = 34 us, (2 x 1/2 / 8) / (50e9 x 0.7);
+  //  all-gather in the node: as the reduce-scatter.
+  const double alpha = 26.3e-6 + 34e-6 + 26.3e-6;
+  const double slope = 2 * 0.875 / 360e9 + 0.125 / 35e9;
+  CHECK(c.seconds(kGiB) == doctest::Approx(alpha + kGiB * slope));
+  // The flat ring is bound by the 50 GB/s tier: 1.875 / (50e9 x 0.7) s/B, six times steeper.
+  const double ring = 30e-6 + 30 * 1e-6 + 30 * 1e-6 + kGiB * 1.875 / 35e9;
+  CHECK(c.seconds(kGiB) < ring / 5);
+  // Tiny messages: the double binary tree with the latency protocol: 2 x 1 + 2 x 7 = 16 steps
+  // of 2 us, hops 2 x 1 us + 14 x 0.4 us = 7.6 us, base 10 us: 49.6 us plus 8 B x 2 / 10 GB/s.
+  CHECK(c.seconds(8) == doctest::Approx(49.6e-6 + 8 * 2 / 10e9));
+}
+
+TEST_CASE("collective_curve: all-to-all splits into the NVLink share and the NIC share") {
+  const Fabric f = build_fabric(dgx_like(2));
+  const GroupLayout g = describe_group(f, chips(0, 16));
+  const CostCurve c = collective_curve(g, CollectiveKind::kAllToAll, round_calibration());
+  // Each rank sends S/16 to each rank: 7/16 of S over NVLink (at 450 GB/s x 0.8) and 8/16 over
+  // its NIC (50 GB/s x 0.7) at once: the NIC share binds, 0.5 / 35e9 s/B. Base 30 us + 15 steps
+  // x 1 us + one 1 us hop = 46 us.
+  CHECK(c.seconds(kGiB) == doctest::Approx(46e-6 + kGiB * 0.5 / 35e9));
+  // Dispatch and combine are costed alike, from their own fits.
+  CHECK(collective_curve(g, CollectiveKind::kDispatch, round_calibration()).seconds(kGiB) ==
+        doctest::Approx(c.seconds(kGiB)));
+}
+
+TEST_CASE("describe_group: ranks sharing a NIC share its bandwidth; a full mesh sums the peer links") {
+  ClusterSpec s = dgx_like(2, 2, false, 2);
+  s.scale_out.chips_per_nic = 8;
+  const Fabric shared = build_fabric(s);
+  // 8 ranks per node behind one 50 GB/s NIC: 6.25 GB/s each across nodes.
+  CHECK(describe_group(shared, chips(0, 16)).out_bytes_per_s == doctest::Approx(50e9 / 8));
+  ClusterSpec a = *cluster_preset("atlas-800t-a2", 8);
+  a.scale_out.present = false;
+  const Fabric mesh = build_fabric(a);
+  // HCCS: 56 GB/s per link; TP4 uses its 3 links to the group, TP8 all 7.
+  CHECK(describe_group(mesh, chips(0, 4)).up_bytes_per_s == doctest::Approx(3 * 56e9));
+  CHECK(describe_group(mesh, chips(0, 8)).up_bytes_per_s == doctest::Approx(392e9));
+}
+
+TEST_CASE("describe_group: a p2p pair across nodes costs its route") {
+  const Fabric f = build_fabric(dgx_like(4));
+  const std::vector<ChipId> pair = {ChipId(0), ChipId(17)};  // node 2, other rail: via a spine
+  const GroupLayout g = describe_group(f, pair);
+  CHECK(g.domains == 2);
+  CHECK(g.out_hop == Duration::microseconds(2));  // four 0.5 us links
+  const CostCurve c = collective_curve(g, CollectiveKind::kP2p, round_calibration());
+  // Bandwidth protocol: 30 + 1 x 1 + 2 = 33 us, 1 / (50e9 x 0.7) s/B.
+  CHECK(c.seconds(kGiB) == doctest::Approx(33e-6 + kGiB / 35e9));
+}
+
+TEST_CASE("CostCurve::envelope: equals the minimum over all lines everywhere") {
+  Rng rng(11, "envelope");
+  for (int trial = 0; trial < 200; ++trial) {
+    std::vector<CostLine> lines(static_cast<std::size_t>(rng.uniform_int(1, 6)));
+    for (auto& l : lines) {
+      l.alpha_s = rng.uniform01() * 1e-4;
+      l.seconds_per_byte = rng.uniform01() * 1e-10;
+    }
+    const CostCurve c = CostCurve::envelope(lines);
+    for (double x : {1.0, 1e3, 1e5, 1e6, 1e7, 1e9, 1e11}) {
+      double want = lines[0].at(x);
+      for (const auto& l : lines) want = std::min(want, l.at(x));
+      CHECK(c.seconds(x) == doctest::Approx(want).epsilon(1e-12));
+    }
+  }
+}
+
+TEST_CASE("CollectiveCostCache: identical groups share one curve") {
+  const Fabric f = build_fabric(dgx_like(2));
+  CollectiveCostCache cache(round_calibration());
+  const CostCurve& a = cache.curve(describe_group(f, chips(0, 8)), CollectiveKind::kAllReduce);
+  const CostCurve& b = cache.curve(describe_group(f, chips(8, 8)), CollectiveKind::kAllReduce);
+  CHECK(&a == &b);
+  CHECK(cache.size() == 1);
+  cache.curve(describe_group(f, chips(0, 4)), CollectiveKind::kAllReduce);
+  CHECK(cache.size() == 2);
+}
+
+TEST_CASE("expected_destination_ranks: matches counting every top-k choice") {
+  // Brute force: every set of k distinct experts out of E, experts e on rank e / (E / ranks).
+  for (auto [experts, topk, ranks] : {std::tuple{8, 2, 4}, std::tuple{16, 3, 8}, std::tuple{12, 4, 3}}) {
+    double total = 0, sets = 0;
+    const int E = experts;
+    for (int mask = 0; mask < (1 << E); ++mask) {
+      if (__builtin_popcount(static_cast<unsigned>(mask)) != topk) continue;
+      std::set<int> hit;
+      for (int e = 0; e < E; ++e) {
+        if (mask >> e & 1) hit.insert(e / (E / ranks));
+      }
+      total += static_cast<double>(hit.size());
+      sets += 1;
+    }
+    INFO(experts, " experts, top-", topk, ", ", ranks, " ranks");
+    CHECK(expected_destination_ranks(experts, topk, ranks) == doctest::Approx(total / sets));
+  }
+  CHECK(expected_destination_ranks(256, 1, 8) == doctest::Approx(1.0));
 }

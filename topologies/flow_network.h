@@ -1,0 +1,246 @@
+// The flow-level network: transfers between chips (KV caches, embeddings, activations) as flows
+// on routed paths, sharing link bandwidth max-min fairly.
+//
+// Model: a flow of S bytes from chip a to chip b takes the resources Fabric::flow_route gives it:
+// one pinned path (ECMP by its flow label) or, under adaptive routing, its NIC links and the
+// bundles of the tiers it crosses. "Links" below are these resources (ids: Fabric's resources). At every instant the rates are the max-min fair allocation over the flows' links
+// (Bertsekas & Gallager, Data Networks, sec. 6.5.2): no rate can grow without shrinking one that
+// is no larger. Rates only change when a flow starts, ends, or is rerouted, so a flow's rate is
+// piecewise constant and its completion time is exact: now + remaining / rate (rounded up to the
+// picosecond).
+//
+// Incremental update (what makes 100,000 concurrent flows cheap): after a change, only a set S of
+// flows is re-solved, by progressive filling over the links S touches with every other flow held
+// at its rate. The result is then checked against the max-min conditions of the flows just
+// outside S on those links (their bottleneck still saturated and they the largest on it; no flow
+// bottlenecked there smaller than them); any flow that fails joins S and S is solved again. When
+// nothing fails, every flow has a saturated bottleneck on which it is the largest, which is the
+// max-min allocation (it is unique), so the result equals a full recomputation (tested against
+// one). Three facts keep S and the links it visits small. Each flow is capped by the slowest link
+// of its route (it could never go faster); a link whose flows' caps add up to no more than its
+// capacity can never bind (it is passive and never visited); and a link whose load is below its
+// capacity binds nobody now (it is slack): it is only checked, through its running load, for
+// whether S's new rates would overfill it, in which case it joins the solve. In a non-blocking
+// fabric the core is passive or slack, most flows are bottlenecked at their endpoints' NICs, and
+// S stays a handful of flows.
+//
+// Changes at one instant are settled together: start, cancel, completion, fail and recover only
+// record what changed; the allocation is brought up to date (one update for the batch) when time
+// moves on or a rate, finish time or next completion is asked for (`flush`). A completion and the
+// flow the caller starts in its place at the same instant cost one update; so do 100,000 flows
+// started at once (one progressive filling over all of them).
+//
+// Faults: a failed link's flows are rerouted at once (a flow with no surviving route stalls at
+// rate 0 until a link recovers); a failed chip aborts its flows. Each is reported to the caller.
+// Link utilization: bytes carried per link (credited when a flow leaves a route, or on
+// account_until), and the bytes each link class carried over time, in bins that double their
+// width when they grow too many (compact for long runs).
+// Deliberately ignored: slow start and congestion-control dynamics, per-packet effects, flows
+// moving back to a better path after a recovery.
+// Invariants: time never goes back; link loads never exceed capacity (to 1e-9); every byte a flow
+// started with is delivered by its completion (rate x time integrates to its size).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sim/core/time.h"
+#include "topologies/fabric.h"
+
+namespace servesim::topologies {
+
+struct FlowHandle {
+  std::uint32_t slot = std::numeric_limits<std::uint32_t>::max();
+  std::uint32_t generation = 0;
+  bool valid() const { return slot != std::numeric_limits<std::uint32_t>::max(); }
+  bool operator==(const FlowHandle&) const = default;
+};
+
+// A flow that left the network: completed, or aborted by a fault (bytes = what it delivered).
+struct FlowDone {
+  FlowHandle flow;
+  std::uint64_t tag = 0;
+  SimTime at;
+  double bytes = 0;
+  bool aborted = false;
+};
+
+struct LinkUsageSeries {
+  Duration bin;                       // width of each bin
+  std::vector<double> bytes;          // bytes carried by the class's links in each bin
+};
+
+class FlowNetwork {
+ public:
+  struct Options {
+    Duration utilization_bin = Duration::milliseconds(1);
+    std::size_t max_bins = 4096;      // beyond this, bins are merged pairwise (width doubles)
+  };
+
+  FlowNetwork(Fabric& fabric, Options options);
+  explicit FlowNetwork(Fabric& fabric) : FlowNetwork(fabric, Options{}) {}
+
+  // Starts a flow of `bytes` (> 0) from src to dst at `now`. `tag` is the caller's (returned in
+  // FlowDone); `label` picks among equal-cost routes. A flow with no route starts stalled.
+  FlowHandle start(SimTime now, ChipId src, ChipId dst, double bytes, std::uint64_t tag,
+                   std::uint64_t label = 0);
+  // Removes a flow before it completes; false when it already left.
+  bool cancel(SimTime now, FlowHandle f);
+
+  // The earliest completion among active flows (SimTime::never() when none can complete).
+  SimTime next_completion();
+  // Completes, one by one in time order, every flow due at or before `now`, appending them.
+  void complete_until(SimTime now, std::vector<FlowDone>& done);
+
+  // Faults. Links in `links` go down (their flows are rerouted or stall); flows from or to
+  // `chips` are aborted and appended to `aborted`.
+  void fail(SimTime now, const std::vector<LinkId>& links, const std::vector<ChipId>& chips,
+            std::vector<FlowDone>& aborted);
+  // Links come back; stalled flows that now have a route start moving.
+  void recover(SimTime now, const std::vector<LinkId>& links);
+
+  // Settles the changes recorded so far (the queries below do it themselves).
+  void flush();
+
+  bool active(FlowHandle f) const;
+  double rate(FlowHandle f);            // bytes/s now
+  double remaining(FlowHandle f, SimTime now);
+  SimTime finish_time(FlowHandle f);
+  bool stalled(FlowHandle f) const;
+  Route route(FlowHandle f) const;
+  std::size_t active_flows() const { return active_count_; }
+  std::size_t stalled_flows() const;
+
+  // Utilization, carried up to `now`, per resource (a link, or a bundle under adaptive routing).
+  void account_until(SimTime now);
+  double link_bytes(LinkId l) const { return link_[l.index()].bytes; }
+  double link_load(LinkId l);   // bytes/s now (sums the link's flows)
+  bool link_passive(LinkId l) const { return link_[l.index()].demand <= link_[l.index()].capacity; }
+  const LinkUsageSeries& class_usage(LinkClass c) const { return series_[static_cast<std::size_t>(c)]; }
+
+  // Counters for benchmarks: incremental updates, flows re-solved, rounds (solve + check).
+  std::uint64_t updates() const { return updates_; }
+  std::uint64_t solved_flows() const { return solved_flows_; }
+  std::uint64_t settle_rounds() const { return settle_rounds_; }
+
+  // Reference for tests: every active flow's max-min rate by progressive filling over all flows
+  // from scratch, indexed by slot (0 for free slots).
+  std::vector<double> reference_rates();
+  // Checks capacities and the max-min conditions of every flow; returns the first problem or "".
+  std::string check();
+
+  const Fabric& fabric() const { return fabric_; }
+
+ private:
+  static constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
+  static constexpr std::size_t kClasses = static_cast<std::size_t>(LinkClass::kCount);
+
+  // What the incremental update reads for every flow it meets, in two cache lines: the first
+  // holds the rate, the set mark and the list pointers it follows along a link.
+  struct alignas(64) FlowHot {
+    double rate = 0;
+    double new_rate = 0;
+    std::uint32_t mark = 0;            // 2 x epoch: in S; 2 x epoch + 1: found violating
+    std::uint32_t bottleneck = kNone;  // a link, or kCap (the flow's own cap)
+    std::uint32_t new_bottleneck = kNone;
+    std::uint8_t hops = 0;
+    std::array<std::uint32_t, kMaxHops> next{};  // entry (slot x kMaxHops + hop) after this one
+    std::array<std::uint32_t, kMaxHops> prev{};
+    std::array<LinkId, kMaxHops> links{};
+  };
+  // Per link: capacity, the sum of its flows' caps (passive when it does not exceed the
+  // capacity), the list of its flows, and the update's marks. Scratch values of the links an
+  // update visits live in `scratch_`, indexed by `local`.
+  struct LinkHot {
+    double capacity = 0;
+    double demand = 0;
+    double bytes = 0;  // carried, credited when a flow leaves it (or on account_until)
+    double load = 0;   // the sum of its flows' rates
+    std::uint32_t head = kNone;
+    std::uint32_t mark = 0;
+    std::uint32_t local = 0;
+    std::uint32_t bottlenecked = 0;  // flows whose bottleneck this link is
+    std::uint8_t link_class = 0;
+  };
+  struct LinkScratch {
+    double residual = 0;
+    double level = -1;        // the share at which S flows froze here (-1: none)
+    double max_rate = 0;      // the largest new rate of S flows on the link
+    std::uint32_t unfrozen = 0;
+    std::uint32_t outsiders = 0;
+    bool overloaded = false;  // the flows outside S alone exceed the capacity (it just shrank)
+  };
+  static constexpr std::uint32_t kCap = kNone - 1;
+
+  std::uint32_t new_slot();
+  void link_insert(std::uint32_t f);
+  void link_remove(std::uint32_t f);
+  void settle(SimTime now);
+  void solve();
+  bool verify();
+  void commit(SimTime now);
+  void set_rate(std::uint32_t f, double rate, SimTime now);
+  void flush_classes(SimTime now);
+  void credit_links(std::uint32_t f);
+  bool active_link(std::uint32_t l) const { return link_[l].demand > link_[l].capacity; }
+  bool promote_overfilled();
+  void advance_class(std::size_t cls, SimTime now);
+  void heap_update(std::uint32_t f);
+  void heap_remove(std::uint32_t f);
+  void heap_sift_up(std::size_t i);
+  void heap_sift_down(std::size_t i);
+  struct HeapEntry {
+    std::int64_t finish_ps;
+    std::uint32_t slot;
+  };
+  static bool heap_less(const HeapEntry& a, const HeapEntry& b);
+  void finish_flow(std::uint32_t f, SimTime at, bool aborted, std::vector<FlowDone>* out);
+  void reroute(std::uint32_t f);
+  void refresh_capacity(LinkId l);
+  void set_bottleneck(FlowHot& f, std::uint32_t link);
+  void add_bottlenecked(std::uint32_t link);
+  void touch(SimTime now);
+
+  Fabric& fabric_;
+  Options options_;
+  SimTime now_ = SimTime::zero();
+  bool pending_ = false;  // changes at now_ not yet settled
+
+  // Per flow slot: the hot part, then the rest.
+  std::vector<FlowHot> hot_;
+  std::vector<double> remaining_, size_, cap_, credited_;
+  std::vector<std::int64_t> last_ps_, finish_ps_;
+  std::vector<std::uint32_t> generation_, heap_pos_;
+  std::vector<std::uint64_t> tag_, label_;
+  std::vector<ChipId> src_, dst_;
+  std::vector<std::uint8_t> live_, stalled_;
+  std::vector<std::uint32_t> free_slots_;
+  std::size_t active_count_ = 0;
+
+  std::vector<LinkHot> link_;
+  std::vector<LinkScratch> scratch_;
+
+  // Per link class: load now, changes not yet carried into the series, the binned series.
+  std::array<double, kClasses> class_load_{};
+  std::array<double, kClasses> class_delta_{};
+  std::array<std::int64_t, kClasses> class_last_ps_{};
+  std::array<LinkUsageSeries, kClasses> series_;
+
+  // The completion heap (slots ordered by finish time, then slot).
+  std::vector<HeapEntry> heap_;
+
+  // Scratch for settle: the set S, the links it touches (and extra ones to check), the filling
+  // heap, the flows found violating.
+  std::uint32_t epoch_ = 0;
+  std::vector<std::uint32_t> set_, links_, seed_links_, violators_, slack_;
+  std::vector<double> slack_delta_;
+  std::vector<std::pair<double, std::uint32_t>> fill_heap_;
+
+  std::uint64_t updates_ = 0, solved_flows_ = 0, settle_rounds_ = 0;
+};
+
+}  // namespace servesim::topologies
