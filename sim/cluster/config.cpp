@@ -49,7 +49,8 @@ topologies::InstanceShape instance_shape(const models::ParallelPlan& plan) {
   s.cp = plan.cp;
   s.pp = plan.pp;
   s.ep = plan.ep;
-  s.moe_tp = plan.moe_tp;
+  // Dense models leave moe_tp at 1; the placement wants the MoE group's split either way.
+  s.moe_tp = s.tp * s.dp / s.ep;
   return s;
 }
 

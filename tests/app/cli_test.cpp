@@ -105,7 +105,7 @@ TEST_CASE("Determinism: the same scenario and seed give byte-identical JSON") {
 TEST_CASE("CLI: accepted placement violations are warnings on stderr and in the JSON report") {
   // Quickstart on a GB200 rack: the pools' H100 chip has an 8-GPU scale-up domain, the rack 72,
   // which the loader accepts with a warning.
-  const Result r = cli({"run", kQuickstart, "--set", kSmall, "--set", "cluster=gb200-nvl72", "--json", "-"});
+  const CliResult r = cli({"run", kQuickstart, "--set", kSmall, "--set", "cluster=gb200-nvl72", "--json", "-"});
   REQUIRE(r.code == 0);
   CHECK(r.err.find("warning: " + kQuickstart + ":15:13: deployment.pools[0].chip: the chip's scale-up domain (8 "
                    "chips) differs from the cluster's (72 in gb200-nvl72)") == 0);
