@@ -99,7 +99,7 @@ TEST_CASE("Report: the per-request CSV has one row per request") {
   reports::write_requests_csv(out, m);
   CHECK(out.str() ==
         "id,arrival_s,first_token_s,completion_s,prompt_tokens,output_tokens,status,reject_reason,"
-        "preemptions,instance\n"
-        "0,0.000000000,,,5,1,in_flight,,0,0\n"
-        "1,0.500000000,,0.500000000,7,2,rejected,queue_full,0,0\n");
+        "preemptions,instance,class\n"
+        "0,0.000000000,,,5,1,in_flight,,0,0,default\n"
+        "1,0.500000000,,0.500000000,7,2,rejected,queue_full,0,0,default\n");
 }
