@@ -6,6 +6,7 @@
 #include <numbers>
 
 #include "sim/core/check.h"
+#include "workloads/lengths.h"
 
 namespace servesim::workloads {
 namespace {
@@ -172,7 +173,8 @@ SimTime OpenLoopProcess::next() {
   const double gap = gap_s();
   if (!curve_) {
     if (last_.to_seconds() + gap > kLatestArrivalS) return last_ = SimTime::never();
-    last_ += Duration::seconds(gap);
+    // Duration::seconds(gap), i.e. llround(gap x 1e12), without the libm call.
+    last_ += Duration::picoseconds(static_cast<std::int64_t>(round_half_away(gap * 1e12)));
     return last_;
   }
   tau_s_ += gap;

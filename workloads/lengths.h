@@ -16,6 +16,7 @@
 // Not here: correlation between prompt and output beyond what a trace's rows carry.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -113,6 +114,16 @@ class LengthDraw {
   std::int64_t min_ = 0, max_ = 0;
   std::unique_ptr<ZipfSampler> zipf_;
 };
+
+// std::round (halves away from zero) without the libm call, for the hot paths: truncation by
+// conversion, then the remainder, which is exact below 2^52 (Sterbenz), decides. Beyond 2^52
+// every double is an integer already.
+inline double round_half_away(double x) {
+  if (!(x < 4503599627370496.0 && x > -4503599627370496.0)) return std::round(x);
+  const double t = static_cast<double>(static_cast<std::int64_t>(x));
+  const double r = x - t;
+  return r >= 0.5 ? t + 1 : r <= -0.5 ? t - 1 : t;
+}
 
 // The proportional cap (Vidur's trace length generator); both parts are kept >= 1.
 RequestLengths cap_lengths(std::int64_t prompt, std::int64_t output, std::int64_t max_total);

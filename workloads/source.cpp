@@ -117,6 +117,7 @@ struct RequestSource::Class {
   std::optional<LengthDraw> turns, followup;
   std::int64_t min_followup = 1;
   std::uint64_t sessions_started = 0;
+  bool plain = false;  // drawn lengths only: no replay, prefixes, images or sessions
 };
 
 WorkloadConfig single_class(ArrivalConfig arrivals, LengthConfig lengths, std::int64_t requests) {
@@ -190,6 +191,7 @@ RequestSource::RequestSource(const WorkloadConfig& config, std::uint64_t seed, S
         c->min_followup = shortest_length(ind->prompt);
       }
     }
+    c->plain = !c->replay && !cc.prefixes && !cc.images && !cc.sessions;
     classes_.push_back(std::move(c));
   }
   slots_.resize(slots);
@@ -377,7 +379,15 @@ Request RequestSource::take(std::uint32_t stream, SimTime now, std::vector<Arriv
   Request r;
   if (stream >= kOpenStream - classes_.size() + 1) {
     Class& c = *classes_[kOpenStream - stream];
-    r = fresh(c, stream, nullptr);
+    if (c.plain) {  // the common case, without fresh()'s branches
+      const RequestLengths l = c.lengths->next();
+      r.class_id = c.id;
+      r.stream = stream;
+      r.prompt_tokens = static_cast<std::uint32_t>(l.prompt_tokens);
+      r.output_tokens = static_cast<std::uint32_t>(l.output_tokens);
+    } else {
+      r = fresh(c, stream, nullptr);
+    }
     if (c.process) {
       after(c, stream, c.process->next(), out);
     } else {

@@ -1,6 +1,7 @@
 #include "workloads/trace_reader.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 
 #include "sim/core/check.h"
@@ -10,6 +11,7 @@ namespace servesim::workloads {
 namespace {
 
 constexpr std::size_t kBufferBytes = 1 << 20;
+constexpr std::size_t kPad = 16;  // bytes kept readable past the data in the buffer
 constexpr std::int64_t kPsPerS = 1'000'000'000'000;
 constexpr std::int64_t kMaxTokensPerRow = 100'000'000;
 constexpr std::int64_t kMaxSpanS = 100LL * 86400;  // SimTime holds +-106 days
@@ -398,10 +400,12 @@ void TraceReader::refill() {
   }
   begin_ = 0;
   end_ = keep;
-  if (end_ + 1 >= buf_.size()) buf_.resize(buf_.size() * 2);
-  const std::size_t got = std::fread(buf_.data() + end_, 1, buf_.size() - 1 - end_, file_);
+  if (end_ + kPad >= buf_.size()) buf_.resize(buf_.size() * 2);
+  const std::size_t got = std::fread(buf_.data() + end_, 1, buf_.size() - kPad - end_, file_);
   end_ += got;
-  buf_[end_] = '\n';  // a sentinel: the byte at a line's end is always readable and not a digit
+  // A sentinel: the byte at a line's end is always readable and not a digit; and kPad readable
+  // bytes follow any position in a line, for 8-byte loads.
+  buf_[end_] = '\n';
   if (got == 0) eof_ = true;
 }
 
@@ -446,10 +450,12 @@ bool TraceReader::next(TraceRow& row, std::vector<std::uint64_t>& ids) {
     while (p < eol && is_space(*p)) ++p;
     if (p == eol) continue;  // blank lines are not rows
     ids.clear();
-    if (format_ != TraceFormat::kMooncake && parse_csv_fast(line, eol, row)) {
+    if (format_ == TraceFormat::kMooncake ? parse_json_fast(line, eol, row, ids)
+                                          : parse_csv_fast(line, eol, row)) {
       row.line = line_no_;
       return true;
     }
+    ids.clear();
     const auto failure = format_ == TraceFormat::kMooncake ? parse_json(line, eol, row, ids)
                                                            : parse_csv(line, eol, row, ids);
     if (!failure) {
@@ -491,32 +497,62 @@ std::optional<TraceReader::Failure> TraceReader::place_time(std::int64_t seconds
 
 namespace {
 // In-place scanners for the fast path. Each starts at a field's first byte and returns the byte
-// after the value, or nullptr when the value is not of the simple shape; the digit loops rely on
-// the sentinel at the line's end (a readable non-digit).
+// after the value, or nullptr when the value is not of the simple shape. They rely on the
+// buffer's guarantees (refill): a non-digit sentinel ends every line, and 8-byte loads from any
+// position in a line stay inside the buffer.
+
+// The digits at p and their value, up to 18 of them; 0 when there is none (or more). Up to 7
+// digits take one 8-byte load, a mask of the non-digit bytes and three multiply-shifts that
+// combine the digits (SWAR, the formulation of simdjson's parse_eight_digits); longer runs go
+// byte by byte.
+inline int digit_run(const char* p, std::uint64_t& value) {
+  static_assert(std::endian::native == std::endian::little, "the SWAR digits assume little endian");
+  std::uint64_t chunk;
+  std::memcpy(&chunk, p, 8);
+  const std::uint64_t x = chunk ^ 0x3030303030303030ULL;  // digits become 0..9
+  // The top bit of each byte that is not 0..9 after the xor.
+  const std::uint64_t non =
+      (((x & 0x7F7F7F7F7F7F7F7FULL) + 0x7676767676767676ULL) | x) & 0x8080808080808080ULL;
+  if (non != 0) {
+    const int k = __builtin_ctzll(non) >> 3;
+    if (k == 0) return 0;
+    std::uint64_t v = x << (8 * (8 - k));  // the k digits, right-aligned behind leading zeros
+    v = (v & 0x0F0F0F0F0F0F0F0FULL) * 2561 >> 8;
+    v = (v & 0x00FF00FF00FF00FFULL) * 6553601 >> 16;
+    value = (v & 0x0000FFFF0000FFFFULL) * 42949672960001ULL >> 32;
+    return k;
+  }
+  std::uint64_t v = 0;
+  int n = 0;
+  for (; is_digit(p[n]); ++n) {
+    if (n == 18) return 0;
+    v = v * 10 + static_cast<std::uint64_t>(p[n] - '0');
+  }
+  value = v;
+  return n;
+}
+
 const char* fast_count(const char* p, std::int64_t& v) {
-  const char* b = p;
-  std::int64_t x = 0;
-  while (is_digit(*p)) x = x * 10 + (*p++ - '0');
-  if (p == b || p - b > 9) return nullptr;
-  v = x;
-  return p;
+  std::uint64_t x = 0;
+  const int n = digit_run(p, x);
+  if (n == 0 || n > 9) return nullptr;
+  v = static_cast<std::int64_t>(x);
+  return p + n;
 }
 
 const char* fast_seconds(const char* p, Decimal& d) {
-  const char* b = p;
-  std::int64_t whole = 0;
-  while (is_digit(*p)) whole = whole * 10 + (*p++ - '0');
-  if (p == b || p - b > 15) return nullptr;
-  std::int64_t frac = 0;
-  std::ptrdiff_t nf = 0;
+  std::uint64_t whole = 0, frac = 0;
+  const int nw = digit_run(p, whole);
+  if (nw == 0 || nw > 15) return nullptr;
+  p += nw;
+  int nf = 0;
   if (*p == '.') {
-    const char* f = ++p;
-    while (is_digit(*p)) frac = frac * 10 + (*p++ - '0');
-    nf = p - f;
+    nf = digit_run(++p, frac);
     if (nf > 12) return nullptr;
+    p += nf;
   }
-  d.seconds = whole;
-  d.frac_ps = frac * kPow10[12 - nf];
+  d.seconds = static_cast<std::int64_t>(whole);
+  d.frac_ps = static_cast<std::int64_t>(frac) * kPow10[12 - nf];
   d.negative = false;
   return p;
 }
@@ -540,13 +576,12 @@ const char* fast_datetime(const char* p, const char* eol, Decimal& d) {
     return nullptr;
   }
   p += 19;
-  std::int64_t frac = 0;
-  std::ptrdiff_t nf = 0;
+  std::uint64_t frac = 0;
+  int nf = 0;
   if (*p == '.') {
-    const char* f = ++p;
-    while (is_digit(*p)) frac = frac * 10 + (*p++ - '0');
-    nf = p - f;
+    nf = digit_run(++p, frac);
     if (nf == 0 || nf > 12) return nullptr;
+    p += nf;
   }
   std::int64_t offset_s = 0;
   if (*p == '+' || *p == '-') {
@@ -561,7 +596,7 @@ const char* fast_datetime(const char* p, const char* eol, Decimal& d) {
   }
   d.seconds = days_from_civil(y, static_cast<unsigned>(mo), static_cast<unsigned>(day)) * 86400 +
               h * 3600 + mi * 60 + s - offset_s;
-  d.frac_ps = frac * kPow10[12 - nf];
+  d.frac_ps = static_cast<std::int64_t>(frac) * kPow10[12 - nf];
   d.negative = false;
   return p;
 }
@@ -691,6 +726,71 @@ std::optional<TraceReader::Failure> TraceReader::parse_csv(const char* line, con
   return std::nullopt;
 }
 
+namespace {
+// Matches the literal `lit` at p; returns the byte after it, or nullptr. (The line is followed
+// by readable bytes, but a literal can be longer than the rest of the line: bounded by eol.)
+inline const char* literal(const char* p, const char* eol, std::string_view lit) {
+  if (static_cast<std::size_t>(eol - p) < lit.size() || std::memcmp(p, lit.data(), lit.size()) != 0) {
+    return nullptr;
+  }
+  return p + lit.size();
+}
+
+// Digits only, at most `max` of them (the sentinel ends every line).
+inline const char* plain_digits(const char* p, std::uint64_t& v, int max) {
+  const int n = digit_run(p, v);
+  if (n == 0 || n > max) return nullptr;
+  return p + n;
+}
+}  // namespace
+
+bool TraceReader::parse_json_fast(const char* line, const char* eol, TraceRow& row,
+                                  std::vector<std::uint64_t>& ids) {
+  std::uint64_t ms = 0, in = 0, out = 0;
+  const char* p = literal(line, eol, "{\"timestamp\": ");
+  if (p) p = plain_digits(p, ms, 15);
+  if (p) p = literal(p, eol, ", \"input_length\": ");
+  if (p) p = plain_digits(p, in, 9);
+  if (p) p = literal(p, eol, ", \"output_length\": ");
+  if (p) p = plain_digits(p, out, 9);
+  if (p) p = literal(p, eol, ", \"hash_ids\": [");
+  if (!p) return false;
+  if (*p != ']') {
+    while (true) {
+      std::uint64_t v = 0;
+      p = plain_digits(p, v, 19);
+      if (!p) return false;
+      ids.push_back(v);
+      if (*p == ']') break;
+      if (p[0] != ',' || p[1] != ' ') return false;
+      p += 2;
+    }
+  }
+  ++p;
+  if (p >= eol || *p != '}' || p + 1 != eol) return false;
+  const auto prompt = static_cast<std::int64_t>(in), output = static_cast<std::int64_t>(out);
+  if (prompt > kMaxTokensPerRow || output > kMaxTokensPerRow) return false;
+  if (ids.size() != static_cast<std::size_t>((prompt + block_tokens_ - 1) / block_tokens_)) return false;
+  const auto seconds = static_cast<std::int64_t>(ms / 1000);
+  const auto frac_ps = static_cast<std::int64_t>(ms % 1000) * 1'000'000'000;
+  if (have_base_) {
+    const std::int64_t rel_s = seconds - base_s_;
+    if (rel_s > kMaxSpanS || rel_s < -1) return false;
+    const std::int64_t ps = rel_s * kPsPerS + frac_ps;
+    if (ps < last_ps_) return false;
+    row.time_ps = ps;
+  } else {
+    have_base_ = true;
+    base_s_ = seconds;
+    row.time_ps = frac_ps;
+  }
+  row.prompt = prompt;
+  row.output = output;
+  row.session = ~std::uint64_t{0};
+  last_ps_ = row.time_ps;
+  return true;
+}
+
 std::optional<TraceReader::Failure> TraceReader::parse_json(const char* line, const char* eol,
                                                             TraceRow& row,
                                                             std::vector<std::uint64_t>& ids) {
@@ -809,13 +909,18 @@ std::optional<TraceReader::Failure> TraceReader::parse_json(const char* line, co
       if (p < eol && *p == ']') {
         ++p;
       } else {
-        // The hot loop of this format. The byte at eol is a readable non-digit, non-space
-        // sentinel (refill), so the scans below need no bounds checks.
+        // The hot loop of this format: byte by byte, no bounds checks (the byte at eol is a
+        // readable non-digit, non-space sentinel; refill). Ids are usually short, so a plain
+        // loop beats 8-byte (SWAR) digit parsing here.
         while (true) {
           while (is_space(*p)) ++p;
           const char* b = p;
           std::uint64_t v = 0;
-          while (is_digit(*p)) v = v * 10 + static_cast<std::uint64_t>(*p++ - '0');
+          char c = *p;
+          while (is_digit(c)) {
+            v = v * 10 + static_cast<std::uint64_t>(c - '0');
+            c = *++p;
+          }
           if (p == b || p - b > 19) {
             if (p >= eol) return truncated("the list of hash ids ends", "hash_ids");
             const char* e = b;
@@ -823,12 +928,12 @@ std::optional<TraceReader::Failure> TraceReader::parse_json(const char* line, co
             return Failure{at(b), show(b, e) + " is not a block id (a non-negative integer)", "hash_ids"};
           }
           ids.push_back(v);
-          while (is_space(*p)) ++p;
-          if (*p == ',') {
+          while (is_space(c)) c = *++p;
+          if (c == ',') {
             ++p;
             continue;
           }
-          if (*p == ']') {
+          if (c == ']') {
             ++p;
             break;
           }

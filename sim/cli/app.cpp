@@ -11,6 +11,7 @@
 #include <boost/program_options.hpp>
 
 #include "reports/report.h"
+#include "sim/cli/commands.h"
 #include "sim/cluster/simulation.h"
 #include "sim/core/errors.h"
 
@@ -37,17 +38,6 @@ double peak_rss_mb() {
   return static_cast<double>(usage.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
 }
 
-namespace {
-
-constexpr const char* kUsage =
-    "usage: servesim <command> [options]\n"
-    "\n"
-    "commands:\n"
-    "  run SCENARIO.yaml   simulate a scenario and report its latency, throughput and costs\n"
-    "\n"
-    "Run 'servesim <command> --help' for the options of a command.\n";
-
-// Writes `text` to `path` through a temporary file in the same folder and a rename.
 void write_atomically(const std::filesystem::path& path, const std::string& text) {
   const std::filesystem::path tmp = path.string() + ".tmp";
   {
@@ -65,6 +55,18 @@ void print_diagnostics(const InputError& e, std::ostream& err) {
   err << e.diagnostics().size() << (e.diagnostics().size() == 1 ? " problem" : " problems")
       << " found; nothing was run.\n";
 }
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: servesim <command> [options]\n"
+    "\n"
+    "commands:\n"
+    "  run SCENARIO.yaml   simulate a scenario and report its latency, throughput and costs\n"
+    "  workload stats FILE-or-SCENARIO\n"
+    "                      summarise a trace or a scenario's traffic before simulating it\n"
+    "\n"
+    "Run 'servesim <command> --help' for the options of a command.\n";
 
 int run_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   po::options_description visible(
@@ -163,6 +165,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     }
     const std::vector<std::string> rest(args.begin() + 1, args.end());
     if (command == "run") return run_command(rest, out, err);
+    if (command == "workload") return workload_command(rest, out, err);
     err << "error: unknown command '" << command << "'\n\n" << kUsage;
     return 2;
   } catch (const std::exception& e) {

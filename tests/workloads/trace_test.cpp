@@ -3,12 +3,15 @@
 // input reported with file, line, column, key path and message (or skipped and counted).
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
 
 #include "sim/core/errors.h"
+#include "sim/core/rng.h"
 #include "workloads/source.h"
 #include "workloads/trace_reader.h"
 
@@ -394,4 +397,50 @@ TEST_CASE("Trace replay: skip_bad_rows replays the good rows and counts the othe
   CHECK(got[2].r.arrival.ps() == 4 * kS);
   // Period: span 4 s x 3 rows / 2 gaps = 6 s.
   CHECK(got[3].r.arrival.ps() == 6 * kS);
+}
+
+TEST_CASE("Trace reader: numbers of every length parse exactly (the 8-byte digit path and its fallback)") {
+  // For each whole-part length w = 1..15 one file (times within a file stay within the reader's
+  // 100-day span): rows w...w.f...f with 0..12 fractional digits and counts of 1..9 digits, each
+  // value built here by integer arithmetic. Times come back relative to the first row's second.
+  Rng rng(3, "digits");
+  for (int w = 1; w <= 15; ++w) {
+    CAPTURE(w);
+    std::string text = "arrived_at,num_prefill_tokens,num_decode_tokens\n";
+    std::vector<std::int64_t> want_ps, want_prompt;
+    const std::int64_t base = w == 1 ? 0 : static_cast<std::int64_t>(std::llround(std::pow(10.0, w - 1)));
+    for (int f = 0; f <= 12; ++f) {
+      const std::int64_t whole = base + f;  // w digits (for w = 1: 0 .. 9 and then 10, 11, 12)
+      std::int64_t frac = 0;
+      std::string fs;
+      for (int k = 0; k < f; ++k) {
+        const int d = static_cast<int>(rng.uniform_int(0, 9));
+        fs += static_cast<char>('0' + d);
+        frac = frac * 10 + d;
+      }
+      for (int k = f; k < 12; ++k) frac *= 10;
+      const int digits = 1 + (w + f) % 9;
+      std::int64_t count = 0;
+      std::string cs;
+      for (int k = 0; k < digits; ++k) {
+        const int d = static_cast<int>(rng.uniform_int(k == 0 ? 1 : 0, 9));
+        cs += static_cast<char>('0' + d);
+        count = count * 10 + d;
+      }
+      if (count > 100'000'000) {
+        cs = "100000000";
+        count = 100'000'000;
+      }
+      text += std::to_string(whole) + (f > 0 ? "." + fs : "") + "," + cs + ",1\n";
+      want_ps.push_back((whole - base) * kS + frac);
+      want_prompt.push_back(count);
+    }
+    const Read r = read_all(write_temp("digits.csv", text));
+    REQUIRE(r.rows.size() == want_ps.size());
+    for (std::size_t i = 0; i < want_ps.size(); ++i) {
+      CAPTURE(i);
+      CHECK(r.rows[i].time_ps == want_ps[i]);
+      CHECK(r.rows[i].prompt == want_prompt[i]);
+    }
+  }
 }

@@ -278,3 +278,16 @@ TEST_CASE("Lengths: independent lengths under a cap shrink in proportion like tr
   CHECK(shortest_length(UniformLength{5, 9}) == 5);
   CHECK(longest_length(ZipfLength{1, 2, 77}) == 77);
 }
+
+TEST_CASE("Lengths: round_half_away rounds exactly like std::round") {
+  Rng rng(12, "round");
+  for (int i = 0; i < 200'000; ++i) {
+    // Wide magnitudes, both signs, and exact halves.
+    const double mag = std::ldexp(rng.uniform01(), static_cast<int>(rng.uniform_int(0, 70)) - 10);
+    const double x = (i % 2 ? -1 : 1) * (i % 3 == 0 ? std::floor(mag) + 0.5 : mag);
+    REQUIRE(round_half_away(x) == std::round(x));
+  }
+  CHECK(round_half_away(0.49999999999999994) == 0.0);  // floor(x + 0.5) would give 1
+  CHECK(round_half_away(2.5) == 3.0);
+  CHECK(round_half_away(-2.5) == -3.0);
+}
