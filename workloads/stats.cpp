@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "sim/core/rng.h"
 #include "workloads/source.h"
 
 namespace servesim::workloads {
@@ -89,18 +90,36 @@ class Seen {
   std::unordered_set<std::uint64_t> sparse_;
 };
 
+std::uint64_t mix_session(std::size_t cls, std::uint64_t session) {
+  std::uint64_t s = session ^ (std::uint64_t{cls} * 0x9e3779b97f4a7c15ULL);
+  return splitmix64(s);
+}
+
 }  // namespace
 
 WorkloadStats compute_stats(const WorkloadConfig& config, std::uint64_t seed, SimTime end,
                             const StatsOptions& options) {
   WorkloadStats st;
-  for (const ClassConfig& c : config.classes) {
-    if (std::holds_alternative<ClosedLoopArrivals>(c.arrivals) || c.sessions) st.zero_service = true;
+  // Open-loop classes are timed; closed-loop ones are summarised one by one. A class's numbers
+  // depend on its name, not its position (stream naming), so a class alone draws what it draws
+  // among the others.
+  WorkloadConfig timed;
+  timed.requests = config.requests;
+  std::vector<std::size_t> timed_index, closed_index;
+  for (std::size_t i = 0; i < config.classes.size(); ++i) {
+    const ClassConfig& c = config.classes[i];
+    if (std::holds_alternative<ClosedLoopArrivals>(c.arrivals)) {
+      closed_index.push_back(i);
+    } else {
+      timed.classes.push_back(c);
+      timed_index.push_back(i);
+      if (c.sessions) st.zero_service = true;
+    }
   }
-  // Pass 1: the last arrival.
+  // Pass 1: the last open-loop arrival.
   SimTime last = SimTime::zero();
-  {
-    RequestSource source(config, seed, end);
+  if (!timed.classes.empty()) {
+    RequestSource source(timed, seed, end);
     drive(source, options.max_requests, [&](const Request& r, const RequestSource&) { last = r.arrival; });
   }
   const int windows = std::max(1, options.windows);
@@ -117,31 +136,36 @@ WorkloadStats compute_stats(const WorkloadConfig& config, std::uint64_t seed, Si
   std::vector<Counts> class_prompt(config.classes.size()), class_output(config.classes.size());
   st.classes.resize(config.classes.size());
   std::vector<Seen> seen_blocks(config.classes.size());
-  std::unordered_set<std::uint32_t> seen_prefixes;
+  std::unordered_set<std::uint64_t> seen_prefixes;
   std::unordered_map<std::uint64_t, std::uint32_t> sessions;
   std::map<std::pair<std::uint32_t, std::uint32_t>, std::int64_t> resolutions;
   const std::int64_t b = std::max<std::int64_t>(1, options.block_tokens);
   st.block_tokens = b;
   bool first = true;
-  RequestSource source(config, seed, end);
-  st.requests = drive(source, options.max_requests, [&](const Request& r, const RequestSource& src) {
-    const double t = r.arrival.to_seconds();
-    if (first) st.first_arrival_s = t;
-    first = false;
-    st.last_arrival_s = t;
-    const auto w = std::min<std::size_t>(st.windows.size() - 1,
-                                         static_cast<std::size_t>(std::max(0.0, t / width)));
-    ++st.windows[w].requests;
+  // One request; `cls` is its index in `config`. The whole-workload figures cover the timed
+  // (open-loop) requests, or the closed-loop ones when there are no others.
+  const bool closed_overall = timed.classes.empty();
+  auto account = [&](const Request& r, const RequestSource& src, std::size_t cls, bool is_timed) {
+    ClassStats& cs = st.classes[cls];
+    ++cs.requests;
+    cs.images += r.images;
+    class_prompt[cls].add(r.prompt_tokens);
+    class_output[cls].add(r.output_tokens);
+    if (!is_timed && !closed_overall) return;
+    if (is_timed) {
+      const double t = r.arrival.to_seconds();
+      if (first) st.first_arrival_s = t;
+      first = false;
+      st.last_arrival_s = t;
+      const auto w = std::min<std::size_t>(st.windows.size() - 1,
+                                           static_cast<std::size_t>(std::max(0.0, t / width)));
+      ++st.windows[w].requests;
+    }
     prompt.add(r.prompt_tokens);
     output.add(r.output_tokens);
-    class_prompt[r.class_id].add(r.prompt_tokens);
-    class_output[r.class_id].add(r.output_tokens);
-    ClassStats& cs = st.classes[r.class_id];
-    ++cs.requests;
     if (r.images > 0) {
       ++st.requests_with_images;
       st.images += r.images;
-      cs.images += r.images;
       per_request.add(r.images);
       for (std::size_t i = 0; i < r.images; ++i) {
         const ImageSize s = src.image(r, i);
@@ -159,25 +183,43 @@ WorkloadStats compute_stats(const WorkloadConfig& config, std::uint64_t seed, Si
         const std::int64_t tokens = std::min<std::int64_t>(block, text - j * block);
         // Per class, so the class namespace in the top 16 bits is dropped.
         const std::uint64_t id = ids[j] & ((std::uint64_t{1} << 48) - 1);
-        if (seen_blocks[r.class_id].check_and_mark(id) && tokens > 0) st.reused_tokens += tokens;
+        if (seen_blocks[cls].check_and_mark(id) && tokens > 0) st.reused_tokens += tokens;
       }
     } else {
       std::int64_t reusable = r.history_tokens;
-      if (r.prefix_id != kNoId32) {
-        if (!seen_prefixes.insert(r.prefix_id).second) {
-          reusable = std::max<std::int64_t>(reusable, r.prefix_tokens);
-        }
+      // Prefix and session ids carry the source's class id; made unique per class here.
+      const std::uint64_t prefix = (std::uint64_t{cls} << 32) | r.prefix_id;
+      if (r.prefix_id != kNoId32 && !seen_prefixes.insert(prefix).second) {
+        reusable = std::max<std::int64_t>(reusable, r.prefix_tokens);
       }
       st.reused_tokens += reusable / b * b;
     }
     if (r.prefix_id != kNoId32) ++st.requests_with_prefix;
     if (r.session != kNoId64) {
       ++st.session_requests;
-      const std::uint32_t n = ++sessions[r.session];
+      const std::uint32_t n = ++sessions[mix_session(cls, r.session)];
       st.turns_max = std::max<std::int64_t>(st.turns_max, n);
     }
-  });
+  };
+  if (!timed.classes.empty()) {
+    RequestSource source(timed, seed, end);
+    st.requests = drive(source, options.max_requests, [&](const Request& r, const RequestSource& src) {
+      account(r, src, timed_index[r.class_id], true);
+    });
+  }
   st.truncated = options.max_requests > 0 && st.requests >= options.max_requests;
+  for (const std::size_t i : closed_index) {
+    WorkloadConfig alone;
+    alone.classes.push_back(config.classes[i]);
+    const ClassConfig& c = config.classes[i];
+    alone.requests = c.requests > 0 ? c.requests
+                     : config.requests > 0 ? config.requests
+                                           : options.closed_loop_requests;
+    RequestSource source(alone, seed, end);
+    st.untimed_requests += drive(source, alone.requests, [&](const Request& r, const RequestSource& src) {
+      account(r, src, i, false);
+    });
+  }
   for (RateWindow& w : st.windows) {
     const double span = w.end_s - w.start_s;
     w.rate_per_s = span > 0 ? static_cast<double>(w.requests) / span : 0;
@@ -202,6 +244,7 @@ WorkloadStats compute_stats(const WorkloadConfig& config, std::uint64_t seed, Si
   for (std::size_t i = 0; i < config.classes.size(); ++i) {
     ClassStats& cs = st.classes[i];
     cs.name = config.classes[i].name;
+    cs.timed = !std::holds_alternative<ClosedLoopArrivals>(config.classes[i].arrivals);
     cs.prompt_tokens = class_prompt[i].summary();
     cs.output_tokens = class_output[i].summary();
     if (const auto* t = std::get_if<TraceReplay>(&config.classes[i].arrivals)) {

@@ -59,6 +59,7 @@ Json to_json(const workloads::WorkloadStats& s, const std::string& source, const
   j["requests"] = s.requests;
   j["truncated"] = s.truncated;
   j["zero_service"] = s.zero_service;
+  j["untimed_requests"] = s.untimed_requests;
   j["first_arrival_s"] = s.first_arrival_s;
   j["last_arrival_s"] = s.last_arrival_s;
   j["mean_rate_per_s"] = s.mean_rate_per_s;
@@ -100,6 +101,7 @@ Json to_json(const workloads::WorkloadStats& s, const std::string& source, const
   for (const auto& c : s.classes) {
     Json cj = Json::object();
     cj["name"] = c.name;
+    cj["timed"] = c.timed;
     cj["requests"] = c.requests;
     cj["prompt_tokens"] = summary_json(c.prompt_tokens);
     cj["output_tokens"] = summary_json(c.output_tokens);
@@ -120,18 +122,26 @@ std::string to_text(const workloads::WorkloadStats& s, const std::string& source
   o << "  requests    " << count(s.requests) << (s.truncated ? " (stopped at --max-requests)" : "")
     << " in " << fmt("%.3f", s.last_arrival_s) << " s, first at " << fmt("%.3f", s.first_arrival_s)
     << " s, " << fmt("%.3f", s.mean_rate_per_s) << " /s\n";
+  if (s.untimed_requests > 0) {
+    o << "  closed loop " << count(s.untimed_requests) << " requests of closed-loop classes: their "
+         "times depend on the serving model (servesim run); "
+      << (s.requests > 0 ? "they are in their classes' rows only\n"
+                         : "the figures below are theirs, without the rate\n");
+  }
   if (s.zero_service) {
-    o << "  note        closed-loop requests and session turns follow their predecessor's arrival "
-         "by the think time alone (no serving model here): their times are lower bounds\n";
+    o << "  note        session turns follow the previous turn by the think time alone (no serving "
+         "model here): their times are lower bounds\n";
   }
   const double width = s.windows.empty() ? 0 : s.windows[0].end_s - s.windows[0].start_s;
-  o << "  rate over time (" << s.windows.size() << " windows of " << fmt("%.3f", width) << " s)\n";
-  o << "        from s        to s    requests     rate /s\n";
-  for (const auto& w : s.windows) {
-    char buf[128];
-    std::snprintf(buf, sizeof buf, "  %12.3f %11.3f %11s %11.3f\n", w.start_s, w.end_s,
-                  count(w.requests).c_str(), w.rate_per_s);
-    o << buf;
+  if (s.requests > 0) {
+    o << "  rate over time (" << s.windows.size() << " windows of " << fmt("%.3f", width) << " s)\n";
+    o << "        from s        to s    requests     rate /s\n";
+    for (const auto& w : s.windows) {
+      char buf[128];
+      std::snprintf(buf, sizeof buf, "  %12.3f %11.3f %11s %11.3f\n", w.start_s, w.end_s,
+                    count(w.requests).c_str(), w.rate_per_s);
+      o << buf;
+    }
   }
   o << "  tokens            mean        min        p50        p90        p99        max\n";
   auto row = [&](const char* name, const workloads::ValueSummary& v) {
@@ -172,10 +182,10 @@ std::string to_text(const workloads::WorkloadStats& s, const std::string& source
   if (s.classes.size() > 1) {
     o << "  class             requests  prompt mean  output mean     images\n";
     for (const auto& c : s.classes) {
-      char buf[160];
-      std::snprintf(buf, sizeof buf, "    %-14s %10s %12.1f %12.1f %10s\n", c.name.c_str(),
+      char buf[200];
+      std::snprintf(buf, sizeof buf, "    %-14s %10s %12.1f %12.1f %10s%s\n", c.name.c_str(),
                     count(c.requests).c_str(), c.prompt_tokens.mean, c.output_tokens.mean,
-                    count(c.images).c_str());
+                    count(c.images).c_str(), c.timed ? "" : "  (closed loop, untimed)");
       o << buf;
     }
   }

@@ -444,8 +444,16 @@ bool read_class(MapReader& m, const std::string& base_dir, bool inline_form,
     if (auto r = m.integer("requests", 0, 1'000'000'000, 0)) c.requests = *r; else ok = false;
   }
   const auto arrivals = read_arrivals(m, base_dir);
-  const bool replay = arrivals && std::holds_alternative<workloads::TraceReplay>(*arrivals);
-  // Without a readable process, lengths are still read (and checked) as if they were required.
+  // A replay's rows carry lengths; that the process is a trace is read off the text, so that a
+  // replay with a bad trace is not also told it lacks lengths.
+  bool replay = false;
+  if (const auto af = m.find("arrivals"); af && af->node.IsMap()) {
+    for (auto it = af->node.begin(); it != af->node.end(); ++it) {
+      if (it->first.IsScalar() && it->first.Scalar() == "process" && it->second.IsScalar()) {
+        replay = it->second.Scalar() == "trace";
+      }
+    }
+  }
   c.lengths = read_lengths(m, base_dir, replay, ok);
   c.images = read_images(m, ok);
   c.prefixes = read_prefixes(m, ok);

@@ -111,3 +111,43 @@ TEST_CASE("workload stats: usage errors") {
   CHECK(r.err.find("/nonexistent/trace.csv: trace: cannot open the trace file") != std::string::npos);
   CHECK(cli({"workload", "stats", kTraces + "splitwise_conv.csv", "--seed", "3"}).code == 2);
 }
+
+TEST_CASE("Scenarios under scenarios/workloads load, run, and report every class") {
+  const std::string dir = std::string(SERVESIM_SOURCE_DIR) + "/scenarios/workloads/";
+  int n = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().extension() != ".yaml") continue;
+    ++n;
+    CAPTURE(entry.path().filename().string());
+    const Result r = cli({"run", entry.path().string(), "--reproducible", "--json", "-"});
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    const auto j = nlohmann::json::parse(r.out);
+    const auto& classes = j["summary"]["classes"];
+    REQUIRE(classes.size() >= 1);
+    std::int64_t arrived = 0;
+    for (const auto& c : classes) {
+      CHECK(c["requests"]["arrived"].get<std::int64_t>() > 0);
+      arrived += c["requests"]["arrived"].get<std::int64_t>();
+    }
+    CHECK(arrived == j["summary"]["requests"]["arrived"].get<std::int64_t>());
+    // And `workload stats` reads the same scenario.
+    CHECK(cli({"workload", "stats", entry.path().string(), "--json", "-"}).code == 0);
+  }
+  CHECK(n >= 5);
+}
+
+TEST_CASE("workload stats: closed-loop classes are summarised in their own rows, untimed") {
+  const auto j = stats_json(std::string(SERVESIM_SOURCE_DIR) + "/scenarios/workloads/multi_tenant.yaml");
+  // The closed-loop class 'batch' has no limit of its own and the workload none either: 100,000
+  // of its requests are summarised (StatsOptions::closed_loop_requests), apart from the others.
+  CHECK(j["untimed_requests"] == 100000);
+  REQUIRE(j["classes"].size() == 3);
+  CHECK(j["classes"][2]["name"] == "batch");
+  CHECK(j["classes"][2]["timed"] == false);
+  CHECK(j["classes"][2]["requests"] == 100000);
+  CHECK(j["requests"] == j["classes"][0]["requests"].get<int>() + j["classes"][1]["requests"].get<int>());
+  // Batch prompts are uniform on [4000, 12000]; the whole-workload figures cover chat (Zipf
+  // prompts behind shared prefixes) and vision (about 400 tokens) only, well below 4,000 on average.
+  CHECK(j["classes"][2]["prompt_tokens"]["min"].get<int>() >= 4000);
+  CHECK(j["prompt_tokens"]["mean"].get<double>() < 4000);
+}
