@@ -192,6 +192,7 @@ RequestSource::RequestSource(const WorkloadConfig& config, std::uint64_t seed, S
       }
     }
     c->plain = !c->replay && !cc.prefixes && !cc.images && !cc.sessions;
+    plain_ = plain_ && c->plain;
     classes_.push_back(std::move(c));
   }
   slots_.resize(slots);

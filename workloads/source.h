@@ -65,6 +65,9 @@ class RequestSource {
   ImageSize image(const Request& r, std::size_t i) const;  // i < r.images; valid until finished
   std::int64_t block_tokens(std::uint16_t class_id) const;  // tokens per hash id
   bool wants_first_token() const { return wants_first_token_; }
+  // True when every request is just its class, lengths and stream (no prefixes, images, sessions
+  // or replayed traces): finished() then needs no more than r.stream and r.class_id.
+  bool plain() const { return plain_; }
   std::int64_t issued() const { return issued_; }
   const WorkloadConfig& config() const { return config_; }
   const IdRing& ids() const { return ring_; }
@@ -99,6 +102,7 @@ class RequestSource {
   std::vector<std::uint64_t> words_;       // scratch for one request's ids
   std::int64_t issued_ = 0;
   bool wants_first_token_ = false;
+  bool plain_ = true;
 };
 
 // Plays the source's protocol without a serving model: every request is finished (completed)

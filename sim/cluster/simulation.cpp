@@ -67,9 +67,10 @@ Simulation::Simulation(const SimulationConfig& config, metrics::Recorder& record
   }
   const SimTime end = config_.horizon ? SimTime::zero() + *config_.horizon : SimTime::never();
   source_ = std::make_unique<workloads::RequestSource>(config_.workload, config_.seed, end);
+  keep_inputs_ = !source_->plain();
   if (config_.workload.requests > 0) {
     requests_.reserve(static_cast<std::size_t>(config_.workload.requests));
-    inputs_.reserve(static_cast<std::size_t>(config_.workload.requests));
+    if (keep_inputs_) inputs_.reserve(static_cast<std::size_t>(config_.workload.requests));
     recorder_.expect_requests(config_.workload.requests);
   }
 }
@@ -137,9 +138,10 @@ void Simulation::handle(const RequestArrived& e) {
   s.prompt = in.prompt_tokens;
   s.output = in.output_tokens;
   s.prefill_target = s.prompt;
+  s.stream = in.stream;
   s.cls = in.class_id;
   requests_.push_back(s);
-  inputs_.push_back(in);
+  if (keep_inputs_) inputs_.push_back(in);
   recorder_.request_arrived(RequestId(r), now_, in.prompt_tokens, in.output_tokens, in.class_id);
   schedule_arrivals();  // the stream's next open-loop arrival
   route(r);
@@ -197,8 +199,16 @@ void Simulation::complete(std::uint32_t r) {
   client_done(r, true);
 }
 
+workloads::Request Simulation::source_view(std::uint32_t r) const {
+  if (keep_inputs_) return inputs_[r];
+  workloads::Request q;  // a plain request: no ids to release, no identity
+  q.stream = requests_[r].stream;
+  q.class_id = requests_[r].cls;
+  return q;
+}
+
 void Simulation::client_done(std::uint32_t r, bool completed) {
-  source_->finished(inputs_[r], now_, completed, arrivals_);
+  source_->finished(source_view(r), now_, completed, arrivals_);
   schedule_arrivals();
 }
 
@@ -228,7 +238,7 @@ void Simulation::handle(const BatchFinished& e) {
     if (s.generated == 0) {
       recorder_.first_token(RequestId(c.request), now_);
       if (source_->wants_first_token()) {
-        source_->first_token(inputs_[c.request], now_, arrivals_);
+        source_->first_token(source_view(c.request), now_, arrivals_);
         schedule_arrivals();
       }
     } else {

@@ -54,9 +54,15 @@ class Simulation {
 
   // Read access for tests.
   const SlabVector<RequestState>& requests() const { return requests_; }
-  // Request r as the source made it (class, prefix and session identity, image count); its hash
-  // ids and images are readable through source() until it finishes.
-  const workloads::Request& input(std::uint32_t r) const { return inputs_[r]; }
+  // Request r as the source made it (prefix and session identity, image count), kept when the
+  // workload has such identity (keeps_inputs(); a plain workload's requests are their lengths,
+  // class and stream, all in requests()). Its hash ids and images are readable through source()
+  // until it finishes.
+  bool keeps_inputs() const { return keep_inputs_; }
+  const workloads::Request& input(std::uint32_t r) const {
+    SERVESIM_CHECK(keep_inputs_);
+    return inputs_[r];
+  }
   const workloads::RequestSource& source() const { return *source_; }
   std::int64_t instance_load(std::uint32_t instance) const;
   // True when no lane holds a request or a KV block (every request has left the cluster).
@@ -102,8 +108,12 @@ class Simulation {
   std::vector<Pool> pools_;
   std::vector<Instance> instances_;
   SlabVector<RequestState> requests_;
+  // What the source needs back about request r (finished, first_token).
+  workloads::Request source_view(std::uint32_t r) const;
+
   std::unique_ptr<workloads::RequestSource> source_;
-  SlabVector<workloads::Request> inputs_;  // indexed like requests_
+  bool keep_inputs_ = false;
+  SlabVector<workloads::Request> inputs_;  // indexed like requests_, when keep_inputs_
   std::vector<workloads::Arrival> arrivals_;
   EventQueue<Event> queue_;
   SimTime now_;

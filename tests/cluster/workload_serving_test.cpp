@@ -105,7 +105,10 @@ TEST_CASE("Workload serving: a staggered start sends each client's first request
   // The first request of each client, in arrival order: client i + 1's arrives when client i's
   // first token comes.
   std::map<std::uint32_t, std::uint32_t> first_of_client;  // stream -> request
-  for (std::uint32_t r = 0; r < m.requests().size(); ++r) first_of_client.emplace(sim.input(r).stream, r);
+  for (std::uint32_t r = 0; r < m.requests().size(); ++r) {
+    first_of_client.emplace(sim.requests()[r].stream, r);
+  }
+  CHECK_FALSE(sim.keeps_inputs());  // fixed lengths, one class: nothing beyond RequestState
   REQUIRE(first_of_client.size() == 5);
   for (std::uint32_t c = 1; c < 5; ++c) {
     const auto& prev = m.requests()[first_of_client[c - 1]];
