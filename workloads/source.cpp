@@ -10,6 +10,7 @@ namespace servesim::workloads {
 namespace {
 
 constexpr std::uint64_t kMaxPromptTokens = 100'000'000;  // RequestState holds 32-bit counts
+constexpr long double kLatestPs = 100.0L * 86400 * 1e12;  // the latest arrival a replay sends
 
 std::uint64_t mix(std::uint64_t a, std::uint64_t b) {
   std::uint64_t s = a ^ (b * 0x9e3779b97f4a7c15ULL);
@@ -54,10 +55,14 @@ struct Replay {
         if (row.time_ps < scan.origin_ps) continue;
         if (!(window_end && row.time_ps >= *window_end)) {
           ++rows_in_pass;
-          const std::int64_t rel = row.time_ps - scan.origin_ps + pass * scan.period_ps;
-          const std::int64_t ps = exact ? rel
-                                        : static_cast<std::int64_t>(std::llround(
-                                              static_cast<long double>(rel) * factor));
+          // Passes go on until a limit stops them; past 100 days of simulated time (SimTime
+          // holds 106) the replay ends.
+          const long double t = (static_cast<long double>(row.time_ps - scan.origin_ps) +
+                                 static_cast<long double>(pass) * static_cast<long double>(scan.period_ps)) *
+                                factor;
+          if (t > kLatestPs) return SimTime::never();
+          const std::int64_t ps = exact ? row.time_ps - scan.origin_ps + pass * scan.period_ps
+                                        : static_cast<std::int64_t>(std::llround(t));
           return SimTime::from_ps(ps);
         }
       }
@@ -101,7 +106,6 @@ struct RequestSource::Class {
 
   std::optional<OpenLoopProcess> process;
   std::unique_ptr<Replay> replay;
-  SimTime replay_next = SimTime::never();  // the read-ahead row's arrival
   const ClosedLoopArrivals* closed = nullptr;
   std::uint32_t first_slot = 0, clients = 0;
   Rng think_rng, start_rng;
@@ -135,7 +139,7 @@ std::string stream_prefix(const ClassConfig& c) {
 }
 
 RequestSource::RequestSource(const WorkloadConfig& config, std::uint64_t seed, SimTime end)
-    : config_(config), seed_(seed), end_(end) {
+    : config_(config), end_(end) {
   SERVESIM_CHECK(!config_.classes.empty() && config_.classes.size() < 0xffff);
   std::uint32_t slots = 0;
   for (std::size_t i = 0; i < config_.classes.size(); ++i) {
@@ -226,8 +230,7 @@ void RequestSource::start(std::vector<Arrival>& out) {
     if (c.process) {
       after(c, open, c.process->next(), out);
     } else if (c.replay) {
-      c.replay_next = c.replay->advance();
-      after(c, open, c.replay_next, out);
+      after(c, open, c.replay->advance(), out);
     } else {
       const ClosedLoopArrivals& cl = *c.closed;
       for (std::uint32_t i = 0; i < c.clients; ++i) {
@@ -303,10 +306,10 @@ Request RequestSource::fresh(Class& c, std::uint32_t stream, Slot* slot) {
       const std::uint64_t shift = rp.id_namespace + static_cast<std::uint64_t>(rp.pass) * rp.pass_offset;
       for (std::size_t i = 0; i < keep; ++i) words_.push_back(rp.ids[i] + shift);
       r.hash_ids = static_cast<std::uint32_t>(keep);
-      if (rp.row.session != kNoId64) {
-        r.session = rp.config.fresh_prefixes ? mix(rp.row.session, static_cast<std::uint64_t>(rp.pass))
-                                             : rp.row.session;
-      }
+    }
+    if (rp.row.session != kNoId64) {
+      r.session = rp.config.fresh_prefixes ? mix(rp.row.session, static_cast<std::uint64_t>(rp.pass))
+                                           : rp.row.session;
     }
   } else {
     const RequestLengths l = c.lengths->next();
@@ -392,8 +395,7 @@ Request RequestSource::take(std::uint32_t stream, SimTime now, std::vector<Arriv
     if (c.process) {
       after(c, stream, c.process->next(), out);
     } else {
-      c.replay_next = c.replay->advance();
-      after(c, stream, c.replay_next, out);
+      after(c, stream, c.replay->advance(), out);
     }
   } else {
     SERVESIM_CHECK(stream < slots_.size());

@@ -93,7 +93,6 @@ class RequestSource {
   void after(Class& c, std::uint32_t stream, SimTime at, std::vector<Arrival>& out);
 
   WorkloadConfig config_;
-  std::uint64_t seed_;
   SimTime end_;
   std::vector<std::unique_ptr<Class>> classes_;
   std::vector<Slot> slots_;
