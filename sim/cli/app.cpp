@@ -56,6 +56,46 @@ void print_diagnostics(const InputError& e, std::ostream& err) {
       << " found; nothing was run.\n";
 }
 
+std::optional<int> parse_command(const std::vector<std::string>& args,
+                                 const po::options_description& visible, const std::string& what,
+                                 po::variables_map& vm, std::string& file, std::ostream& out,
+                                 std::ostream& err) {
+  po::options_description hidden;
+  hidden.add_options()("file", po::value<std::vector<std::string>>(), "the file");
+  po::options_description all;
+  all.add(visible).add(hidden);
+  po::positional_options_description positional;
+  positional.add("file", -1);
+  try {
+    po::store(po::command_line_parser(args).options(all).positional(positional).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    err << "error: " << e.what() << "\n\n" << visible;
+    return 2;
+  }
+  if (vm.count("help")) {
+    out << visible;
+    return 0;
+  }
+  if (!vm.count("file") || vm["file"].as<std::vector<std::string>>().size() != 1) {
+    err << "error: " << what << "\n\n" << visible;
+    return 2;
+  }
+  file = vm["file"].as<std::vector<std::string>>().front();
+  return std::nullopt;
+}
+
+void print_or_write_json(const std::string& json_target, const std::string& json,
+                         const std::string& text, std::ostream& out) {
+  if (json_target == "-") {
+    out << json;
+    return;
+  }
+  if (!json_target.empty()) write_atomically(json_target, json);
+  out << text;
+  if (!json_target.empty()) out << "  wrote       " << json_target << "\n";
+}
+
 namespace {
 
 constexpr const char* kUsage =
@@ -82,30 +122,11 @@ int run_command(const std::vector<std::string>& args, std::ostream& out, std::os
       ("seed", po::value<std::uint64_t>(), "random seed (overrides the scenario's)")
       ("reproducible", "leave host measurements (wall time, events/s, peak memory) out of the "
                        "report, so that equal runs give byte-identical files");
-  po::options_description hidden;
-  hidden.add_options()("scenario", po::value<std::vector<std::string>>(), "scenario file");
-  po::options_description all;
-  all.add(visible).add(hidden);
-  po::positional_options_description positional;
-  positional.add("scenario", -1);
-
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(all).positional(positional).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    err << "error: " << e.what() << "\n\n" << visible;
-    return 2;
+  std::string path;
+  if (auto done = parse_command(args, visible, "run takes exactly one scenario file", vm, path, out, err)) {
+    return *done;
   }
-  if (vm.count("help")) {
-    out << visible;
-    return 0;
-  }
-  if (!vm.count("scenario") || vm["scenario"].as<std::vector<std::string>>().size() != 1) {
-    err << "error: run takes exactly one scenario file\n\n" << visible;
-    return 2;
-  }
-  const std::string path = vm["scenario"].as<std::vector<std::string>>().front();
   scenario::LoadOptions options;
   if (vm.count("set")) options.sets = vm["set"].as<std::vector<std::string>>();
   if (vm.count("seed")) options.seed = vm["seed"].as<std::uint64_t>();
@@ -135,14 +156,11 @@ int run_command(const std::vector<std::string>& args, std::ostream& out, std::os
       write_atomically(std::filesystem::path(out_dir) / "requests.csv", csv.str());
       write_atomically(std::filesystem::path(out_dir) / "summary.txt", table);
     }
-    if (json_target == "-") {
-      out << report;
-    } else {
-      if (!json_target.empty()) write_atomically(json_target, report);
-      out << table;
-      if (!out_dir.empty()) out << "  wrote       " << out_dir << "/report.json, requests.csv, summary.txt\n";
-      if (!json_target.empty()) out << "  wrote       " << json_target << "\n";
-    }
+    print_or_write_json(json_target, report,
+                        table + (out_dir.empty() ? std::string()
+                                                 : "  wrote       " + out_dir +
+                                                       "/report.json, requests.csv, summary.txt\n"),
+                        out);
     return 0;
   } catch (const InputError& e) {
     print_diagnostics(e, err);

@@ -9,7 +9,6 @@
 #include <iostream>
 #include <sstream>
 
-#include <boost/program_options.hpp>
 #include <nlohmann/json.hpp>
 
 #include "sim/cli/commands.h"
@@ -227,29 +226,12 @@ int stats_command(const std::vector<std::string>& args, std::ostream& out, std::
        "block size, else 16]")
       ("set", po::value<std::vector<std::string>>()->composing(), "override a scenario value")
       ("seed", po::value<std::uint64_t>(), "random seed (overrides the scenario's)");
-  po::options_description hidden;
-  hidden.add_options()("input", po::value<std::vector<std::string>>(), "file");
-  po::options_description all;
-  all.add(visible).add(hidden);
-  po::positional_options_description positional;
-  positional.add("input", -1);
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(all).positional(positional).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    err << "error: " << e.what() << "\n\n" << visible;
-    return 2;
+  std::string path;
+  if (auto done = parse_command(args, visible, "workload stats takes exactly one trace or scenario file",
+                                vm, path, out, err)) {
+    return *done;
   }
-  if (vm.count("help")) {
-    out << visible;
-    return 0;
-  }
-  if (!vm.count("input") || vm["input"].as<std::vector<std::string>>().size() != 1) {
-    err << "error: workload stats takes exactly one trace or scenario file\n\n" << visible;
-    return 2;
-  }
-  const std::string path = vm["input"].as<std::vector<std::string>>().front();
   workloads::StatsOptions options;
   options.windows = vm["windows"].as<int>();
   options.max_requests = vm["max-requests"].as<std::int64_t>();
@@ -310,13 +292,7 @@ int stats_command(const std::vector<std::string>& args, std::ostream& out, std::
     const workloads::WorkloadStats s = workloads::compute_stats(config, seed, end, options);
     const std::string json_target = vm.count("json") ? vm["json"].as<std::string>() : "";
     const std::string json = to_json(s, path, kind).dump(2) + "\n";
-    if (json_target == "-") {
-      out << json;
-    } else {
-      if (!json_target.empty()) write_atomically(json_target, json);
-      out << to_text(s, path, kind);
-      if (!json_target.empty()) out << "  wrote       " << json_target << "\n";
-    }
+    print_or_write_json(json_target, json, json_target == "-" ? std::string() : to_text(s, path, kind), out);
     return 0;
   } catch (const InputError& e) {
     print_diagnostics(e, err);

@@ -9,22 +9,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli_run.h"
 #include "sim/cli/app.h"
 
 using namespace servesim;
 
 namespace {
 
-struct Result {
-  int code;
-  std::string out, err;
-};
-
-Result cli(std::vector<std::string> args) {
-  std::ostringstream out, err;
-  const int code = app::run_cli(args, out, err);
-  return {code, out.str(), err.str()};
-}
+using Result = test::CliResult;
+using test::cli;
 
 const std::string kTraces = std::string(SERVESIM_SOURCE_DIR) + "/workloads/traces/";
 

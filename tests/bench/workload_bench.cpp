@@ -22,10 +22,7 @@
 // --min-rate applies to poisson-lognormal, splitwise-loop and azure-loop (the targets:
 // synthetic generation and a looped trace); --max-rss-growth bounds the median peak RSS at the
 // largest request count minus that at the smallest, per case. Exit 1 when a target is missed.
-#include <sys/resource.h>
 #include <time.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -37,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "child_process.h"
 #include "sim/core/errors.h"
 #include "workloads/source.h"
 
@@ -221,32 +219,21 @@ int main(int argc, char** argv) {
     for (const std::int64_t n : counts) {
       std::vector<double> rates, wall_rates, rss;
       for (int r = 0; r < runs; ++r) {
-        int fd[2];
-        if (pipe(fd) != 0) return 1;
-        const pid_t pid = fork();
-        if (pid == 0) {
-          close(fd[0]);
+        const auto child = bench::run_in_child([&] {
           const Result res = run_case(name, traces, n);
           char line[160];
-          const int len = std::snprintf(line, sizeof line, "%.9f %.9f %.9f %llu\n", res.setup_s,
-                                        res.gen_s, res.cpu_s, res.checksum);
-          if (write(fd[1], line, static_cast<std::size_t>(len)) != len) _exit(1);
-          _exit(0);
-        }
-        close(fd[1]);
-        char buf[160] = {};
-        const ssize_t got = read(fd[0], buf, sizeof buf - 1);
-        close(fd[0]);
-        int status = 0;
-        rusage usage_info{};
-        wait4(pid, &status, 0, &usage_info);
-        if (got <= 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+          std::snprintf(line, sizeof line, "%.9f %.9f %.9f %llu\n", res.setup_s, res.gen_s,
+                        res.cpu_s, res.checksum);
+          return std::string(line);
+        });
+        if (!child) {
           std::fprintf(stderr, "%s: run %d failed\n", name.c_str(), r + 1);
           return 1;
         }
         Result res;
-        std::sscanf(buf, "%lf %lf %lf %llu", &res.setup_s, &res.gen_s, &res.cpu_s, &res.checksum);
-        res.rss_mb = static_cast<double>(usage_info.ru_maxrss) / 1024.0;
+        std::sscanf(child->output.c_str(), "%lf %lf %lf %llu", &res.setup_s, &res.gen_s, &res.cpu_s,
+                    &res.checksum);
+        res.rss_mb = child->rss_mb;
         const double rate = static_cast<double>(n) / res.cpu_s;
         rates.push_back(rate);
         wall_rates.push_back(static_cast<double>(n) / res.gen_s);
