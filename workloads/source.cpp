@@ -422,8 +422,8 @@ void RequestSource::first_token(const Request& r, SimTime now, std::vector<Arriv
   if (next < c.first_slot + c.clients) after(c, next, now, out);
 }
 
-void RequestSource::finished(const Request& r, SimTime now, bool completed,
-                             std::vector<Arrival>& out) {
+void RequestSource::follow_up(const Request& r, SimTime now, bool completed,
+                              std::vector<Arrival>& out) {
   if (r.extra != IdRing::kNoHandle) ring_.release(r.extra);
   if (r.stream >= slots_.size()) return;  // an open-loop request without follow-ups
   first_token(r, now, out);               // a rejection lets the next staggered client go too

@@ -58,8 +58,12 @@ class RequestSource {
   // r got its first token now (only needed when wants_first_token()).
   void first_token(const Request& r, SimTime now, std::vector<Arrival>& out);
   // The serving model is done with r (completed, or rejected when !completed): its ids are
-  // released, and what follows it is appended.
-  void finished(const Request& r, SimTime now, bool completed, std::vector<Arrival>& out);
+  // released, and what follows it is appended. (Inline: most requests of most workloads are
+  // open-loop requests without ids, which leave nothing to do.)
+  void finished(const Request& r, SimTime now, bool completed, std::vector<Arrival>& out) {
+    if (r.extra == IdRing::kNoHandle && r.stream >= slots_.size()) return;
+    follow_up(r, now, completed, out);
+  }
 
   const std::uint64_t* hash_ids(const Request& r) const;  // r.hash_ids words; valid until finished
   ImageSize image(const Request& r, std::size_t i) const;  // i < r.images; valid until finished
@@ -85,6 +89,7 @@ class RequestSource {
     std::uint64_t context = 0;    // prompt + output of the latest turn
   };
 
+  void follow_up(const Request& r, SimTime now, bool completed, std::vector<Arrival>& out);
   bool promise(Class& c, SimTime t);
   Request fresh(Class& c, std::uint32_t stream, Slot* slot);
   Request next_turn(Class& c, Slot& s, std::uint32_t stream);
