@@ -189,21 +189,38 @@ inline const char* fast_seconds(const char* p, Decimal& d) {
 inline int two(const char* p) { return (p[0] - '0') * 10 + (p[1] - '0'); }
 
 // "YYYY-MM-DD HH:MM:SS[.f{1,12}][+00:00]": the Azure layouts.
-inline const char* fast_datetime(const char* p, const char* eol, Decimal& d) {
+// The last date fast_datetime saw (rows of a trace mostly share their date): its text and day
+// number, so the date is compared, not parsed, on the next row.
+struct DateCache {
+  char text[10] = {};
+  std::int64_t days = 0;
+  bool valid = false;
+};
+
+inline const char* fast_datetime(const char* p, const char* eol, Decimal& d, DateCache& cache) {
   if (eol - p < 19) return nullptr;
-  for (int i : {0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15, 17, 18}) {
+  std::int64_t days = cache.days;
+  if (!cache.valid || std::memcmp(p, cache.text, 10) != 0) {
+    for (int i : {0, 1, 2, 3, 5, 6, 8, 9}) {
+      if (!is_digit(p[i])) return nullptr;
+    }
+    if (p[4] != '-' || p[7] != '-') return nullptr;
+    const int y = two(p) * 100 + two(p + 2), mo = two(p + 5), day = two(p + 8);
+    static constexpr int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    if (mo < 1 || mo > 12 || day < 1 || day > kDays[mo - 1] + (mo == 2 && leap(y) ? 1 : 0)) {
+      return nullptr;
+    }
+    days = days_from_civil(y, static_cast<unsigned>(mo), static_cast<unsigned>(day));
+    std::memcpy(cache.text, p, 10);
+    cache.days = days;
+    cache.valid = true;
+  }
+  for (int i : {11, 12, 14, 15, 17, 18}) {
     if (!is_digit(p[i])) return nullptr;
   }
-  if (p[4] != '-' || p[7] != '-' || (p[10] != ' ' && p[10] != 'T') || p[13] != ':' || p[16] != ':') {
-    return nullptr;
-  }
-  const int y = two(p) * 100 + two(p + 2), mo = two(p + 5), day = two(p + 8);
+  if ((p[10] != ' ' && p[10] != 'T') || p[13] != ':' || p[16] != ':') return nullptr;
   const int h = two(p + 11), mi = two(p + 14), s = two(p + 17);
-  static constexpr int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-  if (mo < 1 || mo > 12 || day < 1 || day > kDays[mo - 1] + (mo == 2 && leap(y) ? 1 : 0) ||
-      h > 23 || mi > 59 || s > 59) {
-    return nullptr;
-  }
+  if (h > 23 || mi > 59 || s > 59) return nullptr;
   p += 19;
   std::uint64_t frac = 0;
   int nf = 0;
@@ -223,8 +240,7 @@ inline const char* fast_datetime(const char* p, const char* eol, Decimal& d) {
   } else if (*p == 'Z') {
     ++p;
   }
-  d.seconds = days_from_civil(y, static_cast<unsigned>(mo), static_cast<unsigned>(day)) * 86400 +
-              h * 3600 + mi * 60 + s - offset_s;
+  d.seconds = days * 86400 + h * 3600 + mi * 60 + s - offset_s;
   d.frac_ps = static_cast<std::int64_t>(frac) * kPow10[12 - nf];
   d.negative = false;
   return p;

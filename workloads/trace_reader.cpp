@@ -252,7 +252,7 @@ bool TraceReader::parse_csv_fast(const char* line, const char* eol, TraceRow& ro
   for (std::size_t f = 0; f < fields_; ++f) {
     const int fi = static_cast<int>(f);
     if (fi == time_col_) {
-      p = format_ == TraceFormat::kAzure ? fast_datetime(p, eol, t) : fast_seconds(p, t);
+      p = format_ == TraceFormat::kAzure ? fast_datetime(p, eol, t, dates_) : fast_seconds(p, t);
     } else if (fi == prompt_col_) {
       p = fast_count(p, prompt);
     } else if (fi == output_col_) {

@@ -36,6 +36,7 @@
 
 #include "sim/core/errors.h"
 #include "sim/core/time.h"
+#include "workloads/trace_fields.h"
 
 namespace servesim::workloads {
 
@@ -153,6 +154,7 @@ class TraceReader {
   int time_col_ = -1, prompt_col_ = -1, output_col_ = -1, session_col_ = -1;
   std::vector<std::string> header_;
 
+  fields::DateCache dates_;   // the fast path's last Azure date
   bool have_base_ = false;
   std::int64_t base_s_ = 0;       // the first row's whole second
   std::int64_t last_ps_ = INT64_MIN;
