@@ -210,7 +210,7 @@ RequestSource::RequestSource(const WorkloadConfig& config, std::uint64_t seed, S
 
 RequestSource::~RequestSource() = default;
 
-bool RequestSource::promise(Class& c, SimTime t) {
+inline bool RequestSource::promise(Class& c, SimTime t) {
   if (t > end_ || t == SimTime::never()) return false;
   if (config_.requests > 0 && issued_ >= config_.requests) return false;
   if (c.config->requests > 0 && c.issued >= c.config->requests) return false;
@@ -219,7 +219,7 @@ bool RequestSource::promise(Class& c, SimTime t) {
   return true;
 }
 
-void RequestSource::after(Class& c, std::uint32_t stream, SimTime at, std::vector<Arrival>& out) {
+inline void RequestSource::after(Class& c, std::uint32_t stream, SimTime at, std::vector<Arrival>& out) {
   if (promise(c, at)) out.push_back(Arrival{at, stream});
 }
 
