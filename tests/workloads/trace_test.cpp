@@ -332,6 +332,17 @@ TEST_CASE("Trace reader: bad rows are reported with file, line, column, key and 
                   "workload.arrivals (column TIMESTAMP)",
                   "'2023-02-30 00:00:00.1': day 30 does not exist in that month");
   }
+  SUBCASE("an hour that does not exist") {
+    check_problem("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 24:00:00.1,5,5\n", 2, 1,
+                  "workload.arrivals (column TIMESTAMP)",
+                  "'2023-11-16 24:00:00.1': the time of day is out of range");
+  }
+  SUBCASE("a time of day without its colons") {
+    check_problem("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 12-00-00,5,5\n", 2, 1,
+                  "workload.arrivals (column TIMESTAMP)",
+                  "'2023-11-16 12-00-00': expected a time like '2023-11-16 18:17:03.9799600' or "
+                  "'2024-05-10 00:00:00.009930+00:00'");
+  }
   SUBCASE("a truncated JSON line") {
     check_problem("{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 1, \"hash_ids\": [0]}\n"
                   "{\"timestamp\": 5, \"input_length\": 10, \"output_len\n",
