@@ -132,7 +132,7 @@ WorkloadStats compute_stats(const WorkloadConfig& config, std::uint64_t seed, Si
   }
 
   // Pass 2: everything.
-  Counts prompt, output, per_request, pixels;
+  Counts prompt, output, per_request, pixels, image_tokens;
   std::vector<Counts> class_prompt(config.classes.size()), class_output(config.classes.size());
   st.classes.resize(config.classes.size());
   std::vector<Seen> seen_blocks(config.classes.size());
@@ -167,11 +167,14 @@ WorkloadStats compute_stats(const WorkloadConfig& config, std::uint64_t seed, Si
       ++st.requests_with_images;
       st.images += r.images;
       per_request.add(r.images);
+      std::int64_t tokens = 0;
       for (std::size_t i = 0; i < r.images; ++i) {
         const ImageSize s = src.image(r, i);
         pixels.add(std::uint64_t{s.width} * s.height);
         ++resolutions[{s.width, s.height}];
+        if (options.image_tokens) tokens += options.image_tokens(s.width, s.height);
       }
+      if (options.image_tokens) image_tokens.add(static_cast<std::uint64_t>(tokens));
     }
     st.prompt_tokens_total += r.prompt_tokens;
     if (r.hash_ids > 0) {
@@ -229,6 +232,8 @@ WorkloadStats compute_stats(const WorkloadConfig& config, std::uint64_t seed, Si
   st.output_tokens = output.summary();
   st.images_per_request = per_request.summary();
   st.image_pixels = pixels.summary();
+  st.has_image_tokens = static_cast<bool>(options.image_tokens);
+  st.image_tokens = image_tokens.summary();
   std::vector<Resolution> res;
   for (const auto& [wh, n] : resolutions) res.push_back(Resolution{wh.first, wh.second, n});
   std::stable_sort(res.begin(), res.end(),

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -66,6 +67,8 @@ struct WorkloadStats {
   std::int64_t requests_with_images = 0, images = 0;
   ValueSummary images_per_request;  // over requests with images
   ValueSummary image_pixels;        // per image
+  bool has_image_tokens = false;    // StatsOptions::image_tokens was given
+  ValueSummary image_tokens;        // per request with images: the tokens its images become
   std::vector<Resolution> top_resolutions;  // the most common, at most 5
   // Prefixes.
   std::int64_t block_tokens = 0;    // of the synthetic prefix figures
@@ -88,6 +91,9 @@ struct StatsOptions {
   std::int64_t max_requests = 10'000'000;  // 0 = no limit
   std::int64_t block_tokens = 16;          // for prefixes and histories (no hash ids)
   std::int64_t closed_loop_requests = 100'000;  // per closed-loop class without a limit
+  // The tokens an image of width x height pixels becomes (the model's vision encoder); when set,
+  // the image tokens per request are summarised too.
+  std::function<std::int64_t(std::uint32_t width, std::uint32_t height)> image_tokens;
 };
 
 // Throws InputError on a bad trace met while generating.

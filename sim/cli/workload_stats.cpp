@@ -75,6 +75,7 @@ Json to_json(const workloads::WorkloadStats& s, const std::string& source, const
   images["images"] = s.images;
   images["per_request"] = summary_json(s.images_per_request);
   images["pixels"] = summary_json(s.image_pixels);
+  if (s.has_image_tokens) images["tokens_per_request"] = summary_json(s.image_tokens);
   Json res = Json::array();
   for (const auto& r : s.top_resolutions) {
     res.push_back(Json{{"width", r.width}, {"height", r.height}, {"images", r.images}});
@@ -160,6 +161,11 @@ std::string to_text(const workloads::WorkloadStats& s, const std::string& source
       << "%), " << fmt("%.2f", s.images_per_request.mean) << " per such request; megapixels p50 "
       << fmt("%.2f", s.image_pixels.p50 / 1e6) << ", p99 " << fmt("%.2f", s.image_pixels.p99 / 1e6)
       << "\n";
+    if (s.has_image_tokens) {
+      o << "              image tokens per such request: mean " << fmt("%.1f", s.image_tokens.mean)
+        << ", p50 " << fmt("%.1f", s.image_tokens.p50) << ", p99 " << fmt("%.1f", s.image_tokens.p99)
+        << "\n";
+    }
     for (const auto& r : s.top_resolutions) {
       o << "              " << r.width << "x" << r.height << ": " << count(r.images) << "\n";
     }

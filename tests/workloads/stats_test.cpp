@@ -148,3 +148,37 @@ TEST_CASE("Workload stats: shared prefixes and session histories count as reuse 
   CHECK(s.reused_tokens == n * 96);
   CHECK(s.prompt_tokens_total == n * 310);
 }
+
+TEST_CASE("Workload stats: images and, given the model's encoder, the tokens they become") {
+  // Every request has 2 images, 1024x768 or 512x512 by equal weight; a made-up encoder gives
+  // w x h / 1024 tokens: 768 or 256 per image, so a request's images become 1536, 1024 or 512
+  // tokens (both large, one of each, both small).
+  ClassConfig c;
+  c.arrivals = PoissonArrivals{Frequency{10}, std::nullopt};
+  c.lengths = IndependentLengths{FixedLength{100}, FixedLength{10}};
+  ImageConfig ic;
+  ic.count = FixedLength{2};
+  ic.choices = {{1024, 768, 1}, {512, 512, 1}};
+  c.images = ic;
+  WorkloadConfig w;
+  w.classes.push_back(c);
+  w.requests = 400;
+  StatsOptions o;
+  WorkloadStats s = compute_stats(w, 0, SimTime::never(), o);
+  CHECK(s.requests_with_images == 400);
+  CHECK(s.images == 800);
+  CHECK(s.images_per_request.mean == 2);
+  CHECK_FALSE(s.has_image_tokens);
+  REQUIRE(s.top_resolutions.size() == 2);
+  CHECK(s.top_resolutions[0].images + s.top_resolutions[1].images == 800);
+  o.image_tokens = [](std::uint32_t width, std::uint32_t height) {
+    return static_cast<std::int64_t>(width) * height / 1024;
+  };
+  s = compute_stats(w, 0, SimTime::never(), o);
+  CHECK(s.has_image_tokens);
+  CHECK(s.image_tokens.min >= 512);
+  CHECK(s.image_tokens.max <= 1536);
+  // The mean is 2 x (768 + 256) / 2 = 1024 per request; each request's sum has sd
+  // sqrt(2) x 256 = 362, so over 400 requests the SE is 18.1.
+  CHECK(std::fabs(s.image_tokens.mean - 1024) < 4 * 18.1);
+}
