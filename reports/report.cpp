@@ -80,6 +80,36 @@ Json build_report(const Json& resolved_scenario, const metrics::Summary& s, cons
   slo["attainment"] = optional_value(s.slo_attainment);
   slo["goodput_requests_per_s"] = optional_value(s.goodput_requests_per_s);
   summary["slo"] = slo;
+  // Per request class (tenant): its own counts, latencies and SLO figures.
+  Json classes = Json::array();
+  for (const auto& c : s.classes) {
+    Json cj = Json::object();
+    cj["name"] = c.name;
+    cj["priority"] = c.priority;
+    Json cr = Json::object();
+    cr["arrived"] = c.arrived;
+    cr["completed"] = c.completed;
+    cr["rejected"] = c.rejected;
+    cr["in_flight"] = c.in_flight;
+    cj["requests"] = cr;
+    cj["requests_per_s"] = c.requests_per_s;
+    cj["ttft_ms"] = distribution(c.ttft_ms);
+    cj["tpot_ms"] = distribution(c.tpot_ms);
+    cj["e2e_ms"] = distribution(c.e2e_ms);
+    auto target_ms = [](const std::optional<Duration>& d) {
+      return d ? Json(static_cast<double>(d->ps()) / 1e9) : Json(nullptr);
+    };
+    Json cs = Json::object();
+    cs["ttft_ms"] = target_ms(c.slo.ttft);
+    cs["tpot_ms"] = target_ms(c.slo.tpot);
+    cs["e2e_ms"] = target_ms(c.slo.e2e);
+    cs["attainment"] = optional_value(c.slo_attainment);
+    cs["goodput_requests_per_s"] = optional_value(c.goodput_requests_per_s);
+    cj["slo"] = cs;
+    cj["skipped_trace_rows"] = c.skipped_trace_rows;
+    classes.push_back(cj);
+  }
+  summary["classes"] = classes;
   report["summary"] = summary;
 
   Json pools = Json::array();
@@ -207,6 +237,23 @@ std::string summary_table(const metrics::Summary& s, const metrics::SloTargets& 
     out += "  SLO         " + targets + ": attainment " + fmt("%.1f", 100.0 * *s.slo_attainment) +
            "%, goodput " + fmt("%.2f", *s.goodput_requests_per_s) + " req/s\n";
   }
+  if (s.classes.size() > 1) {
+    out += "  class          priority  completed   rejected  TTFT p99 ms  TPOT p99 ms     SLO\n";
+    for (const auto& c : s.classes) {
+      char buf[200];
+      std::snprintf(buf, sizeof buf, "    %-12s %8d %10s %10s %12.2f %12.2f %7s\n", c.name.c_str(),
+                    c.priority, thousands(static_cast<double>(c.completed)).c_str(),
+                    thousands(static_cast<double>(c.rejected)).c_str(), c.ttft_ms.p99, c.tpot_ms.p99,
+                    c.slo_attainment ? (fmt("%.1f", 100.0 * *c.slo_attainment) + "%").c_str() : "-");
+      out += buf;
+    }
+  }
+  for (const auto& c : s.classes) {
+    if (c.skipped_trace_rows > 0) {
+      out += "  trace       class " + c.name + ": skipped " +
+             thousands(static_cast<double>(c.skipped_trace_rows)) + " bad rows (skip_bad_rows)\n";
+    }
+  }
   for (const auto& p : s.pools) {
     out += "  pool " + p.name + " (" + p.role + "): " + std::to_string(p.instances) +
            " instances, " + std::to_string(p.chips) + " chips, utilization " +
@@ -231,7 +278,10 @@ std::string summary_table(const metrics::Summary& s, const metrics::SloTargets& 
 
 void write_requests_csv(std::ostream& out, const metrics::RunMetrics& m) {
   out << "id,arrival_s,first_token_s,completion_s,prompt_tokens,output_tokens,status,"
-         "reject_reason,preemptions,instance\n";
+         "reject_reason,preemptions,instance,class\n";
+  auto class_name = [&](std::uint16_t id) -> std::string_view {
+    return id < m.classes().size() ? std::string_view(m.classes()[id].name) : std::string_view("default");
+  };
   auto t = [](SimTime v) { return v == SimTime::never() ? std::string() : fmt("%.9f", v.to_seconds()); };
   const auto& reqs = m.requests();
   for (std::size_t i = 0; i < reqs.size(); ++i) {
@@ -243,7 +293,7 @@ void write_requests_csv(std::ostream& out, const metrics::RunMetrics& m) {
         << r.prompt_tokens << ',' << r.output_tokens << ',' << status << ','
         << (r.status == metrics::RequestStatus::kRejected ? metrics::reject_reason_name(r.reject_reason)
                                                           : std::string_view()) << ','
-        << r.preemptions << ',' << r.instance << '\n';
+        << r.preemptions << ',' << r.instance << ',' << class_name(r.class_id) << '\n';
   }
 }
 

@@ -15,6 +15,7 @@
 #include "reports/html_report.h"
 #include "reports/report.h"
 #include "reports/trace.h"
+#include "sim/cli/commands.h"
 #include "sim/cli/progress.h"
 #include "sim/cli/serve.h"
 #include "sim/cli/sweep.h"
@@ -66,6 +67,17 @@ void print_diagnostics(const InputError& e, std::ostream& err) {
       << " found; nothing was run.\n";
 }
 
+void print_or_write_json(const std::string& json_target, const std::string& json,
+                         const std::string& text, std::ostream& out) {
+  if (json_target == "-") {
+    out << json;
+    return;
+  }
+  if (!json_target.empty()) write_atomically(json_target, json);
+  out << text;
+  if (!json_target.empty()) out << "  wrote       " << json_target << "\n";
+}
+
 namespace {
 
 constexpr const char* kUsage =
@@ -77,6 +89,8 @@ constexpr const char* kUsage =
     "                      run many variants in parallel (journaled, resumable), rank them by an\n"
     "                      objective under constraints, show the Pareto front\n"
     "  serve               answer hypotheses sent as JSON lines on stdin, one line each on stdout\n"
+    "  workload stats FILE-or-SCENARIO\n"
+    "                      summarise a trace or a scenario's traffic before simulating it\n"
     "\n"
     "Run 'servesim <command> --help' for the options of a command.\n";
 
@@ -129,16 +143,10 @@ int run_command(const std::vector<std::string>& args, std::ostream& out, std::os
       ("reproducible", "leave host measurements (wall time, events/s, peak memory) out of the "
                        "report, so that equal runs give byte-identical files");
   po::variables_map vm;
-  if (!parse_command(args, visible, vm, err)) return 2;
-  if (vm.count("help")) {
-    out << visible;
-    return 0;
+  std::string path;
+  if (auto done = parse_single_file(args, visible, "run takes exactly one scenario file", vm, path, out, err)) {
+    return *done;
   }
-  if (!vm.count("scenario") || vm["scenario"].as<std::vector<std::string>>().size() != 1) {
-    err << "error: run takes exactly one scenario file\n\n" << visible;
-    return 2;
-  }
-  const std::string path = vm["scenario"].as<std::vector<std::string>>().front();
   scenario::LoadOptions options;
   if (vm.count("set")) options.sets = vm["set"].as<std::vector<std::string>>();
   if (vm.count("seed")) options.seed = vm["seed"].as<std::uint64_t>();
@@ -270,6 +278,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     if (command == "run") return run_command(rest, out, err);
     if (command == "sweep") return sweep_command(rest, out, err);
     if (command == "serve") return serve_command(rest, std::cin, out, err);
+    if (command == "workload") return workload_command(rest, out, err);
     err << "error: unknown command '" << command << "'\n\n" << kUsage;
     return 2;
   } catch (const std::exception& e) {

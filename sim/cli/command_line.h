@@ -2,6 +2,7 @@
 // command's options plus its positional scenario files.
 #pragma once
 
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -30,6 +31,27 @@ inline bool parse_command(const std::vector<std::string>& args,
     return false;
   }
   return true;
+}
+
+// parse_command for a command that takes exactly one file (`what` names the command in
+// messages): answers --help (exit code 0), bad options and file counts (2) itself, returning that
+// exit code when the command is done; otherwise sets `file` and returns nullopt.
+inline std::optional<int> parse_single_file(const std::vector<std::string>& args,
+                                            const boost::program_options::options_description& visible,
+                                            const std::string& what,
+                                            boost::program_options::variables_map& vm,
+                                            std::string& file, std::ostream& out, std::ostream& err) {
+  if (!parse_command(args, visible, vm, err)) return 2;
+  if (vm.count("help")) {
+    out << visible;
+    return 0;
+  }
+  if (!vm.count("scenario") || vm["scenario"].as<std::vector<std::string>>().size() != 1) {
+    err << "error: " << what << "\n\n" << visible;
+    return 2;
+  }
+  file = vm["scenario"].as<std::vector<std::string>>().front();
+  return std::nullopt;
 }
 
 }  // namespace servesim::app

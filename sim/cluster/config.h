@@ -90,6 +90,8 @@ struct SimulationConfig {
   std::vector<PoolConfig> pools;
   workloads::WorkloadConfig workload;
   metrics::SloTargets slo;
+  // Targets of each workload class, in class order; empty: every class is held to `slo`.
+  std::vector<metrics::SloTargets> class_slo;
   std::uint64_t seed = 0;
   std::optional<Duration> horizon;  // stop here; unfinished requests count as in flight
   std::optional<ClusterConfig> cluster;  // none: each pool's chip says its fabric (fabric_of)

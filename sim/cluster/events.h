@@ -15,7 +15,9 @@
 namespace servesim::cluster {
 
 struct RequestArrived {
-  std::uint32_t client;  // closed-loop client, or kNoRequest for the open-loop process
+  // The request source's arrival stream: a closed-loop client or session (counting up from 0),
+  // or an open-loop class (counting down from 0xffffffff); workloads/source.h.
+  std::uint32_t stream;
 };
 struct BatchFinished {
   std::uint32_t instance;
@@ -36,7 +38,7 @@ inline std::uint8_t priority_of(const Event& e) { return static_cast<std::uint8_
 // The ids an event carries, for the run's fingerprint (sim/cluster/simulation.h).
 inline std::uint64_t event_ids(const Event& e) {
   struct Visitor {
-    std::uint64_t operator()(const RequestArrived& a) const { return a.client; }
+    std::uint64_t operator()(const RequestArrived& a) const { return a.stream; }
     std::uint64_t operator()(const BatchFinished& b) const {
       return (std::uint64_t{b.instance} << 32) | b.lane;
     }

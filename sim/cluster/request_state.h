@@ -1,6 +1,10 @@
 // The serving model's view of one request while it is inside the cluster (hot state, in a slab
 // indexed by RequestId). Completed requests keep their slot; their record lives in metrics.
 //
+// What the request is beyond its lengths and class (prefix and session identity, images, hash
+// ids) is kept apart, cold, as the workloads::Request the source made (Simulation::input), when
+// the workload has any of it.
+//
 // Token accounting while a request decodes is implicit, which is what keeps a decode iteration
 // O(1) instead of O(batch size). A request that joined its lane's decode set when the lane's step
 // counter was join_step, with join_ctx tokens of KV, has after the lane executed s decode steps:
@@ -31,8 +35,9 @@ struct RequestState {
   std::uint32_t epoch = 0;           // bumped when the request leaves a decode set
   std::uint32_t prev = kNoRequest;   // lane's running list, in admission order
   std::uint32_t next = kNoRequest;
-  std::uint32_t client = kNoRequest; // closed-loop client, if any
+  std::uint32_t stream = kNoRequest; // the request source's arrival stream (workloads/source.h)
   std::uint16_t lane = 0;
+  std::uint16_t cls = 0;             // workload class
   Phase phase = Phase::kNew;
   SimTime last_token;                // when its latest token was emitted
 };

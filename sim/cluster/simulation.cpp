@@ -1,13 +1,11 @@
 #include "sim/cluster/simulation.h"
 
 #include <algorithm>
-#include <limits>
 
 #include "models/operators.h"
 
 namespace servesim::cluster {
 namespace {
-constexpr std::int64_t kUnlimited = std::numeric_limits<std::int64_t>::max();
 
 // One step of the fingerprint: a 64-bit multiply-xorshift mix (from splitmix64's finaliser).
 std::uint64_t fingerprint_step(std::uint64_t h, std::uint64_t v) {
@@ -58,9 +56,24 @@ Simulation::Simulation(const SimulationConfig& config, metrics::Recorder& record
   }
   series_ = recorder_.time_series();
   trace_ = recorder_.trace_log();
-  lengths_ = workloads::make_length_sampler(config_.workload.lengths, config_.seed);
+  const auto& classes = config_.workload.classes;
+  SERVESIM_CHECK(config_.class_slo.empty() || config_.class_slo.size() == classes.size());
+  for (std::size_t i = 0; i < classes.size(); ++i) {
+    metrics::ClassInfo info;
+    info.name = classes[i].name;
+    info.priority = classes[i].priority;
+    info.slo = config_.class_slo.empty() ? config_.slo : config_.class_slo[i];
+    if (const auto* t = std::get_if<workloads::TraceReplay>(&classes[i].arrivals)) {
+      if (t->scan) info.skipped_trace_rows = t->scan->bad_rows;
+    }
+    recorder_.add_class(std::move(info));
+  }
+  const SimTime end = config_.horizon ? SimTime::zero() + *config_.horizon : SimTime::never();
+  source_ = std::make_unique<workloads::RequestSource>(config_.workload, config_.seed, end);
+  keep_inputs_ = !source_->plain();
   if (config_.workload.requests > 0) {
     requests_.reserve(static_cast<std::size_t>(config_.workload.requests));
+    if (keep_inputs_) inputs_.reserve(static_cast<std::size_t>(config_.workload.requests));
     recorder_.expect_requests(config_.workload.requests);
   }
 }
@@ -76,25 +89,16 @@ std::int64_t Simulation::instance_load(std::uint32_t instance) const {
   return pool.router->load(instance - pool.first_instance);
 }
 
-void Simulation::schedule_arrival(SimTime t, std::uint32_t client) {
-  const std::int64_t limit = config_.workload.requests > 0 ? config_.workload.requests : kUnlimited;
-  if (issued_ >= limit) return;
-  if (config_.horizon && t > SimTime::zero() + *config_.horizon) return;
-  ++issued_;
-  schedule(t, RequestArrived{client});
+void Simulation::schedule_arrivals() {
+  for (const workloads::Arrival& a : arrivals_) schedule(a.time, RequestArrived{a.stream});
+  arrivals_.clear();
 }
 
 RunResult Simulation::run() {
   ScopedCheckContext scoped(&check_context_);
-  if (const auto* poisson = std::get_if<workloads::PoissonArrivals>(&config_.workload.arrivals)) {
-    poisson_ = std::make_unique<workloads::PoissonProcess>(poisson->rate, config_.seed);
-    schedule_arrival(SimTime::zero() + poisson_->next_gap(), kNoRequest);
-  } else {
-    const auto& closed = std::get<workloads::ClosedLoopArrivals>(config_.workload.arrivals);
-    for (int c = 0; c < closed.clients; ++c) {
-      schedule_arrival(SimTime::zero(), static_cast<std::uint32_t>(c));
-    }
-  }
+  // The source stops at the workload's request counts and at the horizon.
+  source_->start(arrivals_);
+  schedule_arrivals();
 
   RunResult result;
   const SimTime horizon =
@@ -135,15 +139,17 @@ RunResult Simulation::run() {
 
 void Simulation::handle(const RequestArrived& e) {
   const auto r = static_cast<std::uint32_t>(requests_.size());
-  const workloads::RequestLengths len = lengths_->next();
+  const workloads::Request in = source_->take(e.stream, now_, arrivals_);
   RequestState s;
-  s.prompt = static_cast<std::uint32_t>(len.prompt_tokens);
-  s.output = static_cast<std::uint32_t>(len.output_tokens);
+  s.prompt = in.prompt_tokens;
+  s.output = in.output_tokens;
   s.prefill_target = s.prompt;
-  s.client = e.client;
+  s.stream = in.stream;
+  s.cls = in.class_id;
   requests_.push_back(s);
-  recorder_.request_arrived(RequestId(r), now_, len.prompt_tokens, len.output_tokens);
-  if (poisson_) schedule_arrival(now_ + poisson_->next_gap(), kNoRequest);
+  if (keep_inputs_) inputs_.push_back(in);
+  recorder_.request_arrived(RequestId(r), now_, in.prompt_tokens, in.output_tokens, in.class_id);
+  schedule_arrivals();  // the stream's next open-loop arrival
   route(r);
 }
 
@@ -188,7 +194,7 @@ void Simulation::route(std::uint32_t r) {
 void Simulation::reject(std::uint32_t r, metrics::RejectReason reason) {
   requests_[r].phase = Phase::kDone;
   recorder_.request_rejected(RequestId(r), now_, reason);
-  client_done(r);
+  client_done(r, false);
 }
 
 void Simulation::complete(std::uint32_t r) {
@@ -197,14 +203,20 @@ void Simulation::complete(std::uint32_t r) {
   recorder_.request_completed(RequestId(r), now_);
   Pool& pool = pools_[instances_[s.instance].pool];
   pool.router->add_load(s.instance - pool.first_instance, load_units(pool, 0, -1));
-  client_done(r);
+  client_done(r, true);
 }
 
-void Simulation::client_done(std::uint32_t r) {
-  const std::uint32_t client = requests_[r].client;
-  if (client == kNoRequest) return;
-  const auto& closed = std::get<workloads::ClosedLoopArrivals>(config_.workload.arrivals);
-  schedule_arrival(now_ + closed.think_time, client);
+workloads::Request Simulation::source_view(std::uint32_t r) const {
+  if (keep_inputs_) return inputs_[r];
+  workloads::Request q;  // a plain request: no ids to release, no identity
+  q.stream = requests_[r].stream;
+  q.class_id = requests_[r].cls;
+  return q;
+}
+
+void Simulation::client_done(std::uint32_t r, bool completed) {
+  source_->finished(source_view(r), now_, completed, arrivals_);
+  schedule_arrivals();
 }
 
 void Simulation::handle(const BatchFinished& e) {
@@ -234,6 +246,10 @@ void Simulation::handle(const BatchFinished& e) {
     // The prefill emits a token: the first, or the next one after a recompute.
     if (s.generated == 0) {
       recorder_.first_token(RequestId(c.request), now_);
+      if (source_->wants_first_token()) {
+        source_->first_token(source_view(c.request), now_, arrivals_);
+        schedule_arrivals();
+      }
     } else {
       recorder_.inter_token_gap(now_ - s.last_token, 1);
     }
@@ -328,7 +344,7 @@ void Simulation::note_gauges(const Pool& pool, const Lane& lane) {
 
 void Simulation::publish_progress(std::uint64_t events) {
   progress_->now_ps.store(now_.ps(), std::memory_order_relaxed);
-  progress_->arrivals.store(issued_, std::memory_order_relaxed);
+  progress_->arrivals.store(source_->issued(), std::memory_order_relaxed);
   progress_->events.store(static_cast<std::int64_t>(events), std::memory_order_relaxed);
 }
 

@@ -1,6 +1,9 @@
 // The serving model and its event loop.
 //
-// Requests arrive (open-loop process or closed-loop clients), are routed to an instance of the
+// Requests enter through the workload's RequestSource (workloads/source.h): the loop schedules an
+// arrival event per Arrival the source hands out, takes the request when it fires, and tells the
+// source about first tokens (staggered closed-loop starts) and finished requests (closed-loop
+// clients and sessions send their next request then). Requests are routed to an instance of the
 // pool, wait in their lane's queue, and are batched iteration by iteration until their last token.
 // One event per batch iteration (plus one per pipeline stage hand-off with pp > 1), one per
 // arrival, and one per dispatch of an idle instance: nothing per token.
@@ -26,7 +29,7 @@
 #include "sim/core/event_queue.h"
 #include "sim/core/slab_allocator.h"
 #include "sim/metrics/recorder.h"
-#include "workloads/workload.h"
+#include "workloads/source.h"
 
 namespace servesim::cluster {
 
@@ -61,6 +64,16 @@ class Simulation {
 
   // Read access for tests.
   const SlabVector<RequestState>& requests() const { return requests_; }
+  // Request r as the source made it (prefix and session identity, image count), kept when the
+  // workload has such identity (keeps_inputs(); a plain workload's requests are their lengths,
+  // class and stream, all in requests()). Its hash ids and images are readable through source()
+  // until it finishes.
+  bool keeps_inputs() const { return keep_inputs_; }
+  const workloads::Request& input(std::uint32_t r) const {
+    SERVESIM_CHECK(keep_inputs_);
+    return inputs_[r];
+  }
+  const workloads::RequestSource& source() const { return *source_; }
   std::int64_t instance_load(std::uint32_t instance) const;
   // True when no lane holds a request or a KV block (every request has left the cluster).
   bool drained() const;
@@ -89,11 +102,12 @@ class Simulation {
   void handle(const DispatchRequested& e);
 
   void schedule(SimTime t, const Event& e) { queue_.push(t, priority_of(e), e); }
-  void schedule_arrival(SimTime t, std::uint32_t client);
+  // Schedules the arrivals the source handed out into arrivals_, and clears it.
+  void schedule_arrivals();
   void route(std::uint32_t r);
   void reject(std::uint32_t r, metrics::RejectReason reason);
   void complete(std::uint32_t r);
-  void client_done(std::uint32_t r);
+  void client_done(std::uint32_t r, bool completed);
   void try_dispatch(std::uint32_t instance);
   // A change of outstanding work in the unit of the pool's router (tokens or requests).
   static std::int64_t load_units(const Pool& pool, std::int64_t tokens, std::int64_t requests);
@@ -114,9 +128,13 @@ class Simulation {
   std::vector<Pool> pools_;
   std::vector<Instance> instances_;
   SlabVector<RequestState> requests_;
-  std::unique_ptr<workloads::LengthSampler> lengths_;
-  std::unique_ptr<workloads::PoissonProcess> poisson_;
-  std::int64_t issued_ = 0;  // arrivals scheduled so far (<= workload.requests when that is set)
+  // What the source needs back about request r (finished, first_token).
+  workloads::Request source_view(std::uint32_t r) const;
+
+  std::unique_ptr<workloads::RequestSource> source_;
+  bool keep_inputs_ = false;
+  SlabVector<workloads::Request> inputs_;  // indexed like requests_, when keep_inputs_
+  std::vector<workloads::Arrival> arrivals_;
   EventQueue<Event> queue_;
   SimTime now_;
   CheckContext check_context_;

@@ -36,14 +36,18 @@ void RunMetrics::enable_trace(const TraceOptions& options) {
   trace_ = std::make_unique<TraceLog>(options);
 }
 
+void RunMetrics::add_class(ClassInfo info) { classes_.push_back(std::move(info)); }
+
 void RunMetrics::expect_requests(std::int64_t n) {
   if (n > 0) requests_.reserve(static_cast<std::size_t>(n));
 }
 
 void RunMetrics::request_arrived(RequestId id, SimTime t, std::int64_t prompt_tokens,
-                                 std::int64_t output_tokens) {
+                                 std::int64_t output_tokens, std::uint16_t class_id) {
   SERVESIM_CHECK(id.index() == requests_.size());
+  SERVESIM_CHECK(class_id == 0 || class_id < classes_.size());
   RequestRecord r;
+  r.class_id = class_id;
   r.arrival = t;
   r.prompt_tokens = static_cast<std::uint32_t>(prompt_tokens);
   r.output_tokens = static_cast<std::uint32_t>(output_tokens);

@@ -5,11 +5,14 @@
 // (slab indexed by RequestId), per-pool time by component, and inter-token gaps in a
 // log-bucketed histogram (a decode iteration reports its gap once with the number of tokens that
 // saw it, so the cost per iteration is O(1), not O(batch)).
-// This module knows nothing about models or operators: pools register their component names.
+// This module knows nothing about models or operators: pools register their component names, and
+// request classes (tenants) their names, priorities and SLO targets; every record carries its
+// class id, so each class gets its own latency figures and SLO attainment.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +35,21 @@ enum class RejectReason : std::uint8_t {
 };
 std::string_view reject_reason_name(RejectReason r);
 
+struct SloTargets {
+  std::optional<Duration> ttft;
+  std::optional<Duration> tpot;
+  std::optional<Duration> e2e;
+  bool any() const { return ttft || tpot || e2e; }
+};
+
+// A request class as the summary reports it.
+struct ClassInfo {
+  std::string name = "default";
+  int priority = 0;
+  SloTargets slo;                       // its own targets (already resolved by the loader)
+  std::int64_t skipped_trace_rows = 0;  // bad trace rows skipped while reading its trace
+};
+
 struct RequestRecord {
   SimTime arrival;
   SimTime first_token = SimTime::never();
@@ -43,6 +61,7 @@ struct RequestRecord {
   std::uint32_t preemptions = 0;
   RequestStatus status = RequestStatus::kInFlight;
   RejectReason reject_reason = RejectReason::kNone;
+  std::uint16_t class_id = 0;
 };
 
 struct PoolInfo {
@@ -59,10 +78,12 @@ class Recorder {
  public:
   virtual ~Recorder() = default;
   virtual PoolId add_pool(PoolInfo info) = 0;
+  // Classes are registered in class-id order, before any request arrives.
+  virtual void add_class(ClassInfo info) = 0;
   // How many requests the run expects (a capacity hint; 0 when unknown).
   virtual void expect_requests(std::int64_t n) = 0;
   virtual void request_arrived(RequestId id, SimTime t, std::int64_t prompt_tokens,
-                               std::int64_t output_tokens) = 0;
+                               std::int64_t output_tokens, std::uint16_t class_id = 0) = 0;
   virtual void request_routed(RequestId id, PoolId pool, InstanceId instance) = 0;
   virtual void request_rejected(RequestId id, SimTime t, RejectReason reason) = 0;
   virtual void first_token(RequestId id, SimTime t) = 0;
@@ -83,9 +104,10 @@ class Recorder {
 class RunMetrics final : public Recorder {
  public:
   PoolId add_pool(PoolInfo info) override;
+  void add_class(ClassInfo info) override;
   void expect_requests(std::int64_t n) override;
   void request_arrived(RequestId id, SimTime t, std::int64_t prompt_tokens,
-                       std::int64_t output_tokens) override;
+                       std::int64_t output_tokens, std::uint16_t class_id = 0) override;
   void request_routed(RequestId id, PoolId pool, InstanceId instance) override;
   void request_rejected(RequestId id, SimTime t, RejectReason reason) override;
   void first_token(RequestId id, SimTime t) override;
@@ -111,6 +133,7 @@ class RunMetrics final : public Recorder {
 
   const SlabVector<RequestRecord>& requests() const { return requests_; }
   const std::vector<PoolTotals>& pools() const { return pools_; }
+  const std::vector<ClassInfo>& classes() const { return classes_; }
   const LogHistogram& inter_token_gaps() const { return itl_; }
   std::int64_t output_tokens() const { return output_tokens_; }
   std::int64_t input_tokens() const { return input_tokens_; }
@@ -118,6 +141,7 @@ class RunMetrics final : public Recorder {
  private:
   SlabVector<RequestRecord> requests_;
   std::vector<PoolTotals> pools_;
+  std::vector<ClassInfo> classes_;
   LogHistogram itl_;
   std::int64_t output_tokens_ = 0;  // every token emitted, including by requests still in flight
   std::int64_t input_tokens_ = 0;   // prompt tokens of requests that reached their first token

@@ -3,57 +3,121 @@
 #include "sim/core/check.h"
 
 namespace servesim::metrics {
+namespace {
+
+// The latencies of one set of requests, and how many met their targets.
+struct Samples {
+  std::vector<double> ttft, tpot, e2e;
+  std::int64_t arrived = 0, completed = 0, rejected = 0, in_flight = 0, met = 0;
+};
+
+// Adds one record to `s`, counting it in `met` when it completed within every target of `slo`.
+void account(const RequestRecord& r, const SloTargets& slo, Samples& s) {
+  ++s.arrived;
+  if (r.first_token != SimTime::never()) s.ttft.push_back((r.first_token - r.arrival).to_ms());
+  switch (r.status) {
+    case RequestStatus::kInFlight:
+      ++s.in_flight;
+      return;
+    case RequestStatus::kRejected:
+      ++s.rejected;
+      return;
+    case RequestStatus::kCompleted:
+      ++s.completed;
+      break;
+  }
+  const Duration e2e_d = r.completion - r.arrival;
+  const Duration ttft_d = r.first_token - r.arrival;
+  s.e2e.push_back(e2e_d.to_ms());
+  std::optional<double> tpot_s;
+  if (r.output_tokens > 1) {
+    tpot_s = (r.completion - r.first_token).to_seconds() / static_cast<double>(r.output_tokens - 1);
+    s.tpot.push_back(*tpot_s * 1e3);
+  }
+  bool ok = true;
+  if (slo.ttft && ttft_d > *slo.ttft) ok = false;
+  if (slo.e2e && e2e_d > *slo.e2e) ok = false;
+  if (slo.tpot && tpot_s && *tpot_s > slo.tpot->to_seconds()) ok = false;
+  if (ok) ++s.met;
+}
+
+}  // namespace
 
 Summary summarize(const RunMetrics& m, SimTime end, const SloTargets& slo) {
   Summary s;
   s.simulated_s = end.to_seconds();
   const double span = s.simulated_s > 0 ? s.simulated_s : 1.0;
 
-  std::vector<double> ttft, tpot, e2e;
-  std::int64_t met = 0;
+  std::vector<ClassInfo> classes = m.classes();
+  if (classes.empty()) classes.push_back(ClassInfo{"default", 0, slo, 0});
+  const bool several = classes.size() > 1;
+  Samples all;
+  std::vector<Samples> per_class(several ? classes.size() : 0);
+  std::int64_t met = 0, judged = 0;  // over classes with targets
   for (const RequestRecord& r : m.requests()) {
-    ++s.arrived;
-    if (r.first_token != SimTime::never()) ttft.push_back((r.first_token - r.arrival).to_ms());
-    switch (r.status) {
-      case RequestStatus::kInFlight:
-        ++s.in_flight;
-        continue;
-      case RequestStatus::kRejected:
-        ++s.rejected;
-        ++s.rejected_by_reason[static_cast<std::size_t>(r.reject_reason)];
-        continue;
-      case RequestStatus::kCompleted:
-        ++s.completed;
-        break;
+    const ClassInfo& c = classes[r.class_id];
+    const std::int64_t met_before = all.met;
+    account(r, c.slo, all);
+    if (several) account(r, c.slo, per_class[r.class_id]);
+    if (r.status == RequestStatus::kRejected) {
+      ++s.rejected_by_reason[static_cast<std::size_t>(r.reject_reason)];
     }
-    const Duration e2e_d = r.completion - r.arrival;
-    const Duration ttft_d = r.first_token - r.arrival;
-    e2e.push_back(e2e_d.to_ms());
-    std::optional<double> tpot_s;
-    if (r.output_tokens > 1) {
-      tpot_s = (r.completion - r.first_token).to_seconds() / static_cast<double>(r.output_tokens - 1);
-      tpot.push_back(*tpot_s * 1e3);
+    if (c.slo.any() && r.status != RequestStatus::kInFlight) {
+      ++judged;
+      met += all.met - met_before;
     }
-    bool ok = true;
-    if (slo.ttft && ttft_d > *slo.ttft) ok = false;
-    if (slo.e2e && e2e_d > *slo.e2e) ok = false;
-    if (slo.tpot && tpot_s && *tpot_s > slo.tpot->to_seconds()) ok = false;
-    if (ok) ++met;
   }
+  s.arrived = all.arrived;
+  s.completed = all.completed;
+  s.rejected = all.rejected;
+  s.in_flight = all.in_flight;
   SERVESIM_CHECK(s.arrived == s.completed + s.rejected + s.in_flight);
 
-  s.ttft_ms = summarize(ttft);
-  s.tpot_ms = summarize(tpot);
-  s.e2e_ms = summarize(e2e);
+  auto fill_class = [&](ClassSummary& cs, Samples& x, const ClassInfo& info) {
+    cs.name = info.name;
+    cs.priority = info.priority;
+    cs.slo = info.slo;
+    cs.skipped_trace_rows = info.skipped_trace_rows;
+    cs.arrived = x.arrived;
+    cs.completed = x.completed;
+    cs.rejected = x.rejected;
+    cs.in_flight = x.in_flight;
+    cs.ttft_ms = summarize(x.ttft);
+    cs.tpot_ms = summarize(x.tpot);
+    cs.e2e_ms = summarize(x.e2e);
+    cs.requests_per_s = static_cast<double>(x.completed) / span;
+    if (info.slo.any()) {
+      const std::int64_t finished = x.completed + x.rejected;
+      cs.slo_attainment = finished > 0 ? static_cast<double>(x.met) / static_cast<double>(finished) : 0.0;
+      cs.goodput_requests_per_s = static_cast<double>(x.met) / span;
+    }
+  };
+  s.classes.resize(classes.size());
+  if (several) {
+    for (std::size_t i = 0; i < classes.size(); ++i) fill_class(s.classes[i], per_class[i], classes[i]);
+  } else {
+    fill_class(s.classes[0], all, classes[0]);
+  }
+  // The whole run: one class's figures are its own (computed once, above).
+  if (several) {
+    s.ttft_ms = summarize(all.ttft);
+    s.tpot_ms = summarize(all.tpot);
+    s.e2e_ms = summarize(all.e2e);
+  } else {
+    s.ttft_ms = s.classes[0].ttft_ms;
+    s.tpot_ms = s.classes[0].tpot_ms;
+    s.e2e_ms = s.classes[0].e2e_ms;
+  }
   s.itl_ms = m.inter_token_gaps().summary();  // in seconds
   for (double* v : {&s.itl_ms.mean, &s.itl_ms.p50, &s.itl_ms.p90, &s.itl_ms.p99}) *v *= 1e3;
 
   s.input_tokens_per_s = static_cast<double>(m.input_tokens()) / span;
   s.output_tokens_per_s = static_cast<double>(m.output_tokens()) / span;
   s.requests_per_s = static_cast<double>(s.completed) / span;
-  if (slo.any()) {
-    const std::int64_t finished = s.completed + s.rejected;
-    s.slo_attainment = finished > 0 ? static_cast<double>(met) / static_cast<double>(finished) : 0.0;
+  bool any_targets = false;
+  for (const ClassInfo& c : classes) any_targets = any_targets || c.slo.any();
+  if (any_targets) {
+    s.slo_attainment = judged > 0 ? static_cast<double>(met) / static_cast<double>(judged) : 0.0;
     s.goodput_requests_per_s = static_cast<double>(met) / span;
   }
 

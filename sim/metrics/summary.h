@@ -7,7 +7,13 @@
 //   Throughput counts every token emitted, including by requests still in flight at the end;
 //   input tokens count each request's prompt once, when it reaches its first token.
 //   SLO attainment = requests that met every given target / requests that finished (completed or
-//   rejected; a rejection misses every target); goodput = requests that met them / end.
+//   rejected; a rejection misses every target); goodput = requests that met them / end. Each
+//   request is held to its own class's targets; the overall figures cover the classes that have
+//   targets (null when none has).
+//   Per class: the same counts, TTFT / TPOT / E2E, completed requests per second and SLO figures
+//   (ITL and token throughput stay whole-run figures: a decode iteration reports its tokens in
+//   aggregate, not per request). Without registered classes, every record is one class "default"
+//   held to the targets passed to summarize.
 //   Pool utilization = stage-busy time / (instances x stages x end); breakdown shares use the same
 //   denominator, so the components and "idle" add up to 1.
 #pragma once
@@ -25,13 +31,6 @@
 
 namespace servesim::metrics {
 
-struct SloTargets {
-  std::optional<Duration> ttft;
-  std::optional<Duration> tpot;
-  std::optional<Duration> e2e;
-  bool any() const { return ttft || tpot || e2e; }
-};
-
 struct PoolSummary {
   std::string name;
   std::string role;
@@ -42,6 +41,18 @@ struct PoolSummary {
   double kv_cache_peak_fraction = 0;
   std::int64_t preemptions = 0;
   std::int64_t iterations = 0;
+};
+
+struct ClassSummary {
+  std::string name;
+  int priority = 0;
+  SloTargets slo;
+  std::int64_t arrived = 0, completed = 0, rejected = 0, in_flight = 0;
+  Distribution ttft_ms, tpot_ms, e2e_ms;
+  double requests_per_s = 0;  // completed
+  std::optional<double> slo_attainment;
+  std::optional<double> goodput_requests_per_s;
+  std::int64_t skipped_trace_rows = 0;
 };
 
 struct Summary {
@@ -55,9 +66,11 @@ struct Summary {
   std::optional<double> slo_attainment;
   std::optional<double> goodput_requests_per_s;
   std::vector<PoolSummary> pools;
+  std::vector<ClassSummary> classes;
   double simulated_s = 0;
 };
 
+// `slo` holds the records to account when no class was registered (RunMetrics::classes empty).
 Summary summarize(const RunMetrics& m, SimTime end, const SloTargets& slo);
 
 }  // namespace servesim::metrics

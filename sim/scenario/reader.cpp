@@ -16,6 +16,8 @@ std::string format_double(double v) {
   return buf;
 }
 
+}  // namespace
+
 bool parse_int(const std::string& s, std::int64_t& out) {
   if (s.empty()) return false;
   const char* b = s.data();
@@ -33,8 +35,6 @@ bool parse_double(const std::string& s, double& out) {
   const auto [ptr, ec] = std::from_chars(b, e, out, std::chars_format::general);
   return ec == std::errc() && ptr == e && std::isfinite(out);
 }
-
-}  // namespace
 
 std::string describe(const YAML::Node& node) {
   switch (node.Type()) {

@@ -114,6 +114,11 @@ class MapReader {
   std::vector<std::string> known_;
 };
 
+// The number syntax of the typed getters (an optional leading '+'; doubles must be finite), for
+// values that are not under a key of a mapping (list items).
+bool parse_int(const std::string& s, std::int64_t& out);
+bool parse_double(const std::string& s, double& out);
+
 // Describes a YAML node's kind for messages ("a mapping", "a list", "the text 'x'").
 std::string describe(const YAML::Node& node);
 std::string child_path(const std::string& parent, std::string_view key);

@@ -23,6 +23,26 @@ Field field_or(MapReader& m, std::string_view key) {
   return Field{YAML::Node(), m.mark(), child_path(m.path(), key)};
 }
 
+metrics::SloTargets read_slo(MapReader& parent, std::string_view key) {
+  metrics::SloTargets slo;
+  auto sf = parent.find(key);
+  MapReader s(parent.doc(), sf ? sf->node : YAML::Node(), sf ? sf->mark : parent.mark(),
+              child_path(parent.path(), key), parent.echo()[std::string(key)]);
+  const Duration tiny = Duration::picoseconds(1);
+  // An absent or null target is no target (the echo writes null, and reads back the same).
+  for (auto [name, target] : {std::pair{"ttft", &slo.ttft}, std::pair{"tpot", &slo.tpot},
+                              std::pair{"e2e", &slo.e2e}}) {
+    const auto f = s.find(name);
+    if (f && !f->node.IsNull()) {
+      *target = s.duration(name, tiny, kMaxDuration, std::nullopt);
+    } else {
+      s.echo()[name] = nullptr;
+    }
+  }
+  s.finish();
+  return slo;
+}
+
 namespace {
 
 Scenario load(YAML::Node root, Document& doc, const std::string& display_name,
@@ -88,23 +108,14 @@ Scenario load(YAML::Node root, Document& doc, const std::string& display_name,
     }
   }
   const auto workload = read_workload(top, base_dir);
-
-  {
-    auto sf = top.find("slo");
-    MapReader s(doc, sf ? sf->node : YAML::Node(), sf ? sf->mark : top.mark(), "slo", echo["slo"]);
-    const Duration tiny = Duration::picoseconds(1);
-    // An absent or null target is no target (the echo writes null, and reads back the same).
-    for (auto [key, target] : {std::pair{"ttft", &out.config.slo.ttft},
-                               std::pair{"tpot", &out.config.slo.tpot},
-                               std::pair{"e2e", &out.config.slo.e2e}}) {
-      const auto f = s.find(key);
-      if (f && !f->node.IsNull()) {
-        *target = s.duration(key, tiny, kMaxDuration, std::nullopt);
-      } else {
-        s.echo()[key] = nullptr;
-      }
+  out.config.slo = read_slo(top, "slo");
+  if (workload) {
+    // A class without targets of its own is held to the top-level ones (and echoes them).
+    for (std::size_t i = 0; i < workload->class_slo.size(); ++i) {
+      const auto& own = workload->class_slo[i];
+      out.config.class_slo.push_back(own ? *own : out.config.slo);
+      if (workload->classes_form && !own) echo["workload"]["classes"][i]["slo"] = echo["slo"];
     }
-    s.finish();
   }
   {
     auto hf = top.find("simulation");
@@ -136,20 +147,31 @@ Scenario load(YAML::Node root, Document& doc, const std::string& display_name,
                      out.config.cluster);
   }
   if (workload) {
-    if (workload->requests == 0 && !out.config.horizon) {
+    // The run ends at its request count, its horizon, or when every class runs dry (a trace
+    // replayed a finite number of times, a class with a request count of its own).
+    bool finite = true;
+    for (const auto& c : workload->config.classes) {
+      const auto* t = std::get_if<workloads::TraceReplay>(&c.arrivals);
+      finite = finite && (c.requests > 0 || (t != nullptr && t->loops > 0));
+    }
+    if (workload->config.requests == 0 && !out.config.horizon && !finite) {
       const auto wf = top.find("workload");
       doc.error(wf->node.IsMap() ? wf->node.Mark() : wf->mark, "workload",
                 "the run needs an end: set workload.requests (how many requests to send) or "
                 "simulation.horizon (how long to simulate)");
     }
-    if (const auto* ind = std::get_if<workloads::IndependentLengths>(&workload->lengths)) {
+    for (const auto& c : workload->config.classes) {
+      const auto* ind = c.lengths ? std::get_if<workloads::IndependentLengths>(&*c.lengths) : nullptr;
+      if (ind == nullptr) continue;
       // A deployment that would reject every request is a mistake, not a scenario.
-      const std::int64_t shortest = shortest_length(ind->prompt) + shortest_length(ind->output);
+      const std::int64_t shortest = workloads::shortest_length(ind->prompt) +
+                                    workloads::shortest_length(ind->output);
       for (const auto& [pool, marks] : pools) {
         if (marks.len_ok && shortest > pool.max_model_len) {
           doc.error(marks.max_model_len.mark, marks.max_model_len.path,
-                    "every request would be rejected: the shortest prompt + output the workload "
-                    "draws is " + std::to_string(shortest) + " tokens, more than max_model_len " +
+                    "every request would be rejected: the shortest prompt + output the workload " +
+                        (workload->classes_form ? "class '" + c.name + "' " : std::string()) +
+                        "draws is " + std::to_string(shortest) + " tokens, more than max_model_len " +
                         std::to_string(pool.max_model_len));
         }
       }
@@ -173,7 +195,7 @@ Scenario load(YAML::Node root, Document& doc, const std::string& display_name,
   }
   out.config.model = *model;
   for (auto& [pool, marks] : pools) out.config.pools.push_back(std::move(pool));
-  out.config.workload = *workload;
+  out.config.workload = workload->config;
   out.resolved = std::move(echo);
   out.warnings = std::move(doc.warnings());
   std::stable_sort(out.warnings.begin(), out.warnings.end(), [](const Diagnostic& a, const Diagnostic& b) {

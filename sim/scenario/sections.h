@@ -1,7 +1,8 @@
 // The sections of a scenario, each read by its own file (internal to sim/scenario):
 //   model_section.cpp     model: and a pool's chip: (presets with per-key overrides)
 //   pool_section.cpp      one pool of deployment.pools, and the whole-deployment checks
-//   workload_section.cpp  workload: arrivals and lengths
+//   workload_section.cpp  workload: classes, lengths, images, prefixes, sessions
+//   arrivals_section.cpp  a class's arrivals: processes, rate curves, closed loops, trace replays
 //   scenario.cpp          the document: top-level keys, slo:, simulation:, the cross-section checks
 // Each reader reports problems to the Document and returns nullopt (or marks what failed) without
 // stopping, so that one load reports every problem.
@@ -82,8 +83,20 @@ void place_on_cluster(Document& doc, const std::vector<cluster::PoolConfig>& poo
                       std::optional<cluster::ClusterConfig>& out);
 
 // --- workload_section.cpp ---
-std::optional<workloads::WorkloadConfig> read_workload(MapReader& top, const std::string& base_dir);
-// The shortest length a distribution can draw.
-std::int64_t shortest_length(const workloads::LengthDistribution& d);
+struct WorkloadSection {
+  workloads::WorkloadConfig config;
+  // Each class's own `slo`, when it gives one (else the top-level targets apply).
+  std::vector<std::optional<metrics::SloTargets>> class_slo;
+  bool classes_form = false;  // `classes: [...]`, rather than one class inline
+};
+std::optional<WorkloadSection> read_workload(MapReader& top, const std::string& base_dir);
+
+// --- arrivals_section.cpp ---
+// A class's `arrivals`; a trace replay is scanned here (its problems go to the document).
+std::optional<workloads::ArrivalConfig> read_arrivals(MapReader& cls, const std::string& base_dir);
+
+// --- scenario.cpp ---
+// An SLO mapping under `key` ({ttft, tpot, e2e}; absent or null targets are none, echoed null).
+metrics::SloTargets read_slo(MapReader& parent, std::string_view key);
 
 }  // namespace servesim::scenario

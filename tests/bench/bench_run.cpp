@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "child_process.h"
 #include "sim/cli/app.h"
 #include "sim/core/errors.h"
 
@@ -97,39 +98,24 @@ int main(int argc, char** argv) {
               "events_per_s", "peak_MB");
   std::vector<Sample> samples;
   for (int r = 0; r < runs; ++r) {
-    int fd[2];
-    if (pipe(fd) != 0) return 1;
-    const auto start = std::chrono::steady_clock::now();
-    const pid_t pid = fork();
-    if (pid == 0) {
-      close(fd[0]);
+    const auto child = servesim::bench::run_in_child([&] {
       const auto sc = servesim::scenario::load_scenario_file(scenario_path, options);
       const auto out = servesim::app::execute(sc);
       char line[128];
-      const int n = std::snprintf(line, sizeof line, "%.9f %llu\n", out.wall_s,
-                                  static_cast<unsigned long long>(out.events));
-      if (write(fd[1], line, static_cast<std::size_t>(n)) != n) _exit(1);
-      _exit(0);
-    }
-    close(fd[1]);
-    char buf[128] = {};
-    const ssize_t got = read(fd[0], buf, sizeof buf - 1);
-    close(fd[0]);
-    int status = 0;
-    rusage usage{};
-    wait4(pid, &status, 0, &usage);
-    const double process_s =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (got <= 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      std::snprintf(line, sizeof line, "%.9f %llu\n", out.wall_s,
+                    static_cast<unsigned long long>(out.events));
+      return std::string(line);
+    });
+    if (!child) {
       std::fprintf(stderr, "run %d failed\n", r + 1);
       return 1;
     }
     Sample s;
     unsigned long long events = 0;
-    std::sscanf(buf, "%lf %llu", &s.run_s, &events);
+    std::sscanf(child->output.c_str(), "%lf %llu", &s.run_s, &events);
     s.events = static_cast<double>(events);
-    s.process_s = process_s;
-    s.rss_mb = static_cast<double>(usage.ru_maxrss) / 1024.0;
+    s.process_s = child->process_s;
+    s.rss_mb = child->rss_mb;
     samples.push_back(s);
     std::printf("%4d %10.3f %12.3f %12.0f %14.0f %10.1f\n", r + 1, s.run_s, s.process_s, s.events,
                 s.events / s.run_s, s.rss_mb);

@@ -52,15 +52,16 @@ cluster::SimulationConfig random_config(Rng& rng) {
 
   workloads::WorkloadConfig& w = config.workload;
   w.requests = static_cast<std::int64_t>(rng.uniform_int(1, 120));
+  workloads::ClassConfig& c = w.classes.emplace_back();
   if (rng.uniform_int(0, 1)) {
-    w.arrivals = workloads::PoissonArrivals{Frequency{static_cast<double>(rng.uniform_int(1, 50)) * 1e4}};
+    c.arrivals = workloads::PoissonArrivals{Frequency{static_cast<double>(rng.uniform_int(1, 50)) * 1e4}};
   } else {
-    w.arrivals = workloads::ClosedLoopArrivals{static_cast<int>(rng.uniform_int(1, 20)),
+    c.arrivals = workloads::ClosedLoopArrivals{static_cast<int>(rng.uniform_int(1, 20)),
                                                Duration::picoseconds(static_cast<std::int64_t>(rng.uniform_int(0, 100000)))};
   }
   // Some requests exceed max_model_len on purpose (they must be rejected, not lost).
   const std::int64_t max_len = p.max_model_len + 20;
-  w.lengths = workloads::IndependentLengths{
+  c.lengths = workloads::IndependentLengths{
       workloads::UniformLength{1, std::max<std::int64_t>(1, max_len / 2)},
       workloads::UniformLength{1, std::max<std::int64_t>(1, max_len / 2)}};
   if (rng.uniform_int(0, 3) == 0) {

@@ -55,11 +55,10 @@ inline cluster::SimulationConfig one_pool(const models::ModelSpec& model, const 
 
 inline workloads::WorkloadConfig fixed_closed_loop(int clients, std::int64_t requests,
                                                    std::int64_t prompt, std::int64_t output) {
-  workloads::WorkloadConfig w;
-  w.arrivals = workloads::ClosedLoopArrivals{clients, Duration::zero()};
-  w.lengths = workloads::IndependentLengths{workloads::FixedLength{prompt}, workloads::FixedLength{output}};
-  w.requests = requests;
-  return w;
+  return workloads::single_class(
+      workloads::ClosedLoopArrivals{clients, Duration::zero()},
+      workloads::IndependentLengths{workloads::FixedLength{prompt}, workloads::FixedLength{output}},
+      requests);
 }
 
 }  // namespace servesim::test

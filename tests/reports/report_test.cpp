@@ -99,7 +99,26 @@ TEST_CASE("Report: the per-request CSV has one row per request") {
   reports::write_requests_csv(out, m);
   CHECK(out.str() ==
         "id,arrival_s,first_token_s,completion_s,prompt_tokens,output_tokens,status,reject_reason,"
-        "preemptions,instance\n"
-        "0,0.000000000,,,5,1,in_flight,,0,0\n"
-        "1,0.500000000,,0.500000000,7,2,rejected,queue_full,0,0\n");
+        "preemptions,instance,class\n"
+        "0,0.000000000,,,5,1,in_flight,,0,0,default\n"
+        "1,0.500000000,,0.500000000,7,2,rejected,queue_full,0,0,default\n");
+}
+
+TEST_CASE("Report: summary.classes gives each class its counts, latencies and SLO figures") {
+  const auto j = reports::build_report(nlohmann::ordered_json::object(), sample_summary(), reports::RunInfo{});
+  const auto& classes = j["summary"]["classes"];
+  REQUIRE(classes.size() == 1);
+  const auto& c = classes[0];
+  for (const char* k : {"name", "priority", "requests", "requests_per_s", "ttft_ms", "tpot_ms", "e2e_ms",
+                        "slo", "skipped_trace_rows"}) {
+    CAPTURE(k);
+    CHECK(c.contains(k));
+  }
+  CHECK(c["name"] == "default");
+  CHECK(c["requests"]["completed"] == 1);
+  // The target as given (2 ms), and the request's TTFT of 1 ms meets it.
+  CHECK(c["slo"]["ttft_ms"] == 2.0);
+  CHECK(c["slo"]["tpot_ms"].is_null());
+  CHECK(c["slo"]["attainment"] == 1.0);
+  CHECK(c["ttft_ms"]["mean"] == j["summary"]["ttft_ms"]["mean"]);
 }

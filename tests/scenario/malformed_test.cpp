@@ -253,7 +253,7 @@ workload:
   INFO("diagnostics:\n" << listing(diagnostics));
   // Only the missing process: its siblings are not reported as unknown keys on top of it.
   check_all(diagnostics, {{kFile, 8, 13, "workload.arrivals.process",
-                           "missing required key 'process' (one of poisson, closed_loop)"}});
+                           "missing required key 'process' (one of poisson, gamma, closed_loop, trace)"}});
 }
 
 TEST_CASE("Malformed scenario: a workload without lengths is reported at the workload mapping") {

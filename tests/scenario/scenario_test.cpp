@@ -129,10 +129,10 @@ TEST_CASE("Scenario: quickstart.yaml loads with the values it gives") {
   CHECK(p.router.load == servesim::cluster::LoadMetric::kOutstandingTokens);
 
   CHECK(c.workload.requests == 4000);
-  const auto* poisson = std::get_if<servesim::workloads::PoissonArrivals>(&c.workload.arrivals);
+  const auto* poisson = std::get_if<servesim::workloads::PoissonArrivals>(&c.workload.classes.at(0).arrivals);
   REQUIRE(poisson != nullptr);
   CHECK(poisson->rate.per_s == 24.0);
-  const auto* lengths = std::get_if<servesim::workloads::IndependentLengths>(&c.workload.lengths);
+  const auto* lengths = std::get_if<servesim::workloads::IndependentLengths>(&*c.workload.classes.at(0).lengths);
   REQUIRE(lengths != nullptr);
   const auto* prompt = std::get_if<servesim::workloads::LognormalLength>(&lengths->prompt);
   REQUIRE(prompt != nullptr);
@@ -195,7 +195,7 @@ TEST_CASE("Scenario: omitted keys take their defaults in the config and in the r
   CHECK(p.kv_cache.watermark == 0.01);
   CHECK(p.router.policy == servesim::cluster::RouterPolicy::kLeastLoaded);
   CHECK(p.router.load == servesim::cluster::LoadMetric::kOutstandingTokens);
-  const auto* closed = std::get_if<servesim::workloads::ClosedLoopArrivals>(&c.workload.arrivals);
+  const auto* closed = std::get_if<servesim::workloads::ClosedLoopArrivals>(&c.workload.classes.at(0).arrivals);
   REQUIRE(closed != nullptr);
   CHECK(closed->clients == 8);
   CHECK(closed->think_time == Duration::zero());
@@ -288,7 +288,7 @@ TEST_CASE("Scenario: --set changes a top-level count, a nested scheduler value a
   CHECK(p.instances == 8);
   CHECK(p.scheduler.max_batch_size == 64);
   CHECK(p.scheduler.max_batched_tokens == 1024);  // untouched
-  const auto* poisson = std::get_if<servesim::workloads::PoissonArrivals>(&s.config.workload.arrivals);
+  const auto* poisson = std::get_if<servesim::workloads::PoissonArrivals>(&s.config.workload.classes.at(0).arrivals);
   REQUIRE(poisson != nullptr);
   CHECK(poisson->rate.per_s == 40.0);
   const Json& pool = s.resolved["deployment"]["pools"][0];
@@ -404,7 +404,7 @@ workload:
     trace: {file: ../workloads/traces/splitwise_conv.csv, order: sequential}
 )",
                                "trace.yaml");
-  const auto* trace = std::get_if<servesim::workloads::TraceLengths>(&s.config.workload.lengths);
+  const auto* trace = std::get_if<servesim::workloads::TraceLengths>(&*s.config.workload.classes.at(0).lengths);
   REQUIRE(trace != nullptr);
   CHECK(trace->path == kBaseDir + "/../workloads/traces/splitwise_conv.csv");
   CHECK(trace->prompt_column == "num_prefill_tokens");

@@ -1,4 +1,5 @@
-// Request sources: length distributions, trace rows, and bad trace files.
+// Length distributions: sample means against the exact means, clipping, separate streams, the
+// proportional cap, and trace rows (Vidur-style length-only replay) with their bad-file errors.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -6,9 +7,11 @@
 #include <fstream>
 #include <set>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include "sim/core/errors.h"
-#include "workloads/workload.h"
+#include "workloads/lengths.h"
 
 using namespace servesim;
 using namespace servesim::workloads;
@@ -67,15 +70,6 @@ TEST_CASE("Lengths: prompt and output draw from separate streams") {
   auto a = make_length_sampler(IndependentLengths{UniformLength{1, 1000}, FixedLength{5}}, 9);
   auto b = make_length_sampler(IndependentLengths{UniformLength{1, 1000}, UniformLength{1, 9}}, 9);
   for (int i = 0; i < 100; ++i) CHECK(a->next().prompt_tokens == b->next().prompt_tokens);
-}
-
-TEST_CASE("Poisson arrivals: the mean gap is 1 / rate") {
-  // Rate 50 /s: mean gap 20 ms, standard deviation 20 ms; over 1e5 gaps the standard error is
-  // 20 ms / sqrt(1e5) = 0.063 ms.
-  PoissonProcess p(Frequency{50}, 11);
-  double sum = 0;
-  for (int i = 0; i < 100'000; ++i) sum += p.next_gap().to_seconds();
-  CHECK(std::fabs(sum / 1e5 - 0.020) < 5 * 0.063e-3);
 }
 
 TEST_CASE("Trace lengths: rows over the cap shrink in proportion, as Vidur does") {
@@ -163,4 +157,137 @@ TEST_CASE("Trace lengths: bad files are reported with file, line and column") {
     CHECK(d.line == 3);
     CHECK(d.message == "expected 2 comma-separated fields as in the header, found 1");
   }
+}
+
+namespace {
+
+// Sample mean and variance of n draws.
+struct Moments {
+  double mean = 0, var = 0;
+};
+template <class Draw>
+Moments moments(int n, Draw draw) {
+  double sum = 0, sq = 0;
+  for (int i = 0; i < n; ++i) {
+    const auto v = static_cast<double>(draw());
+    sum += v;
+    sq += v * v;
+  }
+  const double m = sum / n;
+  return {m, sq / n - m * m};
+}
+
+// The exact mean and variance of P(k) ~ k^-s on [lo, hi].
+Moments zipf_moments(double s, std::int64_t lo, std::int64_t hi) {
+  double w = 0, m1 = 0, m2 = 0;
+  for (std::int64_t k = lo; k <= hi; ++k) {
+    const double p = std::pow(static_cast<double>(k), -s), kd = static_cast<double>(k);
+    w += p;
+    m1 += kd * p;
+    m2 += kd * kd * p;
+  }
+  return {m1 / w, m2 / w - (m1 / w) * (m1 / w)};
+}
+
+}  // namespace
+
+TEST_CASE("Lengths: a clipped normal's sample mean matches its exact mean within four standard errors") {
+  Rng rng(5, "normal");
+  const int n = 200'000;
+  SUBCASE("mean 500, stddev 200 on [1, 2000]: almost no clipping") {
+    // expected_length sums k P(round(X) = k) with the tails folded onto 1 and 2000; P(X < 0.5)
+    // = Phi(-2.5) = 0.6%, so the mean is a little above 500. SE <= 200 / sqrt(2e5) = 0.447.
+    const NormalLength d{500, 200, 1, 2000};
+    const double exact = expected_length(d);
+    CHECK(exact > 500);
+    CHECK(exact < 502);
+    const Moments m = moments(n, [&] { return sample_length(d, rng); });
+    CHECK(std::fabs(m.mean - exact) < 4 * 200 / std::sqrt(n));
+  }
+  SUBCASE("mean 100, stddev 100 on [50, 150]: heavy clipping at both ends") {
+    // round(X) <= 50 when X < 50.5: Phi(-0.495) = 31.0% folds onto 50, as much onto 150; by
+    // symmetry about 100 the exact mean is 100. The clipped sd is at most 50: SE <= 0.112.
+    const NormalLength d{100, 100, 50, 150};
+    CHECK(expected_length(d) == doctest::Approx(100.0).epsilon(1e-9));
+    int at_ends = 0;
+    const Moments m = moments(n, [&] {
+      const auto v = sample_length(d, rng);
+      CHECK(v >= 50);
+      CHECK(v <= 150);
+      at_ends += v == 50 || v == 150;
+      return v;
+    });
+    CHECK(std::fabs(m.mean - 100) < 4 * 50 / std::sqrt(n));
+    // 2 x Phi(-0.495) = 0.6206 of the draws on the ends; binomial SE sqrt(p q / n) = 0.00109.
+    CHECK(std::fabs(static_cast<double>(at_ends) / n - 0.6206) < 4 * 0.00109);
+  }
+}
+
+TEST_CASE("Lengths: Zipf draws by rejection-inversion follow k^-s exactly") {
+  Rng rng(6, "zipf");
+  const int n = 200'000;
+  for (const auto& [s, lo, hi] : {std::tuple{1.1, std::int64_t{1}, std::int64_t{1000}},
+                                  std::tuple{1.0, std::int64_t{1}, std::int64_t{100}},
+                                  std::tuple{2.5, std::int64_t{100}, std::int64_t{10000}},
+                                  std::tuple{0.5, std::int64_t{10}, std::int64_t{20}}}) {
+    CAPTURE(s);
+    CAPTURE(lo);
+    const ZipfLength d{s, lo, hi};
+    const LengthDraw draw(d);
+    const Moments exact = zipf_moments(s, lo, hi);
+    CHECK(expected_length(d) == doctest::Approx(exact.mean).epsilon(1e-12));
+    std::int64_t at_lo = 0;
+    const Moments m = moments(n, [&] {
+      const auto v = draw(rng);
+      REQUIRE(v >= lo);
+      REQUIRE(v <= hi);
+      at_lo += v == lo;
+      return v;
+    });
+    // Mean within 4 standard errors sqrt(var / n) of the exact mean; the share of the smallest
+    // value within 4 binomial standard errors of lo^-s / sum k^-s.
+    CHECK(std::fabs(m.mean - exact.mean) < 4 * std::sqrt(exact.var / n));
+    double w = 0;
+    for (std::int64_t k = lo; k <= hi; ++k) w += std::pow(static_cast<double>(k), -s);
+    const double p = std::pow(static_cast<double>(lo), -s) / w;
+    CHECK(std::fabs(static_cast<double>(at_lo) / n - p) < 4 * std::sqrt(p * (1 - p) / n));
+  }
+}
+
+TEST_CASE("Lengths: a prepared draw gives the same numbers as sample_length") {
+  // LengthDraw caches ln(median) and the Zipf constants; the draws must not move.
+  const std::vector<LengthDistribution> ds = {FixedLength{7}, UniformLength{3, 900},
+                                              NormalLength{300, 90, 1, 1000},
+                                              LognormalLength{1024, 0.8, 16, 12288},
+                                              ZipfLength{1.2, 1, 5000}};
+  for (std::size_t i = 0; i < ds.size(); ++i) {
+    CAPTURE(i);
+    Rng a(9, "same"), b(9, "same");
+    const LengthDraw draw(ds[i]);
+    for (int k = 0; k < 1000; ++k) CHECK(draw(a) == sample_length(ds[i], b));
+  }
+}
+
+TEST_CASE("Lengths: independent lengths under a cap shrink in proportion like trace rows") {
+  // Prompt 3000 and output 2000 capped at 4096: the same arithmetic as the trace test above,
+  // 2457 + 1638.
+  auto s = make_length_sampler(IndependentLengths{FixedLength{3000}, FixedLength{2000}, 4096}, 1);
+  const auto r = s->next();
+  CHECK(r.prompt_tokens == 2457);
+  CHECK(r.output_tokens == 1638);
+  CHECK(shortest_length(UniformLength{5, 9}) == 5);
+  CHECK(longest_length(ZipfLength{1, 2, 77}) == 77);
+}
+
+TEST_CASE("Lengths: round_half_away rounds exactly like std::round") {
+  Rng rng(12, "round");
+  for (int i = 0; i < 200'000; ++i) {
+    // Wide magnitudes, both signs, and exact halves.
+    const double mag = std::ldexp(rng.uniform01(), static_cast<int>(rng.uniform_int(0, 70)) - 10);
+    const double x = (i % 2 ? -1 : 1) * (i % 3 == 0 ? std::floor(mag) + 0.5 : mag);
+    REQUIRE(round_half_away(x) == std::round(x));
+  }
+  CHECK(round_half_away(0.49999999999999994) == 0.0);  // floor(x + 0.5) would give 1
+  CHECK(round_half_away(2.5) == 3.0);
+  CHECK(round_half_away(-2.5) == -3.0);
 }
