@@ -31,4 +31,5 @@ function(servesim_test)
   add_test(NAME ${ARG_NAME} COMMAND test_${ARG_NAME} --no-intro --force-colors=0
            WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
   set_tests_properties(${ARG_NAME} PROPERTIES LABELS default)
+  add_dependencies(servesim_tests test_${ARG_NAME})
 endfunction()
