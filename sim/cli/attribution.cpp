@@ -117,6 +117,7 @@ struct ComponentFacts {
   const char* display;
   const char* group;                   // the communication group it runs over, or ""
   std::vector<const char*> keys;       // key patterns that bear on it (see key_matches)
+  bool any_pool = false;               // a request-level part: keys of every pool bear on it
 };
 
 const std::vector<const char*> kComputeKeys = {"parallel.tp", "parallel.dp", "chip", "model",
@@ -155,16 +156,16 @@ const std::vector<ComponentFacts>& component_table() {
     // The report contract's latency parts.
     t.push_back({"queueing", "queueing", "",
                  {"instances", "arrivals", "requests", "max_batch_size", "max_batched_tokens", "max_queue",
-                  "router", "kv_cache", "parallel"}});
-    t.push_back({"encode", "encode", "", {"vision", "images", "encode"}});
-    t.push_back({"embedding_transfer", "embedding transfer", "", {"transfer", "cluster", "placement"}});
+                  "router", "kv_cache", "parallel"}, true});
+    t.push_back({"encode", "encode", "", {"vision", "images", "encode"}, true});
+    t.push_back({"embedding_transfer", "embedding transfer", "", {"transfer", "cluster", "placement"}, true});
     t.push_back({"prefill", "prefill", "", {"parallel.tp", "parallel.pp", "parallel.cp", "chip", "max_batched_tokens", "policy"}});
     t.push_back({"prefill_interference", "interleaved work between prefill chunks", "",
                  {"max_batched_tokens", "max_batch_size", "policy"}});
     t.push_back({"kv_transfer_exposed", "exposed KV transfer", "",
-                 {"transfer", "overlap", "kv_cache", "cluster", "placement", "scale_out"}});
-    t.push_back({"first_decode", "first decode iteration", "", {"max_batch_size", "chip", "parallel"}});
-    t.push_back({"preemption", "preemption", "", {"kv_cache", "max_batch_size", "memory_utilization"}});
+                 {"transfer", "kv_transfer", "overlap", "kv_cache", "cluster", "placement", "scale_out"}, true});
+    t.push_back({"first_decode", "first decode iteration", "", {"max_batch_size", "chip", "parallel"}, true});
+    t.push_back({"preemption", "preemption", "", {"kv_cache", "max_batch_size", "memory_utilization"}, true});
     t.push_back({"imbalance", "attention-DP imbalance", "dp", {"parallel.dp", "moe_routing"}});
     t.push_back({"mtp_draft", "MTP drafts", "", {"mtp"}});
     // Throughput factors.
@@ -359,7 +360,10 @@ std::vector<std::string> changed_keys_for(const ComponentFacts* facts, const Jso
   for (const Json& c : changes) {
     const std::string key = c["key"].get<std::string>();
     const int pool = key_pool(key);
-    if (pool >= 0 && std::find(pools.begin(), pools.end(), static_cast<std::size_t>(pool)) == pools.end()) continue;
+    if (pool >= 0 && !facts->any_pool &&
+        std::find(pools.begin(), pools.end(), static_cast<std::size_t>(pool)) == pools.end()) {
+      continue;
+    }
     for (const char* pattern : facts->keys) {
       if (key_matches(key, pattern)) {
         out.push_back(key);
@@ -693,9 +697,16 @@ std::string sentence(const Json& at, std::size_t top) {
   }
   const std::size_t rest = comps.size() - shown;
   if (delta != 0) {
-    s += "; " + std::string(shown == 1 ? "this explains " : "these explain ") +
-         fmt("%.0f", 100 * listed / delta) + "% of the delta";
-    if (rest > 0) {
+    // A share says something when the listed parts move with the delta and do not overshoot it;
+    // when parts cancel (a faster GEMM against a new all-to-all), their sum is clearer.
+    const double share = listed / delta;
+    if (share >= 0 && share <= 1 + 1e-9) {
+      s += "; " + std::string(shown == 1 ? "this explains " : "these explain ") + fmt("%.0f", 100 * share) +
+           "% of the delta";
+    } else {
+      s += "; " + std::string(shown == 1 ? "this is " : "these sum to ") + signed_value(listed, unit);
+    }
+    if (rest > 0 && std::abs(delta - listed) > 1e-9 * std::abs(delta)) {
       s += " (the other " + std::to_string(rest) + ": " + signed_value(delta - listed, unit) + ")";
     }
   }
