@@ -59,6 +59,7 @@ std::optional<double> utilization(const Json& r) {
   if (!r.value("ok", false)) return std::nullopt;
   double chips = 0, busy = 0;
   for (const Json& p : r["pools"]) {
+    if (!p.contains("utilization")) return std::nullopt;
     chips += p.value("chips", 0.0);
     busy += p.value("chips", 0.0) * p.value("utilization", 0.0);
   }
@@ -74,6 +75,7 @@ struct State {
   std::int64_t limit = 1;    // the largest scale allowed
   std::vector<int> refined;  // refine: the instances that hold so far
   std::size_t refine_pool = 0;
+  int refine_lo = 0;         // refine: the largest count of refine_pool known to fail (0: none)
   std::optional<PlanProbe> last_fail;  // grow: the previous failing probe (saturation)
   std::string refusal;       // why scales above `limit` were refused ("" when none was)
   std::map<std::vector<int>, std::size_t> probe_at;  // instances -> index in outcome.probes
@@ -213,7 +215,7 @@ std::vector<PlanOutcome> plan_search(const std::vector<PlanCandidate>& candidate
                                         : (diags[0].path.empty() ? "" : diags[0].path + ": ") + diags[0].message;
       if (diags.size() > 1) first += " (and " + std::to_string(diags.size() - 1) + " more)";
       if (st.phase == State::Phase::kRefine) {
-        ++st.refine_pool;  // a pool that cannot shrink further
+        st.refine_lo = p.instances[st.refine_pool];  // refused: counts as failing
         return;
       }
       if (s <= 1) {
@@ -249,7 +251,7 @@ std::vector<PlanOutcome> plan_search(const std::vector<PlanCandidate>& candidate
       if (p.meets) {
         st.refined = p.instances;
       } else {
-        ++st.refine_pool;
+        st.refine_lo = p.instances[st.refine_pool];
       }
       return;
     } else if (p.meets) {
@@ -312,6 +314,7 @@ std::vector<PlanOutcome> plan_search(const std::vector<PlanCandidate>& candidate
         st.phase = State::Phase::kRefine;
         st.refined = at_hi.instances;
         st.refine_pool = 0;
+        st.refine_lo = 0;
         return;
       }
       finish(st, at_hi);
@@ -325,13 +328,25 @@ std::vector<PlanOutcome> plan_search(const std::vector<PlanCandidate>& candidate
   auto next_probe = [&](State& st, const PlanCandidate& c) -> std::optional<std::vector<int>> {
     if (st.phase == State::Phase::kDone) return std::nullopt;
     if (st.phase == State::Phase::kRefine) {
+      // Bisection on one pool's count at a time, the others held: between the largest count
+      // known to fail (refine_lo, 0 for none) and the current one, which holds.
       while (st.refine_pool < st.refined.size()) {
-        std::vector<int> v = st.refined;
-        if (v[st.refine_pool] > 1) {
-          --v[st.refine_pool];
-          if (!st.probe_at.count(v)) return v;
+        const int hi = st.refined[st.refine_pool];
+        if (hi - st.refine_lo <= 1) {
+          ++st.refine_pool;
+          st.refine_lo = 0;
+          continue;
         }
-        ++st.refine_pool;
+        std::vector<int> v = st.refined;
+        v[st.refine_pool] = st.refine_lo + (hi - st.refine_lo) / 2;
+        const auto known = st.probe_at.find(v);
+        if (known == st.probe_at.end()) return v;
+        const PlanProbe& p = st.out.probes[known->second];
+        if (p.valid && p.meets) {
+          st.refined = v;
+        } else {
+          st.refine_lo = v[st.refine_pool];
+        }
       }
       finish(st, st.out.probes[st.probe_at.at(st.refined)]);
       return std::nullopt;

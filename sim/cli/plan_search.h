@@ -7,9 +7,10 @@
 // s >= 1. It starts at a capacity estimate (plan.cpp: the traffic's tokens per second over what
 // one instance could process at best), doubles until the constraints hold and bisects between the
 // last scale that failed and the first that held (from 0 when the first probe already holds: the
-// estimate saves probes, it never decides the answer). With
-// several pools it then removes instances from one pool at a time while the constraints still
-// hold (pool order, one instance per step), so the result is not bound to multiples of the ratio.
+// estimate saves probes, it never decides the answer). With several pools it then shrinks one
+// pool at a time (pool order), bisecting its count with the others held, so the result is not
+// bound to multiples of the ratio (coordinate descent: exact when each pool's constraints depend
+// on its own count, a local minimum when the pools trade off).
 //
 // Constraints are of two kinds. Capacity constraints get easier with more instances (latency
 // below a limit; SLO attainment, goodput or throughput above one; rejections below one): the
@@ -72,7 +73,7 @@ struct PlanSearchOptions {
   std::int64_t max_scale = 1 << 20;
   std::size_t top = 5;                  // the best K that pruning keeps
   int threads = 1;
-  bool refine = true;                   // several pools: remove instances one pool at a time
+  bool refine = true;                   // several pools: shrink one pool at a time (bisection)
   std::function<void(std::size_t runs)> progress;  // after each round (may be empty)
 };
 
