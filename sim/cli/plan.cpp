@@ -223,8 +223,8 @@ double instance_token_bound(const cluster::SimulationConfig& cfg, std::size_t p)
   return best;
 }
 
-// The traffic's tokens per second by pool role, or nothing when its times need a serving model
-// (closed loops) or a horizon cuts it.
+// The traffic's tokens per second by pool role (up to the horizon when there is one), or nothing
+// when its times need a serving model (closed loops).
 struct Demand {
   bool known = false;
   double requests = 0, span_s = 0, prompt_mean = 0, output_mean = 0, reused_per_request = 0;
@@ -240,12 +240,13 @@ struct Demand {
 
 Demand traffic_demand(const scenario::Scenario& sc) {
   Demand d;
-  if (sc.config.horizon) return d;
   workloads::StatsOptions options;
   options.windows = 1;
   options.max_requests = 2'000'000;
   options.block_tokens = sc.config.pools.front().kv_cache.block_tokens;
-  const workloads::WorkloadStats s = workloads::compute_stats(sc.config.workload, sc.config.seed, SimTime::never(), options);
+  // With a horizon, the traffic that arrives before it (what the run sees).
+  const SimTime end = sc.config.horizon ? SimTime::zero() + *sc.config.horizon : SimTime::never();
+  const workloads::WorkloadStats s = workloads::compute_stats(sc.config.workload, sc.config.seed, end, options);
   if (s.untimed_requests > 0 || s.requests == 0 || s.last_arrival_s <= 0 || s.truncated) return d;
   d.known = true;
   d.requests = static_cast<double>(s.requests);
@@ -679,8 +680,10 @@ int plan_command(const std::vector<std::string>& args, std::ostream& out, std::o
   j["candidates"] = cands;
 
   std::string text = "servesim plan: " + base->name + ": " +
-                     (target->metric == "chips" && !target->maximize ? std::string("fewest chips")
-                                                                     : target->text()) +
+                     (target->metric == "chips" && !target->maximize            ? std::string("fewest chips")
+                      : target->metric == "cost" && !target->maximize           ? std::string("lowest cost (USD per million output tokens)")
+                      : target->metric == "cost_per_hour" && !target->maximize  ? std::string("lowest cost per hour")
+                                                                                : target->text()) +
                      " meeting ";
   for (std::size_t k = 0; k < constraint_texts.size(); ++k) text += (k ? ", " : "") + constraint_texts[k];
   text += "\n  searched " + std::to_string(candidates.size()) + " deployments with " + std::to_string(runs) + " runs";
