@@ -9,6 +9,7 @@
 
 #include "models/parallel_plan.h"
 #include "sim/cli/objective.h"
+#include "sim/cli/text_format.h"
 
 namespace servesim::app {
 namespace {
@@ -18,15 +19,7 @@ using Json = nlohmann::ordered_json;
 // ---- reading the result ------------------------------------------------------------------------
 
 std::optional<double> number_at(const Json* j, std::initializer_list<const char*> path) {
-  if (!j) return std::nullopt;
-  const Json* cur = j;
-  for (const char* k : path) {
-    if (!cur->is_object()) return std::nullopt;
-    const auto it = cur->find(k);
-    if (it == cur->end()) return std::nullopt;
-    cur = &*it;
-  }
-  return cur->is_number() ? std::optional<double>(cur->get<double>()) : std::nullopt;
+  return j ? app::number_at(*j, path) : std::nullopt;
 }
 
 const Json* child(const Json* j, const char* key) {
@@ -70,12 +63,6 @@ std::vector<std::size_t> pools_with_role(const RunView& v, std::initializer_list
 }
 
 // ---- formatting --------------------------------------------------------------------------------
-
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
 
 // A value with the precision its size needs: 1234 -> "1,234", 18.04 -> "18.0", 0.0423 -> "0.042".
 std::string magnitude(double v) {

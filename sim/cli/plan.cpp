@@ -46,6 +46,7 @@
 #include "sim/cli/objective.h"
 #include "sim/cli/plan_search.h"
 #include "sim/cli/progress.h"
+#include "sim/cli/text_format.h"
 #include "sim/cluster/iteration_cost.h"
 #include "workloads/stats.h"
 
@@ -54,18 +55,6 @@ namespace po = boost::program_options;
 namespace {
 
 using Json = nlohmann::ordered_json;
-
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
-
-std::string pad(std::string s, std::size_t width, bool right = true) {
-  if (s.size() >= width) return s;
-  const std::string fill(width - s.size(), ' ');
-  return right ? fill + s : s + fill;
-}
 
 // "1,2,4" -> {1, 2, 4}; "auto" or "" -> nullopt. Problems go to `problems`.
 std::optional<std::vector<int>> int_list(const po::variables_map& vm, const char* name,
@@ -699,7 +688,13 @@ int plan_command(const std::vector<std::string>& args, std::ostream& out, std::o
     text += "  no deployment meets the constraints\n";
   } else {
     text += "  best " + std::to_string(std::min(order.size(), options.top)) + ":\n";
-    std::string h = "    " + pad("rank", 4) + " " + pad("chips", 6) + " " + pad("instances", 9) + "  " + pad("deployment", 28, false);
+    // The deployment column is as wide as its longest label (labels are never cut).
+    std::size_t label_width = 10;
+    for (std::size_t r = 0; r < order.size() && r < options.top; ++r) {
+      label_width = std::max(label_width, candidates[order[r]].label.size());
+    }
+    std::string h = "    " + pad("rank", 4) + " " + pad("chips", 6) + " " + pad("instances", 9) + "  " +
+                    pad("deployment", label_width, false);
     for (const auto& m : shown_metrics) h += " " + pad(m == "output_tokens_per_s_per_chip" ? "tok/s/chip" : m, 14);
     text += h + "\n";
     for (std::size_t r = 0; r < order.size() && r < options.top; ++r) {
@@ -707,7 +702,7 @@ int plan_command(const std::vector<std::string>& args, std::ostream& out, std::o
       std::string inst;
       for (std::size_t p = 0; p < o.instances.size(); ++p) inst += (p ? ":" : "") + std::to_string(o.instances[p]);
       std::string line = "    " + pad(std::to_string(r + 1), 4) + " " + pad(std::to_string(o.chips), 6) + " " +
-                         pad(inst, 9) + "  " + pad(candidates[order[r]].label, 28, false);
+                         pad(inst, 9) + "  " + pad(candidates[order[r]].label, label_width, false);
       for (const auto& m : shown_metrics) {
         const auto v = metric_value(o.result, m, pricing);
         line += " " + pad(v ? (m == "slo_attainment" ? fmt("%.2f%%", 100 * *v) : fmt("%.4g", *v)) : "-", 14);

@@ -44,16 +44,6 @@ std::string unit_of(const std::string& m) {
   return " /s";
 }
 
-bool holds(const Constraint& c, double x) {
-  switch (c.op) {
-    case Constraint::Op::kLe: return x <= c.value;
-    case Constraint::Op::kLt: return x < c.value;
-    case Constraint::Op::kGe: return x >= c.value;
-    case Constraint::Op::kGt: return x > c.value;
-  }
-  return false;
-}
-
 // Chip-weighted mean utilization of a result's pools.
 std::optional<double> utilization(const Json& r) {
   if (!r.value("ok", false)) return std::nullopt;
@@ -103,6 +93,22 @@ std::string instances_text(const std::vector<int>& v) {
 std::string count_text(const std::vector<int>& v, std::int64_t chips) {
   return instances_text(v) + (v.size() == 1 && v[0] == 1 ? " instance" : " instances") + " (" +
          std::to_string(chips) + " chips)";
+}
+
+std::string violations_of(const PlanProbe& p) {
+  std::string v;
+  for (const auto& x : p.violations) v += (v.empty() ? "" : "; ") + x;
+  return v;
+}
+
+// Ends a search that failed at probe `p`.
+void fail(State& st, const PlanProbe& p, std::string why) {
+  st.phase = State::Phase::kDone;
+  st.out.status = PlanOutcome::Status::kInfeasible;
+  st.out.instances = p.instances;
+  st.out.chips = p.chips;
+  st.out.result = p.result;
+  st.out.why = std::move(why);
 }
 
 }  // namespace
@@ -274,16 +280,10 @@ std::vector<PlanOutcome> plan_search(const std::vector<PlanCandidate>& candidate
         const auto u_now = utilization(p.result), u_before = utilization(st.last_fail->result);
         const bool spread = u_now && u_before && *u_now <= 0.8 * *u_before;
         if (flat && spread) {
-          st.phase = State::Phase::kDone;
-          st.out.status = PlanOutcome::Status::kInfeasible;
-          st.out.instances = p.instances;
-          st.out.chips = p.chips;
-          st.out.result = p.result;
-          std::string v;
-          for (const auto& x : p.violations) v += (v.empty() ? "" : "; ") + x;
-          st.out.why = "more instances do not help: " + v + " with " + count_text(p.instances, p.chips) +
-                       ", as with " + count_text(st.last_fail->instances, st.last_fail->chips) +
-                       " (utilization " + show(100 * *u_before) + "% -> " + show(100 * *u_now) + "%)";
+          fail(st, p,
+               "more instances do not help: " + violations_of(p) + " with " + count_text(p.instances, p.chips) +
+                   ", as with " + count_text(st.last_fail->instances, st.last_fail->chips) + " (utilization " +
+                   show(100 * *u_before) + "% -> " + show(100 * *u_now) + "%)");
           return;
         }
       }
@@ -293,15 +293,10 @@ std::vector<PlanOutcome> plan_search(const std::vector<PlanCandidate>& candidate
     // Next scale.
     if (st.hi == 0) {
       if (st.lo >= st.limit) {
-        st.phase = State::Phase::kDone;
-        st.out.status = PlanOutcome::Status::kInfeasible;
-        st.out.instances = p.instances;
-        st.out.chips = p.chips;
-        st.out.result = p.result;
-        std::string v;
-        for (const auto& x : p.violations) v += (v.empty() ? "" : "; ") + x;
-        st.out.why = "fails with up to " + count_text(p.instances, p.chips) +
-                     (st.refusal.empty() ? ", the most allowed: " : " (more are refused: " + st.refusal + "): ") + v;
+        fail(st, p,
+             "fails with up to " + count_text(p.instances, p.chips) +
+                 (st.refusal.empty() ? ", the most allowed: " : " (more are refused: " + st.refusal + "): ") +
+                 violations_of(p));
         return;
       }
       st.next = std::min(st.limit, 2 * std::max<std::int64_t>(st.lo, 1));
