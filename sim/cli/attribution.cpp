@@ -820,14 +820,23 @@ std::string diff_text(const Json& d) {
                   delta.c_str());
     out += buf;
   }
+  // A figure a report does not have (a hand-written or older one) reads "-".
+  auto share = [](const Json& v) { return v.is_number() ? fmt("%.1f%%", 100 * v.get<double>()) : std::string("-"); };
+  auto count = [](const Json& v) { return v.is_null() ? std::string("-") : v.dump(); };
   for (const Json& p : d["pools"]) {
-    char buf[200];
-    std::snprintf(buf, sizeof buf, "  pool %-12s utilization %.1f%% -> %.1f%%, KV peak %.1f%% -> %.1f%%, preemptions %s -> %s\n",
-                  p["name"].get<std::string>().c_str(), 100 * p["utilization"]["a"].get<double>(),
-                  100 * p["utilization"]["b"].get<double>(), 100 * p["kv_cache_peak_fraction"]["a"].get<double>(),
-                  100 * p["kv_cache_peak_fraction"]["b"].get<double>(), p["preemptions"]["a"].dump().c_str(),
-                  p["preemptions"]["b"].dump().c_str());
-    out += buf;
+    out += "  pool " + pad(p["name"].get<std::string>(), 12, false) + " utilization " + share(p["utilization"]["a"]) +
+           " -> " + share(p["utilization"]["b"]) + ", KV peak " + share(p["kv_cache_peak_fraction"]["a"]) + " -> " +
+           share(p["kv_cache_peak_fraction"]["b"]) + ", preemptions " + count(p["preemptions"]["a"]) + " -> " +
+           count(p["preemptions"]["b"]) + "\n";
+    if (p.contains("kv_transfer")) {
+      auto exposed = [](const Json& kv) {
+        return kv.is_object() && kv.contains("exposed_mean_ms") && kv["exposed_mean_ms"].is_number()
+                   ? magnitude(kv["exposed_mean_ms"].get<double>()) + " ms"
+                   : std::string("-");
+      };
+      out += "       " + std::string(12, ' ') + " KV transfer exposed per transfer " + exposed(p["kv_transfer"]["a"]) +
+             " -> " + exposed(p["kv_transfer"]["b"]) + "\n";
+    }
   }
   for (const Json& s : d["sentences"]) out += s.get<std::string>() + "\n";
   return out;

@@ -179,6 +179,10 @@ int diff_command(const std::vector<std::string>& args, std::ostream& out, std::o
         ReportFile r = read_report(s.source);
         s.result = std::move(r.result);
         s.scenario = std::move(r.scenario);
+        // A scenario B runs with the seed A's report ran with.
+        if (!seed && s.scenario.contains("seed") && s.scenario["seed"].is_number_unsigned()) {
+          seed = s.scenario["seed"].get<std::uint64_t>();
+        }
         return;
       }
       Hypothesis h;

@@ -439,6 +439,7 @@ int plan_command(const std::vector<std::string>& args, std::ostream& out, std::o
     for (const auto& pc : cfg.pools) base_ratio.push_back(pc.instances);
     if (n_pools == 1) {
       ratios = {{1}};
+      if (vm.count("ratios")) problems.push_back("--ratios needs several pools; the scenario has one");
     } else if (vm.count("ratios")) {
       if (auto r = ratio_list(vm["ratios"].as<std::string>(), n_pools, problems)) ratios = *r;
     } else {

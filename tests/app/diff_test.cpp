@@ -118,6 +118,37 @@ TEST_CASE("diff: on the report contract, exposed KV transfer explains most of th
   CHECK(d["attribution"]["tpot_mean"]["delta"].get<double>() == 0);
 }
 
+TEST_CASE("diff: hand-written reports of the KV-overlap pair, in words on a terminal") {
+  // The pair of the first test as report files (schema, scenario, summary, pools, simulation),
+  // with pools[].kv_transfer on the decode pool and no KV peak figure: "-" where a figure is
+  // missing, the exposed transfer per transfer 5 -> 85 ms, and the sentence.
+  const fs::path dir = scratch("diff_handwritten");
+  fs::create_directories(dir);
+  const Json groups = {{"ep", group(32, false, "ub", 32)}};
+  const Json tpot = {{"gemm_mlp", 20.0}};
+  auto report = [&](double ttft, double exposed, bool overlap) {
+    Json r = epd_result(ttft, {{"queueing", 20.0}, {"prefill", 150.0}, {"kv_transfer_exposed", exposed}, {"first_decode", 15.0}},
+                        20, tpot, groups);
+    r.erase("ok");
+    r["schema"] = "servesim.report/1";
+    r["scenario"] = epd_scenario(32, 2, overlap);
+    r["pools"][1].erase("kv_cache_peak_fraction");
+    r["pools"][1]["kv_transfer"] = {{"transfers", 1000}, {"bytes", 1e9}, {"mean_ms", 90.0}, {"exposed_mean_ms", exposed},
+                                    {"overhead_fraction", 0.1}};
+    return r;
+  };
+  std::ofstream(dir / "a.json") << report(190, 5, true).dump(2);
+  std::ofstream(dir / "b.json") << report(270, 85, false).dump(2);
+  const auto r = cli({"diff", (dir / "a.json").string(), (dir / "b.json").string()});
+  REQUIRE_MESSAGE(r.code == 0, r.err);
+  CHECK(r.out.find("deployment.pools[1].kv_transfer.overlap: true -> false") != std::string::npos);
+  CHECK(r.out.find("pool decode       utilization 80.0% -> 80.0%, KV peak - -> -") != std::string::npos);
+  CHECK(r.out.find("KV transfer exposed per transfer 5.00 ms -> 85.0 ms") != std::string::npos);
+  // 190 -> 270 ms = exposed transfer +80 alone (80 / 80 = 100%).
+  CHECK(r.out.find("TTFT +80.0 ms (+42%), 190.0 -> 270.0 ms: exposed KV transfer +80.0 ms (kv_transfer.overlap true -> "
+                   "false); this explains 100% of the delta.") != std::string::npos);
+}
+
 TEST_CASE("diff: on the report contract, the TPOT sentence names the tier the EP group now crosses") {
   // TPOT parts (ms), A -> B:
   //   gemm_mlp 20 -> 20, moe_experts 10 -> 9, ep_dispatch 8 -> 14.05, ep_combine 8 -> 14.05,

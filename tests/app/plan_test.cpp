@@ -364,6 +364,7 @@ TEST_CASE("plan: bad input exits 2 with file:line:col messages and runs nothing"
   CHECK(cli({"plan", kQuickstart, "--constraint", "ttft_p99 >= 2 s"}).code == 2);         // not monotone
   CHECK(cli({"plan", kQuickstart, "--target", "cost"}).code == 2);                        // no price
   CHECK(cli({"plan", kQuickstart, "--tp", "1,x"}).code == 2);
+  CHECK(cli({"plan", kQuickstart, "--ratios", "1:2"}).err.find("--ratios needs several pools") != std::string::npos);
   // 4 x 3 x 6 = 72 deployments, more than allowed.
   const auto many = cli({"plan", kQuickstart, "--tp", "1,2,4,8", "--pp", "1,2,4", "--max-batch-size",
                          "8,16,32,64,128,256", "--max-candidates", "50"});
