@@ -262,7 +262,8 @@ TEST_CASE("diff: quickstart vs tp=2 on today's reports (pools[].breakdown), chec
   CHECK(d["a"]["wall_s"].is_null());
 
   // Fallback basis: the mean TPOT of A split in the decode (here: combined) pool's busy shares,
-  // part_c = mean x share_c / (1 - idle), e.g. MLP GEMMs = 14.1 ms x 0.40 / 0.99 = 5.7 ms.
+  // part_c = mean x share_c / (1 - idle); measured when this was written, MLP GEMMs in A =
+  // 13.64 ms x 0.405 / (1 - 0.047) = 5.80 ms.
   const Json& at = d["attribution"]["tpot_mean"];
   CHECK(at["basis"] == "pools[].breakdown");
   const Json& bd = a["pools"][0]["breakdown"];
