@@ -168,6 +168,17 @@ std::vector<PlanOutcome> plan_search(const std::vector<PlanCandidate>& candidate
       st.out.chips = unit_chips;
       st.out.why = "needs " + std::to_string(unit_chips) + " chips for one set of instances (" +
                    instances_text(c.ratio) + "), more than the " + std::to_string(*o.max_chips) + " allowed";
+    } else if (c.start_scale > st.limit && !c.start_text.empty()) {
+      // The capacity bound says the traffic needs more instances than the chip limit allows:
+      // pruned without a run.
+      const std::vector<int> least = scaled(c, c.start_scale);
+      st.phase = State::Phase::kDone;
+      st.out.status = PlanOutcome::Status::kPruned;
+      st.out.instances = least;
+      st.out.chips = chips_of(c, least);
+      st.out.why = "pruned by the capacity bound: " + c.start_text + ", so at least " +
+                   count_text(least, st.out.chips) + ", more than the " + std::to_string(*o.max_chips) +
+                   " chips allowed";
     }
   }
 

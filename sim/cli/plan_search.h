@@ -29,7 +29,11 @@
 //
 // Pruning: for the chips target (and cost per hour, which is chips x price), a candidate whose
 // least possible chips (one step above the largest scale that failed) exceed the chips of the
-// top-K known feasible results is pruned: it cannot enter the top K.
+// top-K known feasible results is pruned: it cannot enter the top K. With a chip limit, a
+// candidate whose capacity estimate (PlanCandidate::start_text: the traffic's tokens per second
+// over an upper bound on one instance's) already needs more chips is pruned before any run; this
+// takes the bound as a proof that fewer instances cannot serve the traffic (true for a run long
+// enough that an unserved backlog shows in the latencies).
 //
 // Determinism: the search runs in rounds; in each round every active candidate names its next
 // probe, the probes run in parallel (OpenMP, any thread count), and the states advance in

@@ -206,6 +206,31 @@ TEST_CASE("plan_search: the outcome does not depend on the thread count; pruning
   CHECK(one[1].chips == 18);
 }
 
+TEST_CASE("plan_search: a capacity bound beyond the chip limit prunes a candidate without a run") {
+  // 4 chips per instance, the estimate says 100 instances (400 chips); at most 64 chips allowed.
+  std::vector<PlanCandidate> cands = {candidate({1}, {4}, 100), candidate({1}, {4}, 2)};
+  cands[0].start_text = "the traffic needs 1000 tokens/s, one instance does at most 10";
+  cands[1].start_text = "the traffic needs 20 tokens/s, one instance does at most 10";
+  std::size_t evaluated = 0;
+  const PlanEvaluator eval = [&](const PlanCandidate& c, const std::vector<int>& inst) {
+    ++evaluated;
+    return synthetic(inst, c.chips_per_instance, 1000.0 * 3 / inst[0], 1);
+  };
+  PlanSearchOptions o = chips_target({constraint("ttft_p99 <= 1 s")});
+  o.max_chips = 64;
+  std::size_t runs = 0;
+  const auto out = plan_search(cands, eval, o, runs);
+  CHECK(out[0].status == PlanOutcome::Status::kPruned);
+  CHECK(out[0].probes.empty());
+  CHECK(out[0].why == "pruned by the capacity bound: the traffic needs 1000 tokens/s, one instance does at most 10, "
+                      "so at least 100 instances (400 chips), more than the 64 chips allowed");
+  // The other starts at 2, fails, doubles to 4, meets, bisects to 3: three runs, all its own.
+  CHECK(out[1].status == PlanOutcome::Status::kFeasible);
+  CHECK(out[1].instances == std::vector<int>{3});
+  CHECK(runs == 3);
+  CHECK(evaluated == 3);
+}
+
 TEST_CASE("plan_search: invalid, saturated and over-budget candidates say why") {
   std::vector<PlanCandidate> cands = {candidate({1}, {2}), candidate({1}, {2}), candidate({1}, {2})};
   cands[0].label = "invalid";
