@@ -166,8 +166,11 @@ std::vector<PlanOutcome> plan_search(const std::vector<PlanCandidate>& candidate
       st.out.status = PlanOutcome::Status::kInfeasible;
       st.out.instances = c.ratio;
       st.out.chips = unit_chips;
-      st.out.why = "needs " + std::to_string(unit_chips) + " chips for one set of instances (" +
-                   instances_text(c.ratio) + "), more than the " + std::to_string(*o.max_chips) + " allowed";
+      const bool single = c.ratio.size() == 1 && c.ratio[0] == 1;
+      st.out.why = (single ? "one instance needs " + std::to_string(unit_chips) + " chips"
+                           : "needs " + std::to_string(unit_chips) + " chips for one set of instances (" +
+                                 instances_text(c.ratio) + ")") +
+                   ", more than the " + std::to_string(*o.max_chips) + " allowed";
     } else if (c.start_scale > st.limit && !c.start_text.empty()) {
       // The capacity bound says the traffic needs more instances than the chip limit allows:
       // pruned without a run.
