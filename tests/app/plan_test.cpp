@@ -369,6 +369,26 @@ TEST_CASE("plan: invalid plans carry the loader's message; unmet SLOs say by how
   CHECK(f.out.find("tp=3 pp=1: invalid: ") != std::string::npos);
 }
 
+TEST_CASE("plan: a MoE model's space pairs every tp with each EP degree that divides tp x dp") {
+  // gpt-oss-120b (128 experts) on B200s, --tp 2,4 --pp 1, dp auto = the scenario's 1 (and 1):
+  // tp 2 -> ep 1, 2 (moe_tp 2, 1); tp 4 -> ep 1, 2, 4 (moe_tp 4, 2, 1): 5 deployments, in that order.
+  const std::string gpt = std::string(SERVESIM_SOURCE_DIR) + "/scenarios/models/gpt-oss-120b.yaml";
+  const auto r = cli({"plan", gpt, "--set", "workload.requests=100", "--tp", "2,4", "--pp", "1", "--constraint",
+                      "tpot_p50 <= 50 ms", "--threads", "2", "--json", "-", "--reproducible"});
+  REQUIRE_MESSAGE(r.code == 0, r.err);
+  const Json j = Json::parse(r.out);
+  REQUIRE(j["candidates"].size() == 5);
+  const std::vector<std::pair<int, int>> tp_ep = {{2, 1}, {2, 2}, {4, 1}, {4, 2}, {4, 4}};
+  for (std::size_t i = 0; i < tp_ep.size(); ++i) {
+    const Json& plan = j["candidates"][i]["plan"][0];
+    CHECK(plan["tp"] == tp_ep[i].first);
+    CHECK(plan["ep"] == tp_ep[i].second);
+    CHECK(plan["moe_tp"] == tp_ep[i].first / tp_ep[i].second);
+    CHECK(j["candidates"][i]["status"] == "feasible");
+  }
+  CHECK(j["candidates"][1]["label"] == "tp=2 pp=1 dp=1 ep=2");
+}
+
 TEST_CASE("plan: bad input exits 2 with file:line:col messages and runs nothing") {
   const fs::path dir = scratch("plan_bad");
   fs::create_directories(dir);
