@@ -16,6 +16,8 @@
 #include "reports/report.h"
 #include "reports/trace.h"
 #include "sim/cli/commands.h"
+#include "sim/cli/diff.h"
+#include "sim/cli/plan.h"
 #include "sim/cli/progress.h"
 #include "sim/cli/serve.h"
 #include "sim/cli/sweep.h"
@@ -89,6 +91,10 @@ constexpr const char* kUsage =
     "                      run many variants in parallel (journaled, resumable), rank them by an\n"
     "                      objective under constraints, show the Pareto front\n"
     "  serve               answer hypotheses sent as JSON lines on stdin, one line each on stdout\n"
+    "  diff A.yaml B.yaml  (or A.yaml --set KEY=VALUE ...) run both with the same seed: metric\n"
+    "                      deltas, and the TTFT, TPOT and throughput deltas attributed to components\n"
+    "  plan SCENARIO.yaml  the fewest chips (or lowest cost) that meets the SLOs: parallel plans,\n"
+    "                      batch caps, instance counts and pool ratios searched\n"
     "  workload stats FILE-or-SCENARIO\n"
     "                      summarise a trace or a scenario's traffic before simulating it\n"
     "\n"
@@ -278,6 +284,8 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     if (command == "run") return run_command(rest, out, err);
     if (command == "sweep") return sweep_command(rest, out, err);
     if (command == "serve") return serve_command(rest, std::cin, out, err);
+    if (command == "diff") return diff_command(rest, out, err);
+    if (command == "plan") return plan_command(rest, out, err);
     if (command == "workload") return workload_command(rest, out, err);
     err << "error: unknown command '" << command << "'\n\n" << kUsage;
     return 2;

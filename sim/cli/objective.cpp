@@ -70,6 +70,8 @@ std::string trim(const std::string& s) {
   return s.substr(a, s.find_last_not_of(" \t") - a + 1);
 }
 
+}  // namespace
+
 std::optional<double> number_at(const Json& j, std::initializer_list<const char*> path) {
   const Json* cur = &j;
   for (const char* k : path) {
@@ -80,6 +82,18 @@ std::optional<double> number_at(const Json& j, std::initializer_list<const char*
   }
   return cur->is_number() ? std::optional<double>(cur->get<double>()) : std::nullopt;
 }
+
+bool holds(const Constraint& c, double x) {
+  switch (c.op) {
+    case Constraint::Op::kLe: return x <= c.value;
+    case Constraint::Op::kLt: return x < c.value;
+    case Constraint::Op::kGe: return x >= c.value;
+    case Constraint::Op::kGt: return x > c.value;
+  }
+  return false;
+}
+
+namespace {
 
 std::string show(double v) {
   char buf[32];
@@ -225,11 +239,7 @@ Verdict judge(const Json& result, const Objective& objective, const std::vector<
       v.violations.push_back(c.metric + " is not available in this result");
       continue;
     }
-    const bool ok = c.op == Constraint::Op::kLe   ? *x <= c.value
-                    : c.op == Constraint::Op::kLt ? *x < c.value
-                    : c.op == Constraint::Op::kGe ? *x >= c.value
-                                                  : *x > c.value;
-    if (!ok) {
+    if (!holds(c, *x)) {
       const char* op = c.op == Constraint::Op::kLe ? "<=" : c.op == Constraint::Op::kLt ? "<"
                        : c.op == Constraint::Op::kGe ? ">=" : ">";
       v.violations.push_back(c.metric + " = " + show(*x) + unit + ", not " + op + " " + show(c.value) + unit);

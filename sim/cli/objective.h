@@ -1,5 +1,5 @@
-// Objectives and constraints over results (evaluate.h's result shape): shared by `sweep` and,
-// later, `plan`.
+// Objectives and constraints over results (evaluate.h's result shape): shared by `sweep`,
+// `plan` and `diff`.
 //
 // Metrics by name, each with its unit and its better direction:
 //   ttft_, tpot_, itl_, e2e_ + mean|p50|p90|p99   latency, ms in the result; lower is better
@@ -19,6 +19,7 @@
 // is missing: a constraint on it fails, an objective on it ranks last.
 #pragma once
 
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <vector>
@@ -63,6 +64,12 @@ Verdict judge(const nlohmann::ordered_json& result, const Objective& objective,
 
 // True when a is strictly better than b for the objective (missing values are worst).
 bool better(const Objective& o, const std::optional<double>& a, const std::optional<double>& b);
+
+// True when the value meets the constraint.
+bool holds(const Constraint& c, double value);
+
+// The number at a key path of a JSON object ({"summary", "ttft_ms", "mean"}), or nothing.
+std::optional<double> number_at(const nlohmann::ordered_json& j, std::initializer_list<const char*> path);
 
 // Indices of the results on the Pareto front of two objectives (none dominated by another in
 // both), among those whose both values exist; ordered by the first objective, best first.

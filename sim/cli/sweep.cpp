@@ -33,6 +33,7 @@
 #include "sim/cli/progress.h"
 #include "sim/cli/sweep_ranks.h"
 #include "sim/cli/sweep_spec.h"
+#include "sim/cli/text_format.h"
 
 namespace servesim::app {
 namespace po = boost::program_options;
@@ -40,19 +41,7 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
-
 std::string value_text(const std::optional<double>& v) { return v ? fmt("%.4g", *v) : "-"; }
-
-std::string pad(std::string s, std::size_t width, bool right = true) {
-  if (s.size() > width) s = s.substr(0, width - 1) + "~";
-  const std::string fill(width - s.size(), ' ');
-  return right ? fill + s : s + fill;
-}
 
 // The last segment of a key path, for column headers: "deployment.pools[0].instances" -> "instances".
 std::string short_key(const std::string& key) {
