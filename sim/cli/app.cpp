@@ -91,6 +91,11 @@ constexpr const char* kUsage =
     "  serve               answer hypotheses sent as JSON lines on stdin, one line each on stdout\n"
     "  workload stats FILE-or-SCENARIO\n"
     "                      summarise a trace or a scenario's traffic before simulating it\n"
+    "  calibrate MEASUREMENTS... --chip NAME --out PROFILE\n"
+    "                      fit the cost model to operator measurements, report the error, write a\n"
+    "                      hardware profile\n"
+    "  validate MEASURED.csv\n"
+    "                      simulate measured serving benchmarks and report the error\n"
     "\n"
     "Run 'servesim <command> --help' for the options of a command.\n";
 
@@ -279,6 +284,8 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     if (command == "sweep") return sweep_command(rest, out, err);
     if (command == "serve") return serve_command(rest, std::cin, out, err);
     if (command == "workload") return workload_command(rest, out, err);
+    if (command == "calibrate") return calibrate_command(rest, out, err);
+    if (command == "validate") return validate_command(rest, out, err);
     err << "error: unknown command '" << command << "'\n\n" << kUsage;
     return 2;
   } catch (const std::exception& e) {

@@ -1,0 +1,128 @@
+#include "calibrate/comm_fit.h"
+
+#include <map>
+#include <set>
+
+#include "calibrate/comm_measurements.h"
+#include "calibrate/fit.h"
+
+namespace servesim::calibrate {
+namespace {
+
+using topologies::CollectiveKind;
+
+// Size ranges of the collective error tables (topologies/README.md, collective_check.h).
+std::string size_range(double bytes) {
+  if (bytes < 64.0 * 1024) return "< 64 KiB";
+  if (bytes < 1024.0 * 1024) return "64 KiB - 1 MiB";
+  if (bytes < 16.0 * 1024 * 1024) return "1 - 16 MiB";
+  if (bytes < 256.0 * 1024 * 1024) return "16 - 256 MiB";
+  return ">= 256 MiB";
+}
+
+// Transfer seconds at efficiency 1 over the chip's scale-up bandwidth (comm_cost.h's formulas).
+double transfer_s(const CommSample& s, double bandwidth) {
+  const double n = s.ranks;
+  const double factor = s.kind == CollectiveKind::kAllReduce ? 2 * (n - 1) / n : 1.0;
+  return factor * s.bytes / bandwidth;
+}
+
+void add_cells(ErrorReport& report, const std::string& kind, const std::vector<const CommSample*>& rows,
+               const std::vector<double>& predicted, bool held_out) {
+  static const char* kRanges[] = {"< 64 KiB", "64 KiB - 1 MiB", "1 - 16 MiB", "16 - 256 MiB", ">= 256 MiB"};
+  std::vector<double> all_p, all_m;
+  for (const char* range : kRanges) {
+    std::vector<double> p, m;
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      if (size_range(rows[i]->bytes) != range) continue;
+      p.push_back(predicted[i]);
+      m.push_back(rows[i]->seconds);
+    }
+    if (p.empty()) continue;
+    report.cells.push_back({kind, "nccl", range, summarise_errors(p, m), held_out});
+    all_p.insert(all_p.end(), p.begin(), p.end());
+    all_m.insert(all_m.end(), m.begin(), m.end());
+  }
+  if (!all_p.empty()) report.cells.push_back({kind, "nccl", "all", summarise_errors(all_p, all_m), held_out});
+}
+
+}  // namespace
+
+std::string comm_system_of(const std::string& chip) {
+  if (chip == "h200-sxm") return "h200_sxm";
+  if (chip == "h100-sxm") return "h100_dgx";
+  if (chip == "a100-80g") return "a100_dgx";
+  if (chip == "gb200") return "gb200";
+  return "";
+}
+
+CollectiveFitResult fit_chip_collectives(const std::string& dir, const models::ChipSpec& chip,
+                                         std::size_t folds) {
+  (void)folds;  // the folds are the group sizes measured
+  CollectiveFitResult r;
+  r.errors.chip = chip.name;
+  const std::string system = comm_system_of(chip.name);
+  if (system.empty()) {
+    r.notes.push_back("no communication tables describe " + chip.name + ": collective constants kept");
+    return r;
+  }
+  const std::vector<CommSample> samples = read_comm_tables(dir);
+  const double bw = chip.scale_up_bandwidth.bytes_per_s;
+  std::vector<const CommSample*> ar, p2p;
+  for (const CommSample& s : samples) {
+    if (s.system != system || s.implementation != "nccl" || s.ranks_per_node != s.ranks || s.seconds <= 0) continue;
+    if (s.kind == CollectiveKind::kAllReduce && s.ranks > 1) ar.push_back(&s);
+    if (s.kind == CollectiveKind::kP2p) p2p.push_back(&s);
+  }
+  if (ar.size() < 4) {
+    r.notes.push_back("no in-domain all-reduce measurements for " + chip.name + ": collective constants kept");
+    return r;
+  }
+  auto fit = [&](const std::vector<const CommSample*>& rows) {
+    std::vector<double> design, time;
+    for (const CommSample* s : rows) {
+      design.push_back(1.0);
+      design.push_back(transfer_s(*s, bw));
+      time.push_back(s->seconds);
+    }
+    const LinearFit f = fit_linear(design, 2, time);
+    return std::make_pair(std::max(0.0, f.coefficients[0]), f.coefficients[1] > 0 ? 1.0 / f.coefficients[1] : 1.0);
+  };
+  auto predict = [&](const std::pair<double, double>& c, const CommSample& s) {
+    return c.first + transfer_s(s, bw) / c.second;
+  };
+  const auto all = fit(ar);
+  r.fitted = true;
+  r.latency = Duration::seconds(all.first);
+  r.bandwidth_efficiency = std::min(1.0, all.second);
+  // Held out: every group size in turn.
+  std::set<int> sizes;
+  for (const CommSample* s : ar) sizes.insert(s->ranks);
+  std::vector<double> held(ar.size());
+  const bool can_hold_out = sizes.size() >= 2;
+  for (int n : sizes) {
+    std::vector<const CommSample*> train;
+    for (const CommSample* s : ar) {
+      if (s->ranks != n) train.push_back(s);
+    }
+    const auto c = can_hold_out ? fit(train) : all;
+    for (std::size_t i = 0; i < ar.size(); ++i) {
+      if (ar[i]->ranks == n) held[i] = predict(c, *ar[i]);
+    }
+  }
+  add_cells(r.errors, "all_reduce", ar, held, can_hold_out);
+  if (!p2p.empty()) {
+    std::vector<double> pp;
+    for (const CommSample* s : p2p) pp.push_back(predict(all, *s));
+    add_cells(r.errors, "p2p (transfer)", p2p, pp, true);
+  }
+  char line[200];
+  std::snprintf(line, sizeof line,
+                "collectives (%s NCCL, %zu all-reduce samples in one domain): latency %.2f us, bus bandwidth "
+                "efficiency %.3f of %.0f GB/s",
+                system.c_str(), ar.size(), all.first * 1e6, r.bandwidth_efficiency, bw / 1e9);
+  r.notes.push_back(line);
+  return r;
+}
+
+}  // namespace servesim::calibrate
