@@ -1,6 +1,7 @@
 #include "calibrate/comm_fit.h"
 
 #include <map>
+#include <cstdio>
 #include <set>
 
 #include "calibrate/comm_measurements.h"
@@ -68,9 +69,21 @@ CollectiveFitResult fit_chip_collectives(const std::string& dir, const models::C
   }
   const std::vector<CommSample> samples = read_comm_tables(dir);
   const double bw = chip.scale_up_bandwidth.bytes_per_s;
-  std::vector<const CommSample*> ar, p2p;
+  std::vector<const CommSample*> ar, p2p, custom;
+  // The serving engines run their tensor-parallel all-reduces inside one node with custom
+  // one-shot / two-shot kernels, not NCCL (vLLM's custom_all_reduce up to 8 MB on <= 8 GPUs,
+  // TensorRT-LLM's AllReduce AUTO strategy, SGLang's custom all-reduce): where the tables
+  // measure such a kernel, it sets the constants. H100 SXM has the H200's NVLink 4 fabric and SM,
+  // so the H200 measurement is transferred to it (said in the notes).
+  const std::string custom_system = system == "h100_dgx" ? "h200_sxm" : system;
+  constexpr double kCustomMaxBytes = 8.0 * 1024 * 1024;
   for (const CommSample& s : samples) {
-    if (s.system != system || s.implementation != "nccl" || s.ranks_per_node != s.ranks || s.seconds <= 0) continue;
+    if (s.ranks_per_node != s.ranks || s.seconds <= 0) continue;
+    if (s.system == custom_system && s.implementation == "trtllm_custom" && s.kind == CollectiveKind::kAllReduce &&
+        s.ranks > 1 && s.bytes <= kCustomMaxBytes) {
+      custom.push_back(&s);
+    }
+    if (s.system != system || s.implementation != "nccl") continue;
     if (s.kind == CollectiveKind::kAllReduce && s.ranks > 1) ar.push_back(&s);
     if (s.kind == CollectiveKind::kP2p) p2p.push_back(&s);
   }
@@ -91,26 +104,46 @@ CollectiveFitResult fit_chip_collectives(const std::string& dir, const models::C
   auto predict = [&](const std::pair<double, double>& c, const CommSample& s) {
     return c.first + transfer_s(s, bw) / c.second;
   };
+  // Held out: every group size in turn.
+  auto held_out = [&](const std::vector<const CommSample*>& rows, const std::pair<double, double>& all,
+                      const std::string& label, const std::string& format) {
+    std::set<int> sizes;
+    for (const CommSample* s : rows) sizes.insert(s->ranks);
+    std::vector<double> held(rows.size());
+    const bool can_hold_out = sizes.size() >= 2;
+    for (int n : sizes) {
+      std::vector<const CommSample*> train;
+      for (const CommSample* s : rows) {
+        if (s->ranks != n) train.push_back(s);
+      }
+      const auto c = can_hold_out ? fit(train) : all;
+      for (std::size_t i = 0; i < rows.size(); ++i) {
+        if (rows[i]->ranks == n) held[i] = predict(c, *rows[i]);
+      }
+    }
+    const std::size_t first = r.errors.cells.size();
+    add_cells(r.errors, label, rows, held, can_hold_out);
+    for (std::size_t i = first; i < r.errors.cells.size(); ++i) r.errors.cells[i].format = format;
+  };
   const auto all = fit(ar);
   r.fitted = true;
   r.latency = Duration::seconds(all.first);
   r.bandwidth_efficiency = std::min(1.0, all.second);
-  // Held out: every group size in turn.
-  std::set<int> sizes;
-  for (const CommSample* s : ar) sizes.insert(s->ranks);
-  std::vector<double> held(ar.size());
-  const bool can_hold_out = sizes.size() >= 2;
-  for (int n : sizes) {
-    std::vector<const CommSample*> train;
-    for (const CommSample* s : ar) {
-      if (s->ranks != n) train.push_back(s);
-    }
-    const auto c = can_hold_out ? fit(train) : all;
-    for (std::size_t i = 0; i < ar.size(); ++i) {
-      if (ar[i]->ranks == n) held[i] = predict(c, *ar[i]);
-    }
+  held_out(ar, all, "all_reduce", "nccl");
+  if (custom.size() >= 4) {
+    const auto c = fit(custom);
+    r.latency = Duration::seconds(c.first);
+    r.bandwidth_efficiency = std::min(1.0, c.second);
+    held_out(custom, c, "all_reduce", "custom (engines)");
+    char line[240];
+    std::snprintf(line, sizeof line,
+                  "collectives applied: the engines' custom all-reduce (TensorRT-LLM, %s, %zu samples up to 8 MiB%s): "
+                  "latency %.2f us, bus bandwidth efficiency %.3f",
+                  custom_system.c_str(), custom.size(),
+                  custom_system == system ? "" : ", transferred from H200 SXM: same NVLink 4 and SM", c.first * 1e6,
+                  r.bandwidth_efficiency);
+    r.notes.push_back(line);
   }
-  add_cells(r.errors, "all_reduce", ar, held, can_hold_out);
   if (!p2p.empty()) {
     std::vector<double> pp;
     for (const CommSample* s : p2p) pp.push_back(predict(all, *s));
@@ -120,8 +153,8 @@ CollectiveFitResult fit_chip_collectives(const std::string& dir, const models::C
   std::snprintf(line, sizeof line,
                 "collectives (%s NCCL, %zu all-reduce samples in one domain): latency %.2f us, bus bandwidth "
                 "efficiency %.3f of %.0f GB/s",
-                system.c_str(), ar.size(), all.first * 1e6, r.bandwidth_efficiency, bw / 1e9);
-  r.notes.push_back(line);
+                system.c_str(), ar.size(), all.first * 1e6, std::min(1.0, all.second), bw / 1e9);
+  r.notes.insert(r.notes.begin(), line);
   return r;
 }
 

@@ -4,7 +4,11 @@
 // communication tables through calibrate's comm readers (comm_measurements.h), and their error.
 //
 // The fit is the weighted least-squares line of fit.h (relative error) over the chip's NCCL
-// all-reduce samples inside one scale-up domain; it is cross-validated by holding out whole
+// all-reduce samples inside one scale-up domain, and over the serving engines' custom all-reduce
+// samples (TensorRT-LLM's, up to 8 MiB) where the tables have them: those set the constants the
+// profile applies, since vLLM, TensorRT-LLM and SGLang run their tensor-parallel all-reduces with
+// such kernels inside a node (H100 SXM takes the H200 SXM measurement: same NVLink 4 fabric and
+// SM). Each is cross-validated by holding out whole
 // group sizes (every sample of 2, of 4, of 8 ranks in turn), and its error is reported per
 // message size range, together with the same constants applied to point-to-point sends as a
 // transfer check. One line cannot follow NCCL's two protocols (LL below ~64 KiB, Simple above):

@@ -567,7 +567,7 @@ int validate_command(const std::vector<std::string>& args, std::ostream& out, st
       ("rounds", po::value<int>()->default_value(10), "requests per client in each simulation")
       ("threads", po::value<int>()->default_value(0), "OpenMP threads (default: all cores)")
       ("reproducible", "leave the host time out of the JSON report")
-      ("start", po::value<std::string>()->default_value("staggered"),
+      ("start", po::value<std::string>()->default_value("together"),
        "how the clients start: staggered, together (closed_loop start modes)")
       ("print-scenario", po::value<std::string>(), "print the scenario built for the row with this id, and stop");
   po::variables_map vm;

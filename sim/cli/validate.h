@@ -33,11 +33,12 @@ namespace servesim::app {
 
 struct ValidationOptions {
   int rounds = 10;           // requests per client
-  // How the closed loop's clients start (sim/scenario README, closed_loop start modes):
-  // "staggered" by default, the first requests one prefill apart, so that the identical clients
-  // of a fixed-length benchmark do not stay in the lock-step no real run keeps (timing noise
-  // spreads them); "together" reproduces a synchronised start.
-  std::string start = "staggered";
+  // How the closed loop's clients start (sim/scenario README, closed_loop start modes). The
+  // benchmarks send their first `concurrency` requests at once, and with fixed lengths the
+  // clients then stay close to lock-step (the engines batch the prompts of a round together):
+  // "together" by default. "staggered" (first requests one prefill apart, then desynchronised)
+  // is the other bound; on silicon_dev.csv it under-predicts TTFT by ~70% (calibrate/README.md).
+  std::string start = "together";
   int threads = 0;           // OpenMP threads; 0 = all cores
   std::string validation_file;  // for the report's `source`
 };
