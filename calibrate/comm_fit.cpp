@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <set>
 
+#include "calibrate/collective_check.h"
 #include "calibrate/comm_measurements.h"
 #include "calibrate/fit.h"
 
@@ -11,15 +12,6 @@ namespace servesim::calibrate {
 namespace {
 
 using topologies::CollectiveKind;
-
-// Size ranges of the collective error tables (topologies/README.md, collective_check.h).
-std::string size_range(double bytes) {
-  if (bytes < 64.0 * 1024) return "< 64 KiB";
-  if (bytes < 1024.0 * 1024) return "64 KiB - 1 MiB";
-  if (bytes < 16.0 * 1024 * 1024) return "1 - 16 MiB";
-  if (bytes < 256.0 * 1024 * 1024) return "16 - 256 MiB";
-  return ">= 256 MiB";
-}
 
 // Transfer seconds at efficiency 1 over the chip's scale-up bandwidth (comm_cost.h's formulas).
 double transfer_s(const CommSample& s, double bandwidth) {
@@ -35,7 +27,7 @@ void add_cells(ErrorReport& report, const std::string& kind, const std::vector<c
   for (const char* range : kRanges) {
     std::vector<double> p, m;
     for (std::size_t i = 0; i < rows.size(); ++i) {
-      if (size_range(rows[i]->bytes) != range) continue;
+      if (collective_size_range(rows[i]->bytes) != range) continue;
       p.push_back(predicted[i]);
       m.push_back(rows[i]->seconds);
     }

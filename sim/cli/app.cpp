@@ -209,6 +209,7 @@ int run_command(const std::vector<std::string>& args, std::ostream& out, std::os
     info.warnings = sc.warnings;
     info.events = run.events;
     info.fingerprint = run.fingerprint;
+    for (const auto& pool : sc.config.pools) info.chips.push_back(pool.name + ": " + pool.chip.name + " (" + pool.chip.source + ")");
     if (!reproducible) {
       info.wall_s = run.wall_s;
       info.peak_rss_mb = peak_rss_mb();

@@ -47,7 +47,13 @@ std::string today_utc() {
 // own repeatability is ~1%), and the profile stays readable.
 double rounded(double v) {
   if (v == 0 || !std::isfinite(v)) return v;
-  const double scale = std::pow(10.0, 4 - std::floor(std::log10(std::fabs(v))));
+  const double e = std::floor(std::log10(std::fabs(v)));
+  // Large values divide by a power of ten (exact for the decade knots), small ones multiply.
+  if (e >= 4) {
+    const double step = std::pow(10.0, e - 4);
+    return std::round(v / step) * step;
+  }
+  const double scale = std::pow(10.0, 4 - e);
   return std::round(v * scale) / scale;
 }
 

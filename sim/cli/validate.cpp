@@ -263,7 +263,10 @@ RowScenario build_row_scenario(const ServingMeasurement& r, const ValidationOpti
   }
   y << "workload:\n"
     << "  requests: " << clients * options.rounds << "\n"
-    << "  arrivals: {process: closed_loop, clients: " << clients << ", start: {mode: " << options.start << "}}\n"
+    << "  arrivals: {process: closed_loop, clients: " << clients << ", start: {mode: " << options.start
+    << (options.start == "ramp" ? ", over: " + number(options.arrival_spacing_us * static_cast<double>(clients)) + " us"
+                                : std::string())
+    << "}}\n"
     << "  lengths: {prompt: {distribution: fixed, value: " << r.isl
     << "}, output: {distribution: fixed, value: " << r.osl << "}}\n";
   s.yaml = y.str();
@@ -569,6 +572,7 @@ int validate_command(const std::vector<std::string>& args, std::ostream& out, st
       ("reproducible", "leave the host time out of the JSON report")
       ("start", po::value<std::string>()->default_value("together"),
        "how the clients start: staggered, together (closed_loop start modes)")
+      ("spacing-us", po::value<double>()->default_value(100), "--start ramp: microseconds between clients' first requests")
       ("print-scenario", po::value<std::string>(), "print the scenario built for the row with this id, and stop");
   po::variables_map vm;
   std::string path;
@@ -589,8 +593,9 @@ int validate_command(const std::vector<std::string>& args, std::ostream& out, st
     return 2;
   }
   options.start = vm["start"].as<std::string>();
-  if (options.start != "staggered" && options.start != "together") {
-    err << "error: --start must be staggered or together\n";
+  options.arrival_spacing_us = vm["spacing-us"].as<double>();
+  if (options.start != "staggered" && options.start != "together" && options.start != "ramp") {
+    err << "error: --start must be together, ramp or staggered\n";
     return 2;
   }
   try {

@@ -39,6 +39,7 @@ struct ValidationOptions {
   // "together" by default. "staggered" (first requests one prefill apart, then desynchronised)
   // is the other bound; on silicon_dev.csv it under-predicts TTFT by ~70% (calibrate/README.md).
   std::string start = "together";
+  double arrival_spacing_us = 100;  // "ramp": between one client's first request and the next
   int threads = 0;           // OpenMP threads; 0 = all cores
   std::string validation_file;  // for the report's `source`
 };

@@ -445,9 +445,11 @@ std::optional<models::ChipSpec> read_chip(MapReader& pool, models::CostModelConf
   if (auto p = read_chip_profile(m, d)) {
     ok = ok && p->ok;
     base_efficiency = p->efficiency;
-    c.source = "profile " + p->name + (p->chip.empty() || p->chip == d.name ? "" : " (measured on " + p->chip + ")") +
+    // The preset's own words on its efficiencies no longer apply: the profile's replace them.
+    c.source = "efficiencies from profile " + p->name +
+               (p->chip.empty() || p->chip == d.name ? "" : " (measured on " + p->chip + ")") +
                (p->created.empty() ? "" : ", " + p->created) + (p->tables.log_grids.empty() ? "" : ", with GEMM tables") +
-               "; " + d.source;
+               "; preset: " + d.source;
     if (cost_model && !p->tables.log_grids.empty()) *cost_model = models::TableConfig{p->tables, "profile " + p->name};
   }
   if (auto e = read_efficiency(m, base_efficiency)) c.efficiency = *e; else ok = false;

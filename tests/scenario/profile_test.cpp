@@ -104,7 +104,7 @@ TEST_CASE("Profile: a profile file sets the chip's efficiencies and the pool's G
   CHECK(pool.chip.efficiency.format_compute[1] == doctest::Approx(0.5));  // fp8
   REQUIRE(pool.chip.efficiency.moe_compute.knots.size() == 2);
   CHECK(pool.chip.efficiency.moe_compute.knots[1].efficiency == doctest::Approx(0.6));
-  CHECK(pool.chip.source.rfind("profile " + p.path, 0) == 0);
+  CHECK(pool.chip.source.rfind("efficiencies from profile " + p.path + ", 2026-12-01, with GEMM tables; preset: ", 0) == 0);
   const auto* table = std::get_if<servesim::models::TableConfig>(&pool.cost_model);
   REQUIRE(table != nullptr);
   REQUIRE(table->tables.log_grids.size() == 1);
@@ -143,7 +143,7 @@ TEST_CASE("Profile: an unknown name lists the shipped profiles and suggests the 
 TEST_CASE("Profile: the shipped H200 profile loads by name with its GEMM tables") {
   const Scenario s = load(scenario_with_chip("{preset: h200-sxm, profile: h200}"));
   const auto& pool = s.config.pools.at(0);
-  CHECK(pool.chip.source.rfind("profile h200", 0) == 0);
+  CHECK(pool.chip.source.rfind("efficiencies from profile h200, ", 0) == 0);
   const auto* table = std::get_if<servesim::models::TableConfig>(&pool.cost_model);
   REQUIRE(table != nullptr);
   CHECK(table->tables.log_grids.size() == 2);  // bf16 and fp8
