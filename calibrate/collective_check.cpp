@@ -74,13 +74,7 @@ CommCalibration calibration_for(const MeasuredSystem& m, const CommSample& s) {
   return c;
 }
 
-std::string size_range(double bytes) {
-  if (bytes < 64 * 1024.0) return "< 64 KiB";
-  if (bytes < 1024 * 1024.0) return "64 KiB - 1 MiB";
-  if (bytes < 16 * 1024 * 1024.0) return "1 - 16 MiB";
-  if (bytes < 256 * 1024 * 1024.0) return "16 - 256 MiB";
-  return ">= 256 MiB";
-}
+std::string size_range(double bytes) { return collective_size_range(bytes); }
 int size_order(const std::string& r) {
   static const std::vector<std::string> order = {"< 64 KiB", "64 KiB - 1 MiB", "1 - 16 MiB", "16 - 256 MiB",
                                                  ">= 256 MiB", "all"};
@@ -414,6 +408,14 @@ void fit_calibrations(const std::vector<CommSample>& samples, std::ostream& out)
       return camel;
     }() << "] = both(" << protocol_code(f.small) << ", " << protocol_code(f.large) << ");\n";
   }
+}
+
+std::string collective_size_range(double bytes) {
+  if (bytes < 64 * 1024.0) return "< 64 KiB";
+  if (bytes < 1024 * 1024.0) return "64 KiB - 1 MiB";
+  if (bytes < 16 * 1024 * 1024.0) return "1 - 16 MiB";
+  if (bytes < 256 * 1024 * 1024.0) return "16 - 256 MiB";
+  return ">= 256 MiB";
 }
 
 }  // namespace servesim::calibrate

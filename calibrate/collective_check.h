@@ -61,4 +61,8 @@ void print_error_table(std::ostream& out, const std::vector<ErrorRow>& rows);
 // holds, with the fit's own in-sample error.
 void fit_calibrations(const std::vector<CommSample>& samples, std::ostream& out);
 
+// The size range of a collective's message in the error tables ("< 64 KiB", "64 KiB - 1 MiB",
+// "1 - 16 MiB", "16 - 256 MiB", ">= 256 MiB"; bytes per rank).
+std::string collective_size_range(double bytes);
+
 }  // namespace servesim::calibrate

@@ -56,7 +56,7 @@ void LogGridTable::corners(std::span<const double> point, std::vector<std::size_
       lo = static_cast<std::size_t>(std::upper_bound(u.begin(), u.end(), x) - u.begin()) - 1;
     }
     double f = (x - u[lo]) / (u[lo + 1] - u[lo]);
-    if (extrapolation_ == Extrapolation::clamp) f = std::clamp(f, 0.0, 1.0);
+    if (extrapolation_ == Extrapolation::clamp || !axes_[a].extrapolate) f = std::clamp(f, 0.0, 1.0);
     const std::size_t n = cells.size();
     for (std::size_t i = 0; i < n; ++i) {
       cells.push_back(cells[i] + (lo + 1) * strides_[a]);

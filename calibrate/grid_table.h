@@ -26,6 +26,7 @@ namespace servesim::calibrate {
 struct GridAxis {
   Dim dim = Dim::m;
   std::vector<double> knots;
+  bool extrapolate = true;  // beyond the ends: extend (linear tables) or clamp on this axis
 };
 
 enum class Extrapolation { linear, clamp };

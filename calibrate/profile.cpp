@@ -160,6 +160,11 @@ void write_profile(std::ostream& out, const Profile& p) {
   }
   e << YAML::EndSeq;
 
+  if (!p.efficiency.empty()) {
+    e << YAML::Key << "efficiency" << YAML::Value << YAML::BeginMap;
+    for (const auto& [key, value] : p.efficiency) e << YAML::Key << key << YAML::Value << YAML::Load(value);
+    e << YAML::EndMap;
+  }
   e << YAML::Key << "entries" << YAML::Value << YAML::BeginSeq;
   for (const ProfileEntry& en : p.entries) {
     e << YAML::BeginMap;
@@ -191,6 +196,7 @@ void write_profile(std::ostream& out, const Profile& p) {
         e << YAML::BeginMap << YAML::Key << "field" << YAML::Value << std::string(dim_name(a.dim));
         e << YAML::Key << "knots" << YAML::Value;
         emit_numbers(e, a.knots);
+        e << YAML::Key << "extrapolate" << YAML::Value << (a.extrapolate ? "true" : "false");
         e << YAML::EndMap;
       }
       e << YAML::EndSeq;
@@ -239,7 +245,8 @@ Profile read_profile(const std::string& path) {
   }
   Walker w(path);
   Profile p;
-  if (!w.map(root, "", {"schema", "chip", "created", "generator", "notes", "sources", "entries", "errors"},
+  if (!w.map(root, "", {"schema", "chip", "created", "generator", "notes", "sources", "efficiency", "entries",
+                        "errors"},
              {"schema", "chip", "sources", "entries", "errors"})) {
     w.problems().throw_if_any();
   }
@@ -267,6 +274,19 @@ Profile read_profile(const std::string& path) {
                                       w.text(s["content_hash"], at + ".content_hash")});
   }
 
+  // The efficiency values are the simulator's to check (sim/scenario reads them strictly); here
+  // they are kept as YAML text so that a profile written again is the same profile.
+  if (const YAML::Node eff = root["efficiency"]) {
+    if (!eff.IsMap()) {
+      w.error(eff, "efficiency", "expected a map of chip efficiency keys");
+    } else {
+      for (const auto& kv : eff) {
+        YAML::Emitter text;
+        text << YAML::Flow << kv.second;
+        p.efficiency.emplace_back(kv.first.Scalar(), text.c_str());
+      }
+    }
+  }
   const YAML::Node entries = root["entries"];
   if (entries && !entries.IsSequence()) w.error(entries, "entries", "expected a list");
   for (std::size_t i = 0; entries && entries.IsSequence() && i < entries.size(); ++i) {
@@ -318,9 +338,14 @@ Profile read_profile(const std::string& path) {
         if (!axes.IsSequence() || axes.size() == 0) w.error(axes, tat + ".axes", "expected a non-empty list of axes");
         for (std::size_t a = 0; axes.IsSequence() && a < axes.size(); ++a) {
           const std::string aat = Walker::item(tat + ".axes", a);
-          if (!w.map(axes[a], aat, {"field", "knots"}, {"field", "knots"})) continue;
+          if (!w.map(axes[a], aat, {"field", "knots", "extrapolate"}, {"field", "knots"})) continue;
           GridAxis axis{w.named<Dim>(axes[a]["field"], aat + ".field", parse_dim, dim_names(), "shape field"),
                         w.reals(axes[a]["knots"], aat + ".knots")};
+          if (const YAML::Node x = axes[a]["extrapolate"]) {
+            const std::string v = w.text(x, aat + ".extrapolate");
+            if (v != "true" && v != "false") w.error(x, aat + ".extrapolate", "expected true or false");
+            axis.extrapolate = v != "false";
+          }
           bool ok = !axis.knots.empty();
           for (std::size_t k = 0; ok && k < axis.knots.size(); ++k) {
             ok = axis.knots[k] >= 0 && (k == 0 || axis.knots[k] > axis.knots[k - 1]);

@@ -7,9 +7,11 @@
 // Layout (calibrate/README.md, "Profile format", has the full key list):
 //   schema, chip, created, generator, notes[]
 //   sources[]: path, reader, rows, upstream, collected, content_hash
+//   efficiency: {key: value}  chip.efficiency keys and values (sim/scenario/README.md)
 //   entries[]: op, format, cost_model, scalars{name: number}, curves[], tables[]
 //     curves[]: name, axis (a shape field), knots[], values[]   (linear in ln x between knots)
-//     tables[]: name, axes[{field, knots[]}], seconds[] (last axis fastest), extrapolation
+//     tables[]: name, axes[{field, knots[], extrapolate}], seconds[] (last axis fastest),
+//               extrapolation
 //   errors: cost_model, held_out, cells[]: kind, format, size, rows, ape_p50, ape_p90, signed_mean,
 //           held_out
 // Numbers are written in shortest round-trip form, so a profile read back is the same profile.
@@ -62,11 +64,17 @@ struct ProfileEntry {
 };
 
 struct Profile {
-  std::string chip;
+  std::string chip;          // the chip preset the profile calibrates
   std::string created;    // ISO date, given by the caller (the writer never reads the clock)
   std::string generator;  // program and version
   std::vector<std::string> notes;
   std::vector<ProfileSource> sources;
+  // What the simulator applies (sim/scenario reads it when a scenario names the profile): chip
+  // efficiency keys with their values as YAML, exactly as a scenario's chip.efficiency takes
+  // them ("gemm_overhead" -> "3.2 us", "gemm_compute" -> "[[1e6, 0.05], [1e7, 0.3]]").
+  std::vector<std::pair<std::string, std::string>> efficiency;
+  // Fitted parameters and tables per operator kind and format; entries whose cost_model is
+  // "table" hold the log-space tables the simulator's TableCostModel interpolates.
   std::vector<ProfileEntry> entries;
   ErrorReport errors;
 };

@@ -55,6 +55,12 @@ struct Efficiency {
   Duration attention_overhead;        // per attention kernel
   EfficiencyCurve elementwise;        // norms, residual adds, rotary, activation: of HBM bandwidth
   Duration elementwise_overhead;      // per elementwise kernel
+  // Routed-expert grouped GEMMs (and the router) of MoE layers, where a calibration measured them
+  // (grouped GEMMs reach other fractions of the peaks than dense ones); curves without knots mean
+  // "as the GEMM curves", and then gemm_overhead applies too.
+  EfficiencyCurve moe_compute;
+  EfficiencyCurve moe_memory;
+  Duration moe_overhead;              // per expert kernel, when the MoE curves are set
   // GEMM compute efficiency at each non-bf16 rate relative to bf16's (fp8 kernels reach a
   // smaller fraction of their doubled peak); index by ComputeRate, bf16 is 1.
   std::array<double, kComputeRates> format_compute{1, 1, 1, 1};
@@ -62,6 +68,11 @@ struct Efficiency {
   Duration collective_latency;        // fixed cost of one collective call
   Duration iteration_overhead;        // host time per iteration: schedule, prepare, sample, outputs
   Duration sequence_overhead;         // host time per sequence in the batch, on top
+  // The host work of the next iteration runs while the GPU computes this one (vLLM's async
+  // scheduling, the overlap schedulers of TensorRT-LLM and SGLang): an iteration then takes the
+  // longer of host and first-stage GPU time instead of their sum. An engine property, carried
+  // with the host overheads it applies to.
+  bool host_overlap = false;
 };
 
 struct ChipSpec {

@@ -46,8 +46,14 @@ RooflineCostModel::RooflineCostModel(const ChipSpec& chip) {
       case OpKind::kGemmQkv:
       case OpKind::kGemmOut:
       case OpKind::kGemmMlp:
-      case OpKind::kMoeExperts:
       case OpKind::kLmHead:
+        break;
+      case OpKind::kMoeExperts:
+        if (!e.moe_compute.knots.empty() && !e.moe_memory.knots.empty()) {
+          compute = &e.moe_compute;
+          memory = &e.moe_memory;
+          overhead = e.moe_overhead;
+        }
         break;
       case OpKind::kAttentionPrefill:
       case OpKind::kIndexer:
@@ -140,10 +146,113 @@ std::optional<CostModel::LinearForm> RooflineCostModel::linear_form(OpKind kind,
   return LinearForm{r.overhead_s, r.s_per_flop[static_cast<std::size_t>(rate)], r.s_per_byte};
 }
 
+std::string_view log_grid_field_name(MeasuredLogGrid::Field f) {
+  switch (f) {
+    case MeasuredLogGrid::Field::kM: return "m";
+    case MeasuredLogGrid::Field::kN: return "n";
+    case MeasuredLogGrid::Field::kK: return "k";
+    case MeasuredLogGrid::Field::kBatch: return "batch";
+    case MeasuredLogGrid::Field::kContext: return "context";
+  }
+  return "?";
+}
+
+std::optional<MeasuredLogGrid::Field> parse_log_grid_field(std::string_view name) {
+  for (auto f : {MeasuredLogGrid::Field::kM, MeasuredLogGrid::Field::kN, MeasuredLogGrid::Field::kK,
+                 MeasuredLogGrid::Field::kBatch, MeasuredLogGrid::Field::kContext}) {
+    if (log_grid_field_name(f) == name) return f;
+  }
+  return std::nullopt;
+}
+
+bool log_grid_corners(std::span<const std::vector<double>> log_knots, std::span<const char> extrapolate,
+                      std::span<const double> point, LogGridCorners& out) {
+  out.count = 1;
+  out.cells[0] = 0;
+  out.weights[0] = 1.0;
+  std::size_t stride = 1;
+  for (std::size_t a = log_knots.size(); a-- > 0;) {
+    const std::vector<double>& u = log_knots[a];
+    if (u.size() > 1) {
+      const double x = std::log1p(std::max(0.0, point[a]));
+      // Beyond the ends (with a little slack for rounding) only an extrapolating axis answers.
+      const double slack = 1e-9 * (1 + std::fabs(u.back()));
+      if ((x < u.front() - slack || x > u.back() + slack) && !extrapolate[a]) return false;
+      std::size_t lo = 0;
+      if (x >= u.back()) {
+        lo = u.size() - 2;
+      } else if (x > u.front()) {
+        lo = static_cast<std::size_t>(std::upper_bound(u.begin(), u.end(), x) - u.begin()) - 1;
+      }
+      const double f = (x - u[lo]) / (u[lo + 1] - u[lo]);
+      const int n = out.count;
+      for (int i = 0; i < n; ++i) {
+        const auto j = static_cast<std::size_t>(i), k = static_cast<std::size_t>(n + i);
+        out.cells[k] = out.cells[j] + (lo + 1) * stride;
+        out.weights[k] = out.weights[j] * f;
+        out.cells[j] += lo * stride;
+        out.weights[j] *= 1 - f;
+      }
+      out.count = 2 * n;
+    }
+    stride *= std::max<std::size_t>(1, u.size());
+  }
+  return true;
+}
+
 TableCostModel::TableCostModel(const ChipSpec& chip, MeasuredTables tables)
-    : roofline_(chip), tables_(std::move(tables)) {}
+    : roofline_(chip), tables_(std::move(tables)) {
+  for (const MeasuredLogGrid& g : tables_.log_grids) {
+    std::vector<std::vector<double>> u;
+    std::vector<char> x;
+    for (const auto& axis : g.axes) {
+      std::vector<double> v;
+      for (double k : axis.knots) v.push_back(std::log1p(k));
+      u.push_back(std::move(v));
+      x.push_back(axis.extrapolate ? 1 : 0);
+    }
+    log_knots_.push_back(std::move(u));
+    extrapolate_.push_back(std::move(x));
+  }
+}
+
+bool TableCostModel::log_grid_lookup(const Operator& op, double& out) const {
+  for (std::size_t i = 0; i < tables_.log_grids.size(); ++i) {
+    const MeasuredLogGrid& g = tables_.log_grids[i];
+    if (!same_class(g.kind, op.kind) || g.rate != op.rate) continue;
+    std::array<double, MeasuredLogGrid::kMaxAxes> point{};
+    for (std::size_t a = 0; a < g.axes.size(); ++a) {
+      switch (g.axes[a].field) {
+        case MeasuredLogGrid::Field::kM: point[a] = op.m; break;
+        case MeasuredLogGrid::Field::kN: point[a] = op.n; break;
+        case MeasuredLogGrid::Field::kK: point[a] = op.k; break;
+        case MeasuredLogGrid::Field::kBatch: point[a] = op.batch; break;
+        case MeasuredLogGrid::Field::kContext: point[a] = op.batch > 0 ? op.context / op.batch : 0; break;
+      }
+    }
+    LogGridCorners c;
+    if (!log_grid_corners(log_knots_[i], extrapolate_[i], std::span<const double>(point.data(), g.axes.size()), c)) {
+      return false;
+    }
+    double v = 0;
+    for (int j = 0; j < c.count; ++j) {
+      const auto k = static_cast<std::size_t>(j);
+      v += c.weights[k] * g.log_seconds[c.cells[k]];
+    }
+    double seconds = std::exp(v);
+    // A fused GEMM operator (several GEMMs in one Operator): its first GEMM's time, scaled by
+    // the FLOPs of all of them.
+    if (is_gemm(op.kind) && op.m > 0 && op.n > 0 && op.k > 0) {
+      seconds *= std::max(1.0, op.flops / (2.0 * op.m * op.n * op.k));
+    }
+    out = seconds;
+    return true;
+  }
+  return false;
+}
 
 bool TableCostModel::lookup(const Operator& op, double& out) const {
+  if (!tables_.log_grids.empty() && log_grid_lookup(op, out)) return true;
   for (const MeasuredSeries& s : tables_.series) {
     if (!same_class(s.kind, op.kind) || s.rate != op.rate || s.n != op.n || s.k != op.k) continue;
     const int i = bracket(s.m, op.m);
@@ -231,6 +340,33 @@ std::vector<std::string> validate_tables(const MeasuredTables& t) {
     }
     if (g.seconds.size() != g.batch.size() * g.context.size()) {
       out.push_back(name + ": needs batch x context times");
+    }
+  }
+  for (std::size_t i = 0; i < t.log_grids.size(); ++i) {
+    const MeasuredLogGrid& g = t.log_grids[i];
+    const std::string name = "log grid " + std::to_string(i + 1) + " (" +
+                             std::string(op_kind_name(g.kind)) + ")";
+    if (g.axes.empty() || g.axes.size() > MeasuredLogGrid::kMaxAxes) {
+      out.push_back(name + ": needs 1 to 4 axes");
+      continue;
+    }
+    std::size_t cells = 1;
+    for (const auto& a : g.axes) {
+      if (!ascending(a.knots) || a.knots.front() < 0) {
+        out.push_back(name + ": axis " + std::string(log_grid_field_name(a.field)) +
+                      " needs non-negative, strictly ascending knots");
+      }
+      cells *= std::max<std::size_t>(1, a.knots.size());
+    }
+    if (g.log_seconds.size() != cells) {
+      out.push_back(name + ": needs " + std::to_string(cells) + " values (the product of the axis sizes), has " +
+                    std::to_string(g.log_seconds.size()));
+    }
+    for (double v : g.log_seconds) {
+      if (!std::isfinite(v)) {
+        out.push_back(name + ": values must be finite logarithms of seconds");
+        break;
+      }
     }
   }
   return out;

@@ -13,18 +13,23 @@
 // bf16 peak (the loader rejects formats the chip lacks unless emulation was asked for).
 //
 // TableCostModel interpolates measurements and falls back to the roofline outside them:
-//   series  GEMM-like operators (every GEMM kind, and the MoE experts): seconds over m for one
-//           (kind class, rate, n, k), piecewise linear in m, exact match on the rest;
-//   grids   attention-like operators: seconds over (batch, mean context) for one (kind, n heads,
-//           k head dim), bilinear, exact match on the rest.
+//   series     GEMM-like operators (every GEMM kind, and the MoE experts): seconds over m for one
+//              (kind class, rate, n, k), piecewise linear in m, exact match on the rest;
+//   grids      attention-like operators: seconds over (batch, mean context) for one (kind, n
+//              heads, k head dim), bilinear, exact match on the rest;
+//   log grids  any kind at one rate: seconds over several shape fields (GEMMs: m, n, k),
+//              log-multilinear, so that a shape between measured ones interpolates (what a
+//              calibration profile ships for dense sweeps).
 // The tables are plain data a calibration profile fills (calibrate/); units are seconds and the
 // operator's own shape fields (models/operators.h, Operator).
 // Ignored: operator overlap and launch pipelining (each operator's time adds), cache effects
 // between operators.
 #pragma once
 
+#include <array>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string_view>
 #include <variant>
 #include <vector>
@@ -93,9 +98,46 @@ struct MeasuredGrid {
   std::vector<double> seconds;  // batch.size() x context.size(), row-major; NaN = not measured
 };
 
+// Seconds on a grid over an operator's shape fields, multilinear in u = ln(1 + x) on every axis
+// with ln(seconds) as the value, so that power laws interpolate exactly and zero-valued fields are
+// allowed (how calibrate fits its log-space tables, calibrate/grid_table.h). GEMM kinds match each
+// other, as for MeasuredSeries; an operator that fuses several GEMMs (gate|up and down) costs its
+// first GEMM's time scaled by its FLOPs over that GEMM's 2 m n k. Beyond an axis's end knots the
+// end segment extends (log-log linear) when the axis allows it; otherwise the lookup misses and
+// the roofline answers.
+struct MeasuredLogGrid {
+  enum class Field : std::uint8_t { kM, kN, kK, kBatch, kContext };  // kContext: mean per sequence
+  struct Axis {
+    Field field = Field::kM;
+    std::vector<double> knots;  // ascending, >= 0
+    bool extrapolate = false;
+  };
+  OpKind kind = OpKind::kGemmQkv;
+  ComputeRate rate = ComputeRate::kBf16;
+  std::vector<Axis> axes;           // 1 to kMaxAxes
+  std::vector<double> log_seconds;  // one per cell, last axis fastest
+  static constexpr std::size_t kMaxAxes = 4;
+};
+std::string_view log_grid_field_name(MeasuredLogGrid::Field f);
+std::optional<MeasuredLogGrid::Field> parse_log_grid_field(std::string_view name);
+
+// The 2^d corner cells (flat indices, last axis fastest) and weights of `point` on a grid whose
+// axes have knots with these ln(1 + knot) values, and the count of corners. Weights sum to 1 and
+// go negative beyond an end knot; returns false when the point lies beyond the ends of an axis
+// that does not extrapolate. At most MeasuredLogGrid::kMaxAxes axes; allocation-free.
+struct LogGridCorners {
+  std::array<std::size_t, 16> cells{};
+  std::array<double, 16> weights{};
+  int count = 0;
+};
+bool log_grid_corners(std::span<const std::vector<double>> log_knots,
+                      std::span<const char> extrapolate, std::span<const double> point,
+                      LogGridCorners& out);
+
 struct MeasuredTables {
   std::vector<MeasuredSeries> series;
   std::vector<MeasuredGrid> grids;
+  std::vector<MeasuredLogGrid> log_grids;
 };
 
 class TableCostModel final : public CostModel {
@@ -109,8 +151,12 @@ class TableCostModel final : public CostModel {
 
  private:
   bool lookup(const Operator& op, double& seconds) const;
+  bool log_grid_lookup(const Operator& op, double& seconds) const;
   RooflineCostModel roofline_;
   MeasuredTables tables_;
+  // Per log grid: ln(1 + knot) of each axis, and which axes extrapolate.
+  std::vector<std::vector<std::vector<double>>> log_knots_;
+  std::vector<std::vector<char>> extrapolate_;
   mutable std::int64_t hits_ = 0, fallbacks_ = 0;
 };
 

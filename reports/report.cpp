@@ -237,6 +237,7 @@ std::string summary_table(const metrics::Summary& s, const metrics::SloTargets& 
     out += "  SLO         " + targets + ": attainment " + fmt("%.1f", 100.0 * *s.slo_attainment) +
            "%, goodput " + fmt("%.2f", *s.goodput_requests_per_s) + " req/s\n";
   }
+  for (const std::string& c : run.chips) out += "  chip        " + c + "\n";
   if (s.classes.size() > 1) {
     out += "  class          priority  completed   rejected  TTFT p99 ms  TPOT p99 ms     SLO\n";
     for (const auto& c : s.classes) {

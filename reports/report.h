@@ -28,6 +28,9 @@ struct RunInfo {
   std::optional<double> wall_s;       // host measurements: absent in reproducible mode
   std::optional<double> peak_rss_mb;
   std::vector<Diagnostic> warnings;   // problems the scenario accepted (report key `warnings`)
+  // Per pool: "pool: chip (where its figures come from: a calibration profile, or the preset's
+  // sources and which efficiencies were transferred)"; the summary table prints them.
+  std::vector<std::string> chips;
 };
 
 nlohmann::ordered_json build_report(const nlohmann::ordered_json& resolved_scenario,

@@ -97,6 +97,11 @@ constexpr const char* kUsage =
     "                      batch caps, instance counts and pool ratios searched\n"
     "  workload stats FILE-or-SCENARIO\n"
     "                      summarise a trace or a scenario's traffic before simulating it\n"
+    "  calibrate MEASUREMENTS... --chip NAME --out PROFILE\n"
+    "                      fit the cost model to operator measurements, report the error, write a\n"
+    "                      hardware profile\n"
+    "  validate MEASURED.csv\n"
+    "                      simulate measured serving benchmarks and report the error\n"
     "\n"
     "Run 'servesim <command> --help' for the options of a command.\n";
 
@@ -210,6 +215,7 @@ int run_command(const std::vector<std::string>& args, std::ostream& out, std::os
     info.warnings = sc.warnings;
     info.events = run.events;
     info.fingerprint = run.fingerprint;
+    for (const auto& pool : sc.config.pools) info.chips.push_back(pool.name + ": " + pool.chip.name + " (" + pool.chip.source + ")");
     if (!reproducible) {
       info.wall_s = run.wall_s;
       info.peak_rss_mb = peak_rss_mb();
@@ -287,6 +293,8 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     if (command == "diff") return diff_command(rest, out, err);
     if (command == "plan") return plan_command(rest, out, err);
     if (command == "workload") return workload_command(rest, out, err);
+    if (command == "calibrate") return calibrate_command(rest, out, err);
+    if (command == "validate") return validate_command(rest, out, err);
     err << "error: unknown command '" << command << "'\n\n" << kUsage;
     return 2;
   } catch (const std::exception& e) {

@@ -17,6 +17,10 @@ namespace servesim::app {
 
 // `servesim workload ...` (workload_stats.cpp).
 int workload_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+// `servesim calibrate MEASUREMENTS... --chip NAME --out PROFILE` (calibrate_command.cpp).
+int calibrate_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+// `servesim validate MEASURED.csv` (validate.cpp).
+int validate_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
 // `--json -` prints only the JSON; otherwise the text is printed, and the JSON written to
 // `json_target` (when given) and reported as written.

@@ -250,14 +250,21 @@ void IterationCostModel::cost(const models::BatchShape& b, std::int64_t sequence
   const double chip_tokens = models::tokens_per_chip(plan_, b.tokens);
 
   c.fill(0);
-  std::int64_t sends = 0;
+  std::int64_t sends = 0, exposed_host = 0;
   for (int s = 0; s < plan_.pp; ++s) {
     const StageLayers& l = stage_layers_[static_cast<std::size_t>(s)];
     std::int64_t t = l.layers * per_layer + l.dense * lin.per_dense + l.moe * lin.per_moe +
                      l.full * per_full + l.window * per_window;
     // Host work precedes the first stage; the vocabulary-parallel embedding ends in one more
     // all-reduce. The last stage runs the LM head; the others send activations on.
-    if (s == 0) t += host.ps() + lin.embedding_reduce;
+    // With host overlap the host prepares this iteration while the GPU runs the previous one:
+    // only the host time beyond the first stage's GPU time shows.
+    if (s == 0) {
+      t += lin.embedding_reduce;
+      const std::int64_t gpu = t;
+      t = chip_.efficiency.host_overlap ? std::max(t, host.ps()) : t + host.ps();
+      exposed_host = t - gpu;
+    }
     if (s == plan_.pp - 1) {
       t += lm_head;
     } else {
@@ -270,7 +277,7 @@ void IterationCostModel::cost(const models::BatchShape& b, std::int64_t sequence
     stage_ps[s] = t;
   }
   const StageLayers& n = total_;
-  c[idx(OpKind::kScheduling)] = host.ps();
+  c[idx(OpKind::kScheduling)] = exposed_host;
   c[idx(OpKind::kLmHead)] = lm_head;
   c[idx(OpKind::kPpSend)] = sends;
   c[idx(OpKind::kGemmQkv)] = lin.qkv + n.layers * up_projection;

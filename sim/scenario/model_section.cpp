@@ -107,6 +107,8 @@ std::optional<models::EfficiencyCurve> read_curve(MapReader& m, std::string_view
   return models::EfficiencyCurve(*v);
 }
 
+}  // namespace
+
 std::optional<models::Efficiency> read_efficiency(MapReader& chip, const models::Efficiency& d) {
   MapReader m = sub(chip, "efficiency");
   models::Efficiency e = d;
@@ -146,9 +148,18 @@ std::optional<models::Efficiency> read_efficiency(MapReader& chip, const models:
   dur("collective_latency", d.collective_latency, e.collective_latency);
   dur("iteration_overhead", d.iteration_overhead, e.iteration_overhead);
   dur("sequence_overhead", d.sequence_overhead, e.sequence_overhead);
+  if (auto r = m.boolean("host_overlap", d.host_overlap)) e.host_overlap = *r; else ok = false;
+  // Grouped expert GEMMs: only where given (absent, the GEMM curves apply; models/chip_spec.h).
+  for (const auto& [key, field] : {std::pair{"moe_compute", &e.moe_compute}, std::pair{"moe_memory", &e.moe_memory}}) {
+    if (!m.has(key) && field->knots.empty()) continue;
+    if (auto r = read_curve(m, key, *field)) *field = *r; else ok = false;
+  }
+  if (m.has("moe_overhead") || !e.moe_compute.knots.empty()) dur("moe_overhead", d.moe_overhead, e.moe_overhead);
   m.finish();
   return ok ? std::optional<models::Efficiency>(e) : std::nullopt;
 }
+
+namespace {
 
 std::optional<models::Format> read_format(MapReader& m, std::string_view key,
                                           const std::vector<std::string_view>& names,
@@ -380,7 +391,7 @@ std::optional<models::ModelSpec> read_model(MapReader& top, const std::string& b
   return ok ? std::optional<models::ModelSpec>(s) : std::nullopt;
 }
 
-std::optional<models::ChipSpec> read_chip(MapReader& pool) {
+std::optional<models::ChipSpec> read_chip(MapReader& pool, models::CostModelConfig* cost_model) {
   auto f = pool.find("chip");
   Json& echo = pool.echo()["chip"];
   if (!f) {
@@ -429,7 +440,19 @@ std::optional<models::ChipSpec> read_chip(MapReader& pool) {
   } else {
     ok = false;
   }
-  if (auto e = read_efficiency(m, d.efficiency)) c.efficiency = *e; else ok = false;
+  // A calibration profile replaces the preset's efficiencies; figures given next to it win.
+  models::Efficiency base_efficiency = d.efficiency;
+  if (auto p = read_chip_profile(m, d)) {
+    ok = ok && p->ok;
+    base_efficiency = p->efficiency;
+    // The preset's own words on its efficiencies no longer apply: the profile's replace them.
+    c.source = "efficiencies from profile " + p->name +
+               (p->chip.empty() || p->chip == d.name ? "" : " (measured on " + p->chip + ")") +
+               (p->created.empty() ? "" : ", " + p->created) + (p->tables.log_grids.empty() ? "" : ", with GEMM tables") +
+               "; preset: " + d.source;
+    if (cost_model && !p->tables.log_grids.empty()) *cost_model = models::TableConfig{p->tables, "profile " + p->name};
+  }
+  if (auto e = read_efficiency(m, base_efficiency)) c.efficiency = *e; else ok = false;
   m.finish();
   return ok ? std::optional<models::ChipSpec>(c) : std::nullopt;
 }

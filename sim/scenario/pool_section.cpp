@@ -77,7 +77,7 @@ cluster::PoolConfig read_pool(Document& doc, const YAML::Node& node,
   }
   marks.pool = Field{YAML::Node(), m.mark(), path};
   marks.chip = field_or(m, "chip");
-  if (auto c = read_chip(m)) {
+  if (auto c = read_chip(m, &p.cost_model)) {
     p.chip = *c;
     marks.chip_ok = true;
   } else {

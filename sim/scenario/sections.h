@@ -33,8 +33,23 @@ Field field_or(MapReader& m, std::string_view key);
 // --- model_section.cpp ---
 // `base_dir`: where a relative hf_config path is resolved (the scenario file's folder).
 std::optional<models::ModelSpec> read_model(MapReader& top, const std::string& base_dir);
-// The pool's `chip` key.
-std::optional<models::ChipSpec> read_chip(MapReader& pool);
+// The pool's `chip` key. A chip that names a calibration profile (`profile: NAME|PATH`) takes
+// the profile's efficiencies (then any given next to it) and, when `cost_model` is given, the
+// profile's tables as a models::TableConfig.
+std::optional<models::ChipSpec> read_chip(MapReader& pool, models::CostModelConfig* cost_model = nullptr);
+// A chip's efficiency mapping (the `efficiency` key of `chip`), on top of `d`.
+std::optional<models::Efficiency> read_efficiency(MapReader& chip, const models::Efficiency& d);
+
+// --- profile_section.cpp ---
+struct ChipProfile {
+  bool ok = false;                // false: the problems are in the document
+  std::string name, chip, created;
+  models::Efficiency efficiency;  // the chip's efficiencies with the profile's applied
+  models::MeasuredTables tables;  // log-space GEMM tables (empty: the roofline only)
+  std::vector<Diagnostic> problems;  // while parsing (moved into the scenario's document)
+};
+// The chip's `profile` key (nullopt when absent), read strictly against `base` (the preset).
+std::optional<ChipProfile> read_chip_profile(MapReader& chip, const models::ChipSpec& base);
 
 // --- pool_section.cpp ---
 

@@ -103,6 +103,53 @@ TEST_CASE("Measured tables: series interpolate in m, grids in batch and mean con
   CHECK(make_cost_model(TableConfig{t, "test"}, chip)->name() == "measured");
 }
 
+TEST_CASE("Measured tables: a log grid interpolates power laws in (m, n, k) and misses beyond a fixed axis") {
+  const ChipSpec chip = *chip_preset("h200-sxm");
+  MeasuredTables t;
+  MeasuredLogGrid g;
+  g.kind = OpKind::kGemmMlp;  // matches every GEMM kind, as series do
+  g.rate = ComputeRate::kBf16;
+  g.axes = {{MeasuredLogGrid::Field::kM, {15, 255}, true},
+            {MeasuredLogGrid::Field::kN, {1023, 4095}, false},
+            {MeasuredLogGrid::Field::kK, {4095}, false}};
+  // seconds = 1e-9 x (1 + m) x (1 + n) / 1024 at k = 4095: a power law in (1 + m) and (1 + n),
+  // which log-multilinear interpolation in u = ln(1 + x) reproduces exactly.
+  auto law = [](double m, double n) { return 1e-9 * (1 + m) * (1 + n) / 1024; };
+  g.log_seconds = {std::log(law(15, 1023)), std::log(law(15, 4095)), std::log(law(255, 1023)),
+                   std::log(law(255, 4095))};
+  t.log_grids.push_back(g);
+  CHECK(validate_tables(t).empty());
+  const TableCostModel model(chip, t);
+  const RooflineCostModel roofline(chip);
+  Operator gemm{OpKind::kGemmQkv, ComputeRate::kBf16, 1, 0, 0};
+  auto at = [&](double m, double n) {
+    gemm.m = m;
+    gemm.n = n;
+    gemm.k = 4095;
+    gemm.flops = 2 * m * n * 4095;
+    gemm.bytes = 2 * n * 4095;
+    return model.seconds(gemm);
+  };
+  // Between the knots: (1 + 63) (1 + 2047) / 1024 ns = 128 ns.
+  CHECK(at(63, 2047) == doctest::Approx(128e-9));
+  // Beyond the last m knot the end segment extends: (1 + 1023) (1 + 1023) / 1024 ns = 1,024 ns.
+  CHECK(at(1023, 1023) == doctest::Approx(1024e-9));
+  // A fused operator (two GEMMs of the same shape in one Operator) costs twice the first.
+  gemm.m = 63;
+  gemm.n = 2047;
+  gemm.flops = 2 * 2 * 63.0 * 2047 * 4095;
+  CHECK(model.seconds(gemm) == doctest::Approx(256e-9));
+  // n beyond a non-extrapolating axis: the roofline answers.
+  const double beyond = at(63, 8191);
+  CHECK(beyond == doctest::Approx(roofline.seconds(gemm)));
+  // Another rate has no grid: the roofline.
+  gemm.rate = ComputeRate::kFp8;
+  CHECK(model.seconds(gemm) == doctest::Approx(roofline.seconds(gemm)));
+  MeasuredTables bad = t;
+  bad.log_grids[0].log_seconds.pop_back();
+  CHECK(validate_tables(bad).size() == 1);
+}
+
 TEST_CASE("Vision: encoding time grows with the images' pixels and falls with tensor parallelism") {
   const VisionSpec v = *model_preset("qwen2.5-vl-7b")->vision;
   const RooflineCostModel h100(*chip_preset("h100-sxm"));

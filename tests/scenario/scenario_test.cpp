@@ -231,7 +231,8 @@ TEST_CASE("Scenario: omitted keys take their defaults in the config and in the r
         "collective_bandwidth": 0.6,
         "collective_latency": "45 us",
         "iteration_overhead": "840 us",
-        "sequence_overhead": "38.5 us"
+        "sequence_overhead": "38.5 us",
+        "host_overlap": false
       }
     },
     "instances": 2,

@@ -1,0 +1,153 @@
+#include "calibrate/comm_fit.h"
+
+#include <map>
+#include <cstdio>
+#include <set>
+
+#include "calibrate/collective_check.h"
+#include "calibrate/comm_measurements.h"
+#include "calibrate/fit.h"
+
+namespace servesim::calibrate {
+namespace {
+
+using topologies::CollectiveKind;
+
+// Transfer seconds at efficiency 1 over the chip's scale-up bandwidth (comm_cost.h's formulas).
+double transfer_s(const CommSample& s, double bandwidth) {
+  const double n = s.ranks;
+  const double factor = s.kind == CollectiveKind::kAllReduce ? 2 * (n - 1) / n : 1.0;
+  return factor * s.bytes / bandwidth;
+}
+
+void add_cells(ErrorReport& report, const std::string& kind, const std::vector<const CommSample*>& rows,
+               const std::vector<double>& predicted, bool held_out) {
+  static const char* kRanges[] = {"< 64 KiB", "64 KiB - 1 MiB", "1 - 16 MiB", "16 - 256 MiB", ">= 256 MiB"};
+  std::vector<double> all_p, all_m;
+  for (const char* range : kRanges) {
+    std::vector<double> p, m;
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      if (collective_size_range(rows[i]->bytes) != range) continue;
+      p.push_back(predicted[i]);
+      m.push_back(rows[i]->seconds);
+    }
+    if (p.empty()) continue;
+    report.cells.push_back({kind, "nccl", range, summarise_errors(p, m), held_out});
+    all_p.insert(all_p.end(), p.begin(), p.end());
+    all_m.insert(all_m.end(), m.begin(), m.end());
+  }
+  if (!all_p.empty()) report.cells.push_back({kind, "nccl", "all", summarise_errors(all_p, all_m), held_out});
+}
+
+}  // namespace
+
+std::string comm_system_of(const std::string& chip) {
+  if (chip == "h200-sxm") return "h200_sxm";
+  if (chip == "h100-sxm") return "h100_dgx";
+  if (chip == "a100-80g") return "a100_dgx";
+  if (chip == "gb200") return "gb200";
+  return "";
+}
+
+CollectiveFitResult fit_chip_collectives(const std::string& dir, const models::ChipSpec& chip,
+                                         std::size_t folds) {
+  (void)folds;  // the folds are the group sizes measured
+  CollectiveFitResult r;
+  r.errors.chip = chip.name;
+  const std::string system = comm_system_of(chip.name);
+  if (system.empty()) {
+    r.notes.push_back("no communication tables describe " + chip.name + ": collective constants kept");
+    return r;
+  }
+  const std::vector<CommSample> samples = read_comm_tables(dir);
+  const double bw = chip.scale_up_bandwidth.bytes_per_s;
+  std::vector<const CommSample*> ar, p2p, custom;
+  // The serving engines run their tensor-parallel all-reduces inside one node with custom
+  // one-shot / two-shot kernels, not NCCL (vLLM's custom_all_reduce up to 8 MB on <= 8 GPUs,
+  // TensorRT-LLM's AllReduce AUTO strategy, SGLang's custom all-reduce): where the tables
+  // measure such a kernel, it sets the constants. H100 SXM has the H200's NVLink 4 fabric and SM,
+  // so the H200 measurement is transferred to it (said in the notes).
+  const std::string custom_system = system == "h100_dgx" ? "h200_sxm" : system;
+  constexpr double kCustomMaxBytes = 8.0 * 1024 * 1024;
+  for (const CommSample& s : samples) {
+    if (s.ranks_per_node != s.ranks || s.seconds <= 0) continue;
+    if (s.system == custom_system && s.implementation == "trtllm_custom" && s.kind == CollectiveKind::kAllReduce &&
+        s.ranks > 1 && s.bytes <= kCustomMaxBytes) {
+      custom.push_back(&s);
+    }
+    if (s.system != system || s.implementation != "nccl") continue;
+    if (s.kind == CollectiveKind::kAllReduce && s.ranks > 1) ar.push_back(&s);
+    if (s.kind == CollectiveKind::kP2p) p2p.push_back(&s);
+  }
+  if (ar.size() < 4) {
+    r.notes.push_back("no in-domain all-reduce measurements for " + chip.name + ": collective constants kept");
+    return r;
+  }
+  auto fit = [&](const std::vector<const CommSample*>& rows) {
+    std::vector<double> design, time;
+    for (const CommSample* s : rows) {
+      design.push_back(1.0);
+      design.push_back(transfer_s(*s, bw));
+      time.push_back(s->seconds);
+    }
+    const LinearFit f = fit_linear(design, 2, time);
+    return std::make_pair(std::max(0.0, f.coefficients[0]), f.coefficients[1] > 0 ? 1.0 / f.coefficients[1] : 1.0);
+  };
+  auto predict = [&](const std::pair<double, double>& c, const CommSample& s) {
+    return c.first + transfer_s(s, bw) / c.second;
+  };
+  // Held out: every group size in turn.
+  auto held_out = [&](const std::vector<const CommSample*>& rows, const std::pair<double, double>& all,
+                      const std::string& label, const std::string& format) {
+    std::set<int> sizes;
+    for (const CommSample* s : rows) sizes.insert(s->ranks);
+    std::vector<double> held(rows.size());
+    const bool can_hold_out = sizes.size() >= 2;
+    for (int n : sizes) {
+      std::vector<const CommSample*> train;
+      for (const CommSample* s : rows) {
+        if (s->ranks != n) train.push_back(s);
+      }
+      const auto c = can_hold_out ? fit(train) : all;
+      for (std::size_t i = 0; i < rows.size(); ++i) {
+        if (rows[i]->ranks == n) held[i] = predict(c, *rows[i]);
+      }
+    }
+    const std::size_t first = r.errors.cells.size();
+    add_cells(r.errors, label, rows, held, can_hold_out);
+    for (std::size_t i = first; i < r.errors.cells.size(); ++i) r.errors.cells[i].format = format;
+  };
+  const auto all = fit(ar);
+  r.fitted = true;
+  r.latency = Duration::seconds(all.first);
+  r.bandwidth_efficiency = std::min(1.0, all.second);
+  held_out(ar, all, "all_reduce", "nccl");
+  if (custom.size() >= 4) {
+    const auto c = fit(custom);
+    r.latency = Duration::seconds(c.first);
+    r.bandwidth_efficiency = std::min(1.0, c.second);
+    held_out(custom, c, "all_reduce", "custom (engines)");
+    char line[240];
+    std::snprintf(line, sizeof line,
+                  "collectives applied: the engines' custom all-reduce (TensorRT-LLM, %s, %zu samples up to 8 MiB%s): "
+                  "latency %.2f us, bus bandwidth efficiency %.3f",
+                  custom_system.c_str(), custom.size(),
+                  custom_system == system ? "" : ", transferred from H200 SXM: same NVLink 4 and SM", c.first * 1e6,
+                  r.bandwidth_efficiency);
+    r.notes.push_back(line);
+  }
+  if (!p2p.empty()) {
+    std::vector<double> pp;
+    for (const CommSample* s : p2p) pp.push_back(predict(all, *s));
+    add_cells(r.errors, "p2p (transfer)", p2p, pp, true);
+  }
+  char line[200];
+  std::snprintf(line, sizeof line,
+                "collectives (%s NCCL, %zu all-reduce samples in one domain): latency %.2f us, bus bandwidth "
+                "efficiency %.3f of %.0f GB/s",
+                system.c_str(), ar.size(), all.first * 1e6, std::min(1.0, all.second), bw / 1e9);
+  r.notes.insert(r.notes.begin(), line);
+  return r;
+}
+
+}  // namespace servesim::calibrate

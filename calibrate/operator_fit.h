@@ -1,0 +1,76 @@
+// Fitting the simulator's own cost model to operator measurements: every measured call becomes
+// the models::Operator the simulator would cost for it (built with models/operators.h, so FLOPs,
+// bytes and kernel counts mean exactly what the simulator applies), and the chip's efficiencies
+// (models::Efficiency: curves over FLOPs or bytes per kernel, per-kernel overheads, format
+// factors) are fitted so that models::RooflineCostModel reproduces the measured seconds.
+//
+// Operator families and the Efficiency fields each fit determines (the others stay as given):
+//   gemm         gemm_compute, gemm_memory (curves), gemm_overhead, format_compute[rate] for the
+//                non-bf16 rates measured (relative to bf16); rows: dense GEMMs, Vidur's projections
+//   moe          moe_compute, moe_memory, moe_overhead; rows: AIConfigurator's MoE layers under
+//                their recorded routing skew (balanced, power_law_<alpha>: models::MoeRouting)
+//   attention    attention_prefill (compute), attention_decode (memory; prefill reads its keys
+//                through it too), attention_overhead; rows: context and generation attention,
+//                MLA kernels, bidirectional encoder attention (the GEMM curves are held fixed)
+//   elementwise  elementwise (memory), elementwise_overhead; rows: norms, adds, rotary, activation
+// Families are fitted in that order (attention uses the fitted GEMM compute curve on its compute
+// side). Each fit is Levenberg-Marquardt on relative residuals (fit.h) with curves as CurveBlocks
+// (knots per decade of size, increasing, lightly smoothed), on at most `max_fit_rows` rows thinned
+// by a fixed stride; errors are cross-validated by holding out whole shapes (cross_validation.h).
+// Ignored: rows of kinds the simulator does not cost as one operator (MLA / DSA modules, MLA
+// BMMs, linear attention, quantisation kernels, embeddings): counted in `unmodelled`, with the
+// reason.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "calibrate/cross_validation.h"
+#include "calibrate/measurement.h"
+#include "models/chip_spec.h"
+#include "models/operators.h"
+
+namespace servesim::calibrate {
+
+enum class OperatorFamily { gemm, moe, attention, elementwise };
+std::string_view family_name(OperatorFamily f);
+
+struct SimulatorOperator {
+  models::Operator op;
+  OperatorFamily family = OperatorFamily::gemm;
+};
+
+// The simulator's operator for a measured call on `chip` (`variant` is the row's variant label:
+// the MoE routing skew), or nullopt with the reason in `why`.
+std::optional<SimulatorOperator> simulator_operator(const Measurement& m, std::string_view variant,
+                                                    const models::ChipSpec& chip, std::string& why);
+
+struct OperatorFitOptions {
+  std::size_t folds = 5;
+  std::uint64_t seed = 1;
+  std::size_t max_fit_rows = 12000;  // per fit; more are thinned by a fixed stride
+  bool cross_validate = true;
+};
+
+struct FamilyFit {
+  OperatorFamily family = OperatorFamily::gemm;
+  std::size_t rows = 0, shapes = 0;
+  bool converged = false;
+  double train_ape_p50 = 0;
+};
+
+struct OperatorFitResult {
+  models::ChipSpec chip;                 // the chip with its fitted efficiencies
+  std::vector<FamilyFit> families;       // those that had rows
+  std::vector<std::string> fitted_keys;  // the Efficiency keys the fit set (profile `efficiency`)
+  ErrorReport errors;                    // cross-validated, per (kind, format) and size range
+  std::vector<std::pair<std::string, std::size_t>> unmodelled;  // reason -> rows
+};
+
+// Fits the families present in `set` (rows of one chip) starting from `chip`'s efficiencies.
+OperatorFitResult fit_operators(const MeasurementSet& set, const models::ChipSpec& chip,
+                                const OperatorFitOptions& options = {});
+
+}  // namespace servesim::calibrate

@@ -1,0 +1,311 @@
+// `servesim calibrate MEASUREMENTS... --chip NAME --out PROFILE`: fits the simulator's cost model
+// to operator measurements of one chip (calibrate/operator_fit.h), builds log-space GEMM tables
+// where the GEMM sweep is a dense grid (calibrate/grid_table.h), fits the chip-level collective
+// constants to measured communication tables when given (--comm), cross-validates everything by
+// holding out whole shapes, prints the error table and writes the profile (servesim.profile/1)
+// that scenarios load with `chip: {preset: NAME, profile: NAME|PATH}`.
+// Exit codes: 0 ok, 2 bad input (file:line:col), 1 internal error. Nothing is written on bad input.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "calibrate/comm_fit.h"
+#include "calibrate/cross_validation.h"
+#include "calibrate/grid_table.h"
+#include "calibrate/measurement_files.h"
+#include "calibrate/operator_fit.h"
+#include "calibrate/profile.h"
+#include "calibrate/table_look.h"
+#include "models/chip_spec.h"
+#include "sim/cli/app.h"
+#include "sim/cli/command_line.h"
+#include "sim/cli/commands.h"
+
+namespace servesim::app {
+namespace {
+
+namespace po = boost::program_options;
+namespace cal = servesim::calibrate;
+
+std::string today_utc() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[16];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
+  return buf;
+}
+
+// Five significant digits: table values and fitted figures need no more (the measurements'
+// own repeatability is ~1%), and the profile stays readable.
+double rounded(double v) {
+  if (v == 0 || !std::isfinite(v)) return v;
+  const double e = std::floor(std::log10(std::fabs(v)));
+  // Large values divide by a power of ten (exact for the decade knots), small ones multiply.
+  if (e >= 4) {
+    const double step = std::pow(10.0, e - 4);
+    return std::round(v / step) * step;
+  }
+  const double scale = std::pow(10.0, 4 - e);
+  return std::round(v * scale) / scale;
+}
+
+std::string num(double v) { return cal::shortest_number(rounded(v)); }
+
+std::string curve_yaml(const models::EfficiencyCurve& c) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < c.knots.size(); ++i) {
+    s += (i ? ", [" : "[") + num(c.knots[i].size) + ", " + num(c.knots[i].efficiency) + "]";
+  }
+  return s + "]";
+}
+
+std::string duration_yaml(Duration d) { return num(d.to_seconds() * 1e6) + " us"; }
+
+// The profile's `efficiency` values for the keys a fit set.
+std::vector<std::pair<std::string, std::string>> efficiency_yaml(const models::Efficiency& e,
+                                                                 const std::vector<std::string>& keys) {
+  std::vector<std::pair<std::string, std::string>> out;
+  std::map<std::string, std::string> formats;
+  for (const std::string& k : keys) {
+    if (k == "gemm_compute") out.emplace_back(k, curve_yaml(e.gemm_compute));
+    else if (k == "gemm_memory") out.emplace_back(k, curve_yaml(e.gemm_memory));
+    else if (k == "gemm_overhead") out.emplace_back(k, duration_yaml(e.gemm_overhead));
+    else if (k == "moe_compute") out.emplace_back(k, curve_yaml(e.moe_compute));
+    else if (k == "moe_memory") out.emplace_back(k, curve_yaml(e.moe_memory));
+    else if (k == "moe_overhead") out.emplace_back(k, duration_yaml(e.moe_overhead));
+    else if (k == "attention_prefill") out.emplace_back(k, curve_yaml(e.attention_prefill));
+    else if (k == "attention_decode") out.emplace_back(k, curve_yaml(e.attention_decode));
+    else if (k == "attention_overhead") out.emplace_back(k, duration_yaml(e.attention_overhead));
+    else if (k == "elementwise") out.emplace_back(k, curve_yaml(e.elementwise));
+    else if (k == "elementwise_overhead") out.emplace_back(k, duration_yaml(e.elementwise_overhead));
+    else if (k == "collective_bandwidth") out.emplace_back(k, num(e.collective_bandwidth));
+    else if (k == "collective_latency") out.emplace_back(k, duration_yaml(e.collective_latency));
+    else if (k.rfind("format_compute.", 0) == 0) {
+      const std::string rate = k.substr(std::string("format_compute.").size());
+      for (std::size_t r = 0; r < models::kComputeRates; ++r) {
+        if (models::compute_rate_name(static_cast<models::ComputeRate>(r)) == rate) {
+          formats[rate] = num(e.format_compute[r]);
+        }
+      }
+    }
+  }
+  if (!formats.empty()) {
+    std::string s = "{";
+    for (const auto& [rate, v] : formats) s += (s.size() > 1 ? ", " : "") + rate + ": " + v;
+    out.emplace_back("format_compute", s + "}");
+  }
+  return out;
+}
+
+// Where a shipped table came from, for the profile's provenance (calibrate/data/*/SOURCE.md).
+std::string upstream_of(const std::string& path) {
+  if (path.find("aiconfigurator") != std::string::npos) {
+    return "ai-dynamo/aiconfigurator@095f58a51c4ca8e61b66ec108d86f223f8d559ce (Apache-2.0)";
+  }
+  if (path.find("vidur") != std::string::npos) {
+    return "microsoft/vidur@7d47513363ec447a741ac5e47241580b47724fbf (MIT)";
+  }
+  return "";
+}
+
+// A GEMM sweep is grid-like when its distinct (n, k) pairs fill most of the n x k grid: then a
+// log-space table interpolates new shapes from their neighbours (AIConfigurator's sweep is 22 x
+// 22); per-model sweeps (Vidur's) are not.
+bool grid_like(const std::vector<cal::Measurement>& rows) {
+  std::set<std::int64_t> n, k;
+  std::set<std::pair<std::int64_t, std::int64_t>> nk;
+  for (const auto& m : rows) {
+    n.insert(m.shape.get(cal::Dim::n));
+    k.insert(m.shape.get(cal::Dim::k));
+    nk.insert({m.shape.get(cal::Dim::n), m.shape.get(cal::Dim::k)});
+  }
+  return n.size() >= 4 && k.size() >= 4 && nk.size() * 2 >= n.size() * k.size();
+}
+
+struct Calibration {
+  cal::Profile profile;
+  std::vector<std::string> notes;  // printed after the table
+};
+
+Calibration calibrate_chip(const cal::MeasurementSet& set, const models::ChipSpec& chip,
+                           const std::string& comm_dir, const cal::OperatorFitOptions& options,
+                           bool tables) {
+  Calibration c;
+  cal::Profile& p = c.profile;
+  p.chip = chip.name;
+  p.generator = "servesim calibrate";
+  const cal::OperatorFitResult fit = cal::fit_operators(set, chip, options);
+  p.errors = fit.errors;
+  p.efficiency = efficiency_yaml(fit.chip.efficiency, fit.fitted_keys);
+  for (const cal::FamilyFit& f : fit.families) {
+    char line[160];
+    std::snprintf(line, sizeof line, "%s: %zu rows, %zu shapes, in-sample median %.1f%%%s",
+                  std::string(cal::family_name(f.family)).c_str(), f.rows, f.shapes, 100 * f.train_ape_p50,
+                  f.converged ? "" : " (the search stopped before converging)");
+    c.notes.push_back(line);
+  }
+  for (const auto& [reason, n] : fit.unmodelled) {
+    c.notes.push_back(std::to_string(n) + " rows not fitted: " + reason);
+  }
+
+  if (tables) {
+    // Log-space GEMM tables per format, where the sweep is a grid; fp8_block runs at the fp8 rate
+    // in the simulator, which keys tables by rate, so it gets none of its own.
+    std::map<cal::Format, std::vector<cal::Measurement>> gemm;
+    for (const cal::Measurement& m : set.rows()) {
+      if (m.op == cal::MeasuredOp::gemm && m.format != cal::Format::fp8_block) gemm[m.format].push_back(m);
+    }
+    for (auto& [format, rows] : gemm) {
+      if (!grid_like(rows)) continue;
+      cal::MeasurementSet one;
+      for (const cal::Measurement& m : rows) one.add(m);
+      one.intern(chip.name);
+      cal::TableLookOptions to;
+      to.folds = options.folds;
+      to.seed = options.seed;
+      for (const cal::ErrorReport& r : cal::gemm_table_look(one, to)) {
+        for (cal::ErrorCell cell : r.cells) {
+          cell.format += " table";
+          p.errors.cells.push_back(cell);
+        }
+      }
+      std::vector<cal::GridAxis> axes = {cal::axis_through(cal::Dim::m, rows), cal::axis_through(cal::Dim::n, rows),
+                                         cal::axis_through(cal::Dim::k, rows)};
+      axes[1].extrapolate = axes[2].extrapolate = false;  // new weight shapes: only between measured ones
+      const cal::LogGridTable t = cal::fit_log_grid(axes, rows);
+      cal::ProfileEntry e;
+      e.op = cal::MeasuredOp::gemm;
+      e.format = format;
+      e.cost_model = "table";
+      cal::ProfileTable table;
+      table.name = "latency";
+      table.axes = t.axes();
+      for (double v : t.log_seconds()) table.seconds.push_back(rounded(std::exp(v)));
+      table.extrapolation = cal::Extrapolation::linear;
+      e.tables.push_back(std::move(table));
+      p.entries.push_back(std::move(e));
+      c.notes.push_back("GEMM table " + std::string(cal::format_name(format)) + ": " + std::to_string(rows.size()) +
+                        " rows on " + std::to_string(t.log_seconds().size()) + " cells");
+    }
+  }
+
+  if (!comm_dir.empty()) {
+    const cal::CollectiveFitResult comm = cal::fit_chip_collectives(comm_dir, chip, options.folds);
+    for (const cal::ErrorCell& cell : comm.errors.cells) p.errors.cells.push_back(cell);
+    models::Efficiency e = chip.efficiency;
+    e.collective_latency = comm.latency;
+    e.collective_bandwidth = comm.bandwidth_efficiency;
+    for (auto& kv : efficiency_yaml(e, {"collective_latency", "collective_bandwidth"})) p.efficiency.push_back(kv);
+    for (const std::string& n : comm.notes) c.notes.push_back(n);
+  }
+
+  std::vector<std::string> chip_of_source(set.sources().size());
+  for (const cal::Measurement& m : set.rows()) chip_of_source[m.source] = set.label(m.chip);
+  for (std::uint32_t i = 0; i < set.sources().size(); ++i) {
+    const cal::MeasurementSource& s = set.source(i);
+    std::string collected;
+    for (const auto& [k, v] : s.metadata) {
+      if (k == "collected_at" || k == "collected") collected = v;
+    }
+    p.sources.push_back({s.path, s.reader, s.rows, upstream_of(s.path), collected, cal::content_hash(s.path)});
+  }
+  p.notes = {"efficiency: the figures the simulator applies (models::RooflineCostModel); entries with "
+             "cost_model table: log-space GEMM tables (models::TableCostModel), the roofline outside them"};
+  return c;
+}
+
+}  // namespace
+
+int calibrate_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  po::options_description visible(
+      "usage: servesim calibrate MEASUREMENTS... --chip NAME --out PROFILE [--json FILE|-] [--comm DIR]\n"
+      "\nFits the simulator's cost model to operator measurements of one chip (native CSV,\n"
+      "AIConfigurator tables, Vidur profiles), cross-validates it by holding out whole shapes,\n"
+      "prints the error per operator kind, format and size range, and writes the profile.\n"
+      "\noptions");
+  visible.add_options()
+      ("help,h", "show this help")
+      ("chip", po::value<std::string>(), "the chip preset the measurements are of (required)")
+      ("out", po::value<std::string>(), "write the profile (YAML, servesim.profile/1) to FILE (required)")
+      ("json", po::value<std::string>(), "write the error report to FILE, or to stdout with '-'")
+      ("comm", po::value<std::string>(), "fit the collective constants to the communication tables under DIR")
+      ("folds", po::value<std::size_t>()->default_value(5), "cross-validation folds")
+      ("seed", po::value<std::uint64_t>()->default_value(1), "seed of the fold assignment")
+      ("max-fit-rows", po::value<std::size_t>()->default_value(12000),
+       "rows per fit (larger tables are thinned by a fixed stride)")
+      ("no-tables", "fit the roofline only (no GEMM tables)")
+      ("created", po::value<std::string>(), "the profile's date (default: today, UTC)");
+  po::variables_map vm;
+  if (!parse_command(args, visible, vm, err)) return 2;
+  if (vm.count("help")) {
+    out << visible;
+    return 0;
+  }
+  const auto files = vm.count("scenario") ? vm["scenario"].as<std::vector<std::string>>() : std::vector<std::string>{};
+  if (files.empty() || !vm.count("chip") || !vm.count("out")) {
+    err << "error: calibrate needs measurement files, --chip and --out\n\n" << visible;
+    return 2;
+  }
+  const std::string chip_name = vm["chip"].as<std::string>();
+  const auto chip = models::chip_preset(chip_name);
+  if (!chip) {
+    std::string names;
+    for (auto n : models::chip_preset_names()) names += (names.empty() ? "" : ", ") + std::string(n);
+    err << "error: --chip: unknown chip preset '" << chip_name << "'; presets: " << names << "\n";
+    return 2;
+  }
+  cal::OperatorFitOptions options;
+  options.folds = vm["folds"].as<std::size_t>();
+  options.seed = vm["seed"].as<std::uint64_t>();
+  options.max_fit_rows = vm["max-fit-rows"].as<std::size_t>();
+  if (options.folds < 2) {
+    err << "error: --folds must be at least 2\n";
+    return 2;
+  }
+  try {
+    cal::ReadOptions ro;
+    ro.chip = chip_name;
+    cal::MeasurementSet set = cal::read_measurements(files, ro);
+    // Every row must be of the chip named: a profile describes one chip.
+    std::vector<Diagnostic> wrong;
+    std::set<std::uint32_t> reported;
+    for (const cal::Measurement& m : set.rows()) {
+      if (set.label(m.chip) != chip_name && reported.insert(m.source).second) {
+        wrong.push_back(Diagnostic{set.source(m.source).path, 0, 0, "",
+                                   "holds measurements of " + set.label(m.chip) + ", not of --chip " + chip_name});
+      }
+    }
+    if (!wrong.empty()) throw InputError(wrong);
+    const auto start = std::chrono::steady_clock::now();
+    Calibration c = calibrate_chip(set, *chip, vm.count("comm") ? vm["comm"].as<std::string>() : "", options,
+                                   !vm.count("no-tables"));
+    c.profile.created = vm.count("created") ? vm["created"].as<std::string>() : today_utc();
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::ostringstream profile;
+    cal::write_profile(profile, c.profile);
+    write_atomically(vm["out"].as<std::string>(), profile.str());
+    std::ostringstream text;
+    text << "== " << chip_name << ": " << c.profile.errors.cost_model << "\n   held out: "
+         << c.profile.errors.held_out << "\n" << cal::format_error_table(c.profile.errors) << "\n";
+    for (const std::string& n : c.notes) text << "  " << n << "\n";
+    char line[128];
+    std::snprintf(line, sizeof line, "  %zu measurements fitted and cross-validated in %.1f s\n", set.size(), wall);
+    text << line << "  wrote       " << vm["out"].as<std::string>() << "\n";
+    print_or_write_json(vm.count("json") ? vm["json"].as<std::string>() : "", cal::error_report_json(c.profile.errors),
+                        text.str(), out);
+    return 0;
+  } catch (const InputError& e) {
+    print_diagnostics(e, err);
+    return 2;
+  }
+}
+
+}  // namespace servesim::app

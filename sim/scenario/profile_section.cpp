@@ -1,0 +1,245 @@
+// A pool chip's `profile` key: a hardware profile (servesim.profile/1, written by `servesim
+// calibrate`, calibrate/profile.h) by shipped name (profiles/NAME.yaml, built into the binary) or
+// by path. The simulator reads what calibrate writes without linking calibrate: the profile's
+// `efficiency` map is read with the same strict reader as a scenario's chip.efficiency (so its
+// values mean exactly what they mean there), and its table entries become the log-space tables of
+// models::TableCostModel. Problems in the profile are reported against the profile file, with its
+// line and column; a shipped profile is reported as "profile NAME".
+// Ignored: the profile's error report, notes and sources (provenance for people; the report
+// names the profile instead).
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <tuple>
+
+#include "sim/scenario/sections.h"
+#include "sim/scenario/shipped_profiles.h"
+
+namespace servesim::scenario {
+namespace {
+
+struct ProfileText {
+  std::string display;  // for diagnostics: the path, or "profile NAME" for a shipped one
+  std::string text;
+};
+
+bool looks_like_path(const std::string& s) {
+  return s.find('/') != std::string::npos || s.find('\\') != std::string::npos ||
+         (s.size() > 5 && (s.ends_with(".yaml") || s.ends_with(".yml")));
+}
+
+std::optional<models::ComputeRate> rate_of_format(const std::string& f) {
+  if (f == "bf16" || f == "fp16" || f == "fp32" || f == "unspecified") return models::ComputeRate::kBf16;
+  const auto fmt = models::parse_format(f);
+  if (!fmt) return std::nullopt;
+  return models::compute_rate(*fmt);
+}
+
+ChipProfile parse_profile(const ProfileText& source, const models::ChipSpec& base);
+
+// Reads one table entry (op gemm, cost_model table) into log grids; problems into `doc`.
+void read_table_entry(Document& doc, const YAML::Node& entry, const std::string& at,
+                      models::MeasuredTables& out) {
+  const YAML::Node format = entry["format"];
+  const std::string fmt = format && format.IsScalar() ? format.Scalar() : "bf16";
+  const auto rate = rate_of_format(fmt);
+  if (!rate) {
+    doc.error(format ? format.Mark() : entry.Mark(), at + ".format", "unknown format '" + fmt + "'");
+    return;
+  }
+  const YAML::Node tables = entry["tables"];
+  if (!tables || !tables.IsSequence()) {
+    doc.error(entry.Mark(), at + ".tables", "a table entry needs a list of tables");
+    return;
+  }
+  for (std::size_t t = 0; t < tables.size(); ++t) {
+    const YAML::Node tb = tables[t];
+    const std::string tat = index_path(at + ".tables", t);
+    models::MeasuredLogGrid g;
+    g.kind = models::OpKind::kGemmQkv;  // GEMM kinds match each other (cost_model.h)
+    g.rate = *rate;
+    const YAML::Node axes = tb["axes"];
+    const YAML::Node seconds = tb["seconds"];
+    if (!tb.IsMap() || !axes || !axes.IsSequence() || !seconds || !seconds.IsSequence()) {
+      doc.error(tb.Mark(), tat, "a table needs axes[] and seconds[]");
+      continue;
+    }
+    const YAML::Node ex = tb["extrapolation"];
+    const bool clamp_all = ex && ex.IsScalar() && ex.Scalar() == "clamp";
+    bool ok = true;
+    for (std::size_t a = 0; a < axes.size(); ++a) {
+      const YAML::Node ax = axes[a];
+      const std::string aat = index_path(tat + ".axes", a);
+      const YAML::Node field = ax["field"];
+      const auto f = field && field.IsScalar() ? models::parse_log_grid_field(field.Scalar()) : std::nullopt;
+      if (!f) {
+        doc.error(ax.Mark(), aat + ".field", "expected one of m, n, k, batch, context, got " + describe(field));
+        ok = false;
+        continue;
+      }
+      models::MeasuredLogGrid::Axis axis;
+      axis.field = *f;
+      const YAML::Node knots = ax["knots"];
+      for (std::size_t k = 0; knots && knots.IsSequence() && k < knots.size(); ++k) {
+        double v = 0;
+        if (!knots[k].IsScalar() || !parse_double(knots[k].Scalar(), v)) {
+          doc.error(knots[k].Mark(), index_path(aat + ".knots", k), "expected a number, got " + describe(knots[k]));
+          ok = false;
+        }
+        axis.knots.push_back(v);
+      }
+      const YAML::Node x = ax["extrapolate"];
+      axis.extrapolate = !clamp_all && !(x && x.IsScalar() && x.Scalar() == "false");
+      g.axes.push_back(std::move(axis));
+    }
+    for (std::size_t i = 0; i < seconds.size(); ++i) {
+      double v = 0;
+      if (!seconds[i].IsScalar() || !parse_double(seconds[i].Scalar(), v) || !(v > 0)) {
+        doc.error(seconds[i].Mark(), index_path(tat + ".seconds", i),
+                  "expected a positive time in seconds, got " + describe(seconds[i]));
+        ok = false;
+        break;
+      }
+      g.log_seconds.push_back(std::log(v));
+    }
+    if (!ok) continue;
+    models::MeasuredTables one;
+    one.log_grids.push_back(g);
+    for (const std::string& p : models::validate_tables(one)) doc.error(tb.Mark(), tat, p);
+    if (models::validate_tables(one).empty()) out.log_grids.push_back(std::move(g));
+  }
+}
+
+}  // namespace
+
+std::optional<ChipProfile> read_chip_profile(MapReader& chip, const models::ChipSpec& base) {
+  auto f = chip.find("profile");
+  if (!f) return std::nullopt;
+  Document& doc = chip.doc();
+  if (!f->node.IsScalar() || f->node.Scalar().empty()) {
+    doc.error(f->mark, f->path, "expected a profile name (shipped: " + [] {
+      std::string s;
+      for (const auto& n : shipped_profile_names()) s += (s.empty() ? "" : ", ") + n;
+      return s;
+    }() + ") or the path of a profile file, got " + describe(f->node));
+    return ChipProfile{};
+  }
+  const std::string name = f->node.Scalar();
+  chip.echo()["profile"] = name;
+  ProfileText source;
+  if (looks_like_path(name)) {
+    std::filesystem::path p(name);
+    if (p.is_relative()) {
+      const std::filesystem::path dir = std::filesystem::path(doc.file()).parent_path();
+      if (!dir.empty()) p = dir / p;
+    }
+    std::ifstream in(p, std::ios::binary);
+    if (!in) {
+      doc.error(f->mark, f->path, "cannot read the profile file '" + p.string() +
+                                      "' (relative paths start at the scenario file's folder)");
+      return ChipProfile{};
+    }
+    std::ostringstream s;
+    s << in.rdbuf();
+    source = {p.string(), s.str()};
+  } else if (auto text = shipped_profile_text(name)) {
+    source = {"profile " + name, *text};
+  } else {
+    std::string list;
+    const auto names = shipped_profile_names();
+    std::vector<std::string_view> views(names.begin(), names.end());
+    for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+    const std::string_view hint = closest_match(name, views);
+    doc.error(f->mark, f->path,
+              "unknown profile '" + name + "'" + (hint.empty() ? "" : " (did you mean '" + std::string(hint) + "'?)") +
+                  "; shipped profiles: " + list + "; or give the path of a profile file");
+    return ChipProfile{};
+  }
+
+  // A profile is parsed once per process and text (a sweep or `validate` loads hundreds of
+  // scenarios naming the same profile; the H200 profile's tables are ~1 MB of YAML).
+  static std::mutex mutex;
+  static std::map<std::tuple<std::size_t, std::string, std::string>, std::pair<ChipProfile, std::vector<Diagnostic>>>
+      cache;
+  const auto key = std::make_tuple(std::hash<std::string>{}(source.text), source.display, base.name);
+  {
+    const std::lock_guard<std::mutex> lock(mutex);
+    if (auto it = cache.find(key); it != cache.end()) {
+      for (const Diagnostic& d : it->second.second) doc.diagnostics().push_back(d);
+      ChipProfile p = it->second.first;
+      p.name = name;
+      return p;
+    }
+  }
+  ChipProfile out = parse_profile(source, base);
+  out.name = name;
+  std::vector<Diagnostic> problems = out.problems;
+  out.problems.clear();
+  {
+    const std::lock_guard<std::mutex> lock(mutex);
+    cache.emplace(key, std::make_pair(out, problems));
+  }
+  for (Diagnostic& d : problems) doc.diagnostics().push_back(std::move(d));
+  return out;
+}
+
+namespace {
+
+ChipProfile parse_profile(const ProfileText& source, const models::ChipSpec& base) {
+  Document pdoc(source.display);
+  YAML::Node root;
+  try {
+    root = YAML::Load(source.text);
+  } catch (const YAML::Exception& e) {
+    pdoc.error(e.mark, "", "not valid YAML: " + e.msg);
+  }
+  ChipProfile out;
+  if (!pdoc.has_errors()) {
+    Json echo;
+    MapReader top(pdoc, root, YAML::Mark(), "", echo);
+    if (top.valid()) {
+      const auto schema = top.string("schema", std::nullopt);
+      if (schema && *schema != "servesim.profile/1") {
+        pdoc.error(top.find("schema")->mark, "schema", "expected servesim.profile/1, got '" + *schema + "'");
+      }
+      const auto pchip = top.string("chip", std::nullopt);
+      if (pchip) out.chip = *pchip;
+      const auto created = top.string("created", std::string());
+      const auto generator = top.string("generator", std::string());
+      for (const char* ignored : {"notes", "sources", "errors"}) top.find(ignored);
+      if (created && !created->empty()) out.created = *created;
+      if (auto e = read_efficiency(top, base.efficiency)) out.efficiency = *e;
+      if (auto entries = top.find("entries")) {
+        if (!entries->node.IsSequence()) {
+          pdoc.error(entries->mark, "entries", "expected a list");
+        }
+        for (std::size_t i = 0; entries->node.IsSequence() && i < entries->node.size(); ++i) {
+          const YAML::Node en = entries->node[i];
+          const std::string at = index_path("entries", i);
+          const YAML::Node cm = en["cost_model"];
+          const YAML::Node op = en["op"];
+          if (!cm || !cm.IsScalar() || cm.Scalar() != "table") continue;  // fitted scalars: in efficiency
+          if (!op || !op.IsScalar() || op.Scalar() != "gemm") {
+            pdoc.error(en.Mark(), at + ".op", "the simulator applies tables of op gemm only, got " + describe(op));
+            continue;
+          }
+          read_table_entry(pdoc, en, at, out.tables);
+        }
+      }
+      top.finish();
+    }
+  }
+  if (pdoc.has_errors()) {
+    ChipProfile bad;
+    bad.problems = std::move(pdoc.diagnostics());
+    return bad;
+  }
+  out.ok = true;
+  return out;
+}
+
+}  // namespace
+
+}  // namespace servesim::scenario

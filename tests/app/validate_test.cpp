@@ -1,0 +1,178 @@
+// `servesim validate` and `servesim calibrate`: the commands end to end on small inputs, their
+// error figures against a hand computation, and their bad-input handling.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <fstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/app/cli_helpers.h"
+
+using namespace servesim::testing;
+using Json = nlohmann::json;
+
+namespace {
+
+const std::string kSilicon = std::string(SERVESIM_SOURCE_DIR) + "/calibrate/data/serving/silicon_dev.csv";
+
+// The header and the rows of the shipped validation set whose id is in `ids`, as a new file.
+std::filesystem::path subset(const std::string& name, const std::vector<std::string>& ids) {
+  std::ifstream in(kSilicon);
+  std::string line, text;
+  std::getline(in, line);
+  text = line + "\n";
+  while (std::getline(in, line)) {
+    for (const std::string& id : ids) {
+      if (line.rfind(id + ",", 0) == 0) text += line + "\n";
+    }
+  }
+  const auto dir = scratch(name);
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "rows.csv") << text;
+  return dir / "rows.csv";
+}
+
+// Two aggregated Qwen3-32B rows on H100 with TensorRT-LLM (one group): 1024 tokens in, 128 out,
+// 8 clients, TP 2 and TP 4.
+const std::string kAggSmall = "qwen_qwen3_32b_qwen_qwen3_32b_h100_sxm_trtllm_agg_1024x128_c8_tp2_epnone_43";
+const std::string kAggLarge = "qwen_qwen3_32b_qwen_qwen3_32b_h100_sxm_trtllm_agg_1024x128_c8_tp4_epnone_87";
+
+}  // namespace
+
+TEST_CASE("validate: per-row errors, the group's median and signed mean match a hand computation") {
+  const auto file = subset("validate_rows", {kAggSmall, kAggLarge});
+  const CliResult r = cli({"validate", file.string(), "--json", "-", "--rounds", "2", "--threads", "1",
+                           "--reproducible"});
+  REQUIRE_MESSAGE(r.code == 0, r.err);
+  const Json j = Json::parse(r.out);
+  REQUIRE(j["rows"].size() == 2);
+  double ape_ttft[2], signed_tpot[2];
+  for (int i = 0; i < 2; ++i) {
+    const Json& row = j["rows"][i];
+    REQUIRE_MESSAGE(row["status"] == "ok", row.dump());
+    CHECK(row["predicted_ttft_ms"].get<double>() > 0);
+    ape_ttft[i] = std::fabs(row["predicted_ttft_ms"].get<double>() / row["measured_ttft_ms"].get<double>() - 1);
+    signed_tpot[i] = row["predicted_tpot_ms"].get<double>() / row["measured_tpot_ms"].get<double>() - 1;
+  }
+  // One group (Qwen/Qwen3-32B, h100_sxm, agg) of two rows: the median of two APEs is their mean
+  // (interpolated between the order statistics), the p90 is 0.9 of the way from the smaller to
+  // the larger, the signed mean is the plain mean.
+  REQUIRE(j["groups"].size() == 1);
+  const Json& g = j["groups"][0];
+  CHECK(g["rows"] == 2);
+  CHECK(g["predicted"] == 2);
+  CHECK(g["ttft_ape_p50"].get<double>() == doctest::Approx((ape_ttft[0] + ape_ttft[1]) / 2));
+  const double lo = std::min(ape_ttft[0], ape_ttft[1]), hi = std::max(ape_ttft[0], ape_ttft[1]);
+  CHECK(g["ttft_ape_p90"].get<double>() == doctest::Approx(lo + 0.9 * (hi - lo)));
+  CHECK(g["tpot_signed_mean"].get<double>() == doctest::Approx((signed_tpot[0] + signed_tpot[1]) / 2));
+  CHECK(j["overall"]["predicted"] == 2);
+  CHECK_FALSE(j.contains("wall_s"));  // --reproducible
+  // The same run twice gives the same JSON.
+  CHECK(cli({"validate", file.string(), "--json", "-", "--rounds", "2", "--threads", "1", "--reproducible"}).out ==
+        r.out);
+}
+
+TEST_CASE("validate: disaggregated rows and unmodelled ones are counted with a reason") {
+  // The first disaggregated row of the set.
+  std::ifstream in(kSilicon);
+  std::string line, disagg;
+  while (std::getline(in, line) && disagg.empty()) {
+    if (line.find(",disagg,") != std::string::npos) disagg = line.substr(0, line.find(','));
+  }
+  REQUIRE_FALSE(disagg.empty());
+  const auto file = subset("validate_skipped", {disagg});
+  const CliResult r = cli({"validate", file.string(), "--json", "-", "--rounds", "1", "--threads", "1"});
+  REQUIRE_MESSAGE(r.code == 0, r.err);
+  const Json j = Json::parse(r.out);
+  REQUIRE(j["rows"].size() == 1);
+  CHECK(j["rows"][0]["status"] == "skipped");
+  CHECK(j["rows"][0]["reason"] == "disaggregated serving lands with issue 6");
+  CHECK(j["overall"]["rows"] == 1);
+  CHECK(j["overall"]["predicted"] == 0);
+  CHECK(j["skipped"][0]["rows"] == 1);
+}
+
+TEST_CASE("validate: a bad measurement file is exit code 2 with file, line and column") {
+  const auto dir = scratch("validate_bad");
+  std::filesystem::create_directories(dir);
+  std::ifstream in(kSilicon);
+  std::string header, row;
+  std::getline(in, header);
+  std::getline(in, row);
+  // The isl column (the 9th) made non-numeric on line 2.
+  std::size_t at = 0;
+  for (int c = 0; c < 8; ++c) at = row.find(',', at) + 1;
+  row.replace(at, row.find(',', at) - at, "many");
+  std::ofstream(dir / "bad.csv") << header << "\n" << row << "\n";
+  const CliResult r = cli({"validate", (dir / "bad.csv").string()});
+  CHECK(r.code == 2);
+  CHECK(r.err.find((dir / "bad.csv").string() + ":2:") != std::string::npos);
+  CHECK(r.err.find("isl") != std::string::npos);
+  CHECK(cli({"validate", (dir / "missing.csv").string()}).code == 2);
+}
+
+TEST_CASE("calibrate: fits a native CSV, writes a profile a scenario loads, reports the error") {
+  // GEMMs of a synthetic chip: latency = 5 us + max(2 m n k / (989.5 TFLOP/s x 0.7),
+  // 2 (n k + m k + m n) bytes / (3.35 TB/s x 0.8)), the simulator's own roofline form
+  // (models::gemm_op counts weights, input and output in bf16), which the fitted curves and
+  // overhead must reproduce on held-out shapes.
+  const auto dir = scratch("calibrate_native");
+  std::filesystem::create_directories(dir);
+  std::ofstream csv(dir / "gemm.csv");
+  csv << "op,shape,format,latency_s,chip\n";
+  int rows = 0;
+  for (int m : {1, 4, 16, 64, 256, 1024, 4096}) {
+    for (int n : {1024, 2048, 4096, 8192}) {
+      for (int k : {1024, 4096, 8192}) {
+        const double flops = 2.0 * m * n * k, bytes = 2.0 * (double(n) * k + double(m) * k + double(m) * n);
+        const double s = 5e-6 + std::max(flops / (989.5e12 * 0.7), bytes / (3.35e12 * 0.8));
+        csv << "gemm,m=" << m << " n=" << n << " k=" << k << ",bf16," << s << ",h100-sxm\n";
+        ++rows;
+      }
+    }
+  }
+  csv.close();
+  const CliResult r = cli({"calibrate", (dir / "gemm.csv").string(), "--chip", "h100-sxm", "--out",
+                           (dir / "p.yaml").string(), "--json", (dir / "e.json").string(), "--created",
+                           "2026-12-01", "--no-tables"});
+  REQUIRE_MESSAGE(r.code == 0, r.err);
+  CHECK(r.out.find("held out") != std::string::npos);
+  const std::string profile = read(dir / "p.yaml");
+  CHECK(profile.find("schema: servesim.profile/1") != std::string::npos);
+  CHECK(profile.find("gemm_overhead:") != std::string::npos);
+  // A noiseless roofline is recovered: the held-out median error over all 84 shapes is below 2%.
+  const Json e = Json::parse(read(dir / "e.json"));
+  bool found = false;
+  for (const Json& c : e["cells"]) {
+    if (c["kind"] == "gemm" && c["size"] == "all") {
+      found = true;
+      CHECK(c["rows"] == rows);
+      CHECK(c["held_out"] == true);
+      CHECK(c["ape_p50"].get<double>() < 0.02);
+    }
+  }
+  CHECK(found);
+  // The profile loads in a scenario (by path) and sets the fitted overhead, about 5 us.
+  std::ofstream(dir / "s.yaml") << "model: llama-3.1-8b\ndeployment:\n  pools:\n    - chip: {preset: h100-sxm, profile: "
+                                << (dir / "p.yaml").string()
+                                << "}\n      instances: 1\nworkload:\n  requests: 2\n  arrivals: {process: poisson, rate: 1 /s}\n"
+                                   "  lengths:\n    prompt: {distribution: fixed, value: 64}\n    output: {distribution: fixed, value: 4}\n";
+  const CliResult run = cli({"run", (dir / "s.yaml").string(), "--json", "-"});
+  REQUIRE_MESSAGE(run.code == 0, run.err);
+  const Json report = Json::parse(run.out);
+  const std::string overhead = report["scenario"]["deployment"]["pools"][0]["chip"]["efficiency"]["gemm_overhead"];
+  CHECK(std::stod(overhead) == doctest::Approx(5.0).epsilon(0.2));
+
+  // A bad row: exit 2 with file:line:col, nothing written.
+  std::ofstream(dir / "bad.csv") << "op,shape,format,latency_s,chip\ngemm,m=1 n=2 k=x,bf16,3e-6,h100-sxm\n";
+  const CliResult bad = cli({"calibrate", (dir / "bad.csv").string(), "--chip", "h100-sxm", "--out",
+                             (dir / "q.yaml").string()});
+  CHECK(bad.code == 2);
+  CHECK(bad.err.find((dir / "bad.csv").string() + ":2:") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(dir / "q.yaml"));
+  // Rows of another chip than --chip.
+  CHECK(cli({"calibrate", (dir / "gemm.csv").string(), "--chip", "a100-80g", "--out", (dir / "r.yaml").string()})
+            .code == 2);
+}

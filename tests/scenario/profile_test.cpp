@@ -1,0 +1,153 @@
+#include <doctest/doctest.h>
+
+// A pool chip's `profile` key: a hardware profile by path or shipped name fills the chip's
+// efficiencies and the pool's measured tables; figures given next to it win; problems in the
+// profile are reported against the profile file.
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <variant>
+
+#include "sim/core/errors.h"
+#include "sim/scenario/scenario.h"
+
+namespace {
+
+using servesim::Duration;
+using servesim::InputError;
+using servesim::scenario::Scenario;
+
+const std::string kBaseDir = SERVESIM_SOURCE_DIR "/scenarios";
+
+std::string scenario_with_chip(const std::string& chip) {
+  return "model: llama-3.1-8b\n"
+         "deployment:\n"
+         "  pools:\n"
+         "    - chip: " + chip + "\n"
+         "      instances: 1\n"
+         "workload:\n"
+         "  requests: 4\n"
+         "  arrivals: {process: poisson, rate: 10 /s}\n"
+         "  lengths:\n"
+         "    prompt: {distribution: fixed, value: 128}\n"
+         "    output: {distribution: fixed, value: 8}\n";
+}
+
+Scenario load(const std::string& yaml) {
+  try {
+    return servesim::scenario::load_scenario_text(yaml, "profile.yaml", kBaseDir);
+  } catch (const InputError& e) {
+    std::string out;
+    for (const auto& d : e.diagnostics()) out += "  " + d.to_string() + "\n";
+    FAIL("unexpected InputError:\n" << out);
+  }
+  return {};
+}
+
+std::string errors_of(const std::string& yaml) {
+  try {
+    servesim::scenario::load_scenario_text(yaml, "profile.yaml", kBaseDir);
+  } catch (const InputError& e) {
+    std::string out;
+    for (const auto& d : e.diagnostics()) out += d.to_string() + "\n";
+    return out;
+  }
+  return "";
+}
+
+// A profile file in the temporary folder, removed at the end of the test.
+struct TempProfile {
+  std::string path;
+  explicit TempProfile(const std::string& name, const std::string& text)
+      : path((std::filesystem::temp_directory_path() / name).string()) {
+    std::ofstream(path) << text;
+  }
+  ~TempProfile() { std::remove(path.c_str()); }
+};
+
+// One GEMM table over m (2 knots, extrapolating) and n, k (one knot each), and three efficiency
+// keys. Line 7 holds gemm_overhead (the diagnostics test below relies on it).
+const char* kProfile = R"(schema: "servesim.profile/1"
+chip: "h100-sxm"
+created: "2026-12-01"
+generator: "test"
+sources: []
+efficiency:
+  gemm_overhead: 7 us
+  format_compute: {fp8: 0.5}
+  moe_compute: [[1e6, 0.2], [1e9, 0.6]]
+entries:
+  - op: gemm
+    format: bf16
+    cost_model: table
+    tables:
+      - name: latency
+        axes:
+          - {field: m, knots: [15, 255], extrapolate: true}
+          - {field: n, knots: [4095], extrapolate: false}
+          - {field: k, knots: [4095], extrapolate: false}
+        seconds: [1e-05, 0.00016]
+        extrapolation: linear
+errors: {cost_model: "test", held_out: "none", cells: []}
+)";
+
+}  // namespace
+
+TEST_CASE("Profile: a profile file sets the chip's efficiencies and the pool's GEMM tables") {
+  const TempProfile p("servesim_profile_test.yaml", kProfile);
+  const Scenario s = load(scenario_with_chip("{preset: h100-sxm, profile: " + p.path + "}"));
+  const auto& pool = s.config.pools.at(0);
+  CHECK(pool.chip.efficiency.gemm_overhead == Duration::microseconds(7));
+  CHECK(pool.chip.efficiency.format_compute[1] == doctest::Approx(0.5));  // fp8
+  REQUIRE(pool.chip.efficiency.moe_compute.knots.size() == 2);
+  CHECK(pool.chip.efficiency.moe_compute.knots[1].efficiency == doctest::Approx(0.6));
+  CHECK(pool.chip.source.rfind("efficiencies from profile " + p.path + ", 2026-12-01, with GEMM tables; preset: ", 0) == 0);
+  const auto* table = std::get_if<servesim::models::TableConfig>(&pool.cost_model);
+  REQUIRE(table != nullptr);
+  REQUIRE(table->tables.log_grids.size() == 1);
+  const auto& g = table->tables.log_grids[0];
+  CHECK(g.axes.size() == 3);
+  CHECK(g.axes[0].extrapolate);
+  CHECK_FALSE(g.axes[1].extrapolate);
+  CHECK(g.log_seconds[1] == doctest::Approx(std::log(0.00016)));
+  // The resolved scenario names the profile as written.
+  CHECK(s.resolved["deployment"]["pools"][0]["chip"]["profile"] == p.path);
+
+  // A figure given next to the profile wins over it.
+  const Scenario t = load(scenario_with_chip("{preset: h100-sxm, profile: " + p.path +
+                                             ", efficiency: {gemm_overhead: 2 us}}"));
+  CHECK(t.config.pools.at(0).chip.efficiency.gemm_overhead == Duration::microseconds(2));
+  CHECK(t.config.pools.at(0).chip.efficiency.format_compute[1] == doctest::Approx(0.5));
+}
+
+TEST_CASE("Profile: problems in a profile are reported at the profile's line and column") {
+  std::string text = kProfile;
+  text.replace(text.find("7 us"), 4, "fast");
+  const TempProfile p("servesim_profile_bad.yaml", text);
+  const std::string errors = errors_of(scenario_with_chip("{preset: h100-sxm, profile: " + p.path + "}"));
+  CHECK(errors.find(p.path + ":7:") != std::string::npos);
+  CHECK(errors.find("efficiency.gemm_overhead") != std::string::npos);
+}
+
+TEST_CASE("Profile: an unknown name lists the shipped profiles and suggests the closest") {
+  const std::string errors = errors_of(scenario_with_chip("{preset: h200-sxm, profile: h2000}"));
+  CHECK(errors.find("unknown profile 'h2000' (did you mean 'h200'?)") != std::string::npos);
+  CHECK(errors.find("a100, h100, h200") != std::string::npos);
+  CHECK(errors_of(scenario_with_chip("{preset: h200-sxm, profile: missing/none.yaml}")).find("cannot read") !=
+        std::string::npos);
+}
+
+TEST_CASE("Profile: the shipped H200 profile loads by name with its GEMM tables") {
+  const Scenario s = load(scenario_with_chip("{preset: h200-sxm, profile: h200}"));
+  const auto& pool = s.config.pools.at(0);
+  CHECK(pool.chip.source.rfind("efficiencies from profile h200, ", 0) == 0);
+  const auto* table = std::get_if<servesim::models::TableConfig>(&pool.cost_model);
+  REQUIRE(table != nullptr);
+  CHECK(table->tables.log_grids.size() == 2);  // bf16 and fp8
+  // The fitted curves replace the preset's constants.
+  CHECK_FALSE(pool.chip.efficiency.gemm_compute.is_constant());
+  CHECK_FALSE(pool.chip.efficiency.moe_compute.knots.empty());
+}
