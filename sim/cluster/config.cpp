@@ -22,15 +22,23 @@ ClusterConfig default_cluster(const std::vector<PoolConfig>& pools) {
   topologies::ClusterSpec spec;
   spec.name = "default";
   spec.chip = first.name;
-  int chips = 0;
   double nic = first.scale_out_bandwidth.bytes_per_s;
-  for (const PoolConfig& p : pools) {
-    chips += p.instances * p.plan.chips();
-    nic = std::min(nic, p.chip.scale_out_bandwidth.bytes_per_s);
-  }
+  for (const PoolConfig& p : pools) nic = std::min(nic, p.chip.scale_out_bandwidth.bytes_per_s);
   const int domain = std::max(1, first.scale_up_domain);
   spec.node_chips = std::min(8, domain);
   if (domain % spec.node_chips != 0) spec.node_chips = 1;
+  // Room for packing: an instance smaller than a node takes the next divisor of the node size
+  // (pack aligns it), a bigger one whole nodes.
+  int chips = 0;
+  for (const PoolConfig& p : pools) {
+    int c = p.plan.chips();
+    if (c >= spec.node_chips) {
+      c = (c + spec.node_chips - 1) / spec.node_chips * spec.node_chips;
+    } else {
+      while (spec.node_chips % c != 0) ++c;
+    }
+    chips += p.instances * c;
+  }
   spec.nodes_per_rack = 1;
   spec.scale_up.kind = domain > 1 ? topologies::ScaleUpKind::kSwitch : topologies::ScaleUpKind::kNone;
   spec.scale_up.domain_chips = domain;

@@ -142,6 +142,7 @@ class Lane {
   void cancel_inbound(std::int64_t blocks);
   void push_ready(std::uint32_t r);
   std::size_t ready() const { return ready_.size(); }
+  bool can_admit_ready() const { return !ready_.empty() && running_ < max_running_; }
   // Admits ready requests while the batch-size cap allows, appending them to `admitted`.
   void admit_ready(std::vector<std::uint32_t>& admitted);
   // Fresh requests in the decode step in flight (their first token), cleared by clear_fresh.

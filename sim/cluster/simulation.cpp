@@ -717,13 +717,6 @@ void Simulation::try_dispatch(std::uint32_t index) {
     batch.clear();
     preempted_.clear();
     if (series_) [[unlikely]] gauges_before_ = lane_gauges(lane);
-    if (lane.ready() > 0) {
-      admitted_.clear();
-      lane.admit_ready(admitted_);
-      for (const std::uint32_t r : admitted_) {
-        if (!journeys_[r].ttft_done) advance(r, metrics::TtftPart::kQueueing);
-      }
-    }
     if (config_.admission.ttft_budget) [[unlikely]] {
       // Admission control: a request whose TTFT budget passed before its prefill began leaves.
       const Duration budget = *config_.admission.ttft_budget;
@@ -739,7 +732,20 @@ void Simulation::try_dispatch(std::uint32_t index) {
         reject(r, metrics::RejectReason::kTtftBudget);
       }
     }
-    pool.scheduler->form_batch(lane, batch, preempted_);
+    // Decode lanes take requests whose KV arrived first. When the step preempted everything it
+    // ran (a lane short of blocks) and ready requests could now be admitted, form it again, so
+    // that an idle lane never keeps requests it could run.
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      if (lane.ready() > 0) {
+        admitted_.clear();
+        lane.admit_ready(admitted_);
+        for (const std::uint32_t r : admitted_) {
+          if (!journeys_[r].ttft_done) advance(r, metrics::TtftPart::kQueueing);
+        }
+      }
+      pool.scheduler->form_batch(lane, batch, preempted_);
+      if (!batch.empty() || lane.ready() == 0 || !lane.can_admit_ready()) break;
+    }
     if (series_) [[unlikely]] note_gauges(pool, lane);
     std::int64_t lost = 0;
     for (const Preemption& p : preempted_) {
@@ -874,9 +880,9 @@ void Simulation::fail_instance(std::uint32_t index, SimTime repair_at) {
     }
     j.in_prefill = false;
     const bool held_elsewhere = s.phase == Phase::kTransferring && s.instance != index;
-    if (s.phase == Phase::kTransferring && s.instance == index && j.target != kNoInstance &&
-        j.flows_reserved) {
-      // Held here, its KV was going to a live decode instance: give that room back.
+    if (s.instance == index && j.target != kNoInstance && j.flows_reserved) {
+      // Prefilled (or streaming) here, its KV was going to a live decode instance: give that
+      // room back.
       Instance& dst = instances_[j.target];
       const std::int64_t block = pools_[dst.pool].config->kv_cache.block_tokens;
       if (dst.up) {
@@ -915,6 +921,14 @@ void Simulation::handle(const InstanceRepaired& e) {
   const std::uint32_t local = e.instance - pool.first_instance;
   inst.up = true;
   pool.router->set_up(local, true);
+  // The repair replaced what failed: the instance's chips and their links are back.
+  const int p = static_cast<int>(inst.pool);
+  for (const topologies::ChipId c : placement_->chips(p, static_cast<int>(local))) {
+    const auto effect =
+        topologies::fault_effect(*fabric_, topologies::FaultTarget{topologies::FaultKind::kChip, c.value});
+    net_->recover(now_, effect.links);
+  }
+  reschedule_network();
   if (pool.free_kv) {
     note_free_kv(e.instance);
   } else {

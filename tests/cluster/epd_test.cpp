@@ -140,3 +140,112 @@ TEST_CASE("EPD: the TTFT breakdown sums to the mean TTFT and the TPOT breakdown 
     CHECK(r.summary.completed == 300);
   }
 }
+
+TEST_CASE("EPD: an image request's TTFT is encode + embedding transfer + prefill + KV transfer + first decode") {
+  auto config = prefill_decode();
+  models::VisionSpec v;
+  v.depth = 1;
+  v.hidden = 32;
+  v.heads = 2;
+  v.intermediate = 64;
+  v.window = 0;
+  v.out_hidden = 64;
+  config.model.vision = v;
+  cluster::PoolConfig e = config.pools[0];
+  e.name = "encode";
+  e.role = "encode";
+  e.kind = cluster::PoolRole::kEncode;
+  e.router.policy = cluster::RouterPolicy::kRoundRobin;
+  config.pools.insert(config.pools.begin(), e);
+  config.workload = test::fixed_closed_loop(1, 1, 10, 2);
+  workloads::ImageConfig images;
+  images.choices.push_back(workloads::ImageChoice{56, 56, 1});
+  config.workload.classes[0].images = images;
+  Run r;
+  run(config, r);
+  const auto& rec = r.m.requests().at(0);
+  // A 56 x 56 image is 4 x 4 patches of 14 pixels, merged 2 x 2: 4 prompt tokens (vision.h).
+  REQUIRE(v.image_tokens(56, 56) == 4);
+  // The encode batch costs what the models module says for this image on this chip.
+  const auto cost = models::make_cost_model(config.pools[0].cost_model, config.pools[0].chip);
+  const double enc_s = models::encode_seconds(v, {models::ImageSize{56, 56}}, 1, *cost);
+  const auto encode_ps = static_cast<std::int64_t>(enc_s * 1e12 + 0.5);
+  CHECK(encode_ps > 0);
+  // Embeddings: 4 tokens x 64 hidden x 2 B = 512 B at 1e9 B/s = 512,000 ps.
+  // Prefill of 10 + 4 = 14 tokens: 163,840 x 14 + 2 x 256 x 14 x 14 + 12,800 = 2,406,912 ps.
+  // KV: 14 x 512 B = 7,168 B at 1e9 B/s = 7,168,000 ps.
+  // First decode step attends to 15 tokens: 163,840 + 2 x 256 x 15 + 12,800 = 184,320 ps.
+  // (Flow completions are rounded up to the picosecond: 512 B / 1e9 B/s in doubles is a hair
+  // over 512,000 ps, so each transfer may end 1 ps late.)
+  const std::int64_t expected = encode_ps + 512'000 + 2'406'912 + 7'168'000 + 184'320;
+  CHECK((rec.first_token - rec.arrival).ps() >= expected);
+  CHECK((rec.first_token - rec.arrival).ps() <= expected + 2);
+  CHECK(part(r.summary, "encode") == doctest::Approx(static_cast<double>(encode_ps) * 1e-9));
+  CHECK(part(r.summary, "embedding_transfer") == doctest::Approx(512'000e-9).epsilon(1e-5));
+  CHECK(part(r.summary, "prefill") == doctest::Approx(2'406'912e-9));
+  CHECK(part(r.summary, "kv_transfer_exposed") == doctest::Approx(7'168'000e-9));
+  CHECK(part(r.summary, "first_decode") == doctest::Approx(184'320e-9));
+  CHECK(rec.status == metrics::RequestStatus::kCompleted);
+}
+
+namespace {
+
+// One prefill and two decode instances on chips 0, 1, 2 of the default cluster; four requests
+// arrive at once with 2,000 output tokens each (about 0.4 ms of decoding); decode instance 0's
+// chip (chip 1) fails at 60 us, mid-decode.
+cluster::SimulationConfig failing(cluster::FailurePolicy policy) {
+  auto config = prefill_decode(1, 2);
+  config.workload = test::fixed_closed_loop(4, 4, 10, 2000);
+  config.cluster = cluster::default_cluster(config.pools);
+  topologies::ScheduledFault f;
+  f.target = topologies::FaultTarget{topologies::FaultKind::kChip, 1};
+  f.at = SimTime::zero() + Duration::microseconds(60);
+  config.cluster->faults.scheduled.push_back(f);
+  config.failures.policy = policy;
+  config.failures.repair = Duration::microseconds(100);
+  return config;
+}
+
+}  // namespace
+
+TEST_CASE("EPD: a failure loses or re-queues exactly the requests on the failed instance") {
+  for (const auto policy : {cluster::FailurePolicy::kLose, cluster::FailurePolicy::kRequeue}) {
+    CAPTURE(static_cast<int>(policy));
+    const auto config = failing(policy);
+    Run r;
+    cluster::Simulation sim(config, r.m);
+    sim.set_paranoid(true);
+    r.result = sim.run();
+    r.summary = metrics::summarize(r.m, r.result.end, {});
+    // Decode instance 0 is instance 1 overall (after the prefill instance). Free-KV placement
+    // alternates between the two decode instances, so two of the four requests were on it; none
+    // had finished (each needs ~2,000 x 0.2 us = 0.4 ms of decoding) when it failed at 60 us.
+    std::vector<std::uint32_t> on_failed;
+    for (std::uint32_t i = 0; i < r.m.requests().size(); ++i) {
+      const auto& rec = r.m.requests()[i];
+      if (policy == cluster::FailurePolicy::kLose && rec.instance == 1) on_failed.push_back(i);
+    }
+    std::vector<std::uint32_t> hit = sim.failed_requests();
+    std::sort(hit.begin(), hit.end());
+    CHECK(hit.size() == 2);
+    if (policy == cluster::FailurePolicy::kLose) {
+      CHECK(hit == on_failed);
+      CHECK(r.summary.lost == 2);
+      CHECK(r.summary.completed == 2);
+      CHECK(r.summary.requeued == 0);
+      for (const auto i : hit) {
+        CHECK(r.m.requests()[i].reject_reason == metrics::RejectReason::kLostToFailure);
+      }
+    } else {
+      // Re-queued: prefilled again (prompt and the tokens already emitted), sent to the surviving
+      // decode instance (the failed one is down for 100 us), and completed.
+      CHECK(r.summary.lost == 0);
+      CHECK(r.summary.requeued == 2);
+      CHECK(r.summary.completed == 4);
+      std::int64_t tokens = 0;
+      for (const auto& rec : r.m.requests()) tokens += rec.output_tokens;
+      CHECK(r.m.output_tokens() == tokens);
+      CHECK(sim.drained());
+    }
+  }
+}
