@@ -98,8 +98,10 @@ PoolCapacity pool_capacity(const models::ModelSpec& model, const PoolConfig& poo
       static_cast<std::int64_t>(pool.kv_cache.watermark * static_cast<double>(cap.blocks_per_lane));
   // One request lives in one dp group: its share of the lane's blocks, less the watermark.
   const std::int64_t group_lane_blocks = group_blocks / pool.plan.pp;
-  cap.admissible_tokens = (std::min(group_lane_blocks, cap.blocks_per_lane) - cap.watermark_blocks) *
-                          block;
+  // (With dp = 1 this is the lane's blocks less the watermark; with dp > 1, one group's share
+  // unless the pooled lane's watermark leaves less.)
+  cap.admissible_tokens =
+      std::min(group_lane_blocks, cap.blocks_per_lane - cap.watermark_blocks) * block;
   return cap;
 }
 

@@ -115,8 +115,9 @@ cluster::PoolConfig read_pool(Document& doc, const YAML::Node& node,
                               : 1;
     const auto moe_tp = par.integer("moe_tp", 1, 65536, moe_tp_default);
     const auto cp = par.integer("cp", 1, 4096, 1);
+    const auto redundant = par.integer("redundant_experts", 0, 65536, 0);
     par.finish();
-    marks.plan_ok = tp && pp && dp && ep && moe_tp && cp && par.valid();
+    marks.plan_ok = tp && pp && dp && ep && moe_tp && cp && redundant && par.valid();
     if (marks.plan_ok) {
       p.plan.tp = static_cast<int>(*tp);
       p.plan.pp = static_cast<int>(*pp);
@@ -124,6 +125,7 @@ cluster::PoolConfig read_pool(Document& doc, const YAML::Node& node,
       p.plan.ep = static_cast<int>(*ep);
       p.plan.moe_tp = static_cast<int>(*moe_tp);
       p.plan.cp = static_cast<int>(*cp);
+      p.plan.redundant_experts = static_cast<int>(*redundant);
     }
     ok = ok && marks.plan_ok;
   }
