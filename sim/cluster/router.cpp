@@ -3,12 +3,12 @@
 namespace servesim::cluster {
 
 RoundRobinRouter::RoundRobinRouter(std::uint32_t instances)
-    : loads_(instances, 0), down_(instances, 0) {}
+    : loads_(instances, 0), down_(instances) {}
 
 std::uint32_t RoundRobinRouter::pick() {
-  if (down_count_ == loads_.size()) return kNoInstance;
+  if (down_.all()) return kNoInstance;
   std::uint32_t out = next_;
-  while (down_[out]) out = out + 1 == loads_.size() ? 0 : out + 1;
+  while (down_.down[out]) out = out + 1 == loads_.size() ? 0 : out + 1;
   next_ = out + 1 == loads_.size() ? 0 : out + 1;
   return out;
 }
@@ -16,11 +16,7 @@ void RoundRobinRouter::add_load(std::uint32_t instance, std::int64_t delta) {
   loads_[instance] += delta;
 }
 std::int64_t RoundRobinRouter::load(std::uint32_t instance) const { return loads_[instance]; }
-void RoundRobinRouter::set_up(std::uint32_t instance, bool up) {
-  if (down_[instance] == !up) return;
-  down_[instance] = !up;
-  if (up) --down_count_; else ++down_count_;
-}
+void RoundRobinRouter::set_up(std::uint32_t instance, bool up) { down_.set_up(instance, up); }
 
 LeastLoadedRouter::LeastLoadedRouter(std::uint32_t instances)
     : tree_(instances), down_(instances, 0) {}
@@ -45,19 +41,19 @@ void LeastLoadedRouter::set_up(std::uint32_t instance, bool up) {
 
 PowerOfTwoRouter::PowerOfTwoRouter(std::uint32_t instances, std::uint64_t seed,
                                    std::string_view stream)
-    : loads_(instances, 0), down_(instances, 0), rng_(seed, stream) {}
+    : loads_(instances, 0), down_(instances), rng_(seed, stream) {}
 
 std::uint32_t PowerOfTwoRouter::pick() {
   const auto n = static_cast<std::uint32_t>(loads_.size());
-  if (down_count_ == n) return kNoInstance;
+  if (down_.all()) return kNoInstance;
   auto draw = [&] {
     // A few draws find an up instance unless most are down; then the first up one after a draw.
     for (int k = 0; k < 8; ++k) {
       const auto i = static_cast<std::uint32_t>(rng_.uniform_int(0, n - 1));
-      if (!down_[i]) return i;
+      if (!down_.down[i]) return i;
     }
     std::uint32_t i = static_cast<std::uint32_t>(rng_.uniform_int(0, n - 1));
-    while (down_[i]) i = i + 1 == n ? 0 : i + 1;
+    while (down_.down[i]) i = i + 1 == n ? 0 : i + 1;
     return i;
   };
   const std::uint32_t a = draw();
@@ -69,11 +65,7 @@ void PowerOfTwoRouter::add_load(std::uint32_t instance, std::int64_t delta) {
   loads_[instance] += delta;
 }
 std::int64_t PowerOfTwoRouter::load(std::uint32_t instance) const { return loads_[instance]; }
-void PowerOfTwoRouter::set_up(std::uint32_t instance, bool up) {
-  if (down_[instance] == !up) return;
-  down_[instance] = !up;
-  if (up) --down_count_; else ++down_count_;
-}
+void PowerOfTwoRouter::set_up(std::uint32_t instance, bool up) { down_.set_up(instance, up); }
 
 std::unique_ptr<Router> make_router(const RouterConfig& config, std::uint32_t instances,
                                     std::uint64_t seed, std::string_view stream) {

@@ -24,6 +24,19 @@ namespace servesim::cluster {
 
 inline constexpr std::uint32_t kNoInstance = 0xffffffffu;
 
+// Which instances are down, and how many.
+struct DownSet {
+  explicit DownSet(std::uint32_t n) : down(n, 0) {}
+  void set_up(std::uint32_t i, bool up) {
+    if (down[i] == !up) return;
+    down[i] = !up;
+    if (up) --count; else ++count;
+  }
+  bool all() const { return count == down.size(); }
+  std::vector<std::uint8_t> down;
+  std::uint32_t count = 0;
+};
+
 class Router {
  public:
   virtual ~Router() = default;
@@ -48,8 +61,7 @@ class RoundRobinRouter final : public Router {
  private:
   std::uint32_t next_ = 0;
   std::vector<std::int64_t> loads_;
-  std::vector<std::uint8_t> down_;
-  std::uint32_t down_count_ = 0;
+  DownSet down_;
 };
 
 class LeastLoadedRouter : public Router {
@@ -83,8 +95,7 @@ class PowerOfTwoRouter final : public Router {
 
  private:
   std::vector<std::int64_t> loads_;
-  std::vector<std::uint8_t> down_;
-  std::uint32_t down_count_ = 0;
+  DownSet down_;
   Rng rng_;
 };
 

@@ -71,6 +71,15 @@ cluster::SimulationConfig random_config(Rng& rng) {
   return config;
 }
 
+// Output tokens of the completed requests: what a drained run emitted, when nothing was lost.
+std::int64_t completed_output_tokens(const metrics::RunMetrics& m) {
+  std::int64_t n = 0;
+  for (const auto& r : m.requests()) {
+    if (r.status == metrics::RequestStatus::kCompleted) n += r.output_tokens;
+  }
+  return n;
+}
+
 }  // namespace
 
 TEST_CASE("Invariants: over random small scenarios every request is accounted for and KV is conserved") {
@@ -98,10 +107,7 @@ TEST_CASE("Invariants: over random small scenarios every request is accounted fo
       CHECK(sim.drained());
       for (int i = 0; i < config.pools[0].instances; ++i) CHECK(sim.instance_load(static_cast<std::uint32_t>(i)) == 0);
       // Tokens are conserved: each completed request emitted exactly its output tokens.
-      std::int64_t expected_tokens = 0;
-      for (const auto& r : m.requests()) {
-        if (r.status == metrics::RequestStatus::kCompleted) expected_tokens += r.output_tokens;
-      }
+      const std::int64_t expected_tokens = completed_output_tokens(m);
       CHECK(m.output_tokens() == expected_tokens);
     }
     for (const auto& r : m.requests()) {
@@ -184,10 +190,7 @@ TEST_CASE("Invariants: random disaggregated deployments conserve requests, token
       CHECK(s.arrived == config.workload.requests);
       CHECK(s.in_flight == 0);
       CHECK(sim.drained());
-      std::int64_t expected_tokens = 0;
-      for (const auto& r : m.requests()) {
-        if (r.status == metrics::RequestStatus::kCompleted) expected_tokens += r.output_tokens;
-      }
+      const std::int64_t expected_tokens = completed_output_tokens(m);
       // Lost requests may have emitted tokens before their instance failed.
       if (s.lost == 0) CHECK(m.output_tokens() == expected_tokens);
       if (s.lost > 0) CHECK(m.output_tokens() >= expected_tokens);
