@@ -210,6 +210,7 @@ RunResult Simulation::run() {
     if ((result.events & 4095) == 0 && progress_) [[unlikely]] publish_progress(result.events);
   }
   result.end = result.reached_horizon ? horizon : now_;
+  if (series_ && net_) [[unlikely]] record_link_usage(result.end);
   if (series_) series_->finish(result.end);
   if (progress_) publish_progress(result.events);
 
@@ -479,7 +480,9 @@ bool Simulation::place_decode(std::uint32_t r) {
   for (std::uint32_t l = 1; l < inst.lanes.size(); ++l) {
     if (inst.lanes[l].free_blocks() > inst.lanes[best].free_blocks()) best = l;
   }
-  if (!inst.lanes[best].reserve_inbound(need)) return false;
+  bool reserved = false;
+  changing(index, inst.lanes[best], [&] { reserved = inst.lanes[best].reserve_inbound(need); });
+  if (!reserved) return false;
   Journey& j = journeys_[r];
   j.flows_reserved = true;
   j.target = index;
@@ -520,7 +523,7 @@ void Simulation::prefill_done(std::uint32_t r, Lane& lane) {
   }
   const Pool& decode = pools_[static_cast<std::size_t>(decode_pool_)];
   if (static_cast<std::int64_t>(s.prefill_target) + s.output - s.generated > decode.admissible_tokens) {
-    lane.release_held(r);
+    changing(s.instance, lane, [&] { lane.release_held(r); });
     reject(r, metrics::RejectReason::kNoCapacity);
     return;
   }
@@ -561,7 +564,7 @@ void Simulation::kv_arrived(std::uint32_t r) {
   RequestState& s = requests_[r];
   Journey& j = journeys_[r];
   Instance& src = instances_[s.instance];
-  src.lanes[s.lane].release_held(r);
+  changing(s.instance, src.lanes[s.lane], [&] { src.lanes[s.lane].release_held(r); });
   schedule_dispatch(s.instance);  // its blocks are free again
   advance(r, metrics::TtftPart::kKvTransferExposed);
   j.transfer_end = now_;
@@ -637,7 +640,10 @@ void Simulation::handle(const BatchFinished& e) {
   lane.set_busy(false);
   Batch& batch = lane.batch();
   recorder_.iteration(pool.metrics_id, batch.components.data());
-  if (series_) [[unlikely]] gauges_before_ = lane_gauges(lane);
+  if (series_) [[unlikely]] {
+    gauges_before_ = lane_gauges(lane);
+    gauged_lane_ = &lane;
+  }
   std::int64_t emitted = batch.decodes;
 
   std::int64_t done_tokens = 0;
@@ -684,6 +690,7 @@ void Simulation::handle(const BatchFinished& e) {
   if (series_) [[unlikely]] {
     series_->output_tokens(pool.metrics_id, now_, emitted);
     note_gauges(pool, lane);
+    gauged_lane_ = nullptr;
   }
   if (pool.role == PoolRole::kDecode) {
     note_free_kv(e.instance);
@@ -716,7 +723,10 @@ void Simulation::try_dispatch(std::uint32_t index) {
     Batch& batch = lane.batch();
     batch.clear();
     preempted_.clear();
-    if (series_) [[unlikely]] gauges_before_ = lane_gauges(lane);
+    if (series_) [[unlikely]] {
+      gauges_before_ = lane_gauges(lane);
+      gauged_lane_ = &lane;
+    }
     if (config_.admission.ttft_budget) [[unlikely]] {
       // Admission control: a request whose TTFT budget passed before its prefill began leaves.
       const Duration budget = *config_.admission.ttft_budget;
@@ -746,7 +756,10 @@ void Simulation::try_dispatch(std::uint32_t index) {
       pool.scheduler->form_batch(lane, batch, preempted_);
       if (!batch.empty() || lane.ready() == 0 || !lane.can_admit_ready()) break;
     }
-    if (series_) [[unlikely]] note_gauges(pool, lane);
+    if (series_) [[unlikely]] {
+      note_gauges(pool, lane);
+      gauged_lane_ = nullptr;
+    }
     std::int64_t lost = 0;
     for (const Preemption& p : preempted_) {
       recorder_.request_preempted(RequestId(p.request), pool.metrics_id);
@@ -809,6 +822,30 @@ void Simulation::try_dispatch(std::uint32_t index) {
   if (pool.role == PoolRole::kDecode) note_free_kv(index);
 }
 
+void Simulation::record_link_usage(SimTime end) {
+  // The flow network's bytes per link class over time (its own bins), as one time-series link
+  // per class with the class's total capacity: what the report's busiest links show.
+  net_->account_until(end);
+  std::array<double, static_cast<std::size_t>(topologies::LinkClass::kCount)> capacity{};
+  for (std::size_t l = 0; l < fabric_->link_count(); ++l) {
+    const topologies::Link& link = fabric_->link(topologies::LinkId(static_cast<std::uint32_t>(l)));
+    capacity[static_cast<std::size_t>(link.link_class)] += link.bandwidth_bytes_per_s;
+  }
+  for (std::size_t c = 0; c < capacity.size(); ++c) {
+    const auto cls = static_cast<topologies::LinkClass>(c);
+    const topologies::LinkUsageSeries& u = net_->class_usage(cls);
+    if (capacity[c] <= 0 || u.bytes.empty()) continue;
+    const std::uint32_t id = series_->add_link(std::string(topologies::link_class_name(cls)) +
+                                                   " links (all)", capacity[c]);
+    for (std::size_t b = 0; b < u.bytes.size(); ++b) {
+      const SimTime from = SimTime::zero() + Duration::picoseconds(u.bin.ps() * static_cast<std::int64_t>(b));
+      if (from >= end) break;
+      const SimTime to = std::min(end, from + u.bin);
+      if (u.bytes[b] > 0) series_->link_bytes(id, from, to, u.bytes[b]);
+    }
+  }
+}
+
 // --- failures ---
 
 void Simulation::handle(const FaultOccurred& e) {
@@ -840,7 +877,7 @@ void Simulation::fail_instance(std::uint32_t index, SimTime repair_at) {
   ++inst.epoch;
   pool.router->set_up(local, false);
   evicted_.clear();
-  for (Lane& lane : inst.lanes) lane.evict_all(evicted_);
+  for (Lane& lane : inst.lanes) changing(index, lane, [&] { lane.evict_all(evicted_); });
   for (const std::uint32_t r : inst.encode_batch) evicted_.push_back(r);
   inst.encode_batch.clear();
   inst.encode_busy = false;
@@ -886,7 +923,8 @@ void Simulation::fail_instance(std::uint32_t index, SimTime repair_at) {
       Instance& dst = instances_[j.target];
       const std::int64_t block = pools_[dst.pool].config->kv_cache.block_tokens;
       if (dst.up) {
-        dst.lanes[j.target_lane].cancel_inbound((s.prefill_target + block - 1) / block);
+        Lane& lane = dst.lanes[j.target_lane];
+        changing(j.target, lane, [&] { lane.cancel_inbound((s.prefill_target + block - 1) / block); });
         note_free_kv(j.target);
       }
     }
@@ -896,7 +934,8 @@ void Simulation::fail_instance(std::uint32_t index, SimTime repair_at) {
     j.target = kNoInstance;
     if (lose) {
       if (held_elsewhere) {
-        instances_[s.instance].lanes[s.lane].release_held(r);
+        Lane& lane = instances_[s.instance].lanes[s.lane];
+        changing(s.instance, lane, [&] { lane.release_held(r); });
         schedule_dispatch(s.instance);
       }
       reject(r, metrics::RejectReason::kLostToFailure);

@@ -169,6 +169,21 @@ class Simulation {
     j.mark = now_;
   }
   void reschedule_network();
+  // Runs f(), which changes `lane` outside a batch step, recording the gauges' change.
+  // (Inside a step that records `lane` itself, that step's record covers the change.)
+  template <class F>
+  void changing(std::uint32_t instance, Lane& lane, F&& f) {
+    if (!series_ || &lane == gauged_lane_) [[likely]] {
+      f();
+      return;
+    }
+    const LaneGauges outer = gauges_before_;
+    gauges_before_ = lane_gauges(lane);
+    f();
+    note_gauges(pools_[instances_[instance].pool], lane);
+    gauges_before_ = outer;
+  }
+  [[gnu::noinline]] void record_link_usage(SimTime end);
   void note_free_kv(std::uint32_t instance);
   void add_load(Pool& pool, std::uint32_t local, std::int64_t delta) {
     if (!pool.free_kv) pool.router->add_load(local, delta);
@@ -220,6 +235,7 @@ class Simulation {
   metrics::TraceLog* trace_ = nullptr;
   RunProgress* progress_ = nullptr;
   LaneGauges gauges_before_;  // a lane's gauges before the step being recorded
+  const Lane* gauged_lane_ = nullptr;  // that lane
 
   int encode_pool_ = -1, prefill_pool_ = -1, decode_pool_ = -1;  // prefill_pool_: or combined
   bool disaggregated_ = false;
