@@ -571,6 +571,12 @@ void Simulation::kv_arrived(std::uint32_t r) {
   j.flows_reserved = false;
   Instance& dst = instances_[j.target];
   Pool& pool = pools_[dst.pool];
+  if (trace_ && trace_->wants(j.transfer_start)) [[unlikely]] {
+    const std::int64_t exposed = j.ttft[static_cast<std::size_t>(metrics::TtftPart::kKvTransferExposed)];
+    trace_->record(metrics::TraceSpan{j.transfer_start.ps(), now_.ps(), pool.metrics_id.value,
+                                      j.target - pool.first_instance, 0, metrics::TraceKind::kTransfer,
+                                      {r, static_cast<std::int64_t>(j.kv_bytes), exposed / 1000, 0}});
+  }
   s.instance = j.target;
   s.lane = j.target_lane;
   dst.lanes[j.target_lane].push_ready(r);
@@ -950,6 +956,11 @@ void Simulation::fail_instance(std::uint32_t index, SimTime repair_at) {
     s.phase = Phase::kNew;
     s.prefilled = 0;
     enter(r);
+  }
+  if (trace_ && trace_->wants(now_)) [[unlikely]] {
+    trace_->record(metrics::TraceSpan{now_.ps(), repair_at.ps(), pool.metrics_id.value, local, 0,
+                                      metrics::TraceKind::kFailure,
+                                      {static_cast<std::int64_t>(evicted_.size()), lose ? 1 : 0, 0, 0}});
   }
   if (!awaiting_decode_.empty()) drain_awaiting();
 }

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <string>
 
@@ -66,4 +67,27 @@ TEST_CASE("EPD scenarios: the overlap pair differs only in how much KV transfer 
         doctest::Approx(off["summary"]["ttft_breakdown_ms"]["prefill"].get<double>()));
   CHECK(off["pools"][0]["kv_transfer"]["overhead_fraction"].get<double>() >
         on["pools"][0]["kv_transfer"]["overhead_fraction"].get<double>());
+}
+
+TEST_CASE("EPD scenarios: the Perfetto trace has a KV-transfer track per decode instance") {
+  const std::string file = std::string(SERVESIM_SOURCE_DIR) + "/scenarios/epd/kv_overlap_on.yaml";
+  const std::string trace = (std::filesystem::temp_directory_path() / "servesim_epd_trace.json").string();
+  std::ostringstream out, err;
+  REQUIRE(app::run_cli({"run", file, "--set", "workload.requests=40", "--trace", trace}, out, err) == 0);
+  std::ifstream in(trace);
+  const auto t = nlohmann::json::parse(in);
+  int transfers = 0, tracks = 0;
+  for (const auto& e : t["traceEvents"]) {
+    if (e["ph"] == "X" && e["cat"] == "kv_transfer") {
+      ++transfers;
+      CHECK(e["args"]["bytes"].get<double>() > 0);
+    }
+    if (e["ph"] == "M" && e["name"] == "thread_name" &&
+        e["args"]["name"].get<std::string>().find("KV transfers in") != std::string::npos) {
+      ++tracks;
+    }
+  }
+  CHECK(transfers == 40);
+  CHECK(tracks >= 1);
+  std::filesystem::remove(trace);
 }
