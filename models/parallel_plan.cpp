@@ -73,7 +73,12 @@ std::vector<std::string> validate_plan(const ModelSpec& m, const ParallelPlan& p
                                               ? "; set moe_tp to " + str(moe_chips / p.ep)
                                               : "; choose ep among " + divisors_of(moe_chips, moe_chips)));
   }
-  if (m.moe.experts % p.ep != 0) {
+  if (p.redundant_experts > 0 && (m.moe.experts + p.redundant_experts) % p.ep != 0) {
+    out.push_back("expert parallelism ep " + str(p.ep) + " does not divide the " +
+                  str(m.moe.experts) + " experts of " + m.name + " plus " +
+                  str(p.redundant_experts) + " redundant ones (" +
+                  str(m.moe.experts + p.redundant_experts) + " slots)");
+  } else if (p.redundant_experts == 0 && m.moe.experts % p.ep != 0) {
     out.push_back("expert parallelism ep " + str(p.ep) + " does not divide the " +
                   str(m.moe.experts) + " experts of " + m.name + " (choose one of " +
                   divisors_of(m.moe.experts, moe_chips) + ")");

@@ -44,6 +44,11 @@ struct ParallelPlan {
   int ep = 1;
   int moe_tp = 1;
   int cp = 1;
+  // Extra expert replicas spread over the EP ranks (DeepSeek's EPLB: 32 redundant experts make
+  // 256 + 32 = 288 slots for EP144): (experts + redundant_experts) must divide by ep, each rank
+  // holds that many / ep experts' weights. Token routing still sees the logical experts dealt
+  // round-robin over the ranks (MoeLoad): the replicas' load balancing is not modelled.
+  int redundant_experts = 0;
 
   int chips() const { return tp * pp * dp * cp; }
   int stage_chips() const { return tp * dp * cp; }

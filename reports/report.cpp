@@ -64,6 +64,8 @@ Json build_report(const Json& resolved_scenario, const metrics::Summary& s, cons
         s.rejected_by_reason[i];
   }
   requests["rejected_by_reason"] = reasons;
+  if (s.lost > 0) requests["lost"] = s.lost;
+  if (s.requeued > 0) requests["requeued"] = s.requeued;
   summary["requests"] = requests;
 
   Json throughput = Json::object();
@@ -76,6 +78,13 @@ Json build_report(const Json& resolved_scenario, const metrics::Summary& s, cons
   summary["tpot_ms"] = distribution(s.tpot_ms);
   summary["itl_ms"] = distribution(s.itl_ms);
   summary["e2e_ms"] = distribution(s.e2e_ms);
+  // Additive breakdowns: the parts sum to ttft_ms.mean and tpot_ms.mean.
+  Json ttft_parts = Json::object();
+  for (const auto& [part, ms] : s.ttft_breakdown_ms) ttft_parts[part] = ms;
+  summary["ttft_breakdown_ms"] = ttft_parts;
+  Json tpot_parts = Json::object();
+  for (const auto& [part, ms] : s.tpot_breakdown_ms) tpot_parts[part] = ms;
+  summary["tpot_breakdown_ms"] = tpot_parts;
   Json slo = Json::object();
   slo["attainment"] = optional_value(s.slo_attainment);
   slo["goodput_requests_per_s"] = optional_value(s.goodput_requests_per_s);
@@ -126,6 +135,29 @@ Json build_report(const Json& resolved_scenario, const metrics::Summary& s, cons
     pj["kv_cache_peak_fraction"] = p.kv_cache_peak_fraction;
     pj["preemptions"] = p.preemptions;
     pj["iterations"] = p.iterations;
+    Json plan = Json::object();
+    static constexpr const char* kPlanKeys[] = {"tp", "pp", "dp", "ep", "moe_tp", "cp"};
+    for (std::size_t i = 0; i < p.plan.size(); ++i) plan[kPlanKeys[i]] = p.plan[i];
+    pj["plan"] = plan;
+    Json groups = Json::object();
+    for (const auto& g : p.groups) {
+      Json gj = Json::object();
+      gj["ranks"] = g.ranks;
+      gj["leaves_domain"] = g.leaves_domain;
+      gj["tier"] = g.tier;
+      gj["domain_chips"] = g.domain_chips;
+      groups[g.group] = gj;
+    }
+    pj["groups"] = groups;
+    if (p.kv_transfer) {
+      Json kt = Json::object();
+      kt["transfers"] = p.kv_transfer->transfers;
+      kt["bytes"] = p.kv_transfer->bytes;
+      kt["mean_ms"] = p.kv_transfer->mean_ms;
+      kt["exposed_mean_ms"] = p.kv_transfer->exposed_mean_ms;
+      kt["overhead_fraction"] = p.kv_transfer->overhead_fraction;
+      pj["kv_transfer"] = kt;
+    }
     pools.push_back(pj);
   }
   report["pools"] = pools;
@@ -224,6 +256,17 @@ std::string summary_table(const metrics::Summary& s, const metrics::SloTargets& 
   row("TPOT", s.tpot_ms);
   row("ITL", s.itl_ms);
   row("E2E", s.e2e_ms);
+  if (!s.ttft_breakdown_ms.empty()) {
+    out += "  TTFT parts ";
+    for (const auto& [part, ms] : s.ttft_breakdown_ms) {
+      if (ms >= 0.005) out += " " + part + " " + fmt("%.2f", ms);
+    }
+    out += " (ms, mean)\n";
+  }
+  if (s.lost > 0 || s.requeued > 0) {
+    out += "  failures    lost " + thousands(static_cast<double>(s.lost)) + ", re-queued " +
+           thousands(static_cast<double>(s.requeued)) + "\n";
+  }
   if (s.slo_attainment) {
     std::string targets;
     auto add = [&](const char* name, const std::optional<Duration>& d) {
@@ -265,6 +308,13 @@ std::string summary_table(const metrics::Summary& s, const metrics::SloTargets& 
       if (share >= 0.0005) out += " " + component + " " + fmt("%.1f", 100.0 * share) + "%";
     }
     out += "\n";
+    if (p.kv_transfer) {
+      out += "    KV transfer: " + thousands(static_cast<double>(p.kv_transfer->transfers)) +
+             " transfers, " + fmt("%.1f", p.kv_transfer->bytes / 1e9) + " GB, mean " +
+             fmt("%.2f", p.kv_transfer->mean_ms) + " ms, exposed " +
+             fmt("%.2f", p.kv_transfer->exposed_mean_ms) + " ms (" +
+             fmt("%.1f", 100.0 * p.kv_transfer->overhead_fraction) + "% of their TTFT)\n";
+    }
   }
   out += "  simulation  " + thousands(static_cast<double>(run.events)) + " events, " +
          fmt("%.1f", s.simulated_s) + " s simulated";

@@ -18,6 +18,15 @@ std::string us(std::int64_t ps) {
 
 std::string quoted(const std::string& s) { return nlohmann::json(s).dump(); }
 
+// Tracks of a pool: one per (instance, lane) for iterations, tid 1 + instance x lanes + lane;
+// after them two per instance, for its KV transfers in and its failures.
+std::size_t track_of(const metrics::TraceSpan& s, const metrics::TraceLog::PoolTracks& pool) {
+  const auto lanes = static_cast<std::size_t>(pool.lanes);
+  const auto instances = static_cast<std::size_t>(pool.instances);
+  if (s.kind == metrics::TraceKind::kIteration) return s.instance * lanes + s.lane;
+  return instances * lanes + 2 * s.instance + (s.kind == metrics::TraceKind::kTransfer ? 0 : 1);
+}
+
 const char* span_name(const metrics::TraceSpan& s) {
   if (s.kind != metrics::TraceKind::kIteration) return nullptr;
   const bool decode = s.args[0] > 0, prefill = s.args[1] > 0;
@@ -48,10 +57,10 @@ void write_trace(std::ostream& out, const metrics::TraceLog& log, const std::str
   std::vector<std::vector<bool>> used(log.pools().size());
   for (std::size_t p = 0; p < log.pools().size(); ++p) {
     const auto& pool = log.pools()[p];
-    used[p].assign(static_cast<std::size_t>(pool.instances) * static_cast<std::size_t>(pool.lanes), false);
+    used[p].assign(static_cast<std::size_t>(pool.instances) * (static_cast<std::size_t>(pool.lanes) + 2), false);
   }
   for (const auto& s : log.spans()) {
-    used[s.pool][static_cast<std::size_t>(s.instance) * static_cast<std::size_t>(log.pools()[s.pool].lanes) + s.lane] = true;
+    used[s.pool][track_of(s, log.pools()[s.pool])] = true;
   }
   for (std::size_t p = 0; p < log.pools().size(); ++p) {
     const auto& pool = log.pools()[p];
@@ -61,9 +70,14 @@ void write_trace(std::ostream& out, const metrics::TraceLog& log, const std::str
         << ",\"name\":\"process_sort_index\",\"args\":{\"sort_index\":" << p + 1 << "}}";
     for (std::size_t t = 0; t < used[p].size(); ++t) {
       if (!used[p][t]) continue;
-      const std::size_t inst = t / static_cast<std::size_t>(pool.lanes), lane = t % static_cast<std::size_t>(pool.lanes);
-      const std::string name = "instance " + std::to_string(inst) +
-                               (pool.lanes > 1 ? " lane " + std::to_string(lane) : std::string());
+      const std::size_t lanes = static_cast<std::size_t>(pool.lanes);
+      const std::size_t regular = static_cast<std::size_t>(pool.instances) * lanes;
+      const std::size_t inst = t < regular ? t / lanes : (t - regular) / 2;
+      const std::size_t lane = t < regular ? t % lanes : 0;
+      const std::string name =
+          "instance " + std::to_string(inst) +
+          (t >= regular ? ((t - regular) % 2 == 0 ? " KV transfers in" : " failures")
+                        : pool.lanes > 1 ? " lane " + std::to_string(lane) : std::string());
       out << ",\n{\"ph\":\"M\",\"pid\":" << p + 1 << ",\"tid\":" << t + 1
           << ",\"name\":\"thread_name\",\"args\":{\"name\":" << quoted(name) << "}},\n{\"ph\":\"M\",\"pid\":"
           << p + 1 << ",\"tid\":" << t + 1 << ",\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":"
@@ -72,8 +86,7 @@ void write_trace(std::ostream& out, const metrics::TraceLog& log, const std::str
   }
   for (const auto& s : log.spans()) {
     sep();
-    const std::size_t tid =
-        static_cast<std::size_t>(s.instance) * static_cast<std::size_t>(log.pools()[s.pool].lanes) + s.lane + 1;
+    const std::size_t tid = track_of(s, log.pools()[s.pool]) + 1;
     const auto& names = metrics::trace_arg_names(s.kind);
     const char* name = span_name(s);
     out << "{\"ph\":\"X\",\"pid\":" << s.pool + 1 << ",\"tid\":" << tid << ",\"name\":\""

@@ -2,7 +2,79 @@
 
 #include <algorithm>
 
+#include "sim/core/check.h"
+
 namespace servesim::cluster {
+
+std::string_view pool_role_name(PoolRole r) {
+  switch (r) {
+    case PoolRole::kCombined: return "combined";
+    case PoolRole::kEncode: return "encode";
+    case PoolRole::kPrefill: return "prefill";
+    case PoolRole::kDecode: return "decode";
+  }
+  return "?";
+}
+
+ClusterConfig default_cluster(const std::vector<PoolConfig>& pools) {
+  SERVESIM_CHECK(!pools.empty());
+  const models::ChipSpec& first = pools.front().chip;
+  topologies::ClusterSpec spec;
+  spec.name = "default";
+  spec.chip = first.name;
+  double nic = first.scale_out_bandwidth.bytes_per_s;
+  for (const PoolConfig& p : pools) nic = std::min(nic, p.chip.scale_out_bandwidth.bytes_per_s);
+  const int domain = std::max(1, first.scale_up_domain);
+  spec.node_chips = std::min(8, domain);
+  if (domain % spec.node_chips != 0) spec.node_chips = 1;
+  // Room for packing: an instance smaller than a node takes the next divisor of the node size
+  // (pack aligns it), a bigger one whole nodes.
+  int chips = 0;
+  for (const PoolConfig& p : pools) {
+    int c = p.plan.chips();
+    if (c >= spec.node_chips) {
+      c = (c + spec.node_chips - 1) / spec.node_chips * spec.node_chips;
+    } else {
+      while (spec.node_chips % c != 0) ++c;
+    }
+    chips += p.instances * c;
+  }
+  spec.nodes_per_rack = 1;
+  spec.scale_up.kind = domain > 1 ? topologies::ScaleUpKind::kSwitch : topologies::ScaleUpKind::kNone;
+  spec.scale_up.domain_chips = domain;
+  spec.scale_up.chip_bandwidth = first.scale_up_bandwidth;
+  spec.scale_up.hop_latency = first.efficiency.collective_latency;
+  spec.scale_out.present = true;
+  spec.scale_out.tiers = 2;
+  spec.scale_out.rail_optimized = true;
+  spec.scale_out.chips_per_nic = 1;
+  spec.scale_out.nic_bandwidth = Bandwidth{nic};
+  spec.scale_out.link_bandwidth = Bandwidth{nic};
+  spec.scale_out.hosts_per_leaf = 64;
+  spec.scale_out.leaves_per_pod = 64;
+  spec.scale_out.hop_latency = first.scale_out_latency;
+  spec.scale_out.routing = topologies::Routing::kAdaptive;
+  spec.source = "default: built from the chip figures (no cluster section)";
+  spec.chips = topologies::round_up_chips(spec, std::max(chips, 1));
+  const auto problems = topologies::validate_cluster(spec);
+  SERVESIM_CHECK_MSG(problems.empty(), problems.empty() ? "" : problems.front().key + ": " +
+                                                               problems.front().message);
+  ClusterConfig out;
+  out.spec = spec;
+  out.fabric = std::make_shared<const topologies::Fabric>(topologies::build_fabric(spec));
+  std::vector<topologies::PoolPlacementSpec> specs;
+  for (const PoolConfig& p : pools) {
+    topologies::PoolPlacementSpec ps;
+    ps.name = p.name;
+    ps.shape = instance_shape(p.plan);
+    ps.instances = p.instances;
+    ps.policy = topologies::PlacementPolicy::kPack;
+    ps.on_violation = topologies::ViolationAction::kWarn;
+    specs.push_back(ps);
+  }
+  out.placement = topologies::place_pools(*out.fabric, specs);
+  return out;
+}
 
 models::MemoryConfig memory_config(const PoolConfig& pool) {
   models::MemoryConfig mc;
@@ -26,8 +98,10 @@ PoolCapacity pool_capacity(const models::ModelSpec& model, const PoolConfig& poo
       static_cast<std::int64_t>(pool.kv_cache.watermark * static_cast<double>(cap.blocks_per_lane));
   // One request lives in one dp group: its share of the lane's blocks, less the watermark.
   const std::int64_t group_lane_blocks = group_blocks / pool.plan.pp;
-  cap.admissible_tokens = (std::min(group_lane_blocks, cap.blocks_per_lane) - cap.watermark_blocks) *
-                          block;
+  // (With dp = 1 this is the lane's blocks less the watermark; with dp > 1, one group's share
+  // unless the pooled lane's watermark leaves less.)
+  cap.admissible_tokens =
+      std::min(group_lane_blocks, cap.blocks_per_lane - cap.watermark_blocks) * block;
   return cap;
 }
 

@@ -2,15 +2,20 @@
 // the simulation only reads it.
 //
 // A deployment is a set of pools; a pool is `instances` identical model replicas on one chip type
-// with one parallel plan and one batch scheduler. This version serves every request on one pool of
-// role "combined" (each instance prefills and decodes: aggregated serving); encode, prefill and
-// decode pools come with the EPD issue.
+// with one parallel plan and one batch scheduler, in one role:
+//   combined  each instance prefills and decodes (aggregated serving; a one-pool deployment);
+//   encode    runs the model's vision encoder over a multimodal request's images (batched);
+//   prefill   prefills prompts, then hands their KV cache to a decode instance over the fabric;
+//   decode    receives KV caches and decodes (the first decode iteration emits the first token).
+// Valid deployments (checked by the loader): [encode] + combined, or [encode] + prefill + decode,
+// at most one pool per role.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "models/chip_spec.h"
@@ -48,7 +53,12 @@ struct KvCacheConfig {
   double watermark = 0.01;  // fraction of blocks kept free when admitting (vLLM)
 };
 
-enum class RouterPolicy { kRoundRobin, kLeastLoaded };
+enum class PoolRole : std::uint8_t { kCombined, kEncode, kPrefill, kDecode };
+std::string_view pool_role_name(PoolRole r);
+
+// kPowerOfTwo: two instances drawn from the router's seeded stream, the less loaded one wins
+// (Mitzenmacher 2001). kFreeKv: the instance with the most free KV blocks (decode placement).
+enum class RouterPolicy { kRoundRobin, kLeastLoaded, kPowerOfTwo, kFreeKv };
 enum class LoadMetric { kOutstandingTokens, kOutstandingRequests };
 
 struct RouterConfig {
@@ -58,7 +68,8 @@ struct RouterConfig {
 
 struct PoolConfig {
   std::string name;
-  std::string role = "combined";
+  std::string role = "combined";  // pool_role_name(kind)
+  PoolRole kind = PoolRole::kCombined;
   models::ChipSpec chip;
   models::ParallelPlan plan;
   int instances = 1;
@@ -85,6 +96,36 @@ struct ClusterConfig {
   topologies::FaultSpec faults;
 };
 
+// How KV caches move from prefill to decode instances (disaggregated deployments).
+//   after_prefill   one transfer when the prompt's prefill completes (DistServe, vLLM's
+//                   PD connectors); all of it is exposed in the request's TTFT;
+//   layer_streamed  layer l's KV leaves as soon as layer l is computed (Mooncake, DeepSeek's
+//                   layer-wise push): the first (L-1)/L of the bytes flow from the request's first
+//                   prefill chunk on, the last layer's 1/L once its prefill completes; what is left
+//                   after the prefill's end is the exposed part.
+enum class KvTransferMode : std::uint8_t { kAfterPrefill, kLayerStreamed };
+
+// What happens to the requests of an instance that a fault takes down.
+enum class FailurePolicy : std::uint8_t { kRequeue, kLose };
+
+struct DisaggregationConfig {
+  KvTransferMode kv_transfer = KvTransferMode::kAfterPrefill;
+  // Bytes of one image token's embedding sent from the encode to the prefill instance: hidden x
+  // 2 (bf16) when 0.
+  double embedding_bytes_per_token = 0;
+};
+
+struct FailureConfig {
+  FailurePolicy policy = FailurePolicy::kRequeue;
+  Duration repair = Duration::seconds(60.0);  // an instance hit by a fault is down this long
+};
+
+// Admission control beyond the queue limit: a request still waiting for its prefill when its
+// TTFT budget has passed is rejected (kTtftBudget) instead of admitted.
+struct AdmissionConfig {
+  std::optional<Duration> ttft_budget;
+};
+
 struct SimulationConfig {
   models::ModelSpec model;
   std::vector<PoolConfig> pools;
@@ -95,7 +136,16 @@ struct SimulationConfig {
   std::uint64_t seed = 0;
   std::optional<Duration> horizon;  // stop here; unfinished requests count as in flight
   std::optional<ClusterConfig> cluster;  // none: each pool's chip says its fabric (fabric_of)
+  DisaggregationConfig disaggregation;
+  FailureConfig failures;
+  AdmissionConfig admission;
 };
+
+// The default cluster for a deployment without `cluster:`: every pool's chips in scale-up domains
+// of the first pool's chip, joined by a non-blocking two-tier rail-optimised fat tree with one NIC
+// per chip at the smallest scale-out bandwidth of the pools' chips (a P -> D transfer runs at
+// most at the slower end's NIC rate); pools packed in deployment order.
+ClusterConfig default_cluster(const std::vector<PoolConfig>& pools);
 
 // What a pool's memory leaves for the KV cache, in the units the block managers use. One block
 // manager per pipeline lane: vLLM divides the blocks among its PP virtual engines. With attention

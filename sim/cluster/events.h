@@ -5,7 +5,13 @@
 //   1 StageFreed         then pipeline stages pick up their next micro-batch,
 //   2 RequestArrived     then new requests are routed,
 //   3 DispatchRequested  and only then does an idle instance form a batch, so requests that
-//                        arrive at the same instant are batched together.
+//                        arrive at the same instant are batched together;
+//   4 EncodeFinished     an encode batch ends (its embeddings start moving),
+//   5 NetworkDue         flows of the flow network complete (KV caches and embeddings arrive),
+//   6 FaultOccurred      a component of the cluster fails or recovers,
+//   7 InstanceRepaired   an instance that a fault took down is back.
+// (The disaggregation events come after the first four so that an aggregated run's event order
+// and fingerprint are what they were before they existed.)
 // Within a class, events fire in the order they were scheduled (EventQueue).
 #pragma once
 
@@ -22,6 +28,7 @@ struct RequestArrived {
 struct BatchFinished {
   std::uint32_t instance;
   std::uint32_t lane;
+  std::uint32_t epoch = 0;  // the instance's epoch when dispatched (stale after a failure)
 };
 struct StageFreed {
   std::uint32_t instance;
@@ -30,7 +37,22 @@ struct DispatchRequested {
   std::uint32_t instance;
 };
 
-using Event = std::variant<BatchFinished, StageFreed, RequestArrived, DispatchRequested>;
+struct EncodeFinished {
+  std::uint32_t instance;
+  std::uint32_t epoch = 0;
+};
+struct NetworkDue {
+  std::uint32_t generation;  // only the latest scheduled one is live
+};
+struct FaultOccurred {
+  std::uint32_t index;  // into the run's fault timeline
+};
+struct InstanceRepaired {
+  std::uint32_t instance;
+};
+
+using Event = std::variant<BatchFinished, StageFreed, RequestArrived, DispatchRequested,
+                           EncodeFinished, NetworkDue, FaultOccurred, InstanceRepaired>;
 
 // The priority class of an event: its index in the variant, in the order documented above.
 inline std::uint8_t priority_of(const Event& e) { return static_cast<std::uint8_t>(e.index()); }
@@ -44,13 +66,18 @@ inline std::uint64_t event_ids(const Event& e) {
     }
     std::uint64_t operator()(const StageFreed& s) const { return s.instance; }
     std::uint64_t operator()(const DispatchRequested& d) const { return d.instance; }
+    std::uint64_t operator()(const EncodeFinished& d) const { return d.instance; }
+    std::uint64_t operator()(const NetworkDue& d) const { return d.generation; }
+    std::uint64_t operator()(const FaultOccurred& d) const { return d.index; }
+    std::uint64_t operator()(const InstanceRepaired& d) const { return d.instance; }
   };
   return std::visit(Visitor{}, e);
 }
 
 inline const char* event_name(const Event& e) {
-  static constexpr const char* kNames[] = {"BatchFinished", "StageFreed", "RequestArrived",
-                                           "DispatchRequested"};
+  static constexpr const char* kNames[] = {"BatchFinished",  "StageFreed",    "RequestArrived",
+                                           "DispatchRequested", "EncodeFinished", "NetworkDue",
+                                           "FaultOccurred",  "InstanceRepaired"};
   return kNames[e.index()];
 }
 

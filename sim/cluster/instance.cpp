@@ -102,7 +102,10 @@ std::uint32_t Lane::preempt(std::uint32_t r) {
   if (s.phase == Phase::kDecoding) {
     const std::uint64_t d = steps_done(s);
     leave_decode_set(s);
-    if (d == 0) {
+    if (d == 0 && s.generated == 0) {
+      // A fresh request (its KV came from a prefill instance) before its first step.
+      fresh_.erase(std::find(fresh_.begin(), fresh_.end(), r));
+    } else if (d == 0) {
       // Joined since the last decode step: it is counted in joined_, under its first-token time.
       for (Joined& j : joined_) {
         if (j.at == s.last_token && j.count > 0) {
@@ -209,7 +212,7 @@ bool Lane::finish_chunk(const Chunk& c) {
   return true;
 }
 
-void Lane::join_decode(std::uint32_t r, SimTime now) {
+void Lane::join_decode(std::uint32_t r, SimTime now, bool fresh) {
   RequestState& s = req(r);
   SERVESIM_CHECK(s.generated < s.output);
   s.phase = Phase::kDecoding;
@@ -225,11 +228,89 @@ void Lane::join_decode(std::uint32_t r, SimTime now) {
   const std::uint64_t last_step = step_ + (s.output - s.generated) - 1;
   finishing_.push(Finishing{last_step, r, s.epoch});
   next_finish_step_ = std::min(next_finish_step_, last_step);
-  if (!joined_.empty() && joined_.back().at == now) {
+  if (fresh) {
+    fresh_.push_back(r);
+  } else if (!joined_.empty() && joined_.back().at == now) {
     ++joined_.back().count;
   } else {
     joined_.push_back(Joined{now, 1});
   }
+}
+
+void Lane::hold_for_transfer(std::uint32_t r) {
+  RequestState& s = req(r);
+  s.phase = Phase::kTransferring;
+  unlink(r);
+  held_blocks_ += blocks_for(s.prefill_target);
+  held_.push_back(r);
+}
+
+void Lane::release_held(std::uint32_t r) {
+  RequestState& s = req(r);
+  const std::int64_t b = blocks_for(s.prefill_target);
+  held_blocks_ -= b;
+  used_blocks_ -= b;
+  held_.erase(std::find(held_.begin(), held_.end(), r));
+}
+
+bool Lane::reserve_inbound(std::int64_t blocks) {
+  if (total_blocks_ - used_blocks_ - blocks < watermark_blocks_) return false;
+  used_blocks_ += blocks;
+  inbound_blocks_ += blocks;
+  peak_used_blocks_ = std::max(peak_used_blocks_, used_blocks_);
+  return true;
+}
+
+void Lane::cancel_inbound(std::int64_t blocks) {
+  used_blocks_ -= blocks;
+  inbound_blocks_ -= blocks;
+}
+
+void Lane::push_ready(std::uint32_t r) {
+  req(r).phase = Phase::kReady;
+  ready_.push_back(r);
+}
+
+void Lane::admit_ready(std::vector<std::uint32_t>& admitted) {
+  while (!ready_.empty() && running_ < max_running_) {
+    const std::uint32_t r = ready_.front();
+    ready_.pop_front();
+    RequestState& s = req(r);
+    inbound_blocks_ -= blocks_for(s.prefill_target);
+    link_back(r);
+    s.prefilled = s.prefill_target;
+    // A re-queued request that had emitted tokens is not fresh: its next token is a gap sample.
+    join_decode(r, s.generated == 0 ? last_decode_end_ : s.last_token, s.generated == 0);
+    admitted.push_back(r);
+  }
+}
+
+void Lane::evict_all(std::vector<std::uint32_t>& out) {
+  while (!waiting_.empty()) {
+    out.push_back(waiting_.front());
+    waiting_.pop_front();
+  }
+  while (!ready_.empty()) {
+    out.push_back(ready_.front());
+    ready_.pop_front();
+  }
+  while (head_ != kNoRequest) {
+    const std::uint32_t r = head_;
+    RequestState& s = req(r);
+    if (s.phase == Phase::kDecoding) leave_decode_set(s);
+    unlink(r);
+    out.push_back(r);
+  }
+  for (const std::uint32_t r : held_) out.push_back(r);
+  held_.clear();
+  prefilling_.clear();
+  fresh_.clear();
+  joined_.clear();
+  while (!finishing_.empty()) finishing_.pop();
+  next_finish_step_ = UINT64_MAX;
+  used_blocks_ = step_reserved_ = inbound_blocks_ = held_blocks_ = 0;
+  busy_ = false;
+  batch_.clear();
 }
 
 void Lane::release(std::uint32_t r) {
@@ -287,6 +368,8 @@ void Lane::check_invariants() const {
   SERVESIM_CHECK(phases == phase_count_);
   // Between prepare_decode_step and finish_decode_step the step's new blocks are reserved but not
   // yet part of any request's derived count.
+  SERVESIM_CHECK(held_blocks_ >= 0 && inbound_blocks_ >= 0);
+  blocks += held_blocks_ + inbound_blocks_;
   SERVESIM_CHECK_MSG(blocks + step_reserved_ == used_blocks_,
                      "used " + std::to_string(used_blocks_) + " blocks, requests hold " +
                          std::to_string(blocks) + " + " + std::to_string(step_reserved_) +

@@ -96,6 +96,8 @@ class Lane {
   bool has_waiting() const { return !waiting_.empty(); }
   std::uint32_t prefill_target_of_front() const { return req(waiting_.front()).prefill_target; }
   std::size_t waiting() const { return waiting_.size(); }
+  std::uint32_t front_waiting() const { return waiting_.front(); }
+  void pop_waiting_front() { waiting_.pop_front(); }
   // Admits the head of the waiting queue when the batch-size cap and the KV blocks allow it
   // (prefill blocks + watermark free); returns the request or kNoRequest.
   std::uint32_t try_admit_front();
@@ -123,11 +125,35 @@ class Lane {
   bool finish_chunk(const Chunk& c);
   // A request whose prefill completed and that has tokens left to generate joins the decode set;
   // `now` is when its latest token was emitted.
-  void join_decode(std::uint32_t r, SimTime now);
+  void join_decode(std::uint32_t r, SimTime now, bool fresh = false);
   // Removes a request that finished during prefill (its only token was the prefill's).
   void release(std::uint32_t r);
 
-  // Inter-token gaps of the decode step that ended at `now`: calls gap(duration, count).
+  // --- disaggregation ---
+  std::int64_t free_blocks() const { return total_blocks_ - used_blocks_; }
+  // Prefill lanes: a request whose prefill completed leaves the running set but keeps its blocks
+  // until its KV cache has been sent (release_held).
+  void hold_for_transfer(std::uint32_t r);
+  void release_held(std::uint32_t r);
+  // Decode lanes: blocks reserved for a KV cache on its way in (reserve_inbound needs them free,
+  // above the watermark); the request then waits in the ready queue until admit_ready takes it
+  // straight into the decode set, as a fresh request whose first token its first step emits.
+  bool reserve_inbound(std::int64_t blocks);
+  void cancel_inbound(std::int64_t blocks);
+  void push_ready(std::uint32_t r);
+  std::size_t ready() const { return ready_.size(); }
+  bool can_admit_ready() const { return !ready_.empty() && running_ < max_running_; }
+  // Admits ready requests while the batch-size cap allows, appending them to `admitted`.
+  void admit_ready(std::vector<std::uint32_t>& admitted);
+  // Fresh requests in the decode step in flight (their first token), cleared by clear_fresh.
+  const std::vector<std::uint32_t>& fresh() const { return fresh_; }
+  void clear_fresh() { fresh_.clear(); }
+  // Failures: every request the lane holds (waiting, ready, running, held), in that order; the
+  // lane is emptied (blocks, aggregates, batch) as if new.
+  void evict_all(std::vector<std::uint32_t>& out);
+
+  // Inter-token gaps of the decode step that ended at `now`: calls gap(duration, count), for the
+  // step's requests that are not fresh.
   template <class F>
   void decode_gaps(SimTime now, std::uint32_t decodes, F&& gap);
 
@@ -199,11 +225,17 @@ class Lane {
 
   bool busy_ = false;
   Batch batch_;
+
+  RingQueue<std::uint32_t> ready_;
+  std::vector<std::uint32_t> fresh_;
+  std::int64_t inbound_blocks_ = 0;  // reserved for KV caches in flight or ready
+  std::int64_t held_blocks_ = 0;     // of prefilled requests whose KV is being sent
+  std::vector<std::uint32_t> held_;  // those requests (failures evict them)
 };
 
 template <class F>
 void Lane::decode_gaps(SimTime now, std::uint32_t decodes, F&& gap) {
-  std::int64_t rest = decodes;
+  std::int64_t rest = static_cast<std::int64_t>(decodes) - static_cast<std::int64_t>(fresh_.size());
   for (const Joined& j : joined_) {
     if (j.count > 0) gap(now - j.at, j.count);
     rest -= j.count;

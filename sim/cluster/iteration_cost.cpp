@@ -244,8 +244,11 @@ void IterationCostModel::cost(const models::BatchShape& b, std::int64_t sequence
   const std::int64_t per_layer = lin.per_layer + up_projection + absorb + indexer + cp;
   const std::int64_t per_full = attn_prefill_full + attn_decode_full;
   const std::int64_t per_window = attn_prefill_window + attn_decode_window;
+  // With attention data parallelism every dp rank schedules its own share of the sequences, in
+  // parallel (SGLang / DeepSeek dp-attention: one scheduler process per rank).
+  const std::int64_t rank_sequences = (sequences + plan_.dp - 1) / plan_.dp;
   const Duration host = chip_.efficiency.iteration_overhead +
-                        chip_.efficiency.sequence_overhead * sequences;
+                        chip_.efficiency.sequence_overhead * rank_sequences;
   const std::int64_t lm_head = b.logits > 0 ? run(lm_head_) : 0;
   const double chip_tokens = models::tokens_per_chip(plan_, b.tokens);
 

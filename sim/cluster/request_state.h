@@ -20,7 +20,12 @@
 
 namespace servesim::cluster {
 
-enum class Phase : std::uint8_t { kNew, kWaiting, kPrefilling, kDecoding, kDone };
+// kEncoding: on the encode pool or its embeddings in flight; kTransferring: prefilled on a prefill
+// instance, its KV cache held there until it reaches a decode instance (or it waits for one);
+// kReady: its KV arrived, waiting for a decode slot.
+enum class Phase : std::uint8_t {
+  kNew, kWaiting, kPrefilling, kDecoding, kDone, kEncoding, kTransferring, kReady
+};
 
 inline constexpr std::uint32_t kNoRequest = 0xffffffffu;
 

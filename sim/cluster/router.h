@@ -6,6 +6,11 @@
 // output lengths can do) or requests (unfinished requests). Ties go to the first tied instance
 // after the previous pick, so equal instances take turns instead of the lowest id taking all.
 // Loads are kept in a MinTree: O(log n) per update, O(log n) per pick.
+// PowerOfTwoRouter draws two instances from its seeded stream and takes the less loaded one
+// (Mitzenmacher, "The Power of Two Choices in Randomized Load Balancing", 2001): O(1) per pick.
+// FreeKvRouter (decode placement) is a LeastLoadedRouter whose load the simulation sets to the
+// negated free KV blocks of each instance: the pick has the most room.
+// Every router skips instances marked down (failures); pick returns kNoInstance when all are.
 #pragma once
 
 #include <cstdint>
@@ -13,8 +18,24 @@
 
 #include "sim/cluster/config.h"
 #include "sim/core/min_tree.h"
+#include "sim/core/rng.h"
 
 namespace servesim::cluster {
+
+inline constexpr std::uint32_t kNoInstance = 0xffffffffu;
+
+// Which instances are down, and how many.
+struct DownSet {
+  explicit DownSet(std::uint32_t n) : down(n, 0) {}
+  void set_up(std::uint32_t i, bool up) {
+    if (down[i] == !up) return;
+    down[i] = !up;
+    if (up) --count; else ++count;
+  }
+  bool all() const { return count == down.size(); }
+  std::vector<std::uint8_t> down;
+  std::uint32_t count = 0;
+};
 
 class Router {
  public:
@@ -24,6 +45,9 @@ class Router {
   // The load of instance i changed by delta (in the unit of the router's load metric).
   virtual void add_load(std::uint32_t instance, std::int64_t delta) = 0;
   virtual std::int64_t load(std::uint32_t instance) const = 0;
+  void set_load(std::uint32_t instance, std::int64_t value) { add_load(instance, value - load(instance)); }
+  // Failures: a down instance is never picked.
+  virtual void set_up(std::uint32_t instance, bool up) = 0;
 };
 
 class RoundRobinRouter final : public Router {
@@ -32,24 +56,51 @@ class RoundRobinRouter final : public Router {
   std::uint32_t pick() override;
   void add_load(std::uint32_t instance, std::int64_t delta) override;
   std::int64_t load(std::uint32_t instance) const override;
+  void set_up(std::uint32_t instance, bool up) override;
 
  private:
   std::uint32_t next_ = 0;
   std::vector<std::int64_t> loads_;
+  DownSet down_;
 };
 
-class LeastLoadedRouter final : public Router {
+class LeastLoadedRouter : public Router {
  public:
   explicit LeastLoadedRouter(std::uint32_t instances);
   std::uint32_t pick() override;
   void add_load(std::uint32_t instance, std::int64_t delta) override;
   std::int64_t load(std::uint32_t instance) const override;
+  void set_up(std::uint32_t instance, bool up) override;
 
  private:
+  // A down instance's tree value carries this offset (its load stays readable).
+  static constexpr std::int64_t kDown = std::int64_t{1} << 60;
   MinTree tree_;
+  std::vector<std::uint8_t> down_;
   std::size_t cursor_ = 0;
 };
 
-std::unique_ptr<Router> make_router(const RouterConfig& config, std::uint32_t instances);
+class FreeKvRouter final : public LeastLoadedRouter {
+ public:
+  using LeastLoadedRouter::LeastLoadedRouter;
+};
+
+class PowerOfTwoRouter final : public Router {
+ public:
+  PowerOfTwoRouter(std::uint32_t instances, std::uint64_t seed, std::string_view stream);
+  std::uint32_t pick() override;
+  void add_load(std::uint32_t instance, std::int64_t delta) override;
+  std::int64_t load(std::uint32_t instance) const override;
+  void set_up(std::uint32_t instance, bool up) override;
+
+ private:
+  std::vector<std::int64_t> loads_;
+  DownSet down_;
+  Rng rng_;
+};
+
+// `seed` and `stream` name the power-of-two router's random stream.
+std::unique_ptr<Router> make_router(const RouterConfig& config, std::uint32_t instances,
+                                    std::uint64_t seed = 0, std::string_view stream = "router");
 
 }  // namespace servesim::cluster

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "models/operators.h"
+#include "sim/cluster/comm_cost.h"
 
 namespace servesim::cluster {
 namespace {
@@ -17,14 +18,44 @@ std::uint64_t fingerprint_step(std::uint64_t h, std::uint64_t v) {
 
 Simulation::Simulation(const SimulationConfig& config, metrics::Recorder& recorder)
     : config_(config), recorder_(recorder) {
+  for (std::size_t p = 0; p < config_.pools.size(); ++p) {
+    const PoolConfig& pc = config_.pools[p];
+    const int at = static_cast<int>(p);
+    switch (pc.kind) {
+      case PoolRole::kEncode: encode_pool_ = at; break;
+      case PoolRole::kPrefill: prefill_pool_ = at; disaggregated_ = true; break;
+      case PoolRole::kDecode: decode_pool_ = at; break;
+      case PoolRole::kCombined: prefill_pool_ = at; break;
+    }
+  }
+  SERVESIM_CHECK_MSG(prefill_pool_ >= 0, "a deployment needs a prefill or combined pool");
+  SERVESIM_CHECK_MSG(disaggregated_ == (decode_pool_ >= 0),
+                     "a prefill pool needs a decode pool and the other way round");
+  // Transfers need a network: the scenario's cluster, or one built from the chips' figures.
+  if (disaggregated_ || encode_pool_ >= 0 || (config_.cluster && !config_.cluster->faults.empty())) {
+    if (!config_.cluster) default_cluster_ = default_cluster(config_.pools);
+    const ClusterConfig& cc = config_.cluster ? *config_.cluster : *default_cluster_;
+    placement_ = &cc.placement;
+    fabric_ = std::make_unique<topologies::Fabric>(*cc.fabric);
+    net_ = std::make_unique<topologies::FlowNetwork>(*fabric_);
+    const SimTime fault_end =
+        config_.horizon ? SimTime::zero() + *config_.horizon : SimTime::zero() + kMaxFaultTime;
+    faults_ = topologies::fault_timeline(*fabric_, cc.faults, fault_end, config_.seed);
+  } else if (config_.cluster) {
+    placement_ = &config_.cluster->placement;
+  }
   for (const PoolConfig& pc : config_.pools) {
     Pool pool;
     pool.config = &pc;
+    pool.role = pc.kind;
+    pool.free_kv = pc.router.policy == RouterPolicy::kFreeKv;
     pool.cost = std::make_unique<IterationCostModel>(config_.model, pc.chip, pc.plan,
                                                      pc.moe_routing, pc.cost_model,
                                                      pc.scheduler.max_batched_tokens);
+    if (pc.kind == PoolRole::kEncode) pool.encode_cost = models::make_cost_model(pc.cost_model, pc.chip);
     pool.scheduler = make_batch_scheduler(pc.scheduler);
-    pool.router = make_router(pc.router, static_cast<std::uint32_t>(pc.instances));
+    pool.router = make_router(pc.router, static_cast<std::uint32_t>(pc.instances), config_.seed,
+                              "router/" + pc.name);
     pool.first_instance = static_cast<std::uint32_t>(instances_.size());
 
     metrics::PoolInfo info;
@@ -33,17 +64,25 @@ Simulation::Simulation(const SimulationConfig& config, metrics::Recorder& record
     info.instances = pc.instances;
     info.chips = pc.instances * pc.plan.chips();
     info.stages = pc.plan.pp;
-    for (std::size_t k = 0; k < models::kOpKinds; ++k) {
-      info.components.emplace_back(models::op_kind_name(static_cast<models::OpKind>(k)));
+    if (pc.kind == PoolRole::kEncode) {
+      info.components.emplace_back("vision_encoder");
+    } else {
+      for (std::size_t k = 0; k < models::kOpKinds; ++k) {
+        info.components.emplace_back(models::op_kind_name(static_cast<models::OpKind>(k)));
+      }
     }
-    const PoolCapacity cap = pool_capacity(config_.model, pc);
-    SERVESIM_CHECK_MSG(cap.blocks_per_lane > 0, "pool " + pc.name + " has no KV blocks");
+    info.plan = {pc.plan.tp, pc.plan.pp, pc.plan.dp, pc.plan.ep, pc.plan.moe_tp, pc.plan.cp};
+    info.groups = group_tiers(pc, static_cast<int>(pools_.size()));
+    const PoolCapacity cap = pc.kind == PoolRole::kEncode ? PoolCapacity{} : pool_capacity(config_.model, pc);
+    SERVESIM_CHECK_MSG(pc.kind == PoolRole::kEncode || cap.blocks_per_lane > 0,
+                       "pool " + pc.name + " has no KV blocks");
+    pool.admissible_tokens = cap.admissible_tokens;
     info.kv_blocks = cap.blocks_per_lane * pc.plan.pp * pc.instances;
     pool.metrics_id = recorder_.add_pool(std::move(info));
     for (int i = 0; i < pc.instances; ++i) {
       Instance inst;
       inst.pool = static_cast<std::uint32_t>(pools_.size());
-      for (int l = 0; l < pc.plan.pp; ++l) {
+      for (int l = 0; l < pc.plan.pp && pc.kind != PoolRole::kEncode; ++l) {
         inst.lanes.emplace_back(&requests_, cap.blocks_per_lane, pc.kv_cache.block_tokens,
                                 cap.watermark_blocks, pc.scheduler.max_batch_size,
                                 config_.model.window.window, config_.model.dsa.top_k);
@@ -52,6 +91,11 @@ Simulation::Simulation(const SimulationConfig& config, metrics::Recorder& record
       instances_.push_back(std::move(inst));
     }
     stage_ps_.resize(std::max<std::size_t>(stage_ps_.size(), static_cast<std::size_t>(pc.plan.pp)));
+    if (pool.free_kv) {
+      for (int i = 0; i < pc.instances; ++i) {
+        pool.router->set_load(static_cast<std::uint32_t>(i), -cap.blocks_per_lane);
+      }
+    }
     pools_.push_back(std::move(pool));
   }
   series_ = recorder_.time_series();
@@ -73,12 +117,52 @@ Simulation::Simulation(const SimulationConfig& config, metrics::Recorder& record
   keep_inputs_ = !source_->plain();
   if (config_.workload.requests > 0) {
     requests_.reserve(static_cast<std::size_t>(config_.workload.requests));
+    journeys_.reserve(static_cast<std::size_t>(config_.workload.requests));
     if (keep_inputs_) inputs_.reserve(static_cast<std::size_t>(config_.workload.requests));
     recorder_.expect_requests(config_.workload.requests);
   }
 }
 
 Simulation::~Simulation() = default;
+
+std::vector<metrics::GroupTier> Simulation::group_tiers(const PoolConfig& pc, int pool) const {
+  std::vector<metrics::GroupTier> out;
+  const struct {
+    const char* name;
+    models::Group model;
+    topologies::GroupKind topo;
+  } kinds[] = {{"tp", models::Group::kTp, topologies::GroupKind::kTp},
+               {"dp", models::Group::kDp, topologies::GroupKind::kDp},
+               {"ep", models::Group::kEp, topologies::GroupKind::kEp},
+               {"cp", models::Group::kCp, topologies::GroupKind::kCp},
+               {"pp", models::Group::kPp, topologies::GroupKind::kPp}};
+  const topologies::InstanceShape shape = instance_shape(pc.plan);
+  const topologies::Fabric* fab =
+      fabric_ ? fabric_.get() : config_.cluster ? config_.cluster->fabric.get() : nullptr;
+  for (const auto& k : kinds) {
+    metrics::GroupTier g;
+    g.group = k.name;
+    g.ranks = topologies::group_size(shape, k.topo);
+    if (placement_ != nullptr && pool < placement_->pools() && placement_->instances(pool) > 0 &&
+        !placement_->chips(pool, 0).empty() && fab != nullptr) {
+      // On the placed chips: does any group of instance 0 span two scale-up domains?
+      bool leaves = false;
+      for (int i = 0; i < topologies::group_count(shape, k.topo) && !leaves; ++i) {
+        const auto chips = placement_->group(pool, 0, k.topo, i);
+        for (const auto c : chips) leaves = leaves || !fab->same_domain(c, chips.front());
+      }
+      g.leaves_domain = leaves;
+      g.domain_chips = config_.cluster ? config_.cluster->spec.scale_up.domain_chips
+                                       : default_cluster_->spec.scale_up.domain_chips;
+    } else {
+      g.domain_chips = pc.chip.scale_up_domain;
+      g.leaves_domain = group_span(pc.plan, k.model, pc.chip.scale_up_domain).leaves_domain;
+    }
+    g.tier = g.ranks <= 1 ? "none" : g.leaves_domain ? "scale_out" : "scale_up";
+    out.push_back(std::move(g));
+  }
+  return out;
+}
 
 std::int64_t Simulation::load_units(const Pool& pool, std::int64_t tokens, std::int64_t requests) {
   return pool.config->router.load == LoadMetric::kOutstandingTokens ? tokens : requests;
@@ -99,6 +183,9 @@ RunResult Simulation::run() {
   // The source stops at the workload's request counts and at the horizon.
   source_->start(arrivals_);
   schedule_arrivals();
+  for (std::size_t i = 0; i < faults_.size(); ++i) {
+    schedule(faults_[i].at, FaultOccurred{static_cast<std::uint32_t>(i)});
+  }
 
   RunResult result;
   const SimTime horizon =
@@ -123,6 +210,7 @@ RunResult Simulation::run() {
     if ((result.events & 4095) == 0 && progress_) [[unlikely]] publish_progress(result.events);
   }
   result.end = result.reached_horizon ? horizon : now_;
+  if (series_ && net_) [[unlikely]] record_link_usage(result.end);
   if (series_) series_->finish(result.end);
   if (progress_) publish_progress(result.events);
 
@@ -147,30 +235,73 @@ void Simulation::handle(const RequestArrived& e) {
   s.stream = in.stream;
   s.cls = in.class_id;
   requests_.push_back(s);
+  Journey j;
+  j.mark = j.arrival = now_;
+  // With an encode pool the images become prompt tokens (the model's vision encoder); without
+  // one they are not modelled (the aggregated mode's behaviour).
+  if (encode_pool_ >= 0 && in.images > 0 && config_.model.vision) {
+    std::int64_t tokens = 0;
+    for (std::size_t i = 0; i < in.images; ++i) {
+      const workloads::ImageSize im = source_->image(in, i);
+      tokens += config_.model.vision->image_tokens(im.width, im.height);
+    }
+    j.image_tokens = static_cast<std::uint32_t>(tokens);
+  }
+  journeys_.push_back(j);
   if (keep_inputs_) inputs_.push_back(in);
   recorder_.request_arrived(RequestId(r), now_, in.prompt_tokens, in.output_tokens, in.class_id);
   schedule_arrivals();  // the stream's next open-loop arrival
-  route(r);
+  enter(r);
 }
 
-void Simulation::route(std::uint32_t r) {
-  RequestState& s = requests_[r];
-  Pool& pool = pools_.front();
-  if (static_cast<std::int64_t>(s.prompt) + s.output > pool.config->max_model_len) {
-    reject(r, metrics::RejectReason::kExceedsMaxModelLen);
+void Simulation::enter(std::uint32_t r) {
+  if (journeys_[r].image_tokens > 0 && requests_[r].generated == 0) {
+    route_encode(r);
     return;
   }
+  const std::uint32_t index = pick_prefill(r);
+  if (index != kNoInstance) enqueue_prefill(r, index);
+}
+
+std::uint32_t Simulation::pick_prefill(std::uint32_t r) {
+  RequestState& s = requests_[r];
+  Pool& pool = pools_[static_cast<std::size_t>(prefill_pool_)];
+  const std::int64_t tokens = static_cast<std::int64_t>(s.prompt) + journeys_[r].image_tokens;
+  if (tokens + s.output > pool.config->max_model_len) {
+    reject(r, metrics::RejectReason::kExceedsMaxModelLen);
+    return kNoInstance;
+  }
   const std::uint32_t local = pool.router->pick();
+  if (local == kNoInstance) {
+    reject(r, metrics::RejectReason::kNoCapacity);
+    return kNoInstance;
+  }
   const std::uint32_t index = pool.first_instance + local;
-  Instance& inst = instances_[index];
+  const Instance& inst = instances_[index];
   if (pool.config->scheduler.max_queue > 0) {
     std::int64_t waiting = 0;
     for (const Lane& l : inst.lanes) waiting += static_cast<std::int64_t>(l.waiting());
     if (waiting >= pool.config->scheduler.max_queue) {
       reject(r, metrics::RejectReason::kQueueFull);
-      return;
+      return kNoInstance;
     }
   }
+  return index;
+}
+
+void Simulation::enqueue_prefill(std::uint32_t r, std::uint32_t index) {
+  RequestState& s = requests_[r];
+  Instance& inst = instances_[index];
+  Pool& pool = pools_[inst.pool];
+  const std::uint32_t local = index - pool.first_instance;
+  if (!inst.up) {  // it failed while the embeddings were on their way: route again
+    const std::uint32_t again = pick_prefill(r);
+    if (again != kNoInstance) enqueue_prefill(r, again);
+    return;
+  }
+  // A re-queued request prefills everything it had (recompute); image tokens are prompt tokens.
+  s.prefill_target = s.prompt + journeys_[r].image_tokens + s.generated;
+  s.prefilled = 0;
   // The lane with the fewest unfinished requests (vLLM assigns virtual engines this way); ties
   // rotate.
   std::uint32_t best = inst.next_assign % static_cast<std::uint32_t>(inst.lanes.size());
@@ -183,11 +314,299 @@ void Simulation::route(std::uint32_t r) {
   s.lane = static_cast<std::uint16_t>(best);
   inst.lanes[best].enqueue_back(r);
   if (series_) [[unlikely]] series_->gauges_changed(pool.metrics_id, now_, 1, 0, 0);
-  pool.router->add_load(local, load_units(pool, s.prompt + s.output, 1));
+  const std::int64_t work = s.prefill_target + (pool.role == PoolRole::kCombined ? s.output - s.generated : 0);
+  add_load(pool, local, load_units(pool, work, 1));
   recorder_.request_routed(RequestId(r), pool.metrics_id, InstanceId(index));
-  if (!inst.dispatch_pending && inst.stage_free.front() <= now_) {
+  schedule_dispatch(index);
+}
+
+void Simulation::schedule_dispatch(std::uint32_t index) {
+  Instance& inst = instances_[index];
+  if (!inst.dispatch_pending && (inst.stage_free.empty() || inst.stage_free.front() <= now_)) {
     inst.dispatch_pending = true;
     schedule(now_, DispatchRequested{index});
+  }
+}
+
+void Simulation::route_encode(std::uint32_t r) {
+  Pool& pool = pools_[static_cast<std::size_t>(encode_pool_)];
+  const std::uint32_t local = pool.router->pick();
+  if (local == kNoInstance) {
+    reject(r, metrics::RejectReason::kNoCapacity);
+    return;
+  }
+  const std::uint32_t index = pool.first_instance + local;
+  Instance& inst = instances_[index];
+  if (pool.config->scheduler.max_queue > 0 &&
+      static_cast<std::int64_t>(inst.encode_waiting.size()) >= pool.config->scheduler.max_queue) {
+    reject(r, metrics::RejectReason::kQueueFull);
+    return;
+  }
+  RequestState& s = requests_[r];
+  s.phase = Phase::kEncoding;
+  s.instance = index;
+  inst.encode_waiting.push_back(r);
+  add_load(pool, local, load_units(pool, journeys_[r].image_tokens, 1));
+  recorder_.request_routed(RequestId(r), pool.metrics_id, InstanceId(index));
+  schedule_dispatch(index);
+}
+
+void Simulation::try_encode(std::uint32_t index) {
+  Instance& inst = instances_[index];
+  if (inst.encode_busy || inst.encode_waiting.empty() || !inst.up) return;
+  Pool& pool = pools_[inst.pool];
+  // One batch: requests in arrival order while the batch-size cap and the token budget (image
+  // tokens) allow; the first always goes.
+  inst.encode_batch.clear();
+  images_.clear();
+  std::int64_t tokens = 0;
+  while (!inst.encode_waiting.empty() &&
+         static_cast<std::int64_t>(inst.encode_batch.size()) < pool.config->scheduler.max_batch_size) {
+    const std::uint32_t r = inst.encode_waiting.front();
+    const std::int64_t t = journeys_[r].image_tokens;
+    if (!inst.encode_batch.empty() && tokens + t > pool.config->scheduler.max_batched_tokens) break;
+    inst.encode_waiting.pop_front();
+    tokens += t;
+    inst.encode_batch.push_back(r);
+    advance(r, metrics::TtftPart::kQueueing);
+    const workloads::Request& in = inputs_[r];
+    for (std::size_t i = 0; i < in.images; ++i) {
+      const workloads::ImageSize im = source_->image(in, i);
+      images_.push_back(models::ImageSize{im.width, im.height});
+    }
+  }
+  const double seconds = models::encode_seconds(*config_.model.vision, images_, pool.config->plan.tp,
+                                                *pool.encode_cost);
+  const Duration d = Duration::picoseconds(static_cast<std::int64_t>(seconds * 1e12 + 0.5));
+  inst.encode_busy = true;
+  const std::int64_t ps = d.ps();
+  recorder_.iteration(pool.metrics_id, &ps);
+  schedule(now_ + d, EncodeFinished{index, inst.epoch});
+}
+
+void Simulation::handle(const EncodeFinished& e) {
+  Instance& inst = instances_[e.instance];
+  if (e.epoch != inst.epoch) return;  // the instance failed meanwhile
+  inst.encode_busy = false;
+  Pool& pool = pools_[inst.pool];
+  const double per_token = config_.disaggregation.embedding_bytes_per_token > 0
+                               ? config_.disaggregation.embedding_bytes_per_token
+                               : 2.0 * config_.model.hidden;  // bf16 embeddings
+  for (const std::uint32_t r : inst.encode_batch) {
+    advance(r, metrics::TtftPart::kEncode);
+    add_load(pool, e.instance - pool.first_instance,
+             load_units(pool, -static_cast<std::int64_t>(journeys_[r].image_tokens), -1));
+    const std::uint32_t target = pick_prefill(r);
+    if (target == kNoInstance) continue;
+    journeys_[r].target = target;
+    start_flows(r, e.instance, target, 0, per_token * journeys_[r].image_tokens, kEmbeddingFlow);
+  }
+  inst.encode_batch.clear();
+  reschedule_network();
+  try_encode(e.instance);
+}
+
+void Simulation::start_flows(std::uint32_t r, std::uint32_t src, std::uint32_t dst,
+                             std::uint32_t dst_lane, double bytes, FlowKind kind) {
+  (void)dst_lane;
+  // KV and embeddings move between the TP ranks of one attention-DP group at each end (the
+  // request's group: its id modulo dp), rank t to rank t, in min(tp_src, tp_dst) flows.
+  const Instance& a = instances_[src];
+  const Instance& b = instances_[dst];
+  const int pa = static_cast<int>(a.pool), pb = static_cast<int>(b.pool);
+  const models::ParallelPlan& plan_a = pools_[a.pool].config->plan;
+  const models::ParallelPlan& plan_b = pools_[b.pool].config->plan;
+  const auto chips_a = placement_->chips(pa, static_cast<int>(src - pools_[a.pool].first_instance));
+  const auto chips_b = placement_->chips(pb, static_cast<int>(dst - pools_[b.pool].first_instance));
+  SERVESIM_CHECK_MSG(!chips_a.empty() && !chips_b.empty(), "an instance without chips moves data");
+  const int k = std::max(1, std::min(plan_a.tp, plan_b.tp));
+  const std::size_t ga = (r % static_cast<std::uint32_t>(plan_a.dp)) * static_cast<std::size_t>(plan_a.tp);
+  const std::size_t gb = (r % static_cast<std::uint32_t>(plan_b.dp)) * static_cast<std::size_t>(plan_b.tp);
+  Journey& j = journeys_[r];
+  for (int t = 0; t < k; ++t) {
+    const auto ca = chips_a[(ga + static_cast<std::size_t>(t)) % chips_a.size()];
+    const auto cb = chips_b[(gb + static_cast<std::size_t>(t)) % chips_b.size()];
+    net_->start(now_, ca, cb, std::max(bytes / k, 1.0),
+                (std::uint64_t{r} << 8) | (std::uint64_t{j.epoch & 63u} << 2) | kind, r);
+    ++j.flows;
+  }
+}
+
+void Simulation::reschedule_network() {
+  if (!net_) return;
+  const SimTime t = net_->next_completion();
+  if (t == SimTime::never() || t >= net_due_) return;  // the live event comes first (or none due)
+  net_due_ = t;
+  schedule(std::max(t, now_), NetworkDue{++net_generation_});
+}
+
+void Simulation::handle(const NetworkDue& e) {
+  if (e.generation != net_generation_) return;
+  net_due_ = SimTime::never();
+  flow_done_.clear();
+  net_->complete_until(now_, flow_done_);
+  for (const topologies::FlowDone& d : flow_done_) flow_done(d);
+  reschedule_network();
+}
+
+void Simulation::flow_done(const topologies::FlowDone& d) {
+  const auto r = static_cast<std::uint32_t>(d.tag >> 8);
+  const auto kind = static_cast<FlowKind>(d.tag & 3);
+  Journey& j = journeys_[r];
+  if (((d.tag >> 2) & 63u) != (j.epoch & 63u)) return;  // a failure made it stale
+  SERVESIM_CHECK(j.flows > 0);
+  if (--j.flows > 0) return;
+  RequestState& s = requests_[r];
+  if (s.phase == Phase::kDone) return;
+  if (kind == kEmbeddingFlow) {
+    advance(r, metrics::TtftPart::kEmbeddingTransfer);
+    enqueue_prefill(r, j.target);
+    return;
+  }
+  // A streamed transfer's bulk may land before the prefill ends; it is done with the last layer.
+  if (s.phase == Phase::kTransferring) kv_arrived(r);
+}
+
+bool Simulation::place_decode(std::uint32_t r) {
+  Pool& pool = pools_[static_cast<std::size_t>(decode_pool_)];
+  const RequestState& s = requests_[r];
+  const std::int64_t block = pool.config->kv_cache.block_tokens;
+  const std::int64_t need = (static_cast<std::int64_t>(s.prefill_target) + block - 1) / block;
+  const std::uint32_t local = pool.router->pick();
+  if (local == kNoInstance) return false;
+  const std::uint32_t index = pool.first_instance + local;
+  Instance& inst = instances_[index];
+  std::uint32_t best = 0;
+  for (std::uint32_t l = 1; l < inst.lanes.size(); ++l) {
+    if (inst.lanes[l].free_blocks() > inst.lanes[best].free_blocks()) best = l;
+  }
+  bool reserved = false;
+  changing(index, inst.lanes[best], [&] { reserved = inst.lanes[best].reserve_inbound(need); });
+  if (!reserved) return false;
+  Journey& j = journeys_[r];
+  j.flows_reserved = true;
+  j.target = index;
+  j.target_lane = static_cast<std::uint16_t>(best);
+  note_free_kv(index);
+  return true;
+}
+
+void Simulation::note_free_kv(std::uint32_t index) {
+  Instance& inst = instances_[index];
+  Pool& pool = pools_[inst.pool];
+  if (!pool.free_kv) return;
+  std::int64_t free = 0;
+  for (const Lane& l : inst.lanes) free = std::max(free, l.free_blocks());
+  pool.router->set_load(index - pool.first_instance, -free);
+}
+
+void Simulation::start_kv_flows(std::uint32_t r, double bytes) {
+  Journey& j = journeys_[r];
+  start_flows(r, requests_[r].instance, j.target, j.target_lane, bytes, kKvFlow);
+}
+
+void Simulation::prefill_done(std::uint32_t r, Lane& lane) {
+  RequestState& s = requests_[r];
+  Journey& j = journeys_[r];
+  Pool& pool = pools_[instances_[s.instance].pool];
+  lane.hold_for_transfer(r);
+  add_load(pool, s.instance - pool.first_instance, load_units(pool, 0, -1));
+  j.prefill_end = now_;
+  j.in_prefill = false;
+  const double total = static_cast<double>(s.prefill_target) *
+                       static_cast<double>(config_.model.kv_bytes_per_token());
+  if (j.streamed) {
+    // The last layer's share leaves now; the rest has been moving since the first chunk.
+    start_kv_flows(r, total / std::max(1, config_.model.layers));
+    reschedule_network();
+    return;
+  }
+  const Pool& decode = pools_[static_cast<std::size_t>(decode_pool_)];
+  if (static_cast<std::int64_t>(s.prefill_target) + s.output - s.generated > decode.admissible_tokens) {
+    changing(s.instance, lane, [&] { lane.release_held(r); });
+    reject(r, metrics::RejectReason::kNoCapacity);
+    return;
+  }
+  if (!awaiting_decode_.empty() || !place_decode(r)) {
+    awaiting_decode_.push_back(r);
+    return;
+  }
+  j.kv_bytes = total;
+  j.transfer_start = now_;
+  j.transferred = true;
+  start_kv_flows(r, total);
+  reschedule_network();
+}
+
+void Simulation::drain_awaiting() {
+  bool started = false;
+  while (!awaiting_decode_.empty()) {
+    const std::uint32_t r = awaiting_decode_.front();
+    if (requests_[r].phase != Phase::kTransferring) {  // a failure took it meanwhile
+      awaiting_decode_.pop_front();
+      continue;
+    }
+    if (!place_decode(r)) break;
+    awaiting_decode_.pop_front();
+    Journey& j = journeys_[r];
+    advance(r, metrics::TtftPart::kQueueing);
+    j.kv_bytes = static_cast<double>(requests_[r].prefill_target) *
+                 static_cast<double>(config_.model.kv_bytes_per_token());
+    j.transfer_start = now_;
+    j.transferred = true;
+    start_kv_flows(r, j.kv_bytes);
+    started = true;
+  }
+  if (started) reschedule_network();
+}
+
+void Simulation::kv_arrived(std::uint32_t r) {
+  RequestState& s = requests_[r];
+  Journey& j = journeys_[r];
+  Instance& src = instances_[s.instance];
+  changing(s.instance, src.lanes[s.lane], [&] { src.lanes[s.lane].release_held(r); });
+  schedule_dispatch(s.instance);  // its blocks are free again
+  advance(r, metrics::TtftPart::kKvTransferExposed);
+  j.transfer_end = now_;
+  j.flows_reserved = false;
+  Instance& dst = instances_[j.target];
+  Pool& pool = pools_[dst.pool];
+  if (trace_ && trace_->wants(j.transfer_start)) [[unlikely]] {
+    const std::int64_t exposed = j.ttft[static_cast<std::size_t>(metrics::TtftPart::kKvTransferExposed)];
+    trace_->record(metrics::TraceSpan{j.transfer_start.ps(), now_.ps(), pool.metrics_id.value,
+                                      j.target - pool.first_instance, 0, metrics::TraceKind::kTransfer,
+                                      {r, static_cast<std::int64_t>(j.kv_bytes), exposed / 1000, 0}});
+  }
+  s.instance = j.target;
+  s.lane = j.target_lane;
+  dst.lanes[j.target_lane].push_ready(r);
+  add_load(pool, j.target - pool.first_instance, load_units(pool, s.output - s.generated, 1));
+  recorder_.request_routed(RequestId(r), pool.metrics_id, InstanceId(j.target));
+  schedule_dispatch(j.target);
+}
+
+void Simulation::first_token_of(std::uint32_t r, bool disaggregated) {
+  recorder_.first_token(RequestId(r), now_);
+  Journey& j = journeys_[r];
+  if (!j.ttft_done) {
+    advance(r, disaggregated ? metrics::TtftPart::kFirstDecode : metrics::TtftPart::kPrefill);
+    j.ttft_done = true;
+    recorder_.ttft_parts(RequestId(r), j.ttft.data());
+    if (j.transferred) {
+      std::int64_t ttft = 0;
+      for (const std::int64_t v : j.ttft) ttft += v;
+      const Duration exposed = Duration::picoseconds(
+          j.ttft[static_cast<std::size_t>(metrics::TtftPart::kKvTransferExposed)]);
+      const Duration transfer = j.transfer_end - j.transfer_start;
+      for (const int p : {prefill_pool_, decode_pool_}) {
+        recorder_.kv_transfer(pools_[static_cast<std::size_t>(p)].metrics_id, j.kv_bytes, transfer,
+                              exposed, Duration::picoseconds(ttft));
+      }
+    }
+  }
+  if (source_->wants_first_token()) {
+    source_->first_token(source_view(r), now_, arrivals_);
+    schedule_arrivals();
   }
 }
 
@@ -202,7 +621,7 @@ void Simulation::complete(std::uint32_t r) {
   SERVESIM_CHECK(s.phase == Phase::kDone && s.generated == s.output);
   recorder_.request_completed(RequestId(r), now_);
   Pool& pool = pools_[instances_[s.instance].pool];
-  pool.router->add_load(s.instance - pool.first_instance, load_units(pool, 0, -1));
+  add_load(pool, s.instance - pool.first_instance, load_units(pool, 0, -1));
   client_done(r, true);
 }
 
@@ -221,19 +640,27 @@ void Simulation::client_done(std::uint32_t r, bool completed) {
 
 void Simulation::handle(const BatchFinished& e) {
   Instance& inst = instances_[e.instance];
+  if (e.epoch != inst.epoch) return;  // the instance failed while this batch ran
   Pool& pool = pools_[inst.pool];
   Lane& lane = inst.lanes[e.lane];
   lane.set_busy(false);
   Batch& batch = lane.batch();
   recorder_.iteration(pool.metrics_id, batch.components.data());
-  if (series_) [[unlikely]] gauges_before_ = lane_gauges(lane);
+  if (series_) [[unlikely]] {
+    gauges_before_ = lane_gauges(lane);
+    gauged_lane_ = &lane;
+  }
   std::int64_t emitted = batch.decodes;
 
   std::int64_t done_tokens = 0;
   if (batch.decodes > 0) {
+    recorder_.decode_iteration(pool.metrics_id, batch.components.data(), batch.decodes);
     lane.decode_gaps(now_, batch.decodes, [this](Duration gap, std::int64_t count) {
       recorder_.inter_token_gap(gap, count);
     });
+    // Requests whose KV came from a prefill instance: this step emitted their first token.
+    for (const std::uint32_t r : lane.fresh()) first_token_of(r, true);
+    lane.clear_fresh();
     done_tokens += batch.decodes;
     finished_.clear();
     lane.finish_decode_step(finished_);
@@ -241,15 +668,17 @@ void Simulation::handle(const BatchFinished& e) {
   }
   for (const Chunk& c : batch.chunks) {
     done_tokens += c.tokens;
+    if (!journeys_[c.request].ttft_done) advance(c.request, metrics::TtftPart::kPrefill);
     if (!lane.finish_chunk(c)) continue;
+    journeys_[c.request].in_prefill = false;
+    if (pool.role == PoolRole::kPrefill) {  // no token: its decode instance emits the first
+      prefill_done(c.request, lane);
+      continue;
+    }
     RequestState& s = requests_[c.request];
     // The prefill emits a token: the first, or the next one after a recompute.
     if (s.generated == 0) {
-      recorder_.first_token(RequestId(c.request), now_);
-      if (source_->wants_first_token()) {
-        source_->first_token(source_view(c.request), now_, arrivals_);
-        schedule_arrivals();
-      }
+      first_token_of(c.request, false);
     } else {
       recorder_.inter_token_gap(now_ - s.last_token, 1);
     }
@@ -263,10 +692,15 @@ void Simulation::handle(const BatchFinished& e) {
       lane.join_decode(c.request, now_);
     }
   }
-  pool.router->add_load(e.instance - pool.first_instance, load_units(pool, -done_tokens, 0));
+  add_load(pool, e.instance - pool.first_instance, load_units(pool, -done_tokens, 0));
   if (series_) [[unlikely]] {
     series_->output_tokens(pool.metrics_id, now_, emitted);
     note_gauges(pool, lane);
+    gauged_lane_ = nullptr;
+  }
+  if (pool.role == PoolRole::kDecode) {
+    note_free_kv(e.instance);
+    if (!awaiting_decode_.empty()) drain_awaiting();
   }
   try_dispatch(e.instance);
 }
@@ -280,8 +714,13 @@ void Simulation::handle(const DispatchRequested& e) {
 
 void Simulation::try_dispatch(std::uint32_t index) {
   Instance& inst = instances_[index];
-  if (inst.stage_free.front() > now_) return;  // a StageFreed or BatchFinished event will come
   Pool& pool = pools_[inst.pool];
+  if (pool.role == PoolRole::kEncode) {
+    try_encode(index);
+    return;
+  }
+  if (!inst.up) return;
+  if (inst.stage_free.front() > now_) return;  // a StageFreed or BatchFinished event will come
   const auto lanes = static_cast<std::uint32_t>(inst.lanes.size());
   for (std::uint32_t k = 0; k < lanes; ++k) {
     const std::uint32_t l = (inst.next_lane + k) % lanes;
@@ -290,16 +729,83 @@ void Simulation::try_dispatch(std::uint32_t index) {
     Batch& batch = lane.batch();
     batch.clear();
     preempted_.clear();
-    if (series_) [[unlikely]] gauges_before_ = lane_gauges(lane);
-    pool.scheduler->form_batch(lane, batch, preempted_);
-    if (series_) [[unlikely]] note_gauges(pool, lane);
+    if (series_) [[unlikely]] {
+      gauges_before_ = lane_gauges(lane);
+      gauged_lane_ = &lane;
+    }
+    if (config_.admission.ttft_budget) [[unlikely]] {
+      // Admission control: a request whose TTFT budget passed before its prefill began leaves.
+      const Duration budget = *config_.admission.ttft_budget;
+      while (lane.has_waiting()) {
+        const std::uint32_t r = lane.front_waiting();
+        const Journey& j = journeys_[r];
+        if (requests_[r].generated > 0 || j.ttft_done || now_ - j.arrival <= budget) break;
+        lane.pop_waiting_front();
+        add_load(pool, index - pool.first_instance,
+                 load_units(pool, -static_cast<std::int64_t>(requests_[r].prefill_target) -
+                                      (pool.role == PoolRole::kCombined ? requests_[r].output : 0),
+                            -1));
+        reject(r, metrics::RejectReason::kTtftBudget);
+      }
+    }
+    // Decode lanes take requests whose KV arrived first. When the step preempted everything it
+    // ran (a lane short of blocks) and ready requests could now be admitted, form it again, so
+    // that an idle lane never keeps requests it could run.
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      if (lane.ready() > 0) {
+        admitted_.clear();
+        lane.admit_ready(admitted_);
+        for (const std::uint32_t r : admitted_) {
+          if (!journeys_[r].ttft_done) advance(r, metrics::TtftPart::kQueueing);
+        }
+      }
+      pool.scheduler->form_batch(lane, batch, preempted_);
+      if (!batch.empty() || lane.ready() == 0 || !lane.can_admit_ready()) break;
+    }
+    if (series_) [[unlikely]] {
+      note_gauges(pool, lane);
+      gauged_lane_ = nullptr;
+    }
     std::int64_t lost = 0;
     for (const Preemption& p : preempted_) {
       recorder_.request_preempted(RequestId(p.request), pool.metrics_id);
       lost += p.lost_tokens;
+      Journey& j = journeys_[p.request];
+      if (!j.ttft_done) {
+        advance(p.request, j.in_prefill ? metrics::TtftPart::kPrefillInterference
+                                        : metrics::TtftPart::kQueueing);
+        j.in_prefill = false;
+        j.preempted = true;
+      }
     }
-    if (lost > 0) pool.router->add_load(index - pool.first_instance, load_units(pool, lost, 0));
+    if (lost > 0) add_load(pool, index - pool.first_instance, load_units(pool, lost, 0));
     if (batch.empty()) continue;
+    for (const Chunk& c : batch.chunks) {
+      Journey& j = journeys_[c.request];
+      if (j.ttft_done) continue;
+      if (j.in_prefill) {
+        advance(c.request, metrics::TtftPart::kPrefillInterference);
+        continue;
+      }
+      advance(c.request, j.preempted ? metrics::TtftPart::kPreemption : metrics::TtftPart::kQueueing);
+      j.preempted = false;
+      j.in_prefill = true;
+      if (pool.role == PoolRole::kPrefill &&
+          config_.disaggregation.kv_transfer == KvTransferMode::kLayerStreamed && !j.streamed &&
+          awaiting_decode_.empty() && place_decode(c.request)) {
+        // Layer-streamed: every layer but the last moves while the prompt is prefilled.
+        const RequestState& s = requests_[c.request];
+        const double total = static_cast<double>(s.prefill_target) *
+                             static_cast<double>(config_.model.kv_bytes_per_token());
+        const int layers = std::max(1, config_.model.layers);
+        j.streamed = true;
+        j.transferred = true;
+        j.kv_bytes = total;
+        j.transfer_start = now_;
+        start_kv_flows(c.request, total * (layers - 1) / layers);
+        reschedule_network();
+      }
+    }
 
     const models::BatchShape shape = lane.shape(batch);
     const auto sequences = static_cast<std::int64_t>(batch.decodes + batch.chunks.size());
@@ -314,10 +820,172 @@ void Simulation::try_dispatch(std::uint32_t index) {
     if (trace_) [[unlikely]] trace_iteration(pool, index, l, t);
     lane.set_busy(true);
     inst.next_lane = l + 1;
-    schedule(t, BatchFinished{index, l});
+    schedule(t, BatchFinished{index, l, inst.epoch});
     if (inst.stage_free.size() > 1) schedule(inst.stage_free.front(), StageFreed{index});
+    if (pool.role == PoolRole::kDecode) note_free_kv(index);
     return;
   }
+  if (pool.role == PoolRole::kDecode) note_free_kv(index);
+}
+
+void Simulation::record_link_usage(SimTime end) {
+  // The flow network's bytes per link class over time (its own bins), as one time-series link
+  // per class with the class's total capacity: what the report's busiest links show.
+  net_->account_until(end);
+  std::array<double, static_cast<std::size_t>(topologies::LinkClass::kCount)> capacity{};
+  for (std::size_t l = 0; l < fabric_->link_count(); ++l) {
+    const topologies::Link& link = fabric_->link(topologies::LinkId(static_cast<std::uint32_t>(l)));
+    capacity[static_cast<std::size_t>(link.link_class)] += link.bandwidth_bytes_per_s;
+  }
+  for (std::size_t c = 0; c < capacity.size(); ++c) {
+    const auto cls = static_cast<topologies::LinkClass>(c);
+    const topologies::LinkUsageSeries& u = net_->class_usage(cls);
+    if (capacity[c] <= 0 || u.bytes.empty()) continue;
+    const std::uint32_t id = series_->add_link(std::string(topologies::link_class_name(cls)) +
+                                                   " links (all)", capacity[c]);
+    for (std::size_t b = 0; b < u.bytes.size(); ++b) {
+      const SimTime from = SimTime::zero() + Duration::picoseconds(u.bin.ps() * static_cast<std::int64_t>(b));
+      if (from >= end) break;
+      const SimTime to = std::min(end, from + u.bin);
+      if (u.bytes[b] > 0) series_->link_bytes(id, from, to, u.bytes[b]);
+    }
+  }
+}
+
+// --- failures ---
+
+void Simulation::handle(const FaultOccurred& e) {
+  const topologies::FaultEvent& f = faults_[e.index];
+  const topologies::FaultEffect effect = topologies::fault_effect(*fabric_, f.target);
+  if (f.up) {
+    net_->recover(now_, effect.links);
+    reschedule_network();
+    return;
+  }
+  // The instances on the touched chips go down for the repair time; then the network drops the
+  // links and the dead chips' flows (those are the failed instances' requests, handled above).
+  const SimTime repair_at = now_ + config_.failures.repair;
+  for (const topologies::InstanceRef& ref : placement_->instances_on(effect.touched_chips)) {
+    const std::uint32_t index = pools_[static_cast<std::size_t>(ref.pool)].first_instance +
+                                static_cast<std::uint32_t>(ref.instance);
+    if (instances_[index].up) fail_instance(index, repair_at);
+  }
+  flow_done_.clear();
+  net_->fail(now_, effect.links, effect.dead_chips, flow_done_);
+  reschedule_network();
+}
+
+void Simulation::fail_instance(std::uint32_t index, SimTime repair_at) {
+  Instance& inst = instances_[index];
+  Pool& pool = pools_[inst.pool];
+  const std::uint32_t local = index - pool.first_instance;
+  inst.up = false;
+  ++inst.epoch;
+  pool.router->set_up(local, false);
+  evicted_.clear();
+  for (Lane& lane : inst.lanes) changing(index, lane, [&] { lane.evict_all(evicted_); });
+  for (const std::uint32_t r : inst.encode_batch) evicted_.push_back(r);
+  inst.encode_batch.clear();
+  inst.encode_busy = false;
+  while (!inst.encode_waiting.empty()) {
+    evicted_.push_back(inst.encode_waiting.front());
+    inst.encode_waiting.pop_front();
+  }
+  for (std::size_t s = 0; s < inst.stage_free.size(); ++s) inst.stage_free[s] = now_;
+  // Requests whose KV is on its way to this (decode) instance: its reservation went with it.
+  // Prefilled ones are affected; ones still prefilling (streamed) send after their prefill.
+  if (pool.role == PoolRole::kDecode) {
+    for (std::uint32_t r = 0; r < requests_.size(); ++r) {
+      const RequestState& s = requests_[r];
+      Journey& j = journeys_[r];
+      if (j.target != index || !j.flows_reserved) continue;
+      if (s.phase == Phase::kTransferring) {
+        evicted_.push_back(r);
+      } else if (s.phase == Phase::kPrefilling) {
+        ++j.epoch;
+        j.flows = 0;
+        j.flows_reserved = j.streamed = j.transferred = false;
+        j.target = kNoInstance;
+      }
+    }
+  }
+  schedule(repair_at, InstanceRepaired{index});
+  const bool lose = config_.failures.policy == FailurePolicy::kLose;
+  for (const std::uint32_t r : evicted_) {
+    failed_log_.push_back(r);
+    RequestState& s = requests_[r];
+    Journey& j = journeys_[r];
+    // Flows still moving for it are stale from here on (its tag's epoch).
+    ++j.epoch;
+    j.flows = 0;
+    if (!j.ttft_done) {
+      advance(r, j.in_prefill ? metrics::TtftPart::kPrefillInterference : metrics::TtftPart::kQueueing);
+    }
+    j.in_prefill = false;
+    const bool held_elsewhere = s.phase == Phase::kTransferring && s.instance != index;
+    if (s.instance == index && j.target != kNoInstance && j.flows_reserved) {
+      // Prefilled (or streaming) here, its KV was going to a live decode instance: give that
+      // room back.
+      Instance& dst = instances_[j.target];
+      const std::int64_t block = pools_[dst.pool].config->kv_cache.block_tokens;
+      if (dst.up) {
+        Lane& lane = dst.lanes[j.target_lane];
+        changing(j.target, lane, [&] { lane.cancel_inbound((s.prefill_target + block - 1) / block); });
+        note_free_kv(j.target);
+      }
+    }
+    j.flows_reserved = false;
+    j.streamed = false;
+    j.transferred = false;
+    j.target = kNoInstance;
+    if (lose) {
+      if (held_elsewhere) {
+        Lane& lane = instances_[s.instance].lanes[s.lane];
+        changing(s.instance, lane, [&] { lane.release_held(r); });
+        schedule_dispatch(s.instance);
+      }
+      reject(r, metrics::RejectReason::kLostToFailure);
+      continue;
+    }
+    recorder_.request_requeued(RequestId(r));
+    if (held_elsewhere) {
+      // Its KV is intact on its prefill instance: it only needs another decode instance.
+      awaiting_decode_.push_back(r);
+      continue;
+    }
+    s.phase = Phase::kNew;
+    s.prefilled = 0;
+    enter(r);
+  }
+  if (trace_ && trace_->wants(now_)) [[unlikely]] {
+    trace_->record(metrics::TraceSpan{now_.ps(), repair_at.ps(), pool.metrics_id.value, local, 0,
+                                      metrics::TraceKind::kFailure,
+                                      {static_cast<std::int64_t>(evicted_.size()), lose ? 1 : 0, 0, 0}});
+  }
+  if (!awaiting_decode_.empty()) drain_awaiting();
+}
+
+void Simulation::handle(const InstanceRepaired& e) {
+  Instance& inst = instances_[e.instance];
+  Pool& pool = pools_[inst.pool];
+  const std::uint32_t local = e.instance - pool.first_instance;
+  inst.up = true;
+  pool.router->set_up(local, true);
+  // The repair replaced what failed: the instance's chips and their links are back.
+  const int p = static_cast<int>(inst.pool);
+  for (const topologies::ChipId c : placement_->chips(p, static_cast<int>(local))) {
+    const auto effect =
+        topologies::fault_effect(*fabric_, topologies::FaultTarget{topologies::FaultKind::kChip, c.value});
+    net_->recover(now_, effect.links);
+  }
+  reschedule_network();
+  if (pool.free_kv) {
+    note_free_kv(e.instance);
+  } else {
+    pool.router->set_load(local, 0);
+  }
+  schedule_dispatch(e.instance);
+  if (pool.role == PoolRole::kDecode && !awaiting_decode_.empty()) drain_awaiting();
 }
 
 Simulation::LaneGauges Simulation::lane_gauges(const Lane& lane) {
@@ -350,11 +1018,14 @@ void Simulation::publish_progress(std::uint64_t events) {
 
 bool Simulation::drained() const {
   for (const Instance& inst : instances_) {
+    if (!inst.encode_waiting.empty() || inst.encode_busy) return false;
     for (const Lane& lane : inst.lanes) {
-      if (lane.unfinished() != 0 || lane.used_blocks() != 0 || lane.busy()) return false;
+      if (lane.unfinished() != 0 || lane.ready() != 0 || lane.used_blocks() != 0 || lane.busy()) {
+        return false;
+      }
     }
   }
-  return true;
+  return awaiting_decode_.empty() && (!net_ || net_->active_flows() == 0);
 }
 
 void Simulation::check_all() const {

@@ -8,14 +8,21 @@
 // One event per batch iteration (plus one per pipeline stage hand-off with pp > 1), one per
 // arrival, and one per dispatch of an idle instance: nothing per token.
 //
+// Disaggregated deployments (encode / prefill / decode pools) add: the encode pool's batches
+// (EncodeFinished), flows on the cluster's FlowNetwork for image embeddings (encode -> prefill)
+// and KV caches (prefill -> decode), one NetworkDue event for the earliest flow completion, and
+// the fault timeline (FaultOccurred, InstanceRepaired). See sim/cluster/README.md.
+//
 // Invariants, CHECKed as the run goes: time never goes back; every request is in exactly one of
 // waiting / prefilling / decoding / done; KV blocks in use never exceed a lane's capacity. With
 // set_paranoid(true) every lane's aggregates are recomputed from scratch after every event.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "sim/cluster/batch_scheduler.h"
@@ -27,8 +34,10 @@
 #include "sim/cluster/router.h"
 #include "sim/core/check.h"
 #include "sim/core/event_queue.h"
+#include "sim/core/ring_queue.h"
 #include "sim/core/slab_allocator.h"
 #include "sim/metrics/recorder.h"
+#include "topologies/flow_network.h"
 #include "workloads/source.h"
 
 namespace servesim::cluster {
@@ -75,12 +84,22 @@ class Simulation {
   }
   const workloads::RequestSource& source() const { return *source_; }
   std::int64_t instance_load(std::uint32_t instance) const;
+  // Where each pool's instances live (the scenario's cluster, or the default one); null for an
+  // aggregated deployment without a cluster.
+  const topologies::ClusterPlacement* placement() const { return placement_; }
+  bool instance_up(std::uint32_t instance) const { return instances_[instance].up; }
+  // Requests a failure hit, in the order it hit them (tests).
+  const std::vector<std::uint32_t>& failed_requests() const { return failed_log_; }
   // True when no lane holds a request or a KV block (every request has left the cluster).
   bool drained() const;
 
  private:
   struct Pool {
     const PoolConfig* config = nullptr;  // in config_.pools
+    PoolRole role = PoolRole::kCombined;
+    bool free_kv = false;  // the router's load is the negated free KV blocks (decode placement)
+    std::unique_ptr<models::CostModel> encode_cost;  // encode pools
+    std::int64_t admissible_tokens = 0;
     PoolId metrics_id;
     std::unique_ptr<IterationCostModel> cost;
     std::unique_ptr<BatchScheduler> scheduler;
@@ -94,17 +113,90 @@ class Simulation {
     std::uint32_t next_lane = 0;      // dispatch rotation
     std::uint32_t next_assign = 0;    // lane assignment rotation for ties
     bool dispatch_pending = false;
+    bool up = true;
+    std::uint32_t epoch = 0;          // bumped when a failure empties it
+    // Encode pools: the waiting requests and the batch in flight.
+    RingQueue<std::uint32_t> encode_waiting;
+    std::vector<std::uint32_t> encode_batch;
+    bool encode_busy = false;
   };
+  // A request's cold state on its way through the stages: the TTFT segment clock (the time since
+  // `mark` goes to the part the next transition names), and its transfers.
+  struct Journey {
+    SimTime arrival, mark, prefill_end, transfer_start, transfer_end;
+    std::array<std::int64_t, metrics::kTtftParts> ttft{};
+    double kv_bytes = 0;
+    std::uint32_t image_tokens = 0;
+    std::uint32_t target = kNoInstance;  // prefill instance of its embeddings; decode instance of its KV
+    std::uint16_t target_lane = 0;
+    std::uint16_t flows = 0;             // flows in flight
+    bool in_prefill = false, preempted = false, ttft_done = false, streamed = false;
+    bool transferred = false;
+    bool flows_reserved = false;         // KV room reserved on `target` (a decode instance)
+    std::uint32_t epoch = 0;             // bumped by failures: its flows in flight are stale
+  };
+  enum FlowKind : std::uint64_t { kEmbeddingFlow = 0, kKvFlow = 1 };
 
   void handle(const RequestArrived& e);
   void handle(const BatchFinished& e);
   void handle(const StageFreed& e);
   void handle(const DispatchRequested& e);
+  void handle(const EncodeFinished& e);
+  void handle(const NetworkDue& e);
+  void handle(const FaultOccurred& e);
+  void handle(const InstanceRepaired& e);
+
+  // --- stages ---
+  void enter(std::uint32_t r);                      // a new or re-queued request's first stage
+  void route_encode(std::uint32_t r);
+  void try_encode(std::uint32_t instance);
+  // Picks the prefill (or combined) instance; kNoInstance after rejecting r.
+  std::uint32_t pick_prefill(std::uint32_t r);
+  void enqueue_prefill(std::uint32_t r, std::uint32_t index);
+  void prefill_done(std::uint32_t r, Lane& lane);  // disaggregated prefill ended
+  // Reserves KV room on a decode instance (the journey's target); false when none has it.
+  bool place_decode(std::uint32_t r);
+  void start_kv_flows(std::uint32_t r, double bytes);
+  void start_flows(std::uint32_t r, std::uint32_t src, std::uint32_t dst, std::uint32_t dst_lane,
+                   double bytes, FlowKind kind);
+  void flow_done(const topologies::FlowDone& d);
+  void kv_arrived(std::uint32_t r);
+  void drain_awaiting();
+  void first_token_of(std::uint32_t r, bool disaggregated);
+  void advance(std::uint32_t r, metrics::TtftPart part) {
+    Journey& j = journeys_[r];
+    j.ttft[static_cast<std::size_t>(part)] += (now_ - j.mark).ps();
+    j.mark = now_;
+  }
+  void reschedule_network();
+  // Runs f(), which changes `lane` outside a batch step, recording the gauges' change.
+  // (Inside a step that records `lane` itself, that step's record covers the change.)
+  template <class F>
+  void changing(std::uint32_t instance, Lane& lane, F&& f) {
+    if (!series_ || &lane == gauged_lane_) [[likely]] {
+      f();
+      return;
+    }
+    const LaneGauges outer = gauges_before_;
+    gauges_before_ = lane_gauges(lane);
+    f();
+    note_gauges(pools_[instances_[instance].pool], lane);
+    gauges_before_ = outer;
+  }
+  [[gnu::noinline]] void record_link_usage(SimTime end);
+  void note_free_kv(std::uint32_t instance);
+  void add_load(Pool& pool, std::uint32_t local, std::int64_t delta) {
+    if (!pool.free_kv) pool.router->add_load(local, delta);
+  }
+  void fail_instance(std::uint32_t instance, SimTime repair_at);
+  std::vector<metrics::GroupTier> group_tiers(const PoolConfig& pc, int pool) const;
+  // Random faults are drawn up to the horizon, or this far when the run has none.
+  static constexpr Duration kMaxFaultTime = Duration::milliseconds(86'400'000);
+  void schedule_dispatch(std::uint32_t instance);
 
   void schedule(SimTime t, const Event& e) { queue_.push(t, priority_of(e), e); }
   // Schedules the arrivals the source handed out into arrivals_, and clears it.
   void schedule_arrivals();
-  void route(std::uint32_t r);
   void reject(std::uint32_t r, metrics::RejectReason reason);
   void complete(std::uint32_t r);
   void client_done(std::uint32_t r, bool completed);
@@ -143,6 +235,23 @@ class Simulation {
   metrics::TraceLog* trace_ = nullptr;
   RunProgress* progress_ = nullptr;
   LaneGauges gauges_before_;  // a lane's gauges before the step being recorded
+  const Lane* gauged_lane_ = nullptr;  // that lane
+
+  int encode_pool_ = -1, prefill_pool_ = -1, decode_pool_ = -1;  // prefill_pool_: or combined
+  bool disaggregated_ = false;
+  SlabVector<Journey> journeys_;  // indexed like requests_
+  std::optional<ClusterConfig> default_cluster_;
+  const topologies::ClusterPlacement* placement_ = nullptr;
+  std::unique_ptr<topologies::Fabric> fabric_;  // the run's own copy (faults change it)
+  std::unique_ptr<topologies::FlowNetwork> net_;
+  SimTime net_due_ = SimTime::never();
+  std::uint32_t net_generation_ = 0;
+  std::vector<topologies::FlowDone> flow_done_;
+  RingQueue<std::uint32_t> awaiting_decode_;  // prefilled, waiting for decode KV room
+  std::vector<topologies::FaultEvent> faults_;
+  std::vector<std::uint32_t> failed_log_, evicted_;
+  std::vector<models::ImageSize> images_;
+  std::vector<std::uint32_t> admitted_;
 
   // Scratch buffers reused by every event (no allocation per event once warm).
   std::vector<std::uint32_t> finished_;

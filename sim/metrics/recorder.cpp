@@ -11,14 +11,25 @@ std::string_view reject_reason_name(RejectReason r) {
     case RejectReason::kNone: return "none";
     case RejectReason::kExceedsMaxModelLen: return "exceeds_max_model_len";
     case RejectReason::kQueueFull: return "queue_full";
+    case RejectReason::kTtftBudget: return "ttft_budget";
+    case RejectReason::kNoCapacity: return "no_capacity";
+    case RejectReason::kLostToFailure: return "lost_to_failure";
     case RejectReason::kCount: break;
   }
   return "?";
 }
 
+std::string_view ttft_part_name(TtftPart p) {
+  static constexpr std::string_view kNames[] = {
+      "queueing", "encode", "embedding_transfer", "prefill", "prefill_interference",
+      "kv_transfer_exposed", "first_decode", "preemption", "other"};
+  return kNames[static_cast<std::size_t>(p)];
+}
+
 PoolId RunMetrics::add_pool(PoolInfo info) {
   PoolTotals p;
   p.component_ps.assign(info.components.size(), 0);
+  p.decode_weighted_ps.assign(info.components.size(), 0.0);
   p.info = std::move(info);
   if (series_) series_->add_pool(p.info.name, p.info.kv_blocks);
   if (trace_) trace_->add_pool(p.info.name, p.info.instances, p.info.stages);
@@ -105,5 +116,32 @@ void RunMetrics::kv_usage_peak(PoolId pool, double fraction) {
   PoolTotals& p = pools_[pool.index()];
   p.kv_peak_fraction = std::max(p.kv_peak_fraction, fraction);
 }
+
+void RunMetrics::ttft_parts(RequestId, const std::int64_t* ps) {
+  for (std::size_t i = 0; i < kTtftParts; ++i) ttft_sums_[i] += static_cast<double>(ps[i]);
+  ++ttft_requests_;
+}
+
+void RunMetrics::decode_iteration(PoolId pool, const std::int64_t* component_ps,
+                                  std::int64_t tokens) {
+  PoolTotals& p = pools_[pool.index()];
+  const auto w = static_cast<double>(tokens);
+  for (std::size_t i = 0; i < p.decode_weighted_ps.size(); ++i) {
+    p.decode_weighted_ps[i] += w * static_cast<double>(component_ps[i]);
+  }
+  p.decode_tokens += w;
+}
+
+void RunMetrics::kv_transfer(PoolId pool, double bytes, Duration total, Duration exposed,
+                             Duration ttft) {
+  PoolTotals& p = pools_[pool.index()];
+  ++p.transfers;
+  p.transfer_bytes += bytes;
+  p.transfer_ps += static_cast<double>(total.ps());
+  p.exposed_ps += static_cast<double>(exposed.ps());
+  p.transferred_ttft_ps += static_cast<double>(ttft.ps());
+}
+
+void RunMetrics::request_requeued(RequestId) { ++requeued_; }
 
 }  // namespace servesim::metrics

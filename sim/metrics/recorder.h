@@ -10,6 +10,7 @@
 // class id, so each class gets its own latency figures and SLO attainment.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -31,9 +32,38 @@ enum class RejectReason : std::uint8_t {
   kNone,
   kExceedsMaxModelLen,  // prompt + output longer than the deployment's max_model_len
   kQueueFull,           // the instance's waiting queue was at its limit
+  kTtftBudget,          // still waiting for its prefill when its TTFT budget had passed
+  kNoCapacity,          // no instance of a stage was up, or its KV could never fit one
+  kLostToFailure,       // its instance failed and the failure policy is "lose"
   kCount
 };
 std::string_view reject_reason_name(RejectReason r);
+
+// The parts of a request's time to first token: consecutive segments of [arrival, first token],
+// so they add up to its TTFT exactly (sim/cluster/README.md says which transition starts which).
+enum class TtftPart : std::uint8_t {
+  kQueueing,             // waiting for admission in any pool (incl. re-queues after failures)
+  kEncode,               // its encode batch on the encode pool
+  kEmbeddingTransfer,    // image embeddings moving to the prefill instance
+  kPrefill,              // the prefill iterations that ran its chunks
+  kPrefillInterference,  // between its chunks, other work of its lane
+  kKvTransferExposed,    // after its prefill ended, until its KV reached the decode instance
+  kFirstDecode,          // the decode iteration that emitted its first token (disaggregated)
+  kPreemption,           // from a preemption (or failure) until it was admitted again
+  kOther,
+  kCount
+};
+inline constexpr std::size_t kTtftParts = static_cast<std::size_t>(TtftPart::kCount);
+std::string_view ttft_part_name(TtftPart p);
+
+// Which fabric tier a group kind of a pool's instances crosses (pools[].groups).
+struct GroupTier {
+  std::string group;         // tp, dp, ep, cp, pp
+  int ranks = 1;
+  bool leaves_domain = false;
+  std::string tier;          // "scale_up" plane name or "scale_out"
+  int domain_chips = 0;
+};
 
 struct SloTargets {
   std::optional<Duration> ttft;
@@ -72,6 +102,9 @@ struct PoolInfo {
   int stages = 1;            // pipeline stages per instance: each is busy or idle on its own
   std::vector<std::string> components;  // names of the time components, in index order
   std::int64_t kv_blocks = 0;  // KV-cache blocks of the whole pool (for occupancy over time)
+  // The parallel plan {tp, pp, dp, ep, moe_tp, cp} and the tiers its groups cross.
+  std::array<int, 6> plan{1, 1, 1, 1, 1, 1};
+  std::vector<GroupTier> groups{};
 };
 
 class Recorder {
@@ -99,6 +132,16 @@ class Recorder {
   // built, and records into them directly (non-virtual, so the hot loop pays a null test).
   virtual TimeSeries* time_series() { return nullptr; }
   virtual TraceLog* trace_log() { return nullptr; }
+  // --- attribution (defaults ignore them) ---
+  // At its first token: the request's TTFT by part, picoseconds, kTtftParts of them.
+  virtual void ttft_parts(RequestId, const std::int64_t*) {}
+  // A decode-carrying iteration of `pool` that emitted `tokens` decode tokens (for the token-
+  // weighted TPOT split).
+  virtual void decode_iteration(PoolId, const std::int64_t*, std::int64_t) {}
+  // A request's KV transfer, reported at its first token to its prefill and decode pools.
+  virtual void kv_transfer(PoolId, double, Duration, Duration, Duration) {}
+  // A request put back in a queue after its instance failed.
+  virtual void request_requeued(RequestId) {}
 };
 
 class RunMetrics final : public Recorder {
@@ -116,6 +159,10 @@ class RunMetrics final : public Recorder {
   void inter_token_gap(Duration gap, std::int64_t count) override;
   void iteration(PoolId pool, const std::int64_t* component_ps) override;
   void kv_usage_peak(PoolId pool, double fraction) override;
+  void ttft_parts(RequestId id, const std::int64_t* ps) override;
+  void decode_iteration(PoolId pool, const std::int64_t* component_ps, std::int64_t tokens) override;
+  void kv_transfer(PoolId pool, double bytes, Duration total, Duration exposed, Duration ttft) override;
+  void request_requeued(RequestId id) override;
   TimeSeries* time_series() override { return series_.get(); }
   TraceLog* trace_log() override { return trace_.get(); }
 
@@ -129,7 +176,18 @@ class RunMetrics final : public Recorder {
     std::int64_t iterations = 0;
     std::int64_t preemptions = 0;
     double kv_peak_fraction = 0;
+    // Decode iterations: component time weighted by the decode tokens each emitted, and the
+    // tokens (sum of weights).
+    std::vector<double> decode_weighted_ps;
+    double decode_tokens = 0;
+    // KV transfers of this pool's requests (as source or destination).
+    std::int64_t transfers = 0;
+    double transfer_bytes = 0, transfer_ps = 0, exposed_ps = 0, transferred_ttft_ps = 0;
   };
+  // Sum of TTFT parts over requests with a first token (ps), and how many reported parts.
+  const std::array<double, kTtftParts>& ttft_part_sums() const { return ttft_sums_; }
+  std::int64_t ttft_part_requests() const { return ttft_requests_; }
+  std::int64_t requeued() const { return requeued_; }
 
   const SlabVector<RequestRecord>& requests() const { return requests_; }
   const std::vector<PoolTotals>& pools() const { return pools_; }
@@ -145,6 +203,9 @@ class RunMetrics final : public Recorder {
   LogHistogram itl_;
   std::int64_t output_tokens_ = 0;  // every token emitted, including by requests still in flight
   std::int64_t input_tokens_ = 0;   // prompt tokens of requests that reached their first token
+  std::array<double, kTtftParts> ttft_sums_{};
+  std::int64_t ttft_requests_ = 0;
+  std::int64_t requeued_ = 0;
   std::unique_ptr<TimeSeries> series_;
   std::unique_ptr<TraceLog> trace_;
 };

@@ -1,5 +1,7 @@
 #include "sim/metrics/summary.h"
 
+#include <algorithm>
+
 #include "sim/core/check.h"
 
 namespace servesim::metrics {
@@ -142,7 +144,47 @@ Summary summarize(const RunMetrics& m, SimTime end, const SloTargets& slo) {
     ps.kv_cache_peak_fraction = p.kv_peak_fraction;
     ps.preemptions = p.preemptions;
     ps.iterations = p.iterations;
+    ps.plan = p.info.plan;
+    ps.groups = p.info.groups;
+    if (p.transfers > 0) {
+      PoolSummary::KvTransfer kt;
+      const auto n = static_cast<double>(p.transfers);
+      kt.transfers = p.transfers;
+      kt.bytes = p.transfer_bytes;
+      kt.mean_ms = p.transfer_ps / n / 1e9;
+      kt.exposed_mean_ms = p.exposed_ps / n / 1e9;
+      kt.overhead_fraction = p.transferred_ttft_ps > 0 ? p.exposed_ps / p.transferred_ttft_ps : 0;
+      ps.kv_transfer = kt;
+    }
     s.pools.push_back(std::move(ps));
+  }
+  s.lost = s.rejected_by_reason[static_cast<std::size_t>(RejectReason::kLostToFailure)];
+  s.requeued = m.requeued();
+  // TTFT parts: means over the requests that reported them (every request with a first token).
+  if (m.ttft_part_requests() > 0) {
+    const auto n = static_cast<double>(m.ttft_part_requests());
+    for (std::size_t i = 0; i < kTtftParts; ++i) {
+      const double v = m.ttft_part_sums()[i];
+      if (v > 0) s.ttft_breakdown_ms.emplace_back(ttft_part_name(static_cast<TtftPart>(i)), v / n / 1e9);
+    }
+  }
+  // TPOT: the pools whose iterations emitted decode tokens, token-weighted together.
+  {
+    std::vector<std::pair<std::string, double>> parts;
+    double total = 0;
+    for (const auto& p : m.pools()) {
+      for (std::size_t i = 0; i < p.decode_weighted_ps.size(); ++i) {
+        const double v = p.decode_weighted_ps[i];
+        if (v <= 0) continue;
+        total += v;
+        auto it = std::find_if(parts.begin(), parts.end(),
+                               [&](const auto& x) { return x.first == p.info.components[i]; });
+        if (it == parts.end()) parts.emplace_back(p.info.components[i], v); else it->second += v;
+      }
+    }
+    if (total > 0 && s.tpot_ms.count > 0) {
+      for (auto& [name, v] : parts) s.tpot_breakdown_ms.emplace_back(name, v / total * s.tpot_ms.mean);
+    }
   }
   s.output_tokens_per_s_per_chip = chips > 0 ? s.output_tokens_per_s / chips : 0;
   return s;

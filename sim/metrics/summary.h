@@ -41,6 +41,14 @@ struct PoolSummary {
   double kv_cache_peak_fraction = 0;
   std::int64_t preemptions = 0;
   std::int64_t iterations = 0;
+  std::array<int, 6> plan{1, 1, 1, 1, 1, 1};  // tp, pp, dp, ep, moe_tp, cp
+  std::vector<GroupTier> groups;
+  struct KvTransfer {
+    std::int64_t transfers = 0;
+    double bytes = 0, mean_ms = 0, exposed_mean_ms = 0;
+    double overhead_fraction = 0;  // exposed transfer time / TTFT, over the transferred requests
+  };
+  std::optional<KvTransfer> kv_transfer;  // pools that sent or received KV caches
 };
 
 struct ClassSummary {
@@ -67,6 +75,12 @@ struct Summary {
   std::optional<double> goodput_requests_per_s;
   std::vector<PoolSummary> pools;
   std::vector<ClassSummary> classes;
+  std::int64_t lost = 0, requeued = 0;  // failures
+  // The mean TTFT by part (TtftPart names, non-zero parts only; they sum to ttft_ms.mean) and the
+  // mean TPOT split by the decode iterations' components, token-weighted, plus nothing else: the
+  // shares of the decoding pool's decode-token-weighted iteration time, times the mean TPOT (so
+  // they sum to tpot_ms.mean).
+  std::vector<std::pair<std::string, double>> ttft_breakdown_ms, tpot_breakdown_ms;
   double simulated_s = 0;
 };
 

@@ -28,6 +28,10 @@ namespace servesim::metrics {
 
 enum class TraceKind : std::uint8_t {
   kIteration,  // a batch iteration: args decodes, prefill chunks, prefill tokens, preemptions
+  kTransfer,   // a KV cache arriving at a decode instance, from its start: args request, bytes,
+               // exposed ns (its own track per instance; `lane` unused)
+  kFailure,    // an instance down from its fault to its repair: args requests hit, lost (1) or
+               // re-queued (0) (its own track per instance; `lane` unused)
   kCount
 };
 std::string_view trace_kind_name(TraceKind k);

@@ -68,11 +68,14 @@ cluster::PoolConfig read_pool(Document& doc, const YAML::Node& node,
   bool ok = true;
   if (auto r = m.string("name", "pool" + std::to_string(index))) p.name = *r; else ok = false;
   const auto role = m.choice("role", {"combined", "prefill", "decode", "encode"}, "combined");
-  if (role && *role != "combined") {
-    const Field f = field_or(m, "role");
-    doc.error(f.mark, f.path,
-              "role '" + *role + "' needs disaggregated (EPD) serving, which this version does not "
-              "model yet; use 'combined' (each instance prefills and decodes)");
+  marks.role = field_or(m, "role");
+  if (role) {
+    p.role = *role;
+    p.kind = *role == "combined" ? cluster::PoolRole::kCombined
+             : *role == "prefill" ? cluster::PoolRole::kPrefill
+             : *role == "decode"  ? cluster::PoolRole::kDecode
+                                  : cluster::PoolRole::kEncode;
+  } else {
     ok = false;
   }
   marks.pool = Field{YAML::Node(), m.mark(), path};
@@ -112,8 +115,9 @@ cluster::PoolConfig read_pool(Document& doc, const YAML::Node& node,
                               : 1;
     const auto moe_tp = par.integer("moe_tp", 1, 65536, moe_tp_default);
     const auto cp = par.integer("cp", 1, 4096, 1);
+    const auto redundant = par.integer("redundant_experts", 0, 65536, 0);
     par.finish();
-    marks.plan_ok = tp && pp && dp && ep && moe_tp && cp && par.valid();
+    marks.plan_ok = tp && pp && dp && ep && moe_tp && cp && redundant && par.valid();
     if (marks.plan_ok) {
       p.plan.tp = static_cast<int>(*tp);
       p.plan.pp = static_cast<int>(*pp);
@@ -121,6 +125,7 @@ cluster::PoolConfig read_pool(Document& doc, const YAML::Node& node,
       p.plan.ep = static_cast<int>(*ep);
       p.plan.moe_tp = static_cast<int>(*moe_tp);
       p.plan.cp = static_cast<int>(*cp);
+      p.plan.redundant_experts = static_cast<int>(*redundant);
     }
     ok = ok && marks.plan_ok;
   }
@@ -212,11 +217,23 @@ cluster::PoolConfig read_pool(Document& doc, const YAML::Node& node,
     auto f = m.find("router");
     MapReader r(doc, f ? f->node : YAML::Node(), f ? f->mark : m.mark(),
                 child_path(path, "router"), echo["router"]);
-    const auto policy = r.choice("policy", {"least_loaded", "round_robin"}, "least_loaded");
+    // Decode pools place by free KV capacity unless told otherwise.
+    const std::string default_policy = p.kind == cluster::PoolRole::kDecode ? "free_kv" : "least_loaded";
+    const auto policy = r.choice("policy", {"least_loaded", "round_robin", "power_of_two", "free_kv"},
+                                 default_policy);
     const auto load = r.choice("load", {"tokens", "requests"}, "tokens");
     if (policy) {
-      p.router.policy = *policy == "least_loaded" ? cluster::RouterPolicy::kLeastLoaded
-                                                  : cluster::RouterPolicy::kRoundRobin;
+      p.router.policy = *policy == "least_loaded"   ? cluster::RouterPolicy::kLeastLoaded
+                        : *policy == "round_robin"  ? cluster::RouterPolicy::kRoundRobin
+                        : *policy == "power_of_two" ? cluster::RouterPolicy::kPowerOfTwo
+                                                    : cluster::RouterPolicy::kFreeKv;
+      if (p.router.policy == cluster::RouterPolicy::kFreeKv && p.kind != cluster::PoolRole::kDecode) {
+        const Field pf = field_or(r, "policy");
+        doc.error(pf.mark, pf.path,
+                  "free_kv places requests whose KV cache arrives from a prefill pool: it is for "
+                  "decode pools; use least_loaded, round_robin or power_of_two here");
+        ok = false;
+      }
     } else {
       ok = false;
     }
@@ -235,8 +252,48 @@ cluster::PoolConfig read_pool(Document& doc, const YAML::Node& node,
   return p;
 }
 
+void check_roles(Document& doc, const Field& pools_field,
+                 const std::vector<std::pair<cluster::PoolConfig, PoolMarks>>& pools,
+                 const std::optional<models::ModelSpec>& model) {
+  int counts[4] = {0, 0, 0, 0};
+  for (const auto& [p, marks] : pools) {
+    const int k = static_cast<int>(p.kind);
+    if (++counts[k] == 2) {
+      doc.error(marks.role.mark, marks.role.path,
+                "a second pool of role '" + p.role + "': a deployment has at most one pool per role");
+    }
+  }
+  using cluster::PoolRole;
+  const int combined = counts[static_cast<int>(PoolRole::kCombined)];
+  const int prefill = counts[static_cast<int>(PoolRole::kPrefill)];
+  const int decode = counts[static_cast<int>(PoolRole::kDecode)];
+  const int encode = counts[static_cast<int>(PoolRole::kEncode)];
+  if (combined > 0 && (prefill > 0 || decode > 0)) {
+    doc.error(pools_field.mark, pools_field.path,
+              "a combined pool prefills and decodes itself: do not mix it with prefill or decode "
+              "pools (use either [encode +] combined, or [encode +] prefill + decode)");
+  } else if (prefill != decode) {
+    doc.error(pools_field.mark, pools_field.path,
+              prefill > 0 ? "a prefill pool needs a decode pool to send its KV caches to"
+                          : "a decode pool needs a prefill pool that sends it KV caches");
+  } else if (combined == 0 && prefill == 0) {
+    doc.error(pools_field.mark, pools_field.path,
+              "no pool prefills: add a combined pool, or a prefill and a decode pool");
+  }
+  if (encode > 0 && model && !model->vision) {
+    for (const auto& [p, marks] : pools) {
+      if (p.kind == PoolRole::kEncode) {
+        doc.error(marks.role.mark, marks.role.path,
+                  "an encode pool runs the model's vision encoder, and " + model->name +
+                      " has none (model.vision)");
+      }
+    }
+  }
+}
+
 void check_deployment(Document& doc, const models::ModelSpec& model, const cluster::PoolConfig& p,
                       const PoolMarks& marks) {
+  if (p.kind == cluster::PoolRole::kEncode) return;  // the vision encoder: no KV, no plan checks
   bool plan_valid = marks.plan_ok;
   if (marks.plan_ok) {
     const int max_tp = marks.chip_ok ? p.chip.scale_up_domain : 64;
@@ -334,6 +391,55 @@ void check_deployment(Document& doc, const models::ModelSpec& model, const clust
                   " or give the KV cache more room (more chips per instance, context parallelism "
                   "(parallel.cp) to split each request over more chips, a bigger chip, a smaller "
                   "KV format)");
+  }
+}
+
+}  // namespace servesim::scenario
+
+namespace servesim::scenario {
+
+void read_deployment_options(MapReader& dep, cluster::SimulationConfig& config) {
+  Document& doc = dep.doc();
+  {
+    auto f = dep.find("kv_transfer");
+    MapReader k(doc, f ? f->node : YAML::Node(), f ? f->mark : dep.mark(),
+                child_path(dep.path(), "kv_transfer"), dep.echo()["kv_transfer"]);
+    if (auto r = k.choice("mode", {"after_prefill", "layer_streamed"}, "after_prefill")) {
+      config.disaggregation.kv_transfer = *r == "after_prefill"
+                                              ? cluster::KvTransferMode::kAfterPrefill
+                                              : cluster::KvTransferMode::kLayerStreamed;
+    }
+    // 0: the model's hidden size x 2 bytes (bf16 embeddings).
+    if (auto r = k.quantity("embedding_bytes_per_token", Dimension::kBytes, 0, kInf, true, 0.0)) {
+      config.disaggregation.embedding_bytes_per_token = *r;
+    }
+    k.finish();
+  }
+  {
+    auto f = dep.find("failures");
+    MapReader k(doc, f ? f->node : YAML::Node(), f ? f->mark : dep.mark(),
+                child_path(dep.path(), "failures"), dep.echo()["failures"]);
+    if (auto r = k.choice("policy", {"requeue", "lose"}, "requeue")) {
+      config.failures.policy = *r == "requeue" ? cluster::FailurePolicy::kRequeue
+                                               : cluster::FailurePolicy::kLose;
+    }
+    if (auto r = k.duration("repair", Duration::picoseconds(1), kMaxDuration, Duration::seconds(60.0))) {
+      config.failures.repair = *r;
+    }
+    k.finish();
+  }
+  {
+    auto f = dep.find("admission");
+    MapReader k(doc, f ? f->node : YAML::Node(), f ? f->mark : dep.mark(),
+                child_path(dep.path(), "admission"), dep.echo()["admission"]);
+    const auto tf = k.find("ttft_budget");
+    if (tf && !tf->node.IsNull()) {
+      config.admission.ttft_budget =
+          k.duration("ttft_budget", Duration::picoseconds(1), kMaxDuration, std::nullopt);
+    } else {
+      k.echo()["ttft_budget"] = nullptr;
+    }
+    k.finish();
   }
 }
 

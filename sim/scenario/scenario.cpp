@@ -97,13 +97,11 @@ Scenario load(YAML::Node root, Document& doc, const std::string& display_name,
           pools_ok = pools_ok && marks.all_ok;
           pools.emplace_back(std::move(p), marks);
         }
-        if (pf->node.size() > 1) {
-          doc.error(pf->mark, pf->path,
-                    "this version serves from one pool of role 'combined'; " +
-                        std::to_string(pf->node.size()) + " were given");
-          pools_ok = false;
-        }
+        const std::size_t before = doc.diagnostics().size();
+        check_roles(doc, *pf, pools, model);
+        if (doc.diagnostics().size() != before) pools_ok = false;
       }
+      read_deployment_options(dep, out.config);
       dep.finish();
     }
   }

@@ -57,7 +57,7 @@ std::optional<ChipProfile> read_chip_profile(MapReader& chip, const models::Chip
 // were read without errors (each check runs when its inputs are valid, so that one mistake does
 // not hide an unrelated one).
 struct PoolMarks {
-  Field tp, pp, ep, moe_tp, cp, chip, max_model_len, max_batched_tokens, pool, parallel;
+  Field tp, pp, ep, moe_tp, cp, chip, max_model_len, max_batched_tokens, pool, parallel, role;
   bool chip_ok = false, plan_ok = false, len_ok = false, scheduler_ok = false, kv_ok = false;
   bool all_ok = false;
   // The pool's `placement` key (cluster_section.cpp): the key, each explicit chip list.
@@ -69,6 +69,13 @@ struct PoolMarks {
 cluster::PoolConfig read_pool(Document& doc, const YAML::Node& node, const YAML::Mark& mark,
                               const std::string& path, std::size_t index, Json& echo,
                               const std::optional<models::ModelSpec>& model, PoolMarks& marks);
+// The deployment's roles: at most one pool per role, [encode +] combined or [encode +] prefill +
+// decode, an encode pool only for a model with a vision encoder.
+void check_roles(Document& doc, const Field& pools_field,
+                 const std::vector<std::pair<cluster::PoolConfig, PoolMarks>>& pools,
+                 const std::optional<models::ModelSpec>& model);
+// The deployment's own keys besides pools: kv_transfer, failures, admission.
+void read_deployment_options(MapReader& dep, cluster::SimulationConfig& config);
 // Checks of one pool against the model: plan, placement, token budget, memory, KV capacity.
 void check_deployment(Document& doc, const models::ModelSpec& model, const cluster::PoolConfig& p,
                       const PoolMarks& marks);

@@ -71,6 +71,15 @@ cluster::SimulationConfig random_config(Rng& rng) {
   return config;
 }
 
+// Output tokens of the completed requests: what a drained run emitted, when nothing was lost.
+std::int64_t completed_output_tokens(const metrics::RunMetrics& m) {
+  std::int64_t n = 0;
+  for (const auto& r : m.requests()) {
+    if (r.status == metrics::RequestStatus::kCompleted) n += r.output_tokens;
+  }
+  return n;
+}
+
 }  // namespace
 
 TEST_CASE("Invariants: over random small scenarios every request is accounted for and KV is conserved") {
@@ -98,10 +107,7 @@ TEST_CASE("Invariants: over random small scenarios every request is accounted fo
       CHECK(sim.drained());
       for (int i = 0; i < config.pools[0].instances; ++i) CHECK(sim.instance_load(static_cast<std::uint32_t>(i)) == 0);
       // Tokens are conserved: each completed request emitted exactly its output tokens.
-      std::int64_t expected_tokens = 0;
-      for (const auto& r : m.requests()) {
-        if (r.status == metrics::RequestStatus::kCompleted) expected_tokens += r.output_tokens;
-      }
+      const std::int64_t expected_tokens = completed_output_tokens(m);
       CHECK(m.output_tokens() == expected_tokens);
     }
     for (const auto& r : m.requests()) {
@@ -132,4 +138,81 @@ TEST_CASE("Determinism: the same configuration and seed give the same event stre
     CHECK(ra.events == rb.events);
     CHECK(ra.end == rb.end);
   }
+}
+
+TEST_CASE("Invariants: random disaggregated deployments conserve requests, tokens and KV blocks") {
+  Rng rng(20261201, "epd-invariants");
+  int with_faults = 0, with_preemptions = 0, streamed = 0;
+  for (int trial = 0; trial < 150; ++trial) {
+    CAPTURE(trial);
+    auto config = random_config(rng);
+    // Split the random pool into a prefill and a decode pool on NIC-connected chips.
+    cluster::PoolConfig& p = config.pools[0];
+    // One chip per domain (every transfer on the NICs) when the plan allows it.
+    p.chip.scale_up_domain = p.plan.tp == 1 && rng.uniform_int(0, 1) ? 1 : 8;
+    p.chip.scale_out_bandwidth = Bandwidth{static_cast<double>(rng.uniform_int(1, 100)) * 1e8};
+    p.kind = cluster::PoolRole::kPrefill;
+    p.role = "prefill";
+    if (rng.uniform_int(0, 2) == 0) p.router.policy = cluster::RouterPolicy::kPowerOfTwo;
+    cluster::PoolConfig d = p;
+    d.name = "decode";
+    d.kind = cluster::PoolRole::kDecode;
+    d.role = "decode";
+    d.instances = static_cast<int>(rng.uniform_int(1, 4));
+    d.router.policy = rng.uniform_int(0, 1) ? cluster::RouterPolicy::kFreeKv
+                                            : cluster::RouterPolicy::kLeastLoaded;
+    config.pools.push_back(d);
+    if (rng.uniform_int(0, 1)) {
+      config.disaggregation.kv_transfer = cluster::KvTransferMode::kLayerStreamed;
+      ++streamed;
+    }
+    const bool faults = rng.uniform_int(0, 2) == 0;
+    if (faults) {
+      config.cluster = cluster::default_cluster(config.pools);
+      topologies::ScheduledFault f;
+      const int chips = static_cast<int>(config.cluster->fabric->chips());
+      f.target = topologies::FaultTarget{topologies::FaultKind::kChip,
+                                         static_cast<std::uint32_t>(rng.uniform_int(0, static_cast<std::uint64_t>(chips - 1)))};
+      f.at = SimTime::zero() + Duration::picoseconds(static_cast<std::int64_t>(rng.uniform_int(1, 20)) * 1'000'000);
+      config.cluster->faults.scheduled.push_back(f);
+      config.failures.policy = rng.uniform_int(0, 1) ? cluster::FailurePolicy::kLose
+                                                     : cluster::FailurePolicy::kRequeue;
+      config.failures.repair = Duration::picoseconds(static_cast<std::int64_t>(rng.uniform_int(1, 50)) * 1'000'000);
+      ++with_faults;
+    }
+    metrics::RunMetrics m;
+    // A third of the runs record the time series too (its gauges CHECK they never go negative).
+    if (trial % 3 == 0) m.enable_time_series();
+    cluster::Simulation sim(config, m);
+    sim.set_paranoid(true);
+    const auto result = sim.run();
+    const auto s = metrics::summarize(m, result.end, {});
+    CHECK(s.arrived == s.completed + s.rejected + s.in_flight);
+    if (!config.horizon) {
+      CHECK(s.arrived == config.workload.requests);
+      CHECK(s.in_flight == 0);
+      CHECK(sim.drained());
+      const std::int64_t expected_tokens = completed_output_tokens(m);
+      // Lost requests may have emitted tokens before their instance failed.
+      if (s.lost == 0) CHECK(m.output_tokens() == expected_tokens);
+      if (s.lost > 0) CHECK(m.output_tokens() >= expected_tokens);
+    }
+    double ttft = 0;
+    for (const auto& [k, v] : s.ttft_breakdown_ms) ttft += v;
+    if (s.ttft_ms.count > 0) CHECK(ttft == doctest::Approx(s.ttft_ms.mean).epsilon(1e-9));
+    for (const auto& r : m.requests()) {
+      if (r.status == metrics::RequestStatus::kCompleted) {
+        CHECK(r.arrival <= r.first_token);
+        CHECK(r.first_token <= r.completion);
+      }
+    }
+    for (const auto& pool : s.pools) {
+      CHECK(pool.kv_cache_peak_fraction <= 1.0);
+      CHECK(pool.utilization <= 1.0 + 1e-9);
+      if (pool.preemptions > 0) ++with_preemptions;
+    }
+  }
+  CHECK(with_faults > 20);
+  CHECK(with_preemptions > 10);
+  CHECK(streamed > 20);
 }

@@ -851,7 +851,7 @@ workload:
              "every admissible prompt fits; got 4096"});
 }
 
-TEST_CASE("Malformed scenario: a prefill pool is not supported yet") {
+TEST_CASE("Malformed scenario: a prefill pool without a decode pool") {
   check_one(R"(
 model: llama-3.1-8b
 deployment:
@@ -866,12 +866,11 @@ workload:
     prompt: {distribution: fixed, value: 128}
     output: {distribution: fixed, value: 16}
 )",
-            {kFile, 5, 13, "deployment.pools[0].role",
-             "role 'prefill' needs disaggregated (EPD) serving, which this version does not model "
-             "yet; use 'combined' (each instance prefills and decodes)"});
+            {kFile, 4, 5, "deployment.pools",
+             "a prefill pool needs a decode pool to send its KV caches to"});
 }
 
-TEST_CASE("Malformed scenario: two pools are not supported yet") {
+TEST_CASE("Malformed scenario: two pools of one role") {
   check_one(R"(
 model: llama-3.1-8b
 deployment:
@@ -887,8 +886,8 @@ workload:
     prompt: {distribution: fixed, value: 128}
     output: {distribution: fixed, value: 16}
 )",
-            {kFile, 4, 5, "deployment.pools",
-             "this version serves from one pool of role 'combined'; 2 were given"});
+            {kFile, 6, 7, "deployment.pools[1].role",
+             "a second pool of role 'combined': a deployment has at most one pool per role"});
 }
 
 // ---- Workload ---------------------------------------------------------------------------------
