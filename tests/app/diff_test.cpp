@@ -241,7 +241,7 @@ TEST_CASE("diff: throughput splits exactly into tokens per iteration, utilizatio
   CHECK(s1.find("; this is +854.8 tok/s (the other 3: -354.8 tok/s).") != std::string::npos);
 }
 
-TEST_CASE("diff: quickstart vs tp=2 on today's reports (pools[].breakdown), checked against the runs") {
+TEST_CASE("diff: quickstart vs tp=2, on the runs' contract keys and on the pools[].breakdown fallback") {
   const fs::path dir = scratch("diff_tp");
   fs::create_directories(dir);
   const std::string shorter = "workload.requests=600";
@@ -261,17 +261,14 @@ TEST_CASE("diff: quickstart vs tp=2 on today's reports (pools[].breakdown), chec
   CHECK(d["a"]["seed"] == d["b"]["seed"]);
   CHECK(d["a"]["wall_s"].is_null());
 
-  // Fallback basis: the mean TPOT of A split in the decode (here: combined) pool's busy shares,
-  // part_c = mean x share_c / (1 - idle); measured when this was written, MLP GEMMs in A =
-  // 13.64 ms x 0.405 / (1 - 0.047) = 5.80 ms.
+  // The runs carry summary.tpot_breakdown_ms, so the split is the reports' own parts: A's MLP GEMM
+  // part is A's tpot_breakdown_ms.gemm_mlp.
   const Json& at = d["attribution"]["tpot_mean"];
-  CHECK(at["basis"] == "pools[].breakdown");
-  const Json& bd = a["pools"][0]["breakdown"];
+  CHECK(at["basis"] == "summary.tpot_breakdown_ms");
   const double mean_a = a["summary"]["tpot_ms"]["mean"].get<double>();
-  const double busy = 1 - bd["idle"].get<double>();
   REQUIRE(component(at, "gemm_mlp"));
   CHECK(component(at, "gemm_mlp")->at("a").get<double>() ==
-        doctest::Approx(mean_a * bd["gemm_mlp"].get<double>() / busy));
+        doctest::Approx(a["summary"]["tpot_breakdown_ms"]["gemm_mlp"].get<double>()));
   CHECK(at["a"].get<double>() == doctest::Approx(mean_a));
   CHECK(sum_of_deltas(at) == doctest::Approx(at["delta"].get<double>()).epsilon(1e-9));
   // TP 1 has no all-reduce; TP 2 does, on a group of 2 chips inside the H100's 8-chip NVLink
@@ -280,11 +277,11 @@ TEST_CASE("diff: quickstart vs tp=2 on today's reports (pools[].breakdown), chec
   REQUIRE(ar);
   CHECK(ar->at("a").get<double>() == 0);
   CHECK(ar->at("b").get<double>() > 0);
-  CHECK(ar->at("why") == "TP 1 -> 2, inside the 8-chip scale-up domain");
+  CHECK(ar->at("why").get<std::string>().find("TP 1 -> 2, inside the 8-chip scale-up domain") == 0);
   // GEMMs split over two chips get faster, and say why.
   CHECK(component(at, "gemm_mlp")->at("delta").get<double>() < 0);
   CHECK(component(at, "gemm_mlp")->at("why") == "parallel.tp 1 -> 2");
-  CHECK(d["groups"][0]["source"] == "scenario");
+  CHECK(d["groups"][0]["source"] == "pools[].groups");
 
   // TTFT and throughput sum to their deltas too; the throughput factors are the runs' own:
   // k = T x simulated_s / iterations.
@@ -306,7 +303,40 @@ TEST_CASE("diff: quickstart vs tp=2 on today's reports (pools[].breakdown), chec
   }
   CHECK(chips_row);
   REQUIRE(d["sentences"].size() == 3);
-  CHECK(d["sentences"][1].get<std::string>().find("[from the pool's busy-time shares]") != std::string::npos);
+
+  // Fallback basis: the same pair as saved reports without the contract keys. The mean TPOT of A
+  // splits in the decode (here: combined) pool's busy shares, part_c = mean x share_c / (1 - idle);
+  // measured when this was written, MLP GEMMs in A = 13.64 ms x 0.405 / (1 - 0.047) = 5.80 ms.
+  {
+    const auto b_run = cli({"run", kQuickstart, "--set", shorter, "--set", "deployment.pools[0].parallel.tp=2",
+                            "--json", (dir / "b.json").string(), "--reproducible"});
+    REQUIRE(b_run.code == 0);
+    Json a_old = a, b_old = Json::parse(read(dir / "b.json"));
+    for (Json* r : {&a_old, &b_old}) {
+      for (const char* key : {"ttft_breakdown_ms", "tpot_breakdown_ms", "throughput_breakdown"}) (*r)["summary"].erase(key);
+      for (Json& pool : (*r)["pools"]) pool.erase("groups");
+    }
+    std::ofstream(dir / "a_old.json") << a_old.dump(2);
+    std::ofstream(dir / "b_old.json") << b_old.dump(2);
+    const auto f_run = cli({"diff", (dir / "a_old.json").string(), (dir / "b_old.json").string(), "--json", "-"});
+    REQUIRE_MESSAGE(f_run.code == 0, f_run.err);
+    const Json f = Json::parse(f_run.out);
+    const Json& ft = f["attribution"]["tpot_mean"];
+    CHECK(ft["basis"] == "pools[].breakdown");
+    const Json& bd = a["pools"][0]["breakdown"];
+    const double busy = 1 - bd["idle"].get<double>();
+    REQUIRE(component(ft, "gemm_mlp"));
+    CHECK(component(ft, "gemm_mlp")->at("a").get<double>() ==
+          doctest::Approx(mean_a * bd["gemm_mlp"].get<double>() / busy));
+    CHECK(ft["a"].get<double>() == doctest::Approx(mean_a));
+    CHECK(sum_of_deltas(ft) == doctest::Approx(ft["delta"].get<double>()).epsilon(1e-9));
+    const Json* far = component(ft, "tp_all_reduce");
+    REQUIRE(far);
+    CHECK(far->at("why") == "TP 1 -> 2, inside the 8-chip scale-up domain");
+    CHECK(f["groups"][0]["source"] == "scenario");
+    REQUIRE(f["sentences"].size() == 3);
+    CHECK(f["sentences"][1].get<std::string>().find("[from the pool's busy-time shares]") != std::string::npos);
+  }
 
   // The text output says the same sentences.
   const auto text = cli({"diff", kQuickstart, "--set-both", shorter, "--set", "deployment.pools[0].parallel.tp=2"});
@@ -330,7 +360,9 @@ TEST_CASE("diff: a MoE pair whose EP group leaves the scale-up domain says so on
   const Json* dispatch = component(at, "ep_dispatch");
   REQUIRE(dispatch);
   CHECK(dispatch->at("delta").get<double>() > 0);
-  CHECK(dispatch->at("why") == "EP 8 -> 16: the EP group now leaves the 8-chip scale-up domain; parallel.dp 1 -> 2");
+  // The tier is the report's pools[].groups name for the fabric level the group crosses.
+  CHECK(dispatch->at("why") ==
+        "EP 8 -> 16: the EP group now leaves the 8-chip scale-up domain (over scale_out); parallel.dp 1 -> 2");
   CHECK(d["groups"][0]["ep"]["a"]["leaves_domain"] == false);
   CHECK(d["groups"][0]["ep"]["b"]["leaves_domain"] == true);
 }
@@ -361,6 +393,8 @@ TEST_CASE("diff: saved reports compare like their scenarios; a report with the c
   const double ma = a["summary"]["ttft_ms"]["mean"].get<double>(), mb = b["summary"]["ttft_ms"]["mean"].get<double>();
   a["summary"]["ttft_breakdown_ms"] = {{"queueing", 10.0}, {"prefill", ma - 10}};
   b["summary"]["ttft_breakdown_ms"] = {{"queueing", 10.0}, {"prefill", mb - 13}, {"kv_transfer_exposed", 3.0}};
+  a["summary"].erase("tpot_breakdown_ms");
+  b["summary"].erase("tpot_breakdown_ms");
   std::ofstream(dir / "a2.json") << a.dump(2);
   std::ofstream(dir / "b2.json") << b.dump(2);
   const auto contract = cli({"diff", (dir / "a2.json").string(), (dir / "b2.json").string(), "--json", "-"});
@@ -423,4 +457,25 @@ TEST_CASE("diff: --reproducible output is byte-identical, and --json FILE holds 
   REQUIRE(f.code == 0);
   CHECK(read(dir / "d.json") == x.out);
   CHECK(f.out.find("wrote") != std::string::npos);
+}
+
+TEST_CASE("diff: the shipped KV-overlap pair attributes its TTFT gain to exposed KV transfer") {
+  // kv_overlap_off / kv_overlap_on differ only in deployment.kv_transfer.mode (after_prefill ->
+  // layer_streamed, plus the name). Streaming hides the transfer behind the prefill's layers, so
+  // the TTFT delta is the exposed-transfer delta, and the largest component is that one.
+  const std::string dir = std::string(SERVESIM_SOURCE_DIR) + "/scenarios/epd/";
+  const auto r = cli({"diff", dir + "kv_overlap_off.yaml", dir + "kv_overlap_on.yaml", "--json", "-", "--reproducible"});
+  REQUIRE_MESSAGE(r.code == 0, r.err);
+  const Json d = Json::parse(r.out);
+  const Json& at = d["attribution"]["ttft_mean"];
+  CHECK(at["basis"] == "summary.ttft_breakdown_ms");
+  REQUIRE(!at["components"].empty());
+  CHECK(at["components"][0]["name"] == "kv_transfer_exposed");
+  const double delta = at["delta"].get<double>();
+  const double exposed = at["components"][0]["delta"].get<double>();
+  CHECK(delta < 0);
+  CHECK(exposed < 0);
+  CHECK(exposed / delta > 0.9);  // measured when written: -111.4 of -111.8 ms
+  CHECK(at["components"][0]["why"].get<std::string>().find("kv_transfer.mode") != std::string::npos);
+  CHECK(sum_of_deltas(at) == doctest::Approx(delta).epsilon(1e-9));
 }
