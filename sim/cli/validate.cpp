@@ -24,7 +24,6 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-constexpr const char* kDisaggReason = "disaggregated serving lands with issue 6";
 
 std::string lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -177,8 +176,7 @@ std::string pool_yaml(const std::string& name, const std::string& role, const st
 
 }  // namespace
 
-RowScenario build_row_scenario(const ServingMeasurement& r, const ValidationOptions& options,
-                               bool disaggregated) {
+RowScenario build_row_scenario(const ServingMeasurement& r, const ValidationOptions& options) {
   RowScenario s;
   const auto model_name = model_preset_of(r.model_path);
   if (!model_name) {
@@ -193,10 +191,6 @@ RowScenario build_row_scenario(const ServingMeasurement& r, const ValidationOpti
   }
   const models::ChipSpec chip = *models::chip_preset(*chip_name);
   const bool disagg = r.mode == "disagg";
-  if (disagg && !disaggregated) {
-    s.reason = kDisaggReason;
-    return s;
-  }
   const int tp = disagg ? std::max(1, r.decode.plan.tp) : std::max(1, r.plan.tp);
   std::string why;
   const auto engine = serving_engine(r.backend, r.backend_version, chip.memory.value / kGiB, tp, why);

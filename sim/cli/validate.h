@@ -53,11 +53,9 @@ struct RowScenario {
   std::string engine;                    // the engine model used ("vllm 0.12.0 (V1, synchronous host)")
 };
 
-// Builds the scenario of one row (no simulation). Disaggregated rows are built against the pool
-// roles prefill / decode when `disaggregated` is true; otherwise they get the reason
-// "disaggregated serving lands with issue 6".
-RowScenario build_row_scenario(const ServingMeasurement& row, const ValidationOptions& options,
-                               bool disaggregated = false);
+// Builds the scenario of one row (no simulation). Disaggregated rows get a prefill and a decode
+// pool with the row's plans and worker counts (one worker per role where it recorded none).
+RowScenario build_row_scenario(const ServingMeasurement& row, const ValidationOptions& options);
 
 struct RowResult {
   std::string id;

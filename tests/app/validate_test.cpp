@@ -74,24 +74,38 @@ TEST_CASE("validate: per-row errors, the group's median and signed mean match a 
         r.out);
 }
 
-TEST_CASE("validate: disaggregated rows and unmodelled ones are counted with a reason") {
-  // The first disaggregated row of the set.
+TEST_CASE("validate: disaggregated rows run on prefill and decode pools; unmodelled ones are counted with a reason") {
+  // The first disaggregated row of the set (Qwen3-32B on H100, SGLang) records no concurrency: it
+  // is skipped with that reason. The first GB200 disaggregated row (gpt-oss-120b, TensorRT-LLM)
+  // records its clients and its prefill/decode workers: it is simulated.
   std::ifstream in(kSilicon);
-  std::string line, disagg;
-  while (std::getline(in, line) && disagg.empty()) {
-    if (line.find(",disagg,") != std::string::npos) disagg = line.substr(0, line.find(','));
+  std::string line, first, gb200;
+  while (std::getline(in, line) && (first.empty() || gb200.empty())) {
+    if (line.find(",disagg,") == std::string::npos) continue;
+    const std::string id = line.substr(0, line.find(','));
+    if (first.empty()) first = id;
+    if (gb200.empty() && line.find("gb200") != std::string::npos) gb200 = id;
   }
-  REQUIRE_FALSE(disagg.empty());
-  const auto file = subset("validate_skipped", {disagg});
+  REQUIRE_FALSE(first.empty());
+  REQUIRE_FALSE(gb200.empty());
+  const auto file = subset("validate_disagg", {first, gb200});
   const CliResult r = cli({"validate", file.string(), "--json", "-", "--rounds", "1", "--threads", "1"});
   REQUIRE_MESSAGE(r.code == 0, r.err);
   const Json j = Json::parse(r.out);
-  REQUIRE(j["rows"].size() == 1);
+  REQUIRE(j["rows"].size() == 2);
   CHECK(j["rows"][0]["status"] == "skipped");
-  CHECK(j["rows"][0]["reason"] == "disaggregated serving lands with issue 6");
-  CHECK(j["overall"]["rows"] == 1);
-  CHECK(j["overall"]["predicted"] == 0);
+  CHECK(j["rows"][0]["reason"] == "no concurrency recorded (batch_size and silicon_concurrency are empty)");
+  CHECK(j["rows"][1]["status"] != "skipped");
+  CHECK(j["rows"][1]["predicted_ttft_ms"].get<double>() > 0);
+  CHECK(j["rows"][1]["predicted_tpot_ms"].get<double>() > 0);
+  CHECK(j["overall"]["rows"] == 2);
+  CHECK(j["overall"]["predicted"] == 1);
   CHECK(j["skipped"][0]["rows"] == 1);
+  // The row's scenario has a prefill and a decode pool.
+  const CliResult sc = cli({"validate", file.string(), "--print-scenario", gb200});
+  REQUIRE_MESSAGE(sc.code == 0, sc.err);
+  CHECK(sc.out.find("role: prefill") != std::string::npos);
+  CHECK(sc.out.find("role: decode") != std::string::npos);
 }
 
 TEST_CASE("validate: a bad measurement file is exit code 2 with file, line and column") {
