@@ -554,9 +554,9 @@ int validate_command(const std::vector<std::string>& args, std::ostream& out, st
   namespace po = boost::program_options;
   po::options_description visible(
       "usage: servesim validate MEASURED.csv [--json FILE|-] [--rows] [--rounds N] [--threads N]\n"
-      "\nSimulates every measured serving benchmark of the file (../shared/validation/README.md\n"
-      "format) and reports the error of TTFT and TPOT per row, per (model, system, mode) and\n"
-      "overall.\n\noptions");
+      "\nSimulates every measured serving benchmark of the file (the format of the shipped\n"
+      "calibrate/data/serving/silicon_dev.csv, described in calibrate/data/SOURCE.md) and reports\n"
+      "the error of TTFT and TPOT per row, per (model, system, mode) and overall.\n\noptions");
   visible.add_options()
       ("help,h", "show this help")
       ("json", po::value<std::string>(), "write the JSON report to FILE, or to stdout with '-'")
