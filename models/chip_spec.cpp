@@ -120,7 +120,7 @@ ChipSpec make(std::string name, double memory_bytes, double hbm_bytes_per_s, Pea
   return c;
 }
 
-// Figures: ../shared/reference/hardware.md ([P] primary, [S] secondary) and AIConfigurator's
+// Figures: the vendor documents cited per chip ([P] primary, [S] secondary) and AIConfigurator's
 // system files (ai-dynamo/aiconfigurator @ 095f58a, aic-core/src/aiconfigurator_core/systems/*.yaml,
 // Apache-2.0), named "AIC" below.
 std::vector<ChipSpec> build_presets() {

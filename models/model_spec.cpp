@@ -235,7 +235,7 @@ std::vector<ModelSpec> build_presets() {
   // (q_lora 2048, kv_lora 512, qk_nope 192, qk_rope 64, v 256), DSA indexer 32 heads x 128
   // selecting the top 2048 tokens, dense intermediate 12288, 256 experts top-8 of 2048 + 1
   // shared, 1 MTP layer, vocab 154880, 202752 positions. 743.9e9 parameters, 753.9e9 with the
-  // MTP layer (the checkpoint's tensor count). ../shared/reference/models.md.
+  // MTP layer (the checkpoint's tensor count).
   ModelSpec glm5 = dense("glm-5", 78, 6144, 64, 64, 256, 12288, 154880, 202752,
                          "zai-org/GLM-5 config.json (glm_moe_dsa)");
   glm5.attention = AttentionKind::kMla;

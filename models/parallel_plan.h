@@ -1,6 +1,6 @@
 // How one model replica (an instance) is split over chips.
 //
-// Convention (../shared/validation/README.md, AIConfigurator's): an instance has
+// Convention (AIConfigurator's, and the measured serving benchmarks'): an instance has
 // tp x pp x dp x cp chips.
 //   tp      tensor parallelism: attention heads, MLP columns and the vocabulary split over tp chips
 //           (Megatron-style; an all-reduce after attention and after each MLP).

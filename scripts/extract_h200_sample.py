@@ -2,8 +2,9 @@
 """Copies the handful of H200 operator measurements that `servesim_compare_h200` prints next to
 the roofline into models/data/h200_operator_sample.csv (see models/data/SOURCE.md).
 
-Run from the repository root on a machine with the shared data:
-    python3 scripts/extract_h200_sample.py ../shared/calibration/aiconfigurator/csv/data/h200_sxm
+Run from the repository root with the folder of AIConfigurator's H200 operator CSVs
+(ai-dynamo/aiconfigurator, the csv/data/h200_sxm folder of its data release):
+    python3 scripts/extract_h200_sample.py PATH/TO/csv/data/h200_sxm
 
 The shapes: one layer of Llama-3.1-8B at TP 4 (every GEMM and attention shape of it is on the
 collector's grid), a decode iteration and a prefill chunk of that layer, and three MoE layers
@@ -92,4 +93,6 @@ def main(root):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "../shared/calibration/aiconfigurator/csv/data/h200_sxm")
+    if len(sys.argv) != 2:
+        sys.exit("usage: scripts/extract_h200_sample.py PATH/TO/csv/data/h200_sxm")
+    main(sys.argv[1])

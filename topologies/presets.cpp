@@ -1,5 +1,5 @@
 // Cluster presets. [P] primary source, [S] secondary, [A] assumption (named); hardware figures
-// from ../shared/reference/hardware.md and aiconfigurator's systems/*.yaml (ai-dynamo/aiconfigurator
+// from the vendor documents cited per preset and aiconfigurator's systems/*.yaml (ai-dynamo/aiconfigurator
 // @ 095f58a, Apache-2.0). Communication fits: calibrate/collective_check (servesim_collective_check
 // --fit), from the measured tables in calibrate/data/ (see calibrate/data/SOURCE.md).
 #include <array>

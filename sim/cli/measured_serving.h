@@ -1,5 +1,5 @@
-// Measured end-to-end serving benchmarks (the format of ../shared/validation/README.md, copied to
-// validation/ in the repository): one row per benchmark of one serving configuration under a
+// Measured end-to-end serving benchmarks (the format of calibrate/data/serving/silicon_dev.csv,
+// described in calibrate/data/SOURCE.md): one row per benchmark of one serving configuration under a
 // closed loop of `batch_size` clients with fixed input and output lengths, and its measured mean
 // TTFT and TPOT.
 //

@@ -38,7 +38,7 @@ std::optional<std::string> model_preset_of(const std::string& model_path) {
   return std::nullopt;
 }
 
-// AIConfigurator's system names (../shared/calibration/aiconfigurator/systems/) -> chip presets.
+// AIConfigurator's system names (its systems/*.yaml) -> chip presets.
 std::optional<std::string> chip_preset_of(const std::string& system) {
   static const std::pair<const char*, const char*> kSystems[] = {
       {"h100_sxm", "h100-sxm"}, {"h200_sxm", "h200-sxm"}, {"b200_sxm", "b200"}, {"gb200", "gb200"},
@@ -209,7 +209,7 @@ RowScenario build_row_scenario(const ServingMeasurement& r, const ValidationOpti
     s.reason = why;
     return s;
   }
-  // The benchmark's concurrency is silicon_concurrency (../shared/validation/README.md); where a
+  // The benchmark's concurrency is silicon_concurrency (calibrate/data/SOURCE.md); where a
   // row has both and they differ, batch_size is a per-rank figure (the ratio is the row's tp or
   // attention-DP degree) and the clients are the concurrency.
   const std::int64_t clients = r.concurrency > 0 ? r.concurrency : r.batch_size;
@@ -242,7 +242,7 @@ RowScenario build_row_scenario(const ServingMeasurement& r, const ValidationOpti
     y << pool_yaml("agg", "combined", *chip_name, *plan, 1, *engine, clients, max_model_len);
   } else {
     // Each role's plan and worker count; one worker per role where the benchmark did not record
-    // them (../shared/validation/README.md).
+    // them (calibrate/data/SOURCE.md).
     for (const auto& [role, m] : {std::pair<const char*, const MeasuredRole*>{"prefill", &r.prefill},
                                   {"decode", &r.decode}}) {
       const auto plan = plan_of(m->plan, model, s.assumptions, why);
