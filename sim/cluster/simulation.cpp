@@ -1,6 +1,7 @@
 #include "sim/cluster/simulation.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "models/operators.h"
 #include "sim/cluster/comm_cost.h"
@@ -100,6 +101,11 @@ Simulation::Simulation(const SimulationConfig& config, metrics::Recorder& record
   }
   series_ = recorder_.time_series();
   trace_ = recorder_.trace_log();
+  if (decode_pool_ >= 0) {
+    const Pool& dp = pools_[static_cast<std::size_t>(decode_pool_)];
+    runs_ = config_.decode_steps_per_event > 1 && !series_ && !trace_ && dp.free_kv &&
+            dp.config->plan.pp == 1;
+  }
   const auto& classes = config_.workload.classes;
   SERVESIM_CHECK(config_.class_slo.empty() || config_.class_slo.size() == classes.size());
   for (std::size_t i = 0; i < classes.size(); ++i) {
@@ -210,6 +216,13 @@ RunResult Simulation::run() {
     if ((result.events & 4095) == 0 && progress_) [[unlikely]] publish_progress(result.events);
   }
   result.end = result.reached_horizon ? horizon : now_;
+  if (runs_) {
+    // Steps that ended within the window count, as their events would have.
+    const Pool& dp = pools_[static_cast<std::size_t>(decode_pool_)];
+    for (int i = 0; i < dp.config->instances; ++i) {
+      settle_run(dp.first_instance + static_cast<std::uint32_t>(i), result.end);
+    }
+  }
   if (series_ && net_) [[unlikely]] record_link_usage(result.end);
   if (series_) series_->finish(result.end);
   if (progress_) publish_progress(result.events);
@@ -476,6 +489,7 @@ bool Simulation::place_decode(std::uint32_t r) {
   if (local == kNoInstance) return false;
   const std::uint32_t index = pool.first_instance + local;
   Instance& inst = instances_[index];
+
   std::uint32_t best = 0;
   for (std::uint32_t l = 1; l < inst.lanes.size(); ++l) {
     if (inst.lanes[l].free_blocks() > inst.lanes[best].free_blocks()) best = l;
@@ -579,6 +593,7 @@ void Simulation::kv_arrived(std::uint32_t r) {
   }
   s.instance = j.target;
   s.lane = j.target_lane;
+  if (dst.run.size > 0) cut_run(j.target);  // it joins after the step in flight
   dst.lanes[j.target_lane].push_ready(r);
   add_load(pool, j.target - pool.first_instance, load_units(pool, s.output - s.generated, 1));
   recorder_.request_routed(RequestId(r), pool.metrics_id, InstanceId(j.target));
@@ -641,6 +656,12 @@ void Simulation::client_done(std::uint32_t r, bool completed) {
 void Simulation::handle(const BatchFinished& e) {
   Instance& inst = instances_[e.instance];
   if (e.epoch != inst.epoch) return;  // the instance failed while this batch ran
+  if (e.run != inst.run.generation) return;  // the run was cut: a later event ends it
+  if (inst.run.size > 0) {
+    // The run's last step ended: apply the ones before it; this event handles the last.
+    settle_run(e.instance, now_);
+    end_run(e.instance);
+  }
   Pool& pool = pools_[inst.pool];
   Lane& lane = inst.lanes[e.lane];
   lane.set_busy(false);
@@ -703,6 +724,111 @@ void Simulation::handle(const BatchFinished& e) {
     if (!awaiting_decode_.empty()) drain_awaiting();
   }
   try_dispatch(e.instance);
+}
+
+SimTime Simulation::plan_run(std::uint32_t index, Lane& lane, SimTime first_end) {
+  Instance& inst = instances_[index];
+  Pool& pool = pools_[inst.pool];
+  Instance::DecodeRun& run = inst.run;
+  // Steps 0 .. k - 1, where step k - 1 is the first in which a request emits its last token, and
+  // every step's KV blocks are free now (nobody else takes blocks before a cut).
+  // The run's length: the instance's hint (doubled after a run that was not cut, halved after a
+  // cut, so that steps planned and then discarded stay a small share of those run).
+  const auto cap = static_cast<std::uint64_t>(config_.decode_steps_per_event);
+  const bool finish_bound = lane.steps_to_first_finish() + 1 <= std::min<std::uint64_t>(cap, run.hint);
+  const std::uint64_t limit = std::min({cap, static_cast<std::uint64_t>(run.hint),
+                                        lane.steps_to_first_finish() + 1, lane.lookahead_limit()});
+  run.finish_bound = finish_bound;
+  if (limit < 2) return first_end;
+  if (run.ends.size() < limit) {
+    run.ends.resize(static_cast<std::size_t>(limit));
+    run.costs.resize(static_cast<std::size_t>(limit));
+  }
+  Batch& batch = lane.batch();
+  run.ends[0] = first_end;
+  run.costs[0] = batch.components;
+  std::int64_t free = lane.total_blocks() - lane.used_blocks() - lane.booked_blocks();
+  std::int64_t booked = 0;
+  Lane::DecodeLookahead ahead(lane);
+  const auto sequences = static_cast<std::int64_t>(batch.decodes);
+  SimTime t = first_end;
+  std::uint32_t k = 1;
+  for (; k < limit; ++k) {
+    const std::int64_t need = lane.step_blocks_ahead(k);
+    if (need > free) break;  // that step preempts: it is dispatched on its own
+    free -= need;
+    booked += need;
+    const models::BatchShape shape = ahead.next();
+    pool.cost->cost(shape, sequences, stage_ps_.data(), run.costs[k]);
+    t = t + Duration::picoseconds(stage_ps_[0]);
+    run.ends[k] = t;
+  }
+  if (k < 2) return first_end;
+  run.size = k;
+  run.applied = 0;
+  ++run.generation;
+  lane.book(booked);
+  return t;
+}
+
+void Simulation::apply_run_step(std::uint32_t index) {
+  Instance& inst = instances_[index];
+  Pool& pool = pools_[inst.pool];
+  Lane& lane = inst.lanes.front();
+  Instance::DecodeRun& run = inst.run;
+  const std::uint32_t k = run.applied;
+  Batch& batch = lane.batch();
+  // What handle(BatchFinished) and try_dispatch do for a decode-only step with nobody joining or
+  // leaving (the router's load is free KV, published by settle_run).
+  recorder_.iteration(pool.metrics_id, run.costs[k].data());
+  recorder_.decode_iteration(pool.metrics_id, run.costs[k].data(), batch.decodes);
+  lane.decode_gaps(run.ends[k], batch.decodes, [this](Duration gap, std::int64_t count) {
+    recorder_.inter_token_gap(gap, count);
+  });
+  finished_.clear();
+  lane.finish_decode_step(finished_);
+  SERVESIM_CHECK_MSG(finished_.empty(), "a decode run's step before its last finished a request");
+  lane.unbook(lane.step_blocks_ahead(0));  // the next step takes the blocks booked for it
+  preempted_.clear();
+  const std::uint32_t decodes = lane.prepare_decode_step(preempted_);
+  SERVESIM_CHECK_MSG(preempted_.empty() && decodes == batch.decodes,
+                     "a decode run's step changed its batch");
+  batch.components = run.costs[k + 1];
+  ++run.applied;
+}
+
+void Simulation::settle_run(std::uint32_t index, SimTime t) {
+  Instance::DecodeRun& run = instances_[index].run;
+  while (run.applied + 1 < run.size && run.ends[run.applied] <= t) apply_run_step(index);
+}
+
+void Simulation::cut_run(std::uint32_t index) {
+  settle_run(index, now_);
+  Instance& inst = instances_[index];
+  Instance::DecodeRun& run = inst.run;
+  if (run.applied + 1 == run.size) return;  // the step in flight is its last already
+  // The steps after the one in flight will not run: their booked blocks are free again.
+  Lane& lane = inst.lanes.front();
+  std::int64_t unbooked = 0;
+  for (std::uint32_t k = 1; k < run.size - run.applied; ++k) unbooked += lane.step_blocks_ahead(k);
+  lane.unbook(unbooked);
+  run.size = run.applied + 1;
+  run.hint = std::max<std::uint32_t>(kMinRunHint, run.hint / 2);
+  ++run.generation;
+  inst.stage_free.front() = run.ends[run.applied];
+  schedule(run.ends[run.applied], BatchFinished{index, 0, inst.epoch, run.generation});
+  note_free_kv(index);
+}
+
+void Simulation::end_run(std::uint32_t index) {
+  Instance::DecodeRun& run = instances_[index].run;
+  // A run that was not cut short (by a join or a failure) earns a longer next one.
+  if (!run.finish_bound && run.size == run.hint) {
+    run.hint = std::min<std::uint32_t>(run.hint * 2,
+                                       static_cast<std::uint32_t>(config_.decode_steps_per_event));
+  }
+  run.size = 0;
+  run.applied = 0;
 }
 
 void Simulation::handle(const StageFreed& e) { try_dispatch(e.instance); }
@@ -818,9 +944,14 @@ void Simulation::try_dispatch(std::uint32_t index) {
       inst.stage_free[s] = t;
     }
     if (trace_) [[unlikely]] trace_iteration(pool, index, l, t);
+    if (runs_ && pool.role == PoolRole::kDecode && batch.chunks.empty() && preempted_.empty() &&
+        lane.ready() == 0 && !lane.has_waiting() && lane.fresh().empty()) {
+      t = plan_run(index, lane, t);
+      inst.stage_free.front() = t;
+    }
     lane.set_busy(true);
     inst.next_lane = l + 1;
-    schedule(t, BatchFinished{index, l, inst.epoch});
+    schedule(t, BatchFinished{index, l, inst.epoch, inst.run.generation});
     if (inst.stage_free.size() > 1) schedule(inst.stage_free.front(), StageFreed{index});
     if (pool.role == PoolRole::kDecode) note_free_kv(index);
     return;
@@ -879,6 +1010,10 @@ void Simulation::fail_instance(std::uint32_t index, SimTime repair_at) {
   Instance& inst = instances_[index];
   Pool& pool = pools_[inst.pool];
   const std::uint32_t local = index - pool.first_instance;
+  if (inst.run.size > 0) {
+    settle_run(index, now_);  // the steps that ended before the failure emitted their tokens
+    end_run(index);
+  }
   inst.up = false;
   ++inst.epoch;
   pool.router->set_up(local, false);

@@ -115,6 +115,16 @@ class Simulation {
     bool dispatch_pending = false;
     bool up = true;
     std::uint32_t epoch = 0;          // bumped when a failure empties it
+    // Decode instances: the multi-step run in flight (see DecodeRun).
+    struct DecodeRun {
+      std::vector<SimTime> ends;          // when step k ends
+      std::vector<ComponentTimes> costs;  // step k's cost by component
+      std::uint32_t size = 0;             // steps in the run (0 or 1: no run)
+      std::uint32_t applied = 0;          // steps whose effects are applied
+      std::uint32_t generation = 0;       // of the BatchFinished event that ends it
+      std::uint32_t hint = kMinRunHint;   // steps to plan next (adapts to how often runs are cut)
+      bool finish_bound = false;          // the run ends where a request finishes
+    } run;
     // Encode pools: the waiting requests and the batch in flight.
     RingQueue<std::uint32_t> encode_waiting;
     std::vector<std::uint32_t> encode_batch;
@@ -139,6 +149,25 @@ class Simulation {
 
   void handle(const RequestArrived& e);
   void handle(const BatchFinished& e);
+
+  // --- decode runs ---
+  // A decode instance (pp = 1) whose batch is decode-only, with no request ready or waiting to
+  // join and none about to leave before the k-th step, runs steps 0 .. k-1 in one event: their
+  // batches are known at dispatch (every context grows by one per step; DecodeLookahead), so
+  // their costs and ends are too. Only the event at the last step's end is scheduled; the steps
+  // before it are applied (tokens, blocks, metrics, exactly as per-step events would) when the
+  // run ends, or earlier: cut_run() when a request is about to join (its KV arrived) ends the
+  // run at the step in flight, and a failure settles what ran before it. A run books the KV
+  // blocks its steps will take when it starts (as vLLM's multi-step scheduling pre-allocates
+  // slots for its steps), so the decode placement sees free KV net of them, where per-step
+  // events would show them taken one step at a time: the one difference in behaviour, measured
+  // in sim/cluster/README.md. Runs are off while a time series or trace records (they want
+  // every step at its time).
+  SimTime plan_run(std::uint32_t instance, Lane& lane, SimTime first_end);
+  void apply_run_step(std::uint32_t instance);
+  void settle_run(std::uint32_t instance, SimTime t);
+  void cut_run(std::uint32_t instance);
+  void end_run(std::uint32_t instance);
   void handle(const StageFreed& e);
   void handle(const DispatchRequested& e);
   void handle(const EncodeFinished& e);
@@ -238,6 +267,8 @@ class Simulation {
   const Lane* gauged_lane_ = nullptr;  // that lane
 
   int encode_pool_ = -1, prefill_pool_ = -1, decode_pool_ = -1;  // prefill_pool_: or combined
+  static constexpr std::uint32_t kMinRunHint = 4;
+  bool runs_ = false;  // decode runs enabled (config, no series or trace)
   bool disaggregated_ = false;
   SlabVector<Journey> journeys_;  // indexed like requests_
   std::optional<ClusterConfig> default_cluster_;

@@ -29,7 +29,7 @@ std::string_view ttft_part_name(TtftPart p) {
 PoolId RunMetrics::add_pool(PoolInfo info) {
   PoolTotals p;
   p.component_ps.assign(info.components.size(), 0);
-  p.decode_weighted_ps.assign(info.components.size(), 0.0);
+  p.decode_weighted_ps.assign(info.components.size(), 0);
   p.info = std::move(info);
   if (series_) series_->add_pool(p.info.name, p.info.kv_blocks);
   if (trace_) trace_->add_pool(p.info.name, p.info.instances, p.info.stages);
@@ -125,11 +125,10 @@ void RunMetrics::ttft_parts(RequestId, const std::int64_t* ps) {
 void RunMetrics::decode_iteration(PoolId pool, const std::int64_t* component_ps,
                                   std::int64_t tokens) {
   PoolTotals& p = pools_[pool.index()];
-  const auto w = static_cast<double>(tokens);
   for (std::size_t i = 0; i < p.decode_weighted_ps.size(); ++i) {
-    p.decode_weighted_ps[i] += w * static_cast<double>(component_ps[i]);
+    p.decode_weighted_ps[i] += static_cast<WideSum>(tokens) * component_ps[i];
   }
-  p.decode_tokens += w;
+  p.decode_tokens += static_cast<double>(tokens);
 }
 
 void RunMetrics::kv_transfer(PoolId pool, double bytes, Duration total, Duration exposed,
