@@ -196,7 +196,20 @@ RunResult Simulation::run() {
   RunResult result;
   const SimTime horizon =
       config_.horizon ? SimTime::zero() + *config_.horizon : SimTime::never();
-  while (!queue_.empty()) {
+  constexpr auto kDispatchPriority = static_cast<std::uint8_t>(Event(DispatchRequested{}).index());
+  while (true) {
+    // Dispatches requested at now_ run where their events would: after every event at now_ of a
+    // lower priority class, in request order, before the rest (no queue round trip).
+    if (!dispatches_.empty() && (queue_.empty() || queue_.top().time > now_ ||
+                                 queue_.top().priority() > kDispatchPriority)) {
+      const std::uint32_t index = dispatches_.front();
+      dispatches_.pop_front();
+      check_context_.event_name = "DispatchRequested";
+      handle(DispatchRequested{index});
+      if (paranoid_) check_all();
+      continue;
+    }
+    if (queue_.empty()) break;
     if (queue_.top().time > horizon) {
       result.reached_horizon = true;
       break;
@@ -337,7 +350,7 @@ void Simulation::schedule_dispatch(std::uint32_t index) {
   Instance& inst = instances_[index];
   if (!inst.dispatch_pending && (inst.stage_free.empty() || inst.stage_free.front() <= now_)) {
     inst.dispatch_pending = true;
-    schedule(now_, DispatchRequested{index});
+    dispatches_.push_back(index);  // run as a DispatchRequested event at now_ (see run())
   }
 }
 
@@ -578,8 +591,11 @@ void Simulation::kv_arrived(std::uint32_t r) {
   RequestState& s = requests_[r];
   Journey& j = journeys_[r];
   Instance& src = instances_[s.instance];
-  changing(s.instance, src.lanes[s.lane], [&] { src.lanes[s.lane].release_held(r); });
-  schedule_dispatch(s.instance);  // its blocks are free again
+  Lane& held_on = src.lanes[s.lane];
+  changing(s.instance, held_on, [&] { held_on.release_held(r); });
+  // Its blocks are free again: a request waiting for blocks there may now be admitted (a lane
+  // with nothing waiting has nothing to start, and a dispatch would find an empty batch).
+  if (held_on.has_waiting() || !held_on.prefilling().empty()) schedule_dispatch(s.instance);
   advance(r, metrics::TtftPart::kKvTransferExposed);
   j.transfer_end = now_;
   j.flows_reserved = false;
@@ -600,11 +616,11 @@ void Simulation::kv_arrived(std::uint32_t r) {
   schedule_dispatch(j.target);
 }
 
-void Simulation::first_token_of(std::uint32_t r, bool disaggregated) {
-  recorder_.first_token(RequestId(r), now_);
+void Simulation::first_token_of(std::uint32_t r, bool disaggregated, SimTime at) {
+  recorder_.first_token(RequestId(r), at);
   Journey& j = journeys_[r];
   if (!j.ttft_done) {
-    advance(r, disaggregated ? metrics::TtftPart::kFirstDecode : metrics::TtftPart::kPrefill);
+    advance(r, disaggregated ? metrics::TtftPart::kFirstDecode : metrics::TtftPart::kPrefill, at);
     j.ttft_done = true;
     recorder_.ttft_parts(RequestId(r), j.ttft.data());
     if (j.transferred) {
@@ -620,6 +636,7 @@ void Simulation::first_token_of(std::uint32_t r, bool disaggregated) {
     }
   }
   if (source_->wants_first_token()) {
+    SERVESIM_CHECK(at == now_);  // decode runs carry no fresh requests for such sources
     source_->first_token(source_view(r), now_, arrivals_);
     schedule_arrivals();
   }
@@ -680,7 +697,7 @@ void Simulation::handle(const BatchFinished& e) {
       recorder_.inter_token_gap(gap, count);
     });
     // Requests whose KV came from a prefill instance: this step emitted their first token.
-    for (const std::uint32_t r : lane.fresh()) first_token_of(r, true);
+    for (const std::uint32_t r : lane.fresh()) first_token_of(r, true, now_);
     lane.clear_fresh();
     done_tokens += batch.decodes;
     finished_.clear();
@@ -699,7 +716,7 @@ void Simulation::handle(const BatchFinished& e) {
     RequestState& s = requests_[c.request];
     // The prefill emits a token: the first, or the next one after a recompute.
     if (s.generated == 0) {
-      first_token_of(c.request, false);
+      first_token_of(c.request, false, now_);
     } else {
       recorder_.inter_token_gap(now_ - s.last_token, 1);
     }
@@ -785,6 +802,9 @@ void Simulation::apply_run_step(std::uint32_t index) {
   lane.decode_gaps(run.ends[k], batch.decodes, [this](Duration gap, std::int64_t count) {
     recorder_.inter_token_gap(gap, count);
   });
+  // Requests whose KV came from a prefill instance emit their first token in the run's first step.
+  for (const std::uint32_t r : lane.fresh()) first_token_of(r, true, run.ends[k]);
+  lane.clear_fresh();
   finished_.clear();
   lane.finish_decode_step(finished_);
   SERVESIM_CHECK_MSG(finished_.empty(), "a decode run's step before its last finished a request");
@@ -945,7 +965,8 @@ void Simulation::try_dispatch(std::uint32_t index) {
     }
     if (trace_) [[unlikely]] trace_iteration(pool, index, l, t);
     if (runs_ && pool.role == PoolRole::kDecode && batch.chunks.empty() && preempted_.empty() &&
-        lane.ready() == 0 && !lane.has_waiting() && lane.fresh().empty()) {
+        lane.ready() == 0 && !lane.has_waiting() &&
+        (lane.fresh().empty() || !source_->wants_first_token())) {
       t = plan_run(index, lane, t);
       inst.stage_free.front() = t;
     }

@@ -5,8 +5,9 @@
 // source about first tokens (staggered closed-loop starts) and finished requests (closed-loop
 // clients and sessions send their next request then). Requests are routed to an instance of the
 // pool, wait in their lane's queue, and are batched iteration by iteration until their last token.
-// One event per batch iteration (plus one per pipeline stage hand-off with pp > 1), one per
-// arrival, and one per dispatch of an idle instance: nothing per token.
+// One event per batch iteration (plus one per pipeline stage hand-off with pp > 1; decode runs
+// carry several decode steps in one) and one per arrival: nothing per token. A dispatch of an
+// idle instance runs in the loop at the place its event would take, without a queue round trip.
 //
 // Disaggregated deployments (encode / prefill / decode pools) add: the encode pool's batches
 // (EncodeFinished), flows on the cluster's FlowNetwork for image embeddings (encode -> prefill)
@@ -191,11 +192,13 @@ class Simulation {
   void flow_done(const topologies::FlowDone& d);
   void kv_arrived(std::uint32_t r);
   void drain_awaiting();
-  void first_token_of(std::uint32_t r, bool disaggregated);
-  void advance(std::uint32_t r, metrics::TtftPart part) {
+  // `at`: when the token was emitted (now, or a decode run's step before now).
+  void first_token_of(std::uint32_t r, bool disaggregated, SimTime at);
+  void advance(std::uint32_t r, metrics::TtftPart part) { advance(r, part, now_); }
+  void advance(std::uint32_t r, metrics::TtftPart part, SimTime at) {
     Journey& j = journeys_[r];
-    j.ttft[static_cast<std::size_t>(part)] += (now_ - j.mark).ps();
-    j.mark = now_;
+    j.ttft[static_cast<std::size_t>(part)] += (at - j.mark).ps();
+    j.mark = at;
   }
   void reschedule_network();
   // Runs f(), which changes `lane` outside a batch step, recording the gauges' change.
@@ -279,6 +282,7 @@ class Simulation {
   std::uint32_t net_generation_ = 0;
   std::vector<topologies::FlowDone> flow_done_;
   RingQueue<std::uint32_t> awaiting_decode_;  // prefilled, waiting for decode KV room
+  RingQueue<std::uint32_t> dispatches_;  // instances whose dispatch was requested at now_
   std::vector<topologies::FaultEvent> faults_;
   std::vector<std::uint32_t> failed_log_, evicted_;
   std::vector<models::ImageSize> images_;
