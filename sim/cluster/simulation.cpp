@@ -123,7 +123,6 @@ Simulation::Simulation(const SimulationConfig& config, metrics::Recorder& record
   keep_inputs_ = !source_->plain();
   if (config_.workload.requests > 0) {
     requests_.reserve(static_cast<std::size_t>(config_.workload.requests));
-    journeys_.reserve(static_cast<std::size_t>(config_.workload.requests));
     if (keep_inputs_) inputs_.reserve(static_cast<std::size_t>(config_.workload.requests));
     recorder_.expect_requests(config_.workload.requests);
   }
@@ -273,7 +272,14 @@ void Simulation::handle(const RequestArrived& e) {
     }
     j.image_tokens = static_cast<std::uint32_t>(tokens);
   }
-  journeys_.push_back(j);
+  if (free_journeys_.empty()) {
+    requests_.back().journey = static_cast<std::uint32_t>(journeys_.size());
+    journeys_.push_back(j);
+  } else {
+    requests_.back().journey = free_journeys_.back();
+    free_journeys_.pop_back();
+    journeys_[requests_.back().journey] = j;
+  }
   if (keep_inputs_) inputs_.push_back(in);
   recorder_.request_arrived(RequestId(r), now_, in.prompt_tokens, in.output_tokens, in.class_id);
   schedule_arrivals();  // the stream's next open-loop arrival
@@ -281,7 +287,7 @@ void Simulation::handle(const RequestArrived& e) {
 }
 
 void Simulation::enter(std::uint32_t r) {
-  if (journeys_[r].image_tokens > 0 && requests_[r].generated == 0) {
+  if (journey(r).image_tokens > 0 && requests_[r].generated == 0) {
     route_encode(r);
     return;
   }
@@ -292,7 +298,7 @@ void Simulation::enter(std::uint32_t r) {
 std::uint32_t Simulation::pick_prefill(std::uint32_t r) {
   RequestState& s = requests_[r];
   Pool& pool = pools_[static_cast<std::size_t>(prefill_pool_)];
-  const std::int64_t tokens = static_cast<std::int64_t>(s.prompt) + journeys_[r].image_tokens;
+  const std::int64_t tokens = static_cast<std::int64_t>(s.prompt) + journey(r).image_tokens;
   if (tokens + s.output > pool.config->max_model_len) {
     reject(r, metrics::RejectReason::kExceedsMaxModelLen);
     return kNoInstance;
@@ -326,7 +332,7 @@ void Simulation::enqueue_prefill(std::uint32_t r, std::uint32_t index) {
     return;
   }
   // A re-queued request prefills everything it had (recompute); image tokens are prompt tokens.
-  s.prefill_target = s.prompt + journeys_[r].image_tokens + s.generated;
+  s.prefill_target = s.prompt + journey(r).image_tokens + s.generated;
   s.prefilled = 0;
   // The lane with the fewest unfinished requests (vLLM assigns virtual engines this way); ties
   // rotate.
@@ -372,7 +378,7 @@ void Simulation::route_encode(std::uint32_t r) {
   s.phase = Phase::kEncoding;
   s.instance = index;
   inst.encode_waiting.push_back(r);
-  add_load(pool, local, load_units(pool, journeys_[r].image_tokens, 1));
+  add_load(pool, local, load_units(pool, journey(r).image_tokens, 1));
   recorder_.request_routed(RequestId(r), pool.metrics_id, InstanceId(index));
   schedule_dispatch(index);
 }
@@ -389,7 +395,7 @@ void Simulation::try_encode(std::uint32_t index) {
   while (!inst.encode_waiting.empty() &&
          static_cast<std::int64_t>(inst.encode_batch.size()) < pool.config->scheduler.max_batch_size) {
     const std::uint32_t r = inst.encode_waiting.front();
-    const std::int64_t t = journeys_[r].image_tokens;
+    const std::int64_t t = journey(r).image_tokens;
     if (!inst.encode_batch.empty() && tokens + t > pool.config->scheduler.max_batched_tokens) break;
     inst.encode_waiting.pop_front();
     tokens += t;
@@ -421,11 +427,11 @@ void Simulation::handle(const EncodeFinished& e) {
   for (const std::uint32_t r : inst.encode_batch) {
     advance(r, metrics::TtftPart::kEncode);
     add_load(pool, e.instance - pool.first_instance,
-             load_units(pool, -static_cast<std::int64_t>(journeys_[r].image_tokens), -1));
+             load_units(pool, -static_cast<std::int64_t>(journey(r).image_tokens), -1));
     const std::uint32_t target = pick_prefill(r);
     if (target == kNoInstance) continue;
-    journeys_[r].target = target;
-    start_flows(r, e.instance, target, 0, per_token * journeys_[r].image_tokens, kEmbeddingFlow);
+    journey(r).target = target;
+    start_flows(r, e.instance, target, 0, per_token * journey(r).image_tokens, kEmbeddingFlow);
   }
   inst.encode_batch.clear();
   reschedule_network();
@@ -448,7 +454,7 @@ void Simulation::start_flows(std::uint32_t r, std::uint32_t src, std::uint32_t d
   const int k = std::max(1, std::min(plan_a.tp, plan_b.tp));
   const std::size_t ga = (r % static_cast<std::uint32_t>(plan_a.dp)) * static_cast<std::size_t>(plan_a.tp);
   const std::size_t gb = (r % static_cast<std::uint32_t>(plan_b.dp)) * static_cast<std::size_t>(plan_b.tp);
-  Journey& j = journeys_[r];
+  Journey& j = journey(r);
   for (int t = 0; t < k; ++t) {
     const auto ca = chips_a[(ga + static_cast<std::size_t>(t)) % chips_a.size()];
     const auto cb = chips_b[(gb + static_cast<std::size_t>(t)) % chips_b.size()];
@@ -478,7 +484,8 @@ void Simulation::handle(const NetworkDue& e) {
 void Simulation::flow_done(const topologies::FlowDone& d) {
   const auto r = static_cast<std::uint32_t>(d.tag >> 8);
   const auto kind = static_cast<FlowKind>(d.tag & 3);
-  Journey& j = journeys_[r];
+  if (requests_[r].journey == kNoRequest) return;  // lost to a failure: its flows were stale
+  Journey& j = journey(r);
   if (((d.tag >> 2) & 63u) != (j.epoch & 63u)) return;  // a failure made it stale
   SERVESIM_CHECK(j.flows > 0);
   if (--j.flows > 0) return;
@@ -510,7 +517,7 @@ bool Simulation::place_decode(std::uint32_t r) {
   bool reserved = false;
   changing(index, inst.lanes[best], [&] { reserved = inst.lanes[best].reserve_inbound(need); });
   if (!reserved) return false;
-  Journey& j = journeys_[r];
+  Journey& j = journey(r);
   j.flows_reserved = true;
   j.target = index;
   j.target_lane = static_cast<std::uint16_t>(best);
@@ -528,13 +535,13 @@ void Simulation::note_free_kv(std::uint32_t index) {
 }
 
 void Simulation::start_kv_flows(std::uint32_t r, double bytes) {
-  Journey& j = journeys_[r];
+  Journey& j = journey(r);
   start_flows(r, requests_[r].instance, j.target, j.target_lane, bytes, kKvFlow);
 }
 
 void Simulation::prefill_done(std::uint32_t r, Lane& lane) {
   RequestState& s = requests_[r];
-  Journey& j = journeys_[r];
+  Journey& j = journey(r);
   Pool& pool = pools_[instances_[s.instance].pool];
   lane.hold_for_transfer(r);
   add_load(pool, s.instance - pool.first_instance, load_units(pool, 0, -1));
@@ -575,7 +582,7 @@ void Simulation::drain_awaiting() {
     }
     if (!place_decode(r)) break;
     awaiting_decode_.pop_front();
-    Journey& j = journeys_[r];
+    Journey& j = journey(r);
     advance(r, metrics::TtftPart::kQueueing);
     j.kv_bytes = static_cast<double>(requests_[r].prefill_target) *
                  static_cast<double>(config_.model.kv_bytes_per_token());
@@ -589,7 +596,7 @@ void Simulation::drain_awaiting() {
 
 void Simulation::kv_arrived(std::uint32_t r) {
   RequestState& s = requests_[r];
-  Journey& j = journeys_[r];
+  Journey& j = journey(r);
   Instance& src = instances_[s.instance];
   Lane& held_on = src.lanes[s.lane];
   changing(s.instance, held_on, [&] { held_on.release_held(r); });
@@ -618,7 +625,7 @@ void Simulation::kv_arrived(std::uint32_t r) {
 
 void Simulation::first_token_of(std::uint32_t r, bool disaggregated, SimTime at) {
   recorder_.first_token(RequestId(r), at);
-  Journey& j = journeys_[r];
+  Journey& j = journey(r);
   if (!j.ttft_done) {
     advance(r, disaggregated ? metrics::TtftPart::kFirstDecode : metrics::TtftPart::kPrefill, at);
     j.ttft_done = true;
@@ -645,13 +652,22 @@ void Simulation::first_token_of(std::uint32_t r, bool disaggregated, SimTime at)
 void Simulation::reject(std::uint32_t r, metrics::RejectReason reason) {
   requests_[r].phase = Phase::kDone;
   recorder_.request_rejected(RequestId(r), now_, reason);
+  release_journey(r);
   client_done(r, false);
+}
+
+void Simulation::release_journey(std::uint32_t r) {
+  RequestState& s = requests_[r];
+  SERVESIM_CHECK(s.journey != kNoRequest);
+  free_journeys_.push_back(s.journey);
+  s.journey = kNoRequest;
 }
 
 void Simulation::complete(std::uint32_t r) {
   RequestState& s = requests_[r];
   SERVESIM_CHECK(s.phase == Phase::kDone && s.generated == s.output);
   recorder_.request_completed(RequestId(r), now_);
+  release_journey(r);
   Pool& pool = pools_[instances_[s.instance].pool];
   add_load(pool, s.instance - pool.first_instance, load_units(pool, 0, -1));
   client_done(r, true);
@@ -706,9 +722,9 @@ void Simulation::handle(const BatchFinished& e) {
   }
   for (const Chunk& c : batch.chunks) {
     done_tokens += c.tokens;
-    if (!journeys_[c.request].ttft_done) advance(c.request, metrics::TtftPart::kPrefill);
+    if (!journey(c.request).ttft_done) advance(c.request, metrics::TtftPart::kPrefill);
     if (!lane.finish_chunk(c)) continue;
-    journeys_[c.request].in_prefill = false;
+    journey(c.request).in_prefill = false;
     if (pool.role == PoolRole::kPrefill) {  // no token: its decode instance emits the first
       prefill_done(c.request, lane);
       continue;
@@ -884,7 +900,7 @@ void Simulation::try_dispatch(std::uint32_t index) {
       const Duration budget = *config_.admission.ttft_budget;
       while (lane.has_waiting()) {
         const std::uint32_t r = lane.front_waiting();
-        const Journey& j = journeys_[r];
+        const Journey& j = journey(r);
         if (requests_[r].generated > 0 || j.ttft_done || now_ - j.arrival <= budget) break;
         lane.pop_waiting_front();
         add_load(pool, index - pool.first_instance,
@@ -902,7 +918,7 @@ void Simulation::try_dispatch(std::uint32_t index) {
         admitted_.clear();
         lane.admit_ready(admitted_);
         for (const std::uint32_t r : admitted_) {
-          if (!journeys_[r].ttft_done) advance(r, metrics::TtftPart::kQueueing);
+          if (!journey(r).ttft_done) advance(r, metrics::TtftPart::kQueueing);
         }
       }
       pool.scheduler->form_batch(lane, batch, preempted_);
@@ -916,7 +932,7 @@ void Simulation::try_dispatch(std::uint32_t index) {
     for (const Preemption& p : preempted_) {
       recorder_.request_preempted(RequestId(p.request), pool.metrics_id);
       lost += p.lost_tokens;
-      Journey& j = journeys_[p.request];
+      Journey& j = journey(p.request);
       if (!j.ttft_done) {
         advance(p.request, j.in_prefill ? metrics::TtftPart::kPrefillInterference
                                         : metrics::TtftPart::kQueueing);
@@ -927,7 +943,7 @@ void Simulation::try_dispatch(std::uint32_t index) {
     if (lost > 0) add_load(pool, index - pool.first_instance, load_units(pool, lost, 0));
     if (batch.empty()) continue;
     for (const Chunk& c : batch.chunks) {
-      Journey& j = journeys_[c.request];
+      Journey& j = journey(c.request);
       if (j.ttft_done) continue;
       if (j.in_prefill) {
         advance(c.request, metrics::TtftPart::kPrefillInterference);
@@ -1053,7 +1069,8 @@ void Simulation::fail_instance(std::uint32_t index, SimTime repair_at) {
   if (pool.role == PoolRole::kDecode) {
     for (std::uint32_t r = 0; r < requests_.size(); ++r) {
       const RequestState& s = requests_[r];
-      Journey& j = journeys_[r];
+      if (s.journey == kNoRequest) continue;  // no longer in flight
+      Journey& j = journey(r);
       if (j.target != index || !j.flows_reserved) continue;
       if (s.phase == Phase::kTransferring) {
         evicted_.push_back(r);
@@ -1070,7 +1087,7 @@ void Simulation::fail_instance(std::uint32_t index, SimTime repair_at) {
   for (const std::uint32_t r : evicted_) {
     failed_log_.push_back(r);
     RequestState& s = requests_[r];
-    Journey& j = journeys_[r];
+    Journey& j = journey(r);
     // Flows still moving for it are stale from here on (its tag's epoch).
     ++j.epoch;
     j.flows = 0;

@@ -196,7 +196,7 @@ class Simulation {
   void first_token_of(std::uint32_t r, bool disaggregated, SimTime at);
   void advance(std::uint32_t r, metrics::TtftPart part) { advance(r, part, now_); }
   void advance(std::uint32_t r, metrics::TtftPart part, SimTime at) {
-    Journey& j = journeys_[r];
+    Journey& j = journey(r);
     j.ttft[static_cast<std::size_t>(part)] += (at - j.mark).ps();
     j.mark = at;
   }
@@ -273,7 +273,13 @@ class Simulation {
   static constexpr std::uint32_t kMinRunHint = 4;
   bool runs_ = false;  // decode runs enabled (config, no series or trace)
   bool disaggregated_ = false;
-  SlabVector<Journey> journeys_;  // indexed like requests_
+  // Journeys of the requests in flight (RequestState::journey), slots reused once they leave: a
+  // finished request's figures are in the recorder, so memory follows the requests in flight.
+  std::vector<Journey> journeys_;
+  std::vector<std::uint32_t> free_journeys_;
+  Journey& journey(std::uint32_t r) { return journeys_[requests_[r].journey]; }
+  const Journey& journey(std::uint32_t r) const { return journeys_[requests_[r].journey]; }
+  void release_journey(std::uint32_t r);
   std::optional<ClusterConfig> default_cluster_;
   const topologies::ClusterPlacement* placement_ = nullptr;
   std::unique_ptr<topologies::Fabric> fabric_;  // the run's own copy (faults change it)
