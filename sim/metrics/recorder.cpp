@@ -117,8 +117,12 @@ void RunMetrics::kv_usage_peak(PoolId pool, double fraction) {
   p.kv_peak_fraction = std::max(p.kv_peak_fraction, fraction);
 }
 
-void RunMetrics::ttft_parts(RequestId, const std::int64_t* ps) {
-  for (std::size_t i = 0; i < kTtftParts; ++i) ttft_sums_[i] += static_cast<double>(ps[i]);
+void RunMetrics::ttft_parts(RequestId id, const std::int64_t* ps) {
+  RequestRecord& r = requests_[id.index()];
+  for (std::size_t i = 0; i < kTtftParts; ++i) {
+    ttft_sums_[i] += static_cast<double>(ps[i]);
+    r.ttft_parts_ms[i] = static_cast<float>(static_cast<double>(ps[i]) * 1e-9);
+  }
   ++ttft_requests_;
 }
 

@@ -95,6 +95,8 @@ struct RequestRecord {
   RequestStatus status = RequestStatus::kInFlight;
   RejectReason reject_reason = RejectReason::kNone;
   std::uint16_t class_id = 0;
+  // Where its time to first token went (TtftPart order), ms; zero until its first token.
+  std::array<float, kTtftParts> ttft_parts_ms{};
 };
 
 struct PoolInfo {
