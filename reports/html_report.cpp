@@ -149,6 +149,24 @@ LatencyCdfs latency_cdfs(const metrics::RunMetrics& m) {
     }
   }
   LatencyCdfs out;
+  // The longest TTFTs (ties: lower id first).
+  std::vector<std::pair<std::int64_t, std::size_t>> by_ttft;
+  const auto& reqs = m.requests();
+  for (std::size_t i = 0; i < reqs.size(); ++i) {
+    if (reqs[i].first_token != SimTime::never()) by_ttft.emplace_back((reqs[i].first_token - reqs[i].arrival).ps(), i);
+  }
+  const std::size_t n = std::min(kSlowestRequests, by_ttft.size());
+  std::partial_sort(by_ttft.begin(), by_ttft.begin() + static_cast<std::ptrdiff_t>(n), by_ttft.end(),
+                    [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
+  for (std::size_t k = 0; k < n; ++k) {
+    const metrics::RequestRecord& r = reqs[by_ttft[k].second];
+    RequestTime t;
+    t.label = "#" + std::to_string(by_ttft[k].second) + " (" + std::to_string(r.prompt_tokens) + " + " +
+              std::to_string(r.output_tokens) + " tokens)";
+    for (const float v : r.ttft_parts_ms) t.ms.push_back(v);
+    t.ms.push_back(r.status == metrics::RequestStatus::kCompleted ? (r.completion - r.first_token).to_ms() : 0.0);
+    out.slowest_ttft.push_back(std::move(t));
+  }
   out.ttft_ms = cdf_points(ttft);
   out.tpot_ms = cdf_points(tpot);
   out.e2e_ms = cdf_points(e2e);
@@ -260,6 +278,33 @@ std::string html_report(const Json& report, const LatencyCdfs& cdfs) {
          "</td></tr>\n";
   }
   h += "</table>\n<div class=\"charts\">\n" + svg::render(bars) + "</div>\n";
+
+  // Per request: where the slowest requests' time went.
+  h += "<h2>Requests: where the time went</h2>\n";
+  if (cdfs.slowest_ttft.empty()) {
+    h += "<div class=\"absent\">No request emitted a token in this run.</div>\n";
+  } else {
+    svg::StackedBars rb;
+    rb.title = "The " + std::to_string(cdfs.slowest_ttft.size()) +
+               " requests with the longest TTFT: its parts, then decode to completion";
+    for (std::size_t k = 0; k < metrics::kTtftParts; ++k) {
+      rb.segments.emplace_back(metrics::ttft_part_name(static_cast<metrics::TtftPart>(k)));
+    }
+    rb.segments.emplace_back("decode");
+    double longest = 0;
+    for (const RequestTime& t : cdfs.slowest_ttft) {
+      rb.bars.push_back(t.label);
+      rb.values.push_back(t.ms);
+      double sum = 0;
+      for (const double v : t.ms) sum += v;
+      longest = std::max(longest, sum);
+    }
+    rb.max = longest > 0 ? longest : 1.0;
+    rb.unit = "ms";
+    rb.width = 1100;
+    h += "<p class=\"note\">Every request's parts are in requests.csv (columns *_ms).</p>\n"
+         "<div class=\"charts\">\n" + svg::render(rb) + "</div>\n";
+  }
 
   // The busiest links, by mean utilization over the run.
   h += "<h2>Busiest links</h2>\n";

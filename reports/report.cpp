@@ -328,8 +328,14 @@ std::string summary_table(const metrics::Summary& s, const metrics::SloTargets& 
 }
 
 void write_requests_csv(std::ostream& out, const metrics::RunMetrics& m) {
+  // Then where its time went: the parts of its TTFT (metrics::TtftPart) and its decode time
+  // (first token to completion), ms, empty where it has no first token / no completion.
   out << "id,arrival_s,first_token_s,completion_s,prompt_tokens,output_tokens,status,"
-         "reject_reason,preemptions,instance,class\n";
+         "reject_reason,preemptions,instance,class";
+  for (std::size_t k = 0; k < metrics::kTtftParts; ++k) {
+    out << ',' << metrics::ttft_part_name(static_cast<metrics::TtftPart>(k)) << "_ms";
+  }
+  out << ",decode_ms\n";
   auto class_name = [&](std::uint16_t id) -> std::string_view {
     return id < m.classes().size() ? std::string_view(m.classes()[id].name) : std::string_view("default");
   };
@@ -344,7 +350,11 @@ void write_requests_csv(std::ostream& out, const metrics::RunMetrics& m) {
         << r.prompt_tokens << ',' << r.output_tokens << ',' << status << ','
         << (r.status == metrics::RequestStatus::kRejected ? metrics::reject_reason_name(r.reject_reason)
                                                           : std::string_view()) << ','
-        << r.preemptions << ',' << r.instance << ',' << class_name(r.class_id) << '\n';
+        << r.preemptions << ',' << r.instance << ',' << class_name(r.class_id);
+    const bool first = r.first_token != SimTime::never();
+    for (const float ms : r.ttft_parts_ms) out << ',' << (first ? fmt("%.6f", ms) : std::string());
+    const bool done = first && r.status == metrics::RequestStatus::kCompleted;
+    out << ',' << (done ? fmt("%.6f", (r.completion - r.first_token).to_ms()) : std::string()) << '\n';
   }
 }
 

@@ -234,7 +234,7 @@ std::string render(const StackedBars& c) {
   std::vector<std::size_t> shown;
   for (std::size_t s = 0; s < c.segments.size(); ++s) {
     for (const auto& bar : c.values) {
-      if (s < bar.size() && bar[s] >= 0.0005) {
+      if (s < bar.size() && bar[s] >= 0.0005 * c.max.value_or(1.0)) {
         shown.push_back(s);
         break;
       }
@@ -254,23 +254,27 @@ std::string render(const StackedBars& c) {
     out += text(c.width / 2.0, 60, "no data", "middle");
     return out + "</svg>\n";
   }
-  for (double v : ticks(0, 1, Scale::kLinear, 5)) {
-    const double px = label_w + v * pw;
+  const double full = c.max && *c.max > 0 ? *c.max : 1.0;
+  const bool percent = !c.max;
+  // An amount's label: a percent of the bar axis, or the amount in the chart's unit.
+  auto label = [&](double v) { return percent ? tick_label(v, true) : tick_label(v) + " " + c.unit; };
+  for (double v : ticks(0, full, Scale::kLinear, 5)) {
+    const double px = label_w + v / full * pw;
     out += line(px, top - 4, px, top + bars_h - gap + 4, "g");
-    out += text(px, top + bars_h + 10, tick_label(v, true), "middle");
+    out += text(px, top + bars_h + 10, label(v), "middle");
   }
   for (std::size_t b = 0; b < c.bars.size(); ++b) {
     const double y = top + static_cast<double>(b) * (bar_h + gap);
     out += text(label_w - 8, y + bar_h / 2 + 4, c.bars[b], "end");
     double x = label_w;
     for (std::size_t s = 0; s < c.segments.size() && s < c.values[b].size(); ++s) {
-      const double v = std::clamp(c.values[b][s], 0.0, 1.0);
+      const double v = std::clamp(c.values[b][s], 0.0, full);
       if (!(v > 0)) continue;
-      const double w = v * pw;
+      const double w = v / full * pw;
       out += "<rect x=\"" + num(x) + "\" y=\"" + num(y) + "\" width=\"" + num(w) + "\" height=\"" +
              num(bar_h) + "\" fill=\"" + segment_colour(c.segments[s], s) + "\"><title>" + escape(c.segments[s]) + " " +
-             tick_label(v, true) + "</title></rect>\n";
-      if (w > 44) out += text(x + w / 2, y + bar_h / 2 + 4, tick_label(v, true), "middle", " style=\"fill:#fff\"");
+             label(v) + "</title></rect>\n";
+      if (w > 44) out += text(x + w / 2, y + bar_h / 2 + 4, label(v), "middle", " style=\"fill:#fff\"");
       x += w;
     }
   }

@@ -37,13 +37,16 @@ struct LineChart {
 };
 
 // One bar per label, each split into segments (same names and colours across bars) whose values
-// are fractions of the whole bar axis [0, 1].
+// are fractions of the whole bar axis [0, 1], or, with `max`, amounts on an axis [0, max] in
+// `unit`.
 struct StackedBars {
   std::string title;
   std::vector<std::string> bars;
   std::vector<std::string> segments;
   std::vector<std::vector<double>> values;  // [bar][segment]
   int width = 900;
+  std::optional<double> max;
+  std::string unit;
 };
 
 std::string render(const LineChart& chart);

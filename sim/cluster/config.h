@@ -135,6 +135,9 @@ struct SimulationConfig {
   std::vector<metrics::SloTargets> class_slo;
   std::uint64_t seed = 0;
   std::optional<Duration> horizon;  // stop here; unfinished requests count as in flight
+  // Decode instances (pp = 1) run up to this many decode steps in one event while nobody joins or
+  // leaves their batch (Simulation: decode runs); 1 steps them one event each. Same schedule.
+  int decode_steps_per_event = 64;
   std::optional<ClusterConfig> cluster;  // none: each pool's chip says its fabric (fabric_of)
   DisaggregationConfig disaggregation;
   FailureConfig failures;

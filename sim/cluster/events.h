@@ -29,6 +29,7 @@ struct BatchFinished {
   std::uint32_t instance;
   std::uint32_t lane;
   std::uint32_t epoch = 0;  // the instance's epoch when dispatched (stale after a failure)
+  std::uint32_t run = 0;    // the instance's decode-run generation (stale after a cut)
 };
 struct StageFreed {
   std::uint32_t instance;

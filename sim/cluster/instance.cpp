@@ -61,7 +61,7 @@ std::uint32_t Lane::try_admit_front() {
   const std::uint32_t r = waiting_.front();
   RequestState& s = req(r);
   const std::uint32_t need = blocks_for(s.prefill_target);
-  if (total_blocks_ - used_blocks_ - need < watermark_blocks_) return kNoRequest;
+  if (total_blocks_ - used_blocks_ - booked_blocks_ - need < watermark_blocks_) return kNoRequest;
   waiting_.pop_front();
   s.prefilled = 0;
   s.phase = Phase::kPrefilling;
@@ -181,6 +181,37 @@ models::BatchShape Lane::shape(const Batch& batch) const {
   return b;
 }
 
+std::uint64_t Lane::lookahead_limit() const {
+  std::uint64_t limit = UINT64_MAX;
+  if (window_sum_.enabled()) limit = std::min(limit, static_cast<std::uint64_t>(window_sum_.cap()));
+  if (topk_sum_.enabled()) limit = std::min(limit, static_cast<std::uint64_t>(topk_sum_.cap()));
+  return limit;
+}
+
+Lane::DecodeLookahead::DecodeLookahead(const Lane& lane)
+    : lane_(lane), ctx_(lane.decode_ctx_), step_(lane.step_), window_(lane.window_sum_.ahead()),
+      topk_(lane.topk_sum_.ahead()) {}
+
+models::BatchShape Lane::DecodeLookahead::next() {
+  // As finish_decode_step: every context grows by one, the step counter and the capped sums
+  // advance; then the shape as shape() computes it for a decode-only batch.
+  ctx_ += lane_.decoding_;
+  ++step_;
+  lane_.window_sum_.step(window_, step_);
+  lane_.topk_sum_.step(topk_, step_);
+  models::BatchShape b;
+  const auto decodes = static_cast<double>(lane_.decoding_);
+  b.decode_seqs = decodes;
+  b.decode_kv_tokens = static_cast<double>(ctx_) + decodes;
+  b.tokens = decodes;
+  b.logits = decodes;
+  if (lane_.capped_) {
+    b.decode_kv_window = static_cast<double>(window_.attended());
+    b.decode_kv_topk = static_cast<double>(topk_.attended());
+  }
+  return b;
+}
+
 void Lane::finish_decode_step(std::vector<std::uint32_t>& finished) {
   const std::uint64_t executed = step_;
   decode_ctx_ += decoding_;
@@ -254,7 +285,7 @@ void Lane::release_held(std::uint32_t r) {
 }
 
 bool Lane::reserve_inbound(std::int64_t blocks) {
-  if (total_blocks_ - used_blocks_ - blocks < watermark_blocks_) return false;
+  if (total_blocks_ - used_blocks_ - booked_blocks_ - blocks < watermark_blocks_) return false;
   used_blocks_ += blocks;
   inbound_blocks_ += blocks;
   peak_used_blocks_ = std::max(peak_used_blocks_, used_blocks_);
@@ -308,7 +339,7 @@ void Lane::evict_all(std::vector<std::uint32_t>& out) {
   joined_.clear();
   while (!finishing_.empty()) finishing_.pop();
   next_finish_step_ = UINT64_MAX;
-  used_blocks_ = step_reserved_ = inbound_blocks_ = held_blocks_ = 0;
+  used_blocks_ = step_reserved_ = inbound_blocks_ = held_blocks_ = booked_blocks_ = 0;
   busy_ = false;
   batch_.clear();
 }

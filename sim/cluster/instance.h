@@ -25,6 +25,7 @@
 
 #include "sim/cluster/iteration_cost.h"
 #include "sim/cluster/request_state.h"
+#include "sim/core/check.h"
 #include "sim/core/ring_queue.h"
 #include "sim/core/slab_allocator.h"
 #include "sim/core/time.h"
@@ -55,6 +56,21 @@ class CappedContextSum {
   // Sum of min(context + 1, cap): what the next decode step attends to (its new token included).
   std::int64_t attended() const { return static_cast<std::int64_t>(sum_ + below_); }
   std::uint64_t sum() const { return sum_; }
+  std::int64_t cap() const { return cap_; }
+
+  // The sums of steps ahead, while nobody joins or leaves: a copy of (sum, below) that step()
+  // advances as advance() would, reading the ring without consuming it. Valid for up to cap
+  // steps ahead (the ring holds the steps [now, now + cap]).
+  struct Ahead {
+    std::uint64_t sum = 0, below = 0;
+    std::int64_t attended() const { return static_cast<std::int64_t>(sum + below); }
+  };
+  Ahead ahead() const { return Ahead{sum_, below_}; }
+  void step(Ahead& a, std::uint64_t next_step) const {
+    if (cap_ <= 0) return;
+    a.sum += a.below;
+    a.below -= ring_[slot(next_step)];
+  }
 
  private:
   std::size_t slot(std::uint64_t step) const { return static_cast<std::size_t>(step % ring_.size()); }
@@ -130,7 +146,15 @@ class Lane {
   void release(std::uint32_t r);
 
   // --- disaggregation ---
-  std::int64_t free_blocks() const { return total_blocks_ - used_blocks_; }
+  std::int64_t free_blocks() const { return total_blocks_ - used_blocks_ - booked_blocks_; }
+  // Blocks booked by a multi-step decode run for its later steps (taken by their preparation;
+  // counted as used by admission, reservations and free_blocks(), not by the decode steps).
+  void book(std::int64_t blocks) { booked_blocks_ += blocks; }
+  void unbook(std::int64_t blocks) {
+    booked_blocks_ -= blocks;
+    SERVESIM_CHECK(booked_blocks_ >= 0);
+  }
+  std::int64_t booked_blocks() const { return booked_blocks_; }
   // Prefill lanes: a request whose prefill completed leaves the running set but keeps its blocks
   // until its KV cache has been sent (release_held).
   void hold_for_transfer(std::uint32_t r);
@@ -163,6 +187,29 @@ class Lane {
   std::int64_t unfinished() const { return static_cast<std::int64_t>(waiting_.size()) + running_; }
   // Recomputes every aggregate from the requests and CHECKs it (tests and debug runs).
   void check_invariants() const;
+
+  // --- multi-step decode runs (Simulation: several decode steps in one event) ---
+  // The decode step in flight is step 0; step k > 0 of a run is the k-th after it, planned while
+  // nobody joins or leaves the decode set. What step k's preparation will reserve (blocks):
+  std::int64_t step_blocks_ahead(std::uint64_t k) const {
+    return phase_count_[(step_ + k) % block_tokens_];
+  }
+  // Steps until the first decoding request emits its last token (0: step 0 does).
+  std::uint64_t steps_to_first_finish() const { return next_finish_step_ - step_; }
+  // How many steps ahead the capped sums can be looked at (UINT64_MAX without caps).
+  std::uint64_t lookahead_limit() const;
+  // The shape of decode-only steps 1, 2, ... of a run: next() returns the following step's, the
+  // aggregates advanced exactly as finish_decode_step will advance them.
+  class DecodeLookahead {
+   public:
+    explicit DecodeLookahead(const Lane& lane);
+    models::BatchShape next();
+
+   private:
+    const Lane& lane_;
+    std::uint64_t ctx_, step_;
+    CappedContextSum::Ahead window_, topk_;
+  };
 
   // Derived per-request figures while decoding (see request_state.h).
   std::uint64_t steps_done(const RequestState& s) const { return step_ - s.join_step; }
@@ -219,6 +266,7 @@ class Lane {
   std::int64_t total_blocks_;
   std::int64_t used_blocks_ = 0;
   std::int64_t step_reserved_ = 0;  // blocks reserved for the decode step in flight
+  std::int64_t booked_blocks_ = 0;  // see book()
   std::int64_t peak_used_blocks_ = 0;
   std::uint64_t block_tokens_;
   std::int64_t watermark_blocks_;

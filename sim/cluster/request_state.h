@@ -41,6 +41,7 @@ struct RequestState {
   std::uint32_t prev = kNoRequest;   // lane's running list, in admission order
   std::uint32_t next = kNoRequest;
   std::uint32_t stream = kNoRequest; // the request source's arrival stream (workloads/source.h)
+  std::uint32_t journey = kNoRequest; // its slot in the simulation's journeys while in flight
   std::uint16_t lane = 0;
   std::uint16_t cls = 0;             // workload class
   Phase phase = Phase::kNew;

@@ -1,6 +1,7 @@
 #include "sim/cluster/simulation.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "models/operators.h"
 #include "sim/cluster/comm_cost.h"
@@ -100,6 +101,11 @@ Simulation::Simulation(const SimulationConfig& config, metrics::Recorder& record
   }
   series_ = recorder_.time_series();
   trace_ = recorder_.trace_log();
+  if (decode_pool_ >= 0) {
+    const Pool& dp = pools_[static_cast<std::size_t>(decode_pool_)];
+    runs_ = config_.decode_steps_per_event > 1 && !series_ && !trace_ && dp.free_kv &&
+            dp.config->plan.pp == 1;
+  }
   const auto& classes = config_.workload.classes;
   SERVESIM_CHECK(config_.class_slo.empty() || config_.class_slo.size() == classes.size());
   for (std::size_t i = 0; i < classes.size(); ++i) {
@@ -117,7 +123,6 @@ Simulation::Simulation(const SimulationConfig& config, metrics::Recorder& record
   keep_inputs_ = !source_->plain();
   if (config_.workload.requests > 0) {
     requests_.reserve(static_cast<std::size_t>(config_.workload.requests));
-    journeys_.reserve(static_cast<std::size_t>(config_.workload.requests));
     if (keep_inputs_) inputs_.reserve(static_cast<std::size_t>(config_.workload.requests));
     recorder_.expect_requests(config_.workload.requests);
   }
@@ -190,7 +195,20 @@ RunResult Simulation::run() {
   RunResult result;
   const SimTime horizon =
       config_.horizon ? SimTime::zero() + *config_.horizon : SimTime::never();
-  while (!queue_.empty()) {
+  constexpr auto kDispatchPriority = static_cast<std::uint8_t>(Event(DispatchRequested{}).index());
+  while (true) {
+    // Dispatches requested at now_ run where their events would: after every event at now_ of a
+    // lower priority class, in request order, before the rest (no queue round trip).
+    if (!dispatches_.empty() && (queue_.empty() || queue_.top().time > now_ ||
+                                 queue_.top().priority() > kDispatchPriority)) {
+      const std::uint32_t index = dispatches_.front();
+      dispatches_.pop_front();
+      check_context_.event_name = "DispatchRequested";
+      handle(DispatchRequested{index});
+      if (paranoid_) check_all();
+      continue;
+    }
+    if (queue_.empty()) break;
     if (queue_.top().time > horizon) {
       result.reached_horizon = true;
       break;
@@ -210,6 +228,13 @@ RunResult Simulation::run() {
     if ((result.events & 4095) == 0 && progress_) [[unlikely]] publish_progress(result.events);
   }
   result.end = result.reached_horizon ? horizon : now_;
+  if (runs_) {
+    // Steps that ended within the window count, as their events would have.
+    const Pool& dp = pools_[static_cast<std::size_t>(decode_pool_)];
+    for (int i = 0; i < dp.config->instances; ++i) {
+      settle_run(dp.first_instance + static_cast<std::uint32_t>(i), result.end);
+    }
+  }
   if (series_ && net_) [[unlikely]] record_link_usage(result.end);
   if (series_) series_->finish(result.end);
   if (progress_) publish_progress(result.events);
@@ -247,7 +272,14 @@ void Simulation::handle(const RequestArrived& e) {
     }
     j.image_tokens = static_cast<std::uint32_t>(tokens);
   }
-  journeys_.push_back(j);
+  if (free_journeys_.empty()) {
+    requests_.back().journey = static_cast<std::uint32_t>(journeys_.size());
+    journeys_.push_back(j);
+  } else {
+    requests_.back().journey = free_journeys_.back();
+    free_journeys_.pop_back();
+    journeys_[requests_.back().journey] = j;
+  }
   if (keep_inputs_) inputs_.push_back(in);
   recorder_.request_arrived(RequestId(r), now_, in.prompt_tokens, in.output_tokens, in.class_id);
   schedule_arrivals();  // the stream's next open-loop arrival
@@ -255,7 +287,7 @@ void Simulation::handle(const RequestArrived& e) {
 }
 
 void Simulation::enter(std::uint32_t r) {
-  if (journeys_[r].image_tokens > 0 && requests_[r].generated == 0) {
+  if (journey(r).image_tokens > 0 && requests_[r].generated == 0) {
     route_encode(r);
     return;
   }
@@ -266,7 +298,7 @@ void Simulation::enter(std::uint32_t r) {
 std::uint32_t Simulation::pick_prefill(std::uint32_t r) {
   RequestState& s = requests_[r];
   Pool& pool = pools_[static_cast<std::size_t>(prefill_pool_)];
-  const std::int64_t tokens = static_cast<std::int64_t>(s.prompt) + journeys_[r].image_tokens;
+  const std::int64_t tokens = static_cast<std::int64_t>(s.prompt) + journey(r).image_tokens;
   if (tokens + s.output > pool.config->max_model_len) {
     reject(r, metrics::RejectReason::kExceedsMaxModelLen);
     return kNoInstance;
@@ -300,7 +332,7 @@ void Simulation::enqueue_prefill(std::uint32_t r, std::uint32_t index) {
     return;
   }
   // A re-queued request prefills everything it had (recompute); image tokens are prompt tokens.
-  s.prefill_target = s.prompt + journeys_[r].image_tokens + s.generated;
+  s.prefill_target = s.prompt + journey(r).image_tokens + s.generated;
   s.prefilled = 0;
   // The lane with the fewest unfinished requests (vLLM assigns virtual engines this way); ties
   // rotate.
@@ -324,7 +356,7 @@ void Simulation::schedule_dispatch(std::uint32_t index) {
   Instance& inst = instances_[index];
   if (!inst.dispatch_pending && (inst.stage_free.empty() || inst.stage_free.front() <= now_)) {
     inst.dispatch_pending = true;
-    schedule(now_, DispatchRequested{index});
+    dispatches_.push_back(index);  // run as a DispatchRequested event at now_ (see run())
   }
 }
 
@@ -346,7 +378,7 @@ void Simulation::route_encode(std::uint32_t r) {
   s.phase = Phase::kEncoding;
   s.instance = index;
   inst.encode_waiting.push_back(r);
-  add_load(pool, local, load_units(pool, journeys_[r].image_tokens, 1));
+  add_load(pool, local, load_units(pool, journey(r).image_tokens, 1));
   recorder_.request_routed(RequestId(r), pool.metrics_id, InstanceId(index));
   schedule_dispatch(index);
 }
@@ -363,7 +395,7 @@ void Simulation::try_encode(std::uint32_t index) {
   while (!inst.encode_waiting.empty() &&
          static_cast<std::int64_t>(inst.encode_batch.size()) < pool.config->scheduler.max_batch_size) {
     const std::uint32_t r = inst.encode_waiting.front();
-    const std::int64_t t = journeys_[r].image_tokens;
+    const std::int64_t t = journey(r).image_tokens;
     if (!inst.encode_batch.empty() && tokens + t > pool.config->scheduler.max_batched_tokens) break;
     inst.encode_waiting.pop_front();
     tokens += t;
@@ -395,11 +427,11 @@ void Simulation::handle(const EncodeFinished& e) {
   for (const std::uint32_t r : inst.encode_batch) {
     advance(r, metrics::TtftPart::kEncode);
     add_load(pool, e.instance - pool.first_instance,
-             load_units(pool, -static_cast<std::int64_t>(journeys_[r].image_tokens), -1));
+             load_units(pool, -static_cast<std::int64_t>(journey(r).image_tokens), -1));
     const std::uint32_t target = pick_prefill(r);
     if (target == kNoInstance) continue;
-    journeys_[r].target = target;
-    start_flows(r, e.instance, target, 0, per_token * journeys_[r].image_tokens, kEmbeddingFlow);
+    journey(r).target = target;
+    start_flows(r, e.instance, target, 0, per_token * journey(r).image_tokens, kEmbeddingFlow);
   }
   inst.encode_batch.clear();
   reschedule_network();
@@ -422,7 +454,7 @@ void Simulation::start_flows(std::uint32_t r, std::uint32_t src, std::uint32_t d
   const int k = std::max(1, std::min(plan_a.tp, plan_b.tp));
   const std::size_t ga = (r % static_cast<std::uint32_t>(plan_a.dp)) * static_cast<std::size_t>(plan_a.tp);
   const std::size_t gb = (r % static_cast<std::uint32_t>(plan_b.dp)) * static_cast<std::size_t>(plan_b.tp);
-  Journey& j = journeys_[r];
+  Journey& j = journey(r);
   for (int t = 0; t < k; ++t) {
     const auto ca = chips_a[(ga + static_cast<std::size_t>(t)) % chips_a.size()];
     const auto cb = chips_b[(gb + static_cast<std::size_t>(t)) % chips_b.size()];
@@ -452,7 +484,8 @@ void Simulation::handle(const NetworkDue& e) {
 void Simulation::flow_done(const topologies::FlowDone& d) {
   const auto r = static_cast<std::uint32_t>(d.tag >> 8);
   const auto kind = static_cast<FlowKind>(d.tag & 3);
-  Journey& j = journeys_[r];
+  if (requests_[r].journey == kNoRequest) return;  // lost to a failure: its flows were stale
+  Journey& j = journey(r);
   if (((d.tag >> 2) & 63u) != (j.epoch & 63u)) return;  // a failure made it stale
   SERVESIM_CHECK(j.flows > 0);
   if (--j.flows > 0) return;
@@ -476,6 +509,7 @@ bool Simulation::place_decode(std::uint32_t r) {
   if (local == kNoInstance) return false;
   const std::uint32_t index = pool.first_instance + local;
   Instance& inst = instances_[index];
+
   std::uint32_t best = 0;
   for (std::uint32_t l = 1; l < inst.lanes.size(); ++l) {
     if (inst.lanes[l].free_blocks() > inst.lanes[best].free_blocks()) best = l;
@@ -483,7 +517,7 @@ bool Simulation::place_decode(std::uint32_t r) {
   bool reserved = false;
   changing(index, inst.lanes[best], [&] { reserved = inst.lanes[best].reserve_inbound(need); });
   if (!reserved) return false;
-  Journey& j = journeys_[r];
+  Journey& j = journey(r);
   j.flows_reserved = true;
   j.target = index;
   j.target_lane = static_cast<std::uint16_t>(best);
@@ -501,13 +535,13 @@ void Simulation::note_free_kv(std::uint32_t index) {
 }
 
 void Simulation::start_kv_flows(std::uint32_t r, double bytes) {
-  Journey& j = journeys_[r];
+  Journey& j = journey(r);
   start_flows(r, requests_[r].instance, j.target, j.target_lane, bytes, kKvFlow);
 }
 
 void Simulation::prefill_done(std::uint32_t r, Lane& lane) {
   RequestState& s = requests_[r];
-  Journey& j = journeys_[r];
+  Journey& j = journey(r);
   Pool& pool = pools_[instances_[s.instance].pool];
   lane.hold_for_transfer(r);
   add_load(pool, s.instance - pool.first_instance, load_units(pool, 0, -1));
@@ -548,7 +582,7 @@ void Simulation::drain_awaiting() {
     }
     if (!place_decode(r)) break;
     awaiting_decode_.pop_front();
-    Journey& j = journeys_[r];
+    Journey& j = journey(r);
     advance(r, metrics::TtftPart::kQueueing);
     j.kv_bytes = static_cast<double>(requests_[r].prefill_target) *
                  static_cast<double>(config_.model.kv_bytes_per_token());
@@ -562,10 +596,13 @@ void Simulation::drain_awaiting() {
 
 void Simulation::kv_arrived(std::uint32_t r) {
   RequestState& s = requests_[r];
-  Journey& j = journeys_[r];
+  Journey& j = journey(r);
   Instance& src = instances_[s.instance];
-  changing(s.instance, src.lanes[s.lane], [&] { src.lanes[s.lane].release_held(r); });
-  schedule_dispatch(s.instance);  // its blocks are free again
+  Lane& held_on = src.lanes[s.lane];
+  changing(s.instance, held_on, [&] { held_on.release_held(r); });
+  // Its blocks are free again: a request waiting for blocks there may now be admitted (a lane
+  // with nothing waiting has nothing to start, and a dispatch would find an empty batch).
+  if (held_on.has_waiting() || !held_on.prefilling().empty()) schedule_dispatch(s.instance);
   advance(r, metrics::TtftPart::kKvTransferExposed);
   j.transfer_end = now_;
   j.flows_reserved = false;
@@ -579,17 +616,18 @@ void Simulation::kv_arrived(std::uint32_t r) {
   }
   s.instance = j.target;
   s.lane = j.target_lane;
+  if (dst.run.size > 0) cut_run(j.target);  // it joins after the step in flight
   dst.lanes[j.target_lane].push_ready(r);
   add_load(pool, j.target - pool.first_instance, load_units(pool, s.output - s.generated, 1));
   recorder_.request_routed(RequestId(r), pool.metrics_id, InstanceId(j.target));
   schedule_dispatch(j.target);
 }
 
-void Simulation::first_token_of(std::uint32_t r, bool disaggregated) {
-  recorder_.first_token(RequestId(r), now_);
-  Journey& j = journeys_[r];
+void Simulation::first_token_of(std::uint32_t r, bool disaggregated, SimTime at) {
+  recorder_.first_token(RequestId(r), at);
+  Journey& j = journey(r);
   if (!j.ttft_done) {
-    advance(r, disaggregated ? metrics::TtftPart::kFirstDecode : metrics::TtftPart::kPrefill);
+    advance(r, disaggregated ? metrics::TtftPart::kFirstDecode : metrics::TtftPart::kPrefill, at);
     j.ttft_done = true;
     recorder_.ttft_parts(RequestId(r), j.ttft.data());
     if (j.transferred) {
@@ -605,6 +643,7 @@ void Simulation::first_token_of(std::uint32_t r, bool disaggregated) {
     }
   }
   if (source_->wants_first_token()) {
+    SERVESIM_CHECK(at == now_);  // decode runs carry no fresh requests for such sources
     source_->first_token(source_view(r), now_, arrivals_);
     schedule_arrivals();
   }
@@ -613,13 +652,22 @@ void Simulation::first_token_of(std::uint32_t r, bool disaggregated) {
 void Simulation::reject(std::uint32_t r, metrics::RejectReason reason) {
   requests_[r].phase = Phase::kDone;
   recorder_.request_rejected(RequestId(r), now_, reason);
+  release_journey(r);
   client_done(r, false);
+}
+
+void Simulation::release_journey(std::uint32_t r) {
+  RequestState& s = requests_[r];
+  SERVESIM_CHECK(s.journey != kNoRequest);
+  free_journeys_.push_back(s.journey);
+  s.journey = kNoRequest;
 }
 
 void Simulation::complete(std::uint32_t r) {
   RequestState& s = requests_[r];
   SERVESIM_CHECK(s.phase == Phase::kDone && s.generated == s.output);
   recorder_.request_completed(RequestId(r), now_);
+  release_journey(r);
   Pool& pool = pools_[instances_[s.instance].pool];
   add_load(pool, s.instance - pool.first_instance, load_units(pool, 0, -1));
   client_done(r, true);
@@ -641,6 +689,12 @@ void Simulation::client_done(std::uint32_t r, bool completed) {
 void Simulation::handle(const BatchFinished& e) {
   Instance& inst = instances_[e.instance];
   if (e.epoch != inst.epoch) return;  // the instance failed while this batch ran
+  if (e.run != inst.run.generation) return;  // the run was cut: a later event ends it
+  if (inst.run.size > 0) {
+    // The run's last step ended: apply the ones before it; this event handles the last.
+    settle_run(e.instance, now_);
+    end_run(e.instance);
+  }
   Pool& pool = pools_[inst.pool];
   Lane& lane = inst.lanes[e.lane];
   lane.set_busy(false);
@@ -659,7 +713,7 @@ void Simulation::handle(const BatchFinished& e) {
       recorder_.inter_token_gap(gap, count);
     });
     // Requests whose KV came from a prefill instance: this step emitted their first token.
-    for (const std::uint32_t r : lane.fresh()) first_token_of(r, true);
+    for (const std::uint32_t r : lane.fresh()) first_token_of(r, true, now_);
     lane.clear_fresh();
     done_tokens += batch.decodes;
     finished_.clear();
@@ -668,9 +722,9 @@ void Simulation::handle(const BatchFinished& e) {
   }
   for (const Chunk& c : batch.chunks) {
     done_tokens += c.tokens;
-    if (!journeys_[c.request].ttft_done) advance(c.request, metrics::TtftPart::kPrefill);
+    if (!journey(c.request).ttft_done) advance(c.request, metrics::TtftPart::kPrefill);
     if (!lane.finish_chunk(c)) continue;
-    journeys_[c.request].in_prefill = false;
+    journey(c.request).in_prefill = false;
     if (pool.role == PoolRole::kPrefill) {  // no token: its decode instance emits the first
       prefill_done(c.request, lane);
       continue;
@@ -678,7 +732,7 @@ void Simulation::handle(const BatchFinished& e) {
     RequestState& s = requests_[c.request];
     // The prefill emits a token: the first, or the next one after a recompute.
     if (s.generated == 0) {
-      first_token_of(c.request, false);
+      first_token_of(c.request, false, now_);
     } else {
       recorder_.inter_token_gap(now_ - s.last_token, 1);
     }
@@ -703,6 +757,114 @@ void Simulation::handle(const BatchFinished& e) {
     if (!awaiting_decode_.empty()) drain_awaiting();
   }
   try_dispatch(e.instance);
+}
+
+SimTime Simulation::plan_run(std::uint32_t index, Lane& lane, SimTime first_end) {
+  Instance& inst = instances_[index];
+  Pool& pool = pools_[inst.pool];
+  Instance::DecodeRun& run = inst.run;
+  // Steps 0 .. k - 1, where step k - 1 is the first in which a request emits its last token, and
+  // every step's KV blocks are free now (nobody else takes blocks before a cut).
+  // The run's length: the instance's hint (doubled after a run that was not cut, halved after a
+  // cut, so that steps planned and then discarded stay a small share of those run).
+  const auto cap = static_cast<std::uint64_t>(config_.decode_steps_per_event);
+  const bool finish_bound = lane.steps_to_first_finish() + 1 <= std::min<std::uint64_t>(cap, run.hint);
+  const std::uint64_t limit = std::min({cap, static_cast<std::uint64_t>(run.hint),
+                                        lane.steps_to_first_finish() + 1, lane.lookahead_limit()});
+  run.finish_bound = finish_bound;
+  if (limit < 2) return first_end;
+  if (run.ends.size() < limit) {
+    run.ends.resize(static_cast<std::size_t>(limit));
+    run.costs.resize(static_cast<std::size_t>(limit));
+  }
+  Batch& batch = lane.batch();
+  run.ends[0] = first_end;
+  run.costs[0] = batch.components;
+  std::int64_t free = lane.total_blocks() - lane.used_blocks() - lane.booked_blocks();
+  std::int64_t booked = 0;
+  Lane::DecodeLookahead ahead(lane);
+  const auto sequences = static_cast<std::int64_t>(batch.decodes);
+  SimTime t = first_end;
+  std::uint32_t k = 1;
+  for (; k < limit; ++k) {
+    const std::int64_t need = lane.step_blocks_ahead(k);
+    if (need > free) break;  // that step preempts: it is dispatched on its own
+    free -= need;
+    booked += need;
+    const models::BatchShape shape = ahead.next();
+    pool.cost->cost(shape, sequences, stage_ps_.data(), run.costs[k]);
+    t = t + Duration::picoseconds(stage_ps_[0]);
+    run.ends[k] = t;
+  }
+  if (k < 2) return first_end;
+  run.size = k;
+  run.applied = 0;
+  ++run.generation;
+  lane.book(booked);
+  return t;
+}
+
+void Simulation::apply_run_step(std::uint32_t index) {
+  Instance& inst = instances_[index];
+  Pool& pool = pools_[inst.pool];
+  Lane& lane = inst.lanes.front();
+  Instance::DecodeRun& run = inst.run;
+  const std::uint32_t k = run.applied;
+  Batch& batch = lane.batch();
+  // What handle(BatchFinished) and try_dispatch do for a decode-only step with nobody joining or
+  // leaving (the router's load is free KV, published by settle_run).
+  recorder_.iteration(pool.metrics_id, run.costs[k].data());
+  recorder_.decode_iteration(pool.metrics_id, run.costs[k].data(), batch.decodes);
+  lane.decode_gaps(run.ends[k], batch.decodes, [this](Duration gap, std::int64_t count) {
+    recorder_.inter_token_gap(gap, count);
+  });
+  // Requests whose KV came from a prefill instance emit their first token in the run's first step.
+  for (const std::uint32_t r : lane.fresh()) first_token_of(r, true, run.ends[k]);
+  lane.clear_fresh();
+  finished_.clear();
+  lane.finish_decode_step(finished_);
+  SERVESIM_CHECK_MSG(finished_.empty(), "a decode run's step before its last finished a request");
+  lane.unbook(lane.step_blocks_ahead(0));  // the next step takes the blocks booked for it
+  preempted_.clear();
+  const std::uint32_t decodes = lane.prepare_decode_step(preempted_);
+  SERVESIM_CHECK_MSG(preempted_.empty() && decodes == batch.decodes,
+                     "a decode run's step changed its batch");
+  batch.components = run.costs[k + 1];
+  ++run.applied;
+}
+
+void Simulation::settle_run(std::uint32_t index, SimTime t) {
+  Instance::DecodeRun& run = instances_[index].run;
+  while (run.applied + 1 < run.size && run.ends[run.applied] <= t) apply_run_step(index);
+}
+
+void Simulation::cut_run(std::uint32_t index) {
+  settle_run(index, now_);
+  Instance& inst = instances_[index];
+  Instance::DecodeRun& run = inst.run;
+  if (run.applied + 1 == run.size) return;  // the step in flight is its last already
+  // The steps after the one in flight will not run: their booked blocks are free again.
+  Lane& lane = inst.lanes.front();
+  std::int64_t unbooked = 0;
+  for (std::uint32_t k = 1; k < run.size - run.applied; ++k) unbooked += lane.step_blocks_ahead(k);
+  lane.unbook(unbooked);
+  run.size = run.applied + 1;
+  run.hint = std::max<std::uint32_t>(kMinRunHint, run.hint / 2);
+  ++run.generation;
+  inst.stage_free.front() = run.ends[run.applied];
+  schedule(run.ends[run.applied], BatchFinished{index, 0, inst.epoch, run.generation});
+  note_free_kv(index);
+}
+
+void Simulation::end_run(std::uint32_t index) {
+  Instance::DecodeRun& run = instances_[index].run;
+  // A run that was not cut short (by a join or a failure) earns a longer next one.
+  if (!run.finish_bound && run.size == run.hint) {
+    run.hint = std::min<std::uint32_t>(run.hint * 2,
+                                       static_cast<std::uint32_t>(config_.decode_steps_per_event));
+  }
+  run.size = 0;
+  run.applied = 0;
 }
 
 void Simulation::handle(const StageFreed& e) { try_dispatch(e.instance); }
@@ -738,7 +900,7 @@ void Simulation::try_dispatch(std::uint32_t index) {
       const Duration budget = *config_.admission.ttft_budget;
       while (lane.has_waiting()) {
         const std::uint32_t r = lane.front_waiting();
-        const Journey& j = journeys_[r];
+        const Journey& j = journey(r);
         if (requests_[r].generated > 0 || j.ttft_done || now_ - j.arrival <= budget) break;
         lane.pop_waiting_front();
         add_load(pool, index - pool.first_instance,
@@ -756,7 +918,7 @@ void Simulation::try_dispatch(std::uint32_t index) {
         admitted_.clear();
         lane.admit_ready(admitted_);
         for (const std::uint32_t r : admitted_) {
-          if (!journeys_[r].ttft_done) advance(r, metrics::TtftPart::kQueueing);
+          if (!journey(r).ttft_done) advance(r, metrics::TtftPart::kQueueing);
         }
       }
       pool.scheduler->form_batch(lane, batch, preempted_);
@@ -770,7 +932,7 @@ void Simulation::try_dispatch(std::uint32_t index) {
     for (const Preemption& p : preempted_) {
       recorder_.request_preempted(RequestId(p.request), pool.metrics_id);
       lost += p.lost_tokens;
-      Journey& j = journeys_[p.request];
+      Journey& j = journey(p.request);
       if (!j.ttft_done) {
         advance(p.request, j.in_prefill ? metrics::TtftPart::kPrefillInterference
                                         : metrics::TtftPart::kQueueing);
@@ -781,7 +943,7 @@ void Simulation::try_dispatch(std::uint32_t index) {
     if (lost > 0) add_load(pool, index - pool.first_instance, load_units(pool, lost, 0));
     if (batch.empty()) continue;
     for (const Chunk& c : batch.chunks) {
-      Journey& j = journeys_[c.request];
+      Journey& j = journey(c.request);
       if (j.ttft_done) continue;
       if (j.in_prefill) {
         advance(c.request, metrics::TtftPart::kPrefillInterference);
@@ -818,9 +980,15 @@ void Simulation::try_dispatch(std::uint32_t index) {
       inst.stage_free[s] = t;
     }
     if (trace_) [[unlikely]] trace_iteration(pool, index, l, t);
+    if (runs_ && pool.role == PoolRole::kDecode && batch.chunks.empty() && preempted_.empty() &&
+        lane.ready() == 0 && !lane.has_waiting() &&
+        (lane.fresh().empty() || !source_->wants_first_token())) {
+      t = plan_run(index, lane, t);
+      inst.stage_free.front() = t;
+    }
     lane.set_busy(true);
     inst.next_lane = l + 1;
-    schedule(t, BatchFinished{index, l, inst.epoch});
+    schedule(t, BatchFinished{index, l, inst.epoch, inst.run.generation});
     if (inst.stage_free.size() > 1) schedule(inst.stage_free.front(), StageFreed{index});
     if (pool.role == PoolRole::kDecode) note_free_kv(index);
     return;
@@ -879,6 +1047,10 @@ void Simulation::fail_instance(std::uint32_t index, SimTime repair_at) {
   Instance& inst = instances_[index];
   Pool& pool = pools_[inst.pool];
   const std::uint32_t local = index - pool.first_instance;
+  if (inst.run.size > 0) {
+    settle_run(index, now_);  // the steps that ended before the failure emitted their tokens
+    end_run(index);
+  }
   inst.up = false;
   ++inst.epoch;
   pool.router->set_up(local, false);
@@ -897,7 +1069,8 @@ void Simulation::fail_instance(std::uint32_t index, SimTime repair_at) {
   if (pool.role == PoolRole::kDecode) {
     for (std::uint32_t r = 0; r < requests_.size(); ++r) {
       const RequestState& s = requests_[r];
-      Journey& j = journeys_[r];
+      if (s.journey == kNoRequest) continue;  // no longer in flight
+      Journey& j = journey(r);
       if (j.target != index || !j.flows_reserved) continue;
       if (s.phase == Phase::kTransferring) {
         evicted_.push_back(r);
@@ -914,7 +1087,7 @@ void Simulation::fail_instance(std::uint32_t index, SimTime repair_at) {
   for (const std::uint32_t r : evicted_) {
     failed_log_.push_back(r);
     RequestState& s = requests_[r];
-    Journey& j = journeys_[r];
+    Journey& j = journey(r);
     // Flows still moving for it are stale from here on (its tag's epoch).
     ++j.epoch;
     j.flows = 0;

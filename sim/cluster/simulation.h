@@ -5,8 +5,9 @@
 // source about first tokens (staggered closed-loop starts) and finished requests (closed-loop
 // clients and sessions send their next request then). Requests are routed to an instance of the
 // pool, wait in their lane's queue, and are batched iteration by iteration until their last token.
-// One event per batch iteration (plus one per pipeline stage hand-off with pp > 1), one per
-// arrival, and one per dispatch of an idle instance: nothing per token.
+// One event per batch iteration (plus one per pipeline stage hand-off with pp > 1; decode runs
+// carry several decode steps in one) and one per arrival: nothing per token. A dispatch of an
+// idle instance runs in the loop at the place its event would take, without a queue round trip.
 //
 // Disaggregated deployments (encode / prefill / decode pools) add: the encode pool's batches
 // (EncodeFinished), flows on the cluster's FlowNetwork for image embeddings (encode -> prefill)
@@ -115,6 +116,16 @@ class Simulation {
     bool dispatch_pending = false;
     bool up = true;
     std::uint32_t epoch = 0;          // bumped when a failure empties it
+    // Decode instances: the multi-step run in flight (see DecodeRun).
+    struct DecodeRun {
+      std::vector<SimTime> ends;          // when step k ends
+      std::vector<ComponentTimes> costs;  // step k's cost by component
+      std::uint32_t size = 0;             // steps in the run (0 or 1: no run)
+      std::uint32_t applied = 0;          // steps whose effects are applied
+      std::uint32_t generation = 0;       // of the BatchFinished event that ends it
+      std::uint32_t hint = kMinRunHint;   // steps to plan next (adapts to how often runs are cut)
+      bool finish_bound = false;          // the run ends where a request finishes
+    } run;
     // Encode pools: the waiting requests and the batch in flight.
     RingQueue<std::uint32_t> encode_waiting;
     std::vector<std::uint32_t> encode_batch;
@@ -139,6 +150,25 @@ class Simulation {
 
   void handle(const RequestArrived& e);
   void handle(const BatchFinished& e);
+
+  // --- decode runs ---
+  // A decode instance (pp = 1) whose batch is decode-only, with no request ready or waiting to
+  // join and none about to leave before the k-th step, runs steps 0 .. k-1 in one event: their
+  // batches are known at dispatch (every context grows by one per step; DecodeLookahead), so
+  // their costs and ends are too. Only the event at the last step's end is scheduled; the steps
+  // before it are applied (tokens, blocks, metrics, exactly as per-step events would) when the
+  // run ends, or earlier: cut_run() when a request is about to join (its KV arrived) ends the
+  // run at the step in flight, and a failure settles what ran before it. A run books the KV
+  // blocks its steps will take when it starts (as vLLM's multi-step scheduling pre-allocates
+  // slots for its steps), so the decode placement sees free KV net of them, where per-step
+  // events would show them taken one step at a time: the one difference in behaviour, measured
+  // in sim/cluster/README.md. Runs are off while a time series or trace records (they want
+  // every step at its time).
+  SimTime plan_run(std::uint32_t instance, Lane& lane, SimTime first_end);
+  void apply_run_step(std::uint32_t instance);
+  void settle_run(std::uint32_t instance, SimTime t);
+  void cut_run(std::uint32_t instance);
+  void end_run(std::uint32_t instance);
   void handle(const StageFreed& e);
   void handle(const DispatchRequested& e);
   void handle(const EncodeFinished& e);
@@ -162,11 +192,13 @@ class Simulation {
   void flow_done(const topologies::FlowDone& d);
   void kv_arrived(std::uint32_t r);
   void drain_awaiting();
-  void first_token_of(std::uint32_t r, bool disaggregated);
-  void advance(std::uint32_t r, metrics::TtftPart part) {
-    Journey& j = journeys_[r];
-    j.ttft[static_cast<std::size_t>(part)] += (now_ - j.mark).ps();
-    j.mark = now_;
+  // `at`: when the token was emitted (now, or a decode run's step before now).
+  void first_token_of(std::uint32_t r, bool disaggregated, SimTime at);
+  void advance(std::uint32_t r, metrics::TtftPart part) { advance(r, part, now_); }
+  void advance(std::uint32_t r, metrics::TtftPart part, SimTime at) {
+    Journey& j = journey(r);
+    j.ttft[static_cast<std::size_t>(part)] += (at - j.mark).ps();
+    j.mark = at;
   }
   void reschedule_network();
   // Runs f(), which changes `lane` outside a batch step, recording the gauges' change.
@@ -238,8 +270,16 @@ class Simulation {
   const Lane* gauged_lane_ = nullptr;  // that lane
 
   int encode_pool_ = -1, prefill_pool_ = -1, decode_pool_ = -1;  // prefill_pool_: or combined
+  static constexpr std::uint32_t kMinRunHint = 4;
+  bool runs_ = false;  // decode runs enabled (config, no series or trace)
   bool disaggregated_ = false;
-  SlabVector<Journey> journeys_;  // indexed like requests_
+  // Journeys of the requests in flight (RequestState::journey), slots reused once they leave: a
+  // finished request's figures are in the recorder, so memory follows the requests in flight.
+  std::vector<Journey> journeys_;
+  std::vector<std::uint32_t> free_journeys_;
+  Journey& journey(std::uint32_t r) { return journeys_[requests_[r].journey]; }
+  const Journey& journey(std::uint32_t r) const { return journeys_[requests_[r].journey]; }
+  void release_journey(std::uint32_t r);
   std::optional<ClusterConfig> default_cluster_;
   const topologies::ClusterPlacement* placement_ = nullptr;
   std::unique_ptr<topologies::Fabric> fabric_;  // the run's own copy (faults change it)
@@ -248,6 +288,7 @@ class Simulation {
   std::uint32_t net_generation_ = 0;
   std::vector<topologies::FlowDone> flow_done_;
   RingQueue<std::uint32_t> awaiting_decode_;  // prefilled, waiting for decode KV room
+  RingQueue<std::uint32_t> dispatches_;  // instances whose dispatch was requested at now_
   std::vector<topologies::FaultEvent> faults_;
   std::vector<std::uint32_t> failed_log_, evicted_;
   std::vector<models::ImageSize> images_;

@@ -29,7 +29,7 @@ std::string_view ttft_part_name(TtftPart p) {
 PoolId RunMetrics::add_pool(PoolInfo info) {
   PoolTotals p;
   p.component_ps.assign(info.components.size(), 0);
-  p.decode_weighted_ps.assign(info.components.size(), 0.0);
+  p.decode_weighted_ps.assign(info.components.size(), 0);
   p.info = std::move(info);
   if (series_) series_->add_pool(p.info.name, p.info.kv_blocks);
   if (trace_) trace_->add_pool(p.info.name, p.info.instances, p.info.stages);
@@ -117,19 +117,22 @@ void RunMetrics::kv_usage_peak(PoolId pool, double fraction) {
   p.kv_peak_fraction = std::max(p.kv_peak_fraction, fraction);
 }
 
-void RunMetrics::ttft_parts(RequestId, const std::int64_t* ps) {
-  for (std::size_t i = 0; i < kTtftParts; ++i) ttft_sums_[i] += static_cast<double>(ps[i]);
+void RunMetrics::ttft_parts(RequestId id, const std::int64_t* ps) {
+  RequestRecord& r = requests_[id.index()];
+  for (std::size_t i = 0; i < kTtftParts; ++i) {
+    ttft_sums_[i] += static_cast<double>(ps[i]);
+    r.ttft_parts_ms[i] = static_cast<float>(static_cast<double>(ps[i]) * 1e-9);
+  }
   ++ttft_requests_;
 }
 
 void RunMetrics::decode_iteration(PoolId pool, const std::int64_t* component_ps,
                                   std::int64_t tokens) {
   PoolTotals& p = pools_[pool.index()];
-  const auto w = static_cast<double>(tokens);
   for (std::size_t i = 0; i < p.decode_weighted_ps.size(); ++i) {
-    p.decode_weighted_ps[i] += w * static_cast<double>(component_ps[i]);
+    p.decode_weighted_ps[i] += static_cast<WideSum>(tokens) * component_ps[i];
   }
-  p.decode_tokens += w;
+  p.decode_tokens += static_cast<double>(tokens);
 }
 
 void RunMetrics::kv_transfer(PoolId pool, double bytes, Duration total, Duration exposed,

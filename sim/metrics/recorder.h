@@ -26,6 +26,9 @@
 
 namespace servesim::metrics {
 
+// A 128-bit integer accumulator for sums of products of int64 figures (GCC/Clang extension).
+__extension__ using WideSum = __int128;
+
 enum class RequestStatus : std::uint8_t { kInFlight, kCompleted, kRejected };
 
 enum class RejectReason : std::uint8_t {
@@ -92,6 +95,8 @@ struct RequestRecord {
   RequestStatus status = RequestStatus::kInFlight;
   RejectReason reject_reason = RejectReason::kNone;
   std::uint16_t class_id = 0;
+  // Where its time to first token went (TtftPart order), ms; zero until its first token.
+  std::array<float, kTtftParts> ttft_parts_ms{};
 };
 
 struct PoolInfo {
@@ -177,8 +182,9 @@ class RunMetrics final : public Recorder {
     std::int64_t preemptions = 0;
     double kv_peak_fraction = 0;
     // Decode iterations: component time weighted by the decode tokens each emitted, and the
-    // tokens (sum of weights).
-    std::vector<double> decode_weighted_ps;
+    // tokens (sum of weights). Integer sums (ps x tokens), so that they do not depend on the order
+    // iterations are added in (decode runs apply theirs late: sim/cluster/simulation.h).
+    std::vector<WideSum> decode_weighted_ps;
     double decode_tokens = 0;
     // KV transfers of this pool's requests (as source or destination).
     std::int64_t transfers = 0;

@@ -174,7 +174,7 @@ Summary summarize(const RunMetrics& m, SimTime end, const SloTargets& slo) {
     double total = 0;
     for (const auto& p : m.pools()) {
       for (std::size_t i = 0; i < p.decode_weighted_ps.size(); ++i) {
-        const double v = p.decode_weighted_ps[i];
+        const auto v = static_cast<double>(p.decode_weighted_ps[i]);
         if (v <= 0) continue;
         total += v;
         auto it = std::find_if(parts.begin(), parts.end(),

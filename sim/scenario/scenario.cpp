@@ -125,6 +125,11 @@ Scenario load(YAML::Node root, Document& doc, const std::string& display_name,
     } else {
       s.echo()["horizon"] = nullptr;
     }
+    // Decode steps one event may carry (sim/cluster/simulation.h, decode runs): a speed knob
+    // with the same schedule; 1 gives one event per step.
+    if (auto n = s.integer("decode_steps_per_event", 1, 4096, 64)) {
+      out.config.decode_steps_per_event = static_cast<int>(*n);
+    }
     s.finish();
   }
   ClusterMarks cluster_marks;

@@ -174,9 +174,11 @@ TEST_CASE("HTML report renders in headless Chromium: charts drawn, SVG elements 
                               (dir / "dom.html").string() + "' 2>/dev/null";
   REQUIRE(std::system(dom_cmd.c_str()) == 0);
   const std::string dom = read(dir / "dom.html");
-  // 3 CDFs, 4 charts over time, the breakdown bars: 8 <svg>; polylines: 3 CDF curves, throughput
-  // (1 pool), requests (arrivals + completions), queues (waiting + running), KV (1) = 9.
-  CHECK(count(dom, "<svg") == 8);
+  // 3 CDFs, 4 charts over time, the breakdown bars, the per-request bars: 9 <svg>; polylines: 3
+  // CDF curves, throughput (1 pool), requests (arrivals + completions), queues (waiting +
+  // running), KV (1) = 9.
+  CHECK(count(dom, "<svg") == 9);
+  CHECK(dom.find("requests with the longest TTFT") != std::string::npos);
   CHECK(count(dom, "<polyline") >= 9);
   CHECK(count(dom, "<rect") >= 8);
   CHECK(dom.find("No link data in this run") != std::string::npos);

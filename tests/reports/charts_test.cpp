@@ -2,6 +2,8 @@
 // is nothing to draw.
 #include <doctest/doctest.h>
 
+#include <array>
+
 #include <string>
 
 #include "reports/html_report.h"
@@ -96,6 +98,11 @@ TEST_CASE("HTML report: self-contained, charts drawn, explicit notes for what th
     m.request_routed(RequestId(i), pool, InstanceId(0));
     m.time_series()->gauges_changed(pool, t0, 1, 0, 0);
     m.first_token(RequestId(i), t0 + Duration::milliseconds(2));
+    // Its TTFT: 0.5 ms queueing + 1.5 ms prefill.
+    std::array<std::int64_t, metrics::kTtftParts> parts{};
+    parts[static_cast<std::size_t>(metrics::TtftPart::kQueueing)] = 500'000'000;
+    parts[static_cast<std::size_t>(metrics::TtftPart::kPrefill)] = 1'500'000'000;
+    m.ttft_parts(RequestId(i), parts.data());
     m.inter_token_gap(Duration::milliseconds(1), 4);
     m.request_completed(RequestId(i), t0 + Duration::milliseconds(6));
   }
@@ -114,8 +121,17 @@ TEST_CASE("HTML report: self-contained, charts drawn, explicit notes for what th
   CHECK(h.find("<script") == std::string::npos);
   CHECK(h.find("http://") == h.find("http://www.w3.org/2000/svg"));
   CHECK(h.find("https://") == std::string::npos);
-  // 3 CDFs + 4 charts over time + the breakdown bars = 8 SVGs; no link chart.
-  CHECK(count(h, "<svg") == 8);
+  // 3 CDFs + 4 charts over time + the breakdown bars + the per-request bars = 9 SVGs; no link
+  // chart.
+  CHECK(count(h, "<svg") == 9);
+  // The per-request bars: all three requests (equal TTFTs: by id), each 0.5 + 1.5 ms of TTFT and
+  // 6 - 2 = 4 ms of decode, on an axis up to the longest bar (6 ms).
+  CHECK(h.find("The 3 requests with the longest TTFT") != std::string::npos);
+  CHECK(h.find("#0 (10 + 5 tokens)") < h.find("#1 (10 + 5 tokens)"));
+  CHECK(h.find("#2 (10 + 5 tokens)") != std::string::npos);
+  CHECK(count(h, "<title>queueing 0.5 ms</title>") == 3);
+  CHECK(count(h, "<title>prefill 1.5 ms</title>") == 3);
+  CHECK(count(h, "<title>decode 4 ms</title>") == 3);
   CHECK(h.find("No link data in this run") != std::string::npos);
   // The CDF of 3 equal TTFTs (2 ms) is drawn; TPOT = (6 - 2) / 4 = 1 ms.
   CHECK(h.find("TTFT CDF") != std::string::npos);
@@ -131,7 +147,7 @@ TEST_CASE("HTML report: self-contained, charts drawn, explicit notes for what th
   const std::string with_link = html_report(report, latency_cdfs(m));
   CHECK(with_link.find("No link data") == std::string::npos);
   CHECK(with_link.find("nvlink0") != std::string::npos);
-  CHECK(count(with_link, "<svg") == 9);
+  CHECK(count(with_link, "<svg") == 10);
   // Deterministic.
   CHECK(html_report(report, latency_cdfs(m)) == with_link);
 }

@@ -2,6 +2,8 @@
 // asked for.
 #include <doctest/doctest.h>
 
+#include <array>
+
 #include <sstream>
 
 #include "reports/report.h"
@@ -95,13 +97,25 @@ TEST_CASE("Report: the per-request CSV has one row per request") {
   m.request_arrived(RequestId(1), SimTime::from_ps(500'000'000'000), 7, 2);
   m.request_rejected(RequestId(1), SimTime::from_ps(500'000'000'000),
                      metrics::RejectReason::kQueueFull);
+  // Request 2: TTFT 3 ms = 1 ms queueing + 2 ms prefill, then 4 ms to completion.
+  m.request_arrived(RequestId(2), SimTime::zero(), 9, 3);
+  m.first_token(RequestId(2), SimTime::from_ps(3'000'000'000));
+  std::array<std::int64_t, metrics::kTtftParts> parts{};
+  parts[static_cast<std::size_t>(metrics::TtftPart::kQueueing)] = 1'000'000'000;
+  parts[static_cast<std::size_t>(metrics::TtftPart::kPrefill)] = 2'000'000'000;
+  m.ttft_parts(RequestId(2), parts.data());
+  m.request_completed(RequestId(2), SimTime::from_ps(7'000'000'000));
   std::ostringstream out;
   reports::write_requests_csv(out, m);
   CHECK(out.str() ==
         "id,arrival_s,first_token_s,completion_s,prompt_tokens,output_tokens,status,reject_reason,"
-        "preemptions,instance,class\n"
-        "0,0.000000000,,,5,1,in_flight,,0,0,default\n"
-        "1,0.500000000,,0.500000000,7,2,rejected,queue_full,0,0,default\n");
+        "preemptions,instance,class,queueing_ms,encode_ms,embedding_transfer_ms,prefill_ms,"
+        "prefill_interference_ms,kv_transfer_exposed_ms,first_decode_ms,preemption_ms,other_ms,"
+        "decode_ms\n"
+        "0,0.000000000,,,5,1,in_flight,,0,0,default,,,,,,,,,,\n"
+        "1,0.500000000,,0.500000000,7,2,rejected,queue_full,0,0,default,,,,,,,,,,\n"
+        "2,0.000000000,0.003000000,0.007000000,9,3,completed,,0,0,default,1.000000,0.000000,"
+        "0.000000,2.000000,0.000000,0.000000,0.000000,0.000000,0.000000,4.000000\n");
 }
 
 TEST_CASE("Report: summary.classes gives each class its counts, latencies and SLO figures") {

@@ -571,6 +571,24 @@ simulation: {horizon: 0 s}
             {kFile, 12, 23, "simulation.horizon", "must be between 1 ps and 2400 h, got '0 s'"});
 }
 
+TEST_CASE("Malformed scenario: decode steps per event must be at least 1") {
+  check_one(R"(
+model: llama-3.1-8b
+deployment:
+  pools:
+    - chip: h100-sxm
+      instances: 1
+workload:
+  requests: 10
+  arrivals: {process: poisson, rate: 10 /s}
+  lengths:
+    prompt: {distribution: fixed, value: 128}
+    output: {distribution: fixed, value: 16}
+simulation: {decode_steps_per_event: 0}
+)",
+            {kFile, 12, 38, "simulation.decode_steps_per_event", "must be between 1 and 4096, got 0"});
+}
+
 // ---- Names: presets and enums -------------------------------------------------------------------
 
 TEST_CASE("Malformed scenario: an unknown model preset suggests the closest preset") {

@@ -255,7 +255,7 @@ TEST_CASE("Scenario: omitted keys take their defaults in the config and in the r
   CHECK(s.resolved["model"]["tied_embeddings"] == false);
   CHECK(s.resolved["workload"]["arrivals"]["think_time"] == "0 ps");
   CHECK(s.resolved["slo"].dump() == R"({"ttft":null,"tpot":null,"e2e":null})");
-  CHECK(s.resolved["simulation"].dump() == R"({"horizon":null})");
+  CHECK(s.resolved["simulation"].dump() == R"({"horizon":null,"decode_steps_per_event":64})");
 }
 
 TEST_CASE("Scenario: whole_prompt scheduling defaults its token budget to max_model_len, at least 2048") {
