@@ -74,6 +74,27 @@ TEST_CASE("validate: per-row errors, the group's median and signed mean match a 
         r.out);
 }
 
+TEST_CASE("validate: the benchmark's warm-up requests are simulated and left out of the means") {
+  // The benchmarks ran aiperf with --warmup-request-count 2N --request-count 10N (N clients):
+  // the row's scenario sends 8 x (2 + 10) = 96 requests, and the means are taken over the 80
+  // sent after the first 16.
+  const auto file = subset("validate_window", {kAggSmall});
+  const CliResult sc = cli({"validate", file.string(), "--print-scenario", kAggSmall});
+  REQUIRE_MESSAGE(sc.code == 0, sc.err);
+  CHECK(sc.out.find("requests: 96\n") != std::string::npos);
+  const CliResult r = cli({"validate", file.string(), "--json", "-", "--threads", "1", "--reproducible"});
+  REQUIRE_MESSAGE(r.code == 0, r.err);
+  const Json j = Json::parse(r.out);
+  CHECK(j["warmup_rounds"] == 2);
+  CHECK(j["rows"][0]["window_requests"] == 80);
+  // --warmup-rounds 1 --rounds 3: 8 x 4 = 32 requests sent, the last 24 measured.
+  const CliResult w = cli({"validate", file.string(), "--json", "-", "--threads", "1", "--warmup-rounds", "1",
+                           "--rounds", "3", "--reproducible"});
+  REQUIRE_MESSAGE(w.code == 0, w.err);
+  CHECK(Json::parse(w.out)["rows"][0]["window_requests"] == 24);
+  CHECK(cli({"validate", file.string(), "--warmup-rounds", "-1"}).code == 2);
+}
+
 TEST_CASE("validate: disaggregated rows run on prefill and decode pools; unmodelled ones are counted with a reason") {
   // The first disaggregated row of the set (Qwen3-32B on H100, SGLang) records no concurrency: it
   // is skipped with that reason. The first GB200 disaggregated row (gpt-oss-120b, TensorRT-LLM)
