@@ -217,7 +217,7 @@ std::optional<SimulatorOperator> simulator_operator(const Measurement& m, std::s
       }
       const models::MoeLoad load(model, plan, *routing);
       const models::LayerTokenOps o = models::layer_token_ops(model, plan, load, dim(s, Dim::tokens), rates);
-      return SimulatorOperator{o.moe_experts, OperatorFamily::moe};
+      return SimulatorOperator{o.moe_experts, OperatorFamily::moe, o.dequant_moe};
     }
     case MeasuredOp::norm:
     case MeasuredOp::residual_add:
@@ -248,6 +248,13 @@ namespace servesim::calibrate {
 namespace {
 
 using Curve = models::EfficiencyCurve models::Efficiency::*;
+
+// A measured call as the fit sees it: the family's operator, and the seconds the simulator adds
+// to it that no fitted field moves (SimulatorOperator::extra, costed once).
+struct FittedCall {
+  models::Operator op;
+  double fixed_s = 0;
+};
 using Overhead = Duration models::Efficiency::*;
 
 // The Efficiency fields one family's fit sets.
@@ -313,7 +320,7 @@ class EfficiencyTarget : public FitTarget {
   };
 
   EfficiencyTarget(const models::ChipSpec& base, const Layout& layout, std::span<const Measurement> rows,
-                   const std::vector<models::Operator>& ops)
+                   const std::vector<FittedCall>& ops)
       : base_(base), layout_(layout), fields_(fields_of(layout.family)), rows_(rows), ops_(ops) {}
 
   std::vector<Parameter> parameters() const override {
@@ -336,8 +343,9 @@ class EfficiencyTarget : public FitTarget {
     // The per-kernel overhead is added here in seconds rather than through the model's Duration
     // (picosecond ticks), whose rounding would hide the finite-difference steps of the search
     // from it; the roofline adds kernels x overhead in exactly this way (models/cost_model.cpp).
-    if (layout_.factors_only) return model(params).seconds(ops_[i]);
-    return model(params).seconds(ops_[i]) + ops_[i].kernels * params[overhead_index()];
+    const FittedCall& c = ops_[i];
+    if (layout_.factors_only) return model(params).seconds(c.op) + c.fixed_s;
+    return model(params).seconds(c.op) + c.op.kernels * params[overhead_index()] + c.fixed_s;
   }
 
   std::size_t penalty_count() const override {
@@ -391,7 +399,7 @@ class EfficiencyTarget : public FitTarget {
   const Layout& layout_;
   FamilyFields fields_;
   std::span<const Measurement> rows_;
-  const std::vector<models::Operator>& ops_;
+  const std::vector<FittedCall>& ops_;
   mutable std::vector<double> cached_params_;
   mutable std::unique_ptr<models::RooflineCostModel> cached_;
 };
@@ -408,13 +416,13 @@ std::vector<T> thinned(std::span<const T> v, std::size_t max) {
 
 struct FamilyRows {
   std::vector<Measurement> rows;
-  std::vector<models::Operator> ops;
+  std::vector<FittedCall> ops;
   std::vector<std::string> labels;  // the error table's format label per row
 };
 
 // Fits the family on (rows, ops) from `chip`; returns the fitted chip.
 models::ChipSpec fit_family(const models::ChipSpec& chip, const EfficiencyTarget::Layout& layout,
-                            std::span<const Measurement> rows, std::span<const models::Operator> ops,
+                            std::span<const Measurement> rows, std::span<const FittedCall> ops,
                             std::size_t max_rows, bool* converged = nullptr) {
   // Thin rows and operators together (same stride).
   FitOptions fo;
@@ -422,7 +430,7 @@ models::ChipSpec fit_family(const models::ChipSpec& chip, const EfficiencyTarget
   fo.tolerance = 1e-8;
   if (layout.format_rates.empty()) {
     std::vector<Measurement> r = thinned(rows, max_rows);
-    std::vector<models::Operator> o = thinned(ops, max_rows);
+    std::vector<FittedCall> o = thinned(ops, max_rows);
     const EfficiencyTarget target(chip, layout, r, o);
     const FitResult f = fit_target(target, r, fo);
     if (converged) *converged = f.converged;
@@ -433,9 +441,9 @@ models::ChipSpec fit_family(const models::ChipSpec& chip, const EfficiencyTarget
   // then each other rate's factor alone with those curves held. Fitting all at once lets the
   // fp8 rows (whose small shapes do not speed up with their halved weights) pull the bf16 curves.
   std::vector<Measurement> base_rows, rate_rows;
-  std::vector<models::Operator> base_ops, rate_ops;
+  std::vector<FittedCall> base_ops, rate_ops;
   for (std::size_t i = 0; i < rows.size(); ++i) {
-    const bool base = ops[i].rate == models::ComputeRate::kBf16;
+    const bool base = ops[i].op.rate == models::ComputeRate::kBf16;
     (base ? base_rows : rate_rows).push_back(rows[i]);
     (base ? base_ops : rate_ops).push_back(ops[i]);
   }
@@ -450,7 +458,7 @@ models::ChipSpec fit_family(const models::ChipSpec& chip, const EfficiencyTarget
     EfficiencyTarget::Layout factors = layout;
     factors.factors_only = true;
     std::vector<Measurement> r = thinned(std::span<const Measurement>(rate_rows), max_rows);
-    std::vector<models::Operator> o = thinned(std::span<const models::Operator>(rate_ops), max_rows);
+    std::vector<FittedCall> o = thinned(std::span<const FittedCall>(rate_ops), max_rows);
     const EfficiencyTarget target(out, factors, r, o);
     const FitResult f = fit_target(target, r, fo);
     ok = ok && f.converged;
@@ -460,11 +468,11 @@ models::ChipSpec fit_family(const models::ChipSpec& chip, const EfficiencyTarget
   return out;
 }
 
-std::vector<double> predict_ops(const models::ChipSpec& chip, std::span<const models::Operator> ops) {
+std::vector<double> predict_ops(const models::ChipSpec& chip, std::span<const FittedCall> ops) {
   const models::RooflineCostModel cm(chip);
   std::vector<double> out;
   out.reserve(ops.size());
-  for (const models::Operator& op : ops) out.push_back(cm.seconds(op));
+  for (const FittedCall& c : ops) out.push_back(cm.seconds(c.op) + c.fixed_s);
   return out;
 }
 
@@ -499,7 +507,7 @@ OperatorFitResult fit_operators(const MeasurementSet& set, const models::ChipSpe
     }
     FamilyRows& f = families[op->family];
     f.rows.push_back(m);
-    f.ops.push_back(op->op);
+    f.ops.push_back({op->op, op->extra.kernels > 0 ? models::RooflineCostModel(chip).seconds(op->extra) : 0.0});
     f.labels.push_back(format_label(m, set));
   }
   result.unmodelled.assign(unmodelled.begin(), unmodelled.end());
@@ -524,7 +532,8 @@ OperatorFitResult fit_operators(const MeasurementSet& set, const models::ChipSpe
     layout.family = family;
     double flops_lo = 1e300, flops_hi = 0, bytes_lo = 1e300, bytes_hi = 0;
     std::vector<bool> rate_present(models::kComputeRates, false);
-    for (const models::Operator& op : f.ops) {
+    for (const FittedCall& call : f.ops) {
+      const models::Operator& op = call.op;
       const double k = std::max(1, op.kernels);
       if (op.flops > 0) {
         flops_lo = std::min(flops_lo, op.flops / k);
@@ -552,7 +561,7 @@ OperatorFitResult fit_operators(const MeasurementSet& set, const models::ChipSpe
     }
     // Rows that fit: all but fp8_block GEMMs.
     std::vector<Measurement> fit_rows;
-    std::vector<models::Operator> fit_ops;
+    std::vector<FittedCall> fit_ops;
     for (std::size_t i = 0; i < f.rows.size(); ++i) {
       if (family == OperatorFamily::gemm && f.rows[i].format == Format::fp8_block) continue;
       fit_rows.push_back(f.rows[i]);
@@ -580,8 +589,8 @@ OperatorFitResult fit_operators(const MeasurementSet& set, const models::ChipSpe
         held_out = true;
         for (std::uint32_t fold = 0; fold < plan.folds; ++fold) {
           std::vector<Measurement> train;
-          std::vector<models::Operator> train_ops;
-          std::vector<models::Operator> test_ops;
+          std::vector<FittedCall> train_ops;
+          std::vector<FittedCall> test_ops;
           std::vector<std::size_t> test_index;
           for (std::size_t i = 0; i < f.rows.size(); ++i) {
             if (plan.fold_of_row[i] == fold) {

@@ -37,9 +37,21 @@ namespace servesim::calibrate {
 enum class OperatorFamily { gemm, moe, attention, elementwise };
 std::string_view family_name(OperatorFamily f);
 
+// An operator of no kernels (models::Operator defaults to one kernel).
+inline models::Operator no_work() {
+  models::Operator o;
+  o.kernels = 0;
+  return o;
+}
+
 struct SimulatorOperator {
   models::Operator op;
   OperatorFamily family = OperatorFamily::gemm;
+  // Work the simulator adds to the call outside the family's fitted fields (kernels 0 when
+  // none): the dequantisation pass of an emulated expert format (models::LayerTokenOps::
+  // dequant_moe, costed at the chip's vector rate), so that a W4A16 MoE row is predicted as the
+  // simulator costs the layer, experts plus dequantisation.
+  models::Operator extra = no_work();
 };
 
 // The simulator's operator for a measured call on `chip` (`variant` is the row's variant label:

@@ -135,6 +135,33 @@ struct Calibration {
   std::vector<std::string> notes;  // printed after the table
 };
 
+// Fits the chip's collective constants to the tables under `comm_dir` into the profile: its
+// efficiency keys, its held-out error cells and the fit's notes.
+void add_collectives(Calibration& c, const std::string& comm_dir, const models::ChipSpec& chip, std::size_t folds) {
+  const cal::CollectiveFitResult comm = cal::fit_chip_collectives(comm_dir, chip, folds);
+  for (const cal::ErrorCell& cell : comm.errors.cells) c.profile.errors.cells.push_back(cell);
+  models::Efficiency e = chip.efficiency;
+  e.collective_latency = comm.latency;
+  e.collective_bandwidth = comm.bandwidth_efficiency;
+  for (auto& kv : efficiency_yaml(e, {"collective_latency", "collective_bandwidth"})) c.profile.efficiency.push_back(kv);
+  for (const std::string& n : comm.notes) c.notes.push_back(n);
+}
+
+// Writes the profile (nothing half-written) and prints the error table, the notes and `extra`
+// lines (or the JSON error report where --json asks for it).
+void write_and_report(const Calibration& c, const std::string& chip_name, const std::string& out_path,
+                      const std::string& json, const std::string& extra, std::ostream& out) {
+  std::ostringstream profile;
+  cal::write_profile(profile, c.profile);
+  write_atomically(out_path, profile.str());
+  std::ostringstream text;
+  text << "== " << chip_name << ": " << c.profile.errors.cost_model << "\n   held out: " << c.profile.errors.held_out
+       << "\n" << cal::format_error_table(c.profile.errors) << "\n";
+  for (const std::string& n : c.notes) text << "  " << n << "\n";
+  text << extra << "  wrote       " << out_path << "\n";
+  print_or_write_json(json, cal::error_report_json(c.profile.errors), text.str(), out);
+}
+
 Calibration calibrate_chip(const cal::MeasurementSet& set, const models::ChipSpec& chip,
                            const std::string& comm_dir, const cal::OperatorFitOptions& options,
                            bool tables) {
@@ -197,15 +224,7 @@ Calibration calibrate_chip(const cal::MeasurementSet& set, const models::ChipSpe
     }
   }
 
-  if (!comm_dir.empty()) {
-    const cal::CollectiveFitResult comm = cal::fit_chip_collectives(comm_dir, chip, options.folds);
-    for (const cal::ErrorCell& cell : comm.errors.cells) p.errors.cells.push_back(cell);
-    models::Efficiency e = chip.efficiency;
-    e.collective_latency = comm.latency;
-    e.collective_bandwidth = comm.bandwidth_efficiency;
-    for (auto& kv : efficiency_yaml(e, {"collective_latency", "collective_bandwidth"})) p.efficiency.push_back(kv);
-    for (const std::string& n : comm.notes) c.notes.push_back(n);
-  }
+  if (!comm_dir.empty()) add_collectives(c, comm_dir, chip, options.folds);
 
   std::vector<std::string> chip_of_source(set.sources().size());
   for (const cal::Measurement& m : set.rows()) chip_of_source[m.source] = set.label(m.chip);
@@ -222,11 +241,46 @@ Calibration calibrate_chip(const cal::MeasurementSet& set, const models::ChipSpe
   return c;
 }
 
+// A profile for a chip without operator measurements: the roofline efficiencies fitted on
+// another chip (`from`, a profile calibrate wrote), without its GEMM tables (absolute latencies of
+// that chip's kernels). The collective constants are fitted to the chip's own tables when
+// `comm_dir` is given, else transferred too (they are fractions of the chip's own link bandwidth
+// plus a kernel latency). The held-out errors are the collectives' only, when fitted: nothing of
+// the chip's compute was measured, and the profile's notes say so.
+Calibration transfer_profile(const std::string& from, const models::ChipSpec& chip, const std::string& comm_dir,
+                             const cal::OperatorFitOptions& options) {
+  const cal::Profile source = cal::read_profile(from);
+  Calibration c;
+  cal::Profile& p = c.profile;
+  p.chip = chip.name;
+  p.generator = "servesim calibrate --transfer";
+  p.errors.chip = chip.name;
+  const bool fit_comm = !comm_dir.empty();
+  p.errors.cost_model = "compute: roofline efficiencies transferred from " + source.chip + " (not measured on " +
+                        chip.name + "); collectives: " +
+                        (fit_comm ? "alpha-beta fitted to " + chip.name + "'s tables" : "transferred too");
+  p.errors.held_out = fit_comm ? "collectives by group size; compute not measured" : "nothing: nothing was measured";
+  for (const auto& [key, value] : source.efficiency) {
+    const bool collective = key == "collective_latency" || key == "collective_bandwidth";
+    if (!collective || !fit_comm) p.efficiency.emplace_back(key, value);
+  }
+  c.notes.push_back("efficiencies (" + std::to_string(p.efficiency.size()) + " keys) transferred from " + from +
+                    " (" + source.chip + ", " + source.created + "); its GEMM tables are not" +
+                    (fit_comm ? ", nor its collective constants" : ""));
+  if (fit_comm) add_collectives(c, comm_dir, chip, options.folds);
+  p.sources.push_back({from, "profile", 0, "servesim profile of " + source.chip, source.created, cal::content_hash(from)});
+  p.notes = {"efficiency: the figures the simulator applies (models::RooflineCostModel); the compute figures were "
+             "fitted on " + source.chip + " and transferred: " + chip.name + "'s own kernels were not measured",
+             "no GEMM tables: the roofline applies everywhere"};
+  return c;
+}
+
 }  // namespace
 
 int calibrate_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   po::options_description visible(
       "usage: servesim calibrate MEASUREMENTS... --chip NAME --out PROFILE [--json FILE|-] [--comm DIR]\n"
+      "       servesim calibrate --transfer PROFILE --chip NAME --out PROFILE [--comm DIR]\n"
       "\nFits the simulator's cost model to operator measurements of one chip (native CSV,\n"
       "AIConfigurator tables, Vidur profiles), cross-validates it by holding out whole shapes,\n"
       "prints the error per operator kind, format and size range, and writes the profile.\n"
@@ -242,6 +296,9 @@ int calibrate_command(const std::vector<std::string>& args, std::ostream& out, s
       ("max-fit-rows", po::value<std::size_t>()->default_value(12000),
        "rows per fit (larger tables are thinned by a fixed stride)")
       ("no-tables", "fit the roofline only (no GEMM tables)")
+      ("transfer", po::value<std::string>(),
+       "no operator measurements of --chip: take the roofline efficiencies of PROFILE (another chip's); "
+       "with --comm, fit the collectives to the chip's own tables")
       ("created", po::value<std::string>(), "the profile's date (default: today, UTC)");
   po::variables_map vm;
   if (!parse_command(args, visible, vm, err)) return 2;
@@ -250,7 +307,11 @@ int calibrate_command(const std::vector<std::string>& args, std::ostream& out, s
     return 0;
   }
   const auto files = vm.count("scenario") ? vm["scenario"].as<std::vector<std::string>>() : std::vector<std::string>{};
-  if (files.empty() || !vm.count("chip") || !vm.count("out")) {
+  if (vm.count("transfer") && !files.empty()) {
+    err << "error: --transfer takes no measurement files (it is for a chip without them)\n";
+    return 2;
+  }
+  if ((files.empty() && !vm.count("transfer")) || !vm.count("chip") || !vm.count("out")) {
     err << "error: calibrate needs measurement files, --chip and --out\n\n" << visible;
     return 2;
   }
@@ -271,6 +332,14 @@ int calibrate_command(const std::vector<std::string>& args, std::ostream& out, s
     return 2;
   }
   try {
+    if (vm.count("transfer")) {
+      Calibration c = transfer_profile(vm["transfer"].as<std::string>(), *chip,
+                                       vm.count("comm") ? vm["comm"].as<std::string>() : "", options);
+      c.profile.created = vm.count("created") ? vm["created"].as<std::string>() : today_utc();
+      write_and_report(c, chip_name, vm["out"].as<std::string>(), vm.count("json") ? vm["json"].as<std::string>() : "",
+                       "", out);
+      return 0;
+    }
     cal::ReadOptions ro;
     ro.chip = chip_name;
     cal::MeasurementSet set = cal::read_measurements(files, ro);
@@ -289,18 +358,10 @@ int calibrate_command(const std::vector<std::string>& args, std::ostream& out, s
                                    !vm.count("no-tables"));
     c.profile.created = vm.count("created") ? vm["created"].as<std::string>() : today_utc();
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::ostringstream profile;
-    cal::write_profile(profile, c.profile);
-    write_atomically(vm["out"].as<std::string>(), profile.str());
-    std::ostringstream text;
-    text << "== " << chip_name << ": " << c.profile.errors.cost_model << "\n   held out: "
-         << c.profile.errors.held_out << "\n" << cal::format_error_table(c.profile.errors) << "\n";
-    for (const std::string& n : c.notes) text << "  " << n << "\n";
     char line[128];
     std::snprintf(line, sizeof line, "  %zu measurements fitted and cross-validated in %.1f s\n", set.size(), wall);
-    text << line << "  wrote       " << vm["out"].as<std::string>() << "\n";
-    print_or_write_json(vm.count("json") ? vm["json"].as<std::string>() : "", cal::error_report_json(c.profile.errors),
-                        text.str(), out);
+    write_and_report(c, chip_name, vm["out"].as<std::string>(), vm.count("json") ? vm["json"].as<std::string>() : "",
+                     line, out);
     return 0;
   } catch (const InputError& e) {
     print_diagnostics(e, err);

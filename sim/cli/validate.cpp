@@ -17,6 +17,7 @@
 #include "sim/cli/commands.h"
 #include "sim/cli/serving_engines.h"
 #include "sim/cluster/config.h"
+#include "sim/metrics/recorder.h"
 #include "sim/scenario/scenario.h"
 
 namespace servesim::app {
@@ -49,13 +50,20 @@ std::optional<std::string> chip_preset_of(const std::string& system) {
   return std::nullopt;
 }
 
-// The shipped calibration profile of a chip preset (profiles/), or "" where none was measured.
+// The shipped calibration profile of a chip preset (profiles/), or "" where there is none.
+// Blackwell has no operator measurements in the project: profiles/gb200.yaml carries H200's
+// fitted compute efficiencies (the same TensorRT-LLM kernels' behaviour, one generation older)
+// and GB200's own NVLink 5 collectives; B200 (HGX, the same NVLink 5 switch domain of 8) uses it
+// too. The row's assumptions say so.
 std::string profile_of(const std::string& chip) {
   if (chip == "h200-sxm") return "h200";
   if (chip == "h100-sxm") return "h100";
   if (chip == "a100-80g") return "a100";
+  if (chip == "gb200" || chip == "b200") return "gb200";
   return "";
 }
+
+bool profile_transferred(const std::string& chip) { return chip == "gb200" || chip == "b200"; }
 
 std::string number(double v) {
   char buf[32];
@@ -199,6 +207,10 @@ RowScenario build_row_scenario(const ServingMeasurement& r, const ValidationOpti
     return s;
   }
   s.engine = engine->description + (r.backend_version.empty() ? "" : " " + r.backend_version);
+  if (profile_transferred(*chip_name)) {
+    s.assumptions.push_back(*chip_name + ": no operator measurements; profile gb200 (H200's fitted compute "
+                            "efficiencies transferred, GB200's NCCL collectives)");
+  }
   if (profile_of(*chip_name).empty()) {
     s.assumptions.push_back(*chip_name + " has no calibration profile: the preset's efficiencies (" + chip.source +
                             ")");
@@ -256,8 +268,9 @@ RowScenario build_row_scenario(const ServingMeasurement& r, const ValidationOpti
     }
   }
   y << "workload:\n"
-    << "  requests: " << clients * options.rounds << "\n"
-    << "  arrivals: {process: closed_loop, clients: " << clients << ", start: {mode: " << options.start
+    << "  requests: " << clients * (options.warmup_rounds + options.rounds) << "\n"
+    << "  arrivals: {process: closed_loop, clients: " << clients
+    << ", start: {mode: " << options.start
     << (options.start == "ramp" ? ", over: " + number(options.arrival_spacing_us * static_cast<double>(clients)) + " us"
                                 : std::string())
     << "}}\n"
@@ -313,6 +326,40 @@ std::string final_yaml(const ServingMeasurement& r, const RowScenario& s) {
 
 namespace {
 
+struct WindowMeans {
+  std::int64_t requests = 0;  // completed requests of the window
+  double ttft_ms = 0, tpot_ms = 0;
+};
+
+// The means a benchmark client reports over its measurement window: the requests sent after the
+// first `skip` (the warm-up), `count` of them, in the order they were sent; TTFT and TPOT per
+// request as aiperf defines them (first token - sent; (last token - first token) / (output
+// tokens - 1)), averaged over the window's completed requests.
+WindowMeans window_means(const metrics::RunMetrics& m, std::int64_t skip, std::int64_t count) {
+  const auto& recs = m.requests();
+  std::vector<std::uint32_t> order(recs.size());
+  for (std::uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::uint32_t a, std::uint32_t b) { return recs[a].arrival < recs[b].arrival; });
+  WindowMeans w;
+  double ttft = 0, tpot = 0;
+  std::int64_t tpot_n = 0;
+  const auto end = std::min<std::int64_t>(static_cast<std::int64_t>(order.size()), skip + count);
+  for (std::int64_t i = skip; i < end; ++i) {
+    const metrics::RequestRecord& q = recs[order[static_cast<std::size_t>(i)]];
+    if (q.status != metrics::RequestStatus::kCompleted) continue;
+    ++w.requests;
+    ttft += (q.first_token - q.arrival).to_seconds() * 1e3;
+    if (q.output_tokens > 1) {
+      tpot += (q.completion - q.first_token).to_seconds() * 1e3 / static_cast<double>(q.output_tokens - 1);
+      ++tpot_n;
+    }
+  }
+  if (w.requests > 0) w.ttft_ms = ttft / static_cast<double>(w.requests);
+  if (tpot_n > 0) w.tpot_ms = tpot / static_cast<double>(tpot_n);
+  return w;
+}
+
 RowResult simulate_row(const ServingMeasurement& r, const ValidationOptions& options) {
   RowResult out;
   out.id = r.id;
@@ -333,13 +380,15 @@ RowResult simulate_row(const ServingMeasurement& r, const ValidationOptions& opt
     const std::string yaml = final_yaml(r, s);
     const scenario::Scenario sc = scenario::load_scenario(*scenario::parse_scenario_text(yaml, r.id, ""));
     const RunOutput run = execute(sc);
-    out.simulated_requests = run.summary.completed;
-    if (run.summary.completed == 0) {
-      out.reason = "no request completed in the simulation";
+    const std::int64_t clients = r.concurrency > 0 ? r.concurrency : r.batch_size;
+    const WindowMeans w = window_means(*run.metrics, clients * options.warmup_rounds, clients * options.rounds);
+    out.simulated_requests = w.requests;
+    if (w.requests == 0) {
+      out.reason = "no request of the measurement window completed in the simulation";
       return out;
     }
-    out.predicted_ttft_ms = run.summary.ttft_ms.mean;
-    out.predicted_tpot_ms = run.summary.tpot_ms.mean;
+    out.predicted_ttft_ms = w.ttft_ms;
+    out.predicted_tpot_ms = w.tpot_ms;
     out.ok = true;
   } catch (const InputError& e) {
     // The loader's first problem says why the configuration cannot be served as given.
@@ -509,6 +558,7 @@ Json validation_json(const ValidationReport& report, const ValidationOptions& op
   j["schema"] = "servesim.validation/1";
   j["source"] = options.validation_file;
   j["rounds"] = options.rounds;
+  j["warmup_rounds"] = options.warmup_rounds;
   j["rows"] = Json::array();
   for (const RowResult& r : report.rows) {
     Json row = Json::object();
@@ -521,6 +571,7 @@ Json validation_json(const ValidationReport& report, const ValidationOptions& op
     row["predicted_ttft_ms"] = r.ok ? Json(r.predicted_ttft_ms) : Json(nullptr);
     row["measured_tpot_ms"] = r.measured_tpot_ms;
     row["predicted_tpot_ms"] = r.ok ? Json(r.predicted_tpot_ms) : Json(nullptr);
+    row["window_requests"] = r.simulated_requests;
     j["rows"].push_back(std::move(row));
   }
   auto groups = [](const std::vector<GroupResult>& gs, bool with_backend) {
@@ -561,7 +612,9 @@ int validate_command(const std::vector<std::string>& args, std::ostream& out, st
       ("help,h", "show this help")
       ("json", po::value<std::string>(), "write the JSON report to FILE, or to stdout with '-'")
       ("rows", "print every row's measured and simulated figures")
-      ("rounds", po::value<int>()->default_value(10), "requests per client in each simulation")
+      ("rounds", po::value<int>()->default_value(10), "measured requests per client in each simulation")
+      ("warmup-rounds", po::value<int>()->default_value(2),
+       "requests per client sent first and left out of the means (the benchmarks' warm-up)")
       ("threads", po::value<int>()->default_value(0), "OpenMP threads (default: all cores)")
       ("reproducible", "leave the host time out of the JSON report")
       ("start", po::value<std::string>()->default_value("together"),
@@ -576,10 +629,15 @@ int validate_command(const std::vector<std::string>& args, std::ostream& out, st
   }
   ValidationOptions options;
   options.rounds = vm["rounds"].as<int>();
+  options.warmup_rounds = vm["warmup-rounds"].as<int>();
   options.threads = vm["threads"].as<int>();
   options.validation_file = path;
   if (options.rounds < 1 || options.rounds > 1000) {
     err << "error: --rounds must be between 1 and 1000\n";
+    return 2;
+  }
+  if (options.warmup_rounds < 0 || options.warmup_rounds > 1000) {
+    err << "error: --warmup-rounds must be between 0 and 1000\n";
     return 2;
   }
   if (options.threads < 0) {

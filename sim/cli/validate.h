@@ -4,11 +4,12 @@
 // that reproduces the benchmark: the row's model preset and formats, its chip preset with the
 // chip's calibration profile, its parallel plan, the serving engine's scheduling, memory and
 // host-overhead behaviour (serving_engines.h), and a closed loop of `batch_size` clients with
-// fixed input and output lengths, started as ValidationOptions::start says, for a fixed number of
-// rounds. The
-// scenario goes through the same loader as a file (so an impossible plan is a reason, not a
-// crash), is simulated, and its mean TTFT and TPOT over all completed requests are compared with
-// the measured means. Rows that cannot be modelled are counted with a reason, never dropped.
+// fixed input and output lengths, started as ValidationOptions::start says, for the benchmark's
+// warm-up and measured rounds. The scenario goes through the same loader as a file (so an
+// impossible plan is a reason, not a crash), is simulated, and the mean TTFT and TPOT of the
+// requests in the benchmark's measurement window (sent after the warm-up, in send order) are
+// compared with the measured means. Rows that cannot be modelled are counted with a reason, never
+// dropped.
 //
 // Errors are fractions: APE = |predicted / measured - 1|, signed = predicted / measured - 1; per
 // group (model, system, mode) and overall: the median and p90 of the APE (percentiles
@@ -32,7 +33,12 @@
 namespace servesim::app {
 
 struct ValidationOptions {
-  int rounds = 10;           // requests per client
+  // The benchmark's measurement window, as the Dynamo benchmark scripts that produced the
+  // AIConfigurator silicon set run aiperf / genai-perf (ai-dynamo/dynamo benchmarks/llm/perf.sh:
+  // `--concurrency N --warmup-request-count 2N --request-count 10N`): the first
+  // `warmup_rounds` x N requests sent are excluded, the next `rounds` x N are measured.
+  int rounds = 10;           // measured requests per client
+  int warmup_rounds = 2;     // requests per client sent first and left out of the means
   // How the closed loop's clients start (sim/scenario README, closed_loop start modes). The
   // benchmarks send their first `concurrency` requests at once, and with fixed lengths the
   // clients then stay close to lock-step (the engines batch the prompts of a round together):
@@ -66,7 +72,7 @@ struct RowResult {
   std::string engine;
   double measured_ttft_ms = 0, measured_tpot_ms = 0;
   double predicted_ttft_ms = 0, predicted_tpot_ms = 0;
-  std::int64_t simulated_requests = 0;
+  std::int64_t simulated_requests = 0;  // completed requests of the measurement window
 };
 
 struct ErrorFigures {

@@ -74,6 +74,27 @@ TEST_CASE("validate: per-row errors, the group's median and signed mean match a 
         r.out);
 }
 
+TEST_CASE("validate: the benchmark's warm-up requests are simulated and left out of the means") {
+  // The benchmarks ran aiperf with --warmup-request-count 2N --request-count 10N (N clients):
+  // the row's scenario sends 8 x (2 + 10) = 96 requests, and the means are taken over the 80
+  // sent after the first 16.
+  const auto file = subset("validate_window", {kAggSmall});
+  const CliResult sc = cli({"validate", file.string(), "--print-scenario", kAggSmall});
+  REQUIRE_MESSAGE(sc.code == 0, sc.err);
+  CHECK(sc.out.find("requests: 96\n") != std::string::npos);
+  const CliResult r = cli({"validate", file.string(), "--json", "-", "--threads", "1", "--reproducible"});
+  REQUIRE_MESSAGE(r.code == 0, r.err);
+  const Json j = Json::parse(r.out);
+  CHECK(j["warmup_rounds"] == 2);
+  CHECK(j["rows"][0]["window_requests"] == 80);
+  // --warmup-rounds 1 --rounds 3: 8 x 4 = 32 requests sent, the last 24 measured.
+  const CliResult w = cli({"validate", file.string(), "--json", "-", "--threads", "1", "--warmup-rounds", "1",
+                           "--rounds", "3", "--reproducible"});
+  REQUIRE_MESSAGE(w.code == 0, w.err);
+  CHECK(Json::parse(w.out)["rows"][0]["window_requests"] == 24);
+  CHECK(cli({"validate", file.string(), "--warmup-rounds", "-1"}).code == 2);
+}
+
 TEST_CASE("validate: disaggregated rows run on prefill and decode pools; unmodelled ones are counted with a reason") {
   // The first disaggregated row of the set (Qwen3-32B on H100, SGLang) records no concurrency: it
   // is skipped with that reason. The first GB200 disaggregated row (gpt-oss-120b, TensorRT-LLM)
@@ -189,4 +210,59 @@ TEST_CASE("calibrate: fits a native CSV, writes a profile a scenario loads, repo
   // Rows of another chip than --chip.
   CHECK(cli({"calibrate", (dir / "gemm.csv").string(), "--chip", "a100-80g", "--out", (dir / "r.yaml").string()})
             .code == 2);
+}
+
+namespace {
+
+// The line of `yaml` that starts with `key` (two spaces of indent, as the efficiency map is
+// written), or "" when there is none.
+std::string efficiency_line(const std::string& yaml, const std::string& key) {
+  const std::size_t at = yaml.find("\n  " + key + ": ");
+  if (at == std::string::npos) return "";
+  return yaml.substr(at + 1, yaml.find('\n', at + 1) - at - 1);
+}
+
+}  // namespace
+
+TEST_CASE("calibrate --transfer: another chip's efficiencies without its tables; the chip's collectives with --comm") {
+  const std::string source = std::string(SERVESIM_SOURCE_DIR) + "/profiles/h200.yaml";
+  const std::string h200 = read(source);
+  REQUIRE(h200.find("cost_model: \"table\"") != std::string::npos);  // the source has GEMM tables
+  const auto dir = scratch("calibrate_transfer");
+  std::filesystem::create_directories(dir);
+  const CliResult r = cli({"calibrate", "--transfer", source, "--chip", "gb200", "--out", (dir / "t.yaml").string(),
+                           "--created", "2026-12-01"});
+  REQUIRE_MESSAGE(r.code == 0, r.err);
+  const std::string t = read(dir / "t.yaml");
+  CHECK(t.find("chip: \"gb200\"") != std::string::npos);
+  CHECK(t.find("cost_model: \"table\"") == std::string::npos);  // no tables: they are H200's latencies
+  CHECK(t.find("entries:\n  []") != std::string::npos);
+  // Every efficiency key is H200's, collectives included (no --comm).
+  for (const char* key : {"gemm_compute", "gemm_overhead", "moe_memory", "attention_decode", "collective_latency",
+                          "collective_bandwidth"}) {
+    CAPTURE(key);
+    REQUIRE_FALSE(efficiency_line(h200, key).empty());
+    CHECK(efficiency_line(t, key) == efficiency_line(h200, key));
+  }
+  // With --comm the collectives are fitted to GB200's own NCCL tables: different constants, and
+  // their held-out error cells in the report; the compute keys stay H200's.
+  const CliResult c = cli({"calibrate", "--transfer", source, "--chip", "gb200", "--comm",
+                           std::string(SERVESIM_SOURCE_DIR) + "/calibrate/data/comm", "--out", (dir / "c.yaml").string(),
+                           "--json", "-"});
+  REQUIRE_MESSAGE(c.code == 0, c.err);
+  const std::string cy = read(dir / "c.yaml");
+  CHECK(efficiency_line(cy, "gemm_compute") == efficiency_line(h200, "gemm_compute"));
+  CHECK(efficiency_line(cy, "collective_latency") != efficiency_line(h200, "collective_latency"));
+  CHECK_FALSE(Json::parse(c.out)["cells"].empty());
+  // The transferred profile loads on a GB200 pool, and the summary names it as the pool's source.
+  std::ofstream(dir / "s.yaml") << "model: llama-3.1-8b\ndeployment:\n  pools:\n    - chip: {preset: gb200, profile: "
+                                << (dir / "t.yaml").string()
+                                << "}\n      instances: 1\nworkload:\n  requests: 2\n  arrivals: {process: poisson, rate: 1 /s}\n"
+                                   "  lengths:\n    prompt: {distribution: fixed, value: 64}\n    output: {distribution: fixed, value: 4}\n";
+  const CliResult run = cli({"run", (dir / "s.yaml").string()});
+  REQUIRE_MESSAGE(run.code == 0, run.err);
+  CHECK(run.out.find("gb200 (efficiencies from profile " + (dir / "t.yaml").string()) != std::string::npos);
+  // Measurement files and --transfer together are refused.
+  CHECK(cli({"calibrate", "--transfer", source, source, "--chip", "gb200", "--out", (dir / "x.yaml").string()}).code == 2);
+  CHECK_FALSE(std::filesystem::exists(dir / "x.yaml"));
 }

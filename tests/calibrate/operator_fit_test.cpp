@@ -69,3 +69,31 @@ TEST_CASE("Operator fit: GEMM curves, overhead and the fp8 factor come back from
   // The keys the profile's efficiency map gets.
   CHECK(std::find(fit.fitted_keys.begin(), fit.fitted_keys.end(), "format_compute.fp8") != fit.fitted_keys.end());
 }
+
+TEST_CASE("Operator fit: an emulated W4A16 MoE row is predicted with the simulator's dequantisation pass") {
+  // gpt-oss-120b's MoE layer on one H200 (no fp4 rate: MXFP4 experts are emulated): 4,096 tokens
+  // x top-4 over 128 experts, balanced, reach every expert, so the pass converts all 128 experts'
+  // weights: 2 vector ops x 128 x 3 x 2880 x 2880 = 6.37e9 FLOPs (models/operators.cpp dequant);
+  // at 1/16 of the 989.5 TFLOP/s bf16 peak that is 6.37e9 x 16 / 989.5e12 = 103 us.
+  const models::ChipSpec h200 = *models::chip_preset("h200-sxm");
+  Measurement r;
+  r.op = MeasuredOp::moe;
+  r.format = Format::w4a16_mxfp4;
+  for (const auto& [d, v] : {std::pair{Dim::tokens, 4096}, {Dim::hidden, 2880}, {Dim::inter, 2880},
+                             {Dim::experts, 128}, {Dim::topk, 4}, {Dim::tp, 1}, {Dim::ep, 1}, {Dim::gated, 1}}) {
+    r.shape.set(d, v);
+  }
+  std::string why;
+  const auto op = simulator_operator(r, "balanced", h200, why);
+  REQUIRE_MESSAGE(op.has_value(), why);
+  CHECK(op->extra.kernels == 1);
+  CHECK(op->extra.flops == doctest::Approx(2.0 * 128 * 3 * 2880 * 2880));
+  const models::RooflineCostModel model(h200);
+  CHECK(model.seconds(op->extra) == doctest::Approx(2.0 * 128 * 3 * 2880 * 2880 * 16 / 989.5e12).epsilon(0.01));
+  // The same layer in bf16 has no pass to add.
+  r.format = Format::bf16;
+  const auto bf16 = simulator_operator(r, "balanced", h200, why);
+  REQUIRE(bf16.has_value());
+  CHECK(bf16->extra.kernels == 0);
+  CHECK(bf16->extra.flops == 0);
+}

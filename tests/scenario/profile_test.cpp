@@ -135,7 +135,7 @@ TEST_CASE("Profile: problems in a profile are reported at the profile's line and
 TEST_CASE("Profile: an unknown name lists the shipped profiles and suggests the closest") {
   const std::string errors = errors_of(scenario_with_chip("{preset: h200-sxm, profile: h2000}"));
   CHECK(errors.find("unknown profile 'h2000' (did you mean 'h200'?)") != std::string::npos);
-  CHECK(errors.find("a100, h100, h200") != std::string::npos);
+  CHECK(errors.find("a100, gb200, h100, h200") != std::string::npos);
   CHECK(errors_of(scenario_with_chip("{preset: h200-sxm, profile: missing/none.yaml}")).find("cannot read") !=
         std::string::npos);
 }
