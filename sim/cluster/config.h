@@ -58,12 +58,21 @@ std::string_view pool_role_name(PoolRole r);
 
 // kPowerOfTwo: two instances drawn from the router's seeded stream, the less loaded one wins
 // (Mitzenmacher 2001). kFreeKv: the instance with the most free KV blocks (decode placement).
-enum class RouterPolicy { kRoundRobin, kLeastLoaded, kPowerOfTwo, kFreeKv };
+// kKvAware: the instance with the least outstanding tokens plus this request's uncached prompt
+// tokens (Mooncake's KVCache-centric conductor, router.h); needs the pool's prefix cache.
+enum class RouterPolicy { kRoundRobin, kLeastLoaded, kPowerOfTwo, kFreeKv, kKvAware };
 enum class LoadMetric { kOutstandingTokens, kOutstandingRequests };
 
 struct RouterConfig {
   RouterPolicy policy = RouterPolicy::kLeastLoaded;
   LoadMetric load = LoadMetric::kOutstandingTokens;
+};
+
+// Automatic prefix caching per pipeline lane (prefix_cache.h): cached KV blocks live in the lane's
+// KV budget, at most capacity_fraction of its blocks.
+struct PrefixCacheConfig {
+  bool enabled = false;
+  double capacity_fraction = 1.0;
 };
 
 struct PoolConfig {
@@ -76,6 +85,7 @@ struct PoolConfig {
   SchedulerConfig scheduler;
   KvCacheConfig kv_cache;
   RouterConfig router;
+  PrefixCacheConfig prefix_cache;  // combined and prefill pools
   std::int64_t max_model_len = 0;  // longest prompt + output served; longer requests are rejected
   models::CostModelConfig cost_model;  // roofline unless measured tables are given
   models::MoeRouting moe_routing;      // token-to-expert skew of MoE layers

@@ -41,6 +41,10 @@ struct RequestState {
   std::uint32_t prev = kNoRequest;   // lane's running list, in admission order
   std::uint32_t next = kNoRequest;
   std::uint32_t stream = kNoRequest; // the request source's arrival stream (workloads/source.h)
+  // Prefix caching: the leading segments it references in its lane's PrefixCache, and their KV
+  // blocks (shared with the cache, not its own).
+  std::uint32_t cached_segments = 0;
+  std::uint32_t shared_blocks = 0;
   std::uint16_t lane = 0;
   std::uint16_t cls = 0;             // workload class
   Phase phase = Phase::kNew;

@@ -243,7 +243,8 @@ TEST_CASE("Scenario: omitted keys take their defaults in the config and in the r
                   "max_queue": 0},
     "kv_cache": {"block_tokens": 16, "memory_utilization": 0.9, "reserved": "1 GiB",
                  "watermark": 0.01},
-    "router": {"policy": "least_loaded", "load": "tokens"}
+    "router": {"policy": "least_loaded", "load": "tokens"},
+    "prefix_cache": {"enabled": false, "capacity_fraction": 1.0}
   })");
   const Json& pool = s.resolved["deployment"]["pools"][0];
   CHECK(pool.dump(2) == expected_pool.dump(2));
