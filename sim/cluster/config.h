@@ -39,8 +39,18 @@ enum class SchedulerPolicy {
   kWholePrompt,  // vLLM V0 default: whole prompts in prefill-only iterations, else decode
 };
 
+// What a decode step short of KV blocks does to its victim (the most recently admitted request):
+//   recompute  frees its blocks; it prefills its prompt and generated tokens again (vLLM default);
+//   swap       a decoding victim's KV is copied to host memory over the chip's host link and back
+//              when it is re-admitted (vLLM V0 preemption_mode="swap"); each copy blocks the
+//              iteration that does it (vLLM V0 runs swap_out / swap_in before the model), costed
+//              as KV bytes per chip / ChipSpec::host_bandwidth, component `swap`. Victims still
+//              prefilling recompute.
+enum class PreemptionMode : std::uint8_t { kRecompute, kSwap };
+
 struct SchedulerConfig {
   SchedulerPolicy policy = SchedulerPolicy::kSarathi;
+  PreemptionMode preemption = PreemptionMode::kRecompute;
   std::int64_t max_batch_size = 256;       // running sequences per pipeline lane (max_num_seqs)
   std::int64_t max_batched_tokens = 512;   // tokens per iteration (chunk size / token budget)
   std::int64_t max_queue = 0;              // waiting requests per instance; 0 = unbounded

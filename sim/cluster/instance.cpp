@@ -74,7 +74,8 @@ std::uint32_t Lane::try_admit_front() {
   RequestState& s = req(r);
   std::uint32_t hit = 0, segment_tokens = 0;
   std::int64_t shared = 0;
-  if (cache_) [[unlikely]] {
+  const bool swapped = s.swapped;  // its KV comes back from host memory: no cache lookup
+  if (cache_ && !swapped) [[unlikely]] {
     const PrefixKeys& k = (*keys_)[r];
     if (k.segments > 0) {
       // The cached leading segments; room may come from evicting unreferenced cached blocks other
@@ -102,6 +103,12 @@ std::uint32_t Lane::try_admit_front() {
   }
   waiting_.pop_front();
   s.prefilled = hit * segment_tokens;  // the chunks attend over the cached context
+  if (swapped) [[unlikely]] {
+    // Its context's KV is swapped in; only the last token is computed (it emits the next one).
+    s.prefilled = s.prefill_target - 1;
+    swap_tokens_ += s.prefilled;
+    s.swapped = false;
+  }
   s.cached_segments = hit;
   s.shared_blocks = static_cast<std::uint32_t>(shared);
   s.phase = Phase::kPrefilling;
@@ -189,6 +196,12 @@ std::uint32_t Lane::preempt(std::uint32_t r) {
       s.last_token = last_decode_end_;
     }
     lost = s.prompt + s.generated;  // its whole context must be prefilled again
+    if (swap_ && lost > 1) [[unlikely]] {
+      // Swapped out: its context's KV (all but the token it computes next) goes to the host.
+      s.swapped = true;
+      swap_tokens_ += lost - 1;
+      lost = 1;
+    }
   } else {
     SERVESIM_CHECK(s.phase == Phase::kPrefilling);
     lost = s.prefilled;
@@ -363,6 +376,7 @@ void Lane::admit_ready(std::vector<std::uint32_t>& admitted) {
 
 void Lane::evict_all(std::vector<std::uint32_t>& out) {
   while (!waiting_.empty()) {
+    req(waiting_.front()).swapped = false;  // the host memory of a failed instance is lost too
     out.push_back(waiting_.front());
     waiting_.pop_front();
   }

@@ -111,6 +111,16 @@ class Lane {
     return t;
   }
 
+  // Swap preemption (config.h, PreemptionMode::kSwap): decoding victims keep their KV in host
+  // memory and are re-admitted with it, prefilling only their last token.
+  void enable_swap() { swap_ = true; }
+  // KV tokens copied over the host link (out and in) since the last call.
+  std::int64_t take_swap_tokens() {
+    const std::int64_t t = swap_tokens_;
+    swap_tokens_ = 0;
+    return t;
+  }
+
   // --- queue and admission (used by batch schedulers) ---
   void enqueue_back(std::uint32_t r);
   bool has_waiting() const { return !waiting_.empty(); }
@@ -265,6 +275,8 @@ class Lane {
   std::unique_ptr<PrefixCache> cache_;  // null: no prefix caching
   const SlabVector<PrefixKeys>* keys_ = nullptr;
   std::int64_t hit_tokens_untaken_ = 0;
+  bool swap_ = false;
+  std::int64_t swap_tokens_ = 0;
 };
 
 template <class F>

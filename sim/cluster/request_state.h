@@ -48,6 +48,7 @@ struct RequestState {
   std::uint16_t lane = 0;
   std::uint16_t cls = 0;             // workload class
   Phase phase = Phase::kNew;
+  bool swapped = false;              // its KV waits in host memory (swap preemption)
   SimTime last_token;                // when its latest token was emitted
 };
 

@@ -81,6 +81,11 @@ Simulation::Simulation(const SimulationConfig& config, metrics::Recorder& record
     SERVESIM_CHECK_MSG(pc.kind == PoolRole::kEncode || cap.blocks_per_lane > 0,
                        "pool " + pc.name + " has no KV blocks");
     pool.admissible_tokens = cap.admissible_tokens;
+    if (pc.scheduler.preemption == PreemptionMode::kSwap && pc.kind != PoolRole::kEncode) {
+      // Each chip copies its own shard of the KV over its own host link, all in parallel.
+      SERVESIM_CHECK_MSG(pc.chip.host_bandwidth.bytes_per_s > 0, "swap needs the chip's host_bandwidth");
+      pool.swap_s_per_token = cap.memory.kv_bytes_per_token / pc.chip.host_bandwidth.bytes_per_s;
+    }
     info.kv_blocks = cap.blocks_per_lane * pc.plan.pp * pc.instances;
     pool.metrics_id = recorder_.add_pool(std::move(info));
     for (int i = 0; i < pc.instances; ++i) {
@@ -90,6 +95,7 @@ Simulation::Simulation(const SimulationConfig& config, metrics::Recorder& record
         inst.lanes.emplace_back(&requests_, cap.blocks_per_lane, pc.kv_cache.block_tokens,
                                 cap.watermark_blocks, pc.scheduler.max_batch_size,
                                 config_.model.window.window, config_.model.dsa.top_k);
+        if (pool.swap_s_per_token > 0) inst.lanes.back().enable_swap();
         if (pool.caching) {
           inst.lanes.back().enable_prefix_cache(
               static_cast<std::int64_t>(pc.prefix_cache.capacity_fraction *
@@ -895,6 +901,7 @@ void Simulation::try_dispatch(std::uint32_t index) {
     const models::BatchShape shape = lane.shape(batch);
     const auto sequences = static_cast<std::int64_t>(batch.decodes + batch.chunks.size());
     pool.cost->cost(shape, sequences, stage_ps_.data(), batch.components);
+    if (pool.swap_s_per_token > 0) [[unlikely]] add_swap_time(pool, lane, batch);
     // Pipeline: stage k starts when stage k - 1 handed over and stage k finished its previous
     // micro-batch.
     SimTime t = now_;
@@ -911,6 +918,15 @@ void Simulation::try_dispatch(std::uint32_t index) {
     return;
   }
   if (pool.role == PoolRole::kDecode) note_free_kv(index);
+}
+
+void Simulation::add_swap_time(const Pool& pool, Lane& lane, Batch& batch) {
+  const std::int64_t tokens = lane.take_swap_tokens();
+  if (tokens == 0) return;
+  // KV tokens x bytes per token per chip / host bandwidth (config.h, PreemptionMode::kSwap).
+  const auto ps = static_cast<std::int64_t>(static_cast<double>(tokens) * pool.swap_s_per_token * 1e12 + 0.5);
+  stage_ps_[0] += ps;
+  batch.components[static_cast<std::size_t>(models::OpKind::kSwap)] += ps;
 }
 
 void Simulation::record_link_usage(SimTime end) {

@@ -101,6 +101,7 @@ class Simulation {
     bool free_kv = false;  // the router's load is the negated free KV blocks (decode placement)
     bool caching = false;  // its lanes have prefix caches
     bool kv_aware = false; // its router is a KvAwareRouter
+    double swap_s_per_token = 0;  // swap preemption: host-link seconds per KV token, 0 = off
     std::unique_ptr<models::CostModel> encode_cost;  // encode pools
     std::int64_t admissible_tokens = 0;
     PoolId metrics_id;
@@ -199,6 +200,8 @@ class Simulation {
   // Random faults are drawn up to the horizon, or this far when the run has none.
   static constexpr Duration kMaxFaultTime = Duration::milliseconds(86'400'000);
   void schedule_dispatch(std::uint32_t instance);
+  // Swap preemption: the host-link copies the lane's form_batch started join its iteration.
+  void add_swap_time(const Pool& pool, Lane& lane, Batch& batch);
 
   void schedule(SimTime t, const Event& e) { queue_.push(t, priority_of(e), e); }
   // Schedules the arrivals the source handed out into arrivals_, and clears it.

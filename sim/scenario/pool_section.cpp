@@ -189,6 +189,13 @@ cluster::PoolConfig read_pool(Document& doc, const YAML::Node& node,
     }
     if (auto r = s.integer("max_queue", 0, 1'000'000'000, 0)) p.scheduler.max_queue = *r;
     else ok = false;
+    // Swap preemption (sim/cluster/config.h, PreemptionMode).
+    if (auto r = s.choice("preemption", {"recompute", "swap"}, "recompute")) {
+      p.scheduler.preemption = *r == "swap" ? cluster::PreemptionMode::kSwap
+                                            : cluster::PreemptionMode::kRecompute;
+    } else {
+      ok = false;
+    }
     s.finish();
     marks.scheduler_ok = ok && s.valid();
     ok = before && marks.scheduler_ok;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "sim/core/errors.h"
+#include "models/chip_spec.h"
 #include "sim/scenario/scenario.h"
 
 namespace {
@@ -164,4 +165,43 @@ workload:
     window: {start: 0 s, duration: 10 s}
 )",
             7, 21, "deployment.pools[0].prefix_cache", "the prefix cache keys the trace's hash ids");
+}
+
+TEST_CASE("Scenario: scheduler.preemption takes recompute or swap; chips carry a host bandwidth") {
+  const auto s = servesim::scenario::load_scenario_text(text_of(R"(
+model: llama-3.1-8b
+deployment:
+  pools:
+    - chip: {preset: h100-sxm, host_bandwidth: 50 GB/s}
+      instances: 1
+      scheduler: {preemption: swap}
+workload:
+  requests: 10
+  arrivals: {process: poisson, rate: 10 /s}
+  lengths:
+    prompt: {distribution: fixed, value: 128}
+    output: {distribution: fixed, value: 16}
+)"), kFile, kBaseDir, {});
+  CHECK(s.config.pools[0].scheduler.preemption == servesim::cluster::PreemptionMode::kSwap);
+  CHECK(s.config.pools[0].chip.host_bandwidth.bytes_per_s == 50e9);
+  // PCIe 5.0 x16, per direction, for the H100 preset.
+  CHECK(servesim::models::chip_preset("h100-sxm")->host_bandwidth.bytes_per_s == 64e9);
+}
+
+TEST_CASE("Scenario: an unknown preemption mode lists the known ones") {
+  check_one(R"(
+model: llama-3.1-8b
+deployment:
+  pools:
+    - chip: h100-sxm
+      instances: 1
+      scheduler: {preemption: spill}
+workload:
+  requests: 10
+  arrivals: {process: poisson, rate: 10 /s}
+  lengths:
+    prompt: {distribution: fixed, value: 128}
+    output: {distribution: fixed, value: 16}
+)",
+            6, 31, "deployment.pools[0].scheduler.preemption", "");
 }
