@@ -91,6 +91,8 @@ struct PoolConfig {
   PoolRole kind = PoolRole::kCombined;
   models::ChipSpec chip;
   models::ParallelPlan plan;
+  // Two-batch overlap of the MoE all-to-all with compute (`parallel.tbo`, iteration_cost.h).
+  bool two_batch_overlap = false;
   int instances = 1;
   SchedulerConfig scheduler;
   KvCacheConfig kv_cache;

@@ -56,6 +56,7 @@ Simulation::Simulation(const SimulationConfig& config, metrics::Recorder& record
     pool.cost = std::make_unique<IterationCostModel>(config_.model, pc.chip, pc.plan,
                                                      pc.moe_routing, pc.cost_model,
                                                      pc.scheduler.max_batched_tokens);
+    pool.cost->set_two_batch_overlap(pc.two_batch_overlap);
     if (pc.kind == PoolRole::kEncode) pool.encode_cost = models::make_cost_model(pc.cost_model, pc.chip);
     pool.scheduler = make_batch_scheduler(pc.scheduler);
     pool.router = make_router(pc.router, static_cast<std::uint32_t>(pc.instances), config_.seed,

@@ -116,6 +116,16 @@ cluster::PoolConfig read_pool(Document& doc, const YAML::Node& node,
     const auto moe_tp = par.integer("moe_tp", 1, 65536, moe_tp_default);
     const auto cp = par.integer("cp", 1, 4096, 1);
     const auto redundant = par.integer("redundant_experts", 0, 65536, 0);
+    // Two-batch overlap of the expert all-to-all with the other micro-batch's compute.
+    const Field tbo_field = field_or(par, "tbo");
+    const auto tbo = par.boolean("tbo", false);
+    if (tbo && *tbo && model && (!moe || (ep && *ep <= 1))) {
+      doc.error(tbo_field.mark, tbo_field.path,
+                "tbo overlaps the MoE dispatch / combine all-to-all of expert parallelism with "
+                "compute: it needs a MoE model and ep > 1");
+      ok = false;
+    }
+    if (tbo) p.two_batch_overlap = *tbo; else ok = false;
     par.finish();
     marks.plan_ok = tp && pp && dp && ep && moe_tp && cp && redundant && par.valid();
     if (marks.plan_ok) {

@@ -237,7 +237,8 @@ TEST_CASE("Scenario: omitted keys take their defaults in the config and in the r
       }
     },
     "instances": 2,
-    "parallel": {"tp": 1, "pp": 1, "dp": 1, "ep": 1, "moe_tp": 1, "cp": 1, "redundant_experts": 0},
+    "parallel": {"tp": 1, "pp": 1, "dp": 1, "ep": 1, "moe_tp": 1, "cp": 1, "redundant_experts": 0,
+                 "tbo": false},
     "moe_routing": {"distribution": "balanced", "alpha": 1.2},
     "max_model_len": 131072,
     "scheduler": {"policy": "sarathi", "max_batch_size": 256, "max_batched_tokens": 512,

@@ -205,3 +205,21 @@ workload:
 )",
             6, 31, "deployment.pools[0].scheduler.preemption", "");
 }
+
+TEST_CASE("Scenario: two-batch overlap on a dense model is reported at parallel.tbo") {
+  check_one(R"(
+model: llama-3.1-8b
+deployment:
+  pools:
+    - chip: h100-sxm
+      instances: 1
+      parallel: {tp: 1, tbo: true}
+workload:
+  requests: 10
+  arrivals: {process: poisson, rate: 10 /s}
+  lengths:
+    prompt: {distribution: fixed, value: 128}
+    output: {distribution: fixed, value: 16}
+)",
+            6, 30, "deployment.pools[0].parallel.tbo", "tbo overlaps the MoE dispatch");
+}
