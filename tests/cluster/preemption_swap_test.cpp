@@ -21,13 +21,7 @@ cluster::SimulationConfig tight(cluster::PreemptionMode mode) {
   p.scheduler.max_batch_size = 2;
   p.scheduler.preemption = mode;
   p.chip.host_bandwidth = Bandwidth{1e9};
-  const models::MemoryConfig mc = cluster::memory_config(p);
-  models::ChipSpec probe = p.chip;
-  probe.memory = Bytes{0};
-  const auto empty = models::plan_memory(config.model, probe, p.plan, mc);
-  const double fixed = empty.weights.value + empty.activations.value + empty.reserved.value;
-  // 33 tokens of KV: 8 whole blocks.
-  p.chip.memory = Bytes{(fixed + 33.0 * empty.kv_bytes_per_token) / mc.memory_utilization};
+  test::size_kv_tokens(p, config.model, 33.0);  // 33 tokens of KV: 8 whole blocks
   config.workload = test::fixed_closed_loop(2, 2, 8, 20);
   return config;
 }

@@ -201,13 +201,7 @@ TEST_CASE("Prefix cache: random small deployments with shared prefixes and sessi
                                             : cluster::RouterPolicy::kLeastLoaded;
     p.prefix_cache.enabled = true;
     p.prefix_cache.capacity_fraction = rng.uniform_int(0, 1) ? 1.0 : 0.3;
-    const auto target_tokens = static_cast<double>(rng.uniform_int(150, 600)) * p.plan.pp;
-    const models::MemoryConfig mc = cluster::memory_config(p);
-    models::ChipSpec probe = p.chip;
-    probe.memory = Bytes{0};
-    const auto empty = models::plan_memory(model, probe, p.plan, mc);
-    const double fixed = empty.weights.value + empty.activations.value + empty.reserved.value;
-    p.chip.memory = Bytes{(fixed + target_tokens * empty.kv_bytes_per_token) / mc.memory_utilization};
+    test::size_kv_tokens(p, model, static_cast<double>(rng.uniform_int(150, 600)) * p.plan.pp);
     std::int64_t longest = cluster::pool_capacity(model, p).admissible_tokens;
     if (p.scheduler.policy == cluster::SchedulerPolicy::kWholePrompt) {
       longest = std::min(longest, p.scheduler.max_batched_tokens);

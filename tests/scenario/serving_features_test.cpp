@@ -19,6 +19,15 @@ using servesim::InputError;
 
 const std::string kFile = "features.yaml";
 const std::string kBaseDir = SERVESIM_SOURCE_DIR "/scenarios/epd";
+// The workload every deployment below serves (appended after its deployment, so the line numbers
+// of the deployment keys are read off the text above it).
+const std::string kWorkload = R"(workload:
+  requests: 10
+  arrivals: {process: poisson, rate: 10 /s}
+  lengths:
+    prompt: {distribution: fixed, value: 128}
+    output: {distribution: fixed, value: 16}
+)";
 
 std::string_view text_of(std::string_view yaml) {
   if (!yaml.empty() && yaml.front() == '\n') yaml.remove_prefix(1);
@@ -60,13 +69,7 @@ deployment:
       instances: 2
       prefix_cache: {enabled: true, capacity_fraction: 0.25}
       router: {policy: kv_aware}
-workload:
-  requests: 10
-  arrivals: {process: poisson, rate: 10 /s}
-  lengths:
-    prompt: {distribution: fixed, value: 128}
-    output: {distribution: fixed, value: 16}
-)"), kFile, kBaseDir, {});
+)" + kWorkload), kFile, kBaseDir, {});
   const auto& p = s.config.pools[0];
   CHECK(p.prefix_cache.enabled);
   CHECK(p.prefix_cache.capacity_fraction == 0.25);
@@ -81,13 +84,7 @@ deployment:
     - chip: h100-sxm
       instances: 2
       router: {policy: kv_aware}
-workload:
-  requests: 10
-  arrivals: {process: poisson, rate: 10 /s}
-  lengths:
-    prompt: {distribution: fixed, value: 128}
-    output: {distribution: fixed, value: 16}
-)",
+)" + kWorkload,
             6, 24, "deployment.pools[0].router.policy", "kv_aware routes by the prefix");
 }
 
@@ -100,13 +97,7 @@ deployment:
       instances: 2
       prefix_cache: {enabled: true}
       router: {policy: kv_aware, load: requests}
-workload:
-  requests: 10
-  arrivals: {process: poisson, rate: 10 /s}
-  lengths:
-    prompt: {distribution: fixed, value: 128}
-    output: {distribution: fixed, value: 16}
-)",
+)" + kWorkload,
             7, 40, "deployment.pools[0].router.load", "kv_aware scores outstanding tokens");
 }
 
@@ -121,13 +112,7 @@ deployment:
       chip: h100-sxm
       instances: 1
       prefix_cache: {enabled: true}
-workload:
-  requests: 10
-  arrivals: {process: poisson, rate: 10 /s}
-  lengths:
-    prompt: {distribution: fixed, value: 128}
-    output: {distribution: fixed, value: 16}
-)",
+)" + kWorkload,
             9, 31, "deployment.pools[1].prefix_cache.enabled", "a prefix cache saves prefill work");
 }
 
@@ -139,13 +124,7 @@ deployment:
     - chip: h100-sxm
       instances: 1
       prefix_cache: {enabled: true, capacity_fraction: 1.5}
-workload:
-  requests: 10
-  arrivals: {process: poisson, rate: 10 /s}
-  lengths:
-    prompt: {distribution: fixed, value: 128}
-    output: {distribution: fixed, value: 16}
-)",
+)" + kWorkload,
             6, 56, "deployment.pools[0].prefix_cache.capacity_fraction", "");
 }
 
@@ -175,13 +154,7 @@ deployment:
     - chip: {preset: h100-sxm, host_bandwidth: 50 GB/s}
       instances: 1
       scheduler: {preemption: swap}
-workload:
-  requests: 10
-  arrivals: {process: poisson, rate: 10 /s}
-  lengths:
-    prompt: {distribution: fixed, value: 128}
-    output: {distribution: fixed, value: 16}
-)"), kFile, kBaseDir, {});
+)" + kWorkload), kFile, kBaseDir, {});
   CHECK(s.config.pools[0].scheduler.preemption == servesim::cluster::PreemptionMode::kSwap);
   CHECK(s.config.pools[0].chip.host_bandwidth.bytes_per_s == 50e9);
   // PCIe 5.0 x16, per direction, for the H100 preset.
@@ -196,13 +169,7 @@ deployment:
     - chip: h100-sxm
       instances: 1
       scheduler: {preemption: spill}
-workload:
-  requests: 10
-  arrivals: {process: poisson, rate: 10 /s}
-  lengths:
-    prompt: {distribution: fixed, value: 128}
-    output: {distribution: fixed, value: 16}
-)",
+)" + kWorkload,
             6, 31, "deployment.pools[0].scheduler.preemption", "");
 }
 
@@ -214,12 +181,6 @@ deployment:
     - chip: h100-sxm
       instances: 1
       parallel: {tp: 1, tbo: true}
-workload:
-  requests: 10
-  arrivals: {process: poisson, rate: 10 /s}
-  lengths:
-    prompt: {distribution: fixed, value: 128}
-    output: {distribution: fixed, value: 16}
-)",
+)" + kWorkload,
             6, 30, "deployment.pools[0].parallel.tbo", "tbo overlaps the MoE dispatch");
 }
