@@ -197,6 +197,20 @@ std::vector<ChipSpec> build_presets() {
   p.push_back(make("domestic-64g", 64.0 * kGiB, 1.6e12, {300e12, 0, 600e12, 0}, 200e9, 8, 25e9,
                    a100_efficiency(),
                    "generic 64 GB / 1.6 TB/s class; compute, links and efficiencies assumed"));
+  // Host links, per direction (KV swap to host memory). [P] PCI-SIG: PCIe 4.0 x16 carries 32 GB/s
+  // per direction, PCIe 5.0 x16 64 GB/s (raw, before ~3% encoding and protocol overhead, which
+  // the figures below do not subtract). [P] NVIDIA A100 datasheet: PCIe Gen4; H100 / H200 / H800 /
+  // H20 datasheets and the HGX B200 page: PCIe Gen5 x16; GB200 NVL72 page: NVLink-C2C 900 GB/s
+  // between Grace and each Blackwell GPU (450 per direction). [S] Atlas 800T A2 whitepaper:
+  // PCIe 5.0 x16 per NPU. Assumed: the 910C (and each of its dies, sharing it) and the generic
+  // domestic class on PCIe 5.0 x16 and 4.0 x16.
+  for (ChipSpec& c : p) {
+    double host = 64e9;
+    if (c.name == "a100-80g" || c.name == "domestic-64g") host = 32e9;
+    if (c.name == "gb200") host = 450e9;
+    if (c.name == "ascend-910c-die") host = 32e9;
+    c.host_bandwidth = Bandwidth{host};
+  }
   return p;
 }
 

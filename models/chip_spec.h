@@ -87,6 +87,7 @@ struct ChipSpec {
   int scale_up_domain = 1;       // chips that share the scale-up fabric (8 in a DGX/HGX node)
   Bandwidth scale_out_bandwidth; // NIC bandwidth per chip
   Duration scale_out_latency;
+  Bandwidth host_bandwidth;      // chip <-> host memory per direction (PCIe, NVLink-C2C): KV swap
   Efficiency efficiency;
   std::string source;            // where the figures come from, and which are assumptions
 

@@ -81,6 +81,7 @@ RooflineCostModel::RooflineCostModel(const ChipSpec& chip) {
       case OpKind::kCpExchange:
       case OpKind::kPpSend:
       case OpKind::kScheduling:
+      case OpKind::kSwap:
       case OpKind::kCount:
         chip_operator = false;  // not chip operators: costed by the communication model / the host
         break;

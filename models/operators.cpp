@@ -23,6 +23,7 @@ std::string_view op_kind_name(OpKind k) {
     case OpKind::kCpExchange: return "cp_exchange";
     case OpKind::kPpSend: return "pp_send";
     case OpKind::kScheduling: return "scheduling";
+    case OpKind::kSwap: return "swap";
     case OpKind::kCount: break;
   }
   return "?";

@@ -51,6 +51,7 @@ enum class OpKind : std::uint8_t {
   kCpExchange,        // context parallelism: ring KV passes (prefill), partial attention (decode)
   kPpSend,
   kScheduling,
+  kSwap,              // KV copied to / from host memory for swap preemption (sim/cluster)
   kCount
 };
 constexpr std::size_t kOpKinds = static_cast<std::size_t>(OpKind::kCount);

@@ -158,6 +158,20 @@ Json build_report(const Json& resolved_scenario, const metrics::Summary& s, cons
       kt["overhead_fraction"] = p.kv_transfer->overhead_fraction;
       pj["kv_transfer"] = kt;
     }
+    if (p.prefix_cache) {
+      const metrics::PrefixCacheCounts& c = p.prefix_cache->counts;
+      Json pc = Json::object();
+      pc["lookups"] = c.lookups;
+      pc["hits"] = c.hits;
+      pc["hit_rate"] = p.prefix_cache->hit_rate;
+      pc["lookup_tokens"] = c.lookup_tokens;
+      pc["hit_tokens"] = c.hit_tokens;
+      pc["hit_token_fraction"] = p.prefix_cache->hit_token_fraction;
+      pc["inserted_blocks"] = c.inserted_blocks;
+      pc["evicted_blocks"] = c.evicted_blocks;
+      pc["capacity_blocks"] = c.capacity_blocks;
+      pj["prefix_cache"] = pc;
+    }
     pools.push_back(pj);
   }
   report["pools"] = pools;
@@ -314,6 +328,15 @@ std::string summary_table(const metrics::Summary& s, const metrics::SloTargets& 
              fmt("%.2f", p.kv_transfer->mean_ms) + " ms, exposed " +
              fmt("%.2f", p.kv_transfer->exposed_mean_ms) + " ms (" +
              fmt("%.1f", 100.0 * p.kv_transfer->overhead_fraction) + "% of their TTFT)\n";
+    }
+    if (p.prefix_cache) {
+      const metrics::PrefixCacheCounts& c = p.prefix_cache->counts;
+      out += "    prefix cache: " + thousands(static_cast<double>(c.hits)) + " hits of " +
+             thousands(static_cast<double>(c.lookups)) + " lookups (" +
+             fmt("%.1f", 100.0 * p.prefix_cache->hit_rate) + "%), " +
+             thousands(static_cast<double>(c.hit_tokens)) + " prompt tokens not prefilled (" +
+             fmt("%.1f", 100.0 * p.prefix_cache->hit_token_fraction) + "%), " +
+             thousands(static_cast<double>(c.evicted_blocks)) + " blocks evicted\n";
     }
   }
   out += "  simulation  " + thousands(static_cast<double>(run.events)) + " events, " +

@@ -36,9 +36,11 @@ void WholePromptBatchScheduler::form_batch(Lane& lane, Batch& batch,
     if (need > left) break;
     const std::uint32_t r = lane.try_admit_front();
     if (r == kNoRequest) break;
-    batch.chunks.push_back(Chunk{r, static_cast<std::uint32_t>(need)});
-    batch.prefill_tokens += need;
-    left -= need;
+    // A prefix-cache hit leaves less than the whole target to prefill.
+    const std::uint32_t n = lane.prefill_remaining(r);
+    batch.chunks.push_back(Chunk{r, n});
+    batch.prefill_tokens += n;
+    left -= n;
   }
   if (!batch.chunks.empty()) return;
   batch.decodes = lane.prepare_decode_step(preempted);

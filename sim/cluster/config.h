@@ -39,8 +39,18 @@ enum class SchedulerPolicy {
   kWholePrompt,  // vLLM V0 default: whole prompts in prefill-only iterations, else decode
 };
 
+// What a decode step short of KV blocks does to its victim (the most recently admitted request):
+//   recompute  frees its blocks; it prefills its prompt and generated tokens again (vLLM default);
+//   swap       a decoding victim's KV is copied to host memory over the chip's host link and back
+//              when it is re-admitted (vLLM V0 preemption_mode="swap"); each copy blocks the
+//              iteration that does it (vLLM V0 runs swap_out / swap_in before the model), costed
+//              as KV bytes per chip / ChipSpec::host_bandwidth, component `swap`. Victims still
+//              prefilling recompute.
+enum class PreemptionMode : std::uint8_t { kRecompute, kSwap };
+
 struct SchedulerConfig {
   SchedulerPolicy policy = SchedulerPolicy::kSarathi;
+  PreemptionMode preemption = PreemptionMode::kRecompute;
   std::int64_t max_batch_size = 256;       // running sequences per pipeline lane (max_num_seqs)
   std::int64_t max_batched_tokens = 512;   // tokens per iteration (chunk size / token budget)
   std::int64_t max_queue = 0;              // waiting requests per instance; 0 = unbounded
@@ -58,12 +68,21 @@ std::string_view pool_role_name(PoolRole r);
 
 // kPowerOfTwo: two instances drawn from the router's seeded stream, the less loaded one wins
 // (Mitzenmacher 2001). kFreeKv: the instance with the most free KV blocks (decode placement).
-enum class RouterPolicy { kRoundRobin, kLeastLoaded, kPowerOfTwo, kFreeKv };
+// kKvAware: the instance with the least outstanding tokens plus this request's uncached prompt
+// tokens (Mooncake's KVCache-centric conductor, router.h); needs the pool's prefix cache.
+enum class RouterPolicy { kRoundRobin, kLeastLoaded, kPowerOfTwo, kFreeKv, kKvAware };
 enum class LoadMetric { kOutstandingTokens, kOutstandingRequests };
 
 struct RouterConfig {
   RouterPolicy policy = RouterPolicy::kLeastLoaded;
   LoadMetric load = LoadMetric::kOutstandingTokens;
+};
+
+// Automatic prefix caching per pipeline lane (prefix_cache.h): cached KV blocks live in the lane's
+// KV budget, at most capacity_fraction of its blocks.
+struct PrefixCacheConfig {
+  bool enabled = false;
+  double capacity_fraction = 1.0;
 };
 
 struct PoolConfig {
@@ -72,10 +91,13 @@ struct PoolConfig {
   PoolRole kind = PoolRole::kCombined;
   models::ChipSpec chip;
   models::ParallelPlan plan;
+  // Two-batch overlap of the MoE all-to-all with compute (`parallel.tbo`, iteration_cost.h).
+  bool two_batch_overlap = false;
   int instances = 1;
   SchedulerConfig scheduler;
   KvCacheConfig kv_cache;
   RouterConfig router;
+  PrefixCacheConfig prefix_cache;  // combined and prefill pools
   std::int64_t max_model_len = 0;  // longest prompt + output served; longer requests are rejected
   models::CostModelConfig cost_model;  // roofline unless measured tables are given
   models::MoeRouting moe_routing;      // token-to-expert skew of MoE layers

@@ -56,14 +56,62 @@ std::uint32_t Lane::prefill_remaining(std::uint32_t r) const {
   return req(r).prefill_target - req(r).prefilled;
 }
 
+void Lane::enable_prefix_cache(std::int64_t capacity_blocks, const SlabVector<PrefixKeys>* keys) {
+  cache_ = std::make_unique<PrefixCache>(capacity_blocks);
+  keys_ = keys;
+}
+
+std::int64_t Lane::cached_prefix_tokens(const PrefixKeys& keys, std::uint32_t prefill_target) const {
+  if (!cache_ || keys.segments == 0 || prefill_target == 0) return 0;
+  // At least the last prompt token is prefilled (its logits give the next token).
+  const std::uint32_t n = cache_->match(keys, (prefill_target - 1) / keys.segment_tokens).segments;
+  return static_cast<std::int64_t>(n) * keys.segment_tokens;
+}
+
 std::uint32_t Lane::try_admit_front() {
   if (waiting_.empty() || running_ >= max_running_) return kNoRequest;
   const std::uint32_t r = waiting_.front();
   RequestState& s = req(r);
-  const std::uint32_t need = blocks_for(s.prefill_target);
-  if (total_blocks_ - used_blocks_ - booked_blocks_ - need < watermark_blocks_) return kNoRequest;
+  std::uint32_t hit = 0, segment_tokens = 0;
+  std::int64_t shared = 0;
+  const bool swapped = s.swapped;  // its KV comes back from host memory: no cache lookup
+  if (cache_ && !swapped) [[unlikely]] {
+    const PrefixKeys& k = (*keys_)[r];
+    if (k.segments > 0) {
+      // The cached leading segments; room may come from evicting unreferenced cached blocks other
+      // than those (pinned first).
+      segment_tokens = k.segment_tokens;
+      const PrefixCache::Match m = cache_->match(k, (s.prefill_target - 1) / segment_tokens);
+      hit = m.segments;
+      shared = static_cast<std::int64_t>(hit) * (segment_tokens / block_tokens_);
+      const std::int64_t need = blocks_for(s.prefill_target) - shared;
+      const std::int64_t room = total_blocks_ - used_blocks_ - booked_blocks_ + cache_->evictable() -
+                                 m.unreferenced_blocks;
+      if (room - need < watermark_blocks_) return kNoRequest;
+      cache_->pin(k, hit);
+      PrefixCacheStats& st = cache_->stats();
+      ++st.lookups;
+      st.lookup_tokens += s.prefill_target;
+      if (hit > 0) ++st.hits;
+      st.hit_tokens += static_cast<std::int64_t>(hit) * segment_tokens;
+      hit_tokens_untaken_ += static_cast<std::int64_t>(hit) * segment_tokens;
+    }
+  }
+  const std::int64_t need = blocks_for(s.prefill_target) - shared;
+  if (total_blocks_ - used_blocks_ - booked_blocks_ - need < watermark_blocks_ &&
+      !evict_cached(need + watermark_blocks_)) {
+    return kNoRequest;
+  }
   waiting_.pop_front();
-  s.prefilled = 0;
+  s.prefilled = hit * segment_tokens;  // the chunks attend over the cached context
+  if (swapped) [[unlikely]] {
+    // Its context's KV is swapped in; only the last token is computed (it emits the next one).
+    s.prefilled = s.prefill_target - 1;
+    swap_tokens_ += s.prefilled;
+    s.swapped = false;
+  }
+  s.cached_segments = hit;
+  s.shared_blocks = static_cast<std::uint32_t>(shared);
   s.phase = Phase::kPrefilling;
   used_blocks_ += need;
   peak_used_blocks_ = std::max(peak_used_blocks_, used_blocks_);
@@ -79,12 +127,44 @@ std::size_t Lane::phase_of(const RequestState& s) const {
 }
 
 std::int64_t Lane::decode_blocks(const RequestState& s) const {
-  return blocks_for(s.prefill_target + steps_done(s));
+  return own_blocks(s, s.prefill_target + steps_done(s));
+}
+
+bool Lane::evict_cached(std::int64_t need) {
+  if (!cache_) return false;
+  const std::int64_t short_by = need - (total_blocks_ - used_blocks_);
+  if (short_by > 0) used_blocks_ -= cache_->evict(std::min(short_by, cache_->evictable()));
+  return total_blocks_ - used_blocks_ >= need;
+}
+
+void Lane::cache_prompt(std::uint32_t r) {
+  RequestState& s = req(r);
+  const PrefixKeys& k = (*keys_)[r];
+  if (k.segments == 0) return;
+  const auto segment_blocks = static_cast<std::int64_t>(k.segment_tokens / block_tokens_);
+  const std::uint32_t whole = std::min(k.segments, s.prefill_target / k.segment_tokens);
+  const std::uint64_t* ids = k.ids();
+  for (std::uint32_t i = s.cached_segments; i < whole; ++i) {
+    std::int64_t evicted = 0;
+    const PrefixCache::Insert res = cache_->insert(k.key(ids, i), segment_blocks, &evicted);
+    used_blocks_ -= evicted;
+    if (res == PrefixCache::Insert::kFull) break;
+    if (res == PrefixCache::Insert::kShared) used_blocks_ -= segment_blocks;  // its copy is freed
+    s.shared_blocks += static_cast<std::uint32_t>(segment_blocks);
+    ++s.cached_segments;
+  }
+}
+
+void Lane::drop_cached(std::uint32_t r) {
+  RequestState& s = req(r);
+  if (s.cached_segments > 0) cache_->unpin((*keys_)[r], s.cached_segments);
+  s.cached_segments = 0;
+  s.shared_blocks = 0;
 }
 
 std::uint32_t Lane::prepare_decode_step(std::vector<Preemption>& preempted) {
   std::int64_t need = phase_count_[step_ % block_tokens_];
-  while (need > total_blocks_ - used_blocks_) {
+  while (need > total_blocks_ - used_blocks_ && !evict_cached(need)) {
     SERVESIM_CHECK_MSG(tail_ != kNoRequest, "a decode step needs more KV blocks than the lane has");
     const std::uint32_t victim = tail_;
     preempted.push_back(Preemption{victim, preempt(victim)});
@@ -117,10 +197,17 @@ std::uint32_t Lane::preempt(std::uint32_t r) {
       s.last_token = last_decode_end_;
     }
     lost = s.prompt + s.generated;  // its whole context must be prefilled again
+    if (swap_ && lost > 1) [[unlikely]] {
+      // Swapped out: its context's KV (all but the token it computes next) goes to the host.
+      s.swapped = true;
+      swap_tokens_ += lost - 1;
+      lost = 1;
+    }
   } else {
     SERVESIM_CHECK(s.phase == Phase::kPrefilling);
     lost = s.prefilled;
-    used_blocks_ -= blocks_for(s.prefill_target);
+    used_blocks_ -= own_blocks(s, s.prefill_target);
+    if (s.shared_blocks > 0) drop_cached(r);
     prefilling_.erase(std::find(prefilling_.begin(), prefilling_.end(), r));
   }
   // Recompute: prefill the prompt and every token generated so far; the prefill emits the next.
@@ -142,6 +229,7 @@ void Lane::leave_decode_set(RequestState& s) {
   --phase_count_[phase_of(s)];
   ++s.epoch;  // its finishing-heap entry is now stale
   s.generated += static_cast<std::uint32_t>(d);  // what it emitted becomes explicit again
+  if (s.shared_blocks > 0) drop_cached(static_cast<std::uint32_t>(&s - requests_->data()));
 }
 
 models::BatchShape Lane::shape(const Batch& batch) const {
@@ -240,6 +328,7 @@ bool Lane::finish_chunk(const Chunk& c) {
   SERVESIM_CHECK(s.prefilled <= s.prefill_target);
   if (s.prefilled < s.prefill_target) return false;
   prefilling_.erase(std::find(prefilling_.begin(), prefilling_.end(), c.request));
+  if (cache_) cache_prompt(c.request);
   return true;
 }
 
@@ -272,15 +361,16 @@ void Lane::hold_for_transfer(std::uint32_t r) {
   RequestState& s = req(r);
   s.phase = Phase::kTransferring;
   unlink(r);
-  held_blocks_ += blocks_for(s.prefill_target);
+  held_blocks_ += own_blocks(s, s.prefill_target);
   held_.push_back(r);
 }
 
 void Lane::release_held(std::uint32_t r) {
   RequestState& s = req(r);
-  const std::int64_t b = blocks_for(s.prefill_target);
+  const std::int64_t b = own_blocks(s, s.prefill_target);
   held_blocks_ -= b;
   used_blocks_ -= b;
+  if (s.shared_blocks > 0) drop_cached(r);
   held_.erase(std::find(held_.begin(), held_.end(), r));
 }
 
@@ -318,6 +408,7 @@ void Lane::admit_ready(std::vector<std::uint32_t>& admitted) {
 
 void Lane::evict_all(std::vector<std::uint32_t>& out) {
   while (!waiting_.empty()) {
+    req(waiting_.front()).swapped = false;  // the host memory of a failed instance is lost too
     out.push_back(waiting_.front());
     waiting_.pop_front();
   }
@@ -325,14 +416,21 @@ void Lane::evict_all(std::vector<std::uint32_t>& out) {
     out.push_back(ready_.front());
     ready_.pop_front();
   }
+  // The instance's memory is gone, its prefix cache with it.
+  if (cache_) cache_->clear();
+  auto forget_cached = [&](RequestState& s) { s.cached_segments = s.shared_blocks = 0; };
   while (head_ != kNoRequest) {
     const std::uint32_t r = head_;
     RequestState& s = req(r);
+    forget_cached(s);
     if (s.phase == Phase::kDecoding) leave_decode_set(s);
     unlink(r);
     out.push_back(r);
   }
-  for (const std::uint32_t r : held_) out.push_back(r);
+  for (const std::uint32_t r : held_) {
+    forget_cached(req(r));
+    out.push_back(r);
+  }
   held_.clear();
   prefilling_.clear();
   fresh_.clear();
@@ -346,7 +444,8 @@ void Lane::evict_all(std::vector<std::uint32_t>& out) {
 
 void Lane::release(std::uint32_t r) {
   RequestState& s = req(r);
-  used_blocks_ -= blocks_for(s.prefill_target);
+  used_blocks_ -= own_blocks(s, s.prefill_target);
+  if (s.shared_blocks > 0) drop_cached(r);
   s.phase = Phase::kDone;
   unlink(r);
 }
@@ -387,7 +486,7 @@ void Lane::check_invariants() const {
     } else {
       SERVESIM_CHECK(s.phase == Phase::kPrefilling);
       ++prefilling;
-      blocks += blocks_for(s.prefill_target);
+      blocks += own_blocks(s, s.prefill_target);
     }
   }
   SERVESIM_CHECK(running == running_);
@@ -401,6 +500,10 @@ void Lane::check_invariants() const {
   // yet part of any request's derived count.
   SERVESIM_CHECK(held_blocks_ >= 0 && inbound_blocks_ >= 0);
   blocks += held_blocks_ + inbound_blocks_;
+  if (cache_) {
+    cache_->check_invariants();
+    blocks += cache_->blocks();
+  }
   SERVESIM_CHECK_MSG(blocks + step_reserved_ == used_blocks_,
                      "used " + std::to_string(used_blocks_) + " blocks, requests hold " +
                          std::to_string(blocks) + " + " + std::to_string(step_reserved_) +

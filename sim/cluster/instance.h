@@ -6,8 +6,11 @@
 // (vLLM V0 Scheduler divides num_gpu_blocks by pipeline_parallel_size). With pp = 1 an instance
 // has one lane. A lane is idle or has exactly one batch in flight.
 //
-// KV blocks are counted, not named (no prefix caching yet): a request holds ceil(tokens / block)
-// blocks. Admission (FCFS, head of line) needs the request's prefill blocks plus the watermark free;
+// KV blocks are counted, not named: a request holds ceil(tokens / block) blocks, less those it
+// shares with the lane's prefix cache when one is enabled (prefix_cache.h: a request whose leading
+// segments are cached starts its prefill past them; the blocks of its prompt's whole segments join
+// the cache when its prefill completes; unreferenced cached blocks are evicted, LRU, before a
+// decode step preempts or when an admission needs room). Admission (FCFS, head of line) needs the request's prefill blocks plus the watermark free;
 // a decode step that needs more blocks than are free preempts the most recently admitted running
 // request (vLLM's recompute preemption): its blocks are freed and it goes back to the front of the
 // waiting queue, to prefill its prompt and the tokens it already generated again.
@@ -20,10 +23,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <queue>
 #include <vector>
 
 #include "sim/cluster/iteration_cost.h"
+#include "sim/cluster/prefix_cache.h"
 #include "sim/cluster/request_state.h"
 #include "sim/core/check.h"
 #include "sim/core/ring_queue.h"
@@ -107,6 +112,31 @@ class Lane {
        std::int64_t watermark_blocks, std::int64_t max_running, std::int64_t window = 0,
        std::int64_t top_k = 0);
 
+  // Turns on prefix caching for this lane: at most capacity_blocks cached blocks; keys[r] names
+  // request r's prefix segments (segment_tokens a multiple of the block size).
+  void enable_prefix_cache(std::int64_t capacity_blocks, const SlabVector<PrefixKeys>* keys);
+  const PrefixCache* prefix_cache() const { return cache_.get(); }
+  // Prompt tokens a request with these keys and prefill target would find cached here (read only;
+  // routers).
+  std::int64_t cached_prefix_tokens(const PrefixKeys& keys, std::uint32_t prefill_target) const;
+  // Prompt tokens that admissions skipped thanks to the cache since the last call (the router's
+  // outstanding work drops by them).
+  std::int64_t take_hit_tokens() {
+    const std::int64_t t = hit_tokens_untaken_;
+    hit_tokens_untaken_ = 0;
+    return t;
+  }
+
+  // Swap preemption (config.h, PreemptionMode::kSwap): decoding victims keep their KV in host
+  // memory and are re-admitted with it, prefilling only their last token.
+  void enable_swap() { swap_ = true; }
+  // KV tokens copied over the host link (out and in) since the last call.
+  std::int64_t take_swap_tokens() {
+    const std::int64_t t = swap_tokens_;
+    swap_tokens_ = 0;
+    return t;
+  }
+
   // --- queue and admission (used by batch schedulers) ---
   void enqueue_back(std::uint32_t r);
   bool has_waiting() const { return !waiting_.empty(); }
@@ -183,6 +213,7 @@ class Lane {
 
   std::int64_t total_blocks() const { return total_blocks_; }
   std::int64_t used_blocks() const { return used_blocks_; }
+  std::int64_t cached_blocks() const { return cache_ ? cache_->blocks() : 0; }
   std::int64_t peak_used_blocks() const { return peak_used_blocks_; }
   std::int64_t unfinished() const { return static_cast<std::int64_t>(waiting_.size()) + running_; }
   // Recomputes every aggregate from the requests and CHECKs it (tests and debug runs).
@@ -242,6 +273,15 @@ class Lane {
     return static_cast<std::uint32_t>((tokens + block_tokens_ - 1) / block_tokens_);
   }
   std::size_t phase_of(const RequestState& s) const;
+  // Prefix caching: the blocks a request holds of its own (not shared with the cache) for
+  // `tokens` tokens; the cache's segments of r's whole prompt segments after its prefill; the
+  // release of its references; eviction of unreferenced cached blocks until `need` are free.
+  std::int64_t own_blocks(const RequestState& s, std::uint64_t tokens) const {
+    return static_cast<std::int64_t>(blocks_for(tokens)) - s.shared_blocks;
+  }
+  void cache_prompt(std::uint32_t r);
+  void drop_cached(std::uint32_t r);
+  bool evict_cached(std::int64_t need);
 
   SlabVector<RequestState>* requests_;
   RingQueue<std::uint32_t> waiting_;
@@ -279,6 +319,12 @@ class Lane {
   std::int64_t inbound_blocks_ = 0;  // reserved for KV caches in flight or ready
   std::int64_t held_blocks_ = 0;     // of prefilled requests whose KV is being sent
   std::vector<std::uint32_t> held_;  // those requests (failures evict them)
+
+  std::unique_ptr<PrefixCache> cache_;  // null: no prefix caching
+  const SlabVector<PrefixKeys>* keys_ = nullptr;
+  std::int64_t hit_tokens_untaken_ = 0;
+  bool swap_ = false;
+  std::int64_t swap_tokens_ = 0;
 };
 
 template <class F>

@@ -196,6 +196,7 @@ const IterationCostModel::TokenLinear& IterationCostModel::linear(std::int64_t t
   e.per_layer = qkv + out + dq_attention + attention_reduce;
   e.per_dense = dense_mlp + dense_ew + dq_dense + dense_reduce;
   e.per_moe = experts + shared + moe_ew + dq_moe + moe_reduce + dispatch + combine;
+  e.per_moe_a2a = dispatch + combine;
   e.embedding_reduce = attention_reduce;  // the same hidden-state all-reduce
   const StageLayers& n = total_;
   e.qkv = n.layers * qkv;
@@ -253,11 +254,21 @@ void IterationCostModel::cost(const models::BatchShape& b, std::int64_t sequence
   const double chip_tokens = models::tokens_per_chip(plan_, b.tokens);
 
   c.fill(0);
-  std::int64_t sends = 0, exposed_host = 0;
+  std::int64_t sends = 0, exposed_host = 0, hidden_a2a = 0;
   for (int s = 0; s < plan_.pp; ++s) {
     const StageLayers& l = stage_layers_[static_cast<std::size_t>(s)];
     std::int64_t t = l.layers * per_layer + l.dense * lin.per_dense + l.moe * lin.per_moe +
                      l.full * per_full + l.window * per_window;
+    if (tbo_ && l.moe > 0 && b.tokens >= 2 && lin.per_moe_a2a > 0) [[unlikely]] {
+      // Two-batch overlap (header): per MoE layer max(C, A) instead of C + A, and half of
+      // min(C, A) exposed once per stage.
+      const std::int64_t attention = (l.full * per_full + l.window * per_window) / l.layers;
+      const std::int64_t compute = per_layer + attention + lin.per_moe - lin.per_moe_a2a;
+      const std::int64_t overlap = std::min(compute, lin.per_moe_a2a);
+      const std::int64_t hidden = l.moe * overlap - overlap / 2;
+      t -= hidden;
+      hidden_a2a += hidden;
+    }
     // Host work precedes the first stage; the vocabulary-parallel embedding ends in one more
     // all-reduce. The last stage runs the LM head; the others send activations on.
     // With host overlap the host prepares this iteration while the GPU runs the previous one:
@@ -292,6 +303,14 @@ void IterationCostModel::cost(const models::BatchShape& b, std::int64_t sequence
   c[idx(OpKind::kTpAllReduce)] = lin.all_reduce;
   c[idx(OpKind::kEpDispatch)] = lin.dispatch;
   c[idx(OpKind::kEpCombine)] = lin.combine;
+  if (hidden_a2a > 0) {
+    // What two-batch overlap hid comes off the all-to-all, in proportion: what is left is exposed.
+    const std::int64_t a2a = lin.dispatch + lin.combine;
+    const auto from_dispatch = static_cast<std::int64_t>(
+        static_cast<double>(hidden_a2a) * static_cast<double>(lin.dispatch) / static_cast<double>(a2a) + 0.5);
+    c[idx(OpKind::kEpDispatch)] -= from_dispatch;
+    c[idx(OpKind::kEpCombine)] -= hidden_a2a - from_dispatch;
+  }
   c[idx(OpKind::kCpExchange)] = n.layers * cp;
   c[idx(OpKind::kIndexer)] = n.layers * indexer;
   c[idx(OpKind::kAttentionPrefill)] = n.full * attn_prefill_full + n.window * attn_prefill_window;

@@ -19,6 +19,17 @@
 // coefficients read off the operator definitions once at construction; each iteration evaluates
 // them and asks the cost model for their time (a handful of calls). Costing an iteration is
 // O(pipeline stages), whatever the batch size, and allocates nothing.
+//
+// Two-batch overlap (set_two_batch_overlap; DeepSeek-V3 technical report, arXiv 2412.19437,
+// section 3.4, and DeepSeek's open-infra "profile-data" release: the batch is split into two
+// micro-batches and one's MoE dispatch / combine runs while the other computes): a MoE layer's
+// compute C (attention projections and their all-reduce, its share of the attention kernels, the
+// MoE block less its all-to-all) and all-to-all A (dispatch + combine) take max(C, A) instead of
+// C + A in the steady state, plus half of min(C, A) once per stage that cannot overlap (the
+// first micro-batch's first phase, before the other has anything to hide behind). The hidden
+// time comes off the ep_dispatch / ep_combine components, so the breakdown shows the exposed
+// all-to-all. Each micro-batch is costed as half of the batch (no loss of GEMM efficiency from
+// halving is modelled); a batch of one token does not split.
 #pragma once
 
 #include <array>
@@ -49,6 +60,7 @@ class IterationCostModel {
             ComponentTimes& components);
 
   int stages() const { return plan_.pp; }
+  void set_two_batch_overlap(bool on) { tbo_ = on; }
   const models::CostModel& cost_model() const { return *cost_model_; }
 
  private:
@@ -59,6 +71,7 @@ class IterationCostModel {
     std::int64_t per_layer = -1;  // attention projections, dequantisation, attention all-reduce
     std::int64_t per_dense = 0;   // dense MLP, elementwise, dequantisation, MLP all-reduce
     std::int64_t per_moe = 0;     // router and experts, shared experts, elementwise, collectives
+    std::int64_t per_moe_a2a = 0; // of per_moe: the dispatch and combine all-to-all
     std::int64_t embedding_reduce = 0;  // once, on the first stage
     // Totals over every layer of the instance, by component.
     std::int64_t qkv = 0, out = 0, mlp = 0, moe = 0, elementwise = 0, dequantize = 0;
@@ -119,6 +132,7 @@ class IterationCostModel {
   AffineComm cp_prefill_, cp_prefill_q_, cp_decode_;
   bool absorb_in_prefill_ = false;  // DSA models absorb prefill queries too
   bool has_window_ = false, has_mla_ = false, has_dsa_ = false, emulated_ = false;
+  bool tbo_ = false;
   std::vector<double> send_alpha_s_, send_s_per_token_;  // per pipeline hop
 };
 

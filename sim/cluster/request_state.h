@@ -42,9 +42,14 @@ struct RequestState {
   std::uint32_t next = kNoRequest;
   std::uint32_t stream = kNoRequest; // the request source's arrival stream (workloads/source.h)
   std::uint32_t journey = kNoRequest; // its slot in the simulation's journeys while in flight
+  // Prefix caching: the leading segments it references in its lane's PrefixCache, and their KV
+  // blocks (shared with the cache, not its own).
+  std::uint32_t cached_segments = 0;
+  std::uint32_t shared_blocks = 0;
   std::uint16_t lane = 0;
   std::uint16_t cls = 0;             // workload class
   Phase phase = Phase::kNew;
+  bool swapped = false;              // its KV waits in host memory (swap preemption)
   SimTime last_token;                // when its latest token was emitted
 };
 

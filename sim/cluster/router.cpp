@@ -75,6 +75,7 @@ std::unique_ptr<Router> make_router(const RouterConfig& config, std::uint32_t in
     case RouterPolicy::kPowerOfTwo:
       return std::make_unique<PowerOfTwoRouter>(instances, seed, stream);
     case RouterPolicy::kFreeKv: return std::make_unique<FreeKvRouter>(instances);
+    case RouterPolicy::kKvAware: return std::make_unique<KvAwareRouter>(instances);
   }
   return nullptr;
 }

@@ -10,6 +10,13 @@
 // (Mitzenmacher, "The Power of Two Choices in Randomized Load Balancing", 2001): O(1) per pick.
 // FreeKvRouter (decode placement) is a LeastLoadedRouter whose load the simulation sets to the
 // negated free KV blocks of each instance: the pick has the most room.
+// KvAwareRouter (Qin et al., "Mooncake: Trading More Storage for Less Computation", FAST 2025,
+// section 5.1, Algorithm 1: for every prefill instance the conductor estimates TTFT as its queueing
+// time plus the prefill time of the request's part not in that instance's cache, and picks the
+// smallest): here both times are counted in tokens, score = outstanding tokens of the instance +
+// prompt tokens to prefill - tokens cached there, the lowest wins (ties rotate). O(instances x
+// prefix segments) per request; no allocation. Without a prefix it is least-loaded. Mooncake's
+// hot-prefix replication and cache migration between instances are not modelled.
 // Every router skips instances marked down (failures); pick returns kNoInstance when all are.
 #pragma once
 
@@ -72,7 +79,7 @@ class LeastLoadedRouter : public Router {
   std::int64_t load(std::uint32_t instance) const override;
   void set_up(std::uint32_t instance, bool up) override;
 
- private:
+ protected:
   // A down instance's tree value carries this offset (its load stays readable).
   static constexpr std::int64_t kDown = std::int64_t{1} << 60;
   MinTree tree_;
@@ -83,6 +90,31 @@ class LeastLoadedRouter : public Router {
 class FreeKvRouter final : public LeastLoadedRouter {
  public:
   using LeastLoadedRouter::LeastLoadedRouter;
+};
+
+class KvAwareRouter final : public LeastLoadedRouter {
+ public:
+  using LeastLoadedRouter::LeastLoadedRouter;
+  // The instance minimising load + work - cached(i), where `work` is the request's prompt tokens
+  // to prefill and cached(i) the tokens of it instance i holds.
+  template <class Cached>
+  std::uint32_t pick_for(std::int64_t work, Cached&& cached) {
+    const std::size_t n = tree_.size();
+    std::uint32_t best = kNoInstance;
+    std::int64_t best_score = 0;
+    for (std::size_t k = 0; k < n; ++k) {
+      const std::size_t i = cursor_ + k < n ? cursor_ + k : cursor_ + k - n;
+      if (down_[i]) continue;
+      const auto u = static_cast<std::uint32_t>(i);
+      const std::int64_t score = tree_.value(i) + work - cached(u);
+      if (best == kNoInstance || score < best_score) {
+        best = u;
+        best_score = score;
+      }
+    }
+    if (best != kNoInstance) cursor_ = best + 1 == n ? 0 : best + 1;
+    return best;
+  }
 };
 
 class PowerOfTwoRouter final : public Router {

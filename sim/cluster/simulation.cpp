@@ -50,9 +50,14 @@ Simulation::Simulation(const SimulationConfig& config, metrics::Recorder& record
     pool.config = &pc;
     pool.role = pc.kind;
     pool.free_kv = pc.router.policy == RouterPolicy::kFreeKv;
+    pool.caching = pc.prefix_cache.enabled && pc.kind != PoolRole::kEncode;
+    pool.kv_aware = pc.router.policy == RouterPolicy::kKvAware;
+    SERVESIM_CHECK_MSG(!pool.kv_aware || pool.caching, "kv_aware routing needs the pool's prefix cache");
+    caching_ = caching_ || pool.caching;
     pool.cost = std::make_unique<IterationCostModel>(config_.model, pc.chip, pc.plan,
                                                      pc.moe_routing, pc.cost_model,
                                                      pc.scheduler.max_batched_tokens);
+    pool.cost->set_two_batch_overlap(pc.two_batch_overlap);
     if (pc.kind == PoolRole::kEncode) pool.encode_cost = models::make_cost_model(pc.cost_model, pc.chip);
     pool.scheduler = make_batch_scheduler(pc.scheduler);
     pool.router = make_router(pc.router, static_cast<std::uint32_t>(pc.instances), config_.seed,
@@ -78,6 +83,11 @@ Simulation::Simulation(const SimulationConfig& config, metrics::Recorder& record
     SERVESIM_CHECK_MSG(pc.kind == PoolRole::kEncode || cap.blocks_per_lane > 0,
                        "pool " + pc.name + " has no KV blocks");
     pool.admissible_tokens = cap.admissible_tokens;
+    if (pc.scheduler.preemption == PreemptionMode::kSwap && pc.kind != PoolRole::kEncode) {
+      // Each chip copies its own shard of the KV over its own host link, all in parallel.
+      SERVESIM_CHECK_MSG(pc.chip.host_bandwidth.bytes_per_s > 0, "swap needs the chip's host_bandwidth");
+      pool.swap_s_per_token = cap.memory.kv_bytes_per_token / pc.chip.host_bandwidth.bytes_per_s;
+    }
     info.kv_blocks = cap.blocks_per_lane * pc.plan.pp * pc.instances;
     pool.metrics_id = recorder_.add_pool(std::move(info));
     for (int i = 0; i < pc.instances; ++i) {
@@ -87,6 +97,13 @@ Simulation::Simulation(const SimulationConfig& config, metrics::Recorder& record
         inst.lanes.emplace_back(&requests_, cap.blocks_per_lane, pc.kv_cache.block_tokens,
                                 cap.watermark_blocks, pc.scheduler.max_batch_size,
                                 config_.model.window.window, config_.model.dsa.top_k);
+        if (pool.swap_s_per_token > 0) inst.lanes.back().enable_swap();
+        if (pool.caching) {
+          inst.lanes.back().enable_prefix_cache(
+              static_cast<std::int64_t>(pc.prefix_cache.capacity_fraction *
+                                        static_cast<double>(cap.blocks_per_lane)),
+              &prefix_keys_);
+        }
       }
       inst.stage_free.assign(static_cast<std::size_t>(pc.plan.pp), SimTime::zero());
       instances_.push_back(std::move(inst));
@@ -124,6 +141,7 @@ Simulation::Simulation(const SimulationConfig& config, metrics::Recorder& record
   if (config_.workload.requests > 0) {
     requests_.reserve(static_cast<std::size_t>(config_.workload.requests));
     if (keep_inputs_) inputs_.reserve(static_cast<std::size_t>(config_.workload.requests));
+    if (caching_) prefix_keys_.reserve(static_cast<std::size_t>(config_.workload.requests));
     recorder_.expect_requests(config_.workload.requests);
   }
 }
@@ -240,6 +258,24 @@ RunResult Simulation::run() {
   if (progress_) publish_progress(result.events);
 
   for (const Pool& pool : pools_) {
+    if (!pool.caching) continue;
+    PrefixCacheStats st;
+    metrics::PrefixCacheCounts c;
+    for (int i = 0; i < pool.config->instances; ++i) {
+      for (const Lane& lane : instances_[pool.first_instance + static_cast<std::uint32_t>(i)].lanes) {
+        st.add(lane.prefix_cache()->stats());
+        c.capacity_blocks += lane.prefix_cache()->capacity();
+      }
+    }
+    c.lookups = st.lookups;
+    c.hits = st.hits;
+    c.lookup_tokens = st.lookup_tokens;
+    c.hit_tokens = st.hit_tokens;
+    c.inserted_blocks = st.inserted_blocks;
+    c.evicted_blocks = st.evicted_blocks;
+    recorder_.prefix_cache(pool.metrics_id, c);
+  }
+  for (const Pool& pool : pools_) {
     for (int i = 0; i < pool.config->instances; ++i) {
       for (const Lane& lane : instances_[pool.first_instance + static_cast<std::uint32_t>(i)].lanes) {
         recorder_.kv_usage_peak(pool.metrics_id, static_cast<double>(lane.peak_used_blocks()) /
@@ -281,6 +317,7 @@ void Simulation::handle(const RequestArrived& e) {
     journeys_[requests_.back().journey] = j;
   }
   if (keep_inputs_) inputs_.push_back(in);
+  if (caching_) [[unlikely]] prefix_keys_.push_back(prefix_keys_of(in));
   recorder_.request_arrived(RequestId(r), now_, in.prompt_tokens, in.output_tokens, in.class_id);
   schedule_arrivals();  // the stream's next open-loop arrival
   enter(r);
@@ -303,7 +340,7 @@ std::uint32_t Simulation::pick_prefill(std::uint32_t r) {
     reject(r, metrics::RejectReason::kExceedsMaxModelLen);
     return kNoInstance;
   }
-  const std::uint32_t local = pool.router->pick();
+  const std::uint32_t local = pool.kv_aware ? pick_kv_aware(pool, r) : pool.router->pick();
   if (local == kNoInstance) {
     reject(r, metrics::RejectReason::kNoCapacity);
     return kNoInstance;
@@ -341,6 +378,17 @@ void Simulation::enqueue_prefill(std::uint32_t r, std::uint32_t index) {
     const std::uint32_t l = (inst.next_assign + k) % static_cast<std::uint32_t>(inst.lanes.size());
     if (inst.lanes[l].unfinished() < inst.lanes[best].unfinished()) best = l;
   }
+  if (pool.caching && inst.lanes.size() > 1) [[unlikely]] {
+    // With prefix caches the lane holding most of the prompt wins; ties keep the choice above.
+    std::int64_t most = inst.lanes[best].cached_prefix_tokens(prefix_keys_[r], s.prefill_target);
+    for (std::uint32_t l = 0; l < inst.lanes.size(); ++l) {
+      const std::int64_t c = inst.lanes[l].cached_prefix_tokens(prefix_keys_[r], s.prefill_target);
+      if (c > most) {
+        most = c;
+        best = l;
+      }
+    }
+  }
   inst.next_assign = best + 1;
   s.instance = index;
   s.lane = static_cast<std::uint16_t>(best);
@@ -350,6 +398,48 @@ void Simulation::enqueue_prefill(std::uint32_t r, std::uint32_t index) {
   add_load(pool, local, load_units(pool, work, 1));
   recorder_.request_routed(RequestId(r), pool.metrics_id, InstanceId(index));
   schedule_dispatch(index);
+}
+
+PrefixKeys Simulation::prefix_keys_of(const workloads::Request& in) const {
+  PrefixKeys k;
+  if (in.hash_ids > 0) {
+    // Mooncake hash ids: one segment per id, the trace's block_tokens each; whole ones only.
+    const auto bt = static_cast<std::uint32_t>(source_->block_tokens(in.class_id));
+    k.ring = &source_->ids();
+    k.handle = in.extra;
+    k.segment_tokens = bt;
+    k.segments = std::min(in.hash_ids, in.prompt_tokens / bt);
+    return k;
+  }
+  // One KV block per segment: the shared prompt's, then (in a session) the conversation's.
+  const auto b = static_cast<std::uint32_t>(
+      pools_[static_cast<std::size_t>(prefill_pool_)].config->kv_cache.block_tokens);
+  k.segment_tokens = b;
+  if (in.prefix_id != workloads::kNoId32) {
+    k.prefix_key = prefix_key_mix(2, in.prefix_id);
+    k.prefix_segments = in.prefix_tokens / b;
+    k.segments = k.prefix_segments;
+  }
+  if (in.session != workloads::kNoId64) {
+    k.session_key = prefix_key_mix(3, in.session);
+    k.segments = in.prompt_tokens / b;
+  }
+  return k;
+}
+
+std::uint32_t Simulation::pick_kv_aware(Pool& pool, std::uint32_t r) {
+  auto& router = static_cast<KvAwareRouter&>(*pool.router);
+  const PrefixKeys& k = prefix_keys_[r];
+  if (k.segments == 0) return router.pick();
+  const RequestState& s = requests_[r];
+  const std::uint32_t target = s.prompt + journey(r).image_tokens + s.generated;
+  return router.pick_for(target, [&](std::uint32_t local) {
+    std::int64_t most = 0;
+    for (const Lane& l : instances_[pool.first_instance + local].lanes) {
+      most = std::max(most, l.cached_prefix_tokens(k, target));
+    }
+    return most;
+  });
 }
 
 void Simulation::schedule_dispatch(std::uint32_t index) {
@@ -924,6 +1014,8 @@ void Simulation::try_dispatch(std::uint32_t index) {
       pool.scheduler->form_batch(lane, batch, preempted_);
       if (!batch.empty() || lane.ready() == 0 || !lane.can_admit_ready()) break;
     }
+    // Prefix-cache hits: the cached prompt tokens are work the instance will not do.
+    if (pool.caching) [[unlikely]] add_load(pool, index - pool.first_instance, load_units(pool, -lane.take_hit_tokens(), 0));
     if (series_) [[unlikely]] {
       note_gauges(pool, lane);
       gauged_lane_ = nullptr;
@@ -972,6 +1064,7 @@ void Simulation::try_dispatch(std::uint32_t index) {
     const models::BatchShape shape = lane.shape(batch);
     const auto sequences = static_cast<std::int64_t>(batch.decodes + batch.chunks.size());
     pool.cost->cost(shape, sequences, stage_ps_.data(), batch.components);
+    if (pool.swap_s_per_token > 0) [[unlikely]] add_swap_time(pool, lane, batch);
     // Pipeline: stage k starts when stage k - 1 handed over and stage k finished its previous
     // micro-batch.
     SimTime t = now_;
@@ -994,6 +1087,15 @@ void Simulation::try_dispatch(std::uint32_t index) {
     return;
   }
   if (pool.role == PoolRole::kDecode) note_free_kv(index);
+}
+
+void Simulation::add_swap_time(const Pool& pool, Lane& lane, Batch& batch) {
+  const std::int64_t tokens = lane.take_swap_tokens();
+  if (tokens == 0) return;
+  // KV tokens x bytes per token per chip / host bandwidth (config.h, PreemptionMode::kSwap).
+  const auto ps = static_cast<std::int64_t>(static_cast<double>(tokens) * pool.swap_s_per_token * 1e12 + 0.5);
+  stage_ps_[0] += ps;
+  batch.components[static_cast<std::size_t>(models::OpKind::kSwap)] += ps;
 }
 
 void Simulation::record_link_usage(SimTime end) {
@@ -1193,7 +1295,8 @@ bool Simulation::drained() const {
   for (const Instance& inst : instances_) {
     if (!inst.encode_waiting.empty() || inst.encode_busy) return false;
     for (const Lane& lane : inst.lanes) {
-      if (lane.unfinished() != 0 || lane.ready() != 0 || lane.used_blocks() != 0 || lane.busy()) {
+      if (lane.unfinished() != 0 || lane.ready() != 0 ||
+          lane.used_blocks() != lane.cached_blocks() || lane.busy()) {
         return false;
       }
     }

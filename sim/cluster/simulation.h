@@ -91,7 +91,8 @@ class Simulation {
   bool instance_up(std::uint32_t instance) const { return instances_[instance].up; }
   // Requests a failure hit, in the order it hit them (tests).
   const std::vector<std::uint32_t>& failed_requests() const { return failed_log_; }
-  // True when no lane holds a request or a KV block (every request has left the cluster).
+  // True when no lane holds a request or a KV block other than its prefix cache's (every request
+  // has left the cluster).
   bool drained() const;
 
  private:
@@ -99,6 +100,9 @@ class Simulation {
     const PoolConfig* config = nullptr;  // in config_.pools
     PoolRole role = PoolRole::kCombined;
     bool free_kv = false;  // the router's load is the negated free KV blocks (decode placement)
+    bool caching = false;  // its lanes have prefix caches
+    bool kv_aware = false; // its router is a KvAwareRouter
+    double swap_s_per_token = 0;  // swap preemption: host-link seconds per KV token, 0 = off
     std::unique_ptr<models::CostModel> encode_cost;  // encode pools
     std::int64_t admissible_tokens = 0;
     PoolId metrics_id;
@@ -182,6 +186,9 @@ class Simulation {
   void try_encode(std::uint32_t instance);
   // Picks the prefill (or combined) instance; kNoInstance after rejecting r.
   std::uint32_t pick_prefill(std::uint32_t r);
+  // Prefix caching: request r's segment keys, and the kv_aware pick for it (local index).
+  PrefixKeys prefix_keys_of(const workloads::Request& in) const;
+  std::uint32_t pick_kv_aware(Pool& pool, std::uint32_t r);
   void enqueue_prefill(std::uint32_t r, std::uint32_t index);
   void prefill_done(std::uint32_t r, Lane& lane);  // disaggregated prefill ended
   // Reserves KV room on a decode instance (the journey's target); false when none has it.
@@ -225,6 +232,8 @@ class Simulation {
   // Random faults are drawn up to the horizon, or this far when the run has none.
   static constexpr Duration kMaxFaultTime = Duration::milliseconds(86'400'000);
   void schedule_dispatch(std::uint32_t instance);
+  // Swap preemption: the host-link copies the lane's form_batch started join its iteration.
+  void add_swap_time(const Pool& pool, Lane& lane, Batch& batch);
 
   void schedule(SimTime t, const Event& e) { queue_.push(t, priority_of(e), e); }
   // Schedules the arrivals the source handed out into arrivals_, and clears it.
@@ -280,6 +289,8 @@ class Simulation {
   Journey& journey(std::uint32_t r) { return journeys_[requests_[r].journey]; }
   const Journey& journey(std::uint32_t r) const { return journeys_[requests_[r].journey]; }
   void release_journey(std::uint32_t r);
+  bool caching_ = false;             // some pool has prefix caches
+  SlabVector<PrefixKeys> prefix_keys_;  // indexed like requests_, when caching_
   std::optional<ClusterConfig> default_cluster_;
   const topologies::ClusterPlacement* placement_ = nullptr;
   std::unique_ptr<topologies::Fabric> fabric_;  // the run's own copy (faults change it)

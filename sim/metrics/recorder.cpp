@@ -147,4 +147,8 @@ void RunMetrics::kv_transfer(PoolId pool, double bytes, Duration total, Duration
 
 void RunMetrics::request_requeued(RequestId) { ++requeued_; }
 
+void RunMetrics::prefix_cache(PoolId pool, const PrefixCacheCounts& counts) {
+  pools_[pool.index()].prefix_cache = counts;
+}
+
 }  // namespace servesim::metrics

@@ -112,6 +112,17 @@ struct PoolInfo {
   std::vector<GroupTier> groups{};
 };
 
+// A pool's prefix caches, summed over its lanes at the end of a run (sim/cluster/prefix_cache.h).
+struct PrefixCacheCounts {
+  std::int64_t lookups = 0;          // admissions of requests with a prefix
+  std::int64_t hits = 0;             // of those, with at least one cached segment
+  std::int64_t lookup_tokens = 0;    // their prompt tokens (prefill targets)
+  std::int64_t hit_tokens = 0;       // of those, found cached (not prefilled)
+  std::int64_t inserted_blocks = 0;
+  std::int64_t evicted_blocks = 0;
+  std::int64_t capacity_blocks = 0;  // over all lanes
+};
+
 class Recorder {
  public:
   virtual ~Recorder() = default;
@@ -147,6 +158,8 @@ class Recorder {
   virtual void kv_transfer(PoolId, double, Duration, Duration, Duration) {}
   // A request put back in a queue after its instance failed.
   virtual void request_requeued(RequestId) {}
+  // At the end of a run, for each pool with a prefix cache.
+  virtual void prefix_cache(PoolId, const PrefixCacheCounts&) {}
 };
 
 class RunMetrics final : public Recorder {
@@ -168,6 +181,7 @@ class RunMetrics final : public Recorder {
   void decode_iteration(PoolId pool, const std::int64_t* component_ps, std::int64_t tokens) override;
   void kv_transfer(PoolId pool, double bytes, Duration total, Duration exposed, Duration ttft) override;
   void request_requeued(RequestId id) override;
+  void prefix_cache(PoolId pool, const PrefixCacheCounts& counts) override;
   TimeSeries* time_series() override { return series_.get(); }
   TraceLog* trace_log() override { return trace_.get(); }
 
@@ -189,6 +203,7 @@ class RunMetrics final : public Recorder {
     // KV transfers of this pool's requests (as source or destination).
     std::int64_t transfers = 0;
     double transfer_bytes = 0, transfer_ps = 0, exposed_ps = 0, transferred_ttft_ps = 0;
+    std::optional<PrefixCacheCounts> prefix_cache;
   };
   // Sum of TTFT parts over requests with a first token (ps), and how many reported parts.
   const std::array<double, kTtftParts>& ttft_part_sums() const { return ttft_sums_; }

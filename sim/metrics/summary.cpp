@@ -156,6 +156,16 @@ Summary summarize(const RunMetrics& m, SimTime end, const SloTargets& slo) {
       kt.overhead_fraction = p.transferred_ttft_ps > 0 ? p.exposed_ps / p.transferred_ttft_ps : 0;
       ps.kv_transfer = kt;
     }
+    if (p.prefix_cache) {
+      PoolSummary::PrefixCache pc;
+      pc.counts = *p.prefix_cache;
+      const PrefixCacheCounts& c = pc.counts;
+      pc.hit_rate = c.lookups > 0 ? static_cast<double>(c.hits) / static_cast<double>(c.lookups) : 0;
+      pc.hit_token_fraction = c.lookup_tokens > 0 ? static_cast<double>(c.hit_tokens) /
+                                                        static_cast<double>(c.lookup_tokens)
+                                                  : 0;
+      ps.prefix_cache = pc;
+    }
     s.pools.push_back(std::move(ps));
   }
   s.lost = s.rejected_by_reason[static_cast<std::size_t>(RejectReason::kLostToFailure)];

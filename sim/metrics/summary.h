@@ -49,6 +49,13 @@ struct PoolSummary {
     double overhead_fraction = 0;  // exposed transfer time / TTFT, over the transferred requests
   };
   std::optional<KvTransfer> kv_transfer;  // pools that sent or received KV caches
+  // Pools with a prefix cache: the counts, hit_rate = hits / lookups and hit_token_fraction =
+  // hit tokens / looked-up prompt tokens (the share of prefill work the cache saved).
+  struct PrefixCache {
+    PrefixCacheCounts counts;
+    double hit_rate = 0, hit_token_fraction = 0;
+  };
+  std::optional<PrefixCache> prefix_cache;
 };
 
 struct ClassSummary {

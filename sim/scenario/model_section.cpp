@@ -434,6 +434,7 @@ std::optional<models::ChipSpec> read_chip(MapReader& pool, models::CostModelConf
   }
   q("scale_out_bandwidth", Dimension::kBandwidth, d.scale_out_bandwidth.bytes_per_s,
     c.scale_out_bandwidth.bytes_per_s);
+  q("host_bandwidth", Dimension::kBandwidth, d.host_bandwidth.bytes_per_s, c.host_bandwidth.bytes_per_s);
   if (auto r = m.duration("scale_out_latency", Duration::zero(), Duration::seconds(1),
                           d.scale_out_latency)) {
     c.scale_out_latency = *r;

@@ -116,6 +116,16 @@ cluster::PoolConfig read_pool(Document& doc, const YAML::Node& node,
     const auto moe_tp = par.integer("moe_tp", 1, 65536, moe_tp_default);
     const auto cp = par.integer("cp", 1, 4096, 1);
     const auto redundant = par.integer("redundant_experts", 0, 65536, 0);
+    // Two-batch overlap of the expert all-to-all with the other micro-batch's compute.
+    const Field tbo_field = field_or(par, "tbo");
+    const auto tbo = par.boolean("tbo", false);
+    if (tbo && *tbo && model && (!moe || (ep && *ep <= 1))) {
+      doc.error(tbo_field.mark, tbo_field.path,
+                "tbo overlaps the MoE dispatch / combine all-to-all of expert parallelism with "
+                "compute: it needs a MoE model and ep > 1");
+      ok = false;
+    }
+    if (tbo) p.two_batch_overlap = *tbo; else ok = false;
     par.finish();
     marks.plan_ok = tp && pp && dp && ep && moe_tp && cp && redundant && par.valid();
     if (marks.plan_ok) {
@@ -189,6 +199,13 @@ cluster::PoolConfig read_pool(Document& doc, const YAML::Node& node,
     }
     if (auto r = s.integer("max_queue", 0, 1'000'000'000, 0)) p.scheduler.max_queue = *r;
     else ok = false;
+    // Swap preemption (sim/cluster/config.h, PreemptionMode).
+    if (auto r = s.choice("preemption", {"recompute", "swap"}, "recompute")) {
+      p.scheduler.preemption = *r == "swap" ? cluster::PreemptionMode::kSwap
+                                            : cluster::PreemptionMode::kRecompute;
+    } else {
+      ok = false;
+    }
     s.finish();
     marks.scheduler_ok = ok && s.valid();
     ok = before && marks.scheduler_ok;
@@ -213,19 +230,22 @@ cluster::PoolConfig read_pool(Document& doc, const YAML::Node& node,
     marks.kv_ok = ok && k.valid();
     ok = before && marks.kv_ok;
   }
+  Field router_policy_field;
   {
     auto f = m.find("router");
     MapReader r(doc, f ? f->node : YAML::Node(), f ? f->mark : m.mark(),
                 child_path(path, "router"), echo["router"]);
     // Decode pools place by free KV capacity unless told otherwise.
     const std::string default_policy = p.kind == cluster::PoolRole::kDecode ? "free_kv" : "least_loaded";
-    const auto policy = r.choice("policy", {"least_loaded", "round_robin", "power_of_two", "free_kv"},
+    const auto policy = r.choice("policy", {"least_loaded", "round_robin", "power_of_two", "free_kv",
+                                            "kv_aware"},
                                  default_policy);
     const auto load = r.choice("load", {"tokens", "requests"}, "tokens");
     if (policy) {
       p.router.policy = *policy == "least_loaded"   ? cluster::RouterPolicy::kLeastLoaded
                         : *policy == "round_robin"  ? cluster::RouterPolicy::kRoundRobin
                         : *policy == "power_of_two" ? cluster::RouterPolicy::kPowerOfTwo
+                        : *policy == "kv_aware"     ? cluster::RouterPolicy::kKvAware
                                                     : cluster::RouterPolicy::kFreeKv;
       if (p.router.policy == cluster::RouterPolicy::kFreeKv && p.kind != cluster::PoolRole::kDecode) {
         const Field pf = field_or(r, "policy");
@@ -243,8 +263,48 @@ cluster::PoolConfig read_pool(Document& doc, const YAML::Node& node,
     } else {
       ok = false;
     }
+    if (policy && load && p.router.policy == cluster::RouterPolicy::kKvAware &&
+        p.router.load != cluster::LoadMetric::kOutstandingTokens) {
+      const Field lf = field_or(r, "load");
+      doc.error(lf.mark, lf.path,
+                "kv_aware scores outstanding tokens plus the request's uncached prompt tokens: its "
+                "load must be tokens");
+      ok = false;
+    }
     r.finish();
     ok = ok && r.valid();
+    router_policy_field = field_or(r, "policy");
+  }
+  {
+    // Automatic prefix caching (sim/cluster/prefix_cache.h).
+    auto f = m.find("prefix_cache");
+    MapReader c(doc, f ? f->node : YAML::Node(), f ? f->mark : m.mark(),
+                child_path(path, "prefix_cache"), echo["prefix_cache"]);
+    marks.prefix_cache = Field{YAML::Node(), c.mark(), c.path()};
+    const auto enabled = c.boolean("enabled", false);
+    const auto fraction = c.number("capacity_fraction", 0, 1, false, 1.0);
+    if (enabled && fraction) {
+      p.prefix_cache.enabled = *enabled;
+      p.prefix_cache.capacity_fraction = *fraction;
+    } else {
+      ok = false;
+    }
+    c.finish();
+    ok = ok && c.valid();
+    if (enabled && *enabled &&
+        (p.kind == cluster::PoolRole::kDecode || p.kind == cluster::PoolRole::kEncode)) {
+      const Field ef = field_or(c, "enabled");
+      doc.error(ef.mark, ef.path,
+                "a prefix cache saves prefill work: it is for combined and prefill pools, not " +
+                    p.role + " pools");
+      ok = false;
+    }
+    if (p.router.policy == cluster::RouterPolicy::kKvAware && !p.prefix_cache.enabled) {
+      doc.error(router_policy_field.mark, router_policy_field.path,
+                "kv_aware routes by the prefix each instance has cached: enable the pool's "
+                "prefix_cache (prefix_cache: {enabled: true})");
+      ok = false;
+    }
   }
   read_placement(m, p, marks);
   m.finish();

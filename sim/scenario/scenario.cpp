@@ -164,6 +164,22 @@ Scenario load(YAML::Node root, Document& doc, const std::string& display_name,
                 "simulation.horizon (how long to simulate)");
     }
     for (const auto& c : workload->config.classes) {
+      // Prefix caches key a replayed trace's hash ids, one per block_tokens prompt tokens: whole
+      // KV blocks each.
+      const auto* t = std::get_if<workloads::TraceReplay>(&c.arrivals);
+      for (const auto& [pool, marks] : pools) {
+        if (t == nullptr || !pool.prefix_cache.enabled || !marks.kv_ok ||
+            t->block_tokens % pool.kv_cache.block_tokens == 0) {
+          continue;
+        }
+        doc.error(marks.prefix_cache.mark, marks.prefix_cache.path,
+                  "the prefix cache keys the trace's hash ids, one per " +
+                      std::to_string(t->block_tokens) + " prompt tokens, which is not a whole number "
+                      "of this pool's " + std::to_string(pool.kv_cache.block_tokens) +
+                      "-token KV blocks: make kv_cache.block_tokens divide the trace's block_tokens");
+      }
+    }
+    for (const auto& c : workload->config.classes) {
       const auto* ind = c.lengths ? std::get_if<workloads::IndependentLengths>(&*c.lengths) : nullptr;
       if (ind == nullptr) continue;
       // A deployment that would reject every request is a mistake, not a scenario.

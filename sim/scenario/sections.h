@@ -64,6 +64,7 @@ struct PoolMarks {
   Field placement;
   std::vector<Field> placement_lists;
   bool placement_given = false, placement_ok = true;
+  Field prefix_cache;  // the pool's `prefix_cache` key (checked against trace block sizes)
 };
 
 cluster::PoolConfig read_pool(Document& doc, const YAML::Node& node, const YAML::Mark& mark,

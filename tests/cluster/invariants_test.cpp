@@ -35,13 +35,7 @@ cluster::SimulationConfig random_config(Rng& rng) {
                                         : cluster::LoadMetric::kOutstandingRequests;
 
   // Size the chip so that each lane gets roughly 150-600 tokens of KV cache.
-  const auto target_tokens = static_cast<double>(rng.uniform_int(150, 600)) * p.plan.pp;
-  const models::MemoryConfig mc = cluster::memory_config(p);
-  models::ChipSpec probe = p.chip;
-  probe.memory = Bytes{0};
-  const auto empty = models::plan_memory(model, probe, p.plan, mc);
-  const double fixed = empty.weights.value + empty.activations.value + empty.reserved.value;
-  p.chip.memory = Bytes{(fixed + target_tokens * empty.kv_bytes_per_token) / mc.memory_utilization};
+  test::size_kv_tokens(p, model, static_cast<double>(rng.uniform_int(150, 600)) * p.plan.pp);
 
   // Longest request: what a lane admits, and for whole-prompt scheduling what a batch holds.
   std::int64_t longest = cluster::pool_capacity(model, p).admissible_tokens;

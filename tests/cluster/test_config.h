@@ -1,6 +1,7 @@
 // Small hand-checkable deployments for the serving-model tests.
 #pragma once
 
+#include "models/memory.h"
 #include "sim/cluster/config.h"
 
 namespace servesim::test {
@@ -51,6 +52,17 @@ inline cluster::SimulationConfig one_pool(const models::ModelSpec& model, const 
   p.scheduler.max_batch_size = 64;
   c.pools.push_back(p);
   return c;
+}
+
+// Sizes the pool's chip memory so that its KV cache holds `tokens` tokens of `model` (after
+// weights, activations and the reserve), for tests that run KV out of blocks on purpose.
+inline void size_kv_tokens(cluster::PoolConfig& p, const models::ModelSpec& model, double tokens) {
+  const models::MemoryConfig mc = cluster::memory_config(p);
+  models::ChipSpec probe = p.chip;
+  probe.memory = Bytes{0};
+  const auto empty = models::plan_memory(model, probe, p.plan, mc);
+  const double fixed = empty.weights.value + empty.activations.value + empty.reserved.value;
+  p.chip.memory = Bytes{(fixed + tokens * empty.kv_bytes_per_token) / mc.memory_utilization};
 }
 
 inline workloads::WorkloadConfig fixed_closed_loop(int clients, std::int64_t requests,

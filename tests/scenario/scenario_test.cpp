@@ -217,6 +217,7 @@ TEST_CASE("Scenario: omitted keys take their defaults in the config and in the r
       "scale_up_bandwidth": "300 GB/s",
       "scale_up_domain": 8,
       "scale_out_bandwidth": "25 GB/s",
+      "host_bandwidth": "32 GB/s",
       "scale_out_latency": "5 us",
       "efficiency": {
         "gemm_compute": 0.72,
@@ -236,14 +237,16 @@ TEST_CASE("Scenario: omitted keys take their defaults in the config and in the r
       }
     },
     "instances": 2,
-    "parallel": {"tp": 1, "pp": 1, "dp": 1, "ep": 1, "moe_tp": 1, "cp": 1, "redundant_experts": 0},
+    "parallel": {"tp": 1, "pp": 1, "dp": 1, "ep": 1, "moe_tp": 1, "cp": 1, "redundant_experts": 0,
+                 "tbo": false},
     "moe_routing": {"distribution": "balanced", "alpha": 1.2},
     "max_model_len": 131072,
     "scheduler": {"policy": "sarathi", "max_batch_size": 256, "max_batched_tokens": 512,
-                  "max_queue": 0},
+                  "max_queue": 0, "preemption": "recompute"},
     "kv_cache": {"block_tokens": 16, "memory_utilization": 0.9, "reserved": "1 GiB",
                  "watermark": 0.01},
-    "router": {"policy": "least_loaded", "load": "tokens"}
+    "router": {"policy": "least_loaded", "load": "tokens"},
+    "prefix_cache": {"enabled": false, "capacity_fraction": 1.0}
   })");
   const Json& pool = s.resolved["deployment"]["pools"][0];
   CHECK(pool.dump(2) == expected_pool.dump(2));

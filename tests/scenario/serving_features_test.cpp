@@ -1,0 +1,186 @@
+#include <doctest/doctest.h>
+
+// Scenario keys of the serving features added after the EPD landing (prefix caching, kv_aware
+// routing): what they load into, and each misuse as one diagnostic at its key (file, line,
+// column, path). The texts' first line is the line after the opening R"(.
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sim/core/errors.h"
+#include "models/chip_spec.h"
+#include "sim/scenario/scenario.h"
+
+namespace {
+
+using servesim::Diagnostic;
+using servesim::InputError;
+
+const std::string kFile = "features.yaml";
+const std::string kBaseDir = SERVESIM_SOURCE_DIR "/scenarios/epd";
+// The workload every deployment below serves (appended after its deployment, so the line numbers
+// of the deployment keys are read off the text above it).
+const std::string kWorkload = R"(workload:
+  requests: 10
+  arrivals: {process: poisson, rate: 10 /s}
+  lengths:
+    prompt: {distribution: fixed, value: 128}
+    output: {distribution: fixed, value: 16}
+)";
+
+std::string_view text_of(std::string_view yaml) {
+  if (!yaml.empty() && yaml.front() == '\n') yaml.remove_prefix(1);
+  return yaml;
+}
+
+std::vector<Diagnostic> diagnostics_of(std::string_view yaml) {
+  try {
+    servesim::scenario::load_scenario_text(text_of(yaml), kFile, kBaseDir, {});
+  } catch (const InputError& e) {
+    return e.diagnostics();
+  }
+  FAIL("the scenario loaded, but an InputError was expected");
+  return {};
+}
+
+void check_one(std::string_view yaml, int line, int column, const std::string& path,
+               const std::string& message_start) {
+  const auto got = diagnostics_of(yaml);
+  std::string listing;
+  for (const auto& d : got) listing += "  " + d.to_string() + "\n";
+  INFO("diagnostics:\n" << listing);
+  REQUIRE(got.size() == 1);
+  CHECK(got[0].file == kFile);
+  CHECK(got[0].line == line);
+  CHECK(got[0].column == column);
+  CHECK(got[0].path == path);
+  CHECK(got[0].message.rfind(message_start, 0) == 0);
+}
+
+}  // namespace
+
+TEST_CASE("Scenario: prefix_cache and kv_aware load into the pool's config") {
+  const auto s = servesim::scenario::load_scenario_text(text_of(R"(
+model: llama-3.1-8b
+deployment:
+  pools:
+    - chip: h100-sxm
+      instances: 2
+      prefix_cache: {enabled: true, capacity_fraction: 0.25}
+      router: {policy: kv_aware}
+)" + kWorkload), kFile, kBaseDir, {});
+  const auto& p = s.config.pools[0];
+  CHECK(p.prefix_cache.enabled);
+  CHECK(p.prefix_cache.capacity_fraction == 0.25);
+  CHECK(p.router.policy == servesim::cluster::RouterPolicy::kKvAware);
+}
+
+TEST_CASE("Scenario: kv_aware without the pool's prefix cache is reported at the policy") {
+  check_one(R"(
+model: llama-3.1-8b
+deployment:
+  pools:
+    - chip: h100-sxm
+      instances: 2
+      router: {policy: kv_aware}
+)" + kWorkload,
+            6, 24, "deployment.pools[0].router.policy", "kv_aware routes by the prefix");
+}
+
+TEST_CASE("Scenario: kv_aware with a request-count load is reported at the load") {
+  check_one(R"(
+model: llama-3.1-8b
+deployment:
+  pools:
+    - chip: h100-sxm
+      instances: 2
+      prefix_cache: {enabled: true}
+      router: {policy: kv_aware, load: requests}
+)" + kWorkload,
+            7, 40, "deployment.pools[0].router.load", "kv_aware scores outstanding tokens");
+}
+
+TEST_CASE("Scenario: a prefix cache on a decode pool is reported at its enabled key") {
+  check_one(R"(
+model: llama-3.1-8b
+deployment:
+  pools:
+    - {name: p, role: prefill, chip: h100-sxm, instances: 1}
+    - name: d
+      role: decode
+      chip: h100-sxm
+      instances: 1
+      prefix_cache: {enabled: true}
+)" + kWorkload,
+            9, 31, "deployment.pools[1].prefix_cache.enabled", "a prefix cache saves prefill work");
+}
+
+TEST_CASE("Scenario: a capacity fraction above 1 is out of range") {
+  check_one(R"(
+model: llama-3.1-8b
+deployment:
+  pools:
+    - chip: h100-sxm
+      instances: 1
+      prefix_cache: {enabled: true, capacity_fraction: 1.5}
+)" + kWorkload,
+            6, 56, "deployment.pools[0].prefix_cache.capacity_fraction", "");
+}
+
+TEST_CASE("Scenario: trace hash-id blocks that are not whole KV blocks are reported at the cache") {
+  check_one(R"(
+model: llama-3.1-8b
+deployment:
+  pools:
+    - chip: h100-sxm
+      instances: 1
+      kv_cache: {block_tokens: 48}
+      prefix_cache: {enabled: true}
+workload:
+  arrivals:
+    process: trace
+    file: ../../workloads/traces/mooncake_fast25_conversation_trace.jsonl
+    window: {start: 0 s, duration: 10 s}
+)",
+            7, 21, "deployment.pools[0].prefix_cache", "the prefix cache keys the trace's hash ids");
+}
+
+TEST_CASE("Scenario: scheduler.preemption takes recompute or swap; chips carry a host bandwidth") {
+  const auto s = servesim::scenario::load_scenario_text(text_of(R"(
+model: llama-3.1-8b
+deployment:
+  pools:
+    - chip: {preset: h100-sxm, host_bandwidth: 50 GB/s}
+      instances: 1
+      scheduler: {preemption: swap}
+)" + kWorkload), kFile, kBaseDir, {});
+  CHECK(s.config.pools[0].scheduler.preemption == servesim::cluster::PreemptionMode::kSwap);
+  CHECK(s.config.pools[0].chip.host_bandwidth.bytes_per_s == 50e9);
+  // PCIe 5.0 x16, per direction, for the H100 preset.
+  CHECK(servesim::models::chip_preset("h100-sxm")->host_bandwidth.bytes_per_s == 64e9);
+}
+
+TEST_CASE("Scenario: an unknown preemption mode lists the known ones") {
+  check_one(R"(
+model: llama-3.1-8b
+deployment:
+  pools:
+    - chip: h100-sxm
+      instances: 1
+      scheduler: {preemption: spill}
+)" + kWorkload,
+            6, 31, "deployment.pools[0].scheduler.preemption", "");
+}
+
+TEST_CASE("Scenario: two-batch overlap on a dense model is reported at parallel.tbo") {
+  check_one(R"(
+model: llama-3.1-8b
+deployment:
+  pools:
+    - chip: h100-sxm
+      instances: 1
+      parallel: {tp: 1, tbo: true}
+)" + kWorkload,
+            6, 30, "deployment.pools[0].parallel.tbo", "tbo overlaps the MoE dispatch");
+}
