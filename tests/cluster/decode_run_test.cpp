@@ -13,28 +13,11 @@ using namespace servesim;
 
 namespace {
 
-models::ChipSpec nic_chip() {
-  models::ChipSpec c = test::ideal_chip();
-  c.scale_up_domain = 1;
-  c.scale_out_bandwidth = Bandwidth{1e9};
-  return c;
-}
-
 // Four prefill instances feeding one decode instance, under Poisson traffic with lognormal
 // lengths: the decode batch changes every few steps (joins and finishes), so runs are cut and
 // re-planned all the time.
 cluster::SimulationConfig epd(const models::ModelSpec& model, int decode_instances = 1) {
-  auto config = test::one_pool(model, nic_chip(), 4);
-  config.pools[0].name = "prefill";
-  config.pools[0].role = "prefill";
-  config.pools[0].kind = cluster::PoolRole::kPrefill;
-  cluster::PoolConfig d = config.pools[0];
-  d.name = "decode";
-  d.role = "decode";
-  d.kind = cluster::PoolRole::kDecode;
-  d.instances = decode_instances;
-  d.router.policy = cluster::RouterPolicy::kFreeKv;
-  config.pools.push_back(d);
+  auto config = test::prefill_decode(model, 4, decode_instances);
   config.workload = workloads::single_class(
       workloads::PoissonArrivals{Frequency{4e4}},
       workloads::IndependentLengths{workloads::LognormalLength{100, 0.6, 8, 400},

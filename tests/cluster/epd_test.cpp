@@ -20,26 +20,8 @@ using namespace servesim;
 
 namespace {
 
-models::ChipSpec nic_chip() {
-  models::ChipSpec c = test::ideal_chip();
-  c.scale_up_domain = 1;
-  c.scale_out_bandwidth = Bandwidth{1e9};
-  return c;
-}
-
 cluster::SimulationConfig prefill_decode(int prefills = 1, int decodes = 1) {
-  auto config = test::one_pool(test::tiny_model(), nic_chip(), prefills);
-  config.pools[0].name = "prefill";
-  config.pools[0].role = "prefill";
-  config.pools[0].kind = cluster::PoolRole::kPrefill;
-  cluster::PoolConfig d = config.pools[0];
-  d.name = "decode";
-  d.role = "decode";
-  d.kind = cluster::PoolRole::kDecode;
-  d.instances = decodes;
-  d.router.policy = cluster::RouterPolicy::kFreeKv;
-  config.pools.push_back(d);
-  return config;
+  return test::prefill_decode(test::tiny_model(), prefills, decodes);
 }
 
 struct Run {

@@ -65,6 +65,32 @@ inline void size_kv_tokens(cluster::PoolConfig& p, const models::ModelSpec& mode
   p.chip.memory = Bytes{(fixed + tokens * empty.kv_bytes_per_token) / mc.memory_utilization};
 }
 
+// The ideal chip alone in its scale-up domain with a 1 GB/s NIC: every transfer between two
+// instances crosses the default fabric's NICs at 1e9 B/s.
+inline models::ChipSpec nic_chip() {
+  models::ChipSpec c = ideal_chip();
+  c.scale_up_domain = 1;
+  c.scale_out_bandwidth = Bandwidth{1e9};
+  return c;
+}
+
+// A prefill pool and a decode pool (free-KV placement) of `model` on nic_chip().
+inline cluster::SimulationConfig prefill_decode(const models::ModelSpec& model, int prefills = 1,
+                                                int decodes = 1) {
+  auto config = one_pool(model, nic_chip(), prefills);
+  config.pools[0].name = "prefill";
+  config.pools[0].role = "prefill";
+  config.pools[0].kind = cluster::PoolRole::kPrefill;
+  cluster::PoolConfig d = config.pools[0];
+  d.name = "decode";
+  d.role = "decode";
+  d.kind = cluster::PoolRole::kDecode;
+  d.instances = decodes;
+  d.router.policy = cluster::RouterPolicy::kFreeKv;
+  config.pools.push_back(d);
+  return config;
+}
+
 inline workloads::WorkloadConfig fixed_closed_loop(int clients, std::int64_t requests,
                                                    std::int64_t prompt, std::int64_t output) {
   return workloads::single_class(
