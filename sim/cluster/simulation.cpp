@@ -798,16 +798,8 @@ void Simulation::handle(const BatchFinished& e) {
 
   std::int64_t done_tokens = 0;
   if (batch.decodes > 0) {
-    recorder_.decode_iteration(pool.metrics_id, batch.components.data(), batch.decodes);
-    lane.decode_gaps(now_, batch.decodes, [this](Duration gap, std::int64_t count) {
-      recorder_.inter_token_gap(gap, count);
-    });
-    // Requests whose KV came from a prefill instance: this step emitted their first token.
-    for (const std::uint32_t r : lane.fresh()) first_token_of(r, true, now_);
-    lane.clear_fresh();
+    decode_step_ended(pool, lane, batch.components.data(), now_);
     done_tokens += batch.decodes;
-    finished_.clear();
-    lane.finish_decode_step(finished_);
     for (const std::uint32_t r : finished_) complete(r);
   }
   for (const Chunk& c : batch.chunks) {
@@ -870,7 +862,7 @@ SimTime Simulation::plan_run(std::uint32_t index, Lane& lane, SimTime first_end)
   Batch& batch = lane.batch();
   run.ends[0] = first_end;
   run.costs[0] = batch.components;
-  std::int64_t free = lane.total_blocks() - lane.used_blocks() - lane.booked_blocks();
+  std::int64_t free = lane.free_blocks();
   std::int64_t booked = 0;
   Lane::DecodeLookahead ahead(lane);
   const auto sequences = static_cast<std::int64_t>(batch.decodes);
@@ -894,6 +886,20 @@ SimTime Simulation::plan_run(std::uint32_t index, Lane& lane, SimTime first_end)
   return t;
 }
 
+void Simulation::decode_step_ended(const Pool& pool, Lane& lane, const std::int64_t* components,
+                                   SimTime end) {
+  const std::uint32_t decodes = lane.batch().decodes;
+  recorder_.decode_iteration(pool.metrics_id, components, decodes);
+  lane.decode_gaps(end, decodes, [this](Duration gap, std::int64_t count) {
+    recorder_.inter_token_gap(gap, count);
+  });
+  // Requests whose KV came from a prefill instance: this step emitted their first token.
+  for (const std::uint32_t r : lane.fresh()) first_token_of(r, true, end);
+  lane.clear_fresh();
+  finished_.clear();
+  lane.finish_decode_step(finished_);
+}
+
 void Simulation::apply_run_step(std::uint32_t index) {
   Instance& inst = instances_[index];
   Pool& pool = pools_[inst.pool];
@@ -904,15 +910,7 @@ void Simulation::apply_run_step(std::uint32_t index) {
   // What handle(BatchFinished) and try_dispatch do for a decode-only step with nobody joining or
   // leaving (the router's load is free KV, published by settle_run).
   recorder_.iteration(pool.metrics_id, run.costs[k].data());
-  recorder_.decode_iteration(pool.metrics_id, run.costs[k].data(), batch.decodes);
-  lane.decode_gaps(run.ends[k], batch.decodes, [this](Duration gap, std::int64_t count) {
-    recorder_.inter_token_gap(gap, count);
-  });
-  // Requests whose KV came from a prefill instance emit their first token in the run's first step.
-  for (const std::uint32_t r : lane.fresh()) first_token_of(r, true, run.ends[k]);
-  lane.clear_fresh();
-  finished_.clear();
-  lane.finish_decode_step(finished_);
+  decode_step_ended(pool, lane, run.costs[k].data(), run.ends[k]);
   SERVESIM_CHECK_MSG(finished_.empty(), "a decode run's step before its last finished a request");
   lane.unbook(lane.step_blocks_ahead(0));  // the next step takes the blocks booked for it
   preempted_.clear();
