@@ -29,7 +29,41 @@ void set_host(ServingEngine& e) {
   e.sequence_overhead = Duration::nanoseconds(7100);
 }
 
+std::int64_t round_up(std::int64_t v, std::int64_t unit) { return (v + unit - 1) / unit * unit; }
+
 }  // namespace
+
+// AIConfigurator's generator (ai-dynamo/aiconfigurator, src/aiconfigurator/generator/rule_plugin/,
+// trtllm.rule and vllm.rule) wrote the engine configurations of the measured benchmarks (their
+// source files are AIConfigurator's gap-analysis runs, calibrate/data/SOURCE.md):
+//   TensorRT-LLM  agg max_num_tokens = max_batch_size + isl + 500, prefill isl + 500, decode
+//                 max_batch_size, each rounded up to tokens_per_block (32); prefill max_batch_size
+//                 1 where the search gave none; enable_chunked_prefill false and the overlap
+//                 scheduler on in agg and decode workers (backend_templates/trtllm/
+//                 extra_engine_args.*.yaml.j2);
+//   vLLM          agg max_num_batched_tokens = max_batch_size + isl + 1500, prefill isl + 1500,
+//                 decode max_batch_size; prefill max_batch_size 1 where none was given.
+// So an aggregated TensorRT-LLM iteration holds the decodes and one whole prompt, and a vLLM one
+// the decodes, one prompt and a 1,500-token chunk of the next. SGLang's rule sets only
+// max_prefill_tokens = isl + 1500 (a cap on one prefill batch), which its model here (prefill
+// batches up to chunked_prefill_size) does not use: its engine defaults stay.
+EngineLimits benchmark_limits(const ServingEngine& e, const std::string& role, std::int64_t isl,
+                              std::int64_t batch) {
+  EngineLimits l{e.max_batched_tokens, batch > 0 ? std::min(batch, e.max_batch_size) : e.max_batch_size};
+  if (e.name != "trtllm" && e.name != "vllm") return l;
+  const bool trt = e.name == "trtllm";
+  const std::int64_t slack = trt ? 500 : 1500;
+  if (role == "prefill") {
+    if (batch <= 0) l.max_batch_size = 1;
+    l.max_batched_tokens = isl + slack;
+  } else if (role == "decode") {
+    l.max_batched_tokens = l.max_batch_size;
+  } else {
+    l.max_batched_tokens = l.max_batch_size + isl + slack;
+  }
+  if (trt) l.max_batched_tokens = round_up(l.max_batched_tokens, e.block_tokens);
+  return l;
+}
 
 std::optional<ServingEngine> serving_engine(const std::string& backend, const std::string& version,
                                             double memory_gib, int tp, std::string& why) {
@@ -69,18 +103,19 @@ std::optional<ServingEngine> serving_engine(const std::string& backend, const st
     // 1.0 to 1.3 release candidates, development builds, and Dynamo releases): in-flight batching
     // puts context (prefill) requests and generation steps in one iteration under
     // max_num_tokens 8192, max_batch_size 2048; chunked prefill off (a prompt is scheduled whole
-    // when it fits the budget; every benchmark prompt here does); the KV cache takes
+    // when it fits the budget the decodes leave, batch_scheduler.h); the KV cache takes
     // kv_cache_free_gpu_memory_fraction 0.9 of the memory left after weights and buffers; the
     // overlap scheduler (on by default) prepares iteration n + 1 while the GPU runs n.
     e.policy = "sarathi";
     e.max_batched_tokens = 8192;
     e.max_batch_size = 2048;
+    e.chunked_prefill = false;
     e.kv_sizing = KvSizing::kFreeFraction;
     e.kv_fraction = 0.9;
     e.reserved_gib = 1.0;  // [assumed] CUDA context, NCCL, CUDA graphs
     e.block_tokens = 32;   // KvCacheConfig tokens_per_block default
     e.host_overlap = true;
-    e.description = "TensorRT-LLM PyTorch backend, in-flight batching, overlap scheduler";
+    e.description = "TensorRT-LLM PyTorch backend, in-flight batching of whole prompts, overlap scheduler";
     return e;
   }
   if (backend == "sglang") {

@@ -5,7 +5,10 @@
 // source in serving_engines.cpp, never a value fitted to the benchmarks.
 //
 // Modelled engines: vLLM V1 (0.8 and later), TensorRT-LLM's PyTorch backend (1.0 and later, and
-// the unversioned / development builds the benchmarks name), SGLang 0.4 and 0.5.
+// the unversioned / development builds the benchmarks name), SGLang 0.4 and 0.5. Engines whose
+// host loop overlaps the GPU (host_overlap) also form each iteration while the previous one runs
+// (the scheduler's form_ahead, sarathi policy only). benchmark_limits gives the token budget and
+// batch cap of the configurations the measured benchmarks were deployed with.
 // Ignored: CUDA-graph padding of decode batches, speculative decoding, prefix caching (the
 // benchmarks send distinct prompts), detokenisation and HTTP time (outside TTFT/TPOT as measured
 // at the client only through the network, which is not modelled).
@@ -33,6 +36,7 @@ struct ServingEngine {
   std::string description;  // what the row's engine was modelled as, in words
   std::string policy;       // scenario scheduler.policy: "sarathi" | "whole_prompt"
   std::int64_t max_batched_tokens = 8192;
+  bool chunked_prefill = true;  // false: prompts join an iteration only whole (scheduler option)
   std::int64_t max_batch_size = 1024;
   KvSizing kv_sizing = KvSizing::kUsableFraction;
   double kv_fraction = 0.9;
@@ -42,6 +46,18 @@ struct ServingEngine {
   Duration sequence_overhead;   // host time per sequence in the batch
   bool host_overlap = false;    // host work of the next iteration runs under the GPU's
 };
+
+// The scheduler limits of the engine configuration a benchmark ran with. The measured benchmarks
+// (calibrate/data/serving/) were deployed with configurations written by AIConfigurator's
+// generator, which sets the token budget per role from the prompt length `isl` and the batch
+// (serving_engines.cpp cites the rules); `batch` is the role's max_batch_size per rank, 0 when
+// the benchmark does not give one.
+struct EngineLimits {
+  std::int64_t max_batched_tokens = 0;
+  std::int64_t max_batch_size = 0;
+};
+EngineLimits benchmark_limits(const ServingEngine& e, const std::string& role, std::int64_t isl,
+                              std::int64_t batch);
 
 // The engine model for a benchmark's backend and version on a chip with `memory_gib` of HBM and
 // a TP degree `tp`; nullopt for backends it does not model (the reason in `why`).

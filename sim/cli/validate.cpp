@@ -158,10 +158,14 @@ std::string plan_yaml(const Plan& p) {
 
 // A pool's YAML: chip, plan, scheduler and KV cache for an engine; `memory_utilization` is filled
 // in later (it depends on the weights the loader computes).
+// `batch` is the role's batch over all attention-DP ranks (0: not recorded), `clients` the
+// benchmark's concurrency; the limits per rank are the generated configuration's
+// (benchmark_limits), the lane's are dp times them.
 std::string pool_yaml(const std::string& name, const std::string& role, const std::string& chip,
-                      const Plan& plan, int instances, const ServingEngine& e, std::int64_t clients,
-                      std::int64_t max_model_len) {
+                      const Plan& plan, int instances, const ServingEngine& e, std::int64_t batch,
+                      std::int64_t clients, std::int64_t isl, std::int64_t max_model_len) {
   const std::int64_t dp = plan.dp;
+  const EngineLimits limits = benchmark_limits(e, role, isl, batch > 0 ? (batch + dp - 1) / dp : 0);
   std::ostringstream y;
   y << "    - name: " << name << "\n"
     << "      role: " << role << "\n"
@@ -175,8 +179,10 @@ std::string pool_yaml(const std::string& name, const std::string& role, const st
     << "      parallel: " << plan_yaml(plan) << "\n"
     << "      max_model_len: " << max_model_len << "\n"
     << "      scheduler: {policy: " << e.policy << ", max_batch_size: "
-    << std::min<std::int64_t>(e.max_batch_size * dp, std::max<std::int64_t>(clients, 1))
-    << ", max_batched_tokens: " << e.max_batched_tokens * dp << "}\n"
+    << std::min<std::int64_t>(limits.max_batch_size * dp, std::max<std::int64_t>(clients, 1))
+    << ", max_batched_tokens: " << limits.max_batched_tokens * dp
+    << (e.chunked_prefill ? "" : ", chunked_prefill: false")
+    << (e.host_overlap && e.policy == "sarathi" ? ", form_ahead: true" : "") << "}\n"
     << "      kv_cache: {block_tokens: " << e.block_tokens << ", watermark: 0, reserved: "
     << number(e.reserved_gib) << " GiB, memory_utilization: 1}\n";
   return y.str();
@@ -251,7 +257,8 @@ RowScenario build_row_scenario(const ServingMeasurement& r, const ValidationOpti
       s.reason = why;
       return s;
     }
-    y << pool_yaml("agg", "combined", *chip_name, *plan, 1, *engine, clients, max_model_len);
+    y << pool_yaml("agg", "combined", *chip_name, *plan, 1, *engine, clients, clients, r.isl,
+                   max_model_len);
   } else {
     // Each role's plan and worker count; one worker per role where the benchmark did not record
     // them (calibrate/data/SOURCE.md).
@@ -263,8 +270,8 @@ RowScenario build_row_scenario(const ServingMeasurement& r, const ValidationOpti
         return s;
       }
       if (m->workers == 0) s.assumptions.push_back(std::string(role) + " workers not recorded: 1");
-      y << pool_yaml(role, role, *chip_name, *plan, std::max(1, m->workers), *engine,
-                     m->batch_size > 0 ? m->batch_size : clients, max_model_len);
+      y << pool_yaml(role, role, *chip_name, *plan, std::max(1, m->workers), *engine, m->batch_size,
+                     m->batch_size > 0 ? m->batch_size : clients, r.isl, max_model_len);
     }
   }
   y << "workload:\n"

@@ -54,6 +54,15 @@ struct SchedulerConfig {
   std::int64_t max_batch_size = 256;       // running sequences per pipeline lane (max_num_seqs)
   std::int64_t max_batched_tokens = 512;   // tokens per iteration (chunk size / token budget)
   std::int64_t max_queue = 0;              // waiting requests per instance; 0 = unbounded
+  // kSarathi only. false: a new prompt joins the iteration only whole, when it fits the budget
+  // the decodes leave, else it and everyone behind it wait (FCFS); only a prompt longer than the
+  // whole budget is chunked (TensorRT-LLM's in-flight batching without enable_chunked_prefill,
+  // batch_scheduler.h).
+  bool chunked_prefill = true;
+  // kSarathi only. true: the engine forms iteration n + 1 while n runs (TensorRT-LLM's overlap
+  // scheduler, vLLM's async scheduling, SGLang's overlap loop), so a request that arrives while
+  // n runs can join n + 2 at the earliest; an idle lane admits at once (batch_scheduler.h).
+  bool form_ahead = false;
 };
 
 struct KvCacheConfig {

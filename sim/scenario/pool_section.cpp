@@ -199,6 +199,17 @@ cluster::PoolConfig read_pool(Document& doc, const YAML::Node& node,
     }
     if (auto r = s.integer("max_queue", 0, 1'000'000'000, 0)) p.scheduler.max_queue = *r;
     else ok = false;
+    // Whole prompts only (sim/cluster/config.h, SchedulerConfig::chunked_prefill). Echoed, as
+    // form_ahead below, only when given, so that reports of scenarios without it stay as they were.
+    if (s.has("chunked_prefill")) {
+      if (auto r = s.boolean("chunked_prefill", true)) p.scheduler.chunked_prefill = *r;
+      else ok = false;
+    }
+    // The next iteration formed while this one runs (SchedulerConfig::form_ahead).
+    if (s.has("form_ahead")) {
+      if (auto r = s.boolean("form_ahead", false)) p.scheduler.form_ahead = *r;
+      else ok = false;
+    }
     // Swap preemption (sim/cluster/config.h, PreemptionMode).
     if (auto r = s.choice("preemption", {"recompute", "swap"}, "recompute")) {
       p.scheduler.preemption = *r == "swap" ? cluster::PreemptionMode::kSwap

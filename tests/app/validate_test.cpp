@@ -266,3 +266,27 @@ TEST_CASE("calibrate --transfer: another chip's efficiencies without its tables;
   CHECK(cli({"calibrate", "--transfer", source, source, "--chip", "gb200", "--out", (dir / "x.yaml").string()}).code == 2);
   CHECK_FALSE(std::filesystem::exists(dir / "x.yaml"));
 }
+
+TEST_CASE("validate: each engine's rows get the scheduler of the configuration the benchmark ran with") {
+  // AIConfigurator's generator rules (sim/cli/serving_engines.cpp, benchmark_limits).
+  const std::string vllm_sync = "qwen_qwen3_32b_qwen_qwen3_32b_h100_sxm_vllm_agg_1024x128_c8_tp2_epnone_1";
+  const std::string vllm_async = "2026_04_06_gpt_oss_120b_h200_sxm_vllm_fp4_agg_8192x1024_c64_tp1_ep1_142";
+  const auto file = subset("validate_engines", {kAggSmall, vllm_sync, vllm_async});
+  const auto scheduler_of = [&](const std::string& id) {
+    const CliResult sc = cli({"validate", file.string(), "--print-scenario", id});
+    REQUIRE_MESSAGE(sc.code == 0, sc.err);
+    const std::size_t at = sc.out.find("scheduler: ");
+    REQUIRE(at != std::string::npos);
+    return sc.out.substr(at, sc.out.find('\n', at) - at);
+  };
+  // TensorRT-LLM, 8 clients, 1,024 tokens in: 8 + 1,024 + 500 = 1,532 tokens, rounded up to the
+  // 32-token KV block: 1,536; whole prompts only; the overlap scheduler forms ahead.
+  CHECK(scheduler_of(kAggSmall) ==
+        "scheduler: {policy: sarathi, max_batch_size: 8, max_batched_tokens: 1536, chunked_prefill: false, "
+        "form_ahead: true}");
+  // vLLM 0.12 (synchronous): 8 + 1,024 + 1,500 = 2,532, chunked, no form-ahead.
+  CHECK(scheduler_of(vllm_sync) == "scheduler: {policy: sarathi, max_batch_size: 8, max_batched_tokens: 2532}");
+  // vLLM 0.18 (async scheduling), 64 clients, 8,192 in: 64 + 8,192 + 1,500 = 9,756.
+  CHECK(scheduler_of(vllm_async) ==
+        "scheduler: {policy: sarathi, max_batch_size: 64, max_batched_tokens: 9756, form_ahead: true}");
+}
