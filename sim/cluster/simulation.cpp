@@ -1,6 +1,7 @@
 #include "sim/cluster/simulation.h"
 
 #include <algorithm>
+#include <array>
 #include <limits>
 
 #include "models/operators.h"
@@ -118,6 +119,7 @@ Simulation::Simulation(const SimulationConfig& config, metrics::Recorder& record
   }
   series_ = recorder_.time_series();
   trace_ = recorder_.trace_log();
+  flow_ranks_ = rank_flows_symmetric();
   if (decode_pool_ >= 0) {
     const Pool& dp = pools_[static_cast<std::size_t>(decode_pool_)];
     runs_ = config_.decode_steps_per_event > 1 && !series_ && !trace_ && dp.free_kv &&
@@ -545,13 +547,129 @@ void Simulation::start_flows(std::uint32_t r, std::uint32_t src, std::uint32_t d
   const std::size_t ga = (r % static_cast<std::uint32_t>(plan_a.dp)) * static_cast<std::size_t>(plan_a.tp);
   const std::size_t gb = (r % static_cast<std::uint32_t>(plan_b.dp)) * static_cast<std::size_t>(plan_b.tp);
   Journey& j = journey(r);
-  for (int t = 0; t < k; ++t) {
+  const int flows = flow_ranks_ > 0 ? 1 : k;  // rank pair 0 stands for all (rank_flows_symmetric)
+  for (int t = 0; t < flows; ++t) {
     const auto ca = chips_a[(ga + static_cast<std::size_t>(t)) % chips_a.size()];
     const auto cb = chips_b[(gb + static_cast<std::size_t>(t)) % chips_b.size()];
     net_->start(now_, ca, cb, std::max(bytes / k, 1.0),
                 (std::uint64_t{r} << 8) | (std::uint64_t{j.epoch & 63u} << 2) | kind, r);
     ++j.flows;
   }
+}
+
+// Whether one flow per transfer (rank pair 0, carrying bytes / k) stands exactly for its k rank-pair
+// flows: returns k then, 0 otherwise. It does when, for every pair of instances that exchange data
+// (encode -> prefill, prefill -> decode) and every attention-DP group at both ends:
+//  - every transfer has the same k >= 2 rank pairs;
+//  - rank t's route is a copy of rank 0's: as many hops, each of the same capacity and class (so
+//    the flows' caps are equal too);
+//  - its first and last hops are the endpoint chips' own links;
+//  - no other resource on any route can ever bind: the first-hop capacities of the distinct source
+//    chips whose routes cross it (or the last-hop capacities of the destination chips) add up to no
+//    more than its capacity, so the flows through it can never fill it.
+// Then flows meet only at endpoint links; rank t's flows only at the links of the instances' rank-t
+// chips, and two transfers share a rank-t endpoint link exactly when they share the rank-0 one (same
+// instance and group). The k rank systems are copies of one another, so the max-min rates of a
+// transfer's k flows are equal at every instant (the allocation is unique) and they end together.
+// Faults break the symmetry (a chip or link of one rank fails) and ECMP gives each rank pair its own
+// hashed path, so neither qualifies. Routes are enumerated once, when the simulation is built (two
+// passes, one per end); beyond kMaxSymmetryRoutes the check gives up and every rank pair flows.
+int Simulation::rank_flows_symmetric() const {
+  constexpr std::size_t kMaxSymmetryRoutes = std::size_t{1} << 20;
+  if (!net_ || config_.flow_per_rank_pair || !faults_.empty() ||
+      fabric_->routing() != topologies::Routing::kAdaptive) {
+    return 0;
+  }
+  struct Exchange {
+    int from, to;
+  };
+  std::vector<Exchange> exchanges;
+  if (encode_pool_ >= 0) exchanges.push_back({encode_pool_, prefill_pool_});
+  if (disaggregated_) exchanges.push_back({prefill_pool_, decode_pool_});
+  int k = 0;
+  std::size_t routes = 0;
+  for (const Exchange& x : exchanges) {
+    const PoolConfig& a = *pools_[static_cast<std::size_t>(x.from)].config;
+    const PoolConfig& b = *pools_[static_cast<std::size_t>(x.to)].config;
+    const int kx = std::max(1, std::min(a.plan.tp, b.plan.tp));
+    if (k != 0 && kx != k) return 0;
+    k = kx;
+    routes += static_cast<std::size_t>(a.instances) * static_cast<std::size_t>(a.plan.dp) *
+              static_cast<std::size_t>(b.instances) * static_cast<std::size_t>(b.plan.dp) *
+              static_cast<std::size_t>(kx);
+  }
+  if (k < 2 || k > 64 || 2 * routes > kMaxSymmetryRoutes) return 0;
+
+  const topologies::Fabric& fabric = *fabric_;
+  const std::size_t n = fabric.resource_count();
+  // Per resource and end: the summed capacity of the chips whose routes cross it; a chip counts
+  // once (per group of the outer loop: which of its ranks were counted).
+  std::array<std::vector<double>, 2> crossing{std::vector<double>(n, 0.0), std::vector<double>(n, 0.0)};
+  std::vector<std::uint64_t> owner(n), ranks(n);
+  std::vector<std::uint8_t> interior(n, 0);
+  const auto chip = [&](int pool, int instance, int group, int rank) {
+    const auto chips = placement_->chips(pool, instance);
+    const std::size_t tp = static_cast<std::size_t>(pools_[static_cast<std::size_t>(pool)].config->plan.tp);
+    return chips[(static_cast<std::size_t>(group) * tp + static_cast<std::size_t>(rank)) % chips.size()];
+  };
+  topologies::Route first_rank, route;
+  for (int end = 0; end < 2; ++end) {  // 0: grouped by source chip, 1: by destination chip
+    std::fill(owner.begin(), owner.end(), ~std::uint64_t{0});
+    std::uint64_t group_id = 0;
+    for (const Exchange& x : exchanges) {
+      const int p_out = end == 0 ? x.from : x.to, p_in = end == 0 ? x.to : x.from;
+      const PoolConfig& out = *pools_[static_cast<std::size_t>(p_out)].config;
+      const PoolConfig& in = *pools_[static_cast<std::size_t>(p_in)].config;
+      for (int i = 0; i < out.instances; ++i) {
+        for (int g = 0; g < out.plan.dp; ++g, ++group_id) {
+          for (int j = 0; j < in.instances; ++j) {
+            for (int h = 0; h < in.plan.dp; ++h) {
+              for (int t = 0; t < k; ++t) {
+                const topologies::ChipId co = chip(p_out, i, g, t), ci = chip(p_in, j, h, t);
+                const topologies::ChipId src = end == 0 ? co : ci, dst = end == 0 ? ci : co;
+                topologies::Route& r = t == 0 ? first_rank : route;
+                if (!fabric.flow_route(src, dst, 0, r) || r.hops < 2) return 0;
+                const topologies::LinkId head = r.links[0], tail = r.links[r.hops - 1u];
+                if (fabric.is_bundle(head.value) || fabric.is_bundle(tail.value) ||
+                    fabric.link(head).from.value != src.value || fabric.link(tail).to.value != dst.value) {
+                  return 0;
+                }
+                if (t > 0) {
+                  if (r.hops != first_rank.hops) return 0;
+                  for (std::uint8_t hop = 0; hop < r.hops; ++hop) {
+                    const std::uint32_t a = r.links[hop].value, b = first_rank.links[hop].value;
+                    if (fabric.resource_capacity(a) != fabric.resource_capacity(b) ||
+                        fabric.resource_class(a) != fabric.resource_class(b)) {
+                      return 0;
+                    }
+                  }
+                }
+                const double nic = fabric.resource_capacity((end == 0 ? head : tail).value);
+                const std::uint64_t bit = std::uint64_t{1} << t;
+                for (std::uint8_t hop = 1; hop + 1 < r.hops; ++hop) {
+                  const std::uint32_t res = r.links[hop].value;
+                  if (owner[res] != group_id) {
+                    owner[res] = group_id;
+                    ranks[res] = 0;
+                  }
+                  if ((ranks[res] & bit) != 0) continue;
+                  ranks[res] |= bit;
+                  crossing[static_cast<std::size_t>(end)][res] += nic;
+                  interior[res] = 1;
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  for (std::uint32_t res = 0; res < n; ++res) {
+    if (interior[res] != 0 && std::min(crossing[0][res], crossing[1][res]) > fabric.resource_capacity(res)) {
+      return 0;
+    }
+  }
+  return k;
 }
 
 void Simulation::reschedule_network() {
@@ -1115,7 +1233,9 @@ void Simulation::record_link_usage(SimTime end) {
       const SimTime from = SimTime::zero() + Duration::picoseconds(u.bin.ps() * static_cast<std::int64_t>(b));
       if (from >= end) break;
       const SimTime to = std::min(end, from + u.bin);
-      if (u.bytes[b] > 0) series_->link_bytes(id, from, to, u.bytes[b]);
+      // One flow per transfer stood for flow_ranks_ copies on links of the same classes.
+      const double copies = flow_ranks_ > 0 ? static_cast<double>(flow_ranks_) : 1.0;
+      if (u.bytes[b] > 0) series_->link_bytes(id, from, to, u.bytes[b] * copies);
     }
   }
 }
