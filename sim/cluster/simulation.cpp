@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <limits>
+#include <span>
 
 #include "models/operators.h"
 #include "sim/cluster/comm_cost.h"
@@ -572,8 +573,8 @@ void Simulation::start_flows(std::uint32_t r, std::uint32_t src, std::uint32_t d
 // instance and group). The k rank systems are copies of one another, so the max-min rates of a
 // transfer's k flows are equal at every instant (the allocation is unique) and they end together.
 // Faults break the symmetry (a chip or link of one rank fails) and ECMP gives each rank pair its own
-// hashed path, so neither qualifies. Routes are enumerated once, when the simulation is built (two
-// passes, one per end); beyond kMaxSymmetryRoutes the check gives up and every rank pair flows.
+// hashed path, so neither qualifies. Routes are enumerated once, when the simulation is built;
+// beyond kMaxSymmetryRoutes the check gives up and every rank pair flows.
 int Simulation::rank_flows_symmetric() const {
   constexpr std::size_t kMaxSymmetryRoutes = std::size_t{1} << 20;
   if (!net_ || config_.flow_per_rank_pair || !faults_.empty() ||
@@ -598,65 +599,91 @@ int Simulation::rank_flows_symmetric() const {
               static_cast<std::size_t>(b.instances) * static_cast<std::size_t>(b.plan.dp) *
               static_cast<std::size_t>(kx);
   }
-  if (k < 2 || k > 64 || 2 * routes > kMaxSymmetryRoutes) return 0;
+  if (k < 2 || routes > kMaxSymmetryRoutes) return 0;
 
   const topologies::Fabric& fabric = *fabric_;
-  const std::size_t n = fabric.resource_count();
-  // Per resource and end: the summed capacity of the chips whose routes cross it; a chip counts
-  // once (per group of the outer loop: which of its ranks were counted).
-  std::array<std::vector<double>, 2> crossing{std::vector<double>(n, 0.0), std::vector<double>(n, 0.0)};
-  std::vector<std::uint64_t> owner(n), ranks(n);
-  std::vector<std::uint8_t> interior(n, 0);
-  const auto chip = [&](int pool, int instance, int group, int rank) {
-    const auto chips = placement_->chips(pool, instance);
-    const std::size_t tp = static_cast<std::size_t>(pools_[static_cast<std::size_t>(pool)].config->plan.tp);
-    return chips[(static_cast<std::size_t>(group) * tp + static_cast<std::size_t>(rank)) % chips.size()];
+  // The exchanging pools' chips, numbered 0.. in pool, instance, chip order (to mark which chips'
+  // routes cross a resource), and each instance's chips.
+  std::vector<std::vector<std::span<const topologies::ChipId>>> chips(pools_.size());
+  std::vector<std::vector<std::uint32_t>> first_chip(pools_.size());
+  std::uint32_t numbered = 0;
+  for (const Exchange& x : exchanges) {
+    for (const int p : {x.from, x.to}) {
+      const auto pool = static_cast<std::size_t>(p);
+      if (!chips[pool].empty()) continue;
+      for (int i = 0; i < pools_[pool].config->instances; ++i) {
+        chips[pool].push_back(placement_->chips(p, i));
+        first_chip[pool].push_back(numbered);
+        numbered += static_cast<std::uint32_t>(chips[pool].back().size());
+      }
+    }
+  }
+  // Per resource met inside a route: the summed first-hop capacity of the distinct source chips
+  // whose routes cross it, the same of the destination chips' last hops, and which chips counted.
+  const std::size_t words = (numbered + 63) / 64;
+  std::vector<std::uint32_t> slot_of(fabric.resource_count(), ~std::uint32_t{0});
+  std::vector<std::uint32_t> slot_resource;
+  std::vector<double> src_sum, dst_sum;
+  std::vector<std::uint64_t> src_seen, dst_seen;
+  const auto count = [&](std::vector<std::uint64_t>& seen, std::vector<double>& sum, std::uint32_t slot,
+                         std::uint32_t chip, double capacity) {
+    std::uint64_t& word = seen[slot * words + chip / 64];
+    const std::uint64_t bit = std::uint64_t{1} << (chip % 64);
+    if ((word & bit) != 0) return;
+    word |= bit;
+    sum[slot] += capacity;
   };
   topologies::Route first_rank, route;
-  for (int end = 0; end < 2; ++end) {  // 0: grouped by source chip, 1: by destination chip
-    std::fill(owner.begin(), owner.end(), ~std::uint64_t{0});
-    std::uint64_t group_id = 0;
-    for (const Exchange& x : exchanges) {
-      const int p_out = end == 0 ? x.from : x.to, p_in = end == 0 ? x.to : x.from;
-      const PoolConfig& out = *pools_[static_cast<std::size_t>(p_out)].config;
-      const PoolConfig& in = *pools_[static_cast<std::size_t>(p_in)].config;
-      for (int i = 0; i < out.instances; ++i) {
-        for (int g = 0; g < out.plan.dp; ++g, ++group_id) {
-          for (int j = 0; j < in.instances; ++j) {
-            for (int h = 0; h < in.plan.dp; ++h) {
-              for (int t = 0; t < k; ++t) {
-                const topologies::ChipId co = chip(p_out, i, g, t), ci = chip(p_in, j, h, t);
-                const topologies::ChipId src = end == 0 ? co : ci, dst = end == 0 ? ci : co;
-                topologies::Route& r = t == 0 ? first_rank : route;
-                if (!fabric.flow_route(src, dst, 0, r) || r.hops < 2) return 0;
-                const topologies::LinkId head = r.links[0], tail = r.links[r.hops - 1u];
-                if (fabric.is_bundle(head.value) || fabric.is_bundle(tail.value) ||
-                    fabric.link(head).from.value != src.value || fabric.link(tail).to.value != dst.value) {
-                  return 0;
-                }
-                if (t > 0) {
-                  if (r.hops != first_rank.hops) return 0;
-                  for (std::uint8_t hop = 0; hop < r.hops; ++hop) {
-                    const std::uint32_t a = r.links[hop].value, b = first_rank.links[hop].value;
-                    if (fabric.resource_capacity(a) != fabric.resource_capacity(b) ||
-                        fabric.resource_class(a) != fabric.resource_class(b)) {
-                      return 0;
-                    }
+  for (const Exchange& x : exchanges) {
+    const auto pa = static_cast<std::size_t>(x.from), pb = static_cast<std::size_t>(x.to);
+    const PoolConfig& a = *pools_[pa].config;
+    const PoolConfig& b = *pools_[pb].config;
+    for (int i = 0; i < a.instances; ++i) {
+      const auto chips_a = chips[pa][static_cast<std::size_t>(i)];
+      for (int g = 0; g < a.plan.dp; ++g) {
+        for (int j = 0; j < b.instances; ++j) {
+          const auto chips_b = chips[pb][static_cast<std::size_t>(j)];
+          for (int h = 0; h < b.plan.dp; ++h) {
+            for (int t = 0; t < k; ++t) {
+              // The chips start_flows pairs: rank t of the request's group at each end.
+              const std::size_t ia = (static_cast<std::size_t>(g) * static_cast<std::size_t>(a.plan.tp) +
+                                      static_cast<std::size_t>(t)) % chips_a.size();
+              const std::size_t ib = (static_cast<std::size_t>(h) * static_cast<std::size_t>(b.plan.tp) +
+                                      static_cast<std::size_t>(t)) % chips_b.size();
+              const topologies::ChipId src = chips_a[ia], dst = chips_b[ib];
+              topologies::Route& r = t == 0 ? first_rank : route;
+              if (!fabric.flow_route(src, dst, 0, r) || r.hops < 2) return 0;
+              const topologies::LinkId head = r.links[0], tail = r.links[r.hops - 1u];
+              if (fabric.is_bundle(head.value) || fabric.is_bundle(tail.value) ||
+                  fabric.link(head).from.value != src.value || fabric.link(tail).to.value != dst.value) {
+                return 0;
+              }
+              if (t > 0) {
+                if (r.hops != first_rank.hops) return 0;
+                for (std::uint8_t hop = 0; hop < r.hops; ++hop) {
+                  const std::uint32_t u = r.links[hop].value, v = first_rank.links[hop].value;
+                  if (u != v && (fabric.resource_capacity(u) != fabric.resource_capacity(v) ||
+                                 fabric.resource_class(u) != fabric.resource_class(v))) {
+                    return 0;
                   }
                 }
-                const double nic = fabric.resource_capacity((end == 0 ? head : tail).value);
-                const std::uint64_t bit = std::uint64_t{1} << t;
-                for (std::uint8_t hop = 1; hop + 1 < r.hops; ++hop) {
-                  const std::uint32_t res = r.links[hop].value;
-                  if (owner[res] != group_id) {
-                    owner[res] = group_id;
-                    ranks[res] = 0;
-                  }
-                  if ((ranks[res] & bit) != 0) continue;
-                  ranks[res] |= bit;
-                  crossing[static_cast<std::size_t>(end)][res] += nic;
-                  interior[res] = 1;
+              }
+              const double src_capacity = fabric.resource_capacity(head.value);
+              const double dst_capacity = fabric.resource_capacity(tail.value);
+              const std::uint32_t src_number = first_chip[pa][static_cast<std::size_t>(i)] + static_cast<std::uint32_t>(ia);
+              const std::uint32_t dst_number = first_chip[pb][static_cast<std::size_t>(j)] + static_cast<std::uint32_t>(ib);
+              for (std::uint8_t hop = 1; hop + 1 < r.hops; ++hop) {
+                const std::uint32_t res = r.links[hop].value;
+                if (slot_of[res] == ~std::uint32_t{0}) {
+                  slot_of[res] = static_cast<std::uint32_t>(slot_resource.size());
+                  slot_resource.push_back(res);
+                  src_sum.push_back(0);
+                  dst_sum.push_back(0);
+                  src_seen.resize(src_seen.size() + words, 0);
+                  dst_seen.resize(dst_seen.size() + words, 0);
                 }
+                count(src_seen, src_sum, slot_of[res], src_number, src_capacity);
+                count(dst_seen, dst_sum, slot_of[res], dst_number, dst_capacity);
               }
             }
           }
@@ -664,10 +691,8 @@ int Simulation::rank_flows_symmetric() const {
       }
     }
   }
-  for (std::uint32_t res = 0; res < n; ++res) {
-    if (interior[res] != 0 && std::min(crossing[0][res], crossing[1][res]) > fabric.resource_capacity(res)) {
-      return 0;
-    }
+  for (std::size_t slot = 0; slot < slot_resource.size(); ++slot) {
+    if (std::min(src_sum[slot], dst_sum[slot]) > fabric.resource_capacity(slot_resource[slot])) return 0;
   }
   return k;
 }
