@@ -564,7 +564,8 @@ void Simulation::start_flows(std::uint32_t r, std::uint32_t src, std::uint32_t d
 //  - every transfer has the same k >= 2 rank pairs;
 //  - rank t's route is a copy of rank 0's: as many hops, each of the same capacity and class (so
 //    the flows' caps are equal too);
-//  - its first and last hops are the endpoint chips' own links;
+//  - its first and last hops are the endpoint chips' own links, and every hop between them a bundle
+//    (adaptive routing: the route does not depend on the flow label);
 //  - no other resource on any route can ever bind: the first-hop capacities of the distinct source
 //    chips whose routes cross it (or the last-hop capacities of the destination chips) add up to no
 //    more than its capacity, so the flows through it can never fill it.
@@ -674,6 +675,9 @@ int Simulation::rank_flows_symmetric() const {
               const std::uint32_t dst_number = first_chip[pb][static_cast<std::size_t>(j)] + static_cast<std::uint32_t>(ib);
               for (std::uint8_t hop = 1; hop + 1 < r.hops; ++hop) {
                 const std::uint32_t res = r.links[hop].value;
+                // A switch link inside a route is an ECMP path (no bundles here, or a scale-up
+                // mesh): it depends on the flow label, which this check does not enumerate.
+                if (!fabric.is_bundle(res)) return 0;
                 if (slot_of[res] == ~std::uint32_t{0}) {
                   slot_of[res] = static_cast<std::uint32_t>(slot_resource.size());
                   slot_resource.push_back(res);
