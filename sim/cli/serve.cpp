@@ -1,6 +1,9 @@
 #include "sim/cli/serve.h"
 
 #include <sys/stat.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #include <istream>
 #include <ostream>
@@ -19,6 +22,19 @@ Diagnostic request_error(const std::string& path, const std::string& message) {
 // A JSON value as the text of a --set value: strings as they are ("40 /s"), anything else as
 // JSON, which YAML reads back as the same value.
 std::string set_value(const Json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
+
+// Hypotheses allocate and free the same big blocks one after another (request slabs, event heaps,
+// flow tables). glibc gives blocks above its mmap threshold back to the kernel when they are freed,
+// so every hypothesis faulted its memory in again as fresh zeroed pages (about 10% of a hypothesis
+// on the serve EPD bench). Blocks up to 256 MiB now come from the heap and freed memory stays there
+// until 1 GiB of it is free: the process keeps the footprint of its largest hypothesis. The
+// setting is process-wide and stays after serve() returns (harmless to the rest of a process).
+void keep_freed_memory() {
+#if defined(__GLIBC__)
+  mallopt(M_MMAP_THRESHOLD, 256 << 20);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+#endif
+}
 
 }  // namespace
 
@@ -114,6 +130,7 @@ Answer answer(const std::string& line, ScenarioCache& cache) {
 
 ServeStats serve(std::istream& in, std::ostream& out, ScenarioCache& cache) {
   ServeStats stats;
+  keep_freed_memory();
   std::string line;
   while (std::getline(in, line)) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;  // blank lines

@@ -169,6 +169,9 @@ struct SimulationConfig {
   // Decode instances (pp = 1) run up to this many decode steps in one event while nobody joins or
   // leaves their batch (Simulation: decode runs); 1 steps them one event each. Same schedule.
   int decode_steps_per_event = 64;
+  // KV and embedding transfers as one flow per TP rank pair even where one flow stands for all
+  // of them exactly (Simulation::rank_flows_symmetric); for tests that compare the two.
+  bool flow_per_rank_pair = false;
   std::optional<ClusterConfig> cluster;  // none: each pool's chip says its fabric (fabric_of)
   DisaggregationConfig disaggregation;
   FailureConfig failures;

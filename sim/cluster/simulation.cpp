@@ -1,7 +1,9 @@
 #include "sim/cluster/simulation.h"
 
 #include <algorithm>
+#include <array>
 #include <limits>
+#include <span>
 
 #include "models/operators.h"
 #include "sim/cluster/comm_cost.h"
@@ -118,6 +120,7 @@ Simulation::Simulation(const SimulationConfig& config, metrics::Recorder& record
   }
   series_ = recorder_.time_series();
   trace_ = recorder_.trace_log();
+  flow_ranks_ = rank_flows_symmetric();
   if (decode_pool_ >= 0) {
     const Pool& dp = pools_[static_cast<std::size_t>(decode_pool_)];
     runs_ = config_.decode_steps_per_event > 1 && !series_ && !trace_ && dp.free_kv &&
@@ -545,13 +548,157 @@ void Simulation::start_flows(std::uint32_t r, std::uint32_t src, std::uint32_t d
   const std::size_t ga = (r % static_cast<std::uint32_t>(plan_a.dp)) * static_cast<std::size_t>(plan_a.tp);
   const std::size_t gb = (r % static_cast<std::uint32_t>(plan_b.dp)) * static_cast<std::size_t>(plan_b.tp);
   Journey& j = journey(r);
-  for (int t = 0; t < k; ++t) {
+  const int flows = flow_ranks_ > 0 ? 1 : k;  // rank pair 0 stands for all (rank_flows_symmetric)
+  for (int t = 0; t < flows; ++t) {
     const auto ca = chips_a[(ga + static_cast<std::size_t>(t)) % chips_a.size()];
     const auto cb = chips_b[(gb + static_cast<std::size_t>(t)) % chips_b.size()];
     net_->start(now_, ca, cb, std::max(bytes / k, 1.0),
                 (std::uint64_t{r} << 8) | (std::uint64_t{j.epoch & 63u} << 2) | kind, r);
     ++j.flows;
   }
+}
+
+// Whether one flow per transfer (rank pair 0, carrying bytes / k) stands exactly for its k rank-pair
+// flows: returns k then, 0 otherwise. It does when, for every pair of instances that exchange data
+// (encode -> prefill, prefill -> decode) and every attention-DP group at both ends:
+//  - every transfer has the same k >= 2 rank pairs;
+//  - rank t's route is a copy of rank 0's: as many hops, each of the same capacity and class (so
+//    the flows' caps are equal too);
+//  - its first and last hops are the endpoint chips' own links, and every hop between them a bundle
+//    (adaptive routing: the route does not depend on the flow label);
+//  - no other resource on any route can ever bind: the first-hop capacities of the distinct source
+//    chips whose routes cross it (or the last-hop capacities of the destination chips) add up to no
+//    more than its capacity, so the flows through it can never fill it.
+// Then flows meet only at endpoint links; rank t's flows only at the links of the instances' rank-t
+// chips, and two transfers share a rank-t endpoint link exactly when they share the rank-0 one (same
+// instance and group). The k rank systems are copies of one another, so the max-min rates of a
+// transfer's k flows are equal at every instant (the allocation is unique) and they end together.
+// Faults break the symmetry (a chip or link of one rank fails) and ECMP gives each rank pair its own
+// hashed path, so neither qualifies. Routes are enumerated once, when the simulation is built;
+// beyond kMaxSymmetryRoutes the check gives up and every rank pair flows.
+int Simulation::rank_flows_symmetric() const {
+  constexpr std::size_t kMaxSymmetryRoutes = std::size_t{1} << 20;
+  if (!net_ || config_.flow_per_rank_pair || !faults_.empty() ||
+      fabric_->routing() != topologies::Routing::kAdaptive) {
+    return 0;
+  }
+  struct Exchange {
+    int from, to;
+  };
+  std::vector<Exchange> exchanges;
+  if (encode_pool_ >= 0) exchanges.push_back({encode_pool_, prefill_pool_});
+  if (disaggregated_) exchanges.push_back({prefill_pool_, decode_pool_});
+  int k = 0;
+  std::size_t routes = 0;
+  for (const Exchange& x : exchanges) {
+    const PoolConfig& a = *pools_[static_cast<std::size_t>(x.from)].config;
+    const PoolConfig& b = *pools_[static_cast<std::size_t>(x.to)].config;
+    const int kx = std::max(1, std::min(a.plan.tp, b.plan.tp));
+    if (k != 0 && kx != k) return 0;
+    k = kx;
+    routes += static_cast<std::size_t>(a.instances) * static_cast<std::size_t>(a.plan.dp) *
+              static_cast<std::size_t>(b.instances) * static_cast<std::size_t>(b.plan.dp) *
+              static_cast<std::size_t>(kx);
+  }
+  if (k < 2 || routes > kMaxSymmetryRoutes) return 0;
+
+  const topologies::Fabric& fabric = *fabric_;
+  // The exchanging pools' chips, numbered 0.. in pool, instance, chip order (to mark which chips'
+  // routes cross a resource), and each instance's chips.
+  std::vector<std::vector<std::span<const topologies::ChipId>>> chips(pools_.size());
+  std::vector<std::vector<std::uint32_t>> first_chip(pools_.size());
+  std::uint32_t numbered = 0;
+  for (const Exchange& x : exchanges) {
+    for (const int p : {x.from, x.to}) {
+      const auto pool = static_cast<std::size_t>(p);
+      if (!chips[pool].empty()) continue;
+      for (int i = 0; i < pools_[pool].config->instances; ++i) {
+        chips[pool].push_back(placement_->chips(p, i));
+        first_chip[pool].push_back(numbered);
+        numbered += static_cast<std::uint32_t>(chips[pool].back().size());
+      }
+    }
+  }
+  // Per resource met inside a route: the summed first-hop capacity of the distinct source chips
+  // whose routes cross it, the same of the destination chips' last hops, and which chips counted.
+  const std::size_t words = (numbered + 63) / 64;
+  std::vector<std::uint32_t> slot_of(fabric.resource_count(), ~std::uint32_t{0});
+  std::vector<std::uint32_t> slot_resource;
+  std::vector<double> src_sum, dst_sum;
+  std::vector<std::uint64_t> src_seen, dst_seen;
+  const auto count = [&](std::vector<std::uint64_t>& seen, std::vector<double>& sum, std::uint32_t slot,
+                         std::uint32_t chip, double capacity) {
+    std::uint64_t& word = seen[slot * words + chip / 64];
+    const std::uint64_t bit = std::uint64_t{1} << (chip % 64);
+    if ((word & bit) != 0) return;
+    word |= bit;
+    sum[slot] += capacity;
+  };
+  topologies::Route first_rank, route;
+  for (const Exchange& x : exchanges) {
+    const auto pa = static_cast<std::size_t>(x.from), pb = static_cast<std::size_t>(x.to);
+    const PoolConfig& a = *pools_[pa].config;
+    const PoolConfig& b = *pools_[pb].config;
+    for (int i = 0; i < a.instances; ++i) {
+      const auto chips_a = chips[pa][static_cast<std::size_t>(i)];
+      for (int g = 0; g < a.plan.dp; ++g) {
+        for (int j = 0; j < b.instances; ++j) {
+          const auto chips_b = chips[pb][static_cast<std::size_t>(j)];
+          for (int h = 0; h < b.plan.dp; ++h) {
+            for (int t = 0; t < k; ++t) {
+              // The chips start_flows pairs: rank t of the request's group at each end.
+              const std::size_t ia = (static_cast<std::size_t>(g) * static_cast<std::size_t>(a.plan.tp) +
+                                      static_cast<std::size_t>(t)) % chips_a.size();
+              const std::size_t ib = (static_cast<std::size_t>(h) * static_cast<std::size_t>(b.plan.tp) +
+                                      static_cast<std::size_t>(t)) % chips_b.size();
+              const topologies::ChipId src = chips_a[ia], dst = chips_b[ib];
+              topologies::Route& r = t == 0 ? first_rank : route;
+              if (!fabric.flow_route(src, dst, 0, r) || r.hops < 2) return 0;
+              const topologies::LinkId head = r.links[0], tail = r.links[r.hops - 1u];
+              if (fabric.is_bundle(head.value) || fabric.is_bundle(tail.value) ||
+                  fabric.link(head).from.value != src.value || fabric.link(tail).to.value != dst.value) {
+                return 0;
+              }
+              if (t > 0) {
+                if (r.hops != first_rank.hops) return 0;
+                for (std::uint8_t hop = 0; hop < r.hops; ++hop) {
+                  const std::uint32_t u = r.links[hop].value, v = first_rank.links[hop].value;
+                  if (u != v && (fabric.resource_capacity(u) != fabric.resource_capacity(v) ||
+                                 fabric.resource_class(u) != fabric.resource_class(v))) {
+                    return 0;
+                  }
+                }
+              }
+              const double src_capacity = fabric.resource_capacity(head.value);
+              const double dst_capacity = fabric.resource_capacity(tail.value);
+              const std::uint32_t src_number = first_chip[pa][static_cast<std::size_t>(i)] + static_cast<std::uint32_t>(ia);
+              const std::uint32_t dst_number = first_chip[pb][static_cast<std::size_t>(j)] + static_cast<std::uint32_t>(ib);
+              for (std::uint8_t hop = 1; hop + 1 < r.hops; ++hop) {
+                const std::uint32_t res = r.links[hop].value;
+                // A switch link inside a route is an ECMP path (no bundles here, or a scale-up
+                // mesh): it depends on the flow label, which this check does not enumerate.
+                if (!fabric.is_bundle(res)) return 0;
+                if (slot_of[res] == ~std::uint32_t{0}) {
+                  slot_of[res] = static_cast<std::uint32_t>(slot_resource.size());
+                  slot_resource.push_back(res);
+                  src_sum.push_back(0);
+                  dst_sum.push_back(0);
+                  src_seen.resize(src_seen.size() + words, 0);
+                  dst_seen.resize(dst_seen.size() + words, 0);
+                }
+                count(src_seen, src_sum, slot_of[res], src_number, src_capacity);
+                count(dst_seen, dst_sum, slot_of[res], dst_number, dst_capacity);
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  for (std::size_t slot = 0; slot < slot_resource.size(); ++slot) {
+    if (std::min(src_sum[slot], dst_sum[slot]) > fabric.resource_capacity(slot_resource[slot])) return 0;
+  }
+  return k;
 }
 
 void Simulation::reschedule_network() {
@@ -1115,7 +1262,9 @@ void Simulation::record_link_usage(SimTime end) {
       const SimTime from = SimTime::zero() + Duration::picoseconds(u.bin.ps() * static_cast<std::int64_t>(b));
       if (from >= end) break;
       const SimTime to = std::min(end, from + u.bin);
-      if (u.bytes[b] > 0) series_->link_bytes(id, from, to, u.bytes[b]);
+      // One flow per transfer stood for flow_ranks_ copies on links of the same classes.
+      const double copies = flow_ranks_ > 0 ? static_cast<double>(flow_ranks_) : 1.0;
+      if (u.bytes[b] > 0) series_->link_bytes(id, from, to, u.bytes[b] * copies);
     }
   }
 }

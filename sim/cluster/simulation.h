@@ -94,6 +94,8 @@ class Simulation {
   // True when no lane holds a request or a KV block other than its prefix cache's (every request
   // has left the cluster).
   bool drained() const;
+  // How many TP rank pairs each transfer's single flow stands for (0: one flow per rank pair).
+  int flow_ranks() const { return flow_ranks_; }
 
  private:
   struct Pool {
@@ -298,6 +300,10 @@ class Simulation {
   const topologies::ClusterPlacement* placement_ = nullptr;
   std::unique_ptr<topologies::Fabric> fabric_;  // the run's own copy (faults change it)
   std::unique_ptr<topologies::FlowNetwork> net_;
+  // Transfers move as one flow of rank pair 0 standing for all `flow_ranks_` rank pairs (exact:
+  // rank_flows_symmetric); 0 when every rank pair has its own flow.
+  int flow_ranks_ = 0;
+  int rank_flows_symmetric() const;
   SimTime net_due_ = SimTime::never();
   std::uint32_t net_generation_ = 0;
   std::vector<topologies::FlowDone> flow_done_;

@@ -7,10 +7,13 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "sim/cli/app.h"
+#include "sim/cluster/simulation.h"
+#include "sim/scenario/scenario.h"
 
 using namespace servesim;
 
@@ -107,4 +110,76 @@ TEST_CASE("EPD scenarios: the Perfetto trace has a KV-transfer track per decode 
   CHECK(transfers == 40);
   CHECK(tracks >= 1);
   std::filesystem::remove(trace);
+}
+
+namespace {
+
+scenario::Scenario serve_bench(std::vector<std::string> sets) {
+  scenario::LoadOptions options;
+  options.sets = std::move(sets);
+  return scenario::load_scenario_file(
+      std::string(SERVESIM_SOURCE_DIR) + "/scenarios/bench/serve_1024_chips_epd.yaml", options);
+}
+
+}  // namespace
+
+TEST_CASE("EPD transfers: one flow per transfer gives the schedule of one flow per TP rank pair") {
+  // The serve bench's cluster (h100-superpod: one NIC per GPU, adaptive routing, a non-blocking
+  // fat tree): every transfer goes rank t to rank t over rank t's own NICs, and nothing inside
+  // the fabric can fill up (Simulation::rank_flows_symmetric), so the rank systems are copies of
+  // one another and every request's milestones are the same picosecond. Decode TP4 gives 4 rank
+  // pairs per transfer; layer-streamed transfers start flows at every prefill chunk.
+  struct Case {
+    std::vector<std::string> sets;
+    int ranks;
+  };
+  for (const Case& c : {Case{{"simulation.horizon=4 s"}, 8},
+                        Case{{"simulation.horizon=4 s", "deployment.pools[1].parallel.tp=4",
+                              "deployment.kv_transfer.mode=layer_streamed"},
+                             4}}) {
+    CAPTURE(c.ranks);
+    auto config = serve_bench(c.sets).config;
+    metrics::RunMetrics per_pair_m, one_m;
+    config.flow_per_rank_pair = true;
+    cluster::Simulation per_pair(config, per_pair_m);
+    config.flow_per_rank_pair = false;
+    cluster::Simulation one(config, one_m);
+    CHECK(per_pair.flow_ranks() == 0);
+    CHECK(one.flow_ranks() == c.ranks);
+    const auto a = per_pair.run();
+    const auto b = one.run();
+    CHECK(a.end == b.end);
+    CHECK(a.events == b.events);
+    REQUIRE(per_pair_m.requests().size() == one_m.requests().size());
+    CHECK(per_pair_m.requests().size() > 1000);  // 4 s x 400 /s, most of them transferred
+    for (std::size_t i = 0; i < per_pair_m.requests().size(); ++i) {
+      CAPTURE(i);
+      const auto& x = per_pair_m.requests()[i];
+      const auto& y = one_m.requests()[i];
+      CHECK(x.first_token == y.first_token);
+      CHECK(x.completion == y.completion);
+      CHECK(x.instance == y.instance);
+    }
+    REQUIRE(per_pair_m.pools().size() == one_m.pools().size());
+    for (std::size_t p = 0; p < per_pair_m.pools().size(); ++p) {
+      CHECK(per_pair_m.pools()[p].transfers == one_m.pools()[p].transfers);
+      CHECK(per_pair_m.pools()[p].exposed_ps == one_m.pools()[p].exposed_ps);
+    }
+  }
+}
+
+TEST_CASE("EPD transfers: every rank pair keeps its flow where the fabric can bind or routes by hash") {
+  // Leaves with 4:1 oversubscribed uplinks can fill up, so the ranks' flows meet inside the fabric;
+  // ECMP hashes each rank pair onto its own spine.
+  for (const char* set : {"cluster.scale_out.oversubscription=4", "cluster.scale_out.routing=ecmp"}) {
+    CAPTURE(set);
+    auto config = serve_bench({"simulation.horizon=1 s", set}).config;
+    metrics::RunMetrics m;
+    cluster::Simulation sim(config, m);
+    CHECK(sim.flow_ranks() == 0);
+  }
+  auto config = serve_bench({"simulation.horizon=1 s"}).config;
+  metrics::RunMetrics m;
+  cluster::Simulation sim(config, m);
+  CHECK(sim.flow_ranks() == 8);
 }
