@@ -7,7 +7,8 @@ namespace servesim::cluster {
 void SarathiBatchScheduler::form_batch(Lane& lane, Batch& batch,
                                        std::vector<Preemption>& preempted) {
   batch.decodes = lane.prepare_decode_step(preempted);
-  std::int64_t left = budget_ - batch.decodes;
+  // Speculative decoding: each decode verifies its drafts too (verify_width query tokens).
+  std::int64_t left = budget_ - static_cast<std::int64_t>(batch.decodes) * lane.verify_width();
   for (const std::uint32_t r : lane.prefilling()) {
     if (left <= 0) break;
     const auto n = static_cast<std::uint32_t>(std::min<std::int64_t>(lane.prefill_remaining(r), left));
