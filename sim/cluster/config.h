@@ -107,6 +107,16 @@ struct SpeculativeConfig {
   }
 };
 
+// How an instance's decoding requests spread over its attention data-parallel ranks (dp > 1):
+//   even       the decode batch splits evenly over the dp ranks (no imbalance; the default);
+//   least_kv   each request joining the decode set goes to the rank with the fewest KV tokens of
+//              decoding requests (ties: the lowest rank), and stays there;
+//   round_robin  joining requests go to the ranks in turn.
+// With least_kv / round_robin each rank attends over its own requests' KV and the busiest rank
+// (the most KV tokens to read) sets the decode attention time; the excess over the even split is
+// the component `imbalance` (iteration_cost.h, Lane::busiest_rank_shape).
+enum class AttentionDpBalance : std::uint8_t { kEven, kLeastKv, kRoundRobin };
+
 struct PoolConfig {
   std::string name;
   std::string role = "combined";  // pool_role_name(kind)
@@ -115,6 +125,7 @@ struct PoolConfig {
   models::ParallelPlan plan;
   // Two-batch overlap of the MoE all-to-all with compute (`parallel.tbo`, iteration_cost.h).
   bool two_batch_overlap = false;
+  AttentionDpBalance attention_dp = AttentionDpBalance::kEven;  // `parallel.attention_dp`
   int instances = 1;
   SchedulerConfig scheduler;
   KvCacheConfig kv_cache;

@@ -142,6 +142,37 @@ void Lane::enable_speculative(int draft_tokens, std::vector<double> reach, Rng r
   topk_sum_ = CappedContextSum(0);
 }
 
+void Lane::enable_rank_balance(int ranks, bool least_kv) {
+  SERVESIM_CHECK(ranks > 1);
+  SERVESIM_CHECK_MSG(decoding_ == 0 && running_ == 0, "per-rank batches enabled on a busy lane");
+  ranks_ = ranks;
+  least_kv_ = least_kv;
+  rank_count_.assign(static_cast<std::size_t>(ranks), 0);
+  rank_ctx_.assign(static_cast<std::size_t>(ranks), 0);
+}
+
+bool Lane::busiest_rank_shape(const models::BatchShape& b, const Batch& batch,
+                              models::BatchShape& out) const {
+  if (ranks_ == 0 || batch.decodes == 0) return false;
+  std::size_t busy = 0;
+  std::uint64_t most = 0;
+  for (std::size_t k = 0; k < rank_ctx_.size(); ++k) {
+    const std::uint64_t keys = rank_ctx_[k] + rank_count_[k];
+    if (keys > most) {
+      most = keys;
+      busy = k;
+    }
+  }
+  const auto ranks = static_cast<double>(ranks_);
+  out = b;
+  out.decode_kv_tokens = ranks * static_cast<double>(most);
+  out.decode_seqs = b.decode_seqs / batch.decodes * rank_count_[busy] * ranks;
+  const double share = b.decode_kv_tokens > 0 ? out.decode_kv_tokens / b.decode_kv_tokens : 0.0;
+  out.decode_kv_window = b.decode_kv_window * share;
+  out.decode_kv_topk = b.decode_kv_topk * share;
+  return true;
+}
+
 std::uint32_t Lane::prepare_speculative_step(std::vector<Preemption>& preempted) {
   // One uniform per decoding request: accepted = the number of leading drafts i with
   // u < P(accepted >= i), at most what it has left to emit beyond the step's own token.
@@ -277,6 +308,10 @@ void Lane::leave_decode_set(RequestState& s) {
   const std::uint64_t d = steps_done(s);
   used_blocks_ -= decode_blocks(s);
   decode_ctx_ -= s.prefill_target + d + s.accepted;
+  if (ranks_ > 0) {
+    --rank_count_[s.rank];
+    rank_ctx_[s.rank] -= s.prefill_target + d + s.accepted;
+  }
   window_sum_.leave(s.prefill_target + d, s.prefill_target, s.join_step);
   topk_sum_.leave(s.prefill_target + d, s.prefill_target, s.join_step);
   --decoding_;
@@ -362,6 +397,9 @@ models::BatchShape Lane::DecodeLookahead::next() {
 void Lane::finish_decode_step(std::vector<std::uint32_t>& finished) {
   const std::uint64_t executed = step_;
   decode_ctx_ += decoding_ + static_cast<std::uint64_t>(step_accepted_);
+  if (ranks_ > 0 && verify_width_ == 1) {
+    for (std::size_t k = 0; k < rank_ctx_.size(); ++k) rank_ctx_[k] += rank_count_[k];
+  }
   ++step_;
   window_sum_.advance(step_);
   topk_sum_.advance(step_);
@@ -374,6 +412,7 @@ void Lane::finish_decode_step(std::vector<std::uint32_t>& finished) {
       const std::uint32_t next = s.next;
       if (s.phase == Phase::kDecoding) {
         s.accepted += s.gain - 1;
+        if (ranks_ > 0) rank_ctx_[s.rank] += s.gain;
         s.gain = 0;
         if (s.generated + steps_done(s) + s.accepted == s.output) {
           leave_decode_set(s);
@@ -421,6 +460,20 @@ void Lane::join_decode(std::uint32_t r, SimTime now, bool fresh) {
   // steps done: from here on they are accounted in aggregate.
   ++decoding_;
   decode_ctx_ += s.prefill_target;
+  if (ranks_ > 0) {
+    std::size_t rank = next_rank_;
+    if (least_kv_) {
+      rank = 0;
+      for (std::size_t k = 1; k < rank_ctx_.size(); ++k) {
+        if (rank_ctx_[k] < rank_ctx_[rank]) rank = k;
+      }
+    } else {
+      next_rank_ = (next_rank_ + 1) % static_cast<std::uint32_t>(ranks_);
+    }
+    s.rank = static_cast<std::uint16_t>(rank);
+    ++rank_count_[rank];
+    rank_ctx_[rank] += s.prefill_target;
+  }
   window_sum_.join(s.prefill_target, step_);
   topk_sum_.join(s.prefill_target, step_);
   ++phase_count_[phase_of(s)];
@@ -516,6 +569,8 @@ void Lane::evict_all(std::vector<std::uint32_t>& out) {
   joined_.clear();
   while (!finishing_.empty()) finishing_.pop();
   next_finish_step_ = UINT64_MAX;
+  std::fill(rank_count_.begin(), rank_count_.end(), 0);
+  std::fill(rank_ctx_.begin(), rank_ctx_.end(), 0);
   used_blocks_ = step_reserved_ = inbound_blocks_ = held_blocks_ = booked_blocks_ = 0;
   step_accepted_ = 0;
   busy_ = false;
@@ -572,6 +627,18 @@ void Lane::check_invariants() const {
   SERVESIM_CHECK(decoding == decoding_);
   SERVESIM_CHECK(prefilling == static_cast<std::int64_t>(prefilling_.size()));
   SERVESIM_CHECK(ctx == decode_ctx_);
+  if (ranks_ > 0) {
+    std::vector<std::uint32_t> count(rank_count_.size(), 0);
+    std::vector<std::uint64_t> rank_ctx(rank_ctx_.size(), 0);
+    for (std::uint32_t r = head_; r != kNoRequest; r = req(r).next) {
+      const RequestState& s = req(r);
+      if (s.phase != Phase::kDecoding) continue;
+      ++count[s.rank];
+      rank_ctx[s.rank] += decode_context(s);
+    }
+    SERVESIM_CHECK(count == rank_count_);
+    SERVESIM_CHECK(rank_ctx == rank_ctx_);
+  }
   if (window_sum_.enabled()) SERVESIM_CHECK(ctx_window == window_sum_.sum());
   if (topk_sum_.enabled()) SERVESIM_CHECK(ctx_topk == topk_sum_.sum());
   SERVESIM_CHECK(phases == phase_count_);

@@ -152,6 +152,20 @@ class Lane {
   // the step is prepared.
   std::int64_t step_accepted() const { return step_accepted_; }
 
+  // Attention-DP per-rank batches (config.h AttentionDpBalance): the lane's decoding requests
+  // live on `ranks` dp ranks, each assigned when it joins the decode set (least_kv: the rank with
+  // the fewest KV tokens of decoding requests, ties to the lowest; else in turn) and kept there.
+  // Per rank: the request count and context sum, updated in O(ranks) per step. Must be called
+  // before any request joins.
+  void enable_rank_balance(int ranks, bool least_kv);
+  // The decode part of `b` (this lane's shape of `batch`) as the busiest rank sees it: that rank's
+  // queries and keys times the rank count, so that the per-chip operators (which divide by dp)
+  // give its work. The busiest rank is the one with the most keys to read (contexts plus new
+  // tokens); its capped window / top-k sums are taken in proportion to its keys. False without
+  // per-rank batches or decodes.
+  bool busiest_rank_shape(const models::BatchShape& b, const Batch& batch,
+                          models::BatchShape& out) const;
+
   // --- queue and admission (used by batch schedulers) ---
   void enqueue_back(std::uint32_t r);
   bool has_waiting() const { return !waiting_.empty(); }
@@ -350,6 +364,13 @@ class Lane {
   std::int64_t hit_tokens_untaken_ = 0;
   bool swap_ = false;
   std::int64_t swap_tokens_ = 0;
+
+  // Attention-DP ranks (0: the batch splits evenly) and their decoding requests and contexts.
+  int ranks_ = 0;
+  bool least_kv_ = true;
+  std::uint32_t next_rank_ = 0;
+  std::vector<std::uint32_t> rank_count_;
+  std::vector<std::uint64_t> rank_ctx_;
 
   int verify_width_ = 1;        // 1 + draft tokens; 1 without speculative decoding
   std::vector<double> reach_;   // P(accepted >= i), i = 1 .. draft tokens

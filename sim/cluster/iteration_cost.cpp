@@ -259,7 +259,8 @@ std::int64_t IterationCostModel::draft_ps(const models::BatchShape& verify) {
 }
 
 void IterationCostModel::cost(const models::BatchShape& b, std::int64_t sequences,
-                              std::int64_t* stage_ps, ComponentTimes& c) {
+                              std::int64_t* stage_ps, ComponentTimes& c,
+                              const models::BatchShape* busiest) {
   using models::OpKind;
   const TokenLinear& lin = linear(static_cast<std::int64_t>(b.tokens));
   const models::CostModel& cm = *cost_model_;
@@ -269,13 +270,14 @@ void IterationCostModel::cost(const models::BatchShape& b, std::int64_t sequence
   // Decode attention: with speculative decoding each sequence's KV is read once for its w queries
   // (header): w times the FLOPs of one query.
   const bool verify = decode && verify_width_ > 1;
-  auto run_decode = [&](const AffineOp& op) {
-    if (!verify) [[likely]] return run(op);
-    models::Operator o = op.at(b);
+  auto run_decode_at = [&](const AffineOp& op, const models::BatchShape& shape) {
+    if (!verify) [[likely]] return to_ps(op.seconds(shape, cm));
+    models::Operator o = op.at(shape);
     o.flops *= verify_width_;
     o.batch /= verify_width_;
     return to_ps(cm.seconds(o));
   };
+  auto run_decode = [&](const AffineOp& op) { return run_decode_at(op, b); };
   const std::int64_t attn_prefill_full = prefill ? run(prefill_full_) : 0;
   const std::int64_t attn_decode_full = decode ? run_decode(decode_full_) : 0;
   std::int64_t attn_prefill_window = 0, attn_decode_window = 0;
@@ -298,6 +300,20 @@ void IterationCostModel::cost(const models::BatchShape& b, std::int64_t sequence
     }
     if (decode) cp += to_ps(comm_.seconds(cp_decode_.base.collective, cp_span_, cp_decode_.bytes(b)));
   }
+  // Attention-DP imbalance: the busiest rank's decode attention kernels beyond the even split's,
+  // per full layer, per window layer and per layer (absorption, indexer, CP exchange).
+  std::int64_t excess_full = 0, excess_window = 0, excess_layer = 0;
+  if (busiest != nullptr && decode) [[unlikely]] {
+    const models::BatchShape& w = *busiest;
+    excess_full = run_decode_at(decode_full_, w) - attn_decode_full;
+    if (has_window_) excess_window = run_decode_at(decode_window_, w) - attn_decode_window;
+    if (has_mla_) excess_layer += to_ps(absorb_.seconds(w, cm)) - absorb;
+    if (has_dsa_) excess_layer += run_decode_at(indexer_decode_, w) - run_decode(indexer_decode_);
+    if (plan_.cp > 1) {
+      excess_layer += to_ps(comm_.seconds(cp_decode_.base.collective, cp_span_, cp_decode_.bytes(w))) -
+                      to_ps(comm_.seconds(cp_decode_.base.collective, cp_span_, cp_decode_.bytes(b)));
+    }
+  }
   const std::int64_t per_layer = lin.per_layer + up_projection + absorb + indexer + cp;
   const std::int64_t per_full = attn_prefill_full + attn_decode_full;
   const std::int64_t per_window = attn_prefill_window + attn_decode_window;
@@ -315,7 +331,8 @@ void IterationCostModel::cost(const models::BatchShape& b, std::int64_t sequence
   for (int s = 0; s < plan_.pp; ++s) {
     const StageLayers& l = stage_layers_[static_cast<std::size_t>(s)];
     std::int64_t t = l.layers * per_layer + l.dense * lin.per_dense + l.moe * lin.per_moe +
-                     l.full * per_full + l.window * per_window;
+                     l.full * per_full + l.window * per_window +
+                     l.full * excess_full + l.window * excess_window + l.layers * excess_layer;
     if (tbo_ && l.moe > 0 && b.tokens >= 2 && lin.per_moe_a2a > 0) [[unlikely]] {
       // Two-batch overlap (header): per MoE layer max(C, A) instead of C + A, and half of
       // min(C, A) exposed once per stage.
@@ -351,6 +368,7 @@ void IterationCostModel::cost(const models::BatchShape& b, std::int64_t sequence
   c[idx(OpKind::kScheduling)] = exposed_host;
   c[idx(OpKind::kLmHead)] = lm_head;
   c[idx(OpKind::kMtpDraft)] = draft;
+  c[idx(OpKind::kImbalance)] = n.full * excess_full + n.window * excess_window + n.layers * excess_layer;
   c[idx(OpKind::kPpSend)] = sends;
   c[idx(OpKind::kGemmQkv)] = lin.qkv + n.layers * up_projection;
   c[idx(OpKind::kGemmOut)] = lin.out + n.layers * absorb;

@@ -69,8 +69,13 @@ class IterationCostModel {
 
   // Writes the time of each stage to stage_ps[0 .. pp) and the time per component, summed over
   // stages, to components. `sequences` counts the batch's sequences (for host overhead).
+  // `busiest` (attention-DP per-rank batches, Lane::busiest_rank_shape): the batch's decode part
+  // as its busiest rank sees it; the decode attention kernels of every layer (attention, MLA
+  // absorption, DSA indexer, CP exchange) then take that rank's time, and the excess over the
+  // even split is the component `imbalance` (the other ranks wait for it before the MoE
+  // dispatch). Token operators and the all-to-all stay as for the whole batch.
   void cost(const models::BatchShape& batch, std::int64_t sequences, std::int64_t* stage_ps,
-            ComponentTimes& components);
+            ComponentTimes& components, const models::BatchShape* busiest = nullptr);
 
   int stages() const { return plan_.pp; }
   void set_two_batch_overlap(bool on) { tbo_ = on; }

@@ -54,6 +54,7 @@ struct RequestState {
   std::uint32_t accepted = 0;
   std::uint32_t gain = 0;
   std::uint16_t lane = 0;
+  std::uint16_t rank = 0;            // attention-DP rank while decoding (Lane::enable_rank_balance)
   std::uint16_t cls = 0;             // workload class
   Phase phase = Phase::kNew;
   bool swapped = false;              // its KV waits in host memory (swap preemption)

@@ -105,6 +105,10 @@ Simulation::Simulation(const SimulationConfig& config, metrics::Recorder& record
                                 cap.watermark_blocks, pc.scheduler.max_batch_size,
                                 config_.model.window.window, config_.model.dsa.top_k);
         if (pool.swap_s_per_token > 0) inst.lanes.back().enable_swap();
+        if (pc.attention_dp != AttentionDpBalance::kEven && pc.plan.dp > 1) {
+          inst.lanes.back().enable_rank_balance(pc.plan.dp,
+                                                pc.attention_dp == AttentionDpBalance::kLeastKv);
+        }
         if (!reach.empty()) {
           inst.lanes.back().enable_speculative(
               spec.draft_tokens, reach,
@@ -133,9 +137,11 @@ Simulation::Simulation(const SimulationConfig& config, metrics::Recorder& record
   trace_ = recorder_.trace_log();
   if (decode_pool_ >= 0) {
     const Pool& dp = pools_[static_cast<std::size_t>(decode_pool_)];
-    // Runs assume one token per request per step: off with speculative decoding.
+    // Runs assume one token per request per step and an even split over the dp ranks: off with
+    // speculative decoding or per-rank batches.
     runs_ = config_.decode_steps_per_event > 1 && !series_ && !trace_ && dp.free_kv &&
-            dp.config->plan.pp == 1 && !dp.config->speculative.enabled();
+            dp.config->plan.pp == 1 && !dp.config->speculative.enabled() &&
+            dp.config->attention_dp == AttentionDpBalance::kEven;
   }
   const auto& classes = config_.workload.classes;
   SERVESIM_CHECK(config_.class_slo.empty() || config_.class_slo.size() == classes.size());
@@ -1080,7 +1086,9 @@ void Simulation::try_dispatch(std::uint32_t index) {
 
     const models::BatchShape shape = lane.shape(batch);
     const auto sequences = static_cast<std::int64_t>(batch.decodes + batch.chunks.size());
-    pool.cost->cost(shape, sequences, stage_ps_.data(), batch.components);
+    models::BatchShape busiest;
+    const bool uneven = lane.busiest_rank_shape(shape, batch, busiest);
+    pool.cost->cost(shape, sequences, stage_ps_.data(), batch.components, uneven ? &busiest : nullptr);
     if (pool.swap_s_per_token > 0) [[unlikely]] add_swap_time(pool, lane, batch);
     // Pipeline: stage k starts when stage k - 1 handed over and stage k finished its previous
     // micro-batch.

@@ -207,6 +207,25 @@ cluster::PoolConfig read_pool(Document& doc, const YAML::Node& node,
       ok = false;
     }
     if (tbo) p.two_batch_overlap = *tbo; else ok = false;
+    if (par.has("attention_dp")) {
+      // Attention-DP per-rank batches (sim/cluster/config.h, AttentionDpBalance); read only when
+      // given, so that scenarios without it echo nothing new.
+      const Field adp_field = field_or(par, "attention_dp");
+      const auto adp = par.choice("attention_dp", {"even", "least_kv", "round_robin"}, "even");
+      if (adp) {
+        p.attention_dp = *adp == "least_kv"      ? cluster::AttentionDpBalance::kLeastKv
+                         : *adp == "round_robin" ? cluster::AttentionDpBalance::kRoundRobin
+                                                 : cluster::AttentionDpBalance::kEven;
+        if (p.attention_dp != cluster::AttentionDpBalance::kEven && dp && *dp <= 1) {
+          doc.error(adp_field.mark, adp_field.path,
+                    "attention_dp spreads decoding requests over the attention data-parallel "
+                    "ranks: it needs parallel.dp > 1");
+          ok = false;
+        }
+      } else {
+        ok = false;
+      }
+    }
     par.finish();
     marks.plan_ok = tp && pp && dp && ep && moe_tp && cp && redundant && par.valid();
     if (marks.plan_ok) {

@@ -255,3 +255,24 @@ deployment:
 )" + kWorkload,
             8, 35, "deployment.pools[0].speculative.draft_tokens", "each decode verifies its 1 draft");
 }
+
+TEST_CASE("Scenario: parallel.attention_dp loads per-rank batches and needs dp > 1") {
+  const auto s = servesim::scenario::load_scenario_text(text_of(R"(
+model: deepseek-v3
+deployment:
+  pools:
+    - chip: h200-sxm
+      instances: 1
+      parallel: {tp: 1, dp: 8, ep: 8, attention_dp: round_robin}
+)" + kWorkload), kFile, kBaseDir, {});
+  CHECK(s.config.pools[0].attention_dp == servesim::cluster::AttentionDpBalance::kRoundRobin);
+  check_one(R"(
+model: deepseek-v3
+deployment:
+  pools:
+    - chip: h200-sxm
+      instances: 1
+      parallel: {tp: 8, attention_dp: least_kv}
+)" + kWorkload,
+            6, 39, "deployment.pools[0].parallel.attention_dp", "attention_dp spreads decoding");
+}
