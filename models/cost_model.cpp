@@ -82,6 +82,8 @@ RooflineCostModel::RooflineCostModel(const ChipSpec& chip) {
       case OpKind::kPpSend:
       case OpKind::kScheduling:
       case OpKind::kSwap:
+      case OpKind::kMtpDraft:
+      case OpKind::kImbalance:
       case OpKind::kCount:
         chip_operator = false;  // not chip operators: costed by the communication model / the host
         break;

@@ -24,6 +24,8 @@ std::string_view op_kind_name(OpKind k) {
     case OpKind::kPpSend: return "pp_send";
     case OpKind::kScheduling: return "scheduling";
     case OpKind::kSwap: return "swap";
+    case OpKind::kMtpDraft: return "mtp_draft";
+    case OpKind::kImbalance: return "imbalance";
     case OpKind::kCount: break;
   }
   return "?";

@@ -52,6 +52,8 @@ enum class OpKind : std::uint8_t {
   kPpSend,
   kScheduling,
   kSwap,              // KV copied to / from host memory for swap preemption (sim/cluster)
+  kMtpDraft,          // speculative decoding: the MTP module's draft steps (sim/cluster)
+  kImbalance,         // attention-DP: the busiest rank's decode attention beyond the mean (sim/cluster)
   kCount
 };
 constexpr std::size_t kOpKinds = static_cast<std::size_t>(OpKind::kCount);

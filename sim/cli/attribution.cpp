@@ -154,7 +154,7 @@ const std::vector<ComponentFacts>& component_table() {
     t.push_back({"first_decode", "first decode iteration", "", {"max_batch_size", "chip", "parallel"}, true});
     t.push_back({"preemption", "preemption", "", {"kv_cache", "max_batch_size", "memory_utilization"}, true});
     t.push_back({"imbalance", "attention-DP imbalance", "dp", {"parallel.dp", "moe_routing"}});
-    t.push_back({"mtp_draft", "MTP drafts", "", {"mtp"}});
+    t.push_back({"mtp_draft", "MTP drafts", "", {"mtp", "speculative"}});
     // Throughput factors.
     t.push_back({"tokens_per_iteration", "tokens per iteration", "",
                  {"max_batch_size", "max_batched_tokens", "arrivals", "instances", "requests", "policy"}});

@@ -8,7 +8,8 @@ void SarathiBatchScheduler::form_batch(Lane& lane, Batch& batch,
                                        std::vector<Preemption>& preempted) {
   const std::size_t waiting_before = lane.waiting();
   batch.decodes = lane.prepare_decode_step(preempted);
-  std::int64_t left = budget_ - batch.decodes;
+  // Speculative decoding: each decode verifies its drafts too (verify_width query tokens).
+  std::int64_t left = budget_ - static_cast<std::int64_t>(batch.decodes) * lane.verify_width();
   // How many of the waiting requests (from the front) this iteration may admit.
   std::size_t admissible = kAll;
   if (form_ahead_) {

@@ -84,6 +84,7 @@ models::MemoryConfig memory_config(const PoolConfig& pool) {
   mc.max_sequences = pool.scheduler.max_batch_size;
   mc.block_tokens = pool.kv_cache.block_tokens;
   mc.routing = pool.moe_routing;
+  mc.load_mtp = pool.speculative.enabled();  // the MTP module drafts: its weights are resident
   return mc;
 }
 

@@ -94,6 +94,38 @@ struct PrefixCacheConfig {
   double capacity_fraction = 1.0;
 };
 
+// Speculative decoding with the model's MTP module (`pools[].speculative`, combined and decode
+// pools; DeepSeek-V3 technical report, arXiv 2412.19437, sections 2.2 and 5.4.3). Each decode
+// iteration a decoding request verifies `draft_tokens` (k) draft tokens with the target model
+// (k + 1 query tokens per request) and gains 1 + accepted tokens; the MTP module drafts the next
+// k tokens in k sequential steps (component `mtp_draft`). acceptance[i] is the probability that
+// draft i + 1 is accepted given that drafts 1..i were (a draft after a rejected one never is);
+// `accepted` is drawn per request per iteration from the lane's stream "speculative/<pool>/<i>/<l>"
+// (instance.h).
+enum class SpeculativeMethod : std::uint8_t { kNone, kMtp };
+struct SpeculativeConfig {
+  SpeculativeMethod method = SpeculativeMethod::kNone;
+  int draft_tokens = 0;
+  std::vector<double> acceptance;  // draft_tokens conditional rates in [0, 1]
+  bool enabled() const { return method != SpeculativeMethod::kNone && draft_tokens > 0; }
+  // Expected accepted drafts per verification: sum over i of a_1 ... a_i.
+  double expected_accepted() const {
+    double p = 1, e = 0;
+    for (const double a : acceptance) e += (p *= a);
+    return e;
+  }
+};
+
+// How an instance's decoding requests spread over its attention data-parallel ranks (dp > 1):
+//   even       the decode batch splits evenly over the dp ranks (no imbalance; the default);
+//   least_kv   each request joining the decode set goes to the rank with the fewest KV tokens of
+//              decoding requests (ties: the lowest rank), and stays there;
+//   round_robin  joining requests go to the ranks in turn.
+// With least_kv / round_robin each rank attends over its own requests' KV and the busiest rank
+// (the most KV tokens to read) sets the decode attention time; the excess over the even split is
+// the component `imbalance` (iteration_cost.h, Lane::busiest_rank_shape).
+enum class AttentionDpBalance : std::uint8_t { kEven, kLeastKv, kRoundRobin };
+
 struct PoolConfig {
   std::string name;
   std::string role = "combined";  // pool_role_name(kind)
@@ -102,11 +134,13 @@ struct PoolConfig {
   models::ParallelPlan plan;
   // Two-batch overlap of the MoE all-to-all with compute (`parallel.tbo`, iteration_cost.h).
   bool two_batch_overlap = false;
+  AttentionDpBalance attention_dp = AttentionDpBalance::kEven;  // `parallel.attention_dp`
   int instances = 1;
   SchedulerConfig scheduler;
   KvCacheConfig kv_cache;
   RouterConfig router;
   PrefixCacheConfig prefix_cache;  // combined and prefill pools
+  SpeculativeConfig speculative;   // combined and decode pools
   std::int64_t max_model_len = 0;  // longest prompt + output served; longer requests are rejected
   models::CostModelConfig cost_model;  // roofline unless measured tables are given
   models::MoeRouting moe_routing;      // token-to-expert skew of MoE layers

@@ -127,7 +127,91 @@ std::size_t Lane::phase_of(const RequestState& s) const {
 }
 
 std::int64_t Lane::decode_blocks(const RequestState& s) const {
-  return own_blocks(s, s.prefill_target + steps_done(s));
+  return own_blocks(s, decode_context(s));
+}
+
+void Lane::enable_speculative(int draft_tokens, std::vector<double> reach, Rng rng) {
+  SERVESIM_CHECK(draft_tokens > 0 && reach.size() == static_cast<std::size_t>(draft_tokens));
+  SERVESIM_CHECK_MSG(decoding_ == 0 && running_ == 0, "speculative decoding enabled on a busy lane");
+  verify_width_ = draft_tokens + 1;
+  reach_ = std::move(reach);
+  spec_rng_ = rng;
+  // Contexts grow by a drawn number of tokens: the capped sums are recomputed by each step's
+  // walk instead of advanced by one (CappedContextSum).
+  window_sum_ = CappedContextSum(0);
+  topk_sum_ = CappedContextSum(0);
+}
+
+void Lane::enable_rank_balance(int ranks, bool least_kv) {
+  SERVESIM_CHECK(ranks > 1);
+  SERVESIM_CHECK_MSG(decoding_ == 0 && running_ == 0, "per-rank batches enabled on a busy lane");
+  ranks_ = ranks;
+  least_kv_ = least_kv;
+  rank_count_.assign(static_cast<std::size_t>(ranks), 0);
+  rank_ctx_.assign(static_cast<std::size_t>(ranks), 0);
+}
+
+bool Lane::busiest_rank_shape(const models::BatchShape& b, const Batch& batch,
+                              models::BatchShape& out) const {
+  if (ranks_ == 0 || batch.decodes == 0) return false;
+  std::size_t busy = 0;
+  std::uint64_t most = 0;
+  for (std::size_t k = 0; k < rank_ctx_.size(); ++k) {
+    const std::uint64_t keys = rank_ctx_[k] + rank_count_[k];
+    if (keys > most) {
+      most = keys;
+      busy = k;
+    }
+  }
+  const auto ranks = static_cast<double>(ranks_);
+  out = b;
+  out.decode_kv_tokens = ranks * static_cast<double>(most);
+  out.decode_seqs = b.decode_seqs / batch.decodes * rank_count_[busy] * ranks;
+  const double share = b.decode_kv_tokens > 0 ? out.decode_kv_tokens / b.decode_kv_tokens : 0.0;
+  out.decode_kv_window = b.decode_kv_window * share;
+  out.decode_kv_topk = b.decode_kv_topk * share;
+  return true;
+}
+
+std::uint32_t Lane::prepare_speculative_step(std::vector<Preemption>& preempted) {
+  // One uniform per decoding request: accepted = the number of leading drafts i with
+  // u < P(accepted >= i), at most what it has left to emit beyond the step's own token.
+  std::int64_t need = 0;
+  step_accepted_ = 0;
+  spec_window_ = spec_topk_ = 0;
+  const auto window = static_cast<std::uint64_t>(window_), top_k = static_cast<std::uint64_t>(top_k_);
+  for (std::uint32_t r = head_; r != kNoRequest; r = req(r).next) {
+    RequestState& s = req(r);
+    if (s.phase != Phase::kDecoding) continue;
+    const double u = spec_rng_.uniform01();
+    std::uint32_t accepted = 0;
+    while (accepted < reach_.size() && u < reach_[accepted]) ++accepted;
+    const std::uint64_t ctx = decode_context(s);
+    const std::uint64_t left = s.output - s.generated - steps_done(s) - s.accepted;  // >= 1
+    accepted = static_cast<std::uint32_t>(std::min<std::uint64_t>(accepted, left - 1));
+    s.gain = 1 + accepted;
+    need += gain_blocks(s);
+    step_accepted_ += accepted;
+    if (window > 0) spec_window_ += std::min(ctx + 1, window);
+    if (top_k > 0) spec_topk_ += std::min(ctx + 1, top_k);
+  }
+  while (need > total_blocks_ - used_blocks_ && !evict_cached(need)) {
+    SERVESIM_CHECK_MSG(tail_ != kNoRequest, "a decode step needs more KV blocks than the lane has");
+    const std::uint32_t victim = tail_;
+    RequestState& v = req(victim);
+    if (v.phase == Phase::kDecoding) {
+      const std::uint64_t ctx = decode_context(v);
+      need -= gain_blocks(v);
+      step_accepted_ -= v.gain - 1;
+      if (window > 0) spec_window_ -= std::min(ctx + 1, window);
+      if (top_k > 0) spec_topk_ -= std::min(ctx + 1, top_k);
+    }
+    preempted.push_back(Preemption{victim, preempt(victim)});
+  }
+  used_blocks_ += need;
+  step_reserved_ = need;
+  peak_used_blocks_ = std::max(peak_used_blocks_, used_blocks_);
+  return decoding_;
 }
 
 bool Lane::evict_cached(std::int64_t need) {
@@ -163,6 +247,7 @@ void Lane::drop_cached(std::uint32_t r) {
 }
 
 std::uint32_t Lane::prepare_decode_step(std::vector<Preemption>& preempted) {
+  if (verify_width_ > 1) [[unlikely]] return prepare_speculative_step(preempted);
   std::int64_t need = phase_count_[step_ % block_tokens_];
   while (need > total_blocks_ - used_blocks_ && !evict_cached(need)) {
     SERVESIM_CHECK_MSG(tail_ != kNoRequest, "a decode step needs more KV blocks than the lane has");
@@ -222,28 +307,37 @@ std::uint32_t Lane::preempt(std::uint32_t r) {
 void Lane::leave_decode_set(RequestState& s) {
   const std::uint64_t d = steps_done(s);
   used_blocks_ -= decode_blocks(s);
-  decode_ctx_ -= s.prefill_target + d;
+  decode_ctx_ -= s.prefill_target + d + s.accepted;
+  if (ranks_ > 0) {
+    --rank_count_[s.rank];
+    rank_ctx_[s.rank] -= s.prefill_target + d + s.accepted;
+  }
   window_sum_.leave(s.prefill_target + d, s.prefill_target, s.join_step);
   topk_sum_.leave(s.prefill_target + d, s.prefill_target, s.join_step);
   --decoding_;
   --phase_count_[phase_of(s)];
   ++s.epoch;  // its finishing-heap entry is now stale
-  s.generated += static_cast<std::uint32_t>(d);  // what it emitted becomes explicit again
+  s.generated += static_cast<std::uint32_t>(d) + s.accepted;  // what it emitted becomes explicit again
+  s.accepted = s.gain = 0;
   if (s.shared_blocks > 0) drop_cached(static_cast<std::uint32_t>(&s - requests_->data()));
 }
 
 models::BatchShape Lane::shape(const Batch& batch) const {
   models::BatchShape b;
   const auto decodes = static_cast<double>(batch.decodes);
-  b.decode_seqs = decodes;
+  // Speculative decoding: w = 1 + k query tokens per decode sequence (iteration_cost.h), over the
+  // same contexts.
+  const double queries = decodes * verify_width_;
+  b.decode_seqs = queries;
   b.decode_kv_tokens = batch.decodes > 0 ? static_cast<double>(decode_ctx_) + decodes : 0.0;
   b.prefill_tokens = static_cast<double>(batch.prefill_tokens);
-  b.tokens = decodes + b.prefill_tokens;
+  b.tokens = queries + b.prefill_tokens;
   b.prefill_chunks = static_cast<double>(batch.chunks.size());
-  std::int64_t logits = batch.decodes;
+  std::int64_t logits = static_cast<std::int64_t>(batch.decodes) * verify_width_;
   if (batch.decodes > 0 && capped_) {
-    b.decode_kv_window = static_cast<double>(window_sum_.attended());
-    b.decode_kv_topk = static_cast<double>(topk_sum_.attended());
+    const bool spec = verify_width_ > 1;
+    b.decode_kv_window = static_cast<double>(spec ? spec_window_ : window_sum_.attended());
+    b.decode_kv_topk = static_cast<double>(spec ? spec_topk_ : topk_sum_.attended());
   }
   std::int64_t kv_tokens = 0;
   for (const Chunk& c : batch.chunks) {
@@ -253,11 +347,11 @@ models::BatchShape Lane::shape(const Batch& batch) const {
     const std::int64_t kv = s.prefilled + c.tokens;
     kv_tokens += kv;
     if (capped_) {
-      if (window_sum_.enabled()) {
+      if (window_ > 0) {
         b.prefill_pairs_window += n * static_cast<double>(std::min(kv, window_));
         b.prefill_kv_window += static_cast<double>(std::min<std::int64_t>(kv, window_ + c.tokens));
       }
-      if (topk_sum_.enabled()) {
+      if (top_k_ > 0) {
         b.prefill_pairs_topk += n * static_cast<double>(std::min(kv, top_k_));
         b.prefill_kv_topk += static_cast<double>(std::min<std::int64_t>(kv, top_k_ + c.tokens));
       }
@@ -302,11 +396,35 @@ models::BatchShape Lane::DecodeLookahead::next() {
 
 void Lane::finish_decode_step(std::vector<std::uint32_t>& finished) {
   const std::uint64_t executed = step_;
-  decode_ctx_ += decoding_;
+  decode_ctx_ += decoding_ + static_cast<std::uint64_t>(step_accepted_);
+  if (ranks_ > 0 && verify_width_ == 1) {
+    for (std::size_t k = 0; k < rank_ctx_.size(); ++k) rank_ctx_[k] += rank_count_[k];
+  }
   ++step_;
   window_sum_.advance(step_);
   topk_sum_.advance(step_);
   step_reserved_ = 0;
+  if (verify_width_ > 1) [[unlikely]] {
+    // Every decoding request keeps its step's tokens; those that reached their output length
+    // leave (in admission order). Their finishing-heap entries, for later steps, go stale.
+    for (std::uint32_t r = head_; r != kNoRequest;) {
+      RequestState& s = req(r);
+      const std::uint32_t next = s.next;
+      if (s.phase == Phase::kDecoding) {
+        s.accepted += s.gain - 1;
+        if (ranks_ > 0) rank_ctx_[s.rank] += s.gain;
+        s.gain = 0;
+        if (s.generated + steps_done(s) + s.accepted == s.output) {
+          leave_decode_set(s);
+          s.phase = Phase::kDone;
+          unlink(r);
+          finished.push_back(r);
+        }
+      }
+      r = next;
+    }
+    step_accepted_ = 0;
+  }
   while (next_finish_step_ == executed) {
     const Finishing f = finishing_.top();
     finishing_.pop();
@@ -342,6 +460,20 @@ void Lane::join_decode(std::uint32_t r, SimTime now, bool fresh) {
   // steps done: from here on they are accounted in aggregate.
   ++decoding_;
   decode_ctx_ += s.prefill_target;
+  if (ranks_ > 0) {
+    std::size_t rank = next_rank_;
+    if (least_kv_) {
+      rank = 0;
+      for (std::size_t k = 1; k < rank_ctx_.size(); ++k) {
+        if (rank_ctx_[k] < rank_ctx_[rank]) rank = k;
+      }
+    } else {
+      next_rank_ = (next_rank_ + 1) % static_cast<std::uint32_t>(ranks_);
+    }
+    s.rank = static_cast<std::uint16_t>(rank);
+    ++rank_count_[rank];
+    rank_ctx_[rank] += s.prefill_target;
+  }
   window_sum_.join(s.prefill_target, step_);
   topk_sum_.join(s.prefill_target, step_);
   ++phase_count_[phase_of(s)];
@@ -437,7 +569,10 @@ void Lane::evict_all(std::vector<std::uint32_t>& out) {
   joined_.clear();
   while (!finishing_.empty()) finishing_.pop();
   next_finish_step_ = UINT64_MAX;
+  std::fill(rank_count_.begin(), rank_count_.end(), 0);
+  std::fill(rank_ctx_.begin(), rank_ctx_.end(), 0);
   used_blocks_ = step_reserved_ = inbound_blocks_ = held_blocks_ = booked_blocks_ = 0;
+  step_accepted_ = 0;
   busy_ = false;
   batch_.clear();
 }
@@ -477,11 +612,10 @@ void Lane::check_invariants() const {
     if (s.phase == Phase::kDecoding) {
       ++decoding;
       blocks += decode_blocks(s);
-      ctx += s.prefill_target + steps_done(s);
-      ctx_window += std::min<std::uint64_t>(s.prefill_target + steps_done(s),
-                                            static_cast<std::uint64_t>(window_));
-      ctx_topk += std::min<std::uint64_t>(s.prefill_target + steps_done(s),
-                                          static_cast<std::uint64_t>(top_k_));
+      ctx += decode_context(s);
+      ctx_window += std::min<std::uint64_t>(decode_context(s), static_cast<std::uint64_t>(window_));
+      ctx_topk += std::min<std::uint64_t>(decode_context(s), static_cast<std::uint64_t>(top_k_));
+      SERVESIM_CHECK(s.generated + steps_done(s) + s.accepted < s.output);
       ++phases[phase_of(s)];
     } else {
       SERVESIM_CHECK(s.phase == Phase::kPrefilling);
@@ -493,6 +627,18 @@ void Lane::check_invariants() const {
   SERVESIM_CHECK(decoding == decoding_);
   SERVESIM_CHECK(prefilling == static_cast<std::int64_t>(prefilling_.size()));
   SERVESIM_CHECK(ctx == decode_ctx_);
+  if (ranks_ > 0) {
+    std::vector<std::uint32_t> count(rank_count_.size(), 0);
+    std::vector<std::uint64_t> rank_ctx(rank_ctx_.size(), 0);
+    for (std::uint32_t r = head_; r != kNoRequest; r = req(r).next) {
+      const RequestState& s = req(r);
+      if (s.phase != Phase::kDecoding) continue;
+      ++count[s.rank];
+      rank_ctx[s.rank] += decode_context(s);
+    }
+    SERVESIM_CHECK(count == rank_count_);
+    SERVESIM_CHECK(rank_ctx == rank_ctx_);
+  }
   if (window_sum_.enabled()) SERVESIM_CHECK(ctx_window == window_sum_.sum());
   if (topk_sum_.enabled()) SERVESIM_CHECK(ctx_topk == topk_sum_.sum());
   SERVESIM_CHECK(phases == phase_count_);

@@ -18,6 +18,10 @@
 // The decode set is kept in aggregate (count, context sum, blocks needed per step phase, a heap of
 // finishing steps, and for sliding-window / DSA models the sum of contexts capped at the window or
 // top-k), so a decode step costs O(1) plus O(log n) per request that finishes.
+// Speculative decoding (enable_speculative) is the exception: a step's tokens per request are
+// drawn, so the step walks the running list (O(running) per step: one uniform draw and a few
+// integer operations per decoding request); the context sum stays an aggregate, the capped sums
+// are recomputed by that walk.
 // Invariants (checked by check_invariants): used blocks <= total blocks; used blocks = the sum of
 // the blocks its requests hold; running = prefilling + decoding.
 #pragma once
@@ -32,6 +36,7 @@
 #include "sim/cluster/request_state.h"
 #include "sim/core/check.h"
 #include "sim/core/ring_queue.h"
+#include "sim/core/rng.h"
 #include "sim/core/slab_allocator.h"
 #include "sim/core/time.h"
 
@@ -136,6 +141,30 @@ class Lane {
     swap_tokens_ = 0;
     return t;
   }
+
+  // Speculative decoding (config.h SpeculativeConfig): every decode step verifies draft_tokens (k)
+  // drafts per decoding request, which emits 1 + accepted tokens, accepted drawn per request per
+  // step from `rng` with P(accepted >= i) = reach[i - 1] (the product of the first i conditional
+  // rates), never past the request's output length. Must be called before any request joins.
+  void enable_speculative(int draft_tokens, std::vector<double> reach, Rng rng);
+  int verify_width() const { return verify_width_; }
+  // Drafts the decode step in flight accepts in all (its tokens beyond one per request); set when
+  // the step is prepared.
+  std::int64_t step_accepted() const { return step_accepted_; }
+
+  // Attention-DP per-rank batches (config.h AttentionDpBalance): the lane's decoding requests
+  // live on `ranks` dp ranks, each assigned when it joins the decode set (least_kv: the rank with
+  // the fewest KV tokens of decoding requests, ties to the lowest; else in turn) and kept there.
+  // Per rank: the request count and context sum, updated in O(ranks) per step. Must be called
+  // before any request joins.
+  void enable_rank_balance(int ranks, bool least_kv);
+  // The decode part of `b` (this lane's shape of `batch`) as the busiest rank sees it: that rank's
+  // queries and keys times the rank count, so that the per-chip operators (which divide by dp)
+  // give its work. The busiest rank is the one with the most keys to read (contexts plus new
+  // tokens); its capped window / top-k sums are taken in proportion to its keys. False without
+  // per-rank batches or decodes.
+  bool busiest_rank_shape(const models::BatchShape& b, const Batch& batch,
+                          models::BatchShape& out) const;
 
   // --- queue and admission (used by batch schedulers) ---
   void enqueue_back(std::uint32_t r);
@@ -244,6 +273,9 @@ class Lane {
 
   // Derived per-request figures while decoding (see request_state.h).
   std::uint64_t steps_done(const RequestState& s) const { return step_ - s.join_step; }
+  std::uint64_t decode_context(const RequestState& s) const {
+    return s.prefill_target + steps_done(s) + s.accepted;
+  }
   std::int64_t decode_blocks(const RequestState& s) const;
 
  private:
@@ -278,6 +310,13 @@ class Lane {
   // release of its references; eviction of unreferenced cached blocks until `need` are free.
   std::int64_t own_blocks(const RequestState& s, std::uint64_t tokens) const {
     return static_cast<std::int64_t>(blocks_for(tokens)) - s.shared_blocks;
+  }
+  // Speculative decoding: prepare_decode_step's walk (draws, blocks, capped sums), and the blocks
+  // a decoding request's drawn tokens take.
+  std::uint32_t prepare_speculative_step(std::vector<Preemption>& preempted);
+  std::int64_t gain_blocks(const RequestState& s) const {
+    const std::uint64_t ctx = decode_context(s);
+    return static_cast<std::int64_t>(blocks_for(ctx + s.gain)) - blocks_for(ctx);
   }
   void cache_prompt(std::uint32_t r);
   void drop_cached(std::uint32_t r);
@@ -325,6 +364,20 @@ class Lane {
   std::int64_t hit_tokens_untaken_ = 0;
   bool swap_ = false;
   std::int64_t swap_tokens_ = 0;
+
+  // Attention-DP ranks (0: the batch splits evenly) and their decoding requests and contexts.
+  int ranks_ = 0;
+  bool least_kv_ = true;
+  std::uint32_t next_rank_ = 0;
+  std::vector<std::uint32_t> rank_count_;
+  std::vector<std::uint64_t> rank_ctx_;
+
+  int verify_width_ = 1;        // 1 + draft tokens; 1 without speculative decoding
+  std::vector<double> reach_;   // P(accepted >= i), i = 1 .. draft tokens
+  Rng spec_rng_{0};
+  std::int64_t step_accepted_ = 0;
+  // Sums of min(context + 1, cap) of the step in flight (speculative lanes; window, top-k).
+  std::uint64_t spec_window_ = 0, spec_topk_ = 0;
 };
 
 template <class F>

@@ -212,27 +212,85 @@ const IterationCostModel::TokenLinear& IterationCostModel::linear(std::int64_t t
   return e;
 }
 
+void IterationCostModel::set_speculative(int draft_tokens, std::int64_t max_sequences) {
+  SERVESIM_CHECK(draft_tokens >= 0 && max_sequences >= 0);
+  verify_width_ = draft_tokens + 1;
+  linear_.resize(linear_.size() + static_cast<std::size_t>(draft_tokens * max_sequences));
+  draft_tokens_ps_.assign(static_cast<std::size_t>(max_sequences) + 1, -1);
+}
+
+std::int64_t IterationCostModel::draft_ps(const models::BatchShape& verify) {
+  // One draft step: every decode sequence puts one token through the MTP module, attending over
+  // its context (the verification's, which includes the token it drafts from).
+  const double n = verify.decode_seqs / verify_width_;
+  const auto sequences = static_cast<std::int64_t>(n);
+  SERVESIM_CHECK(sequences >= 0 && static_cast<std::size_t>(sequences) < draft_tokens_ps_.size());
+  models::BatchShape d;
+  d.tokens = d.logits = d.decode_seqs = n;
+  std::int64_t& token_ps = draft_tokens_ps_[static_cast<std::size_t>(sequences)];
+  if (token_ps < 0) {
+    const models::MtpDraftOps o = models::mtp_draft_ops(model_, plan_, load_, d, rates_);
+    const models::CostModel& cm = *cost_model_;
+    auto ps = [&](const models::Operator& op) { return to_ps(cm.seconds(op)); };
+    auto comm = [&](const models::CommOp& c, const GroupSpan& span) {
+      return to_ps(comm_.seconds(c.collective, span, c.bytes));
+    };
+    const models::LayerTokenOps& l = o.layer;
+    token_ps = ps(o.eh_proj) + ps(l.qkv) + ps(l.out) + ps(l.dequant_attention) +
+               comm(l.attention_reduce, tp_span_) + ps(o.lm_head);
+    if (o.moe_layer) {
+      token_ps += ps(l.router) + ps(l.moe_experts) + ps(l.shared_mlp) + ps(l.moe_elementwise) +
+                  ps(l.dequant_moe) + comm(l.moe_reduce, tp_span_) + comm(l.moe_dispatch, moe_span_) +
+                  comm(l.moe_combine, moe_span_);
+    } else {
+      token_ps += ps(l.dense_mlp) + ps(l.dense_elementwise) + ps(l.dequant_dense) +
+                  comm(l.dense_reduce, tp_span_);
+    }
+  }
+  // Its attention: full (or DSA-sparse) over the context, as the model's decode attention.
+  d.decode_kv_tokens = verify.decode_kv_tokens;
+  d.decode_kv_topk = verify.decode_kv_topk;
+  const models::CostModel& cm = *cost_model_;
+  std::int64_t attention = to_ps(decode_full_.seconds(d, cm));
+  if (has_mla_) attention += to_ps(absorb_.seconds(d, cm));
+  if (has_dsa_) attention += to_ps(indexer_decode_.seconds(d, cm));
+  if (plan_.cp > 1) attention += to_ps(comm_.seconds(cp_decode_.base.collective, cp_span_, cp_decode_.bytes(d)));
+  return (verify_width_ - 1) * (token_ps + attention);
+}
+
 void IterationCostModel::cost(const models::BatchShape& b, std::int64_t sequences,
-                              std::int64_t* stage_ps, ComponentTimes& c) {
+                              std::int64_t* stage_ps, ComponentTimes& c,
+                              const models::BatchShape* busiest) {
   using models::OpKind;
   const TokenLinear& lin = linear(static_cast<std::int64_t>(b.tokens));
   const models::CostModel& cm = *cost_model_;
   const bool prefill = b.prefill_tokens > 0, decode = b.decode_seqs > 0;
   // An operator with nothing to do launches no kernel.
   auto run = [&](const AffineOp& op) { return to_ps(op.seconds(b, cm)); };
+  // Decode attention: with speculative decoding each sequence's KV is read once for its w queries
+  // (header): w times the FLOPs of one query.
+  const bool verify = decode && verify_width_ > 1;
+  auto run_decode_at = [&](const AffineOp& op, const models::BatchShape& shape) {
+    if (!verify) [[likely]] return to_ps(op.seconds(shape, cm));
+    models::Operator o = op.at(shape);
+    o.flops *= verify_width_;
+    o.batch /= verify_width_;
+    return to_ps(cm.seconds(o));
+  };
+  auto run_decode = [&](const AffineOp& op) { return run_decode_at(op, b); };
   const std::int64_t attn_prefill_full = prefill ? run(prefill_full_) : 0;
-  const std::int64_t attn_decode_full = decode ? run(decode_full_) : 0;
+  const std::int64_t attn_decode_full = decode ? run_decode(decode_full_) : 0;
   std::int64_t attn_prefill_window = 0, attn_decode_window = 0;
   if (has_window_) {
     attn_prefill_window = prefill ? run(prefill_window_) : 0;
-    attn_decode_window = decode ? run(decode_window_) : 0;
+    attn_decode_window = decode ? run_decode(decode_window_) : 0;
   }
   std::int64_t up_projection = 0, absorb = 0, indexer = 0;
   if (has_mla_) {
     up_projection = prefill && !has_dsa_ ? run(up_projection_) : 0;
     absorb = decode || (prefill && absorb_in_prefill_) ? run(absorb_) : 0;
   }
-  if (has_dsa_) indexer = (prefill ? run(indexer_prefill_) : 0) + (decode ? run(indexer_decode_) : 0);
+  if (has_dsa_) indexer = (prefill ? run(indexer_prefill_) : 0) + (decode ? run_decode(indexer_decode_) : 0);
   std::int64_t cp = 0;
   if (plan_.cp > 1) {
     if (prefill) {
@@ -241,6 +299,20 @@ void IterationCostModel::cost(const models::BatchShape& b, std::int64_t sequence
       cp += to_ps(comm_.seconds(models::Collective::kP2p, cp_span_, std::min(kv, q)));
     }
     if (decode) cp += to_ps(comm_.seconds(cp_decode_.base.collective, cp_span_, cp_decode_.bytes(b)));
+  }
+  // Attention-DP imbalance: the busiest rank's decode attention kernels beyond the even split's,
+  // per full layer, per window layer and per layer (absorption, indexer, CP exchange).
+  std::int64_t excess_full = 0, excess_window = 0, excess_layer = 0;
+  if (busiest != nullptr && decode) [[unlikely]] {
+    const models::BatchShape& w = *busiest;
+    excess_full = run_decode_at(decode_full_, w) - attn_decode_full;
+    if (has_window_) excess_window = run_decode_at(decode_window_, w) - attn_decode_window;
+    if (has_mla_) excess_layer += to_ps(absorb_.seconds(w, cm)) - absorb;
+    if (has_dsa_) excess_layer += run_decode_at(indexer_decode_, w) - run_decode(indexer_decode_);
+    if (plan_.cp > 1) {
+      excess_layer += to_ps(comm_.seconds(cp_decode_.base.collective, cp_span_, cp_decode_.bytes(w))) -
+                      to_ps(comm_.seconds(cp_decode_.base.collective, cp_span_, cp_decode_.bytes(b)));
+    }
   }
   const std::int64_t per_layer = lin.per_layer + up_projection + absorb + indexer + cp;
   const std::int64_t per_full = attn_prefill_full + attn_decode_full;
@@ -251,6 +323,7 @@ void IterationCostModel::cost(const models::BatchShape& b, std::int64_t sequence
   const Duration host = chip_.efficiency.iteration_overhead +
                         chip_.efficiency.sequence_overhead * rank_sequences;
   const std::int64_t lm_head = b.logits > 0 ? run(lm_head_) : 0;
+  const std::int64_t draft = verify ? draft_ps(b) : 0;
   const double chip_tokens = models::tokens_per_chip(plan_, b.tokens);
 
   c.fill(0);
@@ -258,7 +331,8 @@ void IterationCostModel::cost(const models::BatchShape& b, std::int64_t sequence
   for (int s = 0; s < plan_.pp; ++s) {
     const StageLayers& l = stage_layers_[static_cast<std::size_t>(s)];
     std::int64_t t = l.layers * per_layer + l.dense * lin.per_dense + l.moe * lin.per_moe +
-                     l.full * per_full + l.window * per_window;
+                     l.full * per_full + l.window * per_window +
+                     l.full * excess_full + l.window * excess_window + l.layers * excess_layer;
     if (tbo_ && l.moe > 0 && b.tokens >= 2 && lin.per_moe_a2a > 0) [[unlikely]] {
       // Two-batch overlap (header): per MoE layer max(C, A) instead of C + A, and half of
       // min(C, A) exposed once per stage.
@@ -280,7 +354,7 @@ void IterationCostModel::cost(const models::BatchShape& b, std::int64_t sequence
       exposed_host = t - gpu;
     }
     if (s == plan_.pp - 1) {
-      t += lm_head;
+      t += lm_head + draft;
     } else {
       const auto hop = static_cast<std::size_t>(s);
       const std::int64_t send =
@@ -293,6 +367,8 @@ void IterationCostModel::cost(const models::BatchShape& b, std::int64_t sequence
   const StageLayers& n = total_;
   c[idx(OpKind::kScheduling)] = exposed_host;
   c[idx(OpKind::kLmHead)] = lm_head;
+  c[idx(OpKind::kMtpDraft)] = draft;
+  c[idx(OpKind::kImbalance)] = n.full * excess_full + n.window * excess_window + n.layers * excess_layer;
   c[idx(OpKind::kPpSend)] = sends;
   c[idx(OpKind::kGemmQkv)] = lin.qkv + n.layers * up_projection;
   c[idx(OpKind::kGemmOut)] = lin.out + n.layers * absorb;

@@ -30,6 +30,19 @@
 // time comes off the ep_dispatch / ep_combine components, so the breakdown shows the exposed
 // all-to-all. Each micro-batch is costed as half of the batch (no loss of GEMM efficiency from
 // halving is modelled); a batch of one token does not split.
+//
+// Speculative decoding with MTP (set_speculative; DeepSeek-V3 report sections 2.2 and 5.4.3):
+// the lane hands a verification batch, each decode sequence with w = k + 1 query tokens
+// (BatchShape::decode_seqs and tokens count query tokens: the GEMMs, the MLA absorption, the LM
+// head and the query bytes see w n tokens). Decode attention and the DSA decode indexer read each
+// sequence's KV once for its w queries: their FLOPs are w times those of one query, their KV bytes
+// unchanged (FlashMLA-style kernels with several queries per sequence; the causal extra of the
+// drafts among themselves, k (k + 1) / 2 pairs per sequence, is ignored). Then the MTP module
+// drafts the next k tokens in k sequential steps of one token per sequence: per step the
+// operators of models::mtp_draft_ops (eh_proj, one decoder layer like the last, its attention
+// over the context, the shared LM head), token operators memoised per sequence count. The draft
+// time runs on the last stage after the LM head and is the component `mtp_draft`; two-batch
+// overlap does not hide it. Prefill chunks draft nothing.
 #pragma once
 
 #include <array>
@@ -56,11 +69,21 @@ class IterationCostModel {
 
   // Writes the time of each stage to stage_ps[0 .. pp) and the time per component, summed over
   // stages, to components. `sequences` counts the batch's sequences (for host overhead).
+  // `busiest` (attention-DP per-rank batches, Lane::busiest_rank_shape): the batch's decode part
+  // as its busiest rank sees it; the decode attention kernels of every layer (attention, MLA
+  // absorption, DSA indexer, CP exchange) then take that rank's time, and the excess over the
+  // even split is the component `imbalance` (the other ranks wait for it before the MoE
+  // dispatch). Token operators and the all-to-all stay as for the whole batch.
   void cost(const models::BatchShape& batch, std::int64_t sequences, std::int64_t* stage_ps,
-            ComponentTimes& components);
+            ComponentTimes& components, const models::BatchShape* busiest = nullptr);
 
   int stages() const { return plan_.pp; }
   void set_two_batch_overlap(bool on) { tbo_ = on; }
+  // Verification of `draft_tokens` drafts per decode sequence and the MTP draft steps (header);
+  // max_sequences bounds the decode sequences of a batch (the token table grows by
+  // draft_tokens x max_sequences).
+  void set_speculative(int draft_tokens, std::int64_t max_sequences);
+  int verify_width() const { return verify_width_; }
   const models::CostModel& cost_model() const { return *cost_model_; }
 
  private:
@@ -133,6 +156,11 @@ class IterationCostModel {
   bool absorb_in_prefill_ = false;  // DSA models absorb prefill queries too
   bool has_window_ = false, has_mla_ = false, has_dsa_ = false, emulated_ = false;
   bool tbo_ = false;
+  // Speculative decoding: query tokens per decode sequence (1: off), and the token operators of
+  // one MTP draft step by sequence count (ps, -1: not computed yet).
+  int verify_width_ = 1;
+  std::vector<std::int64_t> draft_tokens_ps_;
+  std::int64_t draft_ps(const models::BatchShape& verify);
   std::vector<double> send_alpha_s_, send_s_per_token_;  // per pipeline hop
 };
 

@@ -12,6 +12,9 @@
 //   KV tokens    join_ctx + d, in ceil((join_ctx + d) / block) blocks
 //   tokens out   generated + d
 // and it needs a new block at step s exactly when (join_ctx + s - join_step) % block == 0.
+// With speculative decoding (Lane::enable_speculative) a step emits 1 + accepted tokens: the
+// drafts accepted so far in the stint are `accepted`, added to the KV tokens and tokens out above,
+// and the lane walks its running list each step (no phase classes, no finishing steps ahead).
 #pragma once
 
 #include <cstdint>
@@ -46,7 +49,12 @@ struct RequestState {
   // blocks (shared with the cache, not its own).
   std::uint32_t cached_segments = 0;
   std::uint32_t shared_blocks = 0;
+  // Speculative decoding: drafts accepted in the current decode stint, and the tokens the step in
+  // flight emits (1 + its accepted drafts; drawn when the step is prepared, 0 outside a step).
+  std::uint32_t accepted = 0;
+  std::uint32_t gain = 0;
   std::uint16_t lane = 0;
+  std::uint16_t rank = 0;            // attention-DP rank while decoding (Lane::enable_rank_balance)
   std::uint16_t cls = 0;             // workload class
   Phase phase = Phase::kNew;
   bool swapped = false;              // its KV waits in host memory (swap preemption)

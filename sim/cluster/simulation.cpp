@@ -60,6 +60,13 @@ Simulation::Simulation(const SimulationConfig& config, metrics::Recorder& record
                                                      pc.moe_routing, pc.cost_model,
                                                      pc.scheduler.max_batched_tokens);
     pool.cost->set_two_batch_overlap(pc.two_batch_overlap);
+    const SpeculativeConfig& spec = pc.speculative;
+    std::vector<double> reach;  // P(accepted >= i): products of the conditional rates
+    if (spec.enabled() && pc.kind != PoolRole::kEncode) {
+      pool.cost->set_speculative(spec.draft_tokens, pc.scheduler.max_batch_size);
+      double p = 1;
+      for (const double a : spec.acceptance) reach.push_back(p *= a);
+    }
     if (pc.kind == PoolRole::kEncode) pool.encode_cost = models::make_cost_model(pc.cost_model, pc.chip);
     pool.scheduler = make_batch_scheduler(pc.scheduler);
     pool.router = make_router(pc.router, static_cast<std::uint32_t>(pc.instances), config_.seed,
@@ -100,6 +107,16 @@ Simulation::Simulation(const SimulationConfig& config, metrics::Recorder& record
                                 cap.watermark_blocks, pc.scheduler.max_batch_size,
                                 config_.model.window.window, config_.model.dsa.top_k);
         if (pool.swap_s_per_token > 0) inst.lanes.back().enable_swap();
+        if (pc.attention_dp != AttentionDpBalance::kEven && pc.plan.dp > 1) {
+          inst.lanes.back().enable_rank_balance(pc.plan.dp,
+                                                pc.attention_dp == AttentionDpBalance::kLeastKv);
+        }
+        if (!reach.empty()) {
+          inst.lanes.back().enable_speculative(
+              spec.draft_tokens, reach,
+              Rng(config_.seed, "speculative/" + pc.name + "/" + std::to_string(i) + "/" +
+                                    std::to_string(l)));
+        }
         if (pool.caching) {
           inst.lanes.back().enable_prefix_cache(
               static_cast<std::int64_t>(pc.prefix_cache.capacity_fraction *
@@ -123,8 +140,11 @@ Simulation::Simulation(const SimulationConfig& config, metrics::Recorder& record
   flow_ranks_ = rank_flows_symmetric();
   if (decode_pool_ >= 0) {
     const Pool& dp = pools_[static_cast<std::size_t>(decode_pool_)];
+    // Runs assume one token per request per step and an even split over the dp ranks: off with
+    // speculative decoding or per-rank batches.
     runs_ = config_.decode_steps_per_event > 1 && !series_ && !trace_ && dp.free_kv &&
-            dp.config->plan.pp == 1;
+            dp.config->plan.pp == 1 && !dp.config->speculative.enabled() &&
+            dp.config->attention_dp == AttentionDpBalance::kEven;
   }
   const auto& classes = config_.workload.classes;
   SERVESIM_CHECK(config_.class_slo.empty() || config_.class_slo.size() == classes.size());
@@ -945,8 +965,9 @@ void Simulation::handle(const BatchFinished& e) {
 
   std::int64_t done_tokens = 0;
   if (batch.decodes > 0) {
-    decode_step_ended(pool, lane, batch.components.data(), now_);
-    done_tokens += batch.decodes;
+    const std::int64_t accepted = decode_step_ended(pool, lane, batch.components.data(), now_);
+    done_tokens += batch.decodes + accepted;
+    emitted += accepted;
     for (const std::uint32_t r : finished_) complete(r);
   }
   for (const Chunk& c : batch.chunks) {
@@ -1033,18 +1054,22 @@ SimTime Simulation::plan_run(std::uint32_t index, Lane& lane, SimTime first_end)
   return t;
 }
 
-void Simulation::decode_step_ended(const Pool& pool, Lane& lane, const std::int64_t* components,
-                                   SimTime end) {
+std::int64_t Simulation::decode_step_ended(const Pool& pool, Lane& lane,
+                                           const std::int64_t* components, SimTime end) {
   const std::uint32_t decodes = lane.batch().decodes;
-  recorder_.decode_iteration(pool.metrics_id, components, decodes);
+  // Speculative decoding: the accepted drafts are emitted with the step's own tokens (gaps of 0).
+  const std::int64_t accepted = lane.step_accepted();
+  recorder_.decode_iteration(pool.metrics_id, components, decodes + accepted);
   lane.decode_gaps(end, decodes, [this](Duration gap, std::int64_t count) {
     recorder_.inter_token_gap(gap, count);
   });
+  if (accepted > 0) recorder_.inter_token_gap(Duration::zero(), accepted);
   // Requests whose KV came from a prefill instance: this step emitted their first token.
   for (const std::uint32_t r : lane.fresh()) first_token_of(r, true, end);
   lane.clear_fresh();
   finished_.clear();
   lane.finish_decode_step(finished_);
+  return accepted;
 }
 
 void Simulation::apply_run_step(std::uint32_t index) {
@@ -1208,7 +1233,9 @@ void Simulation::try_dispatch(std::uint32_t index) {
 
     const models::BatchShape shape = lane.shape(batch);
     const auto sequences = static_cast<std::int64_t>(batch.decodes + batch.chunks.size());
-    pool.cost->cost(shape, sequences, stage_ps_.data(), batch.components);
+    models::BatchShape busiest;
+    const bool uneven = lane.busiest_rank_shape(shape, batch, busiest);
+    pool.cost->cost(shape, sequences, stage_ps_.data(), batch.components, uneven ? &busiest : nullptr);
     if (pool.swap_s_per_token > 0) [[unlikely]] add_swap_time(pool, lane, batch);
     // Pipeline: stage k starts when stage k - 1 handed over and stage k finished its previous
     // micro-batch.

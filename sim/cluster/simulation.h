@@ -174,7 +174,9 @@ class Simulation {
   void apply_run_step(std::uint32_t instance);
   // The decode part of a step of `lane`'s batch that ended at `end` (metrics, gaps, first tokens of
   // fresh requests, the lane's step); the requests that finished are left in finished_.
-  void decode_step_ended(const Pool& pool, Lane& lane, const std::int64_t* components, SimTime end);
+  // Returns the drafts the step accepted (speculative decoding: its tokens beyond one per request).
+  std::int64_t decode_step_ended(const Pool& pool, Lane& lane, const std::int64_t* components,
+                                 SimTime end);
   void settle_run(std::uint32_t instance, SimTime t);
   void cut_run(std::uint32_t instance);
   void end_run(std::uint32_t instance);

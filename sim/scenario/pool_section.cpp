@@ -55,6 +55,87 @@ std::vector<std::string> format_problems(const models::ModelSpec& model, const m
   return out;
 }
 
+// `pools[].speculative` (sim/cluster/config.h, SpeculativeConfig) into p.speculative; false when
+// it had problems (reported).
+bool read_speculative(MapReader& c, cluster::PoolConfig& p, const PoolMarks& marks,
+                      const std::optional<models::ModelSpec>& model) {
+  Document& doc = c.doc();
+  const auto method = c.choice("method", {"mtp", "none"}, "mtp");
+  const Field method_field = field_or(c, "method");
+  if (method && *method == "none") {
+    // Off (an A/B switch for --set): the other keys are not read.
+    c.ignore_unknown_keys();
+    c.finish();
+    return true;
+  }
+  const auto k = c.integer("draft_tokens", 1, 16, std::nullopt);
+  const Field k_field = field_or(c, "draft_tokens");
+  bool good = method && k && c.valid();
+  std::vector<double> acceptance;
+  auto af = c.find("acceptance");
+  auto bad_rate = [&](const YAML::Node& n, const std::string& at, double& v) {
+    if (n.IsScalar() && parse_double(n.Scalar(), v) && v >= 0 && v <= 1) return false;
+    doc.error(n.Mark(), at, "expected an acceptance rate between 0 and 1, got " + describe(n));
+    return true;
+  };
+  if (!af) {
+    c.missing("acceptance",
+              "the probability that a draft is accepted given that the drafts before it were: a "
+              "number for every position, or a list of draft_tokens numbers");
+    good = false;
+  } else if (af->node.IsSequence()) {
+    Json& list = c.echo()["acceptance"];
+    list = Json::array();
+    for (std::size_t i = 0; i < af->node.size(); ++i) {
+      double v = 0;
+      if (bad_rate(af->node[i], index_path(af->path, i), v)) good = false;
+      acceptance.push_back(v);
+      list.push_back(v);
+    }
+    if (k && acceptance.size() != static_cast<std::size_t>(*k)) {
+      doc.error(af->mark, af->path,
+                "expected one acceptance rate per draft position (draft_tokens = " +
+                    std::to_string(*k) + "), got " + std::to_string(acceptance.size()));
+      good = false;
+    }
+  } else {
+    double v = 0;
+    if (bad_rate(af->node, af->path, v)) good = false;
+    c.echo()["acceptance"] = v;
+    if (k) acceptance.assign(static_cast<std::size_t>(*k), v);
+  }
+  c.finish();
+  good = good && c.valid();
+  if (method && model && model->mtp_layers <= 0) {
+    doc.error(method_field.mark, method_field.path,
+              "mtp drafts with the model's multi-token-prediction module, and " + model->name +
+                  " has none (model.mtp_layers is 0)");
+    good = false;
+  }
+  if (p.kind == cluster::PoolRole::kPrefill || p.kind == cluster::PoolRole::kEncode) {
+    doc.error(c.mark(), c.path(),
+              "speculative decoding speeds up decode iterations: it is for combined and decode "
+              "pools, not " + p.role + " pools");
+    good = false;
+  }
+  if (k && marks.scheduler_ok &&
+      p.scheduler.max_batched_tokens < (*k + 1) * p.scheduler.max_batch_size) {
+    doc.error(k_field.mark, k_field.path,
+              "each decode verifies its " + std::to_string(*k) + " draft token(s) too, so a full "
+              "batch of " + std::to_string(p.scheduler.max_batch_size) + " decodes takes " +
+                  std::to_string((*k + 1) * p.scheduler.max_batch_size) +
+                  " tokens, above scheduler.max_batched_tokens (" +
+                  std::to_string(p.scheduler.max_batched_tokens) +
+                  "): raise the budget or lower max_batch_size");
+    good = false;
+  }
+  if (!good) return false;
+  p.speculative.method = cluster::SpeculativeMethod::kMtp;
+  p.speculative.draft_tokens = static_cast<int>(*k);
+  p.speculative.acceptance = std::move(acceptance);
+  return true;
+}
+
 }  // namespace
 
 cluster::PoolConfig read_pool(Document& doc, const YAML::Node& node,
@@ -126,6 +207,25 @@ cluster::PoolConfig read_pool(Document& doc, const YAML::Node& node,
       ok = false;
     }
     if (tbo) p.two_batch_overlap = *tbo; else ok = false;
+    if (par.has("attention_dp")) {
+      // Attention-DP per-rank batches (sim/cluster/config.h, AttentionDpBalance); read only when
+      // given, so that scenarios without it echo nothing new.
+      const Field adp_field = field_or(par, "attention_dp");
+      const auto adp = par.choice("attention_dp", {"even", "least_kv", "round_robin"}, "even");
+      if (adp) {
+        p.attention_dp = *adp == "least_kv"      ? cluster::AttentionDpBalance::kLeastKv
+                         : *adp == "round_robin" ? cluster::AttentionDpBalance::kRoundRobin
+                                                 : cluster::AttentionDpBalance::kEven;
+        if (p.attention_dp != cluster::AttentionDpBalance::kEven && dp && *dp <= 1) {
+          doc.error(adp_field.mark, adp_field.path,
+                    "attention_dp spreads decoding requests over the attention data-parallel "
+                    "ranks: it needs parallel.dp > 1");
+          ok = false;
+        }
+      } else {
+        ok = false;
+      }
+    }
     par.finish();
     marks.plan_ok = tp && pp && dp && ep && moe_tp && cp && redundant && par.valid();
     if (marks.plan_ok) {
@@ -316,6 +416,11 @@ cluster::PoolConfig read_pool(Document& doc, const YAML::Node& node,
                 "prefix_cache (prefix_cache: {enabled: true})");
       ok = false;
     }
+  }
+  if (auto f = m.find("speculative")) {
+    // Read only when given, so that scenarios without it echo nothing new.
+    MapReader c(doc, f->node, f->mark, child_path(path, "speculative"), echo["speculative"]);
+    if (!read_speculative(c, p, marks, model)) ok = false;
   }
   read_placement(m, p, marks);
   m.finish();

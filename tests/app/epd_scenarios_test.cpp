@@ -19,10 +19,12 @@ using namespace servesim;
 
 namespace {
 
-nlohmann::json run_scenario(const std::string& name) {
+nlohmann::json run_scenario(const std::string& name, const std::string& set = "") {
   const std::string file = std::string(SERVESIM_SOURCE_DIR) + "/scenarios/epd/" + name + ".yaml";
   std::ostringstream out, err;
-  const int code = app::run_cli({"run", file, "--reproducible", "--json", "-"}, out, err);
+  std::vector<std::string> args = {"run", file, "--reproducible", "--json", "-"};
+  if (!set.empty()) args.insert(args.end(), {"--set", set});
+  const int code = app::run_cli(args, out, err);
   REQUIRE_MESSAGE(code == 0, err.str());
   return nlohmann::json::parse(out.str());
 }
@@ -182,4 +184,27 @@ TEST_CASE("EPD transfers: every rank pair keeps its flow where the fabric can bi
   metrics::RunMetrics m;
   cluster::Simulation sim(config, m);
   CHECK(sim.flow_ranks() == 8);
+}
+
+TEST_CASE("EPD scenarios: MTP on the DeepSeek-V3 decode pool emits 1 + a tokens per decode step") {
+  // Decode pool with k = 1, a = 0.85: a request gains 1.85 tokens per step on average, so its
+  // TPOT is the step time / 1.85 (the first_decode part of TTFT is one step of the same batch
+  // mix); without MTP, TPOT is the step time. The steps cost more with MTP (two query tokens
+  // per request and the draft), never less.
+  const auto on = run_scenario("deepseek_v3_h800");
+  const auto off = run_scenario("deepseek_v3_h800", "deployment.pools[1].speculative.method=none");
+  const auto& s_on = on["summary"];
+  const auto& s_off = off["summary"];
+  const double step_on = s_on["ttft_breakdown_ms"]["first_decode"].get<double>();
+  const double step_off = s_off["ttft_breakdown_ms"]["first_decode"].get<double>();
+  CHECK(s_on["tpot_ms"]["mean"].get<double>() * 1.85 == doctest::Approx(step_on).epsilon(0.02));
+  CHECK(s_off["tpot_ms"]["mean"].get<double>() == doctest::Approx(step_off).epsilon(0.02));
+  CHECK(step_on > step_off);
+  CHECK(s_on["tpot_breakdown_ms"]["mtp_draft"].get<double>() > 0);
+  CHECK(s_off["tpot_breakdown_ms"].value("mtp_draft", 0.0) == 0.0);
+  CHECK(s_on["throughput"]["output_tokens_per_s"].get<double>() >
+        s_off["throughput"]["output_tokens_per_s"].get<double>());
+  // The prefill side is untouched.
+  CHECK(s_on["ttft_breakdown_ms"]["prefill"].get<double>() ==
+        doctest::Approx(s_off["ttft_breakdown_ms"]["prefill"].get<double>()));
 }

@@ -74,48 +74,96 @@ std::int64_t completed_output_tokens(const metrics::RunMetrics& m) {
   return n;
 }
 
+// The same deployment with speculative decoding (k = 1..3 drafts, random acceptance) on its
+// decoding pool, and per-rank attention-DP batches (dp = 2) when `ranks` (the plan's chips then
+// double, so only where no cluster was placed). Draws from its own stream.
+cluster::SimulationConfig with_speculation(cluster::SimulationConfig config, int trial, bool ranks) {
+  Rng rng(static_cast<std::uint64_t>(trial), "speculative-variant");
+  cluster::PoolConfig& p = config.pools.back();
+  const auto kv_tokens =
+      static_cast<double>(cluster::pool_capacity(config.model, p).memory.kv_tokens_per_group);
+  cluster::SpeculativeConfig& spec = p.speculative;
+  spec.method = cluster::SpeculativeMethod::kMtp;
+  spec.draft_tokens = static_cast<int>(rng.uniform_int(1, 3));
+  spec.acceptance.clear();
+  for (int i = 0; i < spec.draft_tokens; ++i) spec.acceptance.push_back(rng.uniform01());
+  config.model.mtp_layers = 1;
+  p.scheduler.max_batched_tokens =
+      std::max(p.scheduler.max_batched_tokens, (spec.draft_tokens + 1) * p.scheduler.max_batch_size);
+  if (ranks) {
+    p.plan.dp = 2;
+    p.attention_dp = rng.uniform_int(0, 1) ? cluster::AttentionDpBalance::kLeastKv
+                                           : cluster::AttentionDpBalance::kRoundRobin;
+  }
+  // The same KV tokens per dp group as before (the MTP layer and the larger budget take memory).
+  // size_kv_tokens sizes by the first stage; with pp > 1 the last one also holds the MTP layer,
+  // so the memory grows until that stage holds them too.
+  test::size_kv_tokens(p, config.model, kv_tokens);
+  for (int i = 0; i < 8; ++i) {
+    const models::MemoryPlan got = cluster::pool_capacity(config.model, p).memory;
+    if (static_cast<double>(got.kv_tokens_per_group) >= kv_tokens) break;
+    p.chip.memory = Bytes{p.chip.memory.value + (kv_tokens + 16) * got.kv_bytes_per_token + 65536.0};
+  }
+  return config;
+}
+
+std::int64_t component(const metrics::RunMetrics& m, models::OpKind k) {
+  std::int64_t ps = 0;
+  for (const auto& pool : m.pools()) ps += pool.component_ps[static_cast<std::size_t>(k)];
+  return ps;
+}
+
 }  // namespace
 
 TEST_CASE("Invariants: over random small scenarios every request is accounted for and KV is conserved") {
   Rng rng(20261130, "invariants");
-  int with_preemptions = 0, with_rejections = 0, with_horizon = 0;
+  int with_preemptions = 0, with_rejections = 0, with_horizon = 0, drafted = 0, uneven = 0;
   for (int trial = 0; trial < 300; ++trial) {
     CAPTURE(trial);
-    const auto config = random_config(rng);
-    metrics::RunMetrics m;
-    cluster::Simulation sim(config, m);
-    sim.set_paranoid(true);
-    const auto result = sim.run();
-    const auto s = metrics::summarize(m, result.end, {});
-    // Requests are conserved: every arrival ended completed, rejected or in flight.
-    CHECK(s.arrived == s.completed + s.rejected + s.in_flight);
-    if (config.horizon) {
-      // Arrivals stop at the horizon, so fewer may come than asked for.
-      ++with_horizon;
-      CHECK(s.arrived <= config.workload.requests);
-    } else {
-      // Without a horizon the run ends only when nothing is left: all requests came and went,
-      // every KV block was freed and every router load went back to zero.
-      CHECK(s.arrived == config.workload.requests);
-      CHECK(s.in_flight == 0);
-      CHECK(sim.drained());
-      for (int i = 0; i < config.pools[0].instances; ++i) CHECK(sim.instance_load(static_cast<std::uint32_t>(i)) == 0);
-      // Tokens are conserved: each completed request emitted exactly its output tokens.
-      const std::int64_t expected_tokens = completed_output_tokens(m);
-      CHECK(m.output_tokens() == expected_tokens);
-    }
-    for (const auto& r : m.requests()) {
-      if (r.status == metrics::RequestStatus::kCompleted) {
-        CHECK(r.arrival <= r.first_token);
-        CHECK(r.first_token <= r.completion);
+    const auto base = random_config(rng);
+    // Every third trial also runs with speculative decoding and per-rank attention-DP batches.
+    for (int variant = 0; variant < (trial % 3 == 0 ? 2 : 1); ++variant) {
+      CAPTURE(variant);
+      const auto config = variant == 0 ? base : with_speculation(base, trial, true);
+      metrics::RunMetrics m;
+      cluster::Simulation sim(config, m);
+      sim.set_paranoid(true);
+      const auto result = sim.run();
+      const auto s = metrics::summarize(m, result.end, {});
+      // Requests are conserved: every arrival ended completed, rejected or in flight.
+      CHECK(s.arrived == s.completed + s.rejected + s.in_flight);
+      if (config.horizon) {
+        // Arrivals stop at the horizon, so fewer may come than asked for.
+        ++with_horizon;
+        CHECK(s.arrived <= config.workload.requests);
+      } else {
+        // Without a horizon the run ends only when nothing is left: all requests came and went,
+        // every KV block was freed and every router load went back to zero.
+        CHECK(s.arrived == config.workload.requests);
+        CHECK(s.in_flight == 0);
+        CHECK(sim.drained());
+        for (int i = 0; i < config.pools[0].instances; ++i) CHECK(sim.instance_load(static_cast<std::uint32_t>(i)) == 0);
+        // Tokens are conserved: each completed request emitted exactly its output tokens.
+        const std::int64_t expected_tokens = completed_output_tokens(m);
+        CHECK(m.output_tokens() == expected_tokens);
       }
+      for (const auto& r : m.requests()) {
+        if (r.status == metrics::RequestStatus::kCompleted) {
+          CHECK(r.arrival <= r.first_token);
+          CHECK(r.first_token <= r.completion);
+        }
+      }
+      CHECK(s.pools[0].kv_cache_peak_fraction <= 1.0);
+      CHECK(s.pools[0].utilization <= 1.0 + 1e-9);
+      if (s.pools[0].preemptions > 0) ++with_preemptions;
+      if (s.rejected > 0) ++with_rejections;
+      if (component(m, models::OpKind::kMtpDraft) > 0) ++drafted;
+      if (component(m, models::OpKind::kImbalance) > 0) ++uneven;
     }
-    CHECK(s.pools[0].kv_cache_peak_fraction <= 1.0);
-    CHECK(s.pools[0].utilization <= 1.0 + 1e-9);
-    if (s.pools[0].preemptions > 0) ++with_preemptions;
-    if (s.rejected > 0) ++with_rejections;
   }
   // The generator must actually reach the interesting regimes.
+  CHECK(drafted > 50);
+  CHECK(uneven > 20);
   CHECK(with_preemptions > 20);
   CHECK(with_rejections > 20);
   CHECK(with_horizon > 20);
@@ -136,7 +184,7 @@ TEST_CASE("Determinism: the same configuration and seed give the same event stre
 
 TEST_CASE("Invariants: random disaggregated deployments conserve requests, tokens and KV blocks") {
   Rng rng(20261201, "epd-invariants");
-  int with_faults = 0, with_preemptions = 0, streamed = 0;
+  int with_faults = 0, with_preemptions = 0, streamed = 0, drafted = 0;
   for (int trial = 0; trial < 150; ++trial) {
     CAPTURE(trial);
     auto config = random_config(rng);
@@ -174,6 +222,8 @@ TEST_CASE("Invariants: random disaggregated deployments conserve requests, token
       config.failures.repair = Duration::picoseconds(static_cast<std::int64_t>(rng.uniform_int(1, 50)) * 1'000'000);
       ++with_faults;
     }
+    // Every other trial decodes speculatively (on the decode pool, fresh requests included).
+    if (trial % 2 == 1) config = with_speculation(config, trial, false);
     metrics::RunMetrics m;
     // A third of the runs record the time series too (its gauges CHECK they never go negative).
     if (trial % 3 == 0) m.enable_time_series();
@@ -205,7 +255,9 @@ TEST_CASE("Invariants: random disaggregated deployments conserve requests, token
       CHECK(pool.utilization <= 1.0 + 1e-9);
       if (pool.preemptions > 0) ++with_preemptions;
     }
+    if (component(m, models::OpKind::kMtpDraft) > 0) ++drafted;
   }
+  CHECK(drafted > 30);
   CHECK(with_faults > 20);
   CHECK(with_preemptions > 10);
   CHECK(streamed > 20);

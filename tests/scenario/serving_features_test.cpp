@@ -184,3 +184,75 @@ deployment:
 )" + kWorkload,
             6, 30, "deployment.pools[0].parallel.tbo", "tbo overlaps the MoE dispatch");
 }
+
+namespace {
+
+// One deepseek-v3 pool on h200-sxm with the given keys (from line 6 on), and the workload.
+std::string deepseek_pool(std::string_view keys) {
+  return "model: deepseek-v3\ndeployment:\n  pools:\n    - chip: h200-sxm\n      instances: 1\n" +
+         std::string(text_of(keys)) + kWorkload;
+}
+
+}  // namespace
+
+TEST_CASE("Scenario: pools[].speculative loads MTP with one rate for every position or a list") {
+  const auto s = servesim::scenario::load_scenario_text(text_of(deepseek_pool(R"(
+      parallel: {tp: 8}
+      scheduler: {max_batch_size: 64, max_batched_tokens: 256}
+      speculative: {method: mtp, draft_tokens: 2, acceptance: [0.9, 0.8]}
+)")), kFile, kBaseDir, {});
+  const auto& spec = s.config.pools[0].speculative;
+  CHECK(spec.enabled());
+  CHECK(spec.draft_tokens == 2);
+  REQUIRE(spec.acceptance.size() == 2);
+  // Expected accepted drafts: 0.9 + 0.9 x 0.8 = 1.62.
+  CHECK(spec.expected_accepted() == doctest::Approx(1.62));
+  CHECK(s.resolved["deployment"]["pools"][0]["speculative"]["acceptance"][1] == 0.8);
+}
+
+TEST_CASE("Scenario: mtp on a model without MTP layers is reported at the method") {
+  check_one(R"(
+model: llama-3.1-8b
+deployment:
+  pools:
+    - chip: h100-sxm
+      instances: 1
+      speculative: {method: mtp, draft_tokens: 1, acceptance: 0.8}
+)" + kWorkload,
+            6, 29, "deployment.pools[0].speculative.method", "mtp drafts with the model's");
+}
+
+TEST_CASE("Scenario: speculative acceptance lists need one rate per draft, each in [0, 1]") {
+  check_one(deepseek_pool(R"(
+      parallel: {tp: 8}
+      scheduler: {max_batch_size: 64}
+      speculative: {draft_tokens: 2, acceptance: [0.9]}
+)"),
+            8, 50, "deployment.pools[0].speculative.acceptance", "expected one acceptance rate per");
+  check_one(deepseek_pool(R"(
+      parallel: {tp: 8}
+      speculative: {draft_tokens: 1, acceptance: 1.5}
+)"),
+            7, 50, "deployment.pools[0].speculative.acceptance", "expected an acceptance rate between");
+}
+
+TEST_CASE("Scenario: a token budget below the verification of a full batch is reported at draft_tokens") {
+  // 256 decodes x (1 + 1) = 512 tokens > a budget of 384.
+  check_one(deepseek_pool(R"(
+      parallel: {tp: 8}
+      scheduler: {max_batch_size: 256, max_batched_tokens: 384}
+      speculative: {draft_tokens: 1, acceptance: 0.8}
+)"),
+            8, 35, "deployment.pools[0].speculative.draft_tokens", "each decode verifies its 1 draft");
+}
+
+TEST_CASE("Scenario: parallel.attention_dp loads per-rank batches and needs dp > 1") {
+  const auto s = servesim::scenario::load_scenario_text(text_of(deepseek_pool(R"(
+      parallel: {tp: 1, dp: 8, ep: 8, attention_dp: round_robin}
+)")), kFile, kBaseDir, {});
+  CHECK(s.config.pools[0].attention_dp == servesim::cluster::AttentionDpBalance::kRoundRobin);
+  check_one(deepseek_pool(R"(
+      parallel: {tp: 8, attention_dp: least_kv}
+)"),
+            6, 39, "deployment.pools[0].parallel.attention_dp", "attention_dp spreads decoding");
+}
