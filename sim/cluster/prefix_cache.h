@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "sim/metrics/recorder.h"
 #include "workloads/id_ring.h"
 
 namespace servesim::cluster {
@@ -60,26 +61,15 @@ struct PrefixKeys {
   std::uint64_t key(std::uint32_t i) const { return key(ids(), i); }
 };
 
-struct PrefixCacheStats {
-  std::int64_t lookups = 0;         // admissions of requests with a prefix
-  std::int64_t hits = 0;            // of those, with at least one cached segment
-  std::int64_t hit_tokens = 0;      // prompt tokens not prefilled thanks to the cache
-  std::int64_t lookup_tokens = 0;   // prompt tokens of the looked-up admissions
-  std::int64_t inserted_blocks = 0;
-  std::int64_t evicted_blocks = 0;
-  void add(const PrefixCacheStats& o) {
-    lookups += o.lookups;
-    hits += o.hits;
-    hit_tokens += o.hit_tokens;
-    lookup_tokens += o.lookup_tokens;
-    inserted_blocks += o.inserted_blocks;
-    evicted_blocks += o.evicted_blocks;
-  }
-};
+// A lane's counters are the recorder's (metrics::PrefixCacheCounts, capacity_blocks its own), so a
+// pool's figures are the sum of its lanes'.
+using PrefixCacheStats = metrics::PrefixCacheCounts;
 
 class PrefixCache {
  public:
-  explicit PrefixCache(std::int64_t capacity_blocks) : capacity_(capacity_blocks) {}
+  explicit PrefixCache(std::int64_t capacity_blocks) : capacity_(capacity_blocks) {
+    stats_.capacity_blocks = capacity_blocks;
+  }
 
   // The leading segments of `keys` that are cached, at most `max_segments` (read only), and the
   // blocks of those that no request references (evictable until pinned).

@@ -282,20 +282,12 @@ RunResult Simulation::run() {
 
   for (const Pool& pool : pools_) {
     if (!pool.caching) continue;
-    PrefixCacheStats st;
     metrics::PrefixCacheCounts c;
     for (int i = 0; i < pool.config->instances; ++i) {
       for (const Lane& lane : instances_[pool.first_instance + static_cast<std::uint32_t>(i)].lanes) {
-        st.add(lane.prefix_cache()->stats());
-        c.capacity_blocks += lane.prefix_cache()->capacity();
+        c.add(lane.prefix_cache()->stats());
       }
     }
-    c.lookups = st.lookups;
-    c.hits = st.hits;
-    c.lookup_tokens = st.lookup_tokens;
-    c.hit_tokens = st.hit_tokens;
-    c.inserted_blocks = st.inserted_blocks;
-    c.evicted_blocks = st.evicted_blocks;
     recorder_.prefix_cache(pool.metrics_id, c);
   }
   for (const Pool& pool : pools_) {

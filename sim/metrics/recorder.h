@@ -121,6 +121,15 @@ struct PrefixCacheCounts {
   std::int64_t inserted_blocks = 0;
   std::int64_t evicted_blocks = 0;
   std::int64_t capacity_blocks = 0;  // over all lanes
+  void add(const PrefixCacheCounts& o) {
+    lookups += o.lookups;
+    hits += o.hits;
+    lookup_tokens += o.lookup_tokens;
+    hit_tokens += o.hit_tokens;
+    inserted_blocks += o.inserted_blocks;
+    evicted_blocks += o.evicted_blocks;
+    capacity_blocks += o.capacity_blocks;
+  }
 };
 
 class Recorder {
