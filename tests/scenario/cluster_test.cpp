@@ -10,8 +10,12 @@
 
 #include "sim/core/errors.h"
 #include "sim/scenario/scenario.h"
+#include "tests/scenario/inline_scenario.h"
 
 namespace {
+
+using servesim::test::text_of;
+using servesim::test::with_sets;
 
 using servesim::Diagnostic;
 using servesim::InputError;
@@ -21,11 +25,6 @@ using servesim::topologies::ChipId;
 
 const std::string kFile = "cluster.yaml";
 const std::string kBaseDir = SERVESIM_SOURCE_DIR "/scenarios";
-
-std::string_view text_of(std::string_view yaml) {
-  if (!yaml.empty() && yaml.front() == '\n') yaml.remove_prefix(1);
-  return yaml;
-}
 
 std::string listing(const std::vector<Diagnostic>& ds) {
   std::string out;
@@ -50,12 +49,6 @@ std::string problems(std::string_view yaml, const LoadOptions& options = {}) {
   }
   FAIL("the scenario loaded, but an InputError was expected");
   return "";
-}
-
-LoadOptions with_sets(std::vector<std::string> sets) {
-  LoadOptions o;
-  o.sets = std::move(sets);
-  return o;
 }
 
 // Four TP-2 instances of Llama-3.1-8B on H100s; the cases add a cluster and placements.

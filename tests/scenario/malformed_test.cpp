@@ -11,8 +11,12 @@
 
 #include "sim/core/errors.h"
 #include "sim/scenario/scenario.h"
+#include "tests/scenario/inline_scenario.h"
 
 namespace {
+
+using servesim::test::text_of;
+using servesim::test::with_sets;
 
 using servesim::Diagnostic;
 using servesim::InputError;
@@ -21,25 +25,8 @@ using servesim::scenario::LoadOptions;
 const std::string kFile = "bad.yaml";
 const std::string kBaseDir = SERVESIM_SOURCE_DIR "/scenarios";
 
-std::string_view text_of(std::string_view yaml) {
-  if (!yaml.empty() && yaml.front() == '\n') yaml.remove_prefix(1);
-  return yaml;
-}
-
 std::vector<Diagnostic> diagnostics_of(std::string_view yaml, const LoadOptions& options = {}) {
-  try {
-    servesim::scenario::load_scenario_text(text_of(yaml), kFile, kBaseDir, options);
-  } catch (const InputError& e) {
-    return e.diagnostics();
-  }
-  FAIL("the scenario loaded, but an InputError was expected");
-  return {};
-}
-
-LoadOptions with_sets(std::vector<std::string> sets) {
-  LoadOptions o;
-  o.sets = std::move(sets);
-  return o;
+  return servesim::test::diagnostics_of(yaml, kFile, kBaseDir, options);
 }
 
 std::string listing(const std::vector<Diagnostic>& diagnostics) {

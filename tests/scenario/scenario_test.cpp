@@ -12,8 +12,12 @@
 #include "sim/core/errors.h"
 #include "sim/core/units.h"
 #include "sim/scenario/scenario.h"
+#include "tests/scenario/inline_scenario.h"
 
 namespace {
+
+using servesim::test::text_of;
+using servesim::test::with_sets;
 
 using servesim::Duration;
 using servesim::InputError;
@@ -23,11 +27,6 @@ using Json = nlohmann::ordered_json;
 
 const std::string kQuickstart = SERVESIM_SOURCE_DIR "/scenarios/quickstart.yaml";
 const std::string kBaseDir = SERVESIM_SOURCE_DIR "/scenarios";
-
-std::string_view text_of(std::string_view yaml) {
-  if (!yaml.empty() && yaml.front() == '\n') yaml.remove_prefix(1);
-  return yaml;
-}
 
 std::string listing(const InputError& e) {
   std::string out;
@@ -52,12 +51,6 @@ Scenario load_text(std::string_view yaml, const std::string& name, const LoadOpt
     FAIL("unexpected InputError:\n" << listing(e));
   }
   return {};
-}
-
-LoadOptions with_sets(std::vector<std::string> sets) {
-  LoadOptions o;
-  o.sets = std::move(sets);
-  return o;
 }
 
 // Only the model, one pool's chip and instance count, and the traffic are given; everything else

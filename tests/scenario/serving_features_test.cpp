@@ -11,8 +11,11 @@
 #include "sim/core/errors.h"
 #include "models/chip_spec.h"
 #include "sim/scenario/scenario.h"
+#include "tests/scenario/inline_scenario.h"
 
 namespace {
+
+using servesim::test::text_of;
 
 using servesim::Diagnostic;
 using servesim::InputError;
@@ -29,19 +32,8 @@ const std::string kWorkload = R"(workload:
     output: {distribution: fixed, value: 16}
 )";
 
-std::string_view text_of(std::string_view yaml) {
-  if (!yaml.empty() && yaml.front() == '\n') yaml.remove_prefix(1);
-  return yaml;
-}
-
 std::vector<Diagnostic> diagnostics_of(std::string_view yaml) {
-  try {
-    servesim::scenario::load_scenario_text(text_of(yaml), kFile, kBaseDir, {});
-  } catch (const InputError& e) {
-    return e.diagnostics();
-  }
-  FAIL("the scenario loaded, but an InputError was expected");
-  return {};
+  return servesim::test::diagnostics_of(yaml, kFile, kBaseDir);
 }
 
 void check_one(std::string_view yaml, int line, int column, const std::string& path,

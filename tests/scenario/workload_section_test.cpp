@@ -12,8 +12,11 @@
 
 #include "sim/core/errors.h"
 #include "sim/scenario/scenario.h"
+#include "tests/scenario/inline_scenario.h"
 
 namespace {
+
+using servesim::test::text_of;
 
 using servesim::Diagnostic;
 using servesim::Duration;
@@ -32,11 +35,6 @@ deployment:
     - chip: h100-sxm
       instances: 1
 )";
-
-std::string_view text_of(std::string_view yaml) {
-  if (!yaml.empty() && yaml.front() == '\n') yaml.remove_prefix(1);
-  return yaml;
-}
 
 std::string listing(const std::vector<Diagnostic>& ds) {
   std::string out;
