@@ -188,6 +188,12 @@ std::string pool_yaml(const std::string& name, const std::string& role, const st
   return y.str();
 }
 
+// The warm-up rounds the row's simulation sends before its window: none when the warm-up is
+// drained (ValidationOptions::warmup_drained: the profiling phase starts on an idle engine).
+int simulated_warmup_rounds(const ValidationOptions& options) {
+  return options.warmup_drained ? 0 : options.warmup_rounds;
+}
+
 }  // namespace
 
 RowScenario build_row_scenario(const ServingMeasurement& r, const ValidationOptions& options) {
@@ -275,7 +281,7 @@ RowScenario build_row_scenario(const ServingMeasurement& r, const ValidationOpti
     }
   }
   y << "workload:\n"
-    << "  requests: " << clients * (options.warmup_rounds + options.rounds) << "\n"
+    << "  requests: " << clients * (simulated_warmup_rounds(options) + options.rounds) << "\n"
     << "  arrivals: {process: closed_loop, clients: " << clients
     << ", start: {mode: " << options.start
     << (options.start == "ramp" ? ", over: " + number(options.arrival_spacing_us * static_cast<double>(clients)) + " us"
@@ -388,7 +394,8 @@ RowResult simulate_row(const ServingMeasurement& r, const ValidationOptions& opt
     const scenario::Scenario sc = scenario::load_scenario(*scenario::parse_scenario_text(yaml, r.id, ""));
     const RunOutput run = execute(sc);
     const std::int64_t clients = r.concurrency > 0 ? r.concurrency : r.batch_size;
-    const WindowMeans w = window_means(*run.metrics, clients * options.warmup_rounds, clients * options.rounds);
+    const WindowMeans w =
+        window_means(*run.metrics, clients * simulated_warmup_rounds(options), clients * options.rounds);
     out.simulated_requests = w.requests;
     if (w.requests == 0) {
       out.reason = "no request of the measurement window completed in the simulation";
@@ -566,6 +573,7 @@ Json validation_json(const ValidationReport& report, const ValidationOptions& op
   j["source"] = options.validation_file;
   j["rounds"] = options.rounds;
   j["warmup_rounds"] = options.warmup_rounds;
+  j["warmup"] = options.warmup_drained ? "drained" : "continuous";
   j["rows"] = Json::array();
   for (const RowResult& r : report.rows) {
     Json row = Json::object();
@@ -622,6 +630,10 @@ int validate_command(const std::vector<std::string>& args, std::ostream& out, st
       ("rounds", po::value<int>()->default_value(10), "measured requests per client in each simulation")
       ("warmup-rounds", po::value<int>()->default_value(2),
        "requests per client sent first and left out of the means (the benchmarks' warm-up)")
+      ("warmup", po::value<std::string>()->default_value("drained"),
+       "drained: the warm-up ends with every response back (aiperf), so only the measured phase "
+       "is simulated, from an idle engine; continuous: one closed loop, its first warm-up rounds "
+       "left out")
       ("threads", po::value<int>()->default_value(0), "OpenMP threads (default: all cores)")
       ("reproducible", "leave the host time out of the JSON report")
       ("start", po::value<std::string>()->default_value("together"),
@@ -637,6 +649,12 @@ int validate_command(const std::vector<std::string>& args, std::ostream& out, st
   ValidationOptions options;
   options.rounds = vm["rounds"].as<int>();
   options.warmup_rounds = vm["warmup-rounds"].as<int>();
+  const std::string warmup = vm["warmup"].as<std::string>();
+  if (warmup != "drained" && warmup != "continuous") {
+    err << "error: --warmup must be drained or continuous\n";
+    return 2;
+  }
+  options.warmup_drained = warmup == "drained";
   options.threads = vm["threads"].as<int>();
   options.validation_file = path;
   if (options.rounds < 1 || options.rounds > 1000) {
