@@ -52,9 +52,10 @@ std::optional<std::string> chip_preset_of(const std::string& system) {
 
 // The shipped calibration profile of a chip preset (profiles/), or "" where there is none.
 // Blackwell has no operator measurements in the project: profiles/gb200.yaml carries H200's
-// fitted compute efficiencies (the same TensorRT-LLM kernels' behaviour, one generation older)
-// and GB200's own NVLink 5 collectives; B200 (HGX, the same NVLink 5 switch domain of 8) uses it
-// too. The row's assumptions say so.
+// fitted efficiencies and collective constants (the same TensorRT-LLM kernels' behaviour, one
+// generation older; `servesim calibrate --transfer`), its per-kernel fixed times scaled by the
+// HBM bandwidth ratio 4.8 / 8 TB/s; B200 (HGX, the same 8 TB/s and NVLink 5 switch domain of 8)
+// uses it too. The row's assumptions say so.
 std::string profile_of(const std::string& chip) {
   if (chip == "h200-sxm") return "h200";
   if (chip == "h100-sxm") return "h100";
@@ -220,8 +221,8 @@ RowScenario build_row_scenario(const ServingMeasurement& r, const ValidationOpti
   }
   s.engine = engine->description + (r.backend_version.empty() ? "" : " " + r.backend_version);
   if (profile_transferred(*chip_name)) {
-    s.assumptions.push_back(*chip_name + ": no operator measurements; profile gb200 (H200's fitted compute "
-                            "efficiencies transferred, GB200's NCCL collectives)");
+    s.assumptions.push_back(*chip_name + ": no operator measurements; profile gb200 (H200's fitted efficiencies "
+                            "and collectives transferred, per-kernel fixed times scaled by HBM bandwidth)");
   }
   if (profile_of(*chip_name).empty()) {
     s.assumptions.push_back(*chip_name + " has no calibration profile: the preset's efficiencies (" + chip.source +

@@ -254,13 +254,36 @@ TEST_CASE("calibrate --transfer: another chip's efficiencies without its tables;
   CHECK(t.find("chip: \"gb200\"") != std::string::npos);
   CHECK(t.find("cost_model: \"table\"") == std::string::npos);  // no tables: they are H200's latencies
   CHECK(t.find("entries:\n  []") != std::string::npos);
-  // Every efficiency key is H200's, collectives included (no --comm).
-  for (const char* key : {"gemm_compute", "gemm_overhead", "moe_memory", "attention_decode", "collective_latency",
+  // Every fraction-of-peak key is H200's, collectives included (no --comm).
+  for (const char* key : {"gemm_compute", "moe_memory", "attention_decode", "collective_latency",
                           "collective_bandwidth"}) {
     CAPTURE(key);
     REQUIRE_FALSE(efficiency_line(h200, key).empty());
     CHECK(efficiency_line(t, key) == efficiency_line(h200, key));
   }
+  // The per-kernel fixed times are scaled by the HBM bandwidths of the presets, H200 4.8 TB/s
+  // over GB200 8 TB/s = 0.6: H200's fitted gemm / moe / attention overheads x 0.6, and the
+  // elementwise overhead the H200 profile does not carry from the h200-sxm preset (H100's 4 us,
+  // models/chip_spec.cpp) x 0.6 = 2.4 us.
+  auto microseconds = [](const std::string& line) {
+    return std::stod(line.substr(line.find(": ") + 2));  // "  gemm_overhead: 2.7997 us"
+  };
+  for (const char* key : {"gemm_overhead", "moe_overhead", "attention_overhead"}) {
+    CAPTURE(key);
+    REQUIRE_FALSE(efficiency_line(h200, key).empty());
+    CHECK(microseconds(efficiency_line(t, key)) ==
+          doctest::Approx(microseconds(efficiency_line(h200, key)) * 0.6).epsilon(1e-4));
+  }
+  CHECK(efficiency_line(h200, "elementwise_overhead").empty());
+  CHECK(efficiency_line(t, "elementwise_overhead") == "  elementwise_overhead: 2.4 us");
+  CHECK(t.find("scaled by HBM bandwidth 4.8 / 8 TB/s = 0.6") != std::string::npos);
+  // --keep-overheads transfers them as they are, and adds none.
+  const CliResult k = cli({"calibrate", "--transfer", source, "--chip", "gb200", "--out", (dir / "k.yaml").string(),
+                           "--keep-overheads"});
+  REQUIRE_MESSAGE(k.code == 0, k.err);
+  const std::string ky = read(dir / "k.yaml");
+  CHECK(efficiency_line(ky, "gemm_overhead") == efficiency_line(h200, "gemm_overhead"));
+  CHECK(efficiency_line(ky, "elementwise_overhead").empty());
   // With --comm the collectives are fitted to GB200's own NCCL tables: different constants, and
   // their held-out error cells in the report; the compute keys stay H200's.
   const CliResult c = cli({"calibrate", "--transfer", source, "--chip", "gb200", "--comm",
