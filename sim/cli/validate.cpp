@@ -630,7 +630,7 @@ int validate_command(const std::vector<std::string>& args, std::ostream& out, st
       ("rows", "print every row's measured and simulated figures")
       ("rounds", po::value<int>()->default_value(10), "measured requests per client in each simulation")
       ("warmup-rounds", po::value<int>()->default_value(2),
-       "requests per client sent first and left out of the means (the benchmarks' warm-up)")
+       "the benchmarks' warm-up requests per client (simulated with --warmup continuous)")
       ("warmup", po::value<std::string>()->default_value("drained"),
        "drained: the warm-up ends with every response back (aiperf), so only the measured phase "
        "is simulated, from an idle engine; continuous: one closed loop, its first warm-up rounds "

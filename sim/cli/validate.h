@@ -51,10 +51,9 @@ struct ValidationOptions {
   // the window).
   bool warmup_drained = true;
   // How the closed loop's clients start (sim/scenario README, closed_loop start modes). The
-  // benchmarks send their first `concurrency` requests at once, and with fixed lengths the
-  // clients then stay close to lock-step (the engines batch the prompts of a round together):
-  // "together" by default. "staggered" (first requests one prefill apart, then desynchronised)
-  // is the other bound; on silicon_dev.csv it under-predicts TTFT by ~70% (calibrate/README.md).
+  // benchmark's measured phase sends its first `concurrency` requests at once (after the
+  // drained warm-up): "together" by default. "staggered" (first requests one prefill apart) and
+  // "ramp" are for comparison.
   std::string start = "together";
   double arrival_spacing_us = 100;  // "ramp": between one client's first request and the next
   int threads = 0;           // OpenMP threads; 0 = all cores
