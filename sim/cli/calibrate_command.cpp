@@ -8,9 +8,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <ctime>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -241,14 +243,37 @@ Calibration calibrate_chip(const cal::MeasurementSet& set, const models::ChipSpe
   return c;
 }
 
+// The fixed per-kernel times of the cost model (models::Efficiency), by their profile keys.
+constexpr std::pair<const char*, Duration models::Efficiency::*> kKernelOverheads[] = {
+    {"gemm_overhead", &models::Efficiency::gemm_overhead},
+    {"moe_overhead", &models::Efficiency::moe_overhead},
+    {"attention_overhead", &models::Efficiency::attention_overhead},
+    {"elementwise_overhead", &models::Efficiency::elementwise_overhead}};
+
+// "2.7997 us" (the profile writer's duration form) -> microseconds; nullopt otherwise.
+std::optional<double> microseconds_of(const std::string& v) {
+  double x = 0;
+  char unit[8] = {};
+  if (std::sscanf(v.c_str(), "%lf %7s", &x, unit) == 2 && std::string(unit) == "us") return x;
+  return std::nullopt;
+}
+
 // A profile for a chip without operator measurements: the roofline efficiencies fitted on
 // another chip (`from`, a profile calibrate wrote), without its GEMM tables (absolute latencies of
 // that chip's kernels). The collective constants are fitted to the chip's own tables when
 // `comm_dir` is given, else transferred too (they are fractions of the chip's own link bandwidth
 // plus a kernel latency). The held-out errors are the collectives' only, when fitted: nothing of
 // the chip's compute was measured, and the profile's notes say so.
+// Fixed per-kernel times (kKernelOverheads) are not fractions of a peak, so they cannot carry
+// over as they are. With `scale_overheads` each is taken as a fixed amount of HBM traffic and
+// scaled by the source chip's HBM bandwidth over the target's (presets, chip_spec.cpp): the
+// fitted intercepts are the small-kernel end of time = overhead + bytes / (bandwidth x
+// efficiency), where the kernels are memory-bound, and a decode step (hundreds of such kernels,
+// replayed from a CUDA graph, so no launch cost) is mostly these intercepts. [Assumed] that they
+// scale as bandwidth; nothing of the target chip was fitted. Keys the source profile does not
+// carry take the source preset's value (what the simulator applied on the source chip).
 Calibration transfer_profile(const std::string& from, const models::ChipSpec& chip, const std::string& comm_dir,
-                             const cal::OperatorFitOptions& options) {
+                             const cal::OperatorFitOptions& options, bool scale_overheads) {
   const cal::Profile source = cal::read_profile(from);
   Calibration c;
   cal::Profile& p = c.profile;
@@ -260,18 +285,48 @@ Calibration transfer_profile(const std::string& from, const models::ChipSpec& ch
                         chip.name + "); collectives: " +
                         (fit_comm ? "alpha-beta fitted to " + chip.name + "'s tables" : "transferred too");
   p.errors.held_out = fit_comm ? "collectives by group size; compute not measured" : "nothing: nothing was measured";
+  const auto source_chip = models::chip_preset(source.chip);
+  const bool scale = scale_overheads && source_chip.has_value();
+  const double ratio = scale ? source_chip->hbm_bandwidth.bytes_per_s / chip.hbm_bandwidth.bytes_per_s : 1.0;
+  auto is_overhead = [](const std::string& key) {
+    for (const auto& [k, member] : kKernelOverheads) {
+      if (key == k) return true;
+    }
+    return false;
+  };
   for (const auto& [key, value] : source.efficiency) {
     const bool collective = key == "collective_latency" || key == "collective_bandwidth";
-    if (!collective || !fit_comm) p.efficiency.emplace_back(key, value);
+    if (collective && fit_comm) continue;
+    const auto us = is_overhead(key) ? microseconds_of(value) : std::nullopt;
+    if (scale && us) {
+      p.efficiency.emplace_back(key, num(*us * ratio) + " us");
+    } else {
+      p.efficiency.emplace_back(key, value);
+    }
+  }
+  if (scale) {
+    for (const auto& [key, member] : kKernelOverheads) {
+      const bool present = std::any_of(p.efficiency.begin(), p.efficiency.end(),
+                                       [&](const auto& kv) { return kv.first == key; });
+      if (!present) p.efficiency.emplace_back(key, num((source_chip->efficiency.*member).to_seconds() * 1e6 * ratio) + " us");
+    }
   }
   c.notes.push_back("efficiencies (" + std::to_string(p.efficiency.size()) + " keys) transferred from " + from +
                     " (" + source.chip + ", " + source.created + "); its GEMM tables are not" +
                     (fit_comm ? ", nor its collective constants" : ""));
+  const std::string scaled_note =
+      scale ? "per-kernel fixed times (gemm, moe, attention, elementwise overheads) scaled by HBM bandwidth " +
+                  num(source_chip->hbm_bandwidth.bytes_per_s / 1e12) + " / " +
+                  num(chip.hbm_bandwidth.bytes_per_s / 1e12) + " TB/s = " + num(ratio) + " (" + source.chip +
+                  " / " + chip.name + " presets): taken as fixed HBM traffic [assumed]; keys " + source.chip +
+                  "'s profile lacks from its preset"
+            : "per-kernel fixed times transferred unchanged";
+  c.notes.push_back(scaled_note);
   if (fit_comm) add_collectives(c, comm_dir, chip, options.folds);
   p.sources.push_back({from, "profile", 0, "servesim profile of " + source.chip, source.created, cal::content_hash(from)});
   p.notes = {"efficiency: the figures the simulator applies (models::RooflineCostModel); the compute figures were "
              "fitted on " + source.chip + " and transferred: " + chip.name + "'s own kernels were not measured",
-             "no GEMM tables: the roofline applies everywhere"};
+             "no GEMM tables: the roofline applies everywhere", scaled_note};
   return c;
 }
 
@@ -299,6 +354,8 @@ int calibrate_command(const std::vector<std::string>& args, std::ostream& out, s
       ("transfer", po::value<std::string>(),
        "no operator measurements of --chip: take the roofline efficiencies of PROFILE (another chip's); "
        "with --comm, fit the collectives to the chip's own tables")
+      ("keep-overheads", "--transfer: keep PROFILE's per-kernel fixed times as they are (default: scaled by the "
+       "chips' HBM bandwidth ratio)")
       ("created", po::value<std::string>(), "the profile's date (default: today, UTC)");
   po::variables_map vm;
   if (!parse_command(args, visible, vm, err)) return 2;
@@ -334,7 +391,8 @@ int calibrate_command(const std::vector<std::string>& args, std::ostream& out, s
   try {
     if (vm.count("transfer")) {
       Calibration c = transfer_profile(vm["transfer"].as<std::string>(), *chip,
-                                       vm.count("comm") ? vm["comm"].as<std::string>() : "", options);
+                                       vm.count("comm") ? vm["comm"].as<std::string>() : "", options,
+                                       !vm.count("keep-overheads"));
       c.profile.created = vm.count("created") ? vm["created"].as<std::string>() : today_utc();
       write_and_report(c, chip_name, vm["out"].as<std::string>(), vm.count("json") ? vm["json"].as<std::string>() : "",
                        "", out);

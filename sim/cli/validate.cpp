@@ -52,9 +52,10 @@ std::optional<std::string> chip_preset_of(const std::string& system) {
 
 // The shipped calibration profile of a chip preset (profiles/), or "" where there is none.
 // Blackwell has no operator measurements in the project: profiles/gb200.yaml carries H200's
-// fitted compute efficiencies (the same TensorRT-LLM kernels' behaviour, one generation older)
-// and GB200's own NVLink 5 collectives; B200 (HGX, the same NVLink 5 switch domain of 8) uses it
-// too. The row's assumptions say so.
+// fitted efficiencies and collective constants (the same TensorRT-LLM kernels' behaviour, one
+// generation older; `servesim calibrate --transfer`), its per-kernel fixed times scaled by the
+// HBM bandwidth ratio 4.8 / 8 TB/s; B200 (HGX, the same 8 TB/s and NVLink 5 switch domain of 8)
+// uses it too. The row's assumptions say so.
 std::string profile_of(const std::string& chip) {
   if (chip == "h200-sxm") return "h200";
   if (chip == "h100-sxm") return "h100";
@@ -188,6 +189,12 @@ std::string pool_yaml(const std::string& name, const std::string& role, const st
   return y.str();
 }
 
+// The warm-up rounds the row's simulation sends before its window: none when the warm-up is
+// drained (ValidationOptions::warmup_drained: the profiling phase starts on an idle engine).
+int simulated_warmup_rounds(const ValidationOptions& options) {
+  return options.warmup_drained ? 0 : options.warmup_rounds;
+}
+
 }  // namespace
 
 RowScenario build_row_scenario(const ServingMeasurement& r, const ValidationOptions& options) {
@@ -214,8 +221,8 @@ RowScenario build_row_scenario(const ServingMeasurement& r, const ValidationOpti
   }
   s.engine = engine->description + (r.backend_version.empty() ? "" : " " + r.backend_version);
   if (profile_transferred(*chip_name)) {
-    s.assumptions.push_back(*chip_name + ": no operator measurements; profile gb200 (H200's fitted compute "
-                            "efficiencies transferred, GB200's NCCL collectives)");
+    s.assumptions.push_back(*chip_name + ": no operator measurements; profile gb200 (H200's fitted efficiencies "
+                            "and collectives transferred, per-kernel fixed times scaled by HBM bandwidth)");
   }
   if (profile_of(*chip_name).empty()) {
     s.assumptions.push_back(*chip_name + " has no calibration profile: the preset's efficiencies (" + chip.source +
@@ -275,7 +282,7 @@ RowScenario build_row_scenario(const ServingMeasurement& r, const ValidationOpti
     }
   }
   y << "workload:\n"
-    << "  requests: " << clients * (options.warmup_rounds + options.rounds) << "\n"
+    << "  requests: " << clients * (simulated_warmup_rounds(options) + options.rounds) << "\n"
     << "  arrivals: {process: closed_loop, clients: " << clients
     << ", start: {mode: " << options.start
     << (options.start == "ramp" ? ", over: " + number(options.arrival_spacing_us * static_cast<double>(clients)) + " us"
@@ -388,7 +395,8 @@ RowResult simulate_row(const ServingMeasurement& r, const ValidationOptions& opt
     const scenario::Scenario sc = scenario::load_scenario(*scenario::parse_scenario_text(yaml, r.id, ""));
     const RunOutput run = execute(sc);
     const std::int64_t clients = r.concurrency > 0 ? r.concurrency : r.batch_size;
-    const WindowMeans w = window_means(*run.metrics, clients * options.warmup_rounds, clients * options.rounds);
+    const WindowMeans w =
+        window_means(*run.metrics, clients * simulated_warmup_rounds(options), clients * options.rounds);
     out.simulated_requests = w.requests;
     if (w.requests == 0) {
       out.reason = "no request of the measurement window completed in the simulation";
@@ -566,6 +574,7 @@ Json validation_json(const ValidationReport& report, const ValidationOptions& op
   j["source"] = options.validation_file;
   j["rounds"] = options.rounds;
   j["warmup_rounds"] = options.warmup_rounds;
+  j["warmup"] = options.warmup_drained ? "drained" : "continuous";
   j["rows"] = Json::array();
   for (const RowResult& r : report.rows) {
     Json row = Json::object();
@@ -621,7 +630,11 @@ int validate_command(const std::vector<std::string>& args, std::ostream& out, st
       ("rows", "print every row's measured and simulated figures")
       ("rounds", po::value<int>()->default_value(10), "measured requests per client in each simulation")
       ("warmup-rounds", po::value<int>()->default_value(2),
-       "requests per client sent first and left out of the means (the benchmarks' warm-up)")
+       "the benchmarks' warm-up requests per client (simulated with --warmup continuous)")
+      ("warmup", po::value<std::string>()->default_value("drained"),
+       "drained: the warm-up ends with every response back (aiperf), so only the measured phase "
+       "is simulated, from an idle engine; continuous: one closed loop, its first warm-up rounds "
+       "left out")
       ("threads", po::value<int>()->default_value(0), "OpenMP threads (default: all cores)")
       ("reproducible", "leave the host time out of the JSON report")
       ("start", po::value<std::string>()->default_value("together"),
@@ -637,6 +650,12 @@ int validate_command(const std::vector<std::string>& args, std::ostream& out, st
   ValidationOptions options;
   options.rounds = vm["rounds"].as<int>();
   options.warmup_rounds = vm["warmup-rounds"].as<int>();
+  const std::string warmup = vm["warmup"].as<std::string>();
+  if (warmup != "drained" && warmup != "continuous") {
+    err << "error: --warmup must be drained or continuous\n";
+    return 2;
+  }
+  options.warmup_drained = warmup == "drained";
   options.threads = vm["threads"].as<int>();
   options.validation_file = path;
   if (options.rounds < 1 || options.rounds > 1000) {

@@ -5,10 +5,10 @@
 // chip's calibration profile, its parallel plan, the serving engine's scheduling, memory and
 // host-overhead behaviour (serving_engines.h), and a closed loop of `batch_size` clients with
 // fixed input and output lengths, started as ValidationOptions::start says, for the benchmark's
-// warm-up and measured rounds. The scenario goes through the same loader as a file (so an
-// impossible plan is a reason, not a crash), is simulated, and the mean TTFT and TPOT of the
-// requests in the benchmark's measurement window (sent after the warm-up, in send order) are
-// compared with the measured means. Rows that cannot be modelled are counted with a reason, never
+// measured rounds (after its warm-up, which ends on an idle engine: ValidationOptions). The
+// scenario goes through the same loader as a file (so an impossible plan is a reason, not a
+// crash), is simulated, and the mean TTFT and TPOT of the requests in the benchmark's measurement
+// window (in send order) are compared with the measured means. Rows that cannot be modelled are counted with a reason, never
 // dropped.
 //
 // Errors are fractions: APE = |predicted / measured - 1|, signed = predicted / measured - 1; per
@@ -35,15 +35,25 @@ namespace servesim::app {
 struct ValidationOptions {
   // The benchmark's measurement window, as the Dynamo benchmark scripts that produced the
   // AIConfigurator silicon set run aiperf / genai-perf (ai-dynamo/dynamo benchmarks/llm/perf.sh:
-  // `--concurrency N --warmup-request-count 2N --request-count 10N`): the first
-  // `warmup_rounds` x N requests sent are excluded, the next `rounds` x N are measured.
+  // `--concurrency N --warmup-request-count 2N --request-count 10N`): `rounds` x N requests are
+  // measured after `warmup_rounds` x N warm-up requests.
   int rounds = 10;           // measured requests per client
   int warmup_rounds = 2;     // requests per client sent first and left out of the means
+  // How the warm-up ends. aiperf waits for every warm-up response before its profiling phase
+  // starts (ai-dynamo/aiperf docs/tutorials/warmup.md, "Grace Period": "By default, AIPerf waits
+  // indefinitely for all warmup responses before starting profiling"; its timeline: "Warmup ends
+  // (wait for responses)"), so the measured requests meet an idle engine and the N clients send
+  // their first profiling requests at once. With distinct prompts the warm-up leaves nothing the
+  // simulator keeps between requests (no prefix-cache hits), so in the default
+  // `warmup_drained` mode only the profiling phase is simulated: rounds x N requests from N
+  // clients starting together, all of them measured. `warmup_drained = false` is one continuous
+  // loop whose first warmup_rounds x N requests are left out (the clients have desynchronised by
+  // the window).
+  bool warmup_drained = true;
   // How the closed loop's clients start (sim/scenario README, closed_loop start modes). The
-  // benchmarks send their first `concurrency` requests at once, and with fixed lengths the
-  // clients then stay close to lock-step (the engines batch the prompts of a round together):
-  // "together" by default. "staggered" (first requests one prefill apart, then desynchronised)
-  // is the other bound; on silicon_dev.csv it under-predicts TTFT by ~70% (calibrate/README.md).
+  // benchmark's measured phase sends its first `concurrency` requests at once (after the
+  // drained warm-up): "together" by default. "staggered" (first requests one prefill apart) and
+  // "ramp" are for comparison.
   std::string start = "together";
   double arrival_spacing_us = 100;  // "ramp": between one client's first request and the next
   int threads = 0;           // OpenMP threads; 0 = all cores

@@ -74,25 +74,42 @@ TEST_CASE("validate: per-row errors, the group's median and signed mean match a 
         r.out);
 }
 
-TEST_CASE("validate: the benchmark's warm-up requests are simulated and left out of the means") {
-  // The benchmarks ran aiperf with --warmup-request-count 2N --request-count 10N (N clients):
-  // the row's scenario sends 8 x (2 + 10) = 96 requests, and the means are taken over the 80
-  // sent after the first 16.
+TEST_CASE("validate: the measured phase starts on an idle engine after the drained warm-up") {
+  // The benchmarks ran aiperf with --warmup-request-count 2N --request-count 10N (N clients), and
+  // aiperf waits for every warm-up response before profiling: by default only the profiling
+  // phase is simulated, 8 x 10 = 80 requests from 8 clients starting together, all measured.
   const auto file = subset("validate_window", {kAggSmall});
   const CliResult sc = cli({"validate", file.string(), "--print-scenario", kAggSmall});
   REQUIRE_MESSAGE(sc.code == 0, sc.err);
-  CHECK(sc.out.find("requests: 96\n") != std::string::npos);
+  CHECK(sc.out.find("requests: 80\n") != std::string::npos);
   const CliResult r = cli({"validate", file.string(), "--json", "-", "--threads", "1", "--reproducible"});
   REQUIRE_MESSAGE(r.code == 0, r.err);
   const Json j = Json::parse(r.out);
+  CHECK(j["warmup"] == "drained");
   CHECK(j["warmup_rounds"] == 2);
   CHECK(j["rows"][0]["window_requests"] == 80);
-  // --warmup-rounds 1 --rounds 3: 8 x 4 = 32 requests sent, the last 24 measured.
-  const CliResult w = cli({"validate", file.string(), "--json", "-", "--threads", "1", "--warmup-rounds", "1",
-                           "--rounds", "3", "--reproducible"});
+  // --warmup continuous: one loop of 8 x (2 + 10) = 96 requests, the 80 sent after the first 16
+  // measured.
+  const CliResult c = cli({"validate", file.string(), "--json", "-", "--threads", "1", "--warmup", "continuous",
+                           "--reproducible"});
+  REQUIRE_MESSAGE(c.code == 0, c.err);
+  const Json jc = Json::parse(c.out);
+  CHECK(jc["warmup"] == "continuous");
+  CHECK(jc["rows"][0]["window_requests"] == 80);
+  CHECK(cli({"validate", file.string(), "--warmup", "continuous", "--print-scenario", kAggSmall}).out.find(
+            "requests: 96\n") != std::string::npos);
+  // The drained window holds the first round's burst: TensorRT-LLM admits one whole 1,024-token
+  // prompt per iteration (its budget is batch + isl + 500), so the k-th of the 8 simultaneous
+  // prompts waits k - 1 prefills; the continuous window, whose clients have spread out, has no
+  // such queue, so its mean TTFT is lower.
+  CHECK(j["rows"][0]["predicted_ttft_ms"].get<double>() > jc["rows"][0]["predicted_ttft_ms"].get<double>());
+  // --warmup continuous --warmup-rounds 1 --rounds 3: 8 x 4 = 32 requests sent, the last 24 measured.
+  const CliResult w = cli({"validate", file.string(), "--json", "-", "--threads", "1", "--warmup", "continuous",
+                           "--warmup-rounds", "1", "--rounds", "3", "--reproducible"});
   REQUIRE_MESSAGE(w.code == 0, w.err);
   CHECK(Json::parse(w.out)["rows"][0]["window_requests"] == 24);
   CHECK(cli({"validate", file.string(), "--warmup-rounds", "-1"}).code == 2);
+  CHECK(cli({"validate", file.string(), "--warmup", "sometimes"}).code == 2);
 }
 
 TEST_CASE("validate: disaggregated rows run on prefill and decode pools; unmodelled ones are counted with a reason") {
@@ -237,13 +254,36 @@ TEST_CASE("calibrate --transfer: another chip's efficiencies without its tables;
   CHECK(t.find("chip: \"gb200\"") != std::string::npos);
   CHECK(t.find("cost_model: \"table\"") == std::string::npos);  // no tables: they are H200's latencies
   CHECK(t.find("entries:\n  []") != std::string::npos);
-  // Every efficiency key is H200's, collectives included (no --comm).
-  for (const char* key : {"gemm_compute", "gemm_overhead", "moe_memory", "attention_decode", "collective_latency",
+  // Every fraction-of-peak key is H200's, collectives included (no --comm).
+  for (const char* key : {"gemm_compute", "moe_memory", "attention_decode", "collective_latency",
                           "collective_bandwidth"}) {
     CAPTURE(key);
     REQUIRE_FALSE(efficiency_line(h200, key).empty());
     CHECK(efficiency_line(t, key) == efficiency_line(h200, key));
   }
+  // The per-kernel fixed times are scaled by the HBM bandwidths of the presets, H200 4.8 TB/s
+  // over GB200 8 TB/s = 0.6: H200's fitted gemm / moe / attention overheads x 0.6, and the
+  // elementwise overhead the H200 profile does not carry from the h200-sxm preset (H100's 4 us,
+  // models/chip_spec.cpp) x 0.6 = 2.4 us.
+  auto microseconds = [](const std::string& line) {
+    return std::stod(line.substr(line.find(": ") + 2));  // "  gemm_overhead: 2.7997 us"
+  };
+  for (const char* key : {"gemm_overhead", "moe_overhead", "attention_overhead"}) {
+    CAPTURE(key);
+    REQUIRE_FALSE(efficiency_line(h200, key).empty());
+    CHECK(microseconds(efficiency_line(t, key)) ==
+          doctest::Approx(microseconds(efficiency_line(h200, key)) * 0.6).epsilon(1e-4));
+  }
+  CHECK(efficiency_line(h200, "elementwise_overhead").empty());
+  CHECK(efficiency_line(t, "elementwise_overhead") == "  elementwise_overhead: 2.4 us");
+  CHECK(t.find("scaled by HBM bandwidth 4.8 / 8 TB/s = 0.6") != std::string::npos);
+  // --keep-overheads transfers them as they are, and adds none.
+  const CliResult k = cli({"calibrate", "--transfer", source, "--chip", "gb200", "--out", (dir / "k.yaml").string(),
+                           "--keep-overheads"});
+  REQUIRE_MESSAGE(k.code == 0, k.err);
+  const std::string ky = read(dir / "k.yaml");
+  CHECK(efficiency_line(ky, "gemm_overhead") == efficiency_line(h200, "gemm_overhead"));
+  CHECK(efficiency_line(ky, "elementwise_overhead").empty());
   // With --comm the collectives are fitted to GB200's own NCCL tables: different constants, and
   // their held-out error cells in the report; the compute keys stay H200's.
   const CliResult c = cli({"calibrate", "--transfer", source, "--chip", "gb200", "--comm",
