@@ -26,8 +26,8 @@ models::Operator IterationCostModel::AffineOp::at(const models::BatchShape& b) c
   return op;
 }
 
-double IterationCostModel::AffineOp::seconds(const models::BatchShape& b,
-                                            const models::CostModel& cm) const {
+inline double IterationCostModel::AffineOp::seconds(const models::BatchShape& b,
+                                                   const models::CostModel& cm) const {
   if (!linear) return cm.seconds(at(b));
   using models::batch_field;
   const double flops = base.flops + flop_coef[0] * batch_field(b, flop_field[0]) +
@@ -438,21 +438,27 @@ std::int64_t IterationCostModel::decode_step(const DecodeSteps& d, const models:
 
 void IterationCostModel::step_components(const DecodeSteps& d, const DecodeStepParts& p,
                                          ComponentTimes& c) const {
+  c.fill(0);
+  add_step_components(d, p, c);
+}
+
+void IterationCostModel::add_step_components(const DecodeSteps& d, const DecodeStepParts& p,
+                                             ComponentTimes& c) const {
+  // cost()'s components of a decode-only batch on one stage, added to c.
   using models::OpKind;
   const TokenLinear& lin = d.lin;
   const StageLayers& n = total_;
-  c.fill(0);
-  c[idx(OpKind::kScheduling)] = p.exposed_host;
-  c[idx(OpKind::kLmHead)] = d.lm_head;
-  c[idx(OpKind::kGemmQkv)] = lin.qkv;
-  c[idx(OpKind::kGemmOut)] = lin.out + n.layers * p.absorb;
-  c[idx(OpKind::kGemmMlp)] = lin.mlp;
-  c[idx(OpKind::kMoeExperts)] = lin.moe;
-  c[idx(OpKind::kElementwise)] = lin.elementwise;
-  c[idx(OpKind::kDequantize)] = lin.dequantize;
-  c[idx(OpKind::kTpAllReduce)] = lin.all_reduce;
-  c[idx(OpKind::kEpDispatch)] = lin.dispatch;
-  c[idx(OpKind::kEpCombine)] = lin.combine;
+  c[idx(OpKind::kScheduling)] += p.exposed_host;
+  c[idx(OpKind::kLmHead)] += d.lm_head;
+  c[idx(OpKind::kGemmQkv)] += lin.qkv;
+  c[idx(OpKind::kGemmOut)] += lin.out + n.layers * p.absorb;
+  c[idx(OpKind::kGemmMlp)] += lin.mlp;
+  c[idx(OpKind::kMoeExperts)] += lin.moe;
+  c[idx(OpKind::kElementwise)] += lin.elementwise;
+  c[idx(OpKind::kDequantize)] += lin.dequantize;
+  c[idx(OpKind::kTpAllReduce)] += lin.all_reduce;
+  c[idx(OpKind::kEpDispatch)] += lin.dispatch;
+  c[idx(OpKind::kEpCombine)] += lin.combine;
   if (p.hidden_a2a > 0) {
     const std::int64_t a2a = lin.dispatch + lin.combine;
     const auto from_dispatch = static_cast<std::int64_t>(
@@ -460,9 +466,9 @@ void IterationCostModel::step_components(const DecodeSteps& d, const DecodeStepP
     c[idx(OpKind::kEpDispatch)] -= from_dispatch;
     c[idx(OpKind::kEpCombine)] -= p.hidden_a2a - from_dispatch;
   }
-  c[idx(OpKind::kCpExchange)] = n.layers * p.cp;
-  c[idx(OpKind::kIndexer)] = n.layers * p.indexer;
-  c[idx(OpKind::kAttentionDecode)] = n.full * p.attention_full + n.window * p.attention_window;
+  c[idx(OpKind::kCpExchange)] += n.layers * p.cp;
+  c[idx(OpKind::kIndexer)] += n.layers * p.indexer;
+  c[idx(OpKind::kAttentionDecode)] += n.full * p.attention_full + n.window * p.attention_window;
 }
 
 }  // namespace servesim::cluster

@@ -115,11 +115,7 @@ class IterationCostModel {
                        ComponentTimes& components) const;
   // Adds a step's components to `sum` (a decode run's applied steps, recorded together).
   void add_step_components(const DecodeSteps& steps, const DecodeStepParts& parts,
-                           ComponentTimes& sum) const {
-    ComponentTimes c;
-    step_components(steps, parts, c);
-    for (std::size_t i = 0; i < c.size(); ++i) sum[i] += c[i];
-  }
+                           ComponentTimes& sum) const;
 
   int stages() const { return plan_.pp; }
   void set_two_batch_overlap(bool on) { tbo_ = on; }
@@ -151,7 +147,7 @@ class IterationCostModel {
     bool linear = false;
     models::CostModel::LinearForm form;
     models::Operator at(const models::BatchShape& b) const;
-    double seconds(const models::BatchShape& b, const models::CostModel& cm) const;
+    inline double seconds(const models::BatchShape& b, const models::CostModel& cm) const;
   };
   template <class MakeOp>
   AffineOp affine(MakeOp make_op) const;
