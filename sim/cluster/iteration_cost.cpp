@@ -26,8 +26,8 @@ models::Operator IterationCostModel::AffineOp::at(const models::BatchShape& b) c
   return op;
 }
 
-double IterationCostModel::AffineOp::seconds(const models::BatchShape& b,
-                                            const models::CostModel& cm) const {
+inline double IterationCostModel::AffineOp::seconds(const models::BatchShape& b,
+                                                   const models::CostModel& cm) const {
   if (!linear) return cm.seconds(at(b));
   using models::batch_field;
   const double flops = base.flops + flop_coef[0] * batch_field(b, flop_field[0]) +
@@ -391,6 +391,84 @@ void IterationCostModel::cost(const models::BatchShape& b, std::int64_t sequence
   c[idx(OpKind::kIndexer)] = n.layers * indexer;
   c[idx(OpKind::kAttentionPrefill)] = n.full * attn_prefill_full + n.window * attn_prefill_window;
   c[idx(OpKind::kAttentionDecode)] = n.full * attn_decode_full + n.window * attn_decode_window;
+}
+
+IterationCostModel::DecodeSteps IterationCostModel::decode_steps(std::int64_t sequences) {
+  SERVESIM_CHECK(plan_.pp == 1 && verify_width_ == 1 && sequences > 0);
+  DecodeSteps d;
+  d.lin = linear(sequences);
+  // The LM head depends on the logits only (one per sequence), the host time on the sequences.
+  models::BatchShape b;
+  b.tokens = b.logits = b.decode_seqs = static_cast<double>(sequences);
+  d.lm_head = sequences > 0 ? to_ps(lm_head_.seconds(b, *cost_model_)) : 0;
+  const std::int64_t rank_sequences = (sequences + plan_.dp - 1) / plan_.dp;
+  d.host = (chip_.efficiency.iteration_overhead + chip_.efficiency.sequence_overhead * rank_sequences).ps();
+  return d;
+}
+
+std::int64_t IterationCostModel::decode_step(const DecodeSteps& d, const models::BatchShape& b,
+                                             DecodeStepParts& p) const {
+  // cost() for a decode-only batch on one stage, term by term (no prefill, no drafts, no busiest
+  // rank, no sends).
+  const models::CostModel& cm = *cost_model_;
+  const TokenLinear& lin = d.lin;
+  p.attention_full = to_ps(decode_full_.seconds(b, cm));
+  p.attention_window = has_window_ ? to_ps(decode_window_.seconds(b, cm)) : 0;
+  p.absorb = has_mla_ ? to_ps(absorb_.seconds(b, cm)) : 0;
+  p.indexer = has_dsa_ ? to_ps(indexer_decode_.seconds(b, cm)) : 0;
+  p.cp = plan_.cp > 1 ? to_ps(comm_.seconds(cp_decode_.base.collective, cp_span_, cp_decode_.bytes(b))) : 0;
+  const StageLayers& l = total_;
+  const std::int64_t per_layer = lin.per_layer + p.absorb + p.indexer + p.cp;
+  std::int64_t t = l.layers * per_layer + l.dense * lin.per_dense + l.moe * lin.per_moe +
+                   l.full * p.attention_full + l.window * p.attention_window;
+  p.hidden_a2a = 0;
+  if (tbo_ && l.moe > 0 && b.tokens >= 2 && lin.per_moe_a2a > 0) [[unlikely]] {
+    const std::int64_t attention = (l.full * p.attention_full + l.window * p.attention_window) / l.layers;
+    const std::int64_t compute = per_layer + attention + lin.per_moe - lin.per_moe_a2a;
+    const std::int64_t overlap = std::min(compute, lin.per_moe_a2a);
+    p.hidden_a2a = l.moe * overlap - overlap / 2;
+    t -= p.hidden_a2a;
+  }
+  t += lin.embedding_reduce;
+  const std::int64_t gpu = t;
+  t = chip_.efficiency.host_overlap ? std::max(t, d.host) : t + d.host;
+  p.exposed_host = t - gpu;
+  return t + d.lm_head;
+}
+
+void IterationCostModel::step_components(const DecodeSteps& d, const DecodeStepParts& p,
+                                         ComponentTimes& c) const {
+  c.fill(0);
+  add_step_components(d, p, c);
+}
+
+void IterationCostModel::add_step_components(const DecodeSteps& d, const DecodeStepParts& p,
+                                             ComponentTimes& c) const {
+  // cost()'s components of a decode-only batch on one stage, added to c.
+  using models::OpKind;
+  const TokenLinear& lin = d.lin;
+  const StageLayers& n = total_;
+  c[idx(OpKind::kScheduling)] += p.exposed_host;
+  c[idx(OpKind::kLmHead)] += d.lm_head;
+  c[idx(OpKind::kGemmQkv)] += lin.qkv;
+  c[idx(OpKind::kGemmOut)] += lin.out + n.layers * p.absorb;
+  c[idx(OpKind::kGemmMlp)] += lin.mlp;
+  c[idx(OpKind::kMoeExperts)] += lin.moe;
+  c[idx(OpKind::kElementwise)] += lin.elementwise;
+  c[idx(OpKind::kDequantize)] += lin.dequantize;
+  c[idx(OpKind::kTpAllReduce)] += lin.all_reduce;
+  c[idx(OpKind::kEpDispatch)] += lin.dispatch;
+  c[idx(OpKind::kEpCombine)] += lin.combine;
+  if (p.hidden_a2a > 0) {
+    const std::int64_t a2a = lin.dispatch + lin.combine;
+    const auto from_dispatch = static_cast<std::int64_t>(
+        static_cast<double>(p.hidden_a2a) * static_cast<double>(lin.dispatch) / static_cast<double>(a2a) + 0.5);
+    c[idx(OpKind::kEpDispatch)] -= from_dispatch;
+    c[idx(OpKind::kEpCombine)] -= p.hidden_a2a - from_dispatch;
+  }
+  c[idx(OpKind::kCpExchange)] += n.layers * p.cp;
+  c[idx(OpKind::kIndexer)] += n.layers * p.indexer;
+  c[idx(OpKind::kAttentionDecode)] += n.full * p.attention_full + n.window * p.attention_window;
 }
 
 }  // namespace servesim::cluster

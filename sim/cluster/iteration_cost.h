@@ -63,6 +63,20 @@ using ComponentTimes = std::array<std::int64_t, models::kOpKinds>;  // picosecon
 
 class IterationCostModel {
  public:
+  // For one token count, picoseconds: the token operators per layer of each kind, and their
+  // totals over all layers by component (what every iteration of that size starts from).
+  // per_layer < 0 marks "not computed yet".
+  struct TokenLinear {
+    std::int64_t per_layer = -1;  // attention projections, dequantisation, attention all-reduce
+    std::int64_t per_dense = 0;   // dense MLP, elementwise, dequantisation, MLP all-reduce
+    std::int64_t per_moe = 0;     // router and experts, shared experts, elementwise, collectives
+    std::int64_t per_moe_a2a = 0; // of per_moe: the dispatch and combine all-to-all
+    std::int64_t embedding_reduce = 0;  // once, on the first stage
+    // Totals over every layer of the instance, by component.
+    std::int64_t qkv = 0, out = 0, mlp = 0, moe = 0, elementwise = 0, dequantize = 0;
+    std::int64_t all_reduce = 0, dispatch = 0, combine = 0;
+  };
+
   IterationCostModel(const models::ModelSpec& model, const models::ChipSpec& chip,
                      const models::ParallelPlan& plan, const models::MoeRouting& routing,
                      const models::CostModelConfig& cost_model, std::int64_t max_tokens);
@@ -77,6 +91,32 @@ class IterationCostModel {
   void cost(const models::BatchShape& batch, std::int64_t sequences, std::int64_t* stage_ps,
             ComponentTimes& components, const models::BatchShape* busiest = nullptr);
 
+  // The decode-only steps of a decode run (Simulation::plan_run): one batch of `sequences`
+  // decoding requests whose contexts grow by one token per step (pp = 1, no speculative decoding,
+  // no per-rank batches). What the steps share (the token operators, the LM head, the host time)
+  // is read once into DecodeSteps; decode_step() then evaluates only the operators that depend on
+  // the contexts (decode attention, MLA absorption, DSA indexer, CP exchange) and the terms built
+  // on them, and gives the step's time, the picoseconds cost() gives for that shape.
+  // step_components() expands a step's parts into cost()'s components, for the steps that are
+  // applied (a run cut short never expands the rest). tests/cluster/decode_steps_test.cpp compares
+  // them with cost().
+  struct DecodeSteps {
+    TokenLinear lin;
+    std::int64_t lm_head = 0, host = 0;
+  };
+  struct DecodeStepParts {  // picoseconds per layer of each kind, and the step's own terms
+    std::int64_t attention_full = 0, attention_window = 0, absorb = 0, indexer = 0, cp = 0;
+    std::int64_t exposed_host = 0, hidden_a2a = 0;
+  };
+  DecodeSteps decode_steps(std::int64_t sequences);
+  std::int64_t decode_step(const DecodeSteps& steps, const models::BatchShape& b,
+                           DecodeStepParts& parts) const;
+  void step_components(const DecodeSteps& steps, const DecodeStepParts& parts,
+                       ComponentTimes& components) const;
+  // Adds a step's components to `sum` (a decode run's applied steps, recorded together).
+  void add_step_components(const DecodeSteps& steps, const DecodeStepParts& parts,
+                           ComponentTimes& sum) const;
+
   int stages() const { return plan_.pp; }
   void set_two_batch_overlap(bool on) { tbo_ = on; }
   // Verification of `draft_tokens` drafts per decode sequence and the MTP draft steps (header);
@@ -87,19 +127,6 @@ class IterationCostModel {
   const models::CostModel& cost_model() const { return *cost_model_; }
 
  private:
-  // For one token count, picoseconds: the token operators per layer of each kind, and their
-  // totals over all layers by component (what every iteration of that size starts from).
-  // per_layer < 0 marks "not computed yet".
-  struct TokenLinear {
-    std::int64_t per_layer = -1;  // attention projections, dequantisation, attention all-reduce
-    std::int64_t per_dense = 0;   // dense MLP, elementwise, dequantisation, MLP all-reduce
-    std::int64_t per_moe = 0;     // router and experts, shared experts, elementwise, collectives
-    std::int64_t per_moe_a2a = 0; // of per_moe: the dispatch and combine all-to-all
-    std::int64_t embedding_reduce = 0;  // once, on the first stage
-    // Totals over every layer of the instance, by component.
-    std::int64_t qkv = 0, out = 0, mlp = 0, moe = 0, elementwise = 0, dequantize = 0;
-    std::int64_t all_reduce = 0, dispatch = 0, combine = 0;
-  };
   const TokenLinear& linear(std::int64_t tokens);
 
   // An operator whose FLOPs, bytes and shape are affine in the batch sums. When the cost model
@@ -120,7 +147,7 @@ class IterationCostModel {
     bool linear = false;
     models::CostModel::LinearForm form;
     models::Operator at(const models::BatchShape& b) const;
-    double seconds(const models::BatchShape& b, const models::CostModel& cm) const;
+    inline double seconds(const models::BatchShape& b, const models::CostModel& cm) const;
   };
   template <class MakeOp>
   AffineOp affine(MakeOp make_op) const;

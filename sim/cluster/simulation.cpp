@@ -957,7 +957,8 @@ void Simulation::handle(const BatchFinished& e) {
 
   std::int64_t done_tokens = 0;
   if (batch.decodes > 0) {
-    const std::int64_t accepted = decode_step_ended(pool, lane, batch.components.data(), now_);
+    const std::int64_t accepted = decode_step_ended(lane, now_);
+    recorder_.decode_iteration(pool.metrics_id, batch.components.data(), batch.decodes + accepted);
     done_tokens += batch.decodes + accepted;
     emitted += accepted;
     for (const std::uint32_t r : finished_) complete(r);
@@ -1017,15 +1018,14 @@ SimTime Simulation::plan_run(std::uint32_t index, Lane& lane, SimTime first_end)
   if (limit < 2) return first_end;
   if (run.ends.size() < limit) {
     run.ends.resize(static_cast<std::size_t>(limit));
-    run.costs.resize(static_cast<std::size_t>(limit));
+    run.parts.resize(static_cast<std::size_t>(limit));
   }
-  Batch& batch = lane.batch();
   run.ends[0] = first_end;
-  run.costs[0] = batch.components;
   std::int64_t free = lane.free_blocks();
   std::int64_t booked = 0;
   Lane::DecodeLookahead ahead(lane);
-  const auto sequences = static_cast<std::int64_t>(batch.decodes);
+  // The steps' costs (iteration_cost.h): what they share once, then their contexts' terms.
+  run.steps = pool.cost->decode_steps(static_cast<std::int64_t>(lane.batch().decodes));
   SimTime t = first_end;
   std::uint32_t k = 1;
   for (; k < limit; ++k) {
@@ -1034,8 +1034,7 @@ SimTime Simulation::plan_run(std::uint32_t index, Lane& lane, SimTime first_end)
     free -= need;
     booked += need;
     const models::BatchShape shape = ahead.next();
-    pool.cost->cost(shape, sequences, stage_ps_.data(), run.costs[k]);
-    t = t + Duration::picoseconds(stage_ps_[0]);
+    t = t + Duration::picoseconds(pool.cost->decode_step(run.steps, shape, run.parts[k]));
     run.ends[k] = t;
   }
   if (k < 2) return first_end;
@@ -1046,12 +1045,10 @@ SimTime Simulation::plan_run(std::uint32_t index, Lane& lane, SimTime first_end)
   return t;
 }
 
-std::int64_t Simulation::decode_step_ended(const Pool& pool, Lane& lane,
-                                           const std::int64_t* components, SimTime end) {
+std::int64_t Simulation::decode_step_ended(Lane& lane, SimTime end) {
   const std::uint32_t decodes = lane.batch().decodes;
   // Speculative decoding: the accepted drafts are emitted with the step's own tokens (gaps of 0).
   const std::int64_t accepted = lane.step_accepted();
-  recorder_.decode_iteration(pool.metrics_id, components, decodes + accepted);
   lane.decode_gaps(end, decodes, [this](Duration gap, std::int64_t count) {
     recorder_.inter_token_gap(gap, count);
   });
@@ -1064,30 +1061,40 @@ std::int64_t Simulation::decode_step_ended(const Pool& pool, Lane& lane,
   return accepted;
 }
 
-void Simulation::apply_run_step(std::uint32_t index) {
-  Instance& inst = instances_[index];
-  Pool& pool = pools_[inst.pool];
-  Lane& lane = inst.lanes.front();
-  Instance::DecodeRun& run = inst.run;
-  const std::uint32_t k = run.applied;
-  Batch& batch = lane.batch();
+void Simulation::apply_run_step(Lane& lane, Instance::DecodeRun& run) {
   // What handle(BatchFinished) and try_dispatch do for a decode-only step with nobody joining or
-  // leaving (the router's load is free KV, published by settle_run).
-  recorder_.iteration(pool.metrics_id, run.costs[k].data());
-  decode_step_ended(pool, lane, run.costs[k].data(), run.ends[k]);
+  // leaving (the router's load is free KV, published by settle_run; the recorder's iteration
+  // sums, by settle_run too).
+  decode_step_ended(lane, run.ends[run.applied]);
   SERVESIM_CHECK_MSG(finished_.empty(), "a decode run's step before its last finished a request");
   lane.unbook(lane.step_blocks_ahead(0));  // the next step takes the blocks booked for it
   preempted_.clear();
   const std::uint32_t decodes = lane.prepare_decode_step(preempted_);
-  SERVESIM_CHECK_MSG(preempted_.empty() && decodes == batch.decodes,
+  SERVESIM_CHECK_MSG(preempted_.empty() && decodes == lane.batch().decodes,
                      "a decode run's step changed its batch");
-  batch.components = run.costs[k + 1];
   ++run.applied;
 }
 
 void Simulation::settle_run(std::uint32_t index, SimTime t) {
-  Instance::DecodeRun& run = instances_[index].run;
-  while (run.applied + 1 < run.size && run.ends[run.applied] <= t) apply_run_step(index);
+  Instance& inst = instances_[index];
+  Instance::DecodeRun& run = inst.run;
+  if (run.applied + 1 >= run.size || run.ends[run.applied] > t) return;
+  const Pool& pool = pools_[inst.pool];
+  Lane& lane = inst.lanes.front();
+  Batch& batch = lane.batch();
+  // The batch's components are the step in flight's (step `applied`). The steps applied here go
+  // to the recorder as one sum: integer sums, the same totals as one call per step.
+  ComponentTimes sum = batch.components;
+  const std::uint32_t first = run.applied;
+  apply_run_step(lane, run);
+  while (run.applied + 1 < run.size && run.ends[run.applied] <= t) {
+    pool.cost->add_step_components(run.steps, run.parts[run.applied], sum);
+    apply_run_step(lane, run);
+  }
+  const std::int64_t steps = run.applied - first;
+  recorder_.iterations(pool.metrics_id, sum.data(), steps);
+  recorder_.decode_iterations(pool.metrics_id, sum.data(), batch.decodes, steps);
+  pool.cost->step_components(run.steps, run.parts[run.applied], batch.components);
 }
 
 void Simulation::cut_run(std::uint32_t index) {

@@ -125,7 +125,10 @@ class Simulation {
     // Decode instances: the multi-step run in flight (see DecodeRun).
     struct DecodeRun {
       std::vector<SimTime> ends;          // when step k ends
-      std::vector<ComponentTimes> costs;  // step k's cost by component
+      // Step k > 0's context-dependent cost terms, expanded into components when it is applied
+      // (step 0's are the batch's); what the steps share.
+      std::vector<IterationCostModel::DecodeStepParts> parts;
+      IterationCostModel::DecodeSteps steps;
       std::uint32_t size = 0;             // steps in the run (0 or 1: no run)
       std::uint32_t applied = 0;          // steps whose effects are applied
       std::uint32_t generation = 0;       // of the BatchFinished event that ends it
@@ -171,12 +174,12 @@ class Simulation {
   // in sim/cluster/README.md. Runs are off while a time series or trace records (they want
   // every step at its time).
   SimTime plan_run(std::uint32_t instance, Lane& lane, SimTime first_end);
-  void apply_run_step(std::uint32_t instance);
-  // The decode part of a step of `lane`'s batch that ended at `end` (metrics, gaps, first tokens of
-  // fresh requests, the lane's step); the requests that finished are left in finished_.
-  // Returns the drafts the step accepted (speculative decoding: its tokens beyond one per request).
-  std::int64_t decode_step_ended(const Pool& pool, Lane& lane, const std::int64_t* components,
-                                 SimTime end);
+  void apply_run_step(Lane& lane, Instance::DecodeRun& run);
+  // The decode part of a step of `lane`'s batch that ended at `end` (gaps, first tokens of fresh
+  // requests, the lane's step; its iteration sums are the caller's to record); the requests that
+  // finished are left in finished_. Returns the drafts the step accepted (speculative decoding:
+  // its tokens beyond one per request).
+  std::int64_t decode_step_ended(Lane& lane, SimTime end);
   void settle_run(std::uint32_t instance, SimTime t);
   void cut_run(std::uint32_t instance);
   void end_run(std::uint32_t instance);

@@ -107,9 +107,13 @@ void RunMetrics::inter_token_gap(Duration gap, std::int64_t count) {
 }
 
 void RunMetrics::iteration(PoolId pool, const std::int64_t* component_ps) {
+  iterations(pool, component_ps, 1);
+}
+
+void RunMetrics::iterations(PoolId pool, const std::int64_t* component_ps, std::int64_t steps) {
   PoolTotals& p = pools_[pool.index()];
   for (std::size_t i = 0; i < p.component_ps.size(); ++i) p.component_ps[i] += component_ps[i];
-  ++p.iterations;
+  p.iterations += steps;
 }
 
 void RunMetrics::kv_usage_peak(PoolId pool, double fraction) {
@@ -128,6 +132,12 @@ void RunMetrics::ttft_parts(RequestId id, const std::int64_t* ps) {
 
 void RunMetrics::decode_iteration(PoolId pool, const std::int64_t* component_ps,
                                   std::int64_t tokens) {
+  decode_iterations(pool, component_ps, tokens, 1);
+}
+
+void RunMetrics::decode_iterations(PoolId pool, const std::int64_t* component_ps,
+                                   std::int64_t tokens, std::int64_t steps) {
+  // Sum over the steps of tokens x their component times = tokens x the summed times, exactly.
   PoolTotals& p = pools_[pool.index()];
   // Most components of a step are zero (a dense model has no experts, swap, CP ...): skipping
   // them saves the 128-bit multiply-adds and leaves the sums as they were.
@@ -135,7 +145,7 @@ void RunMetrics::decode_iteration(PoolId pool, const std::int64_t* component_ps,
   for (std::size_t i = 0; i < p.decode_weighted_ps.size(); ++i) {
     if (component_ps[i] != 0) sums[i] += static_cast<WideSum>(tokens) * component_ps[i];
   }
-  p.decode_tokens += static_cast<double>(tokens);
+  p.decode_tokens += static_cast<double>(tokens * steps);
 }
 
 void RunMetrics::kv_transfer(PoolId pool, double bytes, Duration total, Duration exposed,

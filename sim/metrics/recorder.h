@@ -152,6 +152,9 @@ class Recorder {
   // One batch iteration of an instance of `pool`: time per component summed over its pipeline
   // stages (stage-busy time).
   virtual void iteration(PoolId pool, const std::int64_t* component_ps) = 0;
+  // `steps` iterations at once (the steps of a decode run, sim/cluster/simulation.h): their time
+  // per component summed over them. The same totals as `steps` calls of iteration().
+  virtual void iterations(PoolId pool, const std::int64_t* component_ps, std::int64_t steps) = 0;
   virtual void kv_usage_peak(PoolId pool, double fraction) = 0;
   // Optional sinks, null unless the run asked for them; the simulation asks once, when it is
   // built, and records into them directly (non-virtual, so the hot loop pays a null test).
@@ -163,6 +166,9 @@ class Recorder {
   // A decode-carrying iteration of `pool` that emitted `tokens` decode tokens (for the token-
   // weighted TPOT split).
   virtual void decode_iteration(PoolId, const std::int64_t*, std::int64_t) {}
+  // `steps` decode iterations of `pool` that emitted `tokens` decode tokens each, their component
+  // times summed over them: the same sums as `steps` calls of decode_iteration().
+  virtual void decode_iterations(PoolId, const std::int64_t*, std::int64_t, std::int64_t) {}
   // A request's KV transfer, reported at its first token to its prefill and decode pools.
   virtual void kv_transfer(PoolId, double, Duration, Duration, Duration) {}
   // A request put back in a queue after its instance failed.
@@ -185,9 +191,12 @@ class RunMetrics final : public Recorder {
   void request_preempted(RequestId id, PoolId pool) override;
   void inter_token_gap(Duration gap, std::int64_t count) override;
   void iteration(PoolId pool, const std::int64_t* component_ps) override;
+  void iterations(PoolId pool, const std::int64_t* component_ps, std::int64_t steps) override;
   void kv_usage_peak(PoolId pool, double fraction) override;
   void ttft_parts(RequestId id, const std::int64_t* ps) override;
   void decode_iteration(PoolId pool, const std::int64_t* component_ps, std::int64_t tokens) override;
+  void decode_iterations(PoolId pool, const std::int64_t* component_ps, std::int64_t tokens,
+                         std::int64_t steps) override;
   void kv_transfer(PoolId pool, double bytes, Duration total, Duration exposed, Duration ttft) override;
   void request_requeued(RequestId id) override;
   void prefix_cache(PoolId pool, const PrefixCacheCounts& counts) override;

@@ -53,6 +53,7 @@ class CountingRecorder final : public metrics::Recorder {
   void request_preempted(RequestId id, PoolId p) override { m.request_preempted(id, p); }
   void inter_token_gap(Duration g, std::int64_t n) override { m.inter_token_gap(g, n); }
   void iteration(PoolId p, const std::int64_t* c) override { m.iteration(p, c); }
+  void iterations(PoolId p, const std::int64_t* c, std::int64_t n) override { m.iterations(p, c, n); }
   void kv_usage_peak(PoolId p, double f) override { m.kv_usage_peak(p, f); }
 
   metrics::RunMetrics m;

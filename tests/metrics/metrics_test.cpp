@@ -385,3 +385,31 @@ TEST_CASE("RunMetrics: records each request's milestones where summarize reads t
   CHECK(reqs[1].instance == 1);  // routed to InstanceId(1 % 2)
   CHECK(run.m.pools()[0].component_ps[1] == 2'500'000'000'000);  // mlp 2.5 s in ps
 }
+
+TEST_CASE("RunMetrics: steps recorded as one sum give the totals of one call per step") {
+  // Three decode steps of 4 tokens each, components {attention, mlp} in ps: {10, 7}, {11, 7},
+  // {12, 7}. Per step: busy sums {33, 21}, 3 iterations, token-weighted sums 4 x {33, 21} =
+  // {132, 84} over 12 tokens. As one call: the summed times {33, 21} with 3 steps of 4 tokens.
+  const std::int64_t steps[3][2] = {{10, 7}, {11, 7}, {12, 7}};
+  const std::int64_t sum[2] = {33, 21};
+  RunMetrics each, once;
+  const PoolId a = each.add_pool(PoolInfo{"decode", "decode", 1, 1, 1, {"attention", "mlp"}});
+  const PoolId b = once.add_pool(PoolInfo{"decode", "decode", 1, 1, 1, {"attention", "mlp"}});
+  for (const auto& c : steps) {
+    each.iteration(a, c);
+    each.decode_iteration(a, c, 4);
+  }
+  once.iterations(b, sum, 3);
+  once.decode_iterations(b, sum, 4, 3);
+  const auto& pe = each.pools()[a.index()];
+  const auto& po = once.pools()[b.index()];
+  CHECK(pe.component_ps == po.component_ps);
+  CHECK(po.component_ps == std::vector<std::int64_t>{33, 21});
+  CHECK(pe.iterations == 3);
+  CHECK(po.iterations == 3);
+  CHECK((pe.decode_weighted_ps == po.decode_weighted_ps));
+  CHECK(static_cast<std::int64_t>(po.decode_weighted_ps[0]) == 132);
+  CHECK(static_cast<std::int64_t>(po.decode_weighted_ps[1]) == 84);
+  CHECK(pe.decode_tokens == 12);
+  CHECK(po.decode_tokens == 12);
+}

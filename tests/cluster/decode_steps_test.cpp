@@ -1,0 +1,86 @@
+// The decode-run step costs (IterationCostModel::decode_steps / decode_step / step_components,
+// iteration_cost.h) against cost() itself: for decode-only batches of the shapes a decode run
+// looks ahead to, the step time and every component must be the same picoseconds. The models
+// cover each context-dependent term: a dense GQA model (full attention only), sliding-window
+// layers (gpt-oss), MLA with MoE (DeepSeek-V3, also with two-batch overlap and attention DP), DSA
+// (GLM-5) and context parallelism, with and without host overlap.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "sim/cluster/iteration_cost.h"
+
+using namespace servesim;
+
+namespace {
+
+struct Case {
+  const char* model;
+  models::ParallelPlan plan;
+  bool tbo = false;
+  bool host_overlap = false;
+};
+
+models::ParallelPlan plan_of(int tp, int dp, int ep, int cp) {
+  models::ParallelPlan p;
+  p.tp = tp;
+  p.dp = dp;
+  p.ep = ep;
+  p.cp = cp;
+  return p;
+}
+
+void check_case(const Case& k) {
+  const models::ModelSpec model = *models::model_preset(k.model);
+  models::ChipSpec chip = *models::chip_preset("h100-sxm");
+  chip.efficiency.host_overlap = k.host_overlap;
+  cluster::IterationCostModel cm(model, chip, k.plan, models::MoeRouting{}, {}, 4096);
+  cm.set_two_batch_overlap(k.tbo);
+  const std::int64_t cap = std::max<std::int64_t>(model.window.enabled() ? model.window.window : 0,
+                                                  model.dsa.enabled() ? model.dsa.top_k : 0);
+  for (const std::int64_t n : {1, 2, 7, 64, 256}) {
+    const cluster::IterationCostModel::DecodeSteps steps = cm.decode_steps(n);
+    // Contexts of a run: every one grows by one per step; the capped sums are at most n x cap.
+    for (const std::int64_t context : {1, 300, 4000, 100000}) {
+      models::BatchShape b;
+      b.tokens = b.logits = b.decode_seqs = static_cast<double>(n);
+      b.decode_kv_tokens = static_cast<double>(n * context);
+      if (cap > 0) {
+        const double capped = static_cast<double>(n * std::min(context, cap));
+        if (model.window.enabled()) b.decode_kv_window = capped;
+        if (model.dsa.enabled()) b.decode_kv_topk = capped;
+      }
+      std::int64_t stage = 0;
+      cluster::ComponentTimes expected{};
+      cm.cost(b, n, &stage, expected);
+      cluster::IterationCostModel::DecodeStepParts parts;
+      const std::int64_t t = cm.decode_step(steps, b, parts);
+      cluster::ComponentTimes got{};
+      cm.step_components(steps, parts, got);
+      INFO(k.model << " tp " << k.plan.tp << " dp " << k.plan.dp << " ep " << k.plan.ep << " cp "
+                   << k.plan.cp << " tbo " << k.tbo << " host_overlap " << k.host_overlap << " n "
+                   << n << " context " << context);
+      CHECK(t == stage);
+      for (std::size_t i = 0; i < expected.size(); ++i) {
+        INFO("component " << models::op_kind_name(static_cast<models::OpKind>(i)));
+        CHECK(got[i] == expected[i]);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("Decode steps: a decode run's step costs are cost()'s, term by term") {
+  const Case cases[] = {
+      {"llama-3.1-70b", plan_of(8, 1, 1, 1)},
+      {"llama-3.1-70b", plan_of(8, 1, 1, 1), false, true},
+      {"llama-3.1-8b", plan_of(1, 1, 1, 2)},
+      {"gpt-oss-120b", plan_of(4, 1, 4, 1)},
+      {"deepseek-v3", plan_of(1, 8, 8, 1)},
+      {"deepseek-v3", plan_of(1, 8, 8, 1), true, false},
+      {"deepseek-v3", plan_of(1, 16, 16, 1), true, true},
+      {"glm-5", plan_of(1, 8, 8, 1)},
+  };
+  for (const Case& k : cases) check_case(k);
+}
