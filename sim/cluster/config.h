@@ -178,6 +178,10 @@ struct DisaggregationConfig {
   // Bytes of one image token's embedding sent from the encode to the prefill instance: hidden x
   // 2 (bf16) when 0.
   double embedding_bytes_per_token = 0;
+  // An instance whose expert all-to-all leaves the scale-up domain shares its chips' NICs with
+  // the flows: they get what its duty cycle leaves, and its all-to-all slows while they cross
+  // (sim/cluster/README.md). Off: the all-to-all and the flows ignore each other.
+  bool a2a_contention = true;
 };
 
 struct FailureConfig {

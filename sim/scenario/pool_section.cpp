@@ -589,6 +589,7 @@ void read_deployment_options(MapReader& dep, cluster::SimulationConfig& config) 
     if (auto r = k.quantity("embedding_bytes_per_token", Dimension::kBytes, 0, kInf, true, 0.0)) {
       config.disaggregation.embedding_bytes_per_token = *r;
     }
+    if (auto r = k.boolean("a2a_contention", true)) config.disaggregation.a2a_contention = *r;
     k.finish();
   }
   {

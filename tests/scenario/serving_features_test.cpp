@@ -248,3 +248,32 @@ TEST_CASE("Scenario: parallel.attention_dp loads per-rank batches and needs dp >
 )"),
             6, 39, "deployment.pools[0].parallel.attention_dp", "attention_dp spreads decoding");
 }
+
+TEST_CASE("Scenario: kv_transfer.a2a_contention defaults to on, takes a boolean, and says where it is not one") {
+  const auto on = servesim::scenario::load_scenario_text(text_of(R"(
+model: llama-3.1-8b
+deployment:
+  pools:
+    - chip: h100-sxm
+      instances: 1
+)" + kWorkload), kFile, kBaseDir, {});
+  CHECK(on.config.disaggregation.a2a_contention);
+  const auto off = servesim::scenario::load_scenario_text(text_of(R"(
+model: llama-3.1-8b
+deployment:
+  kv_transfer: {a2a_contention: false}
+  pools:
+    - chip: h100-sxm
+      instances: 1
+)" + kWorkload), kFile, kBaseDir, {});
+  CHECK_FALSE(off.config.disaggregation.a2a_contention);
+  check_one(R"(
+model: llama-3.1-8b
+deployment:
+  kv_transfer: {a2a_contention: sometimes}
+  pools:
+    - chip: h100-sxm
+      instances: 1
+)" + kWorkload,
+            3, 33, "deployment.kv_transfer.a2a_contention", "");
+}
