@@ -135,6 +135,11 @@ struct PoolConfig {
   // Two-batch overlap of the MoE all-to-all with compute (`parallel.tbo`, iteration_cost.h).
   bool two_batch_overlap = false;
   AttentionDpBalance attention_dp = AttentionDpBalance::kEven;  // `parallel.attention_dp`
+  // Context parallelism only for long prompts (`parallel.cp_min_tokens`, prefill and combined
+  // pools with cp > 1; 0: every prompt): a prompt (prefill target) shorter than this is not split
+  // over the CP ranks: each rank prefills its own short prompts, as attention DP does, so their
+  // chunks move nothing over the CP ring (iteration_cost.h, cost's cp_part).
+  std::int64_t cp_min_tokens = 0;
   int instances = 1;
   SchedulerConfig scheduler;
   KvCacheConfig kv_cache;

@@ -272,7 +272,8 @@ std::int64_t IterationCostModel::draft_ps(const models::BatchShape& verify) {
 
 void IterationCostModel::cost(const models::BatchShape& b, std::int64_t sequences,
                               std::int64_t* stage_ps, ComponentTimes& c,
-                              const models::BatchShape* busiest, bool nics_shared) {
+                              const models::BatchShape* busiest, bool nics_shared,
+                              const models::BatchShape* cp_part) {
   using models::OpKind;
   const TokenLinear& lin = linear(static_cast<std::int64_t>(b.tokens));
   const models::CostModel& cm = *cost_model_;
@@ -305,9 +306,10 @@ void IterationCostModel::cost(const models::BatchShape& b, std::int64_t sequence
   if (has_dsa_) indexer = (prefill ? run(indexer_prefill_) : 0) + (decode ? run_decode(indexer_decode_) : 0);
   std::int64_t cp = 0;
   if (plan_.cp > 1) {
-    if (prefill) {
+    const models::BatchShape& split = cp_part != nullptr ? *cp_part : b;
+    if (prefill && split.prefill_tokens > 0) {
       // Pass-KV or pass-Q, whichever moves less.
-      const double kv = cp_prefill_.bytes(b), q = cp_prefill_q_.bytes(b);
+      const double kv = cp_prefill_.bytes(split), q = cp_prefill_q_.bytes(split);
       cp += to_ps(comm_.seconds(models::Collective::kP2p, cp_span_, std::min(kv, q)));
     }
     if (decode) cp += to_ps(comm_.seconds(cp_decode_.base.collective, cp_span_, cp_decode_.bytes(b)));

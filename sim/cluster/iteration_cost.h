@@ -84,9 +84,14 @@ class IterationCostModel {
   // even split is the component `imbalance` (the other ranks wait for it before the MoE
   // dispatch). Token operators and the all-to-all stay as for the whole batch.
   // `nics_shared`: KV flows cross the instance's NICs during the iteration (header).
+  // `cp_part` (context parallelism only for long prompts, PoolConfig::cp_min_tokens): the prefill
+  // chunks that the CP ranks split, as a shape of their prefill_tokens and prefill_kv_tokens; the
+  // prefill CP exchange moves only their queries or KV. The other chunks' prompts are each on one
+  // CP rank (the ranks prefill separate short prompts in parallel), so their attention work per
+  // chip is the same share of the batch's and they exchange nothing. Null: every chunk is split.
   void cost(const models::BatchShape& batch, std::int64_t sequences, std::int64_t* stage_ps,
             ComponentTimes& components, const models::BatchShape* busiest = nullptr,
-            bool nics_shared = false);
+            bool nics_shared = false, const models::BatchShape* cp_part = nullptr);
 
   // The share of a NIC the all-to-all gets while KV traffic crosses it: the two split it evenly
   // (equal-weight traffic classes, or one queue pair each under per-QP fair arbitration).

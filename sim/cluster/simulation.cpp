@@ -1232,8 +1232,19 @@ void Simulation::try_dispatch(std::uint32_t index) {
     models::BatchShape busiest;
     const bool uneven = lane.busiest_rank_shape(shape, batch, busiest);
     const bool nics_shared = pool.a2a_on_nics && nics_carry_flows(index);
+    // Context parallelism only for long prompts: the chunks the CP ranks split.
+    models::BatchShape cp_part;
+    const std::int64_t cp_min = pool.config->cp_min_tokens;
+    if (cp_min > 0 && !batch.chunks.empty()) [[unlikely]] {
+      for (const Chunk& c : batch.chunks) {
+        const RequestState& s = requests_[c.request];
+        if (static_cast<std::int64_t>(s.prefill_target) < cp_min) continue;
+        cp_part.prefill_tokens += c.tokens;
+        cp_part.prefill_kv_tokens += static_cast<double>(s.prefilled) + c.tokens;
+      }
+    }
     pool.cost->cost(shape, sequences, stage_ps_.data(), batch.components, uneven ? &busiest : nullptr,
-                    nics_shared);
+                    nics_shared, cp_min > 0 ? &cp_part : nullptr);
     if (pool.swap_s_per_token > 0) [[unlikely]] add_swap_time(pool, lane, batch);
     // Pipeline: stage k starts when stage k - 1 handed over and stage k finished its previous
     // micro-batch.
