@@ -84,6 +84,7 @@ RooflineCostModel::RooflineCostModel(const ChipSpec& chip) {
       case OpKind::kSwap:
       case OpKind::kMtpDraft:
       case OpKind::kImbalance:
+      case OpKind::kA2aKvContention:
       case OpKind::kCount:
         chip_operator = false;  // not chip operators: costed by the communication model / the host
         break;

@@ -26,6 +26,7 @@ std::string_view op_kind_name(OpKind k) {
     case OpKind::kSwap: return "swap";
     case OpKind::kMtpDraft: return "mtp_draft";
     case OpKind::kImbalance: return "imbalance";
+    case OpKind::kA2aKvContention: return "a2a_kv_contention";
     case OpKind::kCount: break;
   }
   return "?";
@@ -33,7 +34,7 @@ std::string_view op_kind_name(OpKind k) {
 
 bool is_communication(OpKind k) {
   return k == OpKind::kTpAllReduce || k == OpKind::kEpDispatch || k == OpKind::kEpCombine ||
-         k == OpKind::kCpExchange || k == OpKind::kPpSend;
+         k == OpKind::kCpExchange || k == OpKind::kPpSend || k == OpKind::kA2aKvContention;
 }
 
 std::string_view collective_name(Collective c) {

@@ -54,6 +54,7 @@ enum class OpKind : std::uint8_t {
   kSwap,              // KV copied to / from host memory for swap preemption (sim/cluster)
   kMtpDraft,          // speculative decoding: the MTP module's draft steps (sim/cluster)
   kImbalance,         // attention-DP: the busiest rank's decode attention beyond the mean (sim/cluster)
+  kA2aKvContention,   // the expert all-to-all's NIC part stretched by KV flows on its NICs (sim/cluster)
   kCount
 };
 constexpr std::size_t kOpKinds = static_cast<std::size_t>(OpKind::kCount);

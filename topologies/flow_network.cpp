@@ -713,24 +713,48 @@ void FlowNetwork::complete_until(SimTime now, std::vector<FlowDone>& done) {
   touch(now);
 }
 
-void FlowNetwork::refresh_capacity(LinkId l) {
-  // The link's own resource and its bundle change capacity; their flows' caps (the slowest
-  // resource of each route) and the resources' demands are recomputed, and the flows re-solved.
-  std::vector<std::uint32_t> on;
-  for (std::uint32_t r : {l.value, fabric_.bundle_of(l)}) {
-    if (r == Fabric::kNone) continue;
-    on.clear();
-    for (std::uint32_t e = link_[r].head; e != kNone; e = hot_[e / kMaxHops].next[e % kMaxHops]) {
-      on.push_back(e / kMaxHops);
-    }
-    for (std::uint32_t f : on) link_remove(f);
-    link_[r].capacity = fabric_.resource_capacity(r);
-    for (std::uint32_t f : on) {
-      link_insert(f);
-      set_.push_back(f);
-    }
-    seed_links_.push_back(r);
+void FlowNetwork::set_capacity(std::uint32_t r) {
+  // The resource's flows' caps (the slowest resource of each route) and the resources' demands
+  // depend on its capacity: its flows leave their links, it changes, they come back to be
+  // re-solved.
+  moved_.clear();
+  for (std::uint32_t e = link_[r].head; e != kNone; e = hot_[e / kMaxHops].next[e % kMaxHops]) {
+    moved_.push_back(e / kMaxHops);
   }
+  for (std::uint32_t f : moved_) link_remove(f);
+  const double share = reserved_.empty() ? 0.0 : reserved_[r];
+  link_[r].capacity = fabric_.resource_capacity(r) * (1.0 - share);
+  for (std::uint32_t f : moved_) {
+    link_insert(f);
+    set_.push_back(f);
+  }
+  seed_links_.push_back(r);
+}
+
+void FlowNetwork::refresh_capacity(LinkId l) {
+  // The link's own resource and its bundle change capacity.
+  for (std::uint32_t r : {l.value, fabric_.bundle_of(l)}) {
+    if (r != Fabric::kNone) set_capacity(r);
+  }
+}
+
+void FlowNetwork::reserve(SimTime now, LinkId l, double share) {
+  SERVESIM_CHECK_MSG(share >= 0 && share < 1, "a reserved share is in [0, 1)");
+  if (reserved_.empty()) {
+    if (share == 0) return;
+    reserved_.assign(link_.size(), 0.0);
+  }
+  const std::uint32_t r = l.value;
+  if (reserved_[r] == share) return;
+  reserved_[r] = share;
+  if (link_[r].head == kNone) {
+    // No flow crosses it: nothing to re-solve (a flow that starts reads the new capacity).
+    link_[r].capacity = fabric_.resource_capacity(r) * (1.0 - share);
+    return;
+  }
+  touch(now);
+  set_capacity(r);
+  pending_ = true;
 }
 
 void FlowNetwork::reroute(std::uint32_t f) {

@@ -32,6 +32,9 @@
 //
 // Faults: a failed link's flows are rerouted at once (a flow with no surviving route stalls at
 // rate 0 until a link recovers); a failed chip aborts its flows. Each is reported to the caller.
+// Reservations: a share of a link's bandwidth can be held for traffic that is not a flow here (an
+// instance's expert all-to-all on its chips' NICs, sim/cluster); the flows on the link share what
+// is left, max-min as before (the capacity the solve sees is the link's times 1 - the share).
 // Link utilization: bytes carried per link (credited when a flow leaves a route, or on
 // account_until), and the bytes each link class carried over time, in bins that double their
 // width when they grow too many (compact for long runs).
@@ -102,6 +105,14 @@ class FlowNetwork {
             std::vector<FlowDone>& aborted);
   // Links come back; stalled flows that now have a route start moving.
   void recover(SimTime now, const std::vector<LinkId>& links);
+
+  // Holds `share` (in [0, 1)) of resource l's bandwidth from `now` on, for traffic outside the
+  // flow network (0 releases it); its flows are re-solved on what is left. O(1) when no flow
+  // crosses it. A failed link keeps its share for when it recovers.
+  void reserve(SimTime now, LinkId l, double share);
+  double reserved(LinkId l) const { return reserved_.empty() ? 0.0 : reserved_[l.index()]; }
+  // Whether some flow's route crosses resource l now (started, not completed, not stalled).
+  bool carries(LinkId l) const { return link_[l.index()].head != kNone; }
 
   // Settles the changes recorded so far (the queries below do it themselves).
   void flush();
@@ -201,6 +212,7 @@ class FlowNetwork {
   void finish_flow(std::uint32_t f, SimTime at, bool aborted, std::vector<FlowDone>* out);
   void reroute(std::uint32_t f);
   void refresh_capacity(LinkId l);
+  void set_capacity(std::uint32_t resource);  // the fabric's capacity less the reserved share
   void set_bottleneck(FlowHot& f, std::uint32_t link);
   void add_bottlenecked(std::uint32_t link);
   void touch(SimTime now);
@@ -222,6 +234,8 @@ class FlowNetwork {
   std::size_t active_count_ = 0;
 
   std::vector<LinkHot> link_;
+  std::vector<double> reserved_;  // per resource, the share held (empty until the first reserve)
+  std::vector<std::uint32_t> moved_;  // scratch: the flows of a resource whose capacity changes
   std::vector<LinkScratch> scratch_;
 
   // Per link class: load now, changes not yet carried into the series, the binned series.

@@ -155,6 +155,8 @@ const std::vector<ComponentFacts>& component_table() {
     t.push_back({"preemption", "preemption", "", {"kv_cache", "max_batch_size", "memory_utilization"}, true});
     t.push_back({"imbalance", "attention-DP imbalance", "dp", {"parallel.dp", "moe_routing"}});
     t.push_back({"mtp_draft", "MTP drafts", "", {"mtp", "speculative"}});
+    t.push_back({"a2a_kv_contention", "all-to-all slowed by KV flows on its NICs", "ep",
+                 {"a2a_contention", "kv_transfer", "parallel.ep", "scale_out", "cluster", "placement"}});
     // Throughput factors.
     t.push_back({"tokens_per_iteration", "tokens per iteration", "",
                  {"max_batch_size", "max_batched_tokens", "arrivals", "instances", "requests", "policy"}});

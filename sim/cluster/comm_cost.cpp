@@ -9,7 +9,7 @@ CommCost::CommCost(const models::ChipSpec& chip)
           chip.efficiency.collective_bandwidth},
       out_{chip.scale_out_bandwidth, chip.scale_out_latency, chip.efficiency.collective_bandwidth} {}
 
-double CommCost::seconds(models::Collective c, const GroupSpan& g, double bytes) const {
+double CommCost::seconds(models::Collective c, const GroupSpan& g, double bytes, double nic_share) const {
   if (g.ranks <= 1 || bytes <= 0) return 0.0;
   const topologies::LinkTier& tier = g.leaves_domain ? out_ : up_;
   const double n = g.ranks;
@@ -23,13 +23,18 @@ double CommCost::seconds(models::Collective c, const GroupSpan& g, double bytes)
     case models::Collective::kAllToAll: {
       const double out_bytes = bytes * g.outside_fraction, in_bytes = bytes - out_bytes;
       const double t = std::max(in_bytes / (up_.bandwidth.bytes_per_s * up_.efficiency),
-                                out_bytes / (out_.bandwidth.bytes_per_s * out_.efficiency));
+                                out_bytes / (out_.bandwidth.bytes_per_s * out_.efficiency * nic_share));
       return tier.latency.to_seconds() + t;
     }
     case models::Collective::kP2p:
       return topologies::p2p_seconds(bytes, tier);
   }
   return 0.0;
+}
+
+double CommCost::nic_seconds(models::Collective c, const GroupSpan& g, double bytes) const {
+  if (c != models::Collective::kAllToAll || g.ranks <= 1 || bytes <= 0 || !g.leaves_domain) return 0.0;
+  return bytes * g.outside_fraction / (out_.bandwidth.bytes_per_s * out_.efficiency);
 }
 
 GroupSpan group_span(const models::ParallelPlan& p, models::Group g, int domain) {

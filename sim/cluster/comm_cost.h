@@ -13,6 +13,9 @@
 // Placement: instance chips are consecutive from a domain boundary, in the rank order of
 // models/parallel_plan.h (tp fastest, then dp, cp, pp). Topology-aware costs on a real placement
 // replace this class later; keep callers to seconds() and span().
+// Contention with KV flows (sim/cluster/README.md, "All-to-all and KV flows on the same NICs"):
+// `nic_share` is the share of the NIC the all-to-all gets while it runs, so its NIC part is
+// S_out / (B_out x eff x nic_share); nic_seconds is that part alone at the whole NIC.
 // Ignored: contention between collectives and between instances, tree/hierarchical algorithms.
 #pragma once
 
@@ -32,7 +35,11 @@ struct GroupSpan {
 class CommCost {
  public:
   explicit CommCost(const models::ChipSpec& chip);
-  double seconds(models::Collective c, const GroupSpan& g, double bytes_per_rank) const;
+  double seconds(models::Collective c, const GroupSpan& g, double bytes_per_rank,
+                 double nic_share = 1.0) const;
+  // Seconds the collective keeps each member's NIC busy at its full rate (the all-to-all's
+  // S_out / (B_out x eff); 0 for the others and for groups inside one domain).
+  double nic_seconds(models::Collective c, const GroupSpan& g, double bytes_per_rank) const;
   const topologies::LinkTier& scale_up() const { return up_; }
   const topologies::LinkTier& scale_out() const { return out_; }
 

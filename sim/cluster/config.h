@@ -135,6 +135,11 @@ struct PoolConfig {
   // Two-batch overlap of the MoE all-to-all with compute (`parallel.tbo`, iteration_cost.h).
   bool two_batch_overlap = false;
   AttentionDpBalance attention_dp = AttentionDpBalance::kEven;  // `parallel.attention_dp`
+  // Context parallelism only for long prompts (`parallel.cp_min_tokens`, prefill and combined
+  // pools with cp > 1; 0: every prompt): a prompt (prefill target) shorter than this is not split
+  // over the CP ranks: each rank prefills its own short prompts, as attention DP does, so their
+  // chunks move nothing over the CP ring (iteration_cost.h, cost's cp_part).
+  std::int64_t cp_min_tokens = 0;
   int instances = 1;
   SchedulerConfig scheduler;
   KvCacheConfig kv_cache;
@@ -178,6 +183,10 @@ struct DisaggregationConfig {
   // Bytes of one image token's embedding sent from the encode to the prefill instance: hidden x
   // 2 (bf16) when 0.
   double embedding_bytes_per_token = 0;
+  // An instance whose expert all-to-all leaves the scale-up domain shares its chips' NICs with
+  // the flows: they get what its duty cycle leaves, and its all-to-all slows while they cross
+  // (sim/cluster/README.md). Off: the all-to-all and the flows ignore each other.
+  bool a2a_contention = true;
 };
 
 struct FailureConfig {

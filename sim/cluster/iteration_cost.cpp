@@ -123,6 +123,8 @@ IterationCostModel::IterationCostModel(const models::ModelSpec& model, const mod
   tp_span_ = group_span(plan, models::Group::kTp, domain);
   moe_span_ = group_span(plan, models::Group::kMoe, domain);
   cp_span_ = group_span(plan, models::Group::kCp, domain);
+  a2a_on_nics_ = moe_span_.leaves_domain && moe_span_.outside_fraction > 0 && model.moe.experts > 0 &&
+                 plan.ep > 1;
   for (int s = 0; s < plan.pp; ++s) {
     const models::LayerCounts c =
         model.count_layers(plan.stage_first_layer(model, s), plan.stage_layers(model, s));
@@ -197,6 +199,16 @@ const IterationCostModel::TokenLinear& IterationCostModel::linear(std::int64_t t
   e.per_dense = dense_mlp + dense_ew + dq_dense + dense_reduce;
   e.per_moe = experts + shared + moe_ew + dq_moe + moe_reduce + dispatch + combine;
   e.per_moe_a2a = dispatch + combine;
+  if (a2a_on_nics_) {
+    const double share = kKvNicShare;
+    const std::int64_t at_share =
+        to_ps(comm_.seconds(o.moe_dispatch.collective, moe_span_, o.moe_dispatch.bytes, share)) +
+        to_ps(comm_.seconds(o.moe_combine.collective, moe_span_, o.moe_combine.bytes, share));
+    e.per_moe_contention = at_share - e.per_moe_a2a;
+    e.a2a_nic = total_.moe *
+                (to_ps(comm_.nic_seconds(o.moe_dispatch.collective, moe_span_, o.moe_dispatch.bytes)) +
+                 to_ps(comm_.nic_seconds(o.moe_combine.collective, moe_span_, o.moe_combine.bytes)));
+  }
   e.embedding_reduce = attention_reduce;  // the same hidden-state all-reduce
   const StageLayers& n = total_;
   e.qkv = n.layers * qkv;
@@ -260,7 +272,8 @@ std::int64_t IterationCostModel::draft_ps(const models::BatchShape& verify) {
 
 void IterationCostModel::cost(const models::BatchShape& b, std::int64_t sequences,
                               std::int64_t* stage_ps, ComponentTimes& c,
-                              const models::BatchShape* busiest) {
+                              const models::BatchShape* busiest, bool nics_shared,
+                              const models::BatchShape* cp_part) {
   using models::OpKind;
   const TokenLinear& lin = linear(static_cast<std::int64_t>(b.tokens));
   const models::CostModel& cm = *cost_model_;
@@ -293,9 +306,10 @@ void IterationCostModel::cost(const models::BatchShape& b, std::int64_t sequence
   if (has_dsa_) indexer = (prefill ? run(indexer_prefill_) : 0) + (decode ? run_decode(indexer_decode_) : 0);
   std::int64_t cp = 0;
   if (plan_.cp > 1) {
-    if (prefill) {
+    const models::BatchShape& split = cp_part != nullptr ? *cp_part : b;
+    if (prefill && split.prefill_tokens > 0) {
       // Pass-KV or pass-Q, whichever moves less.
-      const double kv = cp_prefill_.bytes(b), q = cp_prefill_q_.bytes(b);
+      const double kv = cp_prefill_.bytes(split), q = cp_prefill_q_.bytes(split);
       cp += to_ps(comm_.seconds(models::Collective::kP2p, cp_span_, std::min(kv, q)));
     }
     if (decode) cp += to_ps(comm_.seconds(cp_decode_.base.collective, cp_span_, cp_decode_.bytes(b)));
@@ -325,20 +339,23 @@ void IterationCostModel::cost(const models::BatchShape& b, std::int64_t sequence
   const std::int64_t lm_head = b.logits > 0 ? run(lm_head_) : 0;
   const std::int64_t draft = verify ? draft_ps(b) : 0;
   const double chip_tokens = models::tokens_per_chip(plan_, b.tokens);
+  // KV flows on the NICs: every MoE layer's all-to-all gets kKvNicShare of them (header).
+  const std::int64_t contention = nics_shared ? lin.per_moe_contention : 0;
+  const std::int64_t a2a_layer = lin.per_moe_a2a + contention;
 
   c.fill(0);
   std::int64_t sends = 0, exposed_host = 0, hidden_a2a = 0;
   for (int s = 0; s < plan_.pp; ++s) {
     const StageLayers& l = stage_layers_[static_cast<std::size_t>(s)];
-    std::int64_t t = l.layers * per_layer + l.dense * lin.per_dense + l.moe * lin.per_moe +
+    std::int64_t t = l.layers * per_layer + l.dense * lin.per_dense + l.moe * (lin.per_moe + contention) +
                      l.full * per_full + l.window * per_window +
                      l.full * excess_full + l.window * excess_window + l.layers * excess_layer;
-    if (tbo_ && l.moe > 0 && b.tokens >= 2 && lin.per_moe_a2a > 0) [[unlikely]] {
+    if (tbo_ && l.moe > 0 && b.tokens >= 2 && a2a_layer > 0) [[unlikely]] {
       // Two-batch overlap (header): per MoE layer max(C, A) instead of C + A, and half of
       // min(C, A) exposed once per stage.
       const std::int64_t attention = (l.full * per_full + l.window * per_window) / l.layers;
       const std::int64_t compute = per_layer + attention + lin.per_moe - lin.per_moe_a2a;
-      const std::int64_t overlap = std::min(compute, lin.per_moe_a2a);
+      const std::int64_t overlap = std::min(compute, a2a_layer);
       const std::int64_t hidden = l.moe * overlap - overlap / 2;
       t -= hidden;
       hidden_a2a += hidden;
@@ -379,13 +396,18 @@ void IterationCostModel::cost(const models::BatchShape& b, std::int64_t sequence
   c[idx(OpKind::kTpAllReduce)] = lin.all_reduce;
   c[idx(OpKind::kEpDispatch)] = lin.dispatch;
   c[idx(OpKind::kEpCombine)] = lin.combine;
+  c[idx(OpKind::kA2aKvContention)] = n.moe * contention;
   if (hidden_a2a > 0) {
     // What two-batch overlap hid comes off the all-to-all, in proportion: what is left is exposed.
-    const std::int64_t a2a = lin.dispatch + lin.combine;
-    const auto from_dispatch = static_cast<std::int64_t>(
-        static_cast<double>(hidden_a2a) * static_cast<double>(lin.dispatch) / static_cast<double>(a2a) + 0.5);
+    const std::int64_t stretch = n.moe * contention;
+    const double a2a = static_cast<double>(lin.dispatch + lin.combine + stretch);
+    const double hidden = static_cast<double>(hidden_a2a);
+    const auto from_dispatch =
+        static_cast<std::int64_t>(hidden * static_cast<double>(lin.dispatch) / a2a + 0.5);
+    const auto from_stretch = static_cast<std::int64_t>(hidden * static_cast<double>(stretch) / a2a + 0.5);
     c[idx(OpKind::kEpDispatch)] -= from_dispatch;
-    c[idx(OpKind::kEpCombine)] -= hidden_a2a - from_dispatch;
+    c[idx(OpKind::kA2aKvContention)] -= from_stretch;
+    c[idx(OpKind::kEpCombine)] -= hidden_a2a - from_dispatch - from_stretch;
   }
   c[idx(OpKind::kCpExchange)] = n.layers * cp;
   c[idx(OpKind::kIndexer)] = n.layers * indexer;

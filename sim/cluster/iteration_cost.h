@@ -43,6 +43,15 @@
 // over the context, the shared LM head), token operators memoised per sequence count. The draft
 // time runs on the last stage after the LM head and is the component `mtp_draft`; two-batch
 // overlap does not hide it. Prefill chunks draft nothing.
+//
+// All-to-all and KV flows on the same NICs (sim/cluster/README.md): when the expert group leaves
+// the scale-up domain, its out-of-domain bytes cross every chip's NIC. cost(..., nics_shared)
+// prices an iteration during which KV (or embedding) flows cross the instance's NICs: while the
+// all-to-all runs it gets kKvNicShare of each NIC (the KV traffic the rest), so its NIC part
+// S_out / (B_out x eff) takes 1 / kKvNicShare as long; the extra is the component
+// `a2a_kv_contention` (two-batch overlap hides it like the rest of the all-to-all).
+// a2a_nic_ps gives the NIC part at the whole NIC, which Simulation books as the all-to-all's duty
+// cycle on the NICs for the KV flows.
 #pragma once
 
 #include <array>
@@ -71,6 +80,8 @@ class IterationCostModel {
     std::int64_t per_dense = 0;   // dense MLP, elementwise, dequantisation, MLP all-reduce
     std::int64_t per_moe = 0;     // router and experts, shared experts, elementwise, collectives
     std::int64_t per_moe_a2a = 0; // of per_moe: the dispatch and combine all-to-all
+    std::int64_t per_moe_contention = 0;  // the all-to-all's extra at kKvNicShare of the NIC
+    std::int64_t a2a_nic = 0;     // NIC-busy time of the all-to-all, all MoE layers (a2a_nic_ps)
     std::int64_t embedding_reduce = 0;  // once, on the first stage
     // Totals over every layer of the instance, by component.
     std::int64_t qkv = 0, out = 0, mlp = 0, moe = 0, elementwise = 0, dequantize = 0;
@@ -88,8 +99,24 @@ class IterationCostModel {
   // absorption, DSA indexer, CP exchange) then take that rank's time, and the excess over the
   // even split is the component `imbalance` (the other ranks wait for it before the MoE
   // dispatch). Token operators and the all-to-all stay as for the whole batch.
+  // `nics_shared`: KV flows cross the instance's NICs during the iteration (header).
+  // `cp_part` (context parallelism only for long prompts, PoolConfig::cp_min_tokens): the prefill
+  // chunks that the CP ranks split, as a shape of their prefill_tokens and prefill_kv_tokens; the
+  // prefill CP exchange moves only their queries or KV. The other chunks' prompts are each on one
+  // CP rank (the ranks prefill separate short prompts in parallel), so their attention work per
+  // chip is the same share of the batch's and they exchange nothing. Null: every chunk is split.
   void cost(const models::BatchShape& batch, std::int64_t sequences, std::int64_t* stage_ps,
-            ComponentTimes& components, const models::BatchShape* busiest = nullptr);
+            ComponentTimes& components, const models::BatchShape* busiest = nullptr,
+            bool nics_shared = false, const models::BatchShape* cp_part = nullptr);
+
+  // The share of a NIC the all-to-all gets while KV traffic crosses it: the two split it evenly
+  // (equal-weight traffic classes, or one queue pair each under per-QP fair arbitration).
+  static constexpr double kKvNicShare = 0.5;
+  // Whether the expert all-to-all sends bytes over the chips' NICs (its group leaves the domain).
+  bool a2a_on_nics() const { return a2a_on_nics_; }
+  // Picoseconds the all-to-all of a batch of `tokens` tokens keeps each chip's NIC busy at the
+  // whole NIC's rate, over all MoE layers (dispatch and combine).
+  std::int64_t a2a_nic_ps(std::int64_t tokens) { return linear(tokens).a2a_nic; }
 
   // The decode-only steps of a decode run (Simulation::plan_run): one batch of `sequences`
   // decoding requests whose contexts grow by one token per step (pp = 1, no speculative decoding,
@@ -183,6 +210,7 @@ class IterationCostModel {
   bool absorb_in_prefill_ = false;  // DSA models absorb prefill queries too
   bool has_window_ = false, has_mla_ = false, has_dsa_ = false, emulated_ = false;
   bool tbo_ = false;
+  bool a2a_on_nics_ = false;
   // Speculative decoding: query tokens per decode sequence (1: off), and the token operators of
   // one MTP draft step by sequence count (ps, -1: not computed yet).
   int verify_width_ = 1;

@@ -60,6 +60,10 @@ Simulation::Simulation(const SimulationConfig& config, metrics::Recorder& record
                                                      pc.moe_routing, pc.cost_model,
                                                      pc.scheduler.max_batched_tokens);
     pool.cost->set_two_batch_overlap(pc.two_batch_overlap);
+    // The expert all-to-all leaves the scale-up domain: it shares the NICs with the flows
+    // (pp = 1: with pipelined micro-batches an instance's iterations overlap).
+    pool.a2a_on_nics = net_ && config_.disaggregation.a2a_contention && pc.kind != PoolRole::kEncode &&
+                       pc.plan.pp == 1 && pool.cost->a2a_on_nics();
     const SpeculativeConfig& spec = pc.speculative;
     std::vector<double> reach;  // P(accepted >= i): products of the conditional rates
     if (spec.enabled() && pc.kind != PoolRole::kEncode) {
@@ -144,7 +148,7 @@ Simulation::Simulation(const SimulationConfig& config, metrics::Recorder& record
     // speculative decoding or per-rank batches.
     runs_ = config_.decode_steps_per_event > 1 && !series_ && !trace_ && dp.free_kv &&
             dp.config->plan.pp == 1 && !dp.config->speculative.enabled() &&
-            dp.config->attention_dp == AttentionDpBalance::kEven;
+            dp.config->attention_dp == AttentionDpBalance::kEven && !dp.a2a_on_nics;
   }
   const auto& classes = config_.workload.classes;
   SERVESIM_CHECK(config_.class_slo.empty() || config_.class_slo.size() == classes.size());
@@ -1234,7 +1238,20 @@ void Simulation::try_dispatch(std::uint32_t index) {
     const auto sequences = static_cast<std::int64_t>(batch.decodes + batch.chunks.size());
     models::BatchShape busiest;
     const bool uneven = lane.busiest_rank_shape(shape, batch, busiest);
-    pool.cost->cost(shape, sequences, stage_ps_.data(), batch.components, uneven ? &busiest : nullptr);
+    const bool nics_shared = pool.a2a_on_nics && nics_carry_flows(index);
+    // Context parallelism only for long prompts: the chunks the CP ranks split.
+    models::BatchShape cp_part;
+    const std::int64_t cp_min = pool.config->cp_min_tokens;
+    if (cp_min > 0 && !batch.chunks.empty()) [[unlikely]] {
+      for (const Chunk& c : batch.chunks) {
+        const RequestState& s = requests_[c.request];
+        if (static_cast<std::int64_t>(s.prefill_target) < cp_min) continue;
+        cp_part.prefill_tokens += c.tokens;
+        cp_part.prefill_kv_tokens += static_cast<double>(s.prefilled) + c.tokens;
+      }
+    }
+    pool.cost->cost(shape, sequences, stage_ps_.data(), batch.components, uneven ? &busiest : nullptr,
+                    nics_shared, cp_min > 0 ? &cp_part : nullptr);
     if (pool.swap_s_per_token > 0) [[unlikely]] add_swap_time(pool, lane, batch);
     // Pipeline: stage k starts when stage k - 1 handed over and stage k finished its previous
     // micro-batch.
@@ -1250,6 +1267,11 @@ void Simulation::try_dispatch(std::uint32_t index) {
       t = plan_run(index, lane, t);
       inst.stage_free.front() = t;
     }
+    if (pool.a2a_on_nics) [[unlikely]] {
+      // Its NICs carry the all-to-all for its duty cycle in this iteration (README).
+      const double nic_ps = static_cast<double>(pool.cost->a2a_nic_ps(static_cast<std::int64_t>(shape.tokens)));
+      book_a2a(index, nic_ps / static_cast<double>((t - now_).ps()));
+    }
     lane.set_busy(true);
     inst.next_lane = l + 1;
     schedule(t, BatchFinished{index, l, inst.epoch, inst.run.generation});
@@ -1257,7 +1279,38 @@ void Simulation::try_dispatch(std::uint32_t index) {
     if (pool.role == PoolRole::kDecode) note_free_kv(index);
     return;
   }
+  if (pool.a2a_on_nics) [[unlikely]] book_a2a(index, 0.0);  // idle: no all-to-all
   if (pool.role == PoolRole::kDecode) note_free_kv(index);
+}
+
+bool Simulation::nics_carry_flows(std::uint32_t index) const {
+  const Instance& inst = instances_[index];
+  const Pool& pool = pools_[inst.pool];
+  const auto pool_index = static_cast<int>(inst.pool);
+  for (const topologies::ChipId c : placement_->chips(pool_index, static_cast<int>(index - pool.first_instance))) {
+    const topologies::LinkId up = fabric_->attachment_up(c, topologies::Plane::kScaleOut);
+    const topologies::LinkId down = fabric_->attachment_down(c, topologies::Plane::kScaleOut);
+    if ((up.valid() && net_->carries(up)) || (down.valid() && net_->carries(down))) return true;
+  }
+  return false;
+}
+
+void Simulation::book_a2a(std::uint32_t index, double share) {
+  Instance& inst = instances_[index];
+  // An all-to-all NIC-bound through a whole iteration would leave the flows nothing: they keep
+  // 1% (a bound that only an iteration of nothing but NIC-bound all-to-all reaches).
+  share = std::min(share, 0.99);
+  if (share == inst.nic_share) return;
+  inst.nic_share = share;
+  const Pool& pool = pools_[inst.pool];
+  const auto pool_index = static_cast<int>(inst.pool);
+  for (const topologies::ChipId c : placement_->chips(pool_index, static_cast<int>(index - pool.first_instance))) {
+    for (const topologies::LinkId l : {fabric_->attachment_up(c, topologies::Plane::kScaleOut),
+                                       fabric_->attachment_down(c, topologies::Plane::kScaleOut)}) {
+      if (l.valid()) net_->reserve(now_, l, share);
+    }
+  }
+  reschedule_network();
 }
 
 void Simulation::add_swap_time(const Pool& pool, Lane& lane, Batch& batch) {
@@ -1328,6 +1381,7 @@ void Simulation::fail_instance(std::uint32_t index, SimTime repair_at) {
   }
   inst.up = false;
   ++inst.epoch;
+  if (pool.a2a_on_nics) book_a2a(index, 0.0);
   pool.router->set_up(local, false);
   evicted_.clear();
   for (Lane& lane : inst.lanes) changing(index, lane, [&] { lane.evict_all(evicted_); });

@@ -105,6 +105,7 @@ class Simulation {
     bool caching = false;  // its lanes have prefix caches
     bool kv_aware = false; // its router is a KvAwareRouter
     double swap_s_per_token = 0;  // swap preemption: host-link seconds per KV token, 0 = off
+    bool a2a_on_nics = false;  // its all-to-all and the flows share its chips' NICs (book_a2a)
     std::unique_ptr<models::CostModel> encode_cost;  // encode pools
     std::int64_t admissible_tokens = 0;
     PoolId metrics_id;
@@ -122,6 +123,7 @@ class Simulation {
     bool dispatch_pending = false;
     bool up = true;
     std::uint32_t epoch = 0;          // bumped when a failure empties it
+    double nic_share = 0;             // of its chips' NICs, held for its all-to-all now
     // Decode instances: the multi-step run in flight (see DecodeRun).
     struct DecodeRun {
       std::vector<SimTime> ends;          // when step k ends
@@ -218,6 +220,11 @@ class Simulation {
     j.mark = at;
   }
   void reschedule_network();
+  // All-to-all and flows on the same NICs (a pool with a2a_on_nics; README): whether a flow
+  // crosses one of the instance's chips' NICs, and the share of each the all-to-all holds from
+  // now on for the flow network (0 releases it).
+  bool nics_carry_flows(std::uint32_t instance) const;
+  void book_a2a(std::uint32_t instance, double share);
   // Runs f(), which changes `lane` outside a batch step, recording the gauges' change.
   // (Inside a step that records `lane` itself, that step's record covers the change.)
   template <class F>

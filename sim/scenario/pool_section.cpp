@@ -226,6 +226,27 @@ cluster::PoolConfig read_pool(Document& doc, const YAML::Node& node,
         ok = false;
       }
     }
+    if (par.has("cp_min_tokens")) {
+      // Context parallelism only for prompts of at least this many tokens (config.h); read only
+      // when given, so that scenarios without it echo nothing new.
+      const Field cpm_field = field_or(par, "cp_min_tokens");
+      if (const auto cpm = par.integer("cp_min_tokens", 0, 1'000'000'000, 0)) {
+        p.cp_min_tokens = *cpm;
+        if (*cpm > 0 && cp && *cp <= 1) {
+          doc.error(cpm_field.mark, cpm_field.path,
+                    "cp_min_tokens says which prompts context parallelism splits: it needs "
+                    "parallel.cp > 1");
+          ok = false;
+        } else if (*cpm > 0 && p.kind == cluster::PoolRole::kDecode) {
+          doc.error(cpm_field.mark, cpm_field.path,
+                    "cp_min_tokens applies to prefill (prefill and combined pools); a decode "
+                    "pool's context parallelism splits every request's KV");
+          ok = false;
+        }
+      } else {
+        ok = false;
+      }
+    }
     par.finish();
     marks.plan_ok = tp && pp && dp && ep && moe_tp && cp && redundant && par.valid();
     if (marks.plan_ok) {
@@ -589,6 +610,7 @@ void read_deployment_options(MapReader& dep, cluster::SimulationConfig& config) 
     if (auto r = k.quantity("embedding_bytes_per_token", Dimension::kBytes, 0, kInf, true, 0.0)) {
       config.disaggregation.embedding_bytes_per_token = *r;
     }
+    if (auto r = k.boolean("a2a_contention", true)) config.disaggregation.a2a_contention = *r;
     k.finish();
   }
   {

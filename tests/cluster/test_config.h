@@ -21,6 +21,15 @@ inline models::ModelSpec tiny_model() {
   return m;
 }
 
+// The tiny model with both layers MoE: 4 experts of intermediate 128, top-2.
+inline models::ModelSpec tiny_moe() {
+  models::ModelSpec m = tiny_model();
+  m.moe.experts = 4;
+  m.moe.top_k = 2;
+  m.moe.expert_intermediate = 128;
+  return m;
+}
+
 // A chip on which every operator is compute-bound at exactly 1e12 FLOP/s: infinite-ish memory
 // bandwidth, efficiencies 1, no fixed costs, no host overhead. An operator of F FLOPs takes F ps.
 inline models::ChipSpec ideal_chip(double memory_bytes = 1e12) {

@@ -14,13 +14,7 @@ using namespace servesim;
 
 namespace {
 
-models::ModelSpec tiny_moe() {
-  models::ModelSpec m = test::tiny_model();
-  m.moe.experts = 4;
-  m.moe.top_k = 2;
-  m.moe.expert_intermediate = 128;
-  return m;
-}
+using test::tiny_moe;
 
 struct Costed {
   std::int64_t stage = 0;

@@ -248,3 +248,67 @@ TEST_CASE("Scenario: parallel.attention_dp loads per-rank batches and needs dp >
 )"),
             6, 39, "deployment.pools[0].parallel.attention_dp", "attention_dp spreads decoding");
 }
+
+TEST_CASE("Scenario: kv_transfer.a2a_contention defaults to on, takes a boolean, and says where it is not one") {
+  const auto on = servesim::scenario::load_scenario_text(text_of(R"(
+model: llama-3.1-8b
+deployment:
+  pools:
+    - chip: h100-sxm
+      instances: 1
+)" + kWorkload), kFile, kBaseDir, {});
+  CHECK(on.config.disaggregation.a2a_contention);
+  const auto off = servesim::scenario::load_scenario_text(text_of(R"(
+model: llama-3.1-8b
+deployment:
+  kv_transfer: {a2a_contention: false}
+  pools:
+    - chip: h100-sxm
+      instances: 1
+)" + kWorkload), kFile, kBaseDir, {});
+  CHECK_FALSE(off.config.disaggregation.a2a_contention);
+  check_one(R"(
+model: llama-3.1-8b
+deployment:
+  kv_transfer: {a2a_contention: sometimes}
+  pools:
+    - chip: h100-sxm
+      instances: 1
+)" + kWorkload,
+            3, 33, "deployment.kv_transfer.a2a_contention", "");
+}
+
+TEST_CASE("Scenario: parallel.cp_min_tokens loads for a CP pool and is reported without cp or on a decode pool") {
+  const auto s = servesim::scenario::load_scenario_text(text_of(deepseek_pool(R"(
+      parallel: {tp: 8, cp: 2, cp_min_tokens: 65536}
+)")), kFile, kBaseDir, {});
+  CHECK(s.config.pools[0].cp_min_tokens == 65536);
+  check_one(deepseek_pool(R"(
+      parallel: {tp: 8, cp_min_tokens: 4096}
+)"),
+            6, 40, "deployment.pools[0].parallel.cp_min_tokens", "cp_min_tokens says which prompts");
+  check_one(deepseek_pool(R"(
+      parallel: {tp: 8, cp: 2, cp_min_tokens: -1}
+)"),
+            6, 47, "deployment.pools[0].parallel.cp_min_tokens", "");
+  const auto got = diagnostics_of(R"(
+model: deepseek-v3
+deployment:
+  pools:
+    - {name: p, role: prefill, chip: h200-sxm, instances: 1, parallel: {tp: 8}}
+    - name: d
+      role: decode
+      chip: h200-sxm
+      instances: 1
+      parallel: {tp: 8, cp: 2, cp_min_tokens: 4096}
+)" + kWorkload);
+  bool found = false;
+  for (const auto& d : got) {
+    if (d.path == "deployment.pools[1].parallel.cp_min_tokens") {
+      found = true;
+      CHECK(d.line == 9);
+      CHECK(d.message.rfind("cp_min_tokens applies to prefill", 0) == 0);
+    }
+  }
+  CHECK(found);
+}

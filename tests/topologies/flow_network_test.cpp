@@ -113,6 +113,43 @@ TEST_CASE("FlowNetwork: completion times are exact for piecewise-constant rates"
   CHECK(net.next_completion() == SimTime::never());
 }
 
+TEST_CASE("FlowNetwork: a flow on a link with half its bandwidth reserved takes twice as long") {
+  Fabric f = star({50e9, 50e9, 50e9, 50e9}, {50e9, 50e9, 50e9, 50e9});
+  FlowNetwork net(f);
+  const LinkId up0 = f.attachment_up(chip(0), Plane::kScaleOut);
+  // Half of chip 0's 50 GB/s up link held before the flow starts: 1 GB at 25 GB/s takes 40 ms
+  // (alone it takes 20 ms).
+  net.reserve(SimTime::zero(), up0, 0.5);
+  const FlowHandle a = net.start(SimTime::zero(), chip(0), chip(2), 1e9, 1);
+  CHECK(net.rate(a) == doctest::Approx(25e9));
+  CHECK(net.finish_time(a) == ms(40));
+  // Released at 20 ms (0.5 GB sent): the other 0.5 GB at 50 GB/s take 10 ms, so it ends at 30 ms.
+  std::vector<FlowDone> done;
+  net.complete_until(ms(20), done);
+  net.reserve(ms(20), up0, 0.0);
+  CHECK(net.rate(a) == doctest::Approx(50e9));
+  CHECK(net.finish_time(a) == ms(30));
+  // Reserved again at 25 ms (0.25 GB left): a quarter held, 37.5 GB/s, 0.25e9 / 37.5e9 s =
+  // 6.667 ms more; a second flow from chip 1 to chip 2 shares chip 2's 50 GB/s down link
+  // max-min with it: both 25 GB/s (under the 37.5 left on chip 0's link).
+  net.complete_until(ms(25), done);
+  net.reserve(ms(25), up0, 0.25);
+  CHECK(net.rate(a) == doctest::Approx(37.5e9));
+  const FlowHandle b = net.start(ms(25), chip(1), chip(2), 1e9, 2);
+  CHECK(net.rate(a) == doctest::Approx(25e9));
+  CHECK(net.rate(b) == doctest::Approx(25e9));
+  CHECK(net.check() == "");
+  check_against_reference(net, {a, b});
+  CHECK(net.reserved(up0) == 0.25);
+  // A link no flow crosses takes a share at once; a flow started later sees it.
+  const LinkId up3 = f.attachment_up(chip(3), Plane::kScaleOut);
+  CHECK_FALSE(net.carries(up3));
+  net.reserve(ms(25), up3, 0.8);
+  const FlowHandle c = net.start(ms(25), chip(3), chip(1), 1e9, 3);
+  CHECK(net.carries(up3));
+  CHECK(net.rate(c) == doctest::Approx(10e9));
+}
+
 TEST_CASE("FlowNetwork: bytes are conserved: every link carries each of its flows' bytes") {
   const ClusterSpec spec = dgx_like(8, 3);
   Fabric f = build_fabric(spec);
