@@ -17,7 +17,8 @@
 //              (kind class, rate, n, k), piecewise linear in m, exact match on the rest;
 //   grids      attention-like operators: seconds over (batch, mean context) for one (kind, n
 //              heads, k head dim), bilinear, exact match on the rest;
-//   log grids  any kind at one rate: seconds over several shape fields (GEMMs: m, n, k),
+//   log grids  any kind at one rate: seconds over several shape fields (GEMMs: m, n, k;
+//              attention: batch, tokens or kv_len, heads, kv_heads under exact conditions),
 //              log-multilinear, so that a shape between measured ones interpolates (what a
 //              calibration profile ships for dense sweeps).
 // The tables are plain data a calibration profile fills (calibrate/); units are seconds and the
