@@ -6,12 +6,13 @@
 //   prefill  axes batch, tokens (new tokens per sequence), heads, kv_heads (GQA only)
 //   decode   axes batch, kv_len (keys read per sequence), heads, kv_heads (GQA only)
 // One table per (kind, format, KV format, head dim, window); MLA tables are per (kind, KV format).
-// A row enters through its simulator operator (simulator_operator): a windowed generation row's
-// kv_len is therefore min(kv_len, window), the keys the simulator's operator reads. The measured
-// kernels do run the window, not the full mask: TensorRT-LLM's windowed generation kernel takes
-// the same time from 1k to 16k cached tokens at batch 16 (0.032 ms, against 0.040-0.149 ms full),
+// A row enters through its simulator operator (simulator_operator). The measured windowed
+// kernels run the window, not the full mask: TensorRT-LLM's windowed generation kernel takes the
+// same time from 1k to 16k cached tokens at batch 16 (0.032 ms, against 0.040-0.149 ms full),
 // and its windowed context kernel grows linearly with the sequence (0.66 ms at 16k against 4.9 ms
-// full); the windowed tables model that.
+// full); yet at batch 1 the generation kernel still grows with the whole context (0.011 ms at 1k,
+// 0.019 ms at 32k). The windowed tables are therefore keyed by the whole context (the windowed
+// operator's `context`; its FLOPs and bytes count the window), per window size.
 // Knots: batch and the length axis through every measured value; heads and kv_heads at the powers
 // of two spanning the measured range (keeps a table near 10^4 cells; a head count between two
 // knots interpolates in log space like any other point). Every axis extrapolates log-log beyond

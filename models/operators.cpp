@@ -549,6 +549,11 @@ LayerBatchOps layer_batch_ops(const ModelSpec& m, const ParallelPlan& p, const B
       op->kv_bytes = kvb;
     }
     o.prefill_window.window = o.decode_window.window = m.window.window;
+    // A window operator's FLOPs and bytes count the window's keys; its context stays the
+    // sequences' whole context (Operator::context), which the measured windowed kernels still
+    // depend on (calibrate/README.md, windowed attention).
+    o.prefill_window.context = o.prefill_full.context;
+    o.decode_window.context = o.decode_full.context;
     o.prefill_up_projection.kind = OpKind::kGemmQkv;
     o.decode_absorb.kind = OpKind::kGemmOut;
     o.indexer_prefill.kind = o.indexer_decode.kind = OpKind::kIndexer;

@@ -186,23 +186,23 @@ TEST_CASE("Profile: attention tables carry their match conditions; bad ones are 
   CHECK(g.match[0].first == servesim::models::MeasuredLogGrid::Field::kHeadDim);
   CHECK(g.match[0].second == 576);
 
-  // An unknown match field, a KV format that is not one, an op without tables: each at its line
-  // (the attention entry starts at line 22 of the profile) and key path.
-  std::string bad = text;
-  bad.replace(bad.find("head_dim: 576"), 13, "head_dims: 576");
-  bad.replace(bad.find("kv_format: fp8"), 14, "kv_format: fp9");
-  bad.replace(bad.find("op: mla_decode"), 14, "op: mla_bmm");
-  const TempProfile q("servesim_profile_attention_bad.yaml", bad);
-  const std::string errors = errors_of(scenario_with_chip("{preset: h100-sxm, profile: " + q.path + "}"));
-  CHECK(errors.find(q.path + ":22:") != std::string::npos);
-  CHECK(errors.find("entries[1].op") != std::string::npos);
-  bad = text;
-  bad.replace(bad.find("head_dim: 576"), 13, "head_dims: 576");
-  bad.replace(bad.find("kv_format: fp8"), 14, "kv_format: fp9");
-  const TempProfile r("servesim_profile_attention_bad2.yaml", bad);
-  const std::string errors2 = errors_of(scenario_with_chip("{preset: h100-sxm, profile: " + r.path + "}"));
-  CHECK(errors2.find(r.path + ":31:") != std::string::npos);
-  CHECK(errors2.find("entries[1].tables[0].match.head_dims") != std::string::npos);
-  CHECK(errors2.find(r.path + ":32:") != std::string::npos);
-  CHECK(errors2.find("entries[1].tables[0].kv_format") != std::string::npos);
+  // An unknown match field and a KV format that is not one, each at its line (the attention
+  // entry starts at line 22 of the profile) and key path; with an op that has no tables, the
+  // entry is refused at its op before its tables are read.
+  auto errors_with = [&](bool bad_op, const std::string& name) {
+    std::string bad = text;
+    bad.replace(bad.find("head_dim: 576"), 13, "head_dims: 576");
+    bad.replace(bad.find("kv_format: fp8"), 14, "kv_format: fp9");
+    if (bad_op) bad.replace(bad.find("op: mla_decode"), 14, "op: mla_bmm");
+    const TempProfile q(name, bad);
+    return std::make_pair(q.path, errors_of(scenario_with_chip("{preset: h100-sxm, profile: " + q.path + "}")));
+  };
+  const auto [op_path, op_errors] = errors_with(true, "servesim_profile_attention_bad.yaml");
+  CHECK(op_errors.find(op_path + ":22:") != std::string::npos);
+  CHECK(op_errors.find("entries[1].op") != std::string::npos);
+  const auto [path, errors] = errors_with(false, "servesim_profile_attention_bad2.yaml");
+  CHECK(errors.find(path + ":31:") != std::string::npos);
+  CHECK(errors.find("entries[1].tables[0].match.head_dims") != std::string::npos);
+  CHECK(errors.find(path + ":32:") != std::string::npos);
+  CHECK(errors.find("entries[1].tables[0].kv_format") != std::string::npos);
 }
