@@ -476,6 +476,9 @@ std::vector<double> predict_ops(const models::ChipSpec& chip, std::span<const Fi
   return out;
 }
 
+
+}  // namespace
+
 std::string format_label(const Measurement& m, const MeasurementSet& set) {
   std::string label(format_name(m.format));
   if (m.kv_format != Format::unspecified && m.kv_format != m.format) {
@@ -485,8 +488,6 @@ std::string format_label(const Measurement& m, const MeasurementSet& set) {
   if (m.shape.get(Dim::window, 0) > 0) label += " window";
   return label;
 }
-
-}  // namespace
 
 OperatorFitResult fit_operators(const MeasurementSet& set, const models::ChipSpec& chip,
                                 const OperatorFitOptions& options) {

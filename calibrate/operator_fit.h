@@ -81,6 +81,10 @@ struct OperatorFitResult {
   std::vector<std::pair<std::string, std::size_t>> unmodelled;  // reason -> rows
 };
 
+// The error table's format label of a row: its format, " kv FORMAT" where the KV format differs,
+// the MoE routing skew, " window" for sliding-window attention.
+std::string format_label(const Measurement& m, const MeasurementSet& set);
+
 // Fits the families present in `set` (rows of one chip) starting from `chip`'s efficiencies.
 OperatorFitResult fit_operators(const MeasurementSet& set, const models::ChipSpec& chip,
                                 const OperatorFitOptions& options = {});

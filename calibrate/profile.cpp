@@ -203,6 +203,14 @@ void write_profile(std::ostream& out, const Profile& p) {
       e << YAML::Key << "seconds" << YAML::Value;
       emit_numbers(e, t.seconds);
       e << YAML::Key << "extrapolation" << YAML::Value << extrapolation_name(t.extrapolation);
+      if (!t.match.empty()) {
+        e << YAML::Key << "match" << YAML::Value << YAML::Flow << YAML::BeginMap;
+        for (const auto& [d, v] : t.match) e << YAML::Key << std::string(dim_name(d)) << YAML::Value << v;
+        e << YAML::EndMap;
+      }
+      if (t.kv_format != Format::unspecified) {
+        e << YAML::Key << "kv_format" << YAML::Value << std::string(format_name(t.kv_format));
+      }
       e << YAML::EndMap;
     }
     e << YAML::EndSeq;
@@ -330,7 +338,9 @@ Profile read_profile(const std::string& path) {
       for (std::size_t j = 0; ts.IsSequence() && j < ts.size(); ++j) {
         const std::string tat = Walker::item(at + ".tables", j);
         const YAML::Node t = ts[j];
-        if (!w.map(t, tat, {"name", "axes", "seconds", "extrapolation"}, {"name", "axes", "seconds"})) continue;
+        if (!w.map(t, tat, {"name", "axes", "seconds", "extrapolation", "match", "kv_format"}, {"name", "axes", "seconds"})) {
+          continue;
+        }
         ProfileTable table;
         table.name = w.text(t["name"], tat + ".name");
         const YAML::Node axes = t["axes"];
@@ -369,6 +379,17 @@ Profile read_profile(const std::string& path) {
         const std::string x = t["extrapolation"] ? w.text(t["extrapolation"], tat + ".extrapolation") : "linear";
         if (x == "clamp") table.extrapolation = Extrapolation::clamp;
         else if (x != "linear") w.error(t["extrapolation"], tat + ".extrapolation", "expected 'linear' or 'clamp'");
+        if (const YAML::Node mt = t["match"]) {
+          if (!mt.IsMap()) w.error(mt, tat + ".match", "expected a map of shape fields to whole numbers");
+          for (const auto& kv : mt.IsMap() ? mt : YAML::Node()) {
+            const std::string mat = tat + ".match." + kv.first.Scalar();
+            const Dim d = w.named<Dim>(kv.first, mat, parse_dim, dim_names(), "shape field");
+            table.match.emplace_back(d, static_cast<std::int64_t>(w.count(kv.second, mat)));
+          }
+        }
+        if (const YAML::Node kf = t["kv_format"]) {
+          table.kv_format = w.named<Format>(kf, tat + ".kv_format", parse_format, format_names(), "format");
+        }
         en.tables.push_back(std::move(table));
       }
     }

@@ -52,6 +52,10 @@ struct ProfileTable {
   std::vector<GridAxis> axes;
   std::vector<double> seconds;  // one per cell, last axis fastest
   Extrapolation extrapolation = Extrapolation::linear;
+  // Attention tables: the shape fields the table applies to exactly (head_dim, window, prefix)
+  // and the KV format (unspecified: any). GEMM tables have neither.
+  std::vector<std::pair<Dim, std::int64_t>> match;
+  Format kv_format = Format::unspecified;
 };
 
 struct ProfileEntry {

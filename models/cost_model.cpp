@@ -157,13 +157,41 @@ std::string_view log_grid_field_name(MeasuredLogGrid::Field f) {
     case MeasuredLogGrid::Field::kK: return "k";
     case MeasuredLogGrid::Field::kBatch: return "batch";
     case MeasuredLogGrid::Field::kContext: return "context";
+    case MeasuredLogGrid::Field::kTokens: return "tokens";
+    case MeasuredLogGrid::Field::kKvLen: return "kv_len";
+    case MeasuredLogGrid::Field::kHeads: return "heads";
+    case MeasuredLogGrid::Field::kKvHeads: return "kv_heads";
+    case MeasuredLogGrid::Field::kHeadDim: return "head_dim";
+    case MeasuredLogGrid::Field::kWindow: return "window";
+    case MeasuredLogGrid::Field::kPrefix: return "prefix";
   }
   return "?";
 }
 
+double log_grid_field_value(MeasuredLogGrid::Field f, const Operator& op) {
+  using F = MeasuredLogGrid::Field;
+  const double per_seq = op.batch > 0 ? 1.0 / op.batch : 0.0;
+  switch (f) {
+    case F::kM: return op.m;
+    case F::kN: return op.n;
+    case F::kK: return op.k;
+    case F::kBatch: return op.batch;
+    case F::kContext:
+    case F::kKvLen: return op.context * per_seq;
+    case F::kTokens: return op.m * per_seq;
+    case F::kHeads: return op.n;
+    case F::kKvHeads: return op.kv_heads;
+    case F::kHeadDim: return op.k;
+    case F::kWindow: return op.window;
+    case F::kPrefix: return std::max(0.0, op.context - op.m) * per_seq;
+  }
+  return 0;
+}
+
 std::optional<MeasuredLogGrid::Field> parse_log_grid_field(std::string_view name) {
-  for (auto f : {MeasuredLogGrid::Field::kM, MeasuredLogGrid::Field::kN, MeasuredLogGrid::Field::kK,
-                 MeasuredLogGrid::Field::kBatch, MeasuredLogGrid::Field::kContext}) {
+  using F = MeasuredLogGrid::Field;
+  for (auto f : {F::kM, F::kN, F::kK, F::kBatch, F::kContext, F::kTokens, F::kKvLen, F::kHeads, F::kKvHeads,
+                 F::kHeadDim, F::kWindow, F::kPrefix}) {
     if (log_grid_field_name(f) == name) return f;
   }
   return std::nullopt;
@@ -224,16 +252,15 @@ bool TableCostModel::log_grid_lookup(const Operator& op, double& out) const {
   for (std::size_t i = 0; i < tables_.log_grids.size(); ++i) {
     const MeasuredLogGrid& g = tables_.log_grids[i];
     if (!same_class(g.kind, op.kind) || g.rate != op.rate) continue;
-    std::array<double, MeasuredLogGrid::kMaxAxes> point{};
-    for (std::size_t a = 0; a < g.axes.size(); ++a) {
-      switch (g.axes[a].field) {
-        case MeasuredLogGrid::Field::kM: point[a] = op.m; break;
-        case MeasuredLogGrid::Field::kN: point[a] = op.n; break;
-        case MeasuredLogGrid::Field::kK: point[a] = op.k; break;
-        case MeasuredLogGrid::Field::kBatch: point[a] = op.batch; break;
-        case MeasuredLogGrid::Field::kContext: point[a] = op.batch > 0 ? op.context / op.batch : 0; break;
-      }
+    if (g.kv_bytes > 0 && op.kv_bytes != g.kv_bytes) continue;
+    if (!is_gemm(g.kind) && g.kind != OpKind::kMoeExperts && g.latent != op.latent) continue;
+    bool applies = true;
+    for (const auto& [field, value] : g.match) {
+      applies = applies && std::fabs(log_grid_field_value(field, op) - value) <= 0.5;
     }
+    if (!applies) continue;
+    std::array<double, MeasuredLogGrid::kMaxAxes> point{};
+    for (std::size_t a = 0; a < g.axes.size(); ++a) point[a] = log_grid_field_value(g.axes[a].field, op);
     LogGridCorners c;
     if (!log_grid_corners(log_knots_[i], extrapolate_[i], std::span<const double>(point.data(), g.axes.size()), c)) {
       return false;

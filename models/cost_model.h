@@ -17,7 +17,8 @@
 //              (kind class, rate, n, k), piecewise linear in m, exact match on the rest;
 //   grids      attention-like operators: seconds over (batch, mean context) for one (kind, n
 //              heads, k head dim), bilinear, exact match on the rest;
-//   log grids  any kind at one rate: seconds over several shape fields (GEMMs: m, n, k),
+//   log grids  any kind at one rate: seconds over several shape fields (GEMMs: m, n, k;
+//              attention: batch, tokens or kv_len, heads, kv_heads under exact conditions),
 //              log-multilinear, so that a shape between measured ones interpolates (what a
 //              calibration profile ships for dense sweeps).
 // The tables are plain data a calibration profile fills (calibrate/); units are seconds and the
@@ -31,6 +32,7 @@
 #include <optional>
 #include <span>
 #include <string_view>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -105,8 +107,19 @@ struct MeasuredGrid {
 // first GEMM's time scaled by its FLOPs over that GEMM's 2 m n k. Beyond an axis's end knots the
 // end segment extends (log-log linear) when the axis allows it; otherwise the lookup misses and
 // the roofline answers.
+// Attention grids (calibrate's attention tables) name the operator's attention fields per
+// sequence: tokens = m / batch (new queries), kv_len = context / batch (keys read), heads = n,
+// head_dim = k, kv_heads, window, prefix = max(0, context - m) / batch (cached keys before the
+// new ones). A grid applies to an operator only when every `match` condition holds (|field -
+// value| <= 0.5: the fields count tokens and heads), its kv_bytes equals the operator's (when
+// set) and, for attention kinds, its `latent` flag equals the operator's (MLA kernels only match
+// MLA tables); the first grid that applies answers, or misses when a non-extrapolating axis is
+// exceeded.
 struct MeasuredLogGrid {
-  enum class Field : std::uint8_t { kM, kN, kK, kBatch, kContext };  // kContext: mean per sequence
+  enum class Field : std::uint8_t {
+    kM, kN, kK, kBatch, kContext,  // kContext: mean per sequence
+    kTokens, kKvLen, kHeads, kKvHeads, kHeadDim, kWindow, kPrefix
+  };
   struct Axis {
     Field field = Field::kM;
     std::vector<double> knots;  // ascending, >= 0
@@ -116,8 +129,13 @@ struct MeasuredLogGrid {
   ComputeRate rate = ComputeRate::kBf16;
   std::vector<Axis> axes;           // 1 to kMaxAxes
   std::vector<double> log_seconds;  // one per cell, last axis fastest
+  std::vector<std::pair<Field, double>> match;  // exact conditions (none for GEMM tables)
+  double kv_bytes = 0;                          // 0: any
+  bool latent = false;
   static constexpr std::size_t kMaxAxes = 4;
 };
+// The value of a grid field for an operator (the definitions above).
+double log_grid_field_value(MeasuredLogGrid::Field f, const Operator& op);
 std::string_view log_grid_field_name(MeasuredLogGrid::Field f);
 std::optional<MeasuredLogGrid::Field> parse_log_grid_field(std::string_view name);
 

@@ -508,6 +508,16 @@ LayerBatchOps layer_batch_ops(const ModelSpec& m, const ParallelPlan& p, const B
     ab.n = a.kv_lora_rank;
     ab.k = a.qk_nope_dim;
     o.decode_absorb = ab;
+    if (!m.dsa.enabled()) {
+      // Table fields: the prefill kernel is multi-head over up-projected K/V, the decode kernel
+      // MQA-like over the latents.
+      for (Operator* op : {&o.prefill_full, &o.decode_full}) {
+        op->kv_bytes = kvb;
+        op->latent = true;
+      }
+      o.prefill_full.kv_heads = hq;
+      o.decode_full.kv_heads = 1;
+    }
     o.prefill_window.kind = OpKind::kAttentionPrefill;
     o.decode_window.kind = OpKind::kAttentionDecode;
     o.prefill_window.kernels = o.decode_window.kernels = 0;
@@ -535,6 +545,16 @@ LayerBatchOps layer_batch_ops(const ModelSpec& m, const ParallelPlan& p, const B
     o.decode_full = decode(static_cast<double>(b.decode_kv_tokens));
     o.prefill_window = prefill(b.prefill_pairs_window, static_cast<double>(b.prefill_kv_window));
     o.decode_window = decode(static_cast<double>(b.decode_kv_window));
+    for (Operator* op : {&o.prefill_full, &o.decode_full, &o.prefill_window, &o.decode_window}) {
+      op->kv_heads = hkv;
+      op->kv_bytes = kvb;
+    }
+    o.prefill_window.window = o.decode_window.window = m.window.window;
+    // A window operator's FLOPs and bytes count the window's keys; its context stays the
+    // sequences' whole context (Operator::context), which the measured windowed kernels still
+    // depend on (calibrate/README.md, windowed attention).
+    o.prefill_window.context = o.prefill_full.context;
+    o.decode_window.context = o.decode_full.context;
     o.prefill_up_projection.kind = OpKind::kGemmQkv;
     o.decode_absorb.kind = OpKind::kGemmOut;
     o.indexer_prefill.kind = o.indexer_decode.kind = OpKind::kIndexer;

@@ -111,6 +111,11 @@ struct Operator {
   // m = query tokens, batch = sequences, context = sum of their context lengths, n = query
   // heads per chip, k = head dim.
   double m = 0, n = 0, k = 0, batch = 0, context = 0;
+  // Attention only (0 / false elsewhere), for measured attention tables: KV heads per chip, bytes
+  // per KV element, the window of a sliding-window operator (0 = full attention), and whether the
+  // kernel is MLA's (latent KV). DSA's sparse kernels leave them unset: no table describes them.
+  double kv_heads = 0, kv_bytes = 0, window = 0;
+  bool latent = false;
 };
 
 struct CommOp {

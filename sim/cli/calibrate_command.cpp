@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "calibrate/attention_table.h"
 #include "calibrate/comm_fit.h"
 #include "calibrate/cross_validation.h"
 #include "calibrate/grid_table.h"
@@ -164,6 +165,43 @@ void write_and_report(const Calibration& c, const std::string& chip_name, const 
   print_or_write_json(json, cal::error_report_json(c.profile.errors), text.str(), out);
 }
 
+// Attention and MLA tables (calibrate/attention_table.h): every key's held-out error in the
+// report; the profile carries the tables of bf16 attention (the simulator costs attention at the
+// bf16 rate; fp8 context attention is measured and reported, not applied).
+void add_attention_tables(Calibration& c, const cal::MeasurementSet& set, const models::ChipSpec& chip,
+                          const cal::OperatorFitOptions& options) {
+  cal::AttentionTableOptions ao;
+  ao.folds = options.folds;
+  ao.seed = options.seed;
+  ao.cross_validate = options.cross_validate;
+  const std::vector<cal::AttentionTable> tables = cal::fit_attention_tables(set, chip, ao, c.profile.errors);
+  std::size_t written = 0, cells = 0;
+  for (const cal::AttentionTable& t : tables) {
+    if (t.key.format != cal::Format::bf16) continue;
+    cal::ProfileEntry e;
+    e.op = t.key.op;
+    e.format = t.key.format;
+    e.cost_model = "table";
+    cal::ProfileTable table;
+    table.name = "latency";
+    table.axes = t.table.axes();
+    for (double v : t.table.log_seconds()) table.seconds.push_back(rounded(std::exp(v)));
+    table.match = {{cal::Dim::head_dim, t.key.head_dim}, {cal::Dim::window, t.key.window}};
+    if (t.key.op == cal::MeasuredOp::attention_prefill || t.key.op == cal::MeasuredOp::mla_prefill) {
+      table.match.emplace_back(cal::Dim::prefix, 0);
+    }
+    table.kv_format = t.key.kv_format;
+    cells += table.seconds.size();
+    e.tables.push_back(std::move(table));
+    c.profile.entries.push_back(std::move(e));
+    ++written;
+  }
+  if (!tables.empty()) {
+    c.notes.push_back("attention tables: " + std::to_string(tables.size()) + " fitted, " + std::to_string(written) +
+                      " (bf16) in the profile, " + std::to_string(cells) + " cells");
+  }
+}
+
 Calibration calibrate_chip(const cal::MeasurementSet& set, const models::ChipSpec& chip,
                            const std::string& comm_dir, const cal::OperatorFitOptions& options,
                            bool tables) {
@@ -226,6 +264,7 @@ Calibration calibrate_chip(const cal::MeasurementSet& set, const models::ChipSpe
     }
   }
 
+  if (tables) add_attention_tables(c, set, chip, options);
   if (!comm_dir.empty()) add_collectives(c, comm_dir, chip, options.folds);
 
   std::vector<std::string> chip_of_source(set.sources().size());
@@ -239,7 +278,8 @@ Calibration calibrate_chip(const cal::MeasurementSet& set, const models::ChipSpe
     p.sources.push_back({s.path, s.reader, s.rows, upstream_of(s.path), collected, cal::content_hash(s.path)});
   }
   p.notes = {"efficiency: the figures the simulator applies (models::RooflineCostModel); entries with "
-             "cost_model table: log-space GEMM tables (models::TableCostModel), the roofline outside them"};
+             "cost_model table: log-space GEMM, attention and MLA tables (models::TableCostModel), the roofline "
+             "outside them"};
   return c;
 }
 

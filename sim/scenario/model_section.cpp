@@ -391,6 +391,20 @@ std::optional<models::ModelSpec> read_model(MapReader& top, const std::string& b
   return ok ? std::optional<models::ModelSpec>(s) : std::nullopt;
 }
 
+namespace {
+
+// ", with GEMM tables" / ", with GEMM and attention tables" for a profile's measured tables.
+std::string tables_said(const models::MeasuredTables& t) {
+  bool gemm = false, attention = false;
+  for (const models::MeasuredLogGrid& g : t.log_grids) {
+    (g.kind == models::OpKind::kAttentionPrefill || g.kind == models::OpKind::kAttentionDecode ? attention : gemm) = true;
+  }
+  if (!gemm && !attention) return "";
+  return gemm && attention ? ", with GEMM and attention tables" : gemm ? ", with GEMM tables" : ", with attention tables";
+}
+
+}  // namespace
+
 std::optional<models::ChipSpec> read_chip(MapReader& pool, models::CostModelConfig* cost_model) {
   auto f = pool.find("chip");
   Json& echo = pool.echo()["chip"];
@@ -449,7 +463,7 @@ std::optional<models::ChipSpec> read_chip(MapReader& pool, models::CostModelConf
     // The preset's own words on its efficiencies no longer apply: the profile's replace them.
     c.source = "efficiencies from profile " + p->name +
                (p->chip.empty() || p->chip == d.name ? "" : " (measured on " + p->chip + ")") +
-               (p->created.empty() ? "" : ", " + p->created) + (p->tables.log_grids.empty() ? "" : ", with GEMM tables") +
+               (p->created.empty() ? "" : ", " + p->created) + tables_said(p->tables) +
                "; preset: " + d.source;
     if (cost_model && !p->tables.log_grids.empty()) *cost_model = models::TableConfig{p->tables, "profile " + p->name};
   }

@@ -39,9 +39,19 @@ std::optional<models::ComputeRate> rate_of_format(const std::string& f) {
 
 ChipProfile parse_profile(const ProfileText& source, const models::ChipSpec& base);
 
-// Reads one table entry (op gemm, cost_model table) into log grids; problems into `doc`.
+// The operator kind a table entry's `op` costs, and whether it is MLA's latent kernel.
+std::optional<std::pair<models::OpKind, bool>> table_kind(const std::string& op) {
+  if (op == "gemm") return std::pair{models::OpKind::kGemmQkv, false};  // GEMM kinds match each other
+  if (op == "attention_prefill") return std::pair{models::OpKind::kAttentionPrefill, false};
+  if (op == "attention_decode") return std::pair{models::OpKind::kAttentionDecode, false};
+  if (op == "mla_prefill") return std::pair{models::OpKind::kAttentionPrefill, true};
+  if (op == "mla_decode") return std::pair{models::OpKind::kAttentionDecode, true};
+  return std::nullopt;
+}
+
+// Reads one table entry (cost_model table, op of table_kind) into log grids; problems into `doc`.
 void read_table_entry(Document& doc, const YAML::Node& entry, const std::string& at,
-                      models::MeasuredTables& out) {
+                      std::pair<models::OpKind, bool> kind, models::MeasuredTables& out) {
   const YAML::Node format = entry["format"];
   const std::string fmt = format && format.IsScalar() ? format.Scalar() : "bf16";
   const auto rate = rate_of_format(fmt);
@@ -58,7 +68,8 @@ void read_table_entry(Document& doc, const YAML::Node& entry, const std::string&
     const YAML::Node tb = tables[t];
     const std::string tat = index_path(at + ".tables", t);
     models::MeasuredLogGrid g;
-    g.kind = models::OpKind::kGemmQkv;  // GEMM kinds match each other (cost_model.h)
+    g.kind = kind.first;
+    g.latent = kind.second;
     g.rate = *rate;
     const YAML::Node axes = tb["axes"];
     const YAML::Node seconds = tb["seconds"];
@@ -75,7 +86,8 @@ void read_table_entry(Document& doc, const YAML::Node& entry, const std::string&
       const YAML::Node field = ax["field"];
       const auto f = field && field.IsScalar() ? models::parse_log_grid_field(field.Scalar()) : std::nullopt;
       if (!f) {
-        doc.error(ax.Mark(), aat + ".field", "expected one of m, n, k, batch, context, got " + describe(field));
+        doc.error(ax.Mark(), aat + ".field",
+                  "expected one of m, n, k, batch, context, tokens, kv_len, heads, kv_heads, got " + describe(field));
         ok = false;
         continue;
       }
@@ -103,6 +115,36 @@ void read_table_entry(Document& doc, const YAML::Node& entry, const std::string&
         break;
       }
       g.log_seconds.push_back(std::log(v));
+    }
+    if (const YAML::Node match = tb["match"]) {
+      if (!match.IsMap()) {
+        doc.error(match.Mark(), tat + ".match", "expected a map of shape fields to numbers, got " + describe(match));
+        ok = false;
+      }
+      for (auto it = match.begin(); match.IsMap() && it != match.end(); ++it) {
+        const std::string key = it->first.Scalar();
+        const auto f = models::parse_log_grid_field(key);
+        double v = 0;
+        if (!f) {
+          doc.error(it->first.Mark(), tat + ".match." + key,
+                    "expected one of head_dim, window, prefix, heads, kv_heads, tokens, kv_len, batch");
+          ok = false;
+        } else if (!it->second.IsScalar() || !parse_double(it->second.Scalar(), v)) {
+          doc.error(it->second.Mark(), tat + ".match." + key, "expected a number, got " + describe(it->second));
+          ok = false;
+        } else {
+          g.match.emplace_back(*f, v);
+        }
+      }
+    }
+    if (const YAML::Node kv = tb["kv_format"]) {
+      const auto f = kv.IsScalar() ? models::parse_format(kv.Scalar()) : std::nullopt;
+      if (!f || !models::is_kv_format(*f)) {
+        doc.error(kv.Mark(), tat + ".kv_format", "expected a KV cache format (bf16, fp8, ...), got " + describe(kv));
+        ok = false;
+      } else {
+        g.kv_bytes = models::bytes_per_element(*f);
+      }
     }
     if (!ok) continue;
     models::MeasuredTables one;
@@ -221,11 +263,14 @@ ChipProfile parse_profile(const ProfileText& source, const models::ChipSpec& bas
           const YAML::Node cm = en["cost_model"];
           const YAML::Node op = en["op"];
           if (!cm || !cm.IsScalar() || cm.Scalar() != "table") continue;  // fitted scalars: in efficiency
-          if (!op || !op.IsScalar() || op.Scalar() != "gemm") {
-            pdoc.error(en.Mark(), at + ".op", "the simulator applies tables of op gemm only, got " + describe(op));
+          const auto kind = op && op.IsScalar() ? table_kind(op.Scalar()) : std::nullopt;
+          if (!kind) {
+            pdoc.error(op ? op.Mark() : en.Mark(), at + ".op",
+                       "the simulator applies tables of op gemm, attention_prefill, attention_decode, mla_prefill "
+                       "and mla_decode, got " + describe(op));
             continue;
           }
-          read_table_entry(pdoc, en, at, out.tables);
+          read_table_entry(pdoc, en, at, *kind, out.tables);
         }
       }
       top.finish();

@@ -30,6 +30,15 @@ Profile sample() {
   e.tables.push_back({"latency", {GridAxis{Dim::m, {1, 16}}, GridAxis{Dim::n, {1024, 4096, 8192}}},
                       {1e-6, 2e-6, 3e-6, 4e-6, 5e-6, 6e-6}, Extrapolation::clamp});
   p.entries.push_back(e);
+  ProfileEntry a;  // an attention table with its match conditions and KV format
+  a.op = MeasuredOp::attention_decode;
+  a.format = Format::bf16;
+  a.cost_model = "table";
+  ProfileTable at{"latency", {GridAxis{Dim::batch, {1, 16}}, GridAxis{Dim::kv_len, {1023}}}, {1e-5, 2e-5}};
+  at.match = {{Dim::head_dim, 128}, {Dim::window, 0}};
+  at.kv_format = Format::fp8;
+  a.tables.push_back(at);
+  p.entries.push_back(a);
   p.errors.chip = p.chip;
   p.errors.cost_model = "roofline";
   p.errors.held_out = "5 folds of whole shapes";
@@ -60,7 +69,10 @@ TEST_CASE("Profile: write, read back, write again gives the same bytes") {
   REQUIRE(q.sources.size() == 1);
   CHECK(q.sources[0].rows == 100668);
   CHECK(q.sources[0].content_hash == "fnv1a64:0123456789abcdef");
-  REQUIRE(q.entries.size() == 1);
+  REQUIRE(q.entries.size() == 2);
+  REQUIRE(q.entries[1].tables.size() == 1);
+  CHECK(q.entries[1].tables[0].match == std::vector<std::pair<Dim, std::int64_t>>{{Dim::head_dim, 128}, {Dim::window, 0}});
+  CHECK(q.entries[1].tables[0].kv_format == Format::fp8);
   const ProfileEntry& e = q.entries[0];
   CHECK(e.op == MeasuredOp::gemm);
   CHECK(e.format == Format::bf16);

@@ -150,6 +150,84 @@ TEST_CASE("Measured tables: a log grid interpolates power laws in (m, n, k) and 
   CHECK(validate_tables(bad).size() == 1);
 }
 
+TEST_CASE("Measured tables: an attention grid answers inside its domain, the roofline outside it") {
+  // A decode-attention grid over (batch, kv_len) for head dim 128, full attention, 1-byte KV:
+  // seconds = 1e-6 x (1 + batch) x (1 + kv_len) / 1024, exact in log-multilinear interpolation
+  // (u = ln(1 + x)), as in the GEMM case above.
+  const ChipSpec chip = *chip_preset("h200-sxm");
+  using F = MeasuredLogGrid::Field;
+  MeasuredLogGrid g;
+  g.kind = OpKind::kAttentionDecode;
+  g.rate = ComputeRate::kBf16;
+  g.axes = {{F::kBatch, {1, 15}, true}, {F::kKvLen, {1023, 4095}, true}};
+  auto law = [](double b, double l) { return 1e-6 * (1 + b) * (1 + l) / 1024; };
+  g.log_seconds = {std::log(law(1, 1023)), std::log(law(1, 4095)), std::log(law(15, 1023)), std::log(law(15, 4095))};
+  g.match = {{F::kHeadDim, 128}, {F::kWindow, 0}};
+  g.kv_bytes = 1;
+  MeasuredTables t;
+  t.log_grids.push_back(g);
+  REQUIRE(validate_tables(t).empty());
+  const TableCostModel model(chip, t);
+  const RooflineCostModel roofline(chip);
+  // The simulator's operator for 3 sequences of 2,047 keys each on a model with 8 heads of 128,
+  // 2 KV heads and an fp8 KV cache: batch 3, context 6,141, kv_len 2,047.
+  ModelSpec m = *model_preset("llama-3.1-8b");
+  m.formats.kv_cache = Format::kFp8;
+  BatchShape b;
+  for (int i = 0; i < 3; ++i) add_decode(b, m, 2047);
+  ParallelPlan p;
+  p.tp = 4;
+  const Operator op = layer_batch_ops(m, p, b).decode_full;
+  REQUIRE(op.batch == 3);
+  REQUIRE(op.context == 3 * 2047);
+  REQUIRE(op.k == 128);
+  REQUIRE(op.kv_bytes == 1);
+  // Inside: 1e-6 x (1 + 3) x (1 + 2047) / 1024 = 8 us.
+  CHECK(model.seconds(op) == doctest::Approx(8e-6));
+  // Beyond the kv_len knots the axis extends log-log: 3 x 16,383 keys, 1e-6 x 4 x 16 = 64 us.
+  BatchShape longer;
+  for (int i = 0; i < 3; ++i) add_decode(longer, m, 16383);
+  CHECK(model.seconds(layer_batch_ops(m, p, longer).decode_full) == doctest::Approx(64e-6));
+  // Outside the domain the roofline answers: another KV format, a window, MLA's kernel, another
+  // head dim, prefill.
+  Operator other = op;
+  other.kv_bytes = 2;
+  CHECK(model.seconds(other) == doctest::Approx(roofline.seconds(other)));
+  other = op;
+  other.window = 128;
+  CHECK(model.seconds(other) == doctest::Approx(roofline.seconds(other)));
+  other = op;
+  other.latent = true;
+  CHECK(model.seconds(other) == doctest::Approx(roofline.seconds(other)));
+  other = op;
+  other.k = 64;
+  CHECK(model.seconds(other) == doctest::Approx(roofline.seconds(other)));
+  other = op;
+  other.kind = OpKind::kAttentionPrefill;
+  CHECK(model.seconds(other) == doctest::Approx(roofline.seconds(other)));
+  CHECK(roofline.seconds(op) != doctest::Approx(8e-6));
+  // A prefill grid with prefix 0 as a condition: a chunk without cached keys is answered, a chunk
+  // after 512 cached tokens falls back. tokens = m / batch = 256; prefix = (context - m) / batch.
+  MeasuredLogGrid pg = g;
+  pg.kind = OpKind::kAttentionPrefill;
+  pg.axes = {{F::kBatch, {1, 15}, true}, {F::kTokens, {255, 1023}, true}};
+  pg.log_seconds = {std::log(law(1, 255)), std::log(law(1, 1023)), std::log(law(15, 255)), std::log(law(15, 1023))};
+  pg.match.emplace_back(F::kPrefix, 0);
+  MeasuredTables tp;
+  tp.log_grids.push_back(pg);
+  const TableCostModel pmodel(chip, tp);
+  BatchShape fresh, cached;
+  add_chunk(fresh, m, 0, 256, true);
+  add_chunk(cached, m, 512, 256, true);
+  const Operator f = layer_batch_ops(m, p, fresh).prefill_full;
+  const Operator c = layer_batch_ops(m, p, cached).prefill_full;
+  // 1e-6 x (1 + 1) x (1 + 256) / 1024 = 0.502 us.
+  CHECK(pmodel.seconds(f) == doctest::Approx(1e-6 * 2 * 257 / 1024));
+  CHECK(pmodel.seconds(c) == doctest::Approx(roofline.seconds(c)));
+  CHECK(pmodel.hits() == 1);
+  CHECK(pmodel.fallbacks() == 1);
+}
+
 TEST_CASE("Vision: encoding time grows with the images' pixels and falls with tensor parallelism") {
   const VisionSpec v = *model_preset("qwen2.5-vl-7b")->vision;
   const RooflineCostModel h100(*chip_preset("h100-sxm"));

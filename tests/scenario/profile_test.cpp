@@ -146,8 +146,63 @@ TEST_CASE("Profile: the shipped H200 profile loads by name with its GEMM tables"
   CHECK(pool.chip.source.rfind("efficiencies from profile h200, ", 0) == 0);
   const auto* table = std::get_if<servesim::models::TableConfig>(&pool.cost_model);
   REQUIRE(table != nullptr);
-  CHECK(table->tables.log_grids.size() == 2);  // bf16 and fp8
+  // GEMM tables at bf16 and fp8; attention and MLA tables (bf16 attention, per KV format, head
+  // dim and window: 14 generation + 14 context + 4 MLA, profiles/h200.yaml).
+  std::size_t gemm = 0, attention = 0;
+  for (const auto& g : table->tables.log_grids) (g.kind == servesim::models::OpKind::kGemmQkv ? gemm : attention) += 1;
+  CHECK(gemm == 2);
+  CHECK(attention == 32);
+  CHECK(pool.chip.source.find("with GEMM and attention tables") != std::string::npos);
   // The fitted curves replace the preset's constants.
   CHECK_FALSE(pool.chip.efficiency.gemm_compute.is_constant());
   CHECK_FALSE(pool.chip.efficiency.moe_compute.knots.empty());
+}
+
+TEST_CASE("Profile: attention tables carry their match conditions; bad ones are reported at their key") {
+  std::string text = kProfile;
+  const std::string attention = R"(  - op: mla_decode
+    format: bf16
+    cost_model: table
+    tables:
+      - name: latency
+        axes:
+          - {field: batch, knots: [1, 16]}
+          - {field: kv_len, knots: [1023]}
+        seconds: [1e-05, 2e-05]
+        match: {head_dim: 576, window: 0}
+        kv_format: fp8
+)";
+  text.insert(text.find("errors:"), attention);
+  const TempProfile p("servesim_profile_attention.yaml", text);
+  const Scenario s = load(scenario_with_chip("{preset: h100-sxm, profile: " + p.path + "}"));
+  const auto* table = std::get_if<servesim::models::TableConfig>(&s.config.pools.at(0).cost_model);
+  REQUIRE(table != nullptr);
+  REQUIRE(table->tables.log_grids.size() == 2);
+  const auto& g = table->tables.log_grids[1];
+  CHECK(g.kind == servesim::models::OpKind::kAttentionDecode);
+  CHECK(g.latent);  // mla_*: MLA kernels only
+  CHECK(g.kv_bytes == 1);
+  REQUIRE(g.match.size() == 2);
+  CHECK(g.match[0].first == servesim::models::MeasuredLogGrid::Field::kHeadDim);
+  CHECK(g.match[0].second == 576);
+
+  // An unknown match field and a KV format that is not one, each at its line (the attention
+  // entry starts at line 22 of the profile) and key path; with an op that has no tables, the
+  // entry is refused at its op before its tables are read.
+  auto errors_with = [&](bool bad_op, const std::string& name) {
+    std::string bad = text;
+    bad.replace(bad.find("head_dim: 576"), 13, "head_dims: 576");
+    bad.replace(bad.find("kv_format: fp8"), 14, "kv_format: fp9");
+    if (bad_op) bad.replace(bad.find("op: mla_decode"), 14, "op: mla_bmm");
+    const TempProfile q(name, bad);
+    return std::make_pair(q.path, errors_of(scenario_with_chip("{preset: h100-sxm, profile: " + q.path + "}")));
+  };
+  const auto [op_path, op_errors] = errors_with(true, "servesim_profile_attention_bad.yaml");
+  CHECK(op_errors.find(op_path + ":22:") != std::string::npos);
+  CHECK(op_errors.find("entries[1].op") != std::string::npos);
+  const auto [path, errors] = errors_with(false, "servesim_profile_attention_bad2.yaml");
+  CHECK(errors.find(path + ":31:") != std::string::npos);
+  CHECK(errors.find("entries[1].tables[0].match.head_dims") != std::string::npos);
+  CHECK(errors.find(path + ":32:") != std::string::npos);
+  CHECK(errors.find("entries[1].tables[0].kv_format") != std::string::npos);
 }
