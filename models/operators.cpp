@@ -299,12 +299,12 @@ LayerTokenOps layer_token_ops(const ModelSpec& m, const ParallelPlan& p, const M
   o.dequant_dense = dequant(wf, 3.0 * h * ffn, 2);
   // Elementwise kernels, each reading and writing activations once (bytes per token). The
   // residual add runs inside the RMSNorm that follows it, one fused add + norm kernel per norm:
-  // vLLM and SGLang call RMSNorm(x, residual) -> fused_add_rms_norm (vLLM's torch.compile path
-  // fuses the two as well), TensorRT-LLM's decoder layers call RMSNorm(x, residual) (flashinfer
-  // fused_add_rmsnorm) or fold it into the all-reduce (AllReduceFusionOp.RESIDUAL_RMS_NORM,
-  // tensorrt_llm/_torch/models/modeling_gpt_oss.py, modeling_llama.py), and AIConfigurator's
-  // TensorRT-LLM model charges two "add_norm" elementwise operators per layer
-  // (aiconfigurator sdk/models/llama.py, moe.py: generation_add_norm_1 / _2).
+  // vLLM's and SGLang's RMSNorm(x, residual) run fused_add_rms_norm / fused_add_rmsnorm, in place
+  // (vllm/model_executor/layers/layernorm.py, python/sglang/srt/layers/layernorm.py);
+  // TensorRT-LLM's decoder layers call RMSNorm(x, residual) or fold the add and the norm into the
+  // all-reduce (AllReduceFusionOp.RESIDUAL_RMS_NORM, tensorrt_llm/_torch/models/
+  // modeling_gpt_oss.py); AIConfigurator's TensorRT-LLM model charges two "add_norm" elementwise
+  // operators per layer (aiconfigurator sdk/models/moe.py: generation_add_norm_1 / _2).
   //   2 fused add + RMSNorm: read x and the residual, write both   -> 8 h    2 kernels
   //   rotary on q and k: read and write                            -> 2 rotary  1
   //   KV-cache append: write                                       -> kv_write  1
