@@ -297,18 +297,24 @@ LayerTokenOps layer_token_ops(const ModelSpec& m, const ParallelPlan& p, const M
   o.dense_mlp.bytes += down.bytes;
   o.dense_mlp.kernels = 2;
   o.dequant_dense = dequant(wf, 3.0 * h * ffn, 2);
-  // Elementwise kernels, each reading and writing activations once (bytes per token):
-  //   2 RMSNorms: read h, write h                       -> 4 h
-  //   2 residual adds: read 2 h, write h                -> 6 h
-  //   rotary on q and k: read and write                 -> 2 rotary
-  //   SiLU(gate) * up: read 2 ffn, write ffn            -> 3 ffn
-  //   KV-cache append: write                            -> kv_write
-  //   (MLA: RMSNorms of the q and kv latents            -> norms)
+  // Elementwise kernels, each reading and writing activations once (bytes per token). The
+  // residual add runs inside the RMSNorm that follows it, one fused add + norm kernel per norm:
+  // vLLM's and SGLang's RMSNorm(x, residual) run fused_add_rms_norm / fused_add_rmsnorm, in place
+  // (vllm/model_executor/layers/layernorm.py, python/sglang/srt/layers/layernorm.py);
+  // TensorRT-LLM's decoder layers call RMSNorm(x, residual) or fold the add and the norm into the
+  // all-reduce (AllReduceFusionOp.RESIDUAL_RMS_NORM, tensorrt_llm/_torch/models/
+  // modeling_gpt_oss.py); AIConfigurator's TensorRT-LLM model charges two "add_norm" elementwise
+  // operators per layer (aiconfigurator sdk/models/moe.py: generation_add_norm_1 / _2).
+  //   2 fused add + RMSNorm: read x and the residual, write both   -> 8 h    2 kernels
+  //   rotary on q and k: read and write                            -> 2 rotary  1
+  //   KV-cache append: write                                       -> kv_write  1
+  //   SiLU(gate) * up: read 2 ffn, write ffn                       -> 3 ffn     1
+  //   (MLA: RMSNorms of the q and kv latents                       -> norms)
   o.dense_elementwise.kind = OpKind::kElementwise;
   o.dense_elementwise.flops = 0;
   o.dense_elementwise.bytes =
-      m.activation_bytes * t * (10 * h + 2 * as.rotary + 3 * ffn + as.kv_write + as.norms);
-  o.dense_elementwise.kernels = 6;
+      m.activation_bytes * t * (8 * h + 2 * as.rotary + 3 * ffn + as.kv_write + as.norms);
+  o.dense_elementwise.kernels = 5;
   o.dense_elementwise.m = t;
 
   // --- MoE: router, routed experts on the busiest rank, shared experts ---
@@ -352,13 +358,17 @@ LayerTokenOps layer_token_ops(const ModelSpec& m, const ParallelPlan& p, const M
     dq.flops += dqs.flops;
     dq.kernels = std::max(dq.kernels, dqs.kernels);
     o.dequant_moe = dq;
-    // Norms, adds, rotary, KV append as above; the shared experts' SiLU x up (3 shared); permute
-    // and unpermute of the token copies (read + write h per pair, twice): 2 more kernels.
+    // Fused add + norms, rotary and KV append as above (4 kernels), and the shared experts'
+    // SiLU x up (3 shared, one more kernel when there are shared experts). Routing (top-k),
+    // the permutation of the token copies to their experts, the experts' activation and the
+    // weighted unpermute run inside the fused MoE module (TensorRT-LLM fused_moe, vLLM FusedMoE,
+    // SGLang fused_moe), which is what moe_experts costs: AIConfigurator times
+    // moe.forward(hidden_states, router_logits) whole (collector/trtllm/collect_moe.py), and the
+    // profiles' MoE family is fitted to those rows (calibrate/operator_fit.cpp).
     o.moe_elementwise.kind = OpKind::kElementwise;
     o.moe_elementwise.bytes =
-        m.activation_bytes * (t * (10 * h + 2 * as.rotary + 3 * shared + as.kv_write + as.norms) +
-                              pairs * 4 * h);
-    o.moe_elementwise.kernels = 8;
+        m.activation_bytes * t * (8 * h + 2 * as.rotary + 3 * shared + as.kv_write + as.norms);
+    o.moe_elementwise.kernels = shared > 0 ? 5 : 4;
     o.moe_elementwise.m = t;
 
     // Communication of a MoE layer. Without attention DP the tokens are replicated on the TP

@@ -142,6 +142,28 @@ TEST_CASE("Operators: sliding-window layers read at most the window (gpt-oss)") 
   CHECK(p.prefill_kv_window == 640);
 }
 
+TEST_CASE("Operators: residual adds fuse into the norms; permutes stay inside the MoE module") {
+  const auto h200 = rates_of("h200-sxm");
+  // gpt-oss-120b, TP 1, 4 decode tokens: h 2880, 64 query and 8 KV heads of 64. Per token:
+  // 2 fused add + RMSNorm 8 h = 23,040; rotary on q and k 2 x (64 + 8) x 64 = 9,216; KV append
+  // 2 x 8 x 64 = 1,024; no shared experts. 2 bytes x 4 tokens x 33,280 = 266,240 bytes in 4
+  // kernels (2 add + norm, rotary, KV append). Routing and the permutes belong to moe_experts
+  // (3 kernels), not to the elementwise operator.
+  const ModelSpec oss = *model_preset("gpt-oss-120b");
+  const MoeLoad load(oss, plan(1), MoeRouting{});
+  const LayerTokenOps o = layer_token_ops(oss, plan(1), load, 4, h200);
+  CHECK(o.moe_elementwise.kernels == 4);
+  CHECK(o.moe_elementwise.bytes == 266'240.0);
+  CHECK(o.moe_experts.kernels == 3);
+  // A dense layer (Llama-3.1-8B, TP 1, one token): 8 x 4096 + 2 x (32 + 8) x 128 + 3 x 14,336
+  // (SiLU x up) + 2 x 8 x 128 = 88,064 elements, 176,128 bytes, in 5 kernels (2 add + norm,
+  // rotary, KV append, SiLU x up).
+  const ModelSpec llama = *model_preset("llama-3.1-8b");
+  const LayerTokenOps d = layer_token_ops(llama, plan(1), MoeLoad{}, 1, h200);
+  CHECK(d.dense_elementwise.kernels == 5);
+  CHECK(d.dense_elementwise.bytes == 176'128.0);
+}
+
 TEST_CASE("MoE load: balanced routing spreads T k pairs evenly; a power law loads the hottest rank") {
   const ModelSpec m = *model_preset("deepseek-v3");
   const ParallelPlan ep8 = plan(1, 8, 8, 1);
