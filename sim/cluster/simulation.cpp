@@ -129,6 +129,17 @@ Simulation::Simulation(const SimulationConfig& config, metrics::Recorder& record
         }
       }
       inst.stage_free.assign(static_cast<std::size_t>(pc.plan.pp), SimTime::zero());
+      if (pool.a2a_on_nics) {
+        // Its chips' NIC links (both directions), booked together for the all-to-all.
+        std::vector<topologies::LinkId> nics;
+        for (const topologies::ChipId c : placement_->chips(static_cast<int>(pools_.size()), i)) {
+          for (const topologies::LinkId l : {fabric_->attachment_up(c, topologies::Plane::kScaleOut),
+                                             fabric_->attachment_down(c, topologies::Plane::kScaleOut)}) {
+            if (l.valid()) nics.push_back(l);
+          }
+        }
+        inst.nic_group = net_->add_reserve_group(nics);
+      }
       instances_.push_back(std::move(inst));
     }
     stage_ps_.resize(std::max<std::size_t>(stage_ps_.size(), static_cast<std::size_t>(pc.plan.pp)));
@@ -1284,15 +1295,7 @@ void Simulation::try_dispatch(std::uint32_t index) {
 }
 
 bool Simulation::nics_carry_flows(std::uint32_t index) const {
-  const Instance& inst = instances_[index];
-  const Pool& pool = pools_[inst.pool];
-  const auto pool_index = static_cast<int>(inst.pool);
-  for (const topologies::ChipId c : placement_->chips(pool_index, static_cast<int>(index - pool.first_instance))) {
-    const topologies::LinkId up = fabric_->attachment_up(c, topologies::Plane::kScaleOut);
-    const topologies::LinkId down = fabric_->attachment_down(c, topologies::Plane::kScaleOut);
-    if ((up.valid() && net_->carries(up)) || (down.valid() && net_->carries(down))) return true;
-  }
-  return false;
+  return net_->group_carries(instances_[index].nic_group);
 }
 
 void Simulation::book_a2a(std::uint32_t index, double share) {
@@ -1302,15 +1305,8 @@ void Simulation::book_a2a(std::uint32_t index, double share) {
   share = std::min(share, 0.99);
   if (share == inst.nic_share) return;
   inst.nic_share = share;
-  const Pool& pool = pools_[inst.pool];
-  const auto pool_index = static_cast<int>(inst.pool);
-  for (const topologies::ChipId c : placement_->chips(pool_index, static_cast<int>(index - pool.first_instance))) {
-    for (const topologies::LinkId l : {fabric_->attachment_up(c, topologies::Plane::kScaleOut),
-                                       fabric_->attachment_down(c, topologies::Plane::kScaleOut)}) {
-      if (l.valid()) net_->reserve(now_, l, share);
-    }
-  }
-  reschedule_network();
+  // With no flow on its NICs the share is only recorded (the flows that come read it).
+  if (net_->reserve_group(now_, inst.nic_group, share)) reschedule_network();
 }
 
 void Simulation::add_swap_time(const Pool& pool, Lane& lane, Batch& batch) {

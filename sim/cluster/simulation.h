@@ -124,6 +124,7 @@ class Simulation {
     bool up = true;
     std::uint32_t epoch = 0;          // bumped when a failure empties it
     double nic_share = 0;             // of its chips' NICs, held for its all-to-all now
+    std::uint32_t nic_group = 0;      // a2a_on_nics pools: its chips' NIC links (reserve group)
     // Decode instances: the multi-step run in flight (see DecodeRun).
     struct DecodeRun {
       std::vector<SimTime> ends;          // when step k ends
