@@ -60,6 +60,10 @@ Simulation::Simulation(const SimulationConfig& config, metrics::Recorder& record
                                                      pc.moe_routing, pc.cost_model,
                                                      pc.scheduler.max_batched_tokens);
     pool.cost->set_two_batch_overlap(pc.two_batch_overlap);
+    // A scenario with `cluster:` costs the collectives on the pool's placed groups.
+    if (config_.cluster && pc.kind != PoolRole::kEncode) {
+      if (auto placed = placed_groups(static_cast<int>(pools_.size()), pc)) pool.cost->set_placed_groups(std::move(*placed));
+    }
     // The expert all-to-all leaves the scale-up domain: it shares the NICs with the flows
     // (pp = 1: with pipelined micro-batches an instance's iterations overlap).
     pool.a2a_on_nics = net_ && config_.disaggregation.a2a_contention && pc.kind != PoolRole::kEncode &&
@@ -91,7 +95,7 @@ Simulation::Simulation(const SimulationConfig& config, metrics::Recorder& record
       }
     }
     info.plan = {pc.plan.tp, pc.plan.pp, pc.plan.dp, pc.plan.ep, pc.plan.moe_tp, pc.plan.cp};
-    info.groups = group_tiers(pc, static_cast<int>(pools_.size()));
+    info.groups = group_tiers(pc, static_cast<int>(pools_.size()), pool.cost->placed_groups());
     const PoolCapacity cap = pc.kind == PoolRole::kEncode ? PoolCapacity{} : pool_capacity(config_.model, pc);
     SERVESIM_CHECK_MSG(pc.kind == PoolRole::kEncode || cap.blocks_per_lane > 0,
                        "pool " + pc.name + " has no KV blocks");
@@ -186,7 +190,51 @@ Simulation::Simulation(const SimulationConfig& config, metrics::Recorder& record
 
 Simulation::~Simulation() = default;
 
-std::vector<metrics::GroupTier> Simulation::group_tiers(const PoolConfig& pc, int pool) const {
+std::optional<IterationCostModel::PlacedGroups> Simulation::placed_groups(int pool, const PoolConfig& pc) const {
+  const ClusterConfig& cc = *config_.cluster;
+  const topologies::ClusterPlacement& placement = cc.placement;
+  if (pool >= placement.pools()) return std::nullopt;
+  const topologies::Fabric& fabric = *cc.fabric;
+  const topologies::InstanceShape shape = instance_shape(pc.plan);
+  topologies::CollectiveCostCache cache(cc.spec.comm);
+  const double share = IterationCostModel::kKvNicShare;
+  std::vector<topologies::GroupLayout> distinct;
+  auto note = [&](std::span<const topologies::ChipId> chips) {
+    const topologies::GroupLayout g = topologies::describe_group(fabric, chips);
+    if (std::find(distinct.begin(), distinct.end(), g) == distinct.end()) distinct.push_back(g);
+  };
+  auto collect = [&](topologies::GroupKind kind) {
+    distinct.clear();
+    for (int i = 0; i < placement.instances(pool); ++i) {
+      if (placement.chips(pool, i).empty()) continue;
+      for (int k = 0; k < topologies::group_count(shape, kind); ++k) note(placement.group(pool, i, kind, k));
+    }
+    return place_group(distinct, cache, cc.spec.comm, share);
+  };
+  IterationCostModel::PlacedGroups out;
+  out.tp = collect(topologies::GroupKind::kTp);
+  if (out.tp.layouts.empty()) return std::nullopt;  // no instance placed
+  out.moe = collect(topologies::GroupKind::kMoe);
+  out.cp = collect(topologies::GroupKind::kCp);
+  const int stage = shape.stage_chips();
+  for (int s = 0; s + 1 < shape.pp; ++s) {
+    distinct.clear();
+    for (int i = 0; i < placement.instances(pool); ++i) {
+      const auto chips = placement.chips(pool, i);
+      if (chips.empty()) continue;
+      for (int r = 0; r < stage; ++r) {
+        const std::array<topologies::ChipId, 2> pair{chips[static_cast<std::size_t>(s * stage + r)],
+                                                     chips[static_cast<std::size_t>((s + 1) * stage + r)]};
+        note(pair);
+      }
+    }
+    out.pp_hops.push_back(place_group(distinct, cache, cc.spec.comm, share));
+  }
+  return out;
+}
+
+std::vector<metrics::GroupTier> Simulation::group_tiers(const PoolConfig& pc, int pool,
+                                                         const IterationCostModel::PlacedGroups* placed) const {
   std::vector<metrics::GroupTier> out;
   const struct {
     const char* name;
@@ -218,6 +266,17 @@ std::vector<metrics::GroupTier> Simulation::group_tiers(const PoolConfig& pc, in
     } else {
       g.domain_chips = pc.chip.scale_up_domain;
       g.leaves_domain = group_span(pc.plan, k.model, pc.chip.scale_up_domain).leaves_domain;
+    }
+    if (placed != nullptr && k.model != models::Group::kDp) {
+      // What the collectives are costed on: every instance's groups of the kind (for pp, the hops).
+      bool leaves = false;
+      if (k.model == models::Group::kPp) {
+        for (const PlacedGroup& h : placed->pp_hops) leaves = leaves || h.leaves_domain();
+      } else {
+        leaves = (k.model == models::Group::kTp ? placed->tp
+                  : k.model == models::Group::kEp ? placed->moe : placed->cp).leaves_domain();
+      }
+      g.leaves_domain = leaves;
     }
     g.tier = g.ranks <= 1 ? "none" : g.leaves_domain ? "scale_out" : "scale_up";
     out.push_back(std::move(g));
