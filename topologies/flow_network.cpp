@@ -60,6 +60,12 @@ std::uint32_t FlowNetwork::new_slot() {
 
 void FlowNetwork::link_insert(std::uint32_t f) {
   FlowHot& fh = hot_[f];
+  const bool grouped = !link_group_.empty();
+  if (grouped) {
+    for (std::uint32_t h = 0; h < fh.hops; ++h) {
+      if (link_group_[fh.links[h].value] != kNone) sync_reserve(fh.links[h].value);
+    }
+  }
   // The flow's cap: the slowest link of its route.
   double cap = std::numeric_limits<double>::infinity();
   for (std::uint32_t h = 0; h < fh.hops; ++h) cap = std::min(cap, link_[fh.links[h].value].capacity);
@@ -73,13 +79,16 @@ void FlowNetwork::link_insert(std::uint32_t f) {
     fh.prev[h] = kNone;
     if (lk.head != kNone) hot_[lk.head / kMaxHops].prev[lk.head % kMaxHops] = e;
     lk.head = e;
+    if (grouped && link_group_[fh.links[h].value] != kNone) ++groups_[link_group_[fh.links[h].value]].carried;
   }
 }
 
 void FlowNetwork::link_remove(std::uint32_t f) {
   FlowHot& fh = hot_[f];
+  const bool grouped = !link_group_.empty();
   for (std::uint32_t h = 0; h < fh.hops; ++h) {
     LinkHot& lk = link_[fh.links[h].value];
+    if (grouped && link_group_[fh.links[h].value] != kNone) --groups_[link_group_[fh.links[h].value]].carried;
     lk.demand -= cap_[f];
     lk.load -= fh.rate;
     const std::uint32_t p = fh.prev[h], n = fh.next[h];
@@ -659,9 +668,11 @@ void FlowNetwork::finish_flow(std::uint32_t f, SimTime at, bool aborted, std::ve
   // One pass over its links: its rate leaves their loads and classes, its bytes are credited,
   // it leaves their lists, and they seed the update.
   const double rate = fh.rate, cap = cap_[f];
+  const bool grouped = !link_group_.empty();
   for (std::uint32_t h = 0; h < fh.hops; ++h) {
     const std::uint32_t l = fh.links[h].value;
     LinkHot& lk = link_[l];
+    if (grouped && link_group_[l] != kNone) --groups_[link_group_[l]].carried;
     lk.bytes += credit;
     lk.demand -= cap;
     lk.load -= rate;
@@ -745,6 +756,7 @@ void FlowNetwork::reserve(SimTime now, LinkId l, double share) {
     reserved_.assign(link_.size(), 0.0);
   }
   const std::uint32_t r = l.value;
+  SERVESIM_CHECK_MSG(link_group_.empty() || link_group_[r] == kNone, "a grouped resource is reserved by its group");
   if (reserved_[r] == share) return;
   reserved_[r] = share;
   if (link_[r].head == kNone) {
@@ -755,6 +767,56 @@ void FlowNetwork::reserve(SimTime now, LinkId l, double share) {
   touch(now);
   set_capacity(r);
   pending_ = true;
+}
+
+std::uint32_t FlowNetwork::add_reserve_group(std::span<const LinkId> resources) {
+  if (link_group_.empty()) link_group_.assign(link_.size(), kNone);
+  const auto g = static_cast<std::uint32_t>(groups_.size());
+  ReserveGroup grp;
+  grp.begin = static_cast<std::uint32_t>(group_resources_.size());
+  for (const LinkId l : resources) {
+    SERVESIM_CHECK_MSG(link_group_[l.value] == kNone, "a resource belongs to one reserve group");
+    link_group_[l.value] = g;
+    SERVESIM_CHECK_MSG(reserved_.empty() || reserved_[l.value] == 0.0, "a group starts with nothing reserved");
+    group_resources_.push_back(l);
+    for (std::uint32_t e = link_[l.value].head; e != kNone; e = hot_[e / kMaxHops].next[e % kMaxHops]) ++grp.carried;
+  }
+  grp.end = static_cast<std::uint32_t>(group_resources_.size());
+  groups_.push_back(grp);
+  return g;
+}
+
+void FlowNetwork::sync_reserve(std::uint32_t r) {
+  const double share = groups_[link_group_[r]].share;
+  if (reserved_.empty() ? share == 0 : reserved_[r] == share) return;
+  if (reserved_.empty()) reserved_.assign(link_.size(), 0.0);
+  // Only an empty resource can be behind its group: reserve() as it would have run then.
+  reserved_[r] = share;
+  link_[r].capacity = fabric_.resource_capacity(r) * (1.0 - share);
+}
+
+bool FlowNetwork::reserve_group(SimTime now, std::uint32_t g, double share) {
+  SERVESIM_CHECK_MSG(share >= 0 && share < 1, "a reserved share is in [0, 1)");
+  groups_[g].share = share;
+  if (groups_[g].carried == 0) return false;  // each resource takes it when a flow arrives
+  for (std::uint32_t i = groups_[g].begin; i < groups_[g].end; ++i) {
+    const LinkId l = group_resources_[i];
+    if (reserved_.empty()) {
+      if (share == 0) continue;
+      reserved_.assign(link_.size(), 0.0);
+    }
+    const std::uint32_t r = l.value;
+    if (reserved_[r] == share) continue;
+    reserved_[r] = share;
+    if (link_[r].head == kNone) {
+      link_[r].capacity = fabric_.resource_capacity(r) * (1.0 - share);
+      continue;
+    }
+    touch(now);
+    set_capacity(r);
+    pending_ = true;
+  }
+  return true;
 }
 
 void FlowNetwork::reroute(std::uint32_t f) {
@@ -870,6 +932,23 @@ std::vector<double> FlowNetwork::reference_rates() {
 std::string FlowNetwork::check() {
   flush();
   const std::size_t L = link_.size();
+  // Reserve groups: the count of flow hops on their resources; a resource a flow crosses holds
+  // its group's share.
+  std::vector<std::uint64_t> carried(groups_.size(), 0);
+  for (std::uint32_t f = 0; f < live_.size(); ++f) {
+    if (!live_[f] || link_group_.empty()) continue;
+    for (std::uint32_t h = 0; h < hot_[f].hops; ++h) {
+      const std::uint32_t g = link_group_[hot_[f].links[h].value];
+      if (g == kNone) continue;
+      ++carried[g];
+      if (reserved_.empty() ? groups_[g].share != 0 : reserved_[hot_[f].links[h].value] != groups_[g].share) {
+        return "link " + std::to_string(hot_[f].links[h].value) + " carries a flow without its group's share";
+      }
+    }
+  }
+  for (std::size_t g = 0; g < groups_.size(); ++g) {
+    if (carried[g] != groups_[g].carried) return "reserve group " + std::to_string(g) + " miscounts its flows";
+  }
   std::vector<double> load(L, 0.0), top(L, 0.0);
   for (std::uint32_t f = 0; f < live_.size(); ++f) {
     if (!live_[f]) continue;

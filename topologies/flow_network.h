@@ -47,6 +47,7 @@
 #include <array>
 #include <cstdint>
 #include <limits>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -110,9 +111,23 @@ class FlowNetwork {
   // flow network (0 releases it); its flows are re-solved on what is left. O(1) when no flow
   // crosses it. A failed link keeps its share for when it recovers.
   void reserve(SimTime now, LinkId l, double share);
-  double reserved(LinkId l) const { return reserved_.empty() ? 0.0 : reserved_[l.index()]; }
+  double reserved(LinkId l) const {
+    if (!link_group_.empty() && link_group_[l.index()] != kNone) return groups_[link_group_[l.index()]].share;
+    return reserved_.empty() ? 0.0 : reserved_[l.index()];
+  }
   // Whether some flow's route crosses resource l now (started, not completed, not stalled).
   bool carries(LinkId l) const { return link_[l.index()].head != kNone; }
+
+  // Reserve groups: resources whose reserved share moves together (an instance's NIC links,
+  // booked at every iteration). reserve_group(g, s) is reserve(l, s) on each of its resources in
+  // order, except that while no flow crosses any of them it only records s, and a resource takes
+  // it when a flow arrives on it (before its cap is read): the same capacities wherever a flow
+  // sees them, in O(1) instead of O(resources). A resource belongs to at most one group.
+  std::uint32_t add_reserve_group(std::span<const LinkId> resources);
+  // True when a flow crosses one of the group's resources (its flows are then re-solved).
+  bool reserve_group(SimTime now, std::uint32_t group, double share);
+  // Whether some flow crosses one of the group's resources now: a count kept by the link lists.
+  bool group_carries(std::uint32_t group) const { return groups_[group].carried > 0; }
 
   // Settles the changes recorded so far (the queries below do it themselves).
   void flush();
@@ -235,6 +250,15 @@ class FlowNetwork {
 
   std::vector<LinkHot> link_;
   std::vector<double> reserved_;  // per resource, the share held (empty until the first reserve)
+  struct ReserveGroup {
+    double share = 0;
+    std::uint64_t carried = 0;  // (flow, hop) entries on its resources
+    std::uint32_t begin = 0, end = 0;  // in group_resources_
+  };
+  std::vector<ReserveGroup> groups_;
+  std::vector<LinkId> group_resources_;
+  std::vector<std::uint32_t> link_group_;  // per resource, its group (empty until the first group)
+  void sync_reserve(std::uint32_t resource);  // an empty resource takes its group's share
   std::vector<std::uint32_t> moved_;  // scratch: the flows of a resource whose capacity changes
   std::vector<LinkScratch> scratch_;
 

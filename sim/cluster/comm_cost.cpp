@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "sim/core/check.h"
+
 namespace servesim::cluster {
 
 CommCost::CommCost(const models::ChipSpec& chip)
@@ -9,8 +11,92 @@ CommCost::CommCost(const models::ChipSpec& chip)
           chip.efficiency.collective_bandwidth},
       out_{chip.scale_out_bandwidth, chip.scale_out_latency, chip.efficiency.collective_bandwidth} {}
 
+namespace {
+
+topologies::CollectiveKind topology_kind(models::Collective c) {
+  switch (c) {
+    case models::Collective::kAllReduce: return topologies::CollectiveKind::kAllReduce;
+    case models::Collective::kAllGather: return topologies::CollectiveKind::kAllGather;
+    case models::Collective::kReduceScatter: return topologies::CollectiveKind::kReduceScatter;
+    case models::Collective::kAllToAll: return topologies::CollectiveKind::kAllToAll;
+    case models::Collective::kP2p: return topologies::CollectiveKind::kP2p;
+  }
+  return topologies::CollectiveKind::kP2p;
+}
+
+// The models' all-to-all bytes are what a rank sends to its peers; topologies' are NCCL-tests'
+// size, the rank's own share included: n / (n - 1) times as many.
+double topology_bytes(models::Collective c, int ranks, double bytes) {
+  return c == models::Collective::kAllToAll && ranks > 1 ? bytes * ranks / (ranks - 1.0) : bytes;
+}
+
+}  // namespace
+
+bool PlacedGroup::leaves_domain() const {
+  for (const Layout& l : layouts) {
+    if (l.layout.domains > 1) return true;
+  }
+  return false;
+}
+
+PlacedGroup place_group(std::span<const topologies::GroupLayout> layouts,
+                        topologies::CollectiveCostCache& cache,
+                        const topologies::CommCalibration& calibration, double nic_share) {
+  PlacedGroup g;
+  g.nic_share = nic_share;
+  for (const topologies::GroupLayout& layout : layouts) {
+    PlacedGroup::Layout l;
+    l.layout = layout;
+    for (std::size_t k = 0; k < PlacedGroup::kKinds; ++k) {
+      l.curves[k] = cache.curve(layout, topology_kind(static_cast<models::Collective>(k)));
+    }
+    topologies::GroupLayout shared = layout;
+    shared.out_bytes_per_s *= nic_share;
+    l.a2a_shared = cache.curve(shared, topologies::CollectiveKind::kAllToAll);
+    // The direct algorithm's scale-out part: (n - p) / n of the bytes over the NIC share, at the
+    // bandwidth-oriented protocol's scale-out efficiency (collectives.h).
+    for (const topologies::AlgorithmTerms& a :
+         topologies::collective_algorithms(layout, topologies::CollectiveKind::kAllToAll)) {
+      const double eff = calibration.tier(topologies::Plane::kScaleOut)[topologies::CollectiveKind::kAllToAll]
+                             .bandwidth_bound.efficiency;
+      if (a.count > 0 && eff > 0) l.nic_s_per_byte = a.phases[0].out_seconds_per_byte / eff;
+    }
+    g.layouts.push_back(l);
+  }
+  return g;
+}
+
+GroupSpan placed_span(const PlacedGroup& g) {
+  GroupSpan s;
+  s.placed = &g;
+  for (const PlacedGroup::Layout& l : g.layouts) {
+    const topologies::GroupLayout& x = l.layout;
+    s.ranks = std::max(s.ranks, x.ranks);
+    if (x.domains > 1) s.leaves_domain = true;
+    if (x.ranks > 1) {
+      s.outside_fraction = std::max(s.outside_fraction,
+                                    static_cast<double>(x.ranks - x.ranks_per_domain) / (x.ranks - 1));
+    }
+  }
+  return s;
+}
+
+double CommCost::placed_seconds(models::Collective c, const GroupSpan& g, double bytes,
+                                double nic_share) const {
+  const PlacedGroup& p = *g.placed;
+  const bool shared = c == models::Collective::kAllToAll && nic_share != 1.0;
+  SERVESIM_CHECK_MSG(!shared || nic_share == p.nic_share, "a placed all-to-all is costed at its NIC share");
+  double worst = 0;
+  for (const PlacedGroup::Layout& l : p.layouts) {
+    const topologies::CostCurve& curve = shared ? l.a2a_shared : l.curves[static_cast<std::size_t>(c)];
+    worst = std::max(worst, curve.seconds(topology_bytes(c, l.layout.ranks, bytes)));
+  }
+  return worst;
+}
+
 double CommCost::seconds(models::Collective c, const GroupSpan& g, double bytes, double nic_share) const {
   if (g.ranks <= 1 || bytes <= 0) return 0.0;
+  if (g.placed != nullptr) return placed_seconds(c, g, bytes, nic_share);
   const topologies::LinkTier& tier = g.leaves_domain ? out_ : up_;
   const double n = g.ranks;
   switch (c) {
@@ -34,6 +120,13 @@ double CommCost::seconds(models::Collective c, const GroupSpan& g, double bytes,
 
 double CommCost::nic_seconds(models::Collective c, const GroupSpan& g, double bytes) const {
   if (c != models::Collective::kAllToAll || g.ranks <= 1 || bytes <= 0 || !g.leaves_domain) return 0.0;
+  if (g.placed != nullptr) {
+    double worst = 0;
+    for (const PlacedGroup::Layout& l : g.placed->layouts) {
+      worst = std::max(worst, topology_bytes(c, l.layout.ranks, bytes) * l.nic_s_per_byte);
+    }
+    return worst;
+  }
   return bytes * g.outside_fraction / (out_.bandwidth.bytes_per_s * out_.efficiency);
 }
 

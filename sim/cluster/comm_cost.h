@@ -11,13 +11,20 @@
 // (NIC) bandwidth when it leaves it; an all-to-all that leaves it sends the share of its peers
 // outside the domain (S_out) over the NICs and the rest (S_in) over the scale-up links.
 // Placement: instance chips are consecutive from a domain boundary, in the rank order of
-// models/parallel_plan.h (tp fastest, then dp, cp, pp). Topology-aware costs on a real placement
-// replace this class later; keep callers to seconds() and span().
+// models/parallel_plan.h (tp fastest, then dp, cp, pp).
+// Placed groups (a scenario with `cluster:`): a GroupSpan that carries a PlacedGroup is costed on
+// the cluster graph instead: its groups as describe_group reads them off the placed chips, each
+// collective by the lower envelope of topologies/collectives.h's algorithms with the cluster's
+// fitted constants (CollectiveCostCache), the slowest layout of the kind binding.
 // Contention with KV flows (sim/cluster/README.md, "All-to-all and KV flows on the same NICs"):
 // `nic_share` is the share of the NIC the all-to-all gets while it runs, so its NIC part is
 // S_out / (B_out x eff x nic_share); nic_seconds is that part alone at the whole NIC.
 // Ignored: contention between collectives and between instances, tree/hierarchical algorithms.
 #pragma once
+
+#include <array>
+#include <span>
+#include <vector>
 
 #include "models/chip_spec.h"
 #include "models/operators.h"
@@ -26,11 +33,39 @@
 
 namespace servesim::cluster {
 
+// One group kind of a pool placed on the cluster graph: the distinct layouts of its groups over
+// all the pool's instances (describe_group), each with its collectives' cost curves. A collective
+// of the kind costs the slowest layout: an instance's ranks wait for its slowest group at every
+// layer, and a pool's instances share one cost table (one IterationCostModel, memoised per batch
+// size), so an instance placed better than the pool's worst is costed as the worst (under pack
+// placement a pool's instances have the same layouts, and there is one).
+struct PlacedGroup {
+  static constexpr std::size_t kKinds = 5;  // models::Collective
+  struct Layout {
+    topologies::GroupLayout layout;
+    std::array<topologies::CostCurve, kKinds> curves;  // by models::Collective
+    topologies::CostCurve a2a_shared;  // all-to-all with its NIC part at `nic_share` of the NIC
+    double nic_s_per_byte = 0;         // all-to-all: its NIC part at the whole NIC, s per byte
+  };
+  std::vector<Layout> layouts;
+  double nic_share = 1;
+  bool leaves_domain() const;
+};
+// The curves of `layouts` (distinct; curves memoised in `cache`, built on the cluster's
+// calibration); the all-to-all also at `nic_share` of each NIC (its scale-out bandwidth times it).
+PlacedGroup place_group(std::span<const topologies::GroupLayout> layouts,
+                        topologies::CollectiveCostCache& cache,
+                        const topologies::CommCalibration& calibration, double nic_share);
+
 struct GroupSpan {
   int ranks = 1;
   bool leaves_domain = false;  // some group of this kind spans two scale-up domains
   double outside_fraction = 0; // of a member's peers, the share in other domains (all-to-all)
+  const PlacedGroup* placed = nullptr;  // costed on the cluster graph (owned by the caller)
 };
+// The span of a placed group kind (ranks, whether a layout leaves its domain, the largest share
+// of peers outside a rank's domain), pointing at it.
+GroupSpan placed_span(const PlacedGroup& g);
 
 class CommCost {
  public:
@@ -44,6 +79,7 @@ class CommCost {
   const topologies::LinkTier& scale_out() const { return out_; }
 
  private:
+  double placed_seconds(models::Collective c, const GroupSpan& g, double bytes, double nic_share) const;
   topologies::LinkTier up_, out_;
 };
 

@@ -175,6 +175,24 @@ IterationCostModel::IterationCostModel(const models::ModelSpec& model, const mod
   }
 }
 
+void IterationCostModel::set_placed_groups(PlacedGroups groups) {
+  placed_ = std::make_unique<PlacedGroups>(std::move(groups));
+  if (!placed_->tp.layouts.empty()) tp_span_ = placed_span(placed_->tp);
+  if (!placed_->moe.layouts.empty()) moe_span_ = placed_span(placed_->moe);
+  if (!placed_->cp.layouts.empty()) cp_span_ = placed_span(placed_->cp);
+  a2a_on_nics_ = moe_span_.leaves_domain && moe_span_.outside_fraction > 0 && model_.moe.experts > 0 &&
+                 plan_.ep > 1;
+  hop_spans_.clear();
+  bool hops = placed_->pp_hops.size() + 1 == static_cast<std::size_t>(plan_.pp);
+  for (const PlacedGroup& h : placed_->pp_hops) hops = hops && !h.layouts.empty();
+  if (hops) {
+    for (const PlacedGroup& h : placed_->pp_hops) hop_spans_.push_back(placed_span(h));
+  }
+  hidden_bytes_per_token_ = models::hidden_state_bytes(model_, 1);
+  for (TokenLinear& e : linear_) e = TokenLinear{};
+  std::fill(draft_tokens_ps_.begin(), draft_tokens_ps_.end(), -1);
+}
+
 const IterationCostModel::TokenLinear& IterationCostModel::linear(std::int64_t tokens) {
   SERVESIM_CHECK_MSG(tokens >= 0 && static_cast<std::size_t>(tokens) < linear_.size(),
                      "batch of " + std::to_string(tokens) + " tokens exceeds the token budget");
@@ -375,7 +393,10 @@ void IterationCostModel::cost(const models::BatchShape& b, std::int64_t sequence
     } else {
       const auto hop = static_cast<std::size_t>(s);
       const std::int64_t send =
-          b.tokens > 0 ? to_ps(send_alpha_s_[hop] + send_s_per_token_[hop] * chip_tokens) : 0;
+          b.tokens <= 0 ? 0
+          : hop_spans_.empty()
+              ? to_ps(send_alpha_s_[hop] + send_s_per_token_[hop] * chip_tokens)
+              : to_ps(comm_.seconds(models::Collective::kP2p, hop_spans_[hop], hidden_bytes_per_token_ * chip_tokens));
       t += send;
       sends += send;
     }

@@ -109,6 +109,17 @@ class IterationCostModel {
             ComponentTimes& components, const models::BatchShape* busiest = nullptr,
             bool nics_shared = false, const models::BatchShape* cp_part = nullptr);
 
+  // The pool's groups as placed on the cluster graph (a scenario with `cluster:`; comm_cost.h,
+  // PlacedGroup): TP, the MoE group (tp x dp), CP, and one per pipeline hop (rank r of stage s to
+  // rank r of s + 1). A kind without layouts keeps the contiguous-placement cost (group_span).
+  // Call before the first cost (the memoised tables are cleared).
+  struct PlacedGroups {
+    PlacedGroup tp, moe, cp;
+    std::vector<PlacedGroup> pp_hops;
+  };
+  void set_placed_groups(PlacedGroups groups);
+  const PlacedGroups* placed_groups() const { return placed_.get(); }
+
   // The share of a NIC the all-to-all gets while KV traffic crosses it: the two split it evenly
   // (equal-weight traffic classes, or one queue pair each under per-QP fair arbitration).
   static constexpr double kKvNicShare = 0.5;
@@ -217,6 +228,9 @@ class IterationCostModel {
   std::vector<std::int64_t> draft_tokens_ps_;
   std::int64_t draft_ps(const models::BatchShape& verify);
   std::vector<double> send_alpha_s_, send_s_per_token_;  // per pipeline hop
+  std::unique_ptr<PlacedGroups> placed_;
+  std::vector<GroupSpan> hop_spans_;  // placed pipeline hops (empty: send_alpha_s_ and the slope)
+  double hidden_bytes_per_token_ = 0;
 };
 
 }  // namespace servesim::cluster

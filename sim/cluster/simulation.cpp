@@ -60,6 +60,10 @@ Simulation::Simulation(const SimulationConfig& config, metrics::Recorder& record
                                                      pc.moe_routing, pc.cost_model,
                                                      pc.scheduler.max_batched_tokens);
     pool.cost->set_two_batch_overlap(pc.two_batch_overlap);
+    // A scenario with `cluster:` costs the collectives on the pool's placed groups.
+    if (config_.cluster && pc.kind != PoolRole::kEncode) {
+      if (auto placed = placed_groups(static_cast<int>(pools_.size()), pc)) pool.cost->set_placed_groups(std::move(*placed));
+    }
     // The expert all-to-all leaves the scale-up domain: it shares the NICs with the flows
     // (pp = 1: with pipelined micro-batches an instance's iterations overlap).
     pool.a2a_on_nics = net_ && config_.disaggregation.a2a_contention && pc.kind != PoolRole::kEncode &&
@@ -91,7 +95,7 @@ Simulation::Simulation(const SimulationConfig& config, metrics::Recorder& record
       }
     }
     info.plan = {pc.plan.tp, pc.plan.pp, pc.plan.dp, pc.plan.ep, pc.plan.moe_tp, pc.plan.cp};
-    info.groups = group_tiers(pc, static_cast<int>(pools_.size()));
+    info.groups = group_tiers(pc, static_cast<int>(pools_.size()), pool.cost->placed_groups());
     const PoolCapacity cap = pc.kind == PoolRole::kEncode ? PoolCapacity{} : pool_capacity(config_.model, pc);
     SERVESIM_CHECK_MSG(pc.kind == PoolRole::kEncode || cap.blocks_per_lane > 0,
                        "pool " + pc.name + " has no KV blocks");
@@ -129,6 +133,17 @@ Simulation::Simulation(const SimulationConfig& config, metrics::Recorder& record
         }
       }
       inst.stage_free.assign(static_cast<std::size_t>(pc.plan.pp), SimTime::zero());
+      if (pool.a2a_on_nics) {
+        // Its chips' NIC links (both directions), booked together for the all-to-all.
+        std::vector<topologies::LinkId> nics;
+        for (const topologies::ChipId c : placement_->chips(static_cast<int>(pools_.size()), i)) {
+          for (const topologies::LinkId l : {fabric_->attachment_up(c, topologies::Plane::kScaleOut),
+                                             fabric_->attachment_down(c, topologies::Plane::kScaleOut)}) {
+            if (l.valid()) nics.push_back(l);
+          }
+        }
+        inst.nic_group = net_->add_reserve_group(nics);
+      }
       instances_.push_back(std::move(inst));
     }
     stage_ps_.resize(std::max<std::size_t>(stage_ps_.size(), static_cast<std::size_t>(pc.plan.pp)));
@@ -175,7 +190,51 @@ Simulation::Simulation(const SimulationConfig& config, metrics::Recorder& record
 
 Simulation::~Simulation() = default;
 
-std::vector<metrics::GroupTier> Simulation::group_tiers(const PoolConfig& pc, int pool) const {
+std::optional<IterationCostModel::PlacedGroups> Simulation::placed_groups(int pool, const PoolConfig& pc) const {
+  const ClusterConfig& cc = *config_.cluster;
+  const topologies::ClusterPlacement& placement = cc.placement;
+  if (pool >= placement.pools()) return std::nullopt;
+  const topologies::Fabric& fabric = *cc.fabric;
+  const topologies::InstanceShape shape = instance_shape(pc.plan);
+  topologies::CollectiveCostCache cache(cc.spec.comm);
+  const double share = IterationCostModel::kKvNicShare;
+  std::vector<topologies::GroupLayout> distinct;
+  auto note = [&](std::span<const topologies::ChipId> chips) {
+    const topologies::GroupLayout g = topologies::describe_group(fabric, chips);
+    if (std::find(distinct.begin(), distinct.end(), g) == distinct.end()) distinct.push_back(g);
+  };
+  auto collect = [&](topologies::GroupKind kind) {
+    distinct.clear();
+    for (int i = 0; i < placement.instances(pool); ++i) {
+      if (placement.chips(pool, i).empty()) continue;
+      for (int k = 0; k < topologies::group_count(shape, kind); ++k) note(placement.group(pool, i, kind, k));
+    }
+    return place_group(distinct, cache, cc.spec.comm, share);
+  };
+  IterationCostModel::PlacedGroups out;
+  out.tp = collect(topologies::GroupKind::kTp);
+  if (out.tp.layouts.empty()) return std::nullopt;  // no instance placed
+  out.moe = collect(topologies::GroupKind::kMoe);
+  out.cp = collect(topologies::GroupKind::kCp);
+  const int stage = shape.stage_chips();
+  for (int s = 0; s + 1 < shape.pp; ++s) {
+    distinct.clear();
+    for (int i = 0; i < placement.instances(pool); ++i) {
+      const auto chips = placement.chips(pool, i);
+      if (chips.empty()) continue;
+      for (int r = 0; r < stage; ++r) {
+        const std::array<topologies::ChipId, 2> pair{chips[static_cast<std::size_t>(s * stage + r)],
+                                                     chips[static_cast<std::size_t>((s + 1) * stage + r)]};
+        note(pair);
+      }
+    }
+    out.pp_hops.push_back(place_group(distinct, cache, cc.spec.comm, share));
+  }
+  return out;
+}
+
+std::vector<metrics::GroupTier> Simulation::group_tiers(const PoolConfig& pc, int pool,
+                                                         const IterationCostModel::PlacedGroups* placed) const {
   std::vector<metrics::GroupTier> out;
   const struct {
     const char* name;
@@ -207,6 +266,17 @@ std::vector<metrics::GroupTier> Simulation::group_tiers(const PoolConfig& pc, in
     } else {
       g.domain_chips = pc.chip.scale_up_domain;
       g.leaves_domain = group_span(pc.plan, k.model, pc.chip.scale_up_domain).leaves_domain;
+    }
+    if (placed != nullptr && k.model != models::Group::kDp) {
+      // What the collectives are costed on: every instance's groups of the kind (for pp, the hops).
+      bool leaves = false;
+      if (k.model == models::Group::kPp) {
+        for (const PlacedGroup& h : placed->pp_hops) leaves = leaves || h.leaves_domain();
+      } else {
+        leaves = (k.model == models::Group::kTp ? placed->tp
+                  : k.model == models::Group::kEp ? placed->moe : placed->cp).leaves_domain();
+      }
+      g.leaves_domain = leaves;
     }
     g.tier = g.ranks <= 1 ? "none" : g.leaves_domain ? "scale_out" : "scale_up";
     out.push_back(std::move(g));
@@ -1284,15 +1354,7 @@ void Simulation::try_dispatch(std::uint32_t index) {
 }
 
 bool Simulation::nics_carry_flows(std::uint32_t index) const {
-  const Instance& inst = instances_[index];
-  const Pool& pool = pools_[inst.pool];
-  const auto pool_index = static_cast<int>(inst.pool);
-  for (const topologies::ChipId c : placement_->chips(pool_index, static_cast<int>(index - pool.first_instance))) {
-    const topologies::LinkId up = fabric_->attachment_up(c, topologies::Plane::kScaleOut);
-    const topologies::LinkId down = fabric_->attachment_down(c, topologies::Plane::kScaleOut);
-    if ((up.valid() && net_->carries(up)) || (down.valid() && net_->carries(down))) return true;
-  }
-  return false;
+  return net_->group_carries(instances_[index].nic_group);
 }
 
 void Simulation::book_a2a(std::uint32_t index, double share) {
@@ -1302,15 +1364,8 @@ void Simulation::book_a2a(std::uint32_t index, double share) {
   share = std::min(share, 0.99);
   if (share == inst.nic_share) return;
   inst.nic_share = share;
-  const Pool& pool = pools_[inst.pool];
-  const auto pool_index = static_cast<int>(inst.pool);
-  for (const topologies::ChipId c : placement_->chips(pool_index, static_cast<int>(index - pool.first_instance))) {
-    for (const topologies::LinkId l : {fabric_->attachment_up(c, topologies::Plane::kScaleOut),
-                                       fabric_->attachment_down(c, topologies::Plane::kScaleOut)}) {
-      if (l.valid()) net_->reserve(now_, l, share);
-    }
-  }
-  reschedule_network();
+  // With no flow on its NICs the share is only recorded (the flows that come read it).
+  if (net_->reserve_group(now_, inst.nic_group, share)) reschedule_network();
 }
 
 void Simulation::add_swap_time(const Pool& pool, Lane& lane, Batch& batch) {

@@ -124,6 +124,7 @@ class Simulation {
     bool up = true;
     std::uint32_t epoch = 0;          // bumped when a failure empties it
     double nic_share = 0;             // of its chips' NICs, held for its all-to-all now
+    std::uint32_t nic_group = 0;      // a2a_on_nics pools: its chips' NIC links (reserve group)
     // Decode instances: the multi-step run in flight (see DecodeRun).
     struct DecodeRun {
       std::vector<SimTime> ends;          // when step k ends
@@ -245,7 +246,13 @@ class Simulation {
     if (!pool.free_kv) pool.router->add_load(local, delta);
   }
   void fail_instance(std::uint32_t instance, SimTime repair_at);
-  std::vector<metrics::GroupTier> group_tiers(const PoolConfig& pc, int pool) const;
+  // The report's groups (tp, dp, ep, cp, pp): ranks, whether one spans two scale-up domains, the
+  // tier; with placed groups, from the layouts the collectives are costed on.
+  std::vector<metrics::GroupTier> group_tiers(const PoolConfig& pc, int pool,
+                                              const IterationCostModel::PlacedGroups* placed) const;
+  // The pool's groups on the scenario's cluster graph (describe_group over every instance), or
+  // none when the placement has no instance of it.
+  std::optional<IterationCostModel::PlacedGroups> placed_groups(int pool, const PoolConfig& pc) const;
   // Random faults are drawn up to the horizon, or this far when the run has none.
   static constexpr Duration kMaxFaultTime = Duration::milliseconds(86'400'000);
   void schedule_dispatch(std::uint32_t instance);

@@ -150,6 +150,46 @@ TEST_CASE("FlowNetwork: a flow on a link with half its bandwidth reserved takes 
   CHECK(net.rate(c) == doctest::Approx(10e9));
 }
 
+TEST_CASE("FlowNetwork: a reserve group gives the rates of reserving each of its links") {
+  // Chip 0's up and down links as one group in one network, reserved link by link in a copy.
+  Fabric f1 = star({50e9, 50e9, 50e9, 50e9}, {50e9, 50e9, 50e9, 50e9});
+  Fabric f2 = star({50e9, 50e9, 50e9, 50e9}, {50e9, 50e9, 50e9, 50e9});
+  FlowNetwork grouped(f1), single(f2);
+  const std::vector<LinkId> links = {f1.attachment_up(chip(0), Plane::kScaleOut),
+                                     f1.attachment_down(chip(0), Plane::kScaleOut)};
+  const std::uint32_t g = grouped.add_reserve_group(links);
+  auto both = [&](SimTime t, double share) {
+    for (const LinkId l : links) single.reserve(t, l, share);
+    return grouped.reserve_group(t, g, share);
+  };
+  // No flow yet: the share is only recorded; a flow that starts sees half of the 50 GB/s link.
+  CHECK_FALSE(both(SimTime::zero(), 0.5));
+  CHECK(grouped.reserved(links[0]) == 0.5);
+  const FlowHandle a1 = grouped.start(SimTime::zero(), chip(0), chip(2), 1e9, 1);
+  const FlowHandle a2 = single.start(SimTime::zero(), chip(0), chip(2), 1e9, 1);
+  CHECK(grouped.group_carries(g));
+  CHECK(grouped.rate(a1) == doctest::Approx(25e9));
+  CHECK(grouped.finish_time(a1) == single.finish_time(a2));
+  // With a flow there it is re-solved at once: 37.5 GB/s.
+  CHECK(both(ms(10), 0.25));
+  CHECK(grouped.rate(a1) == doctest::Approx(37.5e9));
+  CHECK(grouped.finish_time(a1) == single.finish_time(a2));
+  CHECK(grouped.check() == "");
+  std::vector<FlowDone> d1, d2;
+  grouped.complete_until(ms(100), d1);
+  single.complete_until(ms(100), d2);
+  REQUIRE(d1.size() == 1);
+  CHECK(d1[0].at == d2[0].at);
+  CHECK_FALSE(grouped.group_carries(g));
+  // Recorded while idle, taken by the down link when a flow arrives on it: 20% of 50 GB/s.
+  CHECK_FALSE(both(ms(100), 0.8));
+  const FlowHandle b1 = grouped.start(ms(100), chip(3), chip(0), 1e9, 2);
+  const FlowHandle b2 = single.start(ms(100), chip(3), chip(0), 1e9, 2);
+  CHECK(grouped.rate(b1) == doctest::Approx(10e9));
+  CHECK(grouped.finish_time(b1) == single.finish_time(b2));
+  CHECK(grouped.check() == "");
+}
+
 TEST_CASE("FlowNetwork: bytes are conserved: every link carries each of its flows' bytes") {
   const ClusterSpec spec = dgx_like(8, 3);
   Fabric f = build_fabric(spec);
