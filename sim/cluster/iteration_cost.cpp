@@ -288,6 +288,81 @@ std::int64_t IterationCostModel::draft_ps(const models::BatchShape& verify) {
   return (verify_width_ - 1) * (token_ps + attention);
 }
 
+// The pieces of an iteration that cost() and decode_step() share: one formula for both.
+
+std::int64_t IterationCostModel::host_ps(std::int64_t sequences) const {
+  // With attention data parallelism every dp rank schedules its own share of the sequences, in
+  // parallel (SGLang / DeepSeek dp-attention: one scheduler process per rank).
+  const std::int64_t rank_sequences = (sequences + plan_.dp - 1) / plan_.dp;
+  return (chip_.efficiency.iteration_overhead + chip_.efficiency.sequence_overhead * rank_sequences).ps();
+}
+
+std::int64_t IterationCostModel::lm_head_ps(double logits) const {
+  // The LM head's operator depends on the logits only (lm_head_op).
+  if (logits <= 0) return 0;
+  models::BatchShape b;
+  b.logits = logits;
+  return to_ps(lm_head_.seconds(b, *cost_model_));
+}
+
+inline std::int64_t IterationCostModel::stage_gpu_ps(const StageLayers& l, const TokenLinear& lin,
+                                                     const LayerTerms& x, double tokens,
+                                                     std::int64_t contention,
+                                                     std::int64_t& hidden) const {
+  std::int64_t t = l.layers * x.per_layer + l.dense * lin.per_dense + l.moe * (lin.per_moe + contention) +
+                   l.full * x.per_full + l.window * x.per_window;
+  hidden = 0;
+  const std::int64_t a2a_layer = lin.per_moe_a2a + contention;
+  if (tbo_ && l.moe > 0 && tokens >= 2 && a2a_layer > 0) [[unlikely]] {
+    // Two-batch overlap (header): per MoE layer max(C, A) instead of C + A, and half of
+    // min(C, A) exposed once per stage.
+    const std::int64_t attention = (l.full * x.per_full + l.window * x.per_window) / l.layers;
+    const std::int64_t compute = x.per_layer + attention + lin.per_moe - lin.per_moe_a2a;
+    const std::int64_t overlap = std::min(compute, a2a_layer);
+    hidden = l.moe * overlap - overlap / 2;
+    t -= hidden;
+  }
+  return t;
+}
+
+inline std::int64_t IterationCostModel::first_stage_ps(std::int64_t gpu, const TokenLinear& lin,
+                                                       std::int64_t host,
+                                                       std::int64_t& exposed_host) const {
+  // Host work precedes the first stage; the vocabulary-parallel embedding ends in one more
+  // all-reduce. With host overlap the host prepares this iteration while the GPU runs the
+  // previous one: only the host time beyond the first stage's GPU time shows.
+  gpu += lin.embedding_reduce;
+  const std::int64_t t = chip_.efficiency.host_overlap ? std::max(gpu, host) : gpu + host;
+  exposed_host = t - gpu;
+  return t;
+}
+
+inline void IterationCostModel::add_token_components(const TokenLinear& lin, std::int64_t hidden_a2a,
+                                                     std::int64_t stretch, ComponentTimes& c) {
+  using models::OpKind;
+  c[idx(OpKind::kGemmQkv)] += lin.qkv;
+  c[idx(OpKind::kGemmOut)] += lin.out;
+  c[idx(OpKind::kGemmMlp)] += lin.mlp;
+  c[idx(OpKind::kMoeExperts)] += lin.moe;
+  c[idx(OpKind::kElementwise)] += lin.elementwise;
+  c[idx(OpKind::kDequantize)] += lin.dequantize;
+  c[idx(OpKind::kTpAllReduce)] += lin.all_reduce;
+  c[idx(OpKind::kEpDispatch)] += lin.dispatch;
+  c[idx(OpKind::kEpCombine)] += lin.combine;
+  c[idx(OpKind::kA2aKvContention)] += stretch;
+  if (hidden_a2a > 0) {
+    // What two-batch overlap hid comes off the all-to-all, in proportion: what is left is exposed.
+    const double a2a = static_cast<double>(lin.dispatch + lin.combine + stretch);
+    const double hidden = static_cast<double>(hidden_a2a);
+    const auto from_dispatch =
+        static_cast<std::int64_t>(hidden * static_cast<double>(lin.dispatch) / a2a + 0.5);
+    const auto from_stretch = static_cast<std::int64_t>(hidden * static_cast<double>(stretch) / a2a + 0.5);
+    c[idx(OpKind::kEpDispatch)] -= from_dispatch;
+    c[idx(OpKind::kA2aKvContention)] -= from_stretch;
+    c[idx(OpKind::kEpCombine)] -= hidden_a2a - from_dispatch - from_stretch;
+  }
+}
+
 void IterationCostModel::cost(const models::BatchShape& b, std::int64_t sequences,
                               std::int64_t* stage_ps, ComponentTimes& c,
                               const models::BatchShape* busiest, bool nics_shared,
@@ -346,48 +421,27 @@ void IterationCostModel::cost(const models::BatchShape& b, std::int64_t sequence
                       to_ps(comm_.seconds(cp_decode_.base.collective, cp_span_, cp_decode_.bytes(b)));
     }
   }
-  const std::int64_t per_layer = lin.per_layer + up_projection + absorb + indexer + cp;
-  const std::int64_t per_full = attn_prefill_full + attn_decode_full;
-  const std::int64_t per_window = attn_prefill_window + attn_decode_window;
-  // With attention data parallelism every dp rank schedules its own share of the sequences, in
-  // parallel (SGLang / DeepSeek dp-attention: one scheduler process per rank).
-  const std::int64_t rank_sequences = (sequences + plan_.dp - 1) / plan_.dp;
-  const Duration host = chip_.efficiency.iteration_overhead +
-                        chip_.efficiency.sequence_overhead * rank_sequences;
-  const std::int64_t lm_head = b.logits > 0 ? run(lm_head_) : 0;
+  LayerTerms x;
+  x.per_layer = lin.per_layer + up_projection + absorb + indexer + cp;
+  x.per_full = attn_prefill_full + attn_decode_full;
+  x.per_window = attn_prefill_window + attn_decode_window;
+  const std::int64_t host = host_ps(sequences);
+  const std::int64_t lm_head = lm_head_ps(b.logits);
   const std::int64_t draft = verify ? draft_ps(b) : 0;
   const double chip_tokens = models::tokens_per_chip(plan_, b.tokens);
   // KV flows on the NICs: every MoE layer's all-to-all gets kKvNicShare of them (header).
   const std::int64_t contention = nics_shared ? lin.per_moe_contention : 0;
-  const std::int64_t a2a_layer = lin.per_moe_a2a + contention;
 
   c.fill(0);
   std::int64_t sends = 0, exposed_host = 0, hidden_a2a = 0;
   for (int s = 0; s < plan_.pp; ++s) {
     const StageLayers& l = stage_layers_[static_cast<std::size_t>(s)];
-    std::int64_t t = l.layers * per_layer + l.dense * lin.per_dense + l.moe * (lin.per_moe + contention) +
-                     l.full * per_full + l.window * per_window +
-                     l.full * excess_full + l.window * excess_window + l.layers * excess_layer;
-    if (tbo_ && l.moe > 0 && b.tokens >= 2 && a2a_layer > 0) [[unlikely]] {
-      // Two-batch overlap (header): per MoE layer max(C, A) instead of C + A, and half of
-      // min(C, A) exposed once per stage.
-      const std::int64_t attention = (l.full * per_full + l.window * per_window) / l.layers;
-      const std::int64_t compute = per_layer + attention + lin.per_moe - lin.per_moe_a2a;
-      const std::int64_t overlap = std::min(compute, a2a_layer);
-      const std::int64_t hidden = l.moe * overlap - overlap / 2;
-      t -= hidden;
-      hidden_a2a += hidden;
-    }
-    // Host work precedes the first stage; the vocabulary-parallel embedding ends in one more
-    // all-reduce. The last stage runs the LM head; the others send activations on.
-    // With host overlap the host prepares this iteration while the GPU runs the previous one:
-    // only the host time beyond the first stage's GPU time shows.
-    if (s == 0) {
-      t += lin.embedding_reduce;
-      const std::int64_t gpu = t;
-      t = chip_.efficiency.host_overlap ? std::max(t, host.ps()) : t + host.ps();
-      exposed_host = t - gpu;
-    }
+    std::int64_t hidden = 0;
+    std::int64_t t = stage_gpu_ps(l, lin, x, b.tokens, contention, hidden) + l.full * excess_full +
+                     l.window * excess_window + l.layers * excess_layer;
+    hidden_a2a += hidden;
+    if (s == 0) t = first_stage_ps(t, lin, host, exposed_host);
+    // The last stage runs the LM head; the others send activations on.
     if (s == plan_.pp - 1) {
       t += lm_head + draft;
     } else {
@@ -403,33 +457,14 @@ void IterationCostModel::cost(const models::BatchShape& b, std::int64_t sequence
     stage_ps[s] = t;
   }
   const StageLayers& n = total_;
+  add_token_components(lin, hidden_a2a, n.moe * contention, c);
   c[idx(OpKind::kScheduling)] = exposed_host;
   c[idx(OpKind::kLmHead)] = lm_head;
   c[idx(OpKind::kMtpDraft)] = draft;
   c[idx(OpKind::kImbalance)] = n.full * excess_full + n.window * excess_window + n.layers * excess_layer;
   c[idx(OpKind::kPpSend)] = sends;
-  c[idx(OpKind::kGemmQkv)] = lin.qkv + n.layers * up_projection;
-  c[idx(OpKind::kGemmOut)] = lin.out + n.layers * absorb;
-  c[idx(OpKind::kGemmMlp)] = lin.mlp;
-  c[idx(OpKind::kMoeExperts)] = lin.moe;
-  c[idx(OpKind::kElementwise)] = lin.elementwise;
-  c[idx(OpKind::kDequantize)] = lin.dequantize;
-  c[idx(OpKind::kTpAllReduce)] = lin.all_reduce;
-  c[idx(OpKind::kEpDispatch)] = lin.dispatch;
-  c[idx(OpKind::kEpCombine)] = lin.combine;
-  c[idx(OpKind::kA2aKvContention)] = n.moe * contention;
-  if (hidden_a2a > 0) {
-    // What two-batch overlap hid comes off the all-to-all, in proportion: what is left is exposed.
-    const std::int64_t stretch = n.moe * contention;
-    const double a2a = static_cast<double>(lin.dispatch + lin.combine + stretch);
-    const double hidden = static_cast<double>(hidden_a2a);
-    const auto from_dispatch =
-        static_cast<std::int64_t>(hidden * static_cast<double>(lin.dispatch) / a2a + 0.5);
-    const auto from_stretch = static_cast<std::int64_t>(hidden * static_cast<double>(stretch) / a2a + 0.5);
-    c[idx(OpKind::kEpDispatch)] -= from_dispatch;
-    c[idx(OpKind::kA2aKvContention)] -= from_stretch;
-    c[idx(OpKind::kEpCombine)] -= hidden_a2a - from_dispatch - from_stretch;
-  }
+  c[idx(OpKind::kGemmQkv)] += n.layers * up_projection;
+  c[idx(OpKind::kGemmOut)] += n.layers * absorb;
   c[idx(OpKind::kCpExchange)] = n.layers * cp;
   c[idx(OpKind::kIndexer)] = n.layers * indexer;
   c[idx(OpKind::kAttentionPrefill)] = n.full * attn_prefill_full + n.window * attn_prefill_window;
@@ -437,46 +472,33 @@ void IterationCostModel::cost(const models::BatchShape& b, std::int64_t sequence
 }
 
 IterationCostModel::DecodeSteps IterationCostModel::decode_steps(std::int64_t sequences) {
+  // No all-to-all stretch (nics_shared): decode runs are off for a pool whose all-to-all shares
+  // the NICs with the flows (Simulation: every such step is an event with its own stretch), so a
+  // run's steps are cost() with nics_shared = false. Simulation::plan_run checks it.
   SERVESIM_CHECK(plan_.pp == 1 && verify_width_ == 1 && sequences > 0);
   DecodeSteps d;
   d.lin = linear(sequences);
-  // The LM head depends on the logits only (one per sequence), the host time on the sequences.
-  models::BatchShape b;
-  b.tokens = b.logits = b.decode_seqs = static_cast<double>(sequences);
-  d.lm_head = sequences > 0 ? to_ps(lm_head_.seconds(b, *cost_model_)) : 0;
-  const std::int64_t rank_sequences = (sequences + plan_.dp - 1) / plan_.dp;
-  d.host = (chip_.efficiency.iteration_overhead + chip_.efficiency.sequence_overhead * rank_sequences).ps();
+  d.lm_head = lm_head_ps(static_cast<double>(sequences));  // one logit per sequence
+  d.host = host_ps(sequences);
   return d;
 }
 
 std::int64_t IterationCostModel::decode_step(const DecodeSteps& d, const models::BatchShape& b,
                                              DecodeStepParts& p) const {
-  // cost() for a decode-only batch on one stage, term by term (no prefill, no drafts, no busiest
-  // rank, no sends).
+  // cost() for a decode-only batch on one stage: its context terms, then the same stage formula
+  // (no prefill, no drafts, no busiest rank, no sends, no all-to-all stretch).
   const models::CostModel& cm = *cost_model_;
-  const TokenLinear& lin = d.lin;
   p.attention_full = to_ps(decode_full_.seconds(b, cm));
   p.attention_window = has_window_ ? to_ps(decode_window_.seconds(b, cm)) : 0;
   p.absorb = has_mla_ ? to_ps(absorb_.seconds(b, cm)) : 0;
   p.indexer = has_dsa_ ? to_ps(indexer_decode_.seconds(b, cm)) : 0;
   p.cp = plan_.cp > 1 ? to_ps(comm_.seconds(cp_decode_.base.collective, cp_span_, cp_decode_.bytes(b))) : 0;
-  const StageLayers& l = total_;
-  const std::int64_t per_layer = lin.per_layer + p.absorb + p.indexer + p.cp;
-  std::int64_t t = l.layers * per_layer + l.dense * lin.per_dense + l.moe * lin.per_moe +
-                   l.full * p.attention_full + l.window * p.attention_window;
-  p.hidden_a2a = 0;
-  if (tbo_ && l.moe > 0 && b.tokens >= 2 && lin.per_moe_a2a > 0) [[unlikely]] {
-    const std::int64_t attention = (l.full * p.attention_full + l.window * p.attention_window) / l.layers;
-    const std::int64_t compute = per_layer + attention + lin.per_moe - lin.per_moe_a2a;
-    const std::int64_t overlap = std::min(compute, lin.per_moe_a2a);
-    p.hidden_a2a = l.moe * overlap - overlap / 2;
-    t -= p.hidden_a2a;
-  }
-  t += lin.embedding_reduce;
-  const std::int64_t gpu = t;
-  t = chip_.efficiency.host_overlap ? std::max(t, d.host) : t + d.host;
-  p.exposed_host = t - gpu;
-  return t + d.lm_head;
+  LayerTerms x;
+  x.per_layer = d.lin.per_layer + p.absorb + p.indexer + p.cp;
+  x.per_full = p.attention_full;
+  x.per_window = p.attention_window;
+  const std::int64_t gpu = stage_gpu_ps(total_, d.lin, x, b.tokens, 0, p.hidden_a2a);
+  return first_stage_ps(gpu, d.lin, d.host, p.exposed_host) + d.lm_head;
 }
 
 void IterationCostModel::step_components(const DecodeSteps& d, const DecodeStepParts& p,
@@ -489,26 +511,11 @@ void IterationCostModel::add_step_components(const DecodeSteps& d, const DecodeS
                                              ComponentTimes& c) const {
   // cost()'s components of a decode-only batch on one stage, added to c.
   using models::OpKind;
-  const TokenLinear& lin = d.lin;
   const StageLayers& n = total_;
+  add_token_components(d.lin, p.hidden_a2a, 0, c);
   c[idx(OpKind::kScheduling)] += p.exposed_host;
   c[idx(OpKind::kLmHead)] += d.lm_head;
-  c[idx(OpKind::kGemmQkv)] += lin.qkv;
-  c[idx(OpKind::kGemmOut)] += lin.out + n.layers * p.absorb;
-  c[idx(OpKind::kGemmMlp)] += lin.mlp;
-  c[idx(OpKind::kMoeExperts)] += lin.moe;
-  c[idx(OpKind::kElementwise)] += lin.elementwise;
-  c[idx(OpKind::kDequantize)] += lin.dequantize;
-  c[idx(OpKind::kTpAllReduce)] += lin.all_reduce;
-  c[idx(OpKind::kEpDispatch)] += lin.dispatch;
-  c[idx(OpKind::kEpCombine)] += lin.combine;
-  if (p.hidden_a2a > 0) {
-    const std::int64_t a2a = lin.dispatch + lin.combine;
-    const auto from_dispatch = static_cast<std::int64_t>(
-        static_cast<double>(p.hidden_a2a) * static_cast<double>(lin.dispatch) / static_cast<double>(a2a) + 0.5);
-    c[idx(OpKind::kEpDispatch)] -= from_dispatch;
-    c[idx(OpKind::kEpCombine)] -= p.hidden_a2a - from_dispatch;
-  }
+  c[idx(OpKind::kGemmOut)] += n.layers * p.absorb;
   c[idx(OpKind::kCpExchange)] += n.layers * p.cp;
   c[idx(OpKind::kIndexer)] += n.layers * p.indexer;
   c[idx(OpKind::kAttentionDecode)] += n.full * p.attention_full + n.window * p.attention_window;

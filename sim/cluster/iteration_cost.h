@@ -201,6 +201,25 @@ class IterationCostModel {
   struct StageLayers {
     std::int64_t layers = 0, dense = 0, moe = 0, full = 0, window = 0;
   };
+  // The pieces of an iteration that cost() and decode_step() share (one formula for both).
+  struct LayerTerms {  // picoseconds: per layer, per full attention layer, per window layer
+    std::int64_t per_layer = 0, per_full = 0, per_window = 0;
+  };
+  // A stage's GPU time before host, embedding, LM head and send: its layers, with the all-to-all
+  // stretched by `contention` per MoE layer and two-batch overlap's hidden time (in `hidden`)
+  // taken off.
+  std::int64_t stage_gpu_ps(const StageLayers& l, const TokenLinear& lin, const LayerTerms& x,
+                            double tokens, std::int64_t contention, std::int64_t& hidden) const;
+  // The first stage's time from its GPU time: the embedding all-reduce, then the host time
+  // (overlapped or not); the host time that shows goes to `exposed_host`.
+  std::int64_t first_stage_ps(std::int64_t gpu, const TokenLinear& lin, std::int64_t host,
+                              std::int64_t& exposed_host) const;
+  std::int64_t host_ps(std::int64_t sequences) const;
+  std::int64_t lm_head_ps(double logits) const;
+  // Adds the token operators' components, the all-to-all `stretch` and takes two-batch overlap's
+  // hidden time off the all-to-all.
+  static void add_token_components(const TokenLinear& lin, std::int64_t hidden_a2a,
+                                   std::int64_t stretch, ComponentTimes& c);
 
   models::ModelSpec model_;
   models::ChipSpec chip_;

@@ -1098,7 +1098,10 @@ SimTime Simulation::plan_run(std::uint32_t index, Lane& lane, SimTime first_end)
   std::int64_t free = lane.free_blocks();
   std::int64_t booked = 0;
   Lane::DecodeLookahead ahead(lane);
-  // The steps' costs (iteration_cost.h): what they share once, then their contexts' terms.
+  // The steps' costs (iteration_cost.h): what they share once, then their contexts' terms. They
+  // have no all-to-all stretch (cost()'s nics_shared): runs are off for a pool whose all-to-all
+  // shares its NICs with the flows.
+  SERVESIM_CHECK(!pool.a2a_on_nics);
   run.steps = pool.cost->decode_steps(static_cast<std::int64_t>(lane.batch().decodes));
   SimTime t = first_end;
   std::uint32_t k = 1;
