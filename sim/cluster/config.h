@@ -155,10 +155,9 @@ struct PoolConfig {
 };
 
 // The cluster graph a scenario describes (`cluster:`), built and placed by the loader. The
-// serving model keeps its contiguous placement (fabric_of) until the serving issue wires these
-// in: `fabric` for routes, collective costs (describe_group, CollectiveCostCache with
-// spec.comm) and the flow network; `placement` for each instance's chips and groups; `faults` for
-// fault_timeline.
+// simulation uses all of it: `fabric` for the flow network's routes, `placement` for each
+// instance's chips, whose groups (describe_group) are costed by CollectiveCostCache with
+// spec.comm (Simulation::placed_groups), and `faults` for fault_timeline.
 struct ClusterConfig {
   topologies::ClusterSpec spec;
   std::shared_ptr<const topologies::Fabric> fabric;
