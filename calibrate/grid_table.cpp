@@ -93,6 +93,22 @@ GridAxis axis_through(Dim dim, std::span<const Measurement> rows) {
 LogGridTable fit_log_grid(std::vector<GridAxis> axes, std::span<const Measurement> rows,
                           const GridFitOptions& options) {
   if (rows.empty()) throw std::invalid_argument("a table fit needs measurements");
+  std::vector<double> points, seconds;
+  points.reserve(rows.size() * axes.size());
+  seconds.reserve(rows.size());
+  for (const Measurement& m : rows) {
+    for (const GridAxis& a : axes) points.push_back(static_cast<double>(m.shape.get(a.dim, 0)));
+    seconds.push_back(m.latency_s);
+  }
+  return fit_log_grid_points(std::move(axes), points, seconds, options);
+}
+
+LogGridTable fit_log_grid_points(std::vector<GridAxis> axes, std::span<const double> points,
+                                 std::span<const double> seconds, const GridFitOptions& options) {
+  if (seconds.empty()) throw std::invalid_argument("a table fit needs measurements");
+  if (points.size() != seconds.size() * axes.size()) {
+    throw std::invalid_argument("a table fit needs one point (one value per axis) per measured time");
+  }
   std::size_t cells_total = 1;
   for (const auto& a : axes) cells_total *= std::max<std::size_t>(1, a.knots.size());
   // The table's geometry (corners) with placeholder values.
@@ -107,17 +123,15 @@ LogGridTable fit_log_grid(std::vector<GridAxis> axes, std::span<const Measuremen
   std::vector<double> point(axes.size());
   Eigen::Index row = 0;
   std::vector<bool> touched(cells_total, false);
-  for (const Measurement& m : rows) {
-    if (!(m.latency_s > 0)) throw std::invalid_argument("measured times must be positive");
-    for (std::size_t a = 0; a < axes.size(); ++a) {
-      point[a] = static_cast<double>(m.shape.get(axes[a].dim, 0));
-    }
+  for (std::size_t r = 0; r < seconds.size(); ++r) {
+    if (!(seconds[r] > 0)) throw std::invalid_argument("measured times must be positive");
+    for (std::size_t a = 0; a < axes.size(); ++a) point[a] = points[r * axes.size() + a];
     table.corners(point, cells, weights);
     for (std::size_t i = 0; i < cells.size(); ++i) {
       entries.emplace_back(row, static_cast<Eigen::Index>(cells[i]), weights[i]);
       if (weights[i] != 0) touched[cells[i]] = true;
     }
-    rhs.push_back(std::log(m.latency_s));
+    rhs.push_back(std::log(seconds[r]));
     ++row;
   }
   if (!(options.smoothness > 0) && std::find(touched.begin(), touched.end(), false) != touched.end()) {

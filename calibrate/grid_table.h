@@ -69,5 +69,10 @@ GridAxis axis_through(Dim dim, std::span<const Measurement> rows);
 // lacks positive latency, or (smoothness 0) a cell has no measurement to determine it.
 LogGridTable fit_log_grid(std::vector<GridAxis> axes, std::span<const Measurement> rows,
                           const GridFitOptions& options = {});
+// The same from points given directly (row-major, axes.size() values per point, in the axes'
+// order; fractional values allowed) and their seconds: for tables keyed by derived quantities
+// that a Shape's integer fields cannot hold (MoE tables: expected token-expert pairs).
+LogGridTable fit_log_grid_points(std::vector<GridAxis> axes, std::span<const double> points,
+                                 std::span<const double> seconds, const GridFitOptions& options = {});
 
 }  // namespace servesim::calibrate

@@ -253,6 +253,11 @@ bool TableCostModel::log_grid_lookup(const Operator& op, double& out) const {
     const MeasuredLogGrid& g = tables_.log_grids[i];
     if (!same_class(g.kind, op.kind) || g.rate != op.rate) continue;
     if (g.kv_bytes > 0 && op.kv_bytes != g.kv_bytes) continue;
+    // MoE grids (kind kMoeExperts, calibrate/moe_table.h) key on the routed experts' fields: m =
+    // token-expert pairs on the busiest rank, batch = experts with a token there, n = expert
+    // columns per chip, k = hidden, and kv_bytes = bytes per stored weight element (bf16 2, fp8 1,
+    // fp8_block 1.0002, MXFP4 0.53; models::layer_token_ops sets them). The router GEMM, kind
+    // kMoeExperts too, has kv_bytes 0: no MoE grid (kv_bytes > 0, the check above) answers it.
     if (!is_gemm(g.kind) && g.kind != OpKind::kMoeExperts && g.latent != op.latent) continue;
     bool applies = true;
     for (const auto& [field, value] : g.match) {

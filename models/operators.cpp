@@ -342,6 +342,11 @@ LayerTokenOps layer_token_ops(const ModelSpec& m, const ParallelPlan& p, const M
     o.moe_experts.m = pairs;
     o.moe_experts.n = fe;
     o.moe_experts.k = h;
+    // For measured MoE tables (models::TableCostModel): batch = the experts with a token on the
+    // busiest rank, kv_bytes = bytes per stored expert weight element (the MoE grids' format key;
+    // the router GEMM, kind kMoeExperts too, keeps batch and kv_bytes 0 and matches none).
+    o.moe_experts.batch = active;
+    o.moe_experts.kv_bytes = ef.weight_bytes;
     const double shared = static_cast<double>(m.moe.shared_intermediate) / p.tp;
     if (shared > 0) {
       o.shared_mlp = gemm(OpKind::kGemmMlp, wf, t, h, 2 * shared);

@@ -23,6 +23,7 @@
 #include "calibrate/cross_validation.h"
 #include "calibrate/grid_table.h"
 #include "calibrate/measurement_files.h"
+#include "calibrate/moe_table.h"
 #include "calibrate/operator_fit.h"
 #include "calibrate/profile.h"
 #include "calibrate/table_look.h"
@@ -202,6 +203,59 @@ void add_attention_tables(Calibration& c, const cal::MeasurementSet& set, const 
   }
 }
 
+// MoE tables (calibrate/moe_table.h), one per weight format, every one in the profile (the
+// simulator matches them by rate and weight bytes); `chip` carries the fitted efficiencies.
+void add_moe_tables(Calibration& c, const cal::MeasurementSet& set, const models::ChipSpec& chip,
+                    const cal::OperatorFitOptions& options) {
+  cal::MoeTableOptions mo;
+  mo.folds = options.folds;
+  mo.seed = options.seed;
+  mo.cross_validate = options.cross_validate;
+  const std::vector<cal::MoeTable> tables = cal::fit_moe_tables(set, chip, mo, c.profile.errors);
+  // The mean over skews of the held-out medians ("all" sizes) of kind moe whose label is the
+  // format's name followed by a skew, with or without " table"; -1 when there are none.
+  auto median_of = [&](cal::Format f, bool table) {
+    double sum = 0;
+    int n = 0;
+    const std::string prefix = std::string(cal::format_name(f)) + " ";
+    for (const cal::ErrorCell& cell : c.profile.errors.cells) {
+      if (cell.kind != "moe" || cell.size != "all" || !cell.held_out || cell.format.rfind(prefix, 0) != 0) continue;
+      if ((cell.format.size() > 6 && cell.format.ends_with(" table")) != table) continue;
+      sum += cell.error.ape_p50;
+      ++n;
+    }
+    return n > 0 ? sum / n : -1.0;
+  };
+  std::size_t cells = 0;
+  for (const cal::MoeTable& t : tables) {
+    // A format's table goes into the profile only where its held-out error beats the fitted
+    // roofline's (both over whole model shapes held out): the tables interpolate between model
+    // shapes, and where the measured shapes are too few or too far apart, the roofline is better.
+    const double table_p50 = median_of(t.format, true), roofline_p50 = median_of(t.format, false);
+    char why[200];
+    std::snprintf(why, sizeof why, " (held-out median over skews %.1f%%, roofline %.1f%%)", 100 * table_p50,
+                  100 * roofline_p50);
+    if (table_p50 < 0 || (roofline_p50 >= 0 && table_p50 >= roofline_p50)) {
+      c.notes.push_back("MoE table " + std::string(cal::format_name(t.format)) + ": not in the profile" + why);
+      continue;
+    }
+    cal::ProfileEntry e;
+    e.op = cal::MeasuredOp::moe;
+    e.format = t.format;
+    e.cost_model = "table";
+    cal::ProfileTable table;
+    table.name = "latency";
+    table.axes = t.table.axes();
+    for (double v : t.table.log_seconds()) table.seconds.push_back(rounded(std::exp(v)));
+    cells += table.seconds.size();
+    e.tables.push_back(std::move(table));
+    c.profile.entries.push_back(std::move(e));
+    c.notes.push_back("MoE table " + std::string(cal::format_name(t.format)) + ": " + std::to_string(t.rows) +
+                      " rows on " + std::to_string(t.table.log_seconds().size()) + " cells, in the profile" + why);
+  }
+  (void)cells;
+}
+
 Calibration calibrate_chip(const cal::MeasurementSet& set, const models::ChipSpec& chip,
                            const std::string& comm_dir, const cal::OperatorFitOptions& options,
                            bool tables) {
@@ -265,6 +319,7 @@ Calibration calibrate_chip(const cal::MeasurementSet& set, const models::ChipSpe
   }
 
   if (tables) add_attention_tables(c, set, chip, options);
+  if (tables) add_moe_tables(c, set, fit.chip, options);
   if (!comm_dir.empty()) add_collectives(c, comm_dir, chip, options.folds);
 
   std::vector<std::string> chip_of_source(set.sources().size());
@@ -278,7 +333,7 @@ Calibration calibrate_chip(const cal::MeasurementSet& set, const models::ChipSpe
     p.sources.push_back({s.path, s.reader, s.rows, upstream_of(s.path), collected, cal::content_hash(s.path)});
   }
   p.notes = {"efficiency: the figures the simulator applies (models::RooflineCostModel); entries with "
-             "cost_model table: log-space GEMM, attention and MLA tables (models::TableCostModel), the roofline "
+             "cost_model table: log-space GEMM, attention, MLA and MoE tables (models::TableCostModel), the roofline "
              "outside them"};
   return c;
 }

@@ -46,6 +46,21 @@ std::optional<std::pair<models::OpKind, bool>> table_kind(const std::string& op)
   if (op == "attention_decode") return std::pair{models::OpKind::kAttentionDecode, false};
   if (op == "mla_prefill") return std::pair{models::OpKind::kAttentionPrefill, true};
   if (op == "mla_decode") return std::pair{models::OpKind::kAttentionDecode, true};
+  if (op == "moe") return std::pair{models::OpKind::kMoeExperts, false};
+  return std::nullopt;
+}
+
+// A MoE table entry's format (calibrate's names): the rate its experts' GEMMs run at and the
+// bytes per stored weight element the table applies to (models::gemm_format: W4A16 MXFP4 is the
+// weight-only path, bf16 math). nullopt for a format without MoE tables.
+std::optional<std::pair<models::ComputeRate, double>> moe_format(const std::string& f) {
+  using models::bytes_per_element;
+  if (f == "bf16") return std::pair{models::ComputeRate::kBf16, bytes_per_element(models::Format::kBf16)};
+  if (f == "fp8") return std::pair{models::ComputeRate::kFp8, bytes_per_element(models::Format::kFp8)};
+  if (f == "fp8_block") {
+    return std::pair{models::ComputeRate::kFp8, bytes_per_element(models::Format::kFp8Block)};
+  }
+  if (f == "w4a16_mxfp4") return std::pair{models::ComputeRate::kBf16, bytes_per_element(models::Format::kMxfp4)};
   return std::nullopt;
 }
 
@@ -54,9 +69,12 @@ void read_table_entry(Document& doc, const YAML::Node& entry, const std::string&
                       std::pair<models::OpKind, bool> kind, models::MeasuredTables& out) {
   const YAML::Node format = entry["format"];
   const std::string fmt = format && format.IsScalar() ? format.Scalar() : "bf16";
-  const auto rate = rate_of_format(fmt);
+  const bool moe = kind.first == models::OpKind::kMoeExperts;
+  const auto moe_fmt = moe ? moe_format(fmt) : std::nullopt;
+  const auto rate = moe ? (moe_fmt ? std::optional(moe_fmt->first) : std::nullopt) : rate_of_format(fmt);
   if (!rate) {
-    doc.error(format ? format.Mark() : entry.Mark(), at + ".format", "unknown format '" + fmt + "'");
+    doc.error(format ? format.Mark() : entry.Mark(), at + ".format",
+              "unknown format '" + fmt + "'" + (moe ? " (MoE tables: bf16, fp8, fp8_block, w4a16_mxfp4)" : ""));
     return;
   }
   const YAML::Node tables = entry["tables"];
@@ -71,6 +89,7 @@ void read_table_entry(Document& doc, const YAML::Node& entry, const std::string&
     g.kind = kind.first;
     g.latent = kind.second;
     g.rate = *rate;
+    if (moe_fmt) g.kv_bytes = moe_fmt->second;  // MoE grids: bytes per weight element (cost_model.cpp)
     const YAML::Node axes = tb["axes"];
     const YAML::Node seconds = tb["seconds"];
     if (!tb.IsMap() || !axes || !axes.IsSequence() || !seconds || !seconds.IsSequence()) {
@@ -267,7 +286,7 @@ ChipProfile parse_profile(const ProfileText& source, const models::ChipSpec& bas
           if (!kind) {
             pdoc.error(op ? op.Mark() : en.Mark(), at + ".op",
                        "the simulator applies tables of op gemm, attention_prefill, attention_decode, mla_prefill "
-                       "and mla_decode, got " + describe(op));
+                       "mla_decode and moe, got " + describe(op));
             continue;
           }
           read_table_entry(pdoc, en, at, *kind, out.tables);

@@ -245,3 +245,57 @@ TEST_CASE("Vision: encoding time grows with the images' pixels and falls with te
   // TP 2 halves the GEMMs and attention, not the norms of the full width or the overheads.
   CHECK(encode_seconds(v, {{1280, 720}}, 2, h100) < 0.7 * one);
 }
+
+TEST_CASE("Measured tables: a MoE grid answers the routed experts of its weight format only") {
+  // A MoE grid over (pairs m, experts with a token, n, k) for bf16 weights (2 bytes):
+  // seconds = 1e-6 x (1 + m)^0.5 x (1 + batch)^0.5 at n = 1024, k = 4096 (single knots), exact in
+  // log-multilinear interpolation (u = ln(1 + x)).
+  const ChipSpec chip = *chip_preset("h200-sxm");
+  using F = MeasuredLogGrid::Field;
+  MeasuredLogGrid g;
+  g.kind = OpKind::kMoeExperts;
+  g.rate = ComputeRate::kBf16;
+  g.kv_bytes = 2;  // MoE grids: bytes per weight element
+  g.axes = {{F::kM, {15, 255}, true}, {F::kBatch, {1, 127}, false}, {F::kN, {1024}, false}, {F::kK, {4096}, false}};
+  auto law = [](double m, double b) { return 1e-6 * std::sqrt((1 + m) * (1 + b)); };
+  g.log_seconds = {std::log(law(15, 1)), std::log(law(15, 127)), std::log(law(255, 1)), std::log(law(255, 127))};
+  MeasuredTables t;
+  t.log_grids.push_back(g);
+  REQUIRE(validate_tables(t).empty());
+  const TableCostModel model(chip, t);
+  const RooflineCostModel roofline(chip);
+  // The simulator's MoE layer: 64 tokens, top-8 of 64 experts, ep 1, tp 1, balanced, expert
+  // intermediate 1024, hidden 4096: 512 pairs (64 x 8), all 64 experts hit (1 - (7/8)^64 ~ 1 - 2e-4
+  // each: 63.99), 1024 columns, k 4096.
+  ModelSpec m;
+  m.name = "moe-test";
+  m.layers = 1;
+  m.hidden = 4096;
+  m.heads = m.kv_heads = 1;
+  m.head_dim = 128;
+  m.intermediate = 1;
+  m.vocab = 1;
+  m.moe.experts = 64;
+  m.moe.top_k = 8;
+  m.moe.expert_intermediate = 1024;
+  ParallelPlan p;
+  const MoeLoad load(m, p, MoeRouting{MoeRouting::Distribution::kBalanced, 1.2});
+  const std::array<bool, kComputeRates> rates = {true, true, true, false};
+  LayerTokenOps o = layer_token_ops(m, p, load, 64, rates);
+  CHECK(o.moe_experts.m == doctest::Approx(512));
+  CHECK(o.moe_experts.batch == doctest::Approx(64).epsilon(0.001));
+  CHECK(o.moe_experts.kv_bytes == 2);
+  // 512 pairs lie beyond the m knot 255: the end segment extends, (1 + 512)^0.5 (1 + 63.99)^0.5 us.
+  CHECK(model.seconds(o.moe_experts) == doctest::Approx(law(512, o.moe_experts.batch)));
+  // The router GEMM (kind kMoeExperts too, batch 0, below the experts axis): the roofline.
+  CHECK(o.router.kernels == 1);
+  CHECK(model.seconds(o.router) == doctest::Approx(roofline.seconds(o.router)));
+  // Experts of another weight format (fp8_block: 1.0002 bytes) find no grid: the roofline.
+  Operator fp8b = o.moe_experts;
+  fp8b.kv_bytes = bytes_per_element(Format::kFp8Block);
+  CHECK(model.seconds(fp8b) == doctest::Approx(roofline.seconds(fp8b)));
+  // More experts than the axis holds (256 > 127, not extrapolated): the roofline.
+  Operator wide = o.moe_experts;
+  wide.batch = 256;
+  CHECK(model.seconds(wide) == doctest::Approx(roofline.seconds(wide)));
+}
