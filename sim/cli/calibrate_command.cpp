@@ -228,14 +228,18 @@ void add_moe_tables(Calibration& c, const cal::MeasurementSet& set, const models
   };
   std::size_t cells = 0;
   for (const cal::MoeTable& t : tables) {
-    // A format's table goes into the profile only where its held-out error beats the fitted
-    // roofline's (both over whole model shapes held out): the tables interpolate between model
-    // shapes, and where the measured shapes are too few or too far apart, the roofline is better.
+    // A format's table goes into the profile only where its held-out error (whole model shapes
+    // held out) beats the fitted roofline's and meets the MoE target (kMoeTableTarget): the tables
+    // interpolate between model shapes, and where the measured shapes are too few or too far
+    // apart to predict a held-out model that well, the roofline's physics generalises better.
+    // (H200 W4A16: 2 model shapes, 16-23% held out; with its table shipped, validate's gpt-oss
+    // H200 TensorRT-LLM rows went from TTFT 34.6 / TPOT 19.3% median to 43.7 / 22.1%.)
+    constexpr double kMoeTableTarget = 0.12;
     const double table_p50 = median_of(t.format, true), roofline_p50 = median_of(t.format, false);
     char why[200];
-    std::snprintf(why, sizeof why, " (held-out median over skews %.1f%%, roofline %.1f%%)", 100 * table_p50,
-                  100 * roofline_p50);
-    if (table_p50 < 0 || (roofline_p50 >= 0 && table_p50 >= roofline_p50)) {
+    std::snprintf(why, sizeof why, " (held-out median over skews %.1f%%, roofline %.1f%%, target %.0f%%)",
+                  100 * table_p50, 100 * roofline_p50, 100 * kMoeTableTarget);
+    if (table_p50 < 0 || table_p50 > kMoeTableTarget || (roofline_p50 >= 0 && table_p50 >= roofline_p50)) {
       c.notes.push_back("MoE table " + std::string(cal::format_name(t.format)) + ": not in the profile" + why);
       continue;
     }
