@@ -166,16 +166,23 @@ void write_and_report(const Calibration& c, const std::string& chip_name, const 
   print_or_write_json(json, cal::error_report_json(c.profile.errors), text.str(), out);
 }
 
+// A table fitter's options: the folds, seed and cross-validation switch of the operator fit.
+template <class TableOptions>
+TableOptions table_options(const cal::OperatorFitOptions& options) {
+  TableOptions t;
+  t.folds = options.folds;
+  t.seed = options.seed;
+  t.cross_validate = options.cross_validate;
+  return t;
+}
+
 // Attention and MLA tables (calibrate/attention_table.h): every key's held-out error in the
 // report; the profile carries the tables of bf16 attention (the simulator costs attention at the
 // bf16 rate; fp8 context attention is measured and reported, not applied).
 void add_attention_tables(Calibration& c, const cal::MeasurementSet& set, const models::ChipSpec& chip,
                           const cal::OperatorFitOptions& options) {
-  cal::AttentionTableOptions ao;
-  ao.folds = options.folds;
-  ao.seed = options.seed;
-  ao.cross_validate = options.cross_validate;
-  const std::vector<cal::AttentionTable> tables = cal::fit_attention_tables(set, chip, ao, c.profile.errors);
+  const std::vector<cal::AttentionTable> tables =
+      cal::fit_attention_tables(set, chip, table_options<cal::AttentionTableOptions>(options), c.profile.errors);
   std::size_t written = 0, cells = 0;
   for (const cal::AttentionTable& t : tables) {
     if (t.key.format != cal::Format::bf16) continue;
@@ -203,15 +210,13 @@ void add_attention_tables(Calibration& c, const cal::MeasurementSet& set, const 
   }
 }
 
-// MoE tables (calibrate/moe_table.h), one per weight format, every one in the profile (the
-// simulator matches them by rate and weight bytes); `chip` carries the fitted efficiencies.
+// MoE tables (calibrate/moe_table.h), one per weight format; those that pass the rule below go
+// into the profile (the simulator matches them by rate and weight bytes); `chip` carries the
+// fitted efficiencies.
 void add_moe_tables(Calibration& c, const cal::MeasurementSet& set, const models::ChipSpec& chip,
                     const cal::OperatorFitOptions& options) {
-  cal::MoeTableOptions mo;
-  mo.folds = options.folds;
-  mo.seed = options.seed;
-  mo.cross_validate = options.cross_validate;
-  const std::vector<cal::MoeTable> tables = cal::fit_moe_tables(set, chip, mo, c.profile.errors);
+  const std::vector<cal::MoeTable> tables =
+      cal::fit_moe_tables(set, chip, table_options<cal::MoeTableOptions>(options), c.profile.errors);
   // The mean over skews of the held-out medians ("all" sizes) of kind moe whose label is the
   // format's name followed by a skew, with or without " table"; -1 when there are none.
   auto median_of = [&](cal::Format f, bool table) {
