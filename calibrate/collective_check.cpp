@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <stdexcept>
@@ -128,19 +129,39 @@ std::vector<ErrorRow> tabulate(const std::vector<Prediction>& predictions, bool 
 
 // --- fitting ---
 
-struct Point {
-  double steps = 0, transfer = 0, y = 0, t = 0;  // y = measured seconds - hop latency
-};
+double two_line_error(const std::vector<LinePoint>& pts, const ProtocolLine& a, const ProtocolLine& b, bool one,
+                      std::vector<double>* errs) {
+  double sum = 0;
+  for (const auto& p : pts) {
+    const double lines = one ? b.at(p.steps, p.transfer) : std::min(a.at(p.steps, p.small()), b.at(p.steps, p.transfer));
+    const double e = (lines + (p.t - p.y)) / p.t - 1;
+    sum += e * e;
+    if (errs) errs->push_back(std::fabs(e));
+  }
+  return sum;
+}
 
-struct Line {
-  double base = 0, per_step = 0, slope = 0;
-  bool ok = false;
-  double at(const Point& p) const { return base + per_step * p.steps + slope * p.transfer; }
-};
+// The phase of the flat algorithm (ring, direct or send: always the first) when it is a single
+// phase; false otherwise (not fitted). Across nodes with one rank per node the flat ring is what
+// the fit describes; the tree competes with it only at large rank counts.
+bool single_phase(const GroupLayout& g, CollectiveKind kind, PhaseTerms& out) {
+  const std::vector<AlgorithmTerms> algs = topologies::collective_algorithms(g, kind);
+  if (algs.empty() || algs[0].count != 1) return false;
+  if (g.domains > 1 && g.ranks_per_domain > 1) return false;  // hierarchical competes
+  out = algs[0].phases[0];
+  return true;
+}
 
-// Weighted least squares on relative error over `pts`, dropping negative coefficients.
-Line fit_line(const std::vector<Point>& pts) {
-  Line best;
+std::string protocol_code(const ProtocolLine& l) {
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "line(%.2f, %.3f, %.4f)", l.base * 1e6, l.per_step * 1e6, 1.0 / l.slope);
+  return buf;
+}
+
+}  // namespace
+
+ProtocolLine fit_protocol_line(const std::vector<LinePoint>& pts) {
+  ProtocolLine best;
   if (pts.size() < 2) return best;
   std::vector<int> cols = {0, 1, 2};
   bool steps_vary = false;
@@ -151,7 +172,7 @@ Line fit_line(const std::vector<Point>& pts) {
     Eigen::MatrixXd a(n, static_cast<Eigen::Index>(cols.size()));
     Eigen::VectorXd b(n);
     for (Eigen::Index i = 0; i < n; ++i) {
-      const Point& p = pts[static_cast<std::size_t>(i)];
+      const LinePoint& p = pts[static_cast<std::size_t>(i)];
       const double w = 1.0 / p.t;
       for (std::size_t c = 0; c < cols.size(); ++c) {
         const double x = cols[c] == 0 ? 1.0 : cols[c] == 1 ? p.steps : p.transfer;
@@ -174,7 +195,7 @@ Line fit_line(const std::vector<Point>& pts) {
       cols.erase(cols.begin() + worst);
       continue;
     }
-    Line l;
+    ProtocolLine l;
     for (std::size_t c = 0; c < cols.size(); ++c) {
       const double v = x(static_cast<Eigen::Index>(c));
       (cols[c] == 0 ? l.base : cols[c] == 1 ? l.per_step : l.slope) = v;
@@ -185,73 +206,49 @@ Line fit_line(const std::vector<Point>& pts) {
   return best;
 }
 
-struct TwoLines {
-  Line small, large;
-  double threshold = 0;  // transfer at the split
-  double p50 = 0, p90 = 0;
-  std::size_t points = 0;
-};
-
-double two_line_error(const std::vector<Point>& pts, const Line& a, const Line& b, std::vector<double>* errs) {
-  double sum = 0;
-  for (const auto& p : pts) {
-    const double pred = std::min(a.at(p), b.at(p)) + (p.t - p.y);
-    const double e = pred / p.t - 1;
-    sum += e * e;
-    if (errs) errs->push_back(std::fabs(e));
-  }
-  return sum;
+double TwoLineFit::seconds(const LinePoint& p) const {
+  const double lines = one_line ? large.at(p.steps, p.transfer)
+                                : std::min(small.at(p.steps, p.small()), large.at(p.steps, p.transfer));
+  return lines + (p.t - p.y);
 }
 
-TwoLines fit_two_lines(std::vector<Point> pts) {
-  TwoLines out;
+TwoLineFit fit_two_lines(std::vector<LinePoint> pts) {
+  TwoLineFit out;
   out.points = pts.size();
-  std::sort(pts.begin(), pts.end(), [](const Point& a, const Point& b) { return a.transfer < b.transfer; });
-  const Line one = fit_line(pts);
+  std::sort(pts.begin(), pts.end(), [](const LinePoint& a, const LinePoint& b) { return a.transfer < b.transfer; });
+  const ProtocolLine one = fit_protocol_line(pts);
   double best = std::numeric_limits<double>::infinity();
   if (one.ok) {
-    best = two_line_error(pts, one, one, nullptr);
+    best = two_line_error(pts, one, one, true, nullptr);
     out.small = out.large = one;
+    out.one_line = true;
   }
+  // The latency-oriented line's samples, on its own transfer regressor.
+  auto small_side = [](std::vector<LinePoint> v) {
+    for (LinePoint& p : v) p.transfer = p.small();
+    return v;
+  };
   for (std::size_t k = 3; k + 3 <= pts.size(); ++k) {
     if (pts[k].transfer == pts[k - 1].transfer) continue;
-    const std::vector<Point> lo(pts.begin(), pts.begin() + static_cast<std::ptrdiff_t>(k));
-    const std::vector<Point> hi(pts.begin() + static_cast<std::ptrdiff_t>(k), pts.end());
-    const Line a = fit_line(lo), b = fit_line(hi);
+    const std::vector<LinePoint> lo(pts.begin(), pts.begin() + static_cast<std::ptrdiff_t>(k));
+    const std::vector<LinePoint> hi(pts.begin() + static_cast<std::ptrdiff_t>(k), pts.end());
+    const ProtocolLine a = fit_protocol_line(small_side(lo)), b = fit_protocol_line(hi);
     if (!a.ok || !b.ok) continue;
-    const double e = two_line_error(pts, a, b, nullptr);
+    const double e = two_line_error(pts, a, b, false, nullptr);
     if (e < best) {
       best = e;
       out.small = a;
       out.large = b;
+      out.one_line = false;
       out.threshold = pts[k].transfer;
     }
   }
   std::vector<double> errs;
-  if (out.small.ok) two_line_error(pts, out.small, out.large, &errs);
+  if (out.large.ok) two_line_error(pts, out.small, out.large, out.one_line, &errs);
   out.p50 = quantile(errs, 0.5);
   out.p90 = quantile(errs, 0.9);
   return out;
 }
-
-// The phase of the flat algorithm (ring, direct or send: always the first) when it is a single
-// phase; false otherwise (not fitted). Across nodes with one rank per node the flat ring is what
-// the fit describes; the tree competes with it only at large rank counts.
-bool single_phase(const GroupLayout& g, CollectiveKind kind, PhaseTerms& out) {
-  const std::vector<AlgorithmTerms> algs = topologies::collective_algorithms(g, kind);
-  if (algs.empty() || algs[0].count != 1) return false;
-  if (g.domains > 1 && g.ranks_per_domain > 1) return false;  // hierarchical competes
-  out = algs[0].phases[0];
-  return true;
-}
-
-std::string protocol_code(const Line& l) {
-  char buf[96];
-  std::snprintf(buf, sizeof buf, "line(%.2f, %.3f, %.4f)", l.base * 1e6, l.per_step * 1e6, 1.0 / l.slope);
-  return buf;
-}
-
-}  // namespace
 
 MeasuredSystem measured_system(const std::string& name) {
   MeasuredSystem m;
@@ -362,13 +359,13 @@ void fit_calibrations(const std::vector<CommSample>& samples, std::ostream& out)
   };
   std::string current;
   for (const Job& job : jobs) {
-    std::vector<Point> pts;
+    std::vector<LinePoint> pts;
     std::string system;
     for (const CommSample& s : samples) {
       if (!job.select(s)) continue;
       PhaseTerms ph;
       if (!single_phase(systems.layout(s.system, s.ranks, s.ranks_per_node), s.kind, ph) || ph.tier != job.tier) continue;
-      Point p;
+      LinePoint p;
       p.steps = ph.steps;
       const double spb = ph.concurrent_tiers ? (job.tier == up ? ph.up_seconds_per_byte : ph.out_seconds_per_byte)
                                              : ph.seconds_per_byte;
@@ -386,7 +383,7 @@ void fit_calibrations(const std::vector<CommSample>& samples, std::ostream& out)
       out << "// " << plane_name(job.tier) << " " << collective_name(job.kind) << ": no samples\n";
       continue;
     }
-    const TwoLines f = fit_two_lines(pts);
+    const TwoLineFit f = fit_two_lines(pts);
     char buf[256];
     std::snprintf(buf, sizeof buf, "// %s %s: %zu points (%s), in-sample |error| p50 %.1f%%, p90 %.1f%%\n",
                   std::string(plane_name(job.tier)).c_str(), std::string(collective_name(job.kind)).c_str(), f.points,

@@ -61,6 +61,37 @@ void print_error_table(std::ostream& out, const std::vector<ErrorRow>& rows);
 // holds, with the fit's own in-sample error.
 void fit_calibrations(const std::vector<CommSample>& samples, std::ostream& out);
 
+// The two-line fitter behind fit_calibrations, also used by the chip-level fit (comm_fit.h).
+// A sample: its measured seconds t, the part y of it the line explains (t minus the hop
+// latencies the model adds), its step count and transfer seconds at efficiency 1; small_transfer
+// is the latency-oriented line's own transfer regressor where its algorithm moves other bytes
+// (the one-shot kernel: (n - 1) x S instead of the ring's 2 (n - 1) / n x S), < 0 for "the same".
+struct LinePoint {
+  double steps = 0, transfer = 0, y = 0, t = 0, small_transfer = -1;
+  double small() const { return small_transfer < 0 ? transfer : small_transfer; }
+};
+struct ProtocolLine {
+  double base = 0, per_step = 0, slope = 0;  // seconds, seconds per step, 1 / efficiency
+  bool ok = false;
+  double at(double steps, double transfer) const { return base + per_step * steps + slope * transfer; }
+};
+struct TwoLineFit {
+  ProtocolLine small, large;  // large.at(transfer), small.at(small()); equal when one line fits best
+  bool one_line = false;      // no split beat one line over all the samples (then small == large)
+  double threshold = 0;       // transfer at the split
+  double p50 = 0, p90 = 0;    // in-sample |predicted / measured - 1|
+  std::size_t points = 0;
+  double seconds(const LinePoint& p) const;  // min of the two lines, plus t - y
+};
+// Weighted least squares on relative error (Eigen, column-pivoting QR) of y over base, steps
+// (when they vary) and transfer; the most negative coefficient other than the transfer's is
+// dropped and the line refitted (a negative transfer coefficient: no fit, ok false).
+ProtocolLine fit_protocol_line(const std::vector<LinePoint>& pts);
+// One line below and one above the transfer threshold that minimises the squared relative error
+// of their minimum over `pts` (each side at least 3 samples), or one line over all where no
+// split beats it.
+TwoLineFit fit_two_lines(std::vector<LinePoint> pts);
+
 // The size range of a collective's message in the error tables ("< 64 KiB", "64 KiB - 1 MiB",
 // "1 - 16 MiB", "16 - 256 MiB", ">= 256 MiB"; bytes per rank).
 std::string collective_size_range(double bytes);

@@ -65,7 +65,7 @@ CollectiveFitResult fit_chip_collectives(const std::string& dir, const models::C
   // The serving engines run their tensor-parallel all-reduces inside one node with custom
   // one-shot / two-shot kernels, not NCCL (vLLM's custom_all_reduce up to 8 MB on <= 8 GPUs,
   // TensorRT-LLM's AllReduce AUTO strategy, SGLang's custom all-reduce): where the tables
-  // measure such a kernel, it sets the constants. H100 SXM has the H200's NVLink 4 fabric and SM,
+  // measure such a kernel, it sets the lines. H100 SXM has the H200's NVLink 4 fabric and SM,
   // so the H200 measurement is transferred to it (said in the notes).
   const std::string custom_system = system == "h100_dgx" ? "h200_sxm" : system;
   constexpr double kCustomMaxBytes = 8.0 * 1024 * 1024;
@@ -83,6 +83,7 @@ CollectiveFitResult fit_chip_collectives(const std::string& dir, const models::C
     r.notes.push_back("no in-domain all-reduce measurements for " + chip.name + ": collective constants kept");
     return r;
   }
+  // The single line of the other collectives.
   auto fit = [&](const std::vector<const CommSample*>& rows) {
     std::vector<double> design, time;
     for (const CommSample* s : rows) {
@@ -96,56 +97,125 @@ CollectiveFitResult fit_chip_collectives(const std::string& dir, const models::C
   auto predict = [&](const std::pair<double, double>& c, const CommSample& s) {
     return c.first + transfer_s(s, bw) / c.second;
   };
-  // Held out: every group size in turn.
-  auto held_out = [&](const std::vector<const CommSample*>& rows, const std::pair<double, double>& all,
-                      const std::string& label, const std::string& format) {
+  const auto all = fit(ar);
+  r.fitted = true;
+  r.latency = Duration::seconds(all.first);
+  r.bandwidth_efficiency = std::min(1.0, all.second);
+  // Held out: every group size in turn; returns the held-out median over all sizes.
+  auto held_out_single = [&](const std::vector<const CommSample*>& rows) {
+    std::vector<double> p(rows.size()), m(rows.size());
     std::set<int> sizes;
     for (const CommSample* s : rows) sizes.insert(s->ranks);
-    std::vector<double> held(rows.size());
-    const bool can_hold_out = sizes.size() >= 2;
     for (int n : sizes) {
       std::vector<const CommSample*> train;
       for (const CommSample* s : rows) {
         if (s->ranks != n) train.push_back(s);
       }
-      const auto c = can_hold_out ? fit(train) : all;
+      const auto c = sizes.size() >= 2 ? fit(train) : all;
       for (std::size_t i = 0; i < rows.size(); ++i) {
-        if (rows[i]->ranks == n) held[i] = predict(c, *rows[i]);
+        if (rows[i]->ranks == n) p[i] = predict(c, *rows[i]);
+        m[i] = rows[i]->seconds;
+      }
+    }
+    return summarise_errors(p, m).ape_p50;
+  };
+
+  // The two all-reduce lines (one-shot / two-shot for the custom kernel, LL / Simple for NCCL).
+  auto lines_of = [&](const std::vector<const CommSample*>& rows, bool one_shot) {
+    std::vector<LinePoint> pts;
+    for (const CommSample* s : rows) {
+      const double n = s->ranks;
+      LinePoint p;
+      p.steps = 2 * (n - 1);
+      p.transfer = transfer_s(*s, bw);
+      p.t = p.y = s->seconds;
+      if (one_shot) p.small_transfer = (n - 1) * s->bytes / bw;
+      pts.push_back(p);
+    }
+    const TwoLineFit f = fit_two_lines(std::move(pts));
+    std::vector<models::Efficiency::CollectiveLine> out;
+    auto add = [&](const ProtocolLine& l, bool shot) {
+      out.push_back({Duration::seconds(l.base), Duration::seconds(l.per_step), 1.0 / l.slope, shot});
+    };
+    if (!f.large.ok) return out;
+    if (!f.one_line) add(f.small, one_shot);
+    add(f.large, false);
+    return out;
+  };
+  auto held_out_lines = [&](const std::vector<const CommSample*>& rows, bool one_shot, const std::string& format) {
+    std::set<int> sizes;
+    for (const CommSample* s : rows) sizes.insert(s->ranks);
+    const bool can_hold_out = sizes.size() >= 2;
+    const auto every = lines_of(rows, one_shot);
+    std::vector<double> held(rows.size());
+    for (int n : sizes) {
+      std::vector<const CommSample*> train;
+      for (const CommSample* s : rows) {
+        if (s->ranks != n) train.push_back(s);
+      }
+      const auto lines = can_hold_out ? lines_of(train, one_shot) : every;
+      for (std::size_t i = 0; i < rows.size(); ++i) {
+        if (rows[i]->ranks == n) held[i] = models::all_reduce_line_seconds(lines, rows[i]->bytes, n, chip.scale_up_bandwidth);
       }
     }
     const std::size_t first = r.errors.cells.size();
-    add_cells(r.errors, label, rows, held, can_hold_out);
+    add_cells(r.errors, "all_reduce", rows, held, can_hold_out);
     for (std::size_t i = first; i < r.errors.cells.size(); ++i) r.errors.cells[i].format = format;
+    return every;
   };
-  const auto all = fit(ar);
-  r.fitted = true;
-  r.latency = Duration::seconds(all.first);
-  r.bandwidth_efficiency = std::min(1.0, all.second);
-  held_out(ar, all, "all_reduce", "nccl");
-  if (custom.size() >= 4) {
+  auto describe = [](const std::vector<models::Efficiency::CollectiveLine>& lines) {
+    std::string s;
+    for (const auto& l : lines) {
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "%s%s %.2f us + %.3f us/step, efficiency %.3f", s.empty() ? "" : "; ",
+                    l.one_shot ? "one-shot" : "ring", l.base.to_seconds() * 1e6, l.per_step.to_seconds() * 1e6,
+                    l.efficiency);
+      s += buf;
+    }
+    return s;
+  };
+  auto median_of = [&](const std::string& format) {
+    for (const ErrorCell& c : r.errors.cells) {
+      if (c.format == format && c.size == "all") return c.error.ape_p50;
+    }
+    return 0.0;
+  };
+
+  r.all_reduce_lines = held_out_lines(ar, false, "nccl");
+  char line[400];
+  std::snprintf(line, sizeof line,
+                "all-reduce lines (%s NCCL, %zu samples in one domain, LL / Simple): %s; held out by group size "
+                "%.1f%% median (one line: %.1f%%)",
+                system.c_str(), ar.size(), describe(r.all_reduce_lines).c_str(), 100 * median_of("nccl"),
+                100 * held_out_single(ar));
+  r.notes.push_back(line);
+  if (custom.size() >= 6) {
+    // The other collectives' line too, as before the lines (the engines' kernels set it).
     const auto c = fit(custom);
     r.latency = Duration::seconds(c.first);
     r.bandwidth_efficiency = std::min(1.0, c.second);
-    held_out(custom, c, "all_reduce", "custom (engines)");
-    char line[240];
+    r.all_reduce_lines = held_out_lines(custom, true, "custom (engines)");
     std::snprintf(line, sizeof line,
-                  "collectives applied: the engines' custom all-reduce (TensorRT-LLM, %s, %zu samples up to 8 MiB%s): "
-                  "latency %.2f us, bus bandwidth efficiency %.3f",
+                  "all-reduce lines applied: the engines' custom all-reduce (TensorRT-LLM, %s, %zu samples up to 8 "
+                  "MiB%s, one-shot / two-shot): %s; held out by group size %.1f%% median (one line: %.1f%%)",
                   custom_system.c_str(), custom.size(),
-                  custom_system == system ? "" : ", transferred from H200 SXM: same NVLink 4 and SM", c.first * 1e6,
-                  r.bandwidth_efficiency);
+                  custom_system == system ? "" : ", transferred from H200 SXM: same NVLink 4 and SM",
+                  describe(r.all_reduce_lines).c_str(), 100 * median_of("custom (engines)"),
+                  100 * held_out_single(custom));
     r.notes.push_back(line);
+  } else {
+    r.notes.push_back("all-reduce lines applied: NCCL's (no custom all-reduce table for " + chip.name + ")");
   }
   if (!p2p.empty()) {
     std::vector<double> pp;
     for (const CommSample* s : p2p) pp.push_back(predict(all, *s));
     add_cells(r.errors, "p2p (transfer)", p2p, pp, true);
   }
-  char line[200];
   std::snprintf(line, sizeof line,
-                "collectives (%s NCCL, %zu all-reduce samples in one domain): latency %.2f us, bus bandwidth "
-                "efficiency %.3f of %.0f GB/s",
-                system.c_str(), ar.size(), all.first * 1e6, std::min(1.0, all.second), bw / 1e9);
+                "other collectives (one line over the %s all-reduce samples in one domain): latency %.2f us, bus "
+                "bandwidth efficiency %.3f of %.0f GB/s",
+                custom.size() >= 6 ? "custom kernel's" : "NCCL", r.latency.to_seconds() * 1e6,
+                r.bandwidth_efficiency, bw / 1e9);
   r.notes.insert(r.notes.begin(), line);
   return r;
 }

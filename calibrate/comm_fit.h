@@ -1,22 +1,29 @@
 // The collective constants of the chip-level communication model the serving model applies
-// (sim/cluster/comm_cost.h: alpha + factor x bytes / (scale-up bandwidth x efficiency), factor
-// 2 (n - 1) / n for a ring all-reduce, 1 for a point-to-point send), fitted to the measured
-// communication tables through calibrate's comm readers (comm_measurements.h), and their error.
+// (sim/cluster/comm_cost.h), fitted to the measured communication tables through calibrate's comm
+// readers (comm_measurements.h), and their error.
 //
-// The fit is the weighted least-squares line of fit.h (relative error) over the chip's NCCL
-// all-reduce samples inside one scale-up domain, and over the serving engines' custom all-reduce
-// samples (TensorRT-LLM's, up to 8 MiB) where the tables have them: those set the constants the
-// profile applies, since vLLM, TensorRT-LLM and SGLang run their tensor-parallel all-reduces with
-// such kernels inside a node (H100 SXM takes the H200 SXM measurement: same NVLink 4 fabric and
-// SM). Each is cross-validated by holding out whole
-// group sizes (every sample of 2, of 4, of 8 ranks in turn), and its error is reported per
-// message size range, together with the same constants applied to point-to-point sends as a
-// transfer check. One line cannot follow NCCL's two protocols (LL below ~64 KiB, Simple above):
-// the size table shows where it misses. The topology-aware model (topologies/collectives.h, two
-// protocol lines per tier, fitted by collective_check.h) is the finer one; its own error is in
+// All-reduce inside one scale-up domain: two lines, the cost their minimum
+// (models::Efficiency::all_reduce_lines), each
+//   base + 2 (n - 1) x per_step + factor x S / (scale-up bandwidth x efficiency),
+// fitted by collective_check.h's two-line fitter (relative least squares, one line below and one
+// above the best split). NCCL's lines are its two protocols (LL below ~64 KiB, Simple above), both
+// rings (factor 2 (n - 1) / n). The serving engines' custom all-reduce (TensorRT-LLM's, up to
+// 8 MiB) is a one-shot kernel for small messages (every rank reads each peer's whole buffer:
+// factor n - 1) and a two-shot one (reduce-scatter + all-gather: the ring's factor) above; where
+// the tables have it, it sets the lines the profile applies, since vLLM, TensorRT-LLM and SGLang
+// run their tensor-parallel all-reduces with such kernels inside a node (H100 SXM takes the H200
+// SXM measurement: same NVLink 4 fabric and SM). Each is cross-validated by holding out whole
+// group sizes (every sample of 2, of 4, of 8 ranks in turn), and its error is reported per message
+// size range.
+//
+// The other collectives (all-gather, reduce-scatter, all-to-all, p2p) keep one alpha-beta line
+// (latency + factor x bytes / (bandwidth x efficiency), fit.h's weighted least squares over the
+// same all-reduce samples: collective_latency / collective_bandwidth), checked against
+// point-to-point sends as a transfer. The topology-aware model (topologies/collectives.h, two
+// protocol lines per tier and collective) is the finer one; its own error is in
 // topologies/README.md.
 // Ignored: collectives across scale-up domains (the chip-level model takes those from the chip's
-// scale-out figures).
+// scale-out figures), the engines' NCCL fallback above 8 MiB (the two-shot line extrapolates).
 #pragma once
 
 #include <string>
@@ -32,6 +39,7 @@ struct CollectiveFitResult {
   bool fitted = false;
   Duration latency;                 // collective_latency
   double bandwidth_efficiency = 0;  // collective_bandwidth
+  std::vector<models::Efficiency::CollectiveLine> all_reduce_lines;  // in-domain all-reduce
   ErrorReport errors;               // cells kind "all_reduce" / "p2p", format "nccl"
   std::vector<std::string> notes;
 };

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 namespace servesim::models {
@@ -16,6 +17,19 @@ double EfficiencyCurve::at(double size) const {
   const Knot& a = *(hi - 1);
   const double t = (std::log10(size) - std::log10(a.size)) / (std::log10(b.size) - std::log10(a.size));
   return a.efficiency + t * (b.efficiency - a.efficiency);
+}
+
+double all_reduce_line_seconds(const std::vector<Efficiency::CollectiveLine>& lines, double bytes, int ranks,
+                               Bandwidth bandwidth) {
+  if (lines.empty() || ranks <= 1 || !(bytes > 0)) return 0.0;
+  const double n = ranks;
+  double best = std::numeric_limits<double>::infinity();
+  for (const Efficiency::CollectiveLine& l : lines) {
+    const double factor = l.one_shot ? n - 1.0 : 2.0 * (n - 1.0) / n;
+    best = std::min(best, l.base.to_seconds() + 2.0 * (n - 1.0) * l.per_step.to_seconds() +
+                              factor * bytes / (bandwidth.bytes_per_s * l.efficiency));
+  }
+  return best;
 }
 
 std::vector<std::string> EfficiencyCurve::problems() const {

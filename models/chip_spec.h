@@ -73,7 +73,25 @@ struct Efficiency {
   // longer of host and first-stage GPU time instead of their sum. An engine property, carried
   // with the host overheads it applies to.
   bool host_overlap = false;
+  // All-reduce of S bytes over n ranks inside one scale-up domain, where a calibration fitted one
+  // line per protocol (NCCL's LL / Simple) or kernel (the engines' one-shot / two-shot): the
+  // least of the lines, each
+  //   base + 2 (n - 1) x per_step + factor x S / (scale-up bandwidth x efficiency),
+  // factor 2 (n - 1) / n (ring, two-shot) or n - 1 (one-shot: every rank reads each peer's whole
+  // buffer). Empty: the collective_latency / collective_bandwidth ring (sim/cluster/comm_cost.h).
+  struct CollectiveLine {
+    Duration base;
+    Duration per_step;
+    double efficiency = 0;  // of the scale-up bandwidth (above 1 where the switch reduces: NVLS)
+    bool one_shot = false;
+  };
+  std::vector<CollectiveLine> all_reduce_lines;
 };
+
+// The least of `lines` (Efficiency::all_reduce_lines) for S = `bytes` over `ranks` at the scale-up
+// `bandwidth`; 0 when there are none.
+double all_reduce_line_seconds(const std::vector<Efficiency::CollectiveLine>& lines, double bytes, int ranks,
+                               Bandwidth bandwidth);
 
 struct ChipSpec {
   std::string name;

@@ -92,6 +92,15 @@ std::vector<std::pair<std::string, std::string>> efficiency_yaml(const models::E
     else if (k == "elementwise_overhead") out.emplace_back(k, duration_yaml(e.elementwise_overhead));
     else if (k == "collective_bandwidth") out.emplace_back(k, num(e.collective_bandwidth));
     else if (k == "collective_latency") out.emplace_back(k, duration_yaml(e.collective_latency));
+    else if (k == "all_reduce_lines" && !e.all_reduce_lines.empty()) {
+      std::string s = "[";
+      for (const auto& l : e.all_reduce_lines) {
+        s += (s.size() > 1 ? ", " : "") + std::string("{base: ") + duration_yaml(l.base) +
+             ", per_step: " + duration_yaml(l.per_step) + ", efficiency: " + num(l.efficiency) +
+             ", algorithm: " + (l.one_shot ? "one_shot" : "ring") + "}";
+      }
+      out.emplace_back(k, s + "]");
+    }
     else if (k.rfind("format_compute.", 0) == 0) {
       const std::string rate = k.substr(std::string("format_compute.").size());
       for (std::size_t r = 0; r < models::kComputeRates; ++r) {
@@ -147,7 +156,10 @@ void add_collectives(Calibration& c, const std::string& comm_dir, const models::
   models::Efficiency e = chip.efficiency;
   e.collective_latency = comm.latency;
   e.collective_bandwidth = comm.bandwidth_efficiency;
-  for (auto& kv : efficiency_yaml(e, {"collective_latency", "collective_bandwidth"})) c.profile.efficiency.push_back(kv);
+  e.all_reduce_lines = comm.all_reduce_lines;
+  for (auto& kv : efficiency_yaml(e, {"collective_latency", "collective_bandwidth", "all_reduce_lines"})) {
+    c.profile.efficiency.push_back(kv);
+  }
   for (const std::string& n : comm.notes) c.notes.push_back(n);
 }
 
@@ -399,7 +411,7 @@ Calibration transfer_profile(const std::string& from, const models::ChipSpec& ch
     return false;
   };
   for (const auto& [key, value] : source.efficiency) {
-    const bool collective = key == "collective_latency" || key == "collective_bandwidth";
+    const bool collective = key == "collective_latency" || key == "collective_bandwidth" || key == "all_reduce_lines";
     if (collective && fit_comm) continue;
     const auto us = is_overhead(key) ? microseconds_of(value) : std::nullopt;
     if (scale && us) {

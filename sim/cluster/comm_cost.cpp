@@ -9,7 +9,8 @@ namespace servesim::cluster {
 CommCost::CommCost(const models::ChipSpec& chip)
     : up_{chip.scale_up_bandwidth, chip.efficiency.collective_latency,
           chip.efficiency.collective_bandwidth},
-      out_{chip.scale_out_bandwidth, chip.scale_out_latency, chip.efficiency.collective_bandwidth} {}
+      out_{chip.scale_out_bandwidth, chip.scale_out_latency, chip.efficiency.collective_bandwidth},
+      all_reduce_lines_(chip.efficiency.all_reduce_lines) {}
 
 namespace {
 
@@ -101,6 +102,9 @@ double CommCost::seconds(models::Collective c, const GroupSpan& g, double bytes,
   const double n = g.ranks;
   switch (c) {
     case models::Collective::kAllReduce:
+      if (!g.leaves_domain && !all_reduce_lines_.empty()) {
+        return models::all_reduce_line_seconds(all_reduce_lines_, bytes, g.ranks, up_.bandwidth);
+      }
       return topologies::ring_all_reduce_seconds(bytes, g.ranks, tier);
     case models::Collective::kAllGather:
     case models::Collective::kReduceScatter:

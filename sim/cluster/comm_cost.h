@@ -7,6 +7,9 @@
 //   all-gather / reduce-scatter of S bytes    alpha + (n - 1) / n x S / (B x eff)
 //   all-to-all, each rank sending S bytes     alpha + max(S_in / B_up, S_out / B_out) / eff
 //   point-to-point of S bytes                 alpha + S / (B x eff)
+// An all-reduce inside one domain costs the least of the chip's fitted all-reduce lines instead
+// where it has them (models::Efficiency::all_reduce_lines: one per protocol or kernel, e.g. the
+// engines' one-shot and two-shot kernels, fitted by calibrate/comm_fit.h).
 // B is the scale-up bandwidth when the group stays inside one scale-up domain and the scale-out
 // (NIC) bandwidth when it leaves it; an all-to-all that leaves it sends the share of its peers
 // outside the domain (S_out) over the NICs and the rest (S_in) over the scale-up links.
@@ -81,6 +84,7 @@ class CommCost {
  private:
   double placed_seconds(models::Collective c, const GroupSpan& g, double bytes, double nic_share) const;
   topologies::LinkTier up_, out_;
+  std::vector<models::Efficiency::CollectiveLine> all_reduce_lines_;  // in-domain, where fitted
 };
 
 // The span of a group kind of an instance with this plan on domains of `domain` chips.

@@ -107,6 +107,56 @@ std::optional<models::EfficiencyCurve> read_curve(MapReader& m, std::string_view
   return models::EfficiencyCurve(*v);
 }
 
+// The all-reduce lines of models::Efficiency: a list of {base, per_step, efficiency, algorithm}
+// (algorithm ring or one_shot), echoed as given.
+Json line_echo(const models::Efficiency::CollectiveLine& l) {
+  auto us = [](Duration d) { return Json(format_quantity(d.to_seconds(), Dimension::kDuration)); };
+  return Json{{"base", us(l.base)}, {"per_step", us(l.per_step)}, {"efficiency", l.efficiency},
+              {"algorithm", l.one_shot ? "one_shot" : "ring"}};
+}
+
+std::optional<std::vector<models::Efficiency::CollectiveLine>> read_all_reduce_lines(
+    MapReader& m, std::string_view key, const std::vector<models::Efficiency::CollectiveLine>& d) {
+  auto f = m.find(key);
+  if (!f) {
+    Json echo = Json::array();
+    for (const auto& l : d) echo.push_back(line_echo(l));
+    m.echo()[std::string(key)] = echo;
+    return d;
+  }
+  if (!f->node.IsSequence()) {
+    m.doc().error(f->mark, f->path,
+                  "expected a list of lines {base, per_step, efficiency, algorithm}, got " + describe(f->node));
+    return std::nullopt;
+  }
+  std::vector<models::Efficiency::CollectiveLine> out;
+  Json& echo = m.echo()[std::string(key)] = Json::array();
+  bool ok = true;
+  for (std::size_t i = 0; i < f->node.size(); ++i) {
+    const YAML::Node item = f->node[i];
+    Json one = Json::object();
+    MapReader r(m.doc(), item, item.Mark(), index_path(f->path, i), one);
+    models::Efficiency::CollectiveLine l;
+    const auto base = r.duration("base", Duration::zero(), Duration::seconds(1), std::nullopt);
+    const auto step = r.duration("per_step", Duration::zero(), Duration::seconds(1), Duration::zero());
+    // Above 1 where the switch reduces (NVLS); 4 bounds a typo.
+    const auto eff = r.number("efficiency", 0, 4, true, std::nullopt);
+    const auto alg = r.choice("algorithm", {"ring", "one_shot"}, std::string("ring"));
+    r.finish();
+    if (!r.valid() || !base || !step || !eff || !alg) {
+      ok = false;
+      continue;
+    }
+    l.base = *base;
+    l.per_step = *step;
+    l.efficiency = *eff;
+    l.one_shot = *alg == "one_shot";
+    out.push_back(l);
+    echo.push_back(one);
+  }
+  return ok ? std::optional(out) : std::nullopt;
+}
+
 }  // namespace
 
 std::optional<models::Efficiency> read_efficiency(MapReader& chip, const models::Efficiency& d) {
@@ -149,6 +199,11 @@ std::optional<models::Efficiency> read_efficiency(MapReader& chip, const models:
   dur("iteration_overhead", d.iteration_overhead, e.iteration_overhead);
   dur("sequence_overhead", d.sequence_overhead, e.sequence_overhead);
   if (auto r = m.boolean("host_overlap", d.host_overlap)) e.host_overlap = *r; else ok = false;
+  // In-domain all-reduce lines: only where given (absent, the collective line above applies).
+  if (m.has("all_reduce_lines") || !d.all_reduce_lines.empty()) {
+    if (auto r = read_all_reduce_lines(m, "all_reduce_lines", d.all_reduce_lines)) e.all_reduce_lines = *r;
+    else ok = false;
+  }
   // Grouped expert GEMMs: only where given (absent, the GEMM curves apply; models/chip_spec.h).
   for (const auto& [key, field] : {std::pair{"moe_compute", &e.moe_compute}, std::pair{"moe_memory", &e.moe_memory}}) {
     if (!m.has(key) && field->knots.empty()) continue;

@@ -210,3 +210,33 @@ TEST_CASE("Profile: attention tables carry their match conditions; bad ones are 
   CHECK(errors.find(path + ":32:") != std::string::npos);
   CHECK(errors.find("entries[1].tables[0].kv_format") != std::string::npos);
 }
+
+TEST_CASE("Profile: all_reduce_lines set the chip's in-domain all-reduce lines; a bad key is reported at its line") {
+  std::string text = kProfile;
+  const std::string lines =
+      "  all_reduce_lines: [{base: 2.5 us, per_step: 0.05 us, efficiency: 0.7, algorithm: one_shot},\n"
+      "                     {base: 9 us, efficiency: 1.2}]\n";
+  text.insert(text.find("entries:"), lines);
+  const TempProfile p("servesim_profile_lines.yaml", text);
+  const Scenario s = load(scenario_with_chip("{preset: h100-sxm, profile: " + p.path + "}"));
+  const auto& l = s.config.pools.at(0).chip.efficiency.all_reduce_lines;
+  REQUIRE(l.size() == 2);
+  CHECK(l[0].base == Duration::nanoseconds(2500));
+  CHECK(l[0].per_step == Duration::nanoseconds(50));
+  CHECK(l[0].efficiency == doctest::Approx(0.7));
+  CHECK(l[0].one_shot);
+  CHECK(l[1].per_step == Duration::zero());  // per_step defaults to none, algorithm to ring
+  CHECK(l[1].efficiency == doctest::Approx(1.2));
+  CHECK_FALSE(l[1].one_shot);
+  // A preset has none: the single collective line applies.
+  CHECK(load(scenario_with_chip("h100-sxm")).config.pools.at(0).chip.efficiency.all_reduce_lines.empty());
+
+  // A misspelt key in the second line (line 11 of the profile: the efficiency map starts at 7).
+  std::string bad = text;
+  bad.replace(bad.find("efficiency: 1.2"), 11, "eficiency:");
+  const TempProfile q("servesim_profile_lines_bad.yaml", bad);
+  const std::string errors = errors_of(scenario_with_chip("{preset: h100-sxm, profile: " + q.path + "}"));
+  CHECK(errors.find(q.path + ":11:") != std::string::npos);
+  CHECK(errors.find("all_reduce_lines[1]") != std::string::npos);
+  CHECK(errors.find("eficiency") != std::string::npos);
+}
