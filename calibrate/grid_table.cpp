@@ -134,7 +134,8 @@ LogGridTable fit_log_grid_points(std::vector<GridAxis> axes, std::span<const dou
     rhs.push_back(std::log(seconds[r]));
     ++row;
   }
-  if (!(options.smoothness > 0) && std::find(touched.begin(), touched.end(), false) != touched.end()) {
+  if (!(options.smoothness > 0) && !(options.prior > 0) &&
+      std::find(touched.begin(), touched.end(), false) != touched.end()) {
     throw std::invalid_argument("some table cells have no measurement near them and the smoothness"
                                 " is 0: nothing would determine them");
   }
@@ -165,6 +166,14 @@ LogGridTable fit_log_grid_points(std::vector<GridAxis> axes, std::span<const dou
         rhs.push_back(0);
         ++row;
       }
+    }
+  }
+  // Prior: prior x (the cell's value - 0) per cell.
+  if (options.prior > 0) {
+    for (std::size_t c = 0; c < cells_total; ++c) {
+      entries.emplace_back(row, static_cast<Eigen::Index>(c), options.prior);
+      rhs.push_back(0);
+      ++row;
     }
   }
   Eigen::SparseMatrix<double> a(row, n);

@@ -60,6 +60,10 @@ class LogGridTable {
 struct GridFitOptions {
   double smoothness = 0.05;  // weight of the slope-change penalty (per unit of ln(1 + x))
   Extrapolation extrapolation = Extrapolation::linear;
+  // Weight of a penalty pulling every cell's value toward ln 1 = 0 (one row per cell, against
+  // the data's one row per measurement): for tables of a factor over a model (a residual), where
+  // a cell far from every measurement should fall back to the model. 0 for tables of seconds.
+  double prior = 0;
 };
 
 // The sorted distinct values of `dim` over `rows`: a grid axis through every measured value.

@@ -57,16 +57,22 @@ LogGridTable fit(std::span<const Measurement> rows, std::span<const MoeTablePoin
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const std::vector<double> v = project(axes, points[i]);
     flat.insert(flat.end(), v.begin(), v.end());
-    seconds.push_back(table_target(rows[i], points[i]));
+    const double target = table_target(rows[i], points[i]);
+    seconds.push_back(options.roofline_factor ? target / points[i].experts_s : target);
   }
-  return fit_log_grid_points(std::move(axes), flat, seconds, GridFitOptions{options.smoothness, Extrapolation::linear});
+  GridFitOptions go;
+  go.smoothness = options.smoothness;
+  go.prior = options.roofline_factor ? options.prior : 0.0;
+  go.extrapolation = Extrapolation::linear;
+  return fit_log_grid_points(std::move(axes), flat, seconds, go);
 }
 
-// What the simulator applies for a row: table + pass inside the domain, the roofline outside.
-double predict(const LogGridTable& t, const MoeTablePoint& p) {
+// What the simulator applies for a row: table + pass (or roofline x factor + pass) inside the
+// domain, the roofline outside.
+double predict(const LogGridTable& t, const MoeTablePoint& p, bool roofline_factor) {
   const std::vector<double> v = project(t.axes(), p);
   if (!moe_table_covers(t, v)) return p.roofline_s;
-  return t.seconds(v) + p.extra_s;
+  return (roofline_factor ? p.experts_s * t.seconds(v) : t.seconds(v)) + p.extra_s;
 }
 
 }  // namespace
@@ -105,7 +111,9 @@ std::optional<MoeTablePoint> moe_table_point(const Measurement& m, const Measure
   MoeTablePoint p;
   p.point = {so->op.m, so->op.batch, so->op.n, so->op.k};
   p.extra_s = roofline.seconds(so->extra);
-  p.roofline_s = roofline.seconds(so->op) + p.extra_s;
+  p.experts_s = roofline.seconds(so->op);
+  if (!(p.experts_s > 0)) return std::nullopt;
+  p.roofline_s = p.experts_s + p.extra_s;
   return p;
 }
 
@@ -123,11 +131,11 @@ std::vector<MoeTable> fit_moe_tables(const MeasurementSet& set, const models::Ch
     Group& g = groups[m.format];
     g.rows.push_back(m);
     g.points.push_back(*p);
-    g.labels.push_back(format_label(m, set) + " table");
+    g.labels.push_back(format_label(m, set) + (options.roofline_factor ? " factor table" : " table"));
   }
   std::vector<MoeTable> out;
   for (const auto& [format, g] : groups) {
-    out.push_back({format, fit(g.rows, g.points, options), g.rows.size()});
+    out.push_back({format, fit(g.rows, g.points, options), g.rows.size(), options.roofline_factor});
     if (!options.cross_validate) continue;
     const FoldPlan plan = plan_folds(g.rows, options.folds, options.seed);
     std::vector<double> held(g.rows.size(), 0.0);
@@ -145,11 +153,11 @@ std::vector<MoeTable> fit_moe_tables(const MeasurementSet& set, const models::Ch
         if (train.empty()) continue;
         const LogGridTable t = fit(train, tp, options);
         for (std::size_t i = 0; i < g.rows.size(); ++i) {
-          if (plan.fold_of_row[i] == f) held[i] = predict(t, g.points[i]);
+          if (plan.fold_of_row[i] == f) held[i] = predict(t, g.points[i], options.roofline_factor);
         }
       }
     } else {
-      for (std::size_t i = 0; i < g.rows.size(); ++i) held[i] = predict(out.back().table, g.points[i]);
+      for (std::size_t i = 0; i < g.rows.size(); ++i) held[i] = predict(out.back().table, g.points[i], options.roofline_factor);
     }
     std::map<std::string, std::pair<std::vector<Measurement>, std::vector<double>>> cells;
     for (std::size_t i = 0; i < g.rows.size(); ++i) {

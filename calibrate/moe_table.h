@@ -36,8 +36,9 @@ namespace servesim::calibrate {
 
 struct MoeTable {
   Format format = Format::bf16;
-  LogGridTable table;
+  LogGridTable table;  // seconds, or (roofline_factor) factors over the experts' roofline
   std::size_t rows = 0;
+  bool roofline_factor = false;
 };
 
 // The table point of a measured MoE call (m, batch, n, k as above) and the seconds the simulator
@@ -46,6 +47,7 @@ struct MoeTable {
 struct MoeTablePoint {
   std::array<double, 4> point{};
   double extra_s = 0;     // dequantisation pass, fitted roofline
+  double experts_s = 0;   // the routed experts by the fitted roofline (what a factor table scales)
   double roofline_s = 0;  // the whole call by the fitted roofline (experts + pass)
 };
 std::optional<MoeTablePoint> moe_table_point(const Measurement& m, const MeasurementSet& set,
@@ -62,10 +64,18 @@ struct MoeTableOptions {
   double smoothness = 0.5;
   bool cross_validate = true;
   std::vector<Dim> axes = moe_table_axes();  // a subset of m, batch, n, k
+  // false: the table holds seconds (table + pass is the layer). true: it holds the factor
+  // measured / roofline of the experts (the target as below over experts_s), so that the layer is
+  // experts_s x factor + pass, with `prior` (GridFitOptions::prior) pulling the factor toward 1
+  // where measurements are thin: a shape between measured ones degrades to the roofline x a
+  // smooth correction rather than to an unconstrained interpolation of absolute times.
+  bool roofline_factor = false;
+  double prior = 0;
 };
 
 // Fits one table per weight format on all its rows; with cross_validate, adds the held-out error
-// cells (kind moe, "<format> <skew> table", size ranges) to `errors`. `chip` carries the fitted
+// cells (kind moe, "<format> <skew> table", or "... factor table" with roofline_factor, size
+// ranges) to `errors`. `chip` carries the fitted
 // efficiencies (the pass and the roofline outside the domain).
 std::vector<MoeTable> fit_moe_tables(const MeasurementSet& set, const models::ChipSpec& chip,
                                      const MoeTableOptions& options, ErrorReport& errors);

@@ -200,7 +200,7 @@ void write_profile(std::ostream& out, const Profile& p) {
         e << YAML::EndMap;
       }
       e << YAML::EndSeq;
-      e << YAML::Key << "seconds" << YAML::Value;
+      e << YAML::Key << (t.roofline_factor ? "roofline_factor" : "seconds") << YAML::Value;
       emit_numbers(e, t.seconds);
       e << YAML::Key << "extrapolation" << YAML::Value << extrapolation_name(t.extrapolation);
       if (!t.match.empty()) {
@@ -338,7 +338,13 @@ Profile read_profile(const std::string& path) {
       for (std::size_t j = 0; ts.IsSequence() && j < ts.size(); ++j) {
         const std::string tat = Walker::item(at + ".tables", j);
         const YAML::Node t = ts[j];
-        if (!w.map(t, tat, {"name", "axes", "seconds", "extrapolation", "match", "kv_format"}, {"name", "axes", "seconds"})) {
+        if (!w.map(t, tat, {"name", "axes", "seconds", "roofline_factor", "extrapolation", "match", "kv_format"},
+                   {"name", "axes"})) {
+          continue;
+        }
+        // Exactly one of seconds[] (times) and roofline_factor[] (factors over the roofline).
+        if (static_cast<bool>(t["seconds"]) == static_cast<bool>(t["roofline_factor"])) {
+          w.error(t, tat, "a table needs exactly one of seconds[] and roofline_factor[]");
           continue;
         }
         ProfileTable table;
@@ -364,15 +370,19 @@ Profile read_profile(const std::string& path) {
           cells *= std::max<std::size_t>(1, axis.knots.size());
           table.axes.push_back(std::move(axis));
         }
-        table.seconds = w.reals(t["seconds"], tat + ".seconds");
+        table.roofline_factor = static_cast<bool>(t["roofline_factor"]);
+        const std::string vkey = table.roofline_factor ? "roofline_factor" : "seconds";
+        table.seconds = w.reals(t[vkey], tat + "." + vkey);
         if (table.seconds.size() != cells) {
-          w.error(t["seconds"], tat + ".seconds", "expected " + std::to_string(cells) +
-                                                      " values (the product of the axis sizes), found " +
-                                                      std::to_string(table.seconds.size()));
+          w.error(t[vkey], tat + "." + vkey, "expected " + std::to_string(cells) +
+                                                 " values (the product of the axis sizes), found " +
+                                                 std::to_string(table.seconds.size()));
         }
         for (double s : table.seconds) {
           if (!(s > 0)) {
-            w.error(t["seconds"], tat + ".seconds", "table values are seconds and must be positive");
+            w.error(t[vkey], tat + "." + vkey,
+                    table.roofline_factor ? "roofline factors must be positive"
+                                          : "table values are seconds and must be positive");
             break;
           }
         }

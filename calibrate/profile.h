@@ -10,8 +10,8 @@
 //   efficiency: {key: value}  chip.efficiency keys and values (sim/scenario/README.md)
 //   entries[]: op, format, cost_model, scalars{name: number}, curves[], tables[]
 //     curves[]: name, axis (a shape field), knots[], values[]   (linear in ln x between knots)
-//     tables[]: name, axes[{field, knots[], extrapolate}], seconds[] (last axis fastest),
-//               extrapolation
+//     tables[]: name, axes[{field, knots[], extrapolate}], seconds[] (last axis fastest) or
+//               roofline_factor[] (factors over the roofline's time), extrapolation
 //   errors: cost_model, held_out, cells[]: kind, format, size, rows, ape_p50, ape_p90, signed_mean,
 //           held_out
 // Numbers are written in shortest round-trip form, so a profile read back is the same profile.
@@ -56,6 +56,9 @@ struct ProfileTable {
   // and the KV format (unspecified: any). GEMM tables have neither.
   std::vector<std::pair<Dim, std::int64_t>> match;
   Format kv_format = Format::unspecified;
+  // false: `seconds` are times (YAML seconds[]). true: they are factors over the fitted
+  // roofline's time (YAML roofline_factor[]; models::MeasuredLogGrid::roofline_factor).
+  bool roofline_factor = false;
 };
 
 struct ProfileEntry {

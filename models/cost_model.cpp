@@ -275,6 +275,10 @@ bool TableCostModel::log_grid_lookup(const Operator& op, double& out) const {
       const auto k = static_cast<std::size_t>(j);
       v += c.weights[k] * g.log_seconds[c.cells[k]];
     }
+    if (g.roofline_factor) {
+      out = roofline_.seconds(op) * std::exp(v);
+      return true;
+    }
     double seconds = std::exp(v);
     // A fused GEMM operator (several GEMMs in one Operator): its first GEMM's time, scaled by
     // the FLOPs of all of them.

@@ -21,6 +21,8 @@
 //              attention: batch, tokens or kv_len, heads, kv_heads under exact conditions),
 //              log-multilinear, so that a shape between measured ones interpolates (what a
 //              calibration profile ships for dense sweeps).
+//              A log grid may instead hold a factor over the roofline (roofline_factor): then
+//              it answers roofline(op) x factor(fields), and the roofline alone outside it.
 // The tables are plain data a calibration profile fills (calibrate/); units are seconds and the
 // operator's own shape fields (models/operators.h, Operator).
 // Ignored: operator overlap and launch pipelining (each operator's time adds), cache effects
@@ -132,6 +134,10 @@ struct MeasuredLogGrid {
   std::vector<std::pair<Field, double>> match;  // exact conditions (none for GEMM tables)
   double kv_bytes = 0;                          // 0: any
   bool latent = false;
+  // false: log_seconds are ln(seconds). true: they are ln(factor) and the grid answers the
+  // roofline's seconds for the operator x factor (a table of the roofline's measured residual,
+  // calibrate/moe_table.h; no fused-GEMM scaling: the roofline counts the operator's FLOPs).
+  bool roofline_factor = false;
   static constexpr std::size_t kMaxAxes = 4;
 };
 // The value of a grid field for an operator (the definitions above).

@@ -222,27 +222,49 @@ void add_attention_tables(Calibration& c, const cal::MeasurementSet& set, const 
   }
 }
 
+// The weight of the factor tables' prior (GridFitOptions::prior: one row per cell pulling ln
+// factor toward 0, against one row per measurement; H200 measured in calibrate/README.md).
+constexpr double kMoeFactorPrior = 0.1;
+
 // MoE tables (calibrate/moe_table.h), one per weight format; those that pass the rule below go
 // into the profile (the simulator matches them by rate and weight bytes); `chip` carries the
 // fitted efficiencies.
 void add_moe_tables(Calibration& c, const cal::MeasurementSet& set, const models::ChipSpec& chip,
                     const cal::OperatorFitOptions& options) {
-  const std::vector<cal::MoeTable> tables =
-      cal::fit_moe_tables(set, chip, table_options<cal::MoeTableOptions>(options), c.profile.errors);
+  // Two kinds per format: a table of seconds, and a table of factors over the fitted roofline
+  // (the roofline's residual, pulled toward 1 where measurements are thin; moe_table.h).
+  auto absolute = table_options<cal::MoeTableOptions>(options);
+  auto factor = absolute;
+  factor.roofline_factor = true;
+  factor.prior = kMoeFactorPrior;
+  std::vector<cal::MoeTable> fitted = cal::fit_moe_tables(set, chip, absolute, c.profile.errors);
+  for (cal::MoeTable& t : cal::fit_moe_tables(set, chip, factor, c.profile.errors)) fitted.push_back(std::move(t));
   // The mean over skews of the held-out medians ("all" sizes) of kind moe whose label is the
-  // format's name followed by a skew, with or without " table"; -1 when there are none.
-  auto median_of = [&](cal::Format f, bool table) {
+  // format's name, a skew and `suffix` ("" for the roofline, " table", " factor table"); -1 when
+  // there are none.
+  auto median_of = [&](cal::Format f, const std::string& suffix) {
     double sum = 0;
     int n = 0;
     const std::string prefix = std::string(cal::format_name(f)) + " ";
     for (const cal::ErrorCell& cell : c.profile.errors.cells) {
       if (cell.kind != "moe" || cell.size != "all" || !cell.held_out || cell.format.rfind(prefix, 0) != 0) continue;
-      if ((cell.format.size() > 6 && cell.format.ends_with(" table")) != table) continue;
+      const std::string skew_and_suffix = cell.format.substr(prefix.size());
+      const auto has = [&](const char* s) { return skew_and_suffix.ends_with(s); };
+      const std::string own = has(" factor table") ? " factor table" : has(" table") ? " table" : "";
+      if (own != suffix) continue;
       sum += cell.error.ape_p50;
       ++n;
     }
     return n > 0 ? sum / n : -1.0;
   };
+  // Per format, the kind with the lower held-out median (the table of seconds on a tie).
+  std::vector<cal::MoeTable> tables;
+  for (cal::MoeTable& t : fitted) {
+    const double mine = median_of(t.format, t.roofline_factor ? " factor table" : " table");
+    const double other = median_of(t.format, t.roofline_factor ? " table" : " factor table");
+    const bool better = other < 0 || (t.roofline_factor ? mine < other : mine <= other);
+    if (better) tables.push_back(std::move(t));
+  }
   std::size_t cells = 0;
   for (const cal::MoeTable& t : tables) {
     // A format's table goes into the profile only where its held-out error (whole model shapes
@@ -252,12 +274,16 @@ void add_moe_tables(Calibration& c, const cal::MeasurementSet& set, const models
     // (H200 W4A16: 2 model shapes, 16-23% held out; with its table shipped, validate's gpt-oss
     // H200 TensorRT-LLM rows went from TTFT 34.6 / TPOT 19.3% median to 43.7 / 22.1%.)
     constexpr double kMoeTableTarget = 0.12;
-    const double table_p50 = median_of(t.format, true), roofline_p50 = median_of(t.format, false);
-    char why[200];
-    std::snprintf(why, sizeof why, " (held-out median over skews %.1f%%, roofline %.1f%%, target %.0f%%)",
-                  100 * table_p50, 100 * roofline_p50, 100 * kMoeTableTarget);
+    const std::string kind = t.roofline_factor ? " factor table" : " table";
+    const double table_p50 = median_of(t.format, kind), roofline_p50 = median_of(t.format, "");
+    const double other_p50 = median_of(t.format, t.roofline_factor ? " table" : " factor table");
+    char why[240];
+    std::snprintf(why, sizeof why,
+                  " (held-out median over skews %.1f%%, the other kind %.1f%%, roofline %.1f%%, target %.0f%%)",
+                  100 * table_p50, 100 * other_p50, 100 * roofline_p50, 100 * kMoeTableTarget);
+    const std::string name = "MoE" + kind + " " + std::string(cal::format_name(t.format));
     if (table_p50 < 0 || table_p50 > kMoeTableTarget || (roofline_p50 >= 0 && table_p50 >= roofline_p50)) {
-      c.notes.push_back("MoE table " + std::string(cal::format_name(t.format)) + ": not in the profile" + why);
+      c.notes.push_back(name + ": not in the profile" + why);
       continue;
     }
     cal::ProfileEntry e;
@@ -268,11 +294,12 @@ void add_moe_tables(Calibration& c, const cal::MeasurementSet& set, const models
     table.name = "latency";
     table.axes = t.table.axes();
     for (double v : t.table.log_seconds()) table.seconds.push_back(rounded(std::exp(v)));
+    table.roofline_factor = t.roofline_factor;
     cells += table.seconds.size();
     e.tables.push_back(std::move(table));
     c.profile.entries.push_back(std::move(e));
-    c.notes.push_back("MoE table " + std::string(cal::format_name(t.format)) + ": " + std::to_string(t.rows) +
-                      " rows on " + std::to_string(t.table.log_seconds().size()) + " cells, in the profile" + why);
+    c.notes.push_back(name + ": " + std::to_string(t.rows) + " rows on " +
+                      std::to_string(t.table.log_seconds().size()) + " cells, in the profile" + why);
   }
   (void)cells;
 }

@@ -91,11 +91,20 @@ void read_table_entry(Document& doc, const YAML::Node& entry, const std::string&
     g.rate = *rate;
     if (moe_fmt) g.kv_bytes = moe_fmt->second;  // MoE grids: bytes per weight element (cost_model.cpp)
     const YAML::Node axes = tb["axes"];
-    const YAML::Node seconds = tb["seconds"];
-    if (!tb.IsMap() || !axes || !axes.IsSequence() || !seconds || !seconds.IsSequence()) {
-      doc.error(tb.Mark(), tat, "a table needs axes[] and seconds[]");
+    // seconds[]: the table's times; roofline_factor[]: factors over the roofline's time
+    // (models::MeasuredLogGrid::roofline_factor). Exactly one of them.
+    const bool has_seconds = tb.IsMap() && tb["seconds"], has_factor = tb.IsMap() && tb["roofline_factor"];
+    if (!tb.IsMap() || !axes || !axes.IsSequence() || has_seconds == has_factor) {
+      doc.error(tb.Mark(), tat, "a table needs axes[] and one of seconds[] or roofline_factor[]");
       continue;
     }
+    const char* values_key = has_factor ? "roofline_factor" : "seconds";
+    const YAML::Node seconds = tb[values_key];
+    if (!seconds.IsSequence()) {
+      doc.error(seconds.Mark(), tat + "." + values_key, "expected a list of numbers, got " + describe(seconds));
+      continue;
+    }
+    g.roofline_factor = has_factor;
     const YAML::Node ex = tb["extrapolation"];
     const bool clamp_all = ex && ex.IsScalar() && ex.Scalar() == "clamp";
     bool ok = true;
@@ -128,8 +137,9 @@ void read_table_entry(Document& doc, const YAML::Node& entry, const std::string&
     for (std::size_t i = 0; i < seconds.size(); ++i) {
       double v = 0;
       if (!seconds[i].IsScalar() || !parse_double(seconds[i].Scalar(), v) || !(v > 0)) {
-        doc.error(seconds[i].Mark(), index_path(tat + ".seconds", i),
-                  "expected a positive time in seconds, got " + describe(seconds[i]));
+        doc.error(seconds[i].Mark(), index_path(tat + "." + values_key, i),
+                  std::string(has_factor ? "expected a positive factor" : "expected a positive time in seconds") +
+                      ", got " + describe(seconds[i]));
         ok = false;
         break;
       }

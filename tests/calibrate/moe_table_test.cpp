@@ -126,3 +126,78 @@ TEST_CASE("MoE tables: recover a known law from noisy rows, model shapes held ou
   }
   CHECK(seen);
 }
+
+TEST_CASE("MoE tables: a roofline-factor table recovers a known correction of the roofline") {
+  // Truth: seconds = the experts' roofline (the preset chip's efficiencies, moe_table_point's
+  // experts_s) x c, with c = 1.5 x (1 + pairs)^-0.1 x (1 + n)^0.05: linear in u = ln(1 + x) after
+  // taking logs, so the factor table holds it exactly and the smoothness penalty does not bias it
+  // (prior 0). Noise as above (uniform +-2%, median 1%).
+  const auto chip = *servesim::models::chip_preset("h200-sxm");
+  servesim::Rng rng(31, "test.moe_table.factor");
+  MeasurementSet set;
+  const std::uint16_t balanced = set.intern("balanced"), skewed = set.intern("power_law_1.2");
+  auto c = [](std::span<const double> p) { return 1.5 * std::pow(1 + p[0], -0.1) * std::pow(1 + p[2], 0.05); };
+  const std::int64_t shapes[][4] = {{2048, 768, 8, 128}, {3072, 1024, 8, 256}, {4096, 1536, 8, 128},
+                                    {4096, 2048, 4, 64},  {5120, 1024, 8, 256}, {6144, 2048, 8, 256},
+                                    {7168, 2048, 8, 256}, {2880, 1440, 4, 128}};
+  for (const auto& s : shapes) {
+    for (std::int64_t tp : {1, 2, 4}) {
+      for (std::int64_t ep : {1, 4}) {
+        for (std::int64_t tokens : {1, 8, 64, 512, 4096}) {
+          for (std::uint16_t skew : {balanced, skewed}) {
+            Measurement r = moe_row(s[0], s[1], s[2], s[3], tp, ep, tokens, skew);
+            const auto p = moe_table_point(r, set, chip);
+            REQUIRE(p);
+            REQUIRE(p->experts_s > 0);
+            CHECK(p->roofline_s == p->experts_s);  // bf16: no pass
+            r.latency_s = p->experts_s * c(p->point) * (1 + 0.02 * (2 * rng.uniform01() - 1));
+            set.add(r);
+          }
+        }
+      }
+    }
+  }
+  MoeTableOptions options;
+  options.roofline_factor = true;
+  options.prior = 0;
+  ErrorReport report;
+  const std::vector<MoeTable> tables = fit_moe_tables(set, chip, options, report);
+  REQUIRE(tables.size() == 1);
+  CHECK(tables[0].roofline_factor);
+  // The table holds the factor: between knots (pairs 100, experts 20, n 700, k 5000) within 2% of
+  // c = 1.5 x 101^-0.1 x 701^0.05 = 1.5 x 0.6304 x 1.3878 = 1.312.
+  const double mid[4] = {100, 20, 700, 5000};
+  CHECK(c(mid) == doctest::Approx(1.312).epsilon(0.002));
+  CHECK(std::fabs(tables[0].table.seconds(mid) / c(mid) - 1) < 0.02);
+  // Held out by whole model shapes, predicted as roofline x factor: the noise again (median ~1%).
+  bool seen = false;
+  for (const ErrorCell& cell : report.cells) {
+    if (cell.size != "all") continue;
+    seen = true;
+    INFO(cell.format);
+    CHECK(cell.held_out);
+    CHECK(cell.error.ape_p50 < 0.015);
+    CHECK(cell.error.ape_p90 < 0.03);
+  }
+  CHECK(seen);
+}
+
+TEST_CASE("Grid tables: the prior pulls a cell toward ln 1 = 0 by weight^2 against its data") {
+  // One axis, knots 0, 1, 3; one measurement of value e (ln 1) exactly at knot 1; no smoothness.
+  // Cell 1 minimises (x - 1)^2 + w^2 x^2: x = 1 / (1 + w^2); cells 0 and 3 see only the prior: 0.
+  // w = 1: x = 0.5, the table answers e^0.5 at knot 1 and e^0 = 1 at the others.
+  GridAxis axis{Dim::m, {0, 1, 3}};
+  GridFitOptions o;
+  o.smoothness = 0;
+  o.prior = 1;
+  const double point[1] = {1};
+  const double seconds[1] = {std::exp(1.0)};
+  const LogGridTable t = fit_log_grid_points({axis}, point, seconds, o);
+  const double at0[1] = {0}, at3[1] = {3};
+  CHECK(t.seconds(point) == doctest::Approx(std::exp(0.5)));
+  CHECK(t.seconds(at0) == doctest::Approx(1.0));
+  CHECK(t.seconds(at3) == doctest::Approx(1.0));
+  // w = 0.5: x = 1 / 1.25 = 0.8.
+  o.prior = 0.5;
+  CHECK(fit_log_grid_points({axis}, point, seconds, o).seconds(point) == doctest::Approx(std::exp(0.8)));
+}

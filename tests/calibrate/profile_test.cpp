@@ -154,3 +154,47 @@ TEST_CASE("content_hash: FNV-1a 64 of the bytes") {
   const TempFile a("a.bin", "a");
   CHECK(content_hash(a.path()) == "fnv1a64:af63dc4c8601ec8c");
 }
+
+TEST_CASE("Profile: a table of roofline factors round-trips and needs exactly one of seconds[] and roofline_factor[]") {
+  Profile p = sample();
+  ProfileEntry m;
+  m.op = MeasuredOp::moe;
+  m.format = Format::fp8_block;
+  m.cost_model = "table";
+  ProfileTable t{"latency", {GridAxis{Dim::m, {1, 16}}}, {0.8, 1.25}};
+  t.roofline_factor = true;
+  m.tables.push_back(t);
+  p.entries.push_back(m);
+  const std::string text = to_text(p);
+  CHECK(text.find("roofline_factor: [0.8, 1.25]") != std::string::npos);
+  const TempFile f("factor_profile.yaml", text);
+  const Profile q = read_profile(f.path());
+  REQUIRE(q.entries.size() == 3);
+  REQUIRE(q.entries[2].tables.size() == 1);
+  CHECK(q.entries[2].tables[0].roofline_factor);
+  CHECK(q.entries[2].tables[0].seconds == std::vector<double>{0.8, 1.25});
+  CHECK(!q.entries[0].tables[0].roofline_factor);
+  CHECK(to_text(q) == text);
+
+  // Line 8: both value lists; line 9: neither; line 10: a factor that is not positive. The table
+  // maps open at column 9 (after "      - "); its roofline_factor list opens at column 71 on line 10.
+  const std::string bad =
+      "schema: servesim.profile/1\n"
+      "chip: h200-sxm\n"
+      "sources: []\n"
+      "entries:\n"
+      "  - op: moe\n"
+      "    format: fp8_block\n"
+      "    tables:\n"
+      "      - {name: t, axes: [{field: m, knots: [1, 2]}], seconds: [1, 2], roofline_factor: [1, 2]}\n"
+      "      - {name: t, axes: [{field: m, knots: [1, 2]}]}\n"
+      "      - {name: t, axes: [{field: m, knots: [1, 2]}], roofline_factor: [1, 0]}\n"
+      "    cost_model: table\n"
+      "errors: {cells: []}\n";
+  const TempFile g("bad_factor.yaml", bad);
+  const auto ds = input_errors([&] { read_profile(g.path()); });
+  REQUIRE(ds.size() == 3);
+  CHECK(ds[0].to_string() == g.path() + ":8:9: entries[0].tables[0]: a table needs exactly one of seconds[] and roofline_factor[]");
+  CHECK(ds[1].to_string() == g.path() + ":9:9: entries[0].tables[1]: a table needs exactly one of seconds[] and roofline_factor[]");
+  CHECK(ds[2].to_string() == g.path() + ":10:71: entries[0].tables[2].roofline_factor: roofline factors must be positive");
+}

@@ -246,6 +246,29 @@ TEST_CASE("Vision: encoding time grows with the images' pixels and falls with te
   CHECK(encode_seconds(v, {{1280, 720}}, 2, h100) < 0.7 * one);
 }
 
+namespace {
+// The simulator's MoE layer of the MoE grid tests: 64 tokens, top-8 of 64 experts, ep 1, tp 1,
+// balanced, expert intermediate 1024, hidden 4096, bf16 weights: 512 pairs (64 x 8), all 64
+// experts hit (1 - (7/8)^64 ~ 1 - 2e-4 each: 63.99), 1024 columns, k 4096.
+LayerTokenOps moe_test_layer() {
+  ModelSpec m;
+  m.name = "moe-test";
+  m.layers = 1;
+  m.hidden = 4096;
+  m.heads = m.kv_heads = 1;
+  m.head_dim = 128;
+  m.intermediate = 1;
+  m.vocab = 1;
+  m.moe.experts = 64;
+  m.moe.top_k = 8;
+  m.moe.expert_intermediate = 1024;
+  ParallelPlan p;
+  const MoeLoad load(m, p, MoeRouting{MoeRouting::Distribution::kBalanced, 1.2});
+  const std::array<bool, kComputeRates> rates = {true, true, true, false};
+  return layer_token_ops(m, p, load, 64, rates);
+}
+}  // namespace
+
 TEST_CASE("Measured tables: a MoE grid answers the routed experts of its weight format only") {
   // A MoE grid over (pairs m, experts with a token, n, k) for bf16 weights (2 bytes):
   // seconds = 1e-6 x (1 + m)^0.5 x (1 + batch)^0.5 at n = 1024, k = 4096 (single knots), exact in
@@ -264,24 +287,7 @@ TEST_CASE("Measured tables: a MoE grid answers the routed experts of its weight 
   REQUIRE(validate_tables(t).empty());
   const TableCostModel model(chip, t);
   const RooflineCostModel roofline(chip);
-  // The simulator's MoE layer: 64 tokens, top-8 of 64 experts, ep 1, tp 1, balanced, expert
-  // intermediate 1024, hidden 4096: 512 pairs (64 x 8), all 64 experts hit (1 - (7/8)^64 ~ 1 - 2e-4
-  // each: 63.99), 1024 columns, k 4096.
-  ModelSpec m;
-  m.name = "moe-test";
-  m.layers = 1;
-  m.hidden = 4096;
-  m.heads = m.kv_heads = 1;
-  m.head_dim = 128;
-  m.intermediate = 1;
-  m.vocab = 1;
-  m.moe.experts = 64;
-  m.moe.top_k = 8;
-  m.moe.expert_intermediate = 1024;
-  ParallelPlan p;
-  const MoeLoad load(m, p, MoeRouting{MoeRouting::Distribution::kBalanced, 1.2});
-  const std::array<bool, kComputeRates> rates = {true, true, true, false};
-  LayerTokenOps o = layer_token_ops(m, p, load, 64, rates);
+  const LayerTokenOps o = moe_test_layer();
   CHECK(o.moe_experts.m == doctest::Approx(512));
   CHECK(o.moe_experts.batch == doctest::Approx(64).epsilon(0.001));
   CHECK(o.moe_experts.kv_bytes == 2);
@@ -298,4 +304,42 @@ TEST_CASE("Measured tables: a MoE grid answers the routed experts of its weight 
   Operator wide = o.moe_experts;
   wide.batch = 256;
   CHECK(model.seconds(wide) == doctest::Approx(roofline.seconds(wide)));
+}
+
+TEST_CASE("Measured tables: a roofline-factor MoE grid answers roofline x factor inside, the roofline outside") {
+  // A grid of factors over the roofline (calibrate's residual MoE tables) for bf16 weights:
+  // factor = 2 x (1 + m)^-0.25 x (1 + batch)^0.1 at n = 1024, k = 4096 (single knots), linear in
+  // u = ln(1 + x) after taking logs, so log-multilinear interpolation is exact; no axis extrapolates.
+  const ChipSpec chip = *chip_preset("h200-sxm");
+  using F = MeasuredLogGrid::Field;
+  MeasuredLogGrid g;
+  g.kind = OpKind::kMoeExperts;
+  g.rate = ComputeRate::kBf16;
+  g.kv_bytes = 2;
+  g.roofline_factor = true;
+  g.axes = {{F::kM, {15, 1023}, false}, {F::kBatch, {1, 127}, false}, {F::kN, {1024}, false}, {F::kK, {4096}, false}};
+  auto factor = [](double m, double b) { return 2 * std::pow(1 + m, -0.25) * std::pow(1 + b, 0.1); };
+  g.log_seconds = {std::log(factor(15, 1)), std::log(factor(15, 127)), std::log(factor(1023, 1)),
+                   std::log(factor(1023, 127))};
+  MeasuredTables t;
+  t.log_grids.push_back(g);
+  REQUIRE(validate_tables(t).empty());
+  const TableCostModel model(chip, t);
+  const RooflineCostModel roofline(chip);
+  const LayerTokenOps o = moe_test_layer();
+  // Inside (512 pairs, 63.99 experts): the roofline's seconds x 2 x 513^-0.25 x 64.99^0.1
+  // = x 2 x 0.2102 x 1.518 = x 0.638.
+  const double inside = roofline.seconds(o.moe_experts) * factor(512, o.moe_experts.batch);
+  CHECK(model.seconds(o.moe_experts) == doctest::Approx(inside));
+  CHECK(factor(512, o.moe_experts.batch) == doctest::Approx(0.638).epsilon(0.002));
+  // 2048 pairs lie beyond the m knot 1023, which does not extrapolate: the plain roofline.
+  Operator beyond = o.moe_experts;
+  beyond.m = 2048;
+  CHECK(model.seconds(beyond) == doctest::Approx(roofline.seconds(beyond)));
+  // Another weight format (fp8: 1 byte) finds no grid: the plain roofline.
+  Operator fp8 = o.moe_experts;
+  fp8.kv_bytes = 1;
+  CHECK(model.seconds(fp8) == doctest::Approx(roofline.seconds(fp8)));
+  CHECK(model.hits() == 1);
+  CHECK(model.fallbacks() == 2);
 }

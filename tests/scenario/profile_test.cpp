@@ -240,3 +240,45 @@ TEST_CASE("Profile: all_reduce_lines set the chip's in-domain all-reduce lines; 
   CHECK(errors.find("all_reduce_lines[1]") != std::string::npos);
   CHECK(errors.find("eficiency") != std::string::npos);
 }
+
+TEST_CASE("Profile: a MoE table of roofline factors loads as a factor grid; one with both value lists is refused") {
+  std::string text = kProfile;
+  // The entry starts at line 22 (kProfile's `errors:` line); its table map opens at line 26,
+  // column 9 (after "      - "), and its roofline_factor list holds its second value at line
+  // 29, column 32 (8 spaces, "roofline_factor: [" and "0.8, " before it).
+  const std::string moe = R"(  - op: moe
+    format: fp8_block
+    cost_model: table
+    tables:
+      - name: latency
+        axes:
+          - {field: m, knots: [1, 16]}
+        roofline_factor: [0.8, 1.25]
+)";
+  text.insert(text.find("errors:"), moe);
+  const TempProfile p("servesim_profile_moe_factor.yaml", text);
+  const Scenario s = load(scenario_with_chip("{preset: h100-sxm, profile: " + p.path + "}"));
+  const auto* table = std::get_if<servesim::models::TableConfig>(&s.config.pools.at(0).cost_model);
+  REQUIRE(table != nullptr);
+  REQUIRE(table->tables.log_grids.size() == 2);
+  CHECK_FALSE(table->tables.log_grids[0].roofline_factor);  // the GEMM table of seconds
+  const auto& g = table->tables.log_grids[1];
+  CHECK(g.kind == servesim::models::OpKind::kMoeExperts);
+  CHECK(g.roofline_factor);
+  REQUIRE(g.log_seconds.size() == 2);
+  CHECK(g.log_seconds[0] == doctest::Approx(std::log(0.8)));
+
+  std::string both = text;
+  both.insert(both.find("        roofline_factor:"), "        seconds: [1e-05, 2e-05]\n");
+  const TempProfile q("servesim_profile_moe_both.yaml", both);
+  const std::string e1 = errors_of(scenario_with_chip("{preset: h100-sxm, profile: " + q.path + "}"));
+  CHECK(e1.find(q.path + ":26:9:") != std::string::npos);
+  CHECK(e1.find("a table needs axes[] and one of seconds[] or roofline_factor[]") != std::string::npos);
+
+  std::string zero = text;
+  zero.replace(zero.find("[0.8, 1.25]"), 11, "[0.8, 0]");
+  const TempProfile r("servesim_profile_moe_zero.yaml", zero);
+  const std::string e2 = errors_of(scenario_with_chip("{preset: h100-sxm, profile: " + r.path + "}"));
+  CHECK(e2.find(r.path + ":29:32:") != std::string::npos);
+  CHECK(e2.find("expected a positive factor, got") != std::string::npos);
+}
