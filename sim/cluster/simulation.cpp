@@ -720,6 +720,13 @@ int Simulation::rank_flows_symmetric() const {
     word |= bit;
     sum[slot] += capacity;
   };
+  // Every resource's capacity and class, read once (the loop below asks millions of times).
+  std::vector<double> capacity_of(fabric.resource_count());
+  std::vector<topologies::LinkClass> class_of(fabric.resource_count());
+  for (std::uint32_t res = 0; res < capacity_of.size(); ++res) {
+    capacity_of[res] = fabric.resource_capacity(res);
+    class_of[res] = fabric.resource_class(res);
+  }
   topologies::Route first_rank, route;
   for (const Exchange& x : exchanges) {
     const auto pa = static_cast<std::size_t>(x.from), pb = static_cast<std::size_t>(x.to);
@@ -749,14 +756,13 @@ int Simulation::rank_flows_symmetric() const {
                 if (r.hops != first_rank.hops) return 0;
                 for (std::uint8_t hop = 0; hop < r.hops; ++hop) {
                   const std::uint32_t u = r.links[hop].value, v = first_rank.links[hop].value;
-                  if (u != v && (fabric.resource_capacity(u) != fabric.resource_capacity(v) ||
-                                 fabric.resource_class(u) != fabric.resource_class(v))) {
+                  if (u != v && (capacity_of[u] != capacity_of[v] || class_of[u] != class_of[v])) {
                     return 0;
                   }
                 }
               }
-              const double src_capacity = fabric.resource_capacity(head.value);
-              const double dst_capacity = fabric.resource_capacity(tail.value);
+              const double src_capacity = capacity_of[head.value];
+              const double dst_capacity = capacity_of[tail.value];
               const std::uint32_t src_number = first_chip[pa][static_cast<std::size_t>(i)] + static_cast<std::uint32_t>(ia);
               const std::uint32_t dst_number = first_chip[pb][static_cast<std::size_t>(j)] + static_cast<std::uint32_t>(ib);
               for (std::uint8_t hop = 1; hop + 1 < r.hops; ++hop) {
@@ -782,7 +788,7 @@ int Simulation::rank_flows_symmetric() const {
     }
   }
   for (std::size_t slot = 0; slot < slot_resource.size(); ++slot) {
-    if (std::min(src_sum[slot], dst_sum[slot]) > fabric.resource_capacity(slot_resource[slot])) return 0;
+    if (std::min(src_sum[slot], dst_sum[slot]) > capacity_of[slot_resource[slot]]) return 0;
   }
   return k;
 }
@@ -1164,10 +1170,9 @@ void Simulation::settle_run(std::uint32_t index, SimTime t) {
   ComponentTimes sum = batch.components;
   const std::uint32_t first = run.applied;
   apply_run_step(lane, run);
-  while (run.applied + 1 < run.size && run.ends[run.applied] <= t) {
-    pool.cost->add_step_components(run.steps, run.parts[run.applied], sum);
-    apply_run_step(lane, run);
-  }
+  while (run.applied + 1 < run.size && run.ends[run.applied] <= t) apply_run_step(lane, run);
+  // Steps first + 1 .. applied - 1 join the sum (step `applied` is the one in flight now).
+  pool.cost->add_steps_components(run.steps, run.parts.data() + first + 1, run.applied - first - 1, sum);
   const std::int64_t steps = run.applied - first;
   recorder_.iterations(pool.metrics_id, sum.data(), steps);
   recorder_.decode_iterations(pool.metrics_id, sum.data(), batch.decodes, steps);
