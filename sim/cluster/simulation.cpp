@@ -1169,8 +1169,19 @@ void Simulation::settle_run(std::uint32_t index, SimTime t) {
   // to the recorder as one sum: integer sums, the same totals as one call per step.
   ComponentTimes sum = batch.components;
   const std::uint32_t first = run.applied;
-  apply_run_step(lane, run);
-  while (run.applied + 1 < run.size && run.ends[run.applied] <= t) apply_run_step(lane, run);
+  apply_run_step(lane, run);  // the batch's step: it may carry fresh requests and joins
+  // The steps after it join and free nobody: their gaps (one per request each, in step order, as
+  // decode_gaps reports them), then their effects on the lane in one call.
+  std::uint32_t last = run.applied;
+  while (last + 1 < run.size && run.ends[last] <= t) ++last;
+  if (last > run.applied) {
+    const std::uint32_t decodes = batch.decodes;
+    for (std::uint32_t k = run.applied; k < last; ++k) {
+      recorder_.inter_token_gap(run.ends[k] - run.ends[k - 1], decodes);
+    }
+    lane.quiet_decode_steps(last - run.applied, decodes, run.ends[last - 1]);
+    run.applied = last;
+  }
   // Steps first + 1 .. applied - 1 join the sum (step `applied` is the one in flight now).
   pool.cost->add_steps_components(run.steps, run.parts.data() + first + 1, run.applied - first - 1, sum);
   const std::int64_t steps = run.applied - first;
