@@ -16,8 +16,9 @@ namespace {
 
 // Simulation::rank_flows_symmetric's inputs, in full (equal keys: equal inputs, no hashing): the
 // fabric as FabricBuilder::build makes it from its chips' places, its vertices' roles and its
-// links, with which links are up and its routing (the only state set after the build), then the
-// exchanging pools' plans, instance counts and chips (`more`).
+// links, with which links are up, its bundles' capacities and its routing (the state set after
+// the build: set_link_up, set_routing), then the exchanging pools' plans, instance counts and
+// chips (`more`).
 struct SymmetryKey {
   std::vector<std::uint64_t> words;
   bool operator==(const SymmetryKey&) const = default;
@@ -55,6 +56,12 @@ SymmetryKey symmetry_key(const topologies::Fabric& fabric, More&& more) {
     w.push_back(std::uint64_t{static_cast<std::uint8_t>(link.plane)} << 16 |
                 std::uint64_t{static_cast<std::uint8_t>(link.link_class)} << 8 |
                 (fabric.link_up(id) ? 1u : 0u));
+  }
+  // Bundle capacities: the build's sums, moved by set_link_up (whose floating-point history a
+  // link state alone would not show).
+  w.push_back(fabric.resource_count());
+  for (auto r = static_cast<std::uint32_t>(fabric.link_count()); r < fabric.resource_count(); ++r) {
+    w.push_back(std::bit_cast<std::uint64_t>(fabric.resource_capacity(r)));
   }
   w.push_back(~std::uint64_t{0});  // the fabric ends here
   more(w);
