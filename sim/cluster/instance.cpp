@@ -440,6 +440,20 @@ void Lane::finish_decode_step(std::vector<std::uint32_t>& finished) {
   SERVESIM_CHECK(next_finish_step_ > executed);
 }
 
+void Lane::quiet_decode_steps(std::uint32_t steps, std::uint32_t decodes, SimTime last_end) {
+  SERVESIM_CHECK(verify_width_ == 1 && joined_.empty() && fresh_.empty() && step_accepted_ == 0);
+  std::vector<std::uint32_t> finished;  // stays empty (no allocation)
+  std::vector<Preemption> preempted;
+  for (std::uint32_t k = 0; k < steps; ++k) {
+    finish_decode_step(finished);
+    SERVESIM_CHECK_MSG(finished.empty(), "a decode run's step before its last finished a request");
+    unbook(step_blocks_ahead(0));  // the next step takes the blocks booked for it
+    const std::uint32_t d = prepare_decode_step(preempted);
+    SERVESIM_CHECK_MSG(preempted.empty() && d == decodes, "a decode run's step changed its batch");
+  }
+  last_decode_end_ = last_end;  // decode_gaps' record of the last step (it joined nobody)
+}
+
 bool Lane::finish_chunk(const Chunk& c) {
   RequestState& s = req(c.request);
   s.prefilled += c.tokens;

@@ -196,6 +196,12 @@ class Lane {
   // After the batch's decode step ran: advances the step and returns the requests that produced
   // their last token in it (in step, then id order), removed from the lane.
   void finish_decode_step(std::vector<std::uint32_t>& finished);
+  // `steps` decode steps of `decodes` requests with nobody joining, leaving, preempted or drafting
+  // (a decode run's steps after the first that a settle applies, Simulation::settle_run), the last
+  // ending at `last_end`: the state that as many rounds of decode_gaps (whose gaps the caller
+  // records), finish_decode_step, unbook(step_blocks_ahead(0)) and prepare_decode_step leave.
+  // CHECKs that no request finishes or is preempted and that each step keeps `decodes`.
+  void quiet_decode_steps(std::uint32_t steps, std::uint32_t decodes, SimTime last_end);
   // A prompt chunk ran; returns true when the request's prefill is complete.
   bool finish_chunk(const Chunk& c);
   // A request whose prefill completed and that has tokens left to generate joins the decode set;

@@ -154,6 +154,10 @@ class IterationCostModel {
   // Adds a step's components to `sum` (a decode run's applied steps, recorded together).
   void add_step_components(const DecodeSteps& steps, const DecodeStepParts& parts,
                            ComponentTimes& sum) const;
+  // add_step_components() of parts[0 .. n), the same sums: the terms the steps share are added
+  // once, times n (integer sums, exact), unless two-batch overlap hid all-to-all in some step.
+  void add_steps_components(const DecodeSteps& steps, const DecodeStepParts* parts, std::size_t n,
+                            ComponentTimes& sum) const;
 
   int stages() const { return plan_.pp; }
   void set_two_batch_overlap(bool on) { tbo_ = on; }

@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <limits>
+#include <mutex>
+#include <optional>
 #include <span>
 
 #include "models/operators.h"
@@ -10,6 +13,100 @@
 
 namespace servesim::cluster {
 namespace {
+
+// Simulation::rank_flows_symmetric's inputs, in full (equal keys: equal inputs, no hashing): the
+// fabric as FabricBuilder::build makes it from its chips' places, its vertices' roles and its
+// links, with which links are up, its bundles' capacities and its routing (the state set after
+// the build: set_link_up, set_routing), then the exchanging pools' plans, instance counts and
+// chips (`more`).
+struct SymmetryKey {
+  std::vector<std::uint64_t> words;
+  bool operator==(const SymmetryKey&) const = default;
+};
+
+template <class More>
+SymmetryKey symmetry_key(const topologies::Fabric& fabric, More&& more) {
+  SymmetryKey key;
+  std::vector<std::uint64_t>& w = key.words;
+  w.reserve(8 + 3 * fabric.chips() + fabric.vertices() / 8 + 4 * fabric.link_count());
+  w.push_back(static_cast<std::uint64_t>(fabric.routing()));
+  w.push_back(fabric.chips());
+  w.push_back(fabric.vertices());
+  w.push_back(fabric.link_count());
+  for (std::uint32_t c = 0; c < fabric.chips(); ++c) {
+    const topologies::ChipPlace& p = fabric.place(topologies::ChipId(c));
+    w.push_back(std::uint64_t{p.node} << 32 | p.rack);
+    w.push_back(std::uint64_t{p.domain} << 32 | p.failure_domain);
+    w.push_back(p.rail);
+  }
+  std::uint64_t roles = 0;  // eight roles a word
+  for (std::uint32_t v = 0; v < fabric.vertices(); ++v) {
+    roles |= std::uint64_t{static_cast<std::uint8_t>(fabric.role(topologies::VertexId(v)))} << (8 * (v % 8));
+    if (v % 8 == 7 || v + 1 == fabric.vertices()) {
+      w.push_back(roles);
+      roles = 0;
+    }
+  }
+  for (std::uint32_t l = 0; l < fabric.link_count(); ++l) {
+    const topologies::LinkId id(l);
+    const topologies::Link& link = fabric.link(id);
+    w.push_back(std::uint64_t{link.from.value} << 32 | link.to.value);
+    w.push_back(std::bit_cast<std::uint64_t>(link.bandwidth_bytes_per_s));
+    w.push_back(static_cast<std::uint64_t>(link.latency.ps()));
+    w.push_back(std::uint64_t{static_cast<std::uint8_t>(link.plane)} << 16 |
+                std::uint64_t{static_cast<std::uint8_t>(link.link_class)} << 8 |
+                (fabric.link_up(id) ? 1u : 0u));
+  }
+  // Bundle capacities: the build's sums, moved by set_link_up (whose floating-point history a
+  // link state alone would not show).
+  w.push_back(fabric.resource_count());
+  for (auto r = static_cast<std::uint32_t>(fabric.link_count()); r < fabric.resource_count(); ++r) {
+    w.push_back(std::bit_cast<std::uint64_t>(fabric.resource_capacity(r)));
+  }
+  w.push_back(~std::uint64_t{0});  // the fabric ends here
+  more(w);
+  return key;
+}
+
+// The answers of the check for the last few inputs, for the whole process (serve's worker threads
+// share it): at most kEntries of them and kMaxWords key words in all (the least recently used go
+// first; a key larger than that is not kept).
+class SymmetryCache {
+ public:
+  static SymmetryCache& instance() {
+    static SymmetryCache cache;
+    return cache;
+  }
+  std::optional<int> find(const SymmetryKey& key) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    for (std::size_t i = 0; i < entries_.size(); ++i) {
+      if (entries_[i].first == key) {
+        const int value = entries_[i].second;
+        std::rotate(entries_.begin() + static_cast<std::ptrdiff_t>(i),
+                    entries_.begin() + static_cast<std::ptrdiff_t>(i) + 1, entries_.end());
+        return value;  // now the most recently used (last)
+      }
+    }
+    return std::nullopt;
+  }
+  void add(const SymmetryKey& key, int value) {
+    if (key.words.size() > kMaxWords) return;
+    const std::lock_guard<std::mutex> lock(mutex_);
+    words_ += key.words.size();
+    entries_.emplace_back(key, value);
+    while (entries_.size() > kEntries || words_ > kMaxWords) {
+      words_ -= entries_.front().first.words.size();
+      entries_.erase(entries_.begin());
+    }
+  }
+
+ private:
+  static constexpr std::size_t kEntries = 8;
+  static constexpr std::size_t kMaxWords = std::size_t{1} << 23;  // 64 MiB
+  std::mutex mutex_;
+  std::vector<std::pair<SymmetryKey, int>> entries_;  // least recently used first
+  std::size_t words_ = 0;
+};
 
 // One step of the fingerprint: a 64-bit multiply-xorshift mix (from splitmix64's finaliser).
 std::uint64_t fingerprint_step(std::uint64_t h, std::uint64_t v) {
@@ -661,7 +758,8 @@ void Simulation::start_flows(std::uint32_t r, std::uint32_t src, std::uint32_t d
 // transfer's k flows are equal at every instant (the allocation is unique) and they end together.
 // Faults break the symmetry (a chip or link of one rank fails) and ECMP gives each rank pair its own
 // hashed path, so neither qualifies. Routes are enumerated once, when the simulation is built;
-// beyond kMaxSymmetryRoutes the check gives up and every rank pair flows.
+// beyond kMaxSymmetryRoutes the check gives up and every rank pair flows. The process keeps the
+// answers for its last few inputs (SymmetryCache; serve asks again for every hypothesis).
 int Simulation::rank_flows_symmetric() const {
   constexpr std::size_t kMaxSymmetryRoutes = std::size_t{1} << 20;
   if (!net_ || config_.flow_per_rank_pair || !faults_.empty() ||
@@ -688,103 +786,132 @@ int Simulation::rank_flows_symmetric() const {
   }
   if (k < 2 || routes > kMaxSymmetryRoutes) return 0;
 
-  const topologies::Fabric& fabric = *fabric_;
-  // The exchanging pools' chips, numbered 0.. in pool, instance, chip order (to mark which chips'
-  // routes cross a resource), and each instance's chips.
-  std::vector<std::vector<std::span<const topologies::ChipId>>> chips(pools_.size());
-  std::vector<std::vector<std::uint32_t>> first_chip(pools_.size());
-  std::uint32_t numbered = 0;
-  for (const Exchange& x : exchanges) {
-    for (const int p : {x.from, x.to}) {
-      const auto pool = static_cast<std::size_t>(p);
-      if (!chips[pool].empty()) continue;
-      for (int i = 0; i < pools_[pool].config->instances; ++i) {
-        chips[pool].push_back(placement_->chips(p, i));
-        first_chip[pool].push_back(numbered);
-        numbered += static_cast<std::uint32_t>(chips[pool].back().size());
+  // The answer is a function of what the check reads (SymmetryKey): a serve session builds a
+  // simulation per hypothesis, mostly on the same cluster and placement, and asks once.
+  const SymmetryKey key = symmetry_key(*fabric_, [&](std::vector<std::uint64_t>& w) {
+    for (const Exchange& x : exchanges) {
+      for (const int p : {x.from, x.to}) {
+        const PoolConfig& pc = *pools_[static_cast<std::size_t>(p)].config;
+        w.push_back(static_cast<std::uint64_t>(p));
+        w.push_back(static_cast<std::uint64_t>(pc.plan.tp) << 32 | static_cast<std::uint32_t>(pc.plan.dp));
+        w.push_back(static_cast<std::uint64_t>(pc.instances));
+        for (int i = 0; i < pc.instances; ++i) {
+          const auto chips = placement_->chips(p, i);
+          w.push_back(chips.size());
+          for (const topologies::ChipId c : chips) w.push_back(c.value);
+        }
       }
     }
-  }
-  // Per resource met inside a route: the summed first-hop capacity of the distinct source chips
-  // whose routes cross it, the same of the destination chips' last hops, and which chips counted.
-  const std::size_t words = (numbered + 63) / 64;
-  std::vector<std::uint32_t> slot_of(fabric.resource_count(), ~std::uint32_t{0});
-  std::vector<std::uint32_t> slot_resource;
-  std::vector<double> src_sum, dst_sum;
-  std::vector<std::uint64_t> src_seen, dst_seen;
-  const auto count = [&](std::vector<std::uint64_t>& seen, std::vector<double>& sum, std::uint32_t slot,
-                         std::uint32_t chip, double capacity) {
-    std::uint64_t& word = seen[slot * words + chip / 64];
-    const std::uint64_t bit = std::uint64_t{1} << (chip % 64);
-    if ((word & bit) != 0) return;
-    word |= bit;
-    sum[slot] += capacity;
-  };
-  topologies::Route first_rank, route;
-  for (const Exchange& x : exchanges) {
-    const auto pa = static_cast<std::size_t>(x.from), pb = static_cast<std::size_t>(x.to);
-    const PoolConfig& a = *pools_[pa].config;
-    const PoolConfig& b = *pools_[pb].config;
-    for (int i = 0; i < a.instances; ++i) {
-      const auto chips_a = chips[pa][static_cast<std::size_t>(i)];
-      for (int g = 0; g < a.plan.dp; ++g) {
-        for (int j = 0; j < b.instances; ++j) {
-          const auto chips_b = chips[pb][static_cast<std::size_t>(j)];
-          for (int h = 0; h < b.plan.dp; ++h) {
-            for (int t = 0; t < k; ++t) {
-              // The chips start_flows pairs: rank t of the request's group at each end.
-              const std::size_t ia = (static_cast<std::size_t>(g) * static_cast<std::size_t>(a.plan.tp) +
-                                      static_cast<std::size_t>(t)) % chips_a.size();
-              const std::size_t ib = (static_cast<std::size_t>(h) * static_cast<std::size_t>(b.plan.tp) +
-                                      static_cast<std::size_t>(t)) % chips_b.size();
-              const topologies::ChipId src = chips_a[ia], dst = chips_b[ib];
-              topologies::Route& r = t == 0 ? first_rank : route;
-              if (!fabric.flow_route(src, dst, 0, r) || r.hops < 2) return 0;
-              const topologies::LinkId head = r.links[0], tail = r.links[r.hops - 1u];
-              if (fabric.is_bundle(head.value) || fabric.is_bundle(tail.value) ||
-                  fabric.link(head).from.value != src.value || fabric.link(tail).to.value != dst.value) {
-                return 0;
-              }
-              if (t > 0) {
-                if (r.hops != first_rank.hops) return 0;
-                for (std::uint8_t hop = 0; hop < r.hops; ++hop) {
-                  const std::uint32_t u = r.links[hop].value, v = first_rank.links[hop].value;
-                  if (u != v && (fabric.resource_capacity(u) != fabric.resource_capacity(v) ||
-                                 fabric.resource_class(u) != fabric.resource_class(v))) {
-                    return 0;
+  });
+  if (const std::optional<int> known = SymmetryCache::instance().find(key)) return *known;
+  const auto check = [&]() -> int {
+    const topologies::Fabric& fabric = *fabric_;
+    // The exchanging pools' chips, numbered 0.. in pool, instance, chip order (to mark which chips'
+    // routes cross a resource), and each instance's chips.
+    std::vector<std::vector<std::span<const topologies::ChipId>>> chips(pools_.size());
+    std::vector<std::vector<std::uint32_t>> first_chip(pools_.size());
+    std::uint32_t numbered = 0;
+    for (const Exchange& x : exchanges) {
+      for (const int p : {x.from, x.to}) {
+        const auto pool = static_cast<std::size_t>(p);
+        if (!chips[pool].empty()) continue;
+        for (int i = 0; i < pools_[pool].config->instances; ++i) {
+          chips[pool].push_back(placement_->chips(p, i));
+          first_chip[pool].push_back(numbered);
+          numbered += static_cast<std::uint32_t>(chips[pool].back().size());
+        }
+      }
+    }
+    // Per resource met inside a route: the summed first-hop capacity of the distinct source chips
+    // whose routes cross it, the same of the destination chips' last hops, and which chips counted.
+    const std::size_t words = (numbered + 63) / 64;
+    std::vector<std::uint32_t> slot_of(fabric.resource_count(), ~std::uint32_t{0});
+    std::vector<std::uint32_t> slot_resource;
+    std::vector<double> src_sum, dst_sum;
+    std::vector<std::uint64_t> src_seen, dst_seen;
+    const auto count = [&](std::vector<std::uint64_t>& seen, std::vector<double>& sum, std::uint32_t slot,
+                           std::uint32_t chip, double capacity) {
+      std::uint64_t& word = seen[slot * words + chip / 64];
+      const std::uint64_t bit = std::uint64_t{1} << (chip % 64);
+      if ((word & bit) != 0) return;
+      word |= bit;
+      sum[slot] += capacity;
+    };
+    // Every resource's capacity and class, read once (the loop below asks millions of times).
+    std::vector<double> capacity_of(fabric.resource_count());
+    std::vector<topologies::LinkClass> class_of(fabric.resource_count());
+    for (std::uint32_t res = 0; res < capacity_of.size(); ++res) {
+      capacity_of[res] = fabric.resource_capacity(res);
+      class_of[res] = fabric.resource_class(res);
+    }
+    topologies::Route first_rank, route;
+    for (const Exchange& x : exchanges) {
+      const auto pa = static_cast<std::size_t>(x.from), pb = static_cast<std::size_t>(x.to);
+      const PoolConfig& a = *pools_[pa].config;
+      const PoolConfig& b = *pools_[pb].config;
+      for (int i = 0; i < a.instances; ++i) {
+        const auto chips_a = chips[pa][static_cast<std::size_t>(i)];
+        for (int g = 0; g < a.plan.dp; ++g) {
+          for (int j = 0; j < b.instances; ++j) {
+            const auto chips_b = chips[pb][static_cast<std::size_t>(j)];
+            for (int h = 0; h < b.plan.dp; ++h) {
+              for (int t = 0; t < k; ++t) {
+                // The chips start_flows pairs: rank t of the request's group at each end.
+                const std::size_t ia = (static_cast<std::size_t>(g) * static_cast<std::size_t>(a.plan.tp) +
+                                        static_cast<std::size_t>(t)) % chips_a.size();
+                const std::size_t ib = (static_cast<std::size_t>(h) * static_cast<std::size_t>(b.plan.tp) +
+                                        static_cast<std::size_t>(t)) % chips_b.size();
+                const topologies::ChipId src = chips_a[ia], dst = chips_b[ib];
+                topologies::Route& r = t == 0 ? first_rank : route;
+                if (!fabric.flow_route(src, dst, 0, r) || r.hops < 2) return 0;
+                const topologies::LinkId head = r.links[0], tail = r.links[r.hops - 1u];
+                if (fabric.is_bundle(head.value) || fabric.is_bundle(tail.value) ||
+                    fabric.link(head).from.value != src.value || fabric.link(tail).to.value != dst.value) {
+                  return 0;
+                }
+                if (t > 0) {
+                  if (r.hops != first_rank.hops) return 0;
+                  for (std::uint8_t hop = 0; hop < r.hops; ++hop) {
+                    const std::uint32_t u = r.links[hop].value, v = first_rank.links[hop].value;
+                    if (u != v && (capacity_of[u] != capacity_of[v] || class_of[u] != class_of[v])) {
+                      return 0;
+                    }
                   }
                 }
-              }
-              const double src_capacity = fabric.resource_capacity(head.value);
-              const double dst_capacity = fabric.resource_capacity(tail.value);
-              const std::uint32_t src_number = first_chip[pa][static_cast<std::size_t>(i)] + static_cast<std::uint32_t>(ia);
-              const std::uint32_t dst_number = first_chip[pb][static_cast<std::size_t>(j)] + static_cast<std::uint32_t>(ib);
-              for (std::uint8_t hop = 1; hop + 1 < r.hops; ++hop) {
-                const std::uint32_t res = r.links[hop].value;
-                // A switch link inside a route is an ECMP path (no bundles here, or a scale-up
-                // mesh): it depends on the flow label, which this check does not enumerate.
-                if (!fabric.is_bundle(res)) return 0;
-                if (slot_of[res] == ~std::uint32_t{0}) {
-                  slot_of[res] = static_cast<std::uint32_t>(slot_resource.size());
-                  slot_resource.push_back(res);
-                  src_sum.push_back(0);
-                  dst_sum.push_back(0);
-                  src_seen.resize(src_seen.size() + words, 0);
-                  dst_seen.resize(dst_seen.size() + words, 0);
+                const double src_capacity = capacity_of[head.value];
+                const double dst_capacity = capacity_of[tail.value];
+                const std::uint32_t src_number = first_chip[pa][static_cast<std::size_t>(i)] + static_cast<std::uint32_t>(ia);
+                const std::uint32_t dst_number = first_chip[pb][static_cast<std::size_t>(j)] + static_cast<std::uint32_t>(ib);
+                for (std::uint8_t hop = 1; hop + 1 < r.hops; ++hop) {
+                  const std::uint32_t res = r.links[hop].value;
+                  // A switch link inside a route is an ECMP path (no bundles here, or a scale-up
+                  // mesh): it depends on the flow label, which this check does not enumerate.
+                  if (!fabric.is_bundle(res)) return 0;
+                  if (slot_of[res] == ~std::uint32_t{0}) {
+                    slot_of[res] = static_cast<std::uint32_t>(slot_resource.size());
+                    slot_resource.push_back(res);
+                    src_sum.push_back(0);
+                    dst_sum.push_back(0);
+                    src_seen.resize(src_seen.size() + words, 0);
+                    dst_seen.resize(dst_seen.size() + words, 0);
+                  }
+                  count(src_seen, src_sum, slot_of[res], src_number, src_capacity);
+                  count(dst_seen, dst_sum, slot_of[res], dst_number, dst_capacity);
                 }
-                count(src_seen, src_sum, slot_of[res], src_number, src_capacity);
-                count(dst_seen, dst_sum, slot_of[res], dst_number, dst_capacity);
               }
             }
           }
         }
       }
     }
-  }
-  for (std::size_t slot = 0; slot < slot_resource.size(); ++slot) {
-    if (std::min(src_sum[slot], dst_sum[slot]) > fabric.resource_capacity(slot_resource[slot])) return 0;
-  }
-  return k;
+    for (std::size_t slot = 0; slot < slot_resource.size(); ++slot) {
+      if (std::min(src_sum[slot], dst_sum[slot]) > capacity_of[slot_resource[slot]]) return 0;
+    }
+    return k;
+  };
+  const int result = check();
+  SymmetryCache::instance().add(key, result);
+  return result;
 }
 
 void Simulation::reschedule_network() {
@@ -1163,11 +1290,21 @@ void Simulation::settle_run(std::uint32_t index, SimTime t) {
   // to the recorder as one sum: integer sums, the same totals as one call per step.
   ComponentTimes sum = batch.components;
   const std::uint32_t first = run.applied;
-  apply_run_step(lane, run);
-  while (run.applied + 1 < run.size && run.ends[run.applied] <= t) {
-    pool.cost->add_step_components(run.steps, run.parts[run.applied], sum);
-    apply_run_step(lane, run);
+  apply_run_step(lane, run);  // the batch's step: it may carry fresh requests and joins
+  // The steps after it join and free nobody: their gaps (one per request each, in step order, as
+  // decode_gaps reports them), then their effects on the lane in one call.
+  std::uint32_t last = run.applied;
+  while (last + 1 < run.size && run.ends[last] <= t) ++last;
+  if (last > run.applied) {
+    const std::uint32_t decodes = batch.decodes;
+    for (std::uint32_t k = run.applied; k < last; ++k) {
+      recorder_.inter_token_gap(run.ends[k] - run.ends[k - 1], decodes);
+    }
+    lane.quiet_decode_steps(last - run.applied, decodes, run.ends[last - 1]);
+    run.applied = last;
   }
+  // Steps first + 1 .. applied - 1 join the sum (step `applied` is the one in flight now).
+  pool.cost->add_steps_components(run.steps, run.parts.data() + first + 1, run.applied - first - 1, sum);
   const std::int64_t steps = run.applied - first;
   recorder_.iterations(pool.metrics_id, sum.data(), steps);
   recorder_.decode_iterations(pool.metrics_id, sum.data(), batch.decodes, steps);

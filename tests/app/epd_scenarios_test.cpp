@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <memory>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -184,6 +185,36 @@ TEST_CASE("EPD transfers: every rank pair keeps its flow where the fabric can bi
   metrics::RunMetrics m;
   cluster::Simulation sim(config, m);
   CHECK(sim.flow_ranks() == 8);
+}
+
+TEST_CASE("EPD transfers: the process's kept symmetry answers follow the fabric, not the placement alone") {
+  // The same pools and chips on three fabrics, alternated (each answer after the first round comes
+  // from the process's cache and must stay its fabric's): the bench's; one with 4:1 oversubscribed
+  // leaves (other links); and the bench's with one member link of a bundle down (the same links,
+  // vertices and counts: only its link state and that bundle's capacity differ). The non-blocking
+  // bench's bundles carry exactly what their source chips' NICs can send, so one member less
+  // makes that bundle able to bind, and the ranks' flows keep their own flows.
+  const auto base = serve_bench({"simulation.horizon=1 s"}).config;
+  const auto over = serve_bench({"simulation.horizon=1 s", "cluster.scale_out.oversubscription=4"}).config;
+  const auto degraded = [&] {
+    auto c = base;
+    auto fabric = std::make_shared<topologies::Fabric>(*base.cluster->fabric);
+    std::uint32_t member = 0;
+    while (fabric->bundle_of(topologies::LinkId(member)) == topologies::Fabric::kNone) ++member;
+    fabric->set_link_up(topologies::LinkId(member), false);
+    c.cluster->fabric = fabric;
+    return c;
+  }();
+  for (int round = 0; round < 3; ++round) {
+    CAPTURE(round);
+    for (const cluster::SimulationConfig* config : {&base, &over, &degraded}) {
+      const std::string name = config == &base ? "base" : config == &over ? "oversubscribed" : "degraded";
+      CAPTURE(name);
+      metrics::RunMetrics m;
+      cluster::Simulation sim(*config, m);
+      CHECK(sim.flow_ranks() == (config == &base ? 8 : 0));
+    }
+  }
 }
 
 TEST_CASE("EPD scenarios: MTP on the DeepSeek-V3 decode pool emits 1 + a tokens per decode step") {

@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 
 #include <string>
+#include <vector>
 
 #include "sim/cluster/iteration_cost.h"
 
@@ -41,6 +42,7 @@ void check_case(const Case& k) {
   for (const std::int64_t n : {1, 2, 7, 64, 256}) {
     const cluster::IterationCostModel::DecodeSteps steps = cm.decode_steps(n);
     // Contexts of a run: every one grows by one per step; the capped sums are at most n x cap.
+    std::vector<cluster::IterationCostModel::DecodeStepParts> run;
     for (const std::int64_t context : {1, 300, 4000, 100000}) {
       models::BatchShape b;
       b.tokens = b.logits = b.decode_seqs = static_cast<double>(n);
@@ -57,6 +59,7 @@ void check_case(const Case& k) {
       const std::int64_t t = cm.decode_step(steps, b, parts);
       cluster::ComponentTimes got{};
       cm.step_components(steps, parts, got);
+      run.push_back(parts);
       INFO(k.model << " tp " << k.plan.tp << " dp " << k.plan.dp << " ep " << k.plan.ep << " cp "
                    << k.plan.cp << " tbo " << k.tbo << " host_overlap " << k.host_overlap << " n "
                    << n << " context " << context);
@@ -66,6 +69,15 @@ void check_case(const Case& k) {
         CHECK(got[i] == expected[i]);
       }
     }
+    // A settle's sum of several steps (add_steps_components) is the steps' add_step_components
+    // one by one, component by component (on top of a nonzero start, as settle_run's sum).
+    cluster::ComponentTimes one_by_one{}, at_once{};
+    one_by_one.fill(7);
+    at_once.fill(7);
+    for (const auto& p : run) cm.add_step_components(steps, p, one_by_one);
+    cm.add_steps_components(steps, run.data(), run.size(), at_once);
+    INFO(k.model << " tbo " << k.tbo << " n " << n << ": " << run.size() << " steps at once");
+    for (std::size_t i = 0; i < one_by_one.size(); ++i) CHECK(at_once[i] == one_by_one[i]);
   }
 }
 
