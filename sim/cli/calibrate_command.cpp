@@ -426,7 +426,8 @@ Calibration transfer_profile(const std::string& from, const models::ChipSpec& ch
   const bool fit_comm = !comm_dir.empty();
   p.errors.cost_model = "compute: roofline efficiencies transferred from " + source.chip + " (not measured on " +
                         chip.name + "); collectives: " +
-                        (fit_comm ? "alpha-beta fitted to " + chip.name + "'s tables" : "transferred too");
+                        (fit_comm ? "fitted to " + chip.name + "'s tables (the all-reduce lines and the collective line)"
+                                  : "transferred too");
   p.errors.held_out = fit_comm ? "collectives by group size; compute not measured" : "nothing: nothing was measured";
   const auto source_chip = models::chip_preset(source.chip);
   const bool scale = scale_overheads && source_chip.has_value();
