@@ -11,10 +11,12 @@ namespace {
 
 bool gets_table(MeasuredOp op) {
   return op == MeasuredOp::attention_prefill || op == MeasuredOp::attention_decode ||
-         op == MeasuredOp::mla_prefill || op == MeasuredOp::mla_decode;
+         op == MeasuredOp::mla_prefill || op == MeasuredOp::mla_decode || op == MeasuredOp::encoder_attention;
 }
 
-bool is_prefill(MeasuredOp op) { return op == MeasuredOp::attention_prefill || op == MeasuredOp::mla_prefill; }
+bool is_prefill(MeasuredOp op) {
+  return op == MeasuredOp::attention_prefill || op == MeasuredOp::mla_prefill || op == MeasuredOp::encoder_attention;
+}
 
 // Powers of two from below the smallest to above the largest value of `dim` (one knot when all
 // rows share a value).
@@ -51,7 +53,10 @@ std::vector<GridAxis> axes_for(MeasuredOp op, std::span<const Measurement> train
 
 std::vector<Dim> attention_table_axes(MeasuredOp op) {
   const Dim length = is_prefill(op) ? Dim::tokens : Dim::kv_len;
-  if (op == MeasuredOp::mla_prefill || op == MeasuredOp::mla_decode) return {Dim::batch, length, Dim::heads};
+  // MLA has no KV-heads axis; neither has encoder attention (MHA: as many KV heads as heads).
+  if (op == MeasuredOp::mla_prefill || op == MeasuredOp::mla_decode || op == MeasuredOp::encoder_attention) {
+    return {Dim::batch, length, Dim::heads};
+  }
   return {Dim::batch, length, Dim::heads, Dim::kv_heads};
 }
 
@@ -59,7 +64,9 @@ std::optional<Measurement> attention_table_view(const Measurement& m, const mode
   if (!gets_table(m.op) || m.shape.get(Dim::prefix, 0) != 0) return std::nullopt;
   std::string why;
   const auto so = simulator_operator(m, "", chip, why);
-  if (!so || so->op.batch <= 0 || so->op.kv_bytes <= 0) return std::nullopt;
+  // Causal kernels write a KV cache (kv_bytes > 0); the encoder's keeps none (kv_bytes 0).
+  const bool encoder = m.op == MeasuredOp::encoder_attention;
+  if (!so || so->op.batch <= 0 || (so->op.kv_bytes > 0) == encoder) return std::nullopt;
   const models::Operator& op = so->op;
   Measurement v = m;
   v.shape = Shape();
@@ -71,7 +78,7 @@ std::optional<Measurement> attention_table_view(const Measurement& m, const mode
     v.shape.set(Dim::kv_len, count(op.context / op.batch));
   }
   v.shape.set(Dim::heads, count(op.n));
-  if (!op.latent) v.shape.set(Dim::kv_heads, count(op.kv_heads));
+  if (!op.latent && !encoder) v.shape.set(Dim::kv_heads, count(op.kv_heads));
   v.shape.set(Dim::head_dim, count(op.k));
   v.shape.set(Dim::window, count(op.window));
   return v;

@@ -5,6 +5,9 @@
 // looks up:
 //   prefill  axes batch, tokens (new tokens per sequence), heads, kv_heads (GQA only)
 //   decode   axes batch, kv_len (keys read per sequence), heads, kv_heads (GQA only)
+//   encoder  axes batch (images, or windows), tokens (patches per sequence), heads: the vision
+//            encoder's bidirectional attention (models::vision_encoder_ops), which keeps no KV
+//            cache; the simulator tells it from a causal prefill by its kv_bytes 0
 // One table per (kind, format, KV format, head dim, window); MLA tables are per (kind, KV format).
 // A row enters through its simulator operator (simulator_operator). The measured windowed
 // kernels run the window, not the full mask: TensorRT-LLM's windowed generation kernel takes the
@@ -19,7 +22,7 @@
 // its ends. Cross-validation holds out whole shapes (heads, kv_heads, head dim, window; MLA:
 // heads): each held-out shape is predicted by a table fitted without any of its rows.
 // Ignored: prefixes (AIConfigurator measured prefix 0; the simulator applies prefill tables only
-// to chunks without cached keys, the roofline otherwise), DSA's sparse kernels, encoder attention.
+// to chunks without cached keys, the roofline otherwise), DSA's sparse kernels.
 #pragma once
 
 #include <compare>

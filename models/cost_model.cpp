@@ -164,6 +164,7 @@ std::string_view log_grid_field_name(MeasuredLogGrid::Field f) {
     case MeasuredLogGrid::Field::kHeadDim: return "head_dim";
     case MeasuredLogGrid::Field::kWindow: return "window";
     case MeasuredLogGrid::Field::kPrefix: return "prefix";
+    case MeasuredLogGrid::Field::kKvBytes: return "kv_bytes";
   }
   return "?";
 }
@@ -184,6 +185,7 @@ double log_grid_field_value(MeasuredLogGrid::Field f, const Operator& op) {
     case F::kHeadDim: return op.k;
     case F::kWindow: return op.window;
     case F::kPrefix: return std::max(0.0, op.context - op.m) * per_seq;
+    case F::kKvBytes: return op.kv_bytes;
   }
   return 0;
 }
@@ -191,7 +193,7 @@ double log_grid_field_value(MeasuredLogGrid::Field f, const Operator& op) {
 std::optional<MeasuredLogGrid::Field> parse_log_grid_field(std::string_view name) {
   using F = MeasuredLogGrid::Field;
   for (auto f : {F::kM, F::kN, F::kK, F::kBatch, F::kContext, F::kTokens, F::kKvLen, F::kHeads, F::kKvHeads,
-                 F::kHeadDim, F::kWindow, F::kPrefix}) {
+                 F::kHeadDim, F::kWindow, F::kPrefix, F::kKvBytes}) {
     if (log_grid_field_name(f) == name) return f;
   }
   return std::nullopt;
@@ -261,7 +263,9 @@ bool TableCostModel::log_grid_lookup(const Operator& op, double& out) const {
     if (!is_gemm(g.kind) && g.kind != OpKind::kMoeExperts && g.latent != op.latent) continue;
     bool applies = true;
     for (const auto& [field, value] : g.match) {
-      applies = applies && std::fabs(log_grid_field_value(field, op) - value) <= 0.5;
+      // Shape fields are whole numbers (within rounding); bytes per KV element match exactly.
+      const double tolerance = field == MeasuredLogGrid::Field::kKvBytes ? 0.0 : 0.5;
+      applies = applies && std::fabs(log_grid_field_value(field, op) - value) <= tolerance;
     }
     if (!applies) continue;
     std::array<double, MeasuredLogGrid::kMaxAxes> point{};

@@ -120,7 +120,8 @@ struct MeasuredGrid {
 struct MeasuredLogGrid {
   enum class Field : std::uint8_t {
     kM, kN, kK, kBatch, kContext,  // kContext: mean per sequence
-    kTokens, kKvLen, kHeads, kKvHeads, kHeadDim, kWindow, kPrefix
+    kTokens, kKvLen, kHeads, kKvHeads, kHeadDim, kWindow, kPrefix,
+    kKvBytes  // bytes per KV element; 0 for attention that keeps no KV cache (an encoder's)
   };
   struct Axis {
     Field field = Field::kM;

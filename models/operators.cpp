@@ -685,13 +685,14 @@ StageOperators stage_operators(const ModelSpec& m, const ParallelPlan& p, const 
 void vision_encoder_ops(const VisionSpec& v, const std::vector<std::int64_t>& image_patches,
                         int tp, std::vector<Operator>& out) {
   // Qwen2.5-VL vision tower (models/vision.h), bf16, heads and MLP columns split over tp.
-  double patches = 0, global_pairs = 0, window_pairs = 0;
+  double patches = 0, global_pairs = 0, window_pairs = 0, windows = 0;
   const double per_window = v.window > 0 ? std::pow(static_cast<double>(v.window) / v.patch, 2) : 0;
   for (const std::int64_t n : image_patches) {
     const double p = static_cast<double>(n);
     patches += p;
     global_pairs += p * p;  // every patch attends to every patch of its image
     window_pairs += per_window > 0 ? p * std::min(p, per_window) : p * p;
+    windows += per_window > 0 ? std::ceil(p / per_window) : 1;
   }
   const double h = v.hidden, f = static_cast<double>(v.intermediate) / tp;
   const double hs = h / tp;  // this chip's share of the heads' width
@@ -710,9 +711,16 @@ void vision_encoder_ops(const VisionSpec& v, const std::vector<std::int64_t>& im
     at.flops = 4.0 * hs * pairs;  // 4 head_dim FLOPs per pair and head
     at.bytes = kAct * 4.0 * patches * hs;  // q, k, v in, o out
     at.kernels = 1;
+    // Table fields (models::TableCostModel): the kernel is a variable-length attention whose
+    // sequences are the images (global blocks) or the windows (Qwen2.5-VL passes the windows as
+    // cu_window_seqlens to flash-attention's varlen kernel), each attending to itself alone: no
+    // prefix, and no KV cache (kv_bytes 0, which is what tells it from a causal prefill).
     at.m = patches;
-    at.batch = static_cast<double>(image_patches.size());
+    at.batch = global ? static_cast<double>(image_patches.size()) : windows;
     at.context = patches;
+    at.n = static_cast<double>(v.heads) / tp;
+    at.kv_heads = at.n;
+    at.k = v.heads > 0 ? h / v.heads : 0;
     out.push_back(at);
     out.push_back(gemm(OpKind::kGemmOut, bf, patches, hs, h));
     Operator mlp = gemm(OpKind::kGemmMlp, bf, patches, h, 2 * f);

@@ -188,7 +188,7 @@ TableOptions table_options(const cal::OperatorFitOptions& options) {
   return t;
 }
 
-// Attention and MLA tables (calibrate/attention_table.h): every key's held-out error in the
+// Attention, MLA and encoder-attention tables (calibrate/attention_table.h): every key's held-out error in the
 // report; the profile carries the tables of bf16 attention (the simulator costs attention at the
 // bf16 rate; fp8 context attention is measured and reported, not applied).
 void add_attention_tables(Calibration& c, const cal::MeasurementSet& set, const models::ChipSpec& chip,
@@ -207,10 +207,13 @@ void add_attention_tables(Calibration& c, const cal::MeasurementSet& set, const 
     table.axes = t.table.axes();
     for (double v : t.table.log_seconds()) table.seconds.push_back(rounded(std::exp(v)));
     table.match = {{cal::Dim::head_dim, t.key.head_dim}, {cal::Dim::window, t.key.window}};
-    if (t.key.op == cal::MeasuredOp::attention_prefill || t.key.op == cal::MeasuredOp::mla_prefill) {
+    if (t.key.op == cal::MeasuredOp::attention_prefill || t.key.op == cal::MeasuredOp::mla_prefill ||
+        t.key.op == cal::MeasuredOp::encoder_attention) {
       table.match.emplace_back(cal::Dim::prefix, 0);
     }
-    table.kv_format = t.key.kv_format;
+    // Encoder attention keeps no KV cache: its entries carry no kv_format (the scenario loader
+    // matches them to operators with kv_bytes 0, sim/scenario/profile_section.cpp).
+    if (t.key.op != cal::MeasuredOp::encoder_attention) table.kv_format = t.key.kv_format;
     cells += table.seconds.size();
     e.tables.push_back(std::move(table));
     c.profile.entries.push_back(std::move(e));

@@ -46,6 +46,7 @@ std::optional<std::pair<models::OpKind, bool>> table_kind(const std::string& op)
   if (op == "attention_decode") return std::pair{models::OpKind::kAttentionDecode, false};
   if (op == "mla_prefill") return std::pair{models::OpKind::kAttentionPrefill, true};
   if (op == "mla_decode") return std::pair{models::OpKind::kAttentionDecode, true};
+  if (op == "encoder_attention") return std::pair{models::OpKind::kAttentionPrefill, false};
   if (op == "moe") return std::pair{models::OpKind::kMoeExperts, false};
   return std::nullopt;
 }
@@ -295,11 +296,19 @@ ChipProfile parse_profile(const ProfileText& source, const models::ChipSpec& bas
           const auto kind = op && op.IsScalar() ? table_kind(op.Scalar()) : std::nullopt;
           if (!kind) {
             pdoc.error(op ? op.Mark() : en.Mark(), at + ".op",
-                       "the simulator applies tables of op gemm, attention_prefill, attention_decode, mla_prefill "
-                       "mla_decode and moe, got " + describe(op));
+                       "the simulator applies tables of op gemm, attention_prefill, attention_decode, mla_prefill, "
+                       "mla_decode, encoder_attention and moe, got " + describe(op));
             continue;
           }
+          const std::size_t before = out.tables.log_grids.size();
           read_table_entry(pdoc, en, at, *kind, out.tables);
+          // Encoder attention (bidirectional, no KV cache) answers only operators with kv_bytes 0,
+          // which no causal attention operator has (models::vision_encoder_ops).
+          if (op.Scalar() == "encoder_attention") {
+            for (std::size_t g = before; g < out.tables.log_grids.size(); ++g) {
+              out.tables.log_grids[g].match.emplace_back(models::MeasuredLogGrid::Field::kKvBytes, 0.0);
+            }
+          }
         }
       }
       top.finish();

@@ -108,3 +108,35 @@ TEST_CASE("attention tables: recover a known law from noisy rows, shapes held ou
   CHECK(all.error.ape_p50 < 0.015);
   CHECK(all.error.ape_p90 < 0.04);
 }
+
+TEST_CASE("attention tables: an encoder-attention row is viewed as the vision encoder's operator") {
+  // AIConfigurator's encoder rows: batch images of isl patches each, num_heads heads of head_dim,
+  // bidirectional, no KV cache. The view holds the simulator operator's fields (batch 3, 1,024
+  // patches per sequence, 16 heads, head dim 80, no window), without a KV-heads axis.
+  const auto chip = *servesim::models::chip_preset("h200-sxm");
+  Measurement r;
+  r.op = MeasuredOp::encoder_attention;
+  r.format = Format::bf16;
+  r.shape.set(Dim::batch, 3);
+  r.shape.set(Dim::tokens, 1024);
+  r.shape.set(Dim::heads, 16);
+  r.shape.set(Dim::head_dim, 80);
+  r.latency_s = 1e-4;
+  const auto v = attention_table_view(r, chip);
+  REQUIRE(v);
+  CHECK(v->shape.get(Dim::batch) == 3);
+  CHECK(v->shape.get(Dim::tokens) == 1024);
+  CHECK(v->shape.get(Dim::heads) == 16);
+  CHECK(v->shape.get(Dim::kv_heads, -1) == -1);
+  CHECK(attention_table_key(*v).head_dim == 80);
+  CHECK(attention_table_key(*v).window == 0);
+  CHECK(attention_table_axes(MeasuredOp::encoder_attention) == std::vector<Dim>{Dim::batch, Dim::tokens, Dim::heads});
+  // A causal context-attention row of the same shape keeps its KV heads axis.
+  Measurement c = r;
+  c.op = MeasuredOp::attention_prefill;
+  c.kv_format = Format::bf16;
+  c.shape.set(Dim::kv_heads, 16);
+  const auto cv = attention_table_view(c, chip);
+  REQUIRE(cv);
+  CHECK(cv->shape.get(Dim::kv_heads) == 16);
+}

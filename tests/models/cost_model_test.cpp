@@ -3,10 +3,12 @@
 
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "models/chip_spec.h"
 #include "models/cost_model.h"
 #include "models/model_spec.h"
+#include "models/operators.h"
 
 using namespace servesim;
 using namespace servesim::models;
@@ -226,6 +228,61 @@ TEST_CASE("Measured tables: an attention grid answers inside its domain, the roo
   CHECK(pmodel.seconds(c) == doctest::Approx(roofline.seconds(c)));
   CHECK(pmodel.hits() == 1);
   CHECK(pmodel.fallbacks() == 1);
+}
+
+TEST_CASE("Measured tables: an encoder-attention grid answers the vision encoder's attention, no causal prefill") {
+  // Qwen2.5-VL-7B's vision tower: 16 heads of 1280 / 16 = 80, windows of (112 / 14)^2 = 64
+  // patches, global attention in blocks 7, 15, 23, 31. One 1280 x 720 image has 4,784 patches:
+  // a windowed block runs ceil(4784 / 64) = 75 window sequences of 4784 / 75 patches, a global
+  // block one sequence of 4,784. The grid: seconds = 1e-6 x (1 + batch) x (1 + tokens) / 1024,
+  // exact in log-multilinear interpolation (u = ln(1 + x)); calibrate writes encoder tables with
+  // prefix 0 and the loader adds kv_bytes 0 (no KV cache).
+  const ChipSpec chip = *chip_preset("h200-sxm");
+  using F = MeasuredLogGrid::Field;
+  auto law = [](double b, double t) { return 1e-6 * (1 + b) * (1 + t) / 1024; };
+  MeasuredLogGrid g;
+  g.kind = OpKind::kAttentionPrefill;
+  g.rate = ComputeRate::kBf16;
+  g.axes = {{F::kBatch, {1, 127}, true}, {F::kTokens, {15, 8191}, true}, {F::kHeads, {16}, true}};
+  g.log_seconds = {std::log(law(1, 15)), std::log(law(1, 8191)), std::log(law(127, 15)), std::log(law(127, 8191))};
+  g.match = {{F::kHeadDim, 80}, {F::kWindow, 0}, {F::kPrefix, 0}, {F::kKvBytes, 0}};
+  MeasuredTables t;
+  t.log_grids.push_back(g);
+  REQUIRE(validate_tables(t).empty());
+  const TableCostModel model(chip, t);
+  const RooflineCostModel roofline(chip);
+
+  const VisionSpec v = *model_preset("qwen2.5-vl-7b")->vision;
+  REQUIRE(v.resize(1280, 720).patches == 4784);
+  std::vector<Operator> ops;
+  vision_encoder_ops(v, {4784}, 1, ops);
+  std::vector<Operator> attention;
+  for (const Operator& o : ops) {
+    if (o.kind == OpKind::kAttentionPrefill) attention.push_back(o);
+  }
+  REQUIRE(attention.size() == 32);
+  const Operator& windowed = attention[0];
+  const Operator& global = attention[7];
+  CHECK(windowed.batch == 75);
+  CHECK(global.batch == 1);
+  CHECK(global.n == 16);
+  CHECK(global.k == 80);
+  CHECK(global.kv_bytes == 0);
+  CHECK(model.seconds(windowed) == doctest::Approx(law(75, 4784.0 / 75)));
+  CHECK(model.seconds(global) == doctest::Approx(law(1, 4784)));
+  // A causal prefill of the same shape writes a KV cache (kv_bytes 2): not this grid's.
+  Operator causal = global;
+  causal.kv_bytes = 2;
+  CHECK(model.seconds(causal) == doctest::Approx(roofline.seconds(causal)));
+  // And a causal grid (bf16 KV, no kv_bytes condition) never answers the encoder's operator.
+  MeasuredLogGrid cg = g;
+  cg.match.pop_back();
+  cg.kv_bytes = 2;
+  MeasuredTables ct;
+  ct.log_grids.push_back(cg);
+  const TableCostModel causal_model(chip, ct);
+  CHECK(causal_model.seconds(global) == doctest::Approx(roofline.seconds(global)));
+  CHECK(causal_model.seconds(causal) == doctest::Approx(law(1, 4784)));
 }
 
 TEST_CASE("Vision: encoding time grows with the images' pixels and falls with tensor parallelism") {

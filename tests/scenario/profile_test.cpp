@@ -147,14 +147,15 @@ TEST_CASE("Profile: the shipped H200 profile loads by name with its GEMM tables"
   const auto* table = std::get_if<servesim::models::TableConfig>(&pool.cost_model);
   REQUIRE(table != nullptr);
   // GEMM tables at bf16 and fp8; attention and MLA tables (bf16 attention, per KV format, head
-  // dim and window: 14 generation + 14 context + 4 MLA), and the one MoE table whose held-out error
-  // beats the roofline and meets the 12% target (fp8_block; profiles/h200.yaml).
+  // dim and window: 14 generation + 14 context + 4 MLA + 3 encoder, head dims 64, 72, 80), and the
+  // one MoE table whose held-out error beats the roofline and meets the 12% target (fp8_block;
+  // profiles/h200.yaml).
   std::size_t gemm = 0, attention = 0, moe = 0;
   for (const auto& g : table->tables.log_grids) {
     (g.kind == servesim::models::OpKind::kGemmQkv ? gemm : g.kind == servesim::models::OpKind::kMoeExperts ? moe : attention) += 1;
   }
   CHECK(gemm == 2);
-  CHECK(attention == 32);
+  CHECK(attention == 35);
   CHECK(moe == 1);
   CHECK(pool.chip.source.find("with GEMM and attention tables") != std::string::npos);
   // The fitted curves replace the preset's constants.
@@ -281,4 +282,36 @@ TEST_CASE("Profile: a MoE table of roofline factors loads as a factor grid; one 
   const std::string e2 = errors_of(scenario_with_chip("{preset: h100-sxm, profile: " + r.path + "}"));
   CHECK(e2.find(r.path + ":29:32:") != std::string::npos);
   CHECK(e2.find("expected a positive factor, got") != std::string::npos);
+}
+
+TEST_CASE("Profile: an encoder_attention table loads as a prefill grid for operators without a KV cache") {
+  std::string text = kProfile;
+  const std::string encoder = R"(  - op: encoder_attention
+    format: bf16
+    cost_model: table
+    tables:
+      - name: latency
+        axes:
+          - {field: batch, knots: [1, 16]}
+          - {field: tokens, knots: [64, 4096]}
+        seconds: [1e-05, 2e-05, 3e-05, 4e-05]
+        match: {head_dim: 80, window: 0, prefix: 0}
+)";
+  text.insert(text.find("errors:"), encoder);
+  const TempProfile p("servesim_profile_encoder.yaml", text);
+  const Scenario s = load(scenario_with_chip("{preset: h100-sxm, profile: " + p.path + "}"));
+  const auto* table = std::get_if<servesim::models::TableConfig>(&s.config.pools.at(0).cost_model);
+  REQUIRE(table != nullptr);
+  REQUIRE(table->tables.log_grids.size() == 2);
+  const auto& g = table->tables.log_grids[1];
+  using F = servesim::models::MeasuredLogGrid::Field;
+  CHECK(g.kind == servesim::models::OpKind::kAttentionPrefill);
+  CHECK_FALSE(g.latent);
+  CHECK(g.kv_bytes == 0);
+  // The file's three conditions, then the loader's: no KV cache.
+  REQUIRE(g.match.size() == 4);
+  CHECK(g.match[3].first == F::kKvBytes);
+  CHECK(g.match[3].second == 0);
+  // The GEMM entry before it gets no such condition.
+  for (const auto& [field, value] : table->tables.log_grids[0].match) CHECK(field != F::kKvBytes);
 }
