@@ -523,15 +523,15 @@ void IterationCostModel::add_step_components(const DecodeSteps& d, const DecodeS
 
 void IterationCostModel::add_steps_components(const DecodeSteps& d, const DecodeStepParts* parts,
                                               std::size_t count, ComponentTimes& c) const {
-  using models::OpKind;
   if (count == 0) return;
-  // Sums of the steps' own terms; each component below is a sum of products of a shared factor
-  // and a step's term, so it is the factor times the terms' sum (integers: the same totals).
+  // Every component of add_step_components() is a shared factor times a step's own term, so the
+  // steps together are one step of the summed terms and the shared ones times count (integers:
+  // the same totals). Not where two-batch overlap hid all-to-all: that split depends on each
+  // step's hidden time, so those go step by step.
   DecodeStepParts sum;
   for (std::size_t k = 0; k < count; ++k) {
     const DecodeStepParts& p = parts[k];
     if (p.hidden_a2a > 0) [[unlikely]] {
-      // The all-to-all split depends on each step's hidden time: step by step.
       for (std::size_t i = 0; i < count; ++i) add_step_components(d, parts[i], c);
       return;
     }
@@ -543,19 +543,13 @@ void IterationCostModel::add_steps_components(const DecodeSteps& d, const Decode
     sum.exposed_host += p.exposed_host;
   }
   const auto steps = static_cast<std::int64_t>(count);
-  TokenLinear lin = d.lin;
-  for (std::int64_t* v : {&lin.qkv, &lin.out, &lin.mlp, &lin.moe, &lin.elementwise, &lin.dequantize,
-                          &lin.all_reduce, &lin.dispatch, &lin.combine}) {
+  DecodeSteps all = d;
+  for (std::int64_t* v : {&all.lin.qkv, &all.lin.out, &all.lin.mlp, &all.lin.moe, &all.lin.elementwise,
+                          &all.lin.dequantize, &all.lin.all_reduce, &all.lin.dispatch, &all.lin.combine,
+                          &all.lm_head}) {
     *v *= steps;
   }
-  const StageLayers& n = total_;
-  add_token_components(lin, 0, 0, c);
-  c[idx(OpKind::kScheduling)] += sum.exposed_host;
-  c[idx(OpKind::kLmHead)] += steps * d.lm_head;
-  c[idx(OpKind::kGemmOut)] += n.layers * sum.absorb;
-  c[idx(OpKind::kCpExchange)] += n.layers * sum.cp;
-  c[idx(OpKind::kIndexer)] += n.layers * sum.indexer;
-  c[idx(OpKind::kAttentionDecode)] += n.full * sum.attention_full + n.window * sum.attention_window;
+  add_step_components(all, sum, c);
 }
 
 }  // namespace servesim::cluster
