@@ -627,6 +627,11 @@ OperatorFitResult fit_operators(const MeasurementSet& set, const models::ChipSpe
     result.chip = fitted;
     for (const auto& c : fields.curves) result.fitted_keys.push_back(c.second);
     result.fitted_keys.push_back(fields.overhead_key);
+    // The tiling is the model's, not fitted: the curves were fitted over the padded FLOPs, so it
+    // goes into the profile with them.
+    if (family == OperatorFamily::gemm && fitted.efficiency.gemm_tiling.tile > 0) {
+      result.fitted_keys.push_back("gemm_tiling");
+    }
     for (std::size_t r : layout.format_rates) {
       result.fitted_keys.push_back("format_compute." +
                                    std::string(models::compute_rate_name(static_cast<models::ComputeRate>(r))));

@@ -225,6 +225,13 @@ std::vector<ChipSpec> build_presets() {
     if (c.name == "ascend-910c-die") host = 32e9;
     c.host_bandwidth = Bandwidth{host};
   }
+  // SMs per chip. [P] NVIDIA A100 Tensor Core GPU Architecture whitepaper (2020): 108 SMs on
+  // A100; [P] NVIDIA H100 Tensor Core GPU Architecture whitepaper (2022): 132 SMs on H100 SXM5;
+  // H200 and H800 are the same GH100 configuration (132). Others unknown (0).
+  for (ChipSpec& c : p) {
+    if (c.name == "a100-80g") c.sms = 108;
+    if (c.name == "h100-sxm" || c.name == "h200-sxm" || c.name == "h800-sxm") c.sms = 132;
+  }
   return p;
 }
 

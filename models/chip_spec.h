@@ -64,6 +64,15 @@ struct Efficiency {
   // GEMM compute efficiency at each non-bf16 rate relative to bf16's (fp8 kernels reach a
   // smaller fraction of their doubled peak); index by ComputeRate, bf16 is 1.
   std::array<double, kComputeRates> format_compute{1, 1, 1, 1};
+  // Tile and wave quantisation of GEMM kernels (models::padded_gemm_flops): the output is cut
+  // into tile x tile blocks (small_m_tile rows when m <= small_m_tile), and with `waves` the
+  // blocks run in whole waves over the chip's SMs. tile 0 = the raw 2 m n k FLOPs.
+  struct GemmTiling {
+    double tile = 0;
+    double small_m_tile = 0;
+    bool waves = false;
+  };
+  GemmTiling gemm_tiling;
   double collective_bandwidth = 0;    // NCCL bus bandwidth / scale-up link bandwidth
   Duration collective_latency;        // fixed cost of one collective call
   Duration iteration_overhead;        // host time per iteration: schedule, prepare, sample, outputs
@@ -106,6 +115,7 @@ struct ChipSpec {
   Bandwidth scale_out_bandwidth; // NIC bandwidth per chip
   Duration scale_out_latency;
   Bandwidth host_bandwidth;      // chip <-> host memory per direction (PCIe, NVLink-C2C): KV swap
+  int sms = 0;                   // streaming multiprocessors (GEMM wave quantisation); 0 = unknown
   Efficiency efficiency;
   std::string source;            // where the figures come from, and which are assumptions
 

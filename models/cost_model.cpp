@@ -34,6 +34,18 @@ constexpr double kVectorFraction = 16.0;  // bf16 tensor peak / vector rate (ass
 
 }  // namespace
 
+double padded_gemm_flops(const Operator& op, const Efficiency::GemmTiling& t, int sms) {
+  if (!(t.tile > 0) || !(op.m > 0) || !(op.n > 0) || !(op.k > 0)) return op.flops;
+  const double tm = t.small_m_tile > 0 && op.m <= t.small_m_tile ? t.small_m_tile : t.tile;
+  const double rows = std::ceil(op.m / tm), cols = std::ceil(op.n / t.tile);
+  double factor = rows * tm * cols * t.tile / (op.m * op.n);
+  if (t.waves && sms > 0) {
+    const double tiles = rows * cols;
+    factor *= std::ceil(tiles / sms) * sms / tiles;
+  }
+  return op.flops * factor;
+}
+
 RooflineCostModel::RooflineCostModel(const ChipSpec& chip) {
   const Efficiency& e = chip.efficiency;
   for (std::size_t k = 0; k < kOpKinds; ++k) {
@@ -113,6 +125,11 @@ RooflineCostModel::RooflineCostModel(const ChipSpec& chip) {
       }
       r.compute_constant = true;
     }
+    if (is_gemm(static_cast<OpKind>(k)) && e.gemm_tiling.tile > 0) {
+      r.padded = true;
+      r.tiling = e.gemm_tiling;
+      r.sms = chip.sms;
+    }
     r.bandwidth = chip.hbm_bandwidth.bytes_per_s;
     r.s_per_byte = 1.0 / (chip.hbm_bandwidth.bytes_per_s * memory->first());
     r.overhead_s = overhead.to_seconds();
@@ -122,8 +139,9 @@ RooflineCostModel::RooflineCostModel(const ChipSpec& chip) {
 double RooflineCostModel::compute_seconds(const Operator& op) const {
   const Rates& r = rates_[static_cast<std::size_t>(op.kind)];
   const auto rate = static_cast<std::size_t>(op.rate);
-  if (r.compute_constant || op.kernels <= 0) return op.flops * r.s_per_flop[rate];
-  return op.flops / (r.peak_flops[rate] * r.compute.at(op.flops / op.kernels));
+  const double flops = r.padded ? padded_gemm_flops(op, r.tiling, r.sms) : op.flops;
+  if (r.compute_constant || op.kernels <= 0) return flops * r.s_per_flop[rate];
+  return flops / (r.peak_flops[rate] * r.compute.at(flops / op.kernels));
 }
 
 double RooflineCostModel::memory_seconds(const Operator& op) const {
@@ -135,7 +153,7 @@ double RooflineCostModel::memory_seconds(const Operator& op) const {
 double RooflineCostModel::seconds(const Operator& op) const {
   const Rates& r = rates_[static_cast<std::size_t>(op.kind)];
   if (op.kernels == 0 || !r.chip_operator) return 0.0;
-  if (r.compute_constant && r.memory_constant) {  // the common case, kept short: it runs per iteration
+  if (r.compute_constant && r.memory_constant && !r.padded) {  // the common case, kept short: it runs per iteration
     return op.kernels * r.overhead_s +
            std::max(op.flops * r.s_per_flop[static_cast<std::size_t>(op.rate)], op.bytes * r.s_per_byte);
   }
@@ -146,7 +164,7 @@ std::optional<CostModel::LinearForm> RooflineCostModel::linear_form(OpKind kind,
                                                                    ComputeRate rate) const {
   const Rates& r = rates_[static_cast<std::size_t>(kind)];
   if (!r.chip_operator) return LinearForm{};  // costs nothing here
-  if (!r.compute_constant || !r.memory_constant) return std::nullopt;
+  if (!r.compute_constant || !r.memory_constant || r.padded) return std::nullopt;
   return LinearForm{r.overhead_s, r.s_per_flop[static_cast<std::size_t>(rate)], r.s_per_byte};
 }
 

@@ -43,6 +43,16 @@
 
 namespace servesim::models {
 
+// The tile- (and wave-) padded FLOPs of a GEMM-like operator, the work its compute time follows:
+// a kernel computes ceil(m / Tm) x ceil(n / Tn) output tiles of Tm x Tn (Tm = t.small_m_tile when
+// set and m <= it, else t.tile; Tn = t.tile), each 2 Tm Tn k FLOPs, so
+//   padded = flops x ceil(m / Tm) Tm ceil(n / Tn) Tn / (m n),
+// and with t.waves the tiles run in ceil(tiles / sms) whole waves over the SMs:
+//   padded x ceil(tiles / sms) sms / tiles.
+// flops (not 2 m n k) is scaled, so a fused operator keeps its own FLOPs count. Returns op.flops
+// when t.tile is 0 or the operator has no (m, n, k).
+double padded_gemm_flops(const Operator& op, const Efficiency::GemmTiling& t, int sms);
+
 class CostModel {
  public:
   // kernels x overhead_s + max(FLOPs x s_per_flop, bytes x s_per_byte).
@@ -82,6 +92,9 @@ class RooflineCostModel final : public CostModel {
     double peak_flops[kComputeRates] = {0, 0, 0, 0};  // x format factor, for curves
     double s_per_byte = 0, bandwidth = 0, overhead_s = 0;
     bool chip_operator = false;
+    bool padded = false;  // GEMM kinds under tile quantisation (padded_gemm_flops)
+    Efficiency::GemmTiling tiling;
+    int sms = 0;
   };
   Rates rates_[kOpKinds];
 };

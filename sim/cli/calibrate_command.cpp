@@ -82,6 +82,11 @@ std::vector<std::pair<std::string, std::string>> efficiency_yaml(const models::E
     if (k == "gemm_compute") out.emplace_back(k, curve_yaml(e.gemm_compute));
     else if (k == "gemm_memory") out.emplace_back(k, curve_yaml(e.gemm_memory));
     else if (k == "gemm_overhead") out.emplace_back(k, duration_yaml(e.gemm_overhead));
+    else if (k == "gemm_tiling" && e.gemm_tiling.tile > 0) {
+      out.emplace_back(k, "{tile: " + num(e.gemm_tiling.tile) + ", small_m_tile: " +
+                              num(e.gemm_tiling.small_m_tile) +
+                              ", waves: " + (e.gemm_tiling.waves ? "true" : "false") + "}");
+    }
     else if (k == "moe_compute") out.emplace_back(k, curve_yaml(e.moe_compute));
     else if (k == "moe_memory") out.emplace_back(k, curve_yaml(e.moe_memory));
     else if (k == "moe_overhead") out.emplace_back(k, duration_yaml(e.moe_overhead));
@@ -498,6 +503,9 @@ int calibrate_command(const std::vector<std::string>& args, std::ostream& out, s
       ("max-fit-rows", po::value<std::size_t>()->default_value(12000),
        "rows per fit (larger tables are thinned by a fixed stride)")
       ("no-tables", "fit the roofline only (no GEMM tables)")
+      ("gemm-tile", po::value<double>()->default_value(128),
+       "GEMM output tile edge: compute efficiencies are fitted over the tile-padded FLOPs "
+       "(models::padded_gemm_flops); 0 = the raw FLOPs")
       ("transfer", po::value<std::string>(),
        "no operator measurements of --chip: take the roofline efficiencies of PROFILE (another chip's); "
        "with --comm, fit the collectives to the chip's own tables")
@@ -535,6 +543,10 @@ int calibrate_command(const std::vector<std::string>& args, std::ostream& out, s
     err << "error: --folds must be at least 2\n";
     return 2;
   }
+  if (const double t = vm["gemm-tile"].as<double>(); !(t >= 0 && t <= 4096)) {
+    err << "error: --gemm-tile must be between 0 and 4096\n";
+    return 2;
+  }
   try {
     if (vm.count("transfer")) {
       Calibration c = transfer_profile(vm["transfer"].as<std::string>(), *chip,
@@ -559,7 +571,9 @@ int calibrate_command(const std::vector<std::string>& args, std::ostream& out, s
     }
     if (!wrong.empty()) throw InputError(wrong);
     const auto start = std::chrono::steady_clock::now();
-    Calibration c = calibrate_chip(set, *chip, vm.count("comm") ? vm["comm"].as<std::string>() : "", options,
+    models::ChipSpec base = *chip;
+    base.efficiency.gemm_tiling = {vm["gemm-tile"].as<double>(), 0, false};
+    Calibration c = calibrate_chip(set, base, vm.count("comm") ? vm["comm"].as<std::string>() : "", options,
                                    !vm.count("no-tables"));
     c.profile.created = vm.count("created") ? vm["created"].as<std::string>() : today_utc();
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -194,6 +194,17 @@ std::optional<models::Efficiency> read_efficiency(MapReader& chip, const models:
     f.finish();
     ok = ok && f.valid();
   }
+  // GEMM tile / wave quantisation (models::padded_gemm_flops): only where given (absent, the raw
+  // FLOPs, as profiles written before it).
+  if (m.has("gemm_tiling")) {
+    MapReader t = sub(m, "gemm_tiling");
+    const auto tile = t.number("tile", 0, 4096, true, std::nullopt);
+    const auto small = t.number("small_m_tile", 0, 4096, false, d.gemm_tiling.small_m_tile);
+    const auto waves = t.boolean("waves", d.gemm_tiling.waves);
+    t.finish();
+    if (t.valid() && tile && small && waves) e.gemm_tiling = {*tile, *small, *waves};
+    else ok = false;
+  }
   frac("collective_bandwidth", d.collective_bandwidth, e.collective_bandwidth);
   dur("collective_latency", d.collective_latency, e.collective_latency);
   dur("iteration_overhead", d.iteration_overhead, e.iteration_overhead);

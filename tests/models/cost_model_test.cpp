@@ -49,6 +49,40 @@ TEST_CASE("Roofline: a compute-efficiency curve costs small GEMMs below the peak
   CHECK(roofline.compute_seconds(huge) == doctest::Approx(1e14 / (989.5e12 * 0.70)));
 }
 
+TEST_CASE("Roofline: GEMM compute follows the tile- and wave-padded work when tiling is set") {
+  // m = 100 tokens through k = 64 -> n = 300: 2 x 100 x 300 x 64 = 3,840,000 FLOPs.
+  Operator op = gemm_op(OpKind::kGemmMlp, Format::kBf16, 100, 64, 300, {true, true, true, false});
+  REQUIRE(op.flops == doctest::Approx(3.84e6));
+  Efficiency::GemmTiling t{128, 0, false};
+  // 128-tiles: ceil(100 / 128) = 1 row of 128, ceil(300 / 128) = 3 columns of 128:
+  // 2 x 128 x 384 x 64 = 6,291,456 FLOPs.
+  CHECK(padded_gemm_flops(op, t, 132) == doctest::Approx(2.0 * 128 * 384 * 64));
+  // Small-m tiles of 64 rows for m <= 64: m = 40 pads to 64 rows: 2 x 64 x 384 x 64.
+  Operator small = gemm_op(OpKind::kGemmMlp, Format::kBf16, 40, 64, 300, {true, true, true, false});
+  CHECK(padded_gemm_flops(small, {128, 64, false}, 132) == doctest::Approx(2.0 * 64 * 384 * 64));
+  // m = 100 is above 64: 128 rows again.
+  CHECK(padded_gemm_flops(op, {128, 64, false}, 132) == doctest::Approx(2.0 * 128 * 384 * 64));
+  // Waves: m = 1000, n = 4096 gives 8 x 32 = 256 tiles, ceil(256 / 132) = 2 waves of 132 SMs:
+  // the work of 264 tiles, 2 x 264 x 128 x 128 x 64 FLOPs.
+  Operator wide = gemm_op(OpKind::kGemmMlp, Format::kBf16, 1000, 64, 4096, {true, true, true, false});
+  CHECK(padded_gemm_flops(wide, {128, 0, true}, 132) == doctest::Approx(2.0 * 264 * 128 * 128 * 64));
+  // Off (tile 0), or an operator without a shape: the raw FLOPs.
+  CHECK(padded_gemm_flops(op, {}, 132) == op.flops);
+  Operator shapeless{OpKind::kGemmMlp, ComputeRate::kBf16, 1, 1e9, 0};
+  CHECK(padded_gemm_flops(shapeless, t, 132) == 1e9);
+
+  // The roofline's compute side applies it to GEMM kinds: constant efficiency 0.5 on H100.
+  ChipSpec chip = *chip_preset("h100-sxm");
+  REQUIRE(chip.sms == 132);  // H100 whitepaper
+  chip.efficiency.gemm_compute = EfficiencyCurve(0.5);
+  chip.efficiency.gemm_tiling = t;
+  const RooflineCostModel roofline(chip);
+  CHECK(roofline.compute_seconds(op) == doctest::Approx(2.0 * 128 * 384 * 64 / (989.5e12 * 0.5)));
+  CHECK_FALSE(roofline.linear_form(OpKind::kGemmMlp, ComputeRate::kBf16).has_value());
+  chip.efficiency.gemm_tiling = {};
+  CHECK(RooflineCostModel(chip).compute_seconds(op) == doctest::Approx(3.84e6 / (989.5e12 * 0.5)));
+}
+
 TEST_CASE("Measured tables: series interpolate in m, grids in batch and mean context") {
   const ChipSpec chip = *chip_preset("h200-sxm");
   MeasuredTables t;

@@ -132,6 +132,30 @@ TEST_CASE("Profile: problems in a profile are reported at the profile's line and
   CHECK(errors.find("efficiency.gemm_overhead") != std::string::npos);
 }
 
+TEST_CASE("Profile: gemm_tiling is read strictly, and a profile without it keeps the raw FLOPs") {
+  {
+    const TempProfile p("servesim_profile_plain.yaml", kProfile);
+    const Scenario s = load(scenario_with_chip("{preset: h100-sxm, profile: " + p.path + "}"));
+    CHECK(s.config.pools.at(0).chip.efficiency.gemm_tiling.tile == 0);
+  }
+  std::string text = kProfile;
+  text.insert(text.find("  format_compute"), "  gemm_tiling: {tile: 128, small_m_tile: 64, waves: false}\n");
+  {
+    const TempProfile p("servesim_profile_tiling.yaml", text);
+    const Scenario s = load(scenario_with_chip("{preset: h100-sxm, profile: " + p.path + "}"));
+    const auto& t = s.config.pools.at(0).chip.efficiency.gemm_tiling;
+    CHECK(t.tile == 128);
+    CHECK(t.small_m_tile == 64);
+    CHECK_FALSE(t.waves);
+  }
+  // A misspelt key on line 8 (after gemm_overhead on line 7): an error at that line.
+  text.replace(text.find("small_m_tile"), 12, "small_m_tyle");
+  const TempProfile p("servesim_profile_tiling_bad.yaml", text);
+  const std::string errors = errors_of(scenario_with_chip("{preset: h100-sxm, profile: " + p.path + "}"));
+  CHECK(errors.find(p.path + ":8:") != std::string::npos);
+  CHECK(errors.find("small_m_tyle") != std::string::npos);
+}
+
 TEST_CASE("Profile: an unknown name lists the shipped profiles and suggests the closest") {
   const std::string errors = errors_of(scenario_with_chip("{preset: h200-sxm, profile: h2000}"));
   CHECK(errors.find("unknown profile 'h2000' (did you mean 'h200'?)") != std::string::npos);
