@@ -442,6 +442,27 @@ void Lane::finish_decode_step(std::vector<std::uint32_t>& finished) {
 
 void Lane::quiet_decode_steps(std::uint32_t steps, std::uint32_t decodes, SimTime last_end) {
   SERVESIM_CHECK(verify_width_ == 1 && joined_.empty() && fresh_.empty() && step_accepted_ == 0);
+  if (!capped_ && ranks_ == 0 && steps > 0) {
+    // Without capped sums or attention-DP ranks a step's effects are sums, so the steps are
+    // applied at once: the same integers as the loop below. Step j (1-based) finishes step
+    // step_ + j - 1, then its successor's preparation takes the blocks booked for it.
+    SERVESIM_CHECK_MSG(decodes == decoding_ && next_finish_step_ >= step_ + steps,
+                       "a decode run's step before its last finished a request");
+    std::int64_t taken = 0, last = 0;
+    for (std::uint32_t j = 1; j <= steps; ++j) {
+      last = phase_count_[(step_ + j) % block_tokens_];
+      taken += last;
+    }
+    decode_ctx_ += static_cast<std::uint64_t>(steps) * decoding_;
+    step_ += steps;
+    unbook(taken);
+    used_blocks_ += taken;
+    SERVESIM_CHECK_MSG(used_blocks_ <= total_blocks_, "a decode run's step changed its batch");
+    step_reserved_ = last;
+    peak_used_blocks_ = std::max(peak_used_blocks_, used_blocks_);  // used only grew
+    last_decode_end_ = last_end;
+    return;
+  }
   std::vector<std::uint32_t> finished;  // stays empty (no allocation)
   std::vector<Preemption> preempted;
   for (std::uint32_t k = 0; k < steps; ++k) {

@@ -1297,9 +1297,8 @@ void Simulation::settle_run(std::uint32_t index, SimTime t) {
   while (last + 1 < run.size && run.ends[last] <= t) ++last;
   if (last > run.applied) {
     const std::uint32_t decodes = batch.decodes;
-    for (std::uint32_t k = run.applied; k < last; ++k) {
-      recorder_.inter_token_gap(run.ends[k] - run.ends[k - 1], decodes);
-    }
+    recorder_.inter_token_gaps(std::span<const SimTime>(run.ends.data() + run.applied - 1, last - run.applied + 1),
+                               decodes);
     lane.quiet_decode_steps(last - run.applied, decodes, run.ends[last - 1]);
     run.applied = last;
   }

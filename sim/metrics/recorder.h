@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -149,6 +150,11 @@ class Recorder {
   virtual void request_preempted(RequestId id, PoolId pool) = 0;
   // `count` tokens were emitted `gap` after each one's previous token.
   virtual void inter_token_gap(Duration gap, std::int64_t count) = 0;
+  // The gaps between consecutive `ends` (a decode run's steps), `count` tokens each, in order:
+  // what inter_token_gap once per gap records.
+  virtual void inter_token_gaps(std::span<const SimTime> ends, std::int64_t count) {
+    for (std::size_t k = 1; k < ends.size(); ++k) inter_token_gap(ends[k] - ends[k - 1], count);
+  }
   // One batch iteration of an instance of `pool`: time per component summed over its pipeline
   // stages (stage-busy time).
   virtual void iteration(PoolId pool, const std::int64_t* component_ps) = 0;
@@ -190,6 +196,7 @@ class RunMetrics final : public Recorder {
   void request_completed(RequestId id, SimTime t) override;
   void request_preempted(RequestId id, PoolId pool) override;
   void inter_token_gap(Duration gap, std::int64_t count) override;
+  void inter_token_gaps(std::span<const SimTime> ends, std::int64_t count) override;
   void iteration(PoolId pool, const std::int64_t* component_ps) override;
   void iterations(PoolId pool, const std::int64_t* component_ps, std::int64_t steps) override;
   void kv_usage_peak(PoolId pool, double fraction) override;
