@@ -68,6 +68,12 @@ void LogHistogram::add(double value, std::int64_t weight) {
     return;
   }
   const std::int64_t index = bucket_of(value);
+  // The common case first: a bucket that exists (an empty histogram has none, whatever offset_).
+  const auto slot = static_cast<std::uint64_t>(index - offset_);
+  if (slot < buckets_.size()) [[likely]] {
+    buckets_[slot] += weight;
+    return;
+  }
   if (buckets_.empty()) {
     offset_ = index;
     buckets_.assign(1, 0);
