@@ -306,11 +306,19 @@ void FlowNetwork::solve() {
     sc.level = -1.0;
     sc.max_rate = 0.0;
   }
+  solved_flows_ += set_.size();
+  if (links_.empty()) {
+    // No link S touches can bind: every flow runs at its cap (what the filling below gives).
+    for (std::uint32_t f : set_) {
+      hot_[f].new_rate = cap_[f];
+      hot_[f].new_bottleneck = kCap;
+    }
+    return;
+  }
   for (std::uint32_t f : set_) {
     hot_[f].new_bottleneck = kNone;
     hot_[f].new_rate = 0.0;
   }
-  solved_flows_ += set_.size();
   // Progressive filling over S (Bertsekas & Gallager sec. 6.5.2): the tightest constraint (a
   // link's fair share, or a flow's own cap) saturates first and fixes the rates of its S flows.
   auto freeze = [&](FlowHot& g, double rate, std::uint32_t bottleneck) {
@@ -542,6 +550,14 @@ void FlowNetwork::settle(SimTime now) {
     }
   }
   for (std::size_t i = changed; i < set_.size(); ++i) add_flow_links(set_[i]);
+  if (set_.empty() && links_.empty()) {
+    // Nothing to re-solve (the changed links are passive, or bottleneck no flow): the round
+    // below would solve, check and commit nothing (a slack link cannot overfill with no rate
+    // moving, and the class loads were flushed when the rates changed).
+    ++settle_rounds_;
+    seed_links_.clear();
+    return;
+  }
   while (true) {
     ++settle_rounds_;
     solve();
