@@ -551,25 +551,24 @@ void FlowNetwork::settle(SimTime now) {
   }
   for (std::size_t i = changed; i < set_.size(); ++i) add_flow_links(set_[i]);
   if (set_.empty() && links_.empty()) {
-    // Nothing to re-solve (the changed links are passive, or bottleneck no flow): the round
-    // below would solve, check and commit nothing (a slack link cannot overfill with no rate
-    // moving, and the class loads were flushed when the rates changed).
+    // Nothing to re-solve (the changed links are passive, or bottleneck no flow): a round would
+    // solve, check and commit nothing (a slack link cannot overfill with no rate moving, and the
+    // class loads were flushed when the rates changed).
     ++settle_rounds_;
-    seed_links_.clear();
-    return;
-  }
-  while (true) {
-    ++settle_rounds_;
-    solve();
-    const bool promoted = promote_overfilled();
-    if (verify() && !promoted) break;
-    for (std::uint32_t g : violators_) {
-      hot_[g].mark = in_set;
-      set_.push_back(g);
-      add_flow_links(g);
+  } else {
+    while (true) {
+      ++settle_rounds_;
+      solve();
+      const bool promoted = promote_overfilled();
+      if (verify() && !promoted) break;
+      for (std::uint32_t g : violators_) {
+        hot_[g].mark = in_set;
+        set_.push_back(g);
+        add_flow_links(g);
+      }
     }
+    commit(now);
   }
-  commit(now);
   set_.clear();
   seed_links_.clear();
 }

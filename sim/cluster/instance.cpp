@@ -446,8 +446,8 @@ void Lane::quiet_decode_steps(std::uint32_t steps, std::uint32_t decodes, SimTim
     // Without capped sums or attention-DP ranks a step's effects are sums, so the steps are
     // applied at once: the same integers as the loop below. Step j (1-based) finishes step
     // step_ + j - 1, then its successor's preparation takes the blocks booked for it.
-    SERVESIM_CHECK_MSG(decodes == decoding_ && next_finish_step_ >= step_ + steps,
-                       "a decode run's step before its last finished a request");
+    SERVESIM_CHECK_MSG(next_finish_step_ >= step_ + steps, "a decode run's step before its last finished a request");
+    SERVESIM_CHECK_MSG(decodes == decoding_, "a decode run's step changed its batch");
     std::int64_t taken = 0, last = 0;
     for (std::uint32_t j = 1; j <= steps; ++j) {
       last = phase_count_[(step_ + j) % block_tokens_];
@@ -457,7 +457,7 @@ void Lane::quiet_decode_steps(std::uint32_t steps, std::uint32_t decodes, SimTim
     step_ += steps;
     unbook(taken);
     used_blocks_ += taken;
-    SERVESIM_CHECK_MSG(used_blocks_ <= total_blocks_, "a decode run's step changed its batch");
+    SERVESIM_CHECK_MSG(used_blocks_ <= total_blocks_, "a decode run's steps took more KV blocks than the lane has");
     step_reserved_ = last;
     peak_used_blocks_ = std::max(peak_used_blocks_, used_blocks_);  // used only grew
     last_decode_end_ = last_end;
