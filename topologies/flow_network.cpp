@@ -170,13 +170,9 @@ void FlowNetwork::heap_update(std::uint32_t f) {
 
 // --- utilization ---
 
-void FlowNetwork::advance_class(std::size_t cls, SimTime now) {
+void FlowNetwork::add_class_bytes(std::size_t cls, std::int64_t t0, std::int64_t t1) {
   LinkUsageSeries& s = series_[cls];
-  std::int64_t t0 = class_last_ps_[cls];
-  const std::int64_t t1 = now.ps();
   const double load = class_load_[cls];
-  class_last_ps_[cls] = t1;
-  if (!(load > 0)) return;
   while (t0 < t1) {
     const std::int64_t w = s.bin.ps();
     const auto b = static_cast<std::size_t>(t0 / w);
@@ -266,8 +262,7 @@ void FlowNetwork::set_bottleneck(FlowHot& f, std::uint32_t link) {
   if (link < kCap) ++link_[link].bottlenecked;
 }
 
-void FlowNetwork::add_bottlenecked(std::uint32_t l) {
-  if (link_[l].bottlenecked == 0) return;
+void FlowNetwork::add_bottlenecked_flows(std::uint32_t l) {
   const std::uint32_t in_set = 2 * epoch_;
   for (std::uint32_t e = link_[l].head; e != kNone;) {
     FlowHot& g = hot_[e / kMaxHops];

@@ -214,7 +214,14 @@ class FlowNetwork {
   void credit_links(std::uint32_t f);
   bool active_link(std::uint32_t l) const { return link_[l].demand > link_[l].capacity; }
   bool promote_overfilled();
-  void advance_class(std::size_t cls, SimTime now);
+  // Carries the class's load since it last changed into its series. Inline: most calls find no
+  // time passed (flows that leave at one instant) or no load.
+  void advance_class(std::size_t cls, SimTime now) {
+    const std::int64_t t0 = class_last_ps_[cls];
+    class_last_ps_[cls] = now.ps();
+    if (t0 < now.ps() && class_load_[cls] > 0) add_class_bytes(cls, t0, now.ps());
+  }
+  void add_class_bytes(std::size_t cls, std::int64_t t0, std::int64_t t1);
   void heap_update(std::uint32_t f);
   void heap_remove(std::uint32_t f);
   void heap_sift_up(std::size_t i);
@@ -229,7 +236,11 @@ class FlowNetwork {
   void refresh_capacity(LinkId l);
   void set_capacity(std::uint32_t resource);  // the fabric's capacity less the reserved share
   void set_bottleneck(FlowHot& f, std::uint32_t link);
-  void add_bottlenecked(std::uint32_t link);
+  // Adds to S the flows whose bottleneck `link` is; inline for the common link that has none.
+  void add_bottlenecked(std::uint32_t link) {
+    if (link_[link].bottlenecked > 0) add_bottlenecked_flows(link);
+  }
+  void add_bottlenecked_flows(std::uint32_t link);
   void touch(SimTime now);
 
   Fabric& fabric_;
