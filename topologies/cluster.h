@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -37,6 +38,7 @@ struct ScaleUpSpec {
   int domain_chips = 8;
   Bandwidth chip_bandwidth{450e9};  // per chip per direction, all its scale-up links together
   Duration hop_latency = Duration::nanoseconds(200);
+  bool operator==(const ScaleUpSpec&) const = default;
 };
 
 struct ScaleOutSpec {
@@ -54,6 +56,7 @@ struct ScaleOutSpec {
   Duration hop_latency = Duration::nanoseconds(500);
   int radix = 0;                        // ports per switch; 0 = not checked
   Routing routing = Routing::kAdaptive; // how flows use equal-cost paths (fabric.h)
+  bool operator==(const ScaleOutSpec&) const = default;
 };
 
 struct ClusterSpec {
@@ -67,6 +70,7 @@ struct ClusterSpec {
   ScaleOutSpec scale_out;
   CommCalibration comm;
   std::string source;        // where the figures come from, and which are assumptions
+  bool operator==(const ClusterSpec&) const = default;
 };
 
 // A problem with a spec: the key it is about (relative to the cluster section, e.g.
@@ -82,6 +86,9 @@ int round_up_chips(const ClusterSpec& spec, int chips);
 
 // Builds the graph. Precondition: validate_cluster(spec) is empty.
 Fabric build_fabric(const ClusterSpec& spec);
+// build_fabric(spec), shared: the fabrics of the last few specs are kept for the process (a
+// serve session builds a scenario per hypothesis, mostly on the same cluster). Thread-safe.
+std::shared_ptr<const Fabric> shared_fabric(const ClusterSpec& spec);
 
 // Switch and link counts the spec would build, without building it.
 struct FatTreeShape {

@@ -78,6 +78,7 @@ struct ProtocolFit {
   Duration base;
   Duration per_step;
   double efficiency = 1;
+  bool operator==(const ProtocolFit&) const = default;
 };
 
 // The latency-oriented protocol (NCCL LL, small messages) and the bandwidth-oriented one
@@ -85,12 +86,14 @@ struct ProtocolFit {
 struct CollectiveFit {
   ProtocolFit latency_bound;
   ProtocolFit bandwidth_bound;
+  bool operator==(const CollectiveFit&) const = default;
 };
 
 struct TierFit {
   std::array<CollectiveFit, kCollectiveKinds> kinds{};
   CollectiveFit& operator[](CollectiveKind k) { return kinds[static_cast<std::size_t>(k)]; }
   const CollectiveFit& operator[](CollectiveKind k) const { return kinds[static_cast<std::size_t>(k)]; }
+  bool operator==(const TierFit&) const = default;
 };
 
 struct CommCalibration {
@@ -98,6 +101,7 @@ struct CommCalibration {
   std::string source;
   TierFit& tier(Plane p) { return tiers[static_cast<std::size_t>(p)]; }
   const TierFit& tier(Plane p) const { return tiers[static_cast<std::size_t>(p)]; }
+  bool operator==(const CommCalibration&) const = default;
 };
 
 struct CostLine {

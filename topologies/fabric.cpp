@@ -1,5 +1,6 @@
 #include "topologies/fabric.h"
 
+#include <atomic>
 #include <algorithm>
 #include <limits>
 #include <map>
@@ -265,10 +266,22 @@ int Fabric::search_hops(ChipId src, ChipId dst, Plane plane) const {
 
 // --- resources for flows ---
 
+std::uint64_t Fabric::fresh_content_id() {
+  static std::atomic<std::uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
+void Fabric::set_routing(Routing r) {
+  if (routing_ == r) return;
+  routing_ = r;
+  content_id_ = fresh_content_id();
+}
+
 void Fabric::set_link_up(LinkId l, bool up) {
   const std::uint8_t v = up ? 1 : 0;
   if (link_up_[l.index()] == v) return;
   link_up_[l.index()] = v;
+  content_id_ = fresh_content_id();
   const Link& k = links_[l.index()];
   const std::size_t p = idx(k.plane);
   if (k.from.index() < chips() && attach_up_[p][k.from.index()] == l) chip_routing_[k.from.index()].up_alive[p] = v;
@@ -615,6 +628,7 @@ Fabric FabricBuilder::build() && {
   f.level_ = std::move(level);
   f.role_ = std::move(roles_);
   f.places_ = std::move(chips_);
+  f.content_id_ = Fabric::fresh_content_id();
   return f;
 }
 

@@ -176,7 +176,12 @@ class Fabric {
 
   // --- flows: resources (links and bundles) ---
   Routing routing() const { return routing_; }
-  void set_routing(Routing r) { routing_ = r; }
+  void set_routing(Routing r);
+  // Fabrics with equal ids are equal (links, chips' places, roles, link states, bundles,
+  // routing): build() gives each fabric a fresh id, so does each change of state (set_link_up,
+  // set_routing), and a copy keeps its original's. What a check that reads the whole fabric can
+  // key a cache on (Simulation::rank_flows_symmetric).
+  std::uint64_t content_id() const { return content_id_; }
   std::size_t resource_count() const { return links_.size() + 2 * group_plane_.size(); }
   bool is_bundle(std::uint32_t resource) const { return resource >= links_.size(); }
   // Bandwidth (bytes/s) of a resource: a surviving link's, or the surviving members' sum.
@@ -240,6 +245,8 @@ class Fabric {
   std::vector<Duration> bundle_latency_;
   std::vector<std::uint32_t> bundle_of_;             // per link
   bool bundles_ok_ = false;                          // every group's members share one parent group
+  std::uint64_t content_id_ = 0;                     // see content_id()
+  static std::uint64_t fresh_content_id();
 };
 
 // Collects vertices and links, then checks and flattens them (Boost.Graph inside).

@@ -61,7 +61,7 @@ ClusterConfig default_cluster(const std::vector<PoolConfig>& pools) {
                                                                problems.front().message);
   ClusterConfig out;
   out.spec = spec;
-  out.fabric = std::make_shared<const topologies::Fabric>(topologies::build_fabric(spec));
+  out.fabric = topologies::shared_fabric(spec);
   std::vector<topologies::PoolPlacementSpec> specs;
   for (const PoolConfig& p : pools) {
     topologies::PoolPlacementSpec ps;

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <array>
-#include <bit>
 #include <limits>
 #include <mutex>
 #include <optional>
@@ -15,10 +14,8 @@ namespace servesim::cluster {
 namespace {
 
 // Simulation::rank_flows_symmetric's inputs, in full (equal keys: equal inputs, no hashing): the
-// fabric as FabricBuilder::build makes it from its chips' places, its vertices' roles and its
-// links, with which links are up, its bundles' capacities and its routing (the state set after
-// the build: set_link_up, set_routing), then the exchanging pools' plans, instance counts and
-// chips (`more`).
+// fabric's content id (equal ids: equal fabrics, Fabric::content_id), then the exchanging pools'
+// plans, instance counts and chips (`more`).
 struct SymmetryKey {
   std::vector<std::uint64_t> words;
   bool operator==(const SymmetryKey&) const = default;
@@ -27,44 +24,8 @@ struct SymmetryKey {
 template <class More>
 SymmetryKey symmetry_key(const topologies::Fabric& fabric, More&& more) {
   SymmetryKey key;
-  std::vector<std::uint64_t>& w = key.words;
-  w.reserve(8 + 3 * fabric.chips() + fabric.vertices() / 8 + 4 * fabric.link_count());
-  w.push_back(static_cast<std::uint64_t>(fabric.routing()));
-  w.push_back(fabric.chips());
-  w.push_back(fabric.vertices());
-  w.push_back(fabric.link_count());
-  for (std::uint32_t c = 0; c < fabric.chips(); ++c) {
-    const topologies::ChipPlace& p = fabric.place(topologies::ChipId(c));
-    w.push_back(std::uint64_t{p.node} << 32 | p.rack);
-    w.push_back(std::uint64_t{p.domain} << 32 | p.failure_domain);
-    w.push_back(p.rail);
-  }
-  std::uint64_t roles = 0;  // eight roles a word
-  for (std::uint32_t v = 0; v < fabric.vertices(); ++v) {
-    roles |= std::uint64_t{static_cast<std::uint8_t>(fabric.role(topologies::VertexId(v)))} << (8 * (v % 8));
-    if (v % 8 == 7 || v + 1 == fabric.vertices()) {
-      w.push_back(roles);
-      roles = 0;
-    }
-  }
-  for (std::uint32_t l = 0; l < fabric.link_count(); ++l) {
-    const topologies::LinkId id(l);
-    const topologies::Link& link = fabric.link(id);
-    w.push_back(std::uint64_t{link.from.value} << 32 | link.to.value);
-    w.push_back(std::bit_cast<std::uint64_t>(link.bandwidth_bytes_per_s));
-    w.push_back(static_cast<std::uint64_t>(link.latency.ps()));
-    w.push_back(std::uint64_t{static_cast<std::uint8_t>(link.plane)} << 16 |
-                std::uint64_t{static_cast<std::uint8_t>(link.link_class)} << 8 |
-                (fabric.link_up(id) ? 1u : 0u));
-  }
-  // Bundle capacities: the build's sums, moved by set_link_up (whose floating-point history a
-  // link state alone would not show).
-  w.push_back(fabric.resource_count());
-  for (auto r = static_cast<std::uint32_t>(fabric.link_count()); r < fabric.resource_count(); ++r) {
-    w.push_back(std::bit_cast<std::uint64_t>(fabric.resource_capacity(r)));
-  }
-  w.push_back(~std::uint64_t{0});  // the fabric ends here
-  more(w);
+  key.words.push_back(fabric.content_id());
+  more(key.words);
   return key;
 }
 

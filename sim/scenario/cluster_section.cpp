@@ -409,7 +409,7 @@ void place_on_cluster(Document& doc, const std::vector<cluster::PoolConfig>& poo
     ok = false;
   }
   if (!ok) return;
-  auto fabric = std::make_shared<topologies::Fabric>(topologies::build_fabric(spec));
+  std::shared_ptr<const topologies::Fabric> fabric = topologies::shared_fabric(spec);
   for (const auto& problem : topologies::validate_faults(*fabric, r.faults)) {
     const Field& f = problem.scheduled >= 0 ? marks.events[static_cast<std::size_t>(problem.scheduled)]
                                             : marks.random[static_cast<std::size_t>(problem.random)];

@@ -282,3 +282,44 @@ TEST_CASE("cluster_preset: every preset scales to 100,000 chips and rounds up to
   CHECK(cluster_preset("gb200-nvl72", 1)->chips == 72);
   CHECK_FALSE(cluster_preset("dgx-a100", 8).has_value());
 }
+
+TEST_CASE("Fabric content ids: a copy keeps its original's, a change of state gets a fresh one") {
+  const ClusterSpec spec = *cluster_preset("h100-superpod", 64);
+  const Fabric a = build_fabric(spec);
+  const Fabric b = build_fabric(spec);
+  CHECK(a.content_id() != 0);
+  CHECK(a.content_id() != b.content_id());  // two builds: equal, but nothing proves it cheaply
+  Fabric c = a;
+  CHECK(c.content_id() == a.content_id());
+  c.set_routing(c.routing());  // no change
+  CHECK(c.content_id() == a.content_id());
+  c.set_link_up(LinkId(0), true);  // already up
+  CHECK(c.content_id() == a.content_id());
+  c.set_link_up(LinkId(0), false);
+  const std::uint64_t down = c.content_id();
+  CHECK(down != a.content_id());
+  c.set_link_up(LinkId(0), true);  // the same links as a again, but a fresh id: ids only say "equal"
+  CHECK(c.content_id() != down);
+  CHECK(c.content_id() != a.content_id());
+  c.set_routing(c.routing() == Routing::kEcmp ? Routing::kAdaptive : Routing::kEcmp);
+  CHECK(c.content_id() != a.content_id());
+}
+
+TEST_CASE("shared_fabric: one fabric per spec, shared; a different spec gets its own") {
+  ClusterSpec spec = *cluster_preset("h100-superpod", 64);
+  const auto first = shared_fabric(spec);
+  const auto again = shared_fabric(spec);
+  CHECK(first.get() == again.get());
+  CHECK(first->chips() == build_fabric(spec).chips());
+  ClusterSpec other = spec;
+  other.scale_out.leaf_oversubscription = 2.0;
+  const auto changed = shared_fabric(other);
+  CHECK(changed.get() != first.get());
+  CHECK(changed->content_id() != first->content_id());
+  // The bandwidth the change moved: a leaf's uplinks halve, so the fabrics' links differ.
+  double first_total = 0, changed_total = 0;
+  for (std::uint32_t l = 0; l < first->link_count(); ++l) first_total += first->link(LinkId(l)).bandwidth_bytes_per_s;
+  for (std::uint32_t l = 0; l < changed->link_count(); ++l) changed_total += changed->link(LinkId(l)).bandwidth_bytes_per_s;
+  CHECK(changed_total != first_total);
+  CHECK(shared_fabric(spec).get() == first.get());  // still kept
+}
