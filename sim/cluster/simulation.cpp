@@ -1168,15 +1168,14 @@ SimTime Simulation::plan_run(std::uint32_t index, Lane& lane, SimTime first_end)
   Instance& inst = instances_[index];
   Pool& pool = pools_[inst.pool];
   Instance::DecodeRun& run = inst.run;
-  // Steps 0 .. k - 1, where step k - 1 is the first in which a request emits its last token, and
-  // every step's KV blocks are free now (nobody else takes blocks before a cut).
-  // The run's length: the instance's hint (doubled after a run that was not cut, halved after a
-  // cut, so that steps planned and then discarded stay a small share of those run).
+  // Steps 0 .. k - 1, where step k - 1 is the first in which a request emits its last token (or
+  // the cap, decode_steps_per_event), and every step's KV blocks are free now (nobody else takes
+  // blocks before a cut). The run's length depends on nothing else: it books its steps' blocks,
+  // and what the free-KV router and inbound reservations see is the free blocks after them, so a
+  // run length chosen for speed (planning fewer steps when runs tend to be cut) would change the
+  // answers.
   const auto cap = static_cast<std::uint64_t>(config_.decode_steps_per_event);
-  const bool finish_bound = lane.steps_to_first_finish() + 1 <= std::min<std::uint64_t>(cap, run.hint);
-  const std::uint64_t limit = std::min({cap, static_cast<std::uint64_t>(run.hint),
-                                        lane.steps_to_first_finish() + 1, lane.lookahead_limit()});
-  run.finish_bound = finish_bound;
+  const std::uint64_t limit = std::min({cap, lane.steps_to_first_finish() + 1, lane.lookahead_limit()});
   if (limit < 2) return first_end;
   if (run.ends.size() < limit) {
     run.ends.resize(static_cast<std::size_t>(limit));
@@ -1282,7 +1281,6 @@ void Simulation::cut_run(std::uint32_t index) {
   for (std::uint32_t k = 1; k < run.size - run.applied; ++k) unbooked += lane.step_blocks_ahead(k);
   lane.unbook(unbooked);
   run.size = run.applied + 1;
-  run.hint = std::max<std::uint32_t>(kMinRunHint, run.hint / 2);
   ++run.generation;
   inst.stage_free.front() = run.ends[run.applied];
   schedule(run.ends[run.applied], BatchFinished{index, 0, inst.epoch, run.generation});
@@ -1291,11 +1289,6 @@ void Simulation::cut_run(std::uint32_t index) {
 
 void Simulation::end_run(std::uint32_t index) {
   Instance::DecodeRun& run = instances_[index].run;
-  // A run that was not cut short (by a join or a failure) earns a longer next one.
-  if (!run.finish_bound && run.size == run.hint) {
-    run.hint = std::min<std::uint32_t>(run.hint * 2,
-                                       static_cast<std::uint32_t>(config_.decode_steps_per_event));
-  }
   run.size = 0;
   run.applied = 0;
 }

@@ -135,8 +135,6 @@ class Simulation {
       std::uint32_t size = 0;             // steps in the run (0 or 1: no run)
       std::uint32_t applied = 0;          // steps whose effects are applied
       std::uint32_t generation = 0;       // of the BatchFinished event that ends it
-      std::uint32_t hint = kMinRunHint;   // steps to plan next (adapts to how often runs are cut)
-      bool finish_bound = false;          // the run ends where a request finishes
     } run;
     // Encode pools: the waiting requests and the batch in flight.
     RingQueue<std::uint32_t> encode_waiting;
@@ -303,7 +301,6 @@ class Simulation {
   const Lane* gauged_lane_ = nullptr;  // that lane
 
   int encode_pool_ = -1, prefill_pool_ = -1, decode_pool_ = -1;  // prefill_pool_: or combined
-  static constexpr std::uint32_t kMinRunHint = 4;
   bool runs_ = false;  // decode runs enabled (config, no series or trace)
   bool disaggregated_ = false;
   // Journeys of the requests in flight (RequestState::journey), slots reused once they leave: a
