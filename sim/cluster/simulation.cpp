@@ -1280,6 +1280,13 @@ void Simulation::cut_run(std::uint32_t index) {
   std::int64_t unbooked = 0;
   for (std::uint32_t k = 1; k < run.size - run.applied; ++k) unbooked += lane.step_blocks_ahead(k);
   lane.unbook(unbooked);
+  // The event that would have ended the run leaves the queue where it can (else it pops stale).
+  const std::uint32_t cut = run.generation;
+  const std::uint32_t epoch = inst.epoch;
+  queue_.erase(run.ends[run.size - 1], priority_of(Event(BatchFinished{})), [&](const Event& ev) {
+    const auto* b = std::get_if<BatchFinished>(&ev);
+    return b != nullptr && b->instance == index && b->run == cut && b->epoch == epoch;
+  });
   run.size = run.applied + 1;
   ++run.generation;
   inst.stage_free.front() = run.ends[run.applied];

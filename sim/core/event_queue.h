@@ -19,7 +19,7 @@
 // Invariants: ring events lie in the window, heap events after it; window_start <= every pending
 // time (a push before the window start rebuilds it lower). Payloads are trivially copyable; no
 // allocation per event once buckets have grown. Cancellation is lazy: payloads carry a generation
-// and stale ones are dropped by the handler.
+// and stale ones are dropped by the handler; erase() removes one early where it can.
 #pragma once
 
 #include <algorithm>
@@ -85,6 +85,29 @@ class EventQueue {
   }
 
   std::uint64_t pushed() const { return next_seq_; }
+
+  // Removes the pending event at `time` of class `priority` whose payload satisfies `match`, when
+  // it lies in the ring, and returns true; an event in the far heap stays (false), so a caller
+  // still drops what it cancelled when it pops (the header's lazy cancellation). For events that
+  // are cancelled often and soon: they would otherwise pop as stale. Later pushes keep the order
+  // they would have had (sequences are not reused).
+  template <class Match>
+  bool erase(SimTime time, std::uint8_t priority, Match&& match) {
+    const std::int64_t t = time.ps();
+    if (t < window_start_ || t >= window_end()) return false;
+    const std::size_t i = bucket_of(t);
+    std::vector<Entry>& b = buckets_[i];
+    for (auto it = b.begin(); it != b.end(); ++it) {
+      if (it->time == time && it->priority() == priority && match(it->payload)) {
+        b.erase(it);
+        if (b.empty()) occupied_[i >> 6] &= ~(std::uint64_t{1} << (i & 63));
+        --ring_count_;
+        --size_;
+        return true;
+      }
+    }
+    return false;
+  }
 
   // Checks the structure's invariants (the header's list), for tests: O(n).
   bool invariants_hold() const {

@@ -208,3 +208,59 @@ TEST_CASE("EventQueue: agrees with the reference across bucket widths, far event
   }
   CHECK(q.empty());
 }
+
+TEST_CASE("EventQueue: erase removes a ring event and leaves the others' order; a far one stays") {
+  // The calendar pattern above with cancellations: now and then a pending event (a random one of
+  // the reference's) is erased. In the ring it must go, from both; beyond the window erase must
+  // refuse and leave it to pop. Either way the rest pops in reference order.
+  servesim::Rng rng(13, "event_queue_erase");
+  Queue q;
+  Reference ref;
+  std::uint64_t seq = 0;
+  int next_id = 0;
+  std::int64_t now = 0;
+  int erased = 0, refused = 0;
+  for (int op = 0; op < 60'000; ++op) {
+    const double u = rng.uniform01();
+    if (ref.empty() || u < 0.5) {
+      // One event in ten far beyond the ring, which the queue sizes for the rest.
+      const double scale = rng.uniform01() < 0.1 ? 1e13 : 1e7;
+      const std::int64_t t = now + static_cast<std::int64_t>(rng.exponential(1.0) * scale);
+      const auto p = static_cast<std::uint8_t>(rng.uniform_int(0, 3));
+      q.push(SimTime::from_ps(t), p, Ev{next_id});
+      ref.emplace(Key{t, p, seq++}, next_id++);
+    } else if (u < 0.62) {
+      auto it = ref.begin();
+      std::advance(it, static_cast<std::ptrdiff_t>(rng.uniform_int(0, ref.size() - 1)));
+      const int id = it->second;
+      const auto [t, p, s] = it->first;
+      // A match on time and class alone would be ambiguous; the payload names the event.
+      if (q.erase(SimTime::from_ps(t), p, [id](const Ev& e) { return e.id == id; })) {
+        ref.erase(it);
+        ++erased;
+      } else {
+        ++refused;
+      }
+      // A match that holds for nothing removes nothing.
+      CHECK_FALSE(q.erase(SimTime::from_ps(t), p, [](const Ev&) { return false; }));
+    } else {
+      INFO("operation ", op);
+      const auto expected = ref.begin();
+      const Queue::Entry got = q.pop();
+      REQUIRE(got.payload.id == expected->second);
+      REQUIRE(got.sequence() == std::get<2>(expected->first));
+      now = std::max(now, got.time.ps());
+      ref.erase(expected);
+    }
+    REQUIRE(q.size() == ref.size());
+    if (op % 97 == 0) REQUIRE(q.invariants_hold());
+  }
+  while (!ref.empty()) {
+    REQUIRE(q.pop().payload.id == ref.begin()->second);
+    ref.erase(ref.begin());
+  }
+  CHECK(q.empty());
+  // Both paths ran: events in the ring were erased, events beyond it were refused.
+  CHECK(erased > 1000);
+  CHECK(refused > 100);
+}
