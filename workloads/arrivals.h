@@ -39,24 +39,29 @@ namespace servesim::workloads {
 struct CurveStep {
   Duration at;        // from this time on (the first step is at 0)
   double factor = 1;
+  bool operator==(const CurveStep&) const = default;
 };
 struct PiecewiseCurve {
   std::vector<CurveStep> steps;      // strictly increasing `at`, the first at 0
   std::optional<Duration> period;    // repeat the pattern with this period; else hold the last
+  bool operator==(const PiecewiseCurve&) const = default;
 };
 struct StepCurve {
   Duration at;
   double factor = 1;                 // after `at`; 1 before
+  bool operator==(const StepCurve&) const = default;
 };
 struct RampCurve {
   double from = 1, to = 1;           // factor before the ramp and after it
   Duration start;
   Duration duration;
+  bool operator==(const RampCurve&) const = default;
 };
 struct DiurnalCurve {
   double amplitude = 0;              // in [0, 1]: the factor swings between 1 - a and 1 + a
   Duration period = Duration::seconds(86400);
   Duration peak;                     // time of the first maximum
+  bool operator==(const DiurnalCurve&) const = default;
 };
 using RateCurveConfig = std::variant<PiecewiseCurve, StepCurve, RampCurve, DiurnalCurve>;
 
@@ -90,11 +95,13 @@ class RateCurve {
 struct PoissonArrivals {
   Frequency rate;
   std::optional<RateCurveConfig> curve = std::nullopt;
+  bool operator==(const PoissonArrivals&) const = default;
 };
 struct GammaArrivals {
   Frequency rate;
   double cv = 1;  // coefficient of variation of the gaps
   std::optional<RateCurveConfig> curve = std::nullopt;
+  bool operator==(const GammaArrivals&) const = default;
 };
 
 // Arrival times of one open-loop stream, on its own RNG stream.

@@ -30,15 +30,18 @@ namespace servesim::workloads {
 
 struct FixedLength {
   std::int64_t value = 0;
+  bool operator==(const FixedLength&) const = default;
 };
 struct UniformLength {
   std::int64_t min = 0, max = 0;  // inclusive
+  bool operator==(const UniformLength&) const = default;
 };
 struct NormalLength {
   double mean = 0;
   double stddev = 0;
   std::int64_t min = 1;
   std::int64_t max = 0;
+  bool operator==(const NormalLength&) const = default;
 };
 // exp(N(ln median, sigma^2)), rounded to the nearest integer and clipped to [min, max].
 struct LognormalLength {
@@ -46,11 +49,13 @@ struct LognormalLength {
   double sigma = 0;
   std::int64_t min = 1;
   std::int64_t max = 0;
+  bool operator==(const LognormalLength&) const = default;
 };
 struct ZipfLength {
   double exponent = 1;  // > 0
   std::int64_t min = 1;
   std::int64_t max = 0;
+  bool operator==(const ZipfLength&) const = default;
 };
 using LengthDistribution =
     std::variant<FixedLength, UniformLength, NormalLength, LognormalLength, ZipfLength>;
@@ -59,11 +64,13 @@ struct IndependentLengths {
   LengthDistribution prompt;
   LengthDistribution output;
   std::int64_t max_total_tokens = 0;  // 0: no cap; else prompt + output shrink in proportion
+  bool operator==(const IndependentLengths&) const = default;
 };
 
 struct RequestLengths {
   std::int64_t prompt_tokens = 0;
   std::int64_t output_tokens = 0;
+  bool operator==(const RequestLengths&) const = default;
 };
 
 // Rows of a CSV file with a prompt and an output length column. When a row's total exceeds

@@ -2,7 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
+#include <mutex>
 #include <queue>
+#include <string>
+#include <variant>
+#include <vector>
 
 #include "sim/core/check.h"
 
@@ -88,6 +93,94 @@ struct Replay {
   std::vector<std::uint64_t> ids;
 };
 
+
+// The draws of one deterministic stream (an open-loop process's arrival times, an independent
+// length sampler's lengths) are a function of (config, seed, stream name) alone. A serve session
+// or a sweep builds a RequestSource per hypothesis, mostly with the same workload, so the draws
+// of a run are kept for the process and the next run with the same key replays them: the values
+// drawing would give, in the same order (results do not change), without the sampling. At most
+// kEntries streams and kMaxDraws draws per stream are kept.
+constexpr std::size_t kMaxDraws = std::size_t{1} << 22;  // per stream
+
+template <class Config, class T>
+class DrawMemo {
+ public:
+  static DrawMemo& instance() {
+    static DrawMemo memo;
+    return memo;
+  }
+  std::shared_ptr<const std::vector<T>> find(const Config& config, std::uint64_t seed, const std::string& stream) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    for (const Entry& e : entries_) {
+      if (e.seed == seed && e.stream == stream && e.config == config) return e.draws;
+    }
+    return nullptr;
+  }
+  // Keeps `draws` unless as many are kept already; the oldest entry goes first.
+  void keep(const Config& config, std::uint64_t seed, const std::string& stream,
+            std::shared_ptr<const std::vector<T>> draws) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+      if (it->seed == seed && it->stream == stream && it->config == config) {
+        if (it->draws->size() >= draws->size()) return;
+        entries_.erase(it);
+        break;
+      }
+    }
+    entries_.push_back(Entry{config, seed, stream, std::move(draws)});
+    if (entries_.size() > kEntries) entries_.erase(entries_.begin());
+  }
+
+ private:
+  static constexpr std::size_t kEntries = 8;
+  struct Entry {
+    Config config;
+    std::uint64_t seed;
+    std::string stream;
+    std::shared_ptr<const std::vector<T>> draws;
+  };
+  std::mutex mutex_;
+  std::vector<Entry> entries_;
+};
+
+using OpenLoopConfig = std::variant<PoissonArrivals, GammaArrivals>;
+using TimesMemo = DrawMemo<OpenLoopConfig, SimTime>;
+using LengthsMemo = DrawMemo<IndependentLengths, RequestLengths>;
+
+// One stream's draws in a run: the kept ones first, then drawn ones (recorded when `record`:
+// the stream has a key in a DrawMemo).
+template <class T>
+struct DrawLog {
+  bool record = false;
+  std::shared_ptr<const std::vector<T>> kept;
+  std::size_t at = 0;
+  std::vector<T> fresh;
+  std::int64_t replayed = 0;
+  template <class Draw>
+  T next(Draw&& draw) {
+    if (kept) {
+      if (at < kept->size()) {
+        ++replayed;
+        return (*kept)[at++];
+      }
+      if (at == kept->size() && fresh.empty()) {
+        for (std::size_t i = 0; i < kept->size(); ++i) draw();  // the sampler moves past them
+        ++at;
+      }
+    }
+    const T v = draw();
+    if (record && (kept ? kept->size() : 0) + fresh.size() < kMaxDraws) fresh.push_back(v);
+    return v;
+  }
+  // The kept draws and this run's, when it drew any.
+  std::shared_ptr<const std::vector<T>> all() const {
+    if (fresh.empty()) return nullptr;
+    auto out = std::make_shared<std::vector<T>>();
+    if (kept) *out = *kept;
+    out->insert(out->end(), fresh.begin(), fresh.end());
+    return out;
+  }
+};
 }  // namespace
 
 struct RequestSource::Class {
@@ -105,12 +198,16 @@ struct RequestSource::Class {
   std::int64_t issued = 0;
 
   std::optional<OpenLoopProcess> process;
+  std::optional<OpenLoopConfig> process_config;  // its key in TimesMemo
+  DrawLog<SimTime> times;
   std::unique_ptr<Replay> replay;
   const ClosedLoopArrivals* closed = nullptr;
   std::uint32_t first_slot = 0, clients = 0;
   Rng think_rng, start_rng;
 
   std::unique_ptr<LengthSampler> lengths;
+  const IndependentLengths* independent = nullptr;  // lengths' key in LengthsMemo (else not kept)
+  DrawLog<RequestLengths> drawn;
   Rng image_rng, image_count_rng, image_size_rng;
   std::optional<LengthDraw> image_count;
   std::vector<double> image_cdf;
@@ -122,6 +219,9 @@ struct RequestSource::Class {
   std::int64_t min_followup = 1;
   std::uint64_t sessions_started = 0;
   bool plain = false;  // drawn lengths only: no replay, prefixes, images or sessions
+
+  SimTime next_arrival() { return times.next([this] { return process->next(); }); }
+  RequestLengths next_lengths() { return drawn.next([this] { return lengths->next(); }); }
 };
 
 WorkloadConfig single_class(ArrivalConfig arrivals, LengthConfig lengths, std::int64_t requests) {
@@ -139,7 +239,7 @@ std::string stream_prefix(const ClassConfig& c) {
 }
 
 RequestSource::RequestSource(const WorkloadConfig& config, std::uint64_t seed, SimTime end)
-    : config_(config), end_(end) {
+    : config_(config), end_(end), seed_(seed) {
   SERVESIM_CHECK(!config_.classes.empty() && config_.classes.size() < 0xffff);
   std::uint32_t slots = 0;
   for (std::size_t i = 0; i < config_.classes.size(); ++i) {
@@ -147,8 +247,10 @@ RequestSource::RequestSource(const WorkloadConfig& config, std::uint64_t seed, S
     auto c = std::make_unique<Class>(cc, static_cast<std::uint16_t>(i), seed);
     if (const auto* p = std::get_if<PoissonArrivals>(&cc.arrivals)) {
       c->process.emplace(*p, seed, c->prefix + "arrivals");
+      c->process_config = *p;
     } else if (const auto* g = std::get_if<GammaArrivals>(&cc.arrivals)) {
       c->process.emplace(*g, seed, c->prefix + "arrivals");
+      c->process_config = *g;
     } else if (const auto* t = std::get_if<TraceReplay>(&cc.arrivals)) {
       SERVESIM_CHECK_MSG(t->scan != nullptr, "a trace replay must be scanned before it runs");
       c->replay = std::make_unique<Replay>(*t, c->id);
@@ -161,6 +263,15 @@ RequestSource::RequestSource(const WorkloadConfig& config, std::uint64_t seed, S
     }
     SERVESIM_CHECK_MSG(cc.lengths || c->replay, "class " + cc.name + " has no lengths");
     if (cc.lengths) c->lengths = make_length_sampler(*cc.lengths, seed, c->prefix);
+    if (c->process_config) {
+      c->times.record = true;
+      c->times.kept = TimesMemo::instance().find(*c->process_config, seed, c->prefix + "arrivals");
+    }
+    if (cc.lengths) c->independent = std::get_if<IndependentLengths>(&*cc.lengths);
+    if (c->independent) {
+      c->drawn.record = true;
+      c->drawn.kept = LengthsMemo::instance().find(*c->independent, seed, c->prefix);
+    }
     if (cc.images) {
       c->image_count.emplace(cc.images->count);
       std::vector<double> w;
@@ -208,7 +319,27 @@ RequestSource::RequestSource(const WorkloadConfig& config, std::uint64_t seed, S
   }
 }
 
-RequestSource::~RequestSource() = default;
+RequestSource::~RequestSource() {
+  // This run's draws are kept for the next run with the same streams (DrawMemo); keeping them
+  // is optional, so a failure to allocate loses nothing but the speed-up.
+  try {
+    for (const auto& c : classes_) {
+      if (auto times = c->times.all()) {
+        TimesMemo::instance().keep(*c->process_config, seed_, c->prefix + "arrivals", std::move(times));
+      }
+      if (auto lengths = c->drawn.all()) {
+        LengthsMemo::instance().keep(*c->independent, seed_, c->prefix, std::move(lengths));
+      }
+    }
+  } catch (const std::bad_alloc&) {
+  }
+}
+
+std::int64_t RequestSource::replayed_draws() const {
+  std::int64_t n = 0;
+  for (const auto& c : classes_) n += c->times.replayed + c->drawn.replayed;
+  return n;
+}
 
 inline bool RequestSource::promise(Class& c, SimTime t) {
   if (t > end_ || t == SimTime::never()) return false;
@@ -228,7 +359,7 @@ void RequestSource::start(std::vector<Arrival>& out) {
     Class& c = *cp;
     const auto open = kOpenStream - c.id;
     if (c.process) {
-      after(c, open, c.process->next(), out);
+      after(c, open, c.next_arrival(), out);
     } else if (c.replay) {
       after(c, open, c.replay->advance(), out);
     } else {
@@ -294,7 +425,7 @@ Request RequestSource::fresh(Class& c, std::uint32_t stream, Slot* slot) {
   if (c.replay) {
     Replay& rp = *c.replay;
     if (c.lengths) {
-      const RequestLengths l = c.lengths->next();
+      const RequestLengths l = c.next_lengths();
       prompt = l.prompt_tokens;
       output = l.output_tokens;
     } else {
@@ -312,7 +443,7 @@ Request RequestSource::fresh(Class& c, std::uint32_t stream, Slot* slot) {
                                            : rp.row.session;
     }
   } else {
-    const RequestLengths l = c.lengths->next();
+    const RequestLengths l = c.next_lengths();
     prompt = l.prompt_tokens;
     output = l.output_tokens;
   }
@@ -358,7 +489,7 @@ Request RequestSource::next_turn(Class& c, Slot& s, std::uint32_t stream) {
   Request r;
   r.class_id = c.id;
   r.stream = stream;
-  const RequestLengths l = c.lengths->next();
+  const RequestLengths l = c.next_lengths();
   std::int64_t added = c.followup ? (*c.followup)(c.followup_rng) : l.prompt_tokens;
   const auto limit = static_cast<std::int64_t>(
       sc.max_context > 0 ? std::min<std::uint64_t>(static_cast<std::uint64_t>(sc.max_context), kMaxPromptTokens)
@@ -384,7 +515,7 @@ Request RequestSource::take(std::uint32_t stream, SimTime now, std::vector<Arriv
   if (stream >= kOpenStream - classes_.size() + 1) {
     Class& c = *classes_[kOpenStream - stream];
     if (c.plain) {  // the common case, without fresh()'s branches
-      const RequestLengths l = c.lengths->next();
+      const RequestLengths l = c.next_lengths();
       r.class_id = c.id;
       r.stream = stream;
       r.prompt_tokens = static_cast<std::uint32_t>(l.prompt_tokens);
@@ -393,7 +524,7 @@ Request RequestSource::take(std::uint32_t stream, SimTime now, std::vector<Arriv
       r = fresh(c, stream, nullptr);
     }
     if (c.process) {
-      after(c, stream, c.process->next(), out);
+      after(c, stream, c.next_arrival(), out);
     } else {
       after(c, stream, c.replay->advance(), out);
     }

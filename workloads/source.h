@@ -73,6 +73,10 @@ class RequestSource {
   // or replayed traces): finished() then needs no more than r.stream and r.class_id.
   bool plain() const { return plain_; }
   std::int64_t issued() const { return issued_; }
+  // Draws replayed from an earlier source's (arrival times and lengths of open-loop classes with
+  // independent lengths: the streams are functions of config, seed and stream name, and the last
+  // few are kept for the process; replays give the values drawing would).
+  std::int64_t replayed_draws() const;
   const WorkloadConfig& config() const { return config_; }
   const IdRing& ids() const { return ring_; }
 
@@ -99,6 +103,7 @@ class RequestSource {
 
   WorkloadConfig config_;
   SimTime end_;
+  std::uint64_t seed_;
   std::vector<std::unique_ptr<Class>> classes_;
   std::vector<Slot> slots_;
   std::vector<std::uint32_t> free_slots_;  // session slots to reuse, most recent last

@@ -418,3 +418,74 @@ TEST_CASE("IdRing: spans read back what was written, in any release order, in bo
   // stays within a small multiple of that, and it never grew without bound.
   CHECK(max_capacity <= 1 << 20);
 }
+
+TEST_CASE("RequestSource: a later source on the same streams replays the kept draws, the values drawing gives") {
+  ClassConfig c;
+  c.arrivals = PoissonArrivals{Frequency{50.0}};
+  c.lengths = IndependentLengths{LognormalLength{300, 0.9, 1, 4000}, LognormalLength{120, 0.7, 1, 2000}};
+  const std::uint64_t seed = 90817;  // no other test's: its streams start with nothing kept
+  // The reference: the primitives the source draws from, on the streams it names (class
+  // "default": "arrivals", and the length streams without a prefix).
+  OpenLoopProcess process(std::get<PoissonArrivals>(c.arrivals), seed, "arrivals");
+  const auto lengths = make_length_sampler(*c.lengths, seed, "");
+  std::vector<Request> want;
+  for (int i = 0; i < 600; ++i) {
+    Request r;
+    r.arrival = process.next();
+    const RequestLengths l = lengths->next();
+    r.prompt_tokens = static_cast<std::uint32_t>(l.prompt_tokens);
+    r.output_tokens = static_cast<std::uint32_t>(l.output_tokens);
+    want.push_back(r);
+  }
+  const auto run = [&](std::int64_t n, std::int64_t& replayed) {
+    std::vector<Request> out;
+    {
+      RequestSource s(of({c}, n), seed);
+      drive(s, 0, [&](const Request& r, const RequestSource&) { out.push_back(r); });
+      replayed = s.replayed_draws();
+    }  // kept here, when the source ends
+    return out;
+  };
+  const auto same = [&](const std::vector<Request>& got) {
+    REQUIRE(got.size() <= want.size());
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      CAPTURE(i);
+      REQUIRE(got[i].arrival == want[i].arrival);
+      REQUIRE(got[i].prompt_tokens == want[i].prompt_tokens);
+      REQUIRE(got[i].output_tokens == want[i].output_tokens);
+    }
+  };
+  std::int64_t replayed = -1;
+  const auto first = run(200, replayed);
+  CHECK(first.size() == 200);
+  CHECK(replayed == 0);
+  same(first);
+  // 200 requests draw 201 arrival times (the one after the last is drawn, then refused by the
+  // request limit) and 200 lengths: the second source replays those 401 and draws the rest.
+  const auto second = run(600, replayed);
+  CHECK(second.size() == 600);
+  CHECK(replayed == 401);
+  same(second);
+  // Now 601 times and 600 lengths are kept: all of a third source's 200 requests replay.
+  const auto third = run(200, replayed);
+  CHECK(replayed == 401);
+  same(third);
+  // Another seed is another stream: nothing to replay.
+  {
+    RequestSource other(of({c}, 10), seed + 1);
+    drive(other, 0, [](const Request&, const RequestSource&) {});
+    CHECK(other.replayed_draws() == 0);
+  }
+  // Another rate is another stream too, though the lengths' streams are the same.
+  ClassConfig faster = c;
+  faster.arrivals = PoissonArrivals{Frequency{60.0}};
+  {
+    RequestSource s(of({faster}, 10), seed);
+    std::vector<Request> got;
+    drive(s, 0, [&](const Request& r, const RequestSource&) { got.push_back(r); });
+    CHECK(s.replayed_draws() == 10);  // the lengths only
+    REQUIRE(got.size() == 10);
+    CHECK(got[0].prompt_tokens == want[0].prompt_tokens);
+    CHECK(got[0].arrival != want[0].arrival);
+  }
+}
