@@ -99,8 +99,9 @@ struct Replay {
 // or a sweep builds a RequestSource per hypothesis, mostly with the same workload, so the draws
 // of a run are kept for the process and the next run with the same key replays them: the values
 // drawing would give, in the same order (results do not change), without the sampling. At most
-// kEntries streams and kMaxDraws draws per stream are kept.
-constexpr std::size_t kMaxDraws = std::size_t{1} << 22;  // per stream
+// kEntries streams and kMaxBytes of draws are kept per kind of stream (the oldest go first), and
+// a run records at most kMaxDraws draws of a stream.
+constexpr std::size_t kMaxDraws = std::size_t{1} << 20;  // per stream
 
 template <class Config, class T>
 class DrawMemo {
@@ -123,16 +124,23 @@ class DrawMemo {
     for (auto it = entries_.begin(); it != entries_.end(); ++it) {
       if (it->seed == seed && it->stream == stream && it->config == config) {
         if (it->draws->size() >= draws->size()) return;
+        bytes_ -= it->draws->size() * sizeof(T);
         entries_.erase(it);
         break;
       }
     }
+    bytes_ += draws->size() * sizeof(T);
     entries_.push_back(Entry{config, seed, stream, std::move(draws)});
-    if (entries_.size() > kEntries) entries_.erase(entries_.begin());
+    while (entries_.size() > kEntries || bytes_ > kMaxBytes) {
+      bytes_ -= entries_.front().draws->size() * sizeof(T);
+      entries_.erase(entries_.begin());
+    }
   }
 
  private:
   static constexpr std::size_t kEntries = 8;
+  static constexpr std::size_t kMaxBytes = std::size_t{64} << 20;
+  std::size_t bytes_ = 0;
   struct Entry {
     Config config;
     std::uint64_t seed;
