@@ -2,12 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <mutex>
 #include <numeric>
-#include <utility>
-#include <vector>
 
 #include "sim/core/check.h"
+#include "sim/core/recent_cache.h"
 
 namespace servesim::topologies {
 namespace {
@@ -297,25 +295,10 @@ Fabric build_fabric(const ClusterSpec& spec) {
 }
 
 std::shared_ptr<const Fabric> shared_fabric(const ClusterSpec& spec) {
-  // The last kKept specs' fabrics, the most recently used last.
-  constexpr std::size_t kKept = 4;
-  static std::mutex mutex;
-  static std::vector<std::pair<ClusterSpec, std::shared_ptr<const Fabric>>> kept;
-  {
-    const std::lock_guard<std::mutex> lock(mutex);
-    for (std::size_t i = 0; i < kept.size(); ++i) {
-      if (kept[i].first == spec) {
-        auto hit = kept[i];
-        kept.erase(kept.begin() + static_cast<std::ptrdiff_t>(i));
-        kept.push_back(hit);
-        return hit.second;
-      }
-    }
-  }
-  auto fabric = std::make_shared<const Fabric>(build_fabric(spec));  // outside the lock
-  const std::lock_guard<std::mutex> lock(mutex);
-  kept.emplace_back(spec, fabric);
-  if (kept.size() > kKept) kept.erase(kept.begin());
+  static RecentCache<ClusterSpec, std::shared_ptr<const Fabric>> kept(4);
+  if (auto fabric = kept.find(spec)) return *fabric;
+  auto fabric = std::make_shared<const Fabric>(build_fabric(spec));
+  kept.keep(spec, fabric);
   return fabric;
 }
 

@@ -3,13 +3,15 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
-#include <mutex>
+#include <new>
+#include <optional>
 #include <queue>
 #include <string>
 #include <variant>
 #include <vector>
 
 #include "sim/core/check.h"
+#include "sim/core/recent_cache.h"
 
 namespace servesim::workloads {
 namespace {
@@ -98,72 +100,44 @@ struct Replay {
 // length sampler's lengths) are a function of (config, seed, stream name) alone. A serve session
 // or a sweep builds a RequestSource per hypothesis, mostly with the same workload, so the draws
 // of a run are kept for the process and the next run with the same key replays them: the values
-// drawing would give, in the same order (results do not change), without the sampling. At most
-// kEntries streams and kMaxBytes of draws are kept per kind of stream (the oldest go first), and
-// a run records at most kMaxDraws draws of a stream.
-constexpr std::size_t kMaxDraws = std::size_t{1} << 20;  // per stream
+// drawing would give, in the same order (results do not change), without the sampling. Kept per
+// kind of stream: the last 8 streams within 64 MiB; a run records at most kMaxDraws of a stream.
+constexpr std::size_t kMaxDraws = std::size_t{1} << 20;
 
-template <class Config, class T>
-class DrawMemo {
- public:
-  static DrawMemo& instance() {
-    static DrawMemo memo;
-    return memo;
-  }
-  std::shared_ptr<const std::vector<T>> find(const Config& config, std::uint64_t seed, const std::string& stream) {
-    const std::lock_guard<std::mutex> lock(mutex_);
-    for (const Entry& e : entries_) {
-      if (e.seed == seed && e.stream == stream && e.config == config) return e.draws;
-    }
-    return nullptr;
-  }
-  // Keeps `draws` unless as many are kept already; the oldest entry goes first.
-  void keep(const Config& config, std::uint64_t seed, const std::string& stream,
-            std::shared_ptr<const std::vector<T>> draws) {
-    const std::lock_guard<std::mutex> lock(mutex_);
-    for (auto it = entries_.begin(); it != entries_.end(); ++it) {
-      if (it->seed == seed && it->stream == stream && it->config == config) {
-        if (it->draws->size() >= draws->size()) return;
-        bytes_ -= it->draws->size() * sizeof(T);
-        entries_.erase(it);
-        break;
-      }
-    }
-    bytes_ += draws->size() * sizeof(T);
-    entries_.push_back(Entry{config, seed, stream, std::move(draws)});
-    while (entries_.size() > kEntries || bytes_ > kMaxBytes) {
-      bytes_ -= entries_.front().draws->size() * sizeof(T);
-      entries_.erase(entries_.begin());
-    }
-  }
-
- private:
-  static constexpr std::size_t kEntries = 8;
-  static constexpr std::size_t kMaxBytes = std::size_t{64} << 20;
-  std::size_t bytes_ = 0;
-  struct Entry {
-    Config config;
-    std::uint64_t seed;
-    std::string stream;
-    std::shared_ptr<const std::vector<T>> draws;
-  };
-  std::mutex mutex_;
-  std::vector<Entry> entries_;
+template <class Config>
+struct StreamKey {
+  Config config;
+  std::uint64_t seed = 0;
+  std::string stream;
+  bool operator==(const StreamKey&) const = default;
 };
 
-using OpenLoopConfig = std::variant<PoissonArrivals, GammaArrivals>;
-using TimesMemo = DrawMemo<OpenLoopConfig, SimTime>;
-using LengthsMemo = DrawMemo<IndependentLengths, RequestLengths>;
+template <class Config, class T>
+using DrawCache = RecentCache<StreamKey<Config>, std::shared_ptr<const std::vector<T>>>;
 
-// One stream's draws in a run: the kept ones first, then drawn ones (recorded when `record`:
-// the stream has a key in a DrawMemo).
-template <class T>
+template <class Config, class T>
+DrawCache<Config, T>& draw_cache() {
+  static DrawCache<Config, T> cache(8, std::size_t{64} << 20,
+                                    [](const StreamKey<Config>&, const std::shared_ptr<const std::vector<T>>& d) {
+                                      return d->size() * sizeof(T);
+                                    });
+  return cache;
+}
+
+// One stream's draws in a run: the kept ones first, then drawn ones, recorded to be kept when
+// the stream has a key (open()).
+template <class Config, class T>
 struct DrawLog {
-  bool record = false;
+  std::optional<StreamKey<Config>> key;
   std::shared_ptr<const std::vector<T>> kept;
   std::size_t at = 0;
   std::vector<T> fresh;
   std::int64_t replayed = 0;
+
+  void open(StreamKey<Config> k) {
+    if (auto d = draw_cache<Config, T>().find(k)) kept = std::move(*d);
+    key = std::move(k);
+  }
   template <class Draw>
   T next(Draw&& draw) {
     if (kept) {
@@ -171,24 +145,26 @@ struct DrawLog {
         ++replayed;
         return (*kept)[at++];
       }
-      if (at == kept->size() && fresh.empty()) {
-        for (std::size_t i = 0; i < kept->size(); ++i) draw();  // the sampler moves past them
+      if (at == kept->size()) {  // once: the sampler moves past the kept draws
+        for (std::size_t i = 0; i < kept->size(); ++i) draw();
         ++at;
       }
     }
     const T v = draw();
-    if (record && (kept ? kept->size() : 0) + fresh.size() < kMaxDraws) fresh.push_back(v);
+    if (key && (kept ? kept->size() : 0) + fresh.size() < kMaxDraws) fresh.push_back(v);
     return v;
   }
-  // The kept draws and this run's, when it drew any.
-  std::shared_ptr<const std::vector<T>> all() const {
-    if (fresh.empty()) return nullptr;
-    auto out = std::make_shared<std::vector<T>>();
-    if (kept) *out = *kept;
-    out->insert(out->end(), fresh.begin(), fresh.end());
-    return out;
+  // Keeps the kept draws and this run's for the next run, when it drew any.
+  void close() {
+    if (!key || fresh.empty()) return;
+    auto all = std::make_shared<std::vector<T>>();
+    if (kept) *all = *kept;
+    all->insert(all->end(), fresh.begin(), fresh.end());
+    draw_cache<Config, T>().keep(*key, std::move(all));
   }
 };
+
+using OpenLoopConfig = std::variant<PoissonArrivals, GammaArrivals>;
 }  // namespace
 
 struct RequestSource::Class {
@@ -206,16 +182,14 @@ struct RequestSource::Class {
   std::int64_t issued = 0;
 
   std::optional<OpenLoopProcess> process;
-  std::optional<OpenLoopConfig> process_config;  // its key in TimesMemo
-  DrawLog<SimTime> times;
+  DrawLog<OpenLoopConfig, SimTime> times;
   std::unique_ptr<Replay> replay;
   const ClosedLoopArrivals* closed = nullptr;
   std::uint32_t first_slot = 0, clients = 0;
   Rng think_rng, start_rng;
 
   std::unique_ptr<LengthSampler> lengths;
-  const IndependentLengths* independent = nullptr;  // lengths' key in LengthsMemo (else not kept)
-  DrawLog<RequestLengths> drawn;
+  DrawLog<IndependentLengths, RequestLengths> drawn;
   Rng image_rng, image_count_rng, image_size_rng;
   std::optional<LengthDraw> image_count;
   std::vector<double> image_cdf;
@@ -247,7 +221,7 @@ std::string stream_prefix(const ClassConfig& c) {
 }
 
 RequestSource::RequestSource(const WorkloadConfig& config, std::uint64_t seed, SimTime end)
-    : config_(config), end_(end), seed_(seed) {
+    : config_(config), end_(end) {
   SERVESIM_CHECK(!config_.classes.empty() && config_.classes.size() < 0xffff);
   std::uint32_t slots = 0;
   for (std::size_t i = 0; i < config_.classes.size(); ++i) {
@@ -255,10 +229,10 @@ RequestSource::RequestSource(const WorkloadConfig& config, std::uint64_t seed, S
     auto c = std::make_unique<Class>(cc, static_cast<std::uint16_t>(i), seed);
     if (const auto* p = std::get_if<PoissonArrivals>(&cc.arrivals)) {
       c->process.emplace(*p, seed, c->prefix + "arrivals");
-      c->process_config = *p;
+      c->times.open({*p, seed, c->prefix + "arrivals"});
     } else if (const auto* g = std::get_if<GammaArrivals>(&cc.arrivals)) {
       c->process.emplace(*g, seed, c->prefix + "arrivals");
-      c->process_config = *g;
+      c->times.open({*g, seed, c->prefix + "arrivals"});
     } else if (const auto* t = std::get_if<TraceReplay>(&cc.arrivals)) {
       SERVESIM_CHECK_MSG(t->scan != nullptr, "a trace replay must be scanned before it runs");
       c->replay = std::make_unique<Replay>(*t, c->id);
@@ -271,14 +245,8 @@ RequestSource::RequestSource(const WorkloadConfig& config, std::uint64_t seed, S
     }
     SERVESIM_CHECK_MSG(cc.lengths || c->replay, "class " + cc.name + " has no lengths");
     if (cc.lengths) c->lengths = make_length_sampler(*cc.lengths, seed, c->prefix);
-    if (c->process_config) {
-      c->times.record = true;
-      c->times.kept = TimesMemo::instance().find(*c->process_config, seed, c->prefix + "arrivals");
-    }
-    if (cc.lengths) c->independent = std::get_if<IndependentLengths>(&*cc.lengths);
-    if (c->independent) {
-      c->drawn.record = true;
-      c->drawn.kept = LengthsMemo::instance().find(*c->independent, seed, c->prefix);
+    if (const auto* ind = cc.lengths ? std::get_if<IndependentLengths>(&*cc.lengths) : nullptr) {
+      c->drawn.open({*ind, seed, c->prefix});
     }
     if (cc.images) {
       c->image_count.emplace(cc.images->count);
@@ -328,16 +296,12 @@ RequestSource::RequestSource(const WorkloadConfig& config, std::uint64_t seed, S
 }
 
 RequestSource::~RequestSource() {
-  // This run's draws are kept for the next run with the same streams (DrawMemo); keeping them
-  // is optional, so a failure to allocate loses nothing but the speed-up.
+  // This run's draws are kept for the next run on the same streams (draw_cache); keeping them is
+  // optional, so a failure to allocate loses nothing but the speed-up.
   try {
     for (const auto& c : classes_) {
-      if (auto times = c->times.all()) {
-        TimesMemo::instance().keep(*c->process_config, seed_, c->prefix + "arrivals", std::move(times));
-      }
-      if (auto lengths = c->drawn.all()) {
-        LengthsMemo::instance().keep(*c->independent, seed_, c->prefix, std::move(lengths));
-      }
+      c->times.close();
+      c->drawn.close();
     }
   } catch (const std::bad_alloc&) {
   }

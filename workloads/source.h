@@ -103,7 +103,6 @@ class RequestSource {
 
   WorkloadConfig config_;
   SimTime end_;
-  std::uint64_t seed_;
   std::vector<std::unique_ptr<Class>> classes_;
   std::vector<Slot> slots_;
   std::vector<std::uint32_t> free_slots_;  // session slots to reuse, most recent last

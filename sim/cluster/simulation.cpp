@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <array>
 #include <limits>
-#include <mutex>
 #include <optional>
 #include <span>
 
 #include "models/operators.h"
 #include "sim/cluster/comm_cost.h"
+#include "sim/core/recent_cache.h"
 
 namespace servesim::cluster {
 namespace {
@@ -29,45 +29,13 @@ SymmetryKey symmetry_key(const topologies::Fabric& fabric, More&& more) {
   return key;
 }
 
-// The answers of the check for the last few inputs, for the whole process (serve's worker threads
-// share it): at most kEntries of them and kMaxWords key words in all (the least recently used go
-// first; a key larger than that is not kept).
-class SymmetryCache {
- public:
-  static SymmetryCache& instance() {
-    static SymmetryCache cache;
-    return cache;
-  }
-  std::optional<int> find(const SymmetryKey& key) {
-    const std::lock_guard<std::mutex> lock(mutex_);
-    for (std::size_t i = 0; i < entries_.size(); ++i) {
-      if (entries_[i].first == key) {
-        const int value = entries_[i].second;
-        std::rotate(entries_.begin() + static_cast<std::ptrdiff_t>(i),
-                    entries_.begin() + static_cast<std::ptrdiff_t>(i) + 1, entries_.end());
-        return value;  // now the most recently used (last)
-      }
-    }
-    return std::nullopt;
-  }
-  void add(const SymmetryKey& key, int value) {
-    if (key.words.size() > kMaxWords) return;
-    const std::lock_guard<std::mutex> lock(mutex_);
-    words_ += key.words.size();
-    entries_.emplace_back(key, value);
-    while (entries_.size() > kEntries || words_ > kMaxWords) {
-      words_ -= entries_.front().first.words.size();
-      entries_.erase(entries_.begin());
-    }
-  }
-
- private:
-  static constexpr std::size_t kEntries = 8;
-  static constexpr std::size_t kMaxWords = std::size_t{1} << 23;  // 64 MiB
-  std::mutex mutex_;
-  std::vector<std::pair<SymmetryKey, int>> entries_;  // least recently used first
-  std::size_t words_ = 0;
-};
+// The answers of the check for the last few inputs: at most 8 of them and 2^23 key words (64 MiB)
+// in all.
+RecentCache<SymmetryKey, int>& symmetry_cache() {
+  static RecentCache<SymmetryKey, int> cache(8, std::size_t{1} << 23,
+                                             [](const SymmetryKey& k, const int&) { return k.words.size(); });
+  return cache;
+}
 
 // One step of the fingerprint: a 64-bit multiply-xorshift mix (from splitmix64's finaliser).
 std::uint64_t fingerprint_step(std::uint64_t h, std::uint64_t v) {
@@ -720,7 +688,7 @@ void Simulation::start_flows(std::uint32_t r, std::uint32_t src, std::uint32_t d
 // Faults break the symmetry (a chip or link of one rank fails) and ECMP gives each rank pair its own
 // hashed path, so neither qualifies. Routes are enumerated once, when the simulation is built;
 // beyond kMaxSymmetryRoutes the check gives up and every rank pair flows. The process keeps the
-// answers for its last few inputs (SymmetryCache; serve asks again for every hypothesis).
+// answers for its last few inputs (symmetry_cache; serve asks again for every hypothesis).
 int Simulation::rank_flows_symmetric() const {
   constexpr std::size_t kMaxSymmetryRoutes = std::size_t{1} << 20;
   if (!net_ || config_.flow_per_rank_pair || !faults_.empty() ||
@@ -764,7 +732,7 @@ int Simulation::rank_flows_symmetric() const {
       }
     }
   });
-  if (const std::optional<int> known = SymmetryCache::instance().find(key)) return *known;
+  if (const std::optional<int> known = symmetry_cache().find(key)) return *known;
   const auto check = [&]() -> int {
     const topologies::Fabric& fabric = *fabric_;
     // The exchanging pools' chips, numbered 0.. in pool, instance, chip order (to mark which chips'
@@ -871,7 +839,7 @@ int Simulation::rank_flows_symmetric() const {
     return k;
   };
   const int result = check();
-  SymmetryCache::instance().add(key, result);
+  symmetry_cache().keep(key, result);
   return result;
 }
 

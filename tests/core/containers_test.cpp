@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "sim/core/min_tree.h"
+#include "sim/core/recent_cache.h"
 #include "sim/core/ring_queue.h"
 #include "sim/core/rng.h"
 
@@ -143,4 +144,25 @@ TEST_CASE("RingQueue: growing while the head is wrapped keeps the order") {
   std::vector<int> out;
   while (!q.empty()) out.push_back(q.pop_front());
   CHECK(out == std::vector<int>{-4, -3, -2, -1, 0, 1, 2, 3, 4, 5});
+}
+
+TEST_CASE("RecentCache: keeps the most recently used within its entries and budget") {
+  // Weight = the value: entries 3, budget 10.
+  servesim::RecentCache<int, std::size_t> cache(3, 10, [](const int&, const std::size_t& v) { return v; });
+  cache.keep(1, 2);
+  cache.keep(2, 3);
+  cache.keep(3, 4);  // weight 9
+  CHECK(cache.find(1) == std::size_t{2});  // 1 is now the most recent: 2 is the oldest
+  cache.keep(4, 1);  // 4 entries: the oldest (2) goes
+  CHECK_FALSE(cache.find(2).has_value());
+  CHECK(cache.find(3) == std::size_t{4});  // order now 1, 4, 3 (oldest first)
+  // Replaces 1's value: 1 (4) + 4 (3) + 6 (1) = 11 > 10, so the oldest, 4, goes.
+  cache.keep(1, 6);
+  CHECK(cache.find(1) == std::size_t{6});
+  CHECK_FALSE(cache.find(4).has_value());
+  CHECK(cache.find(3) == std::size_t{4});
+  cache.keep(5, 11);  // heavier than the whole budget: not kept, nothing else lost
+  CHECK_FALSE(cache.find(5).has_value());
+  CHECK(cache.find(1) == std::size_t{6});
+  CHECK(cache.find(3) == std::size_t{4});
 }

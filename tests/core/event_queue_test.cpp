@@ -24,6 +24,24 @@ using Queue = servesim::EventQueue<Ev>;
 using Key = std::tuple<std::int64_t, std::uint8_t, std::uint64_t>;
 using Reference = std::multimap<Key, int>;
 
+// Pops the queue's next event, which must be the reference's first (payload, time, sequence),
+// removes that from the reference and returns its time.
+std::int64_t pop_first(Queue& q, Reference& ref) {
+  const auto expected = ref.begin();
+  const Queue::Entry got = q.pop();
+  REQUIRE(got.payload.id == expected->second);
+  REQUIRE(got.time.ps() == std::get<0>(expected->first));
+  REQUIRE(got.sequence() == std::get<2>(expected->first));
+  ref.erase(expected);
+  return got.time.ps();
+}
+
+// Pops every remaining event in reference order.
+void drain(Queue& q, Reference& ref) {
+  while (!ref.empty()) pop_first(q, ref);
+  CHECK(q.empty());
+}
+
 }  // namespace
 
 TEST_CASE("EventQueue: pops in the same order as a multimap keyed by (time, priority, sequence)") {
@@ -190,23 +208,14 @@ TEST_CASE("EventQueue: agrees with the reference across bucket widths, far event
         ref.emplace(Key{t, p, seq++}, next_id++);
       } else {
         INFO("phase ", phase, ", operation ", op);
-        const auto expected = ref.begin();
-        REQUIRE(q.top().payload.id == expected->second);
-        const Queue::Entry got = q.pop();
-        REQUIRE(got.payload.id == expected->second);
-        REQUIRE(got.time.ps() == std::get<0>(expected->first));
-        now = std::max(now, got.time.ps());
-        ref.erase(expected);
+        REQUIRE(q.top().payload.id == ref.begin()->second);
+        now = std::max(now, pop_first(q, ref));
       }
       REQUIRE(q.size() == ref.size());
       if (op % 97 == 0) REQUIRE(q.invariants_hold());
     }
   }
-  while (!ref.empty()) {
-    REQUIRE(q.pop().payload.id == ref.begin()->second);
-    ref.erase(ref.begin());
-  }
-  CHECK(q.empty());
+  drain(q, ref);
 }
 
 TEST_CASE("EventQueue: erase removes a ring event and leaves the others' order; a far one stays") {
@@ -245,21 +254,12 @@ TEST_CASE("EventQueue: erase removes a ring event and leaves the others' order; 
       CHECK_FALSE(q.erase(SimTime::from_ps(t), p, [](const Ev&) { return false; }));
     } else {
       INFO("operation ", op);
-      const auto expected = ref.begin();
-      const Queue::Entry got = q.pop();
-      REQUIRE(got.payload.id == expected->second);
-      REQUIRE(got.sequence() == std::get<2>(expected->first));
-      now = std::max(now, got.time.ps());
-      ref.erase(expected);
+      now = std::max(now, pop_first(q, ref));
     }
     REQUIRE(q.size() == ref.size());
     if (op % 97 == 0) REQUIRE(q.invariants_hold());
   }
-  while (!ref.empty()) {
-    REQUIRE(q.pop().payload.id == ref.begin()->second);
-    ref.erase(ref.begin());
-  }
-  CHECK(q.empty());
+  drain(q, ref);
   // Both paths ran: events in the ring were erased, events beyond it were refused.
   CHECK(erased > 1000);
   CHECK(refused > 100);
