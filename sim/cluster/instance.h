@@ -264,6 +264,9 @@ class Lane {
   std::uint64_t steps_to_first_finish() const { return next_finish_step_ - step_; }
   // How many steps ahead the capped sums can be looked at (UINT64_MAX without caps).
   std::uint64_t lookahead_limit() const;
+  // Whether the lane keeps capped context sums (a window or top-k): without them a decode run's
+  // steps differ only in their contexts' sum (IterationCostModel::decode_run).
+  bool capped() const { return capped_; }
   // The shape of decode-only steps 1, 2, ... of a run: next() returns the following step's, the
   // aggregates advanced exactly as finish_decode_step will advance them.
   class DecodeLookahead {

@@ -28,7 +28,10 @@ models::Operator IterationCostModel::AffineOp::at(const models::BatchShape& b) c
 
 inline double IterationCostModel::AffineOp::seconds(const models::BatchShape& b,
                                                    const models::CostModel& cm) const {
-  if (!linear) return cm.seconds(at(b));
+  return linear ? linear_seconds(b) : cm.seconds(at(b));
+}
+
+inline double IterationCostModel::AffineOp::linear_seconds(const models::BatchShape& b) const {
   using models::batch_field;
   const double flops = base.flops + flop_coef[0] * batch_field(b, flop_field[0]) +
                        flop_coef[1] * batch_field(b, flop_field[1]) +
@@ -499,6 +502,42 @@ std::int64_t IterationCostModel::decode_step(const DecodeSteps& d, const models:
   x.per_window = p.attention_window;
   const std::int64_t gpu = stage_gpu_ps(total_, d.lin, x, b.tokens, 0, p.hidden_a2a);
   return first_stage_ps(gpu, d.lin, d.host, p.exposed_host) + d.lm_head;
+}
+
+SimTime IterationCostModel::decode_run(const DecodeSteps& d, models::BatchShape b, std::size_t n,
+                                       SimTime t, SimTime* ends, DecodeStepParts* parts) const {
+  // The KV token sums are integers below 2^53, so adding decode_seqs in doubles gives exactly the
+  // shape the lane would (static_cast<double>(sum of contexts) + decodes).
+  const double grow = b.decode_seqs;
+  if (!plain_decode_runs()) {
+    for (std::size_t j = 0; j < n; ++j, b.decode_kv_tokens += grow) {
+      t = t + Duration::picoseconds(decode_step(d, b, parts[j]));
+      ends[j] = t;
+    }
+    return t;
+  }
+  // decode_step() with the terms that are zero here left out (no window, absorption, indexer or
+  // CP exchange, and no two-batch overlap to hide all-to-all), and what the steps share in locals
+  // (which the stores to `parts` cannot alias), so that the loop reloads nothing.
+  const AffineOp& attention = decode_full_;
+  const StageLayers layers = total_;
+  const TokenLinear lin = d.lin;
+  const std::int64_t host = d.host, lm_head = d.lm_head;
+  LayerTerms x;
+  x.per_layer = lin.per_layer;
+  for (std::size_t j = 0; j < n; ++j, b.decode_kv_tokens += grow) {
+    x.per_full = to_ps(attention.linear_seconds(b));
+    std::int64_t hidden = 0, exposed = 0;
+    const std::int64_t gpu = stage_gpu_ps(layers, lin, x, b.tokens, 0, hidden);
+    t = t + Duration::picoseconds(first_stage_ps(gpu, lin, host, exposed) + lm_head);
+    ends[j] = t;
+    DecodeStepParts& p = parts[j];
+    p = DecodeStepParts{};
+    p.attention_full = x.per_full;
+    p.exposed_host = exposed;
+    p.hidden_a2a = hidden;
+  }
+  return t;
 }
 
 void IterationCostModel::step_components(const DecodeSteps& d, const DecodeStepParts& p,

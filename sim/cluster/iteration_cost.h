@@ -65,6 +65,7 @@
 #include "models/operators.h"
 #include "models/parallel_plan.h"
 #include "sim/cluster/comm_cost.h"
+#include "sim/core/time.h"
 
 namespace servesim::cluster {
 
@@ -149,6 +150,20 @@ class IterationCostModel {
   DecodeSteps decode_steps(std::int64_t sequences);
   std::int64_t decode_step(const DecodeSteps& steps, const models::BatchShape& b,
                            DecodeStepParts& parts) const;
+  // decode_step() for `n` consecutive steps whose shapes differ only in their contexts, all
+  // uncapped (no window or top-k sums): `b` is the first step's shape, and each step after it has
+  // b.decode_seqs more KV tokens (every context grows by one). Step j ends at ends[j] (the steps
+  // follow each other from `t`), its parts go to parts[j]; returns the last end. When only the decode
+  // attention depends on the contexts and the cost model has a linear form for it (a roofline
+  // with constant efficiencies), the terms the steps share are read once; the values are those
+  // decode_step gives, picosecond for picosecond.
+  SimTime decode_run(const DecodeSteps& steps, models::BatchShape b, std::size_t n, SimTime t,
+                     SimTime* ends, DecodeStepParts* parts) const;
+  // Whether decode_run() takes that short way (else it calls decode_step() per step).
+  bool plain_decode_runs() const {
+    return decode_full_.linear && !has_window_ && !has_mla_ && !has_dsa_ && plan_.cp == 1 &&
+           !(tbo_ && total_.moe > 0);
+  }
   void step_components(const DecodeSteps& steps, const DecodeStepParts& parts,
                        ComponentTimes& components) const;
   // Adds a step's components to `sum` (a decode run's applied steps, recorded together).
@@ -190,6 +205,7 @@ class IterationCostModel {
     models::CostModel::LinearForm form;
     models::Operator at(const models::BatchShape& b) const;
     inline double seconds(const models::BatchShape& b, const models::CostModel& cm) const;
+    inline double linear_seconds(const models::BatchShape& b) const;  // `form` applied
   };
   template <class MakeOp>
   AffineOp affine(MakeOp make_op) const;

@@ -1150,26 +1150,33 @@ SimTime Simulation::plan_run(std::uint32_t index, Lane& lane, SimTime first_end)
     run.parts.resize(static_cast<std::size_t>(limit));
   }
   run.ends[0] = first_end;
+  // The steps whose blocks are free now (what they need does not depend on their times).
   std::int64_t free = lane.free_blocks();
   std::int64_t booked = 0;
-  Lane::DecodeLookahead ahead(lane);
-  // The steps' costs (iteration_cost.h): what they share once, then their contexts' terms. They
-  // have no all-to-all stretch (cost()'s nics_shared): runs are off for a pool whose all-to-all
-  // shares its NICs with the flows.
-  SERVESIM_CHECK(!pool.a2a_on_nics);
-  run.steps = pool.cost->decode_steps(static_cast<std::int64_t>(lane.batch().decodes));
-  SimTime t = first_end;
   std::uint32_t k = 1;
   for (; k < limit; ++k) {
     const std::int64_t need = lane.step_blocks_ahead(k);
     if (need > free) break;  // that step preempts: it is dispatched on its own
     free -= need;
     booked += need;
-    const models::BatchShape shape = ahead.next();
-    t = t + Duration::picoseconds(pool.cost->decode_step(run.steps, shape, run.parts[k]));
-    run.ends[k] = t;
   }
   if (k < 2) return first_end;
+  // The steps' costs (iteration_cost.h): what they share once, then their contexts' terms. They
+  // have no all-to-all stretch (cost()'s nics_shared): runs are off for a pool whose all-to-all
+  // shares its NICs with the flows.
+  SERVESIM_CHECK(!pool.a2a_on_nics);
+  run.steps = pool.cost->decode_steps(static_cast<std::int64_t>(lane.batch().decodes));
+  Lane::DecodeLookahead ahead(lane);
+  SimTime t = first_end;
+  if (!lane.capped()) {
+    // Only the contexts grow: the cost model walks the steps from the first one's shape.
+    t = pool.cost->decode_run(run.steps, ahead.next(), k - 1, t, run.ends.data() + 1, run.parts.data() + 1);
+  } else {
+    for (std::uint32_t j = 1; j < k; ++j) {
+      t = t + Duration::picoseconds(pool.cost->decode_step(run.steps, ahead.next(), run.parts[j]));
+      run.ends[j] = t;
+    }
+  }
   run.size = k;
   run.applied = 0;
   ++run.generation;

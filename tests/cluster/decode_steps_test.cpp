@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "sim/cluster/iteration_cost.h"
+#include "sim/core/time.h"
 
 using namespace servesim;
 
@@ -69,6 +70,33 @@ void check_case(const Case& k) {
         CHECK(got[i] == expected[i]);
       }
     }
+    // decode_run() over consecutive steps of an uncapped run (every context grows by one, the
+    // sum by n per step) is decode_step() step by step: the same ends and parts.
+    if (cap == 0) {
+      models::BatchShape first;
+      first.tokens = first.logits = first.decode_seqs = static_cast<double>(n);
+      first.decode_kv_tokens = static_cast<double>(n * 1000);
+      constexpr std::size_t kSteps = 40;
+      std::vector<SimTime> ends(kSteps);
+      std::vector<cluster::IterationCostModel::DecodeStepParts> parts(kSteps);
+      const SimTime start = SimTime::from_ps(123);
+      const SimTime last = cm.decode_run(steps, first, kSteps, start, ends.data(), parts.data());
+      SimTime t = start;
+      models::BatchShape b = first;
+      for (std::size_t j = 0; j < kSteps; ++j) {
+        cluster::IterationCostModel::DecodeStepParts p;
+        t = t + Duration::picoseconds(cm.decode_step(steps, b, p));
+        b.decode_kv_tokens += static_cast<double>(n);
+        INFO(k.model << " cp " << k.plan.cp << " tbo " << k.tbo << " n " << n << " step " << j);
+        CHECK(ends[j] == t);
+        CHECK(parts[j].attention_full == p.attention_full);
+        CHECK(parts[j].absorb == p.absorb);
+        CHECK(parts[j].cp == p.cp);
+        CHECK(parts[j].exposed_host == p.exposed_host);
+        CHECK(parts[j].hidden_a2a == p.hidden_a2a);
+      }
+      CHECK(last == t);
+    }
     // A settle's sum of several steps (add_steps_components) is the steps' add_step_components
     // one by one, component by component (on top of a nonzero start, as settle_run's sum).
     cluster::ComponentTimes one_by_one{}, at_once{};
@@ -95,4 +123,18 @@ TEST_CASE("Decode steps: a decode run's step costs are cost()'s, term by term") 
       {"glm-5", plan_of(1, 8, 8, 1)},
   };
   for (const Case& k : cases) check_case(k);
+}
+
+TEST_CASE("Decode steps: decode_run's short way covers a dense model on roofline presets") {
+  // The llama cases above take it (else their decode_run checks would compare decode_step with
+  // itself): a constant-efficiency roofline, full attention only, no CP; CP, MLA and windows don't.
+  auto plain = [](const char* model, models::ParallelPlan plan) {
+    cluster::IterationCostModel cm(*models::model_preset(model), *models::chip_preset("h100-sxm"), plan,
+                                   models::MoeRouting{}, {}, 4096);
+    return cm.plain_decode_runs();
+  };
+  CHECK(plain("llama-3.1-70b", plan_of(8, 1, 1, 1)));
+  CHECK_FALSE(plain("llama-3.1-8b", plan_of(1, 1, 1, 2)));
+  CHECK_FALSE(plain("deepseek-v3", plan_of(1, 8, 8, 1)));
+  CHECK_FALSE(plain("gpt-oss-120b", plan_of(4, 1, 4, 1)));
 }
