@@ -164,7 +164,12 @@ class EventQueue {
   }
 
   // Moves cur_ and the window to the bucket of the earliest event (the caller ensures one exists).
+  // Most calls find it where it is: the current bucket holds events.
   void locate() {
+    if (ring_count_ > 0 && ((occupied_[cur_ >> 6] >> (cur_ & 63)) & 1) != 0) [[likely]] return;
+    advance();
+  }
+  [[gnu::noinline]] void advance() {
     if (ring_count_ == 0) {
       if (far_.empty()) return;
       // Jump the window to the earliest far event.

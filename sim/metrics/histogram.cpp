@@ -41,14 +41,6 @@ Distribution summarize(std::vector<double>& values) {
   return d;
 }
 
-std::int64_t LogHistogram::bucket_of(double value) {
-  // Positive finite doubles order like their bit patterns; dropping the low mantissa bits groups
-  // them into 2^kSubBucketBits buckets per binade.
-  std::uint64_t bits = 0;
-  std::memcpy(&bits, &value, sizeof bits);
-  return static_cast<std::int64_t>(bits >> (52 - kSubBucketBits));
-}
-
 double LogHistogram::midpoint_of(std::int64_t bucket) {
   const auto lo_bits = static_cast<std::uint64_t>(bucket) << (52 - kSubBucketBits);
   const auto hi_bits = static_cast<std::uint64_t>(bucket + 1) << (52 - kSubBucketBits);
@@ -58,7 +50,7 @@ double LogHistogram::midpoint_of(std::int64_t bucket) {
   return 0.5 * (lo + hi);
 }
 
-void LogHistogram::add(double value, std::int64_t weight) {
+void LogHistogram::add_slow(double value, std::int64_t weight) {
   SERVESIM_CHECK_MSG(std::isfinite(value), "a non-finite value in a latency histogram");
   if (weight <= 0) return;
   count_ += weight;

@@ -13,7 +13,9 @@
 // emitted token. Mean and count are exact.
 #pragma once
 
+#include <bit>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 namespace servesim::metrics {
@@ -31,7 +33,19 @@ double quantile_sorted(const std::vector<double>& sorted, double q);
 class LogHistogram {
  public:
   // Values <= 0 are counted in a zero bucket; values must be finite.
-  void add(double value, std::int64_t weight);
+  void add(double value, std::int64_t weight) {
+    // The common case inline: a positive finite value in a bucket that exists.
+    if (weight > 0 && value > 0 && value <= std::numeric_limits<double>::max()) [[likely]] {
+      const auto slot = static_cast<std::uint64_t>(bucket_of(value) - offset_);
+      if (slot < buckets_.size()) [[likely]] {
+        count_ += weight;
+        sum_ += value * static_cast<double>(weight);
+        buckets_[slot] += weight;
+        return;
+      }
+    }
+    add_slow(value, weight);
+  }
   std::int64_t count() const { return count_; }
   double mean() const { return count_ > 0 ? sum_ / static_cast<double>(count_) : 0.0; }
   double quantile(double q) const;
@@ -39,7 +53,12 @@ class LogHistogram {
 
  private:
   static constexpr int kSubBucketBits = 7;
-  static std::int64_t bucket_of(double value);
+  static std::int64_t bucket_of(double value) {
+    // Positive finite doubles order like their bit patterns; dropping the low mantissa bits groups
+    // them into 2^kSubBucketBits buckets per binade.
+    return static_cast<std::int64_t>(std::bit_cast<std::uint64_t>(value) >> (52 - kSubBucketBits));
+  }
+  void add_slow(double value, std::int64_t weight);
   double value_at_rank(std::int64_t rank) const;
   static double midpoint_of(std::int64_t bucket);
   std::vector<std::int64_t> buckets_;  // buckets_[i] counts bucket offset_ + i
