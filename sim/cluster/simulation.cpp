@@ -1132,7 +1132,7 @@ void Simulation::handle(const BatchFinished& e) {
   try_dispatch(e.instance);
 }
 
-SimTime Simulation::plan_run(std::uint32_t index, Lane& lane, SimTime first_end) {
+SimTime Simulation::plan_run(std::uint32_t index, Lane& lane, SimTime first_end, bool steps_ready) {
   Instance& inst = instances_[index];
   Pool& pool = pools_[inst.pool];
   Instance::DecodeRun& run = inst.run;
@@ -1165,7 +1165,7 @@ SimTime Simulation::plan_run(std::uint32_t index, Lane& lane, SimTime first_end)
   // have no all-to-all stretch (cost()'s nics_shared): runs are off for a pool whose all-to-all
   // shares its NICs with the flows.
   SERVESIM_CHECK(!pool.a2a_on_nics);
-  run.steps = pool.cost->decode_steps(static_cast<std::int64_t>(lane.batch().decodes));
+  if (!steps_ready) run.steps = pool.cost->decode_steps(static_cast<std::int64_t>(lane.batch().decodes));
   Lane::DecodeLookahead ahead(lane);
   SimTime t = first_end;
   if (!lane.capped()) {
@@ -1395,8 +1395,21 @@ void Simulation::try_dispatch(std::uint32_t index) {
         cp_part.prefill_kv_tokens += static_cast<double>(s.prefilled) + c.tokens;
       }
     }
-    pool.cost->cost(shape, sequences, stage_ps_.data(), batch.components, uneven ? &busiest : nullptr,
-                    nics_shared, cp_min > 0 ? &cp_part : nullptr);
+    // A decode-only batch on one stage, with no busiest rank, all-to-all stretch or drafts: the
+    // decode-run step formula (iteration_cost.h: cost()'s picoseconds and components, tested
+    // against it), whose shared terms a run planned on this step then reuses.
+    const bool decode_step = batch.chunks.empty() && batch.decodes > 0 && !uneven && !nics_shared &&
+                             pool.cost->stages() == 1 && pool.cost->verify_width() == 1;
+    if (decode_step) {
+      Instance::DecodeRun& run = inst.run;
+      run.steps = pool.cost->decode_steps(sequences);
+      IterationCostModel::DecodeStepParts parts;
+      stage_ps_[0] = pool.cost->decode_step(run.steps, shape, parts);
+      pool.cost->step_components(run.steps, parts, batch.components);
+    } else {
+      pool.cost->cost(shape, sequences, stage_ps_.data(), batch.components, uneven ? &busiest : nullptr,
+                      nics_shared, cp_min > 0 ? &cp_part : nullptr);
+    }
     if (pool.swap_s_per_token > 0) [[unlikely]] add_swap_time(pool, lane, batch);
     // Pipeline: stage k starts when stage k - 1 handed over and stage k finished its previous
     // micro-batch.
@@ -1409,7 +1422,7 @@ void Simulation::try_dispatch(std::uint32_t index) {
     if (runs_ && pool.role == PoolRole::kDecode && batch.chunks.empty() && preempted_.empty() &&
         lane.ready() == 0 && !lane.has_waiting() &&
         (lane.fresh().empty() || !source_->wants_first_token())) {
-      t = plan_run(index, lane, t);
+      t = plan_run(index, lane, t, decode_step);
       inst.stage_free.front() = t;
     }
     if (pool.a2a_on_nics) [[unlikely]] {

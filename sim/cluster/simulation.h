@@ -174,7 +174,9 @@ class Simulation {
   // events would show them taken one step at a time: the one difference in behaviour, measured
   // in sim/cluster/README.md. Runs are off while a time series or trace records (they want
   // every step at its time).
-  SimTime plan_run(std::uint32_t instance, Lane& lane, SimTime first_end);
+  // `steps_ready`: run.steps already holds decode_steps() of the batch (try_dispatch costed its
+  // first step that way).
+  SimTime plan_run(std::uint32_t instance, Lane& lane, SimTime first_end, bool steps_ready);
   void apply_run_step(Lane& lane, Instance::DecodeRun& run);
   // The decode part of a step of `lane`'s batch that ended at `end` (gaps, first tokens of fresh
   // requests, the lane's step; its iteration sums are the caller's to record); the requests that
