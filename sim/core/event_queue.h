@@ -74,8 +74,7 @@ class EventQueue {
       std::vector<Entry>& b = buckets_[cur_];
       out = b.back();
       b.pop_back();
-      if (b.empty()) occupied_[cur_ >> 6] &= ~(std::uint64_t{1} << (cur_ & 63));
-      --ring_count_;
+      left_ring(cur_);
     } else {
       out = pop_far();
     }
@@ -100,8 +99,7 @@ class EventQueue {
     for (auto it = b.begin(); it != b.end(); ++it) {
       if (it->time == time && it->priority() == priority && match(it->payload)) {
         b.erase(it);
-        if (b.empty()) occupied_[i >> 6] &= ~(std::uint64_t{1} << (i & 63));
-        --ring_count_;
+        left_ring(i);
         --size_;
         return true;
       }
@@ -114,8 +112,7 @@ class EventQueue {
     std::size_t ring = 0;
     for (std::size_t i = 0; i < buckets_.size(); ++i) {
       const auto& b = buckets_[i];
-      const bool bit = (occupied_[i >> 6] >> (i & 63)) & 1;
-      if (bit != !b.empty()) return false;
+      if (occupied(i) != !b.empty()) return false;
       for (std::size_t k = 0; k < b.size(); ++k) {
         const std::int64_t t = b[k].time.ps();
         if (t < window_start_ || t >= window_end() || bucket_of(t) != i) return false;
@@ -143,6 +140,13 @@ class EventQueue {
   std::size_t bucket_of(std::int64_t t) const {
     return static_cast<std::size_t>(t >> shift_) & (buckets_.size() - 1);
   }
+  // The bitmap of non-empty buckets.
+  bool occupied(std::size_t i) const { return ((occupied_[i >> 6] >> (i & 63)) & 1) != 0; }
+  // An entry left ring bucket i (popped or erased).
+  void left_ring(std::size_t i) {
+    if (buckets_[i].empty()) occupied_[i >> 6] &= ~(std::uint64_t{1} << (i & 63));
+    --ring_count_;
+  }
 
   void insert(const Entry& e) {
     const std::int64_t t = e.time.ps();
@@ -166,7 +170,7 @@ class EventQueue {
   // Moves cur_ and the window to the bucket of the earliest event (the caller ensures one exists).
   // Most calls find it where it is: the current bucket holds events.
   void locate() {
-    if (ring_count_ > 0 && ((occupied_[cur_ >> 6] >> (cur_ & 63)) & 1) != 0) [[likely]] return;
+    if (ring_count_ > 0 && occupied(cur_)) [[likely]] return;
     advance();
   }
   [[gnu::noinline]] void advance() {

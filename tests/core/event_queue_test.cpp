@@ -24,22 +24,35 @@ using Queue = servesim::EventQueue<Ev>;
 using Key = std::tuple<std::int64_t, std::uint8_t, std::uint64_t>;
 using Reference = std::multimap<Key, int>;
 
-// Pops the queue's next event, which must be the reference's first (payload, time, sequence),
-// removes that from the reference and returns its time.
-std::int64_t pop_first(Queue& q, Reference& ref) {
-  const auto expected = ref.begin();
-  const Queue::Entry got = q.pop();
+// The queue and its reference, fed the same pushes (an event's id is its push number).
+struct Mirror {
+  Queue q;
+  Reference ref;
+  std::uint64_t seq = 0;
+  int next_id = 0;
+  void push(std::int64_t t, std::uint8_t p) {
+    q.push(SimTime::from_ps(t), p, Ev{next_id});
+    ref.emplace(Key{t, p, seq++}, next_id++);
+  }
+};
+
+// Pops the queue's next event, which must be the reference's first (payload, time, priority,
+// sequence), removes that from the reference and returns its time.
+std::int64_t pop_first(Mirror& m) {
+  const auto expected = m.ref.begin();
+  const Queue::Entry got = m.q.pop();
   REQUIRE(got.payload.id == expected->second);
   REQUIRE(got.time.ps() == std::get<0>(expected->first));
+  REQUIRE(got.priority() == std::get<1>(expected->first));
   REQUIRE(got.sequence() == std::get<2>(expected->first));
-  ref.erase(expected);
+  m.ref.erase(expected);
   return got.time.ps();
 }
 
 // Pops every remaining event in reference order.
-void drain(Queue& q, Reference& ref) {
-  while (!ref.empty()) pop_first(q, ref);
-  CHECK(q.empty());
+void drain(Mirror& m) {
+  while (!m.ref.empty()) pop_first(m);
+  CHECK(m.q.empty());
 }
 
 }  // namespace
@@ -47,10 +60,7 @@ void drain(Queue& q, Reference& ref) {
 TEST_CASE("EventQueue: pops in the same order as a multimap keyed by (time, priority, sequence)") {
   servesim::Rng rng(7, "event_queue_differential");
   for (int scenario = 0; scenario < 200; ++scenario) {
-    Queue q;
-    Reference ref;
-    std::uint64_t seq = 0;
-    int next_id = 0;
+    Mirror m;
     // Few distinct times and priorities, so most pushes collide on time and many on both: the
     // order then rests entirely on the priority class and the FIFO tie-break.
     const std::uint64_t time_span = rng.uniform_int(1, 12);
@@ -58,37 +68,24 @@ TEST_CASE("EventQueue: pops in the same order as a multimap keyed by (time, prio
     const int ops = static_cast<int>(rng.uniform_int(1, 400));
     for (int op = 0; op < ops; ++op) {
       // Pushes are a bit more likely than pops, so the heap grows and shrinks through many sizes.
-      if (ref.empty() || rng.uniform01() < 0.55) {
+      if (m.ref.empty() || rng.uniform01() < 0.55) {
         const auto t = static_cast<std::int64_t>(rng.uniform_int(0, time_span));
         // Mix in the extreme class now and then: the priority sits in the top 8 bits of `order`.
         auto p = static_cast<std::uint8_t>(rng.uniform_int(0, priority_max));
         if (rng.uniform01() < 0.05) p = 255;
-        q.push(SimTime::from_ps(t), p, Ev{next_id});
-        ref.emplace(Key{t, p, seq++}, next_id);
-        ++next_id;
+        m.push(t, p);
       } else {
         // REQUIRE: stop at the first divergence instead of reporting its consequences.
         INFO("scenario ", scenario, ", operation ", op);
-        REQUIRE(!q.empty());
-        const auto expected = ref.begin();
-        REQUIRE(q.top().payload.id == expected->second);
-        const Queue::Entry got = q.pop();
-        REQUIRE(got.time.ps() == std::get<0>(expected->first));
-        REQUIRE(got.priority() == std::get<1>(expected->first));
-        REQUIRE(got.sequence() == std::get<2>(expected->first));
-        REQUIRE(got.payload.id == expected->second);
-        ref.erase(expected);
+        REQUIRE(!m.q.empty());
+        REQUIRE(m.q.top().payload.id == m.ref.begin()->second);
+        pop_first(m);
       }
-      REQUIRE(q.size() == ref.size());
+      REQUIRE(m.q.size() == m.ref.size());
     }
     // Drain: the rest must come out in reference order too.
-    while (!ref.empty()) {
-      const Queue::Entry got = q.pop();
-      REQUIRE(got.payload.id == ref.begin()->second);
-      ref.erase(ref.begin());
-    }
-    CHECK(q.empty());
-    CHECK(q.pushed() == seq);
+    drain(m);
+    CHECK(m.q.pushed() == m.seq);
   }
 }
 
@@ -190,32 +187,27 @@ TEST_CASE("EventQueue: agrees with the reference across bucket widths, far event
   // a push into the past, and enough pops (> 4,096 per phase) for the queue to adapt its bucket
   // width and ring size several times as the delay scale and the queue length change.
   servesim::Rng rng(11, "event_queue_calendar");
-  Queue q;
-  Reference ref;
-  std::uint64_t seq = 0;
-  int next_id = 0;
+  Mirror m;
   std::int64_t now = 0;
   for (int phase = 0; phase < 12; ++phase) {
     const double scale = std::pow(10.0, static_cast<double>(rng.uniform_int(0, 9)));  // ps
     const double push_bias = phase % 3 == 0 ? 0.6 : (phase % 3 == 1 ? 0.5 : 0.4);
     for (int op = 0; op < 20'000; ++op) {
-      if (ref.empty() || rng.uniform01() < push_bias) {
+      if (m.ref.empty() || rng.uniform01() < push_bias) {
         std::int64_t t = now + static_cast<std::int64_t>(rng.exponential(1.0) * scale);
         if (rng.uniform01() < 0.01) t = now;                          // same instant
         if (rng.uniform01() < 0.001) t = now - static_cast<std::int64_t>(rng.uniform_int(0, 1000));
-        const auto p = static_cast<std::uint8_t>(rng.uniform_int(0, 3));
-        q.push(SimTime::from_ps(t), p, Ev{next_id});
-        ref.emplace(Key{t, p, seq++}, next_id++);
+        m.push(t, static_cast<std::uint8_t>(rng.uniform_int(0, 3)));
       } else {
         INFO("phase ", phase, ", operation ", op);
-        REQUIRE(q.top().payload.id == ref.begin()->second);
-        now = std::max(now, pop_first(q, ref));
+        REQUIRE(m.q.top().payload.id == m.ref.begin()->second);
+        now = std::max(now, pop_first(m));
       }
-      REQUIRE(q.size() == ref.size());
-      if (op % 97 == 0) REQUIRE(q.invariants_hold());
+      REQUIRE(m.q.size() == m.ref.size());
+      if (op % 97 == 0) REQUIRE(m.q.invariants_hold());
     }
   }
-  drain(q, ref);
+  drain(m);
 }
 
 TEST_CASE("EventQueue: erase removes a ring event and leaves the others' order; a far one stays") {
@@ -223,10 +215,9 @@ TEST_CASE("EventQueue: erase removes a ring event and leaves the others' order; 
   // the reference's) is erased. In the ring it must go, from both; beyond the window erase must
   // refuse and leave it to pop. Either way the rest pops in reference order.
   servesim::Rng rng(13, "event_queue_erase");
-  Queue q;
-  Reference ref;
-  std::uint64_t seq = 0;
-  int next_id = 0;
+  Mirror m;
+  Queue& q = m.q;
+  Reference& ref = m.ref;
   std::int64_t now = 0;
   int erased = 0, refused = 0;
   for (int op = 0; op < 60'000; ++op) {
@@ -235,9 +226,7 @@ TEST_CASE("EventQueue: erase removes a ring event and leaves the others' order; 
       // One event in ten far beyond the ring, which the queue sizes for the rest.
       const double scale = rng.uniform01() < 0.1 ? 1e13 : 1e7;
       const std::int64_t t = now + static_cast<std::int64_t>(rng.exponential(1.0) * scale);
-      const auto p = static_cast<std::uint8_t>(rng.uniform_int(0, 3));
-      q.push(SimTime::from_ps(t), p, Ev{next_id});
-      ref.emplace(Key{t, p, seq++}, next_id++);
+      m.push(t, static_cast<std::uint8_t>(rng.uniform_int(0, 3)));
     } else if (u < 0.62) {
       auto it = ref.begin();
       std::advance(it, static_cast<std::ptrdiff_t>(rng.uniform_int(0, ref.size() - 1)));
@@ -254,12 +243,12 @@ TEST_CASE("EventQueue: erase removes a ring event and leaves the others' order; 
       CHECK_FALSE(q.erase(SimTime::from_ps(t), p, [](const Ev&) { return false; }));
     } else {
       INFO("operation ", op);
-      now = std::max(now, pop_first(q, ref));
+      now = std::max(now, pop_first(m));
     }
     REQUIRE(q.size() == ref.size());
     if (op % 97 == 0) REQUIRE(q.invariants_hold());
   }
-  drain(q, ref);
+  drain(m);
   // Both paths ran: events in the ring were erased, events beyond it were refused.
   CHECK(erased > 1000);
   CHECK(refused > 100);
