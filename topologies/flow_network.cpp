@@ -193,6 +193,7 @@ void FlowNetwork::add_class_bytes(std::size_t cls, std::int64_t t0, std::int64_t
 }
 
 void FlowNetwork::flush_classes(SimTime now) {
+  if (!options_.track_utilization) return;
   for (std::size_t c = 0; c < kClasses; ++c) {
     if (class_delta_[c] == 0) continue;
     advance_class(c, now);
@@ -202,6 +203,7 @@ void FlowNetwork::flush_classes(SimTime now) {
 }
 
 void FlowNetwork::credit_links(std::uint32_t f) {
+  if (!options_.track_utilization) return;
   const double delivered = size_[f] - remaining_[f];
   const double delta = delivered - credited_[f];
   credited_[f] = delivered;
@@ -210,6 +212,7 @@ void FlowNetwork::credit_links(std::uint32_t f) {
 }
 
 void FlowNetwork::account_until(SimTime now) {
+  SERVESIM_CHECK_MSG(options_.track_utilization, "account_until on a network that tracks no utilization");
   touch(now);
   flush();
   for (std::uint32_t f = 0; f < live_.size(); ++f) {
@@ -219,6 +222,16 @@ void FlowNetwork::account_until(SimTime now) {
     credit_links(f);
   }
   for (std::size_t c = 0; c < kClasses; ++c) advance_class(c, now);
+}
+
+double FlowNetwork::link_bytes(LinkId l) const {
+  SERVESIM_CHECK_MSG(options_.track_utilization, "link_bytes on a network that tracks no utilization");
+  return link_[l.index()].bytes;
+}
+
+const LinkUsageSeries& FlowNetwork::class_usage(LinkClass c) const {
+  SERVESIM_CHECK_MSG(options_.track_utilization, "class_usage on a network that tracks no utilization");
+  return series_[static_cast<std::size_t>(c)];
 }
 
 double FlowNetwork::link_load(LinkId l) {
@@ -240,10 +253,11 @@ void FlowNetwork::set_rate(std::uint32_t f, double rate, SimTime now) {
   last_ps_[f] = now.ps();
   const double delta = rate - fh.rate;
   if (delta != 0) {
+    const bool track = options_.track_utilization;
     for (std::uint32_t h = 0; h < fh.hops; ++h) {
       LinkHot& lk = link_[fh.links[h].value];
       lk.load += delta;
-      class_delta_[lk.link_class] += delta;
+      if (track) class_delta_[lk.link_class] += delta;
     }
   }
   fh.rate = rate;
@@ -678,15 +692,17 @@ void FlowNetwork::finish_flow(std::uint32_t f, SimTime at, bool aborted, std::ve
   // One pass over its links: its rate leaves their loads and classes, its bytes are credited,
   // it leaves their lists, and they seed the update.
   const double rate = fh.rate, cap = cap_[f];
-  const bool grouped = !link_group_.empty();
+  const bool grouped = !link_group_.empty(), track = options_.track_utilization;
   for (std::uint32_t h = 0; h < fh.hops; ++h) {
     const std::uint32_t l = fh.links[h].value;
     LinkHot& lk = link_[l];
     if (grouped && link_group_[l] != kNone) --groups_[link_group_[l]].carried;
-    lk.bytes += credit;
     lk.demand -= cap;
     lk.load -= rate;
-    class_delta_[lk.link_class] -= rate;
+    if (track) {
+      lk.bytes += credit;
+      class_delta_[lk.link_class] -= rate;
+    }
     const std::uint32_t p = fh.prev[h], n = fh.next[h];
     if (p != kNone) hot_[p / kMaxHops].next[p % kMaxHops] = n; else lk.head = n;
     if (n != kNone) hot_[n / kMaxHops].prev[n % kMaxHops] = p;

@@ -37,7 +37,8 @@
 // is left, max-min as before (the capacity the solve sees is the link's times 1 - the share).
 // Link utilization: bytes carried per link (credited when a flow leaves a route, or on
 // account_until), and the bytes each link class carried over time, in bins that double their
-// width when they grow too many (compact for long runs).
+// width when they grow too many (compact for long runs). A network whose caller reads neither
+// (Options::track_utilization off) keeps no such accounting; its rates and times are the same.
 // Deliberately ignored: slow start and congestion-control dynamics, per-packet effects, flows
 // moving back to a better path after a recovery.
 // Invariants: time never goes back; link loads never exceed capacity (to 1e-9); every byte a flow
@@ -83,6 +84,9 @@ class FlowNetwork {
   struct Options {
     Duration utilization_bin = Duration::milliseconds(1);
     std::size_t max_bins = 4096;      // beyond this, bins are merged pairwise (width doubles)
+    // Off: no bytes per link or link class are kept (account_until, link_bytes and class_usage
+    // must not be called); nothing else changes.
+    bool track_utilization = true;
   };
 
   FlowNetwork(Fabric& fabric, Options options);
@@ -142,11 +146,12 @@ class FlowNetwork {
   std::size_t stalled_flows() const;
 
   // Utilization, carried up to `now`, per resource (a link, or a bundle under adaptive routing).
+  // Only with Options::track_utilization.
   void account_until(SimTime now);
-  double link_bytes(LinkId l) const { return link_[l.index()].bytes; }
+  double link_bytes(LinkId l) const;
   double link_load(LinkId l);   // bytes/s now (sums the link's flows)
   bool link_passive(LinkId l) const { return link_[l.index()].demand <= link_[l.index()].capacity; }
-  const LinkUsageSeries& class_usage(LinkClass c) const { return series_[static_cast<std::size_t>(c)]; }
+  const LinkUsageSeries& class_usage(LinkClass c) const;
 
   // Counters for benchmarks: incremental updates, flows re-solved, rounds (solve + check).
   std::uint64_t updates() const { return updates_; }

@@ -66,7 +66,10 @@ Simulation::Simulation(const SimulationConfig& config, metrics::Recorder& record
     const ClusterConfig& cc = config_.cluster ? *config_.cluster : *default_cluster_;
     placement_ = &cc.placement;
     fabric_ = std::make_unique<topologies::Fabric>(*cc.fabric);
-    net_ = std::make_unique<topologies::FlowNetwork>(*fabric_);
+    // Link utilization is read only into a time series (record_link_usage).
+    topologies::FlowNetwork::Options net_options;
+    net_options.track_utilization = recorder_.time_series() != nullptr;
+    net_ = std::make_unique<topologies::FlowNetwork>(*fabric_, net_options);
     const SimTime fault_end =
         config_.horizon ? SimTime::zero() + *config_.horizon : SimTime::zero() + kMaxFaultTime;
     faults_ = topologies::fault_timeline(*fabric_, cc.faults, fault_end, config_.seed);

@@ -228,6 +228,47 @@ TEST_CASE("FlowNetwork: bytes are conserved: every link carries each of its flow
   CHECK(series == doctest::Approx(hop_bytes).epsilon(1e-9));
 }
 
+TEST_CASE("FlowNetwork: without utilization tracking every flow completes at the same picosecond") {
+  // Two networks on the same oversubscribed fabric get the same random flows (sharing links, so
+  // rates change while they run); only one keeps the bytes per link and class.
+  const ClusterSpec spec = dgx_like(8, 3);
+  Fabric f = build_fabric(spec);
+  FlowNetwork tracked(f);
+  FlowNetwork::Options off;
+  off.track_utilization = false;
+  FlowNetwork untracked(f, off);
+  Rng rng(5, "untracked");
+  SimTime now = SimTime::zero();
+  std::vector<FlowDone> a, b;
+  std::size_t most_active = 0;
+  for (int i = 0; i < 300; ++i) {
+    now = now + Duration::seconds(rng.exponential(2e4));
+    tracked.complete_until(now, a);
+    untracked.complete_until(now, b);
+    REQUIRE(a.size() == b.size());
+    const ChipId src(static_cast<std::uint32_t>(rng.uniform_int(0, f.chips() - 1)));
+    ChipId dst(static_cast<std::uint32_t>(rng.uniform_int(0, f.chips() - 1)));
+    if (src == dst) dst = ChipId((dst.value + 1) % static_cast<std::uint32_t>(f.chips()));
+    const double bytes = 1e6 * static_cast<double>(1 + rng.uniform_int(0, 99));
+    const std::uint64_t label = rng.next_u64();
+    tracked.start(now, src, dst, bytes, static_cast<std::uint64_t>(i), label);
+    untracked.start(now, src, dst, bytes, static_cast<std::uint64_t>(i), label);
+    REQUIRE(tracked.next_completion() == untracked.next_completion());
+    most_active = std::max(most_active, untracked.active_flows());
+  }
+  tracked.complete_until(ms(1e6), a);
+  untracked.complete_until(ms(1e6), b);
+  REQUIRE(a.size() == 300);
+  REQUIRE(b.size() == 300);
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    CHECK(a[i].tag == b[i].tag);
+    CHECK(a[i].at == b[i].at);
+    CHECK(a[i].bytes == b[i].bytes);
+  }
+  CHECK(most_active > 4);  // flows overlapped: their rates moved while they ran
+  CHECK(untracked.check() == "");
+}
+
 TEST_CASE("FlowNetwork: the incremental update equals a full recomputation on random scenarios") {
   int scenarios = 0, events = 0, rounds_over_one = 0;
   for (int seed = 0; seed < 60; ++seed) {
