@@ -40,22 +40,31 @@ class MinTree {
   // The first index at or after `cursor` (wrapping) whose value equals min(). n > 0.
   std::size_t argmin_from(std::size_t cursor) const {
     const std::int64_t m = tree_[1];
-    const std::size_t found = first_at_or_after(1, 0, size_, cursor, m);
-    return found != kNone ? found : first_at_or_after(1, 0, size_, 0, m);
+    const std::size_t found = first_at_or_after(cursor, m);
+    return found != kNone ? found : first_at_or_after(0, m);
   }
 
  private:
   static constexpr std::int64_t kEmpty = std::numeric_limits<std::int64_t>::max();
   static constexpr std::size_t kNone = static_cast<std::size_t>(-1);
 
-  // First leaf index >= from in the subtree [lo, hi) of `node` whose value is m.
-  std::size_t first_at_or_after(std::size_t node, std::size_t lo, std::size_t hi, std::size_t from,
-                                std::int64_t m) const {
-    if (hi <= from || tree_[node] != m) return kNone;
-    if (hi - lo == 1) return lo;
-    const std::size_t mid = (lo + hi) / 2;
-    const std::size_t left = first_at_or_after(2 * node, lo, mid, from, m);
-    return left != kNone ? left : first_at_or_after(2 * node + 1, mid, hi, from, m);
+  // First leaf index >= from whose value is m: from the leaf up until a right sibling holds m,
+  // then down its leftmost path of m (O(log n), no recursion).
+  std::size_t first_at_or_after(std::size_t from, std::int64_t m) const {
+    if (from >= size_) return kNone;
+    std::size_t node = size_ + from;
+    if (tree_[node] != m) {
+      while (true) {
+        if (node == 1) return kNone;
+        if ((node & 1) == 0 && tree_[node + 1] == m) {
+          ++node;
+          break;
+        }
+        node /= 2;
+      }
+      while (node < size_) node = tree_[2 * node] == m ? 2 * node : 2 * node + 1;
+    }
+    return node - size_;
   }
 
   std::size_t n_ = 0;
