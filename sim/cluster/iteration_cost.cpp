@@ -504,6 +504,34 @@ std::int64_t IterationCostModel::decode_step(const DecodeSteps& d, const models:
   return first_stage_ps(gpu, d.lin, d.host, p.exposed_host) + d.lm_head;
 }
 
+bool ContextProgression::read(double base, const std::array<int, 3>& field,
+                              const std::array<double, 3>& coef, const models::BatchShape& b) {
+  constexpr int kContext = 3;  // models::kBatchFieldMembers: &BatchShape::decode_kv_tokens
+  static_assert(models::kBatchFieldMembers[kContext] == &models::BatchShape::decode_kv_tokens);
+  int context = -1;
+  for (int i = 0; i < 3; ++i) {
+    if (field[static_cast<std::size_t>(i)] != kContext) continue;
+    if (context >= 0) return false;
+    context = i;
+  }
+  pre = base;
+  c = 0;
+  after[0] = after[1] = 0;
+  int k = 0;
+  for (int i = 0; i < 3; ++i) {
+    const auto u = static_cast<std::size_t>(i);
+    const double term = coef[u] * models::batch_field(b, field[u]);
+    if (i == context) {
+      c = coef[u];
+    } else if (context < 0 || i < context) {
+      pre += term;
+    } else {
+      after[k++] = term;
+    }
+  }
+  return true;
+}
+
 SimTime IterationCostModel::decode_run(const DecodeSteps& d, models::BatchShape b, std::size_t n,
                                        SimTime t, SimTime* ends, DecodeStepParts* parts) const {
   // The KV token sums are integers below 2^53, so adding decode_seqs in doubles gives exactly the
@@ -525,8 +553,31 @@ SimTime IterationCostModel::decode_run(const DecodeSteps& d, models::BatchShape 
   const std::int64_t host = d.host, lm_head = d.lm_head;
   LayerTerms x;
   x.per_layer = lin.per_layer;
+  // The attention's FLOPs and bytes as the steps' context sum moves: linear_seconds() term by
+  // term, with the terms on other fields read once (below). Where a sum has more than one term on
+  // the contexts, linear_seconds() itself.
+  ContextProgression flops, bytes;
+  if (!flops.read(attention.base.flops, attention.flop_field, attention.flop_coef, b) ||
+      !bytes.read(attention.base.bytes, attention.byte_field, attention.byte_coef, b)) [[unlikely]] {
+    for (std::size_t j = 0; j < n; ++j, b.decode_kv_tokens += grow) {
+      x.per_full = to_ps(attention.linear_seconds(b));
+      std::int64_t hidden = 0, exposed = 0;
+      const std::int64_t gpu = stage_gpu_ps(layers, lin, x, b.tokens, 0, hidden);
+      t = t + Duration::picoseconds(first_stage_ps(gpu, lin, host, exposed) + lm_head);
+      ends[j] = t;
+      DecodeStepParts& p = parts[j];
+      p = DecodeStepParts{};
+      p.attention_full = x.per_full;
+      p.exposed_host = exposed;
+      p.hidden_a2a = hidden;
+    }
+    return t;
+  }
+  const double overhead_s = attention.base.kernels * attention.form.overhead_s;
+  const double s_per_flop = attention.form.s_per_flop, s_per_byte = attention.form.s_per_byte;
   for (std::size_t j = 0; j < n; ++j, b.decode_kv_tokens += grow) {
-    x.per_full = to_ps(attention.linear_seconds(b));
+    x.per_full = to_ps(overhead_s + std::max(flops.at(b.decode_kv_tokens) * s_per_flop,
+                                             bytes.at(b.decode_kv_tokens) * s_per_byte));
     std::int64_t hidden = 0, exposed = 0;
     const std::int64_t gpu = stage_gpu_ps(layers, lin, x, b.tokens, 0, hidden);
     t = t + Duration::picoseconds(first_stage_ps(gpu, lin, host, exposed) + lm_head);

@@ -71,6 +71,22 @@ namespace servesim::cluster {
 
 using ComponentTimes = std::array<std::int64_t, models::kOpKinds>;  // picoseconds
 
+// One sum of an affine operator's FLOPs or bytes, base + c0 x f0 + c1 x f1 + c2 x f2 (added
+// left to right, as IterationCostModel's AffineOp::linear_seconds adds them), over decode steps
+// in which only the context sum f = decode_kv_tokens moves and at most one term reads it:
+// ((pre + c x f) + after[0]) + after[1], where `pre` is base plus the terms before the context
+// term, added in the same order, and after[0], after[1] the terms after it (0 where there are
+// fewer: adding 0 changes no positive sum). The same double per step, bit for bit, with the
+// terms on other fields read once (IterationCostModel::decode_run).
+struct ContextProgression {
+  double pre = 0, c = 0, after[2] = {0, 0};
+  // From the sum's base, fields and coefficients at shape b; false when more than one term
+  // reads the context sum.
+  bool read(double base, const std::array<int, 3>& field, const std::array<double, 3>& coef,
+            const models::BatchShape& b);
+  double at(double f) const { return ((pre + c * f) + after[0]) + after[1]; }
+};
+
 class IterationCostModel {
  public:
   // For one token count, picoseconds: the token operators per layer of each kind, and their

@@ -138,3 +138,38 @@ TEST_CASE("Decode steps: decode_run's short way covers a dense model on roofline
   CHECK_FALSE(plain("deepseek-v3", plan_of(1, 8, 8, 1)));
   CHECK_FALSE(plain("gpt-oss-120b", plan_of(4, 1, 4, 1)));
 }
+
+TEST_CASE("ContextProgression: each step's sum is the left-to-right sum, bit for bit, wherever the context term is") {
+  // Coefficients with long binary fractions and contexts that are not multiples of anything, so
+  // that a different order of the additions rounds differently (the reversed order below does).
+  models::BatchShape b;
+  b.tokens = 37;
+  b.decode_seqs = 37;
+  b.logits = 37;
+  const int kSeqs = 2, kContext = 3, kTokens = 0;  // models::kBatchFieldMembers indices
+  const std::array<double, 3> coef = {0.1, 1.0 / 3.0, 2.0 / 7.0};
+  const double base = 12345.678901;
+  int differs_reversed = 0;
+  for (int at = -1; at < 3; ++at) {  // the context term's position; -1: none
+    std::array<int, 3> field = {kSeqs, kTokens, kSeqs};
+    if (at >= 0) field[static_cast<std::size_t>(at)] = kContext;
+    b.decode_kv_tokens = 1e6 + 0.5;
+    cluster::ContextProgression p;
+    REQUIRE(p.read(base, field, coef, b));
+    for (int step = 0; step < 200; ++step, b.decode_kv_tokens += b.decode_seqs * 1.37) {
+      const double want = base + coef[0] * models::batch_field(b, field[0]) +
+                          coef[1] * models::batch_field(b, field[1]) +
+                          coef[2] * models::batch_field(b, field[2]);
+      INFO("context term ", at, ", step ", step);
+      REQUIRE(p.at(b.decode_kv_tokens) == want);
+      const double reversed = coef[2] * models::batch_field(b, field[2]) +
+                              coef[1] * models::batch_field(b, field[1]) +
+                              coef[0] * models::batch_field(b, field[0]) + base;
+      differs_reversed += reversed != want;
+    }
+  }
+  CHECK(differs_reversed > 0);  // the order is what the test pins
+  // Two terms on the context sum: not a progression (decode_run costs such steps one by one).
+  cluster::ContextProgression two;
+  CHECK_FALSE(two.read(base, {kContext, kTokens, kContext}, coef, b));
+}
