@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -90,6 +91,16 @@ std::vector<std::pair<std::string, std::string>> efficiency_yaml(const models::E
     else if (k == "moe_compute") out.emplace_back(k, curve_yaml(e.moe_compute));
     else if (k == "moe_memory") out.emplace_back(k, curve_yaml(e.moe_memory));
     else if (k == "moe_overhead") out.emplace_back(k, duration_yaml(e.moe_overhead));
+    else if (k == "moe_experts" && !e.moe_experts.empty()) {
+      std::string s = "{";
+      for (const auto& x : e.moe_experts) {
+        s += (s.size() > 1 ? ", " : "") + std::string(models::format_name(x.format)) + ": {overhead: " +
+             duration_yaml(x.overhead) + ", compute: " + curve_yaml(x.compute) + ", memory: " +
+             curve_yaml(x.memory) + ", token_bytes: " + num(x.token_bytes) + ", pair_bytes: " + num(x.pair_bytes) +
+             "}";
+      }
+      out.emplace_back(k, s + "}");
+    }
     else if (k == "attention_prefill") out.emplace_back(k, curve_yaml(e.attention_prefill));
     else if (k == "attention_decode") out.emplace_back(k, curve_yaml(e.attention_decode));
     else if (k == "attention_overhead") out.emplace_back(k, duration_yaml(e.attention_overhead));
@@ -332,6 +343,9 @@ Calibration calibrate_chip(const cal::MeasurementSet& set, const models::ChipSpe
   for (const auto& [reason, n] : fit.unmodelled) {
     c.notes.push_back(std::to_string(n) + " rows not fitted: " + reason);
   }
+  for (const auto& [reason, n] : fit.not_fitted) {
+    c.notes.push_back(std::to_string(n) + " rows predicted and reported but left out of the fit: " + reason);
+  }
 
   if (tables) {
     // Log-space GEMM tables per format, where the sweep is a grid; fp8_block runs at the fp8 rate
@@ -409,6 +423,21 @@ std::optional<double> microseconds_of(const std::string& v) {
   return std::nullopt;
 }
 
+// A profile's `moe_experts` value (efficiency_yaml) with every "overhead: X us" scaled by `ratio`.
+std::string scaled_moe_overheads(const std::string& value, double ratio) {
+  static const std::regex overhead(R"(overhead: ([-+0-9.eE]+) us)");
+  std::string out;
+  auto begin = value.cbegin();
+  std::smatch m;
+  while (std::regex_search(begin, value.cend(), m, overhead)) {
+    out.append(begin, m[0].first);
+    out += "overhead: " + num(std::stod(m[1].str()) * ratio) + " us";
+    begin = m[0].second;
+  }
+  out.append(begin, value.cend());
+  return out;
+}
+
 // A profile for a chip without operator measurements: the roofline efficiencies fitted on
 // another chip (`from`, a profile calibrate wrote), without its GEMM tables (absolute latencies of
 // that chip's kernels). The collective constants are fitted to the chip's own tables when
@@ -450,7 +479,10 @@ Calibration transfer_profile(const std::string& from, const models::ChipSpec& ch
     const bool collective = key == "collective_latency" || key == "collective_bandwidth" || key == "all_reduce_lines";
     if (collective && fit_comm) continue;
     const auto us = is_overhead(key) ? microseconds_of(value) : std::nullopt;
-    if (scale && us) {
+    if (scale && key == "moe_experts") {
+      // Each format's fixed time per call, as the kernel overheads above.
+      p.efficiency.emplace_back(key, scaled_moe_overheads(value, ratio));
+    } else if (scale && us) {
       p.efficiency.emplace_back(key, num(*us * ratio) + " us");
     } else {
       p.efficiency.emplace_back(key, value);
