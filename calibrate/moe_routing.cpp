@@ -116,7 +116,11 @@ models::MoeRankLoad rank_load_of(const std::vector<int>& counts, double tokens) 
     if (c <= 0) continue;
     r.pairs += c;
     r.active += 1;
-    r.padded_rows += std::ceil(c / models::kMoeTileRows) * models::kMoeTileRows;
+  }
+  if (r.active == 0) return r;
+  const double tile = models::moe_tile_rows(r.pairs / r.active);
+  for (int c : counts) {
+    if (c > 0) r.padded_rows += std::ceil(c / tile) * tile;
   }
   return r;
 }

@@ -35,7 +35,7 @@ std::vector<int> aiconfigurator_balanced_counts(int tokens, int experts, int top
 std::optional<models::MoeRankLoad> aiconfigurator_rank_load(int tokens, int experts, int top_k, int ep,
                                                             std::string_view distribution);
 
-// The load of one rank's expert counts (tile rows models::kMoeTileRows).
+// The load of one rank's expert counts (tiles of models::moe_tile_rows(pairs / active) rows).
 models::MoeRankLoad rank_load_of(const std::vector<int>& counts, double tokens);
 
 inline constexpr int kMoeRoutingDraws = 16;

@@ -7,7 +7,8 @@
 // Operator families and the Efficiency fields each fit determines (the others stay as given):
 //   gemm         gemm_compute, gemm_memory (curves), gemm_overhead, format_compute[rate] for the
 //                non-bf16 rates measured (relative to bf16); rows: dense GEMMs, Vidur's projections
-//   moe          moe_experts: per expert weight format, a grouped-GEMM model (models::
+//   moe          moe_compute, moe_memory, moe_overhead (in-sample; formats without a grouped
+//                model apply them), and moe_experts: per expert weight format, a grouped-GEMM model (models::
 //                moe_experts_seconds: overhead, compute curve over padded FLOPs per active expert,
 //                memory curve over weight bytes per active expert, bytes per token and per pair of
 //                the module's traffic), fitted with ln residuals; rows: AIConfigurator's MoE layers,
@@ -69,6 +70,9 @@ struct OperatorFitOptions {
   std::uint64_t seed = 1;
   std::size_t max_fit_rows = 12000;  // per fit; more are thinned by a fixed stride
   bool cross_validate = true;
+  // Expert weight formats whose grouped-GEMM model goes into the fitted chip (every format is
+  // fitted and reported); nullopt: all. The others keep the MoE roofline curves.
+  std::optional<std::vector<Format>> moe_models;
 };
 
 struct FamilyFit {
@@ -85,6 +89,7 @@ struct OperatorFitResult {
   ErrorReport errors;                    // cross-validated, per (kind, format) and size range
   std::vector<std::pair<std::string, std::size_t>> unmodelled;  // reason -> rows
   std::vector<std::pair<std::string, std::size_t>> not_fitted;  // predicted, but left out of the fits: reason -> rows
+  std::vector<std::string> notes;                                // sentences for the report
 };
 
 // MoE rows from contended benchmark runs, to leave out of the fits (they are still predicted and

@@ -246,18 +246,26 @@ double MoeLoad::busiest_active_experts(double tokens) const {
   return tokens > 0 ? active : 0.0;
 }
 
+double moe_tile_rows(double mean_rows) {
+  double tile = 16;
+  while (tile < 128 && tile < mean_rows - 1e-9) tile *= 2;
+  return tile;
+}
+
 MoeRankLoad MoeLoad::busiest(double tokens) const {
   MoeRankLoad r;
   if (!(tokens > 0)) return r;
   r.tokens = tokens;
   r.pairs = busiest_pairs(tokens);
   r.active = busiest_active_experts(tokens);
+  if (!(r.active > 0)) return r;
+  const double tile = moe_tile_rows(r.pairs / r.active);
   for (std::size_t j = 0; j < popularity_.size(); j += static_cast<std::size_t>(ep_)) {
     const double q = std::min(1.0, top_k_ * popularity_[j]);
     const double hit = q >= 1.0 ? 1.0 : 1.0 - std::pow(1.0 - q, tokens);
     if (!(hit > 0)) continue;
     const double rows = tokens * q / hit;  // its expected rows, given that it is hit
-    r.padded_rows += hit * std::ceil(rows / kMoeTileRows - 1e-9) * kMoeTileRows;
+    r.padded_rows += hit * std::ceil(rows / tile - 1e-9) * tile;
   }
   return r;
 }

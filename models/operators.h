@@ -137,16 +137,20 @@ struct MoeRouting {
   double alpha = 1.2;
 };
 
-// Rows of one tile of the grouped expert GEMMs: each expert's rows are computed in whole tiles
-// of this many rows (TensorRT-LLM's CUTLASS MoE GEMMs on Hopper tile M by 128 for large
-// problems; [assumed] for other kernels). Fitting H200's MoE rows with per-expert tile padding of
-// 128 rows held out better than 64 or none (calibrate/README.md).
-inline constexpr double kMoeTileRows = 128;
+// Rows of one tile of the grouped expert GEMMs when their active experts average `mean_rows`
+// rows each: the power of two at or above it, between 16 and 128. Each expert's rows are computed
+// in whole tiles, and the kernels pick the tile height by the rows an expert gets (Triton's MoE
+// matmul by the tokens per expert; TensorRT-LLM's CUTLASS MoE GEMMs by profiling tactics per token
+// count, tiles of 64 or 128 rows on Hopper); [assumed] the same rule for every kernel. On H200's
+// MoE rows it held out as well as a fixed 128-row tile for bf16 / fp8 / fp8_block and better for
+// W4A16, whose decode steps a fixed tile makes infeasible (calibrate/README.md).
+double moe_tile_rows(double mean_rows);
 
 // What the busiest expert-parallel rank's routed experts do for one batch: the grouped GEMMs'
 // token-expert pairs, the experts that got at least one of them (whose weights it reads), the
-// pairs with each expert's rows padded to whole kMoeTileRows tiles, and the tokens through the
-// module (its routing, permutation and finalize kernels read or write every one).
+// pairs with each expert's rows padded to whole tiles of moe_tile_rows(pairs / active) rows, and
+// the tokens through the module (its routing, permutation and finalize kernels read or write
+// every one).
 struct MoeRankLoad {
   double tokens = 0;
   double pairs = 0;
@@ -167,8 +171,8 @@ class MoeLoad {
   // Experts with at least one token on that rank (expected), whose weights it must read.
   double busiest_active_experts(double tokens) const;
   // The busiest rank's load when `tokens` tokens enter the MoE group. Padded rows: expert j's
-  // rows given it is hit, T k p_j / hit_j, rounded up to whole tiles, times hit_j (a deterministic
-  // stand-in for the expectation over the binomial count).
+  // rows given it is hit, T k p_j / hit_j, rounded up to whole tiles of moe_tile_rows(P / A),
+  // times hit_j (a deterministic stand-in for the expectation over the binomial count).
   MoeRankLoad busiest(double tokens) const;
   const std::vector<double>& popularity() const { return popularity_; }
 

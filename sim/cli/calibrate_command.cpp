@@ -305,6 +305,13 @@ void add_moe_tables(Calibration& c, const cal::MeasurementSet& set, const models
       c.notes.push_back(name + ": not in the profile" + why);
       continue;
     }
+    // The held-out errors compared are over the format's grouped-GEMM model: where that model is
+    // left out (--moe-models), so is the table.
+    if (options.moe_models && std::find(options.moe_models->begin(), options.moe_models->end(), t.format) ==
+                                  options.moe_models->end()) {
+      c.notes.push_back(name + ": not in the profile (its format's grouped model is not, --moe-models)" + why);
+      continue;
+    }
     cal::ProfileEntry e;
     e.op = cal::MeasuredOp::moe;
     e.format = t.format;
@@ -346,6 +353,8 @@ Calibration calibrate_chip(const cal::MeasurementSet& set, const models::ChipSpe
   for (const auto& [reason, n] : fit.not_fitted) {
     c.notes.push_back(std::to_string(n) + " rows predicted and reported but left out of the fit: " + reason);
   }
+  for (const std::string& n : fit.notes) c.notes.push_back(n);
+  const std::vector<std::string> fit_notes = fit.notes;
 
   if (tables) {
     // Log-space GEMM tables per format, where the sweep is a grid; fp8_block runs at the fp8 rate
@@ -405,6 +414,8 @@ Calibration calibrate_chip(const cal::MeasurementSet& set, const models::ChipSpe
   p.notes = {"efficiency: the figures the simulator applies (models::RooflineCostModel); entries with "
              "cost_model table: log-space GEMM, attention, MLA and MoE tables (models::TableCostModel), the roofline "
              "outside them"};
+  // Which MoE error cells describe what the profile applies (cal::OperatorFitResult::notes).
+  for (const std::string& n : fit_notes) p.notes.push_back(n);
   return c;
 }
 
@@ -535,6 +546,9 @@ int calibrate_command(const std::vector<std::string>& args, std::ostream& out, s
       ("max-fit-rows", po::value<std::size_t>()->default_value(12000),
        "rows per fit (larger tables are thinned by a fixed stride)")
       ("no-tables", "fit the roofline only (no GEMM tables)")
+      ("moe-models", po::value<std::string>(),
+       "comma-separated expert weight formats (bf16,fp8,fp8_block,w4a16_mxfp4) whose fitted grouped-GEMM MoE "
+       "model (and MoE table) goes into the profile; default: all. Every format is fitted and reported")
       ("gemm-tile", po::value<double>()->default_value(128),
        "GEMM output tile edge: compute efficiencies are fitted over the tile-padded FLOPs "
        "(models::padded_gemm_flops); 0 = the raw FLOPs")
@@ -574,6 +588,19 @@ int calibrate_command(const std::vector<std::string>& args, std::ostream& out, s
   if (options.folds < 2) {
     err << "error: --folds must be at least 2\n";
     return 2;
+  }
+  if (vm.count("moe-models")) {
+    std::vector<cal::Format> formats;
+    std::stringstream list(vm["moe-models"].as<std::string>());
+    for (std::string name; std::getline(list, name, ',');) {
+      const auto f = cal::parse_format(name);
+      if (!f) {
+        err << "error: --moe-models: unknown format '" << name << "'\n";
+        return 2;
+      }
+      formats.push_back(*f);
+    }
+    options.moe_models = formats;
   }
   if (const double t = vm["gemm-tile"].as<double>(); !(t >= 0 && t <= 4096)) {
     err << "error: --gemm-tile must be between 0 and 4096\n";

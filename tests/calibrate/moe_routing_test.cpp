@@ -17,17 +17,19 @@ TEST_CASE("MoE routing: the benchmark's balanced routing, by hand") {
   // With 2 tokens (T < s) token t takes floor(t x 4 / 2 + 4 j) mod 8: token 0 experts 0 and 4,
   // token 1 experts 2 and 6; rank 0 holds one pair on expert 0 and one on expert 2.
   CHECK(aiconfigurator_balanced_counts(2, 8, 2, 2) == std::vector<int>{1, 0, 1, 0});
-  // Its load: 2 pairs on 2 experts, each padded to a 128-row tile.
+  // Its load: 2 pairs on 2 experts, one row each: tiles of 16 rows (models::moe_tile_rows), 32
+  // padded rows.
   const auto r = aiconfigurator_rank_load(2, 8, 2, 2, "balanced");
   REQUIRE(r.has_value());
   CHECK(r->tokens == 2);
   CHECK(r->pairs == 2);
   CHECK(r->active == 2);
-  CHECK(r->padded_rows == 256);
-  // 200 tokens: each expert 50 pairs (one tile), 4 local experts: 200 pairs, 512 padded rows.
+  CHECK(r->padded_rows == 32);
+  // 200 tokens: each expert 50 pairs, tiles of 64: one each, 4 local experts: 200 pairs, 256
+  // padded rows.
   const auto b = aiconfigurator_rank_load(200, 8, 2, 2, "balanced");
   CHECK(b->pairs == 200);
-  CHECK(b->padded_rows == 512);
+  CHECK(b->padded_rows == 256);
 }
 
 TEST_CASE("MoE routing: the power-law rank is the busiest, within the benchmark's caps, reproducibly") {

@@ -445,19 +445,27 @@ TEST_CASE("MoE: the busiest rank's padded rows round each expert's rows up to wh
   ParallelPlan p;
   p.ep = 2;
   const MoeLoad load(m, p, MoeRouting{});
-  // 600 tokens: every expert is hit (1 - 0.75^600 = 1 - 1e-75), with 600 x 0.25 = 150 rows,
-  // 2 tiles of 128 = 256 padded rows; 4 experts: 1,024 padded rows for 600 x 2 / 2 = 600 pairs.
+  // 600 tokens: every expert is hit (1 - 0.75^600 = 1 - 1e-75), with 600 x 0.25 = 150 rows: tiles
+  // of 128 (moe_tile_rows(150): the power of two above, capped at 128), 2 = 256 padded rows; 4
+  // experts: 1,024 padded rows for 600 x 2 / 2 = 600 pairs.
   const MoeRankLoad big = load.busiest(600);
   CHECK(big.tokens == 600);
   CHECK(big.pairs == doctest::Approx(600));
   CHECK(big.active == doctest::Approx(4));
   CHECK(big.padded_rows == doctest::Approx(1024));
-  // 4 tokens: hit = 1 - 0.75^4 = 0.68359375, rows given a hit 4 x 0.25 / 0.68359375 = 1.46, one
-  // tile: 4 x 0.68359375 x 128 = 350 padded rows, 2.734 active experts, 4 pairs.
+  // 4 tokens: hit = 1 - 0.75^4 = 0.68359375, 2.734 active experts, 4 pairs: 1.46 rows per active
+  // expert, tiles of 16 (the smallest); rows given a hit 4 x 0.25 / 0.68359375 = 1.46, one tile:
+  // 4 x 0.68359375 x 16 = 43.75 padded rows.
   const MoeRankLoad small = load.busiest(4);
   CHECK(small.pairs == doctest::Approx(4));
   CHECK(small.active == doctest::Approx(4 * 0.68359375));
-  CHECK(small.padded_rows == doctest::Approx(4 * 0.68359375 * 128));
+  CHECK(small.padded_rows == doctest::Approx(4 * 0.68359375 * 16));
+  // The tile rule: powers of two from 16 to 128.
+  CHECK(moe_tile_rows(1) == 16);
+  CHECK(moe_tile_rows(16) == 16);
+  CHECK(moe_tile_rows(17) == 32);
+  CHECK(moe_tile_rows(100) == 128);
+  CHECK(moe_tile_rows(5000) == 128);
   CHECK(load.busiest(0).padded_rows == 0);
 }
 
