@@ -2,12 +2,16 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <memory>
+#include <set>
+#include <tuple>
 #include <stdexcept>
 
 #include "calibrate/curve.h"
 #include "calibrate/fit.h"
+#include "calibrate/moe_routing.h"
 #include "models/cost_model.h"
 #include "models/model_spec.h"
 #include "models/parallel_plan.h"
@@ -71,23 +75,6 @@ models::ModelSpec mla_model(const Measurement& m) {
   const auto kv = model_format(m.kv_format == Format::unspecified ? m.format : m.kv_format);
   s.formats.kv_cache = kv && models::is_kv_format(*kv) ? *kv : models::Format::kBf16;
   return s;
-}
-
-// Routing skew from AIConfigurator's `distribution` column (variant): balanced, power_law_<a>.
-std::optional<models::MoeRouting> routing_of(const std::string& variant) {
-  models::MoeRouting r;
-  if (variant.empty() || variant == "balanced" || variant == "uniform") return r;
-  constexpr std::string_view kPower = "power_law_";
-  if (variant.rfind(kPower, 0) == 0) {
-    try {
-      r.distribution = models::MoeRouting::Distribution::kPowerLaw;
-      r.alpha = std::stod(variant.substr(kPower.size()));
-      return r;
-    } catch (const std::exception&) {
-      return std::nullopt;
-    }
-  }
-  return std::nullopt;
 }
 
 models::Operator elementwise(double bytes, double tokens) {
@@ -188,11 +175,6 @@ std::optional<SimulatorOperator> simulator_operator(const Measurement& m, std::s
         why = "non-gated MoE layers are not modelled (the models' experts are SwiGLU)";
         return std::nullopt;
       }
-      const auto routing = routing_of(std::string(variant));
-      if (!routing) {
-        why = "routing distribution '" + std::string(variant) + "' is not modelled";
-        return std::nullopt;
-      }
       // One MoE layer split moe_tp x ep over moe_tp x ep chips (as a plan of tp = moe_tp and
       // attention dp = ep), `tokens` tokens entering the layer; the routed experts' grouped GEMMs
       // on the busiest rank (the router GEMM is not in AIConfigurator's timing).
@@ -215,8 +197,15 @@ std::optional<SimulatorOperator> simulator_operator(const Measurement& m, std::s
         why = "MoE shape without experts, top-k, or with experts not divisible by ep";
         return std::nullopt;
       }
-      const models::MoeLoad load(model, plan, *routing);
-      const models::LayerTokenOps o = models::layer_token_ops(model, plan, load, dim(s, Dim::tokens), rates);
+      // The load the benchmark's own routing puts on the rank it times (moe_routing.h): all the
+      // row's tokens enter the module, rank 0's experts compute their pairs.
+      const auto rank = aiconfigurator_rank_load(static_cast<int>(s.get(Dim::tokens)), model.moe.experts,
+                                                 model.moe.top_k, plan.ep, variant);
+      if (!rank) {
+        why = "routing distribution '" + std::string(variant) + "' is not modelled";
+        return std::nullopt;
+      }
+      const models::LayerTokenOps o = models::layer_token_ops(model, plan, *rank, dim(s, Dim::tokens), rates);
       return SimulatorOperator{o.moe_experts, OperatorFamily::moe, o.dequant_moe};
     }
     case MeasuredOp::norm:
@@ -468,6 +457,141 @@ models::ChipSpec fit_family(const models::ChipSpec& chip, const EfficiencyTarget
   return out;
 }
 
+// The routed experts of one weight format as the simulator costs them with a grouped-GEMM model
+// (models::moe_experts_seconds): the parameters are the compute curve's knots (over padded FLOPs
+// per active expert), the memory curve's (over weight bytes per active expert), the fixed time
+// per call and the bytes per hidden element of each token and each pair through the module.
+class MoeExpertsTarget : public FitTarget {
+ public:
+  // Where the search starts (kMoeFitStarts).
+  struct Start {
+    double compute = 0.4, memory = 0.4;
+    bool overhead_from_rows = false;
+  };
+  MoeExpertsTarget(const models::ChipSpec& chip, models::Format format, const CurveBlock& compute,
+                   const CurveBlock& memory, std::span<const Measurement> rows, std::span<const FittedCall> ops,
+                   Start start)
+      : chip_(chip), format_(format), compute_(compute), memory_(memory), rows_(rows), ops_(ops), start_(start) {}
+
+  std::vector<Parameter> parameters() const override {
+    std::vector<Parameter> p;
+    compute_.append_parameters(p);
+    memory_.append_parameters(p);
+    for (std::size_t j = 0; j < compute_.size(); ++j) p[j].initial = start_.compute;
+    for (std::size_t j = 0; j < memory_.size(); ++j) p[compute_.size() + j].initial = start_.memory;
+    // The fixed time starts at 10 us or at half the fastest row's time (start_.overhead_from_rows).
+    double fastest = 1e300;
+    for (const Measurement& r : rows_) fastest = std::min(fastest, r.latency_s);
+    const double overhead = start_.overhead_from_rows ? std::clamp(0.5 * fastest, 1e-6, 4e-4) : 1e-5;
+    p.push_back(Parameter{"overhead_s", overhead, 0, 5e-4});
+    // Lower bounds only: fitted as ln(x), so that a term far below the others can still grow back.
+    p.push_back(Parameter{"token_bytes", 2, 0, std::numeric_limits<double>::infinity()});
+    p.push_back(Parameter{"pair_bytes", 2, 0, std::numeric_limits<double>::infinity()});
+    return p;
+  }
+  double predict(const Measurement& row, std::span<const double> params) const override {
+    const auto i = static_cast<std::size_t>(&row - rows_.data());
+    if (i >= ops_.size()) throw std::logic_error("MoeExpertsTarget: a row it was not built for");
+    const FittedCall& c = ops_[i];
+    const double s = models::moe_experts_seconds(c.op, experts(params), chip_.peak_flops(c.op.rate),
+                                                 chip_.hbm_bandwidth.bytes_per_s) +
+                     c.fixed_s;
+    // Returned so that fit_target's residual, predicted / measured - 1, is ln(s / measured):
+    // symmetric in over- and under-prediction. (With relative residuals the fit settled 9-18%
+    // low on average on H200's rows, whose spread is wide, and held out worse: bf16 13.9-16.0%
+    // median against 10.4-11.4% with log residuals; calibrate/README.md.)
+    return row.latency_s * (1 + std::log(std::max(s, 1e-30) / row.latency_s));
+  }
+  std::size_t penalty_count() const override { return compute_.penalty_count() + memory_.penalty_count(); }
+  void penalties(std::span<const double> params, std::span<double> out) const override {
+    compute_.penalties(params.subspan(0, compute_.size()), out.subspan(0, compute_.penalty_count()));
+    memory_.penalties(params.subspan(compute_.size(), memory_.size()),
+                      out.subspan(compute_.penalty_count(), memory_.penalty_count()));
+  }
+  // The fitted model (cached for the last parameters: predict runs per row).
+  const models::Efficiency::MoeExperts& experts(std::span<const double> params) const {
+    if (cached_.size() == params.size() && std::equal(params.begin(), params.end(), cached_.begin())) return e_;
+    cached_.assign(params.begin(), params.end());
+    e_ = models::Efficiency::MoeExperts{};
+    e_.format = format_;
+    std::size_t p = 0;
+    for (std::size_t j = 0; j < compute_.size(); ++j) e_.compute.knots.push_back({compute_.spec().knots[j], params[p++]});
+    for (std::size_t j = 0; j < memory_.size(); ++j) e_.memory.knots.push_back({memory_.spec().knots[j], params[p++]});
+    e_.overhead = Duration::seconds(params[p++]);
+    e_.token_bytes = params[p++];
+    e_.pair_bytes = params[p++];
+    return e_;
+  }
+
+ private:
+  const models::ChipSpec& chip_;
+  models::Format format_;
+  const CurveBlock& compute_;
+  const CurveBlock& memory_;
+  std::span<const Measurement> rows_;
+  std::span<const FittedCall> ops_;
+  Start start_;
+  mutable std::vector<double> cached_;
+  mutable models::Efficiency::MoeExperts e_;
+};
+
+// Where the search starts (compute and memory efficiency, the fixed time): the time is overhead +
+// the larger of compute and weight reads + the module's traffic, and a search that starts with
+// one side far slower than the other can settle where that side never binds (its curve then has
+// no gradient), or carry a large fixed time with a tiny compute efficiency at small sizes. On
+// synthetic rows from (0.55, 0.85) a start at (0.4, 0.4) settled at memory 0.98 and no pair bytes
+// (3.8% median error against 2% noise); on H200's W4A16 rows a start at 10 us settled at an
+// in-sample median of 35% (8.5% from half the fastest row's 72 us), while for fp8_block the 10 us
+// start fitted better (10.2-10.8% held out against 11.8-14.4%). All four are searched; the one
+// with the least squared ln error is kept.
+constexpr MoeExpertsTarget::Start kMoeFitStarts[] = {
+    {0.4, 0.4, false}, {0.5, 0.9, false}, {0.4, 0.4, true}, {0.5, 0.9, true}};
+
+// The two axes of a routed-experts operator's grouped-GEMM model (models::moe_experts_seconds).
+double padded_flops_per_expert(const models::Operator& op) {
+  return op.m > 0 ? op.flops * std::max(op.padded_m, op.m) / op.m / std::max(op.batch, 1.0) : 0.0;
+}
+double weight_bytes_per_expert(const models::Operator& op) { return 3.0 * op.n * op.k * op.kv_bytes; }
+
+// Not monotone: over padded FLOPs the efficiency of the smallest experts (one or two rows in a
+// 128-row tile) is high because the kernels tile small problems more finely than the padding
+// assumes; an increasing curve cannot follow that (H200 W4A16 in-sample median 35% with it).
+CurveSpec moe_curve_spec(const char* name, double lo, double hi) {
+  CurveSpec spec;
+  spec.name = name;
+  spec.knots = decade_knots(lo, hi);
+  spec.lower = 0.002;
+  spec.upper = 1.0;
+  spec.initial = 0.4;
+  spec.monotone = Monotone::none;
+  spec.smoothness = 0.01;
+  return spec;
+}
+
+// Fits one format's grouped-GEMM model to (rows, ops), thinned to `max_rows`.
+models::Efficiency::MoeExperts fit_moe_experts(const models::ChipSpec& chip, models::Format format,
+                                               const CurveBlock& compute, const CurveBlock& memory,
+                                               std::span<const Measurement> rows, std::span<const FittedCall> ops,
+                                               std::size_t max_rows, bool* converged = nullptr) {
+  FitOptions fo;
+  fo.max_evaluations = 3000;
+  fo.tolerance = 1e-8;
+  const std::vector<Measurement> r = thinned(rows, max_rows);
+  const std::vector<FittedCall> o = thinned(ops, max_rows);
+  std::optional<models::Efficiency::MoeExperts> best;
+  double best_rms = 0;
+  for (const auto& start : kMoeFitStarts) {
+    const MoeExpertsTarget target(chip, format, compute, memory, r, o, start);
+    const FitResult f = fit_target(target, r, fo);
+    if (!best || f.rms_rel_error < best_rms) {
+      best = target.experts(f.parameters);
+      best_rms = f.rms_rel_error;
+      if (converged) *converged = f.converged;
+    }
+  }
+  return *best;
+}
+
 std::vector<double> predict_ops(const models::ChipSpec& chip, std::span<const FittedCall> ops) {
   const models::RooflineCostModel cm(chip);
   std::vector<double> out;
@@ -477,7 +601,160 @@ std::vector<double> predict_ops(const models::ChipSpec& chip, std::span<const Fi
 }
 
 
+// The MoE family: one grouped-GEMM model per expert weight format (models::Efficiency::
+// moe_experts), each fitted to its format's rows but those of contended series
+// (contended_moe_series), held out by whole model shapes (every plan and skew of a shape in one
+// fold; the folds are dealt over all the family's rows, as for the other families).
+void fit_moe_family(OperatorFitResult& result, const FamilyRows& f, const OperatorFitOptions& options) {
+  const std::vector<bool> contended = contended_moe_series(f.rows);
+  const auto n_contended = static_cast<std::size_t>(std::count(contended.begin(), contended.end(), true));
+  std::map<models::Format, std::vector<std::size_t>> formats;
+  for (std::size_t i = 0; i < f.rows.size(); ++i) {
+    if (const auto fmt = model_format(f.rows[i].format)) formats[*fmt].push_back(i);
+  }
+  FoldPlan plan;
+  if (options.cross_validate) plan = plan_folds(f.rows, options.folds, options.seed);
+  const bool held_out = options.cross_validate && plan.folds >= 2;
+  std::vector<double> held(f.rows.size(), 0.0);
+  FamilyFit ff;
+  ff.family = OperatorFamily::moe;
+  ff.rows = f.rows.size();
+  ff.shapes = plan.groups;
+  ff.converged = true;
+  std::vector<double> train_pred, train_meas;
+  std::vector<models::Efficiency::MoeExperts> fitted;
+  std::vector<std::size_t> formats_rows;  // a row of each fitted format
+  const models::ChipSpec chip = result.chip;
+  auto predict = [&](const models::Efficiency::MoeExperts& e, const FittedCall& c) {
+    return models::moe_experts_seconds(c.op, e, chip.peak_flops(c.op.rate), chip.hbm_bandwidth.bytes_per_s) +
+           c.fixed_s;
+  };
+  for (const auto& [format, idx] : formats) {
+    double f_lo = 1e300, f_hi = 0, w_lo = 1e300, w_hi = 0;
+    for (std::size_t i : idx) {
+      const double x = padded_flops_per_expert(f.ops[i].op), y = weight_bytes_per_expert(f.ops[i].op);
+      if (x > 0) f_lo = std::min(f_lo, x), f_hi = std::max(f_hi, x);
+      if (y > 0) w_lo = std::min(w_lo, y), w_hi = std::max(w_hi, y);
+    }
+    const CurveBlock compute(moe_curve_spec("moe_compute", f_lo, f_hi));
+    const CurveBlock memory(moe_curve_spec("moe_memory", w_lo, w_hi));
+    // The rows of `idx` that pass `keep` (and are not contended), thinned by the fit.
+    auto fit_on = [&](auto keep, bool* converged) {
+      std::vector<Measurement> rows;
+      std::vector<FittedCall> ops;
+      for (std::size_t i : idx) {
+        if (contended[i] || !keep(i)) continue;
+        rows.push_back(f.rows[i]);
+        ops.push_back(f.ops[i]);
+      }
+      // Not thinned (max_rows 0): a format holds at most ~13,000 rows here, and the stride of 2
+      // that --max-fit-rows 12000 would take drops every other token count of each series (rows
+      // come ordered by token count): H200 fp8_block held out at 10.2-10.8% thinned, 7.5-8.3% not.
+      return fit_moe_experts(chip, format, compute, memory, rows, ops, 0, converged);
+    };
+    bool ok = true;
+    const models::Efficiency::MoeExperts e = fit_on([](std::size_t) { return true; }, &ok);
+    ff.converged = ff.converged && ok;
+    fitted.push_back(e);
+    formats_rows.push_back(idx.front());
+    for (std::size_t i : idx) {
+      if (contended[i]) continue;
+      train_pred.push_back(predict(e, f.ops[i]));
+      train_meas.push_back(f.rows[i].latency_s);
+    }
+    if (held_out) {
+      for (std::uint32_t fold = 0; fold < plan.folds; ++fold) {
+        const models::Efficiency::MoeExperts fe =
+            fit_on([&](std::size_t i) { return plan.fold_of_row[i] != fold; }, nullptr);
+        for (std::size_t i : idx) {
+          if (plan.fold_of_row[i] == fold) held[i] = predict(fe, f.ops[i]);
+        }
+      }
+    } else {
+      for (std::size_t i : idx) held[i] = predict(e, f.ops[i]);
+    }
+  }
+  ff.train_ape_p50 = train_pred.empty() ? 0.0 : summarise_errors(train_pred, train_meas).ape_p50;
+  std::map<std::pair<std::string, std::string>, std::vector<std::size_t>> cells;
+  for (const auto& [format, idx] : formats) {
+    for (std::size_t i : idx) cells[{std::string(op_name(f.rows[i].op)), f.labels[i]}].push_back(i);
+  }
+  for (const auto& [key, idx] : cells) {
+    std::vector<Measurement> rows;
+    std::vector<double> pred;
+    for (std::size_t i : idx) {
+      rows.push_back(f.rows[i]);
+      pred.push_back(held[i]);
+    }
+    add_error_cells(result.errors, key.first, key.second, rows, pred, held_out);
+  }
+  result.chip.efficiency.moe_experts.clear();
+  for (std::size_t k = 0; k < fitted.size(); ++k) {
+    const Format fmt = f.rows[formats_rows[k]].format;
+    const bool keep = !options.moe_models || std::find(options.moe_models->begin(), options.moe_models->end(), fmt) !=
+                                                 options.moe_models->end();
+    if (keep) {
+      result.chip.efficiency.moe_experts.push_back(fitted[k]);
+    } else {
+      result.notes.push_back("moe " + std::string(format_name(fmt)) +
+                             ": the error cells are its grouped-GEMM model's, fitted and held out but not in the "
+                             "profile (--moe-models); the MoE curves (moe_compute, moe_memory, moe_overhead) apply");
+    }
+  }
+  if (!result.chip.efficiency.moe_experts.empty()) result.fitted_keys.push_back("moe_experts");
+  if (n_contended > 0) {
+    result.not_fitted.push_back({"moe: series slower than a plan holding a superset of their work, or faster "
+                                 "than their share of a subset's allows (contended benchmark runs; "
+                                 "contended_moe_series)", n_contended});
+  }
+  result.families.push_back(ff);
+}
+
 }  // namespace
+
+std::vector<bool> contended_moe_series(std::span<const Measurement> rows) {
+  // Series key: format, hidden, inter, experts, top-k, skew; then (moe_tp, ep) -> token count ->
+  // seconds.
+  using Group = std::tuple<int, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::uint32_t>;
+  using Plan = std::pair<std::int64_t, std::int64_t>;
+  std::map<Group, std::map<Plan, std::map<std::int64_t, double>>> series;
+  auto group_of = [](const Measurement& m) {
+    return Group{static_cast<int>(m.format), m.shape.get(Dim::hidden), m.shape.get(Dim::inter),
+                 m.shape.get(Dim::experts), m.shape.get(Dim::topk), m.variant};
+  };
+  auto plan_of = [](const Measurement& m) { return Plan{m.shape.get(Dim::tp, 1), m.shape.get(Dim::ep, 1)}; };
+  for (const Measurement& m : rows) {
+    if (m.op == MeasuredOp::moe) series[group_of(m)][plan_of(m)][m.shape.get(Dim::tokens)] = m.latency_s;
+  }
+  std::set<std::pair<Group, Plan>> flagged;
+  for (const auto& [group, plans] : series) {
+    for (const auto& [a, ta] : plans) {
+      for (const auto& [b, tb] : plans) {
+        if (a == b) continue;
+        const bool superset = b.first <= a.first && b.second <= a.second;
+        const bool subset = b.first >= a.first && b.second >= a.second;
+        if (!superset && !subset) continue;
+        std::vector<double> ratio;
+        for (const auto& [tokens, s] : ta) {
+          if (auto it = tb.find(tokens); it != tb.end()) ratio.push_back(s / it->second);
+        }
+        if (ratio.empty()) continue;
+        std::sort(ratio.begin(), ratio.end());
+        const std::size_t n = ratio.size();
+        const double median = n % 2 ? ratio[n / 2] : 0.5 * (ratio[n / 2 - 1] + ratio[n / 2]);
+        const double bound = superset ? kContentionMargin
+                                      : kContentionMargin * static_cast<double>(b.first * b.second) /
+                                            static_cast<double>(a.first * a.second);
+        if (median > bound) flagged.insert({group, a});
+      }
+    }
+  }
+  std::vector<bool> out(rows.size(), false);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    out[i] = rows[i].op == MeasuredOp::moe && flagged.count({group_of(rows[i]), plan_of(rows[i])}) > 0;
+  }
+  return out;
+}
 
 std::string format_label(const Measurement& m, const MeasurementSet& set) {
   std::string label(format_name(m.format));
@@ -569,6 +846,23 @@ OperatorFitResult fit_operators(const MeasurementSet& set, const models::ChipSpe
       fit_ops.push_back(f.ops[i]);
     }
     if (fit_rows.empty()) continue;
+    if (family == OperatorFamily::moe) {
+      // The MoE roofline curves, in-sample (what formats without a grouped model apply), then the
+      // grouped-GEMM models, held out.
+      std::vector<Measurement> clean_rows;
+      std::vector<FittedCall> clean_ops;
+      const std::vector<bool> contended = contended_moe_series(fit_rows);
+      for (std::size_t i = 0; i < fit_rows.size(); ++i) {
+        if (contended[i]) continue;
+        clean_rows.push_back(fit_rows[i]);
+        clean_ops.push_back(fit_ops[i]);
+      }
+      result.chip = fit_family(result.chip, layout, clean_rows, clean_ops, options.max_fit_rows);
+      for (const auto& c : fields.curves) result.fitted_keys.push_back(c.second);
+      result.fitted_keys.push_back(fields.overhead_key);
+      fit_moe_family(result, f, options);
+      continue;
+    }
     FamilyFit ff;
     ff.family = family;
     ff.rows = f.rows.size();

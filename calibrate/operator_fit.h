@@ -7,8 +7,13 @@
 // Operator families and the Efficiency fields each fit determines (the others stay as given):
 //   gemm         gemm_compute, gemm_memory (curves), gemm_overhead, format_compute[rate] for the
 //                non-bf16 rates measured (relative to bf16); rows: dense GEMMs, Vidur's projections
-//   moe          moe_compute, moe_memory, moe_overhead; rows: AIConfigurator's MoE layers under
-//                their recorded routing skew (balanced, power_law_<alpha>: models::MoeRouting)
+//   moe          moe_compute, moe_memory, moe_overhead (in-sample; formats without a grouped
+//                model apply them), and moe_experts: per expert weight format, a grouped-GEMM model (models::
+//                moe_experts_seconds: overhead, compute curve over padded FLOPs per active expert,
+//                memory curve over weight bytes per active expert, bytes per token and per pair of
+//                the module's traffic), fitted with ln residuals; rows: AIConfigurator's MoE layers,
+//                each with the load its benchmark's own routing put on the timed rank
+//                (moe_routing.h), contended series left out of the fit (contended_moe_series)
 //   attention    attention_prefill (compute), attention_decode (memory; prefill reads its keys
 //                through it too), attention_overhead; rows: context and generation attention,
 //                MLA kernels, bidirectional encoder attention (the GEMM curves are held fixed)
@@ -24,6 +29,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -64,6 +70,9 @@ struct OperatorFitOptions {
   std::uint64_t seed = 1;
   std::size_t max_fit_rows = 12000;  // per fit; more are thinned by a fixed stride
   bool cross_validate = true;
+  // Expert weight formats whose grouped-GEMM model goes into the fitted chip (every format is
+  // fitted and reported); nullopt: all. The others keep the MoE roofline curves.
+  std::optional<std::vector<Format>> moe_models;
 };
 
 struct FamilyFit {
@@ -79,7 +88,21 @@ struct OperatorFitResult {
   std::vector<std::string> fitted_keys;  // the Efficiency keys the fit set (profile `efficiency`)
   ErrorReport errors;                    // cross-validated, per (kind, format) and size range
   std::vector<std::pair<std::string, std::size_t>> unmodelled;  // reason -> rows
+  std::vector<std::pair<std::string, std::size_t>> not_fitted;  // predicted, but left out of the fits: reason -> rows
+  std::vector<std::string> notes;                                // sentences for the report
 };
+
+// MoE rows from contended benchmark runs, to leave out of the fits (they are still predicted and
+// reported). A series is one (format, model shape, skew, moe_tp, ep) over its token counts; a
+// rank of a plan with moe_tp' <= moe_tp and ep' <= ep holds a superset of a (moe_tp, ep) rank's
+// experts, columns and pairs, and one with moe_tp' >= moe_tp and ep' >= ep a subset, at most
+// moe_tp' ep' / (moe_tp ep) times less. A series is flagged when, over the token counts both
+// measured, its median time exceeds a superset's by more than kContentionMargin, or a subset's
+// by more than kContentionMargin x that ratio: neither can happen on an idle GPU. (H200: 177 of
+// 1,428 bf16 and 140 of 1,242 fp8 series, about 6-8x slower than their neighbours at every token
+// count; no fp8_block or W4A16 series; calibrate/README.md.) One flag per row of `rows`.
+inline constexpr double kContentionMargin = 1.5;
+std::vector<bool> contended_moe_series(std::span<const Measurement> rows);
 
 // The error table's format label of a row: its format, " kv FORMAT" where the KV format differs,
 // the MoE routing skew, " window" for sliding-window attention.

@@ -61,6 +61,19 @@ struct Efficiency {
   EfficiencyCurve moe_compute;
   EfficiencyCurve moe_memory;
   Duration moe_overhead;              // per expert kernel, when the MoE curves are set
+  // The routed experts of one expert weight format as grouped GEMMs (models::moe_experts_seconds),
+  // where a calibration fitted them; they take precedence over the MoE curves above for
+  // operators of that format. Per format because each runs other kernels (TensorRT-LLM's CUTLASS
+  // bf16 / fp8 / block-fp8 MoE GEMMs, Triton's MXFP4 one).
+  struct MoeExperts {
+    Format format = Format::kBf16;  // the experts' weight format
+    Duration overhead;              // per layer call
+    EfficiencyCurve compute;        // of the rate's peak, over padded FLOPs per active expert
+    EfficiencyCurve memory;         // of HBM bandwidth, over weight bytes per active expert
+    double token_bytes = 0;         // HBM bytes per hidden element per token through the module
+    double pair_bytes = 0;          // the same per token-expert pair
+  };
+  std::vector<MoeExperts> moe_experts;
   // GEMM compute efficiency at each non-bf16 rate relative to bf16's (fp8 kernels reach a
   // smaller fraction of their doubled peak); index by ComputeRate, bf16 is 1.
   std::array<double, kComputeRates> format_compute{1, 1, 1, 1};

@@ -46,8 +46,25 @@ double padded_gemm_flops(const Operator& op, const Efficiency::GemmTiling& t, in
   return op.flops * factor;
 }
 
+double moe_experts_seconds(const Operator& op, const Efficiency::MoeExperts& e, double peak_flops,
+                           double hbm_bytes_per_s) {
+  const double active = std::max(op.batch, 1.0);
+  const double flops = op.m > 0 ? op.flops * std::max(op.padded_m, op.m) / op.m : 0.0;
+  const double weights = op.batch * 3.0 * op.n * op.k * op.kv_bytes;
+  const double compute = flops > 0 ? flops / (peak_flops * e.compute.at(flops / active)) : 0.0;
+  const double memory = weights > 0 ? weights / (hbm_bytes_per_s * e.memory.at(weights / active)) : 0.0;
+  return e.overhead.to_seconds() + std::max(compute, memory) +
+         (e.token_bytes * op.tokens + e.pair_bytes * op.m) * op.k / hbm_bytes_per_s;
+}
+
 RooflineCostModel::RooflineCostModel(const ChipSpec& chip) {
   const Efficiency& e = chip.efficiency;
+  std::array<bool, kComputeRates> chip_rates{};
+  for (std::size_t r = 0; r < kComputeRates; ++r) chip_rates[r] = chip.has(static_cast<ComputeRate>(r));
+  for (const Efficiency::MoeExperts& m : e.moe_experts) {
+    const ComputeRate rate = gemm_rate(m.format, chip_rates);
+    moe_.push_back({m, rate, bytes_per_element(m.format), chip.peak_flops(rate)});
+  }
   for (std::size_t k = 0; k < kOpKinds; ++k) {
     const EfficiencyCurve* compute = &e.gemm_compute;
     const EfficiencyCurve* memory = &e.gemm_memory;
@@ -133,6 +150,7 @@ RooflineCostModel::RooflineCostModel(const ChipSpec& chip) {
     r.bandwidth = chip.hbm_bandwidth.bytes_per_s;
     r.s_per_byte = 1.0 / (chip.hbm_bandwidth.bytes_per_s * memory->first());
     r.overhead_s = overhead.to_seconds();
+    r.grouped = static_cast<OpKind>(k) == OpKind::kMoeExperts && !moe_.empty();
   }
 }
 
@@ -153,7 +171,14 @@ double RooflineCostModel::memory_seconds(const Operator& op) const {
 double RooflineCostModel::seconds(const Operator& op) const {
   const Rates& r = rates_[static_cast<std::size_t>(op.kind)];
   if (op.kernels == 0 || !r.chip_operator) return 0.0;
-  if (r.compute_constant && r.memory_constant && !r.padded) {  // the common case, kept short: it runs per iteration
+  if (r.grouped && op.kv_bytes > 0) {
+    for (const MoeFormat& f : moe_) {
+      if (f.rate == op.rate && std::abs(f.weight_bytes - op.kv_bytes) < 1e-9) {
+        return moe_experts_seconds(op, f.model, f.peak, r.bandwidth);
+      }
+    }
+  }
+  if (r.compute_constant && r.memory_constant && !r.padded && !r.grouped) {  // the common case, kept short: it runs per iteration
     return op.kernels * r.overhead_s +
            std::max(op.flops * r.s_per_flop[static_cast<std::size_t>(op.rate)], op.bytes * r.s_per_byte);
   }
@@ -164,7 +189,7 @@ std::optional<CostModel::LinearForm> RooflineCostModel::linear_form(OpKind kind,
                                                                    ComputeRate rate) const {
   const Rates& r = rates_[static_cast<std::size_t>(kind)];
   if (!r.chip_operator) return LinearForm{};  // costs nothing here
-  if (!r.compute_constant || !r.memory_constant || r.padded) return std::nullopt;
+  if (!r.compute_constant || !r.memory_constant || r.padded || r.grouped) return std::nullopt;
   return LinearForm{r.overhead_s, r.s_per_flop[static_cast<std::size_t>(rate)], r.s_per_byte};
 }
 

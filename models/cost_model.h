@@ -53,6 +53,18 @@ namespace servesim::models {
 // when t.tile is 0 or the operator has no (m, n, k).
 double padded_gemm_flops(const Operator& op, const Efficiency::GemmTiling& t, int sms);
 
+// Seconds of a routed-experts operator (kind kMoeExperts with kv_bytes, tokens and padded_m set,
+// models::layer_token_ops) under one format's grouped-GEMM model e:
+//   overhead + max(F / (peak[rate] x e.compute(F / A)), W / (HBM x e.memory(W / A)))
+//            + (e.token_bytes x tokens + e.pair_bytes x m) x k / HBM
+// with A = batch (experts with a token), F = op.flops x padded_m / m (the FLOPs of each expert's
+// rows padded to whole tiles), W = A x 3 n k x kv_bytes (the active experts' gate, up and down
+// weights). The last term is the module's routing, permutation and finalize traffic: every token
+// and every pair moves a row of k (hidden) elements. Derivation and the fit: models/README.md,
+// calibrate/README.md.
+double moe_experts_seconds(const Operator& op, const Efficiency::MoeExperts& e, double peak_flops,
+                           double hbm_bytes_per_s);
+
 class CostModel {
  public:
   // kernels x overhead_s + max(FLOPs x s_per_flop, bytes x s_per_byte).
@@ -93,10 +105,20 @@ class RooflineCostModel final : public CostModel {
     double s_per_byte = 0, bandwidth = 0, overhead_s = 0;
     bool chip_operator = false;
     bool padded = false;  // GEMM kinds under tile quantisation (padded_gemm_flops)
+    bool grouped = false;  // kMoeExperts on a chip with Efficiency::moe_experts (moe_ below)
     Efficiency::GemmTiling tiling;
     int sms = 0;
   };
   Rates rates_[kOpKinds];
+  // Efficiency::moe_experts with the rate and stored weight bytes their format has on this chip
+  // (how an operator's rate and kv_bytes select one).
+  struct MoeFormat {
+    Efficiency::MoeExperts model;
+    ComputeRate rate = ComputeRate::kBf16;
+    double weight_bytes = 0;
+    double peak = 0;
+  };
+  std::vector<MoeFormat> moe_;
 };
 
 struct MeasuredSeries {

@@ -246,7 +246,44 @@ double MoeLoad::busiest_active_experts(double tokens) const {
   return tokens > 0 ? active : 0.0;
 }
 
+double moe_tile_rows(double mean_rows) {
+  double tile = 16;
+  while (tile < 128 && tile < mean_rows - 1e-9) tile *= 2;
+  return tile;
+}
+
+MoeRankLoad MoeLoad::busiest(double tokens) const {
+  MoeRankLoad r;
+  if (!(tokens > 0)) return r;
+  r.tokens = tokens;
+  r.pairs = busiest_pairs(tokens);
+  r.active = busiest_active_experts(tokens);
+  if (!(r.active > 0)) return r;
+  const double tile = moe_tile_rows(r.pairs / r.active);
+  for (std::size_t j = 0; j < popularity_.size(); j += static_cast<std::size_t>(ep_)) {
+    const double q = std::min(1.0, top_k_ * popularity_[j]);
+    const double hit = q >= 1.0 ? 1.0 : 1.0 - std::pow(1.0 - q, tokens);
+    if (!(hit > 0)) continue;
+    const double rows = tokens * q / hit;  // its expected rows, given that it is hit
+    r.padded_rows += hit * std::ceil(rows / tile - 1e-9) * tile;
+  }
+  return r;
+}
+
 LayerTokenOps layer_token_ops(const ModelSpec& m, const ParallelPlan& p, const MoeLoad& load,
+                              double tokens_total, const std::array<bool, kComputeRates>& rates) {
+  MoeRankLoad rank;
+  if (m.moe.enabled()) {
+    rank = load.busiest(tokens_total / p.cp);
+    // With attention DP the tokens reach the experts' ranks by all-to-all, and a rank's module
+    // sees only those routed to it: at most one per pair. Without, every chip of the MoE group
+    // holds all the group's tokens (what AIConfigurator's single-GPU rows time).
+    if (p.dp > 1) rank.tokens = std::min(rank.tokens, rank.pairs);
+  }
+  return layer_token_ops(m, p, rank, tokens_total, rates);
+}
+
+LayerTokenOps layer_token_ops(const ModelSpec& m, const ParallelPlan& p, const MoeRankLoad& rank,
                               double tokens_total, const std::array<bool, kComputeRates>& rates) {
   LayerTokenOps o;
   const double t = tokens_per_chip(p, tokens_total);
@@ -321,9 +358,8 @@ LayerTokenOps layer_token_ops(const ModelSpec& m, const ParallelPlan& p, const M
   if (m.moe.enabled()) {
     const GemmFormat ef = gemm_format(m.moe.experts > 0 ? m.formats.experts : m.formats.weights,
                                       rates);
-    const double group_tokens = tokens_total / p.cp;
-    const double pairs = load.busiest_pairs(group_tokens);
-    const double active = load.busiest_active_experts(group_tokens);
+    const double pairs = rank.pairs;
+    const double active = rank.active;
     const double fe = static_cast<double>(m.moe.expert_intermediate) / p.moe_tp;
     // Router: [t x h] x [h x E] in bf16 (replicated; every chip routes its own tokens).
     GemmFormat router_format;
@@ -347,6 +383,8 @@ LayerTokenOps layer_token_ops(const ModelSpec& m, const ParallelPlan& p, const M
     // the router GEMM, kind kMoeExperts too, keeps batch and kv_bytes 0 and matches none).
     o.moe_experts.batch = active;
     o.moe_experts.kv_bytes = ef.weight_bytes;
+    o.moe_experts.tokens = rank.tokens;
+    o.moe_experts.padded_m = rank.padded_rows;
     const double shared = static_cast<double>(m.moe.shared_intermediate) / p.tp;
     if (shared > 0) {
       o.shared_mlp = gemm(OpKind::kGemmMlp, wf, t, h, 2 * shared);

@@ -116,6 +116,10 @@ struct Operator {
   // kernel is MLA's (latent KV). DSA's sparse kernels leave them unset: no table describes them.
   double kv_heads = 0, kv_bytes = 0, window = 0;
   bool latent = false;
+  // Routed experts only (0 elsewhere), for the grouped-GEMM model (models::moe_experts_seconds):
+  // tokens through the MoE module on the chip (routing, permutation and finalize touch every one),
+  // and m with each expert's rows rounded up to whole tiles (MoeRankLoad::padded_rows).
+  double tokens = 0, padded_m = 0;
 };
 
 struct CommOp {
@@ -133,6 +137,27 @@ struct MoeRouting {
   double alpha = 1.2;
 };
 
+// Rows of one tile of the grouped expert GEMMs when their active experts average `mean_rows`
+// rows each: the power of two at or above it, between 16 and 128. Each expert's rows are computed
+// in whole tiles, and the kernels pick the tile height by the rows an expert gets (Triton's MoE
+// matmul by the tokens per expert; TensorRT-LLM's CUTLASS MoE GEMMs by profiling tactics per token
+// count, tiles of 64 or 128 rows on Hopper); [assumed] the same rule for every kernel. On H200's
+// MoE rows it held out as well as a fixed 128-row tile for bf16 / fp8 / fp8_block and better for
+// W4A16, whose decode steps a fixed tile makes infeasible (calibrate/README.md).
+double moe_tile_rows(double mean_rows);
+
+// What the busiest expert-parallel rank's routed experts do for one batch: the grouped GEMMs'
+// token-expert pairs, the experts that got at least one of them (whose weights it reads), the
+// pairs with each expert's rows padded to whole tiles of moe_tile_rows(pairs / active) rows, and
+// the tokens through the module (its routing, permutation and finalize kernels read or write
+// every one).
+struct MoeRankLoad {
+  double tokens = 0;
+  double pairs = 0;
+  double active = 0;
+  double padded_rows = 0;
+};
+
 // Expected load of the busiest expert-parallel rank for a model, plan and skew. Experts are placed
 // on ranks by popularity, striped (the j-th most popular on rank j mod ep), so rank 0 holds the
 // hottest; an expert takes each token at most once and the overflow goes to the others
@@ -145,6 +170,10 @@ class MoeLoad {
   double busiest_pairs(double tokens) const;
   // Experts with at least one token on that rank (expected), whose weights it must read.
   double busiest_active_experts(double tokens) const;
+  // The busiest rank's load when `tokens` tokens enter the MoE group. Padded rows: expert j's
+  // rows given it is hit, T k p_j / hit_j, rounded up to whole tiles of moe_tile_rows(P / A),
+  // times hit_j (a deterministic stand-in for the expectation over the binomial count).
+  MoeRankLoad busiest(double tokens) const;
   const std::vector<double>& popularity() const { return popularity_; }
 
  private:
@@ -170,6 +199,10 @@ struct LayerTokenOps {
   CommOp moe_reduce;               // MoE layers: partial sums of experts / shared experts (tp > 1)
 };
 LayerTokenOps layer_token_ops(const ModelSpec& m, const ParallelPlan& p, const MoeLoad& load,
+                              double tokens, const std::array<bool, kComputeRates>& chip_rates);
+// The same with the busiest rank's MoE load given rather than derived from a skew (calibration:
+// the load a benchmark's own routing put on the rank it timed).
+LayerTokenOps layer_token_ops(const ModelSpec& m, const ParallelPlan& p, const MoeRankLoad& rank,
                               double tokens, const std::array<bool, kComputeRates>& chip_rates);
 
 // Batch operators of one layer, per chip. Gated: prefill ones launch only with prefill tokens,

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -90,6 +91,16 @@ std::vector<std::pair<std::string, std::string>> efficiency_yaml(const models::E
     else if (k == "moe_compute") out.emplace_back(k, curve_yaml(e.moe_compute));
     else if (k == "moe_memory") out.emplace_back(k, curve_yaml(e.moe_memory));
     else if (k == "moe_overhead") out.emplace_back(k, duration_yaml(e.moe_overhead));
+    else if (k == "moe_experts" && !e.moe_experts.empty()) {
+      std::string s = "{";
+      for (const auto& x : e.moe_experts) {
+        s += (s.size() > 1 ? ", " : "") + std::string(models::format_name(x.format)) + ": {overhead: " +
+             duration_yaml(x.overhead) + ", compute: " + curve_yaml(x.compute) + ", memory: " +
+             curve_yaml(x.memory) + ", token_bytes: " + num(x.token_bytes) + ", pair_bytes: " + num(x.pair_bytes) +
+             "}";
+      }
+      out.emplace_back(k, s + "}");
+    }
     else if (k == "attention_prefill") out.emplace_back(k, curve_yaml(e.attention_prefill));
     else if (k == "attention_decode") out.emplace_back(k, curve_yaml(e.attention_decode));
     else if (k == "attention_overhead") out.emplace_back(k, duration_yaml(e.attention_overhead));
@@ -294,6 +305,13 @@ void add_moe_tables(Calibration& c, const cal::MeasurementSet& set, const models
       c.notes.push_back(name + ": not in the profile" + why);
       continue;
     }
+    // The held-out errors compared are over the format's grouped-GEMM model: where that model is
+    // left out (--moe-models), so is the table.
+    if (options.moe_models && std::find(options.moe_models->begin(), options.moe_models->end(), t.format) ==
+                                  options.moe_models->end()) {
+      c.notes.push_back(name + ": not in the profile (its format's grouped model is not, --moe-models)" + why);
+      continue;
+    }
     cal::ProfileEntry e;
     e.op = cal::MeasuredOp::moe;
     e.format = t.format;
@@ -332,6 +350,11 @@ Calibration calibrate_chip(const cal::MeasurementSet& set, const models::ChipSpe
   for (const auto& [reason, n] : fit.unmodelled) {
     c.notes.push_back(std::to_string(n) + " rows not fitted: " + reason);
   }
+  for (const auto& [reason, n] : fit.not_fitted) {
+    c.notes.push_back(std::to_string(n) + " rows predicted and reported but left out of the fit: " + reason);
+  }
+  for (const std::string& n : fit.notes) c.notes.push_back(n);
+  const std::vector<std::string> fit_notes = fit.notes;
 
   if (tables) {
     // Log-space GEMM tables per format, where the sweep is a grid; fp8_block runs at the fp8 rate
@@ -391,6 +414,8 @@ Calibration calibrate_chip(const cal::MeasurementSet& set, const models::ChipSpe
   p.notes = {"efficiency: the figures the simulator applies (models::RooflineCostModel); entries with "
              "cost_model table: log-space GEMM, attention, MLA and MoE tables (models::TableCostModel), the roofline "
              "outside them"};
+  // Which MoE error cells describe what the profile applies (cal::OperatorFitResult::notes).
+  for (const std::string& n : fit_notes) p.notes.push_back(n);
   return c;
 }
 
@@ -407,6 +432,21 @@ std::optional<double> microseconds_of(const std::string& v) {
   char unit[8] = {};
   if (std::sscanf(v.c_str(), "%lf %7s", &x, unit) == 2 && std::string(unit) == "us") return x;
   return std::nullopt;
+}
+
+// A profile's `moe_experts` value (efficiency_yaml) with every "overhead: X us" scaled by `ratio`.
+std::string scaled_moe_overheads(const std::string& value, double ratio) {
+  static const std::regex overhead(R"(overhead: ([-+0-9.eE]+) us)");
+  std::string out;
+  auto begin = value.cbegin();
+  std::smatch m;
+  while (std::regex_search(begin, value.cend(), m, overhead)) {
+    out.append(begin, m[0].first);
+    out += "overhead: " + num(std::stod(m[1].str()) * ratio) + " us";
+    begin = m[0].second;
+  }
+  out.append(begin, value.cend());
+  return out;
 }
 
 // A profile for a chip without operator measurements: the roofline efficiencies fitted on
@@ -450,7 +490,10 @@ Calibration transfer_profile(const std::string& from, const models::ChipSpec& ch
     const bool collective = key == "collective_latency" || key == "collective_bandwidth" || key == "all_reduce_lines";
     if (collective && fit_comm) continue;
     const auto us = is_overhead(key) ? microseconds_of(value) : std::nullopt;
-    if (scale && us) {
+    if (scale && key == "moe_experts") {
+      // Each format's fixed time per call, as the kernel overheads above.
+      p.efficiency.emplace_back(key, scaled_moe_overheads(value, ratio));
+    } else if (scale && us) {
       p.efficiency.emplace_back(key, num(*us * ratio) + " us");
     } else {
       p.efficiency.emplace_back(key, value);
@@ -503,6 +546,9 @@ int calibrate_command(const std::vector<std::string>& args, std::ostream& out, s
       ("max-fit-rows", po::value<std::size_t>()->default_value(12000),
        "rows per fit (larger tables are thinned by a fixed stride)")
       ("no-tables", "fit the roofline only (no GEMM tables)")
+      ("moe-models", po::value<std::string>(),
+       "comma-separated expert weight formats (bf16,fp8,fp8_block,w4a16_mxfp4) whose fitted grouped-GEMM MoE "
+       "model (and MoE table) goes into the profile; default: all. Every format is fitted and reported")
       ("gemm-tile", po::value<double>()->default_value(128),
        "GEMM output tile edge: compute efficiencies are fitted over the tile-padded FLOPs "
        "(models::padded_gemm_flops); 0 = the raw FLOPs")
@@ -542,6 +588,19 @@ int calibrate_command(const std::vector<std::string>& args, std::ostream& out, s
   if (options.folds < 2) {
     err << "error: --folds must be at least 2\n";
     return 2;
+  }
+  if (vm.count("moe-models")) {
+    std::vector<cal::Format> formats;
+    std::stringstream list(vm["moe-models"].as<std::string>());
+    for (std::string name; std::getline(list, name, ',');) {
+      const auto f = cal::parse_format(name);
+      if (!f) {
+        err << "error: --moe-models: unknown format '" << name << "'\n";
+        return 2;
+      }
+      formats.push_back(*f);
+    }
+    options.moe_models = formats;
   }
   if (const double t = vm["gemm-tile"].as<double>(); !(t >= 0 && t <= 4096)) {
     err << "error: --gemm-tile must be between 0 and 4096\n";

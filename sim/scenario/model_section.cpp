@@ -157,6 +157,83 @@ std::optional<std::vector<models::Efficiency::CollectiveLine>> read_all_reduce_l
   return ok ? std::optional(out) : std::nullopt;
 }
 
+// The routed experts' grouped-GEMM models (models::Efficiency::MoeExperts), a mapping from the
+// expert weight format to {overhead, compute, memory, token_bytes, pair_bytes}; every key
+// required. Absent: `d`, echoed.
+Json moe_experts_echo(const models::Efficiency::MoeExperts& x) {
+  auto curve = [](const models::EfficiencyCurve& c) {
+    Json a = Json::array();
+    for (const auto& k : c.knots) a.push_back(Json::array({k.size, k.efficiency}));
+    return a;
+  };
+  return Json{{"overhead", format_quantity(x.overhead.to_seconds(), Dimension::kDuration)},
+              {"compute", curve(x.compute)}, {"memory", curve(x.memory)},
+              {"token_bytes", x.token_bytes}, {"pair_bytes", x.pair_bytes}};
+}
+
+std::optional<std::vector<models::Efficiency::MoeExperts>> read_moe_experts(
+    MapReader& m, std::string_view key, const std::vector<models::Efficiency::MoeExperts>& d) {
+  auto f = m.find(key);
+  if (!f) {
+    Json& echo = m.echo()[std::string(key)] = Json::object();
+    for (const auto& x : d) echo[std::string(models::format_name(x.format))] = moe_experts_echo(x);
+    return d;
+  }
+  if (!f->node.IsMap()) {
+    m.doc().error(f->mark, f->path,
+                  "expected a mapping from expert weight format to {overhead, compute, memory, "
+                  "token_bytes, pair_bytes}, got " + describe(f->node));
+    return std::nullopt;
+  }
+  std::vector<models::Efficiency::MoeExperts> out;
+  Json& echo = m.echo()[std::string(key)] = Json::object();
+  bool ok = true;
+  for (const auto& item : f->node) {
+    const std::string name = item.first.IsScalar() ? item.first.Scalar() : std::string();
+    const auto format = models::parse_format(name);
+    const std::string path = child_path(f->path, name);
+    if (!format) {
+      const std::vector<std::string_view> names = models::format_names();
+      const std::string_view hint = closest_match(name, names);
+      std::string list;
+      for (auto n : names) list += (list.empty() ? "" : ", ") + std::string(n);
+      m.doc().error(item.first.Mark(), path,
+                    "unknown expert weight format '" + name + "'" +
+                        (hint.empty() ? "" : " (did you mean '" + std::string(hint) + "'?)") +
+                        "; formats: " + list);
+      ok = false;
+      continue;
+    }
+    Json& one = echo[name] = Json::object();
+    MapReader r(m.doc(), item.second, item.second.Mark(), path, one);
+    models::Efficiency::MoeExperts x;
+    x.format = *format;
+    const auto overhead = r.duration("overhead", Duration::zero(), Duration::seconds(1), std::nullopt);
+    std::optional<models::EfficiencyCurve> compute, memory;
+    for (const auto& [k, out_curve] : {std::pair{"compute", &compute}, std::pair{"memory", &memory}}) {
+      if (!r.has(k)) {
+        r.missing(k, "an efficiency curve [[size, efficiency], ...]");
+        continue;
+      }
+      *out_curve = read_curve(r, k, models::EfficiencyCurve());
+    }
+    const auto token = r.number("token_bytes", 0, 1e3, false, std::nullopt);
+    const auto pair = r.number("pair_bytes", 0, 1e3, false, std::nullopt);
+    r.finish();
+    if (!r.valid() || !overhead || !compute || !memory || !token || !pair) {
+      ok = false;
+      continue;
+    }
+    x.overhead = *overhead;
+    x.compute = *compute;
+    x.memory = *memory;
+    x.token_bytes = *token;
+    x.pair_bytes = *pair;
+    out.push_back(x);
+  }
+  return ok ? std::optional(out) : std::nullopt;
+}
+
 }  // namespace
 
 std::optional<models::Efficiency> read_efficiency(MapReader& chip, const models::Efficiency& d) {
@@ -221,6 +298,10 @@ std::optional<models::Efficiency> read_efficiency(MapReader& chip, const models:
     if (auto r = read_curve(m, key, *field)) *field = *r; else ok = false;
   }
   if (m.has("moe_overhead") || !e.moe_compute.knots.empty()) dur("moe_overhead", d.moe_overhead, e.moe_overhead);
+  // Grouped-GEMM models of the routed experts per weight format: only where given.
+  if (m.has("moe_experts") || !d.moe_experts.empty()) {
+    if (auto r = read_moe_experts(m, "moe_experts", d.moe_experts)) e.moe_experts = *r; else ok = false;
+  }
   m.finish();
   return ok ? std::optional<models::Efficiency>(e) : std::nullopt;
 }

@@ -434,3 +434,87 @@ TEST_CASE("Measured tables: a roofline-factor MoE grid answers roofline x factor
   CHECK(model.hits() == 1);
   CHECK(model.fallbacks() == 2);
 }
+
+TEST_CASE("MoE: the busiest rank's padded rows round each expert's rows up to whole tiles") {
+  // 8 experts, top-2, ep 2, balanced: each expert takes a token with q = 2 / 8 = 0.25, and rank 0
+  // holds experts 0, 2, 4, 6 (striped).
+  ModelSpec m;
+  m.moe.experts = 8;
+  m.moe.top_k = 2;
+  m.moe.expert_intermediate = 512;
+  ParallelPlan p;
+  p.ep = 2;
+  const MoeLoad load(m, p, MoeRouting{});
+  // 600 tokens: every expert is hit (1 - 0.75^600 = 1 - 1e-75), with 600 x 0.25 = 150 rows: tiles
+  // of 128 (moe_tile_rows(150): the power of two above, capped at 128), 2 = 256 padded rows; 4
+  // experts: 1,024 padded rows for 600 x 2 / 2 = 600 pairs.
+  const MoeRankLoad big = load.busiest(600);
+  CHECK(big.tokens == 600);
+  CHECK(big.pairs == doctest::Approx(600));
+  CHECK(big.active == doctest::Approx(4));
+  CHECK(big.padded_rows == doctest::Approx(1024));
+  // 4 tokens: hit = 1 - 0.75^4 = 0.68359375, 2.734 active experts, 4 pairs: 1.46 rows per active
+  // expert, tiles of 16 (the smallest); rows given a hit 4 x 0.25 / 0.68359375 = 1.46, one tile:
+  // 4 x 0.68359375 x 16 = 43.75 padded rows.
+  const MoeRankLoad small = load.busiest(4);
+  CHECK(small.pairs == doctest::Approx(4));
+  CHECK(small.active == doctest::Approx(4 * 0.68359375));
+  CHECK(small.padded_rows == doctest::Approx(4 * 0.68359375 * 16));
+  // The tile rule: powers of two from 16 to 128.
+  CHECK(moe_tile_rows(1) == 16);
+  CHECK(moe_tile_rows(16) == 16);
+  CHECK(moe_tile_rows(17) == 32);
+  CHECK(moe_tile_rows(100) == 128);
+  CHECK(moe_tile_rows(5000) == 128);
+  CHECK(load.busiest(0).padded_rows == 0);
+}
+
+TEST_CASE("MoE: a format's grouped-GEMM model costs its routed experts; other formats keep the roofline") {
+  // An experts operator by hand: 600 pairs padded to 1,024 rows, 4 active experts of n = 512
+  // columns over k = 1,024 hidden in bf16 (2 bytes), 600 tokens through the module.
+  Operator op;
+  op.kind = OpKind::kMoeExperts;
+  op.rate = ComputeRate::kBf16;
+  op.kernels = 3;
+  op.m = 600;
+  op.padded_m = 1024;
+  op.n = 512;
+  op.k = 1024;
+  op.batch = 4;
+  op.kv_bytes = 2;
+  op.tokens = 600;
+  op.flops = 6.0 * 600 * 512 * 1024;
+  Efficiency::MoeExperts e;
+  e.format = Format::kBf16;
+  e.overhead = Duration::microseconds(10);
+  e.compute = EfficiencyCurve(0.5);
+  e.memory = EfficiencyCurve(0.8);
+  e.token_bytes = 4;
+  e.pair_bytes = 6;
+  // At 1 PFLOP/s and 4 TB/s:
+  //   padded FLOPs 6 x 1024 x 512 x 1024 = 3.221e9 -> / (1e15 x 0.5) = 6.442 us
+  //   weights 4 x 3 x 512 x 1024 x 2 = 12.58 MB   -> / (4e12 x 0.8) = 3.932 us (the max: 6.442)
+  //   module traffic (4 x 600 + 6 x 600) x 1024 = 6.144 MB -> / 4e12 = 1.536 us
+  //   10 + 6.442 + 1.536 = 17.978 us
+  // (In microseconds: doctest's Approx adds 1 to its tolerance's scale, which would swallow any
+  // difference between times of microseconds.)
+  CHECK(moe_experts_seconds(op, e, 1e15, 4e12) * 1e6 == doctest::Approx(17.978).epsilon(1e-4));
+
+  // On a chip: its bf16 experts take the model (at the chip's own peak and bandwidth), fp8 experts
+  // and the router GEMM (kv_bytes 0) the MoE roofline as before.
+  ChipSpec chip = *chip_preset("h200-sxm");
+  const RooflineCostModel before(chip);
+  chip.efficiency.moe_experts = {e};
+  const RooflineCostModel after(chip);
+  const double model_s = moe_experts_seconds(op, e, chip.peak_flops(ComputeRate::kBf16), chip.hbm_bandwidth.bytes_per_s);
+  CHECK(after.seconds(op) / model_s == doctest::Approx(1.0).epsilon(1e-12));
+  CHECK(std::abs(after.seconds(op) / before.seconds(op) - 1) > 0.05);
+  Operator fp8 = op;
+  fp8.rate = ComputeRate::kFp8;
+  fp8.kv_bytes = 1;
+  CHECK(after.seconds(fp8) / before.seconds(fp8) == doctest::Approx(1.0).epsilon(1e-12));
+  Operator router = op;
+  router.kv_bytes = 0;
+  CHECK(after.seconds(router) / before.seconds(router) == doctest::Approx(1.0).epsilon(1e-12));
+  CHECK_FALSE(after.linear_form(OpKind::kMoeExperts, ComputeRate::kBf16).has_value());
+}

@@ -339,3 +339,45 @@ TEST_CASE("Profile: an encoder_attention table loads as a prefill grid for opera
   // The GEMM entry before it gets no such condition.
   for (const auto& [field, value] : table->tables.log_grids[0].match) CHECK(field != F::kKvBytes);
 }
+
+TEST_CASE("Profile: moe_experts sets per-format grouped-GEMM models; unknown formats and keys are reported at their line") {
+  std::string text = kProfile;
+  const std::string experts =
+      "  moe_experts:\n"
+      "    bf16: {overhead: 9 us, compute: [[1e6, 0.1], [1e9, 0.5]], memory: 0.8, token_bytes: 6, pair_bytes: 3.5}\n"
+      "    fp8_block: {overhead: 11 us, compute: 0.4, memory: [[1e6, 0.6], [1e8, 0.9]], token_bytes: 4, pair_bytes: 2}\n";
+  text.insert(text.find("entries:"), experts);
+  const TempProfile p("servesim_profile_moe_experts.yaml", text);
+  const Scenario s = load(scenario_with_chip("{preset: h100-sxm, profile: " + p.path + "}"));
+  const auto& x = s.config.pools.at(0).chip.efficiency.moe_experts;
+  REQUIRE(x.size() == 2);
+  CHECK(x[0].format == servesim::models::Format::kBf16);
+  CHECK(x[0].overhead == Duration::microseconds(9));
+  REQUIRE(x[0].compute.knots.size() == 2);
+  CHECK(x[0].compute.knots[1].efficiency == doctest::Approx(0.5));
+  CHECK(x[0].memory.at(1e7) == doctest::Approx(0.8));
+  CHECK(x[0].token_bytes == doctest::Approx(6));
+  CHECK(x[0].pair_bytes == doctest::Approx(3.5));
+  CHECK(x[1].format == servesim::models::Format::kFp8Block);
+  CHECK(x[1].memory.knots.size() == 2);
+  // A preset has none.
+  CHECK(load(scenario_with_chip("h100-sxm")).config.pools.at(0).chip.efficiency.moe_experts.empty());
+
+  // Line 10 (the efficiency map starts at 7, moe_experts at 10, bf16 at 11, fp8_block at 12): a
+  // misspelt format, and a misspelt key in fp8_block's model.
+  std::string bad = text;
+  bad.replace(bad.find("    bf16:"), 9, "    bf61:");
+  bad.replace(bad.find("pair_bytes: 2"), 10, "pair_byte:");
+  const TempProfile q("servesim_profile_moe_experts_bad.yaml", bad);
+  const std::string errors = errors_of(scenario_with_chip("{preset: h100-sxm, profile: " + q.path + "}"));
+  CHECK(errors.find(q.path + ":11:") != std::string::npos);
+  CHECK(errors.find("unknown expert weight format 'bf61' (did you mean 'bf16'?)") != std::string::npos);
+  CHECK(errors.find(q.path + ":12:") != std::string::npos);
+  CHECK(errors.find("pair_byte") != std::string::npos);
+  // A model without its required keys.
+  std::string partial = text;
+  partial.replace(partial.find(", token_bytes: 6"), 16, "");
+  const TempProfile r("servesim_profile_moe_experts_partial.yaml", partial);
+  CHECK(errors_of(scenario_with_chip("{preset: h100-sxm, profile: " + r.path + "}")).find("token_bytes") !=
+        std::string::npos);
+}
