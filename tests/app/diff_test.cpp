@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/approx.h"
 #include "sim/cli/attribution.h"
 #include "tests/app/cli_helpers.h"
 
@@ -99,15 +100,15 @@ TEST_CASE("diff: on the report contract, exposed KV transfer explains most of th
   CHECK(d["changes"][0]["key"] == "deployment.pools[1].kv_transfer.overlap");
   const Json& at = d["attribution"]["ttft_mean"];
   CHECK(at["basis"] == "summary.ttft_breakdown_ms");
-  CHECK(at["delta"].get<double>() == doctest::Approx(82));
+  CHECK(at["delta"].get<double>() == approx(82));
   REQUIRE(at["components"].size() >= 2);
   CHECK(at["components"][0]["name"] == "kv_transfer_exposed");
-  CHECK(at["components"][0]["delta"].get<double>() == doctest::Approx(80));
-  CHECK(at["components"][0]["share_of_delta"].get<double>() == doctest::Approx(80.0 / 82.0));
+  CHECK(at["components"][0]["delta"].get<double>() == approx(80));
+  CHECK(at["components"][0]["share_of_delta"].get<double>() == approx(80.0 / 82.0));
   CHECK(at["components"][0]["why"] == "kv_transfer.overlap true -> false");
   CHECK(at["components"][1]["name"] == "queueing");
-  CHECK(at["components"][1]["delta"].get<double>() == doctest::Approx(2));
-  CHECK(sum_of_deltas(at) == doctest::Approx(82));
+  CHECK(at["components"][1]["delta"].get<double>() == approx(2));
+  CHECK(sum_of_deltas(at) == approx(82));
   CHECK(component(at, "unattributed") == nullptr);
   // The sentence: "TTFT +82.0 ms (+43%), 190.0 -> 272.0 ms: exposed KV transfer +80.0 ms (...)".
   const std::string s = d["sentences"][0].get<std::string>();
@@ -171,15 +172,15 @@ TEST_CASE("diff: on the report contract, the TPOT sentence names the tier the EP
 
   const Json& at = d["attribution"]["tpot_mean"];
   CHECK(at["basis"] == "summary.tpot_breakdown_ms");
-  CHECK(at["delta"].get<double>() == doctest::Approx(16.3));
-  CHECK(sum_of_deltas(at) == doctest::Approx(16.3));
+  CHECK(at["delta"].get<double>() == approx(16.3));
+  CHECK(sum_of_deltas(at) == approx(16.3));
   // Largest first; the two equal all-to-all halves keep their (alphabetical) order.
   REQUIRE(at["components"].size() >= 4);
   CHECK(at["components"][0]["name"] == "ep_combine");
   CHECK(at["components"][1]["name"] == "ep_dispatch");
   CHECK(at["components"][2]["name"] == "kv_transfer_exposed");
   CHECK(at["components"][3]["name"] == "moe_experts");
-  CHECK(at["components"][3]["delta"].get<double>() == doctest::Approx(-1));
+  CHECK(at["components"][3]["delta"].get<double>() == approx(-1));
   // The EP key is said by the group phrase and not repeated; moe_tp is named after it.
   const std::string why = at["components"][0]["why"].get<std::string>();
   CHECK(why == "EP 32 -> 64: the EP group now leaves the 32-chip scale-up domain (over rdma); parallel.moe_tp 2 -> 1");
@@ -218,18 +219,18 @@ TEST_CASE("diff: throughput splits exactly into tokens per iteration, utilizatio
   const Json d = diff_results({&ra, nullptr}, {&rb, nullptr});
   const Json& at = d["attribution"]["throughput"];
   CHECK(at["basis"] == "lmdi");
-  CHECK(at["delta"].get<double>() == doctest::Approx(500));
-  CHECK(sum_of_deltas(at) == doctest::Approx(500).epsilon(1e-9));
+  CHECK(at["delta"].get<double>() == approx(500));
+  CHECK(sum_of_deltas(at) == approx(500).epsilon(1e-9));
   REQUIRE(component(at, "utilization"));
-  CHECK(component(at, "utilization")->at("delta").get<double>() == doctest::Approx(854.755).epsilon(1e-5));
-  CHECK(component(at, "tp_all_reduce")->at("delta").get<double>() == doctest::Approx(-683.803).epsilon(1e-5));
-  CHECK(component(at, "tokens_per_iteration")->at("delta").get<double>() == doctest::Approx(500).epsilon(1e-6));
-  CHECK(component(at, "gemm_mlp")->at("delta").get<double>() == doctest::Approx(-170.951).epsilon(1e-5));
+  CHECK(component(at, "utilization")->at("delta").get<double>() == approx(854.755).epsilon(1e-5));
+  CHECK(component(at, "tp_all_reduce")->at("delta").get<double>() == approx(-683.803).epsilon(1e-5));
+  CHECK(component(at, "tokens_per_iteration")->at("delta").get<double>() == approx(500).epsilon(1e-6));
+  CHECK(component(at, "gemm_mlp")->at("delta").get<double>() == approx(-170.951).epsilon(1e-5));
   CHECK(component(at, "stage_slots") == nullptr);  // S did not move: ln(1) = 0
   CHECK(at["components"][0]["name"] == "utilization");
-  CHECK(at["factors"]["tokens_per_iteration"]["b"].get<double>() == doctest::Approx(15));
-  CHECK(at["factors"]["iteration_ms"]["a"].get<double>() == doctest::Approx(5));
-  CHECK(component(at, "tp_all_reduce")->at("factor_b").get<double>() == doctest::Approx(4));
+  CHECK(at["factors"]["tokens_per_iteration"]["b"].get<double>() == approx(15));
+  CHECK(at["factors"]["iteration_ms"]["a"].get<double>() == approx(5));
+  CHECK(component(at, "tp_all_reduce")->at("factor_b").get<double>() == approx(4));
   const std::string s = d["sentences"][0].get<std::string>();
   CHECK(s.find("throughput +500.0 tok/s (+50%), 1,000 -> 1,500 tok/s: utilization +854.8 tok/s (50.0% -> 100.0% busy)") == 0);
   CHECK(s.find("these explain 100% of the delta.") != std::string::npos);
@@ -268,9 +269,9 @@ TEST_CASE("diff: quickstart vs tp=2, on the runs' contract keys and on the pools
   const double mean_a = a["summary"]["tpot_ms"]["mean"].get<double>();
   REQUIRE(component(at, "gemm_mlp"));
   CHECK(component(at, "gemm_mlp")->at("a").get<double>() ==
-        doctest::Approx(a["summary"]["tpot_breakdown_ms"]["gemm_mlp"].get<double>()));
-  CHECK(at["a"].get<double>() == doctest::Approx(mean_a));
-  CHECK(sum_of_deltas(at) == doctest::Approx(at["delta"].get<double>()).epsilon(1e-9));
+        approx(a["summary"]["tpot_breakdown_ms"]["gemm_mlp"].get<double>()));
+  CHECK(at["a"].get<double>() == approx(mean_a));
+  CHECK(sum_of_deltas(at) == approx(at["delta"].get<double>()).epsilon(1e-9));
   // TP 1 has no all-reduce; TP 2 does, on a group of 2 chips inside the H100's 8-chip NVLink
   // domain (the fallback derives the group from the resolved plan and the chip).
   const Json* ar = component(at, "tp_all_reduce");
@@ -286,11 +287,11 @@ TEST_CASE("diff: quickstart vs tp=2, on the runs' contract keys and on the pools
   // TTFT and throughput sum to their deltas too; the throughput factors are the runs' own:
   // k = T x simulated_s / iterations.
   CHECK(sum_of_deltas(d["attribution"]["ttft_mean"]) ==
-        doctest::Approx(d["attribution"]["ttft_mean"]["delta"].get<double>()).epsilon(1e-9));
+        approx(d["attribution"]["ttft_mean"]["delta"].get<double>()).epsilon(1e-9));
   const Json& th = d["attribution"]["throughput"];
-  CHECK(sum_of_deltas(th) == doctest::Approx(th["delta"].get<double>()).epsilon(1e-9));
+  CHECK(sum_of_deltas(th) == approx(th["delta"].get<double>()).epsilon(1e-9));
   CHECK(th["factors"]["tokens_per_iteration"]["a"].get<double>() ==
-        doctest::Approx(a["summary"]["throughput"]["output_tokens_per_s"].get<double>() *
+        approx(a["summary"]["throughput"]["output_tokens_per_s"].get<double>() *
                         a["simulation"]["simulated_s"].get<double>() / a["pools"][0]["iterations"].get<double>()));
   // Chips 4 -> 8 in the metric rows.
   bool chips_row = false;
@@ -327,9 +328,9 @@ TEST_CASE("diff: quickstart vs tp=2, on the runs' contract keys and on the pools
     const double busy = 1 - bd["idle"].get<double>();
     REQUIRE(component(ft, "gemm_mlp"));
     CHECK(component(ft, "gemm_mlp")->at("a").get<double>() ==
-          doctest::Approx(mean_a * bd["gemm_mlp"].get<double>() / busy));
-    CHECK(ft["a"].get<double>() == doctest::Approx(mean_a));
-    CHECK(sum_of_deltas(ft) == doctest::Approx(ft["delta"].get<double>()).epsilon(1e-9));
+          approx(mean_a * bd["gemm_mlp"].get<double>() / busy));
+    CHECK(ft["a"].get<double>() == approx(mean_a));
+    CHECK(sum_of_deltas(ft) == approx(ft["delta"].get<double>()).epsilon(1e-9));
     const Json* far = component(ft, "tp_all_reduce");
     REQUIRE(far);
     CHECK(far->at("why") == "TP 1 -> 2, inside the 8-chip scale-up domain");
@@ -401,8 +402,8 @@ TEST_CASE("diff: saved reports compare like their scenarios; a report with the c
   REQUIRE_MESSAGE(contract.code == 0, contract.err);
   const Json at = Json::parse(contract.out)["attribution"]["ttft_mean"];
   CHECK(at["basis"] == "summary.ttft_breakdown_ms");
-  CHECK(component(at, "kv_transfer_exposed")->at("delta").get<double>() == doctest::Approx(3));
-  CHECK(component(at, "prefill")->at("delta").get<double>() == doctest::Approx(mb - ma - 3));
+  CHECK(component(at, "kv_transfer_exposed")->at("delta").get<double>() == approx(3));
+  CHECK(component(at, "prefill")->at("delta").get<double>() == approx(mb - ma - 3));
   CHECK(component(at, "queueing")->at("delta").get<double>() == 0);
   // Without tpot_breakdown_ms TPOT still falls back.
   CHECK(Json::parse(contract.out)["attribution"]["tpot_mean"]["basis"] == "pools[].breakdown");
@@ -477,5 +478,5 @@ TEST_CASE("diff: the shipped KV-overlap pair attributes its TTFT gain to exposed
   CHECK(exposed < 0);
   CHECK(exposed / delta > 0.9);  // measured when written: -111.4 of -111.8 ms
   CHECK(at["components"][0]["why"].get<std::string>().find("kv_transfer.mode") != std::string::npos);
-  CHECK(sum_of_deltas(at) == doctest::Approx(delta).epsilon(1e-9));
+  CHECK(sum_of_deltas(at) == approx(delta).epsilon(1e-9));
 }

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/approx.h"
 #include "sim/cli/app.h"
 #include "sim/cluster/simulation.h"
 #include "sim/scenario/scenario.h"
@@ -46,8 +47,8 @@ TEST_CASE("EPD scenarios: each runs, completes its requests and reports the brea
     const auto report = run_scenario(name);
     const auto& s = report["summary"];
     CHECK(s["requests"]["completed"].get<int>() == s["requests"]["arrived"].get<int>());
-    CHECK(sum(s["ttft_breakdown_ms"]) == doctest::Approx(s["ttft_ms"]["mean"].get<double>()).epsilon(1e-9));
-    CHECK(sum(s["tpot_breakdown_ms"]) == doctest::Approx(s["tpot_ms"]["mean"].get<double>()).epsilon(1e-9));
+    CHECK(sum(s["ttft_breakdown_ms"]) == approx(s["ttft_ms"]["mean"].get<double>()).epsilon(1e-9));
+    CHECK(sum(s["tpot_breakdown_ms"]) == approx(s["tpot_ms"]["mean"].get<double>()).epsilon(1e-9));
     CHECK(s["ttft_breakdown_ms"].contains("first_decode"));
     bool transfers = false;
     for (const auto& p : report["pools"]) {
@@ -71,7 +72,7 @@ TEST_CASE("EPD scenarios: the overlap pair differs only in how much KV transfer 
   CHECK(on["summary"]["ttft_ms"]["mean"].get<double>() < off["summary"]["ttft_ms"]["mean"].get<double>());
   // Same prefill work either way.
   CHECK(on["summary"]["ttft_breakdown_ms"]["prefill"].get<double>() ==
-        doctest::Approx(off["summary"]["ttft_breakdown_ms"]["prefill"].get<double>()));
+        approx(off["summary"]["ttft_breakdown_ms"]["prefill"].get<double>()));
   CHECK(off["pools"][0]["kv_transfer"]["overhead_fraction"].get<double>() >
         on["pools"][0]["kv_transfer"]["overhead_fraction"].get<double>());
 }
@@ -228,8 +229,8 @@ TEST_CASE("EPD scenarios: MTP on the DeepSeek-V3 decode pool emits 1 + a tokens 
   const auto& s_off = off["summary"];
   const double step_on = s_on["ttft_breakdown_ms"]["first_decode"].get<double>();
   const double step_off = s_off["ttft_breakdown_ms"]["first_decode"].get<double>();
-  CHECK(s_on["tpot_ms"]["mean"].get<double>() * 1.85 == doctest::Approx(step_on).epsilon(0.02));
-  CHECK(s_off["tpot_ms"]["mean"].get<double>() == doctest::Approx(step_off).epsilon(0.02));
+  CHECK(s_on["tpot_ms"]["mean"].get<double>() * 1.85 == approx(step_on).epsilon(0.02));
+  CHECK(s_off["tpot_ms"]["mean"].get<double>() == approx(step_off).epsilon(0.02));
   CHECK(step_on > step_off);
   CHECK(s_on["tpot_breakdown_ms"]["mtp_draft"].get<double>() > 0);
   CHECK(s_off["tpot_breakdown_ms"].value("mtp_draft", 0.0) == 0.0);
@@ -237,5 +238,5 @@ TEST_CASE("EPD scenarios: MTP on the DeepSeek-V3 decode pool emits 1 + a tokens 
         s_off["throughput"]["output_tokens_per_s"].get<double>());
   // The prefill side is untouched.
   CHECK(s_on["ttft_breakdown_ms"]["prefill"].get<double>() ==
-        doctest::Approx(s_off["ttft_breakdown_ms"]["prefill"].get<double>()));
+        approx(s_off["ttft_breakdown_ms"]["prefill"].get<double>()));
 }

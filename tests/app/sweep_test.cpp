@@ -19,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/approx.h"
 #include "sim/cli/app.h"
 #include "sim/cli/journal.h"
 #include "sim/cli/objective.h"
@@ -149,7 +150,7 @@ TEST_CASE("Objectives and constraints: units required, directions, verdicts, mis
   CHECK(c->value == 2000.0);  // ms, the result's unit
   CHECK(parse_constraint("tpot_p50 < 50 ms", error)->op == Constraint::Op::kLt);
   CHECK(parse_constraint("goodput >= 10 /s", error)->value == 10.0);
-  CHECK(parse_constraint("slo_attainment >= 99%", error)->value == doctest::Approx(0.99));
+  CHECK(parse_constraint("slo_attainment >= 99%", error)->value == approx(0.99));
   CHECK_FALSE(parse_constraint("ttft_p99 <= 2", error));
   CHECK(error.find("no unit") != std::string::npos);
   CHECK_FALSE(parse_constraint("tfft_p99 <= 2 s", error));
@@ -167,7 +168,7 @@ TEST_CASE("Objectives and constraints: units required, directions, verdicts, mis
   Pricing price;
   price.chip_hour_usd = 2.0;
   // 8 chips x 2 USD/h / (7200 tokens/s x 3600 s/h) x 1e6 = 0.617 USD per million tokens.
-  CHECK(*metric_value(r, "cost", price) == doctest::Approx(16.0 / (7200.0 * 3600) * 1e6));
+  CHECK(*metric_value(r, "cost", price) == approx(16.0 / (7200.0 * 3600) * 1e6));
   CHECK(*metric_value(r, "chips", price) == 8);
   CHECK_FALSE(metric_value(r, "goodput", price));  // no SLO in this run
   const auto v = judge(r, *parse_objective("output_tokens_per_s_per_chip", error),

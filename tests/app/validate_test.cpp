@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/approx.h"
 #include "tests/app/cli_helpers.h"
 
 using namespace servesim::testing;
@@ -63,10 +64,10 @@ TEST_CASE("validate: per-row errors, the group's median and signed mean match a 
   const Json& g = j["groups"][0];
   CHECK(g["rows"] == 2);
   CHECK(g["predicted"] == 2);
-  CHECK(g["ttft_ape_p50"].get<double>() == doctest::Approx((ape_ttft[0] + ape_ttft[1]) / 2));
+  CHECK(g["ttft_ape_p50"].get<double>() == approx((ape_ttft[0] + ape_ttft[1]) / 2));
   const double lo = std::min(ape_ttft[0], ape_ttft[1]), hi = std::max(ape_ttft[0], ape_ttft[1]);
-  CHECK(g["ttft_ape_p90"].get<double>() == doctest::Approx(lo + 0.9 * (hi - lo)));
-  CHECK(g["tpot_signed_mean"].get<double>() == doctest::Approx((signed_tpot[0] + signed_tpot[1]) / 2));
+  CHECK(g["ttft_ape_p90"].get<double>() == approx(lo + 0.9 * (hi - lo)));
+  CHECK(g["tpot_signed_mean"].get<double>() == approx((signed_tpot[0] + signed_tpot[1]) / 2));
   CHECK(j["overall"]["predicted"] == 2);
   CHECK_FALSE(j.contains("wall_s"));  // --reproducible
   // The same run twice gives the same JSON.
@@ -215,7 +216,7 @@ TEST_CASE("calibrate: fits a native CSV, writes a profile a scenario loads, repo
   REQUIRE_MESSAGE(run.code == 0, run.err);
   const Json report = Json::parse(run.out);
   const std::string overhead = report["scenario"]["deployment"]["pools"][0]["chip"]["efficiency"]["gemm_overhead"];
-  CHECK(std::stod(overhead) == doctest::Approx(5.0).epsilon(0.2));
+  CHECK(std::stod(overhead) == approx(5.0).epsilon(0.2));
 
   // A bad row: exit 2 with file:line:col, nothing written.
   std::ofstream(dir / "bad.csv") << "op,shape,format,latency_s,chip\ngemm,m=1 n=2 k=x,bf16,3e-6,h100-sxm\n";
@@ -272,7 +273,7 @@ TEST_CASE("calibrate --transfer: another chip's efficiencies without its tables;
     CAPTURE(key);
     REQUIRE_FALSE(efficiency_line(h200, key).empty());
     CHECK(microseconds(efficiency_line(t, key)) ==
-          doctest::Approx(microseconds(efficiency_line(h200, key)) * 0.6).epsilon(1e-4));
+          approx(microseconds(efficiency_line(h200, key)) * 0.6).epsilon(1e-4));
   }
   CHECK(efficiency_line(h200, "elementwise_overhead").empty());
   CHECK(efficiency_line(t, "elementwise_overhead") == "  elementwise_overhead: 2.4 us");

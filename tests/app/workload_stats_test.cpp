@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/approx.h"
 #include "tests/app/cli_helpers.h"
 #include "sim/cli/app.h"
 
@@ -38,7 +39,7 @@ TEST_CASE("workload stats: the Azure conversation trace, as JSON and as a table"
   CHECK(j["schema"] == "servesim.workload_stats/1");
   CHECK(j["kind"] == "azure trace");
   CHECK(j["requests"] == 19366);
-  CHECK(j["prompt_tokens"]["mean"].get<double>() == doctest::Approx(22361870.0 / 19366));
+  CHECK(j["prompt_tokens"]["mean"].get<double>() == approx(22361870.0 / 19366));
   CHECK(j["prompt_tokens"]["p50"] == 1020.0);
   CHECK(j["rate_windows"].size() == 10);
   CHECK(j["prefix"]["reuse_ratio"] == 0.0);
@@ -55,7 +56,7 @@ TEST_CASE("workload stats: the Mooncake conversation trace's prefix reuse") {
   CHECK(j["requests"] == 12031);
   CHECK(j["prefix"]["reused_tokens"] == 54098411);
   CHECK(j["prefix"]["prompt_tokens"] == 144793823);
-  CHECK(j["prefix"]["reuse_ratio"].get<double>() == doctest::Approx(0.3736237491).epsilon(1e-9));
+  CHECK(j["prefix"]["reuse_ratio"].get<double>() == approx(0.3736237491).epsilon(1e-9));
 }
 
 TEST_CASE("workload stats: a scenario's workload, with its seed and request count") {

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/approx.h"
 #include "calibrate/collective_check.h"
 #include "calibrate/comm_fit.h"
 #include "calibrate/comm_measurements.h"
@@ -48,7 +49,7 @@ TEST_CASE("read_nccl_perf: elements times the type's size, milliseconds to secon
   CHECK(s[0].kind == CollectiveKind::kAllReduce);
   CHECK(s[0].ranks == 8);
   CHECK(s[0].bytes == 2 * 1048576.0);  // half: 2 bytes per element
-  CHECK(s[0].seconds == doctest::Approx(37.46e-6));
+  CHECK(s[0].seconds == approx(37.46e-6));
   CHECK(s[0].line == 2);
   CHECK(s[1].kind == CollectiveKind::kAllToAll);
   CHECK(s[1].bytes == 256.0);  // int8
@@ -90,7 +91,7 @@ TEST_CASE("moe_bytes_per_rank: the collectors' byte counts, by hand") {
   CHECK(moe_bytes_per_rank(CollectiveKind::kCombineLowLatency, 1024, 7168, 8, 256, 8) == 117'440'512.0);
   // Normal combine with top-1 over 16 experts on 8 ranks: one destination per token:
   // 100 x 1 x 5,120 x 2 = 1,024,000 B.
-  CHECK(moe_bytes_per_rank(CollectiveKind::kCombine, 100, 5120, 1, 16, 8) == doctest::Approx(1'024'000.0));
+  CHECK(moe_bytes_per_rank(CollectiveKind::kCombine, 100, 5120, 1, 16, 8) == approx(1'024'000.0));
 }
 
 TEST_CASE("read_comm_tables: every copied table reads, with the rows their collectors recorded") {
@@ -185,10 +186,10 @@ TEST_CASE("fit_two_lines: exact one-shot and two-shot lines come back from noise
   const TwoLineFit f = fit_two_lines(synthetic(kShots, {8}, 0.0));
   REQUIRE(f.large.ok);
   REQUIRE_FALSE(f.one_line);
-  CHECK(f.small.base * 1e6 == doctest::Approx(3.16));
-  CHECK(1 / f.small.slope == doctest::Approx(0.7));
-  CHECK(f.large.base * 1e6 == doctest::Approx(19.2));
-  CHECK(1 / f.large.slope == doctest::Approx(0.6));
+  CHECK(f.small.base * 1e6 == approx(3.16));
+  CHECK(1 / f.small.slope == approx(0.7));
+  CHECK(f.large.base * 1e6 == approx(19.2));
+  CHECK(1 / f.large.slope == approx(0.6));
   CHECK(f.p90 < 1e-9);
 }
 
@@ -196,15 +197,15 @@ TEST_CASE("fit_two_lines: LL and Simple lines over 2, 4 and 8 ranks, exact witho
   const TwoLineFit exact = fit_two_lines(synthetic(kProtocols, {2, 4, 8}, 0.0));
   REQUIRE(exact.large.ok);
   REQUIRE_FALSE(exact.one_line);
-  CHECK(exact.small.base * 1e6 == doctest::Approx(5));
-  CHECK(exact.small.per_step * 1e6 == doctest::Approx(0.5));
-  CHECK(1 / exact.small.slope == doctest::Approx(0.35));
-  CHECK(exact.large.base * 1e6 == doctest::Approx(20));
-  CHECK(exact.large.per_step * 1e6 == doctest::Approx(0.5));
-  CHECK(1 / exact.large.slope == doctest::Approx(0.78));
+  CHECK(exact.small.base * 1e6 == approx(5));
+  CHECK(exact.small.per_step * 1e6 == approx(0.5));
+  CHECK(1 / exact.small.slope == approx(0.35));
+  CHECK(exact.large.base * 1e6 == approx(20));
+  CHECK(exact.large.per_step * 1e6 == approx(0.5));
+  CHECK(1 / exact.large.slope == approx(0.78));
   // The split: the first sample past 9.52 us. Below it: n = 2 at 2^22 B (9.32 us), n = 8 at 2^21
   // (8.16 us); above: n = 4 at 2^22 B, 1.5 x 4,194,304 / 450e9 = 13.98 us.
-  CHECK(exact.threshold * 1e6 == doctest::Approx(1.5 * 4194304 / 450e9 * 1e6));
+  CHECK(exact.threshold * 1e6 == approx(1.5 * 4194304 / 450e9 * 1e6));
 
   // Noise up to 1%: least squares averages it, so every sample's fitted time stays within that of
   // the noiseless truth (2% allowed), and the median in-sample error within the noise.
@@ -216,8 +217,8 @@ TEST_CASE("fit_two_lines: LL and Simple lines over 2, 4 and 8 ranks, exact witho
     INFO("steps ", p.steps, " transfer ", p.transfer);
     CHECK(std::abs(f.seconds(p) / p.t - 1) < 0.02);
   }
-  CHECK(1 / f.small.slope == doctest::Approx(0.35).epsilon(0.03));
-  CHECK(1 / f.large.slope == doctest::Approx(0.78).epsilon(0.03));
+  CHECK(1 / f.small.slope == approx(0.35).epsilon(0.03));
+  CHECK(1 / f.large.slope == approx(0.78).epsilon(0.03));
   CHECK(f.p50 < 0.01);
 }
 

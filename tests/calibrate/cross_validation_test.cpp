@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/approx.h"
 #include "calibrate/cross_validation.h"
 #include "calibrate/roofline_fit.h"
 #include "sim/core/rng.h"
@@ -109,7 +110,7 @@ TEST_CASE("Cross-validation: the roofline's held-out error on synthetic data is 
   // per parameter with 135 training rows): |e| uniform on [0, 2%] has median 1% and p90 1.8%.
   // 180 rows pin the sample median to +-0.15% (SE 0.02 / (2 sqrt(180)) = 0.075%, 2 SE).
   CHECK(e.rows == 180);
-  CHECK(e.ape_p50 == doctest::Approx(0.01).epsilon(0.3));
+  CHECK(e.ape_p50 == approx(0.01).epsilon(0.3));
   CHECK(e.ape_p90 < 0.025);
   CHECK(std::fabs(e.signed_mean) < 0.005);
 
@@ -138,9 +139,9 @@ TEST_CASE("Error summaries: percentiles between order statistics, signed mean") 
   const std::vector<double> predicted = {1.1, 0.9, 1.0, 1.2}, measured = {1, 1, 1, 1};
   const ErrorSummary s = summarise_errors(predicted, measured);
   CHECK(s.rows == 4);
-  CHECK(s.ape_p50 == doctest::Approx(0.1));
-  CHECK(s.ape_p90 == doctest::Approx(0.17));
-  CHECK(s.signed_mean == doctest::Approx(0.05));
+  CHECK(s.ape_p50 == approx(0.1));
+  CHECK(s.ape_p90 == approx(0.17));
+  CHECK(s.signed_mean == approx(0.05));
   CHECK(percentile({}, 0.5) == 0);
 }
 

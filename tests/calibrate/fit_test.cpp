@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "tests/approx.h"
 #include "calibrate/fit.h"
 #include "sim/core/rng.h"
 
@@ -36,10 +37,10 @@ TEST_CASE("fit_overhead_and_rate: recovers intercept and slope exactly from nois
   const LineFit fit = fit_overhead_and_rate(work, time);
   // Householder QR on this 40 x 2 system: backward stable, well conditioned after the relative
   // weighting; 1e-9 relative is far above rounding and far below any modelling error.
-  CHECK(fit.intercept == doctest::Approx(kIntercept).epsilon(1e-9));
-  CHECK(fit.slope == doctest::Approx(kSlope).epsilon(1e-9));
+  CHECK(fit.intercept == approx(kIntercept).epsilon(1e-9));
+  CHECK(fit.slope == approx(kSlope).epsilon(1e-9));
   CHECK(fit.points == 40);
-  CHECK(fit.r_squared == doctest::Approx(1.0).epsilon(1e-12));
+  CHECK(fit.r_squared == approx(1.0).epsilon(1e-12));
   CHECK(fit.median_abs_rel_error < 1e-12);
 }
 
@@ -93,8 +94,8 @@ TEST_CASE("fit_overhead_and_rate: recovers known coefficients from noisy data, w
 TEST_CASE("fit_overhead_and_rate: two points determine the line") {
   // (1e6 B, 10 us) and (3e6 B, 20 us): slope 10 us / 2e6 B = 5e-12 s/B, intercept 10 - 5 = 5 us.
   const LineFit fit = fit_overhead_and_rate({1e6, 3e6}, {10e-6, 20e-6});
-  CHECK(fit.slope == doctest::Approx(5e-12).epsilon(1e-12));
-  CHECK(fit.intercept == doctest::Approx(5e-6).epsilon(1e-12));
+  CHECK(fit.slope == approx(5e-12).epsilon(1e-12));
+  CHECK(fit.intercept == approx(5e-6).epsilon(1e-12));
 }
 
 // Each rejection is checked for its own reason (the message), not just the exception type: a

@@ -13,6 +13,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "tests/approx.h"
 #include "calibrate/curve.h"
 #include "calibrate/fit.h"
 #include "calibrate/grid_table.h"
@@ -98,7 +99,7 @@ TEST_CASE("fit_linear: recovers three coefficients from noisy data within 5 stan
           5 * se[static_cast<std::size_t>(p)]);
   }
   // The noise itself: |e| uniform on [0, 2%], median 1%.
-  CHECK(fit.median_abs_rel_error == doctest::Approx(0.01).epsilon(0.25));
+  CHECK(fit.median_abs_rel_error == approx(0.01).epsilon(0.25));
 }
 
 TEST_CASE("fit_linear: rejects dependent columns and bad times") {
@@ -242,7 +243,7 @@ TEST_CASE("CurveBlock: monotonicity holds against data that dips, smoothness str
   const CurveTarget free_target(989.5e12, CurveSpec{"e", kKnots, 0.01, 1.0, 0.3, Monotone::none, 0});
   const FitResult free_fit = fit_target(free_target, rows);
   const auto free_curve = free_target.curve().curve(std::span<const double>(free_fit.parameters).subspan(1));
-  CHECK(free_curve.values()[2] == doctest::Approx(0.25).epsilon(1e-4));  // noiseless: exact
+  CHECK(free_curve.values()[2] == approx(0.25).epsilon(1e-4));  // noiseless: exact
 
   const CurveTarget mono(989.5e12, CurveSpec{"e", kKnots, 0.01, 1.0, 0.3, Monotone::increasing, 0});
   const FitResult mono_fit = fit_target(mono, rows);
@@ -255,7 +256,7 @@ TEST_CASE("CurveBlock: monotonicity holds against data that dips, smoothness str
   // It cannot follow the dip: the knots at 16 and 256 meet between 0.25 and 0.3.
   CHECK(mono_curve.values()[2] > 0.26);
   CHECK(mono_curve.values()[1] < 0.29);
-  CHECK(mono_curve.values()[2] == doctest::Approx(mono_curve.values()[1]).epsilon(0.01));
+  CHECK(mono_curve.values()[2] == approx(mono_curve.values()[1]).epsilon(0.01));
 
   // A heavy smoothness weight (1e3 per unit slope change, against residuals of order 1)
   // makes the curve nearly straight in log(m): every slope change under 1e-3.
@@ -269,7 +270,7 @@ TEST_CASE("CurveBlock: monotonicity holds against data that dips, smoothness str
 
 TEST_CASE("LogLinearCurve: linear in log(x) between knots, constant beyond them") {
   const LogLinearCurve c({1, 100}, {0.2, 0.6});
-  CHECK(c(10) == doctest::Approx(0.4));  // halfway in log: (0.2 + 0.6) / 2
+  CHECK(c(10) == approx(0.4));  // halfway in log: (0.2 + 0.6) / 2
   CHECK(c(0.5) == 0.2);
   CHECK(c(1e6) == 0.6);
   CHECK_THROWS_AS(LogLinearCurve({1, 1}, {0.1, 0.2}), std::invalid_argument);
@@ -315,14 +316,14 @@ TEST_CASE("fit_log_grid: exact on a function bilinear in log space, inside and o
     for (double n : {1024.0, 3000.0, 65536.0, 131072.0}) {  // 131072: beyond too
       INFO("m ", m, " n ", n);
       const double point[2] = {m, n};
-      CHECK(t.seconds(point) == doctest::Approx(bilinear_truth(m, n)).epsilon(1e-6));
+      CHECK(t.seconds(point) == approx(bilinear_truth(m, n)).epsilon(1e-6));
     }
   }
   // Clamped, the table holds the edge value beyond the grid.
   const LogGridTable c = fit_log_grid({axis_through(Dim::m, rows), axis_through(Dim::n, rows)}, rows,
                                       GridFitOptions{0.05, Extrapolation::clamp});
   const double beyond[2] = {16384, 65536};
-  CHECK(c.seconds(beyond) == doctest::Approx(bilinear_truth(4096, 65536)).epsilon(1e-6));
+  CHECK(c.seconds(beyond) == approx(bilinear_truth(4096, 65536)).epsilon(1e-6));
 }
 
 TEST_CASE("fit_log_grid: averages noisy repeats and fills a cell nobody measured") {
@@ -366,7 +367,7 @@ TEST_CASE("fit_log_grid: grids above the direct solver's size (conjugate gradien
     for (double n : {256.0, 3000.0, 16384.0}) {
       INFO("m ", m, " n ", n);
       const double point[2] = {m, n};
-      CHECK(t.seconds(point) == doctest::Approx(bilinear_truth(m, n)).epsilon(1e-6));
+      CHECK(t.seconds(point) == approx(bilinear_truth(m, n)).epsilon(1e-6));
     }
   }
 }
@@ -375,10 +376,10 @@ TEST_CASE("LogGridTable: lookups by shape and consistency checks") {
   const LogGridTable t({GridAxis{Dim::m, {1, 3}}}, {std::log(1e-6), std::log(4e-6)});
   Shape s;
   s.set(Dim::m, 1);
-  CHECK(t.seconds(s) == doctest::Approx(1e-6));
+  CHECK(t.seconds(s) == approx(1e-6));
   // Halfway in ln(1 + m) between ln 2 and ln 4 is m = sqrt(8) - 1; halfway in ln t is 2 us.
   const double mid[1] = {std::sqrt(8.0) - 1};
-  CHECK(t.seconds(mid) == doctest::Approx(2e-6));
+  CHECK(t.seconds(mid) == approx(2e-6));
   CHECK_THROWS_AS(LogGridTable({GridAxis{Dim::m, {1, 3}}}, {0.0}), std::invalid_argument);
   CHECK_THROWS_AS(LogGridTable({GridAxis{Dim::m, {3, 1}}}, {0.0, 0.0}), std::invalid_argument);
 }

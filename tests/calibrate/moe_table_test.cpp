@@ -9,6 +9,7 @@
 
 #include <cmath>
 
+#include "tests/approx.h"
 #include "calibrate/cross_validation.h"
 #include "calibrate/moe_table.h"
 #include "models/chip_spec.h"
@@ -53,7 +54,7 @@ TEST_CASE("MoE tables: a row's point is its simulator operator's fields") {
   // 0's experts have a token.
   const auto p = moe_table_point(moe_row(4096, 1536, 8, 256, 2, 8, 64, balanced), set, chip);
   REQUIRE(p);
-  CHECK(p->point[0] == doctest::Approx(64));
+  CHECK(p->point[0] == approx(64));
   CHECK(p->point[1] == 32);
   CHECK(p->point[2] == 768);  // 1536 / tp 2
   CHECK(p->point[3] == 4096);
@@ -168,7 +169,7 @@ TEST_CASE("MoE tables: a roofline-factor table recovers a known correction of th
   // The table holds the factor: between knots (pairs 100, experts 20, n 700, k 5000) within 2% of
   // c = 1.5 x 101^-0.1 x 701^0.05 = 1.5 x 0.6304 x 1.3878 = 1.312.
   const double mid[4] = {100, 20, 700, 5000};
-  CHECK(c(mid) == doctest::Approx(1.312).epsilon(0.002));
+  CHECK(c(mid) == approx(1.312).epsilon(0.002));
   CHECK(std::fabs(tables[0].table.seconds(mid) / c(mid) - 1) < 0.02);
   // Held out by whole model shapes, predicted as roofline x factor: the noise again (median ~1%).
   bool seen = false;
@@ -195,10 +196,10 @@ TEST_CASE("Grid tables: the prior pulls a cell toward ln 1 = 0 by weight^2 again
   const double seconds[1] = {std::exp(1.0)};
   const LogGridTable t = fit_log_grid_points({axis}, point, seconds, o);
   const double at0[1] = {0}, at3[1] = {3};
-  CHECK(t.seconds(point) == doctest::Approx(std::exp(0.5)));
-  CHECK(t.seconds(at0) == doctest::Approx(1.0));
-  CHECK(t.seconds(at3) == doctest::Approx(1.0));
+  CHECK(t.seconds(point) == approx(std::exp(0.5)));
+  CHECK(t.seconds(at0) == approx(1.0));
+  CHECK(t.seconds(at3) == approx(1.0));
   // w = 0.5: x = 1 / 1.25 = 0.8.
   o.prior = 0.5;
-  CHECK(fit_log_grid_points({axis}, point, seconds, o).seconds(point) == doctest::Approx(std::exp(0.8)));
+  CHECK(fit_log_grid_points({axis}, point, seconds, o).seconds(point) == approx(std::exp(0.8)));
 }

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/approx.h"
 #include "calibrate/aiconfigurator_reader.h"
 #include "calibrate/measurement_files.h"
 #include "calibrate/vidur_reader.h"
@@ -105,14 +106,14 @@ TEST_CASE("Readers: AIConfigurator GEMM row, milliseconds to seconds") {
   REQUIRE(m != nullptr);
   CHECK(m->format == Format::bf16);
   CHECK(m->shape.to_string() == "m=4353 n=65536 k=51200");
-  CHECK(m->latency_s == doctest::Approx(41.099622090657554e-3).epsilon(1e-15));
+  CHECK(m->latency_s == approx(41.099622090657554e-3).epsilon(1e-15));
   CHECK(set.label(m->backend) == "TRTLLM 1.3.0rc20");
   CHECK(set.label(m->kernel) == "torch_flow");
   CHECK(set.label(m->chip) == "h200-sxm");
   const auto& meta = set.sources()[0].metadata;
   CHECK(std::find(meta.begin(), meta.end(), std::pair<std::string, std::string>("device", "NVIDIA H200")) != meta.end());
   // 2 x 4353 x 65536 x 51200 FLOPs / 41.1 ms = 711 TFLOP/s: the "about 710 TFLOPS" SOURCE.md quotes.
-  CHECK(2.0 * 4353 * 65536 * 51200 / m->latency_s / 1e12 == doctest::Approx(711.0).epsilon(0.002));
+  CHECK(2.0 * 4353 * 65536 * 51200 / m->latency_s / 1e12 == approx(711.0).epsilon(0.002));
 }
 
 TEST_CASE("Readers: AIConfigurator attention rows; generation attends isl + step keys") {
@@ -124,7 +125,7 @@ TEST_CASE("Readers: AIConfigurator attention rows; generation attends isl + step
   CHECK(c->shape.to_string() == "batch=16 tokens=6144 heads=96 kv_heads=1 head_dim=128 window=0 step=0");
   CHECK(c->format == Format::bf16);
   CHECK(c->kv_format == Format::bf16);
-  CHECK(c->latency_s == doctest::Approx(31.601961771647137e-3).epsilon(1e-15));
+  CHECK(c->latency_s == approx(31.601961771647137e-3).epsilon(1e-15));
 
   const MeasurementSet& gen = shipped("aiconfigurator/h200_sxm/generation_attention_perf.csv.gz");
   // Line 2: batch 32, isl 1, 64 heads, 64 KV heads, head_dim 64, step 1: 1 + 1 = 2 keys;
@@ -133,7 +134,7 @@ TEST_CASE("Readers: AIConfigurator attention rows; generation attends isl + step
   REQUIRE(g != nullptr);
   CHECK(g->shape.get(Dim::kv_len) == 2);
   CHECK(g->shape.get(Dim::batch) == 32);
-  CHECK(g->latency_s == doctest::Approx(0.023872000475724537e-3).epsilon(1e-15));
+  CHECK(g->latency_s == approx(0.023872000475724537e-3).epsilon(1e-15));
   const Measurement* g4 = find_row(gen, MeasuredOp::attention_decode, 4);
   REQUIRE(g4 != nullptr);
   CHECK(g4->shape.get(Dim::kv_len) == 4);
@@ -149,7 +150,7 @@ TEST_CASE("Readers: AIConfigurator MoE row keeps the routing skew and the gating
   CHECK(m->shape.to_string() == "tokens=1 hidden=3072 inter=1024 topk=8 experts=256 tp=16 ep=16 gated=1");
   CHECK(m->format == Format::fp8);
   CHECK(set.label(m->variant) == "power_law_1.01");
-  CHECK(m->latency_s == doctest::Approx(0.026169601082801818e-3).epsilon(1e-15));
+  CHECK(m->latency_s == approx(0.026169601082801818e-3).epsilon(1e-15));
   // The non-gated kernel's rows say so.
   const bool any_plain = std::any_of(set.rows().begin(), set.rows().end(), [&](const Measurement& r) {
     return set.label(r.kernel) == "moe_torch_flow_nongated" && r.shape.get(Dim::gated) == 0;
@@ -166,18 +167,18 @@ TEST_CASE("Readers: Vidur mlp.csv projections become GEMMs sharded by TP") {
   const Measurement* qkv = find_row(set, MeasuredOp::gemm, 2, "attn_pre_proj");
   REQUIRE(qkv != nullptr);
   CHECK(qkv->shape.to_string() == "m=4096 n=10240 k=8192 tp=1");
-  CHECK(qkv->latency_s == doctest::Approx(2.872e-3).epsilon(1e-12));
+  CHECK(qkv->latency_s == approx(2.872e-3).epsilon(1e-12));
   CHECK(qkv->format == Format::fp16);
   // Gate|up fused: n = 2 x 28672 = 57344; median 15.9405 ms.
   const Measurement* up = find_row(set, MeasuredOp::gemm, 2, "mlp_up_proj");
   REQUIRE(up != nullptr);
   CHECK(up->shape.to_string() == "m=4096 n=57344 k=8192 tp=1");
-  CHECK(up->latency_s == doctest::Approx(15.9405e-3).epsilon(1e-12));
+  CHECK(up->latency_s == approx(15.9405e-3).epsilon(1e-12));
   // Down: k = 28672, n = 8192; median 8.0635 ms.
   const Measurement* down = find_row(set, MeasuredOp::gemm, 2, "mlp_down_proj");
   REQUIRE(down != nullptr);
   CHECK(down->shape.to_string() == "m=4096 n=8192 k=28672 tp=1");
-  CHECK(down->latency_s == doctest::Approx(8.0635e-3).epsilon(1e-12));
+  CHECK(down->latency_s == approx(8.0635e-3).epsilon(1e-12));
   // The SiLU x up activation works on ffn / TP = 28672 columns, gated.
   const Measurement* act = find_row(set, MeasuredOp::activation, 2);
   REQUIRE(act != nullptr);
@@ -192,13 +193,13 @@ TEST_CASE("Readers: Vidur attention.csv prefill and decode rows") {
   const Measurement* d = find_row(set, MeasuredOp::attention_decode, 2);
   REQUIRE(d != nullptr);
   CHECK(d->shape.to_string() == "batch=1 kv_len=33 heads=32 kv_heads=4 head_dim=128 tp=2");
-  CHECK(d->latency_s == doctest::Approx(0.015e-3).epsilon(1e-12));
+  CHECK(d->latency_s == approx(0.015e-3).epsilon(1e-12));
   CHECK(set.label(d->kernel) == "FLASH_ATTENTION");
   // Line 10242, the first prefill row: batch 1, a 64-token chunk, nothing cached; 0.015 ms.
   const Measurement* p = find_row(set, MeasuredOp::attention_prefill, 10242);
   REQUIRE(p != nullptr);
   CHECK(p->shape.to_string() == "batch=1 tokens=64 prefix=0 heads=32 kv_heads=4 head_dim=128 tp=2");
-  CHECK(p->latency_s == doctest::Approx(0.015e-3).epsilon(1e-12));
+  CHECK(p->latency_s == approx(0.015e-3).epsilon(1e-12));
 }
 
 // The older mlp.csv schemas, from excerpts of Vidur's history (tests/calibrate/data/SOURCE.md).
@@ -213,14 +214,14 @@ TEST_CASE("Readers: Vidur's oldest mlp.csv schema (layer_norm, rms_norm, add_nor
   const Measurement* qkv = find_row(set, MeasuredOp::gemm, 2, "attn_pre_proj");
   REQUIRE(qkv != nullptr);
   CHECK(qkv->shape.to_string() == "m=1 n=12288 k=4096 tp=1");
-  CHECK(qkv->latency_s == doctest::Approx(0.183e-3).epsilon(1e-12));
+  CHECK(qkv->latency_s == approx(0.183e-3).epsilon(1e-12));
   const Measurement* head = find_row(set, MeasuredOp::gemm, 2, "deemb");
   REQUIRE(head != nullptr);
   CHECK(head->shape.to_string() == "m=1 n=32768 k=4096 tp=1");
-  CHECK(head->latency_s == doctest::Approx(0.533e-3).epsilon(1e-12));
+  CHECK(head->latency_s == approx(0.533e-3).epsilon(1e-12));
   const Measurement* fused = find_row(set, MeasuredOp::residual_add, 2, "add_norm");
   REQUIRE(fused != nullptr);
-  CHECK(fused->latency_s == doctest::Approx(0.002e-3).epsilon(1e-12));
+  CHECK(fused->latency_s == approx(0.002e-3).epsilon(1e-12));
   CHECK(find_row(set, MeasuredOp::norm, 2, "rms_norm") != nullptr);
 }
 
@@ -236,7 +237,7 @@ TEST_CASE("Readers: Vidur's 2024-05 mlp.csv schema, empty cells counted and skip
   const Measurement* up = find_row(set, MeasuredOp::gemm, 2, "mlp_up_proj");
   REQUIRE(up != nullptr);
   CHECK(up->shape.to_string() == "m=4096 n=10240 k=2560 tp=1");
-  CHECK(up->latency_s == doctest::Approx(0.5175000000000001e-3).epsilon(1e-12));
+  CHECK(up->latency_s == approx(0.5175000000000001e-3).epsilon(1e-12));
   const Measurement* act = find_row(set, MeasuredOp::activation, 2);
   REQUIRE(act != nullptr);
   CHECK(act->shape.get(Dim::gated) == 0);

@@ -10,6 +10,7 @@
 // two layers.
 #include <doctest/doctest.h>
 
+#include "tests/approx.h"
 #include "sim/cluster/iteration_cost.h"
 #include "sim/cluster/simulation.h"
 #include "test_config.h"
@@ -148,7 +149,7 @@ TEST_CASE("A2A contention: a streamed KV transfer stretches its prefill's all-to
   // exposed transfer is the same.
   const Served off = serve_one(false), on = serve_one(true);
   CHECK(on.ttft_ps == off.ttft_ps + 2'560'000);
-  CHECK(on.exposed_ms == doctest::Approx(off.exposed_ms).epsilon(1e-9));
+  CHECK(on.exposed_ms == approx(off.exposed_ms).epsilon(1e-9));
   CHECK(off.exposed_ms > 0);
   CHECK(off.contention_share == 0);
   CHECK(on.contention_share > 0);

@@ -5,6 +5,7 @@
 
 #include <doctest/doctest.h>
 
+#include "tests/approx.h"
 #include "sim/cluster/comm_cost.h"
 
 using namespace servesim;
@@ -41,16 +42,16 @@ TEST_CASE("CommCost: an in-domain all-reduce follows the lower fitted line on ea
   // n = 4: one-shot 2 us + 3 S / 50 GB/s; ring 10 + 6 x 0.5 = 13 us + 1.5 S / 100 GB/s.
   // They cross where 6e-11 S - 1.5e-11 S = 11 us: S = 244,444 bytes.
   // 100 kB: one-shot 2 + 6 = 8 us (ring 14.5 us).
-  CHECK(1e6 * cost.seconds(models::Collective::kAllReduce, g, 1e5) == doctest::Approx(8));
+  CHECK(1e6 * cost.seconds(models::Collective::kAllReduce, g, 1e5) == approx(8));
   // 240 kB, just below: one-shot 2 + 14.4 = 16.4 us (ring 16.6 us).
-  CHECK(1e6 * cost.seconds(models::Collective::kAllReduce, g, 2.4e5) == doctest::Approx(16.4));
+  CHECK(1e6 * cost.seconds(models::Collective::kAllReduce, g, 2.4e5) == approx(16.4));
   // 250 kB, just above: ring 13 + 3.75 = 16.75 us (one-shot 17 us).
-  CHECK(1e6 * cost.seconds(models::Collective::kAllReduce, g, 2.5e5) == doctest::Approx(16.75));
+  CHECK(1e6 * cost.seconds(models::Collective::kAllReduce, g, 2.5e5) == approx(16.75));
   // 1 MB: ring 13 + 15 = 28 us (one-shot 62 us).
-  CHECK(1e6 * cost.seconds(models::Collective::kAllReduce, g, 1e6) == doctest::Approx(28));
+  CHECK(1e6 * cost.seconds(models::Collective::kAllReduce, g, 1e6) == approx(28));
   // n = 2: one-shot 2 us + S / 50 GB/s, ring 11 us + S / 100 GB/s; at 1 MB 22 us vs 21 us.
   g.ranks = 2;
-  CHECK(1e6 * cost.seconds(models::Collective::kAllReduce, g, 1e6) == doctest::Approx(21));
+  CHECK(1e6 * cost.seconds(models::Collective::kAllReduce, g, 1e6) == approx(21));
 }
 
 TEST_CASE("CommCost: across domains, for other collectives and without lines the single line applies") {
@@ -59,15 +60,15 @@ TEST_CASE("CommCost: across domains, for other collectives and without lines the
   cluster::GroupSpan g;
   g.ranks = 4;
   // All-gather inside the domain: 5 us + 0.75 x 1 MB / (100 GB/s x 0.5) = 5 + 15 = 20 us.
-  CHECK(1e6 * cost.seconds(models::Collective::kAllGather, g, 1e6) == doctest::Approx(20));
+  CHECK(1e6 * cost.seconds(models::Collective::kAllGather, g, 1e6) == approx(20));
   // An all-reduce leaving the domain: the NIC's 1 us + 1.5 x 1 MB / (10 GB/s x 0.5) = 301 us.
   g.leaves_domain = true;
-  CHECK(1e6 * cost.seconds(models::Collective::kAllReduce, g, 1e6) == doctest::Approx(301));
+  CHECK(1e6 * cost.seconds(models::Collective::kAllReduce, g, 1e6) == approx(301));
   // The same chip without lines: 5 us + 1.5 x 1 MB / (100 GB/s x 0.5) = 35 us inside the domain.
   models::ChipSpec plain = chip;
   plain.efficiency.all_reduce_lines.clear();
   g.leaves_domain = false;
-  CHECK(1e6 * cluster::CommCost(plain).seconds(models::Collective::kAllReduce, g, 1e6) == doctest::Approx(35));
+  CHECK(1e6 * cluster::CommCost(plain).seconds(models::Collective::kAllReduce, g, 1e6) == approx(35));
   // Nothing to reduce, or one rank: no cost.
   CHECK(cost.seconds(models::Collective::kAllReduce, g, 0) == 0.0);
   g.ranks = 1;

@@ -11,6 +11,7 @@
 #include <numeric>
 #include <vector>
 
+#include "tests/approx.h"
 #include "models/cost_model.h"
 #include "sim/cluster/router.h"
 #include "sim/cluster/simulation.h"
@@ -58,16 +59,16 @@ TEST_CASE("EPD: one request's TTFT is prefill + exposed KV transfer + the first 
   // Then two more steps (12 and 13 tokens): 182,784 + 183,296 ps.
   CHECK((rec.completion - rec.first_token).ps() == 182'784 + 183'296);
   CHECK(r.m.output_tokens() == 3);
-  CHECK(part(r.summary, "prefill") == doctest::Approx(1'702'400e-9));
-  CHECK(part(r.summary, "kv_transfer_exposed") == doctest::Approx(5'120'000e-9));
-  CHECK(part(r.summary, "first_decode") == doctest::Approx(182'272e-9));
+  CHECK(part(r.summary, "prefill") == approx(1'702'400e-9));
+  CHECK(part(r.summary, "kv_transfer_exposed") == approx(5'120'000e-9));
+  CHECK(part(r.summary, "first_decode") == approx(182'272e-9));
   CHECK(part(r.summary, "queueing") == 0);
   REQUIRE(r.summary.pools[0].kv_transfer);
   CHECK(r.summary.pools[0].kv_transfer->transfers == 1);
   CHECK(r.summary.pools[0].kv_transfer->bytes == 5120);
-  CHECK(r.summary.pools[0].kv_transfer->mean_ms == doctest::Approx(5.12e-3));
+  CHECK(r.summary.pools[0].kv_transfer->mean_ms == approx(5.12e-3));
   // 5,120,000 / 7,004,672 of its TTFT.
-  CHECK(r.summary.pools[1].kv_transfer->overhead_fraction == doctest::Approx(5'120'000.0 / 7'004'672.0));
+  CHECK(r.summary.pools[1].kv_transfer->overhead_fraction == approx(5'120'000.0 / 7'004'672.0));
 }
 
 TEST_CASE("EPD: two transfers on one NIC take twice as long as one") {
@@ -79,7 +80,7 @@ TEST_CASE("EPD: two transfers on one NIC take twice as long as one") {
   run(config, r);
   REQUIRE(r.summary.pools[0].kv_transfer);
   CHECK(r.summary.pools[0].kv_transfer->transfers == 2);
-  CHECK(r.summary.pools[0].kv_transfer->mean_ms == doctest::Approx(10.24e-3));
+  CHECK(r.summary.pools[0].kv_transfer->mean_ms == approx(10.24e-3));
   // One prefill iteration of two 10-token chunks: 3,404,800 ps; each then decodes alone on its
   // own decode instance (free KV placement spreads them): 182,272 ps.
   for (const auto& rec : r.m.requests()) {
@@ -101,8 +102,8 @@ TEST_CASE("EPD: layer-streamed KV transfer hides all but the last layer's share 
   // alone: done at 5,120,000 ps (the NIC moved 5,120 B in 5,120,000 ps, never idle).
   // Exposed: 5,120,000 - 1,702,400 = 3,417,600 ps.
   CHECK((rec.first_token - rec.arrival).ps() == 5'120'000 + 182'272);
-  CHECK(part(r.summary, "kv_transfer_exposed") == doctest::Approx(3'417'600e-9));
-  CHECK(r.summary.pools[0].kv_transfer->mean_ms == doctest::Approx(5.12e-3));
+  CHECK(part(r.summary, "kv_transfer_exposed") == approx(3'417'600e-9));
+  CHECK(r.summary.pools[0].kv_transfer->mean_ms == approx(5.12e-3));
 }
 
 TEST_CASE("EPD: the TTFT breakdown sums to the mean TTFT and the TPOT breakdown to the mean TPOT") {
@@ -118,8 +119,8 @@ TEST_CASE("EPD: the TTFT breakdown sums to the mean TTFT and the TPOT breakdown 
     double ttft = 0, tpot = 0;
     for (const auto& [k, v] : r.summary.ttft_breakdown_ms) ttft += v;
     for (const auto& [k, v] : r.summary.tpot_breakdown_ms) tpot += v;
-    CHECK(ttft == doctest::Approx(r.summary.ttft_ms.mean).epsilon(1e-9));
-    CHECK(tpot == doctest::Approx(r.summary.tpot_ms.mean).epsilon(1e-9));
+    CHECK(ttft == approx(r.summary.ttft_ms.mean).epsilon(1e-9));
+    CHECK(tpot == approx(r.summary.tpot_ms.mean).epsilon(1e-9));
     CHECK(r.summary.completed == 300);
   }
 }
@@ -163,11 +164,11 @@ TEST_CASE("EPD: an image request's TTFT is encode + embedding transfer + prefill
   const std::int64_t expected = encode_ps + 512'000 + 2'406'912 + 7'168'000 + 184'320;
   CHECK((rec.first_token - rec.arrival).ps() >= expected);
   CHECK((rec.first_token - rec.arrival).ps() <= expected + 2);
-  CHECK(part(r.summary, "encode") == doctest::Approx(static_cast<double>(encode_ps) * 1e-9));
-  CHECK(part(r.summary, "embedding_transfer") == doctest::Approx(512'000e-9).epsilon(1e-5));
-  CHECK(part(r.summary, "prefill") == doctest::Approx(2'406'912e-9));
-  CHECK(part(r.summary, "kv_transfer_exposed") == doctest::Approx(7'168'000e-9));
-  CHECK(part(r.summary, "first_decode") == doctest::Approx(184'320e-9));
+  CHECK(part(r.summary, "encode") == approx(static_cast<double>(encode_ps) * 1e-9));
+  CHECK(part(r.summary, "embedding_transfer") == approx(512'000e-9).epsilon(1e-5));
+  CHECK(part(r.summary, "prefill") == approx(2'406'912e-9));
+  CHECK(part(r.summary, "kv_transfer_exposed") == approx(7'168'000e-9));
+  CHECK(part(r.summary, "first_decode") == approx(184'320e-9));
   CHECK(rec.status == metrics::RequestStatus::kCompleted);
 }
 

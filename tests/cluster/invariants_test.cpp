@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "tests/approx.h"
 #include "models/memory.h"
 #include "sim/cluster/simulation.h"
 #include "sim/core/rng.h"
@@ -243,7 +244,7 @@ TEST_CASE("Invariants: random disaggregated deployments conserve requests, token
     }
     double ttft = 0;
     for (const auto& [k, v] : s.ttft_breakdown_ms) ttft += v;
-    if (s.ttft_ms.count > 0) CHECK(ttft == doctest::Approx(s.ttft_ms.mean).epsilon(1e-9));
+    if (s.ttft_ms.count > 0) CHECK(ttft == approx(s.ttft_ms.mean).epsilon(1e-9));
     for (const auto& r : m.requests()) {
       if (r.status == metrics::RequestStatus::kCompleted) {
         CHECK(r.arrival <= r.first_token);

@@ -14,6 +14,7 @@
 #include <memory>
 #include <vector>
 
+#include "tests/approx.h"
 #include "sim/cluster/comm_cost.h"
 #include "sim/cluster/iteration_cost.h"
 #include "sim/cluster/simulation.h"
@@ -84,10 +85,10 @@ TEST_CASE("Placed collectives: a TP2 all-reduce inside a node and split over two
   CHECK(out_span.leaves_domain);
   // Ring all-reduce of S = 1 MB over n = 2: 2 (n - 1) = 2 steps of the hop, 2 (n - 1) / n = 1 x S
   // over the tier. Inside: 2 x 0.4 us + 1e6 / 450e9 s = 0.8 + 2.2222 us = 3.0222 us.
-  CHECK(comm.seconds(models::Collective::kAllReduce, in_span, 1e6) == doctest::Approx(0.8e-6 + 1e6 / 450e9));
+  CHECK(comm.seconds(models::Collective::kAllReduce, in_span, 1e6) == approx(0.8e-6 + 1e6 / 450e9));
   // Across (m = 2 domains, p = 1): the ring crosses the NICs, 2 x 1 us + 1e6 / 50e9 = 22 us; the
   // tree (2 steps, 2 x S over the NICs: 42 us) loses, and no hierarchical one with p = 1.
-  CHECK(comm.seconds(models::Collective::kAllReduce, out_span, 1e6) == doctest::Approx(2e-6 + 1e6 / 50e9));
+  CHECK(comm.seconds(models::Collective::kAllReduce, out_span, 1e6) == approx(2e-6 + 1e6 / 50e9));
   // The contiguous model (ideal chip: no latency, 1e30 B/s) costs neither.
   CHECK(comm.seconds(models::Collective::kAllReduce, cluster::GroupSpan{2, false, 0}, 1e6) < 1e-15);
 }
@@ -101,10 +102,10 @@ TEST_CASE("Placed collectives: an EP2 all-to-all across nodes, at the whole NIC 
   CHECK(span.outside_fraction == 1.0);  // the one peer is in the other node
   // A rank sends B = 1 MB to its peer: NCCL size 2B, of which (n - p) / n = 1/2 leaves over the
   // NIC. Direct algorithm: 1 hop of 1 us + B / 50e9 = 21 us; at half the NIC 1 + 40 = 41 us.
-  CHECK(comm.seconds(models::Collective::kAllToAll, span, 1e6) == doctest::Approx(1e-6 + 1e6 / 50e9));
-  CHECK(comm.seconds(models::Collective::kAllToAll, span, 1e6, 0.5) == doctest::Approx(1e-6 + 2e6 / 50e9));
+  CHECK(comm.seconds(models::Collective::kAllToAll, span, 1e6) == approx(1e-6 + 1e6 / 50e9));
+  CHECK(comm.seconds(models::Collective::kAllToAll, span, 1e6, 0.5) == approx(1e-6 + 2e6 / 50e9));
   // Its NIC time at the whole NIC: B / 50e9 = 20 us, no latency.
-  CHECK(comm.nic_seconds(models::Collective::kAllToAll, span, 1e6) == doctest::Approx(1e6 / 50e9));
+  CHECK(comm.nic_seconds(models::Collective::kAllToAll, span, 1e6) == approx(1e6 / 50e9));
 }
 
 TEST_CASE("Placed collectives: one request's TTFT grows by five all-reduces when placement splits TP2") {
@@ -148,5 +149,5 @@ TEST_CASE("Placed collectives: a pool costs the slowest of its instances' layout
   const cluster::CommCost comm(test::ideal_chip());
   // Chips 2 and 10 share rail 2's leaf (1 us): the split one binds, 2 us + 1e6 / 50e9 = 22 us.
   CHECK(comm.seconds(models::Collective::kAllReduce, cluster::placed_span(g), 1e6) ==
-        doctest::Approx(2e-6 + 1e6 / 50e9));
+        approx(2e-6 + 1e6 / 50e9));
 }

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "tests/approx.h"
 #include "models/memory.h"
 #include "sim/cluster/prefix_cache.h"
 #include "sim/cluster/router.h"
@@ -68,7 +69,7 @@ TEST_CASE("Prefix cache: a request whose 1,024-token prefix is cached prefills o
   CHECK(c.hit_tokens == 1024);
   CHECK(c.lookup_tokens == 2 * 1088);
   CHECK(c.inserted_blocks == 64);  // the prefix once; the own tokens have no key
-  CHECK(s.pools[0].prefix_cache->hit_token_fraction == doctest::Approx(1024.0 / 2176.0));
+  CHECK(s.pools[0].prefix_cache->hit_token_fraction == approx(1024.0 / 2176.0));
 }
 
 TEST_CASE("Prefix cache: without it, the same two requests both prefill everything") {

@@ -14,6 +14,7 @@
 
 #include <vector>
 
+#include "tests/approx.h"
 #include "sim/cluster/batch_scheduler.h"
 #include "sim/cluster/router.h"
 #include "sim/cluster/simulation.h"
@@ -52,7 +53,7 @@ TEST_CASE("Serving: one request's TTFT is one prefill iteration and each later t
   CHECK(r.status == metrics::RequestStatus::kCompleted);
   const auto s = metrics::summarize(m, r.completion, {});
   // TPOT = (182,272 + 182,784) / 2 ps = 182.528 ns.
-  CHECK(s.tpot_ms.mean == doctest::Approx(182'528e-9).epsilon(1e-12));
+  CHECK(s.tpot_ms.mean == approx(182'528e-9).epsilon(1e-12));
   CHECK(s.completed == 1);
   // Three tokens were emitted: the prefill's and two decode steps'.
   CHECK(m.output_tokens() == 3);

@@ -15,6 +15,7 @@
 // 256 c = 111,104 + 256 c, so a step takes 464,384 + 1,280 c, 287,744 + 768 c more.
 #include <doctest/doctest.h>
 
+#include "tests/approx.h"
 #include "sim/cluster/simulation.h"
 #include "test_config.h"
 
@@ -73,7 +74,7 @@ TEST_CASE("MTP: acceptance 1 with k = 1 finishes 2m + 1 output tokens in m decod
   CHECK(r.draft_ps == 572'160);
   // TPOT = decode time / (output - 1) = 2,405,120 / 10 ps.
   const auto s = metrics::summarize(r.m, r.end, {});
-  CHECK(s.tpot_ms.mean == doctest::Approx(0.2405120e-3).epsilon(1e-9));
+  CHECK(s.tpot_ms.mean == approx(0.2405120e-3).epsilon(1e-9));
 }
 
 TEST_CASE("MTP: the last step accepts at most what is left of the output") {
@@ -115,7 +116,7 @@ TEST_CASE("MTP: random acceptance is deterministic by seed, per request, around 
   run(one_request(2001, 0.7, true, 1), b);
   run(one_request(2001, 0.7, true, 2), c);
   const std::int64_t steps = a.iterations - 1;
-  CHECK(2000.0 / static_cast<double>(steps) == doctest::Approx(1.7).epsilon(0.054 / 1.7));
+  CHECK(2000.0 / static_cast<double>(steps) == approx(1.7).epsilon(0.054 / 1.7));
   CHECK(b.iterations == a.iterations);
   CHECK(b.m.requests().at(0).completion == a.m.requests().at(0).completion);
   // Another seed draws other acceptances (the chance that two seeds give the same count is

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <map>
 
+#include "tests/approx.h"
 #include "sim/cluster/simulation.h"
 #include "sim/core/rng.h"
 #include "test_config.h"
@@ -207,7 +208,7 @@ TEST_CASE("Workload serving: each class is summarised against its own SLO") {
   CHECK(*s.classes[0].slo_attainment == 1.0);
   CHECK(*s.classes[1].slo_attainment == 0.0);
   // Overall: the requests that met their own class's target, over all finished ones.
-  CHECK(*s.slo_attainment == doctest::Approx(static_cast<double>(s.classes[0].completed) / 400));
+  CHECK(*s.slo_attainment == approx(static_cast<double>(s.classes[0].completed) / 400));
   CHECK(s.classes[1].ttft_ms.p50 > s.classes[0].ttft_ms.p50);
 }
 

@@ -2,6 +2,7 @@
 // stay out of the overall attainment.
 #include <doctest/doctest.h>
 
+#include "tests/approx.h"
 #include "sim/metrics/recorder.h"
 #include "sim/metrics/summary.h"
 
@@ -49,20 +50,20 @@ TEST_CASE("summarize(RunMetrics): classes get their own counts, latencies and SL
   CHECK(batch.in_flight == 1);
   CHECK(batch.skipped_trace_rows == 3);
   // Chat TTFTs 100 and 300 ms: mean 200, p50 200 (between the two).
-  CHECK(chat.ttft_ms.mean == doctest::Approx(200));
-  CHECK(chat.ttft_ms.p50 == doctest::Approx(200));
-  CHECK(batch.ttft_ms.mean == doctest::Approx(900));
+  CHECK(chat.ttft_ms.mean == approx(200));
+  CHECK(chat.ttft_ms.p50 == approx(200));
+  CHECK(batch.ttft_ms.mean == approx(900));
   // Chat: 1 of 3 finished requests met 150 ms; goodput 1 / 10 s. Batch: no targets, no figure.
-  CHECK(*chat.slo_attainment == doctest::Approx(1.0 / 3));
-  CHECK(*chat.goodput_requests_per_s == doctest::Approx(0.1));
+  CHECK(*chat.slo_attainment == approx(1.0 / 3));
+  CHECK(*chat.goodput_requests_per_s == approx(0.1));
   CHECK_FALSE(batch.slo_attainment.has_value());
   // Overall: only the class with targets is judged, so the same 1 of 3 (batch's completed
   // request does not count as meeting anything).
-  CHECK(*s.slo_attainment == doctest::Approx(1.0 / 3));
+  CHECK(*s.slo_attainment == approx(1.0 / 3));
   CHECK(s.arrived == 5);
   // Completed per second: chat 2 / 10 s, batch 1 / 10 s.
-  CHECK(chat.requests_per_s == doctest::Approx(0.2));
-  CHECK(batch.requests_per_s == doctest::Approx(0.1));
+  CHECK(chat.requests_per_s == approx(0.2));
+  CHECK(batch.requests_per_s == approx(0.1));
 }
 
 TEST_CASE("summarize(RunMetrics): without registered classes, one class 'default' holds the given SLO") {

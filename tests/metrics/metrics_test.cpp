@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "tests/approx.h"
 #include "sim/core/rng.h"
 #include "sim/metrics/histogram.h"
 #include "sim/metrics/recorder.h"
@@ -74,10 +75,10 @@ TEST_CASE("summarize: one and two values, by hand") {
   // Two values {10, 20}: r = q x 1, so p50 = 15, p90 = 19, p99 = 19.9.
   std::vector<double> two = {20.0, 10.0};
   const Distribution d2 = summarize(two);
-  CHECK(d2.mean == doctest::Approx(15.0));
-  CHECK(d2.p50 == doctest::Approx(15.0));
-  CHECK(d2.p90 == doctest::Approx(19.0));
-  CHECK(d2.p99 == doctest::Approx(19.9));
+  CHECK(d2.mean == approx(15.0));
+  CHECK(d2.p50 == approx(15.0));
+  CHECK(d2.p90 == approx(19.0));
+  CHECK(d2.p99 == approx(19.9));
   std::vector<double> none;
   const Distribution d0 = summarize(none);
   CHECK(d0.count == 0);
@@ -149,7 +150,7 @@ TEST_CASE("LogHistogram: zeros and negatives go to the zero bucket") {
   // 5 values: ranks 0..2 at or below zero, ranks 3..4 at 2.0.
   CHECK(h.count() == 5);
   // mean = (0 x 2 - 1 + 2 x 2) / 5 = 3 / 5: exact, negatives included.
-  CHECK(h.mean() == doctest::Approx(0.6));
+  CHECK(h.mean() == approx(0.6));
   // rank = q x 4. q = 0.5: rank 2, the last zero. q = 0.75: rank 3 exactly, the first 2.0.
   CHECK(h.quantile(0.0) == 0.0);
   CHECK(h.quantile(0.5) == 0.0);
@@ -229,7 +230,7 @@ TEST_CASE("summarize(RunMetrics): counts add up by status and reason") {
   CHECK(s.rejected_by_reason[static_cast<std::size_t>(RejectReason::kQueueFull)] == 1);
   CHECK(s.rejected_by_reason[static_cast<std::size_t>(RejectReason::kExceedsMaxModelLen)] == 1);
   CHECK(s.rejected_by_reason[static_cast<std::size_t>(RejectReason::kNone)] == 0);
-  CHECK(s.simulated_s == doctest::Approx(10.0));
+  CHECK(s.simulated_s == approx(10.0));
   CHECK_FALSE(s.slo_attainment.has_value());  // no targets given
   CHECK_FALSE(s.goodput_requests_per_s.has_value());
 }
@@ -242,28 +243,28 @@ TEST_CASE("summarize(RunMetrics): latency distributions derived by hand") {
   // mean 850 / 4 = 212.5; p50 r = 1.5 -> 100 + 0.5 x 200 = 200; p90 r = 2.7 -> 300 + 0.7 x 100
   // = 370; p99 r = 2.97 -> 397.
   CHECK(s.ttft_ms.count == 4);
-  CHECK(s.ttft_ms.mean == doctest::Approx(212.5));
-  CHECK(s.ttft_ms.p50 == doctest::Approx(200.0));
-  CHECK(s.ttft_ms.p90 == doctest::Approx(370.0));
-  CHECK(s.ttft_ms.p99 == doctest::Approx(397.0));
+  CHECK(s.ttft_ms.mean == approx(212.5));
+  CHECK(s.ttft_ms.p50 == approx(200.0));
+  CHECK(s.ttft_ms.p90 == approx(370.0));
+  CHECK(s.ttft_ms.p99 == approx(397.0));
   // E2E over completed requests: sorted {50, 500, 700} ms. mean 1250 / 3; p50 r = 1 -> 500;
   // p90 r = 1.8 -> 500 + 0.8 x 200 = 660; p99 r = 1.98 -> 696.
   CHECK(s.e2e_ms.count == 3);
-  CHECK(s.e2e_ms.mean == doctest::Approx(1250.0 / 3.0));
-  CHECK(s.e2e_ms.p50 == doctest::Approx(500.0));
-  CHECK(s.e2e_ms.p90 == doctest::Approx(660.0));
-  CHECK(s.e2e_ms.p99 == doctest::Approx(696.0));
+  CHECK(s.e2e_ms.mean == approx(1250.0 / 3.0));
+  CHECK(s.e2e_ms.p50 == approx(500.0));
+  CHECK(s.e2e_ms.p90 == approx(660.0));
+  CHECK(s.e2e_ms.p99 == approx(696.0));
   // TPOT over completed requests with more than one output token: {100, 200} ms.
   // mean 150; p50 150; p90 190; p99 199.
   CHECK(s.tpot_ms.count == 2);
-  CHECK(s.tpot_ms.mean == doctest::Approx(150.0));
-  CHECK(s.tpot_ms.p50 == doctest::Approx(150.0));
-  CHECK(s.tpot_ms.p90 == doctest::Approx(190.0));
-  CHECK(s.tpot_ms.p99 == doctest::Approx(199.0));
+  CHECK(s.tpot_ms.mean == approx(150.0));
+  CHECK(s.tpot_ms.p50 == approx(150.0));
+  CHECK(s.tpot_ms.p90 == approx(190.0));
+  CHECK(s.tpot_ms.p99 == approx(199.0));
   // ITL: 3 x 50 ms, 4 x 100 ms, 2 x 200 ms = 9 gaps. mean (150 + 400 + 400) / 9 = 105.56 ms
   // (exact). p50: rank 4 -> 100 ms; p90: rank 7.2 -> 200 ms (bucket midpoints, within 0.4%).
   CHECK(s.itl_ms.count == 9);
-  CHECK(s.itl_ms.mean == doctest::Approx(950.0 / 9.0));
+  CHECK(s.itl_ms.mean == approx(950.0 / 9.0));
   CHECK(std::fabs(s.itl_ms.p50 - 100.0) <= 0.004 * 100.0);
   CHECK(std::fabs(s.itl_ms.p90 - 200.0) <= 0.004 * 200.0);
 }
@@ -275,14 +276,14 @@ TEST_CASE("summarize(RunMetrics): throughput counts every emitted token over the
   // Output tokens: one first token each for requests 0, 1, 2, 5 (4) plus 4 + 2 + 3 later ones
   // = 13, over 10 s = 1.3 /s; per chip 1.3 / (8 + 4) chips.
   CHECK(run.m.output_tokens() == 13);
-  CHECK(s.output_tokens_per_s == doctest::Approx(1.3));
-  CHECK(s.output_tokens_per_s_per_chip == doctest::Approx(1.3 / 12.0));
+  CHECK(s.output_tokens_per_s == approx(1.3));
+  CHECK(s.output_tokens_per_s_per_chip == approx(1.3 / 12.0));
   // Input tokens: the prompts of the requests that reached a first token, 100 + 200 + 50 + 300
   // = 650, over 10 s = 65 /s.
   CHECK(run.m.input_tokens() == 650);
-  CHECK(s.input_tokens_per_s == doctest::Approx(65.0));
+  CHECK(s.input_tokens_per_s == approx(65.0));
   // 3 completed requests over 10 s.
-  CHECK(s.requests_per_s == doctest::Approx(0.3));
+  CHECK(s.requests_per_s == approx(0.3));
 }
 
 TEST_CASE("summarize(RunMetrics): SLO attainment and goodput derived by hand") {
@@ -295,15 +296,15 @@ TEST_CASE("summarize(RunMetrics): SLO attainment and goodput derived by hand") {
     slo.ttft = Duration::milliseconds(350);
     const Summary s = summarize(run.m, end, slo);
     REQUIRE(s.slo_attainment.has_value());
-    CHECK(*s.slo_attainment == doctest::Approx(3.0 / 5.0));
-    CHECK(*s.goodput_requests_per_s == doctest::Approx(3.0 / 10.0));
+    CHECK(*s.slo_attainment == approx(3.0 / 5.0));
+    CHECK(*s.goodput_requests_per_s == approx(3.0 / 10.0));
   }
   SUBCASE("TTFT <= 300 ms: a target met exactly counts (request 1 at 300)") {
     SloTargets slo;
     slo.ttft = Duration::milliseconds(300);
     const Summary s = summarize(run.m, end, slo);
     REQUIRE(s.slo_attainment.has_value());
-    CHECK(*s.slo_attainment == doctest::Approx(3.0 / 5.0));
+    CHECK(*s.slo_attainment == approx(3.0 / 5.0));
   }
   SUBCASE("TTFT <= 350 ms and TPOT <= 150 ms: request 1 (TPOT 200) misses; 2 has no TPOT") {
     SloTargets slo;
@@ -311,23 +312,23 @@ TEST_CASE("summarize(RunMetrics): SLO attainment and goodput derived by hand") {
     slo.tpot = Duration::milliseconds(150);
     const Summary s = summarize(run.m, end, slo);
     REQUIRE(s.slo_attainment.has_value());
-    CHECK(*s.slo_attainment == doctest::Approx(2.0 / 5.0));
-    CHECK(*s.goodput_requests_per_s == doctest::Approx(2.0 / 10.0));
+    CHECK(*s.slo_attainment == approx(2.0 / 5.0));
+    CHECK(*s.goodput_requests_per_s == approx(2.0 / 10.0));
   }
   SUBCASE("E2E <= 500 ms: a target met exactly counts (request 0 at 500), request 1 (700) misses") {
     SloTargets slo;
     slo.e2e = Duration::milliseconds(500);
     const Summary s = summarize(run.m, end, slo);
     REQUIRE(s.slo_attainment.has_value());
-    CHECK(*s.slo_attainment == doctest::Approx(2.0 / 5.0));
+    CHECK(*s.slo_attainment == approx(2.0 / 5.0));
   }
   SUBCASE("TTFT <= 99 ms: only request 2 (50) meets it") {
     SloTargets slo;
     slo.ttft = Duration::milliseconds(99);
     const Summary s = summarize(run.m, end, slo);
     REQUIRE(s.slo_attainment.has_value());
-    CHECK(*s.slo_attainment == doctest::Approx(1.0 / 5.0));
-    CHECK(*s.goodput_requests_per_s == doctest::Approx(1.0 / 10.0));
+    CHECK(*s.slo_attainment == approx(1.0 / 5.0));
+    CHECK(*s.goodput_requests_per_s == approx(1.0 / 10.0));
   }
 }
 
@@ -345,28 +346,28 @@ TEST_CASE("summarize(RunMetrics): utilization and breakdown shares with idle sum
   CHECK(d.chips == 8);
   CHECK(d.iterations == 2);
   CHECK(d.preemptions == 1);
-  CHECK(d.kv_cache_peak_fraction == doctest::Approx(0.7));
-  CHECK(d.utilization == doctest::Approx(0.2));
+  CHECK(d.kv_cache_peak_fraction == approx(0.7));
+  CHECK(d.utilization == approx(0.2));
   REQUIRE(d.breakdown.size() == 3);
   CHECK(d.breakdown[0].first == "attention");
-  CHECK(d.breakdown[0].second == doctest::Approx(0.075));
+  CHECK(d.breakdown[0].second == approx(0.075));
   CHECK(d.breakdown[1].first == "mlp");
-  CHECK(d.breakdown[1].second == doctest::Approx(0.125));
+  CHECK(d.breakdown[1].second == approx(0.125));
   CHECK(d.breakdown[2].first == "idle");
-  CHECK(d.breakdown[2].second == doctest::Approx(0.8));
+  CHECK(d.breakdown[2].second == approx(0.8));
   // Prefill capacity = 1 instance x 2 stages x 10 s = 20 s: compute 3 / 20 = 0.15, idle 0.85.
   const PoolSummary& p = s.pools[1];
   CHECK(p.name == "prefill");
   CHECK(p.iterations == 1);
   CHECK(p.preemptions == 0);
-  CHECK(p.utilization == doctest::Approx(0.15));
+  CHECK(p.utilization == approx(0.15));
   REQUIRE(p.breakdown.size() == 2);
   CHECK(p.breakdown[1].first == "idle");
-  CHECK(p.breakdown[1].second == doctest::Approx(0.85));
+  CHECK(p.breakdown[1].second == approx(0.85));
   for (const PoolSummary& pool : s.pools) {
     double total = 0;
     for (const auto& [name, share] : pool.breakdown) total += share;
-    CHECK(total == doctest::Approx(1.0));
+    CHECK(total == approx(1.0));
   }
 }
 

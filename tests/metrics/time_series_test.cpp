@@ -6,6 +6,7 @@
 #include <cmath>
 #include <vector>
 
+#include "tests/approx.h"
 #include "sim/core/rng.h"
 #include "sim/metrics/time_series.h"
 #include "sim/metrics/trace_log.h"
@@ -39,12 +40,12 @@ TEST_CASE("TimeSeries: a short run keeps 1 us buckets; gauges are means over eac
   const auto& p = ts.pools()[0];
   // Bucket 10 is [10, 11) us: 2 for its second half = mean 1; bucket 30: 2 for a quarter = 0.5.
   CHECK(ts.gauge_mean(p, TimeSeries::kWaiting, 9) == 0.0);
-  CHECK(ts.gauge_mean(p, TimeSeries::kWaiting, 10) == doctest::Approx(1.0));
-  CHECK(ts.gauge_mean(p, TimeSeries::kWaiting, 20) == doctest::Approx(2.0));
-  CHECK(ts.gauge_mean(p, TimeSeries::kWaiting, 30) == doctest::Approx(0.5));
+  CHECK(ts.gauge_mean(p, TimeSeries::kWaiting, 10) == approx(1.0));
+  CHECK(ts.gauge_mean(p, TimeSeries::kWaiting, 20) == approx(2.0));
+  CHECK(ts.gauge_mean(p, TimeSeries::kWaiting, 30) == approx(0.5));
   CHECK(ts.gauge_mean(p, TimeSeries::kWaiting, 31) == 0.0);
   CHECK(ts.gauge_mean(p, TimeSeries::kKvBlocks, 39) == 0.0);
-  CHECK(ts.gauge_mean(p, TimeSeries::kKvBlocks, 99) == doctest::Approx(50.0));
+  CHECK(ts.gauge_mean(p, TimeSeries::kKvBlocks, 99) == approx(50.0));
 }
 
 TEST_CASE("TimeSeries: widening is exact: buckets equal a recomputation from the raw events") {
@@ -98,7 +99,7 @@ TEST_CASE("TimeSeries: widening is exact: buckets equal a recomputation from the
     CHECK(ts.arrivals()[i] == want_arrivals[i]);
     total += ts.arrivals()[i];
     CHECK(ts.pools()[0].integrals[TimeSeries::kRunning][i] ==
-          doctest::Approx(want_running[i]).epsilon(1e-9));
+          approx(want_running[i]).epsilon(1e-9));
   }
   CHECK(total == static_cast<std::int64_t>(arrivals.size()));
 }
@@ -121,9 +122,9 @@ TEST_CASE("TimeSeries: link bytes spread evenly over the interval they crossed")
   ts.link_bytes(l, at_us(1.5), at_us(5.5), 4000);
   ts.finish(at_us(8));
   CHECK(ts.links()[0].bytes[0] == 0.0);
-  CHECK(ts.links()[0].bytes[1] == doctest::Approx(500));
-  CHECK(ts.links()[0].bytes[3] == doctest::Approx(1000));
-  CHECK(ts.links()[0].bytes[5] == doctest::Approx(500));
+  CHECK(ts.links()[0].bytes[1] == approx(500));
+  CHECK(ts.links()[0].bytes[3] == approx(1000));
+  CHECK(ts.links()[0].bytes[5] == approx(500));
   CHECK(ts.links()[0].bytes[6] == 0.0);
 }
 

@@ -5,6 +5,7 @@
 #include <limits>
 #include <vector>
 
+#include "tests/approx.h"
 #include "models/chip_spec.h"
 #include "models/cost_model.h"
 #include "models/model_spec.h"
@@ -18,10 +19,10 @@ TEST_CASE("Roofline: time is the kernel overhead plus the slower of compute and 
   const RooflineCostModel roofline(chip);
   // A large GEMM: 2 x 4096 x 8192 x 8192 FLOPs at 312 TFLOP/s x 0.72, plus 7 us.
   Operator big{OpKind::kGemmMlp, ComputeRate::kBf16, 1, 2.0 * 4096 * 8192 * 8192, 2.0 * 8192 * 8192};
-  CHECK(roofline.seconds(big) == doctest::Approx(7e-6 + big.flops / (312e12 * 0.72)));
+  CHECK(roofline.seconds(big) == approx(7e-6 + big.flops / (312e12 * 0.72)));
   // A weight-streaming GEMM: 128 MiB of weights at 2,039 GB/s x 0.73, plus 7 us.
   Operator thin{OpKind::kGemmQkv, ComputeRate::kBf16, 1, 2.0 * 8192 * 8192, 2.0 * 8192 * 8192};
-  CHECK(roofline.seconds(thin) == doctest::Approx(7e-6 + thin.bytes / (2039e9 * 0.73)));
+  CHECK(roofline.seconds(thin) == approx(7e-6 + thin.bytes / (2039e9 * 0.73)));
   // Communication kinds are not chip operators.
   CHECK(roofline.seconds(Operator{OpKind::kTpAllReduce, ComputeRate::kBf16, 1, 1e12, 1e12}) == 0.0);
   CHECK(roofline.name() == "roofline");
@@ -32,10 +33,10 @@ TEST_CASE("Roofline: an fp8 GEMM runs at the fp8 peak times the format's efficie
   const RooflineCostModel roofline(h100);
   Operator op{OpKind::kGemmMlp, ComputeRate::kFp8, 1, 1e13, 1e6};
   // 1e13 FLOPs / (1,979 TFLOP/s x 0.70 x 0.77) + 6 us.
-  CHECK(roofline.seconds(op) == doctest::Approx(6e-6 + 1e13 / (1979e12 * 0.70 * 0.77)));
+  CHECK(roofline.seconds(op) == approx(6e-6 + 1e13 / (1979e12 * 0.70 * 0.77)));
   // A100 has no fp8 rate: the same operator is costed at bf16 (the emulated path).
   const RooflineCostModel a100(*chip_preset("a100-80g"));
-  CHECK(a100.compute_seconds(op) == doctest::Approx(1e13 / (312e12 * 0.72)));
+  CHECK(a100.compute_seconds(op) == approx(1e13 / (312e12 * 0.72)));
 }
 
 TEST_CASE("Roofline: a compute-efficiency curve costs small GEMMs below the peak rate") {
@@ -44,28 +45,28 @@ TEST_CASE("Roofline: a compute-efficiency curve costs small GEMMs below the peak
   const RooflineCostModel roofline(chip);
   // 3.16e10 FLOPs per kernel is halfway (in log10) between the knots: efficiency 0.525.
   Operator mid{OpKind::kGemmMlp, ComputeRate::kBf16, 2, 2 * std::pow(10.0, 10.5), 0};
-  CHECK(roofline.compute_seconds(mid) == doctest::Approx(mid.flops / (989.5e12 * 0.525)));
+  CHECK(roofline.compute_seconds(mid) == approx(mid.flops / (989.5e12 * 0.525)));
   Operator huge{OpKind::kGemmMlp, ComputeRate::kBf16, 1, 1e14, 0};
-  CHECK(roofline.compute_seconds(huge) == doctest::Approx(1e14 / (989.5e12 * 0.70)));
+  CHECK(roofline.compute_seconds(huge) == approx(1e14 / (989.5e12 * 0.70)));
 }
 
 TEST_CASE("Roofline: GEMM compute follows the tile- and wave-padded work when tiling is set") {
   // m = 100 tokens through k = 64 -> n = 300: 2 x 100 x 300 x 64 = 3,840,000 FLOPs.
   Operator op = gemm_op(OpKind::kGemmMlp, Format::kBf16, 100, 64, 300, {true, true, true, false});
-  REQUIRE(op.flops == doctest::Approx(3.84e6));
+  REQUIRE(op.flops == approx(3.84e6));
   Efficiency::GemmTiling t{128, 0, false};
   // 128-tiles: ceil(100 / 128) = 1 row of 128, ceil(300 / 128) = 3 columns of 128:
   // 2 x 128 x 384 x 64 = 6,291,456 FLOPs.
-  CHECK(padded_gemm_flops(op, t, 132) == doctest::Approx(2.0 * 128 * 384 * 64));
+  CHECK(padded_gemm_flops(op, t, 132) == approx(2.0 * 128 * 384 * 64));
   // Small-m tiles of 64 rows for m <= 64: m = 40 pads to 64 rows: 2 x 64 x 384 x 64.
   Operator small = gemm_op(OpKind::kGemmMlp, Format::kBf16, 40, 64, 300, {true, true, true, false});
-  CHECK(padded_gemm_flops(small, {128, 64, false}, 132) == doctest::Approx(2.0 * 64 * 384 * 64));
+  CHECK(padded_gemm_flops(small, {128, 64, false}, 132) == approx(2.0 * 64 * 384 * 64));
   // m = 100 is above 64: 128 rows again.
-  CHECK(padded_gemm_flops(op, {128, 64, false}, 132) == doctest::Approx(2.0 * 128 * 384 * 64));
+  CHECK(padded_gemm_flops(op, {128, 64, false}, 132) == approx(2.0 * 128 * 384 * 64));
   // Waves: m = 1000, n = 4096 gives 8 x 32 = 256 tiles, ceil(256 / 132) = 2 waves of 132 SMs:
   // the work of 264 tiles, 2 x 264 x 128 x 128 x 64 FLOPs.
   Operator wide = gemm_op(OpKind::kGemmMlp, Format::kBf16, 1000, 64, 4096, {true, true, true, false});
-  CHECK(padded_gemm_flops(wide, {128, 0, true}, 132) == doctest::Approx(2.0 * 264 * 128 * 128 * 64));
+  CHECK(padded_gemm_flops(wide, {128, 0, true}, 132) == approx(2.0 * 264 * 128 * 128 * 64));
   // Off (tile 0), or an operator without a shape: the raw FLOPs.
   CHECK(padded_gemm_flops(op, {}, 132) == op.flops);
   Operator shapeless{OpKind::kGemmMlp, ComputeRate::kBf16, 1, 1e9, 0};
@@ -77,10 +78,10 @@ TEST_CASE("Roofline: GEMM compute follows the tile- and wave-padded work when ti
   chip.efficiency.gemm_compute = EfficiencyCurve(0.5);
   chip.efficiency.gemm_tiling = t;
   const RooflineCostModel roofline(chip);
-  CHECK(roofline.compute_seconds(op) == doctest::Approx(2.0 * 128 * 384 * 64 / (989.5e12 * 0.5)));
+  CHECK(roofline.compute_seconds(op) == approx(2.0 * 128 * 384 * 64 / (989.5e12 * 0.5)));
   CHECK_FALSE(roofline.linear_form(OpKind::kGemmMlp, ComputeRate::kBf16).has_value());
   chip.efficiency.gemm_tiling = {};
-  CHECK(RooflineCostModel(chip).compute_seconds(op) == doctest::Approx(3.84e6 / (989.5e12 * 0.5)));
+  CHECK(RooflineCostModel(chip).compute_seconds(op) == approx(3.84e6 / (989.5e12 * 0.5)));
 }
 
 TEST_CASE("Measured tables: series interpolate in m, grids in batch and mean context") {
@@ -110,24 +111,24 @@ TEST_CASE("Measured tables: series interpolate in m, grids in batch and mean con
   gemm.n = 8192;
   gemm.k = 8192;
   // Halfway between m = 128 (40 us) and 256 (50 us).
-  CHECK(model.seconds(gemm) == doctest::Approx(45e-6));
+  CHECK(model.seconds(gemm) == approx(45e-6));
   gemm.m = 2048;  // beyond the measurements: the roofline answers
-  CHECK(model.seconds(gemm) == doctest::Approx(roofline.seconds(gemm)));
+  CHECK(model.seconds(gemm) == approx(roofline.seconds(gemm)));
   gemm.m = 192;
   gemm.n = 4096;  // a shape the table does not have
-  CHECK(model.seconds(gemm) == doctest::Approx(roofline.seconds(gemm)));
+  CHECK(model.seconds(gemm) == approx(roofline.seconds(gemm)));
 
   Operator attn{OpKind::kAttentionDecode, ComputeRate::kBf16, 1, 1e6, 1e6};
   attn.n = 8;
   attn.k = 128;
   attn.batch = 1;
   attn.context = 1500;  // mean 1,500: halfway between 10 and 20 us at batch 1
-  CHECK(model.seconds(attn) == doctest::Approx(15e-6));
+  CHECK(model.seconds(attn) == approx(15e-6));
   attn.batch = 2.5;
   attn.context = 2.5 * 1000;  // needs the unmeasured (4, 2000) corner? no: context 1000 exactly
-  CHECK(model.seconds(attn) == doctest::Approx(20e-6));  // halfway between 10 and 30 us
+  CHECK(model.seconds(attn) == approx(20e-6));  // halfway between 10 and 30 us
   attn.context = 2.5 * 1500;  // touches the NaN corner: the roofline answers
-  CHECK(model.seconds(attn) == doctest::Approx(roofline.seconds(attn)));
+  CHECK(model.seconds(attn) == approx(roofline.seconds(attn)));
   CHECK(model.hits() == 3);
   CHECK(model.fallbacks() == 3);
 
@@ -167,20 +168,20 @@ TEST_CASE("Measured tables: a log grid interpolates power laws in (m, n, k) and 
     return model.seconds(gemm);
   };
   // Between the knots: (1 + 63) (1 + 2047) / 1024 ns = 128 ns.
-  CHECK(at(63, 2047) == doctest::Approx(128e-9));
+  CHECK(at(63, 2047) == approx(128e-9));
   // Beyond the last m knot the end segment extends: (1 + 1023) (1 + 1023) / 1024 ns = 1,024 ns.
-  CHECK(at(1023, 1023) == doctest::Approx(1024e-9));
+  CHECK(at(1023, 1023) == approx(1024e-9));
   // A fused operator (two GEMMs of the same shape in one Operator) costs twice the first.
   gemm.m = 63;
   gemm.n = 2047;
   gemm.flops = 2 * 2 * 63.0 * 2047 * 4095;
-  CHECK(model.seconds(gemm) == doctest::Approx(256e-9));
+  CHECK(model.seconds(gemm) == approx(256e-9));
   // n beyond a non-extrapolating axis: the roofline answers.
   const double beyond = at(63, 8191);
-  CHECK(beyond == doctest::Approx(roofline.seconds(gemm)));
+  CHECK(beyond == approx(roofline.seconds(gemm)));
   // Another rate has no grid: the roofline.
   gemm.rate = ComputeRate::kFp8;
-  CHECK(model.seconds(gemm) == doctest::Approx(roofline.seconds(gemm)));
+  CHECK(model.seconds(gemm) == approx(roofline.seconds(gemm)));
   MeasuredTables bad = t;
   bad.log_grids[0].log_seconds.pop_back();
   CHECK(validate_tables(bad).size() == 1);
@@ -219,29 +220,29 @@ TEST_CASE("Measured tables: an attention grid answers inside its domain, the roo
   REQUIRE(op.k == 128);
   REQUIRE(op.kv_bytes == 1);
   // Inside: 1e-6 x (1 + 3) x (1 + 2047) / 1024 = 8 us.
-  CHECK(model.seconds(op) == doctest::Approx(8e-6));
+  CHECK(model.seconds(op) == approx(8e-6));
   // Beyond the kv_len knots the axis extends log-log: 3 x 16,383 keys, 1e-6 x 4 x 16 = 64 us.
   BatchShape longer;
   for (int i = 0; i < 3; ++i) add_decode(longer, m, 16383);
-  CHECK(model.seconds(layer_batch_ops(m, p, longer).decode_full) == doctest::Approx(64e-6));
+  CHECK(model.seconds(layer_batch_ops(m, p, longer).decode_full) == approx(64e-6));
   // Outside the domain the roofline answers: another KV format, a window, MLA's kernel, another
   // head dim, prefill.
   Operator other = op;
   other.kv_bytes = 2;
-  CHECK(model.seconds(other) == doctest::Approx(roofline.seconds(other)));
+  CHECK(model.seconds(other) == approx(roofline.seconds(other)));
   other = op;
   other.window = 128;
-  CHECK(model.seconds(other) == doctest::Approx(roofline.seconds(other)));
+  CHECK(model.seconds(other) == approx(roofline.seconds(other)));
   other = op;
   other.latent = true;
-  CHECK(model.seconds(other) == doctest::Approx(roofline.seconds(other)));
+  CHECK(model.seconds(other) == approx(roofline.seconds(other)));
   other = op;
   other.k = 64;
-  CHECK(model.seconds(other) == doctest::Approx(roofline.seconds(other)));
+  CHECK(model.seconds(other) == approx(roofline.seconds(other)));
   other = op;
   other.kind = OpKind::kAttentionPrefill;
-  CHECK(model.seconds(other) == doctest::Approx(roofline.seconds(other)));
-  CHECK(roofline.seconds(op) != doctest::Approx(8e-6));
+  CHECK(model.seconds(other) == approx(roofline.seconds(other)));
+  CHECK(roofline.seconds(op) != approx(8e-6));
   // A prefill grid with prefix 0 as a condition: a chunk without cached keys is answered, a chunk
   // after 512 cached tokens falls back. tokens = m / batch = 256; prefix = (context - m) / batch.
   MeasuredLogGrid pg = g;
@@ -258,8 +259,8 @@ TEST_CASE("Measured tables: an attention grid answers inside its domain, the roo
   const Operator f = layer_batch_ops(m, p, fresh).prefill_full;
   const Operator c = layer_batch_ops(m, p, cached).prefill_full;
   // 1e-6 x (1 + 1) x (1 + 256) / 1024 = 0.502 us.
-  CHECK(pmodel.seconds(f) == doctest::Approx(1e-6 * 2 * 257 / 1024));
-  CHECK(pmodel.seconds(c) == doctest::Approx(roofline.seconds(c)));
+  CHECK(pmodel.seconds(f) == approx(1e-6 * 2 * 257 / 1024));
+  CHECK(pmodel.seconds(c) == approx(roofline.seconds(c)));
   CHECK(pmodel.hits() == 1);
   CHECK(pmodel.fallbacks() == 1);
 }
@@ -302,12 +303,12 @@ TEST_CASE("Measured tables: an encoder-attention grid answers the vision encoder
   CHECK(global.n == 16);
   CHECK(global.k == 80);
   CHECK(global.kv_bytes == 0);
-  CHECK(model.seconds(windowed) == doctest::Approx(law(75, 4784.0 / 75)));
-  CHECK(model.seconds(global) == doctest::Approx(law(1, 4784)));
+  CHECK(model.seconds(windowed) == approx(law(75, 4784.0 / 75)));
+  CHECK(model.seconds(global) == approx(law(1, 4784)));
   // A causal prefill of the same shape writes a KV cache (kv_bytes 2): not this grid's.
   Operator causal = global;
   causal.kv_bytes = 2;
-  CHECK(model.seconds(causal) == doctest::Approx(roofline.seconds(causal)));
+  CHECK(model.seconds(causal) == approx(roofline.seconds(causal)));
   // And a causal grid (bf16 KV, no kv_bytes condition) never answers the encoder's operator.
   MeasuredLogGrid cg = g;
   cg.match.pop_back();
@@ -315,8 +316,8 @@ TEST_CASE("Measured tables: an encoder-attention grid answers the vision encoder
   MeasuredTables ct;
   ct.log_grids.push_back(cg);
   const TableCostModel causal_model(chip, ct);
-  CHECK(causal_model.seconds(global) == doctest::Approx(roofline.seconds(global)));
-  CHECK(causal_model.seconds(causal) == doctest::Approx(law(1, 4784)));
+  CHECK(causal_model.seconds(global) == approx(roofline.seconds(global)));
+  CHECK(causal_model.seconds(causal) == approx(law(1, 4784)));
 }
 
 TEST_CASE("Vision: encoding time grows with the images' pixels and falls with tensor parallelism") {
@@ -379,22 +380,22 @@ TEST_CASE("Measured tables: a MoE grid answers the routed experts of its weight 
   const TableCostModel model(chip, t);
   const RooflineCostModel roofline(chip);
   const LayerTokenOps o = moe_test_layer();
-  CHECK(o.moe_experts.m == doctest::Approx(512));
-  CHECK(o.moe_experts.batch == doctest::Approx(64).epsilon(0.001));
+  CHECK(o.moe_experts.m == approx(512));
+  CHECK(o.moe_experts.batch == approx(64).epsilon(0.001));
   CHECK(o.moe_experts.kv_bytes == 2);
   // 512 pairs lie beyond the m knot 255: the end segment extends, (1 + 512)^0.5 (1 + 63.99)^0.5 us.
-  CHECK(model.seconds(o.moe_experts) == doctest::Approx(law(512, o.moe_experts.batch)));
+  CHECK(model.seconds(o.moe_experts) == approx(law(512, o.moe_experts.batch)));
   // The router GEMM (kind kMoeExperts too, batch 0, below the experts axis): the roofline.
   CHECK(o.router.kernels == 1);
-  CHECK(model.seconds(o.router) == doctest::Approx(roofline.seconds(o.router)));
+  CHECK(model.seconds(o.router) == approx(roofline.seconds(o.router)));
   // Experts of another weight format (fp8_block: 1.0002 bytes) find no grid: the roofline.
   Operator fp8b = o.moe_experts;
   fp8b.kv_bytes = bytes_per_element(Format::kFp8Block);
-  CHECK(model.seconds(fp8b) == doctest::Approx(roofline.seconds(fp8b)));
+  CHECK(model.seconds(fp8b) == approx(roofline.seconds(fp8b)));
   // More experts than the axis holds (256 > 127, not extrapolated): the roofline.
   Operator wide = o.moe_experts;
   wide.batch = 256;
-  CHECK(model.seconds(wide) == doctest::Approx(roofline.seconds(wide)));
+  CHECK(model.seconds(wide) == approx(roofline.seconds(wide)));
 }
 
 TEST_CASE("Measured tables: a roofline-factor MoE grid answers roofline x factor inside, the roofline outside") {
@@ -421,16 +422,16 @@ TEST_CASE("Measured tables: a roofline-factor MoE grid answers roofline x factor
   // Inside (512 pairs, 63.99 experts): the roofline's seconds x 2 x 513^-0.25 x 64.99^0.1
   // = x 2 x 0.2102 x 1.518 = x 0.638.
   const double inside = roofline.seconds(o.moe_experts) * factor(512, o.moe_experts.batch);
-  CHECK(model.seconds(o.moe_experts) == doctest::Approx(inside));
-  CHECK(factor(512, o.moe_experts.batch) == doctest::Approx(0.638).epsilon(0.002));
+  CHECK(model.seconds(o.moe_experts) == approx(inside));
+  CHECK(factor(512, o.moe_experts.batch) == approx(0.638).epsilon(0.002));
   // 2048 pairs lie beyond the m knot 1023, which does not extrapolate: the plain roofline.
   Operator beyond = o.moe_experts;
   beyond.m = 2048;
-  CHECK(model.seconds(beyond) == doctest::Approx(roofline.seconds(beyond)));
+  CHECK(model.seconds(beyond) == approx(roofline.seconds(beyond)));
   // Another weight format (fp8: 1 byte) finds no grid: the plain roofline.
   Operator fp8 = o.moe_experts;
   fp8.kv_bytes = 1;
-  CHECK(model.seconds(fp8) == doctest::Approx(roofline.seconds(fp8)));
+  CHECK(model.seconds(fp8) == approx(roofline.seconds(fp8)));
   CHECK(model.hits() == 1);
   CHECK(model.fallbacks() == 2);
 }
@@ -450,16 +451,16 @@ TEST_CASE("MoE: the busiest rank's padded rows round each expert's rows up to wh
   // experts: 1,024 padded rows for 600 x 2 / 2 = 600 pairs.
   const MoeRankLoad big = load.busiest(600);
   CHECK(big.tokens == 600);
-  CHECK(big.pairs == doctest::Approx(600));
-  CHECK(big.active == doctest::Approx(4));
-  CHECK(big.padded_rows == doctest::Approx(1024));
+  CHECK(big.pairs == approx(600));
+  CHECK(big.active == approx(4));
+  CHECK(big.padded_rows == approx(1024));
   // 4 tokens: hit = 1 - 0.75^4 = 0.68359375, 2.734 active experts, 4 pairs: 1.46 rows per active
   // expert, tiles of 16 (the smallest); rows given a hit 4 x 0.25 / 0.68359375 = 1.46, one tile:
   // 4 x 0.68359375 x 16 = 43.75 padded rows.
   const MoeRankLoad small = load.busiest(4);
-  CHECK(small.pairs == doctest::Approx(4));
-  CHECK(small.active == doctest::Approx(4 * 0.68359375));
-  CHECK(small.padded_rows == doctest::Approx(4 * 0.68359375 * 16));
+  CHECK(small.pairs == approx(4));
+  CHECK(small.active == approx(4 * 0.68359375));
+  CHECK(small.padded_rows == approx(4 * 0.68359375 * 16));
   // The tile rule: powers of two from 16 to 128.
   CHECK(moe_tile_rows(1) == 16);
   CHECK(moe_tile_rows(16) == 16);
@@ -498,7 +499,7 @@ TEST_CASE("MoE: a format's grouped-GEMM model costs its routed experts; other fo
   //   10 + 6.442 + 1.536 = 17.978 us
   // (In microseconds: doctest's Approx adds 1 to its tolerance's scale, which would swallow any
   // difference between times of microseconds.)
-  CHECK(moe_experts_seconds(op, e, 1e15, 4e12) * 1e6 == doctest::Approx(17.978).epsilon(1e-4));
+  CHECK(moe_experts_seconds(op, e, 1e15, 4e12) * 1e6 == approx(17.978).epsilon(1e-4));
 
   // On a chip: its bf16 experts take the model (at the chip's own peak and bandwidth), fp8 experts
   // and the router GEMM (kv_bytes 0) the MoE roofline as before.
@@ -507,14 +508,14 @@ TEST_CASE("MoE: a format's grouped-GEMM model costs its routed experts; other fo
   chip.efficiency.moe_experts = {e};
   const RooflineCostModel after(chip);
   const double model_s = moe_experts_seconds(op, e, chip.peak_flops(ComputeRate::kBf16), chip.hbm_bandwidth.bytes_per_s);
-  CHECK(after.seconds(op) / model_s == doctest::Approx(1.0).epsilon(1e-12));
+  CHECK(after.seconds(op) / model_s == approx(1.0).epsilon(1e-12));
   CHECK(std::abs(after.seconds(op) / before.seconds(op) - 1) > 0.05);
   Operator fp8 = op;
   fp8.rate = ComputeRate::kFp8;
   fp8.kv_bytes = 1;
-  CHECK(after.seconds(fp8) / before.seconds(fp8) == doctest::Approx(1.0).epsilon(1e-12));
+  CHECK(after.seconds(fp8) / before.seconds(fp8) == approx(1.0).epsilon(1e-12));
   Operator router = op;
   router.kv_bytes = 0;
-  CHECK(after.seconds(router) / before.seconds(router) == doctest::Approx(1.0).epsilon(1e-12));
+  CHECK(after.seconds(router) / before.seconds(router) == approx(1.0).epsilon(1e-12));
   CHECK_FALSE(after.linear_form(OpKind::kMoeExperts, ComputeRate::kBf16).has_value());
 }

@@ -1,6 +1,7 @@
 // Memory per chip and the KV capacity it leaves, against public facts and hand derivations.
 #include <doctest/doctest.h>
 
+#include "tests/approx.h"
 #include "models/chip_spec.h"
 #include "models/memory.h"
 #include "models/model_spec.h"
@@ -26,8 +27,8 @@ TEST_CASE("Memory: Llama-3.1-70B in bf16 does not fit on one A100-80GB") {
   const MemoryPlan plan = plan_memory(m, chip, {1, 1}, config(512, 128));
   CHECK_FALSE(plan.fits());
   // 70,553,706,496 parameters x 2 bytes = 141.1 GB of weights, against 72 GiB usable.
-  CHECK(plan.weights.value == doctest::Approx(2.0 * 70'553'706'496));
-  CHECK(plan.usable.value == doctest::Approx(0.9 * 80 * kGiB));
+  CHECK(plan.weights.value == approx(2.0 * 70'553'706'496));
+  CHECK(plan.usable.value == approx(0.9 * 80 * kGiB));
   CHECK(plan.biggest_consumer() == "weights");
 }
 
@@ -39,7 +40,7 @@ TEST_CASE("Memory: Llama-3.1-70B fits on 2 x H100 only with a small KV cache") {
   // Weights per chip: half of 141.1 GB = 65.7 GiB of 71.7 GiB usable (81,559 MiB x 0.9), so
   // a few GiB remain for KV: at 163,840 bytes per token per chip (half the 327,680), tens of
   // thousands of tokens, far below one 128K-token context.
-  CHECK(plan.weights.value == doctest::Approx(70'553'706'496.0));
+  CHECK(plan.weights.value == approx(70'553'706'496.0));
   CHECK(plan.kv_bytes_per_token == 163'840.0);
   CHECK(plan.kv_tokens > 10'000);
   CHECK(plan.kv_tokens < 50'000);
@@ -55,8 +56,8 @@ TEST_CASE("Memory: pipeline stages hold their own layers; the embedding and LM h
   // Stage 0: 40 layers / 2 + embedding / 2; stage 1: 40 layers / 2 + LM head / 2 + final norm.
   const double layer = static_cast<double>(m.layer_params()) / 2 * 40;
   const double embed = static_cast<double>(m.embedding_params()) / 2;
-  CHECK(stage_weight_bytes(m, p, 0).value == doctest::Approx(2 * (layer + embed)));
-  CHECK(stage_weight_bytes(m, p, 1).value == doctest::Approx(2 * (layer + embed + m.hidden)));
+  CHECK(stage_weight_bytes(m, p, 0).value == approx(2 * (layer + embed)));
+  CHECK(stage_weight_bytes(m, p, 1).value == approx(2 * (layer + embed + m.hidden)));
 }
 
 TEST_CASE("Memory: DeepSeek-V3 in fp8 does not fit on 8 x H100-80G but does on 8 x H200") {
@@ -71,7 +72,7 @@ TEST_CASE("Memory: DeepSeek-V3 in fp8 does not fit on 8 x H100-80G but does on 8
   // 81,559 MiB x 0.9 = 71.7 GiB. It cannot even hold the weights.
   const MemoryPlan h100 = plan_memory(m, *chip_preset("h100-sxm"), p, config(8192, 256));
   CHECK_FALSE(h100.fits());
-  CHECK(h100.weights.value / kGiB == doctest::Approx(79.3).epsilon(0.005));
+  CHECK(h100.weights.value / kGiB == approx(79.3).epsilon(0.005));
   CHECK(h100.biggest_consumer() == "weights");
   // H200: 143,771 MiB x 0.9 = 126.4 GiB usable; after 79.3 GiB of weights, the activations at 8,192
   // tokens and 1 GiB reserved, ~44 GiB of KV at 70,272 bytes per token (MLA's latent is replicated
@@ -106,7 +107,7 @@ TEST_CASE("Memory: a 1M-token request needs context parallelism on Llama-3.1-8B 
   const MemoryPlan eight = plan_memory(m, h100, cp, config(8192, 64));
   CHECK(eight.kv_bytes_per_token == 16'384.0);
   CHECK(eight.kv_tokens_per_group > (1 << 20));
-  CHECK(eight.weights.value == doctest::Approx(one.weights.value));
+  CHECK(eight.weights.value == approx(one.weights.value));
 }
 
 TEST_CASE("Memory: sliding-window layers reserve window + one block per sequence (gpt-oss)") {
@@ -135,7 +136,7 @@ TEST_CASE("Memory: MTP layers and the vision encoder count when present") {
   // One MoE layer's share (1.455e9 bytes: 256 x 44,040,192 / 8 expert elements + 36.7e6 of
   // attention + 5.5e6 shared, x 1.000244, + the bf16 router) + eh_proj 2 x 7168^2 (0.103e9)
   // = 1.558e9 bytes = 1.45 GiB.
-  CHECK(with.value / kGiB == doctest::Approx(1.45).epsilon(0.01));
+  CHECK(with.value / kGiB == approx(1.45).epsilon(0.01));
   const ModelSpec vl = *model_preset("qwen2.5-vl-7b");
   // 676,550,144 vision parameters in bf16 on the first stage.
   CHECK(stage_weights(vl, {1, 1}, 0, c).vision.value == 2.0 * 676'550'144);

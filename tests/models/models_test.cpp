@@ -2,6 +2,7 @@
 // hand (and against the parameter totals the model cards and checkpoints publish).
 #include <doctest/doctest.h>
 
+#include "tests/approx.h"
 #include "models/chip_spec.h"
 #include "models/formats.h"
 #include "models/model_spec.h"
@@ -58,7 +59,7 @@ TEST_CASE("Models: DeepSeek-V3 has 671.0e9 parameters, 37.6e9 active, and 70,272
   fp8.formats.kv_cache = Format::kFp8;
   CHECK(fp8.kv_bytes_per_token() == 35'136);  // (512 + 64) x 1 byte x 61
   // The checkpoint's fp8 weights carry one fp32 scale per 128 x 128 block.
-  CHECK(m.weight_bytes_per_element() == doctest::Approx(1.0 + 4.0 / 16384));
+  CHECK(m.weight_bytes_per_element() == approx(1.0 + 4.0 / 16384));
   // The MTP layer is a MoE layer + eh_proj 2 x 7168^2 + 3 norms = 11,610,068,224.
   CHECK(m.mtp_layer_params() == 11'507'286'272 + 2LL * 7168 * 7168 + 3 * 7168);
 }
@@ -169,10 +170,10 @@ TEST_CASE("Vision: Qwen2.5-VL turns an image into tokens of 28 x 28 pixels withi
 TEST_CASE("Formats: bytes per element include the scales") {
   CHECK(bytes_per_element(Format::kBf16) == 2.0);
   CHECK(bytes_per_element(Format::kFp8) == 1.0);
-  CHECK(bytes_per_element(Format::kFp8Block) == doctest::Approx(1.000244140625));  // 1 + 4/16384
-  CHECK(bytes_per_element(Format::kW4A8) == doctest::Approx(0.515625));            // 0.5 + 2/128
-  CHECK(bytes_per_element(Format::kNvfp4) == doctest::Approx(0.5625));             // 0.5 + 1/16
-  CHECK(bytes_per_element(Format::kMxfp4) == doctest::Approx(0.53125));            // 0.5 + 1/32
+  CHECK(bytes_per_element(Format::kFp8Block) == approx(1.000244140625));  // 1 + 4/16384
+  CHECK(bytes_per_element(Format::kW4A8) == approx(0.515625));            // 0.5 + 2/128
+  CHECK(bytes_per_element(Format::kNvfp4) == approx(0.5625));             // 0.5 + 1/16
+  CHECK(bytes_per_element(Format::kMxfp4) == approx(0.53125));            // 0.5 + 1/32
   CHECK(compute_rate(Format::kW4A8) == ComputeRate::kFp8);
   CHECK(compute_rate(Format::kMxfp4) == ComputeRate::kFp4);
   CHECK(parse_format("fp8_block") == Format::kFp8Block);
@@ -215,7 +216,7 @@ TEST_CASE("Efficiency curves interpolate in log size and are flat beyond their e
   CHECK(c.at(1e8) == 0.2);
   CHECK(c.at(1e12) == 0.6);
   // 1e10 is halfway in log10 between 1e9 and 1e11.
-  CHECK(c.at(1e10) == doctest::Approx(0.4));
+  CHECK(c.at(1e10) == approx(0.4));
   CHECK(c.problems().empty());
   EfficiencyCurve bad;
   bad.knots = {{1e9, 0.2}, {1e8, 0.6}};

@@ -3,6 +3,7 @@
 
 #include <numeric>
 
+#include "tests/approx.h"
 #include "models/chip_spec.h"
 #include "models/model_spec.h"
 #include "models/operators.h"
@@ -169,19 +170,19 @@ TEST_CASE("MoE load: balanced routing spreads T k pairs evenly; a power law load
   const ParallelPlan ep8 = plan(1, 8, 8, 1);
   const MoeLoad balanced(m, ep8, MoeRouting{});
   // 1,024 tokens x 8 experts / 8 ranks = 1,024 pairs on every rank.
-  CHECK(balanced.busiest_pairs(1024) == doctest::Approx(1024));
+  CHECK(balanced.busiest_pairs(1024) == approx(1024));
   // One token touches 8 of 256 experts: 8 / 8 ranks = 1 expert on the busiest rank (expected).
-  CHECK(balanced.busiest_active_experts(1) == doctest::Approx(1.0));
+  CHECK(balanced.busiest_active_experts(1) == approx(1.0));
   // 1,024 tokens touch every one of the rank's 32 experts: 32 x (1 - (248/256)^1024) = 32.
-  CHECK(balanced.busiest_active_experts(1024) == doctest::Approx(32.0));
+  CHECK(balanced.busiest_active_experts(1024) == approx(32.0));
   MoeRouting skew;
   skew.distribution = MoeRouting::Distribution::kPowerLaw;
   skew.alpha = 1.2;
   const MoeLoad power(m, ep8, skew);
   const auto& p = power.popularity();
-  CHECK(std::accumulate(p.begin(), p.end(), 0.0) == doctest::Approx(1.0));
+  CHECK(std::accumulate(p.begin(), p.end(), 0.0) == approx(1.0));
   // The hottest expert takes every token at most once: share 1 / 8 of the 8 picks per token.
-  CHECK(p.front() == doctest::Approx(1.0 / 8));
+  CHECK(p.front() == approx(1.0 / 8));
   CHECK(power.busiest_pairs(1024) > 1.3 * balanced.busiest_pairs(1024));
 }
 
@@ -192,7 +193,7 @@ TEST_CASE("Operators: routed experts run on the busiest rank; attention DP dispa
   // active experts (at the fp8 rate); the router 2 x 7168 x 256 apart, in bf16.
   const ParallelPlan one = plan(1);
   const LayerTokenOps o1 = layer_token_ops(m, one, MoeLoad(m, one, {}), 1, h200);
-  CHECK(o1.moe_experts.flops == doctest::Approx(6.0 * 8 * 7168 * 2048));
+  CHECK(o1.moe_experts.flops == approx(6.0 * 8 * 7168 * 2048));
   CHECK(o1.router.flops == 2.0 * 7168 * 256);
   CHECK(o1.router.rate == ComputeRate::kBf16);
   CHECK(o1.moe_experts.rate == ComputeRate::kFp8);
@@ -200,8 +201,8 @@ TEST_CASE("Operators: routed experts run on the busiest rank; attention DP dispa
   // elsewhere: 7 copies x 7168 x 1.03125 bytes (fp8 with a scale per 128) to dispatch, bf16 back.
   const ParallelPlan dp8 = plan(1, 8, 8, 1);
   const LayerTokenOps o8 = layer_token_ops(m, dp8, MoeLoad(m, dp8, {}), 8, h200);
-  CHECK(o8.moe_dispatch.bytes == doctest::Approx(7.0 * 7168 * 1.03125));
-  CHECK(o8.moe_combine.bytes == doctest::Approx(7.0 * 7168 * 2));
+  CHECK(o8.moe_dispatch.bytes == approx(7.0 * 7168 * 1.03125));
+  CHECK(o8.moe_combine.bytes == approx(7.0 * 7168 * 2));
   CHECK(o8.moe_dispatch.collective == Collective::kAllToAll);
   CHECK(o8.moe_reduce.bytes == 0.0);  // tp = 1: nothing to all-reduce
 }
@@ -219,7 +220,7 @@ TEST_CASE("Operators: an emulated format runs at bf16 and pays for dequantising 
   CHECK(o.dequant_attention.flops == 2.0 * 34'537'472);
   CHECK(o.dequant_attention.kernels == 1);
   const double q_a = 7168.0 * 2112;
-  CHECK(o.qkv.bytes == doctest::Approx((q_a + 1536.0 * 16 * 192) * (1 + 4.0 / 16384) +
+  CHECK(o.qkv.bytes == approx((q_a + 1536.0 * 16 * 192) * (1 + 4.0 / 16384) +
                                        2.0 * 16 * (7168 + 2112) + 2.0 * 16 * (1536 + 3072)));
   // On H100 the same format is native: fp8 weights and fp8 (block-scaled) activations.
   const LayerTokenOps native = layer_token_ops(m, tp8, MoeLoad(m, tp8, {}), 16, rates_of("h100-sxm"));
@@ -284,10 +285,10 @@ TEST_CASE("Vision: the encoder's FLOPs for one 1280 x 720 image") {
   // 2 x 4784 x 1176 x 1280 and the merger 2 x 1196 x 5120 x (5120 + 3584).
   const double block = 2.0 * 4784 * 1280 * 3840 + 2.0 * 4784 * 1280 * 1280 + 2.0 * 4784 * 3 * 1280 * 3420;
   const double expected = 32 * block + 2.0 * 4784 * 1176 * 1280 + 2.0 * 1196 * 5120 * (5120 + 3584);
-  CHECK(gemm == doctest::Approx(expected));
+  CHECK(gemm == approx(expected));
   // Attention: 4 global blocks over all 4,784^2 pairs, 28 windowed ones over 8 x 8 = 64-patch
   // windows (4,784 x 64 pairs), 4 x 1280 FLOPs per pair.
-  CHECK(attention == doctest::Approx(4.0 * 1280 * (4.0 * 4784.0 * 4784 + 28.0 * 4784 * 64)));
+  CHECK(attention == approx(4.0 * 1280 * (4.0 * 4784.0 * 4784 + 28.0 * 4784 * 64)));
 }
 
 TEST_CASE("Operators: one MTP draft step of DeepSeek-V3 is eh_proj, a MoE layer and the LM head") {
@@ -301,6 +302,6 @@ TEST_CASE("Operators: one MTP draft step of DeepSeek-V3 is eh_proj, a MoE layer 
   CHECK(d.lm_head.flops == 2.0 * 7168 * 129280);
   CHECK(d.moe_layer);
   // The layer's experts: 8 pairs x 6 x 7168 x 2048 (as any MoE layer's).
-  CHECK(d.layer.moe_experts.flops == doctest::Approx(6.0 * 8 * 7168 * 2048));
+  CHECK(d.layer.moe_experts.flops == approx(6.0 * 8 * 7168 * 2048));
   CHECK(d.attention.decode_full.flops > 0);
 }

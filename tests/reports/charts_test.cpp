@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "tests/approx.h"
 #include "reports/html_report.h"
 #include "reports/report.h"
 #include "reports/svg.h"
@@ -143,7 +144,7 @@ TEST_CASE("HTML report: self-contained, charts drawn, explicit notes for what th
   ts.link_bytes(l, SimTime::zero(), end, 5e6);  // 5 MB in 10 ms at 1 GB/s = 50%
   ts.finish(end);
   report["time_series"] = time_series_json(ts);
-  CHECK(report["time_series"]["links"][0]["utilization"][0] == doctest::Approx(0.5));
+  CHECK(report["time_series"]["links"][0]["utilization"][0] == approx(0.5));
   const std::string with_link = html_report(report, latency_cdfs(m));
   CHECK(with_link.find("No link data") == std::string::npos);
   CHECK(with_link.find("nvlink0") != std::string::npos);

@@ -6,6 +6,7 @@
 
 #include <sstream>
 
+#include "tests/approx.h"
 #include "reports/report.h"
 
 using namespace servesim;
@@ -66,14 +67,14 @@ TEST_CASE("Report: every key of the DESIGN.md contract is present") {
   }
   // One request in a 10 ms run (1e10 ps): TTFT 1 ms, within the 2 ms SLO; 1 + 9 = 10 tokens in
   // 10 ms = 1,000 tokens/s.
-  CHECK(j["summary"]["ttft_ms"]["mean"] == doctest::Approx(1.0));
+  CHECK(j["summary"]["ttft_ms"]["mean"] == approx(1.0));
   CHECK(j["summary"]["slo"]["attainment"] == 1.0);
-  CHECK(j["summary"]["throughput"]["output_tokens_per_s"] == doctest::Approx(1000.0));
+  CHECK(j["summary"]["throughput"]["output_tokens_per_s"] == approx(1000.0));
   // 42 events in 0.5 s.
   CHECK(j["simulation"]["events_per_s"] == 84.0);
   // Busy 4 ms of 2 instances x 10 ms: gemm 3 / 20, attention 1 / 20, idle 16 / 20.
-  CHECK(pool["breakdown"]["gemm"] == doctest::Approx(0.15));
-  CHECK(pool["breakdown"]["idle"] == doctest::Approx(0.8));
+  CHECK(pool["breakdown"]["gemm"] == approx(0.15));
+  CHECK(pool["breakdown"]["idle"] == approx(0.8));
 }
 
 TEST_CASE("Report: host measurements are null when left out, so equal runs give equal bytes") {

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/approx.h"
 #include "reports/trace.h"
 
 using namespace servesim;
@@ -38,7 +39,7 @@ TEST_CASE("Trace: Chrome JSON with named tracks, exact microsecond times and a m
   CHECK(j["otherData"]["truncated"] == true);
   CHECK(j["otherData"]["spans_kept"] == 3);
   CHECK(j["otherData"]["spans_dropped"] == 1);
-  CHECK(j["otherData"]["cut_at_s"] == doctest::Approx(5e-6));
+  CHECK(j["otherData"]["cut_at_s"] == approx(5e-6));
   const auto& ev = j["traceEvents"];
   REQUIRE(ev.is_array());
   std::set<std::string> thread_names;

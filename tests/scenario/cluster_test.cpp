@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tests/approx.h"
 #include "sim/core/errors.h"
 #include "sim/scenario/scenario.h"
 #include "tests/scenario/inline_scenario.h"
@@ -120,7 +121,7 @@ TEST_CASE("Cluster: the resolved scenario with cluster, placement and faults loa
   CHECK(c.faults.scheduled[0].target.kind == servesim::topologies::FaultKind::kNode);
   CHECK(c.faults.scheduled[0].recover_at.has_value());
   REQUIRE(c.faults.random.size() == 1);
-  CHECK(c.faults.random[0].mtbf_s == doctest::Approx(50000.0 * 3600));
+  CHECK(c.faults.random[0].mtbf_s == approx(50000.0 * 3600));
   CHECK(c.placement.chips(0, 3)[1] == ChipId(71));
 }
 

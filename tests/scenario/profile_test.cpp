@@ -11,6 +11,7 @@
 #include <string>
 #include <variant>
 
+#include "tests/approx.h"
 #include "sim/core/errors.h"
 #include "sim/scenario/scenario.h"
 
@@ -101,9 +102,9 @@ TEST_CASE("Profile: a profile file sets the chip's efficiencies and the pool's G
   const Scenario s = load(scenario_with_chip("{preset: h100-sxm, profile: " + p.path + "}"));
   const auto& pool = s.config.pools.at(0);
   CHECK(pool.chip.efficiency.gemm_overhead == Duration::microseconds(7));
-  CHECK(pool.chip.efficiency.format_compute[1] == doctest::Approx(0.5));  // fp8
+  CHECK(pool.chip.efficiency.format_compute[1] == approx(0.5));  // fp8
   REQUIRE(pool.chip.efficiency.moe_compute.knots.size() == 2);
-  CHECK(pool.chip.efficiency.moe_compute.knots[1].efficiency == doctest::Approx(0.6));
+  CHECK(pool.chip.efficiency.moe_compute.knots[1].efficiency == approx(0.6));
   CHECK(pool.chip.source.rfind("efficiencies from profile " + p.path + ", 2026-12-01, with GEMM tables; preset: ", 0) == 0);
   const auto* table = std::get_if<servesim::models::TableConfig>(&pool.cost_model);
   REQUIRE(table != nullptr);
@@ -112,7 +113,7 @@ TEST_CASE("Profile: a profile file sets the chip's efficiencies and the pool's G
   CHECK(g.axes.size() == 3);
   CHECK(g.axes[0].extrapolate);
   CHECK_FALSE(g.axes[1].extrapolate);
-  CHECK(g.log_seconds[1] == doctest::Approx(std::log(0.00016)));
+  CHECK(g.log_seconds[1] == approx(std::log(0.00016)));
   // The resolved scenario names the profile as written.
   CHECK(s.resolved["deployment"]["pools"][0]["chip"]["profile"] == p.path);
 
@@ -120,7 +121,7 @@ TEST_CASE("Profile: a profile file sets the chip's efficiencies and the pool's G
   const Scenario t = load(scenario_with_chip("{preset: h100-sxm, profile: " + p.path +
                                              ", efficiency: {gemm_overhead: 2 us}}"));
   CHECK(t.config.pools.at(0).chip.efficiency.gemm_overhead == Duration::microseconds(2));
-  CHECK(t.config.pools.at(0).chip.efficiency.format_compute[1] == doctest::Approx(0.5));
+  CHECK(t.config.pools.at(0).chip.efficiency.format_compute[1] == approx(0.5));
 }
 
 TEST_CASE("Profile: problems in a profile are reported at the profile's line and column") {
@@ -248,10 +249,10 @@ TEST_CASE("Profile: all_reduce_lines set the chip's in-domain all-reduce lines; 
   REQUIRE(l.size() == 2);
   CHECK(l[0].base == Duration::nanoseconds(2500));
   CHECK(l[0].per_step == Duration::nanoseconds(50));
-  CHECK(l[0].efficiency == doctest::Approx(0.7));
+  CHECK(l[0].efficiency == approx(0.7));
   CHECK(l[0].one_shot);
   CHECK(l[1].per_step == Duration::zero());  // per_step defaults to none, algorithm to ring
-  CHECK(l[1].efficiency == doctest::Approx(1.2));
+  CHECK(l[1].efficiency == approx(1.2));
   CHECK_FALSE(l[1].one_shot);
   // A preset has none: the single collective line applies.
   CHECK(load(scenario_with_chip("h100-sxm")).config.pools.at(0).chip.efficiency.all_reduce_lines.empty());
@@ -291,7 +292,7 @@ TEST_CASE("Profile: a MoE table of roofline factors loads as a factor grid; one 
   CHECK(g.kind == servesim::models::OpKind::kMoeExperts);
   CHECK(g.roofline_factor);
   REQUIRE(g.log_seconds.size() == 2);
-  CHECK(g.log_seconds[0] == doctest::Approx(std::log(0.8)));
+  CHECK(g.log_seconds[0] == approx(std::log(0.8)));
 
   std::string both = text;
   both.insert(both.find("        roofline_factor:"), "        seconds: [1e-05, 2e-05]\n");
@@ -354,10 +355,10 @@ TEST_CASE("Profile: moe_experts sets per-format grouped-GEMM models; unknown for
   CHECK(x[0].format == servesim::models::Format::kBf16);
   CHECK(x[0].overhead == Duration::microseconds(9));
   REQUIRE(x[0].compute.knots.size() == 2);
-  CHECK(x[0].compute.knots[1].efficiency == doctest::Approx(0.5));
-  CHECK(x[0].memory.at(1e7) == doctest::Approx(0.8));
-  CHECK(x[0].token_bytes == doctest::Approx(6));
-  CHECK(x[0].pair_bytes == doctest::Approx(3.5));
+  CHECK(x[0].compute.knots[1].efficiency == approx(0.5));
+  CHECK(x[0].memory.at(1e7) == approx(0.8));
+  CHECK(x[0].token_bytes == approx(6));
+  CHECK(x[0].pair_bytes == approx(3.5));
   CHECK(x[1].format == servesim::models::Format::kFp8Block);
   CHECK(x[1].memory.knots.size() == 2);
   // A preset has none.

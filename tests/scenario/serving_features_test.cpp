@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tests/approx.h"
 #include "sim/core/errors.h"
 #include "models/chip_spec.h"
 #include "sim/scenario/scenario.h"
@@ -198,7 +199,7 @@ TEST_CASE("Scenario: pools[].speculative loads MTP with one rate for every posit
   CHECK(spec.draft_tokens == 2);
   REQUIRE(spec.acceptance.size() == 2);
   // Expected accepted drafts: 0.9 + 0.9 x 0.8 = 1.62.
-  CHECK(spec.expected_accepted() == doctest::Approx(1.62));
+  CHECK(spec.expected_accepted() == approx(1.62));
   CHECK(s.resolved["deployment"]["pools"][0]["speculative"]["acceptance"][1] == 0.8);
 }
 

@@ -6,6 +6,7 @@
 #include <tuple>
 #include <vector>
 
+#include "tests/approx.h"
 #include "topologies/collectives.h"
 #include "topologies/placement.h"
 
@@ -105,9 +106,9 @@ TEST_CASE("ring_all_reduce_seconds: the alpha-beta closed form, by hand") {
   // = 45e-6 + 1,879,048,192 / 1.8e11 = 45e-6 + 0.0104391566 = 0.0104841566 s (10.48 ms).
   const double expected = 45e-6 + 1.75 * kGiB / 1.8e11;
   CHECK(ring_all_reduce_seconds(kGiB, 8, nvlink_like()) ==
-        doctest::Approx(expected).epsilon(1e-12));
+        approx(expected).epsilon(1e-12));
   CHECK(ring_all_reduce_seconds(kGiB, 8, nvlink_like()) ==
-        doctest::Approx(0.0104841566).epsilon(1e-8));
+        approx(0.0104841566).epsilon(1e-8));
 }
 
 TEST_CASE("ring_all_reduce_seconds: one rank or zero bytes cost nothing") {
@@ -123,7 +124,7 @@ TEST_CASE("ring_all_reduce_seconds: equals a step-by-step ring all-reduce over 2
       INFO("ranks ", n, ", bytes ", bytes);
       CHECK(run.every_rank_has_the_sum);
       CHECK(ring_all_reduce_seconds(bytes, n, nvlink_like()) ==
-            doctest::Approx(run.seconds).epsilon(1e-12));
+            approx(run.seconds).epsilon(1e-12));
     }
   }
 }
@@ -132,8 +133,8 @@ TEST_CASE("p2p_seconds: latency plus bytes over achieved bandwidth") {
   // 1 GiB at 50 GB/s x 0.8 with 20 us: 20e-6 + 1,073,741,824 / 4e10 = 20e-6 + 0.0268435456
   // = 0.0268635456 s.
   const LinkTier out = two_tier_fabric(8).scale_out;
-  CHECK(p2p_seconds(kGiB, out) == doctest::Approx(20e-6 + kGiB / 4e10).epsilon(1e-12));
-  CHECK(p2p_seconds(kGiB, out) == doctest::Approx(0.0268635456).epsilon(1e-8));
+  CHECK(p2p_seconds(kGiB, out) == approx(20e-6 + kGiB / 4e10).epsilon(1e-12));
+  CHECK(p2p_seconds(kGiB, out) == approx(0.0268635456).epsilon(1e-8));
   CHECK(p2p_seconds(0.0, out) == 0.0);
 }
 
@@ -246,12 +247,12 @@ TEST_CASE("collective_curve: ring all-reduce in one node, two protocol lines, by
   // Bandwidth protocol: 20 + 14 x 0.5 + 5.6 = 32.6 us, 1.75 / (450e9 x 0.8) = 4.8611e-12 s/B.
   // They cross at (32.6 - 24.6) us / (1.5556e-11 - 4.8611e-12) = 748,052 bytes.
   REQUIRE(c.size() == 2);
-  CHECK(c.seconds(1024) == doctest::Approx(24.6e-6 + 1024 * 1.75 / 112.5e9));
-  CHECK(c.seconds(kGiB) == doctest::Approx(32.6e-6 + kGiB * 1.75 / 360e9));
+  CHECK(c.seconds(1024) == approx(24.6e-6 + 1024 * 1.75 / 112.5e9));
+  CHECK(c.seconds(kGiB) == approx(32.6e-6 + kGiB * 1.75 / 360e9));
   const double cross = 8e-6 / (1.75 / 112.5e9 - 1.75 / 360e9);
-  CHECK(cross == doctest::Approx(748'052).epsilon(1e-5));
-  CHECK(c.seconds(cross * 0.99) == doctest::Approx(24.6e-6 + cross * 0.99 * 1.75 / 112.5e9));
-  CHECK(c.seconds(cross * 1.01) == doctest::Approx(32.6e-6 + cross * 1.01 * 1.75 / 360e9));
+  CHECK(cross == approx(748'052).epsilon(1e-5));
+  CHECK(c.seconds(cross * 0.99) == approx(24.6e-6 + cross * 0.99 * 1.75 / 112.5e9));
+  CHECK(c.seconds(cross * 1.01) == approx(32.6e-6 + cross * 1.01 * 1.75 / 360e9));
   CHECK(c.seconds(0) == 0.0);
   // One rank: nothing to do.
   CHECK(collective_curve(describe_group(f, chips(0, 1)), CollectiveKind::kAllReduce, round_calibration()).empty());
@@ -274,7 +275,7 @@ TEST_CASE("collective_curve: a flat ring equals a step-by-step ring with per-ste
       run.seconds += 2 * (n - 1) * g.up_hop.to_seconds();
       INFO("ranks ", n, ", bytes ", bytes);
       CHECK(collective_curve(g, CollectiveKind::kAllReduce, ideal).seconds(bytes) ==
-            doctest::Approx(run.seconds).epsilon(1e-12));
+            approx(run.seconds).epsilon(1e-12));
     }
   }
 }
@@ -296,13 +297,16 @@ TEST_CASE("collective_curve: across two nodes the hierarchical all-reduce wins f
   //  all-gather in the node: as the reduce-scatter.
   const double alpha = 26.3e-6 + 34e-6 + 26.3e-6;
   const double slope = 2 * 0.875 / 360e9 + 0.125 / 35e9;
-  CHECK(c.seconds(kGiB) == doctest::Approx(alpha + kGiB * slope));
+  CHECK(c.seconds(kGiB) == approx(alpha + kGiB * slope));
   // The flat ring is bound by the 50 GB/s tier: 1.875 / (50e9 x 0.7) s/B, six times steeper.
   const double ring = 30e-6 + 30 * 1e-6 + 30 * 1e-6 + kGiB * 1.875 / 35e9;
   CHECK(c.seconds(kGiB) < ring / 5);
-  // Tiny messages: the double binary tree with the latency protocol: 2 x 1 + 2 x 7 = 16 steps
-  // of 2 us, hops 2 x 1 us + 14 x 0.4 us = 7.6 us, base 10 us: 49.6 us plus 8 B x 2 / 10 GB/s.
-  CHECK(c.seconds(8) == doctest::Approx(49.6e-6 + 8 * 2 / 10e9));
+  // Tiny messages: the hierarchical all-reduce with the latency protocol in every phase. In the
+  // node 5 + 7 x 1 + 7 x 0.4 = 14.8 us and 8 B x 7/8 / (450 GB/s x 0.25) for each of the
+  // reduce-scatter and the all-gather; across the nodes 10 + 2 x 2 + 2 x 1 = 16 us and
+  // 1 B / (50 GB/s x 0.2): 45.6 us in all. The double binary tree takes 2 x 1 + 2 x 7 = 16 steps
+  // of 2 us, hops 2 x 1 + 14 x 0.4 = 7.6 us and base 10 us: 49.6 us, more.
+  CHECK(c.seconds(8) == approx(45.6e-6 + 2 * 7 / 112.5e9 + 1 / 10e9));
 }
 
 TEST_CASE("collective_curve: all-to-all splits into the NVLink share and the NIC share") {
@@ -312,10 +316,10 @@ TEST_CASE("collective_curve: all-to-all splits into the NVLink share and the NIC
   // Each rank sends S/16 to each rank: 7/16 of S over NVLink (at 450 GB/s x 0.8) and 8/16 over
   // its NIC (50 GB/s x 0.7) at once: the NIC share binds, 0.5 / 35e9 s/B. Base 30 us + 15 steps
   // x 1 us + one 1 us hop = 46 us.
-  CHECK(c.seconds(kGiB) == doctest::Approx(46e-6 + kGiB * 0.5 / 35e9));
+  CHECK(c.seconds(kGiB) == approx(46e-6 + kGiB * 0.5 / 35e9));
   // Dispatch and combine are costed alike, from their own fits.
   CHECK(collective_curve(g, CollectiveKind::kDispatch, round_calibration()).seconds(kGiB) ==
-        doctest::Approx(c.seconds(kGiB)));
+        approx(c.seconds(kGiB)));
 }
 
 TEST_CASE("describe_group: ranks sharing a NIC share its bandwidth; a full mesh sums the peer links") {
@@ -323,13 +327,13 @@ TEST_CASE("describe_group: ranks sharing a NIC share its bandwidth; a full mesh 
   s.scale_out.chips_per_nic = 8;
   const Fabric shared = build_fabric(s);
   // 8 ranks per node behind one 50 GB/s NIC: 6.25 GB/s each across nodes.
-  CHECK(describe_group(shared, chips(0, 16)).out_bytes_per_s == doctest::Approx(50e9 / 8));
+  CHECK(describe_group(shared, chips(0, 16)).out_bytes_per_s == approx(50e9 / 8));
   ClusterSpec a = *cluster_preset("atlas-800t-a2", 8);
   a.scale_out.present = false;
   const Fabric mesh = build_fabric(a);
   // HCCS: 56 GB/s per link; TP4 uses its 3 links to the group, TP8 all 7.
-  CHECK(describe_group(mesh, chips(0, 4)).up_bytes_per_s == doctest::Approx(3 * 56e9));
-  CHECK(describe_group(mesh, chips(0, 8)).up_bytes_per_s == doctest::Approx(392e9));
+  CHECK(describe_group(mesh, chips(0, 4)).up_bytes_per_s == approx(3 * 56e9));
+  CHECK(describe_group(mesh, chips(0, 8)).up_bytes_per_s == approx(392e9));
 }
 
 TEST_CASE("describe_group: a p2p pair across nodes costs its route") {
@@ -340,7 +344,7 @@ TEST_CASE("describe_group: a p2p pair across nodes costs its route") {
   CHECK(g.out_hop == Duration::microseconds(2));  // four 0.5 us links
   const CostCurve c = collective_curve(g, CollectiveKind::kP2p, round_calibration());
   // Bandwidth protocol: 30 + 1 x 1 + 2 = 33 us, 1 / (50e9 x 0.7) s/B.
-  CHECK(c.seconds(kGiB) == doctest::Approx(33e-6 + kGiB / 35e9));
+  CHECK(c.seconds(kGiB) == approx(33e-6 + kGiB / 35e9));
 }
 
 TEST_CASE("CostCurve::envelope: equals the minimum over all lines everywhere") {
@@ -355,7 +359,7 @@ TEST_CASE("CostCurve::envelope: equals the minimum over all lines everywhere") {
     for (double x : {1.0, 1e3, 1e5, 1e6, 1e7, 1e9, 1e11}) {
       double want = lines[0].at(x);
       for (const auto& l : lines) want = std::min(want, l.at(x));
-      CHECK(c.seconds(x) == doctest::Approx(want).epsilon(1e-12));
+      CHECK(c.seconds(x) == approx(want).epsilon(1e-12));
     }
   }
 }
@@ -386,7 +390,7 @@ TEST_CASE("expected_destination_ranks: matches counting every top-k choice") {
       sets += 1;
     }
     INFO(experts, " experts, top-", topk, ", ", ranks, " ranks");
-    CHECK(expected_destination_ranks(experts, topk, ranks) == doctest::Approx(total / sets));
+    CHECK(expected_destination_ranks(experts, topk, ranks) == approx(total / sets));
   }
-  CHECK(expected_destination_ranks(256, 1, 8) == doctest::Approx(1.0));
+  CHECK(expected_destination_ranks(256, 1, 8) == approx(1.0));
 }

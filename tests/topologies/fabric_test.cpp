@@ -3,6 +3,7 @@
 #include <set>
 #include <string>
 
+#include "tests/approx.h"
 #include "sim/core/rng.h"
 #include "tests/topologies/test_fabrics.h"
 #include "topologies/cluster.h"
@@ -66,7 +67,7 @@ TEST_CASE("Fabric: an HCCS full mesh has 7 direct links per NPU of 392/7 GB/s ea
   REQUIRE(f.route(chip(2), chip(6), 0, r));
   CHECK(r.hops == 1);
   CHECK(is_walk(f, r, chip(2), chip(6)));
-  CHECK(f.bottleneck(r) == doctest::Approx(392e9 / 7));  // 56 GB/s
+  CHECK(f.bottleneck(r) == approx(392e9 / 7));  // 56 GB/s
 }
 
 TEST_CASE("Fabric: a UB supernode goes chip - L1 - chip inside a node and chip - L1 - L2 - L1 - chip across") {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/approx.h"
 #include "sim/core/rng.h"
 #include "tests/topologies/test_fabrics.h"
 #include "topologies/flow_network.h"
@@ -48,7 +49,7 @@ void check_against_reference(FlowNetwork& net, const std::vector<FlowHandle>& fl
     std::string hops;
     for (LinkId l : net.route(h)) hops += " " + std::to_string(l.value) + "/" + std::to_string(net.fabric().resource_capacity(l.value)) + (net.link_passive(l) ? "p" : "a");
     INFO("route", hops);
-    REQUIRE(net.rate(h) == doctest::Approx(want).epsilon(1e-9).scale(1.0));
+    REQUIRE(net.rate(h) == approx(want).epsilon(1e-9).scale(1.0));
   }
   REQUIRE(net.check() == "");
 }
@@ -62,9 +63,9 @@ TEST_CASE("FlowNetwork: two flows on one bottleneck each get half") {
   CHECK(net.rate(a) == 50e9);  // alone: its NIC's 50 GB/s
   const FlowHandle b = net.start(SimTime::zero(), chip(1), chip(2), 1e9, 2);
   // Both end on chip 2's 50 GB/s down link: 25 GB/s each.
-  CHECK(net.rate(a) == doctest::Approx(25e9));
-  CHECK(net.rate(b) == doctest::Approx(25e9));
-  CHECK(net.link_load(net.route(a).links[1]) == doctest::Approx(50e9));
+  CHECK(net.rate(a) == approx(25e9));
+  CHECK(net.rate(b) == approx(25e9));
+  CHECK(net.link_load(net.route(a).links[1]) == approx(50e9));
 }
 
 TEST_CASE("FlowNetwork: a flow through a less-loaded link gets the rest (max-min)") {
@@ -76,13 +77,13 @@ TEST_CASE("FlowNetwork: a flow through a less-loaded link gets the rest (max-min
   const FlowHandle d = net.start(SimTime::zero(), chip(1), chip(3), 1e9, 3);
   // a and b split chip 2's 50 GB/s: 25 each. d shares chip 1's 100 GB/s up link with b, which
   // is held to 25 elsewhere, so d gets the other 75 (chip 3's down link has room for it).
-  CHECK(net.rate(a) == doctest::Approx(25e9));
-  CHECK(net.rate(b) == doctest::Approx(25e9));
-  CHECK(net.rate(d) == doctest::Approx(75e9));
+  CHECK(net.rate(a) == approx(25e9));
+  CHECK(net.rate(b) == approx(25e9));
+  CHECK(net.rate(d) == approx(75e9));
   // When a leaves, b takes chip 2's whole 50 and d drops to 100 - 50 = 50.
   CHECK(net.cancel(SimTime::zero(), a));
-  CHECK(net.rate(b) == doctest::Approx(50e9));
-  CHECK(net.rate(d) == doctest::Approx(50e9));
+  CHECK(net.rate(b) == approx(50e9));
+  CHECK(net.rate(d) == approx(50e9));
   CHECK(net.check() == "");
 }
 
@@ -121,23 +122,23 @@ TEST_CASE("FlowNetwork: a flow on a link with half its bandwidth reserved takes 
   // (alone it takes 20 ms).
   net.reserve(SimTime::zero(), up0, 0.5);
   const FlowHandle a = net.start(SimTime::zero(), chip(0), chip(2), 1e9, 1);
-  CHECK(net.rate(a) == doctest::Approx(25e9));
+  CHECK(net.rate(a) == approx(25e9));
   CHECK(net.finish_time(a) == ms(40));
   // Released at 20 ms (0.5 GB sent): the other 0.5 GB at 50 GB/s take 10 ms, so it ends at 30 ms.
   std::vector<FlowDone> done;
   net.complete_until(ms(20), done);
   net.reserve(ms(20), up0, 0.0);
-  CHECK(net.rate(a) == doctest::Approx(50e9));
+  CHECK(net.rate(a) == approx(50e9));
   CHECK(net.finish_time(a) == ms(30));
   // Reserved again at 25 ms (0.25 GB left): a quarter held, 37.5 GB/s, 0.25e9 / 37.5e9 s =
   // 6.667 ms more; a second flow from chip 1 to chip 2 shares chip 2's 50 GB/s down link
   // max-min with it: both 25 GB/s (under the 37.5 left on chip 0's link).
   net.complete_until(ms(25), done);
   net.reserve(ms(25), up0, 0.25);
-  CHECK(net.rate(a) == doctest::Approx(37.5e9));
+  CHECK(net.rate(a) == approx(37.5e9));
   const FlowHandle b = net.start(ms(25), chip(1), chip(2), 1e9, 2);
-  CHECK(net.rate(a) == doctest::Approx(25e9));
-  CHECK(net.rate(b) == doctest::Approx(25e9));
+  CHECK(net.rate(a) == approx(25e9));
+  CHECK(net.rate(b) == approx(25e9));
   CHECK(net.check() == "");
   check_against_reference(net, {a, b});
   CHECK(net.reserved(up0) == 0.25);
@@ -147,7 +148,7 @@ TEST_CASE("FlowNetwork: a flow on a link with half its bandwidth reserved takes 
   net.reserve(ms(25), up3, 0.8);
   const FlowHandle c = net.start(ms(25), chip(3), chip(1), 1e9, 3);
   CHECK(net.carries(up3));
-  CHECK(net.rate(c) == doctest::Approx(10e9));
+  CHECK(net.rate(c) == approx(10e9));
 }
 
 TEST_CASE("FlowNetwork: a reserve group gives the rates of reserving each of its links") {
@@ -168,11 +169,11 @@ TEST_CASE("FlowNetwork: a reserve group gives the rates of reserving each of its
   const FlowHandle a1 = grouped.start(SimTime::zero(), chip(0), chip(2), 1e9, 1);
   const FlowHandle a2 = single.start(SimTime::zero(), chip(0), chip(2), 1e9, 1);
   CHECK(grouped.group_carries(g));
-  CHECK(grouped.rate(a1) == doctest::Approx(25e9));
+  CHECK(grouped.rate(a1) == approx(25e9));
   CHECK(grouped.finish_time(a1) == single.finish_time(a2));
   // With a flow there it is re-solved at once: 37.5 GB/s.
   CHECK(both(ms(10), 0.25));
-  CHECK(grouped.rate(a1) == doctest::Approx(37.5e9));
+  CHECK(grouped.rate(a1) == approx(37.5e9));
   CHECK(grouped.finish_time(a1) == single.finish_time(a2));
   CHECK(grouped.check() == "");
   std::vector<FlowDone> d1, d2;
@@ -185,7 +186,7 @@ TEST_CASE("FlowNetwork: a reserve group gives the rates of reserving each of its
   CHECK_FALSE(both(ms(100), 0.8));
   const FlowHandle b1 = grouped.start(ms(100), chip(3), chip(0), 1e9, 2);
   const FlowHandle b2 = single.start(ms(100), chip(3), chip(0), 1e9, 2);
-  CHECK(grouped.rate(b1) == doctest::Approx(10e9));
+  CHECK(grouped.rate(b1) == approx(10e9));
   CHECK(grouped.finish_time(b1) == single.finish_time(b2));
   CHECK(grouped.check() == "");
 }
@@ -214,18 +215,18 @@ TEST_CASE("FlowNetwork: bytes are conserved: every link carries each of its flow
   REQUIRE(done.size() == 400);
   double delivered = 0;
   for (const auto& d : done) delivered += d.bytes;
-  CHECK(delivered == doctest::Approx(sizes));
+  CHECK(delivered == approx(sizes));
   net.account_until(ms(1e6));
   double carried = 0;
   for (std::size_t l = 0; l < f.link_count(); ++l) carried += net.link_bytes(LinkId(static_cast<std::uint32_t>(l)));
   // Rates times durations over every link equal the bytes each flow moved over each hop (the
   // rounding of each completion up to the picosecond adds at most rate x 1 ps per flow).
-  CHECK(carried == doctest::Approx(hop_bytes).epsilon(1e-9));
+  CHECK(carried == approx(hop_bytes).epsilon(1e-9));
   double series = 0;
   for (int c = 0; c < static_cast<int>(LinkClass::kCount); ++c) {
     for (double v : net.class_usage(static_cast<LinkClass>(c)).bytes) series += v;
   }
-  CHECK(series == doctest::Approx(hop_bytes).epsilon(1e-9));
+  CHECK(series == approx(hop_bytes).epsilon(1e-9));
 }
 
 TEST_CASE("FlowNetwork: without utilization tracking every flow completes at the same picosecond") {
@@ -347,9 +348,9 @@ TEST_CASE("FlowNetwork: link utilization is binned per link class") {
   // 20 ms in bins of at most 4: the width doubled from 1 ms to 8 ms, bins 0-2 (0-24 ms).
   CHECK(s.bin == Duration::milliseconds(8));
   REQUIRE(s.bytes.size() == 3);
-  CHECK(s.bytes[0] == doctest::Approx(0.8e9));
-  CHECK(s.bytes[1] == doctest::Approx(0.8e9));
-  CHECK(s.bytes[2] == doctest::Approx(0.4e9));
+  CHECK(s.bytes[0] == approx(0.8e9));
+  CHECK(s.bytes[1] == approx(0.8e9));
+  CHECK(s.bytes[2] == approx(0.4e9));
   CHECK(net.link_bytes(LinkId(0)) == 1e9);  // chip 0's up link carried the whole flow
 }
 
@@ -365,7 +366,7 @@ TEST_CASE("FlowNetwork: a failed link reroutes its flows; with no route they sta
   const Route after = net.route(h);
   CHECK(after.hops == 4);
   CHECK(after.links[1] != before.links[1]);
-  CHECK(net.rate(h) == doctest::Approx(50e9));
+  CHECK(net.rate(h) == approx(50e9));
   // Cut every uplink of the source leaf: no route; the flow stalls with what it has left.
   const VertexId leaf = f.link(before.links[0]).to;
   std::vector<LinkId> ups(f.up_begin(leaf), f.up_end(leaf));
@@ -373,7 +374,7 @@ TEST_CASE("FlowNetwork: a failed link reroutes its flows; with no route they sta
   CHECK(net.stalled(h));
   CHECK(net.rate(h) == 0);
   // 2 ms at 50 GB/s moved 0.1 GB.
-  CHECK(net.remaining(h, ms(5)) == doctest::Approx(0.9e9));
+  CHECK(net.remaining(h, ms(5)) == approx(0.9e9));
   CHECK(net.next_completion() == SimTime::never());
   net.recover(ms(5), ups);
   CHECK_FALSE(net.stalled(h));
@@ -391,7 +392,7 @@ TEST_CASE("FlowNetwork: a chip failure aborts its flows with the bytes they deli
   REQUIRE(aborted.size() == 1);
   CHECK(aborted[0].tag == 42);
   CHECK(aborted[0].aborted);
-  CHECK(aborted[0].bytes == doctest::Approx(0.2e9));  // 4 ms at 50 GB/s
+  CHECK(aborted[0].bytes == approx(0.2e9));  // 4 ms at 50 GB/s
   CHECK_FALSE(net.active(h));
   CHECK(net.active(other));
 }
@@ -424,30 +425,30 @@ TEST_CASE("FlowNetwork: under adaptive routing a non-blocking core never binds; 
   std::vector<FlowHandle> flows;
   for (std::uint32_t c = 0; c < 8; ++c) flows.push_back(net.start(SimTime::zero(), chip(c), chip(8 + c), 1e9, c));
   for (const auto& h : flows) {
-    CHECK(net.rate(h) == doctest::Approx(50e9));
+    CHECK(net.rate(h) == approx(50e9));
     CHECK(net.route(h).hops == 4);  // NIC, leaf-up bundle, leaf-down bundle, NIC
   }
   // The leaf's up bundle: 8 uplinks x 50 GB/s, all in use, not exceeded.
   const std::uint32_t bundle = net.route(flows[0]).links[1].value;
   CHECK(f.is_bundle(bundle));
   CHECK(f.resource_capacity(bundle) == 400e9);
-  CHECK(net.link_load(LinkId(bundle)) == doctest::Approx(400e9));
+  CHECK(net.link_load(LinkId(bundle)) == approx(400e9));
   // Oversubscribed 4:1 (2 uplinks): 8 flows share 100 GB/s: 12.5 GB/s each.
   s.scale_out.leaf_oversubscription = 4;
   Fabric g = build_fabric(s);
   FlowNetwork over(g);
   std::vector<FlowHandle> squeezed;
   for (std::uint32_t c = 0; c < 8; ++c) squeezed.push_back(over.start(SimTime::zero(), chip(c), chip(8 + c), 1e9, c));
-  for (const auto& h : squeezed) CHECK(over.rate(h) == doctest::Approx(12.5e9));
+  for (const auto& h : squeezed) CHECK(over.rate(h) == approx(12.5e9));
   // One of the two uplinks fails: the bundle keeps 50 GB/s, 6.25 GB/s each.
   std::vector<FlowDone> aborted;
   const VertexId leaf0 = g.link(g.attachment_up(chip(0), Plane::kScaleOut)).to;
   over.fail(SimTime::zero(), {*g.up_begin(leaf0)}, {}, aborted);
-  for (const auto& h : squeezed) CHECK(over.rate(h) == doctest::Approx(6.25e9));
+  for (const auto& h : squeezed) CHECK(over.rate(h) == approx(6.25e9));
   CHECK(over.check() == "");
   // Back to 100 GB/s.
   over.recover(SimTime::zero(), {*g.up_begin(leaf0)});
-  for (const auto& h : squeezed) CHECK(over.rate(h) == doctest::Approx(12.5e9));
+  for (const auto& h : squeezed) CHECK(over.rate(h) == approx(12.5e9));
   // A bundle that is every flow's slowest resource: one NIC-sized uplink left of two, then back.
   ClusterSpec t = dgx_like(2, 2, false, 8);
   t.scale_out.routing = Routing::kAdaptive;
@@ -456,10 +457,10 @@ TEST_CASE("FlowNetwork: under adaptive routing a non-blocking core never binds; 
   Fabric k = build_fabric(t);
   FlowNetwork capped(k);
   const FlowHandle one = capped.start(SimTime::zero(), chip(0), chip(8), 1e9, 0);
-  CHECK(capped.rate(one) == doctest::Approx(40e9));
+  CHECK(capped.rate(one) == approx(40e9));
   const VertexId leaf = k.link(k.attachment_up(chip(0), Plane::kScaleOut)).to;
   capped.fail(SimTime::zero(), {*k.up_begin(leaf)}, {}, aborted);
-  CHECK(capped.rate(one) == doctest::Approx(20e9));
+  CHECK(capped.rate(one) == approx(20e9));
   capped.recover(SimTime::zero(), {*k.up_begin(leaf)});
-  CHECK(capped.rate(one) == doctest::Approx(40e9));
+  CHECK(capped.rate(one) == approx(40e9));
 }

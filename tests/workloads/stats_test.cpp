@@ -5,6 +5,7 @@
 #include <cmath>
 #include <string>
 
+#include "tests/approx.h"
 #include "workloads/stats.h"
 
 using namespace servesim;
@@ -44,23 +45,23 @@ TEST_CASE("Workload stats: the Azure 2023 conversation trace") {
   // min 2, max 14050; output mean 4088665 / 19366 = 211.1259, p50 129, p99 601; span 3501.721937 s.
   const WorkloadStats s = stats_of(trace("azure_llm_2023_conv.csv"));
   CHECK(s.requests == 19366);
-  CHECK(s.prompt_tokens.mean == doctest::Approx(22361870.0 / 19366).epsilon(1e-12));
+  CHECK(s.prompt_tokens.mean == approx(22361870.0 / 19366).epsilon(1e-12));
   CHECK(s.prompt_tokens.p50 == 1020);
-  CHECK(s.prompt_tokens.p90 == doctest::Approx(2734.5));
+  CHECK(s.prompt_tokens.p90 == approx(2734.5));
   CHECK(s.prompt_tokens.p99 == 4142);
   CHECK(s.prompt_tokens.min == 2);
   CHECK(s.prompt_tokens.max == 14050);
-  CHECK(s.output_tokens.mean == doctest::Approx(4088665.0 / 19366).epsilon(1e-12));
+  CHECK(s.output_tokens.mean == approx(4088665.0 / 19366).epsilon(1e-12));
   CHECK(s.output_tokens.p50 == 129);
   CHECK(s.output_tokens.p99 == 601);
-  CHECK(s.last_arrival_s == doctest::Approx(3501.721937).epsilon(1e-12));
-  CHECK(s.mean_rate_per_s == doctest::Approx(19366 / 3501.721937).epsilon(1e-12));
+  CHECK(s.last_arrival_s == approx(3501.721937).epsilon(1e-12));
+  CHECK(s.mean_rate_per_s == approx(19366 / 3501.721937).epsilon(1e-12));
   // Ten windows of 350.17 s that hold every request once.
   REQUIRE(s.windows.size() == 10);
   std::int64_t total = 0;
   for (const auto& w : s.windows) total += w.requests;
   CHECK(total == 19366);
-  CHECK(s.windows[9].end_s == doctest::Approx(3501.721937));
+  CHECK(s.windows[9].end_s == approx(3501.721937));
   CHECK(s.reuse_ratio == 0);  // no hash ids, prefixes or sessions
   CHECK(s.requests_with_hash_ids == 0);
   CHECK_FALSE(s.zero_service);
@@ -71,11 +72,11 @@ TEST_CASE("Workload stats: the Azure 2023 code trace") {
   // output p99 251.46.
   const WorkloadStats s = stats_of(trace("azure_llm_2023_code.csv"));
   CHECK(s.requests == 8819);
-  CHECK(s.prompt_tokens.mean == doctest::Approx(18059974.0 / 8819).epsilon(1e-12));
+  CHECK(s.prompt_tokens.mean == approx(18059974.0 / 8819).epsilon(1e-12));
   CHECK(s.prompt_tokens.p50 == 1469);
-  CHECK(s.prompt_tokens.p90 == doctest::Approx(5187.6));
+  CHECK(s.prompt_tokens.p90 == approx(5187.6));
   CHECK(s.prompt_tokens.p99 == 7436);
-  CHECK(s.output_tokens.p99 == doctest::Approx(251.46));
+  CHECK(s.output_tokens.p99 == approx(251.46));
 }
 
 TEST_CASE("Workload stats: the Mooncake conversation trace and its prefix reuse") {
@@ -90,14 +91,14 @@ TEST_CASE("Workload stats: the Mooncake conversation trace and its prefix reuse"
   //   reused = 54098411, total = 144793823, ratio 0.3736237491
   const WorkloadStats s = stats_of(trace("mooncake_fast25_conversation_trace.jsonl"));
   CHECK(s.requests == 12031);
-  CHECK(s.prompt_tokens.mean == doctest::Approx(144793823.0 / 12031).epsilon(1e-12));
+  CHECK(s.prompt_tokens.mean == approx(144793823.0 / 12031).epsilon(1e-12));
   CHECK(s.prompt_tokens.p50 == 6909);
-  CHECK(s.prompt_tokens.p99 == doctest::Approx(85400.4));
-  CHECK(s.last_arrival_s == doctest::Approx(3536.999).epsilon(1e-12));
+  CHECK(s.prompt_tokens.p99 == approx(85400.4));
+  CHECK(s.last_arrival_s == approx(3536.999).epsilon(1e-12));
   CHECK(s.requests_with_hash_ids == 12031);
   CHECK(s.prompt_tokens_total == 144793823);
   CHECK(s.reused_tokens == 54098411);
-  CHECK(s.reuse_ratio == doctest::Approx(0.3736237491).epsilon(1e-9));
+  CHECK(s.reuse_ratio == approx(0.3736237491).epsilon(1e-9));
 }
 
 TEST_CASE("Workload stats: the Mooncake synthetic trace's prefix reuse") {
@@ -105,7 +106,7 @@ TEST_CASE("Workload stats: the Mooncake synthetic trace's prefix reuse") {
   const WorkloadStats s = stats_of(trace("mooncake_fast25_synthetic_trace.jsonl"));
   CHECK(s.requests == 3993);
   CHECK(s.reused_tokens == 39852661);
-  CHECK(s.reuse_ratio == doctest::Approx(0.6512444360).epsilon(1e-9));
+  CHECK(s.reuse_ratio == approx(0.6512444360).epsilon(1e-9));
 }
 
 TEST_CASE("Workload stats: shared prefixes and session histories count as reuse in whole blocks") {
@@ -126,7 +127,7 @@ TEST_CASE("Workload stats: shared prefixes and session histories count as reuse 
   CHECK(s.requests_with_prefix == 50);
   CHECK(s.distinct_prefixes == 1);
   CHECK(s.reused_tokens == 992 * 49);
-  CHECK(s.reuse_ratio == doctest::Approx(992.0 * 49 / (1100.0 * 50)));
+  CHECK(s.reuse_ratio == approx(992.0 * 49 / (1100.0 * 50)));
 
   // Sessions of 2 turns (no prefix): turn 2 reuses its history, 100 + 10 = 110 tokens -> 96 in
   // whole blocks; its prompt is 110 + 100 = 210. With no think time (and no serving model) a

@@ -10,6 +10,7 @@
 #include <tuple>
 #include <vector>
 
+#include "tests/approx.h"
 #include "sim/core/errors.h"
 #include "workloads/lengths.h"
 
@@ -52,7 +53,7 @@ TEST_CASE("Lengths: sample means match the distributions within five standard er
     const LognormalLength d{1000, 0.5, 1, 100000};
     double sum = 0;
     for (int i = 0; i < n; ++i) sum += static_cast<double>(sample_length(d, rng));
-    CHECK(expected_length(d) == doctest::Approx(1133.1).epsilon(1e-3));
+    CHECK(expected_length(d) == approx(1133.1).epsilon(1e-3));
     CHECK(std::fabs(sum / n - expected_length(d)) < 5 * 1.91);
   }
   SUBCASE("lognormal clipping keeps every value in range") {
@@ -208,7 +209,7 @@ TEST_CASE("Lengths: a clipped normal's sample mean matches its exact mean within
     // round(X) <= 50 when X < 50.5: Phi(-0.495) = 31.0% folds onto 50, as much onto 150; by
     // symmetry about 100 the exact mean is 100. The clipped sd is at most 50: SE <= 0.112.
     const NormalLength d{100, 100, 50, 150};
-    CHECK(expected_length(d) == doctest::Approx(100.0).epsilon(1e-9));
+    CHECK(expected_length(d) == approx(100.0).epsilon(1e-9));
     int at_ends = 0;
     const Moments m = moments(n, [&] {
       const auto v = sample_length(d, rng);
@@ -235,7 +236,7 @@ TEST_CASE("Lengths: Zipf draws by rejection-inversion follow k^-s exactly") {
     const ZipfLength d{s, lo, hi};
     const LengthDraw draw(d);
     const Moments exact = zipf_moments(s, lo, hi);
-    CHECK(expected_length(d) == doctest::Approx(exact.mean).epsilon(1e-12));
+    CHECK(expected_length(d) == approx(exact.mean).epsilon(1e-12));
     std::int64_t at_lo = 0;
     const Moments m = moments(n, [&] {
       const auto v = draw(rng);
