@@ -553,14 +553,11 @@ SimTime IterationCostModel::decode_run(const DecodeSteps& d, models::BatchShape 
   const std::int64_t host = d.host, lm_head = d.lm_head;
   LayerTerms x;
   x.per_layer = lin.per_layer;
-  // The attention's FLOPs and bytes as the steps' context sum moves: linear_seconds() term by
-  // term, with the terms on other fields read once (below). Where a sum has more than one term on
-  // the contexts, linear_seconds() itself.
-  ContextProgression flops, bytes;
-  if (!flops.read(attention.base.flops, attention.flop_field, attention.flop_coef, b) ||
-      !bytes.read(attention.base.bytes, attention.byte_field, attention.byte_coef, b)) [[unlikely]] {
+  // The steps, each with its attention time from `attention_ps(b)` (the loop is instantiated
+  // once per way of computing it).
+  auto walk = [&](auto attention_ps) {
     for (std::size_t j = 0; j < n; ++j, b.decode_kv_tokens += grow) {
-      x.per_full = to_ps(attention.linear_seconds(b));
+      x.per_full = attention_ps(b);
       std::int64_t hidden = 0, exposed = 0;
       const std::int64_t gpu = stage_gpu_ps(layers, lin, x, b.tokens, 0, hidden);
       t = t + Duration::picoseconds(first_stage_ps(gpu, lin, host, exposed) + lm_head);
@@ -572,23 +569,21 @@ SimTime IterationCostModel::decode_run(const DecodeSteps& d, models::BatchShape 
       p.hidden_a2a = hidden;
     }
     return t;
+  };
+  // The attention's FLOPs and bytes as the steps' context sum moves: linear_seconds() term by
+  // term, with the terms on other fields read once. Where a sum has more than one term on the
+  // contexts, linear_seconds() itself.
+  ContextProgression flops, bytes;
+  if (!flops.read(attention.base.flops, attention.flop_field, attention.flop_coef, b) ||
+      !bytes.read(attention.base.bytes, attention.byte_field, attention.byte_coef, b)) [[unlikely]] {
+    return walk([&](const models::BatchShape& s) { return to_ps(attention.linear_seconds(s)); });
   }
   const double overhead_s = attention.base.kernels * attention.form.overhead_s;
   const double s_per_flop = attention.form.s_per_flop, s_per_byte = attention.form.s_per_byte;
-  for (std::size_t j = 0; j < n; ++j, b.decode_kv_tokens += grow) {
-    x.per_full = to_ps(overhead_s + std::max(flops.at(b.decode_kv_tokens) * s_per_flop,
-                                             bytes.at(b.decode_kv_tokens) * s_per_byte));
-    std::int64_t hidden = 0, exposed = 0;
-    const std::int64_t gpu = stage_gpu_ps(layers, lin, x, b.tokens, 0, hidden);
-    t = t + Duration::picoseconds(first_stage_ps(gpu, lin, host, exposed) + lm_head);
-    ends[j] = t;
-    DecodeStepParts& p = parts[j];
-    p = DecodeStepParts{};
-    p.attention_full = x.per_full;
-    p.exposed_host = exposed;
-    p.hidden_a2a = hidden;
-  }
-  return t;
+  return walk([&](const models::BatchShape& s) {
+    return to_ps(overhead_s + std::max(flops.at(s.decode_kv_tokens) * s_per_flop,
+                                       bytes.at(s.decode_kv_tokens) * s_per_byte));
+  });
 }
 
 void IterationCostModel::step_components(const DecodeSteps& d, const DecodeStepParts& p,
