@@ -5,6 +5,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <numeric>
 #include <set>
 #include <tuple>
 #include <stdexcept>
@@ -409,6 +410,22 @@ struct FamilyRows {
   std::vector<std::string> labels;  // the error table's format label per row
 };
 
+// The error cells of f's rows `which` (by kind and format label), predicted as pred[i].
+void add_label_cells(ErrorReport& errors, const FamilyRows& f, const std::vector<std::size_t>& which,
+                     const std::vector<double>& pred, bool held_out) {
+  std::map<std::pair<std::string, std::string>, std::vector<std::size_t>> cells;
+  for (std::size_t i : which) cells[{std::string(op_name(f.rows[i].op)), f.labels[i]}].push_back(i);
+  for (const auto& [key, idx] : cells) {
+    std::vector<Measurement> rows;
+    std::vector<double> predicted;
+    for (std::size_t i : idx) {
+      rows.push_back(f.rows[i]);
+      predicted.push_back(pred[i]);
+    }
+    add_error_cells(errors, key.first, key.second, rows, predicted, held_out);
+  }
+}
+
 // Fits the family on (rows, ops) from `chip`; returns the fitted chip.
 models::ChipSpec fit_family(const models::ChipSpec& chip, const EfficiencyTarget::Layout& layout,
                             std::span<const Measurement> rows, std::span<const FittedCall> ops,
@@ -675,19 +692,9 @@ void fit_moe_family(OperatorFitResult& result, const FamilyRows& f, const Operat
     }
   }
   ff.train_ape_p50 = train_pred.empty() ? 0.0 : summarise_errors(train_pred, train_meas).ape_p50;
-  std::map<std::pair<std::string, std::string>, std::vector<std::size_t>> cells;
-  for (const auto& [format, idx] : formats) {
-    for (std::size_t i : idx) cells[{std::string(op_name(f.rows[i].op)), f.labels[i]}].push_back(i);
-  }
-  for (const auto& [key, idx] : cells) {
-    std::vector<Measurement> rows;
-    std::vector<double> pred;
-    for (std::size_t i : idx) {
-      rows.push_back(f.rows[i]);
-      pred.push_back(held[i]);
-    }
-    add_error_cells(result.errors, key.first, key.second, rows, pred, held_out);
-  }
+  std::vector<std::size_t> reported;
+  for (const auto& [format, idx] : formats) reported.insert(reported.end(), idx.begin(), idx.end());
+  add_label_cells(result.errors, f, reported, held, held_out);
   result.chip.efficiency.moe_experts.clear();
   for (std::size_t k = 0; k < fitted.size(); ++k) {
     const Format fmt = f.rows[formats_rows[k]].format;
@@ -904,20 +911,9 @@ OperatorFitResult fit_operators(const MeasurementSet& set, const models::ChipSpe
       }
     }
     if (!held_out) held = predict_ops(fitted, f.ops);
-    // Cells per (kind, format label).
-    std::map<std::pair<std::string, std::string>, std::vector<std::size_t>> cells;
-    for (std::size_t i = 0; i < f.rows.size(); ++i) {
-      cells[{std::string(op_name(f.rows[i].op)), f.labels[i]}].push_back(i);
-    }
-    for (const auto& [key, idx] : cells) {
-      std::vector<Measurement> rows;
-      std::vector<double> pred;
-      for (std::size_t i : idx) {
-        rows.push_back(f.rows[i]);
-        pred.push_back(held[i]);
-      }
-      add_error_cells(result.errors, key.first, key.second, rows, pred, held_out);
-    }
+    std::vector<std::size_t> all(f.rows.size());
+    std::iota(all.begin(), all.end(), std::size_t{0});
+    add_label_cells(result.errors, f, all, held, held_out);
     result.chip = fitted;
     for (const auto& c : fields.curves) result.fitted_keys.push_back(c.second);
     result.fitted_keys.push_back(fields.overhead_key);
