@@ -325,4 +325,14 @@ std::string_view closest_match(std::string_view word,
   return {};
 }
 
+std::string unknown_name(std::string_view what, std::string_view word,
+                         const std::vector<std::string_view>& names, std::string_view label) {
+  std::string list;
+  for (auto n : names) list += (list.empty() ? "" : ", ") + std::string(n);
+  const std::string_view hint = closest_match(word, names);
+  return "unknown " + std::string(what) + " '" + std::string(word) + "'" +
+         (hint.empty() ? "" : " (did you mean '" + std::string(hint) + "'?)") + "; " + std::string(label) + ": " +
+         list;
+}
+
 }  // namespace servesim

@@ -248,10 +248,8 @@ std::optional<ClusterRead> read_cluster(MapReader& top, ClusterMarks& marks) {
   if (preset) {
     spec = topologies::cluster_preset(*preset, 1);
     if (!spec) {
-      const std::string_view hint = closest_match(*preset, names);
       m.doc().error(preset_mark, child_path(m.path(), "preset"),
-                    "unknown cluster preset '" + *preset + "'" +
-                        (hint.empty() ? "" : " (did you mean '" + std::string(hint) + "'?)") + "; presets: " + list);
+                    unknown_name("cluster preset", *preset, names, "presets"));
     }
   }
   if (!spec) {

@@ -38,13 +38,7 @@ std::optional<Spec> read_preset(MapReader& m, std::optional<Spec> (*lookup)(std:
   const std::string name = f->node.Scalar();
   auto spec = lookup(name);
   if (!spec) {
-    std::string list;
-    for (auto n : names) list += (list.empty() ? "" : ", ") + std::string(n);
-    const std::string_view hint = closest_match(name, names);
-    m.doc().error(f->mark, f->path,
-                  "unknown " + std::string(what) + " preset '" + name + "'" +
-                      (hint.empty() ? "" : " (did you mean '" + std::string(hint) + "'?)") +
-                      "; presets: " + list);
+    m.doc().error(f->mark, f->path, unknown_name(std::string(what) + " preset", name, names, "presets"));
     return std::nullopt;
   }
   m.echo()["preset"] = name;
@@ -193,14 +187,8 @@ std::optional<std::vector<models::Efficiency::MoeExperts>> read_moe_experts(
     const auto format = models::parse_format(name);
     const std::string path = child_path(f->path, name);
     if (!format) {
-      const std::vector<std::string_view> names = models::format_names();
-      const std::string_view hint = closest_match(name, names);
-      std::string list;
-      for (auto n : names) list += (list.empty() ? "" : ", ") + std::string(n);
       m.doc().error(item.first.Mark(), path,
-                    "unknown expert weight format '" + name + "'" +
-                        (hint.empty() ? "" : " (did you mean '" + std::string(hint) + "'?)") +
-                        "; formats: " + list);
+                    unknown_name("expert weight format", name, models::format_names(), "formats"));
       ok = false;
       continue;
     }

@@ -219,14 +219,10 @@ std::optional<ChipProfile> read_chip_profile(MapReader& chip, const models::Chip
   } else if (auto text = shipped_profile_text(name)) {
     source = {"profile " + name, *text};
   } else {
-    std::string list;
     const auto names = shipped_profile_names();
-    std::vector<std::string_view> views(names.begin(), names.end());
-    for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
-    const std::string_view hint = closest_match(name, views);
+    const std::vector<std::string_view> views(names.begin(), names.end());
     doc.error(f->mark, f->path,
-              "unknown profile '" + name + "'" + (hint.empty() ? "" : " (did you mean '" + std::string(hint) + "'?)") +
-                  "; shipped profiles: " + list + "; or give the path of a profile file");
+              unknown_name("profile", name, views, "shipped profiles") + "; or give the path of a profile file");
     return ChipProfile{};
   }
 
