@@ -134,6 +134,12 @@ struct ChipSpec {
 
   double peak_flops(ComputeRate r) const;
   bool has(ComputeRate r) const { return peak_flops(r) > 0; }
+  // has() for every rate, indexed by ComputeRate (what operator construction takes).
+  std::array<bool, kComputeRates> rates() const {
+    std::array<bool, kComputeRates> r{};
+    for (std::size_t i = 0; i < kComputeRates; ++i) r[i] = has(static_cast<ComputeRate>(i));
+    return r;
+  }
 };
 
 std::optional<ChipSpec> chip_preset(std::string_view name);

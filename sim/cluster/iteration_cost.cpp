@@ -119,9 +119,7 @@ IterationCostModel::IterationCostModel(const models::ModelSpec& model, const mod
     : model_(model), chip_(chip), plan_(plan), cost_model_(models::make_cost_model(cost_model, chip)),
       comm_(chip), load_(model, plan, routing),
       linear_(static_cast<std::size_t>(max_tokens) + 1) {
-  for (std::size_t r = 0; r < models::kComputeRates; ++r) {
-    rates_[r] = chip.has(static_cast<models::ComputeRate>(r));
-  }
+  rates_ = chip.rates();
   const int domain = chip.scale_up_domain;
   tp_span_ = group_span(plan, models::Group::kTp, domain);
   moe_span_ = group_span(plan, models::Group::kMoe, domain);

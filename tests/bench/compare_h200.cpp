@@ -99,8 +99,7 @@ int main(int argc, char** argv) {
   }
   const ChipSpec chip = *chip_preset("h200-sxm");
   const RooflineCostModel roofline(chip);
-  std::array<bool, kComputeRates> rates{};
-  for (std::size_t i = 0; i < kComputeRates; ++i) rates[i] = chip.has(static_cast<ComputeRate>(i));
+  const std::array<bool, kComputeRates> rates = chip.rates();
 
   std::printf("H200 (h200-sxm preset) roofline vs AIConfigurator TensorRT-LLM 1.3.0rc20 measurements\n");
   std::printf("%-34s %-26s %12s %12s %8s\n", "operator", "shape", "measured us", "roofline us",

@@ -14,12 +14,7 @@ using namespace servesim::models;
 
 namespace {
 
-std::array<bool, kComputeRates> rates_of(const char* chip) {
-  const ChipSpec c = *chip_preset(chip);
-  std::array<bool, kComputeRates> r{};
-  for (std::size_t i = 0; i < kComputeRates; ++i) r[i] = c.has(static_cast<ComputeRate>(i));
-  return r;
-}
+std::array<bool, kComputeRates> rates_of(const char* chip) { return chip_preset(chip)->rates(); }
 
 ParallelPlan plan(int tp, int dp = 1, int ep = 1, int moe_tp = 1, int cp = 1, int pp = 1) {
   ParallelPlan p;
