@@ -39,12 +39,6 @@ std::optional<models::Format> model_format(Format f) {
   return std::nullopt;
 }
 
-std::array<bool, models::kComputeRates> rates_of(const models::ChipSpec& chip) {
-  std::array<bool, models::kComputeRates> r{};
-  for (std::size_t i = 0; i < models::kComputeRates; ++i) r[i] = chip.has(static_cast<models::ComputeRate>(i));
-  return r;
-}
-
 double dim(const Shape& s, Dim d, std::int64_t fallback = 0) { return static_cast<double>(s.get(d, fallback)); }
 
 // A one-layer GQA model with the row's per-chip heads (tp 1), for attention operators.
@@ -102,7 +96,7 @@ std::string_view family_name(OperatorFamily f) {
 std::optional<SimulatorOperator> simulator_operator(const Measurement& m, std::string_view variant,
                                                     const models::ChipSpec& chip, std::string& why) {
   const Shape& s = m.shape;
-  const auto rates = rates_of(chip);
+  const auto rates = chip.rates();
   const auto fmt = model_format(m.format);
   if (!fmt) {
     why = "format has no simulator counterpart";
@@ -564,12 +558,6 @@ class MoeExpertsTarget : public FitTarget {
 constexpr MoeExpertsTarget::Start kMoeFitStarts[] = {
     {0.4, 0.4, false}, {0.5, 0.9, false}, {0.4, 0.4, true}, {0.5, 0.9, true}};
 
-// The two axes of a routed-experts operator's grouped-GEMM model (models::moe_experts_seconds).
-double padded_flops_per_expert(const models::Operator& op) {
-  return op.m > 0 ? op.flops * std::max(op.padded_m, op.m) / op.m / std::max(op.batch, 1.0) : 0.0;
-}
-double weight_bytes_per_expert(const models::Operator& op) { return 3.0 * op.n * op.k * op.kv_bytes; }
-
 // Not monotone: over padded FLOPs the efficiency of the smallest experts (one or two rows in a
 // 128-row tile) is high because the kernels tile small problems more finely than the padding
 // assumes; an increasing curve cannot follow that (H200 W4A16 in-sample median 35% with it).
@@ -585,21 +573,22 @@ CurveSpec moe_curve_spec(const char* name, double lo, double hi) {
   return spec;
 }
 
-// Fits one format's grouped-GEMM model to (rows, ops), thinned to `max_rows`.
+// Fits one format's grouped-GEMM model to (rows, ops), every row (not thinned: a format holds at
+// most ~13,000 rows here, and the stride of 2 that --max-fit-rows 12000 would take drops every
+// other token count of each series, rows being ordered by token count: H200 fp8_block held out at
+// 10.2-10.8% thinned, 7.5-8.3% not).
 models::Efficiency::MoeExperts fit_moe_experts(const models::ChipSpec& chip, models::Format format,
                                                const CurveBlock& compute, const CurveBlock& memory,
                                                std::span<const Measurement> rows, std::span<const FittedCall> ops,
-                                               std::size_t max_rows, bool* converged = nullptr) {
+                                               bool* converged = nullptr) {
   FitOptions fo;
   fo.max_evaluations = 3000;
   fo.tolerance = 1e-8;
-  const std::vector<Measurement> r = thinned(rows, max_rows);
-  const std::vector<FittedCall> o = thinned(ops, max_rows);
   std::optional<models::Efficiency::MoeExperts> best;
   double best_rms = 0;
   for (const auto& start : kMoeFitStarts) {
-    const MoeExpertsTarget target(chip, format, compute, memory, r, o, start);
-    const FitResult f = fit_target(target, r, fo);
+    const MoeExpertsTarget target(chip, format, compute, memory, rows, ops, start);
+    const FitResult f = fit_target(target, rows, fo);
     if (!best || f.rms_rel_error < best_rms) {
       best = target.experts(f.parameters);
       best_rms = f.rms_rel_error;
@@ -619,11 +608,11 @@ std::vector<double> predict_ops(const models::ChipSpec& chip, std::span<const Fi
 
 
 // The MoE family: one grouped-GEMM model per expert weight format (models::Efficiency::
-// moe_experts), each fitted to its format's rows but those of contended series
-// (contended_moe_series), held out by whole model shapes (every plan and skew of a shape in one
-// fold; the folds are dealt over all the family's rows, as for the other families).
-void fit_moe_family(OperatorFitResult& result, const FamilyRows& f, const OperatorFitOptions& options) {
-  const std::vector<bool> contended = contended_moe_series(f.rows);
+// moe_experts), each fitted to its format's rows but those of contended series (`contended`,
+// contended_moe_series of f's rows), held out by whole model shapes (every plan and skew of a
+// shape in one fold; the folds are dealt over all the family's rows, as for the other families).
+void fit_moe_family(OperatorFitResult& result, const FamilyRows& f, const std::vector<bool>& contended,
+                    const OperatorFitOptions& options) {
   const auto n_contended = static_cast<std::size_t>(std::count(contended.begin(), contended.end(), true));
   std::map<models::Format, std::vector<std::size_t>> formats;
   for (std::size_t i = 0; i < f.rows.size(); ++i) {
@@ -649,7 +638,8 @@ void fit_moe_family(OperatorFitResult& result, const FamilyRows& f, const Operat
   for (const auto& [format, idx] : formats) {
     double f_lo = 1e300, f_hi = 0, w_lo = 1e300, w_hi = 0;
     for (std::size_t i : idx) {
-      const double x = padded_flops_per_expert(f.ops[i].op), y = weight_bytes_per_expert(f.ops[i].op);
+      const models::MoeExpertsWork w = models::moe_experts_work(f.ops[i].op);
+      const double x = w.flops_per_expert(), y = w.weights_per_expert();
       if (x > 0) f_lo = std::min(f_lo, x), f_hi = std::max(f_hi, x);
       if (y > 0) w_lo = std::min(w_lo, y), w_hi = std::max(w_hi, y);
     }
@@ -664,10 +654,7 @@ void fit_moe_family(OperatorFitResult& result, const FamilyRows& f, const Operat
         rows.push_back(f.rows[i]);
         ops.push_back(f.ops[i]);
       }
-      // Not thinned (max_rows 0): a format holds at most ~13,000 rows here, and the stride of 2
-      // that --max-fit-rows 12000 would take drops every other token count of each series (rows
-      // come ordered by token count): H200 fp8_block held out at 10.2-10.8% thinned, 7.5-8.3% not.
-      return fit_moe_experts(chip, format, compute, memory, rows, ops, 0, converged);
+      return fit_moe_experts(chip, format, compute, memory, rows, ops, converged);
     };
     bool ok = true;
     const models::Efficiency::MoeExperts e = fit_on([](std::size_t) { return true; }, &ok);
@@ -856,18 +843,19 @@ OperatorFitResult fit_operators(const MeasurementSet& set, const models::ChipSpe
     if (family == OperatorFamily::moe) {
       // The MoE roofline curves, in-sample (what formats without a grouped model apply), then the
       // grouped-GEMM models, held out.
+      // (Every MoE row fits: fit_rows are f's rows.)
       std::vector<Measurement> clean_rows;
       std::vector<FittedCall> clean_ops;
-      const std::vector<bool> contended = contended_moe_series(fit_rows);
-      for (std::size_t i = 0; i < fit_rows.size(); ++i) {
+      const std::vector<bool> contended = contended_moe_series(f.rows);
+      for (std::size_t i = 0; i < f.rows.size(); ++i) {
         if (contended[i]) continue;
-        clean_rows.push_back(fit_rows[i]);
-        clean_ops.push_back(fit_ops[i]);
+        clean_rows.push_back(f.rows[i]);
+        clean_ops.push_back(f.ops[i]);
       }
       result.chip = fit_family(result.chip, layout, clean_rows, clean_ops, options.max_fit_rows);
       for (const auto& c : fields.curves) result.fitted_keys.push_back(c.second);
       result.fitted_keys.push_back(fields.overhead_key);
-      fit_moe_family(result, f, options);
+      fit_moe_family(result, f, contended, options);
       continue;
     }
     FamilyFit ff;

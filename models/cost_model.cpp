@@ -46,21 +46,26 @@ double padded_gemm_flops(const Operator& op, const Efficiency::GemmTiling& t, in
   return op.flops * factor;
 }
 
+MoeExpertsWork moe_experts_work(const Operator& op) {
+  MoeExpertsWork w;
+  w.active = std::max(op.batch, 1.0);
+  w.flops = op.m > 0 ? op.flops * std::max(op.padded_m, op.m) / op.m : 0.0;
+  w.weights = op.batch * 3.0 * op.n * op.k * op.kv_bytes;
+  return w;
+}
+
 double moe_experts_seconds(const Operator& op, const Efficiency::MoeExperts& e, double peak_flops,
                            double hbm_bytes_per_s) {
-  const double active = std::max(op.batch, 1.0);
-  const double flops = op.m > 0 ? op.flops * std::max(op.padded_m, op.m) / op.m : 0.0;
-  const double weights = op.batch * 3.0 * op.n * op.k * op.kv_bytes;
-  const double compute = flops > 0 ? flops / (peak_flops * e.compute.at(flops / active)) : 0.0;
-  const double memory = weights > 0 ? weights / (hbm_bytes_per_s * e.memory.at(weights / active)) : 0.0;
+  const MoeExpertsWork w = moe_experts_work(op);
+  const double compute = w.flops > 0 ? w.flops / (peak_flops * e.compute.at(w.flops_per_expert())) : 0.0;
+  const double memory = w.weights > 0 ? w.weights / (hbm_bytes_per_s * e.memory.at(w.weights_per_expert())) : 0.0;
   return e.overhead.to_seconds() + std::max(compute, memory) +
          (e.token_bytes * op.tokens + e.pair_bytes * op.m) * op.k / hbm_bytes_per_s;
 }
 
 RooflineCostModel::RooflineCostModel(const ChipSpec& chip) {
   const Efficiency& e = chip.efficiency;
-  std::array<bool, kComputeRates> chip_rates{};
-  for (std::size_t r = 0; r < kComputeRates; ++r) chip_rates[r] = chip.has(static_cast<ComputeRate>(r));
+  const std::array<bool, kComputeRates> chip_rates = chip.rates();
   for (const Efficiency::MoeExperts& m : e.moe_experts) {
     const ComputeRate rate = gemm_rate(m.format, chip_rates);
     moe_.push_back({m, rate, bytes_per_element(m.format), chip.peak_flops(rate)});

@@ -64,6 +64,14 @@ double padded_gemm_flops(const Operator& op, const Efficiency::GemmTiling& t, in
 // calibrate/README.md.
 double moe_experts_seconds(const Operator& op, const Efficiency::MoeExperts& e, double peak_flops,
                            double hbm_bytes_per_s);
+// Its work: A, F and W above, and the curves' axes F / A and W / A (what a fit spans its knots
+// over).
+struct MoeExpertsWork {
+  double active = 1, flops = 0, weights = 0;
+  double flops_per_expert() const { return flops / active; }
+  double weights_per_expert() const { return weights / active; }
+};
+MoeExpertsWork moe_experts_work(const Operator& op);
 
 class CostModel {
  public:

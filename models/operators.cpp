@@ -235,14 +235,16 @@ double MoeLoad::busiest_pairs(double tokens) const {
   return tokens * top_k_ * share;
 }
 
-double MoeLoad::busiest_active_experts(double tokens) const {
+double MoeLoad::hit(std::size_t j, double tokens) const {
   // Expert j is hit by a token with probability k p_j; by at least one of T tokens with
   // 1 - (1 - k p_j)^T.
+  const double q = std::min(1.0, top_k_ * popularity_[j]);
+  return q >= 1.0 ? 1.0 : 1.0 - std::pow(1.0 - q, tokens);
+}
+
+double MoeLoad::busiest_active_experts(double tokens) const {
   double active = 0;
-  for (std::size_t j = 0; j < popularity_.size(); j += static_cast<std::size_t>(ep_)) {
-    const double hit = std::min(1.0, top_k_ * popularity_[j]);
-    active += hit >= 1.0 ? 1.0 : 1.0 - std::pow(1.0 - hit, tokens);
-  }
+  for (std::size_t j = 0; j < popularity_.size(); j += static_cast<std::size_t>(ep_)) active += hit(j, tokens);
   return tokens > 0 ? active : 0.0;
 }
 
@@ -257,15 +259,20 @@ MoeRankLoad MoeLoad::busiest(double tokens) const {
   if (!(tokens > 0)) return r;
   r.tokens = tokens;
   r.pairs = busiest_pairs(tokens);
-  r.active = busiest_active_experts(tokens);
+  // The rank's experts' hit probabilities, once: their sum is the active experts, and each
+  // weights its expert's padded rows.
+  std::vector<double> hits;
+  for (std::size_t j = 0; j < popularity_.size(); j += static_cast<std::size_t>(ep_)) {
+    hits.push_back(hit(j, tokens));
+    r.active += hits.back();
+  }
   if (!(r.active > 0)) return r;
   const double tile = moe_tile_rows(r.pairs / r.active);
-  for (std::size_t j = 0; j < popularity_.size(); j += static_cast<std::size_t>(ep_)) {
-    const double q = std::min(1.0, top_k_ * popularity_[j]);
-    const double hit = q >= 1.0 ? 1.0 : 1.0 - std::pow(1.0 - q, tokens);
-    if (!(hit > 0)) continue;
-    const double rows = tokens * q / hit;  // its expected rows, given that it is hit
-    r.padded_rows += hit * std::ceil(rows / tile - 1e-9) * tile;
+  for (std::size_t i = 0; i < hits.size(); ++i) {
+    if (!(hits[i] > 0)) continue;
+    const double q = std::min(1.0, top_k_ * popularity_[i * static_cast<std::size_t>(ep_)]);
+    const double rows = tokens * q / hits[i];  // its expected rows, given that it is hit
+    r.padded_rows += hits[i] * std::ceil(rows / tile - 1e-9) * tile;
   }
   return r;
 }

@@ -177,6 +177,9 @@ class MoeLoad {
   const std::vector<double>& popularity() const { return popularity_; }
 
  private:
+  // Probability that the j-th most popular expert gets at least one of `tokens` tokens.
+  double hit(std::size_t j, double tokens) const;
+
   std::vector<double> popularity_;  // descending, sums to 1
   int top_k_ = 0, ep_ = 1;
 };
