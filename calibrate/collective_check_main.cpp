@@ -10,7 +10,7 @@
 #include <string>
 
 #include "calibrate/collective_check.h"
-#include "sim/core/errors.h"
+#include "core/errors.h"
 
 int main(int argc, char** argv) {
   std::string dir = SERVESIM_SOURCE_DIR "/calibrate/data/comm";

@@ -31,7 +31,7 @@
 
 #include "calibrate/cross_validation.h"
 #include "models/chip_spec.h"
-#include "sim/core/time.h"
+#include "core/time.h"
 
 namespace servesim::calibrate {
 

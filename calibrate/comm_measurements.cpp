@@ -9,7 +9,7 @@
 #include <string_view>
 #include <tuple>
 
-#include "sim/core/errors.h"
+#include "core/errors.h"
 
 namespace servesim::calibrate {
 namespace {

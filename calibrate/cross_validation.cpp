@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sim/core/rng.h"
+#include "core/rng.h"
 
 namespace servesim::calibrate {
 

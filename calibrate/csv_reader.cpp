@@ -5,7 +5,7 @@
 #include <charconv>
 #include <cmath>
 
-#include "sim/core/units.h"
+#include "core/units.h"
 
 namespace servesim::calibrate {
 

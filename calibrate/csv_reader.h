@@ -4,7 +4,7 @@
 // lines. Every field knows its line and 1-based character column, so each problem can point at it.
 //
 // `Problems` collects the diagnostics of one file so that a reader reports all of them at once
-// (up to a cap, then a count), as sim/core/errors.h asks.
+// (up to a cap, then a count), as core/errors.h asks.
 // Ignored: CSV dialects (other separators, multi-line fields), encodings other than UTF-8/ASCII.
 #pragma once
 
@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#include "sim/core/errors.h"
+#include "core/errors.h"
 
 namespace servesim::calibrate {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <tuple>
 
-#include "sim/core/rng.h"
+#include "core/rng.h"
 
 namespace servesim::calibrate {
 namespace {

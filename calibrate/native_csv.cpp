@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "calibrate/csv_reader.h"
-#include "sim/core/units.h"
+#include "core/units.h"
 
 namespace servesim::calibrate {
 namespace {

@@ -22,7 +22,7 @@
 #include "calibrate/profile.h"
 #include "calibrate/roofline_fit.h"
 #include "calibrate/table_look.h"
-#include "sim/core/errors.h"
+#include "core/errors.h"
 
 namespace po = boost::program_options;
 using namespace servesim::calibrate;

@@ -10,7 +10,7 @@ endif()
 
 # servesim_library(NAME name SOURCES ... [PUBLIC_DEPS ...] [PRIVATE_DEPS ...])
 # Declares servesim::<name> from an explicit source list. Headers sit beside sources and are
-# included from the repository root ("sim/core/time.h", "models/model_spec.h").
+# included from the repository root ("core/time.h", "models/model_spec.h").
 function(servesim_library)
   cmake_parse_arguments(ARG "" "NAME" "SOURCES;PUBLIC_DEPS;PRIVATE_DEPS" ${ARGN})
   add_library(servesim_${ARG_NAME} STATIC ${ARG_SOURCES})

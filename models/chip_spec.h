@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "models/formats.h"
-#include "sim/core/time.h"
-#include "sim/core/units.h"
+#include "core/time.h"
+#include "core/units.h"
 
 namespace servesim::models {
 

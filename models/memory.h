@@ -30,7 +30,7 @@
 #include "models/model_spec.h"
 #include "models/operators.h"
 #include "models/parallel_plan.h"
-#include "sim/core/units.h"
+#include "core/units.h"
 
 namespace servesim::models {
 

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <string>
 
-#include "sim/core/units.h"
+#include "core/units.h"
 
 namespace servesim::reports {
 namespace {

@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sim/core/errors.h"
+#include "core/errors.h"
 #include "sim/metrics/recorder.h"
 #include "sim/metrics/summary.h"
 

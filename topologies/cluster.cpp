@@ -4,8 +4,8 @@
 #include <cmath>
 #include <numeric>
 
-#include "sim/core/check.h"
-#include "sim/core/recent_cache.h"
+#include "core/check.h"
+#include "core/recent_cache.h"
 
 namespace servesim::topologies {
 namespace {

@@ -23,8 +23,8 @@
 #include <string_view>
 #include <vector>
 
-#include "sim/core/time.h"
-#include "sim/core/units.h"
+#include "core/time.h"
+#include "core/units.h"
 #include "topologies/collectives.h"
 #include "topologies/fabric.h"
 

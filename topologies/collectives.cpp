@@ -6,7 +6,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "sim/core/check.h"
+#include "core/check.h"
 
 namespace servesim::topologies {
 namespace {

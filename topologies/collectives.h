@@ -42,8 +42,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "sim/core/time.h"
-#include "sim/core/units.h"
+#include "core/time.h"
+#include "core/units.h"
 #include "topologies/fabric.h"
 
 namespace servesim::topologies {

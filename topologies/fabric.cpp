@@ -13,7 +13,7 @@
 #include <boost/graph/filtered_graph.hpp>
 #include <boost/graph/visitors.hpp>
 
-#include "sim/core/rng.h"
+#include "core/rng.h"
 
 namespace servesim::topologies {
 namespace {

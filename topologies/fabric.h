@@ -44,9 +44,9 @@
 #include <string_view>
 #include <vector>
 
-#include "sim/core/ids.h"
-#include "sim/core/time.h"
-#include "sim/core/units.h"
+#include "core/ids.h"
+#include "core/time.h"
+#include "core/units.h"
 
 namespace servesim::topologies {
 

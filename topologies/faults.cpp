@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <map>
 
-#include "sim/core/rng.h"
-#include "sim/core/units.h"
+#include "core/rng.h"
+#include "core/units.h"
 
 namespace servesim::topologies {
 namespace {

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/core/time.h"
+#include "core/time.h"
 #include "topologies/fabric.h"
 
 namespace servesim::topologies {

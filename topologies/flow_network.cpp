@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "sim/core/check.h"
+#include "core/check.h"
 
 namespace servesim::topologies {
 namespace {

@@ -53,7 +53,7 @@
 #include <utility>
 #include <vector>
 
-#include "sim/core/time.h"
+#include "core/time.h"
 #include "topologies/fabric.h"
 
 namespace servesim::topologies {

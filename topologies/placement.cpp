@@ -5,8 +5,8 @@
 #include <optional>
 #include <set>
 
-#include "sim/core/check.h"
-#include "sim/core/units.h"
+#include "core/check.h"
+#include "core/units.h"
 
 namespace servesim::topologies {
 

@@ -5,7 +5,7 @@
 #include <limits>
 #include <numbers>
 
-#include "sim/core/check.h"
+#include "core/check.h"
 #include "workloads/lengths.h"
 
 namespace servesim::workloads {

@@ -29,9 +29,9 @@
 #include <variant>
 #include <vector>
 
-#include "sim/core/rng.h"
-#include "sim/core/time.h"
-#include "sim/core/units.h"
+#include "core/rng.h"
+#include "core/time.h"
+#include "core/units.h"
 
 namespace servesim::workloads {
 

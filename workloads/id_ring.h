@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "sim/core/check.h"
+#include "core/check.h"
 
 namespace servesim::workloads {
 

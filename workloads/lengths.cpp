@@ -4,8 +4,8 @@
 #include <cmath>
 #include <string>
 
-#include "sim/core/check.h"
-#include "sim/core/errors.h"
+#include "core/check.h"
+#include "core/errors.h"
 #include "workloads/csv_table.h"
 
 namespace servesim::workloads {

@@ -24,7 +24,7 @@
 #include <variant>
 #include <vector>
 
-#include "sim/core/rng.h"
+#include "core/rng.h"
 
 namespace servesim::workloads {
 

@@ -14,7 +14,7 @@
 
 #include <cstdint>
 
-#include "sim/core/time.h"
+#include "core/time.h"
 
 namespace servesim::workloads {
 

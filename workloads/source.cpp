@@ -10,8 +10,8 @@
 #include <variant>
 #include <vector>
 
-#include "sim/core/check.h"
-#include "sim/core/recent_cache.h"
+#include "core/check.h"
+#include "core/recent_cache.h"
 
 namespace servesim::workloads {
 namespace {

@@ -28,7 +28,7 @@
 #include <memory>
 #include <vector>
 
-#include "sim/core/time.h"
+#include "core/time.h"
 #include "workloads/id_ring.h"
 #include "workloads/request.h"
 #include "workloads/workload.h"

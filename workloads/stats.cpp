@@ -6,7 +6,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "sim/core/rng.h"
+#include "core/rng.h"
 #include "workloads/source.h"
 
 namespace servesim::workloads {

@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/core/time.h"
+#include "core/time.h"
 #include "workloads/workload.h"
 
 namespace servesim::workloads {

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "sim/core/units.h"
+#include "core/units.h"
 
 namespace servesim::workloads::fields {
 

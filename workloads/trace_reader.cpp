@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include "sim/core/check.h"
-#include "sim/core/units.h"
+#include "core/check.h"
+#include "core/units.h"
 #include "workloads/trace_fields.h"
 
 namespace servesim::workloads {

@@ -34,8 +34,8 @@
 #include <string_view>
 #include <vector>
 
-#include "sim/core/errors.h"
-#include "sim/core/time.h"
+#include "core/errors.h"
+#include "core/time.h"
 #include "workloads/trace_fields.h"
 
 namespace servesim::workloads {

@@ -20,8 +20,8 @@
 #include <variant>
 #include <vector>
 
-#include "sim/core/time.h"
-#include "sim/core/units.h"
+#include "core/time.h"
+#include "core/units.h"
 #include "workloads/arrivals.h"
 #include "workloads/lengths.h"
 #include "workloads/trace_reader.h"

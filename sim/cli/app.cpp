@@ -21,9 +21,9 @@
 #include "sim/cli/progress.h"
 #include "sim/cli/serve.h"
 #include "sim/cli/sweep.h"
-#include "sim/core/units.h"
+#include "core/units.h"
 #include "sim/cluster/simulation.h"
-#include "sim/core/errors.h"
+#include "core/errors.h"
 
 namespace servesim::app {
 namespace po = boost::program_options;

@@ -18,7 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/cluster/simulation.h"
-#include "sim/core/errors.h"
+#include "core/errors.h"
 #include "sim/metrics/recorder.h"
 #include "sim/metrics/summary.h"
 #include "sim/scenario/scenario.h"

@@ -22,7 +22,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sim/core/errors.h"
+#include "core/errors.h"
 #include "sim/metrics/summary.h"
 #include "sim/scenario/scenario.h"
 

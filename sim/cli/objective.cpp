@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "sim/core/units.h"
+#include "core/units.h"
 
 namespace servesim::app {
 namespace {

@@ -49,7 +49,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/cli/objective.h"
-#include "sim/core/errors.h"
+#include "core/errors.h"
 
 namespace servesim::app {
 

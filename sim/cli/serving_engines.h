@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/core/time.h"
+#include "core/time.h"
 
 namespace servesim::app {
 

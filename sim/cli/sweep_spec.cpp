@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "sim/core/rng.h"
+#include "core/rng.h"
 
 namespace servesim::app {
 namespace {

@@ -34,11 +34,11 @@
 #include "sim/cluster/iteration_cost.h"
 #include "sim/cluster/prefix_cache.h"
 #include "sim/cluster/request_state.h"
-#include "sim/core/check.h"
-#include "sim/core/ring_queue.h"
-#include "sim/core/rng.h"
-#include "sim/core/slab_allocator.h"
-#include "sim/core/time.h"
+#include "core/check.h"
+#include "core/ring_queue.h"
+#include "core/rng.h"
+#include "core/slab_allocator.h"
+#include "core/time.h"
 
 namespace servesim::cluster {
 

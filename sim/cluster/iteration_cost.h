@@ -65,7 +65,7 @@
 #include "models/operators.h"
 #include "models/parallel_plan.h"
 #include "sim/cluster/comm_cost.h"
-#include "sim/core/time.h"
+#include "core/time.h"
 
 namespace servesim::cluster {
 

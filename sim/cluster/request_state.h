@@ -19,7 +19,7 @@
 
 #include <cstdint>
 
-#include "sim/core/time.h"
+#include "core/time.h"
 
 namespace servesim::cluster {
 

@@ -24,8 +24,8 @@
 #include <memory>
 
 #include "sim/cluster/config.h"
-#include "sim/core/min_tree.h"
-#include "sim/core/rng.h"
+#include "core/min_tree.h"
+#include "core/rng.h"
 
 namespace servesim::cluster {
 

@@ -8,7 +8,7 @@
 
 #include "models/operators.h"
 #include "sim/cluster/comm_cost.h"
-#include "sim/core/recent_cache.h"
+#include "core/recent_cache.h"
 
 namespace servesim::cluster {
 namespace {

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "sim/core/check.h"
+#include "core/check.h"
 
 namespace servesim::metrics {
 

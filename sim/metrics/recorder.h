@@ -18,9 +18,9 @@
 #include <string>
 #include <vector>
 
-#include "sim/core/ids.h"
-#include "sim/core/slab_allocator.h"
-#include "sim/core/time.h"
+#include "core/ids.h"
+#include "core/slab_allocator.h"
+#include "core/time.h"
 #include "sim/metrics/histogram.h"
 #include "sim/metrics/time_series.h"
 #include "sim/metrics/trace_log.h"

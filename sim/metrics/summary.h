@@ -25,7 +25,7 @@
 #include <utility>
 #include <vector>
 
-#include "sim/core/time.h"
+#include "core/time.h"
 #include "sim/metrics/histogram.h"
 #include "sim/metrics/recorder.h"
 

@@ -22,8 +22,8 @@
 #include <string>
 #include <vector>
 
-#include "sim/core/ids.h"
-#include "sim/core/time.h"
+#include "core/ids.h"
+#include "core/time.h"
 
 namespace servesim::metrics {
 

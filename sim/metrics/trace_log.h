@@ -21,8 +21,8 @@
 #include <string_view>
 #include <vector>
 
-#include "sim/core/ids.h"
-#include "sim/core/time.h"
+#include "core/ids.h"
+#include "core/time.h"
 
 namespace servesim::metrics {
 

@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sim/core/units.h"
+#include "core/units.h"
 
 namespace servesim::scenario {
 namespace {

@@ -30,7 +30,7 @@
 #include <vector>
 
 #include "models/model_spec.h"
-#include "sim/core/errors.h"
+#include "core/errors.h"
 
 namespace servesim::scenario {
 

@@ -18,9 +18,9 @@
 #include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
 
-#include "sim/core/errors.h"
-#include "sim/core/time.h"
-#include "sim/core/units.h"
+#include "core/errors.h"
+#include "core/time.h"
+#include "core/units.h"
 
 namespace servesim::scenario {
 

@@ -21,7 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/cluster/config.h"
-#include "sim/core/errors.h"
+#include "core/errors.h"
 
 namespace servesim::scenario {
 

@@ -25,7 +25,7 @@
 #include "sim/cli/objective.h"
 #include "sim/cli/sweep_ranks.h"
 #include "sim/cli/sweep_spec.h"
-#include "sim/core/rng.h"
+#include "core/rng.h"
 #include "tests/app/cli_helpers.h"
 
 using namespace servesim;

@@ -24,7 +24,7 @@
 
 #include "child_process.h"
 #include "sim/cli/app.h"
-#include "sim/core/errors.h"
+#include "core/errors.h"
 
 namespace {
 

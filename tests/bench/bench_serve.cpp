@@ -28,7 +28,7 @@
 #include "reports/report.h"
 #include "sim/cli/app.h"
 #include "sim/cli/serve.h"
-#include "sim/core/errors.h"
+#include "core/errors.h"
 
 namespace {
 

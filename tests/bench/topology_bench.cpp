@@ -27,7 +27,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/core/rng.h"
+#include "core/rng.h"
 #include "topologies/cluster.h"
 #include "topologies/flow_network.h"
 

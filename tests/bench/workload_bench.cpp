@@ -37,7 +37,7 @@
 #include <vector>
 
 #include "child_process.h"
-#include "sim/core/errors.h"
+#include "core/errors.h"
 #include "workloads/source.h"
 
 using namespace servesim;

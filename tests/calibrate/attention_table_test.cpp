@@ -12,7 +12,7 @@
 #include "calibrate/attention_table.h"
 #include "calibrate/cross_validation.h"
 #include "models/chip_spec.h"
-#include "sim/core/rng.h"
+#include "core/rng.h"
 
 using namespace servesim::calibrate;
 

@@ -14,7 +14,7 @@
 #include "calibrate/comm_fit.h"
 #include "calibrate/comm_measurements.h"
 #include "models/chip_spec.h"
-#include "sim/core/errors.h"
+#include "core/errors.h"
 
 using namespace servesim;
 using namespace servesim::calibrate;

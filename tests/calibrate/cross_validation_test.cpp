@@ -9,7 +9,7 @@
 #include "tests/approx.h"
 #include "calibrate/cross_validation.h"
 #include "calibrate/roofline_fit.h"
-#include "sim/core/rng.h"
+#include "core/rng.h"
 #include "test_files.h"
 
 using namespace servesim::calibrate;

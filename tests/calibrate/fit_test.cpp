@@ -8,7 +8,7 @@
 
 #include "tests/approx.h"
 #include "calibrate/fit.h"
-#include "sim/core/rng.h"
+#include "core/rng.h"
 
 using servesim::calibrate::fit_overhead_and_rate;
 using servesim::calibrate::LineFit;

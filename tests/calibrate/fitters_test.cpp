@@ -18,7 +18,7 @@
 #include "calibrate/fit.h"
 #include "calibrate/grid_table.h"
 #include "calibrate/roofline_fit.h"
-#include "sim/core/rng.h"
+#include "core/rng.h"
 #include "test_files.h"
 
 using namespace servesim::calibrate;

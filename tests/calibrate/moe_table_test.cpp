@@ -13,7 +13,7 @@
 #include "calibrate/cross_validation.h"
 #include "calibrate/moe_table.h"
 #include "models/chip_spec.h"
-#include "sim/core/rng.h"
+#include "core/rng.h"
 
 using namespace servesim::calibrate;
 

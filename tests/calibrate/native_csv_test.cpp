@@ -7,7 +7,7 @@
 
 #include "calibrate/measurement_files.h"
 #include "calibrate/native_csv.h"
-#include "sim/core/rng.h"
+#include "core/rng.h"
 #include "test_files.h"
 
 using namespace servesim::calibrate;

@@ -12,7 +12,7 @@
 #include "tests/approx.h"
 #include "calibrate/operator_fit.h"
 #include "models/cost_model.h"
-#include "sim/core/rng.h"
+#include "core/rng.h"
 #include "test_files.h"
 
 using namespace servesim;

@@ -12,7 +12,7 @@
 #include <doctest/doctest.h>
 
 #include "calibrate/measurement.h"
-#include "sim/core/errors.h"
+#include "core/errors.h"
 
 namespace calibrate_test {
 

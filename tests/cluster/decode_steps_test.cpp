@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "sim/cluster/iteration_cost.h"
-#include "sim/core/time.h"
+#include "core/time.h"
 
 using namespace servesim;
 

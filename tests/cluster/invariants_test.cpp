@@ -8,7 +8,7 @@
 #include "tests/approx.h"
 #include "models/memory.h"
 #include "sim/cluster/simulation.h"
-#include "sim/core/rng.h"
+#include "core/rng.h"
 #include "test_config.h"
 
 using namespace servesim;

@@ -11,7 +11,7 @@
 #include "sim/cluster/prefix_cache.h"
 #include "sim/cluster/router.h"
 #include "sim/cluster/simulation.h"
-#include "sim/core/rng.h"
+#include "core/rng.h"
 #include "test_config.h"
 
 using namespace servesim;

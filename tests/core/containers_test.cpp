@@ -5,10 +5,10 @@
 #include <deque>
 #include <vector>
 
-#include "sim/core/min_tree.h"
-#include "sim/core/recent_cache.h"
-#include "sim/core/ring_queue.h"
-#include "sim/core/rng.h"
+#include "core/min_tree.h"
+#include "core/recent_cache.h"
+#include "core/ring_queue.h"
+#include "core/rng.h"
 
 namespace {
 

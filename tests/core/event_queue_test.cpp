@@ -7,8 +7,8 @@
 #include <tuple>
 #include <vector>
 
-#include "sim/core/event_queue.h"
-#include "sim/core/rng.h"
+#include "core/event_queue.h"
+#include "core/rng.h"
 
 namespace {
 

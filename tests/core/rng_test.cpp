@@ -7,7 +7,7 @@
 #include <limits>
 #include <vector>
 
-#include "sim/core/rng.h"
+#include "core/rng.h"
 
 using servesim::Rng;
 

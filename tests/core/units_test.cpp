@@ -5,8 +5,8 @@
 #include <string_view>
 #include <vector>
 
-#include "sim/core/rng.h"
-#include "sim/core/units.h"
+#include "core/rng.h"
+#include "core/units.h"
 
 using servesim::Dimension;
 using servesim::parse_quantity;

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "tests/approx.h"
-#include "sim/core/rng.h"
+#include "core/rng.h"
 #include "sim/metrics/histogram.h"
 #include "sim/metrics/recorder.h"
 #include "sim/metrics/summary.h"

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "tests/approx.h"
-#include "sim/core/rng.h"
+#include "core/rng.h"
 #include "sim/metrics/time_series.h"
 #include "sim/metrics/trace_log.h"
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "tests/approx.h"
-#include "sim/core/errors.h"
+#include "core/errors.h"
 #include "sim/scenario/scenario.h"
 #include "tests/scenario/inline_scenario.h"
 

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "models/model_spec.h"
-#include "sim/core/errors.h"
+#include "core/errors.h"
 #include "sim/scenario/hf_config.h"
 #include "sim/scenario/scenario.h"
 

@@ -10,7 +10,7 @@
 
 #include <doctest/doctest.h>
 
-#include "sim/core/errors.h"
+#include "core/errors.h"
 #include "sim/scenario/scenario.h"
 
 namespace servesim::test {

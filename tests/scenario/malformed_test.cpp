@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "sim/core/errors.h"
+#include "core/errors.h"
 #include "sim/scenario/scenario.h"
 #include "tests/scenario/inline_scenario.h"
 

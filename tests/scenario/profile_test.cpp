@@ -12,7 +12,7 @@
 #include <variant>
 
 #include "tests/approx.h"
-#include "sim/core/errors.h"
+#include "core/errors.h"
 #include "sim/scenario/scenario.h"
 
 namespace {

@@ -9,8 +9,8 @@
 #include <variant>
 #include <vector>
 
-#include "sim/core/errors.h"
-#include "sim/core/units.h"
+#include "core/errors.h"
+#include "core/units.h"
 #include "sim/scenario/scenario.h"
 #include "tests/scenario/inline_scenario.h"
 

@@ -10,7 +10,7 @@
 #include <variant>
 #include <vector>
 
-#include "sim/core/errors.h"
+#include "core/errors.h"
 #include "sim/scenario/scenario.h"
 #include "tests/scenario/inline_scenario.h"
 

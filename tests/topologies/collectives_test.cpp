@@ -194,7 +194,7 @@ TEST_CASE("place_instance: hop tiers agree with a chip-by-chip domain walk") {
 
 // --- collectives on a cluster graph ---
 
-#include "sim/core/rng.h"
+#include "core/rng.h"
 #include "tests/topologies/test_fabrics.h"
 #include "topologies/cluster.h"
 

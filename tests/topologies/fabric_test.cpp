@@ -4,7 +4,7 @@
 #include <string>
 
 #include "tests/approx.h"
-#include "sim/core/rng.h"
+#include "core/rng.h"
 #include "tests/topologies/test_fabrics.h"
 #include "topologies/cluster.h"
 #include "topologies/fabric.h"

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "tests/approx.h"
-#include "sim/core/rng.h"
+#include "core/rng.h"
 #include "tests/topologies/test_fabrics.h"
 #include "topologies/flow_network.h"
 

@@ -10,7 +10,7 @@
 #include <set>
 #include <vector>
 
-#include "sim/core/rng.h"
+#include "core/rng.h"
 #include "workloads/source.h"
 
 using namespace servesim;

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "sim/core/errors.h"
-#include "sim/core/rng.h"
+#include "core/errors.h"
+#include "core/rng.h"
 #include "workloads/source.h"
 #include "workloads/trace_reader.h"
 

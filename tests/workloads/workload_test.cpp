@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "tests/approx.h"
-#include "sim/core/errors.h"
+#include "core/errors.h"
 #include "workloads/lengths.h"
 
 using namespace servesim;

@@ -1,4 +1,4 @@
-#include "sim/core/units.h"
+#include "core/units.h"
 
 #include <algorithm>
 #include <array>

@@ -1,4 +1,4 @@
-#include "sim/core/errors.h"
+#include "core/errors.h"
 
 namespace servesim {
 

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <string>
 
-#include "sim/core/time.h"
+#include "core/time.h"
 
 namespace servesim {
 

@@ -28,7 +28,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "sim/core/time.h"
+#include "core/time.h"
 
 namespace servesim {
 

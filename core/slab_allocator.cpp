@@ -1,4 +1,4 @@
-#include "sim/core/slab_allocator.h"
+#include "core/slab_allocator.h"
 
 #include <cstdlib>
 

@@ -1,4 +1,4 @@
-#include "sim/core/check.h"
+#include "core/check.h"
 
 #include <cstdio>
 #include <cstdlib>

@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-#include "sim/core/time.h"
+#include "core/time.h"
 
 namespace servesim {
 

@@ -7,7 +7,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "sim/core/check.h"
+#include "core/check.h"
 
 namespace servesim {
 
