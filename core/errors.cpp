@@ -1,5 +1,7 @@
 #include "core/errors.h"
 
+#include <ostream>
+
 namespace servesim {
 
 std::string Diagnostic::to_string() const {
@@ -25,5 +27,11 @@ std::string summarize(const std::vector<Diagnostic>& ds) {
 
 InputError::InputError(std::vector<Diagnostic> diagnostics)
     : std::runtime_error(summarize(diagnostics)), diagnostics_(std::move(diagnostics)) {}
+
+void print_diagnostics(const InputError& e, std::ostream& err) {
+  for (const auto& d : e.diagnostics()) err << "error: " << d.to_string() << "\n";
+  err << e.diagnostics().size() << (e.diagnostics().size() == 1 ? " problem" : " problems")
+      << " found; nothing was run.\n";
+}
 
 }  // namespace servesim

@@ -5,6 +5,7 @@
 // CLI prints each on its own line and exits with code 2. Library code never prints or exits.
 #pragma once
 
+#include <iosfwd>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -30,5 +31,9 @@ class InputError : public std::runtime_error {
  private:
   std::vector<Diagnostic> diagnostics_;
 };
+
+// Prints every diagnostic ("error: file:line:col: path: message") and the count, for the command
+// line and the studies that report to a stream.
+void print_diagnostics(const InputError& e, std::ostream& err);
 
 }  // namespace servesim

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/cli/app.h"
+#include "app/app.h"
 
 namespace servesim::testing {
 

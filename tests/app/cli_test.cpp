@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sim/cli/app.h"
+#include "app/app.h"
 #include "tests/app/cli_helpers.h"
 
 using namespace servesim;

@@ -13,11 +13,11 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/approx.h"
-#include "sim/cli/attribution.h"
+#include "studies/attribution.h"
 #include "tests/app/cli_helpers.h"
 
 using namespace servesim;
-using namespace servesim::app;
+using namespace servesim::studies;
 using namespace servesim::testing;
 namespace fs = std::filesystem;
 using Json = nlohmann::ordered_json;

@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/approx.h"
-#include "sim/cli/app.h"
+#include "app/app.h"
 #include "sim/cluster/simulation.h"
 #include "sim/scenario/scenario.h"
 

@@ -7,7 +7,7 @@
 #include <sstream>
 #include <string>
 
-#include "sim/cli/app.h"
+#include "app/app.h"
 
 using namespace servesim;
 

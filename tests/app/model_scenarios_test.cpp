@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "models/model_spec.h"
-#include "sim/cli/app.h"
+#include "app/app.h"
 #include "sim/scenario/scenario.h"
 
 using namespace servesim;

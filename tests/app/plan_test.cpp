@@ -13,12 +13,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sim/cli/objective.h"
-#include "sim/cli/plan_search.h"
+#include "studies/objective.h"
+#include "studies/plan_search.h"
 #include "tests/app/cli_helpers.h"
 
 using namespace servesim;
-using namespace servesim::app;
+using namespace servesim::studies;
 using namespace servesim::testing;
 namespace fs = std::filesystem;
 using Json = nlohmann::ordered_json;

@@ -17,8 +17,8 @@
 #include <nlohmann/json.hpp>
 
 #include "reports/report.h"
-#include "sim/cli/app.h"
-#include "sim/cli/progress.h"
+#include "studies/run.h"
+#include "app/progress.h"
 #include "sim/scenario/scenario.h"
 #include "tests/app/cli_helpers.h"
 
@@ -57,10 +57,10 @@ TEST_CASE("Time series: sums agree with the summary, and recording it leaves the
   scenario::LoadOptions small;
   small.sets = {kSmall};
   const scenario::Scenario sc = scenario::load_scenario_file(kQuickstart, small);
-  app::ExecuteOptions with;
+  studies::ExecuteOptions with;
   with.time_series = true;
-  const app::RunOutput a = app::execute(sc, with);
-  const app::RunOutput b = app::execute(sc);
+  const studies::RunOutput a = studies::execute(sc, with);
+  const studies::RunOutput b = studies::execute(sc);
   CHECK(a.fingerprint == b.fingerprint);
   CHECK(a.events == b.events);
   const metrics::TimeSeries& ts = *a.metrics->time_series();

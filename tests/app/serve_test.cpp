@@ -12,12 +12,14 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sim/cli/app.h"
-#include "sim/cli/serve.h"
+#include "app/app.h"
+#include "app/commands.h"
+#include "studies/serve.h"
 #include "tests/app/cli_helpers.h"
 
 using namespace servesim;
 using namespace servesim::app;
+using namespace servesim::studies;
 using namespace servesim::testing;
 namespace fs = std::filesystem;
 using Json = nlohmann::ordered_json;

@@ -20,16 +20,16 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/approx.h"
-#include "sim/cli/app.h"
-#include "sim/cli/journal.h"
-#include "sim/cli/objective.h"
-#include "sim/cli/sweep_ranks.h"
-#include "sim/cli/sweep_spec.h"
+#include "app/app.h"
+#include "studies/journal.h"
+#include "studies/objective.h"
+#include "studies/sweep_ranks.h"
+#include "studies/sweep_spec.h"
 #include "core/rng.h"
 #include "tests/app/cli_helpers.h"
 
 using namespace servesim;
-using namespace servesim::app;
+using namespace servesim::studies;
 using namespace servesim::testing;
 namespace fs = std::filesystem;
 using Json = nlohmann::ordered_json;

@@ -309,7 +309,7 @@ TEST_CASE("calibrate --transfer: another chip's efficiencies without its tables;
 }
 
 TEST_CASE("validate: each engine's rows get the scheduler of the configuration the benchmark ran with") {
-  // AIConfigurator's generator rules (sim/cli/serving_engines.cpp, benchmark_limits).
+  // AIConfigurator's generator rules (studies/serving_engines.cpp, benchmark_limits).
   const std::string vllm_sync = "qwen_qwen3_32b_qwen_qwen3_32b_h100_sxm_vllm_agg_1024x128_c8_tp2_epnone_1";
   const std::string vllm_async = "2026_04_06_gpt_oss_120b_h200_sxm_vllm_fp4_agg_8192x1024_c64_tp1_ep1_142";
   const auto file = subset("validate_engines", {kAggSmall, vllm_sync, vllm_async});

@@ -11,7 +11,7 @@
 
 #include "tests/approx.h"
 #include "tests/app/cli_helpers.h"
-#include "sim/cli/app.h"
+#include "app/app.h"
 
 using namespace servesim;
 

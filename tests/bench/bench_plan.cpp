@@ -22,7 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench_clock.h"
-#include "sim/cli/app.h"
+#include "app/app.h"
 
 namespace {
 

@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "child_process.h"
-#include "sim/cli/app.h"
+#include "studies/run.h"
 #include "core/errors.h"
 
 namespace {
@@ -100,7 +100,7 @@ int main(int argc, char** argv) {
   for (int r = 0; r < runs; ++r) {
     const auto child = servesim::bench::run_in_child([&] {
       const auto sc = servesim::scenario::load_scenario_file(scenario_path, options);
-      const auto out = servesim::app::execute(sc);
+      const auto out = servesim::studies::execute(sc);
       char line[128];
       std::snprintf(line, sizeof line, "%.9f %llu\n", out.wall_s,
                     static_cast<unsigned long long>(out.events));

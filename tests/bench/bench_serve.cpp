@@ -26,8 +26,8 @@
 
 #include "bench_clock.h"
 #include "reports/report.h"
-#include "sim/cli/app.h"
-#include "sim/cli/serve.h"
+#include "studies/run.h"
+#include "studies/serve.h"
 #include "core/errors.h"
 
 namespace {
@@ -101,11 +101,11 @@ int main(int argc, char** argv) {
               "hypotheses/s/core");
   std::vector<double> per_s, per_core;
   for (int r = 0; r < rounds; ++r) {
-    servesim::app::ScenarioCache cache;
+    servesim::studies::ScenarioCache cache;
     std::istringstream in(input);
     std::ostringstream out;
     const double w0 = now_seconds(), c0 = cpu_seconds();
-    const auto stats = servesim::app::serve(in, out, cache);
+    const auto stats = servesim::studies::serve(in, out, cache);
     const double wall = now_seconds() - w0, cpu = cpu_seconds() - c0;
     if (stats.errors > 0) {
       std::istringstream answers(out.str());
@@ -140,7 +140,7 @@ int main(int argc, char** argv) {
     const auto sc = servesim::scenario::load_scenario(*doc, options);
     load_s.push_back(cpu_seconds() - t);
     t = cpu_seconds();
-    const auto run = servesim::app::execute(sc);
+    const auto run = servesim::studies::execute(sc);
     run_s.push_back(cpu_seconds() - t);
     events.push_back(static_cast<double>(run.events));
     t = cpu_seconds();

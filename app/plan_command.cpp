@@ -1,0 +1,97 @@
+// `servesim plan SCENARIO.yaml`: the options of the search (studies/plan.h has the search).
+#include <boost/program_options.hpp>
+
+#include "app/command_line.h"
+#include "app/commands.h"
+#include "app/progress.h"
+#include "studies/plan.h"
+
+namespace servesim::app {
+namespace {
+
+namespace po = boost::program_options;
+
+constexpr const char* kHelpTail =
+    "Constraints: --constraint 'METRIC OP VALUE' (as in 'servesim sweep --help'); without any, the\n"
+    "scenario's slo: with --attainment (slo_attainment >= 99% by default). Latency limits, SLO\n"
+    "attainment, goodput and throughput floors guide the search (they get easier with more\n"
+    "instances); chips, cost and per-chip floors are checked at the least count that meets them.\n"
+    "Lists: comma-separated integers, or 'auto' (see studies/README.md for what auto searches).\n";
+
+}  // namespace
+
+int plan_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  po::options_description visible(
+      "usage: servesim plan SCENARIO.yaml [--target chips|cost|cost_per_hour] [--constraint C]... [options]\n"
+      "Searches parallel plans, batch caps and instance counts (and E:P:D ratios with several pools)\n"
+      "for the fewest chips or lowest cost that meets the SLOs.\n\noptions");
+  visible.add_options()
+      ("help,h", "show this help")
+      ("target", po::value<std::string>()->default_value("chips"),
+       "what to minimise: chips, cost (USD per million output tokens), cost_per_hour, or any metric (min:/max:)")
+      ("constraint", po::value<std::vector<std::string>>()->composing(),
+       "a constraint every deployment must meet, e.g. 'ttft_p99 <= 2 s' (repeatable)")
+      ("attainment", po::value<std::string>()->default_value("99%"),
+       "without --constraint: the scenario's slo: must be met by this share of requests")
+      ("tp", po::value<std::string>(), "tensor-parallel degrees to try (default auto)")
+      ("pp", po::value<std::string>(), "pipeline-parallel degrees to try (default auto)")
+      ("dp", po::value<std::string>(), "attention data-parallel degrees to try (default auto)")
+      ("ep", po::value<std::string>(), "expert-parallel degrees to try, MoE models (default auto)")
+      ("cp", po::value<std::string>(), "context-parallel degrees to try (default: the scenario's)")
+      ("max-batch-size", po::value<std::string>(), "batch caps to try (default: the scenario's)")
+      ("max-batched-tokens", po::value<std::string>(), "token budgets to try (default: the scenario's)")
+      ("ratios", po::value<std::string>(), "instance ratios between the pools to try, e.g. 1:2,1:3 (default auto)")
+      ("max-chips", po::value<std::int64_t>(), "never try a deployment with more chips")
+      ("max-candidates", po::value<std::size_t>()->default_value(512), "refuse a larger space")
+      ("chip-hour-price", po::value<double>(), "USD per chip-hour, for the cost targets")
+      ("set", po::value<std::vector<std::string>>()->composing(), "override a scenario value (repeatable)")
+      ("seed", po::value<std::uint64_t>(), "the seed of every run (default: the scenario's)")
+      ("threads", po::value<int>(), "OpenMP threads (default: the cores available)")
+      ("top", po::value<std::size_t>()->default_value(5), "the best deployments to show (and that pruning keeps)")
+      ("no-refine", "with several pools, keep instance counts at multiples of the ratio")
+      ("json", po::value<std::string>(), "write the search as JSON to FILE, or to stdout with '-'")
+      ("reproducible", "leave the wall time out, so that equal searches give byte-identical output");
+  po::variables_map vm;
+  std::string path;
+  if (auto done = parse_single_file(args, visible, "plan takes exactly one scenario file", vm, path, out, err)) {
+    if (*done == 0 && vm.count("help")) out << "\n" << kHelpTail;
+    return *done;
+  }
+  studies::PlanRequest r;
+  r.scenario = path;
+  r.target = vm["target"].as<std::string>();
+  if (vm.count("constraint")) r.constraints = vm["constraint"].as<std::vector<std::string>>();
+  r.attainment = vm["attainment"].as<std::string>();
+  r.tp = optional_value<std::string>(vm, "tp");
+  r.pp = optional_value<std::string>(vm, "pp");
+  r.dp = optional_value<std::string>(vm, "dp");
+  r.ep = optional_value<std::string>(vm, "ep");
+  r.cp = optional_value<std::string>(vm, "cp");
+  r.max_batch_size = optional_value<std::string>(vm, "max-batch-size");
+  r.max_batched_tokens = optional_value<std::string>(vm, "max-batched-tokens");
+  r.ratios = optional_value<std::string>(vm, "ratios");
+  r.max_chips = optional_value<std::int64_t>(vm, "max-chips");
+  r.max_candidates = vm["max-candidates"].as<std::size_t>();
+  r.chip_hour_price = optional_value<double>(vm, "chip-hour-price");
+  if (vm.count("set")) r.sets = vm["set"].as<std::vector<std::string>>();
+  r.seed = optional_value<std::uint64_t>(vm, "seed");
+  r.threads = optional_value<int>(vm, "threads");
+  r.top = vm["top"].as<std::size_t>();
+  r.refine = vm.count("no-refine") == 0;
+  r.reproducible = vm.count("reproducible") > 0;
+  studies::StudyProgress progress;
+  r.progress = &progress;
+  studies::StudyOutput result;
+  {
+    ProgressBar bar(progress_wanted(err), [&] {
+      ProgressBar::Status st;
+      st.text = std::to_string(progress.done.load()) + " runs over " + std::to_string(progress.total.load()) +
+                " deployments";
+      return st;
+    });
+    result = studies::plan(r, err);
+  }
+  return print_output(result, json_target(vm), out);
+}
+
+}  // namespace servesim::app

@@ -1,0 +1,56 @@
+#include "app/progress.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+
+namespace servesim::app {
+
+bool progress_wanted(const std::ostream& err) {
+  return &err == &std::cerr && isatty(STDERR_FILENO) == 1;
+}
+
+std::string ProgressBar::line(const Status& s, int width) {
+  std::string bar = "[";
+  const double f = s.fraction < 0 ? -1 : std::min(1.0, s.fraction);
+  const int filled = f < 0 ? 0 : static_cast<int>(std::floor(f * width));
+  for (int i = 0; i < width; ++i) bar += i < filled ? '#' : '.';
+  bar += "]";
+  char pct[16] = "    ";
+  if (f >= 0) std::snprintf(pct, sizeof pct, " %3.0f%%", 100 * f);
+  return bar + pct + "  " + s.text;
+}
+
+ProgressBar::ProgressBar(bool enabled, std::function<Status()> poll) : poll_(std::move(poll)) {
+  if (!enabled) return;
+  thread_ = std::thread([this] {
+    using namespace std::chrono_literals;
+    const auto start = std::chrono::steady_clock::now();
+    auto last = start;
+    bool drawn = false;
+    while (!stop_.load()) {
+      std::this_thread::sleep_for(50ms);
+      const auto elapsed = std::chrono::steady_clock::now() - start;
+      if (elapsed < 500ms) continue;
+      if (drawn && std::chrono::steady_clock::now() - last < 250ms) continue;
+      last = std::chrono::steady_clock::now();
+      const std::string text = "\r" + line(poll_()) + "\x1b[K";
+      if (::write(STDERR_FILENO, text.data(), text.size()) < 0) return;
+      drawn = true;
+    }
+    if (drawn) {
+      const char clear[] = "\r\x1b[K";
+      if (::write(STDERR_FILENO, clear, sizeof clear - 1) < 0) return;
+    }
+  });
+}
+
+ProgressBar::~ProgressBar() {
+  stop_.store(true);
+  if (thread_.joinable()) thread_.join();
+}
+
+}  // namespace servesim::app

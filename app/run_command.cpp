@@ -1,0 +1,193 @@
+// `servesim run SCENARIO.yaml`: one scenario, its summary table and the reports asked for (JSON,
+// HTML, per-request CSV, Perfetto trace), each written whole or not at all.
+#include <cstdio>
+#include <filesystem>
+#include <sstream>
+
+#include <boost/program_options.hpp>
+
+#include "app/command_line.h"
+#include "app/commands.h"
+#include "app/progress.h"
+#include "core/output_file.h"
+#include "core/units.h"
+#include "reports/html_report.h"
+#include "reports/report.h"
+#include "reports/trace.h"
+#include "studies/run.h"
+
+namespace servesim::app {
+namespace po = boost::program_options;
+namespace {
+
+// "A:B" with durations ("10 s:20 s", ":5 s", "30 s:") into a trace window.
+bool parse_window(const std::string& text, metrics::TraceOptions& trace, std::string& error) {
+  const std::size_t colon = text.find(':');
+  if (colon == std::string::npos) {
+    error = "--trace-window expects FROM:TO with units, e.g. '10 s:20 s' (either side may be empty)";
+    return false;
+  }
+  auto side = [&](const std::string& part, std::optional<SimTime>& out) {
+    if (part.find_first_not_of(' ') == std::string::npos) return true;
+    const QuantityParse q = parse_quantity(part, Dimension::kDuration);
+    if (!q.ok) {
+      error = "--trace-window: " + q.error;
+      return false;
+    }
+    out = SimTime::zero() + Duration::seconds(q.value);
+    return true;
+  };
+  if (!side(text.substr(0, colon), trace.from) || !side(text.substr(colon + 1), trace.to)) return false;
+  if (trace.from && trace.to && *trace.to < *trace.from) {
+    error = "--trace-window: the window ends before it starts";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+int run_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  po::options_description visible(
+      "usage: servesim run SCENARIO.yaml [--set KEY.PATH=VALUE]... [--json FILE|-] [--out DIR] "
+      "[--seed N]\n\noptions");
+  visible.add_options()
+      ("help,h", "show this help")
+      ("set", po::value<std::vector<std::string>>()->composing(),
+       "override a scenario value, e.g. --set deployment.pools[0].instances=8 (repeatable; "
+       "checked like the file)")
+      ("json", po::value<std::string>(), "write the JSON report to FILE, or to stdout with '-'")
+      ("out", po::value<std::string>(),
+       "write report.json, report.html, requests.csv and summary.txt to DIR")
+      ("html", po::value<std::string>(), "write the self-contained HTML report (SVG charts) to FILE")
+      ("time-series", "add the run over time (key time_series) to the JSON report")
+      ("trace", po::value<std::string>(),
+       "write a Perfetto / Chrome JSON trace (one track per instance) to FILE")
+      ("trace-limit", po::value<std::int64_t>()->default_value(200000),
+       "keep at most N spans in the trace; the file says where it was cut")
+      ("trace-window", po::value<std::string>(),
+       "trace only spans that start in FROM:TO, e.g. '10 s:20 s'")
+      ("seed", po::value<std::uint64_t>(), "random seed (overrides the scenario's)")
+      ("reproducible", "leave host measurements (wall time, events/s, peak memory) out of the "
+                       "report, so that equal runs give byte-identical files");
+  po::variables_map vm;
+  std::string path;
+  if (auto done = parse_single_file(args, visible, "run takes exactly one scenario file", vm, path, out, err)) {
+    return *done;
+  }
+  scenario::LoadOptions options;
+  if (vm.count("set")) options.sets = vm["set"].as<std::vector<std::string>>();
+  if (vm.count("seed")) options.seed = vm["seed"].as<std::uint64_t>();
+  const bool reproducible = vm.count("reproducible") > 0;
+  const std::string json_target = vm.count("json") ? vm["json"].as<std::string>() : "";
+  const std::string out_dir = vm.count("out") ? vm["out"].as<std::string>() : "";
+  const std::string html_target = vm.count("html") ? vm["html"].as<std::string>() : "";
+  const std::string trace_target = vm.count("trace") ? vm["trace"].as<std::string>() : "";
+  const bool want_html = !html_target.empty() || !out_dir.empty();
+  studies::ExecuteOptions exec;
+  exec.time_series = want_html || vm.count("time-series") > 0;
+  if (!trace_target.empty()) {
+    metrics::TraceOptions trace;
+    trace.limit = vm["trace-limit"].as<std::int64_t>();
+    std::string error;
+    if (trace.limit < 0) error = "--trace-limit must be at least 0";
+    if (vm.count("trace-window") && error.empty()) parse_window(vm["trace-window"].as<std::string>(), trace, error);
+    if (!error.empty()) {
+      err << "error: " << error << "\n";
+      return 2;
+    }
+    exec.trace = trace;
+  } else if (vm.count("trace-window")) {
+    err << "error: --trace-window needs --trace FILE\n";
+    return 2;
+  }
+
+  try {
+    const scenario::Scenario sc = scenario::load_scenario_file(path, options);
+    for (const auto& w : sc.warnings) err << "warning: " << w.to_string() << "\n";
+    cluster::RunProgress progress;
+    const std::int64_t total_requests = sc.config.workload.requests;
+    const std::optional<Duration> horizon = sc.config.horizon;
+    exec.progress = &progress;
+    studies::RunOutput run;
+    {
+      ProgressBar bar(progress_wanted(err), [&] {
+        ProgressBar::Status st;
+        const double now_s = static_cast<double>(progress.now_ps.load()) * 1e-12;
+        if (horizon) {
+          st.fraction = now_s / horizon->to_seconds();
+        } else if (total_requests > 0) {
+          st.fraction = static_cast<double>(progress.arrivals.load()) / static_cast<double>(total_requests);
+        }
+        char buf[96];
+        std::snprintf(buf, sizeof buf, "%.1f s simulated, %s events", now_s,
+                      format_count(progress.events.load()).c_str());
+        st.text = buf;
+        return st;
+      });
+      run = studies::execute(sc, exec);
+    }
+    reports::RunInfo info;
+    info.name = sc.name;
+    info.warnings = sc.warnings;
+    info.events = run.events;
+    info.fingerprint = run.fingerprint;
+    for (const auto& pool : sc.config.pools) info.chips.push_back(pool.name + ": " + pool.chip.name + " (" + pool.chip.source + ")");
+    if (!reproducible) {
+      info.wall_s = run.wall_s;
+      info.peak_rss_mb = studies::peak_rss_mb();
+    }
+    nlohmann::ordered_json report_json = build_report(sc.resolved, run.summary, info);
+    std::string html;
+    if (want_html) {
+      nlohmann::ordered_json with_series = report_json;
+      with_series["time_series"] = reports::time_series_json(*run.metrics->time_series());
+      html = reports::html_report(with_series, reports::latency_cdfs(*run.metrics));
+      if (vm.count("time-series")) report_json = std::move(with_series);
+    } else if (exec.time_series) {
+      report_json["time_series"] = reports::time_series_json(*run.metrics->time_series());
+    }
+    const std::string report = report_json.dump(2) + "\n";
+    const std::string table = reports::summary_table(run.summary, sc.config.slo, info);
+    std::string trace_text;
+    if (exec.trace) {
+      std::ostringstream t;
+      reports::write_trace(t, *run.metrics->trace_log(), sc.name);
+      trace_text = t.str();
+    }
+
+    if (!out_dir.empty()) {
+      std::filesystem::create_directories(out_dir);
+      write_atomically(std::filesystem::path(out_dir) / "report.json", report);
+      std::ostringstream csv;
+      reports::write_requests_csv(csv, *run.metrics);
+      write_atomically(std::filesystem::path(out_dir) / "requests.csv", csv.str());
+      write_atomically(std::filesystem::path(out_dir) / "summary.txt", table);
+      write_atomically(std::filesystem::path(out_dir) / "report.html", html);
+    }
+    if (!html_target.empty()) write_atomically(html_target, html);
+    if (!trace_target.empty()) write_atomically(trace_target, trace_text);
+    if (json_target == "-") {
+      out << report;
+    } else {
+      if (!json_target.empty()) write_atomically(json_target, report);
+      out << table;
+      if (!out_dir.empty()) {
+        out << "  wrote       " << out_dir << "/report.json, report.html, requests.csv, summary.txt\n";
+      }
+      for (const std::string* t : {&json_target, &html_target, &trace_target}) {
+        if (!t->empty()) out << "  wrote       " << *t << "\n";
+      }
+      if (exec.trace && run.metrics->trace_log()->dropped() > 0) {
+        out << "  trace cut   at " << run.metrics->trace_log()->options().limit << " spans ("
+            << format_count(run.metrics->trace_log()->dropped()) << " more not written; see --trace-limit)\n";
+      }
+    }
+    return 0;
+  } catch (const InputError& e) {
+    print_diagnostics(e, err);
+    return 2;
+  }
+}
+
+}  // namespace servesim::app

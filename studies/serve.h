@@ -1,0 +1,65 @@
+// `servesim serve`: hypotheses as JSON lines on stdin, one answer line each on stdout, in order,
+// flushed after every line (DESIGN.md's contract).
+//
+// Request: {"id": any, "scenario": PATH or an inline scenario object, "set": {"key.path": value},
+// "seed": N}; only "scenario" is required. Answer: {"id": same, ...evaluate.h's result shape...}.
+// A line that is not JSON, has unknown fields or a bad scenario gets {"id", "ok": false,
+// "errors": [...]} and the loop goes on; only the end of input ends it.
+//
+// Caching: a scenario file is read (and its YAML checked) once and reused while its modification
+// time and size are unchanged (a changed file is read again); inline scenarios are cached by their
+// text. Every hypothesis is still parsed and validated in full (overrides can change anything;
+// yaml-cpp cannot copy a parsed tree with its line marks). Measured with
+// tests/bench/bench_serve.cpp on the 1,024-chip scenario: reading + parsing is 0.5% of a
+// hypothesis, loading + validating 0.4%, the simulation 99%, so the simulation is what to speed
+// up, not the loader; sharing cost tables between hypotheses would save at most the ~17% the
+// iteration cost model takes in a profile, less its per-batch work that no table removes.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sim/scenario/scenario.h"
+
+namespace servesim::studies {
+
+// Scenario documents by file (path, mtime, size) or inline text; bounded.
+class ScenarioCache {
+ public:
+  // Throws InputError when the file cannot be read or parsed.
+  std::shared_ptr<const scenario::ScenarioDocument> file(const std::string& path);
+  std::shared_ptr<const scenario::ScenarioDocument> inline_text(const std::string& yaml);
+  std::int64_t hits() const { return hits_; }
+  std::int64_t misses() const { return misses_; }
+
+ private:
+  struct Entry {
+    std::int64_t mtime_ns = 0;
+    std::uintmax_t size = 0;
+    std::shared_ptr<const scenario::ScenarioDocument> doc;
+  };
+  static constexpr std::size_t kMaxEntries = 256;
+  std::map<std::string, Entry> files_;
+  std::map<std::string, std::shared_ptr<const scenario::ScenarioDocument>> inline_;
+  std::int64_t hits_ = 0, misses_ = 0;
+};
+
+struct ServeStats {
+  std::int64_t requests = 0, ok = 0, errors = 0;
+};
+
+// Answers every line of `in` on `out` until the end of input. Never throws for bad input.
+ServeStats serve(std::istream& in, std::ostream& out, ScenarioCache& cache);
+
+// The answer to one request line: the text of its output line (without the newline).
+struct Answer {
+  std::string line;
+  bool ok = false;
+};
+Answer answer(const std::string& line, ScenarioCache& cache);
+
+}  // namespace servesim::studies

@@ -1,0 +1,154 @@
+#include "studies/serving_engines.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <tuple>
+
+namespace servesim::studies {
+namespace {
+
+// "0.12.0" -> (0, 12, 0); anything that does not start with a number -> nullopt.
+std::optional<std::tuple<int, int, int>> version_of(const std::string& v) {
+  int a = 0, b = 0, c = 0;
+  if (std::sscanf(v.c_str(), "%d.%d.%d", &a, &b, &c) >= 2) return std::make_tuple(a, b, c);
+  return std::nullopt;
+}
+
+// Host time of one iteration, from the only host-side measurement the project has: Vidur's vLLM
+// CPU profile (microsoft/vidur @ e2d00e9, data/profiling/a100/cpu_overheads.csv, CodeLlama-34B
+// TP2, batch 8 to 128, medians in ms). The parts that stay on the engine's critical path in a V1
+// style engine are the scheduler, the input preparation and the sampler (schedule 0.041 -> 0.375,
+// prepare_inputs 0.142 -> 0.272, sampler_e2e 0.651 -> 1.044 from batch 8 to 128; their sum is
+// 0.834 -> 1.691 ms): a line through both ends gives 0.777 ms + 7.1 us per sequence. Output
+// processing and detokenisation (process_model_outputs, 0.32 -> 4.08 ms) run in the API server
+// process in vLLM V1, TensorRT-LLM and SGLang, off the critical path, and are left out.
+// [Assumed] the same figures for every engine (no engine has its own host profile here); engines
+// that overlap the host with the GPU hide them while the GPU is busier.
+void set_host(ServingEngine& e) {
+  e.iteration_overhead = Duration::microseconds(777);
+  e.sequence_overhead = Duration::nanoseconds(7100);
+}
+
+std::int64_t round_up(std::int64_t v, std::int64_t unit) { return (v + unit - 1) / unit * unit; }
+
+}  // namespace
+
+// AIConfigurator's generator (ai-dynamo/aiconfigurator, src/aiconfigurator/generator/rule_plugin/,
+// trtllm.rule and vllm.rule) wrote the engine configurations of the measured benchmarks (their
+// source files are AIConfigurator's gap-analysis runs, calibrate/data/SOURCE.md):
+//   TensorRT-LLM  agg max_num_tokens = max_batch_size + isl + 500, prefill isl + 500, decode
+//                 max_batch_size, each rounded up to tokens_per_block (32); prefill max_batch_size
+//                 1 where the search gave none; enable_chunked_prefill false and the overlap
+//                 scheduler on in agg and decode workers (backend_templates/trtllm/
+//                 extra_engine_args.*.yaml.j2);
+//   vLLM          agg max_num_batched_tokens = max_batch_size + isl + 1500, prefill isl + 1500,
+//                 decode max_batch_size; prefill max_batch_size 1 where none was given.
+// So an aggregated TensorRT-LLM iteration holds the decodes and one whole prompt, and a vLLM one
+// the decodes, one prompt and a 1,500-token chunk of the next. SGLang's rule sets only
+// max_prefill_tokens = isl + 1500 (a cap on one prefill batch), which its model here (prefill
+// batches up to chunked_prefill_size) does not use: its engine defaults stay.
+EngineLimits benchmark_limits(const ServingEngine& e, const std::string& role, std::int64_t isl,
+                              std::int64_t batch) {
+  EngineLimits l{e.max_batched_tokens, batch > 0 ? std::min(batch, e.max_batch_size) : e.max_batch_size};
+  if (e.name != "trtllm" && e.name != "vllm") return l;
+  const bool trt = e.name == "trtllm";
+  const std::int64_t slack = trt ? 500 : 1500;
+  if (role == "prefill") {
+    if (batch <= 0) l.max_batch_size = 1;
+    l.max_batched_tokens = isl + slack;
+  } else if (role == "decode") {
+    l.max_batched_tokens = l.max_batch_size;
+  } else {
+    l.max_batched_tokens = l.max_batch_size + isl + slack;
+  }
+  if (trt) l.max_batched_tokens = round_up(l.max_batched_tokens, e.block_tokens);
+  return l;
+}
+
+std::optional<ServingEngine> serving_engine(const std::string& backend, const std::string& version,
+                                            double memory_gib, int tp, std::string& why) {
+  ServingEngine e;
+  e.name = backend;
+  set_host(e);
+  const auto v = version_of(version);
+  if (backend == "vllm") {
+    // vLLM V1 (vllm/engine/arg_utils.py, EngineArgs.get_batch_defaults, 0.8 to 0.18): on GPUs
+    // with >= 70 GiB that are not A100, the OpenAI server defaults to max_num_batched_tokens 8192
+    // and max_num_seqs 1024 (else 2048 and 256); chunked prefill is always on and the scheduler
+    // runs the running requests (decodes, partial prefills) before admitting waiting ones, which
+    // is Sarathi's policy; gpu_memory_utilization 0.9 of the whole memory, after which weights,
+    // the profiled activation peak and non-torch memory are taken from it.
+    const bool big = memory_gib >= 70;
+    e.policy = "sarathi";
+    e.max_batched_tokens = big ? 8192 : 2048;
+    e.max_batch_size = big ? 1024 : 256;
+    e.kv_sizing = KvSizing::kUsableFraction;
+    e.kv_fraction = 0.9;
+    e.reserved_gib = 1.0;  // [assumed] CUDA graphs, NCCL and custom all-reduce buffers
+    e.block_tokens = 16;   // block_size default
+    // Async scheduling (the engine core schedules step n + 1 while the GPU runs step n) is the
+    // default from vLLM 0.14.0 (release notes, "Async scheduling is now enabled by default",
+    // PR #27614); before it, host and GPU alternate. A row without a version is [assumed] recent.
+    e.host_overlap = !v || *v >= std::make_tuple(0, 14, 0);
+    e.description = std::string("vLLM V1, chunked prefill, ") +
+                    (e.host_overlap ? "async scheduling" : "synchronous host");
+    if (v && *v < std::make_tuple(0, 8, 0)) {
+      why = "vLLM " + version + " predates the V1 engine this model describes";
+      return std::nullopt;
+    }
+    return e;
+  }
+  if (backend == "trtllm") {
+    // TensorRT-LLM PyTorch backend (trtllm-serve defaults, 1.0 and later; the benchmarks name
+    // 1.0 to 1.3 release candidates, development builds, and Dynamo releases): in-flight batching
+    // puts context (prefill) requests and generation steps in one iteration under
+    // max_num_tokens 8192, max_batch_size 2048; chunked prefill off (a prompt is scheduled whole
+    // when it fits the budget the decodes leave, batch_scheduler.h); the KV cache takes
+    // kv_cache_free_gpu_memory_fraction 0.9 of the memory left after weights and buffers; the
+    // overlap scheduler (on by default) prepares iteration n + 1 while the GPU runs n.
+    e.policy = "sarathi";
+    e.max_batched_tokens = 8192;
+    e.max_batch_size = 2048;
+    e.chunked_prefill = false;
+    e.kv_sizing = KvSizing::kFreeFraction;
+    e.kv_fraction = 0.9;
+    e.reserved_gib = 1.0;  // [assumed] CUDA context, NCCL, CUDA graphs
+    e.block_tokens = 32;   // KvCacheConfig tokens_per_block default
+    e.host_overlap = true;
+    e.description = "TensorRT-LLM PyTorch backend, in-flight batching of whole prompts, overlap scheduler";
+    return e;
+  }
+  if (backend == "sglang") {
+    // SGLang (python/sglang/srt/server_args.py): new prompts are prefilled in batches of their
+    // own, before decoding continues (no mixed chunks by default), up to chunked_prefill_size
+    // tokens: 8192 on GPUs of 60-160 GB, 16384 above; the overlap scheduler is on by default.
+    // The static memory fraction (weights + KV pool) is, from 0.5.3 (PR #10975), (M - R) / M with
+    // R = max(10 GiB, 512 MiB + 1.5 x chunked_prefill_size MiB + 2 x cuda_graph_max_bs MiB +
+    // tp x pp / 8 GiB) on GPUs above 60 GB; before it 0.88 (TP 1), 0.87 (TP 2), 0.85 (TP 4),
+    // 0.81 (TP 8), 0.79 (TP >= 16). cuda_graph_max_bs [assumed] 256.
+    const double chunk = memory_gib > 160 ? 16384 : 8192;  // the thresholds are MiB / 1024
+    e.policy = "whole_prompt";
+    e.max_batched_tokens = static_cast<std::int64_t>(chunk);
+    e.max_batch_size = 1024;  // [assumed] max_running_requests: the KV pool binds first here
+    e.kv_sizing = KvSizing::kStaticFraction;
+    e.reserved_gib = 0;
+    e.block_tokens = 1;    // page_size default: the token-level radix cache
+    e.host_overlap = true;
+    if (v && *v >= std::make_tuple(0, 5, 3)) {
+      const double reserved_mib = std::max(10.0 * 1024, 512 + 1.5 * chunk + 2 * 256 + tp / 8.0 * 1024);
+      e.kv_fraction = (memory_gib * 1024 - reserved_mib) / (memory_gib * 1024);
+    } else {
+      e.kv_fraction = tp >= 16 ? 0.79 : tp >= 8 ? 0.81 : tp >= 4 ? 0.85 : tp >= 2 ? 0.87 : 0.88;
+    }
+    e.description = "SGLang, prefill batches first, overlap scheduler";
+    if (v && *v < std::make_tuple(0, 4, 0)) {
+      why = "SGLang " + version + " predates the scheduler this model describes";
+      return std::nullopt;
+    }
+    return e;
+  }
+  why = "serving engine '" + backend + "' is not modelled (vllm, trtllm and sglang are)";
+  return std::nullopt;
+}
+
+}  // namespace servesim::studies

@@ -1,0 +1,672 @@
+#include "studies/validate.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <sstream>
+
+#include "calibrate/cross_validation.h"
+#include "models/chip_spec.h"
+#include "models/model_spec.h"
+#include "studies/run.h"
+#include "studies/serving_engines.h"
+#include "sim/cluster/config.h"
+#include "sim/metrics/recorder.h"
+#include "sim/scenario/scenario.h"
+
+namespace servesim::studies {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// "Qwen/Qwen3-32B" -> "qwen3-32b" when that is a model preset.
+std::optional<std::string> model_preset_of(const std::string& model_path) {
+  const std::size_t slash = model_path.rfind('/');
+  const std::string name = lower(slash == std::string::npos ? model_path : model_path.substr(slash + 1));
+  if (models::model_preset(name)) return name;
+  return std::nullopt;
+}
+
+// AIConfigurator's system names (its systems/*.yaml) -> chip presets.
+std::optional<std::string> chip_preset_of(const std::string& system) {
+  static const std::pair<const char*, const char*> kSystems[] = {
+      {"h100_sxm", "h100-sxm"}, {"h200_sxm", "h200-sxm"}, {"b200_sxm", "b200"}, {"gb200", "gb200"},
+      {"a100_sxm", "a100-80g"}, {"h20", "h20"}};
+  for (const auto& [s, c] : kSystems) {
+    if (system == s) return std::string(c);
+  }
+  return std::nullopt;
+}
+
+// The shipped calibration profile of a chip preset (profiles/), or "" where there is none.
+// Blackwell has no operator measurements in the project: profiles/gb200.yaml carries H200's
+// fitted efficiencies and collective constants (the same TensorRT-LLM kernels' behaviour, one
+// generation older; `servesim calibrate --transfer`), its per-kernel fixed times scaled by the
+// HBM bandwidth ratio 4.8 / 8 TB/s; B200 (HGX, the same 8 TB/s and NVLink 5 switch domain of 8)
+// uses it too. The row's assumptions say so.
+std::string profile_of(const std::string& chip) {
+  if (chip == "h200-sxm") return "h200";
+  if (chip == "h100-sxm") return "h100";
+  if (chip == "a100-80g") return "a100";
+  if (chip == "gb200" || chip == "b200") return "gb200";
+  return "";
+}
+
+bool profile_transferred(const std::string& chip) { return chip == "gb200" || chip == "b200"; }
+
+std::string number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+struct Formats {
+  std::string weights, experts, kv;
+  bool emulate = false;
+};
+
+// The row's weight / expert / KV formats for the model and chip, and what was assumed about them.
+std::optional<Formats> formats_of(const ServingMeasurement& r, const models::ModelSpec& model,
+                                  const models::ChipSpec& chip, const ServingEngine& engine,
+                                  std::vector<std::string>& assumptions, std::string& why) {
+  Formats f;
+  f.weights = std::string(models::format_name(model.formats.weights));
+  f.experts = std::string(models::format_name(model.formats.experts));
+  f.kv = "bf16";
+  const std::string quant = r.gemm_quant_mode.empty() ? r.precision : r.gemm_quant_mode;
+  if (model.name == "gpt-oss-120b") {
+    // The benchmarks serve openai/gpt-oss-120b's own checkpoint: MXFP4 experts, bf16 attention.
+    if (!quant.empty() && quant != "bf16") {
+      assumptions.push_back("gpt-oss-120b from its MXFP4 checkpoint (attention bf16, experts "
+                            "mxfp4); the row's quant mode '" + quant + "' is taken as that");
+    }
+  } else if (quant.empty() || quant == "bf16" || quant == "fp16") {
+    f.weights = f.experts = "bf16";
+  } else if (quant == "fp8" || quant == "fp8_block" || quant == "nvfp4" || quant == "int8") {
+    f.weights = f.experts = quant;
+  } else if (quant == "fp4") {
+    f.weights = f.experts = "nvfp4";
+  } else {
+    why = "quantisation mode '" + quant + "' is not modelled";
+    return std::nullopt;
+  }
+  if (engine.name == "trtllm" && f.weights != "bf16") {
+    f.kv = "fp8";
+    assumptions.push_back("fp8 KV cache (TensorRT-LLM's quantised checkpoints quantise the KV "
+                          "cache too; the row does not say)");
+  }
+  for (const std::string* w : {&f.weights, &f.experts}) {
+    const auto fmt = models::parse_format(*w);
+    if (fmt && !chip.has(models::compute_rate(*fmt))) f.emulate = true;
+  }
+  if (f.emulate) {
+    assumptions.push_back(chip.name + " has no " +
+                          std::string(models::compute_rate_name(models::compute_rate(
+                              *models::parse_format(f.experts)))) +
+                          " rate: weight-only kernels (W4A16 / W8A16) at the bf16 rate");
+  }
+  return f;
+}
+
+struct Plan {
+  int tp = 1, pp = 1, dp = 1, moe_tp = 0, ep = 0;
+};
+
+std::optional<Plan> plan_of(const MeasuredPlan& m, const models::ModelSpec& model,
+                            std::vector<std::string>& assumptions, std::string& why) {
+  Plan p;
+  p.tp = std::max(1, m.tp);
+  p.pp = std::max(1, m.pp);
+  p.dp = std::max(1, m.dp);
+  if (m.tp == 0) assumptions.push_back("tp_size empty: tp 1");
+  if (model.moe.enabled()) {
+    if (m.moe_tp > 0 && m.ep > 0) {
+      if (m.moe_tp * m.ep != p.tp * p.dp) {
+        why = "moe_tp x moe_ep (" + std::to_string(m.moe_tp) + " x " + std::to_string(m.ep) +
+              ") differs from tp x attention_dp (" + std::to_string(p.tp) + " x " +
+              std::to_string(p.dp) + ")";
+        return std::nullopt;
+      }
+      p.moe_tp = m.moe_tp;
+      p.ep = m.ep;
+    } else {
+      p.moe_tp = p.tp * p.dp;
+      p.ep = 1;
+      assumptions.push_back("MoE split not recorded: experts tensor-parallel over all chips");
+    }
+  }
+  return p;
+}
+
+std::string plan_yaml(const Plan& p) {
+  std::string s = "{tp: " + std::to_string(p.tp) + ", pp: " + std::to_string(p.pp) +
+                  ", dp: " + std::to_string(p.dp);
+  if (p.moe_tp > 0) s += ", moe_tp: " + std::to_string(p.moe_tp) + ", ep: " + std::to_string(p.ep);
+  return s + "}";
+}
+
+// A pool's YAML: chip, plan, scheduler and KV cache for an engine; `memory_utilization` is filled
+// in later (it depends on the weights the loader computes).
+// `batch` is the role's batch over all attention-DP ranks (0: not recorded), `clients` the
+// benchmark's concurrency; the limits per rank are the generated configuration's
+// (benchmark_limits), the lane's are dp times them.
+std::string pool_yaml(const std::string& name, const std::string& role, const std::string& chip,
+                      const Plan& plan, int instances, const ServingEngine& e, std::int64_t batch,
+                      std::int64_t clients, std::int64_t isl, std::int64_t max_model_len) {
+  const std::int64_t dp = plan.dp;
+  const EngineLimits limits = benchmark_limits(e, role, isl, batch > 0 ? (batch + dp - 1) / dp : 0);
+  std::ostringstream y;
+  y << "    - name: " << name << "\n"
+    << "      role: " << role << "\n"
+    << "      chip: {preset: " << chip
+    << (profile_of(chip).empty() ? std::string() : ", profile: " + profile_of(chip))
+    << ", efficiency: {iteration_overhead: "
+    << number(e.iteration_overhead.to_seconds() * 1e6) << " us, sequence_overhead: "
+    << number(e.sequence_overhead.to_seconds() * 1e6) << " us, host_overlap: "
+    << (e.host_overlap ? "true" : "false") << "}}\n"
+    << "      instances: " << instances << "\n"
+    << "      parallel: " << plan_yaml(plan) << "\n"
+    << "      max_model_len: " << max_model_len << "\n"
+    << "      scheduler: {policy: " << e.policy << ", max_batch_size: "
+    << std::min<std::int64_t>(limits.max_batch_size * dp, std::max<std::int64_t>(clients, 1))
+    << ", max_batched_tokens: " << limits.max_batched_tokens * dp
+    << (e.chunked_prefill ? "" : ", chunked_prefill: false")
+    << (e.host_overlap && e.policy == "sarathi" ? ", form_ahead: true" : "") << "}\n"
+    << "      kv_cache: {block_tokens: " << e.block_tokens << ", watermark: 0, reserved: "
+    << number(e.reserved_gib) << " GiB, memory_utilization: 1}\n";
+  return y.str();
+}
+
+// The warm-up rounds the row's simulation sends before its window: none when the warm-up is
+// drained (ValidationOptions::warmup_drained: the profiling phase starts on an idle engine).
+int simulated_warmup_rounds(const ValidationOptions& options) {
+  return options.warmup_drained ? 0 : options.warmup_rounds;
+}
+
+}  // namespace
+
+RowScenario build_row_scenario(const ServingMeasurement& r, const ValidationOptions& options) {
+  RowScenario s;
+  const auto model_name = model_preset_of(r.model_path);
+  if (!model_name) {
+    s.reason = "model '" + r.model_path + "' has no preset";
+    return s;
+  }
+  const models::ModelSpec model = *models::model_preset(*model_name);
+  const auto chip_name = chip_preset_of(r.system);
+  if (!chip_name) {
+    s.reason = "system '" + r.system + "' has no chip preset";
+    return s;
+  }
+  const models::ChipSpec chip = *models::chip_preset(*chip_name);
+  const bool disagg = r.mode == "disagg";
+  const int tp = disagg ? std::max(1, r.decode.plan.tp) : std::max(1, r.plan.tp);
+  std::string why;
+  const auto engine = serving_engine(r.backend, r.backend_version, chip.memory.value / kGiB, tp, why);
+  if (!engine) {
+    s.reason = why;
+    return s;
+  }
+  s.engine = engine->description + (r.backend_version.empty() ? "" : " " + r.backend_version);
+  if (profile_transferred(*chip_name)) {
+    s.assumptions.push_back(*chip_name + ": no operator measurements; profile gb200 (H200's fitted efficiencies "
+                            "and collectives transferred, per-kernel fixed times scaled by HBM bandwidth)");
+  }
+  if (profile_of(*chip_name).empty()) {
+    s.assumptions.push_back(*chip_name + " has no calibration profile: the preset's efficiencies (" + chip.source +
+                            ")");
+  }
+  if (r.backend_version.empty()) s.assumptions.push_back("backend version not recorded");
+  const auto formats = formats_of(r, model, chip, *engine, s.assumptions, why);
+  if (!formats) {
+    s.reason = why;
+    return s;
+  }
+  // The benchmark's concurrency is silicon_concurrency (calibrate/data/SOURCE.md); where a
+  // row has both and they differ, batch_size is a per-rank figure (the ratio is the row's tp or
+  // attention-DP degree) and the clients are the concurrency.
+  const std::int64_t clients = r.concurrency > 0 ? r.concurrency : r.batch_size;
+  if (!disagg && r.batch_size > 0 && r.concurrency > 0 && r.batch_size != r.concurrency) {
+    s.assumptions.push_back("batch_size " + std::to_string(r.batch_size) + " differs from silicon_concurrency " +
+                            std::to_string(r.concurrency) + ": " + std::to_string(r.concurrency) +
+                            " clients");
+  }
+  if (!disagg && r.concurrency == 0 && r.batch_size > 0) {
+    s.assumptions.push_back("silicon_concurrency not recorded: batch_size clients");
+  }
+  if (clients <= 0) {
+    s.reason = "no concurrency recorded (batch_size and silicon_concurrency are empty)";
+    return s;
+  }
+  const std::int64_t max_model_len = static_cast<std::int64_t>(r.isl) + r.osl;
+
+  std::ostringstream y;
+  y << "name: \"" << r.id << "\"\n"
+    << "model: {preset: " << *model_name << ", formats: {weights: " << formats->weights
+    << ", experts: " << formats->experts << ", kv_cache: " << formats->kv
+    << ", emulate: " << (formats->emulate ? "true" : "false") << "}}\n"
+    << "deployment:\n  pools:\n";
+  if (!disagg) {
+    const auto plan = plan_of(r.plan, model, s.assumptions, why);
+    if (!plan) {
+      s.reason = why;
+      return s;
+    }
+    y << pool_yaml("agg", "combined", *chip_name, *plan, 1, *engine, clients, clients, r.isl,
+                   max_model_len);
+  } else {
+    // Each role's plan and worker count; one worker per role where the benchmark did not record
+    // them (calibrate/data/SOURCE.md).
+    for (const auto& [role, m] : {std::pair<const char*, const MeasuredRole*>{"prefill", &r.prefill},
+                                  {"decode", &r.decode}}) {
+      const auto plan = plan_of(m->plan, model, s.assumptions, why);
+      if (!plan) {
+        s.reason = std::string(role) + ": " + why;
+        return s;
+      }
+      if (m->workers == 0) s.assumptions.push_back(std::string(role) + " workers not recorded: 1");
+      y << pool_yaml(role, role, *chip_name, *plan, std::max(1, m->workers), *engine, m->batch_size,
+                     m->batch_size > 0 ? m->batch_size : clients, r.isl, max_model_len);
+    }
+  }
+  y << "workload:\n"
+    << "  requests: " << clients * (simulated_warmup_rounds(options) + options.rounds) << "\n"
+    << "  arrivals: {process: closed_loop, clients: " << clients
+    << ", start: {mode: " << options.start
+    << (options.start == "ramp" ? ", over: " + number(options.arrival_spacing_us * static_cast<double>(clients)) + " us"
+                                : std::string())
+    << "}}\n"
+    << "  lengths: {prompt: {distribution: fixed, value: " << r.isl
+    << "}, output: {distribution: fixed, value: " << r.osl << "}}\n";
+  s.yaml = y.str();
+  s.ok = true;
+  return s;
+}
+
+namespace {
+
+// The KV sizing of the engine, as the simulator's memory_utilization: the simulator gives the KV
+// cache u M - W - A - window KV - R (models/memory.h); solve for the u that gives the engine's
+// own figure.
+double memory_utilization(const ServingEngine& e, const models::MemoryPlan& m) {
+  const double M = m.capacity.value, W = m.weights.value, A = m.activations.value;
+  const double WKV = m.window_kv.value, R = m.reserved.value;
+  double kv = 0;
+  switch (e.kv_sizing) {
+    case KvSizing::kUsableFraction: return e.kv_fraction;
+    case KvSizing::kFreeFraction: kv = e.kv_fraction * (M - W - A - R); break;
+    case KvSizing::kStaticFraction: kv = e.kv_fraction * M - W; break;
+  }
+  return std::clamp((kv + W + A + WKV + R) / M, 0.0, 1.0);
+}
+
+// The row's scenario with the KV cache sized the engine's way: loaded once with the whole
+// memory to learn the weights and activations, then written again with each pool's
+// memory_utilization. Throws InputError when the loader refuses the configuration.
+}  // namespace
+
+std::string final_yaml(const ServingMeasurement& r, const RowScenario& s) {
+  std::string why;
+  const auto chip = models::chip_preset(*chip_preset_of(r.system));
+  const int tp = r.mode == "disagg" ? std::max(1, r.decode.plan.tp) : std::max(1, r.plan.tp);
+  const auto engine = serving_engine(r.backend, r.backend_version, chip->memory.value / kGiB, tp, why);
+  const auto doc = scenario::parse_scenario_text(s.yaml, r.id, "");
+  const scenario::Scenario sc = scenario::load_scenario(*doc);
+  std::string yaml = s.yaml;
+  std::size_t at = 0;
+  for (const cluster::PoolConfig& pool : sc.config.pools) {
+    const models::MemoryPlan m = cluster::pool_capacity(sc.config.model, pool).memory;
+    const std::string key = "memory_utilization: 1}";
+    at = yaml.find(key, at);
+    if (at == std::string::npos) break;
+    const std::string value = "memory_utilization: " + number(memory_utilization(*engine, m)) + "}";
+    yaml.replace(at, key.size(), value);
+    at += value.size();
+  }
+  return yaml;
+}
+
+namespace {
+
+struct WindowMeans {
+  std::int64_t requests = 0;  // completed requests of the window
+  double ttft_ms = 0, tpot_ms = 0;
+};
+
+// The means a benchmark client reports over its measurement window: the requests sent after the
+// first `skip` (the warm-up), `count` of them, in the order they were sent; TTFT and TPOT per
+// request as aiperf defines them (first token - sent; (last token - first token) / (output
+// tokens - 1)), averaged over the window's completed requests.
+WindowMeans window_means(const metrics::RunMetrics& m, std::int64_t skip, std::int64_t count) {
+  const auto& recs = m.requests();
+  std::vector<std::uint32_t> order(recs.size());
+  for (std::uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::uint32_t a, std::uint32_t b) { return recs[a].arrival < recs[b].arrival; });
+  WindowMeans w;
+  double ttft = 0, tpot = 0;
+  std::int64_t tpot_n = 0;
+  const auto end = std::min<std::int64_t>(static_cast<std::int64_t>(order.size()), skip + count);
+  for (std::int64_t i = skip; i < end; ++i) {
+    const metrics::RequestRecord& q = recs[order[static_cast<std::size_t>(i)]];
+    if (q.status != metrics::RequestStatus::kCompleted) continue;
+    ++w.requests;
+    ttft += (q.first_token - q.arrival).to_seconds() * 1e3;
+    if (q.output_tokens > 1) {
+      tpot += (q.completion - q.first_token).to_seconds() * 1e3 / static_cast<double>(q.output_tokens - 1);
+      ++tpot_n;
+    }
+  }
+  if (w.requests > 0) w.ttft_ms = ttft / static_cast<double>(w.requests);
+  if (tpot_n > 0) w.tpot_ms = tpot / static_cast<double>(tpot_n);
+  return w;
+}
+
+RowResult simulate_row(const ServingMeasurement& r, const ValidationOptions& options) {
+  RowResult out;
+  out.id = r.id;
+  out.model = r.model_path;
+  out.system = r.system;
+  out.mode = r.mode;
+  out.backend = r.backend;
+  out.measured_ttft_ms = r.ttft_ms;
+  out.measured_tpot_ms = r.tpot_ms;
+  const RowScenario s = build_row_scenario(r, options);
+  out.assumptions = s.assumptions;
+  out.engine = s.engine;
+  if (!s.ok) {
+    out.reason = s.reason;
+    return out;
+  }
+  try {
+    const std::string yaml = final_yaml(r, s);
+    const scenario::Scenario sc = scenario::load_scenario(*scenario::parse_scenario_text(yaml, r.id, ""));
+    const RunOutput run = execute(sc);
+    const std::int64_t clients = r.concurrency > 0 ? r.concurrency : r.batch_size;
+    const WindowMeans w =
+        window_means(*run.metrics, clients * simulated_warmup_rounds(options), clients * options.rounds);
+    out.simulated_requests = w.requests;
+    if (w.requests == 0) {
+      out.reason = "no request of the measurement window completed in the simulation";
+      return out;
+    }
+    out.predicted_ttft_ms = w.ttft_ms;
+    out.predicted_tpot_ms = w.tpot_ms;
+    out.ok = true;
+  } catch (const InputError& e) {
+    // The loader's first problem says why the configuration cannot be served as given.
+    const Diagnostic& d = e.diagnostics().front();
+    out.reason = (d.path.empty() ? "" : d.path + ": ") + d.message;
+  }
+  return out;
+}
+
+double ape(double predicted, double measured) { return std::fabs(predicted / measured - 1); }
+
+}  // namespace
+
+ErrorFigures error_figures(const std::vector<const RowResult*>& rows) {
+  ErrorFigures f;
+  f.rows = rows.size();
+  std::vector<double> ttft, tpot;
+  double ttft_signed = 0, tpot_signed = 0;
+  for (const RowResult* r : rows) {
+    if (!r->ok) continue;
+    ++f.predicted;
+    ttft.push_back(ape(r->predicted_ttft_ms, r->measured_ttft_ms));
+    tpot.push_back(ape(r->predicted_tpot_ms, r->measured_tpot_ms));
+    ttft_signed += r->predicted_ttft_ms / r->measured_ttft_ms - 1;
+    tpot_signed += r->predicted_tpot_ms / r->measured_tpot_ms - 1;
+  }
+  if (f.predicted == 0) return f;
+  const double n = static_cast<double>(f.predicted);
+  f.ttft_ape_p50 = calibrate::percentile(ttft, 0.5);
+  f.ttft_ape_p90 = calibrate::percentile(ttft, 0.9);
+  f.ttft_signed_mean = ttft_signed / n;
+  f.tpot_ape_p50 = calibrate::percentile(tpot, 0.5);
+  f.tpot_ape_p90 = calibrate::percentile(tpot, 0.9);
+  f.tpot_signed_mean = tpot_signed / n;
+  return f;
+}
+
+ValidationReport validate_rows(const std::vector<ServingMeasurement>& rows,
+                               const ValidationOptions& options) {
+  ValidationReport report;
+  const auto start = std::chrono::steady_clock::now();
+  report.rows.resize(rows.size());
+  const int threads = options.threads > 0 ? options.threads : omp_get_num_procs();
+  const auto n = static_cast<std::int64_t>(rows.size());
+  // Rows are independent; dynamic scheduling evens out their very different lengths.
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+  for (std::int64_t i = 0; i < n; ++i) {
+    report.rows[static_cast<std::size_t>(i)] = simulate_row(rows[static_cast<std::size_t>(i)], options);
+  }
+  std::map<std::tuple<std::string, std::string, std::string>, std::vector<const RowResult*>> groups;
+  std::map<std::tuple<std::string, std::string, std::string, std::string>, std::vector<const RowResult*>>
+      backends;
+  std::map<std::string, std::size_t> skipped;
+  std::vector<const RowResult*> all;
+  for (const RowResult& r : report.rows) {
+    groups[{r.model, r.system, r.mode}].push_back(&r);
+    backends[{r.model, r.system, r.mode, r.backend}].push_back(&r);
+    all.push_back(&r);
+    if (!r.ok) ++skipped[r.reason];
+  }
+  for (const auto& [k, v] : groups) {
+    report.groups.push_back({std::get<0>(k), std::get<1>(k), std::get<2>(k), "", error_figures(v)});
+  }
+  for (const auto& [k, v] : backends) {
+    report.backends.push_back(
+        {std::get<0>(k), std::get<1>(k), std::get<2>(k), std::get<3>(k), error_figures(v)});
+  }
+  report.overall = error_figures(all);
+  report.skipped.assign(skipped.begin(), skipped.end());
+  std::stable_sort(report.skipped.begin(), report.skipped.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  report.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return report;
+}
+
+namespace {
+
+std::string pct(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f%%", 100 * v);
+  return buf;
+}
+
+std::string signed_pct(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%+.1f%%", 100 * v);
+  return buf;
+}
+
+void figures_line(std::string& out, const std::string& label, const ErrorFigures& f) {
+  char line[512];
+  if (f.predicted == 0) {
+    std::snprintf(line, sizeof line, "%-58s %5zu %5zu   (none predicted)\n", label.c_str(), f.rows,
+                  f.predicted);
+  } else {
+    std::snprintf(line, sizeof line, "%-58s %5zu %5zu  %7s %7s %8s  %7s %7s %8s\n", label.c_str(),
+                  f.rows, f.predicted, pct(f.ttft_ape_p50).c_str(), pct(f.ttft_ape_p90).c_str(),
+                  signed_pct(f.ttft_signed_mean).c_str(), pct(f.tpot_ape_p50).c_str(),
+                  pct(f.tpot_ape_p90).c_str(), signed_pct(f.tpot_signed_mean).c_str());
+  }
+  out += line;
+}
+
+Json figures_json(const ErrorFigures& f) {
+  Json j = Json::object();
+  j["rows"] = f.rows;
+  j["predicted"] = f.predicted;
+  if (f.predicted == 0) return j;
+  j["ttft_ape_p50"] = f.ttft_ape_p50;
+  j["ttft_ape_p90"] = f.ttft_ape_p90;
+  j["ttft_signed_mean"] = f.ttft_signed_mean;
+  j["tpot_ape_p50"] = f.tpot_ape_p50;
+  j["tpot_ape_p90"] = f.tpot_ape_p90;
+  j["tpot_signed_mean"] = f.tpot_signed_mean;
+  return j;
+}
+
+}  // namespace
+
+std::string validation_table(const ValidationReport& report, bool per_row) {
+  std::string out;
+  char line[512];
+  if (per_row) {
+    std::snprintf(line, sizeof line, "%-64s %9s %9s %7s  %8s %8s %7s\n", "row", "TTFT ms", "sim",
+                  "error", "TPOT ms", "sim", "error");
+    out += line;
+    for (const RowResult& r : report.rows) {
+      if (!r.ok) {
+        std::snprintf(line, sizeof line, "%-64s skipped: %s\n", r.id.c_str(), r.reason.c_str());
+      } else {
+        std::snprintf(line, sizeof line, "%-64s %9.1f %9.1f %7s  %8.2f %8.2f %7s\n", r.id.c_str(),
+                      r.measured_ttft_ms, r.predicted_ttft_ms,
+                      signed_pct(r.predicted_ttft_ms / r.measured_ttft_ms - 1).c_str(), r.measured_tpot_ms,
+                      r.predicted_tpot_ms, signed_pct(r.predicted_tpot_ms / r.measured_tpot_ms - 1).c_str());
+      }
+      out += line;
+    }
+    out += "\n";
+  }
+  std::snprintf(line, sizeof line, "%-58s %5s %5s  %7s %7s %8s  %7s %7s %8s\n", "group", "rows", "sim",
+                "TTFT50", "TTFT90", "signed", "TPOT50", "TPOT90", "signed");
+  out += line;
+  for (const GroupResult& g : report.groups) {
+    figures_line(out, g.model + " " + g.system + " " + g.mode, g.error);
+  }
+  out += "\nby backend:\n";
+  for (const GroupResult& g : report.backends) {
+    figures_line(out, g.model + " " + g.system + " " + g.mode + " " + g.backend, g.error);
+  }
+  out += "\n";
+  figures_line(out, "overall", report.overall);
+  if (!report.skipped.empty()) {
+    out += "\nskipped rows by reason:\n";
+    for (const auto& [reason, count] : report.skipped) {
+      std::snprintf(line, sizeof line, "  %5zu  %s\n", count, reason.c_str());
+      out += line;
+    }
+  }
+  std::snprintf(line, sizeof line, "\n%zu rows, %zu simulated in %.1f s\n", report.rows.size(),
+                report.overall.predicted, report.wall_s);
+  out += line;
+  return out;
+}
+
+Json validation_json(const ValidationReport& report, const ValidationOptions& options, bool reproducible) {
+  Json j = Json::object();
+  j["schema"] = "servesim.validation/1";
+  j["source"] = options.validation_file;
+  j["rounds"] = options.rounds;
+  j["warmup_rounds"] = options.warmup_rounds;
+  j["warmup"] = options.warmup_drained ? "drained" : "continuous";
+  j["rows"] = Json::array();
+  for (const RowResult& r : report.rows) {
+    Json row = Json::object();
+    row["id"] = r.id;
+    row["status"] = r.ok ? "ok" : "skipped";
+    if (!r.ok) row["reason"] = r.reason;
+    row["assumptions"] = r.assumptions;
+    row["engine"] = r.engine;
+    row["measured_ttft_ms"] = r.measured_ttft_ms;
+    row["predicted_ttft_ms"] = r.ok ? Json(r.predicted_ttft_ms) : Json(nullptr);
+    row["measured_tpot_ms"] = r.measured_tpot_ms;
+    row["predicted_tpot_ms"] = r.ok ? Json(r.predicted_tpot_ms) : Json(nullptr);
+    row["window_requests"] = r.simulated_requests;
+    j["rows"].push_back(std::move(row));
+  }
+  auto groups = [](const std::vector<GroupResult>& gs, bool with_backend) {
+    Json a = Json::array();
+    for (const GroupResult& g : gs) {
+      Json o = Json::object();
+      o["model"] = g.model;
+      o["system"] = g.system;
+      o["mode"] = g.mode;
+      if (with_backend) o["backend"] = g.backend;
+      o.update(figures_json(g.error));
+      a.push_back(std::move(o));
+    }
+    return a;
+  };
+  j["groups"] = groups(report.groups, false);
+  j["backends"] = groups(report.backends, true);
+  j["overall"] = figures_json(report.overall);
+  Json skipped = Json::array();
+  for (const auto& [reason, count] : report.skipped) skipped.push_back({{"reason", reason}, {"rows", count}});
+  j["skipped"] = skipped;
+  if (!reproducible) j["wall_s"] = report.wall_s;
+  return j;
+}
+
+StudyOutput validate(const ValidateRequest& request, std::ostream& err) {
+  const std::string& path = request.file;
+  ValidationOptions options;
+  options.rounds = request.rounds;
+  options.warmup_rounds = request.warmup_rounds;
+  const std::string& warmup = request.warmup;
+  if (warmup != "drained" && warmup != "continuous") {
+    err << "error: --warmup must be drained or continuous\n";
+    return StudyOutput::failed(2);
+  }
+  options.warmup_drained = warmup == "drained";
+  options.threads = request.threads;
+  options.validation_file = path;
+  if (options.rounds < 1 || options.rounds > 1000) {
+    err << "error: --rounds must be between 1 and 1000\n";
+    return StudyOutput::failed(2);
+  }
+  if (options.warmup_rounds < 0 || options.warmup_rounds > 1000) {
+    err << "error: --warmup-rounds must be between 0 and 1000\n";
+    return StudyOutput::failed(2);
+  }
+  if (options.threads < 0) {
+    err << "error: --threads must be at least 0\n";
+    return StudyOutput::failed(2);
+  }
+  options.start = request.start;
+  options.arrival_spacing_us = request.spacing_us;
+  if (options.start != "staggered" && options.start != "together" && options.start != "ramp") {
+    err << "error: --start must be together, ramp or staggered\n";
+    return StudyOutput::failed(2);
+  }
+  try {
+    const std::vector<ServingMeasurement> rows = read_serving_measurements(path);
+    if (request.print_scenario) {
+      const std::string& id = *request.print_scenario;
+      for (const ServingMeasurement& r : rows) {
+        if (r.id != id) continue;
+        const RowScenario s = build_row_scenario(r, options);
+        if (!s.ok) {
+          err << "error: row " << id << " is not modelled: " << s.reason << "\n";
+          return StudyOutput::failed(2);
+        }
+        std::string text = "# " + s.engine + "\n";
+        for (const std::string& a : s.assumptions) text += "# assumed: " + a + "\n";
+        return {0, {}, text + final_yaml(r, s)};
+      }
+      err << "error: " << path << " has no row with id '" << id << "'\n";
+      return StudyOutput::failed(2);
+    }
+    const ValidationReport report = validate_rows(rows, options);
+    return {0, validation_json(report, options, request.reproducible).dump(2) + "\n",
+            validation_table(report, request.rows)};
+  } catch (const InputError& e) {
+    print_diagnostics(e, err);
+    return StudyOutput::failed(2);
+  }
+}
+
+}  // namespace servesim::studies
