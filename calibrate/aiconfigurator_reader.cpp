@@ -157,7 +157,7 @@ std::vector<std::string_view> aiconfigurator_tables() {
 }
 
 MeasurementSet read_aiconfigurator(const std::string& path, std::string_view chip) {
-  CsvReader csv(path);
+  MeasurementCsv csv(path);
   Problems problems;
   MeasurementSet set;
   MeasurementSource source;

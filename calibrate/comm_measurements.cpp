@@ -1,7 +1,5 @@
 #include "calibrate/comm_measurements.h"
 
-#include <zlib.h>
-
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -9,6 +7,7 @@
 #include <string_view>
 #include <tuple>
 
+#include "calibrate/csv_reader.h"
 #include "core/errors.h"
 
 namespace servesim::calibrate {
@@ -19,11 +18,10 @@ using topologies::CollectiveKind;
 // A CSV file: header and rows, each field with the 1-based column where it starts.
 struct Csv {
   std::string path;
-  std::string text;
   std::vector<std::string> header;
   struct Field {
     int column = 0;
-    std::string_view text;
+    std::string text;
   };
   struct Row {
     int line = 0;
@@ -54,52 +52,25 @@ struct Csv {
 Csv read_csv(const std::string& path, const std::vector<std::string>& required) {
   Csv csv;
   csv.path = path;
-  gzFile f = gzopen(path.c_str(), "rb");
-  if (f == nullptr) throw InputError({Diagnostic{path, 0, 0, "", "cannot open the measurement file"}});
-  char buf[1 << 16];
-  int n = 0;
-  while ((n = gzread(f, buf, sizeof buf)) > 0) csv.text.append(buf, static_cast<std::size_t>(n));
-  const bool failed = n < 0;
-  gzclose(f);
-  if (failed) throw InputError({Diagnostic{path, 0, 0, "", "not a readable gzip or text file"}});
-  std::size_t pos = 0;
-  int line = 0;
-  while (pos < csv.text.size()) {
-    std::size_t end = csv.text.find('\n', pos);
-    if (end == std::string::npos) end = csv.text.size();
-    std::string_view l(csv.text.data() + pos, end - pos);
-    if (!l.empty() && l.back() == '\r') l.remove_suffix(1);
-    ++line;
-    Csv::Row row;
-    row.line = line;
-    std::size_t start = 0;
-    while (true) {
-      const std::size_t comma = l.find(',', start);
-      const std::size_t stop = comma == std::string_view::npos ? l.size() : comma;
-      row.fields.push_back(Csv::Field{static_cast<int>(start) + 1, l.substr(start, stop - start)});
-      if (comma == std::string_view::npos) break;
-      start = comma + 1;
-    }
-    if (line == 1) {
-      for (const auto& fld : row.fields) csv.header.emplace_back(fld.text);
-    } else if (!l.empty()) {
-      if (row.fields.size() != csv.header.size()) {
-        csv.problem(line, 1, "", "has " + std::to_string(row.fields.size()) + " fields, the header " +
-                                     std::to_string(csv.header.size()));
-      } else {
-        csv.rows.push_back(std::move(row));
-      }
-    }
-    pos = end + 1;
-  }
+  MeasurementCsv reader(path);
+  csv.header = reader.header();
   // Without the columns the rows cannot be read: stop here. Rows with a wrong field count are
   // reported with the rows' own problems.
   std::vector<Diagnostic> fatal;
-  if (csv.header.empty()) fatal.push_back(Diagnostic{path, 1, 1, "", "is empty: no header row"});
   for (const auto& r : required) {
     if (csv.index(r) < 0) fatal.push_back(Diagnostic{path, 1, 1, r, "missing column '" + r + "'"});
   }
   if (!fatal.empty()) throw InputError(fatal);
+  Problems problems;
+  while (reader.next(problems)) {
+    Csv::Row row;
+    row.line = reader.line();
+    for (std::size_t i = 0; i < reader.fields(); ++i) {
+      row.fields.push_back(Csv::Field{reader.field_column(i), std::string(reader.field(i))});
+    }
+    csv.rows.push_back(std::move(row));
+  }
+  csv.problems = problems.all();
   return csv;
 }
 

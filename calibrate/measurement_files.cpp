@@ -52,7 +52,7 @@ std::string model_from_path(const std::string& path) {
 }
 
 FileKind detect_file_kind(const std::string& path) {
-  CsvReader csv(path);
+  MeasurementCsv csv(path);
   const auto& h = csv.header();
   auto has = [&](std::string_view c) { return csv.column(c).has_value(); };
   if (has("op") && has("shape") && has("latency_s")) {

@@ -61,7 +61,7 @@ bool parse_shape(const CsvReader& csv, std::size_t col, Shape& shape, Problems& 
 }  // namespace
 
 MeasurementSet read_native_csv(const std::string& path, NativeCsvKind kind) {
-  CsvReader csv(path);
+  MeasurementCsv csv(path);
   Problems problems;
   const auto& known = native_columns();
   std::size_t col[kColumns];

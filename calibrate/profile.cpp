@@ -11,6 +11,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "calibrate/csv_reader.h"
+#include "core/hash.h"
 
 namespace servesim::calibrate {
 namespace {
@@ -439,17 +440,12 @@ Profile read_profile(const std::string& path) {
 std::string content_hash(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError({Diagnostic{path, 0, 0, "", "cannot open the file to fingerprint it"}});
-  std::uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a 64-bit offset basis and prime
+  std::uint64_t h = kFnv1aOffsetBasis;
   char buf[1 << 16];
   while (in.read(buf, sizeof buf) || in.gcount() > 0) {
-    for (std::streamsize i = 0; i < in.gcount(); ++i) {
-      h ^= static_cast<unsigned char>(buf[i]);
-      h *= 0x100000001b3ULL;
-    }
+    h = fnv1a64(std::string_view(buf, static_cast<std::size_t>(in.gcount())), h);
   }
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
-  return std::string("fnv1a64:") + hex;
+  return "fnv1a64:" + hex64(h);
 }
 
 }  // namespace servesim::calibrate

@@ -175,7 +175,7 @@ struct VidurTable {
     return std::move(set);
   }
 
-  CsvReader csv;
+  MeasurementCsv csv;
   Problems problems;
   MeasurementSet set;
   std::uint32_t source = 0;

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "core/hash.h"
+
 namespace servesim {
 
 std::uint64_t splitmix64(std::uint64_t& state) {
@@ -12,15 +14,6 @@ std::uint64_t splitmix64(std::uint64_t& state) {
 }
 
 namespace {
-// FNV-1a over the stream name: a stable 64-bit tag per consumer.
-std::uint64_t fnv1a(std::string_view s) {
-  std::uint64_t h = 0xcbf29ce484222325ULL;
-  for (char c : s) {
-    h ^= static_cast<unsigned char>(c);
-    h *= 0x100000001b3ULL;
-  }
-  return h;
-}
 std::uint64_t rotl(std::uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 __extension__ using Uint128 = unsigned __int128;  // GCC/Clang extension: a 64x64->128 multiply
 }  // namespace
@@ -28,7 +21,7 @@ __extension__ using Uint128 = unsigned __int128;  // GCC/Clang extension: a 64x6
 Rng::Rng(std::uint64_t seed) : Rng(seed, "") {}
 
 Rng::Rng(std::uint64_t seed, std::string_view stream_name) {
-  std::uint64_t state = seed ^ fnv1a(stream_name);
+  std::uint64_t state = seed ^ fnv1a64(stream_name);  // a stable 64-bit tag per consumer
   for (auto& w : s_) w = splitmix64(state);
 }
 

@@ -41,17 +41,6 @@ void sync_directory(const std::string& path) {
 
 }  // namespace
 
-std::string fnv1a_hex(const std::string& bytes) {
-  std::uint64_t h = 0xcbf29ce484222325ULL;
-  for (unsigned char c : bytes) {
-    h ^= c;
-    h *= 0x100000001b3ULL;
-  }
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
-  return buf;
-}
-
 bool Journal::open(const std::string& path, const nlohmann::ordered_json& header,
                    std::vector<nlohmann::ordered_json>& records, std::string& error) {
   path_ = path;

@@ -37,7 +37,5 @@ class Journal {
   std::size_t dropped_bytes_ = 0;
 };
 
-// A 64-bit FNV-1a hash as 16 hex digits (content hashes in the header).
-std::string fnv1a_hex(const std::string& bytes);
 
 }  // namespace servesim::studies

@@ -96,7 +96,7 @@ int concurrency(const CsvReader& r, std::size_t c, Problems& p) {
 }  // namespace
 
 std::vector<ServingMeasurement> read_serving_measurements(const std::string& path) {
-  CsvReader r(path);
+  calibrate::MeasurementCsv r(path);
   Problems problems;
   const std::vector<std::size_t> col = r.columns(column_names(), problems);
   problems.throw_if_any();

@@ -22,6 +22,7 @@
 #include <sstream>
 #include <thread>
 
+#include "core/hash.h"
 #include "core/output_file.h"
 #include "studies/evaluate.h"
 #include "studies/journal.h"
@@ -216,7 +217,7 @@ StudyOutput sweep(const SweepRequest& request, std::ostream& out, std::ostream& 
   Json header = Json::object();
   header["servesim_sweep_journal"] = 1;
   header["scenario"] = path;
-  header["scenario_fnv1a"] = fnv1a_hex(read_file(path));
+  header["scenario_fnv1a"] = hex64(fnv1a64(read_file(path)));
   header["set"] = base_sets;
   Json vary = Json::array();
   for (const VarySpec& s : specs) vary.push_back(s.key + "=" + s.text);

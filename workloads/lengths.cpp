@@ -6,7 +6,7 @@
 
 #include "core/check.h"
 #include "core/errors.h"
-#include "workloads/csv_table.h"
+#include "core/csv.h"
 
 namespace servesim::workloads {
 namespace {
@@ -257,22 +257,35 @@ class TraceSampler final : public LengthSampler {
 
 std::shared_ptr<const std::vector<RequestLengths>> load_trace_rows(const TraceLengths& config) {
   const std::string& key = config.key_path;
-  CsvTable table(config.path, key);
-  const std::size_t pc = table.column(config.prompt_column);
-  const std::size_t oc = table.column(config.output_column);
-  std::vector<Diagnostic> errors;
+  CsvReader table(config.path, CsvOptions{"trace file", key});
+  const std::size_t pc = table.require_column(config.prompt_column);
+  const std::size_t oc = table.require_column(config.output_column);
+  Problems problems;
   auto rows = std::make_shared<std::vector<RequestLengths>>();
-  rows->reserve(table.rows());
-  for (std::size_t r = 0; r < table.rows(); ++r) {
-    const std::int64_t p = table.integer(r, pc), o = table.integer(r, oc);
-    if (p < 0 || o < 0) {
-      errors.push_back(table.at(r, p < 0 ? pc : oc, "token counts cannot be negative"));
-      if (errors.size() >= 20) break;
-      continue;
+  // A token count: a number with no fractional part (trace tools write "12.0" too).
+  auto tokens = [&](std::size_t col) -> std::optional<std::int64_t> {
+    const std::string_view f = table.field(col);
+    const auto v = parse_real(f);
+    if (!v) {
+      problems.add(table.at(col, "'" + std::string(f) + "' is not a number"));
+      return std::nullopt;
     }
-    rows->push_back(cap_lengths(p, o, config.max_total_tokens));
+    if (*v != std::floor(*v) || std::fabs(*v) > 9e15) {
+      problems.add(table.at(col, "'" + std::string(f) + "' is not a whole number of tokens"));
+      return std::nullopt;
+    }
+    if (*v < 0) {
+      problems.add(table.at(col, "token counts cannot be negative"));
+      return std::nullopt;
+    }
+    return static_cast<std::int64_t>(*v);
+  };
+  while (table.next(problems)) {
+    const auto p = tokens(pc);
+    const auto o = tokens(oc);
+    if (p && o) rows->push_back(cap_lengths(*p, *o, config.max_total_tokens));
   }
-  if (!errors.empty()) throw InputError(std::move(errors));
+  problems.throw_if_any();
   if (rows->empty()) throw InputError({Diagnostic{config.path, 0, 0, key, "the trace has no rows"}});
   return rows;
 }

@@ -12,15 +12,6 @@ std::string show(const char* b, const char* e) {
   return "'" + s + "'";
 }
 
-std::uint64_t fnv1a(const char* b, const char* e) {
-  std::uint64_t h = 0xcbf29ce484222325ULL;
-  for (const char* p = b; p < e; ++p) {
-    h ^= static_cast<unsigned char>(*p);
-    h *= 0x100000001b3ULL;
-  }
-  return h;
-}
-
 bool parse_decimal_time(const char* b, const char* e, int unit_exp, Decimal& out) {
   const char* p = b;
   out = Decimal{};

@@ -122,8 +122,6 @@ bool parse_datetime(const char* b, const char* e, Decimal& out, std::string& why
 std::string count_error(const char* b, const char* e, std::int64_t& v);
 // A field's text for messages, quoted and cut at 40 characters.
 std::string show(const char* b, const char* e);
-// FNV-1a, for session id text.
-std::uint64_t fnv1a(const char* b, const char* e);
 
 // In-place scanners for the fast path. Each starts at a field's first byte and returns the byte
 // after the value, or nullptr when the value is not of the simple shape. They rely on the

@@ -4,6 +4,8 @@
 #include <cstring>
 
 #include "core/check.h"
+#include "core/csv.h"
+#include "core/hash.h"
 #include "core/units.h"
 #include "workloads/trace_fields.h"
 
@@ -76,19 +78,21 @@ void TraceReader::detect(const char* line, const char* eol) {
     format_ = TraceFormat::kMooncake;
     return;
   }
-  // A CSV header.
+  // A CSV header: the names trimmed of spaces (traces write "TIMESTAMP, ContextTokens").
   header_.clear();
-  for (const char* f = line;;) {
-    const char* c = static_cast<const char*>(std::memchr(f, ',', static_cast<std::size_t>(eol - f)));
-    const char* end = c ? c : eol;
-    const char* a = f;
-    const char* z = end;
-    while (a < z && is_space(*a)) ++a;
-    while (z > a && is_space(z[-1])) --z;
-    if (z - a >= 2 && *a == '"' && z[-1] == '"') ++a, --z;
-    header_.emplace_back(a, z);
-    if (!c) break;
-    f = c + 1;
+  std::vector<CsvSpan> spans;
+  int bad_column = 0;
+  std::string why;
+  const std::string_view text(line, static_cast<std::size_t>(eol - line));
+  if (!split_csv_spans(text, spans, bad_column, why)) {
+    throw InputError({Diagnostic{path_, line_no_, bad_column, key_path_, "the header row: " + why}});
+  }
+  for (const CsvSpan& sp : spans) {
+    std::string name = csv_field_text(text, sp);
+    const auto a = name.find_first_not_of(" \t");
+    name = a == std::string::npos ? "" : name.substr(a, name.find_last_not_of(" \t") - a + 1);
+    if (!sp.quoted && name.size() >= 2 && name.front() == '"' && name.back() == '"') name = name.substr(1, name.size() - 2);
+    header_.push_back(std::move(name));
   }
   fields_ = header_.size();
   auto col = [&](std::string_view name) -> int {
@@ -261,7 +265,7 @@ bool TraceReader::parse_csv_fast(const char* line, const char* eol, TraceRow& ro
       const char* b = p;
       if (*p == '"') return false;
       while (p < eol && *p != ',') ++p;
-      if (fi == session_col_ && p > b) session = fnv1a(b, p);
+      if (fi == session_col_ && p > b) session = fnv1a64(std::string_view(b, static_cast<std::size_t>(p - b)));
     }
     if (p == nullptr) return false;
     if (f + 1 < fields_) {
@@ -294,48 +298,34 @@ bool TraceReader::parse_csv_fast(const char* line, const char* eol, TraceRow& ro
 std::optional<TraceReader::Failure> TraceReader::parse_csv(const char* line, const char* eol,
                                                            TraceRow& row,
                                                            std::vector<std::uint64_t>&) {
-  const char* p = line;
-  std::size_t field = 0;
+  // The fields by core's CSV splitter; their text stays in the buffer (a quoted one between its
+  // quotes), so the field parsers keep the buffer's guarantees.
+  std::vector<CsvSpan>& spans = spans_;
+  int bad_column = 0;
+  std::string split_error;
+  if (!split_csv_spans(std::string_view(line, static_cast<std::size_t>(eol - line)), spans, bad_column, split_error)) {
+    return Failure{bad_column, split_error, ""};
+  }
+  const std::size_t field = spans.size();
   const char* tb = nullptr;
   const char* te = nullptr;
   const char* pb = nullptr;
   const char* pe = nullptr;
   const char* ob = nullptr;
   const char* oe = nullptr;
-  const char* sb = nullptr;
-  const char* se = nullptr;
-  while (true) {
-    const char* fb = p;
-    const char* fe;
-    if (p < eol && *p == '"') {
-      const char* q = p + 1;
-      while (true) {
-        q = static_cast<const char*>(std::memchr(q, '"', static_cast<std::size_t>(eol - q)));
-        if (q == nullptr) return Failure{column_of(line, fb), "a quoted field is not closed", ""};
-        if (q + 1 < eol && q[1] == '"') {
-          q += 2;
-          continue;
-        }
-        break;
-      }
-      fb = p + 1;
-      fe = q;
-      p = q + 1;
-      if (p < eol && *p != ',') {
-        return Failure{column_of(line, p), "text after a quoted field's closing quote", ""};
-      }
-    } else {
-      while (p < eol && *p != ',') ++p;  // fields are short: a loop beats memchr's call
-      fe = p;
-    }
-    const int f = static_cast<int>(field);
+  std::string session_text;
+  bool has_session = false;
+  for (std::size_t i = 0; i < spans.size(); ++i) {
+    const char* fb = line + spans[i].begin;
+    const char* fe = line + spans[i].end;
+    const int f = static_cast<int>(i);
     if (f == time_col_) tb = fb, te = fe;
     else if (f == prompt_col_) pb = fb, pe = fe;
     else if (f == output_col_) ob = fb, oe = fe;
-    else if (f == session_col_) sb = fb, se = fe;
-    ++field;
-    if (p >= eol) break;
-    ++p;  // the comma
+    else if (f == session_col_ && fe > fb) {
+      session_text = csv_field_text(std::string_view(line, static_cast<std::size_t>(eol - line)), spans[i]);
+      has_session = true;
+    }
   }
   if (field != fields_) {
     return Failure{1, "expected " + std::to_string(fields_) +
@@ -363,7 +353,7 @@ std::optional<TraceReader::Failure> TraceReader::parse_csv(const char* line, con
     const std::string err = count_error(ob, oe, row.output);
     if (!err.empty()) return Failure{column_of(line, ob), err, header_[static_cast<std::size_t>(output_col_)]};
   }
-  row.session = sb != nullptr && se > sb ? fnv1a(sb, se) : ~std::uint64_t{0};
+  row.session = has_session ? fnv1a64(session_text) : ~std::uint64_t{0};
   last_ps_ = row.time_ps;
   return std::nullopt;
 }

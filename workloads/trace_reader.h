@@ -34,6 +34,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/csv.h"
 #include "core/errors.h"
 #include "core/time.h"
 #include "workloads/trace_fields.h"
@@ -153,6 +154,7 @@ class TraceReader {
   std::size_t fields_ = 0;
   int time_col_ = -1, prompt_col_ = -1, output_col_ = -1, session_col_ = -1;
   std::vector<std::string> header_;
+  std::vector<CsvSpan> spans_;  // parse_csv's scratch
 
   fields::DateCache dates_;   // the fast path's last Azure date
   bool have_base_ = false;

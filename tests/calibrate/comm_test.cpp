@@ -71,7 +71,7 @@ TEST_CASE("read_nccl_perf: malformed rows are reported with file, line, column a
           path + ":3:1: op_name: unknown collective 'broadcast' (expected all_reduce, all_gather, reduce_scatter or alltoall)\n" +
           path + ":4:12: nccl_dtype: unknown data type 'quarter'\n" +
           path + ":4:20: num_gpus: expected a whole number, got 2.5\n" +
-          path + ":5:1: has 3 fields, the header 5\n");
+          path + ":5:1: expected 5 comma-separated fields as in the header, found 3\n");
   }
   const std::string missing = write_temp("missing.csv", "op_name,nccl_dtype,num_gpus,message_size\nall_reduce,half,8,1024\n");
   try {

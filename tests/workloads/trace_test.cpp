@@ -455,3 +455,45 @@ TEST_CASE("Trace reader: numbers of every length parse exactly (the 8-byte digit
     }
   }
 }
+
+TEST_CASE("Trace reader: every CSV layout reads the same rows with LF and CRLF line ends, quoted or not") {
+  // The same rows in each shipped layout; CRLF and quoted fields go through core's CSV splitter
+  // (the slow path) or the fast scanner, and must agree field for field.
+  const std::vector<std::string> layouts = {
+      "arrived_at,num_prefill_tokens,num_decode_tokens\n0.5,374,44\n1.25,396,109\n",
+      "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,374,44\n"
+      "2023-11-16 18:15:47.4305900,396,109\n",
+      "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type,Session ID\n"
+      "5,ChatGPT,374,44,418,Conversation log,s1\n5.75,GPT-4,396,109,505,Conversation log,\"s,2\"\n"};
+  for (const std::string& lf : layouts) {
+    std::string crlf, quoted;
+    for (const char c : lf) crlf += c == '\n' ? std::string("\r\n") : std::string(1, c);
+    // Quote every data field of the second row.
+    const auto second = lf.find('\n', lf.find('\n') + 1) + 1;
+    quoted = lf.substr(0, second);
+    std::string row = lf.substr(second, lf.size() - second - 1);
+    if (row.find('"') == std::string::npos) {
+      std::string q = "\"";
+      for (const char c : row) q += c == ',' ? std::string("\",\"") : std::string(1, c);
+      row = q + "\"";
+    }
+    quoted += row + "\r\n";
+    const Read a = read_all(write_temp("lf.csv", lf));
+    const Read b = read_all(write_temp("crlf.csv", crlf));
+    const Read c = read_all(write_temp("quoted.csv", quoted));
+    REQUIRE(a.rows.size() == 2);
+    REQUIRE(b.rows.size() == 2);
+    REQUIRE(c.rows.size() == 2);
+    for (std::size_t i = 0; i < 2; ++i) {
+      CHECK(b.rows[i].time_ps == a.rows[i].time_ps);
+      CHECK(b.rows[i].prompt == a.rows[i].prompt);
+      CHECK(b.rows[i].output == a.rows[i].output);
+      CHECK(b.rows[i].session == a.rows[i].session);
+      CHECK(c.rows[i].time_ps == a.rows[i].time_ps);
+      CHECK(c.rows[i].prompt == a.rows[i].prompt);
+      CHECK(c.rows[i].output == a.rows[i].output);
+    }
+    // 0.75 s between the rows in every layout.
+    CHECK(a.rows[1].time_ps - a.rows[0].time_ps == 3 * kS / 4);
+  }
+}
