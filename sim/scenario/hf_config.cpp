@@ -238,9 +238,43 @@ class ConfigReader {
   std::size_t before_ = 0;
 };
 
-const std::vector<std::string_view> kTypes = {"llama",   "qwen2",    "qwen3",       "qwen3_moe",
+const std::vector<std::string_view> kTypes = {"llama",   "mistral", "qwen2",    "qwen3",       "qwen3_moe",
                                               "deepseek_v3", "kimi_k2", "glm4_moe", "glm_moe_dsa",
                                               "gpt_oss", "qwen2_5_vl"};
+
+// Keys that change what the model computes, by feature. A config that has one (not null, not
+// empty, not switched off) whose family's importer does not read it is refused with the reason,
+// never imported without it: a Mistral config relabelled `llama` keeps its sliding window, a
+// Mixtral one relabelled `llama` is refused instead of losing its experts.
+struct FeatureKey {
+  const char* key;
+  const char* feature;
+  std::vector<std::string_view> families;  // the model_types whose importer reads it
+};
+const std::vector<FeatureKey>& feature_keys() {
+  static const std::vector<FeatureKey> keys = {
+      {"sliding_window", "sliding-window attention", {"llama", "mistral", "gpt_oss", "qwen2", "qwen3", "qwen3_moe", "qwen2_5_vl"}},
+      {"layer_types", "per-layer attention kinds", {"gpt_oss"}},
+      {"num_local_experts", "routed experts (MoE)", {"gpt_oss"}},
+      {"num_experts", "routed experts (MoE)", {"qwen3_moe"}},
+      {"n_routed_experts", "routed experts (MoE)", {"deepseek_v3", "kimi_k2", "glm4_moe", "glm_moe_dsa"}},
+      {"q_lora_rank", "multi-head latent attention (MLA)", {"deepseek_v3", "kimi_k2", "glm_moe_dsa"}},
+      {"kv_lora_rank", "multi-head latent attention (MLA)", {"deepseek_v3", "kimi_k2", "glm_moe_dsa"}},
+      {"index_n_heads", "sparse attention's indexer (DSA)", {"glm_moe_dsa"}},
+      {"num_nextn_predict_layers", "multi-token prediction layers (MTP)", {"deepseek_v3", "kimi_k2", "glm4_moe", "glm_moe_dsa"}},
+      {"vision_config", "a vision encoder", {"qwen2_5_vl"}},
+  };
+  return keys;
+}
+
+// A key that is present and says something: not null, not false, not 0, not an empty list or object.
+bool says_something(const json* v) {
+  if (v == nullptr || v->is_null()) return false;
+  if (v->is_boolean()) return v->get<bool>();
+  if (v->is_number()) return v->get<double>() != 0;
+  if (v->is_array() || v->is_object()) return !v->empty();
+  return true;
+}
 
 // The GQA keys every supported family shares.
 void read_gqa(ConfigReader& r, models::ModelSpec& m) {
@@ -352,6 +386,40 @@ void read_vision(ConfigReader& r, models::ModelSpec& m) {
   r.set_prefix(saved);
 }
 
+// The sliding window of the llama family. Mistral (and a Mistral config relabelled llama) slides
+// every layer over `sliding_window` tokens (null: none). Qwen configs carry a window that
+// `use_sliding_window` switches on, for the layers from `max_window_layers` on in the
+// transformers implementation; switched on, it is refused (that per-layer split is not modelled),
+// off it is ignored as the engines ignore it.
+void read_window(ConfigReader& r, models::ModelSpec& m, const std::string& t) {
+  const json* w = r.find("sliding_window");
+  if (!says_something(w)) return;
+  if (t == "qwen2" || t == "qwen3" || t == "qwen3_moe" || t == "qwen2_5_vl") {
+    const json* use = r.find("use_sliding_window");
+    if (says_something(use)) {
+      r.report("use_sliding_window", "use_sliding_window: true (a sliding window on the layers from max_window_layers "
+                                     "on) is not modelled; import the model with it off, or give model.sliding_window "
+                                     "in the scenario");
+    }
+    return;
+  }
+  if (auto v = r.integer("sliding_window", "the sliding window", 0, 0)) m.window.window = *v;
+  m.window.pattern.clear();  // every layer slides
+}
+
+// Refuses a config whose architecture-changing keys its family's importer does not read.
+void refuse_unread_features(ConfigReader& r, const std::string& t) {
+  for (const FeatureKey& f : feature_keys()) {
+    if (std::find(f.families.begin(), f.families.end(), t) != f.families.end()) continue;
+    if (!says_something(r.find(f.key))) continue;
+    std::string readers;
+    for (auto fam : f.families) readers += (readers.empty() ? "" : ", ") + std::string(fam);
+    r.report(f.key, std::string(f.key) + " describes " + f.feature + ", which the " + t +
+                        " importer does not read: the model would be imported without it. Use the model_type of "
+                        "its family (" + readers + ") or give the model's figures in the scenario");
+  }
+}
+
 }  // namespace
 
 std::vector<std::string_view> hf_model_types() { return kTypes; }
@@ -401,18 +469,21 @@ std::optional<models::ModelSpec> parse_hf_config(std::string_view text, const st
   if (m.name.empty()) m.name = std::filesystem::path(file).stem().string();
   m.source = file + " (" + *type + ")";
   const std::string& t = *type;
+  refuse_unread_features(r, t);
 
   if (t == "qwen2_5_vl") {
     // Newer configs nest the language model under text_config; older ones keep it at the top.
     if (r.has("text_config") && r.find("text_config")->contains("hidden_size")) r.set_prefix("text_config");
     read_gqa(r, m);
+    read_window(r, m, t);
     read_dense_width(r, m);
     m.qkv_bias = true;
     r.set_prefix("");
     if (auto tie = r.boolean("tie_word_embeddings", m.tied_embeddings)) m.tied_embeddings = *tie;
     read_vision(r, m);
-  } else if (t == "llama" || t == "qwen2" || t == "qwen3" || t == "qwen3_moe") {
+  } else if (t == "llama" || t == "mistral" || t == "qwen2" || t == "qwen3" || t == "qwen3_moe") {
     read_gqa(r, m);
+    read_window(r, m, t);
     if (t == "qwen3_moe") {
       if (auto v = r.integer("num_experts", "the routed experts")) m.moe.experts = *v;
       if (auto v = r.integer("num_experts_per_tok", "experts per token")) m.moe.top_k = *v;

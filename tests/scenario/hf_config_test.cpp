@@ -185,3 +185,66 @@ deployment:
   CHECK(missing[0].line == 1);
   CHECK(missing[0].message.rfind("cannot open the config.json file '", 0) == 0);
 }
+
+namespace {
+
+// Mistral-7B-v0.1's published config.json (the keys the importer reads; architecture figures as
+// published: 32 layers, 4096 wide, 32 heads over 8 KV heads, MLP 14336, a 4096-token window).
+std::string mistral_config(const std::string& type, const std::string& extra = "") {
+  return R"({"architectures": ["MistralForCausalLM"], "model_type": ")" + type + R"(",
+  "hidden_size": 4096, "intermediate_size": 14336, "max_position_embeddings": 32768,
+  "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 8,
+  "rms_norm_eps": 1e-05, "rope_theta": 10000.0, "sliding_window": 4096,
+  "tie_word_embeddings": false, "torch_dtype": "bfloat16", "vocab_size": 32000)" + extra + "}";
+}
+
+}  // namespace
+
+TEST_CASE("HF import: Mistral imports with its sliding window, relabelled llama too") {
+  for (const char* type : {"mistral", "llama"}) {
+    std::vector<Diagnostic> problems;
+    const auto m = parse_hf_config(mistral_config(type), "mistral-7b/config.json", problems);
+    REQUIRE_MESSAGE(m.has_value(), type);
+    CHECK(problems.empty());
+    CHECK(m->window.window == 4096);
+    CHECK(m->window.pattern.empty());  // every layer slides
+    CHECK(m->layers == 32);
+    CHECK(m->kv_heads == 8);
+  }
+  // sliding_window: null is no window.
+  std::string none = mistral_config("mistral");
+  none.replace(none.find("\"sliding_window\": 4096"), 22, "\"sliding_window\": null");
+  std::vector<Diagnostic> problems;
+  const auto m = parse_hf_config(none, "m/config.json", problems);
+  REQUIRE(m.has_value());
+  CHECK(m->window.window == 0);
+}
+
+TEST_CASE("HF import: a feature the family's importer does not read is refused with the reason") {
+  // Mixtral relabelled llama: its experts would be dropped.
+  std::vector<Diagnostic> problems;
+  CHECK_FALSE(parse_hf_config(mistral_config("llama", R"(, "num_local_experts": 8, "num_experts_per_tok": 2)"),
+                              "mixtral/config.json", problems)
+                  .has_value());
+  REQUIRE(problems.size() == 1);
+  CHECK(problems[0].path == "num_local_experts");
+  CHECK(problems[0].message.find("routed experts (MoE), which the llama importer does not read") != std::string::npos);
+  CHECK(problems[0].line > 0);
+  // DeepSeek's MLA under a llama label.
+  problems.clear();
+  CHECK_FALSE(parse_hf_config(mistral_config("llama", R"(, "kv_lora_rank": 512)"), "m/config.json", problems).has_value());
+  REQUIRE(problems.size() == 1);
+  CHECK(problems[0].path == "kv_lora_rank");
+  // Qwen's layer-dependent window switched on.
+  problems.clear();
+  CHECK_FALSE(parse_hf_config(mistral_config("qwen2", R"(, "use_sliding_window": true, "max_window_layers": 28)"),
+                              "m/config.json", problems)
+                  .has_value());
+  REQUIRE(problems.size() == 1);
+  CHECK(problems[0].path == "use_sliding_window");
+  // Switched off (as Qwen ships it), the window is not used: imported without one.
+  problems.clear();
+  const auto q = parse_hf_config(mistral_config("qwen2", R"(, "use_sliding_window": false)"), "m/config.json", problems);
+  REQUIRE(q.has_value());
+  CHECK(q->window.window == 0);
+}
