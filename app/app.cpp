@@ -4,6 +4,7 @@
 
 #include "app/commands.h"
 #include "core/output_file.h"
+#include "core/version.h"
 
 namespace servesim::app {
 
@@ -19,13 +20,15 @@ void print_or_write_json(const std::string& json_target, const std::string& json
 }
 
 int print_output(const studies::StudyOutput& output, const std::string& json_target, std::ostream& out) {
-  if (output.exit_code != 0) return output.exit_code;
+  // A failure explained on the error stream has no output; a study that ran and answers "no"
+  // (plan with nothing feasible) has, and its exit code says so.
+  if (output.exit_code != 0 && output.json.empty() && output.text.empty()) return output.exit_code;
   if (output.json.empty()) {
     out << output.text;
   } else {
     print_or_write_json(json_target, output.json, output.text, out);
   }
-  return 0;
+  return output.exit_code;
 }
 
 namespace {
@@ -50,10 +53,38 @@ constexpr const char* kUsage =
     "                      hardware profile\n"
     "  validate MEASURED.csv\n"
     "                      simulate measured serving benchmarks and report the error\n"
+    "  keys                every scenario key with its type, unit, range and default\n"
+    "  schema              the JSON Schema of serve's requests and answers\n"
+    "  completion bash     a bash completion script\n"
     "\n"
-    "Run 'servesim <command> --help' for the options of a command.\n";
+    "Run 'servesim <command> --help' for the options of a command, 'servesim --version' for the\n"
+    "version and commit of this build. Exit codes: 0 ok, 1 internal error, 2 bad input (every\n"
+    "problem listed; nothing run or written), 3 plan found no deployment meeting the constraints.\n";
 
 }  // namespace
+
+const std::vector<std::string>& command_names() {
+  static const std::vector<std::string> names = {"run",       "sweep",    "serve", "diff",   "plan",      "workload",
+                                                 "calibrate", "validate", "keys",  "schema", "completion"};
+  return names;
+}
+
+int run_command_by_name(const std::string& command, const std::vector<std::string>& rest, std::istream& in,
+                        std::ostream& out, std::ostream& err) {
+  if (command == "run") return run_command(rest, out, err);
+  if (command == "sweep") return sweep_command(rest, out, err);
+  if (command == "serve") return serve_command(rest, in, out, err);
+  if (command == "diff") return diff_command(rest, out, err);
+  if (command == "plan") return plan_command(rest, out, err);
+  if (command == "workload") return workload_command(rest, out, err);
+  if (command == "calibrate") return calibrate_command(rest, out, err);
+  if (command == "validate") return validate_command(rest, out, err);
+  if (command == "keys") return keys_command(rest, out, err);
+  if (command == "schema") return schema_command(rest, out, err);
+  if (command == "completion") return completion_command(rest, out, err);
+  err << "error: unknown command '" << command << "'\n\n" << kUsage;
+  return 2;
+}
 
 int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   try {
@@ -66,17 +97,11 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
       out << kUsage;
       return 0;
     }
-    const std::vector<std::string> rest(args.begin() + 1, args.end());
-    if (command == "run") return run_command(rest, out, err);
-    if (command == "sweep") return sweep_command(rest, out, err);
-    if (command == "serve") return serve_command(rest, std::cin, out, err);
-    if (command == "diff") return diff_command(rest, out, err);
-    if (command == "plan") return plan_command(rest, out, err);
-    if (command == "workload") return workload_command(rest, out, err);
-    if (command == "calibrate") return calibrate_command(rest, out, err);
-    if (command == "validate") return validate_command(rest, out, err);
-    err << "error: unknown command '" << command << "'\n\n" << kUsage;
-    return 2;
+    if (command == "--version" || command == "version") {
+      out << version_line() << "\n";
+      return 0;
+    }
+    return run_command_by_name(command, std::vector<std::string>(args.begin() + 1, args.end()), std::cin, out, err);
   } catch (const std::exception& e) {
     err << "servesim: internal error: " << e.what() << "\n";
     return 1;

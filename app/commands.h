@@ -19,6 +19,15 @@ int plan_command(const std::vector<std::string>& args, std::ostream& out, std::o
 int workload_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int calibrate_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int validate_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int schema_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int keys_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int completion_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+
+// The command table (app.cpp): the names, in usage order, and a command run by name (exit code 2
+// and the usage for a name that is none of them).
+const std::vector<std::string>& command_names();
+int run_command_by_name(const std::string& command, const std::vector<std::string>& args, std::istream& in,
+                        std::ostream& out, std::ostream& err);
 
 // `--json -` prints only the JSON; otherwise the text is printed, and the JSON written to
 // `json_target` (when given) and reported as written.

@@ -12,11 +12,15 @@ namespace {
 namespace po = boost::program_options;
 
 constexpr const char* kHelpTail =
-    "Constraints: --constraint 'METRIC OP VALUE' (as in 'servesim sweep --help'); without any, the\n"
-    "scenario's slo: with --attainment (slo_attainment >= 99% by default). Latency limits, SLO\n"
-    "attainment, goodput and throughput floors guide the search (they get easier with more\n"
-    "instances); chips, cost and per-chip floors are checked at the least count that meets them.\n"
-    "Lists: comma-separated integers, or 'auto' (see studies/README.md for what auto searches).\n";
+    "Constraints: the scenario's slo: always counts, met by --attainment of the requests (99% by\n"
+    "default; 'none' leaves it out). --constraint 'ttft <= 2 s' (tpot, e2e: a bare name, no\n"
+    "percentile) is a per-request target, the same as slo: {ttft: 2 s}; --constraint 'METRIC OP\n"
+    "VALUE' on any metric of 'servesim sweep --help' adds to them. Latency limits, SLO attainment,\n"
+    "goodput and throughput floors guide the search (they get easier with more instances); chips,\n"
+    "cost and per-chip floors are checked at the least count that meets them.\n"
+    "Lists: comma-separated integers, or 'auto' (see studies/README.md for what auto searches).\n"
+    "Exit codes: 0 a deployment found, 3 none meets the constraints (the report is printed all the\n"
+    "same), 2 bad input, 1 internal error.\n";
 
 }  // namespace
 
@@ -43,6 +47,8 @@ int plan_command(const std::vector<std::string>& args, std::ostream& out, std::o
       ("ratios", po::value<std::string>(), "instance ratios between the pools to try, e.g. 1:2,1:3 (default auto)")
       ("max-chips", po::value<std::int64_t>(), "never try a deployment with more chips")
       ("max-candidates", po::value<std::size_t>()->default_value(512), "refuse a larger space")
+      ("max-runs", po::value<std::size_t>()->default_value(2000),
+       "the budget of simulation runs; candidates still searching when it is spent end unfinished")
       ("chip-hour-price", po::value<double>(), "USD per chip-hour, for the cost targets")
       ("set", po::value<std::vector<std::string>>()->composing(), "override a scenario value (repeatable)")
       ("seed", po::value<std::uint64_t>(), "the seed of every run (default: the scenario's)")
@@ -72,6 +78,7 @@ int plan_command(const std::vector<std::string>& args, std::ostream& out, std::o
   r.ratios = optional_value<std::string>(vm, "ratios");
   r.max_chips = optional_value<std::int64_t>(vm, "max-chips");
   r.max_candidates = vm["max-candidates"].as<std::size_t>();
+  r.max_runs = vm["max-runs"].as<std::size_t>();
   r.chip_hour_price = optional_value<double>(vm, "chip-hour-price");
   if (vm.count("set")) r.sets = vm["set"].as<std::vector<std::string>>();
   r.seed = optional_value<std::uint64_t>(vm, "seed");

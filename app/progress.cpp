@@ -13,7 +13,7 @@ bool progress_wanted(const std::ostream& err) {
   return &err == &std::cerr && isatty(STDERR_FILENO) == 1;
 }
 
-std::string ProgressBar::line(const Status& s, int width) {
+std::string ProgressBar::line(const Status& s, int width, double elapsed_s) {
   std::string bar = "[";
   const double f = s.fraction < 0 ? -1 : std::min(1.0, s.fraction);
   const int filled = f < 0 ? 0 : static_cast<int>(std::floor(f * width));
@@ -21,7 +21,21 @@ std::string ProgressBar::line(const Status& s, int width) {
   bar += "]";
   char pct[16] = "    ";
   if (f >= 0) std::snprintf(pct, sizeof pct, " %3.0f%%", 100 * f);
-  return bar + pct + "  " + s.text;
+  // The time left at the rate so far: elapsed x (1 - f) / f, once 1% is done.
+  std::string eta;
+  if (elapsed_s >= 0 && f >= 0.01 && f < 1) {
+    const double left = elapsed_s * (1 - f) / f;
+    char buf[32];
+    if (left < 60) {
+      std::snprintf(buf, sizeof buf, "  ETA %.0f s", std::ceil(left));
+    } else if (left < 3600) {
+      std::snprintf(buf, sizeof buf, "  ETA %d min %02d s", static_cast<int>(left / 60), static_cast<int>(left) % 60);
+    } else {
+      std::snprintf(buf, sizeof buf, "  ETA %.1f h", left / 3600);
+    }
+    eta = buf;
+  }
+  return bar + pct + eta + "  " + s.text;
 }
 
 ProgressBar::ProgressBar(bool enabled, std::function<Status()> poll) : poll_(std::move(poll)) {
@@ -37,7 +51,9 @@ ProgressBar::ProgressBar(bool enabled, std::function<Status()> poll) : poll_(std
       if (elapsed < 500ms) continue;
       if (drawn && std::chrono::steady_clock::now() - last < 250ms) continue;
       last = std::chrono::steady_clock::now();
-      const std::string text = "\r" + line(poll_()) + "\x1b[K";
+      const std::string text =
+          "\r" + line(poll_(), 28, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()) +
+          "\x1b[K";
       if (::write(STDERR_FILENO, text.data(), text.size()) < 0) return;
       drawn = true;
     }

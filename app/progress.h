@@ -1,7 +1,7 @@
 // A progress bar for long runs and sweeps, drawn on stderr only when stderr is a terminal.
 //
 // A background thread polls a callback four times a second and redraws one line
-// ("[#########.......]  45%  27.1 of 60.0 s simulated, 5.2 M events/s"); it shows nothing during
+// ("[#########.......]  45%  ETA 12 s  27.1 of 60.0 s simulated, 5.2 M events/s"); it shows nothing during
 // the first half second, so quick runs print nothing, and it clears its line when it stops. It
 // writes with write(2) on file descriptor 2, never through the library's streams: library code,
 // tests and `serve` never see it.
@@ -30,8 +30,9 @@ class ProgressBar {
   ProgressBar(const ProgressBar&) = delete;
   ProgressBar& operator=(const ProgressBar&) = delete;
 
-  // The line for a status, without the carriage return (for tests).
-  static std::string line(const Status& status, int width = 28);
+  // The line for a status, without the carriage return (for tests); with the seconds elapsed
+  // since the bar started, the time left at the rate so far ("ETA 42 s").
+  static std::string line(const Status& status, int width = 28, double elapsed_s = -1);
 
  private:
   std::function<Status()> poll_;

@@ -1,6 +1,9 @@
 // `servesim run SCENARIO.yaml`: one scenario, its summary table and the reports asked for (JSON,
 // HTML, per-request CSV, Perfetto trace), each written whole or not at all.
+#include <atomic>
 #include <cstdio>
+#include <iostream>
+#include <optional>
 #include <filesystem>
 #include <sstream>
 
@@ -45,12 +48,20 @@ bool parse_window(const std::string& text, metrics::TraceOptions& trace, std::st
   return true;
 }
 
+// A scenario piped in (`servesim run -`): named <stdin> in diagnostics, its relative files
+// resolved from the working directory.
+scenario::Scenario load_stdin_scenario(const scenario::LoadOptions& options) {
+  std::ostringstream text;
+  text << std::cin.rdbuf();
+  return scenario::load_scenario_text(text.str(), "<stdin>", ".", options);
+}
+
 }  // namespace
 
 int run_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   po::options_description visible(
       "usage: servesim run SCENARIO.yaml [--set KEY.PATH=VALUE]... [--json FILE|-] [--out DIR] "
-      "[--seed N]\n\noptions");
+      "[--seed N]\nSCENARIO.yaml '-' reads the scenario from stdin (relative files from the working directory).\n\noptions");
   visible.add_options()
       ("help,h", "show this help")
       ("set", po::value<std::vector<std::string>>()->composing(),
@@ -59,6 +70,7 @@ int run_command(const std::vector<std::string>& args, std::ostream& out, std::os
       ("json", po::value<std::string>(), "write the JSON report to FILE, or to stdout with '-'")
       ("out", po::value<std::string>(),
        "write report.json, report.html, requests.csv and summary.txt to DIR")
+      ("no-requests-csv", "with --out, leave out requests.csv (one row per request: large on long runs)")
       ("html", po::value<std::string>(), "write the self-contained HTML report (SVG charts) to FILE")
       ("time-series", "add the run over time (key time_series) to the JSON report")
       ("trace", po::value<std::string>(),
@@ -101,32 +113,52 @@ int run_command(const std::vector<std::string>& args, std::ostream& out, std::os
     err << "error: --trace-window needs --trace FILE\n";
     return 2;
   }
+  if (vm.count("no-requests-csv") && out_dir.empty()) {
+    err << "error: --no-requests-csv leaves requests.csv out of --out DIR: it needs --out\n";
+    return 2;
+  }
 
   try {
-    const scenario::Scenario sc = scenario::load_scenario_file(path, options);
+    const scenario::Scenario sc = path == "-" ? load_stdin_scenario(options) : scenario::load_scenario_file(path, options);
     for (const auto& w : sc.warnings) err << "warning: " << w.to_string() << "\n";
     cluster::RunProgress progress;
     const std::int64_t total_requests = sc.config.workload.requests;
     const std::optional<Duration> horizon = sc.config.horizon;
     exec.progress = &progress;
     studies::RunOutput run;
-    {
-      ProgressBar bar(progress_wanted(err), [&] {
-        ProgressBar::Status st;
-        const double now_s = static_cast<double>(progress.now_ps.load()) * 1e-12;
-        if (horizon) {
-          st.fraction = now_s / horizon->to_seconds();
-        } else if (total_requests > 0) {
-          st.fraction = static_cast<double>(progress.arrivals.load()) / static_cast<double>(total_requests);
-        }
-        char buf[96];
-        std::snprintf(buf, sizeof buf, "%.1f s simulated, %s events", now_s,
-                      format_count(progress.events.load()).c_str());
-        st.text = buf;
+    // The bar covers the run and then the reports, one step per file written.
+    std::atomic<int> written{-1};
+    std::atomic<const char*> writing{""};
+    const bool skip_csv = vm.count("no-requests-csv") > 0;
+    const int files = (out_dir.empty() ? 0 : skip_csv ? 3 : 4) + !html_target.empty() + !trace_target.empty() +
+                      (!json_target.empty() && json_target != "-");
+    std::optional<ProgressBar> bar;
+    bar.emplace(progress_wanted(err), [&] {
+      ProgressBar::Status st;
+      if (written.load() >= 0) {
+        st.fraction = files > 0 ? static_cast<double>(written.load()) / files : 1;
+        st.text = std::string("writing ") + writing.load();
         return st;
-      });
-      run = studies::execute(sc, exec);
-    }
+      }
+      const double now_s = static_cast<double>(progress.now_ps.load()) * 1e-12;
+      if (horizon) {
+        st.fraction = now_s / horizon->to_seconds();
+      } else if (total_requests > 0) {
+        st.fraction = static_cast<double>(progress.arrivals.load()) / static_cast<double>(total_requests);
+      }
+      char buf[96];
+      std::snprintf(buf, sizeof buf, "%.1f s simulated, %s events", now_s, format_count(progress.events.load()).c_str());
+      st.text = buf;
+      return st;
+    });
+    run = studies::execute(sc, exec);
+    writing.store("reports");
+    written.store(0);
+    auto write = [&](const std::filesystem::path& target, const std::string& text, const char* what) {
+      writing.store(what);
+      write_atomically(target, text);
+      written.fetch_add(1);
+    };
     reports::RunInfo info;
     info.name = sc.name;
     info.warnings = sc.warnings;
@@ -158,22 +190,27 @@ int run_command(const std::vector<std::string>& args, std::ostream& out, std::os
 
     if (!out_dir.empty()) {
       std::filesystem::create_directories(out_dir);
-      write_atomically(std::filesystem::path(out_dir) / "report.json", report);
-      std::ostringstream csv;
-      reports::write_requests_csv(csv, *run.metrics);
-      write_atomically(std::filesystem::path(out_dir) / "requests.csv", csv.str());
-      write_atomically(std::filesystem::path(out_dir) / "summary.txt", table);
-      write_atomically(std::filesystem::path(out_dir) / "report.html", html);
+      write(std::filesystem::path(out_dir) / "report.json", report, "report.json");
+      if (!skip_csv) {
+        writing.store("requests.csv");
+        std::ostringstream csv;
+        reports::write_requests_csv(csv, *run.metrics);
+        write(std::filesystem::path(out_dir) / "requests.csv", csv.str(), "requests.csv");
+      }
+      write(std::filesystem::path(out_dir) / "summary.txt", table, "summary.txt");
+      write(std::filesystem::path(out_dir) / "report.html", html, "report.html");
     }
-    if (!html_target.empty()) write_atomically(html_target, html);
-    if (!trace_target.empty()) write_atomically(trace_target, trace_text);
+    if (!html_target.empty()) write(html_target, html, "the HTML report");
+    if (!trace_target.empty()) write(trace_target, trace_text, "the trace");
+    if (!json_target.empty() && json_target != "-") write(json_target, report, "the JSON report");
+    bar.reset();  // the bar's line is cleared before the table is printed
     if (json_target == "-") {
       out << report;
     } else {
-      if (!json_target.empty()) write_atomically(json_target, report);
       out << table;
       if (!out_dir.empty()) {
-        out << "  wrote       " << out_dir << "/report.json, report.html, requests.csv, summary.txt\n";
+        out << "  wrote       " << out_dir << "/report.json, report.html, " << (skip_csv ? "" : "requests.csv, ")
+            << "summary.txt\n";
       }
       for (const std::string* t : {&json_target, &html_target, &trace_target}) {
         if (!t->empty()) out << "  wrote       " << *t << "\n";

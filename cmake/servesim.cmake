@@ -37,9 +37,16 @@ function(servesim_library)
   # The layer map a check reads (scripts/check_layers.sh): library, folder, visible folders.
   list(JOIN folders " " visible)
   set_property(GLOBAL APPEND PROPERTY SERVESIM_LAYERS "${ARG_NAME} ${folder} ${visible}")
-  target_include_directories(servesim_${ARG_NAME} PUBLIC ${view})
+  # Built against the view; installed (`cmake --install`) with the headers under
+  # include/servesim/<folder>, included the same way ("core/time.h").
+  target_include_directories(servesim_${ARG_NAME} PUBLIC $<BUILD_INTERFACE:${view}>
+                             $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}/servesim>)
   target_compile_options(servesim_${ARG_NAME} PRIVATE ${SERVESIM_WARNINGS})
   target_link_libraries(servesim_${ARG_NAME} PUBLIC ${ARG_PUBLIC_DEPS} PRIVATE ${ARG_PRIVATE_DEPS})
+  set_target_properties(servesim_${ARG_NAME} PROPERTIES EXPORT_NAME ${ARG_NAME})
+  install(TARGETS servesim_${ARG_NAME} EXPORT servesimTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+  install(DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/servesim/${folder}
+          FILES_MATCHING PATTERN "*.h" PATTERN "data" EXCLUDE)
 endfunction()
 
 # servesim_include_view(VIEW FOLDER...): VIEW/<folder> links to the source folder, for each folder.

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/units.h"
+#include "core/version.h"
 
 namespace servesim::reports {
 namespace {
@@ -39,6 +40,7 @@ std::string thousands(double v) { return format_count(std::llround(v)); }
 Json build_report(const Json& resolved_scenario, const metrics::Summary& s, const RunInfo& run) {
   Json report = Json::object();
   report["schema"] = kReportSchema;
+  report["servesim"] = {{"version", std::string(servesim_version())}, {"commit", std::string(servesim_commit())}};
   report["scenario"] = resolved_scenario;
   Json warnings = Json::array();
   for (const auto& w : run.warnings) {
@@ -256,6 +258,37 @@ std::string summary_table(const metrics::Summary& s, const metrics::SloTargets& 
          thousands(static_cast<double>(s.completed)) + ", rejected " +
          thousands(static_cast<double>(s.rejected)) + ", in flight " +
          thousands(static_cast<double>(s.in_flight)) + "\n";
+  // Every rejection reason with its count and the key that admits more (the JSON has the counts
+  // in summary.requests.rejected_by_reason).
+  for (std::size_t i = 1; i < s.rejected_by_reason.size(); ++i) {
+    const std::int64_t n = s.rejected_by_reason[i];
+    if (n == 0) continue;
+    const auto reason = static_cast<metrics::RejectReason>(i);
+    const char* why = "";
+    switch (reason) {
+      case metrics::RejectReason::kExceedsMaxModelLen:
+        why = "prompt + output longer than the pool's context: raise deployment.pools[N].max_model_len (up to "
+              "the model's max_context) or cap the lengths (workload lengths.max_total_tokens)";
+        break;
+      case metrics::RejectReason::kQueueFull:
+        why = "an instance's waiting queue was full: raise deployment.pools[N].scheduler.max_queue (0 = unbounded) "
+              "or add instances";
+        break;
+      case metrics::RejectReason::kTtftBudget:
+        why = "still waiting for prefill after deployment.admission.ttft_budget: raise it or add capacity";
+        break;
+      case metrics::RejectReason::kNoCapacity:
+        why = "no instance of a stage was up, or its KV cache could never hold the request: add instances or "
+              "KV memory (deployment.pools[N].kv_cache)";
+        break;
+      case metrics::RejectReason::kLostToFailure:
+        why = "its instance failed with deployment.failures.policy lose: use requeue";
+        break;
+      default: break;
+    }
+    out += "  rejected    " + thousands(static_cast<double>(n)) + " " + std::string(metrics::reject_reason_name(reason)) +
+           ": " + why + "\n";
+  }
   out += "  throughput  " + fmt("%.2f", s.requests_per_s) + " req/s, input " +
          thousands(s.input_tokens_per_s) + " tok/s, output " + thousands(s.output_tokens_per_s) +
          " tok/s (" + fmt("%.1f", s.output_tokens_per_s_per_chip) + " tok/s per chip)\n";
@@ -347,6 +380,7 @@ std::string summary_table(const metrics::Summary& s, const metrics::SloTargets& 
   }
   if (run.peak_rss_mb) out += ", peak RSS " + fmt("%.0f", *run.peak_rss_mb) + " MB";
   out += "\n";
+  out += "  build       " + version_line() + "\n";
   return out;
 }
 

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages servesim builds with, when they are missing. Run as root.
 set -euo pipefail
+# chromium: the HTML report test renders the report in it (and fails without it); python3 and
+# python3-jsonschema: the Python client's test validates serve's answers against the schema.
 packages=(g++ cmake ninja-build libboost-graph-dev libboost-program-options-dev libyaml-cpp-dev
           nlohmann-json3-dev libeigen3-dev doctest-dev libpng-dev libopenmpi-dev openmpi-bin
-          zlib1g-dev)
-# Optional: the HTML report test renders in headless Chromium and skips, saying so, without it.
-optional=(chromium)
+          zlib1g-dev python3 python3-jsonschema chromium git)
+optional=()
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -16,7 +17,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
-for p in "${optional[@]}"; do
+for p in ${optional[@]+"${optional[@]}"}; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
     echo "installing (optional): $p"
     export DEBIAN_FRONTEND=noninteractive

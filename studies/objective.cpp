@@ -127,6 +127,30 @@ std::optional<Objective> parse_objective(const std::string& text, std::string& e
   return o;
 }
 
+std::optional<std::string> slo_target_override(const std::string& text, std::string& error) {
+  std::size_t at = std::string::npos, len = 0;
+  for (const char* op : {"<=", ">=", "<", ">"}) {
+    if ((at = text.find(op)) != std::string::npos) {
+      len = std::char_traits<char>::length(op);
+      break;
+    }
+  }
+  if (at == std::string::npos) return std::nullopt;
+  const std::string metric = trim(text.substr(0, at));
+  if (metric != "ttft" && metric != "tpot" && metric != "e2e") return std::nullopt;
+  if (text[at] != '<') {
+    error = "constraint '" + text + "': a per-request target is an upper limit ('" + metric + " <= 2 s'), as in slo:";
+    return std::nullopt;
+  }
+  const std::string value = trim(text.substr(at + len));
+  const QuantityParse q = parse_quantity(value, Dimension::kDuration);
+  if (!q.ok || !(q.value > 0)) {
+    error = "constraint '" + text + "': " + (q.ok ? std::string("the target must be positive") : q.error);
+    return std::nullopt;
+  }
+  return "slo." + metric + "=" + value;
+}
+
 std::optional<Constraint> parse_constraint(const std::string& text, std::string& error) {
   Constraint c;
   c.text = text;

@@ -47,6 +47,13 @@ struct Constraint {
 
 // Parse errors are complete sentences, returned in `error` (the parse returns nullopt).
 std::optional<Objective> parse_objective(const std::string& text, std::string& error);
+
+// A per-request target: "ttft <= 2 s", "tpot <= 50 ms" or "e2e <= 10 s" (a bare latency name,
+// no percentile) means what `slo: {ttft: 2 s}` means in a scenario: each request is held to it,
+// and the result is judged by its SLO attainment. Returns the override that sets the scenario's
+// target ("slo.ttft=2 s"); nullopt (and no error) when `text` is not of this form; nullopt with
+// `error` set when it is, but malformed.
+std::optional<std::string> slo_target_override(const std::string& text, std::string& error);
 std::optional<Constraint> parse_constraint(const std::string& text, std::string& error);
 // The names of every metric, for help texts and suggestions.
 std::vector<std::string> metric_names();

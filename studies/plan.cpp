@@ -3,13 +3,15 @@
 // instance counts (plan_search.h has the search; this file builds the space, the capacity
 // estimate each candidate starts from, and the output).
 //
-// The space, per pool (every list can be given; "auto" by default):
+// The space, per pool (every list can be given; "auto" by default; studies/README.md):
 //   tp   1, 2, 4, ... up to the chip's scale-up domain, and the scenario's
 //   pp   1, 2 and the scenario's
-//   dp   the scenario's, and 1 for MoE models (attention data parallelism)
-//   ep   MoE models: every power of two that divides tp x dp, and the scenario's when it does;
-//        moe_tp = tp x dp / ep
-//   cp, max_batch_size, max_batched_tokens   the scenario's
+//   dp   MoE models: 1, 2, 4, ... with tp x dp within max(scale-up domain, 32) chips and the
+//        experts (attention data parallelism); dense models: the scenario's
+//   ep   MoE models: every power of two that divides tp x dp with moe_tp = tp x dp / ep <= tp
+//   cp, max_batch_size   the scenario's
+//   max_batched_tokens   the scenario's; then, in a second stage, kTokenBudgets for the best
+// Layouts models::validate_plan refuses are left out (with their reasons), not run.
 // Candidates are the product over pools and ratios; each is validated by the loader itself (the
 // scenario with the candidate's --set overrides), so an invalid plan (TP that does not divide the
 // heads, a model that does not fit, a token budget below the batch cap) is reported with the
@@ -42,6 +44,7 @@
 #include "studies/plan_search.h"
 #include "studies/study_io.h"
 #include "studies/text_format.h"
+#include "models/parallel_plan.h"
 #include "sim/cluster/iteration_cost.h"
 #include "workloads/stats.h"
 
@@ -99,6 +102,9 @@ std::optional<std::vector<std::vector<int>>> ratio_list(const std::string& text,
   return out;
 }
 
+// The token budgets the second stage tries (scheduler.max_batched_tokens).
+constexpr std::int64_t kTokenBudgets[] = {512, 1024, 2048, 4096, 8192, 16384};
+
 void add_unique(std::vector<int>& v, int x) {
   if (std::find(v.begin(), v.end(), x) == v.end()) v.push_back(x);
 }
@@ -134,6 +140,7 @@ struct PoolSpace {
   std::vector<int> tp, pp, dp, ep, cp;
   std::vector<std::int64_t> max_batch_size, max_batched_tokens;
   bool ep_auto = false;
+  int dp_limit = 0;  // auto dp: tp x dp at most this many chips (0: no limit)
 };
 
 std::vector<PoolChoice> pool_choices(const PoolSpace& s, bool moe) {
@@ -141,11 +148,15 @@ std::vector<PoolChoice> pool_choices(const PoolSpace& s, bool moe) {
   for (const int tp : s.tp) {
     for (const int pp : s.pp) {
       for (const int dp : s.dp) {
+        if (s.dp_limit > 0 && dp > 1 && tp * dp > s.dp_limit) continue;
         std::vector<int> eps;
         if (!moe) {
           eps = {1};
         } else if (s.ep_auto) {
-          for (int e = 1; e <= tp * dp; e *= 2) {
+          // Expert parallelism over the stage's tp x dp chips with the experts' own tensor
+          // parallelism moe_tp = tp x dp / ep no wider than the attention's (ep >= dp): plain
+          // TP (ep 1, dp 1) through full attention-DP x EP (ep = tp x dp, moe_tp 1).
+          for (int e = dp; e <= tp * dp; e *= 2) {
             if ((tp * dp) % e == 0) eps.push_back(e);
           }
           for (const int e : s.ep) {
@@ -240,6 +251,33 @@ Demand traffic_demand(const scenario::Scenario& sc) {
   return d;
 }
 
+// The --set overrides that turn the scenario into a candidate at `instances`: the instance
+// counts, and the plan and batch keys whose values differ from the scenario's.
+std::vector<std::string> reproduce_sets(const std::vector<PoolChoice>& picks, const std::vector<int>& instances,
+                                        const cluster::SimulationConfig& cfg, bool moe) {
+  std::vector<std::string> out;
+  for (std::size_t p = 0; p < picks.size(); ++p) {
+    const cluster::PoolConfig& pc = cfg.pools[p];
+    const PoolChoice& ch = picks[p];
+    const std::string key = "deployment.pools[" + std::to_string(p) + "].";
+    if (p < instances.size()) out.push_back(key + "instances=" + std::to_string(instances[p]));
+    auto add = [&](const char* name, std::int64_t value, std::int64_t base) {
+      if (value != base) out.push_back(key + name + "=" + std::to_string(value));
+    };
+    add("parallel.tp", ch.tp, pc.plan.tp);
+    add("parallel.pp", ch.pp, pc.plan.pp);
+    add("parallel.dp", ch.dp, pc.plan.dp);
+    if (moe) {
+      add("parallel.ep", ch.ep, pc.plan.ep);
+      add("parallel.moe_tp", ch.moe_tp, pc.plan.moe_tp);
+    }
+    add("parallel.cp", ch.cp, pc.plan.cp);
+    add("scheduler.max_batch_size", ch.max_batch_size, pc.scheduler.max_batch_size);
+    add("scheduler.max_batched_tokens", ch.max_batched_tokens, pc.scheduler.max_batched_tokens);
+  }
+  return out;
+}
+
 Json metrics_of(const Json& result, const std::vector<std::string>& names, const Pricing& pricing) {
   Json m = Json::object();
   for (const auto& n : names) {
@@ -268,9 +306,18 @@ StudyOutput plan(const PlanRequest& request, std::ostream& err) {
   }
   std::vector<Constraint> capacity, budget;
   std::vector<std::string> constraint_texts;
+  std::vector<std::string> slo_sets;  // per-request targets given as constraints ("ttft <= 2 s")
   if (!request.constraints.empty()) {
     for (const std::string& c : request.constraints) {
       e.clear();
+      if (auto set = slo_target_override(c, e)) {
+        slo_sets.push_back(*set);
+        continue;
+      }
+      if (!e.empty()) {
+        problems.push_back(e);
+        continue;
+      }
       const auto parsed = parse_constraint(c, e);
       if (!parsed) {
         problems.push_back(e);
@@ -300,8 +347,8 @@ StudyOutput plan(const PlanRequest& request, std::ostream& err) {
     max_chips = *request.max_chips;
     if (*max_chips < 1) problems.push_back("--max-chips must be at least 1");
   }
-  const std::vector<std::string> base_sets =
-      request.sets;
+  std::vector<std::string> base_sets = request.sets;
+  base_sets.insert(base_sets.end(), slo_sets.begin(), slo_sets.end());
   std::optional<std::uint64_t> seed;
   seed = request.seed;
 
@@ -326,19 +373,21 @@ StudyOutput plan(const PlanRequest& request, std::ostream& err) {
   const cluster::SimulationConfig& cfg = base->config;
   const bool has_slo = cfg.slo.any() ||
                        std::any_of(cfg.class_slo.begin(), cfg.class_slo.end(), [](const auto& s) { return s.any(); });
-  if (request.constraints.empty() || (capacity.empty() && budget.empty())) {
-    if (!has_slo && problems.empty()) {
-      problems.push_back("nothing to meet: the scenario has no slo: and no --constraint was given");
-    } else if (has_slo) {
-      e.clear();
-      const std::string text = "slo_attainment >= " + request.attainment;
-      if (auto c = parse_constraint(text, e)) {
-        capacity.push_back(*c);
-        constraint_texts.insert(constraint_texts.begin(), text);
-      } else {
-        problems.push_back("--attainment: " + e);
-      }
+  // The scenario's slo: (and targets given as "ttft <= 2 s") always count, held to by
+  // --attainment, so that a deployment `plan` calls feasible is one `run` reports meeting them.
+  if (has_slo && request.attainment != "none") {
+    e.clear();
+    const std::string text = "slo_attainment >= " + request.attainment;
+    if (auto c = parse_constraint(text, e)) {
+      capacity.insert(capacity.begin(), *c);
+      constraint_texts.insert(constraint_texts.begin(), text);
+    } else {
+      problems.push_back("--attainment: " + e);
     }
+  }
+  if (capacity.empty() && budget.empty() && problems.empty()) {
+    problems.push_back(has_slo ? "nothing to meet: --attainment none leaves the scenario's slo: out and no --constraint was given"
+                               : "nothing to meet: the scenario has no slo: and no --constraint was given");
   }
   for (const Constraint& c : budget) {
     if (c.metric == "chips") {
@@ -369,9 +418,16 @@ StudyOutput plan(const PlanRequest& request, std::ostream& err) {
     }
     if (dp_list) {
       s.dp = *dp_list;
+    } else if (moe) {
+      // Attention data parallelism for MoE models: 1, 2, 4, ... while the stage (tp x dp chips,
+      // the expert-parallel group at its widest) stays within max(scale-up domain, 32) chips
+      // and the experts (wider EP groups than experts hold no expert).
+      const int widest = std::min(std::max(32, pc.chip.scale_up_domain), std::max(1, cfg.model.moe.experts));
+      for (int d = 1; d <= widest; d *= 2) s.dp.push_back(d);
+      add_unique(s.dp, pc.plan.dp);
+      s.dp_limit = widest;
     } else {
       s.dp = {pc.plan.dp};
-      if (moe) add_unique(s.dp, 1);
     }
     s.ep_auto = !ep_list;
     s.ep = ep_list ? *ep_list : std::vector<int>{pc.plan.ep};
@@ -398,10 +454,46 @@ StudyOutput plan(const PlanRequest& request, std::ostream& err) {
       ratios = auto_ratios(base_ratio);
     }
   }
+  // Token budgets: searched in a second stage around the best layouts (sarathi pools whose
+  // budget was not given): kTokenBudgets, from the batch cap up.
+  bool budget_stage = !mbt_list;
+  for (const auto& pc : cfg.pools) budget_stage = budget_stage && pc.scheduler.policy == cluster::SchedulerPolicy::kSarathi;
+  show_batch = show_batch || budget_stage;
+
+  // Layouts that cannot work whatever the instance count (TP that does not divide the heads, EP
+  // that does not divide the experts, a TP group wider than the scale-up domain) are left out of
+  // the space, with their reason, instead of being listed as invalid candidates.
   std::vector<std::vector<PoolChoice>> choices(n_pools);
+  Json left_out = Json::array();
+  std::vector<std::pair<std::string, std::size_t>> left_reasons;  // first problem -> count
   std::size_t space_size = ratios.size();
   for (std::size_t p = 0; p < n_pools; ++p) {
-    choices[p] = pool_choices(spaces[p], moe);
+    const cluster::PoolConfig& pc = cfg.pools[p];
+    for (const PoolChoice& ch : pool_choices(spaces[p], moe)) {
+      models::ParallelPlan plan;
+      plan.tp = ch.tp;
+      plan.pp = ch.pp;
+      plan.dp = ch.dp;
+      plan.ep = ch.ep;
+      plan.moe_tp = moe ? ch.moe_tp : 1;
+      plan.cp = ch.cp;
+      plan.redundant_experts = pc.plan.redundant_experts;
+      std::vector<std::string> why = models::validate_plan(cfg.model, plan, std::max(1, pc.chip.scale_up_domain));
+      if (ch.tp > std::max(1, pc.chip.scale_up_domain)) {
+        why.insert(why.begin(), "a tensor-parallel group of " + std::to_string(ch.tp) + " chips does not fit the " +
+                                    std::to_string(pc.chip.scale_up_domain) + "-chip scale-up domain of " + pc.chip.name);
+      }
+      if (why.empty()) {
+        choices[p].push_back(ch);
+        continue;
+      }
+      left_out.push_back({{"pool", pc.name}, {"tp", ch.tp}, {"pp", ch.pp}, {"dp", ch.dp}, {"ep", ch.ep},
+                          {"moe_tp", ch.moe_tp}, {"cp", ch.cp}, {"why", why.front()}});
+      // Reasons grouped by their words, the degrees left out of the key.
+      std::string key = why.front().substr(0, why.front().find(" (choose"));
+      auto it = std::find_if(left_reasons.begin(), left_reasons.end(), [&](const auto& r) { return r.first == key; });
+      if (it == left_reasons.end()) left_reasons.emplace_back(key, 1); else ++it->second;
+    }
     space_size *= choices[p].size();
   }
   if (space_size > request.max_candidates) {
@@ -415,48 +507,55 @@ StudyOutput plan(const PlanRequest& request, std::ostream& err) {
     return StudyOutput::failed(2);
   }
 
+  // A candidate from one choice per pool and a ratio.
+  std::vector<std::vector<PoolChoice>> picked;  // per candidate, its choices (index-aligned)
+  auto make_candidate = [&](const std::vector<PoolChoice>& picks, const std::vector<int>& ratio) {
+    PlanCandidate c;
+    c.ratio = ratio;
+    c.plan = Json::array();
+    for (std::size_t p = 0; p < n_pools; ++p) {
+      const PoolChoice& ch = picks[p];
+      const std::string key = "deployment.pools[" + std::to_string(p) + "].";
+      c.sets.push_back(key + "parallel.tp=" + std::to_string(ch.tp));
+      c.sets.push_back(key + "parallel.pp=" + std::to_string(ch.pp));
+      c.sets.push_back(key + "parallel.dp=" + std::to_string(ch.dp));
+      if (moe) {
+        c.sets.push_back(key + "parallel.ep=" + std::to_string(ch.ep));
+        c.sets.push_back(key + "parallel.moe_tp=" + std::to_string(ch.moe_tp));
+      }
+      c.sets.push_back(key + "parallel.cp=" + std::to_string(ch.cp));
+      c.sets.push_back(key + "scheduler.max_batch_size=" + std::to_string(ch.max_batch_size));
+      c.sets.push_back(key + "scheduler.max_batched_tokens=" + std::to_string(ch.max_batched_tokens));
+      c.chips_per_instance.push_back(ch.chips());
+      Json pj = {{"pool", cfg.pools[p].name}, {"role", cfg.pools[p].role}, {"tp", ch.tp}, {"pp", ch.pp}, {"dp", ch.dp}};
+      if (moe) {
+        pj["ep"] = ch.ep;
+        pj["moe_tp"] = ch.moe_tp;
+      }
+      pj["cp"] = ch.cp;
+      pj["max_batch_size"] = ch.max_batch_size;
+      pj["max_batched_tokens"] = ch.max_batched_tokens;
+      c.plan.push_back(pj);
+      const std::string l = choice_label(ch, moe, show_cp, show_batch);
+      c.label += (p ? " | " : "") + (n_pools > 1 ? cfg.pools[p].name + " " : "") + l;
+    }
+    if (n_pools > 1) {
+      std::string r;
+      for (std::size_t p = 0; p < n_pools; ++p) r += (p ? ":" : "") + std::to_string(ratio[p]);
+      c.label += " | ratio " + r;
+    }
+    picked.push_back(picks);
+    return c;
+  };
+
   std::vector<PlanCandidate> candidates;
   {
     std::vector<std::size_t> pick(n_pools, 0);
-    while (true) {
-      for (const auto& ratio : ratios) {
-        PlanCandidate c;
-        c.ratio = ratio;
-        c.plan = Json::array();
-        for (std::size_t p = 0; p < n_pools; ++p) {
-          const PoolChoice& ch = choices[p][pick[p]];
-          const std::string key = "deployment.pools[" + std::to_string(p) + "].";
-          c.sets.push_back(key + "parallel.tp=" + std::to_string(ch.tp));
-          c.sets.push_back(key + "parallel.pp=" + std::to_string(ch.pp));
-          c.sets.push_back(key + "parallel.dp=" + std::to_string(ch.dp));
-          if (moe) {
-            c.sets.push_back(key + "parallel.ep=" + std::to_string(ch.ep));
-            c.sets.push_back(key + "parallel.moe_tp=" + std::to_string(ch.moe_tp));
-          }
-          c.sets.push_back(key + "parallel.cp=" + std::to_string(ch.cp));
-          c.sets.push_back(key + "scheduler.max_batch_size=" + std::to_string(ch.max_batch_size));
-          c.sets.push_back(key + "scheduler.max_batched_tokens=" + std::to_string(ch.max_batched_tokens));
-          c.chips_per_instance.push_back(ch.chips());
-          Json pj = {{"pool", cfg.pools[p].name}, {"role", cfg.pools[p].role}, {"tp", ch.tp}, {"pp", ch.pp},
-                     {"dp", ch.dp}};
-          if (moe) {
-            pj["ep"] = ch.ep;
-            pj["moe_tp"] = ch.moe_tp;
-          }
-          pj["cp"] = ch.cp;
-          pj["max_batch_size"] = ch.max_batch_size;
-          pj["max_batched_tokens"] = ch.max_batched_tokens;
-          c.plan.push_back(pj);
-          const std::string l = choice_label(ch, moe, show_cp, show_batch);
-          c.label += (p ? " | " : "") + (n_pools > 1 ? cfg.pools[p].name + " " : "") + l;
-        }
-        if (n_pools > 1) {
-          std::string r;
-          for (std::size_t p = 0; p < n_pools; ++p) r += (p ? ":" : "") + std::to_string(ratio[p]);
-          c.label += " | ratio " + r;
-        }
-        candidates.push_back(std::move(c));
-      }
+    const bool any = std::all_of(choices.begin(), choices.end(), [](const auto& c) { return !c.empty(); });
+    while (any) {
+      std::vector<PoolChoice> picks;
+      for (std::size_t p = 0; p < n_pools; ++p) picks.push_back(choices[p][pick[p]]);
+      for (const auto& ratio : ratios) candidates.push_back(make_candidate(picks, ratio));
       std::size_t i = 0;
       while (i < n_pools && ++pick[i] == choices[i].size()) pick[i++] = 0;
       if (i == n_pools) break;
@@ -523,9 +622,58 @@ StudyOutput plan(const PlanRequest& request, std::ostream& err) {
   options.top = request.top;
   options.threads = threads;
   options.refine = request.refine;
+  options.max_runs = request.max_runs;
   std::size_t runs = 0;
   if (request.progress) request.progress->total = static_cast<std::int64_t>(candidates.size());
-  const std::vector<PlanOutcome> outcomes = plan_search(candidates, evaluator, options, runs);
+  std::vector<PlanOutcome> outcomes = plan_search(candidates, evaluator, options, runs);
+  const std::size_t layout_candidates = candidates.size();
+
+  // Stage two: the token budgets of the best layouts (each budget of kTokenBudgets that holds a
+  // full batch of decodes, other than the one searched), started at the instances found.
+  std::size_t budget_candidates = 0;
+  if (budget_stage && runs < request.max_runs) {
+    std::vector<std::size_t> best;
+    for (std::size_t i = 0; i < outcomes.size(); ++i) {
+      if (outcomes[i].rank > 0 && outcomes[i].rank <= request.top) best.push_back(i);
+    }
+    std::sort(best.begin(), best.end(), [&](std::size_t a, std::size_t b) { return outcomes[a].rank < outcomes[b].rank; });
+    std::vector<PlanCandidate> second;
+    std::vector<std::int64_t> known;
+    for (const PlanOutcome& o : outcomes) {
+      if (o.status == PlanOutcome::Status::kFeasible) known.push_back(o.chips);
+    }
+    for (const std::size_t i : best) {
+      for (const std::int64_t tokens : kTokenBudgets) {
+        std::vector<PoolChoice> picks = picked[i];
+        bool fits = true, differs = false;
+        for (std::size_t p = 0; p < n_pools; ++p) {
+          if (cfg.pools[p].role == "decode" || cfg.pools[p].role == "encode") continue;
+          fits = fits && tokens >= picks[p].max_batch_size;
+          differs = differs || tokens != picks[p].max_batched_tokens;
+          picks[p].max_batched_tokens = tokens;
+        }
+        if (!fits || !differs) continue;
+        PlanCandidate c = make_candidate(picks, candidates[i].ratio);
+        c.start_scale = std::max<std::int64_t>(1, outcomes[i].instances.empty() || candidates[i].ratio[0] == 0
+                                                      ? 1
+                                                      : outcomes[i].instances[0] / candidates[i].ratio[0]);
+        second.push_back(std::move(c));
+      }
+    }
+    if (!second.empty()) {
+      PlanSearchOptions o2 = options;
+      o2.known_chips = known;
+      o2.max_runs = request.max_runs - runs;
+      if (request.progress) request.progress->total += static_cast<std::int64_t>(second.size());
+      std::size_t runs2 = 0;
+      std::vector<PlanOutcome> more = plan_search(second, evaluator, o2, runs2);
+      runs += runs2;
+      budget_candidates = second.size();
+      for (auto& c : second) candidates.push_back(std::move(c));
+      for (auto& o : more) outcomes.push_back(std::move(o));
+      rank_outcomes(outcomes, *target);
+    }
+  }
   const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   const bool reproducible = request.reproducible;
 
@@ -568,6 +716,11 @@ StudyOutput plan(const PlanRequest& request, std::ostream& err) {
   space["pools"] = sp;
   space["ratios"] = ratios;
   space["candidates"] = candidates.size();
+  space["layout_candidates"] = layout_candidates;
+  space["budget_candidates"] = budget_candidates;
+  space["token_budgets"] = budget_stage ? Json(kTokenBudgets) : Json(nullptr);
+  space["left_out"] = left_out;
+  space["max_runs"] = request.max_runs;
   j["space"] = space;
   j["demand"] = demand.known ? Json({{"requests", demand.requests}, {"arrival_span_s", demand.span_s},
                                      {"prompt_tokens_mean", demand.prompt_mean}, {"output_tokens_mean", demand.output_mean},
@@ -579,7 +732,7 @@ StudyOutput plan(const PlanRequest& request, std::ostream& err) {
   for (std::size_t r = 0; r < order.size() && r < options.top; ++r) best.push_back(order[r]);
   j["best"] = best;
   Json cands = Json::array();
-  std::size_t counts[5] = {0, 0, 0, 0, 0};
+  std::size_t counts[6] = {0, 0, 0, 0, 0, 0};
   for (std::size_t i = 0; i < outcomes.size(); ++i) {
     const PlanOutcome& o = outcomes[i];
     ++counts[static_cast<int>(o.status)];
@@ -594,6 +747,7 @@ StudyOutput plan(const PlanRequest& request, std::ostream& err) {
     c["chips"] = o.chips;
     c["objective"] = o.objective ? Json(*o.objective) : Json(nullptr);
     c["why"] = o.why;
+    c["reproduce"] = reproduce_sets(picked[i], o.instances, cfg, moe);
     c["start_scale"] = candidates[i].start_scale;
     c["start"] = candidates[i].start_text;
     if (o.status == PlanOutcome::Status::kInvalid) c["errors"] = error_result(o.errors)["errors"];
@@ -624,7 +778,19 @@ StudyOutput plan(const PlanRequest& request, std::ostream& err) {
   if (!reproducible) text += " in " + fmt("%.1f", wall_s) + " s";
   text += ": " + std::to_string(counts[0]) + " feasible, " + std::to_string(counts[1]) + " invalid, " +
           std::to_string(counts[2]) + " infeasible, " + std::to_string(counts[3]) + " over budget, " +
-          std::to_string(counts[4]) + " pruned\n";
+          std::to_string(counts[4]) + " pruned" +
+          (counts[5] > 0 ? ", " + std::to_string(counts[5]) + " unfinished (the --max-runs budget)" : std::string()) + "\n";
+  if (budget_candidates > 0) {
+    text += "  (" + std::to_string(layout_candidates) + " layouts, then " + std::to_string(budget_candidates) +
+            " token budgets of the best " + std::to_string(std::min<std::size_t>(options.top, layout_candidates)) + ")\n";
+  }
+  if (!left_reasons.empty()) {
+    text += "  left out " + std::to_string(left_out.size()) + " impossible layouts:";
+    for (std::size_t k = 0; k < left_reasons.size(); ++k) {
+      text += (k ? ";" : "") + std::string(" ") + left_reasons[k].first + " (" + std::to_string(left_reasons[k].second) + ")";
+    }
+    text += "\n";
+  }
   if (demand.known) {
     text += "  traffic: " + fmt("%.0f", demand.requests) + " requests over " + fmt("%.1f", demand.span_s) + " s, prompt " +
             fmt("%.0f", demand.prompt_mean) + " and output " + fmt("%.0f", demand.output_mean) + " tokens on average\n";
@@ -655,6 +821,17 @@ StudyOutput plan(const PlanRequest& request, std::ostream& err) {
       text += line + "\n";
     }
   }
+  if (!order.empty()) {
+    text += "  reproduce:\n";
+    for (std::size_t r = 0; r < order.size() && r < options.top; ++r) {
+      std::string line = "    " + std::to_string(r + 1) + ": servesim run " + path;
+      for (const std::string& set : base_sets) line += " --set '" + set + "'";
+      for (const std::string& set : reproduce_sets(picked[order[r]], outcomes[order[r]].instances, cfg, moe)) {
+        line += " --set '" + set + "'";
+      }
+      text += line + "\n";
+    }
+  }
   std::string others;
   for (std::size_t i = 0; i < outcomes.size(); ++i) {
     const PlanOutcome& o = outcomes[i];
@@ -665,7 +842,8 @@ StudyOutput plan(const PlanRequest& request, std::ostream& err) {
     others += "    " + candidates[i].label + ": " + why + "\n";
   }
   if (!others.empty()) text += "  the others:\n" + others;
-  return {0, j.dump(2) + "\n", text};
+  // Nothing feasible: the search ran and is reported in full, and the exit code says so.
+  return {order.empty() ? kPlanNothingFeasible : 0, j.dump(2) + "\n", text};
 }
 
 }  // namespace servesim::studies

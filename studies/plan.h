@@ -23,6 +23,7 @@ struct PlanRequest {
   std::optional<std::string> ratios;     // "1:2,1:3"
   std::optional<std::int64_t> max_chips;
   std::size_t max_candidates = 512;
+  std::size_t max_runs = 2000;           // the run budget of the whole search (both stages)
   std::optional<double> chip_hour_price;
   std::vector<std::string> sets;
   std::optional<std::uint64_t> seed;
@@ -32,6 +33,11 @@ struct PlanRequest {
   bool reproducible = false;
   StudyProgress* progress = nullptr;     // runs done over deployments
 };
+
+// The exit code of a search that ran and found no deployment meeting the constraints (its JSON
+// and table are written all the same): 3, apart from 0 (found), 1 (internal error) and 2 (bad
+// input).
+inline constexpr int kPlanNothingFeasible = 3;
 
 // Runs the search: its JSON (schema servesim.plan/1, README.md) and table. Bad input is printed on
 // `err` with exit code 2.

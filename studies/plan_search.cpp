@@ -120,6 +120,7 @@ const char* status_name(PlanOutcome::Status s) {
     case PlanOutcome::Status::kInfeasible: return "infeasible";
     case PlanOutcome::Status::kOverBudget: return "over_budget";
     case PlanOutcome::Status::kPruned: return "pruned";
+    case PlanOutcome::Status::kUnfinished: return "unfinished";
   }
   return "?";
 }
@@ -369,6 +370,23 @@ std::vector<PlanOutcome> plan_search(const std::vector<PlanCandidate>& candidate
       if (auto v = next_probe(states[i], candidates[i])) round.emplace_back(i, std::move(*v));
     }
     if (round.empty()) break;
+    if (o.max_runs && runs >= *o.max_runs) {
+      // The budget is spent: what is still searching ends here, with what it has learnt.
+      for (const auto& [i, next] : round) {
+        State& st = states[i];
+        const PlanCandidate& c = candidates[i];
+        st.phase = State::Phase::kDone;
+        st.out.status = PlanOutcome::Status::kUnfinished;
+        st.out.instances = next;
+        st.out.chips = chips_of(c, next);
+        std::string known;
+        if (st.hi > 0) known = "meets the constraints with " + count_text(scaled(c, st.hi), chips_of(c, scaled(c, st.hi)));
+        if (st.lo > 0) known += std::string(known.empty() ? "" : ", ") + "fails with " + count_text(scaled(c, st.lo), chips_of(c, scaled(c, st.lo)));
+        st.out.why = "unfinished: the budget of " + std::to_string(*o.max_runs) + " runs (--max-runs) was spent" +
+                     (known.empty() ? std::string(" before its first run") : " (so far it " + known + ")");
+      }
+      break;
+    }
     std::vector<PlanProbe> probes(round.size());
     std::exception_ptr failure;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(std::max(1, o.threads))
@@ -396,7 +414,7 @@ std::vector<PlanOutcome> plan_search(const std::vector<PlanCandidate>& candidate
     // Pruning for targets that are the chip count (or proportional to it).
     if (o.target.metric != "chips" && o.target.metric != "cost_per_hour") continue;
     if (o.target.maximize) continue;
-    std::vector<std::int64_t> known;
+    std::vector<std::int64_t> known = o.known_chips;
     for (std::size_t i = 0; i < candidates.size(); ++i) {
       const State& st = states[i];
       if (st.phase == State::Phase::kDone) {
@@ -429,18 +447,23 @@ std::vector<PlanOutcome> plan_search(const std::vector<PlanCandidate>& candidate
 
   std::vector<PlanOutcome> out;
   for (State& st : states) out.push_back(std::move(st.out));
+  rank_outcomes(out, o.target);
+  return out;
+}
+
+void rank_outcomes(std::vector<PlanOutcome>& out, const Objective& target) {
   // Rank the feasible by the target, then chips, then candidate order.
   std::vector<std::size_t> order;
   for (std::size_t i = 0; i < out.size(); ++i) {
+    out[i].rank = 0;
     if (out[i].status == PlanOutcome::Status::kFeasible) order.push_back(i);
   }
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    if (better(o.target, out[a].objective, out[b].objective)) return true;
-    if (better(o.target, out[b].objective, out[a].objective)) return false;
+    if (better(target, out[a].objective, out[b].objective)) return true;
+    if (better(target, out[b].objective, out[a].objective)) return false;
     return out[a].chips < out[b].chips;
   });
   for (std::size_t r = 0; r < order.size(); ++r) out[order[r]].rank = r + 1;
-  return out;
 }
 
 }  // namespace servesim::studies

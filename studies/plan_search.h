@@ -78,6 +78,12 @@ struct PlanSearchOptions {
   std::size_t top = 5;                  // the best K that pruning keeps
   int threads = 1;
   bool refine = true;                   // several pools: shrink one pool at a time (bisection)
+  // A budget of runs: no round starts once this many have run; the candidates still searching
+  // end unfinished (status kUnfinished, with how far they got). nullopt: no budget.
+  std::optional<std::size_t> max_runs;
+  // Chips of feasible deployments found before this search (an earlier stage): pruning counts
+  // them among the best known.
+  std::vector<std::int64_t> known_chips;
   std::function<void(std::size_t runs)> progress;  // after each round (may be empty)
 };
 
@@ -91,7 +97,7 @@ struct PlanProbe {
 };
 
 struct PlanOutcome {
-  enum class Status { kFeasible, kInvalid, kInfeasible, kOverBudget, kPruned };
+  enum class Status { kFeasible, kInvalid, kInfeasible, kOverBudget, kPruned, kUnfinished };
   Status status = Status::kInfeasible;
   std::vector<int> instances;           // the least that meets the capacity constraints
   std::int64_t chips = 0;
@@ -113,8 +119,11 @@ std::optional<bool> capacity_monotone(const Constraint& c);
 std::string violation_text(const Constraint& c, const std::optional<double>& value);
 
 // Searches every candidate. Candidates whose evaluator answers "not ok" at their start scale are
-// invalid with the loader's messages.
+// invalid with the loader's messages. `runs` is set to the runs this search made.
 std::vector<PlanOutcome> plan_search(const std::vector<PlanCandidate>& candidates, const PlanEvaluator& evaluate,
                                      const PlanSearchOptions& options, std::size_t& runs);
+
+// Sets `rank` (1-based) on the feasible outcomes: by the target, then chips, then order.
+void rank_outcomes(std::vector<PlanOutcome>& outcomes, const Objective& target);
 
 }  // namespace servesim::studies

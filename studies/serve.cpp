@@ -9,6 +9,7 @@
 #include <ostream>
 
 #include "studies/evaluate.h"
+#include "studies/protocol.h"
 
 namespace servesim::studies {
 namespace {
@@ -34,6 +35,62 @@ void keep_freed_memory() {
   mallopt(M_MMAP_THRESHOLD, 256 << 20);
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
 #endif
+}
+
+// The protocol's fields beyond the hypothesis itself (schemas/serve.schema.json): what the verdict
+// checks (constraints, attainment) and the per-hypothesis limits. Problems go to `problems`.
+VerdictRequest read_protocol_fields(const Json& request, Hypothesis& h, std::vector<Diagnostic>& problems) {
+  std::vector<std::string> constraints;
+  if (const auto c = request.find("constraints"); c != request.end()) {
+    if (!c->is_array()) {
+      problems.push_back(request_error("constraints", "expected a list of constraints ['ttft_p99 <= 2 s', ...], got " +
+                                                          std::string(c->type_name())));
+    } else {
+      for (const Json& item : *c) {
+        if (item.is_string()) {
+          constraints.push_back(item.get<std::string>());
+        } else {
+          problems.push_back(request_error("constraints", "expected each constraint as text 'METRIC OP VALUE', got " + item.dump()));
+        }
+      }
+    }
+  }
+  std::string attainment = "99%";
+  if (const auto a = request.find("attainment"); a != request.end()) {
+    if (a->is_string()) {
+      attainment = a->get<std::string>();
+    } else if (a->is_number()) {
+      attainment = a->dump();
+    } else {
+      problems.push_back(request_error("attainment", "expected a share like '99%' or 0.99, or 'none', got " + a->dump()));
+    }
+  }
+  std::vector<std::string> words;
+  VerdictRequest v = parse_verdict_request(constraints, attainment, words);
+  for (const std::string& w : words) problems.push_back(request_error("constraints", w));
+  h.sets.insert(h.sets.end(), v.slo_sets.begin(), v.slo_sets.end());
+  if (const auto l = request.find("limits"); l != request.end()) {
+    if (!l->is_object()) {
+      problems.push_back(request_error("limits", "expected an object {wall_s, events, memory_mb}, got " + std::string(l->type_name())));
+    } else {
+      for (const auto& [key, value] : l->items()) {
+        const bool known = key == "wall_s" || key == "events" || key == "memory_mb";
+        const bool good = key == "events" ? value.is_number_unsigned() && value.get<std::uint64_t>() >= 1
+                                          : value.is_number() && value.get<double>() > 0;
+        if (!known) {
+          problems.push_back(request_error("limits." + key, "unknown field 'limits." + key + "'; limits has wall_s, events and memory_mb"));
+        } else if (!good) {
+          problems.push_back(request_error("limits." + key, "expected a positive " +
+                                                                std::string(key == "events" ? "integer" : "number") + ", got " + value.dump()));
+        }
+      }
+      if (problems.empty() && !l->empty()) {
+        problems.push_back(request_error("limits", "limits are declared by the protocol but this build does not enforce "
+                                                   "them yet; leave them out"));
+      }
+    }
+  }
+  return v;
 }
 
 }  // namespace
@@ -87,8 +144,10 @@ Answer answer(const std::string& line, ScenarioCache& cache) {
     if (request.contains("id")) id = request["id"];
     std::vector<Diagnostic> problems;
     for (const auto& [key, value] : request.items()) {
-      if (key != "id" && key != "scenario" && key != "set" && key != "seed") {
-        problems.push_back(request_error(key, "unknown field '" + key + "'; a request has id, scenario, set and seed"));
+      if (key != "id" && key != "scenario" && key != "set" && key != "seed" && key != "constraints" &&
+          key != "attainment" && key != "limits") {
+        problems.push_back(request_error(key, "unknown field '" + key + "'; a request has id, scenario, set, seed, "
+                                                                         "constraints, attainment and limits"));
       }
     }
     Hypothesis h;
@@ -112,14 +171,20 @@ Answer answer(const std::string& line, ScenarioCache& cache) {
         h.seed = seed->get<std::uint64_t>();
       }
     }
+    const VerdictRequest verdict = read_protocol_fields(request, h, problems);
     if (!problems.empty()) throw InputError(std::move(problems));
     h.base = sc->is_string() ? cache.file(sc->get<std::string>()) : cache.inline_text(sc->dump());
-    result = evaluate(h).result;
+    const Evaluation ev = evaluate(h);
+    result = ev.ok ? ev.result : error_answer(ev.errors);
+    if (ev.ok) {
+      Json v = verdict_json(result, verdict);
+      if (!v.is_null()) result["verdict"] = std::move(v);
+    }
   } catch (const InputError& e) {
-    result = error_result(e.diagnostics());
+    result = error_answer(e.diagnostics());
   } catch (const std::exception& e) {
     // A bug, not bad input: answered all the same, so one hypothesis cannot end the session.
-    result = error_result({request_error("", std::string("internal error: ") + e.what())});
+    result = error_answer({request_error("", std::string("internal error: ") + e.what())});
   }
   Json out = Json::object();
   out["id"] = id;

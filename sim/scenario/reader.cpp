@@ -129,8 +129,30 @@ bool MapReader::has(std::string_view key) const {
   return false;
 }
 
+void MapReader::note(std::string_view key, KeyInfo info, const Json& fallback_echo, bool has_fallback) {
+  if (doc_.keys == nullptr) return;
+  info.key = KeyRecorder::normalize(child_path(path_, key));
+  if (has_fallback) {
+    info.defaults.push_back(fallback_echo.dump());
+  } else {
+    info.required = true;
+  }
+  doc_.keys->record(std::move(info));
+}
+
 std::optional<Field> MapReader::find(std::string_view key) {
   if (std::find(known_.begin(), known_.end(), key) == known_.end()) known_.emplace_back(key);
+  if (doc_.keys != nullptr) {
+    KeyInfo info;
+    info.key = KeyRecorder::normalize(child_path(path_, key));
+    info.type = "value";
+    for (auto it = node_.begin(); it != node_.end(); ++it) {
+      if (it->first.IsScalar() && it->first.Scalar() == key) {
+        info.type = it->second.IsMap() ? "mapping" : it->second.IsSequence() ? "list" : "value";
+      }
+    }
+    doc_.keys->record(std::move(info));
+  }
   for (auto it = node_.begin(); it != node_.end(); ++it) {
     if (it->first.IsScalar() && it->first.Scalar() == key) {
       Field f;
@@ -188,6 +210,8 @@ std::optional<std::int64_t> MapReader::integer(std::string_view key, std::int64_
                                                std::int64_t max,
                                                std::optional<std::int64_t> fallback) {
   const std::string what = "an integer";
+  note(key, KeyInfo{"", "integer", "", static_cast<double>(min), static_cast<double>(max), false, {}, {}, false},
+       fallback ? Json(*fallback) : Json(), fallback.has_value());
   return read<std::int64_t>(
       key, what, fallback, fallback ? Json(*fallback) : Json(),
       [&](const Field& f, const std::string& text) -> std::optional<std::int64_t> {
@@ -215,6 +239,9 @@ std::optional<std::int64_t> MapReader::integer(std::string_view key, std::int64_
 std::optional<double> MapReader::number(std::string_view key, double min, double max,
                                         bool min_exclusive, std::optional<double> fallback) {
   const std::string what = "a number";
+  note(key, KeyInfo{"", "number", "", min, std::isinf(max) ? std::nullopt : std::optional<double>(max), min_exclusive, {}, {},
+                    false},
+       fallback ? Json(*fallback) : Json(), fallback.has_value());
   return read<double>(
       key, what, fallback, fallback ? Json(*fallback) : Json(),
       [&](const Field& f, const std::string& text) -> std::optional<double> {
@@ -239,6 +266,8 @@ std::optional<double> MapReader::number(std::string_view key, double min, double
 
 std::optional<bool> MapReader::boolean(std::string_view key, std::optional<bool> fallback) {
   const std::string what = "true or false";
+  note(key, KeyInfo{"", "boolean", "", std::nullopt, std::nullopt, false, {}, {}, false},
+       fallback ? Json(*fallback) : Json(), fallback.has_value());
   return read<bool>(key, what, fallback, fallback ? Json(*fallback) : Json(),
                     [&](const Field& f, const std::string& text) -> std::optional<bool> {
                       if (text != "true" && text != "false") {
@@ -253,6 +282,8 @@ std::optional<bool> MapReader::boolean(std::string_view key, std::optional<bool>
 std::optional<std::string> MapReader::string(std::string_view key,
                                              std::optional<std::string> fallback) {
   const std::string what = "a text value";
+  note(key, KeyInfo{"", "text", "", std::nullopt, std::nullopt, false, {}, {}, false},
+       fallback ? Json(*fallback) : Json(), fallback.has_value());
   return read<std::string>(key, what, fallback, fallback ? Json(*fallback) : Json(),
                            [&](const Field& f, const std::string& text) -> std::optional<std::string> {
                              if (text.empty()) {
@@ -270,6 +301,9 @@ std::optional<std::string> MapReader::choice(std::string_view key,
   std::string list;
   for (auto c : choices) list += (list.empty() ? "" : ", ") + std::string(c);
   const std::string what = "one of " + list;
+  note(key, KeyInfo{"", "choice", "", std::nullopt, std::nullopt, false,
+                    std::vector<std::string>(choices.begin(), choices.end()), {}, false},
+       fallback ? Json(*fallback) : Json(), fallback.has_value());
   return read<std::string>(
       key, what, fallback, fallback ? Json(*fallback) : Json(),
       [&](const Field& f, const std::string& text) -> std::optional<std::string> {
@@ -291,6 +325,9 @@ std::optional<double> MapReader::quantity(std::string_view key, Dimension dim, d
                                           std::optional<double> fallback) {
   const std::string what = "a " + std::string(dimension_name(dim)) + " like " +
                            in_quotes(dimension_example(dim));
+  note(key, KeyInfo{"", "quantity", std::string(dimension_name(dim)) + " (e.g. " + in_quotes(dimension_example(dim)) + ")",
+                    min, std::isinf(max) ? std::nullopt : std::optional<double>(max), !min_inclusive, {}, {}, false},
+       fallback ? Json(format_quantity(*fallback, dim)) : Json(), fallback.has_value());
   return read<double>(
       key, what, fallback, fallback ? Json(format_quantity(*fallback, dim)) : Json(),
       [&](const Field& f, const std::string& text) -> std::optional<double> {
@@ -315,6 +352,8 @@ std::optional<double> MapReader::quantity(std::string_view key, Dimension dim, d
 std::optional<Duration> MapReader::duration(std::string_view key, Duration min, Duration max,
                                             std::optional<Duration> fallback) {
   const std::string what = "a duration like '1.5 us'";
+  note(key, KeyInfo{"", "duration", "duration (e.g. '1.5 us')", min.to_seconds(), max.to_seconds(), false, {}, {}, false},
+       fallback ? Json(format_quantity(fallback->to_seconds(), Dimension::kDuration)) : Json(), fallback.has_value());
   return read<Duration>(
       key, what, fallback,
       fallback ? Json(format_quantity(fallback->to_seconds(), Dimension::kDuration)) : Json(),

@@ -21,6 +21,7 @@
 #include "core/errors.h"
 #include "core/time.h"
 #include "core/units.h"
+#include "sim/scenario/keys.h"
 
 namespace servesim::scenario {
 
@@ -39,6 +40,9 @@ class Document {
   std::vector<Diagnostic>& diagnostics() { return diagnostics_; }
   std::vector<Diagnostic>& warnings() { return warnings_; }
   const std::string& file() const { return file_; }
+
+  // When set, every key a MapReader reads is recorded here (keys.h).
+  KeyRecorder* keys = nullptr;
 
  private:
   std::string file_;
@@ -99,6 +103,8 @@ class MapReader {
 
  private:
   std::optional<Field> lookup(std::string_view key, std::string_view what, bool required);
+  // Records `key` in the document's KeyRecorder, when it has one.
+  void note(std::string_view key, KeyInfo info, const Json& fallback_echo, bool has_fallback);
   std::string scalar_or_report(const Field& f, std::string_view what);
   template <class T, class Parse>
   std::optional<T> read(std::string_view key, std::string_view what, const std::optional<T>& fallback,

@@ -47,6 +47,7 @@ namespace {
 
 Scenario load(YAML::Node root, Document& doc, const std::string& display_name,
               const std::string& base_dir, const LoadOptions& options) {
+  doc.keys = options.keys;
   for (std::size_t i = 0; i < options.sets.size(); ++i) {
     apply_override(root, options.sets[i], static_cast<int>(i) + 1, doc);
   }

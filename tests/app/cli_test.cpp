@@ -1,6 +1,7 @@
 // The command line as users drive it: exit codes, outputs, and determinism.
 #include <doctest/doctest.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -114,4 +115,76 @@ TEST_CASE("CLI: accepted placement violations are warnings on stderr and in the 
   CHECK(j["warnings"][0]["line"] == 15);
   CHECK(j["warnings"][0]["path"] == "deployment.pools[0].chip");
   CHECK(j["scenario"]["cluster"]["chips"] == 72);
+}
+
+TEST_CASE("CLI: --version, and the version and commit in the report, the table, the HTML and the trace") {
+  const auto v = cli({"--version"});
+  CHECK(v.code == 0);
+  const std::string line = v.out.substr(0, v.out.find('\n'));
+  CHECK(line.rfind("servesim 0.1.0 (commit ", 0) == 0);
+  const auto r = cli({"run", kQuickstart, "--set", "workload.requests=50", "--json", "-", "--reproducible"});
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["servesim"]["version"] == "0.1.0");
+  CHECK(line.find(j["servesim"]["commit"].get<std::string>()) != std::string::npos);
+  CHECK(cli({"run", kQuickstart, "--set", "workload.requests=50"}).out.find("  build       " + line) != std::string::npos);
+}
+
+TEST_CASE("CLI: run - reads the scenario from stdin; --no-requests-csv leaves the CSV out of --out") {
+  const std::string cmd = std::string("cd ") + SERVESIM_SOURCE_DIR + " && " + SERVESIM_BINARY +
+                          " run - --set workload.requests=40 --json - --reproducible < scenarios/quickstart.yaml";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::string piped;
+  char buf[4096];
+  for (std::size_t n; (n = fread(buf, 1, sizeof buf, pipe)) > 0;) piped.append(buf, n);
+  CHECK(pclose(pipe) == 0);
+  const auto file = cli({"run", kQuickstart, "--set", "workload.requests=40", "--json", "-", "--reproducible"});
+  // The same simulation; only the scenario's name differs (a file's stem, here set by the file).
+  const auto a = nlohmann::json::parse(piped), b = nlohmann::json::parse(file.out);
+  CHECK(a["summary"] == b["summary"]);
+  CHECK(a["simulation"]["fingerprint"] == b["simulation"]["fingerprint"]);
+
+  const auto dir = scratch("no_csv");
+  const auto o = cli({"run", kQuickstart, "--set", "workload.requests=40", "--out", dir.string(), "--no-requests-csv"});
+  REQUIRE(o.code == 0);
+  CHECK(std::filesystem::exists(dir / "report.json"));
+  CHECK(std::filesystem::exists(dir / "summary.txt"));
+  CHECK_FALSE(std::filesystem::exists(dir / "requests.csv"));
+  CHECK(o.out.find("report.json, report.html, summary.txt") != std::string::npos);
+  CHECK(cli({"run", kQuickstart, "--no-requests-csv"}).code == 2);  // needs --out
+}
+
+TEST_CASE("CLI: rejected requests are counted in the table by reason, with the key that admits them") {
+  // Prompts up to 12,288 + outputs up to 2,048 tokens against max_model_len 4,096: the long ones
+  // are rejected (exceeds_max_model_len).
+  const auto r = cli({"run", kQuickstart, "--set", "workload.requests=300", "--set", "deployment.pools[0].max_model_len=4096"});
+  REQUIRE(r.code == 0);
+  const auto at = r.out.find("  rejected    ");
+  REQUIRE(at != std::string::npos);
+  const std::string line = r.out.substr(at, r.out.find('\n', at) - at);
+  CHECK(line.find("exceeds_max_model_len") != std::string::npos);
+  CHECK(line.find("raise deployment.pools[N].max_model_len") != std::string::npos);
+  const auto j = nlohmann::json::parse(
+      cli({"run", kQuickstart, "--set", "workload.requests=300", "--set", "deployment.pools[0].max_model_len=4096", "--json", "-"}).out);
+  const auto n = j["summary"]["requests"]["rejected_by_reason"]["exceeds_max_model_len"].get<std::int64_t>();
+  CHECK(n > 0);
+  CHECK(line.find(" " + std::to_string(n) + " exceeds_max_model_len") != std::string::npos);
+}
+
+TEST_CASE("CLI: keys, schema and bash completion") {
+  const auto k = cli({"keys", "--json", "-"});
+  REQUIRE(k.code == 0);
+  const auto kj = nlohmann::json::parse(k.out);
+  CHECK(kj["schema"] == "servesim.keys/1");
+  CHECK(kj["keys"].size() > 300);
+  const auto s = cli({"schema"});
+  REQUIRE(s.code == 0);
+  CHECK(s.out == read(std::string(SERVESIM_SOURCE_DIR) + "/schemas/serve.schema.json"));
+  const auto c = cli({"completion", "bash"});
+  REQUIRE(c.code == 0);
+  // Generated from the options: plan's --max-runs and run's --no-requests-csv are there.
+  CHECK(c.out.find("complete -o filenames -F _servesim servesim") != std::string::npos);
+  CHECK(c.out.find("--max-runs") != std::string::npos);
+  CHECK(c.out.find("--no-requests-csv") != std::string::npos);
+  CHECK(cli({"completion", "zsh"}).code == 2);
 }

@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -284,9 +286,11 @@ TEST_CASE("plan: finds the same optimum as an exhaustive sweep over the same spa
   sweep.insert(sweep.end(), limits.begin(), limits.end());
   const auto s = cli(sweep);
   REQUIRE_MESSAGE(s.code == 0, s.err);
+  // The sweep judges the two constraints alone: plan leaves the scenario's slo: out (--attainment
+  // none) and keeps the scenario's token budget (no second stage), to search the same space.
   std::vector<std::string> plan = {"plan", kQuickstart, "--set", "workload.requests=400", "--tp", "1,2", "--pp", "1",
-                                   "--max-batch-size", "32,128", "--threads", "2", "--json", "-", "--reproducible",
-                                   "--top", "4"};
+                                   "--max-batch-size", "32,128", "--max-batched-tokens", "1024", "--attainment", "none",
+                                   "--threads", "2", "--json", "-", "--reproducible", "--top", "4"};
   plan.insert(plan.end(), limits.begin(), limits.end());
   const auto p = cli(plan);
   REQUIRE_MESSAGE(p.code == 0, p.err);
@@ -343,15 +347,16 @@ TEST_CASE("plan: invalid plans carry the loader's message; unmet SLOs say by how
     return cli(a);
   };
   const auto r = with({"--threads", "1", "--json", "-"});
-  REQUIRE_MESSAGE(r.code == 0, r.err);
+  // Nothing meets the constraints: the report all the same, and exit code 3.
+  REQUIRE_MESSAGE(r.code == 3, r.err);
   const Json j = Json::parse(r.out);
-  REQUIRE(j["candidates"].size() == 2);
-  // tp 3 does not divide Llama-3.1-8B's 32 heads: the loader's own message, with its key path.
-  const Json& bad = j["candidates"][1];
-  CHECK(bad["status"] == "invalid");
-  CHECK(bad["why"].get<std::string>().find(
-            "invalid: deployment.pools[0].parallel.tp: tensor parallelism 3 does not divide the 32 attention heads") == 0);
-  CHECK(bad["errors"][0]["path"] == "deployment.pools[0].parallel.tp");
+  // tp 3 does not divide Llama-3.1-8B's 32 heads: left out of the space with the words the loader
+  // would use (models::validate_plan), not run.
+  REQUIRE(j["candidates"].size() == 1);
+  REQUIRE(j["space"]["left_out"].size() == 1);
+  const Json& bad = j["space"]["left_out"][0];
+  CHECK(bad["tp"] == 3);
+  CHECK(bad["why"].get<std::string>().find("tensor parallelism 3 does not divide the 32 attention heads") == 0);
   // tp 1: one H100 decodes an 8B model at ~8 ms per token at best, so 6 ms is out of reach up to
   // the 16 chips allowed: the reason names the metric, its value and the miss.
   const Json& slow = j["candidates"][0];
@@ -363,18 +368,88 @@ TEST_CASE("plan: invalid plans carry the loader's message; unmet SLOs say by how
   // The same bytes on 2 threads; --json FILE holds them too.
   CHECK(with({"--threads", "2", "--json", "-"}).out == r.out);
   const auto f = with({"--threads", "2", "--json", (dir / "plan.json").string()});
-  REQUIRE(f.code == 0);
+  REQUIRE(f.code == 3);
   CHECK(read(dir / "plan.json") == r.out);
   CHECK(f.out.find("no deployment meets the constraints") != std::string::npos);
-  CHECK(f.out.find("tp=3 pp=1: invalid: ") != std::string::npos);
+  CHECK(f.out.find("left out 1 impossible layouts: tensor parallelism 3 does not divide the 32 attention heads") !=
+        std::string::npos);
+  // A model the chip cannot hold at a plan is still a candidate, invalid with the loader's message.
+  const auto fit = cli({"plan", kQuickstart, "--set", "workload.requests=100", "--set",
+                        "deployment.pools[0].chip.memory=16 GiB", "--tp", "1,2", "--pp", "1", "--max-batched-tokens", "512",
+                        "--reproducible", "--json", "-"});
+  const Json fj = Json::parse(fit.out);
+  CHECK(fj["candidates"][0]["status"] == "invalid");
+  CHECK(fj["candidates"][0]["errors"][0]["path"] == "deployment.pools[0].chip");
+}
+
+TEST_CASE("plan: the scenario's slo: always counts, so a winner meets it in `run`; --constraint 'tpot <= X' sets it") {
+  // Quickstart's slo: {ttft: 2 s, tpot: 50 ms}. A percentile constraint alone (tpot_p50 <= 50 ms)
+  // is met by deployments where half the requests miss the TPOT target; with the slo: held at 99%
+  // attainment, the plan's winner must reach 99% in `run`, with the --set lines it prints.
+  const std::vector<std::string> args = {"plan", kQuickstart, "--set", "workload.requests=300", "--tp", "1", "--pp", "1",
+                                         "--max-batched-tokens", "512", "--constraint", "tpot_p50 <= 50 ms",
+                                         "--threads", "2", "--reproducible"};
+  const auto p = cli(args);
+  REQUIRE_MESSAGE(p.code == 0, p.err);
+  CHECK(p.out.find("meeting slo_attainment >= 99%, tpot_p50 <= 50 ms") != std::string::npos);
+  // The reproduce line of rank 1, run as printed.
+  const auto at = p.out.find("    1: servesim run ");
+  REQUIRE(at != std::string::npos);
+  const std::string line = p.out.substr(at + 19, p.out.find('\n', at) - at - 19);
+  std::vector<std::string> run = {"run"};
+  std::istringstream words(line);
+  for (std::string w; words >> w;) {
+    if (w.front() == '\'') w = w.substr(1, w.size() - 2);
+    run.push_back(w);
+  }
+  run.insert(run.end(), {"--set", "workload.requests=300", "--json", "-", "--reproducible"});
+  const auto r = cli(run);
+  REQUIRE_MESSAGE(r.code == 0, r.err);
+  const Json rj = Json::parse(r.out);
+  CHECK(rj["summary"]["slo"]["attainment"].get<double>() >= 0.99);
+  // A per-request target given as a constraint is the same as the scenario's: 'tpot <= 50 ms'
+  // gives the same search as the scenario's own slo.
+  std::vector<std::string> same = {"plan", kQuickstart, "--set", "workload.requests=300", "--tp", "1", "--pp", "1",
+                                   "--max-batched-tokens", "512", "--threads", "2", "--reproducible", "--json", "-"};
+  const auto a = cli(same);
+  same.insert(same.end(), {"--constraint", "tpot <= 50 ms"});
+  const auto b = cli(same);
+  REQUIRE(a.code == 0);
+  REQUIRE(b.code == 0);
+  CHECK(Json::parse(a.out)["candidates"] == Json::parse(b.out)["candidates"]);
+  // A per-request target is an upper limit.
+  CHECK(cli({"plan", kQuickstart, "--constraint", "tpot >= 50 ms"}).code == 2);
+}
+
+TEST_CASE("plan: the token budget stage searches around the best layouts; a run budget ends the rest unfinished") {
+  const auto p = cli({"plan", kQuickstart, "--set", "workload.requests=200", "--tp", "1,2", "--pp", "1", "--top", "1",
+                      "--threads", "2", "--reproducible", "--json", "-"});
+  REQUIRE_MESSAGE(p.code == 0, p.err);
+  const Json j = Json::parse(p.out);
+  // 2 layouts, then the best one's other budgets that hold a batch of 128 decodes (quickstart's
+  // cap; its own budget is 1,024): 512, 2,048, 4,096, 8,192, 16,384.
+  CHECK(j["space"]["layout_candidates"] == 2);
+  CHECK(j["space"]["budget_candidates"] == 5);
+  REQUIRE(j["candidates"].size() == 7);
+  std::set<int> budgets;
+  for (std::size_t i = 2; i < 7; ++i) budgets.insert(j["candidates"][i]["plan"][0]["max_batched_tokens"].get<int>());
+  CHECK(budgets == std::set<int>{512, 2048, 4096, 8192, 16384});
+  const auto cut = cli({"plan", kQuickstart, "--set", "workload.requests=200", "--tp", "1,2", "--pp", "1",
+                        "--max-runs", "1", "--threads", "2", "--reproducible", "--json", "-"});
+  const Json c = Json::parse(cut.out);
+  CHECK(c["runs"] == 2);  // one round of two probes, then the budget is spent
+  std::size_t unfinished = 0;
+  for (const Json& x : c["candidates"]) unfinished += x["status"] == "unfinished";
+  CHECK(unfinished >= 1);
 }
 
 TEST_CASE("plan: a MoE model's space pairs every tp with each EP degree that divides tp x dp") {
   // gpt-oss-120b (128 experts) on B200s, --tp 2,4 --pp 1, dp auto = the scenario's 1 (and 1):
   // tp 2 -> ep 1, 2 (moe_tp 2, 1); tp 4 -> ep 1, 2, 4 (moe_tp 4, 2, 1): 5 deployments, in that order.
   const std::string gpt = std::string(SERVESIM_SOURCE_DIR) + "/scenarios/models/gpt-oss-120b.yaml";
-  const auto r = cli({"plan", gpt, "--set", "workload.requests=100", "--tp", "2,4", "--pp", "1", "--constraint",
-                      "tpot_p50 <= 50 ms", "--threads", "2", "--json", "-", "--reproducible"});
+  const auto r = cli({"plan", gpt, "--set", "workload.requests=100", "--tp", "2,4", "--pp", "1", "--dp", "1",
+                      "--max-batched-tokens", "8192", "--constraint", "tpot_p50 <= 50 ms", "--attainment", "none",
+                      "--threads", "2", "--json", "-", "--reproducible"});
   REQUIRE_MESSAGE(r.code == 0, r.err);
   const Json j = Json::parse(r.out);
   REQUIRE(j["candidates"].size() == 5);
@@ -387,6 +462,24 @@ TEST_CASE("plan: a MoE model's space pairs every tp with each EP degree that div
     CHECK(j["candidates"][i]["status"] == "feasible");
   }
   CHECK(j["candidates"][1]["label"] == "tp=2 pp=1 dp=1 ep=2");
+}
+
+TEST_CASE("plan: attention-DP x EP by default for MoE models, experts' TP never wider than the attention's") {
+  // gpt-oss-120b on B200 (scale-up domain 8, 128 experts): dp 1 .. 32 with tp x dp <= 32.
+  const std::string gpt = std::string(SERVESIM_SOURCE_DIR) + "/scenarios/models/gpt-oss-120b.yaml";
+  const auto r = cli({"plan", gpt, "--set", "workload.requests=60", "--tp", "2", "--pp", "1", "--max-batched-tokens",
+                      "8192", "--constraint", "tpot_p50 <= 50 ms", "--attainment", "none", "--max-runs", "1",
+                      "--threads", "2", "--json", "-", "--reproducible"});
+  const Json j = Json::parse(r.out);
+  std::set<std::pair<int, int>> dp_ep;
+  for (const Json& c : j["candidates"]) {
+    const Json& plan = c["plan"][0];
+    dp_ep.insert({plan["dp"].get<int>(), plan["ep"].get<int>()});
+    CHECK(plan["moe_tp"].get<int>() <= plan["tp"].get<int>());
+    CHECK(plan["tp"].get<int>() * plan["dp"].get<int>() <= 32);
+  }
+  // tp 2: dp 1 -> ep 1, 2; dp 2 -> ep 2, 4; ... dp 16 -> ep 16, 32.
+  CHECK(dp_ep == std::set<std::pair<int, int>>{{1, 1}, {1, 2}, {2, 2}, {2, 4}, {4, 4}, {4, 8}, {8, 8}, {8, 16}, {16, 16}, {16, 32}});
 }
 
 TEST_CASE("plan: bad input exits 2 with file:line:col messages and runs nothing") {
