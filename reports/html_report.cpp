@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "core/version.h"
 #include "reports/svg.h"
 
 namespace servesim::reports {
@@ -39,7 +40,22 @@ double number(const Json& j, const char* key) {
   return it != j.end() && it->is_number() ? it->get<double>() : 0.0;
 }
 
-svg::LineChart cdf_chart(const std::string& name, const std::vector<std::pair<double, double>>& pts) {
+// The SLO targets of a metric ("ttft_ms") over the run's classes, each once, in ms.
+std::vector<double> slo_targets(const Json& summary, const char* key) {
+  std::vector<double> out;
+  const Json classes = summary.value("classes", Json::array());
+  for (const Json& c : classes) {
+    const auto slo = c.find("slo");
+    if (slo == c.end() || !slo->is_object()) continue;
+    const auto t = slo->find(key);
+    if (t == slo->end() || !t->is_number()) continue;
+    if (std::find(out.begin(), out.end(), t->get<double>()) == out.end()) out.push_back(t->get<double>());
+  }
+  return out;
+}
+
+svg::LineChart cdf_chart(const std::string& name, const std::vector<std::pair<double, double>>& pts,
+                         const std::vector<double>& targets) {
   svg::LineChart c;
   c.title = name + " CDF";
   c.width = 420;
@@ -62,6 +78,7 @@ svg::LineChart cdf_chart(const std::string& name, const std::vector<std::pair<do
   // Latency that spans decades (queueing tails) reads better on a log axis.
   if (lo < INFINITY && hi / lo > 100) c.x.scale = svg::Scale::kLog;
   c.series.push_back(std::move(s));
+  for (const double t : targets) c.markers.push_back({t, "SLO " + svg::amount_label(t, "ms")});
   return c;
 }
 
@@ -202,18 +219,39 @@ std::string html_report(const Json& report, const LatencyCdfs& cdfs) {
   h += row("output tokens per second", fmt("%.0f", number(tp, "output_tokens_per_s")));
   h += row("output tokens per second per chip", fmt("%.1f", number(tp, "output_tokens_per_s_per_chip")));
   const Json& slo = summary["slo"];
-  if (slo["attainment"].is_number()) {
+  if (slo.is_object() && slo["attainment"].is_number()) {
+    // The targets, per class where the classes have their own.
+    const Json classes = summary.value("classes", Json::array());
+    for (const Json& c : classes) {
+      const auto cs = c.find("slo");
+      if (cs == c.end() || !cs->is_object()) continue;
+      std::string targets;
+      for (const auto& [key, label] : {std::pair{"ttft_ms", "TTFT"}, std::pair{"tpot_ms", "TPOT"}, std::pair{"e2e_ms", "E2E"}}) {
+        const auto t = cs->find(key);
+        if (t != cs->end() && t->is_number()) {
+          targets += (targets.empty() ? "" : ", ") + std::string(label) + " &le; " + svg::amount_label(t->get<double>(), "ms");
+        }
+      }
+      if (targets.empty()) continue;
+      h += "<tr><th>SLO targets" + (summary["classes"].size() > 1 ? " (" + escape(c.value("name", std::string())) + ")" : std::string()) +
+           "</th><td>" + targets + "</td></tr>\n";
+    }
     h += row("SLO attainment", fmt("%.1f %%", 100 * slo["attainment"].get<double>()));
     h += row("goodput (requests per second)", fmt("%.2f", number(slo, "goodput_requests_per_s")));
   } else {
     h += row("SLO attainment", "no SLO given");
   }
+  // Why requests were turned away.
+  const Json reasons = req.value("rejected_by_reason", Json::object());
+  for (const auto& [reason, count] : reasons.items()) {
+    if (count.is_number() && count.get<double>() > 0) h += row("rejected: " + reason, fmt("%.0f", count.get<double>()));
+  }
   h += "</table>\n" + latency_table(summary) + "</div>\n";
 
   h += "<h2>Latency distributions</h2>\n<div class=\"charts\">\n";
-  h += svg::render(cdf_chart("TTFT", cdfs.ttft_ms));
-  h += svg::render(cdf_chart("TPOT", cdfs.tpot_ms));
-  h += svg::render(cdf_chart("E2E", cdfs.e2e_ms));
+  h += svg::render(cdf_chart("TTFT", cdfs.ttft_ms, slo_targets(summary, "ttft_ms")));
+  h += svg::render(cdf_chart("TPOT", cdfs.tpot_ms, slo_targets(summary, "tpot_ms")));
+  h += svg::render(cdf_chart("E2E", cdfs.e2e_ms, slo_targets(summary, "e2e_ms")));
   h += "</div>\n";
 
   const auto ts_it = report.find("time_series");
@@ -225,7 +263,7 @@ std::string html_report(const Json& report, const LatencyCdfs& cdfs) {
     const Json& ts = *ts_it;
     const auto x = bucket_mids(ts);
     h += "<p class=\"note\">" + fmt("%.0f", number(ts, "buckets")) + " buckets of " +
-         fmt("%g", number(ts, "bucket_s")) + " s; queue lengths and KV occupancy are " +
+         svg::amount_label(number(ts, "bucket_s") * 1e3, "ms") + "; queue lengths and KV occupancy are " +
          escape(ts.value("gauges", std::string())) + ".</p>\n<div class=\"charts\">\n";
     auto tokens = time_chart("Output throughput", "output tokens", "tokens/s");
     auto reqs = time_chart("Requests", "requests", "requests/s");
@@ -284,26 +322,37 @@ std::string html_report(const Json& report, const LatencyCdfs& cdfs) {
   if (cdfs.slowest_ttft.empty()) {
     h += "<div class=\"absent\">No request emitted a token in this run.</div>\n";
   } else {
+    // Two charts on their own axes: the TTFT parts (a decode time tens of times longer would
+    // shrink them to slivers on a shared one), then the same requests' decode time.
     svg::StackedBars rb;
-    rb.title = "The " + std::to_string(cdfs.slowest_ttft.size()) +
-               " requests with the longest TTFT: its parts, then decode to completion";
+    rb.title = "The " + std::to_string(cdfs.slowest_ttft.size()) + " requests with the longest TTFT: its parts";
     for (std::size_t k = 0; k < metrics::kTtftParts; ++k) {
       rb.segments.emplace_back(metrics::ttft_part_name(static_cast<metrics::TtftPart>(k)));
     }
-    rb.segments.emplace_back("decode");
-    double longest = 0;
+    svg::StackedBars db;
+    db.title = "The same requests: decode time, first token to completion";
+    db.segments.emplace_back("decode");
+    double longest = 0, longest_decode = 0;
     for (const RequestTime& t : cdfs.slowest_ttft) {
       rb.bars.push_back(t.label);
-      rb.values.push_back(t.ms);
+      db.bars.push_back(t.label);
+      std::vector<double> parts(t.ms.begin(), t.ms.begin() + static_cast<std::ptrdiff_t>(std::min(t.ms.size(), metrics::kTtftParts)));
       double sum = 0;
-      for (const double v : t.ms) sum += v;
+      for (const double v : parts) sum += v;
       longest = std::max(longest, sum);
+      const double decode = t.ms.size() > metrics::kTtftParts ? t.ms[metrics::kTtftParts] : 0.0;
+      longest_decode = std::max(longest_decode, decode);
+      rb.values.push_back(std::move(parts));
+      db.values.push_back({decode});
     }
     rb.max = longest > 0 ? longest : 1.0;
     rb.unit = "ms";
     rb.width = 1100;
+    db.max = longest_decode > 0 ? longest_decode : 1.0;
+    db.unit = "ms";
+    db.width = 1100;
     h += "<p class=\"note\">Every request's parts are in requests.csv (columns *_ms).</p>\n"
-         "<div class=\"charts\">\n" + svg::render(rb) + "</div>\n";
+         "<div class=\"charts\">\n" + svg::render(rb) + svg::render(db) + "</div>\n";
   }
 
   // The busiest links, by mean utilization over the run.
@@ -337,6 +386,7 @@ std::string html_report(const Json& report, const LatencyCdfs& cdfs) {
 
   h += "<h2>Scenario</h2>\n<details><summary>The resolved scenario (every default filled in)</summary><pre>" +
        escape(report["scenario"].dump(2)) + "</pre></details>\n";
+  h += "<p class=\"build\">" + escape(version_line()) + "</p>\n";
   h += "</body></html>\n";
   return h;
 }

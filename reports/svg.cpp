@@ -80,7 +80,8 @@ struct Mapper {
 
 const char* kStyle =
     "<style>text{font:11px sans-serif;fill:#333}.t{font:bold 13px sans-serif}"
-    ".g{stroke:#e4e4e4;stroke-width:1}.a{stroke:#555;stroke-width:1}</style>\n";
+    ".g{stroke:#e4e4e4;stroke-width:1}.a{stroke:#555;stroke-width:1}"
+    ".m{stroke:#c0392b;stroke-width:1.4;stroke-dasharray:5 3}.ml{fill:#c0392b}</style>\n";
 
 }  // namespace
 
@@ -145,12 +146,29 @@ std::string tick_label(double v, bool percent) {
     return buf;
   }
   const double a = std::abs(v);
-  if (a >= 1e9) std::snprintf(buf, sizeof buf, "%gG", v / 1e9);
-  else if (a >= 1e6) std::snprintf(buf, sizeof buf, "%gM", v / 1e6);
-  else if (a >= 1e4) std::snprintf(buf, sizeof buf, "%gk", v / 1e3);
+  if (a >= 1e9) std::snprintf(buf, sizeof buf, "%.3gG", v / 1e9);
+  else if (a >= 1e6) std::snprintf(buf, sizeof buf, "%.3gM", v / 1e6);
+  else if (a >= 1e4) std::snprintf(buf, sizeof buf, "%.3gk", v / 1e3);
   else std::snprintf(buf, sizeof buf, "%.4g", v);
   return buf;
 }
+
+std::string amount_label(double v, const std::string& unit) {
+  char buf[48];
+  if (unit == "ms" && std::abs(v) >= 1000) return amount_label(v / 1000, "s");
+  const double a = std::abs(v);
+  if (a >= 1000) {
+    // Whole units with thousands grouped: 12,345.
+    const auto whole = static_cast<long long>(std::llround(v));
+    std::string digits = std::to_string(whole < 0 ? -whole : whole);
+    for (int i = static_cast<int>(digits.size()) - 3; i > 0; i -= 3) digits.insert(static_cast<std::size_t>(i), ",");
+    return (whole < 0 ? "-" : "") + digits + (unit.empty() ? "" : " " + unit);
+  }
+  std::snprintf(buf, sizeof buf, "%.3g", v);
+  return std::string(buf) + (unit.empty() ? "" : " " + unit);
+}
+
+double text_width(const std::string& s) { return 7.0 * static_cast<double>(s.size()); }
 
 std::string render(const LineChart& c) {
   const double left = 64, right = 16, bottom = 44;
@@ -175,6 +193,9 @@ std::string render(const LineChart& c) {
   if (points == 0) {
     out += text(c.width / 2.0, c.height / 2.0, "no data", "middle");
     return out + "</svg>\n";
+  }
+  for (const Marker& m : c.markers) {
+    if (drawable(m.x, c.x.scale)) xs.push_back(m.x);
   }
   const auto [x0, x1] = bounds(c.x, xs);
   const auto [y0, y1] = bounds(c.y, ys);
@@ -215,6 +236,15 @@ std::string render(const LineChart& c) {
            "\" stroke-width=\"1.6\" points=\"" + pts + "\"><title>" + escape(s.name) +
            "</title></polyline>\n";
   }
+  for (const Marker& m : c.markers) {
+    if (!drawable(m.x, c.x.scale)) continue;
+    const double px = std::clamp(mx(m.x), left, left + pw);
+    out += "<line class=\"m\" x1=\"" + num(px) + "\" y1=\"" + num(top) + "\" x2=\"" + num(px) + "\" y2=\"" +
+           num(top + ph) + "\"><title>" + escape(m.label) + "</title></line>\n";
+    // The label inside the plot, on the side with room.
+    const bool room_right = px + 4 + text_width(m.label) <= left + pw;
+    out += text(room_right ? px + 4 : px - 4, top + 12, m.label, room_right ? "start" : "end", " class=\"ml\"");
+  }
   if (c.series.size() > 1) {
     double lx = left;
     for (std::size_t k = 0; k < c.series.size(); ++k) {
@@ -228,7 +258,11 @@ std::string render(const LineChart& c) {
 }
 
 std::string render(const StackedBars& c) {
-  const double label_w = 150, right = 24, bar_h = 22, gap = 10, top = 34;
+  // The label column holds the longest bar label whole (a label cut at the left edge reads as
+  // another one: "#1206" as "206").
+  double label_w = 150;
+  for (const std::string& b : c.bars) label_w = std::max(label_w, text_width(b) + 16);
+  const double right = 24, bar_h = 22, gap = 10, top = 34;
   const double pw = c.width - label_w - right;
   // Segments that are (near) zero in every bar stay out of the legend.
   std::vector<std::size_t> shown;
@@ -257,7 +291,7 @@ std::string render(const StackedBars& c) {
   const double full = c.max && *c.max > 0 ? *c.max : 1.0;
   const bool percent = !c.max;
   // An amount's label: a percent of the bar axis, or the amount in the chart's unit.
-  auto label = [&](double v) { return percent ? tick_label(v, true) : tick_label(v) + " " + c.unit; };
+  auto label = [&](double v) { return percent ? tick_label(v, true) : amount_label(v, c.unit); };
   for (double v : ticks(0, full, Scale::kLinear, 5)) {
     const double px = label_w + v / full * pw;
     out += line(px, top - 4, px, top + bars_h - gap + 4, "g");

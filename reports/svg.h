@@ -29,10 +29,17 @@ struct Series {
   std::vector<double> x, y;
 };
 
+// A vertical line at x (an SLO target on a latency CDF), dashed, labelled at its top.
+struct Marker {
+  double x = 0;
+  std::string label;
+};
+
 struct LineChart {
   std::string title;
   Axis x, y;
   std::vector<Series> series;
+  std::vector<Marker> markers;  // inside the x range they widen it to, with their labels
   int width = 600, height = 320;
 };
 
@@ -56,8 +63,16 @@ std::string render(const StackedBars& chart);
 // of them); powers of ten on a log axis (with 2 and 5 between them when the range spans fewer
 // than three decades).
 std::vector<double> ticks(double lo, double hi, Scale scale, int target = 6);
-// A short tick label: 0.5, 12, 1.5k, 2M; percent when `percent`.
+// A short tick label: 0.5, 12, 1.5k, 2M (three significant digits at most); percent when
+// `percent`.
 std::string tick_label(double v, bool percent = false);
+// An amount with its unit, three significant digits and thousands grouped: "14.3 s" for
+// 14,285.7 ms (milliseconds of a second or more are written in seconds), "512 tokens",
+// "1.05 s".
+std::string amount_label(double v, const std::string& unit);
+// The width of a label in the charts' 12 px sans-serif, in px (an upper estimate: 7 px a
+// character), for laying out labels that must not be clipped.
+double text_width(const std::string& s);
 // Text with &, <, > and " escaped for XML.
 std::string escape(const std::string& text);
 // The i-th colour of the report's palette (repeats after ten).

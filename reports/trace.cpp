@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/version.h"
+
 namespace servesim::reports {
 namespace {
 
@@ -37,7 +39,9 @@ const char* span_name(const metrics::TraceSpan& s) {
 
 void write_trace(std::ostream& out, const metrics::TraceLog& log, const std::string& scenario_name) {
   const auto& opts = log.options();
-  out << "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"generator\":\"servesim\",\"scenario\":"
+  out << "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"generator\":\"servesim\",\"version\":"
+      << quoted(std::string(servesim_version())) << ",\"commit\":" << quoted(std::string(servesim_commit()))
+      << ",\"scenario\":"
       << quoted(scenario_name) << ",\"span_limit\":" << opts.limit << ",\"window_from_s\":"
       << (opts.from ? nlohmann::json(opts.from->to_seconds()).dump() : "null") << ",\"window_to_s\":"
       << (opts.to ? nlohmann::json(opts.to->to_seconds()).dump() : "null")
@@ -60,7 +64,7 @@ void write_trace(std::ostream& out, const metrics::TraceLog& log, const std::str
     used[p].assign(static_cast<std::size_t>(pool.instances) * (static_cast<std::size_t>(pool.lanes) + 2), false);
   }
   for (const auto& s : log.spans()) {
-    used[s.pool][track_of(s, log.pools()[s.pool])] = true;
+    if (s.kind != metrics::TraceKind::kTransfer) used[s.pool][track_of(s, log.pools()[s.pool])] = true;
   }
   for (std::size_t p = 0; p < log.pools().size(); ++p) {
     const auto& pool = log.pools()[p];
@@ -84,22 +88,34 @@ void write_trace(std::ostream& out, const metrics::TraceLog& log, const std::str
           << t + 1 << "}}";
     }
   }
+  std::size_t transfers = 0;
   for (const auto& s : log.spans()) {
     sep();
     const std::size_t tid = track_of(s, log.pools()[s.pool]) + 1;
     const auto& names = metrics::trace_arg_names(s.kind);
+    std::string args = "{";
+    for (std::size_t a = 0; a < names.size(); ++a) {
+      if (names[a].empty()) continue;
+      args += (args.size() > 1 ? "," : "") + ('"' + std::string(names[a]) + "\":" + std::to_string(s.args[a]));
+    }
+    args += "}";
+    if (s.kind == metrics::TraceKind::kTransfer) {
+      // KV transfers into one instance overlap without nesting, which complete events on one
+      // track may not (the viewer drops them): each is an async slice of its own, begin and end,
+      // on the instance's "KV transfers in" async track (one id per transfer).
+      const std::string id = std::to_string(++transfers);
+      const std::string name = quoted("KV in, instance " + std::to_string(s.instance));
+      out << "{\"ph\":\"b\",\"pid\":" << s.pool + 1 << ",\"tid\":" << tid << ",\"name\":" << name
+          << ",\"cat\":\"transfer\",\"id\":" << id << ",\"ts\":" << us(s.start_ps) << ",\"args\":" << args
+          << "},\n{\"ph\":\"e\",\"pid\":" << s.pool + 1 << ",\"tid\":" << tid << ",\"name\":" << name
+          << ",\"cat\":\"transfer\",\"id\":" << id << ",\"ts\":" << us(s.end_ps) << "}";
+      continue;
+    }
     const char* name = span_name(s);
     out << "{\"ph\":\"X\",\"pid\":" << s.pool + 1 << ",\"tid\":" << tid << ",\"name\":\""
         << (name ? name : metrics::trace_kind_name(s.kind).data()) << "\",\"cat\":\""
         << metrics::trace_kind_name(s.kind) << "\",\"ts\":" << us(s.start_ps)
-        << ",\"dur\":" << us(s.end_ps - s.start_ps) << ",\"args\":{";
-    bool first_arg = true;
-    for (std::size_t a = 0; a < names.size(); ++a) {
-      if (names[a].empty()) continue;
-      out << (first_arg ? "" : ",") << '"' << names[a] << "\":" << s.args[a];
-      first_arg = false;
-    }
-    out << "}}";
+        << ",\"dur\":" << us(s.end_ps - s.start_ps) << ",\"args\":" << args << "}";
   }
   if (log.dropped() > 0) {
     sep();

@@ -6,7 +6,11 @@
 
 #include <png.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <map>
+#include <regex>
+#include <tuple>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -51,7 +55,137 @@ std::string chromium(const fs::path& profile) {
          "--hide-scrollbars --user-data-dir=" + profile.string();
 }
 
+// Checks a Chrome JSON trace against the format's rules (the Trace Event Format document, and
+// what Perfetto's importer enforces) and returns the problems found, at most 10:
+// - every event has a known phase, a pid, and a name; X (complete) events have ts and dur >= 0;
+// - complete events on one (pid, tid) track nest: two either do not overlap or one holds the
+//   other (a span that starts inside another and ends after it is dropped by the viewer);
+// - async b / e events pair up by (pid, cat, id), each end at or after its begin, none left open;
+// - metadata (M) events name a process or thread with args.name, or sort it with args.sort_index.
+std::vector<std::string> trace_format_problems(const nlohmann::json& trace) {
+  std::vector<std::string> problems;
+  auto add = [&](const std::string& p) {
+    if (problems.size() < 10) problems.push_back(p);
+  };
+  if (!trace.contains("traceEvents") || !trace["traceEvents"].is_array()) return {"no traceEvents array"};
+  if (trace.contains("displayTimeUnit") && trace["displayTimeUnit"] != "ms" && trace["displayTimeUnit"] != "ns") {
+    add("displayTimeUnit must be ms or ns");
+  }
+  struct Span {
+    double ts, end;
+  };
+  std::map<std::pair<int, int>, std::vector<Span>> tracks;
+  std::map<std::tuple<int, std::string, std::string>, double> open;
+  for (const auto& e : trace["traceEvents"]) {
+    const std::string ph = e.value("ph", std::string());
+    if (!e.contains("pid") || !e.contains("name")) add("an event without pid or name: " + e.dump());
+    if (ph == "X") {
+      if (!e.contains("ts") || !e.contains("dur") || !e.contains("tid")) {
+        add("a complete event without ts, dur or tid: " + e.dump());
+        continue;
+      }
+      const double ts = e["ts"].get<double>(), dur = e["dur"].get<double>();
+      if (dur < 0) add("negative duration: " + e.dump());
+      tracks[{e["pid"].get<int>(), e["tid"].get<int>()}].push_back({ts, ts + dur});
+    } else if (ph == "b" || ph == "e") {
+      if (!e.contains("id") || !e.contains("cat") || !e.contains("ts")) {
+        add("an async event without id, cat or ts: " + e.dump());
+        continue;
+      }
+      const auto key = std::make_tuple(e["pid"].get<int>(), e["cat"].get<std::string>(), e["id"].dump());
+      if (ph == "b") {
+        if (open.count(key)) add("async id begun twice: " + e.dump());
+        open[key] = e["ts"].get<double>();
+      } else {
+        const auto it = open.find(key);
+        if (it == open.end()) {
+          add("async end without a begin: " + e.dump());
+        } else {
+          if (e["ts"].get<double>() < it->second) add("async end before its begin: " + e.dump());
+          open.erase(it);
+        }
+      }
+    } else if (ph == "M") {
+      const auto& a = e.value("args", nlohmann::json::object());
+      if (!a.contains("name") && !a.contains("sort_index")) add("metadata without args.name or sort_index: " + e.dump());
+    } else if (ph != "i" && ph != "I") {
+      add("unknown phase '" + ph + "'");
+    }
+  }
+  if (!open.empty()) add(std::to_string(open.size()) + " async events begun and never ended");
+  for (auto& [track, spans] : tracks) {
+    std::stable_sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) {
+      return a.ts != b.ts ? a.ts < b.ts : a.end > b.end;  // the enclosing span first
+    });
+    std::vector<double> stack;  // ends of the spans that hold the current one
+    for (const Span& s : spans) {
+      while (!stack.empty() && stack.back() <= s.ts) stack.pop_back();
+      if (!stack.empty() && s.end > stack.back()) {
+        add("pid " + std::to_string(track.first) + " tid " + std::to_string(track.second) + ": a span [" +
+            std::to_string(s.ts) + ", " + std::to_string(s.end) + "] us overlaps one ending at " +
+            std::to_string(stack.back()) + " without nesting in it");
+      }
+      stack.push_back(s.end);
+    }
+  }
+  return problems;
+}
+
 }  // namespace
+
+TEST_CASE("Trace: the format's rules hold, KV transfers included (async slices, not overlapping spans)") {
+  // The validator sees what it checks: overlapping complete events on one track fail it, nested
+  // ones and async pairs pass.
+  const auto bad = nlohmann::json::parse(
+      R"({"traceEvents":[{"ph":"X","pid":1,"tid":1,"name":"a","ts":0,"dur":10},
+                         {"ph":"X","pid":1,"tid":1,"name":"b","ts":5,"dur":10},
+                         {"ph":"b","pid":1,"name":"t","cat":"c","id":1,"ts":0}]})");
+  CHECK(trace_format_problems(bad).size() == 2);
+  const auto good = nlohmann::json::parse(
+      R"({"traceEvents":[{"ph":"X","pid":1,"tid":1,"name":"a","ts":0,"dur":10},
+                         {"ph":"X","pid":1,"tid":1,"name":"b","ts":2,"dur":8},
+                         {"ph":"X","pid":1,"tid":1,"name":"c","ts":10,"dur":1},
+                         {"ph":"b","pid":1,"name":"t","cat":"c","id":1,"ts":0},
+                         {"ph":"b","pid":1,"name":"t","cat":"c","id":2,"ts":1},
+                         {"ph":"e","pid":1,"name":"t","cat":"c","id":1,"ts":5},
+                         {"ph":"e","pid":1,"name":"t","cat":"c","id":2,"ts":9}]})");
+  CHECK(trace_format_problems(good).empty());
+
+  // A disaggregated run: KV transfers into a decode instance overlap each other.
+  const fs::path dir = scratch_dir("trace_rules");
+  const auto r = cli({"run", std::string(SERVESIM_SOURCE_DIR) + "/scenarios/epd/kv_overlap_off.yaml", "--set",
+                      "workload.requests=400", "--trace", (dir / "t.json").string()});
+  REQUIRE_MESSAGE(r.code == 0, r.err);
+  const auto j = nlohmann::json::parse(read(dir / "t.json"));
+  const auto problems = trace_format_problems(j);
+  for (const auto& p : problems) MESSAGE(p);
+  CHECK(problems.empty());
+  std::int64_t begins = 0, overlapping = 0;
+  double last_end = -1;
+  for (const auto& e : j["traceEvents"]) {
+    if (e["ph"] != "b") continue;
+    ++begins;
+    CHECK(e["cat"] == "transfer");
+  }
+  // Transfers overlap (so they could not be complete events on one track): the begins and ends of
+  // the first decode instance's transfers, in time order, go deeper than one.
+  std::vector<std::pair<double, int>> edges;
+  for (const auto& e : j["traceEvents"]) {
+    if ((e["ph"] == "b" || e["ph"] == "e") && e["name"] == "KV in, instance 0") {
+      edges.emplace_back(e["ts"].get<double>(), e["ph"] == "b" ? 1 : -1);
+    }
+  }
+  std::sort(edges.begin(), edges.end());
+  int depth = 0;
+  for (const auto& [ts, d] : edges) {
+    depth += d;
+    if (depth > 1) ++overlapping;
+    last_end = ts;
+  }
+  CHECK(begins > 0);
+  CHECK(overlapping > 0);
+  CHECK(last_end > 0);
+}
 
 TEST_CASE("Time series: sums agree with the summary, and recording it leaves the run unchanged") {
   scenario::LoadOptions small;
@@ -159,11 +293,8 @@ TEST_CASE("CLI: the trace has one track per instance and honours its limit and w
 }
 
 TEST_CASE("HTML report renders in headless Chromium: charts drawn, SVG elements in the DOM") {
-  if (!have_chromium()) {
-    MESSAGE("SKIPPED: chromium is not installed (scripts/install_deps.sh installs it with the "
-            "optional packages; it could not be installed on this machine)");
-    return;
-  }
+  // A required package (scripts/install_deps.sh): without it this test fails, it never skips.
+  REQUIRE_MESSAGE(have_chromium(), "chromium is not installed: run scripts/install_deps.sh");
   const fs::path dir = scratch_dir("chromium");
   const auto r = cli({"run", kQuickstart, "--set", kSmall, "--html", (dir / "r.html").string()});
   REQUIRE(r.code == 0);
@@ -181,11 +312,27 @@ TEST_CASE("HTML report renders in headless Chromium: charts drawn, SVG elements 
     dom = read(dir / "dom.html");
     if (dom.empty()) MESSAGE("attempt " << attempt << ": empty DOM; chromium said: " << read(dir / "dom.err"));
   }
-  // 3 CDFs, 4 charts over time, the breakdown bars, the per-request bars: 9 <svg>; polylines: 3
-  // CDF curves, throughput (1 pool), requests (arrivals + completions), queues (waiting +
-  // running), KV (1) = 9.
-  CHECK(count(dom, "<svg") == 9);
+  // 3 CDFs, 4 charts over time, the breakdown bars, the per-request TTFT parts and decode bars:
+  // 10 <svg>; polylines: 3 CDF curves, throughput (1 pool), requests (arrivals + completions),
+  // queues (waiting + running), KV (1) = 9.
+  CHECK(count(dom, "<svg") == 10);
   CHECK(dom.find("requests with the longest TTFT") != std::string::npos);
+  // The SLO targets (quickstart: TTFT 2 s, TPOT 50 ms) as lines on the CDFs and in the summary.
+  CHECK(count(dom, "class=\"m\"") == 2);
+  CHECK(dom.find("SLO 2 s") != std::string::npos);
+  CHECK(dom.find("SLO targets") != std::string::npos);
+  // Request labels ("#1206 (...)", right-aligned at x) fit whole left of their bars: x is at least
+  // their width (7 px a character, an upper bound for the 11 px font).
+  const std::regex label(R"re(<text x="([0-9.]+)" y="[0-9.]+" text-anchor="end">(#[^<]*)</text>)re");
+  std::size_t labels = 0;
+  for (auto it = std::sregex_iterator(dom.begin(), dom.end(), label); it != std::sregex_iterator(); ++it) {
+    ++labels;
+    CHECK_MESSAGE(std::stod((*it)[1]) >= 7.0 * static_cast<double>((*it)[2].length()), (*it)[2]);
+  }
+  CHECK(labels >= 2);
+  // Chart text has at most three significant digits after a point (no "14.2857k ms").
+  const std::regex long_number(R"re(<text[^>]*>[^<]*\d\.\d{4,}[^<]*</text>)re");
+  CHECK_FALSE(std::regex_search(dom, long_number));
   CHECK(count(dom, "<polyline") >= 9);
   CHECK(count(dom, "<rect") >= 8);
   CHECK(dom.find("No link data in this run") != std::string::npos);
@@ -215,6 +362,15 @@ TEST_CASE("HTML report renders in headless Chromium: charts drawn, SVG elements 
   // Text alone covers ~1-2% of the page; the charts' lines, grids and bars add more.
   CHECK(static_cast<double>(non_white) / static_cast<double>(n) > 0.03);
   CHECK(series_blue > 2000);
+  // The dashed SLO lines, #c0392b (192, 57, 43), drawn on the page.
+  std::size_t slo_red = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (std::abs(pixels[3 * i] - 192) < 25 && std::abs(pixels[3 * i + 1] - 57) < 25 && std::abs(pixels[3 * i + 2] - 43) < 25) {
+      ++slo_red;
+    }
+  }
+  MESSAGE("screenshot: " << slo_red << " pixels in the SLO line colour");
+  CHECK(slo_red > 100);
 }
 
 TEST_CASE("Progress: a bar on a terminal's stderr, nothing when stderr is not a terminal") {
@@ -235,4 +391,10 @@ TEST_CASE("Progress: a bar on a terminal's stderr, nothing when stderr is not a 
   REQUIRE(std::system(piped.c_str()) == 0);
   CHECK(read(dir / "stderr.txt").empty());
   CHECK(app::ProgressBar::line({0.5, "x"}, 10) == "[#####.....]  50%  x");
+  // The time left at the rate so far: 20 s for a quarter -> 60 s more; 2 min 30 s for 40%
+  // -> 225 s = 3 min 45 s more; nothing before 1% or without a fraction.
+  CHECK(app::ProgressBar::line({0.25, "x"}, 4, 20) == "[#...]  25%  ETA 60 s  x");
+  CHECK(app::ProgressBar::line({0.4, "x"}, 5, 150) == "[##...]  40%  ETA 3 min 45 s  x");
+  CHECK(app::ProgressBar::line({0.005, "x"}, 4, 20) == "[....]   0%  x");
+  CHECK(app::ProgressBar::line({-1, "x"}, 4, 20) == "[....]      x");
 }
