@@ -46,7 +46,7 @@ deployment:
       parallel: {tp: 8, dp: 2, ep: 16, attention_dp: least_kv, cp: 2, cp_min_tokens: 1024, tbo: true}
       moe_routing: {}
       max_model_len: 32768
-      scheduler: {policy: sarathi}
+      scheduler: {policy: sarathi, chunked_prefill: true, form_ahead: false}
       kv_cache: {}
       router: {}
       prefix_cache: {}
@@ -163,6 +163,27 @@ std::string KeyRecorder::normalize(const std::string& path) {
       continue;
     }
     out += path[i];
+  }
+  // A class's keys are listed once, as the inline class's (workload.arrivals.rate); in a list of
+  // classes they are workload.classes[N].arrivals.rate. `requests` and `slo` mean something else
+  // inline (the whole workload's count; the scenario's slo is top-level) and keep their path.
+  const std::string classes = "workload.classes[].";
+  if (out.rfind(classes, 0) == 0) {
+    const std::string rest = out.substr(classes.size());
+    const std::string head = rest.substr(0, rest.find('.'));
+    if (head != "requests" && head != "slo") out = "workload." + rest;
+  }
+  // A length distribution (DIST in sim/scenario/README.md) has the same keys wherever it is:
+  // one entry each, DIST.<key> (the prompt, output, image count, prefix tokens, session turns
+  // and follow-ups take one).
+  for (const char* parent : {".lengths.prompt.", ".lengths.output.", ".images.count.", ".prefixes.tokens.",
+                             ".sessions.turns.", ".sessions.followup."}) {
+    const std::string p = parent;
+    const auto at = out.find(p);
+    if (at != std::string::npos && out.find('.', at + p.size()) == std::string::npos) {
+      out = "DIST." + out.substr(at + p.size());
+      break;
+    }
   }
   // The MoE grouped-GEMM models are keyed by weight format: one entry for all of them.
   const std::string moe = ".moe_experts.";

@@ -7,8 +7,11 @@
 // or given a new range changes the list with it. tests/scenario/keys_test.cpp checks that every
 // key name the loader's source reads is listed and that every key of every shipped scenario is.
 //
-// Paths are in --set syntax with the list indices left out ("deployment.pools[].instances",
-// "workload.classes[].arrivals.rate"). Ranges and defaults are in the key's own terms: a
+// Paths are in --set syntax with the list indices left out ("deployment.pools[].instances").
+// A class's keys are listed once, as the inline class's ("workload.arrivals.rate"; in a list of
+// classes, workload.classes[N].arrivals.rate), and a length distribution's once, as DIST.<key>
+// ("DIST.median": workload.lengths.prompt.median, ...sessions.turns.median, ...), as
+// sim/scenario/README.md describes them; find_key() maps a full path to its entry. Ranges and defaults are in the key's own terms: a
 // quantity's bounds in its base unit (bytes, seconds, FLOP/s, 1/s), a default as the resolved
 // scenario echoes it ("1 GiB", 0.9, "sarathi"). A default that depends on other keys (the token
 // budget on the scheduling policy, the router on the pool's role) lists each value seen.

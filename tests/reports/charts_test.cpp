@@ -122,9 +122,9 @@ TEST_CASE("HTML report: self-contained, charts drawn, explicit notes for what th
   CHECK(h.find("<script") == std::string::npos);
   CHECK(h.find("http://") == h.find("http://www.w3.org/2000/svg"));
   CHECK(h.find("https://") == std::string::npos);
-  // 3 CDFs + 4 charts over time + the breakdown bars + the per-request bars = 9 SVGs; no link
-  // chart.
-  CHECK(count(h, "<svg") == 9);
+  // 3 CDFs + 4 charts over time + the breakdown bars + the per-request TTFT parts and decode bars
+  // = 10 SVGs; no link chart.
+  CHECK(count(h, "<svg") == 10);
   // The per-request bars: all three requests (equal TTFTs: by id), each 0.5 + 1.5 ms of TTFT and
   // 6 - 2 = 4 ms of decode, on an axis up to the longest bar (6 ms).
   CHECK(h.find("The 3 requests with the longest TTFT") != std::string::npos);
@@ -148,7 +148,7 @@ TEST_CASE("HTML report: self-contained, charts drawn, explicit notes for what th
   const std::string with_link = html_report(report, latency_cdfs(m));
   CHECK(with_link.find("No link data") == std::string::npos);
   CHECK(with_link.find("nvlink0") != std::string::npos);
-  CHECK(count(with_link, "<svg") == 10);
+  CHECK(count(with_link, "<svg") == 11);
   // Deterministic.
   CHECK(html_report(report, latency_cdfs(m)) == with_link);
 }

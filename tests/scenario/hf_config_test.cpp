@@ -82,7 +82,7 @@ TEST_CASE("HF import: an unknown model_type names the supported ones at its line
   CHECK(p[0].column == 3);  // the key's opening quote
   CHECK(p[0].path == "model_type");
   CHECK(p[0].message ==
-        "model_type 'mixtral' is not supported; supported: llama, qwen2, qwen3, qwen3_moe, "
+        "model_type 'mixtral' is not supported (did you mean 'mistral'?); supported: llama, mistral, qwen2, qwen3, qwen3_moe, "
         "deepseek_v3, kimi_k2, glm4_moe, glm_moe_dsa, gpt_oss, qwen2_5_vl");
   const auto typo = problems_of(R"({"model_type": "qwen3_mo"})");
   REQUIRE(typo.size() == 1);

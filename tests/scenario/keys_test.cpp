@@ -116,7 +116,7 @@ TEST_CASE("Keys: types, ranges, choices and defaults are the getters' own") {
   // k.quantity("reserved", Dimension::kBytes, 0, kInf, true, 1 GiB).
   const KeyInfo& reserved = key("deployment.pools[].kv_cache.reserved");
   CHECK(reserved.type == "quantity");
-  CHECK(reserved.unit.find("bytes") != std::string::npos);
+  CHECK(reserved.unit == "size (e.g. '80 GiB')");
   CHECK(reserved.defaults == std::vector<std::string>{"\"1 GiB\""});
   // Required keys: instances has no default.
   CHECK(key("deployment.pools[].instances").required);
@@ -130,4 +130,9 @@ TEST_CASE("Keys: types, ranges, choices and defaults are the getters' own") {
                   key("deployment.pools[].router.policy").choices.end(), "kv_aware") !=
         key("deployment.pools[].router.policy").choices.end());
   CHECK(KeyRecorder::normalize("a.b[12].c[3]") == "a.b[].c[]");
+  // A class's keys under their inline path; a distribution's under DIST.
+  CHECK(KeyRecorder::normalize("workload.classes[2].arrivals.rate") == "workload.arrivals.rate");
+  CHECK(KeyRecorder::normalize("workload.classes[2].slo.ttft") == "workload.classes[].slo.ttft");
+  CHECK(KeyRecorder::normalize("workload.classes[0].sessions.turns.median") == "DIST.median");
+  CHECK(key("workload.lengths.prompt.sigma").type == "number");
 }
