@@ -1,6 +1,7 @@
 // The commands that describe servesim itself: `servesim schema` (the serve protocol's JSON
 // Schema), `servesim keys` (every scenario key) and `servesim completion bash` (a completion
 // script generated from every command's own option table).
+#include <optional>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -13,6 +14,25 @@
 
 namespace servesim::app {
 namespace po = boost::program_options;
+namespace {
+
+// The parsing of a command that takes options but no file: answers --help (0) and bad command
+// lines (2) itself, returning that exit code; nullopt when the command should run.
+std::optional<int> parse_no_file(const std::vector<std::string>& args, const po::options_description& visible,
+                                 const std::string& command, po::variables_map& vm, std::ostream& out, std::ostream& err) {
+  if (!parse_command(args, visible, vm, err)) return 2;
+  if (vm.count("help")) {
+    out << visible;
+    return 0;
+  }
+  if (vm.count("scenario")) {
+    err << "error: " << command << " takes no arguments\n\n" << visible;
+    return 2;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
 
 int schema_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   po::options_description visible(
@@ -20,15 +40,7 @@ int schema_command(const std::vector<std::string>& args, std::ostream& out, std:
       "(schemas/serve.schema.json).\n\noptions");
   visible.add_options()("help,h", "show this help");
   po::variables_map vm;
-  if (!parse_command(args, visible, vm, err)) return 2;
-  if (vm.count("help")) {
-    out << visible;
-    return 0;
-  }
-  if (vm.count("scenario")) {
-    err << "error: schema takes no arguments\n\n" << visible;
-    return 2;
-  }
+  if (auto done = parse_no_file(args, visible, "schema", vm, out, err)) return *done;
   out << studies::serve_schema();
   return 0;
 }
@@ -40,15 +52,7 @@ int keys_command(const std::vector<std::string>& args, std::ostream& out, std::o
   visible.add_options()("help,h", "show this help")("json", po::value<std::string>(),
                                                       "write the list as JSON to FILE, or to stdout with '-'");
   po::variables_map vm;
-  if (!parse_command(args, visible, vm, err)) return 2;
-  if (vm.count("help")) {
-    out << visible;
-    return 0;
-  }
-  if (vm.count("scenario")) {
-    err << "error: keys takes no arguments\n\n" << visible;
-    return 2;
-  }
+  if (auto done = parse_no_file(args, visible, "keys", vm, out, err)) return *done;
   return print_output(studies::keys_listing(), json_target(vm), out);
 }
 

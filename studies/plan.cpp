@@ -160,7 +160,7 @@ std::vector<PoolChoice> pool_choices(const PoolSpace& s, bool moe) {
             if ((tp * dp) % e == 0) eps.push_back(e);
           }
           for (const int e : s.ep) {
-            if ((tp * dp) % e == 0) add_unique(eps, e);
+            if ((tp * dp) % e == 0 && e >= dp) add_unique(eps, e);
           }
         } else {
           eps = s.ep;

@@ -374,9 +374,12 @@ TEST_CASE("plan: invalid plans carry the loader's message; unmet SLOs say by how
   CHECK(f.out.find("left out 1 impossible layouts: tensor parallelism 3 does not divide the 32 attention heads") !=
         std::string::npos);
   // A model the chip cannot hold at a plan is still a candidate, invalid with the loader's message.
+  // Llama-3.1-8B's 16 GB of bf16 weights do not fit a 14 GiB chip (12.6 GiB usable) at tp 1; at
+  // tp 2 (the scenario, as --set) they do.
   const auto fit = cli({"plan", kQuickstart, "--set", "workload.requests=100", "--set",
-                        "deployment.pools[0].chip.memory=16 GiB", "--tp", "1,2", "--pp", "1", "--max-batched-tokens", "512",
-                        "--reproducible", "--json", "-"});
+                        "deployment.pools[0].chip.memory=14 GiB", "--set", "deployment.pools[0].parallel.tp=2", "--tp",
+                        "1,2", "--pp", "1", "--max-batched-tokens", "512", "--reproducible", "--json", "-"});
+  REQUIRE_MESSAGE(!fit.out.empty(), fit.err);
   const Json fj = Json::parse(fit.out);
   CHECK(fj["candidates"][0]["status"] == "invalid");
   CHECK(fj["candidates"][0]["errors"][0]["path"] == "deployment.pools[0].chip");
