@@ -16,6 +16,7 @@ struct ChildRun {
   std::string output;    // what the child's body returned
   double rss_mb = 0;     // the child's peak resident set
   double process_s = 0;  // fork to exit
+  double cpu_s = 0;      // the child's user + system CPU time (wait4's rusage)
 };
 
 // `body` runs in the child and returns one line of text for the parent; nullopt when the child
@@ -46,6 +47,8 @@ std::optional<ChildRun> run_in_child(Body body) {
   run.output = std::move(output);
   run.rss_mb = static_cast<double>(usage.ru_maxrss) / 1024.0;
   run.process_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_usec); };
+  run.cpu_s = seconds(usage.ru_utime) + seconds(usage.ru_stime);
   return run;
 }
 
