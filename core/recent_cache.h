@@ -1,6 +1,6 @@
-// The values of the last few keys, kept for the whole process: serve and sweep answer many
-// hypotheses on a few scenarios, so what a hypothesis builds from part of its scenario (a fabric,
-// a check over it, a workload's draws) is often what the next one needs.
+// The values of the last few keys: serve and sweep answer many hypotheses on a few scenarios, so
+// what a hypothesis builds from part of its scenario (a fabric, a check over it, a workload's
+// draws) is often what the next one needs. A session owns its caches (sim/scenario/caches.h).
 //
 // At most `entries` entries and `budget` units of weight in all, an entry weighing
 // `weight(key, value)` (1 without a weight function); the least recently used go first, and an

@@ -29,6 +29,7 @@ scenario::Scenario load_hypothesis(const Hypothesis& h) {
   scenario::LoadOptions options;
   options.sets = h.sets;
   options.seed = h.seed;
+  options.caches = h.caches;
   return scenario::load_scenario(*h.base, options);
 }
 

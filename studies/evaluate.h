@@ -24,6 +24,7 @@
 
 #include "core/errors.h"
 #include "sim/metrics/summary.h"
+#include "sim/scenario/caches.h"
 #include "sim/scenario/scenario.h"
 
 namespace servesim::studies {
@@ -33,6 +34,7 @@ struct Hypothesis {
   std::vector<std::string> sets;        // "key.path=value", applied in order
   std::optional<std::uint64_t> seed;    // overrides the scenario's
   bool keep_scenario = false;           // fill Evaluation::scenario (not part of the result)
+  scenario::Caches* caches = nullptr;   // the session's (sim/scenario/caches.h), when it has one
 };
 
 struct Evaluation {

@@ -356,10 +356,12 @@ StudyOutput plan(const PlanRequest& request, std::ostream& err) {
   // starting facts, not its answer).
   std::shared_ptr<const scenario::ScenarioDocument> doc;
   std::optional<scenario::Scenario> base;
+  scenario::Caches caches;  // shared by every load and run of the search (sim/scenario/caches.h)
   try {
     doc = scenario::parse_scenario_file(path);
     Hypothesis h;
     h.base = doc;
+    h.caches = &caches;
     h.sets = base_sets;
     h.seed = seed;
     base = load_hypothesis(h);
@@ -570,6 +572,7 @@ StudyOutput plan(const PlanRequest& request, std::ostream& err) {
       PlanCandidate& c = candidates[i];
       Hypothesis h;
       h.base = doc;
+      h.caches = &caches;
       h.sets = base_sets;
       h.sets.insert(h.sets.end(), c.sets.begin(), c.sets.end());
       for (std::size_t p = 0; p < n_pools; ++p) {
@@ -603,6 +606,7 @@ StudyOutput plan(const PlanRequest& request, std::ostream& err) {
   const PlanEvaluator evaluator = [&](const PlanCandidate& c, const std::vector<int>& instances) {
     Hypothesis h;
     h.base = doc;
+    h.caches = &caches;
     h.sets = base_sets;
     h.sets.insert(h.sets.end(), c.sets.begin(), c.sets.end());
     for (std::size_t p = 0; p < instances.size(); ++p) {

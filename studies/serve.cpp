@@ -174,6 +174,7 @@ Answer answer(const std::string& line, ScenarioCache& cache) {
     const VerdictRequest verdict = read_protocol_fields(request, h, problems);
     if (!problems.empty()) throw InputError(std::move(problems));
     h.base = sc->is_string() ? cache.file(sc->get<std::string>()) : cache.inline_text(sc->dump());
+    h.caches = &cache.caches();
     const Evaluation ev = evaluate(h);
     result = ev.ok ? ev.result : error_answer(ev.errors);
     if (ev.ok) {

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/scenario/caches.h"
 #include "sim/scenario/scenario.h"
 
 namespace servesim::studies {
@@ -34,6 +35,8 @@ class ScenarioCache {
   std::shared_ptr<const scenario::ScenarioDocument> file(const std::string& path);
   std::shared_ptr<const scenario::ScenarioDocument> inline_text(const std::string& yaml);
   std::int64_t hits() const { return hits_; }
+  // What the session's runs share besides the documents: fabrics, profiles, workload draws.
+  scenario::Caches& caches() { return caches_; }
   std::int64_t misses() const { return misses_; }
 
  private:
@@ -46,6 +49,7 @@ class ScenarioCache {
   std::map<std::string, Entry> files_;
   std::map<std::string, std::shared_ptr<const scenario::ScenarioDocument>> inline_;
   std::int64_t hits_ = 0, misses_ = 0;
+  scenario::Caches caches_;
 };
 
 struct ServeStats {

@@ -275,9 +275,11 @@ StudyOutput sweep(const SweepRequest& request, std::ostream& out, std::ostream& 
     }
   }
 
+  scenario::Caches caches;  // shared by the variants' runs (sim/scenario/caches.h)
   auto record_of = [&](std::size_t i) {
     Hypothesis h;
     h.base = doc;
+    h.caches = &caches;
     h.sets = base_sets;
     h.sets.insert(h.sets.end(), variants[i].begin(), variants[i].end());
     Evaluation ev = evaluate(h);

@@ -11,6 +11,7 @@
 
 #include "calibrate/cross_validation.h"
 #include "models/chip_spec.h"
+#include "sim/scenario/caches.h"
 #include "models/model_spec.h"
 #include "studies/run.h"
 #include "studies/serving_engines.h"
@@ -321,7 +322,9 @@ std::string final_yaml(const ServingMeasurement& r, const RowScenario& s) {
   const int tp = r.mode == "disagg" ? std::max(1, r.decode.plan.tp) : std::max(1, r.plan.tp);
   const auto engine = serving_engine(r.backend, r.backend_version, chip->memory.value / kGiB, tp, why);
   const auto doc = scenario::parse_scenario_text(s.yaml, r.id, "");
-  const scenario::Scenario sc = scenario::load_scenario(*doc);
+  scenario::LoadOptions load;
+  load.caches = options.caches;
+  const scenario::Scenario sc = scenario::load_scenario(*doc, load);
   std::string yaml = s.yaml;
   std::size_t at = 0;
   for (const cluster::PoolConfig& pool : sc.config.pools) {
@@ -390,7 +393,9 @@ RowResult simulate_row(const ServingMeasurement& r, const ValidationOptions& opt
   }
   try {
     const std::string yaml = final_yaml(r, s);
-    const scenario::Scenario sc = scenario::load_scenario(*scenario::parse_scenario_text(yaml, r.id, ""));
+    scenario::LoadOptions load;
+    load.caches = options.caches;
+    const scenario::Scenario sc = scenario::load_scenario(*scenario::parse_scenario_text(yaml, r.id, ""), load);
     const RunOutput run = execute(sc);
     const std::int64_t clients = r.concurrency > 0 ? r.concurrency : r.batch_size;
     const WindowMeans w =
@@ -624,6 +629,8 @@ StudyOutput validate(const ValidateRequest& request, std::ostream& err) {
   options.warmup_drained = warmup == "drained";
   options.threads = request.threads;
   options.validation_file = path;
+  scenario::Caches caches;
+  options.caches = &caches;
   if (options.rounds < 1 || options.rounds > 1000) {
     err << "error: --rounds must be between 1 and 1000\n";
     return StudyOutput::failed(2);

@@ -32,6 +32,10 @@
 #include "studies/measured_serving.h"
 #include "studies/study_io.h"
 
+namespace servesim::scenario {
+struct Caches;  // sim/scenario/caches.h
+}
+
 namespace servesim::studies {
 
 struct ValidationOptions {
@@ -60,6 +64,8 @@ struct ValidationOptions {
   double arrival_spacing_us = 100;  // "ramp": between one client's first request and the next
   int threads = 0;           // OpenMP threads; 0 = all cores
   std::string validation_file;  // for the report's `source`
+  // The run's caches (sim/scenario/caches.h): its rows share the profiles they name.
+  scenario::Caches* caches = nullptr;
 };
 
 // The scenario of one row, or why there is none.

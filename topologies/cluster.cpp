@@ -5,7 +5,6 @@
 #include <numeric>
 
 #include "core/check.h"
-#include "core/recent_cache.h"
 
 namespace servesim::topologies {
 namespace {
@@ -294,12 +293,15 @@ Fabric build_fabric(const ClusterSpec& spec) {
   return f;
 }
 
-std::shared_ptr<const Fabric> shared_fabric(const ClusterSpec& spec) {
-  static RecentCache<ClusterSpec, std::shared_ptr<const Fabric>> kept(4);
-  if (auto fabric = kept.find(spec)) return *fabric;
+std::shared_ptr<const Fabric> FabricCache::get(const ClusterSpec& spec) {
+  if (auto fabric = kept_.find(spec)) return *fabric;
   auto fabric = std::make_shared<const Fabric>(build_fabric(spec));
-  kept.keep(spec, fabric);
+  kept_.keep(spec, fabric);
   return fabric;
+}
+
+std::shared_ptr<const Fabric> shared_fabric(const ClusterSpec& spec, FabricCache* cache) {
+  return cache != nullptr ? cache->get(spec) : std::make_shared<const Fabric>(build_fabric(spec));
 }
 
 }  // namespace servesim::topologies

@@ -23,6 +23,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/recent_cache.h"
 #include "core/time.h"
 #include "core/units.h"
 #include "topologies/collectives.h"
@@ -86,9 +87,19 @@ int round_up_chips(const ClusterSpec& spec, int chips);
 
 // Builds the graph. Precondition: validate_cluster(spec) is empty.
 Fabric build_fabric(const ClusterSpec& spec);
-// build_fabric(spec), shared: the fabrics of the last few specs are kept for the process (a
-// serve session builds a scenario per hypothesis, mostly on the same cluster). Thread-safe.
-std::shared_ptr<const Fabric> shared_fabric(const ClusterSpec& spec);
+// The fabrics of the last few cluster specs built (a serve session, a sweep or a plan builds a
+// scenario per hypothesis, mostly on the same cluster). Owned by the session. Thread-safe.
+class FabricCache {
+ public:
+  // build_fabric(spec), or the fabric an equal spec built before.
+  std::shared_ptr<const Fabric> get(const ClusterSpec& spec);
+
+ private:
+  RecentCache<ClusterSpec, std::shared_ptr<const Fabric>> kept_{4};
+};
+
+// build_fabric(spec), shared: from `cache` when given, else built for the caller alone.
+std::shared_ptr<const Fabric> shared_fabric(const ClusterSpec& spec, FabricCache* cache);
 
 // Switch and link counts the spec would build, without building it.
 struct FatTreeShape {

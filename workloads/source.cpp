@@ -99,7 +99,7 @@ struct Replay {
 // The draws of one deterministic stream (an open-loop process's arrival times, an independent
 // length sampler's lengths) are a function of (config, seed, stream name) alone. A serve session
 // or a sweep builds a RequestSource per hypothesis, mostly with the same workload, so the draws
-// of a run are kept for the process and the next run with the same key replays them: the values
+// of a run are kept in the session's DrawCache and the next run with the same key replays them: the values
 // drawing would give, in the same order (results do not change), without the sampling. Kept per
 // kind of stream: the last 8 streams within 64 MiB; a run records at most kMaxDraws of a stream.
 constexpr std::size_t kMaxDraws = std::size_t{1} << 20;
@@ -113,29 +113,33 @@ struct StreamKey {
 };
 
 template <class Config, class T>
-using DrawCache = RecentCache<StreamKey<Config>, std::shared_ptr<const std::vector<T>>>;
+using KeptDraws = RecentCache<StreamKey<Config>, std::shared_ptr<const std::vector<T>>>;
 
 template <class Config, class T>
-DrawCache<Config, T>& draw_cache() {
-  static DrawCache<Config, T> cache(8, std::size_t{64} << 20,
-                                    [](const StreamKey<Config>&, const std::shared_ptr<const std::vector<T>>& d) {
-                                      return d->size() * sizeof(T);
-                                    });
-  return cache;
+KeptDraws<Config, T> kept_draws() {
+  return KeptDraws<Config, T>(8, std::size_t{64} << 20,
+                              [](const StreamKey<Config>&, const std::shared_ptr<const std::vector<T>>& d) {
+                                return d->size() * sizeof(T);
+                              });
 }
+
+using OpenLoopConfig = std::variant<PoissonArrivals, GammaArrivals>;
 
 // One stream's draws in a run: the kept ones first, then drawn ones, recorded to be kept when
 // the stream has a key (open()).
 template <class Config, class T>
 struct DrawLog {
+  KeptDraws<Config, T>* cache = nullptr;  // none: nothing replayed, nothing kept
   std::optional<StreamKey<Config>> key;
   std::shared_ptr<const std::vector<T>> kept;
   std::size_t at = 0;
   std::vector<T> fresh;
   std::int64_t replayed = 0;
 
-  void open(StreamKey<Config> k) {
-    if (auto d = draw_cache<Config, T>().find(k)) kept = std::move(*d);
+  void open(StreamKey<Config> k, KeptDraws<Config, T>* c) {
+    if (c == nullptr) return;
+    cache = c;
+    if (auto d = cache->find(k)) kept = std::move(*d);
     key = std::move(k);
   }
   template <class Draw>
@@ -160,12 +164,19 @@ struct DrawLog {
     auto all = std::make_shared<std::vector<T>>();
     if (kept) *all = *kept;
     all->insert(all->end(), fresh.begin(), fresh.end());
-    draw_cache<Config, T>().keep(*key, std::move(all));
+    cache->keep(*key, std::move(all));
   }
 };
 
-using OpenLoopConfig = std::variant<PoissonArrivals, GammaArrivals>;
 }  // namespace
+
+struct DrawCache::Kept {
+  KeptDraws<OpenLoopConfig, SimTime> times = kept_draws<OpenLoopConfig, SimTime>();
+  KeptDraws<IndependentLengths, RequestLengths> lengths = kept_draws<IndependentLengths, RequestLengths>();
+};
+
+DrawCache::DrawCache() : kept_(std::make_unique<Kept>()) {}
+DrawCache::~DrawCache() = default;
 
 struct RequestSource::Class {
   Class(const ClassConfig& c, std::uint16_t index, std::uint64_t seed)
@@ -220,8 +231,9 @@ std::string stream_prefix(const ClassConfig& c) {
   return c.name == "default" ? std::string() : c.name + "/";
 }
 
-RequestSource::RequestSource(const WorkloadConfig& config, std::uint64_t seed, SimTime end)
+RequestSource::RequestSource(const WorkloadConfig& config, std::uint64_t seed, SimTime end, DrawCache* draws)
     : config_(config), end_(end) {
+  DrawCache::Kept* kept = draws != nullptr ? draws->kept_.get() : nullptr;
   SERVESIM_CHECK(!config_.classes.empty() && config_.classes.size() < 0xffff);
   std::uint32_t slots = 0;
   for (std::size_t i = 0; i < config_.classes.size(); ++i) {
@@ -229,10 +241,10 @@ RequestSource::RequestSource(const WorkloadConfig& config, std::uint64_t seed, S
     auto c = std::make_unique<Class>(cc, static_cast<std::uint16_t>(i), seed);
     if (const auto* p = std::get_if<PoissonArrivals>(&cc.arrivals)) {
       c->process.emplace(*p, seed, c->prefix + "arrivals");
-      c->times.open({*p, seed, c->prefix + "arrivals"});
+      c->times.open({*p, seed, c->prefix + "arrivals"}, kept ? &kept->times : nullptr);
     } else if (const auto* g = std::get_if<GammaArrivals>(&cc.arrivals)) {
       c->process.emplace(*g, seed, c->prefix + "arrivals");
-      c->times.open({*g, seed, c->prefix + "arrivals"});
+      c->times.open({*g, seed, c->prefix + "arrivals"}, kept ? &kept->times : nullptr);
     } else if (const auto* t = std::get_if<TraceReplay>(&cc.arrivals)) {
       SERVESIM_CHECK_MSG(t->scan != nullptr, "a trace replay must be scanned before it runs");
       c->replay = std::make_unique<Replay>(*t, c->id);
@@ -246,7 +258,7 @@ RequestSource::RequestSource(const WorkloadConfig& config, std::uint64_t seed, S
     SERVESIM_CHECK_MSG(cc.lengths || c->replay, "class " + cc.name + " has no lengths");
     if (cc.lengths) c->lengths = make_length_sampler(*cc.lengths, seed, c->prefix);
     if (const auto* ind = cc.lengths ? std::get_if<IndependentLengths>(&*cc.lengths) : nullptr) {
-      c->drawn.open({*ind, seed, c->prefix});
+      c->drawn.open({*ind, seed, c->prefix}, kept ? &kept->lengths : nullptr);
     }
     if (cc.images) {
       c->image_count.emplace(cc.images->count);
@@ -296,7 +308,7 @@ RequestSource::RequestSource(const WorkloadConfig& config, std::uint64_t seed, S
 }
 
 RequestSource::~RequestSource() {
-  // This run's draws are kept for the next run on the same streams (draw_cache); keeping them is
+  // This run's draws are kept for the next run on the same streams (DrawCache); keeping them is
   // optional, so a failure to allocate loses nothing but the speed-up.
   try {
     for (const auto& c : classes_) {

@@ -42,10 +42,30 @@ struct Arrival {
   std::uint32_t stream;
 };
 
+// The draws of recent runs' deterministic streams (open-loop arrival times, independent
+// lengths), kept so that the next source on the same streams replays them instead of drawing:
+// the same values in the same order, so results never depend on it. A session that runs many
+// hypotheses on one workload (serve, sweep, plan) owns one and hands it to each source; the last
+// 8 streams of each kind within 64 MiB are kept. Thread-safe.
+class DrawCache {
+ public:
+  DrawCache();
+  ~DrawCache();
+  DrawCache(const DrawCache&) = delete;
+  DrawCache& operator=(const DrawCache&) = delete;
+
+ private:
+  friend class RequestSource;
+  struct Kept;
+  std::unique_ptr<Kept> kept_;
+};
+
 class RequestSource {
  public:
   // The config must have passed the scenario loader's validation (replays carry their scan).
-  RequestSource(const WorkloadConfig& config, std::uint64_t seed, SimTime end = SimTime::never());
+  // `draws`, when given, replays the kept draws of earlier sources and keeps this one's.
+  RequestSource(const WorkloadConfig& config, std::uint64_t seed, SimTime end = SimTime::never(),
+                DrawCache* draws = nullptr);
   ~RequestSource();
   RequestSource(const RequestSource&) = delete;
   RequestSource& operator=(const RequestSource&) = delete;
@@ -75,7 +95,7 @@ class RequestSource {
   std::int64_t issued() const { return issued_; }
   // Draws replayed from an earlier source's (arrival times and lengths of open-loop classes with
   // independent lengths: the streams are functions of config, seed and stream name, and the last
-  // few are kept for the process; replays give the values drawing would).
+  // few are kept in the session's DrawCache; replays give the values drawing would).
   std::int64_t replayed_draws() const;
   const WorkloadConfig& config() const { return config_; }
   const IdRing& ids() const { return ring_; }

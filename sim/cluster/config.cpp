@@ -16,7 +16,7 @@ std::string_view pool_role_name(PoolRole r) {
   return "?";
 }
 
-ClusterConfig default_cluster(const std::vector<PoolConfig>& pools) {
+ClusterConfig default_cluster(const std::vector<PoolConfig>& pools, topologies::FabricCache* fabrics) {
   SERVESIM_CHECK(!pools.empty());
   const models::ChipSpec& first = pools.front().chip;
   topologies::ClusterSpec spec;
@@ -61,7 +61,7 @@ ClusterConfig default_cluster(const std::vector<PoolConfig>& pools) {
                                                                problems.front().message);
   ClusterConfig out;
   out.spec = spec;
-  out.fabric = topologies::shared_fabric(spec);
+  out.fabric = topologies::shared_fabric(spec, fabrics);
   std::vector<topologies::PoolPlacementSpec> specs;
   for (const PoolConfig& p : pools) {
     topologies::PoolPlacementSpec ps;

@@ -32,6 +32,10 @@
 #include "topologies/placement.h"
 #include "workloads/workload.h"
 
+namespace servesim::workloads {
+class DrawCache;  // workloads/source.h
+}
+
 namespace servesim::cluster {
 
 enum class SchedulerPolicy {
@@ -199,6 +203,14 @@ struct AdmissionConfig {
   std::optional<Duration> ttft_budget;
 };
 
+// What a session (serve, sweep, plan: sim/scenario/caches.h) keeps between its runs, handed to
+// each run; results never depend on it: each cache returns what building again would. Null:
+// built fresh for the run.
+struct RunCaches {
+  topologies::FabricCache* fabrics = nullptr;  // default_cluster's fabric
+  workloads::DrawCache* draws = nullptr;       // the RequestSource's arrival and length draws
+};
+
 struct SimulationConfig {
   models::ModelSpec model;
   std::vector<PoolConfig> pools;
@@ -218,13 +230,14 @@ struct SimulationConfig {
   DisaggregationConfig disaggregation;
   FailureConfig failures;
   AdmissionConfig admission;
+  RunCaches caches;
 };
 
 // The default cluster for a deployment without `cluster:`: every pool's chips in scale-up domains
 // of the first pool's chip, joined by a non-blocking two-tier rail-optimised fat tree with one NIC
 // per chip at the smallest scale-out bandwidth of the pools' chips (a P -> D transfer runs at
 // most at the slower end's NIC rate); pools packed in deployment order.
-ClusterConfig default_cluster(const std::vector<PoolConfig>& pools);
+ClusterConfig default_cluster(const std::vector<PoolConfig>& pools, topologies::FabricCache* fabrics = nullptr);
 
 // What a pool's memory leaves for the KV cache, in the units the block managers use. One block
 // manager per pipeline lane: vLLM divides the blocks among its PP virtual engines. With attention

@@ -62,7 +62,7 @@ Simulation::Simulation(const SimulationConfig& config, metrics::Recorder& record
                      "a prefill pool needs a decode pool and the other way round");
   // Transfers need a network: the scenario's cluster, or one built from the chips' figures.
   if (disaggregated_ || encode_pool_ >= 0 || (config_.cluster && !config_.cluster->faults.empty())) {
-    if (!config_.cluster) default_cluster_ = default_cluster(config_.pools);
+    if (!config_.cluster) default_cluster_ = default_cluster(config_.pools, config_.caches.fabrics);
     const ClusterConfig& cc = config_.cluster ? *config_.cluster : *default_cluster_;
     placement_ = &cc.placement;
     fabric_ = std::make_unique<topologies::Fabric>(*cc.fabric);
@@ -207,7 +207,7 @@ Simulation::Simulation(const SimulationConfig& config, metrics::Recorder& record
     recorder_.add_class(std::move(info));
   }
   const SimTime end = config_.horizon ? SimTime::zero() + *config_.horizon : SimTime::never();
-  source_ = std::make_unique<workloads::RequestSource>(config_.workload, config_.seed, end);
+  source_ = std::make_unique<workloads::RequestSource>(config_.workload, config_.seed, end, config_.caches.draws);
   keep_inputs_ = !source_->plain();
   if (config_.workload.requests > 0) {
     requests_.reserve(static_cast<std::size_t>(config_.workload.requests));

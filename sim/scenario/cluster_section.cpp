@@ -407,7 +407,8 @@ void place_on_cluster(Document& doc, const std::vector<cluster::PoolConfig>& poo
     ok = false;
   }
   if (!ok) return;
-  std::shared_ptr<const topologies::Fabric> fabric = topologies::shared_fabric(spec);
+  std::shared_ptr<const topologies::Fabric> fabric =
+      topologies::shared_fabric(spec, doc.caches != nullptr ? &doc.caches->fabrics : nullptr);
   for (const auto& problem : topologies::validate_faults(*fabric, r.faults)) {
     const Field& f = problem.scheduled >= 0 ? marks.events[static_cast<std::size_t>(problem.scheduled)]
                                             : marks.random[static_cast<std::size_t>(problem.random)];

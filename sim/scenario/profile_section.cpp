@@ -18,6 +18,18 @@
 #include "sim/scenario/shipped_profiles.h"
 
 namespace servesim::scenario {
+
+// Parsed profiles by (hash of the text, where it came from, the chip it applies to), with the
+// problems parsing found; as many as the session names (a handful).
+class ProfileCache {
+ public:
+  std::mutex mutex;
+  std::map<std::tuple<std::size_t, std::string, std::string>, std::pair<ChipProfile, std::vector<Diagnostic>>> parsed;
+};
+
+Caches::Caches() : profiles(std::make_unique<ProfileCache>()) {}
+Caches::~Caches() = default;
+
 namespace {
 
 struct ProfileText {
@@ -226,15 +238,13 @@ std::optional<ChipProfile> read_chip_profile(MapReader& chip, const models::Chip
     return ChipProfile{};
   }
 
-  // A profile is parsed once per process and text (a sweep or `validate` loads hundreds of
+  // A profile is parsed once per session and text (a sweep or `validate` loads hundreds of
   // scenarios naming the same profile; the H200 profile's tables are ~1 MB of YAML).
-  static std::mutex mutex;
-  static std::map<std::tuple<std::size_t, std::string, std::string>, std::pair<ChipProfile, std::vector<Diagnostic>>>
-      cache;
+  ProfileCache* cache = doc.caches != nullptr ? doc.caches->profiles.get() : nullptr;
   const auto key = std::make_tuple(std::hash<std::string>{}(source.text), source.display, base.name);
-  {
-    const std::lock_guard<std::mutex> lock(mutex);
-    if (auto it = cache.find(key); it != cache.end()) {
+  if (cache != nullptr) {
+    const std::lock_guard<std::mutex> lock(cache->mutex);
+    if (auto it = cache->parsed.find(key); it != cache->parsed.end()) {
       for (const Diagnostic& d : it->second.second) doc.diagnostics().push_back(d);
       ChipProfile p = it->second.first;
       p.name = name;
@@ -245,9 +255,9 @@ std::optional<ChipProfile> read_chip_profile(MapReader& chip, const models::Chip
   out.name = name;
   std::vector<Diagnostic> problems = out.problems;
   out.problems.clear();
-  {
-    const std::lock_guard<std::mutex> lock(mutex);
-    cache.emplace(key, std::make_pair(out, problems));
+  if (cache != nullptr) {
+    const std::lock_guard<std::mutex> lock(cache->mutex);
+    cache->parsed.emplace(key, std::make_pair(out, problems));
   }
   for (Diagnostic& d : problems) doc.diagnostics().push_back(std::move(d));
   return out;

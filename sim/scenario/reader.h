@@ -25,6 +25,8 @@
 
 namespace servesim::scenario {
 
+struct Caches;  // caches.h
+
 using Json = nlohmann::ordered_json;
 
 class Document {
@@ -43,6 +45,8 @@ class Document {
 
   // When set, every key a MapReader reads is recorded here (keys.h).
   KeyRecorder* keys = nullptr;
+  // When set, what the session keeps between loads (caches.h); null: everything built fresh.
+  Caches* caches = nullptr;
 
  private:
   std::string file_;

@@ -48,6 +48,7 @@ namespace {
 Scenario load(YAML::Node root, Document& doc, const std::string& display_name,
               const std::string& base_dir, const LoadOptions& options) {
   doc.keys = options.keys;
+  doc.caches = options.caches;
   for (std::size_t i = 0; i < options.sets.size(); ++i) {
     apply_override(root, options.sets[i], static_cast<int>(i) + 1, doc);
   }
@@ -216,6 +217,7 @@ Scenario load(YAML::Node root, Document& doc, const std::string& display_name,
   out.config.model = *model;
   for (auto& [pool, marks] : pools) out.config.pools.push_back(std::move(pool));
   out.config.workload = workload->config;
+  if (options.caches != nullptr) out.config.caches = options.caches->run();
   out.resolved = std::move(echo);
   out.warnings = std::move(doc.warnings());
   std::stable_sort(out.warnings.begin(), out.warnings.end(), [](const Diagnostic& a, const Diagnostic& b) {

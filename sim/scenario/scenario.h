@@ -26,11 +26,13 @@
 namespace servesim::scenario {
 
 class KeyRecorder;  // keys.h
+struct Caches;      // caches.h
 
 struct LoadOptions {
   std::vector<std::string> sets;        // "key.path=value", in command-line order
   std::optional<std::uint64_t> seed;    // --seed, overrides the scenario's seed
   KeyRecorder* keys = nullptr;          // records every key the load reads (keys.h)
+  Caches* caches = nullptr;             // the session's (caches.h); the run uses them too
 };
 
 struct Scenario {

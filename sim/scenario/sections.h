@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "sim/cluster/config.h"
+#include "sim/scenario/caches.h"
 #include "sim/scenario/reader.h"
 
 namespace servesim::scenario {

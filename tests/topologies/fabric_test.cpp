@@ -306,15 +306,16 @@ TEST_CASE("Fabric content ids: a copy keeps its original's, a change of state ge
   CHECK(c.content_id() != a.content_id());
 }
 
-TEST_CASE("shared_fabric: one fabric per spec, shared; a different spec gets its own") {
+TEST_CASE("FabricCache: one fabric per spec, shared; a different spec gets its own") {
   ClusterSpec spec = *cluster_preset("h100-superpod", 64);
-  const auto first = shared_fabric(spec);
-  const auto again = shared_fabric(spec);
+  FabricCache cache;
+  const auto first = shared_fabric(spec, &cache);
+  const auto again = shared_fabric(spec, &cache);
   CHECK(first.get() == again.get());
   CHECK(first->chips() == build_fabric(spec).chips());
   ClusterSpec other = spec;
   other.scale_out.leaf_oversubscription = 2.0;
-  const auto changed = shared_fabric(other);
+  const auto changed = shared_fabric(other, &cache);
   CHECK(changed.get() != first.get());
   CHECK(changed->content_id() != first->content_id());
   // The bandwidth the change moved: a leaf's uplinks halve, so the fabrics' links differ.
@@ -322,5 +323,12 @@ TEST_CASE("shared_fabric: one fabric per spec, shared; a different spec gets its
   for (std::uint32_t l = 0; l < first->link_count(); ++l) first_total += first->link(LinkId(l)).bandwidth_bytes_per_s;
   for (std::uint32_t l = 0; l < changed->link_count(); ++l) changed_total += changed->link(LinkId(l)).bandwidth_bytes_per_s;
   CHECK(changed_total != first_total);
-  CHECK(shared_fabric(spec).get() == first.get());  // still kept
+  CHECK(shared_fabric(spec, &cache).get() == first.get());  // still kept
+  // Without a cache each caller builds its own, equal in content.
+  const auto alone = shared_fabric(spec, nullptr);
+  CHECK(alone.get() != first.get());
+  CHECK(alone->link_count() == first->link_count());
+  // Another cache (another session) keeps its own.
+  FabricCache other_session;
+  CHECK(shared_fabric(spec, &other_session).get() != first.get());
 }

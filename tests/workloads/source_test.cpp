@@ -423,7 +423,7 @@ TEST_CASE("RequestSource: a later source on the same streams replays the kept dr
   ClassConfig c;
   c.arrivals = PoissonArrivals{Frequency{50.0}};
   c.lengths = IndependentLengths{LognormalLength{300, 0.9, 1, 4000}, LognormalLength{120, 0.7, 1, 2000}};
-  const std::uint64_t seed = 90817;  // no other test's: its streams start with nothing kept
+  const std::uint64_t seed = 90817;
   // The reference: the primitives the source draws from, on the streams it names (class
   // "default": "arrivals", and the length streams without a prefix).
   OpenLoopProcess process(std::get<PoissonArrivals>(c.arrivals), seed, "arrivals");
@@ -437,10 +437,11 @@ TEST_CASE("RequestSource: a later source on the same streams replays the kept dr
     r.output_tokens = static_cast<std::uint32_t>(l.output_tokens);
     want.push_back(r);
   }
+  DrawCache draws;  // a session's
   const auto run = [&](std::int64_t n, std::int64_t& replayed) {
     std::vector<Request> out;
     {
-      RequestSource s(of({c}, n), seed);
+      RequestSource s(of({c}, n), seed, SimTime::never(), &draws);
       drive(s, 0, [&](const Request& r, const RequestSource&) { out.push_back(r); });
       replayed = s.replayed_draws();
     }  // kept here, when the source ends
@@ -472,7 +473,7 @@ TEST_CASE("RequestSource: a later source on the same streams replays the kept dr
   same(third);
   // Another seed is another stream: nothing to replay.
   {
-    RequestSource other(of({c}, 10), seed + 1);
+    RequestSource other(of({c}, 10), seed + 1, SimTime::never(), &draws);
     drive(other, 0, [](const Request&, const RequestSource&) {});
     CHECK(other.replayed_draws() == 0);
   }
@@ -480,12 +481,21 @@ TEST_CASE("RequestSource: a later source on the same streams replays the kept dr
   ClassConfig faster = c;
   faster.arrivals = PoissonArrivals{Frequency{60.0}};
   {
-    RequestSource s(of({faster}, 10), seed);
+    RequestSource s(of({faster}, 10), seed, SimTime::never(), &draws);
     std::vector<Request> got;
     drive(s, 0, [&](const Request& r, const RequestSource&) { got.push_back(r); });
     CHECK(s.replayed_draws() == 10);  // the lengths only
     REQUIRE(got.size() == 10);
     CHECK(got[0].prompt_tokens == want[0].prompt_tokens);
     CHECK(got[0].arrival != want[0].arrival);
+  }
+  // Without a cache nothing is replayed, and the values are the same.
+  {
+    RequestSource s(of({c}, 200), seed);
+    std::vector<Request> got;
+    drive(s, 0, [&](const Request& r, const RequestSource&) { got.push_back(r); });
+    CHECK(s.replayed_draws() == 0);
+    CHECK(got.size() == 200);
+    same(got);
   }
 }
