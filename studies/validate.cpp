@@ -316,14 +316,14 @@ double memory_utilization(const ServingEngine& e, const models::MemoryPlan& m) {
 // memory_utilization. Throws InputError when the loader refuses the configuration.
 }  // namespace
 
-std::string final_yaml(const ServingMeasurement& r, const RowScenario& s) {
+std::string final_yaml(const ServingMeasurement& r, const RowScenario& s, scenario::Caches* caches) {
   std::string why;
   const auto chip = models::chip_preset(*chip_preset_of(r.system));
   const int tp = r.mode == "disagg" ? std::max(1, r.decode.plan.tp) : std::max(1, r.plan.tp);
   const auto engine = serving_engine(r.backend, r.backend_version, chip->memory.value / kGiB, tp, why);
   const auto doc = scenario::parse_scenario_text(s.yaml, r.id, "");
   scenario::LoadOptions load;
-  load.caches = options.caches;
+  load.caches = caches;
   const scenario::Scenario sc = scenario::load_scenario(*doc, load);
   std::string yaml = s.yaml;
   std::size_t at = 0;
@@ -392,7 +392,7 @@ RowResult simulate_row(const ServingMeasurement& r, const ValidationOptions& opt
     return out;
   }
   try {
-    const std::string yaml = final_yaml(r, s);
+    const std::string yaml = final_yaml(r, s, options.caches);
     scenario::LoadOptions load;
     load.caches = options.caches;
     const scenario::Scenario sc = scenario::load_scenario(*scenario::parse_scenario_text(yaml, r.id, ""), load);

@@ -115,7 +115,8 @@ struct ValidationReport {
 
 // The scenario that reproduces the row, with the KV cache sized the engine's way, as simulated
 // (`servesim validate --print-scenario ID` prints it). Throws InputError when the loader refuses it.
-std::string final_yaml(const ServingMeasurement& row, const RowScenario& scenario);
+std::string final_yaml(const ServingMeasurement& row, const RowScenario& scenario,
+                       scenario::Caches* caches = nullptr);
 
 // Simulates every row (OpenMP over rows; results do not depend on the thread count).
 ValidationReport validate_rows(const std::vector<ServingMeasurement>& rows,
