@@ -8,34 +8,10 @@
 
 #include "models/operators.h"
 #include "sim/cluster/comm_cost.h"
-#include "core/recent_cache.h"
+#include "topologies/rank_flow_symmetry.h"
 
 namespace servesim::cluster {
 namespace {
-
-// Simulation::rank_flows_symmetric's inputs, in full (equal keys: equal inputs, no hashing): the
-// fabric's content id (equal ids: equal fabrics, Fabric::content_id), then the exchanging pools'
-// plans, instance counts and chips (`more`).
-struct SymmetryKey {
-  std::vector<std::uint64_t> words;
-  bool operator==(const SymmetryKey&) const = default;
-};
-
-template <class More>
-SymmetryKey symmetry_key(const topologies::Fabric& fabric, More&& more) {
-  SymmetryKey key;
-  key.words.push_back(fabric.content_id());
-  more(key.words);
-  return key;
-}
-
-// The answers of the check for the last few inputs: at most 8 of them and 2^23 key words (64 MiB)
-// in all.
-RecentCache<SymmetryKey, int>& symmetry_cache() {
-  static RecentCache<SymmetryKey, int> cache(8, std::size_t{1} << 23,
-                                             [](const SymmetryKey& k, const int&) { return k.words.size(); });
-  return cache;
-}
 
 // One step of the fingerprint: a 64-bit multiply-xorshift mix (from splitmix64's finaliser).
 std::uint64_t fingerprint_step(std::uint64_t h, std::uint64_t v) {
@@ -673,177 +649,16 @@ void Simulation::start_flows(std::uint32_t r, std::uint32_t src, std::uint32_t d
   }
 }
 
-// Whether one flow per transfer (rank pair 0, carrying bytes / k) stands exactly for its k rank-pair
-// flows: returns k then, 0 otherwise. It does when, for every pair of instances that exchange data
-// (encode -> prefill, prefill -> decode) and every attention-DP group at both ends:
-//  - every transfer has the same k >= 2 rank pairs;
-//  - rank t's route is a copy of rank 0's: as many hops, each of the same capacity and class (so
-//    the flows' caps are equal too);
-//  - its first and last hops are the endpoint chips' own links, and every hop between them a bundle
-//    (adaptive routing: the route does not depend on the flow label);
-//  - no other resource on any route can ever bind: the first-hop capacities of the distinct source
-//    chips whose routes cross it (or the last-hop capacities of the destination chips) add up to no
-//    more than its capacity, so the flows through it can never fill it.
-// Then flows meet only at endpoint links; rank t's flows only at the links of the instances' rank-t
-// chips, and two transfers share a rank-t endpoint link exactly when they share the rank-0 one (same
-// instance and group). The k rank systems are copies of one another, so the max-min rates of a
-// transfer's k flows are equal at every instant (the allocation is unique) and they end together.
-// Faults break the symmetry (a chip or link of one rank fails) and ECMP gives each rank pair its own
-// hashed path, so neither qualifies. Routes are enumerated once, when the simulation is built;
-// beyond kMaxSymmetryRoutes the check gives up and every rank pair flows. The process keeps the
-// answers for its last few inputs (symmetry_cache; serve asks again for every hypothesis).
 int Simulation::rank_flows_symmetric() const {
-  constexpr std::size_t kMaxSymmetryRoutes = std::size_t{1} << 20;
-  if (!net_ || config_.flow_per_rank_pair || !faults_.empty() ||
-      fabric_->routing() != topologies::Routing::kAdaptive) {
-    return 0;
-  }
-  struct Exchange {
-    int from, to;
+  if (!net_ || config_.flow_per_rank_pair || !faults_.empty()) return 0;
+  std::vector<topologies::Exchange> exchanges;
+  const auto side = [&](int p) {
+    const PoolConfig& pc = *pools_[static_cast<std::size_t>(p)].config;
+    return topologies::ExchangePool{p, pc.plan.tp, pc.plan.dp, pc.instances};
   };
-  std::vector<Exchange> exchanges;
-  if (encode_pool_ >= 0) exchanges.push_back({encode_pool_, prefill_pool_});
-  if (disaggregated_) exchanges.push_back({prefill_pool_, decode_pool_});
-  int k = 0;
-  std::size_t routes = 0;
-  for (const Exchange& x : exchanges) {
-    const PoolConfig& a = *pools_[static_cast<std::size_t>(x.from)].config;
-    const PoolConfig& b = *pools_[static_cast<std::size_t>(x.to)].config;
-    const int kx = std::max(1, std::min(a.plan.tp, b.plan.tp));
-    if (k != 0 && kx != k) return 0;
-    k = kx;
-    routes += static_cast<std::size_t>(a.instances) * static_cast<std::size_t>(a.plan.dp) *
-              static_cast<std::size_t>(b.instances) * static_cast<std::size_t>(b.plan.dp) *
-              static_cast<std::size_t>(kx);
-  }
-  if (k < 2 || routes > kMaxSymmetryRoutes) return 0;
-
-  // The answer is a function of what the check reads (SymmetryKey): a serve session builds a
-  // simulation per hypothesis, mostly on the same cluster and placement, and asks once.
-  const SymmetryKey key = symmetry_key(*fabric_, [&](std::vector<std::uint64_t>& w) {
-    for (const Exchange& x : exchanges) {
-      for (const int p : {x.from, x.to}) {
-        const PoolConfig& pc = *pools_[static_cast<std::size_t>(p)].config;
-        w.push_back(static_cast<std::uint64_t>(p));
-        w.push_back(static_cast<std::uint64_t>(pc.plan.tp) << 32 | static_cast<std::uint32_t>(pc.plan.dp));
-        w.push_back(static_cast<std::uint64_t>(pc.instances));
-        for (int i = 0; i < pc.instances; ++i) {
-          const auto chips = placement_->chips(p, i);
-          w.push_back(chips.size());
-          for (const topologies::ChipId c : chips) w.push_back(c.value);
-        }
-      }
-    }
-  });
-  if (const std::optional<int> known = symmetry_cache().find(key)) return *known;
-  const auto check = [&]() -> int {
-    const topologies::Fabric& fabric = *fabric_;
-    // The exchanging pools' chips, numbered 0.. in pool, instance, chip order (to mark which chips'
-    // routes cross a resource), and each instance's chips.
-    std::vector<std::vector<std::span<const topologies::ChipId>>> chips(pools_.size());
-    std::vector<std::vector<std::uint32_t>> first_chip(pools_.size());
-    std::uint32_t numbered = 0;
-    for (const Exchange& x : exchanges) {
-      for (const int p : {x.from, x.to}) {
-        const auto pool = static_cast<std::size_t>(p);
-        if (!chips[pool].empty()) continue;
-        for (int i = 0; i < pools_[pool].config->instances; ++i) {
-          chips[pool].push_back(placement_->chips(p, i));
-          first_chip[pool].push_back(numbered);
-          numbered += static_cast<std::uint32_t>(chips[pool].back().size());
-        }
-      }
-    }
-    // Per resource met inside a route: the summed first-hop capacity of the distinct source chips
-    // whose routes cross it, the same of the destination chips' last hops, and which chips counted.
-    const std::size_t words = (numbered + 63) / 64;
-    std::vector<std::uint32_t> slot_of(fabric.resource_count(), ~std::uint32_t{0});
-    std::vector<std::uint32_t> slot_resource;
-    std::vector<double> src_sum, dst_sum;
-    std::vector<std::uint64_t> src_seen, dst_seen;
-    const auto count = [&](std::vector<std::uint64_t>& seen, std::vector<double>& sum, std::uint32_t slot,
-                           std::uint32_t chip, double capacity) {
-      std::uint64_t& word = seen[slot * words + chip / 64];
-      const std::uint64_t bit = std::uint64_t{1} << (chip % 64);
-      if ((word & bit) != 0) return;
-      word |= bit;
-      sum[slot] += capacity;
-    };
-    // Every resource's capacity and class, read once (the loop below asks millions of times).
-    std::vector<double> capacity_of(fabric.resource_count());
-    std::vector<topologies::LinkClass> class_of(fabric.resource_count());
-    for (std::uint32_t res = 0; res < capacity_of.size(); ++res) {
-      capacity_of[res] = fabric.resource_capacity(res);
-      class_of[res] = fabric.resource_class(res);
-    }
-    topologies::Route first_rank, route;
-    for (const Exchange& x : exchanges) {
-      const auto pa = static_cast<std::size_t>(x.from), pb = static_cast<std::size_t>(x.to);
-      const PoolConfig& a = *pools_[pa].config;
-      const PoolConfig& b = *pools_[pb].config;
-      for (int i = 0; i < a.instances; ++i) {
-        const auto chips_a = chips[pa][static_cast<std::size_t>(i)];
-        for (int g = 0; g < a.plan.dp; ++g) {
-          for (int j = 0; j < b.instances; ++j) {
-            const auto chips_b = chips[pb][static_cast<std::size_t>(j)];
-            for (int h = 0; h < b.plan.dp; ++h) {
-              for (int t = 0; t < k; ++t) {
-                // The chips start_flows pairs: rank t of the request's group at each end.
-                const std::size_t ia = (static_cast<std::size_t>(g) * static_cast<std::size_t>(a.plan.tp) +
-                                        static_cast<std::size_t>(t)) % chips_a.size();
-                const std::size_t ib = (static_cast<std::size_t>(h) * static_cast<std::size_t>(b.plan.tp) +
-                                        static_cast<std::size_t>(t)) % chips_b.size();
-                const topologies::ChipId src = chips_a[ia], dst = chips_b[ib];
-                topologies::Route& r = t == 0 ? first_rank : route;
-                if (!fabric.flow_route(src, dst, 0, r) || r.hops < 2) return 0;
-                const topologies::LinkId head = r.links[0], tail = r.links[r.hops - 1u];
-                if (fabric.is_bundle(head.value) || fabric.is_bundle(tail.value) ||
-                    fabric.link(head).from.value != src.value || fabric.link(tail).to.value != dst.value) {
-                  return 0;
-                }
-                if (t > 0) {
-                  if (r.hops != first_rank.hops) return 0;
-                  for (std::uint8_t hop = 0; hop < r.hops; ++hop) {
-                    const std::uint32_t u = r.links[hop].value, v = first_rank.links[hop].value;
-                    if (u != v && (capacity_of[u] != capacity_of[v] || class_of[u] != class_of[v])) {
-                      return 0;
-                    }
-                  }
-                }
-                const double src_capacity = capacity_of[head.value];
-                const double dst_capacity = capacity_of[tail.value];
-                const std::uint32_t src_number = first_chip[pa][static_cast<std::size_t>(i)] + static_cast<std::uint32_t>(ia);
-                const std::uint32_t dst_number = first_chip[pb][static_cast<std::size_t>(j)] + static_cast<std::uint32_t>(ib);
-                for (std::uint8_t hop = 1; hop + 1 < r.hops; ++hop) {
-                  const std::uint32_t res = r.links[hop].value;
-                  // A switch link inside a route is an ECMP path (no bundles here, or a scale-up
-                  // mesh): it depends on the flow label, which this check does not enumerate.
-                  if (!fabric.is_bundle(res)) return 0;
-                  if (slot_of[res] == ~std::uint32_t{0}) {
-                    slot_of[res] = static_cast<std::uint32_t>(slot_resource.size());
-                    slot_resource.push_back(res);
-                    src_sum.push_back(0);
-                    dst_sum.push_back(0);
-                    src_seen.resize(src_seen.size() + words, 0);
-                    dst_seen.resize(dst_seen.size() + words, 0);
-                  }
-                  count(src_seen, src_sum, slot_of[res], src_number, src_capacity);
-                  count(dst_seen, dst_sum, slot_of[res], dst_number, dst_capacity);
-                }
-              }
-            }
-          }
-        }
-      }
-    }
-    for (std::size_t slot = 0; slot < slot_resource.size(); ++slot) {
-      if (std::min(src_sum[slot], dst_sum[slot]) > capacity_of[slot_resource[slot]]) return 0;
-    }
-    return k;
-  };
-  const int result = check();
-  symmetry_cache().keep(key, result);
-  return result;
+  if (encode_pool_ >= 0) exchanges.push_back({side(encode_pool_), side(prefill_pool_)});
+  if (disaggregated_) exchanges.push_back({side(prefill_pool_), side(decode_pool_)});
+  return topologies::rank_flows_symmetric(*fabric_, *placement_, exchanges);
 }
 
 void Simulation::reschedule_network() {
