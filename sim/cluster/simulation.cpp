@@ -22,7 +22,7 @@ std::uint64_t fingerprint_step(std::uint64_t h, std::uint64_t v) {
 }  // namespace
 
 Simulation::Simulation(const SimulationConfig& config, metrics::Recorder& recorder)
-    : config_(config), recorder_(recorder) {
+    : config_(config), observer_(recorder) {
   for (std::size_t p = 0; p < config_.pools.size(); ++p) {
     const PoolConfig& pc = config_.pools[p];
     const int at = static_cast<int>(p);
@@ -44,7 +44,7 @@ Simulation::Simulation(const SimulationConfig& config, metrics::Recorder& record
     fabric_ = std::make_unique<topologies::Fabric>(*cc.fabric);
     // Link utilization is read only into a time series (record_link_usage).
     topologies::FlowNetwork::Options net_options;
-    net_options.track_utilization = recorder_.time_series() != nullptr;
+    net_options.track_utilization = observer_.records_series();
     net_ = std::make_unique<topologies::FlowNetwork>(*fabric_, net_options);
     const SimTime fault_end =
         config_.horizon ? SimTime::zero() + *config_.horizon : SimTime::zero() + kMaxFaultTime;
@@ -111,7 +111,7 @@ Simulation::Simulation(const SimulationConfig& config, metrics::Recorder& record
       pool.swap_s_per_token = cap.memory.kv_bytes_per_token / pc.chip.host_bandwidth.bytes_per_s;
     }
     info.kv_blocks = cap.blocks_per_lane * pc.plan.pp * pc.instances;
-    pool.metrics_id = recorder_.add_pool(std::move(info));
+    pool.metrics_id = observer_.recorder().add_pool(std::move(info));
     for (int i = 0; i < pc.instances; ++i) {
       Instance inst;
       inst.pool = static_cast<std::uint32_t>(pools_.size());
@@ -150,6 +150,7 @@ Simulation::Simulation(const SimulationConfig& config, metrics::Recorder& record
         inst.nic_group = net_->add_reserve_group(nics);
       }
       instances_.push_back(std::move(inst));
+      observer_.add_instance(pool.metrics_id);
     }
     stage_ps_.resize(std::max<std::size_t>(stage_ps_.size(), static_cast<std::size_t>(pc.plan.pp)));
     if (pool.free_kv) {
@@ -159,14 +160,12 @@ Simulation::Simulation(const SimulationConfig& config, metrics::Recorder& record
     }
     pools_.push_back(std::move(pool));
   }
-  series_ = recorder_.time_series();
-  trace_ = recorder_.trace_log();
   flow_ranks_ = rank_flows_symmetric();
   if (decode_pool_ >= 0) {
     const Pool& dp = pools_[static_cast<std::size_t>(decode_pool_)];
     // Runs assume one token per request per step and an even split over the dp ranks: off with
     // speculative decoding or per-rank batches.
-    runs_ = config_.decode_steps_per_event > 1 && !series_ && !trace_ && dp.free_kv &&
+    runs_ = config_.decode_steps_per_event > 1 && !observer_.records_series() && !observer_.records_trace() && dp.free_kv &&
             dp.config->plan.pp == 1 && !dp.config->speculative.enabled() &&
             dp.config->attention_dp == AttentionDpBalance::kEven && !dp.a2a_on_nics;
   }
@@ -180,7 +179,7 @@ Simulation::Simulation(const SimulationConfig& config, metrics::Recorder& record
     if (const auto* t = std::get_if<workloads::TraceReplay>(&classes[i].arrivals)) {
       if (t->scan) info.skipped_trace_rows = t->scan->bad_rows;
     }
-    recorder_.add_class(std::move(info));
+    observer_.recorder().add_class(std::move(info));
   }
   const SimTime end = config_.horizon ? SimTime::zero() + *config_.horizon : SimTime::never();
   source_ = std::make_unique<workloads::RequestSource>(config_.workload, config_.seed, end, config_.caches.draws);
@@ -189,7 +188,7 @@ Simulation::Simulation(const SimulationConfig& config, metrics::Recorder& record
     requests_.reserve(static_cast<std::size_t>(config_.workload.requests));
     if (keep_inputs_) inputs_.reserve(static_cast<std::size_t>(config_.workload.requests));
     if (caching_) prefix_keys_.reserve(static_cast<std::size_t>(config_.workload.requests));
-    recorder_.expect_requests(config_.workload.requests);
+    observer_.recorder().expect_requests(config_.workload.requests);
   }
 }
 
@@ -345,7 +344,7 @@ RunResult Simulation::run() {
                                           (std::uint64_t{entry.priority()} << 56) ^ event_ids(entry.payload));
     std::visit([this](const auto& e) { handle(e); }, entry.payload);
     if (paranoid_) check_all();
-    if ((result.events & 4095) == 0 && progress_) [[unlikely]] publish_progress(result.events);
+    if (observer_.wants_progress(result.events)) [[unlikely]] observer_.publish(result.events, now_, source_->issued());
   }
   result.end = result.reached_horizon ? horizon : now_;
   if (runs_) {
@@ -355,9 +354,8 @@ RunResult Simulation::run() {
       settle_run(dp.first_instance + static_cast<std::uint32_t>(i), result.end);
     }
   }
-  if (series_ && net_) [[unlikely]] record_link_usage(result.end);
-  if (series_) series_->finish(result.end);
-  if (progress_) publish_progress(result.events);
+  observer_.finish(result.end, net_.get(), fabric_.get(), flow_ranks_ > 0 ? static_cast<double>(flow_ranks_) : 1.0);
+  observer_.final_progress(result.events, now_, source_->issued());
 
   for (const Pool& pool : pools_) {
     if (!pool.caching) continue;
@@ -367,13 +365,12 @@ RunResult Simulation::run() {
         c.add(lane.prefix_cache()->stats());
       }
     }
-    recorder_.prefix_cache(pool.metrics_id, c);
+    observer_.prefix_cache(pool.metrics_id, c);
   }
   for (const Pool& pool : pools_) {
     for (int i = 0; i < pool.config->instances; ++i) {
       for (const Lane& lane : instances_[pool.first_instance + static_cast<std::uint32_t>(i)].lanes) {
-        recorder_.kv_usage_peak(pool.metrics_id, static_cast<double>(lane.peak_used_blocks()) /
-                                                     static_cast<double>(lane.total_blocks()));
+        observer_.kv_peak(pool.metrics_id, lane);
       }
     }
   }
@@ -412,7 +409,7 @@ void Simulation::handle(const RequestArrived& e) {
   }
   if (keep_inputs_) inputs_.push_back(in);
   if (caching_) [[unlikely]] prefix_keys_.push_back(prefix_keys_of(in));
-  recorder_.request_arrived(RequestId(r), now_, in.prompt_tokens, in.output_tokens, in.class_id);
+  observer_.arrived(RequestId(r), now_, in);
   schedule_arrivals();  // the stream's next open-loop arrival
   enter(r);
 }
@@ -487,10 +484,10 @@ void Simulation::enqueue_prefill(std::uint32_t r, std::uint32_t index) {
   s.instance = index;
   s.lane = static_cast<std::uint16_t>(best);
   inst.lanes[best].enqueue_back(r);
-  if (series_) [[unlikely]] series_->gauges_changed(pool.metrics_id, now_, 1, 0, 0);
+  observer_.enqueued(pool.metrics_id, now_);
   const std::int64_t work = s.prefill_target + (pool.role == PoolRole::kCombined ? s.output - s.generated : 0);
   add_load(pool, local, load_units(pool, work, 1));
-  recorder_.request_routed(RequestId(r), pool.metrics_id, InstanceId(index));
+  observer_.routed(RequestId(r), pool.metrics_id, index);
   schedule_dispatch(index);
 }
 
@@ -563,7 +560,7 @@ void Simulation::route_encode(std::uint32_t r) {
   s.instance = index;
   inst.encode_waiting.push_back(r);
   add_load(pool, local, load_units(pool, journey(r).image_tokens, 1));
-  recorder_.request_routed(RequestId(r), pool.metrics_id, InstanceId(index));
+  observer_.routed(RequestId(r), pool.metrics_id, index);
   schedule_dispatch(index);
 }
 
@@ -596,7 +593,7 @@ void Simulation::try_encode(std::uint32_t index) {
   const Duration d = Duration::picoseconds(static_cast<std::int64_t>(seconds * 1e12 + 0.5));
   inst.encode_busy = true;
   const std::int64_t ps = d.ps();
-  recorder_.iteration(pool.metrics_id, &ps);
+  observer_.iteration(pool.metrics_id, &ps);
   schedule(now_ + d, EncodeFinished{index, inst.epoch});
 }
 
@@ -712,7 +709,7 @@ bool Simulation::place_decode(std::uint32_t r) {
     if (inst.lanes[l].free_blocks() > inst.lanes[best].free_blocks()) best = l;
   }
   bool reserved = false;
-  changing(index, inst.lanes[best], [&] { reserved = inst.lanes[best].reserve_inbound(need); });
+  observer_.changing(index, inst.lanes[best], now_, [&] { reserved = inst.lanes[best].reserve_inbound(need); });
   if (!reserved) return false;
   Journey& j = journey(r);
   j.flows_reserved = true;
@@ -754,7 +751,7 @@ void Simulation::prefill_done(std::uint32_t r, Lane& lane) {
   }
   const Pool& decode = pools_[static_cast<std::size_t>(decode_pool_)];
   if (static_cast<std::int64_t>(s.prefill_target) + s.output - s.generated > decode.admissible_tokens) {
-    changing(s.instance, lane, [&] { lane.release_held(r); });
+    observer_.changing(s.instance, lane, now_, [&] { lane.release_held(r); });
     reject(r, metrics::RejectReason::kNoCapacity);
     return;
   }
@@ -796,7 +793,7 @@ void Simulation::kv_arrived(std::uint32_t r) {
   Journey& j = journey(r);
   Instance& src = instances_[s.instance];
   Lane& held_on = src.lanes[s.lane];
-  changing(s.instance, held_on, [&] { held_on.release_held(r); });
+  observer_.changing(s.instance, held_on, now_, [&] { held_on.release_held(r); });
   // Its blocks are free again: a request waiting for blocks there may now be admitted (a lane
   // with nothing waiting has nothing to start, and a dispatch would find an empty batch).
   if (held_on.has_waiting() || !held_on.prefilling().empty()) schedule_dispatch(s.instance);
@@ -805,28 +802,27 @@ void Simulation::kv_arrived(std::uint32_t r) {
   j.flows_reserved = false;
   Instance& dst = instances_[j.target];
   Pool& pool = pools_[dst.pool];
-  if (trace_ && trace_->wants(j.transfer_start)) [[unlikely]] {
-    const std::int64_t exposed = j.ttft[static_cast<std::size_t>(metrics::TtftPart::kKvTransferExposed)];
-    trace_->record(metrics::TraceSpan{j.transfer_start.ps(), now_.ps(), pool.metrics_id.value,
-                                      j.target - pool.first_instance, 0, metrics::TraceKind::kTransfer,
-                                      {r, static_cast<std::int64_t>(j.kv_bytes), exposed / 1000, 0}});
-  }
+  observer_.trace([&] {
+    return RunObserver::transfer_span(pool.metrics_id, j.target - pool.first_instance, j.transfer_start, now_,
+                                      RequestId(r), j.kv_bytes,
+                                      j.ttft[static_cast<std::size_t>(metrics::TtftPart::kKvTransferExposed)]);
+  });
   s.instance = j.target;
   s.lane = j.target_lane;
   if (dst.run.size > 0) cut_run(j.target);  // it joins after the step in flight
   dst.lanes[j.target_lane].push_ready(r);
   add_load(pool, j.target - pool.first_instance, load_units(pool, s.output - s.generated, 1));
-  recorder_.request_routed(RequestId(r), pool.metrics_id, InstanceId(j.target));
+  observer_.routed(RequestId(r), pool.metrics_id, j.target);
   schedule_dispatch(j.target);
 }
 
 void Simulation::first_token_of(std::uint32_t r, bool disaggregated, SimTime at) {
-  recorder_.first_token(RequestId(r), at);
+  observer_.first_token(RequestId(r), at);
   Journey& j = journey(r);
   if (!j.ttft_done) {
     advance(r, disaggregated ? metrics::TtftPart::kFirstDecode : metrics::TtftPart::kPrefill, at);
     j.ttft_done = true;
-    recorder_.ttft_parts(RequestId(r), j.ttft.data());
+    observer_.ttft_parts(RequestId(r), j.ttft.data());
     if (j.transferred) {
       std::int64_t ttft = 0;
       for (const std::int64_t v : j.ttft) ttft += v;
@@ -834,7 +830,7 @@ void Simulation::first_token_of(std::uint32_t r, bool disaggregated, SimTime at)
           j.ttft[static_cast<std::size_t>(metrics::TtftPart::kKvTransferExposed)]);
       const Duration transfer = j.transfer_end - j.transfer_start;
       for (const int p : {prefill_pool_, decode_pool_}) {
-        recorder_.kv_transfer(pools_[static_cast<std::size_t>(p)].metrics_id, j.kv_bytes, transfer,
+        observer_.kv_transfer(pools_[static_cast<std::size_t>(p)].metrics_id, j.kv_bytes, transfer,
                               exposed, Duration::picoseconds(ttft));
       }
     }
@@ -848,7 +844,7 @@ void Simulation::first_token_of(std::uint32_t r, bool disaggregated, SimTime at)
 
 void Simulation::reject(std::uint32_t r, metrics::RejectReason reason) {
   requests_[r].phase = Phase::kDone;
-  recorder_.request_rejected(RequestId(r), now_, reason);
+  observer_.rejected(RequestId(r), now_, reason);
   release_journey(r);
   client_done(r, false);
 }
@@ -863,7 +859,7 @@ void Simulation::release_journey(std::uint32_t r) {
 void Simulation::complete(std::uint32_t r) {
   RequestState& s = requests_[r];
   SERVESIM_CHECK(s.phase == Phase::kDone && s.generated == s.output);
-  recorder_.request_completed(RequestId(r), now_);
+  observer_.completed(RequestId(r), now_);
   release_journey(r);
   Pool& pool = pools_[instances_[s.instance].pool];
   add_load(pool, s.instance - pool.first_instance, load_units(pool, 0, -1));
@@ -896,17 +892,14 @@ void Simulation::handle(const BatchFinished& e) {
   Lane& lane = inst.lanes[e.lane];
   lane.set_busy(false);
   Batch& batch = lane.batch();
-  recorder_.iteration(pool.metrics_id, batch.components.data());
-  if (series_) [[unlikely]] {
-    gauges_before_ = lane_gauges(lane);
-    gauged_lane_ = &lane;
-  }
+  observer_.iteration(pool.metrics_id, batch.components.data());
+  observer_.begin_step(lane);
   std::int64_t emitted = batch.decodes;
 
   std::int64_t done_tokens = 0;
   if (batch.decodes > 0) {
     const std::int64_t accepted = decode_step_ended(lane, now_);
-    recorder_.decode_iteration(pool.metrics_id, batch.components.data(), batch.decodes + accepted);
+    observer_.decode_iteration(pool.metrics_id, batch.components.data(), batch.decodes + accepted);
     done_tokens += batch.decodes + accepted;
     emitted += accepted;
     for (const std::uint32_t r : finished_) complete(r);
@@ -925,7 +918,7 @@ void Simulation::handle(const BatchFinished& e) {
     if (s.generated == 0) {
       first_token_of(c.request, false, now_);
     } else {
-      recorder_.inter_token_gap(now_ - s.last_token, 1);
+      observer_.gap(now_ - s.last_token, 1);
     }
     ++s.generated;
     ++done_tokens;
@@ -938,11 +931,8 @@ void Simulation::handle(const BatchFinished& e) {
     }
   }
   add_load(pool, e.instance - pool.first_instance, load_units(pool, -done_tokens, 0));
-  if (series_) [[unlikely]] {
-    series_->output_tokens(pool.metrics_id, now_, emitted);
-    note_gauges(pool, lane);
-    gauged_lane_ = nullptr;
-  }
+  observer_.output_tokens(pool.metrics_id, now_, emitted);
+  observer_.end_step(e.instance, lane, now_);
   if (pool.role == PoolRole::kDecode) {
     note_free_kv(e.instance);
     if (!awaiting_decode_.empty()) drain_awaiting();
@@ -1006,10 +996,8 @@ std::int64_t Simulation::decode_step_ended(Lane& lane, SimTime end) {
   const std::uint32_t decodes = lane.batch().decodes;
   // Speculative decoding: the accepted drafts are emitted with the step's own tokens (gaps of 0).
   const std::int64_t accepted = lane.step_accepted();
-  lane.decode_gaps(end, decodes, [this](Duration gap, std::int64_t count) {
-    recorder_.inter_token_gap(gap, count);
-  });
-  if (accepted > 0) recorder_.inter_token_gap(Duration::zero(), accepted);
+  lane.decode_gaps(end, decodes, [this](Duration gap, std::int64_t count) { observer_.gap(gap, count); });
+  if (accepted > 0) observer_.gap(Duration::zero(), accepted);
   // Requests whose KV came from a prefill instance: this step emitted their first token.
   for (const std::uint32_t r : lane.fresh()) first_token_of(r, true, end);
   lane.clear_fresh();
@@ -1050,7 +1038,7 @@ void Simulation::settle_run(std::uint32_t index, SimTime t) {
   while (last + 1 < run.size && run.ends[last] <= t) ++last;
   if (last > run.applied) {
     const std::uint32_t decodes = batch.decodes;
-    recorder_.inter_token_gaps(std::span<const SimTime>(run.ends.data() + run.applied - 1, last - run.applied + 1),
+    observer_.gaps(std::span<const SimTime>(run.ends.data() + run.applied - 1, last - run.applied + 1),
                                decodes);
     lane.quiet_decode_steps(last - run.applied, decodes, run.ends[last - 1]);
     run.applied = last;
@@ -1058,8 +1046,8 @@ void Simulation::settle_run(std::uint32_t index, SimTime t) {
   // Steps first + 1 .. applied - 1 join the sum (step `applied` is the one in flight now).
   pool.cost->add_steps_components(run.steps, run.parts.data() + first + 1, run.applied - first - 1, sum);
   const std::int64_t steps = run.applied - first;
-  recorder_.iterations(pool.metrics_id, sum.data(), steps);
-  recorder_.decode_iterations(pool.metrics_id, sum.data(), batch.decodes, steps);
+  observer_.iterations(pool.metrics_id, sum.data(), steps);
+  observer_.decode_iterations(pool.metrics_id, sum.data(), batch.decodes, steps);
   pool.cost->step_components(run.steps, run.parts[run.applied], batch.components);
 }
 
@@ -1117,10 +1105,7 @@ void Simulation::try_dispatch(std::uint32_t index) {
     Batch& batch = lane.batch();
     batch.clear();
     preempted_.clear();
-    if (series_) [[unlikely]] {
-      gauges_before_ = lane_gauges(lane);
-      gauged_lane_ = &lane;
-    }
+    observer_.begin_step(lane);
     if (config_.admission.ttft_budget) [[unlikely]] {
       // Admission control: a request whose TTFT budget passed before its prefill began leaves.
       const Duration budget = *config_.admission.ttft_budget;
@@ -1152,13 +1137,10 @@ void Simulation::try_dispatch(std::uint32_t index) {
     }
     // Prefix-cache hits: the cached prompt tokens are work the instance will not do.
     if (pool.caching) [[unlikely]] add_load(pool, index - pool.first_instance, load_units(pool, -lane.take_hit_tokens(), 0));
-    if (series_) [[unlikely]] {
-      note_gauges(pool, lane);
-      gauged_lane_ = nullptr;
-    }
+    observer_.end_step(index, lane, now_);
     std::int64_t lost = 0;
     for (const Preemption& p : preempted_) {
-      recorder_.request_preempted(RequestId(p.request), pool.metrics_id);
+      observer_.preempted(RequestId(p.request), pool.metrics_id);
       lost += p.lost_tokens;
       Journey& j = journey(p.request);
       if (!j.ttft_done) {
@@ -1236,7 +1218,9 @@ void Simulation::try_dispatch(std::uint32_t index) {
       t = std::max(t, inst.stage_free[s]) + Duration::picoseconds(stage_ps_[s]);
       inst.stage_free[s] = t;
     }
-    if (trace_) [[unlikely]] trace_iteration(pool, index, l, t);
+    observer_.trace([&] {
+      return RunObserver::batch_span(pool.metrics_id, index - pool.first_instance, l, now_, t, batch, preempted_.size());
+    });
     if (runs_ && pool.role == PoolRole::kDecode && batch.chunks.empty() && preempted_.empty() &&
         lane.ready() == 0 && !lane.has_waiting() &&
         (lane.fresh().empty() || !source_->wants_first_token())) {
@@ -1283,32 +1267,6 @@ void Simulation::add_swap_time(const Pool& pool, Lane& lane, Batch& batch) {
   batch.components[static_cast<std::size_t>(models::OpKind::kSwap)] += ps;
 }
 
-void Simulation::record_link_usage(SimTime end) {
-  // The flow network's bytes per link class over time (its own bins), as one time-series link
-  // per class with the class's total capacity: what the report's busiest links show.
-  net_->account_until(end);
-  std::array<double, static_cast<std::size_t>(topologies::LinkClass::kCount)> capacity{};
-  for (std::size_t l = 0; l < fabric_->link_count(); ++l) {
-    const topologies::Link& link = fabric_->link(topologies::LinkId(static_cast<std::uint32_t>(l)));
-    capacity[static_cast<std::size_t>(link.link_class)] += link.bandwidth_bytes_per_s;
-  }
-  for (std::size_t c = 0; c < capacity.size(); ++c) {
-    const auto cls = static_cast<topologies::LinkClass>(c);
-    const topologies::LinkUsageSeries& u = net_->class_usage(cls);
-    if (capacity[c] <= 0 || u.bytes.empty()) continue;
-    const std::uint32_t id = series_->add_link(std::string(topologies::link_class_name(cls)) +
-                                                   " links (all)", capacity[c]);
-    for (std::size_t b = 0; b < u.bytes.size(); ++b) {
-      const SimTime from = SimTime::zero() + Duration::picoseconds(u.bin.ps() * static_cast<std::int64_t>(b));
-      if (from >= end) break;
-      const SimTime to = std::min(end, from + u.bin);
-      // One flow per transfer stood for flow_ranks_ copies on links of the same classes.
-      const double copies = flow_ranks_ > 0 ? static_cast<double>(flow_ranks_) : 1.0;
-      if (u.bytes[b] > 0) series_->link_bytes(id, from, to, u.bytes[b] * copies);
-    }
-  }
-}
-
 // --- failures ---
 
 void Simulation::handle(const FaultOccurred& e) {
@@ -1345,7 +1303,7 @@ void Simulation::fail_instance(std::uint32_t index, SimTime repair_at) {
   if (pool.a2a_on_nics) book_a2a(index, 0.0);
   pool.router->set_up(local, false);
   evicted_.clear();
-  for (Lane& lane : inst.lanes) changing(index, lane, [&] { lane.evict_all(evicted_); });
+  for (Lane& lane : inst.lanes) observer_.changing(index, lane, now_, [&] { lane.evict_all(evicted_); });
   for (const std::uint32_t r : inst.encode_batch) evicted_.push_back(r);
   inst.encode_batch.clear();
   inst.encode_busy = false;
@@ -1393,7 +1351,7 @@ void Simulation::fail_instance(std::uint32_t index, SimTime repair_at) {
       const std::int64_t block = pools_[dst.pool].config->kv_cache.block_tokens;
       if (dst.up) {
         Lane& lane = dst.lanes[j.target_lane];
-        changing(j.target, lane, [&] { lane.cancel_inbound((s.prefill_target + block - 1) / block); });
+        observer_.changing(j.target, lane, now_, [&] { lane.cancel_inbound((s.prefill_target + block - 1) / block); });
         note_free_kv(j.target);
       }
     }
@@ -1404,13 +1362,13 @@ void Simulation::fail_instance(std::uint32_t index, SimTime repair_at) {
     if (lose) {
       if (held_elsewhere) {
         Lane& lane = instances_[s.instance].lanes[s.lane];
-        changing(s.instance, lane, [&] { lane.release_held(r); });
+        observer_.changing(s.instance, lane, now_, [&] { lane.release_held(r); });
         schedule_dispatch(s.instance);
       }
       reject(r, metrics::RejectReason::kLostToFailure);
       continue;
     }
-    recorder_.request_requeued(RequestId(r));
+    observer_.requeued(RequestId(r));
     if (held_elsewhere) {
       // Its KV is intact on its prefill instance: it only needs another decode instance.
       awaiting_decode_.push_back(r);
@@ -1420,11 +1378,7 @@ void Simulation::fail_instance(std::uint32_t index, SimTime repair_at) {
     s.prefilled = 0;
     enter(r);
   }
-  if (trace_ && trace_->wants(now_)) [[unlikely]] {
-    trace_->record(metrics::TraceSpan{now_.ps(), repair_at.ps(), pool.metrics_id.value, local, 0,
-                                      metrics::TraceKind::kFailure,
-                                      {static_cast<std::int64_t>(evicted_.size()), lose ? 1 : 0, 0, 0}});
-  }
+  observer_.trace([&] { return RunObserver::failure_span(pool.metrics_id, local, now_, repair_at, evicted_.size(), lose); });
   if (!awaiting_decode_.empty()) drain_awaiting();
 }
 
@@ -1449,34 +1403,6 @@ void Simulation::handle(const InstanceRepaired& e) {
   }
   schedule_dispatch(e.instance);
   if (pool.role == PoolRole::kDecode && !awaiting_decode_.empty()) drain_awaiting();
-}
-
-Simulation::LaneGauges Simulation::lane_gauges(const Lane& lane) {
-  return LaneGauges{static_cast<std::int64_t>(lane.waiting()), lane.running(), lane.used_blocks()};
-}
-
-void Simulation::trace_iteration(const Pool& pool, std::uint32_t index, std::uint32_t lane,
-                                 SimTime end) {
-  if (!trace_->wants(now_)) return;
-  const Batch& batch = instances_[index].lanes[lane].batch();
-  trace_->record(metrics::TraceSpan{now_.ps(), end.ps(), pool.metrics_id.value,
-                                    index - pool.first_instance, static_cast<std::uint16_t>(lane),
-                                    metrics::TraceKind::kIteration,
-                                    {batch.decodes, static_cast<std::int64_t>(batch.chunks.size()),
-                                     batch.prefill_tokens, static_cast<std::int64_t>(preempted_.size())}});
-}
-
-void Simulation::note_gauges(const Pool& pool, const Lane& lane) {
-  const LaneGauges& before = gauges_before_;
-  const LaneGauges after = lane_gauges(lane);
-  series_->gauges_changed(pool.metrics_id, now_, after.waiting - before.waiting,
-                          after.running - before.running, after.kv_blocks - before.kv_blocks);
-}
-
-void Simulation::publish_progress(std::uint64_t events) {
-  progress_->now_ps.store(now_.ps(), std::memory_order_relaxed);
-  progress_->arrivals.store(source_->issued(), std::memory_order_relaxed);
-  progress_->events.store(static_cast<std::int64_t>(events), std::memory_order_relaxed);
 }
 
 bool Simulation::drained() const {

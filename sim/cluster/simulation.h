@@ -33,6 +33,7 @@
 #include "sim/cluster/iteration_cost.h"
 #include "sim/cluster/request_state.h"
 #include "sim/cluster/router.h"
+#include "sim/cluster/run_observer.h"
 #include "core/check.h"
 #include "core/event_queue.h"
 #include "core/ring_queue.h"
@@ -52,14 +53,6 @@ struct RunResult {
   std::uint64_t fingerprint = 0;
 };
 
-// What a run publishes for a progress display on another thread: simulated time, arrivals issued
-// and events so far, updated every 4,096 events and at the end (relaxed atomics; display only).
-struct RunProgress {
-  std::atomic<std::int64_t> now_ps{0};
-  std::atomic<std::int64_t> arrivals{0};
-  std::atomic<std::int64_t> events{0};
-};
-
 class Simulation {
  public:
   // The config must have passed the scenario loader's validation (fits in memory, plans valid).
@@ -70,7 +63,7 @@ class Simulation {
 
   RunResult run();
   void set_paranoid(bool on) { paranoid_ = on; }
-  void set_progress(RunProgress* progress) { progress_ = progress; }
+  void set_progress(RunProgress* progress) { observer_.set_progress(progress); }
 
   // Read access for tests.
   const SlabVector<RequestState>& requests() const { return requests_; }
@@ -226,21 +219,6 @@ class Simulation {
   // now on for the flow network (0 releases it).
   bool nics_carry_flows(std::uint32_t instance) const;
   void book_a2a(std::uint32_t instance, double share);
-  // Runs f(), which changes `lane` outside a batch step, recording the gauges' change.
-  // (Inside a step that records `lane` itself, that step's record covers the change.)
-  template <class F>
-  void changing(std::uint32_t instance, Lane& lane, F&& f) {
-    if (!series_ || &lane == gauged_lane_) [[likely]] {
-      f();
-      return;
-    }
-    const LaneGauges outer = gauges_before_;
-    gauges_before_ = lane_gauges(lane);
-    f();
-    note_gauges(pools_[instances_[instance].pool], lane);
-    gauges_before_ = outer;
-  }
-  [[gnu::noinline]] void record_link_usage(SimTime end);
   void note_free_kv(std::uint32_t instance);
   void add_load(Pool& pool, std::uint32_t local, std::int64_t delta) {
     if (!pool.free_kv) pool.router->add_load(local, delta);
@@ -269,19 +247,8 @@ class Simulation {
   // A change of outstanding work in the unit of the pool's router (tokens or requests).
   static std::int64_t load_units(const Pool& pool, std::int64_t tokens, std::int64_t requests);
   void check_all() const;
-  // The time series' gauges for one lane, read before and after a step that changes them.
-  struct LaneGauges {
-    std::int64_t waiting = 0, running = 0, kv_blocks = 0;
-  };
-  static LaneGauges lane_gauges(const Lane& lane);
-  // Reports the change since gauges_before_ (recording only: kept out of line).
-  [[gnu::noinline]] void note_gauges(const Pool& pool, const Lane& lane);
-  [[gnu::noinline]] void trace_iteration(const Pool& pool, std::uint32_t instance, std::uint32_t lane,
-                                         SimTime end);
-  [[gnu::noinline]] void publish_progress(std::uint64_t events);
-
   SimulationConfig config_;
-  metrics::Recorder& recorder_;
+  RunObserver observer_;
   std::vector<Pool> pools_;
   std::vector<Instance> instances_;
   SlabVector<RequestState> requests_;
@@ -296,12 +263,6 @@ class Simulation {
   SimTime now_;
   CheckContext check_context_;
   bool paranoid_ = false;
-  metrics::TimeSeries* series_ = nullptr;  // optional sinks (Recorder::time_series, trace_log)
-  metrics::TraceLog* trace_ = nullptr;
-  RunProgress* progress_ = nullptr;
-  LaneGauges gauges_before_;  // a lane's gauges before the step being recorded
-  const Lane* gauged_lane_ = nullptr;  // that lane
-
   int encode_pool_ = -1, prefill_pool_ = -1, decode_pool_ = -1;  // prefill_pool_: or combined
   bool runs_ = false;  // decode runs enabled (config, no series or trace)
   bool disaggregated_ = false;
