@@ -29,6 +29,14 @@ SymmetryKey symmetry_key(const Fabric& fabric, const ClusterPlacement& placement
                          std::span<const Exchange> exchanges) {
   SymmetryKey key;
   std::vector<std::uint64_t>& w = key.words;
+  std::size_t words = 1;
+  for (const Exchange& x : exchanges) {
+    for (const ExchangePool& p : {x.from, x.to}) {
+      words += 3;
+      for (int i = 0; i < p.instances; ++i) words += 1 + placement.chips(p.pool, i).size();
+    }
+  }
+  w.reserve(words);
   w.push_back(fabric.content_id());
   for (const Exchange& x : exchanges) {
     for (const ExchangePool& p : {x.from, x.to}) {

@@ -24,12 +24,12 @@
 #include <memory>
 
 #include "sim/cluster/config.h"
+#include "sim/cluster/request_state.h"
 #include "core/min_tree.h"
 #include "core/rng.h"
 
 namespace servesim::cluster {
 
-inline constexpr std::uint32_t kNoInstance = 0xffffffffu;
 
 // Which instances are down, and how many.
 struct DownSet {

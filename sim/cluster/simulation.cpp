@@ -23,6 +23,11 @@ std::uint64_t fingerprint_step(std::uint64_t h, std::uint64_t v) {
 
 Simulation::Simulation(const SimulationConfig& config, metrics::Recorder& recorder)
     : config_(config), observer_(recorder) {
+  const SimTime end = config_.horizon ? SimTime::zero() + *config_.horizon : SimTime::never();
+  source_ = std::make_unique<workloads::RequestSource>(config_.workload, config_.seed, end, config_.caches.draws);
+  bool caching = false;  // some pool has prefix caches
+  for (const PoolConfig& pc : config_.pools) caching = caching || (pc.prefix_cache.enabled && pc.kind != PoolRole::kEncode);
+  requests_ = RequestTable(!source_->plain(), caching);
   for (std::size_t p = 0; p < config_.pools.size(); ++p) {
     const PoolConfig& pc = config_.pools[p];
     const int at = static_cast<int>(p);
@@ -60,7 +65,6 @@ Simulation::Simulation(const SimulationConfig& config, metrics::Recorder& record
     pool.caching = pc.prefix_cache.enabled && pc.kind != PoolRole::kEncode;
     pool.kv_aware = pc.router.policy == RouterPolicy::kKvAware;
     SERVESIM_CHECK_MSG(!pool.kv_aware || pool.caching, "kv_aware routing needs the pool's prefix cache");
-    caching_ = caching_ || pool.caching;
     pool.cost = std::make_unique<IterationCostModel>(config_.model, pc.chip, pc.plan,
                                                      pc.moe_routing, pc.cost_model,
                                                      pc.scheduler.max_batched_tokens);
@@ -131,10 +135,8 @@ Simulation::Simulation(const SimulationConfig& config, metrics::Recorder& record
                                     std::to_string(l)));
         }
         if (pool.caching) {
-          inst.lanes.back().enable_prefix_cache(
-              static_cast<std::int64_t>(pc.prefix_cache.capacity_fraction *
-                                        static_cast<double>(cap.blocks_per_lane)),
-              &prefix_keys_);
+          inst.lanes.back().enable_prefix_cache(static_cast<std::int64_t>(
+              pc.prefix_cache.capacity_fraction * static_cast<double>(cap.blocks_per_lane)));
         }
       }
       inst.stage_free.assign(static_cast<std::size_t>(pc.plan.pp), SimTime::zero());
@@ -181,13 +183,8 @@ Simulation::Simulation(const SimulationConfig& config, metrics::Recorder& record
     }
     observer_.recorder().add_class(std::move(info));
   }
-  const SimTime end = config_.horizon ? SimTime::zero() + *config_.horizon : SimTime::never();
-  source_ = std::make_unique<workloads::RequestSource>(config_.workload, config_.seed, end, config_.caches.draws);
-  keep_inputs_ = !source_->plain();
   if (config_.workload.requests > 0) {
     requests_.reserve(static_cast<std::size_t>(config_.workload.requests));
-    if (keep_inputs_) inputs_.reserve(static_cast<std::size_t>(config_.workload.requests));
-    if (caching_) prefix_keys_.reserve(static_cast<std::size_t>(config_.workload.requests));
     observer_.recorder().expect_requests(config_.workload.requests);
   }
 }
@@ -378,7 +375,6 @@ RunResult Simulation::run() {
 }
 
 void Simulation::handle(const RequestArrived& e) {
-  const auto r = static_cast<std::uint32_t>(requests_.size());
   const workloads::Request in = source_->take(e.stream, now_, arrivals_);
   RequestState s;
   s.prompt = in.prompt_tokens;
@@ -386,7 +382,6 @@ void Simulation::handle(const RequestArrived& e) {
   s.prefill_target = s.prompt;
   s.stream = in.stream;
   s.cls = in.class_id;
-  requests_.push_back(s);
   Journey j;
   j.mark = j.arrival = now_;
   // With an encode pool the images become prompt tokens (the model's vision encoder); without
@@ -399,23 +394,14 @@ void Simulation::handle(const RequestArrived& e) {
     }
     j.image_tokens = static_cast<std::uint32_t>(tokens);
   }
-  if (free_journeys_.empty()) {
-    requests_.back().journey = static_cast<std::uint32_t>(journeys_.size());
-    journeys_.push_back(j);
-  } else {
-    requests_.back().journey = free_journeys_.back();
-    free_journeys_.pop_back();
-    journeys_[requests_.back().journey] = j;
-  }
-  if (keep_inputs_) inputs_.push_back(in);
-  if (caching_) [[unlikely]] prefix_keys_.push_back(prefix_keys_of(in));
-  observer_.arrived(RequestId(r), now_, in);
+  const RequestId r = requests_.add(s, j, in, requests_.keeps_prefix_keys() ? prefix_keys_of(in) : PrefixKeys{});
+  observer_.arrived(r, now_, in);
   schedule_arrivals();  // the stream's next open-loop arrival
   enter(r);
 }
 
-void Simulation::enter(std::uint32_t r) {
-  if (journey(r).image_tokens > 0 && requests_[r].generated == 0) {
+void Simulation::enter(RequestId r) {
+  if (requests_.journey(r).image_tokens > 0 && requests_[r].generated == 0) {
     route_encode(r);
     return;
   }
@@ -423,10 +409,10 @@ void Simulation::enter(std::uint32_t r) {
   if (index != kNoInstance) enqueue_prefill(r, index);
 }
 
-std::uint32_t Simulation::pick_prefill(std::uint32_t r) {
+std::uint32_t Simulation::pick_prefill(RequestId r) {
   RequestState& s = requests_[r];
   Pool& pool = pools_[static_cast<std::size_t>(prefill_pool_)];
-  const std::int64_t tokens = static_cast<std::int64_t>(s.prompt) + journey(r).image_tokens;
+  const std::int64_t tokens = static_cast<std::int64_t>(s.prompt) + requests_.journey(r).image_tokens;
   if (tokens + s.output > pool.config->max_model_len) {
     reject(r, metrics::RejectReason::kExceedsMaxModelLen);
     return kNoInstance;
@@ -449,7 +435,7 @@ std::uint32_t Simulation::pick_prefill(std::uint32_t r) {
   return index;
 }
 
-void Simulation::enqueue_prefill(std::uint32_t r, std::uint32_t index) {
+void Simulation::enqueue_prefill(RequestId r, std::uint32_t index) {
   RequestState& s = requests_[r];
   Instance& inst = instances_[index];
   Pool& pool = pools_[inst.pool];
@@ -460,7 +446,7 @@ void Simulation::enqueue_prefill(std::uint32_t r, std::uint32_t index) {
     return;
   }
   // A re-queued request prefills everything it had (recompute); image tokens are prompt tokens.
-  s.prefill_target = s.prompt + journey(r).image_tokens + s.generated;
+  s.prefill_target = s.prompt + requests_.journey(r).image_tokens + s.generated;
   s.prefilled = 0;
   // The lane with the fewest unfinished requests (vLLM assigns virtual engines this way); ties
   // rotate.
@@ -471,9 +457,9 @@ void Simulation::enqueue_prefill(std::uint32_t r, std::uint32_t index) {
   }
   if (pool.caching && inst.lanes.size() > 1) [[unlikely]] {
     // With prefix caches the lane holding most of the prompt wins; ties keep the choice above.
-    std::int64_t most = inst.lanes[best].cached_prefix_tokens(prefix_keys_[r], s.prefill_target);
+    std::int64_t most = inst.lanes[best].cached_prefix_tokens(requests_.prefix_keys(r), s.prefill_target);
     for (std::uint32_t l = 0; l < inst.lanes.size(); ++l) {
-      const std::int64_t c = inst.lanes[l].cached_prefix_tokens(prefix_keys_[r], s.prefill_target);
+      const std::int64_t c = inst.lanes[l].cached_prefix_tokens(requests_.prefix_keys(r), s.prefill_target);
       if (c > most) {
         most = c;
         best = l;
@@ -487,7 +473,7 @@ void Simulation::enqueue_prefill(std::uint32_t r, std::uint32_t index) {
   observer_.enqueued(pool.metrics_id, now_);
   const std::int64_t work = s.prefill_target + (pool.role == PoolRole::kCombined ? s.output - s.generated : 0);
   add_load(pool, local, load_units(pool, work, 1));
-  observer_.routed(RequestId(r), pool.metrics_id, index);
+  observer_.routed(r, pool.metrics_id, index);
   schedule_dispatch(index);
 }
 
@@ -518,12 +504,12 @@ PrefixKeys Simulation::prefix_keys_of(const workloads::Request& in) const {
   return k;
 }
 
-std::uint32_t Simulation::pick_kv_aware(Pool& pool, std::uint32_t r) {
+std::uint32_t Simulation::pick_kv_aware(Pool& pool, RequestId r) {
   auto& router = static_cast<KvAwareRouter&>(*pool.router);
-  const PrefixKeys& k = prefix_keys_[r];
+  const PrefixKeys& k = requests_.prefix_keys(r);
   if (k.segments == 0) return router.pick();
   const RequestState& s = requests_[r];
-  const std::uint32_t target = s.prompt + journey(r).image_tokens + s.generated;
+  const std::uint32_t target = s.prompt + requests_.journey(r).image_tokens + s.generated;
   return router.pick_for(target, [&](std::uint32_t local) {
     std::int64_t most = 0;
     for (const Lane& l : instances_[pool.first_instance + local].lanes) {
@@ -541,7 +527,7 @@ void Simulation::schedule_dispatch(std::uint32_t index) {
   }
 }
 
-void Simulation::route_encode(std::uint32_t r) {
+void Simulation::route_encode(RequestId r) {
   Pool& pool = pools_[static_cast<std::size_t>(encode_pool_)];
   const std::uint32_t local = pool.router->pick();
   if (local == kNoInstance) {
@@ -559,8 +545,8 @@ void Simulation::route_encode(std::uint32_t r) {
   s.phase = Phase::kEncoding;
   s.instance = index;
   inst.encode_waiting.push_back(r);
-  add_load(pool, local, load_units(pool, journey(r).image_tokens, 1));
-  observer_.routed(RequestId(r), pool.metrics_id, index);
+  add_load(pool, local, load_units(pool, requests_.journey(r).image_tokens, 1));
+  observer_.routed(r, pool.metrics_id, index);
   schedule_dispatch(index);
 }
 
@@ -575,14 +561,14 @@ void Simulation::try_encode(std::uint32_t index) {
   std::int64_t tokens = 0;
   while (!inst.encode_waiting.empty() &&
          static_cast<std::int64_t>(inst.encode_batch.size()) < pool.config->scheduler.max_batch_size) {
-    const std::uint32_t r = inst.encode_waiting.front();
-    const std::int64_t t = journey(r).image_tokens;
+    const RequestId r = inst.encode_waiting.front();
+    const std::int64_t t = requests_.journey(r).image_tokens;
     if (!inst.encode_batch.empty() && tokens + t > pool.config->scheduler.max_batched_tokens) break;
     inst.encode_waiting.pop_front();
     tokens += t;
     inst.encode_batch.push_back(r);
-    advance(r, metrics::TtftPart::kQueueing);
-    const workloads::Request& in = inputs_[r];
+    requests_.advance(r, metrics::TtftPart::kQueueing, now_);
+    const workloads::Request& in = requests_.input(r);
     for (std::size_t i = 0; i < in.images; ++i) {
       const workloads::ImageSize im = source_->image(in, i);
       images_.push_back(models::ImageSize{im.width, im.height});
@@ -605,21 +591,21 @@ void Simulation::handle(const EncodeFinished& e) {
   const double per_token = config_.disaggregation.embedding_bytes_per_token > 0
                                ? config_.disaggregation.embedding_bytes_per_token
                                : 2.0 * config_.model.hidden;  // bf16 embeddings
-  for (const std::uint32_t r : inst.encode_batch) {
-    advance(r, metrics::TtftPart::kEncode);
+  for (const RequestId r : inst.encode_batch) {
+    requests_.advance(r, metrics::TtftPart::kEncode, now_);
     add_load(pool, e.instance - pool.first_instance,
-             load_units(pool, -static_cast<std::int64_t>(journey(r).image_tokens), -1));
+             load_units(pool, -static_cast<std::int64_t>(requests_.journey(r).image_tokens), -1));
     const std::uint32_t target = pick_prefill(r);
     if (target == kNoInstance) continue;
-    journey(r).target = target;
-    start_flows(r, e.instance, target, 0, per_token * journey(r).image_tokens, kEmbeddingFlow);
+    requests_.journey(r).target = target;
+    start_flows(r, e.instance, target, 0, per_token * requests_.journey(r).image_tokens, kEmbeddingFlow);
   }
   inst.encode_batch.clear();
   reschedule_network();
   try_encode(e.instance);
 }
 
-void Simulation::start_flows(std::uint32_t r, std::uint32_t src, std::uint32_t dst,
+void Simulation::start_flows(RequestId r, std::uint32_t src, std::uint32_t dst,
                              std::uint32_t dst_lane, double bytes, FlowKind kind) {
   (void)dst_lane;
   // KV and embeddings move between the TP ranks of one attention-DP group at each end (the
@@ -633,15 +619,15 @@ void Simulation::start_flows(std::uint32_t r, std::uint32_t src, std::uint32_t d
   const auto chips_b = placement_->chips(pb, static_cast<int>(dst - pools_[b.pool].first_instance));
   SERVESIM_CHECK_MSG(!chips_a.empty() && !chips_b.empty(), "an instance without chips moves data");
   const int k = std::max(1, std::min(plan_a.tp, plan_b.tp));
-  const std::size_t ga = (r % static_cast<std::uint32_t>(plan_a.dp)) * static_cast<std::size_t>(plan_a.tp);
-  const std::size_t gb = (r % static_cast<std::uint32_t>(plan_b.dp)) * static_cast<std::size_t>(plan_b.tp);
-  Journey& j = journey(r);
+  const std::size_t ga = (r.value % static_cast<std::uint32_t>(plan_a.dp)) * static_cast<std::size_t>(plan_a.tp);
+  const std::size_t gb = (r.value % static_cast<std::uint32_t>(plan_b.dp)) * static_cast<std::size_t>(plan_b.tp);
+  Journey& j = requests_.journey(r);
   const int flows = flow_ranks_ > 0 ? 1 : k;  // rank pair 0 stands for all (rank_flows_symmetric)
   for (int t = 0; t < flows; ++t) {
     const auto ca = chips_a[(ga + static_cast<std::size_t>(t)) % chips_a.size()];
     const auto cb = chips_b[(gb + static_cast<std::size_t>(t)) % chips_b.size()];
     net_->start(now_, ca, cb, std::max(bytes / k, 1.0),
-                (std::uint64_t{r} << 8) | (std::uint64_t{j.epoch & 63u} << 2) | kind, r);
+                (std::uint64_t{r.value} << 8) | (std::uint64_t{j.epoch & 63u} << 2) | kind, r.value);
     ++j.flows;
   }
 }
@@ -676,17 +662,17 @@ void Simulation::handle(const NetworkDue& e) {
 }
 
 void Simulation::flow_done(const topologies::FlowDone& d) {
-  const auto r = static_cast<std::uint32_t>(d.tag >> 8);
+  const RequestId r(static_cast<std::uint32_t>(d.tag >> 8));
   const auto kind = static_cast<FlowKind>(d.tag & 3);
-  if (requests_[r].journey == kNoRequest) return;  // lost to a failure: its flows were stale
-  Journey& j = journey(r);
+  if (!requests_.in_flight(r)) return;  // lost to a failure: its flows were stale
+  Journey& j = requests_.journey(r);
   if (((d.tag >> 2) & 63u) != (j.epoch & 63u)) return;  // a failure made it stale
   SERVESIM_CHECK(j.flows > 0);
   if (--j.flows > 0) return;
   RequestState& s = requests_[r];
   if (s.phase == Phase::kDone) return;
   if (kind == kEmbeddingFlow) {
-    advance(r, metrics::TtftPart::kEmbeddingTransfer);
+    requests_.advance(r, metrics::TtftPart::kEmbeddingTransfer, now_);
     enqueue_prefill(r, j.target);
     return;
   }
@@ -694,7 +680,7 @@ void Simulation::flow_done(const topologies::FlowDone& d) {
   if (s.phase == Phase::kTransferring) kv_arrived(r);
 }
 
-bool Simulation::place_decode(std::uint32_t r) {
+bool Simulation::place_decode(RequestId r) {
   Pool& pool = pools_[static_cast<std::size_t>(decode_pool_)];
   const RequestState& s = requests_[r];
   const std::int64_t block = pool.config->kv_cache.block_tokens;
@@ -711,7 +697,7 @@ bool Simulation::place_decode(std::uint32_t r) {
   bool reserved = false;
   observer_.changing(index, inst.lanes[best], now_, [&] { reserved = inst.lanes[best].reserve_inbound(need); });
   if (!reserved) return false;
-  Journey& j = journey(r);
+  Journey& j = requests_.journey(r);
   j.flows_reserved = true;
   j.target = index;
   j.target_lane = static_cast<std::uint16_t>(best);
@@ -728,14 +714,14 @@ void Simulation::note_free_kv(std::uint32_t index) {
   pool.router->set_load(index - pool.first_instance, -free);
 }
 
-void Simulation::start_kv_flows(std::uint32_t r, double bytes) {
-  Journey& j = journey(r);
+void Simulation::start_kv_flows(RequestId r, double bytes) {
+  Journey& j = requests_.journey(r);
   start_flows(r, requests_[r].instance, j.target, j.target_lane, bytes, kKvFlow);
 }
 
-void Simulation::prefill_done(std::uint32_t r, Lane& lane) {
+void Simulation::prefill_done(RequestId r, Lane& lane) {
   RequestState& s = requests_[r];
-  Journey& j = journey(r);
+  Journey& j = requests_.journey(r);
   Pool& pool = pools_[instances_[s.instance].pool];
   lane.hold_for_transfer(r);
   add_load(pool, s.instance - pool.first_instance, load_units(pool, 0, -1));
@@ -769,15 +755,15 @@ void Simulation::prefill_done(std::uint32_t r, Lane& lane) {
 void Simulation::drain_awaiting() {
   bool started = false;
   while (!awaiting_decode_.empty()) {
-    const std::uint32_t r = awaiting_decode_.front();
+    const RequestId r = awaiting_decode_.front();
     if (requests_[r].phase != Phase::kTransferring) {  // a failure took it meanwhile
       awaiting_decode_.pop_front();
       continue;
     }
     if (!place_decode(r)) break;
     awaiting_decode_.pop_front();
-    Journey& j = journey(r);
-    advance(r, metrics::TtftPart::kQueueing);
+    Journey& j = requests_.journey(r);
+    requests_.advance(r, metrics::TtftPart::kQueueing, now_);
     j.kv_bytes = static_cast<double>(requests_[r].prefill_target) *
                  static_cast<double>(config_.model.kv_bytes_per_token());
     j.transfer_start = now_;
@@ -788,23 +774,23 @@ void Simulation::drain_awaiting() {
   if (started) reschedule_network();
 }
 
-void Simulation::kv_arrived(std::uint32_t r) {
+void Simulation::kv_arrived(RequestId r) {
   RequestState& s = requests_[r];
-  Journey& j = journey(r);
+  Journey& j = requests_.journey(r);
   Instance& src = instances_[s.instance];
   Lane& held_on = src.lanes[s.lane];
   observer_.changing(s.instance, held_on, now_, [&] { held_on.release_held(r); });
   // Its blocks are free again: a request waiting for blocks there may now be admitted (a lane
   // with nothing waiting has nothing to start, and a dispatch would find an empty batch).
   if (held_on.has_waiting() || !held_on.prefilling().empty()) schedule_dispatch(s.instance);
-  advance(r, metrics::TtftPart::kKvTransferExposed);
+  requests_.advance(r, metrics::TtftPart::kKvTransferExposed, now_);
   j.transfer_end = now_;
   j.flows_reserved = false;
   Instance& dst = instances_[j.target];
   Pool& pool = pools_[dst.pool];
   observer_.trace([&] {
     return RunObserver::transfer_span(pool.metrics_id, j.target - pool.first_instance, j.transfer_start, now_,
-                                      RequestId(r), j.kv_bytes,
+                                      r, j.kv_bytes,
                                       j.ttft[static_cast<std::size_t>(metrics::TtftPart::kKvTransferExposed)]);
   });
   s.instance = j.target;
@@ -812,17 +798,17 @@ void Simulation::kv_arrived(std::uint32_t r) {
   if (dst.run.size > 0) cut_run(j.target);  // it joins after the step in flight
   dst.lanes[j.target_lane].push_ready(r);
   add_load(pool, j.target - pool.first_instance, load_units(pool, s.output - s.generated, 1));
-  observer_.routed(RequestId(r), pool.metrics_id, j.target);
+  observer_.routed(r, pool.metrics_id, j.target);
   schedule_dispatch(j.target);
 }
 
-void Simulation::first_token_of(std::uint32_t r, bool disaggregated, SimTime at) {
-  observer_.first_token(RequestId(r), at);
-  Journey& j = journey(r);
+void Simulation::first_token_of(RequestId r, bool disaggregated, SimTime at) {
+  observer_.first_token(r, at);
+  Journey& j = requests_.journey(r);
   if (!j.ttft_done) {
-    advance(r, disaggregated ? metrics::TtftPart::kFirstDecode : metrics::TtftPart::kPrefill, at);
+    requests_.advance(r, disaggregated ? metrics::TtftPart::kFirstDecode : metrics::TtftPart::kPrefill, at);
     j.ttft_done = true;
-    observer_.ttft_parts(RequestId(r), j.ttft.data());
+    observer_.ttft_parts(r, j.ttft.data());
     if (j.transferred) {
       std::int64_t ttft = 0;
       for (const std::int64_t v : j.ttft) ttft += v;
@@ -842,39 +828,32 @@ void Simulation::first_token_of(std::uint32_t r, bool disaggregated, SimTime at)
   }
 }
 
-void Simulation::reject(std::uint32_t r, metrics::RejectReason reason) {
+void Simulation::reject(RequestId r, metrics::RejectReason reason) {
   requests_[r].phase = Phase::kDone;
-  observer_.rejected(RequestId(r), now_, reason);
-  release_journey(r);
+  observer_.rejected(r, now_, reason);
+  requests_.release_journey(r);
   client_done(r, false);
 }
 
-void Simulation::release_journey(std::uint32_t r) {
-  RequestState& s = requests_[r];
-  SERVESIM_CHECK(s.journey != kNoRequest);
-  free_journeys_.push_back(s.journey);
-  s.journey = kNoRequest;
-}
-
-void Simulation::complete(std::uint32_t r) {
+void Simulation::complete(RequestId r) {
   RequestState& s = requests_[r];
   SERVESIM_CHECK(s.phase == Phase::kDone && s.generated == s.output);
-  observer_.completed(RequestId(r), now_);
-  release_journey(r);
+  observer_.completed(r, now_);
+  requests_.release_journey(r);
   Pool& pool = pools_[instances_[s.instance].pool];
   add_load(pool, s.instance - pool.first_instance, load_units(pool, 0, -1));
   client_done(r, true);
 }
 
-workloads::Request Simulation::source_view(std::uint32_t r) const {
-  if (keep_inputs_) return inputs_[r];
+workloads::Request Simulation::source_view(RequestId r) const {
+  if (requests_.keeps_inputs()) return requests_.input(r);
   workloads::Request q;  // a plain request: no ids to release, no identity
   q.stream = requests_[r].stream;
   q.class_id = requests_[r].cls;
   return q;
 }
 
-void Simulation::client_done(std::uint32_t r, bool completed) {
+void Simulation::client_done(RequestId r, bool completed) {
   source_->finished(source_view(r), now_, completed, arrivals_);
   schedule_arrivals();
 }
@@ -902,13 +881,13 @@ void Simulation::handle(const BatchFinished& e) {
     observer_.decode_iteration(pool.metrics_id, batch.components.data(), batch.decodes + accepted);
     done_tokens += batch.decodes + accepted;
     emitted += accepted;
-    for (const std::uint32_t r : finished_) complete(r);
+    for (const RequestId r : finished_) complete(r);
   }
   for (const Chunk& c : batch.chunks) {
     done_tokens += c.tokens;
-    if (!journey(c.request).ttft_done) advance(c.request, metrics::TtftPart::kPrefill);
+    if (!requests_.journey(c.request).ttft_done) requests_.advance(c.request, metrics::TtftPart::kPrefill, now_);
     if (!lane.finish_chunk(c)) continue;
-    journey(c.request).in_prefill = false;
+    requests_.journey(c.request).in_prefill = false;
     if (pool.role == PoolRole::kPrefill) {  // no token: its decode instance emits the first
       prefill_done(c.request, lane);
       continue;
@@ -999,7 +978,7 @@ std::int64_t Simulation::decode_step_ended(Lane& lane, SimTime end) {
   lane.decode_gaps(end, decodes, [this](Duration gap, std::int64_t count) { observer_.gap(gap, count); });
   if (accepted > 0) observer_.gap(Duration::zero(), accepted);
   // Requests whose KV came from a prefill instance: this step emitted their first token.
-  for (const std::uint32_t r : lane.fresh()) first_token_of(r, true, end);
+  for (const RequestId r : lane.fresh()) first_token_of(r, true, end);
   lane.clear_fresh();
   finished_.clear();
   lane.finish_decode_step(finished_);
@@ -1110,8 +1089,8 @@ void Simulation::try_dispatch(std::uint32_t index) {
       // Admission control: a request whose TTFT budget passed before its prefill began leaves.
       const Duration budget = *config_.admission.ttft_budget;
       while (lane.has_waiting()) {
-        const std::uint32_t r = lane.front_waiting();
-        const Journey& j = journey(r);
+        const RequestId r = lane.front_waiting();
+        const Journey& j = requests_.journey(r);
         if (requests_[r].generated > 0 || j.ttft_done || now_ - j.arrival <= budget) break;
         lane.pop_waiting_front();
         add_load(pool, index - pool.first_instance,
@@ -1128,8 +1107,8 @@ void Simulation::try_dispatch(std::uint32_t index) {
       if (lane.ready() > 0) {
         admitted_.clear();
         lane.admit_ready(admitted_);
-        for (const std::uint32_t r : admitted_) {
-          if (!journey(r).ttft_done) advance(r, metrics::TtftPart::kQueueing);
+        for (const RequestId r : admitted_) {
+          if (!requests_.journey(r).ttft_done) requests_.advance(r, metrics::TtftPart::kQueueing, now_);
         }
       }
       pool.scheduler->form_batch(lane, batch, preempted_);
@@ -1140,12 +1119,12 @@ void Simulation::try_dispatch(std::uint32_t index) {
     observer_.end_step(index, lane, now_);
     std::int64_t lost = 0;
     for (const Preemption& p : preempted_) {
-      observer_.preempted(RequestId(p.request), pool.metrics_id);
+      observer_.preempted(p.request, pool.metrics_id);
       lost += p.lost_tokens;
-      Journey& j = journey(p.request);
+      Journey& j = requests_.journey(p.request);
       if (!j.ttft_done) {
-        advance(p.request, j.in_prefill ? metrics::TtftPart::kPrefillInterference
-                                        : metrics::TtftPart::kQueueing);
+        requests_.advance(p.request, j.in_prefill ? metrics::TtftPart::kPrefillInterference
+                                        : metrics::TtftPart::kQueueing, now_);
         j.in_prefill = false;
         j.preempted = true;
       }
@@ -1153,13 +1132,13 @@ void Simulation::try_dispatch(std::uint32_t index) {
     if (lost > 0) add_load(pool, index - pool.first_instance, load_units(pool, lost, 0));
     if (batch.empty()) continue;
     for (const Chunk& c : batch.chunks) {
-      Journey& j = journey(c.request);
+      Journey& j = requests_.journey(c.request);
       if (j.ttft_done) continue;
       if (j.in_prefill) {
-        advance(c.request, metrics::TtftPart::kPrefillInterference);
+        requests_.advance(c.request, metrics::TtftPart::kPrefillInterference, now_);
         continue;
       }
-      advance(c.request, j.preempted ? metrics::TtftPart::kPreemption : metrics::TtftPart::kQueueing);
+      requests_.advance(c.request, j.preempted ? metrics::TtftPart::kPreemption : metrics::TtftPart::kQueueing, now_);
       j.preempted = false;
       j.in_prefill = true;
       if (pool.role == PoolRole::kPrefill &&
@@ -1304,7 +1283,7 @@ void Simulation::fail_instance(std::uint32_t index, SimTime repair_at) {
   pool.router->set_up(local, false);
   evicted_.clear();
   for (Lane& lane : inst.lanes) observer_.changing(index, lane, now_, [&] { lane.evict_all(evicted_); });
-  for (const std::uint32_t r : inst.encode_batch) evicted_.push_back(r);
+  for (const RequestId r : inst.encode_batch) evicted_.push_back(r);
   inst.encode_batch.clear();
   inst.encode_busy = false;
   while (!inst.encode_waiting.empty()) {
@@ -1315,10 +1294,10 @@ void Simulation::fail_instance(std::uint32_t index, SimTime repair_at) {
   // Requests whose KV is on its way to this (decode) instance: its reservation went with it.
   // Prefilled ones are affected; ones still prefilling (streamed) send after their prefill.
   if (pool.role == PoolRole::kDecode) {
-    for (std::uint32_t r = 0; r < requests_.size(); ++r) {
+    for (RequestId r(0); r.value < requests_.size(); ++r.value) {
       const RequestState& s = requests_[r];
-      if (s.journey == kNoRequest) continue;  // no longer in flight
-      Journey& j = journey(r);
+      if (!requests_.in_flight(r)) continue;  // no longer in flight
+      Journey& j = requests_.journey(r);
       if (j.target != index || !j.flows_reserved) continue;
       if (s.phase == Phase::kTransferring) {
         evicted_.push_back(r);
@@ -1332,15 +1311,15 @@ void Simulation::fail_instance(std::uint32_t index, SimTime repair_at) {
   }
   schedule(repair_at, InstanceRepaired{index});
   const bool lose = config_.failures.policy == FailurePolicy::kLose;
-  for (const std::uint32_t r : evicted_) {
+  for (const RequestId r : evicted_) {
     failed_log_.push_back(r);
     RequestState& s = requests_[r];
-    Journey& j = journey(r);
+    Journey& j = requests_.journey(r);
     // Flows still moving for it are stale from here on (its tag's epoch).
     ++j.epoch;
     j.flows = 0;
     if (!j.ttft_done) {
-      advance(r, j.in_prefill ? metrics::TtftPart::kPrefillInterference : metrics::TtftPart::kQueueing);
+      requests_.advance(r, j.in_prefill ? metrics::TtftPart::kPrefillInterference : metrics::TtftPart::kQueueing, now_);
     }
     j.in_prefill = false;
     const bool held_elsewhere = s.phase == Phase::kTransferring && s.instance != index;
@@ -1368,7 +1347,7 @@ void Simulation::fail_instance(std::uint32_t index, SimTime repair_at) {
       reject(r, metrics::RejectReason::kLostToFailure);
       continue;
     }
-    observer_.requeued(RequestId(r));
+    observer_.requeued(r);
     if (held_elsewhere) {
       // Its KV is intact on its prefill instance: it only needs another decode instance.
       awaiting_decode_.push_back(r);

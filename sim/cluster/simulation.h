@@ -32,6 +32,7 @@
 #include "sim/cluster/instance.h"
 #include "sim/cluster/iteration_cost.h"
 #include "sim/cluster/request_state.h"
+#include "sim/cluster/request_table.h"
 #include "sim/cluster/router.h"
 #include "sim/cluster/run_observer.h"
 #include "core/check.h"
@@ -65,17 +66,10 @@ class Simulation {
   void set_paranoid(bool on) { paranoid_ = on; }
   void set_progress(RunProgress* progress) { observer_.set_progress(progress); }
 
-  // Read access for tests.
-  const SlabVector<RequestState>& requests() const { return requests_; }
-  // Request r as the source made it (prefix and session identity, image count), kept when the
-  // workload has such identity (keeps_inputs(); a plain workload's requests are their lengths,
-  // class and stream, all in requests()). Its hash ids and images are readable through source()
-  // until it finishes.
-  bool keeps_inputs() const { return keep_inputs_; }
-  const workloads::Request& input(std::uint32_t r) const {
-    SERVESIM_CHECK(keep_inputs_);
-    return inputs_[r];
-  }
+  // Read access for tests: every request's state, journey while in flight, and, when the
+  // workload has identity beyond lengths and class (keeps_inputs()), the request as the source
+  // made it (its hash ids and images are readable through source() until it finishes).
+  const RequestTable& requests() const { return requests_; }
   const workloads::RequestSource& source() const { return *source_; }
   std::int64_t instance_load(std::uint32_t instance) const;
   // Where each pool's instances live (the scenario's cluster, or the default one); null for an
@@ -83,7 +77,7 @@ class Simulation {
   const topologies::ClusterPlacement* placement() const { return placement_; }
   bool instance_up(std::uint32_t instance) const { return instances_[instance].up; }
   // Requests a failure hit, in the order it hit them (tests).
-  const std::vector<std::uint32_t>& failed_requests() const { return failed_log_; }
+  const std::vector<RequestId>& failed_requests() const { return failed_log_; }
   // True when no lane holds a request or a KV block other than its prefix cache's (every request
   // has left the cluster).
   bool drained() const;
@@ -130,24 +124,9 @@ class Simulation {
       std::uint32_t generation = 0;       // of the BatchFinished event that ends it
     } run;
     // Encode pools: the waiting requests and the batch in flight.
-    RingQueue<std::uint32_t> encode_waiting;
-    std::vector<std::uint32_t> encode_batch;
+    RingQueue<RequestId> encode_waiting;
+    std::vector<RequestId> encode_batch;
     bool encode_busy = false;
-  };
-  // A request's cold state on its way through the stages: the TTFT segment clock (the time since
-  // `mark` goes to the part the next transition names), and its transfers.
-  struct Journey {
-    SimTime arrival, mark, prefill_end, transfer_start, transfer_end;
-    std::array<std::int64_t, metrics::kTtftParts> ttft{};
-    double kv_bytes = 0;
-    std::uint32_t image_tokens = 0;
-    std::uint32_t target = kNoInstance;  // prefill instance of its embeddings; decode instance of its KV
-    std::uint16_t target_lane = 0;
-    std::uint16_t flows = 0;             // flows in flight
-    bool in_prefill = false, preempted = false, ttft_done = false, streamed = false;
-    bool transferred = false;
-    bool flows_reserved = false;         // KV room reserved on `target` (a decode instance)
-    std::uint32_t epoch = 0;             // bumped by failures: its flows in flight are stale
   };
   enum FlowKind : std::uint64_t { kEmbeddingFlow = 0, kKvFlow = 1 };
 
@@ -187,32 +166,26 @@ class Simulation {
   void handle(const InstanceRepaired& e);
 
   // --- stages ---
-  void enter(std::uint32_t r);                      // a new or re-queued request's first stage
-  void route_encode(std::uint32_t r);
+  void enter(RequestId r);                      // a new or re-queued request's first stage
+  void route_encode(RequestId r);
   void try_encode(std::uint32_t instance);
   // Picks the prefill (or combined) instance; kNoInstance after rejecting r.
-  std::uint32_t pick_prefill(std::uint32_t r);
+  std::uint32_t pick_prefill(RequestId r);
   // Prefix caching: request r's segment keys, and the kv_aware pick for it (local index).
   PrefixKeys prefix_keys_of(const workloads::Request& in) const;
-  std::uint32_t pick_kv_aware(Pool& pool, std::uint32_t r);
-  void enqueue_prefill(std::uint32_t r, std::uint32_t index);
-  void prefill_done(std::uint32_t r, Lane& lane);  // disaggregated prefill ended
+  std::uint32_t pick_kv_aware(Pool& pool, RequestId r);
+  void enqueue_prefill(RequestId r, std::uint32_t index);
+  void prefill_done(RequestId r, Lane& lane);  // disaggregated prefill ended
   // Reserves KV room on a decode instance (the journey's target); false when none has it.
-  bool place_decode(std::uint32_t r);
-  void start_kv_flows(std::uint32_t r, double bytes);
-  void start_flows(std::uint32_t r, std::uint32_t src, std::uint32_t dst, std::uint32_t dst_lane,
+  bool place_decode(RequestId r);
+  void start_kv_flows(RequestId r, double bytes);
+  void start_flows(RequestId r, std::uint32_t src, std::uint32_t dst, std::uint32_t dst_lane,
                    double bytes, FlowKind kind);
   void flow_done(const topologies::FlowDone& d);
-  void kv_arrived(std::uint32_t r);
+  void kv_arrived(RequestId r);
   void drain_awaiting();
   // `at`: when the token was emitted (now, or a decode run's step before now).
-  void first_token_of(std::uint32_t r, bool disaggregated, SimTime at);
-  void advance(std::uint32_t r, metrics::TtftPart part) { advance(r, part, now_); }
-  void advance(std::uint32_t r, metrics::TtftPart part, SimTime at) {
-    Journey& j = journey(r);
-    j.ttft[static_cast<std::size_t>(part)] += (at - j.mark).ps();
-    j.mark = at;
-  }
+  void first_token_of(RequestId r, bool disaggregated, SimTime at);
   void reschedule_network();
   // All-to-all and flows on the same NICs (a pool with a2a_on_nics; README): whether a flow
   // crosses one of the instance's chips' NICs, and the share of each the all-to-all holds from
@@ -240,9 +213,9 @@ class Simulation {
   void schedule(SimTime t, const Event& e) { queue_.push(t, priority_of(e), e); }
   // Schedules the arrivals the source handed out into arrivals_, and clears it.
   void schedule_arrivals();
-  void reject(std::uint32_t r, metrics::RejectReason reason);
-  void complete(std::uint32_t r);
-  void client_done(std::uint32_t r, bool completed);
+  void reject(RequestId r, metrics::RejectReason reason);
+  void complete(RequestId r);
+  void client_done(RequestId r, bool completed);
   void try_dispatch(std::uint32_t instance);
   // A change of outstanding work in the unit of the pool's router (tokens or requests).
   static std::int64_t load_units(const Pool& pool, std::int64_t tokens, std::int64_t requests);
@@ -251,13 +224,11 @@ class Simulation {
   RunObserver observer_;
   std::vector<Pool> pools_;
   std::vector<Instance> instances_;
-  SlabVector<RequestState> requests_;
+  RequestTable requests_;
   // What the source needs back about request r (finished, first_token).
-  workloads::Request source_view(std::uint32_t r) const;
+  workloads::Request source_view(RequestId r) const;
 
   std::unique_ptr<workloads::RequestSource> source_;
-  bool keep_inputs_ = false;
-  SlabVector<workloads::Request> inputs_;  // indexed like requests_, when keep_inputs_
   std::vector<workloads::Arrival> arrivals_;
   EventQueue<Event> queue_;
   SimTime now_;
@@ -266,15 +237,6 @@ class Simulation {
   int encode_pool_ = -1, prefill_pool_ = -1, decode_pool_ = -1;  // prefill_pool_: or combined
   bool runs_ = false;  // decode runs enabled (config, no series or trace)
   bool disaggregated_ = false;
-  // Journeys of the requests in flight (RequestState::journey), slots reused once they leave: a
-  // finished request's figures are in the recorder, so memory follows the requests in flight.
-  std::vector<Journey> journeys_;
-  std::vector<std::uint32_t> free_journeys_;
-  Journey& journey(std::uint32_t r) { return journeys_[requests_[r].journey]; }
-  const Journey& journey(std::uint32_t r) const { return journeys_[requests_[r].journey]; }
-  void release_journey(std::uint32_t r);
-  bool caching_ = false;             // some pool has prefix caches
-  SlabVector<PrefixKeys> prefix_keys_;  // indexed like requests_, when caching_
   std::optional<ClusterConfig> default_cluster_;
   const topologies::ClusterPlacement* placement_ = nullptr;
   std::unique_ptr<topologies::Fabric> fabric_;  // the run's own copy (faults change it)
@@ -286,15 +248,15 @@ class Simulation {
   SimTime net_due_ = SimTime::never();
   std::uint32_t net_generation_ = 0;
   std::vector<topologies::FlowDone> flow_done_;
-  RingQueue<std::uint32_t> awaiting_decode_;  // prefilled, waiting for decode KV room
+  RingQueue<RequestId> awaiting_decode_;  // prefilled, waiting for decode KV room
   RingQueue<std::uint32_t> dispatches_;  // instances whose dispatch was requested at now_
   std::vector<topologies::FaultEvent> faults_;
-  std::vector<std::uint32_t> failed_log_, evicted_;
+  std::vector<RequestId> failed_log_, evicted_;
   std::vector<models::ImageSize> images_;
-  std::vector<std::uint32_t> admitted_;
+  std::vector<RequestId> admitted_;
 
   // Scratch buffers reused by every event (no allocation per event once warm).
-  std::vector<std::uint32_t> finished_;
+  std::vector<RequestId> finished_;
   std::vector<Preemption> preempted_;
   std::vector<std::int64_t> stage_ps_;
 };

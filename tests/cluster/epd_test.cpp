@@ -209,7 +209,8 @@ TEST_CASE("EPD: a failure loses or re-queues exactly the requests on the failed 
       const auto& rec = r.m.requests()[i];
       if (policy == cluster::FailurePolicy::kLose && rec.instance == 1) on_failed.push_back(i);
     }
-    std::vector<std::uint32_t> hit = sim.failed_requests();
+    std::vector<std::uint32_t> hit;
+    for (const RequestId q : sim.failed_requests()) hit.push_back(q.value);
     std::sort(hit.begin(), hit.end());
     CHECK(hit.size() == 2);
     if (policy == cluster::FailurePolicy::kLose) {
