@@ -61,7 +61,6 @@ Simulation::Simulation(const SimulationConfig& config, metrics::Recorder& record
     Pool pool;
     pool.config = &pc;
     pool.role = pc.kind;
-    pool.free_kv = pc.router.policy == RouterPolicy::kFreeKv;
     pool.caching = pc.prefix_cache.enabled && pc.kind != PoolRole::kEncode;
     pool.kv_aware = pc.router.policy == RouterPolicy::kKvAware;
     SERVESIM_CHECK_MSG(!pool.kv_aware || pool.caching, "kv_aware routing needs the pool's prefix cache");
@@ -86,8 +85,8 @@ Simulation::Simulation(const SimulationConfig& config, metrics::Recorder& record
     }
     if (pc.kind == PoolRole::kEncode) pool.encode_cost = models::make_cost_model(pc.cost_model, pc.chip);
     pool.scheduler = make_batch_scheduler(pc.scheduler);
-    pool.router = make_router(pc.router, static_cast<std::uint32_t>(pc.instances), config_.seed,
-                              "router/" + pc.name);
+    pool.router = make_router(pc.router, config_.seed, "router/" + pc.name);
+    pool.load = make_ledger(pc.router, static_cast<std::uint32_t>(pc.instances));
     pool.first_instance = static_cast<std::uint32_t>(instances_.size());
 
     metrics::PoolInfo info;
@@ -155,10 +154,8 @@ Simulation::Simulation(const SimulationConfig& config, metrics::Recorder& record
       observer_.add_instance(pool.metrics_id);
     }
     stage_ps_.resize(std::max<std::size_t>(stage_ps_.size(), static_cast<std::size_t>(pc.plan.pp)));
-    if (pool.free_kv) {
-      for (int i = 0; i < pc.instances; ++i) {
-        pool.router->set_load(static_cast<std::uint32_t>(i), -cap.blocks_per_lane);
-      }
+    if (pool.load.unit() == LoadUnit::kFreeBlocks) {
+      for (int i = 0; i < pc.instances; ++i) pool.load.free_blocks(static_cast<std::uint32_t>(i), cap.blocks_per_lane);
     }
     pools_.push_back(std::move(pool));
   }
@@ -167,7 +164,7 @@ Simulation::Simulation(const SimulationConfig& config, metrics::Recorder& record
     const Pool& dp = pools_[static_cast<std::size_t>(decode_pool_)];
     // Runs assume one token per request per step and an even split over the dp ranks: off with
     // speculative decoding or per-rank batches.
-    runs_ = config_.decode_steps_per_event > 1 && !observer_.records_series() && !observer_.records_trace() && dp.free_kv &&
+    runs_ = config_.decode_steps_per_event > 1 && !observer_.records_series() && !observer_.records_trace() && dp.load.unit() == LoadUnit::kFreeBlocks &&
             dp.config->plan.pp == 1 && !dp.config->speculative.enabled() &&
             dp.config->attention_dp == AttentionDpBalance::kEven && !dp.a2a_on_nics;
   }
@@ -285,13 +282,9 @@ std::vector<metrics::GroupTier> Simulation::group_tiers(const PoolConfig& pc, in
   return out;
 }
 
-std::int64_t Simulation::load_units(const Pool& pool, std::int64_t tokens, std::int64_t requests) {
-  return pool.config->router.load == LoadMetric::kOutstandingTokens ? tokens : requests;
-}
-
 std::int64_t Simulation::instance_load(std::uint32_t instance) const {
   const Pool& pool = pools_[instances_[instance].pool];
-  return pool.router->load(instance - pool.first_instance);
+  return pool.load.load(instance - pool.first_instance);
 }
 
 void Simulation::schedule_arrivals() {
@@ -417,7 +410,7 @@ std::uint32_t Simulation::pick_prefill(RequestId r) {
     reject(r, metrics::RejectReason::kExceedsMaxModelLen);
     return kNoInstance;
   }
-  const std::uint32_t local = pool.kv_aware ? pick_kv_aware(pool, r) : pool.router->pick();
+  const std::uint32_t local = pick(pool, r);
   if (local == kNoInstance) {
     reject(r, metrics::RejectReason::kNoCapacity);
     return kNoInstance;
@@ -472,7 +465,7 @@ void Simulation::enqueue_prefill(RequestId r, std::uint32_t index) {
   inst.lanes[best].enqueue_back(r);
   observer_.enqueued(pool.metrics_id, now_);
   const std::int64_t work = s.prefill_target + (pool.role == PoolRole::kCombined ? s.output - s.generated : 0);
-  add_load(pool, local, load_units(pool, work, 1));
+  pool.load.routed(local, work);
   observer_.routed(r, pool.metrics_id, index);
   schedule_dispatch(index);
 }
@@ -504,19 +497,19 @@ PrefixKeys Simulation::prefix_keys_of(const workloads::Request& in) const {
   return k;
 }
 
-std::uint32_t Simulation::pick_kv_aware(Pool& pool, RequestId r) {
-  auto& router = static_cast<KvAwareRouter&>(*pool.router);
+std::uint32_t Simulation::pick(Pool& pool, RequestId r) {
+  if (!pool.kv_aware) [[likely]] return pool.router->pick(RouteQuery{pool.load});
   const PrefixKeys& k = requests_.prefix_keys(r);
-  if (k.segments == 0) return router.pick();
+  if (k.segments == 0) return pool.router->pick(RouteQuery{pool.load});
   const RequestState& s = requests_[r];
   const std::uint32_t target = s.prompt + requests_.journey(r).image_tokens + s.generated;
-  return router.pick_for(target, [&](std::uint32_t local) {
-    std::int64_t most = 0;
-    for (const Lane& l : instances_[pool.first_instance + local].lanes) {
-      most = std::max(most, l.cached_prefix_tokens(k, target));
+  cached_.assign(pool.load.size(), 0);
+  for (std::uint32_t i = 0; i < cached_.size(); ++i) {
+    for (const Lane& l : instances_[pool.first_instance + i].lanes) {
+      cached_[i] = std::max(cached_[i], l.cached_prefix_tokens(k, target));
     }
-    return most;
-  });
+  }
+  return pool.router->pick(RouteQuery{pool.load, target, cached_});
 }
 
 void Simulation::schedule_dispatch(std::uint32_t index) {
@@ -529,7 +522,7 @@ void Simulation::schedule_dispatch(std::uint32_t index) {
 
 void Simulation::route_encode(RequestId r) {
   Pool& pool = pools_[static_cast<std::size_t>(encode_pool_)];
-  const std::uint32_t local = pool.router->pick();
+  const std::uint32_t local = pool.router->pick(RouteQuery{pool.load});
   if (local == kNoInstance) {
     reject(r, metrics::RejectReason::kNoCapacity);
     return;
@@ -545,7 +538,7 @@ void Simulation::route_encode(RequestId r) {
   s.phase = Phase::kEncoding;
   s.instance = index;
   inst.encode_waiting.push_back(r);
-  add_load(pool, local, load_units(pool, requests_.journey(r).image_tokens, 1));
+  pool.load.routed(local, requests_.journey(r).image_tokens);
   observer_.routed(r, pool.metrics_id, index);
   schedule_dispatch(index);
 }
@@ -593,8 +586,7 @@ void Simulation::handle(const EncodeFinished& e) {
                                : 2.0 * config_.model.hidden;  // bf16 embeddings
   for (const RequestId r : inst.encode_batch) {
     requests_.advance(r, metrics::TtftPart::kEncode, now_);
-    add_load(pool, e.instance - pool.first_instance,
-             load_units(pool, -static_cast<std::int64_t>(requests_.journey(r).image_tokens), -1));
+    pool.load.left(e.instance - pool.first_instance, requests_.journey(r).image_tokens);
     const std::uint32_t target = pick_prefill(r);
     if (target == kNoInstance) continue;
     requests_.journey(r).target = target;
@@ -685,7 +677,7 @@ bool Simulation::place_decode(RequestId r) {
   const RequestState& s = requests_[r];
   const std::int64_t block = pool.config->kv_cache.block_tokens;
   const std::int64_t need = (static_cast<std::int64_t>(s.prefill_target) + block - 1) / block;
-  const std::uint32_t local = pool.router->pick();
+  const std::uint32_t local = pool.router->pick(RouteQuery{pool.load});
   if (local == kNoInstance) return false;
   const std::uint32_t index = pool.first_instance + local;
   Instance& inst = instances_[index];
@@ -708,10 +700,10 @@ bool Simulation::place_decode(RequestId r) {
 void Simulation::note_free_kv(std::uint32_t index) {
   Instance& inst = instances_[index];
   Pool& pool = pools_[inst.pool];
-  if (!pool.free_kv) return;
+  if (pool.load.unit() != LoadUnit::kFreeBlocks) return;
   std::int64_t free = 0;
   for (const Lane& l : inst.lanes) free = std::max(free, l.free_blocks());
-  pool.router->set_load(index - pool.first_instance, -free);
+  pool.load.free_blocks(index - pool.first_instance, free);
 }
 
 void Simulation::start_kv_flows(RequestId r, double bytes) {
@@ -724,7 +716,7 @@ void Simulation::prefill_done(RequestId r, Lane& lane) {
   Journey& j = requests_.journey(r);
   Pool& pool = pools_[instances_[s.instance].pool];
   lane.hold_for_transfer(r);
-  add_load(pool, s.instance - pool.first_instance, load_units(pool, 0, -1));
+  pool.load.left(s.instance - pool.first_instance, 0);
   j.prefill_end = now_;
   j.in_prefill = false;
   const double total = static_cast<double>(s.prefill_target) *
@@ -797,7 +789,7 @@ void Simulation::kv_arrived(RequestId r) {
   s.lane = j.target_lane;
   if (dst.run.size > 0) cut_run(j.target);  // it joins after the step in flight
   dst.lanes[j.target_lane].push_ready(r);
-  add_load(pool, j.target - pool.first_instance, load_units(pool, s.output - s.generated, 1));
+  pool.load.routed(j.target - pool.first_instance, s.output - s.generated);
   observer_.routed(r, pool.metrics_id, j.target);
   schedule_dispatch(j.target);
 }
@@ -841,7 +833,7 @@ void Simulation::complete(RequestId r) {
   observer_.completed(r, now_);
   requests_.release_journey(r);
   Pool& pool = pools_[instances_[s.instance].pool];
-  add_load(pool, s.instance - pool.first_instance, load_units(pool, 0, -1));
+  pool.load.left(s.instance - pool.first_instance, 0);
   client_done(r, true);
 }
 
@@ -909,7 +901,7 @@ void Simulation::handle(const BatchFinished& e) {
       lane.join_decode(c.request, now_);
     }
   }
-  add_load(pool, e.instance - pool.first_instance, load_units(pool, -done_tokens, 0));
+  pool.load.worked(e.instance - pool.first_instance, done_tokens);
   observer_.output_tokens(pool.metrics_id, now_, emitted);
   observer_.end_step(e.instance, lane, now_);
   if (pool.role == PoolRole::kDecode) {
@@ -1093,10 +1085,9 @@ void Simulation::try_dispatch(std::uint32_t index) {
         const Journey& j = requests_.journey(r);
         if (requests_[r].generated > 0 || j.ttft_done || now_ - j.arrival <= budget) break;
         lane.pop_waiting_front();
-        add_load(pool, index - pool.first_instance,
-                 load_units(pool, -static_cast<std::int64_t>(requests_[r].prefill_target) -
-                                      (pool.role == PoolRole::kCombined ? requests_[r].output : 0),
-                            -1));
+        pool.load.left(index - pool.first_instance,
+                       static_cast<std::int64_t>(requests_[r].prefill_target) +
+                           (pool.role == PoolRole::kCombined ? requests_[r].output : 0));
         reject(r, metrics::RejectReason::kTtftBudget);
       }
     }
@@ -1115,7 +1106,7 @@ void Simulation::try_dispatch(std::uint32_t index) {
       if (!batch.empty() || lane.ready() == 0 || !lane.can_admit_ready()) break;
     }
     // Prefix-cache hits: the cached prompt tokens are work the instance will not do.
-    if (pool.caching) [[unlikely]] add_load(pool, index - pool.first_instance, load_units(pool, -lane.take_hit_tokens(), 0));
+    if (pool.caching) [[unlikely]] pool.load.worked(index - pool.first_instance, lane.take_hit_tokens());
     observer_.end_step(index, lane, now_);
     std::int64_t lost = 0;
     for (const Preemption& p : preempted_) {
@@ -1129,7 +1120,7 @@ void Simulation::try_dispatch(std::uint32_t index) {
         j.preempted = true;
       }
     }
-    if (lost > 0) add_load(pool, index - pool.first_instance, load_units(pool, lost, 0));
+    if (lost > 0) pool.load.unworked(index - pool.first_instance, lost);
     if (batch.empty()) continue;
     for (const Chunk& c : batch.chunks) {
       Journey& j = requests_.journey(c.request);
@@ -1280,7 +1271,8 @@ void Simulation::fail_instance(std::uint32_t index, SimTime repair_at) {
   inst.up = false;
   ++inst.epoch;
   if (pool.a2a_on_nics) book_a2a(index, 0.0);
-  pool.router->set_up(local, false);
+  pool.load.set_up(local, false);
+  pool.load.clear(local);
   evicted_.clear();
   for (Lane& lane : inst.lanes) observer_.changing(index, lane, now_, [&] { lane.evict_all(evicted_); });
   for (const RequestId r : inst.encode_batch) evicted_.push_back(r);
@@ -1366,7 +1358,7 @@ void Simulation::handle(const InstanceRepaired& e) {
   Pool& pool = pools_[inst.pool];
   const std::uint32_t local = e.instance - pool.first_instance;
   inst.up = true;
-  pool.router->set_up(local, true);
+  pool.load.set_up(local, true);
   // The repair replaced what failed: the instance's chips and their links are back.
   const int p = static_cast<int>(inst.pool);
   for (const topologies::ChipId c : placement_->chips(p, static_cast<int>(local))) {
@@ -1375,10 +1367,10 @@ void Simulation::handle(const InstanceRepaired& e) {
     net_->recover(now_, effect.links);
   }
   reschedule_network();
-  if (pool.free_kv) {
+  if (pool.load.unit() == LoadUnit::kFreeBlocks) {
     note_free_kv(e.instance);
   } else {
-    pool.router->set_load(local, 0);
+    pool.load.clear(local);
   }
   schedule_dispatch(e.instance);
   if (pool.role == PoolRole::kDecode && !awaiting_decode_.empty()) drain_awaiting();
@@ -1400,6 +1392,65 @@ bool Simulation::drained() const {
 void Simulation::check_all() const {
   for (const Instance& inst : instances_) {
     for (const Lane& lane : inst.lanes) lane.check_invariants();
+  }
+  check_loads();
+}
+
+void Simulation::check_loads() const {
+  // Every up instance's ledger against a recount of the requests on it: tokens still to prefill
+  // (one for a swapped-out request, whose KV comes back from host memory) plus, where the request
+  // will decode (a combined or decode instance), output tokens still to generate; image tokens on
+  // an encode instance. Prefilled requests whose KV is on its way count nowhere, nor do embeddings
+  // in flight.
+  std::vector<std::int64_t> tokens(instances_.size(), 0), requests(instances_.size(), 0);
+  for (RequestId r(0); r.value < requests_.size(); ++r.value) {
+    if (!requests_.in_flight(r)) continue;
+    const RequestState& s = requests_[r];
+    const Journey& j = requests_.journey(r);
+    std::int64_t work = 0;
+    switch (s.phase) {
+      case Phase::kEncoding:
+        if (j.target != kNoInstance) continue;  // its embeddings are on their way
+        work = j.image_tokens;
+        break;
+      case Phase::kWaiting:
+      case Phase::kPrefilling:
+        work = s.swapped ? 1 : s.prefill_target - s.prefilled;
+        // A combined or decode instance (a preempted decode request recomputes there) then decodes.
+        if (pools_[instances_[s.instance].pool].role != PoolRole::kPrefill) work += s.output - s.generated;
+        break;
+      case Phase::kReady:
+        work = s.output - s.generated;
+        break;
+      case Phase::kDecoding: {
+        const Lane& lane = instances_[s.instance].lanes[s.lane];
+        work = static_cast<std::int64_t>(s.output) - s.generated - static_cast<std::int64_t>(lane.steps_done(s)) - s.accepted;
+        break;
+      }
+      default:
+        continue;
+    }
+    tokens[s.instance] += work;
+    ++requests[s.instance];
+  }
+  for (const Pool& pool : pools_) {
+    for (std::uint32_t local = 0; local < pool.load.size(); ++local) {
+      const std::uint32_t index = pool.first_instance + local;
+      if (!instances_[index].up) continue;
+      std::int64_t expect = 0;
+      switch (pool.load.unit()) {
+        case LoadUnit::kTokens: expect = tokens[index]; break;
+        case LoadUnit::kRequests: expect = requests[index]; break;
+        case LoadUnit::kFreeBlocks: {
+          for (const Lane& l : instances_[index].lanes) expect = std::max(expect, l.free_blocks());
+          expect = -expect;
+          break;
+        }
+      }
+      SERVESIM_CHECK_MSG(pool.load.load(local) == expect,
+                         "instance " + std::to_string(index) + " load " + std::to_string(pool.load.load(local)) +
+                             ", its requests add up to " + std::to_string(expect));
+    }
   }
 }
 

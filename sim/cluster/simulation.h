@@ -31,6 +31,7 @@
 #include "sim/cluster/events.h"
 #include "sim/cluster/instance.h"
 #include "sim/cluster/iteration_cost.h"
+#include "sim/cluster/load_ledger.h"
 #include "sim/cluster/request_state.h"
 #include "sim/cluster/request_table.h"
 #include "sim/cluster/router.h"
@@ -88,9 +89,8 @@ class Simulation {
   struct Pool {
     const PoolConfig* config = nullptr;  // in config_.pools
     PoolRole role = PoolRole::kCombined;
-    bool free_kv = false;  // the router's load is the negated free KV blocks (decode placement)
     bool caching = false;  // its lanes have prefix caches
-    bool kv_aware = false; // its router is a KvAwareRouter
+    bool kv_aware = false; // its router reads the tokens of a request cached on each instance
     double swap_s_per_token = 0;  // swap preemption: host-link seconds per KV token, 0 = off
     bool a2a_on_nics = false;  // its all-to-all and the flows share its chips' NICs (book_a2a)
     std::unique_ptr<models::CostModel> encode_cost;  // encode pools
@@ -99,6 +99,7 @@ class Simulation {
     std::unique_ptr<IterationCostModel> cost;
     std::unique_ptr<BatchScheduler> scheduler;
     std::unique_ptr<Router> router;
+    LoadLedger load{0, LoadUnit::kRequests, false};  // what its router reads
     std::uint32_t first_instance = 0;
   };
   struct Instance {
@@ -173,7 +174,10 @@ class Simulation {
   std::uint32_t pick_prefill(RequestId r);
   // Prefix caching: request r's segment keys, and the kv_aware pick for it (local index).
   PrefixKeys prefix_keys_of(const workloads::Request& in) const;
-  std::uint32_t pick_kv_aware(Pool& pool, RequestId r);
+  // The pool's router's pick for r (local index), told the tokens cached on each instance when it
+  // reads them.
+  std::uint32_t pick(Pool& pool, RequestId r);
+  std::vector<std::int64_t> cached_;  // per instance of the pool being routed to (kv_aware)
   void enqueue_prefill(RequestId r, std::uint32_t index);
   void prefill_done(RequestId r, Lane& lane);  // disaggregated prefill ended
   // Reserves KV room on a decode instance (the journey's target); false when none has it.
@@ -193,9 +197,6 @@ class Simulation {
   bool nics_carry_flows(std::uint32_t instance) const;
   void book_a2a(std::uint32_t instance, double share);
   void note_free_kv(std::uint32_t instance);
-  void add_load(Pool& pool, std::uint32_t local, std::int64_t delta) {
-    if (!pool.free_kv) pool.router->add_load(local, delta);
-  }
   void fail_instance(std::uint32_t instance, SimTime repair_at);
   // The report's groups (tp, dp, ep, cp, pp): ranks, whether one spans two scale-up domains, the
   // tier; with placed groups, from the layouts the collectives are costed on.
@@ -217,9 +218,9 @@ class Simulation {
   void complete(RequestId r);
   void client_done(RequestId r, bool completed);
   void try_dispatch(std::uint32_t instance);
-  // A change of outstanding work in the unit of the pool's router (tokens or requests).
-  static std::int64_t load_units(const Pool& pool, std::int64_t tokens, std::int64_t requests);
   void check_all() const;
+  // Every load ledger against a recount of the requests on each instance (paranoid mode).
+  void check_loads() const;
   SimulationConfig config_;
   RunObserver observer_;
   std::vector<Pool> pools_;

@@ -213,26 +213,30 @@ TEST_CASE("Lane: a decode step short of KV blocks preempts the most recently adm
 }
 
 TEST_CASE("Router: least-loaded picks the minimum and rotates among ties") {
-  cluster::LeastLoadedRouter r(4);
+  cluster::LoadLedger loads(4, cluster::LoadUnit::kTokens, /*ordered=*/true);
+  cluster::LeastLoadedRouter r;
+  const cluster::RouteQuery q{loads};
   // All idle: ties rotate 0, 1, 2, 3, 0 instead of always 0.
   std::vector<std::uint32_t> picks;
-  for (int i = 0; i < 5; ++i) picks.push_back(r.pick());
+  for (int i = 0; i < 5; ++i) picks.push_back(r.pick(q));
   CHECK(picks == std::vector<std::uint32_t>{0, 1, 2, 3, 0});
-  r.add_load(0, 10);
-  r.add_load(1, 5);
-  r.add_load(2, 5);
-  r.add_load(3, 7);
-  // Minimum 5 on 1 and 2; the cursor is after 0, so 1 first, then 2.
-  CHECK(r.pick() == 1);
-  CHECK(r.pick() == 2);
-  r.add_load(2, -5);
-  CHECK(r.pick() == 2);
+  loads.routed(0, 10);
+  loads.routed(1, 5);
+  loads.routed(2, 5);
+  loads.routed(3, 7);
+  // Minimum 5 tokens on 1 and 2; the cursor is after 0, so 1 first, then 2.
+  CHECK(r.pick(q) == 1);
+  CHECK(r.pick(q) == 2);
+  loads.worked(2, 5);
+  CHECK(r.pick(q) == 2);
 }
 
 TEST_CASE("Router: round-robin cycles through the instances") {
-  cluster::RoundRobinRouter r(3);
-  CHECK(r.pick() == 0);
-  CHECK(r.pick() == 1);
-  CHECK(r.pick() == 2);
-  CHECK(r.pick() == 0);
+  cluster::LoadLedger loads(3, cluster::LoadUnit::kRequests, /*ordered=*/false);
+  cluster::RoundRobinRouter r;
+  const cluster::RouteQuery q{loads};
+  CHECK(r.pick(q) == 0);
+  CHECK(r.pick(q) == 1);
+  CHECK(r.pick(q) == 2);
+  CHECK(r.pick(q) == 0);
 }
