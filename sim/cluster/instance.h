@@ -102,6 +102,9 @@ struct Batch {
   std::uint32_t decodes = 0;           // decoding requests in the batch (all of the lane's, or 0)
   std::int64_t prefill_tokens = 0;
   ComponentTimes components{};         // cost by component, summed over stages
+  // The decode-step formula's shared terms for this batch, when it was costed by that formula or
+  // a decode run continues it (IterationCostModel::decode_steps).
+  IterationCostModel::DecodeSteps steps{};
   void clear() {
     chunks.clear();
     decodes = 0;
@@ -194,12 +197,13 @@ class Lane {
   bool busy() const { return busy_; }
   void set_busy(bool b) { busy_ = b; }
   Batch& batch() { return batch_; }
+  const Batch& batch() const { return batch_; }
 
   // After the batch's decode step ran: advances the step and returns the requests that produced
   // their last token in it (in step, then id order), removed from the lane.
   void finish_decode_step(std::vector<RequestId>& finished);
   // `steps` decode steps of `decodes` requests with nobody joining, leaving, preempted or drafting
-  // (a decode run's steps after the first that a settle applies, Simulation::settle_run), the last
+  // (a decode run's steps after the first that a settle applies, DecodeRuns::settle), the last
   // ending at `last_end`: the state that as many rounds of decode_gaps (whose gaps the caller
   // records), finish_decode_step, unbook(step_blocks_ahead(0)) and prepare_decode_step leave.
   // CHECKs that no request finishes or is preempted and that each step keeps `decodes`.
