@@ -27,7 +27,7 @@
 #include "sim/cluster/batch_scheduler.h"
 #include "sim/cluster/config.h"
 #include "sim/cluster/iteration_cost.h"
-#include "sim/cluster/instance.h"
+#include "sim/cluster/lane.h"
 #include "sim/cluster/load_ledger.h"
 #include "sim/cluster/network.h"
 #include "sim/cluster/request_table.h"

@@ -18,7 +18,7 @@
 
 #include "core/ids.h"
 #include "core/time.h"
-#include "sim/cluster/instance.h"
+#include "sim/cluster/lane.h"
 #include "sim/metrics/recorder.h"
 #include "topologies/flow_network.h"
 #include "workloads/source.h"

@@ -6,7 +6,7 @@
 // the step's shape divided over the dp x cp = 2 ranks. Two layers.
 #include <doctest/doctest.h>
 
-#include "sim/cluster/instance.h"
+#include "sim/cluster/lane.h"
 #include "sim/cluster/simulation.h"
 #include "test_config.h"
 

@@ -1,4 +1,4 @@
-#include "sim/cluster/instance.h"
+#include "sim/cluster/lane.h"
 
 #include <algorithm>
 

@@ -1,5 +1,5 @@
-// An instance: one model replica on tp x pp chips, with one paged KV-cache block manager and one
-// batch of requests per pipeline lane.
+// A lane: one pipeline lane of an instance (a model replica on tp x pp chips, deployment.h), with
+// its paged KV-cache blocks and its batch of requests.
 //
 // Lanes are vLLM's pipeline "virtual engines": with pp stages an instance keeps pp independent
 // batches in flight, each with its own waiting queue, running set and 1/pp of the KV blocks
