@@ -180,7 +180,7 @@ class Fabric {
   // Fabrics with equal ids are equal (links, chips' places, roles, link states, bundles,
   // routing): build() gives each fabric a fresh id, so does each change of state (set_link_up,
   // set_routing), and a copy keeps its original's. What a check that reads the whole fabric can
-  // key a cache on (Simulation::rank_flows_symmetric).
+  // key a cache on (rank_flows_symmetric, rank_flow_symmetry.h).
   std::uint64_t content_id() const { return content_id_; }
   std::size_t resource_count() const { return links_.size() + 2 * group_plane_.size(); }
   bool is_bundle(std::uint32_t resource) const { return resource >= links_.size(); }

@@ -19,7 +19,7 @@ void SarathiBatchScheduler::form_batch(Lane& lane, Batch& batch,
       admissible = std::min(it->second + (lane.waiting() - waiting_before), lane.waiting());
     }
   }
-  for (const std::uint32_t r : lane.prefilling()) {
+  for (const RequestId r : lane.prefilling()) {
     if (left <= 0) break;
     const auto n = static_cast<std::uint32_t>(std::min<std::int64_t>(lane.prefill_remaining(r), left));
     batch.chunks.push_back(Chunk{r, n});
@@ -39,8 +39,8 @@ void SarathiBatchScheduler::form_batch(Lane& lane, Batch& batch,
         lane.prefill_target_of_front() <= budget_) {
       break;
     }
-    const std::uint32_t r = lane.try_admit_front();
-    if (r == kNoRequest) break;
+    const RequestId r = lane.try_admit_front();
+    if (!r.valid()) break;
     if (admissible != kAll) --admissible;
     const auto n = static_cast<std::uint32_t>(std::min<std::int64_t>(lane.prefill_remaining(r), left));
     batch.chunks.push_back(Chunk{r, n});
@@ -59,8 +59,8 @@ void WholePromptBatchScheduler::form_batch(Lane& lane, Batch& batch,
     // The waiting request's prefill target is known before admission.
     const std::int64_t need = lane.prefill_target_of_front();
     if (need > left) break;
-    const std::uint32_t r = lane.try_admit_front();
-    if (r == kNoRequest) break;
+    const RequestId r = lane.try_admit_front();
+    if (!r.valid()) break;
     // A prefix-cache hit leaves less than the whole target to prefill.
     const std::uint32_t n = lane.prefill_remaining(r);
     batch.chunks.push_back(Chunk{r, n});

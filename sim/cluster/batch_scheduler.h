@@ -32,7 +32,7 @@
 #include <vector>
 
 #include "sim/cluster/config.h"
-#include "sim/cluster/instance.h"
+#include "sim/cluster/lane.h"
 
 namespace servesim::cluster {
 

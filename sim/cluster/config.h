@@ -105,7 +105,7 @@ struct PrefixCacheConfig {
 // k tokens in k sequential steps (component `mtp_draft`). acceptance[i] is the probability that
 // draft i + 1 is accepted given that drafts 1..i were (a draft after a rejected one never is);
 // `accepted` is drawn per request per iteration from the lane's stream "speculative/<pool>/<i>/<l>"
-// (instance.h).
+// (lane.h).
 enum class SpeculativeMethod : std::uint8_t { kNone, kMtp };
 struct SpeculativeConfig {
   SpeculativeMethod method = SpeculativeMethod::kNone;
@@ -161,7 +161,7 @@ struct PoolConfig {
 // The cluster graph a scenario describes (`cluster:`), built and placed by the loader. The
 // simulation uses all of it: `fabric` for the flow network's routes, `placement` for each
 // instance's chips, whose groups (describe_group) are costed by CollectiveCostCache with
-// spec.comm (Simulation::placed_groups), and `faults` for fault_timeline.
+// spec.comm (placed_groups in deployment.cpp), and `faults` for fault_timeline.
 struct ClusterConfig {
   topologies::ClusterSpec spec;
   std::shared_ptr<const topologies::Fabric> fabric;
@@ -224,7 +224,7 @@ struct SimulationConfig {
   // leaves their batch (Simulation: decode runs); 1 steps them one event each. Same schedule.
   int decode_steps_per_event = 64;
   // KV and embedding transfers as one flow per TP rank pair even where one flow stands for all
-  // of them exactly (Simulation::rank_flows_symmetric); for tests that compare the two.
+  // of them exactly (topologies::rank_flows_symmetric); for tests that compare the two.
   bool flow_per_rank_pair = false;
   std::optional<ClusterConfig> cluster;  // none: each pool's chip says its fabric (fabric_of)
   DisaggregationConfig disaggregation;

@@ -474,8 +474,8 @@ void IterationCostModel::cost(const models::BatchShape& b, std::int64_t sequence
 
 IterationCostModel::DecodeSteps IterationCostModel::decode_steps(std::int64_t sequences) {
   // No all-to-all stretch (nics_shared): decode runs are off for a pool whose all-to-all shares
-  // the NICs with the flows (Simulation: every such step is an event with its own stretch), so a
-  // run's steps are cost() with nics_shared = false. Simulation::plan_run checks it.
+  // the NICs with the flows (DecodeRuns: every such step is an event with its own stretch), so a
+  // run's steps are cost() with nics_shared = false. DecodeRuns checks it when it enables runs.
   SERVESIM_CHECK(plan_.pp == 1 && verify_width_ == 1 && sequences > 0);
   DecodeSteps d;
   d.lin = linear(sequences);

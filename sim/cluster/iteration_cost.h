@@ -146,7 +146,7 @@ class IterationCostModel {
   // whole NIC's rate, over all MoE layers (dispatch and combine).
   std::int64_t a2a_nic_ps(std::int64_t tokens) { return linear(tokens).a2a_nic; }
 
-  // The decode-only steps of a decode run (Simulation::plan_run): one batch of `sequences`
+  // The decode-only steps of a decode run (DecodeRuns::plan): one batch of `sequences`
   // decoding requests whose contexts grow by one token per step (pp = 1, no speculative decoding,
   // no per-rank batches). What the steps share (the token operators, the LM head, the host time)
   // is read once into DecodeSteps; decode_step() then evaluates only the operators that depend on

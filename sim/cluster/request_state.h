@@ -1,9 +1,10 @@
 // The serving model's view of one request while it is inside the cluster (hot state, in a slab
-// indexed by RequestId). Completed requests keep their slot; their record lives in metrics.
+// indexed by RequestId, request_table.h). Completed requests keep their slot; their record lives
+// in metrics.
 //
 // What the request is beyond its lengths and class (prefix and session identity, images, hash
-// ids) is kept apart, cold, as the workloads::Request the source made (Simulation::input), when
-// the workload has any of it.
+// ids) is kept apart, cold, as the workloads::Request the source made (RequestTable::input),
+// when the workload has any of it.
 //
 // Token accounting while a request decodes is implicit, which is what keeps a decode iteration
 // O(1) instead of O(batch size). A request that joined its lane's decode set when the lane's step
@@ -19,6 +20,7 @@
 
 #include <cstdint>
 
+#include "core/ids.h"
 #include "core/time.h"
 
 namespace servesim::cluster {
@@ -30,7 +32,9 @@ enum class Phase : std::uint8_t {
   kNew, kWaiting, kPrefilling, kDecoding, kDone, kEncoding, kTransferring, kReady
 };
 
-inline constexpr std::uint32_t kNoRequest = 0xffffffffu;
+inline constexpr std::uint32_t kNoJourney = 0xffffffffu;
+inline constexpr std::uint32_t kNoStream = 0xffffffffu;
+inline constexpr std::uint32_t kNoInstance = 0xffffffffu;
 
 struct RequestState {
   std::uint32_t prompt = 0;          // prompt tokens
@@ -41,10 +45,9 @@ struct RequestState {
   std::uint32_t instance = 0;        // global instance index
   std::uint64_t join_step = 0;
   std::uint32_t epoch = 0;           // bumped when the request leaves a decode set
-  std::uint32_t prev = kNoRequest;   // lane's running list, in admission order
-  std::uint32_t next = kNoRequest;
-  std::uint32_t stream = kNoRequest; // the request source's arrival stream (workloads/source.h)
-  std::uint32_t journey = kNoRequest; // its slot in the simulation's journeys while in flight
+  RequestId prev, next;              // lane's running list, in admission order (invalid: none)
+  std::uint32_t stream = kNoStream;  // the request source's arrival stream (workloads/source.h)
+  std::uint32_t journey = kNoJourney; // its slot in the request table's journeys while in flight
   // Prefix caching: the leading segments it references in its lane's PrefixCache, and their KV
   // blocks (shared with the cache, not its own).
   std::uint32_t cached_segments = 0;

@@ -6,7 +6,7 @@
 // the step's shape divided over the dp x cp = 2 ranks. Two layers.
 #include <doctest/doctest.h>
 
-#include "sim/cluster/instance.h"
+#include "sim/cluster/lane.h"
 #include "sim/cluster/simulation.h"
 #include "test_config.h"
 
@@ -70,16 +70,18 @@ TEST_CASE("Attention DP: least_kv joins the rank with the fewest KV tokens, roun
   // 100 + 10 + 2 = 112, rank 1 11. The busiest shape is that rank's keys and queries times 2.
   for (const bool least_kv : {true, false}) {
     CAPTURE(least_kv);
-    SlabVector<cluster::RequestState> requests(3);
+    cluster::RequestTable requests;
     const std::uint32_t contexts[3] = {100, 10, 10};
-    for (std::size_t i = 0; i < 3; ++i) {
-      requests[i].prompt = requests[i].prefill_target = requests[i].prefilled = contexts[i];
-      requests[i].output = 50;
-      requests[i].generated = 1;
+    for (const std::uint32_t context : contexts) {
+      cluster::RequestState s;
+      s.prompt = s.prefill_target = s.prefilled = context;
+      s.output = 50;
+      s.generated = 1;
+      requests.add(s);
     }
     cluster::Lane lane(&requests, 1000, 16, 0, 8);
     lane.enable_rank_balance(2, least_kv);
-    for (std::uint32_t r = 0; r < 3; ++r) lane.join_decode(r, SimTime::zero());
+    for (std::uint32_t r = 0; r < 3; ++r) lane.join_decode(RequestId(r), SimTime::zero());
     cluster::Batch batch;
     batch.decodes = 3;
     const models::BatchShape b = lane.shape(batch);

@@ -98,7 +98,7 @@ void check_case(const Case& k) {
       CHECK(last == t);
     }
     // A settle's sum of several steps (add_steps_components) is the steps' add_step_components
-    // one by one, component by component (on top of a nonzero start, as settle_run's sum).
+    // one by one, component by component (on top of a nonzero start, as DecodeRuns::settle's sum).
     cluster::ComponentTimes one_by_one{}, at_once{};
     one_by_one.fill(7);
     at_once.fill(7);

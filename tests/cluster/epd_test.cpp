@@ -209,7 +209,8 @@ TEST_CASE("EPD: a failure loses or re-queues exactly the requests on the failed 
       const auto& rec = r.m.requests()[i];
       if (policy == cluster::FailurePolicy::kLose && rec.instance == 1) on_failed.push_back(i);
     }
-    std::vector<std::uint32_t> hit = sim.failed_requests();
+    std::vector<std::uint32_t> hit;
+    for (const RequestId q : sim.failed_requests()) hit.push_back(q.value);
     std::sort(hit.begin(), hit.end());
     CHECK(hit.size() == 2);
     if (policy == cluster::FailurePolicy::kLose) {
@@ -239,30 +240,33 @@ TEST_CASE("Routers: down instances are never picked; all down gives kNoInstance"
   for (const auto policy : {cluster::RouterPolicy::kRoundRobin, cluster::RouterPolicy::kLeastLoaded,
                             cluster::RouterPolicy::kPowerOfTwo, cluster::RouterPolicy::kFreeKv}) {
     cfg.policy = policy;
-    auto router = cluster::make_router(cfg, 4, 1, "test");
-    router->set_up(1, false);
-    router->set_up(2, false);
+    auto router = cluster::make_router(cfg, 1, "test");
+    cluster::LoadLedger loads = cluster::make_ledger(cfg, 4);
+    const cluster::RouteQuery q{loads};
+    loads.set_up(1, false);
+    loads.set_up(2, false);
     for (int i = 0; i < 50; ++i) {
-      const std::uint32_t p = router->pick();
+      const std::uint32_t p = router->pick(q);
       CHECK((p == 0 || p == 3));
     }
-    router->set_up(0, false);
-    router->set_up(3, false);
-    CHECK(router->pick() == cluster::kNoInstance);
-    router->set_up(2, true);
-    CHECK(router->pick() == 2);
+    loads.set_up(0, false);
+    loads.set_up(3, false);
+    CHECK(router->pick(q) == cluster::kNoInstance);
+    loads.set_up(2, true);
+    CHECK(router->pick(q) == 2);
   }
 }
 
 TEST_CASE("Routers: power of two choices takes the less loaded of its two draws") {
   cluster::RouterConfig cfg;
   cfg.policy = cluster::RouterPolicy::kPowerOfTwo;
-  auto router = cluster::make_router(cfg, 2, 7, "test");
-  router->add_load(0, 10);
+  auto router = cluster::make_router(cfg, 7, "test");
+  cluster::LoadLedger loads = cluster::make_ledger(cfg, 2);
+  loads.routed(0, 10);
   // With two instances, the two draws differ half the time (then instance 1 wins) and are both
   // instance 0 a quarter of the time: instance 1 gets about 3/4 of the picks.
   int ones = 0;
-  for (int i = 0; i < 4000; ++i) ones += router->pick() == 1 ? 1 : 0;
+  for (int i = 0; i < 4000; ++i) ones += router->pick(cluster::RouteQuery{loads}) == 1 ? 1 : 0;
   CHECK(ones > 2800);
   CHECK(ones < 3200);
 }

@@ -162,9 +162,9 @@ TEST_CASE("kv_aware: the second request goes to the instance that holds its pref
     // kv_aware scores the second: instance 0: 0 + 1,088 - 1,024 = 64, instance 1: 0 + 1,088 - 0
     // = 1,088, so instance 0, a hit (46,150,144 ps as above). least_loaded rotates the tie to
     // instance 1, which prefills everything (784,347,648 ps).
-    CHECK(sim.requests()[0].instance == 0);
+    CHECK(sim.requests()[RequestId(0)].instance == 0);
     const auto& second = m.requests().at(1);
-    CHECK(sim.requests()[1].instance == (kv_aware ? 0u : 1u));
+    CHECK(sim.requests()[RequestId(1)].instance == (kv_aware ? 0u : 1u));
     CHECK((second.first_token - second.arrival).ps() == (kv_aware ? 46'150'144 : 784'347'648));
   }
 }
@@ -172,14 +172,16 @@ TEST_CASE("kv_aware: the second request goes to the instance that holds its pref
 TEST_CASE("kv_aware: load outweighs a small hit") {
   // KvAwareRouter alone: instance 0 has 5,000 outstanding tokens and 1,024 of the request's
   // 1,088 cached: 5,000 + 64 = 5,064; instance 1 is idle with nothing cached: 1,088. Instance 1.
-  cluster::KvAwareRouter router(2);
-  router.add_load(0, 5000);
-  CHECK(router.pick_for(1088, [](std::uint32_t i) { return i == 0 ? 1024 : 0; }) == 1u);
+  cluster::LoadLedger loads(2, cluster::LoadUnit::kTokens, /*ordered=*/true);
+  cluster::KvAwareRouter router;
+  const std::vector<std::int64_t> cached = {1024, 0};
+  loads.routed(0, 5000);
+  CHECK(router.pick(cluster::RouteQuery{loads, 1088, cached}) == 1u);
   // With 500 outstanding tokens instead: 564 < 1,088, instance 0.
-  router.add_load(0, -4500);
-  CHECK(router.pick_for(1088, [](std::uint32_t i) { return i == 0 ? 1024 : 0; }) == 0u);
-  router.set_up(0, false);
-  CHECK(router.pick_for(1088, [](std::uint32_t i) { return i == 0 ? 1024 : 0; }) == 1u);
+  loads.worked(0, 4500);
+  CHECK(router.pick(cluster::RouteQuery{loads, 1088, cached}) == 0u);
+  loads.set_up(0, false);
+  CHECK(router.pick(cluster::RouteQuery{loads, 1088, cached}) == 1u);
 }
 
 TEST_CASE("Prefix cache: random small deployments with shared prefixes and sessions conserve KV") {

@@ -154,18 +154,20 @@ TEST_CASE("Serving: pipeline stages hand batches on, so two lanes overlap") {
 TEST_CASE("Lane: a decode step short of KV blocks preempts the most recently admitted request") {
   // Blocks of 4 tokens, 4 blocks. Requests 0 and 1 have 4-token prompts (1 block each) and long
   // outputs; admitted in that order. Each decode step appends one token per request.
-  SlabVector<cluster::RequestState> reqs(2);
-  for (auto& r : reqs) {
+  cluster::RequestTable reqs;
+  for (int i = 0; i < 2; ++i) {
+    cluster::RequestState r;
     r.prompt = 4;
     r.output = 100;
     r.prefill_target = 4;
+    reqs.add(r);
   }
   cluster::Lane lane(&reqs, /*total_blocks=*/4, /*block_tokens=*/4, /*watermark_blocks=*/0,
                      /*max_running=*/8);
   cluster::SarathiBatchScheduler sched(64);
   std::vector<cluster::Preemption> preempted;
-  lane.enqueue_back(0);
-  lane.enqueue_back(1);
+  lane.enqueue_back(RequestId(0));
+  lane.enqueue_back(RequestId(1));
   cluster::Batch batch;
   sched.form_batch(lane, batch, preempted);
   REQUIRE(batch.chunks.size() == 2);
@@ -181,7 +183,7 @@ TEST_CASE("Lane: a decode step short of KV blocks preempts the most recently adm
   CHECK(batch.decodes == 2);
   CHECK(preempted.empty());
   CHECK(lane.used_blocks() == 4);
-  std::vector<std::uint32_t> finished;
+  std::vector<RequestId> finished;
   lane.finish_decode_step(finished);
   lane.check_invariants();
   // Steps 1-3 fill the second blocks (contexts 5..8) without new blocks.
@@ -197,10 +199,10 @@ TEST_CASE("Lane: a decode step short of KV blocks preempts the most recently adm
   batch.clear();
   sched.form_batch(lane, batch, preempted);
   REQUIRE(preempted.size() == 1);
-  CHECK(preempted[0].request == 1);
+  CHECK(preempted[0].request == RequestId(1));
   // It had produced 1 + 4 tokens over a 4-token prompt: recompute prefills 4 + 5 = 9 tokens.
   CHECK(preempted[0].lost_tokens == 9);
-  CHECK(reqs[1].prefill_target == 9);
+  CHECK(reqs[RequestId(1)].prefill_target == 9);
   CHECK(batch.decodes == 1);
   CHECK(lane.used_blocks() == 3);
   // The preempted request is back at the head of the queue; 9 tokens need 3 blocks, 1 is free.
@@ -211,26 +213,30 @@ TEST_CASE("Lane: a decode step short of KV blocks preempts the most recently adm
 }
 
 TEST_CASE("Router: least-loaded picks the minimum and rotates among ties") {
-  cluster::LeastLoadedRouter r(4);
+  cluster::LoadLedger loads(4, cluster::LoadUnit::kTokens, /*ordered=*/true);
+  cluster::LeastLoadedRouter r;
+  const cluster::RouteQuery q{loads};
   // All idle: ties rotate 0, 1, 2, 3, 0 instead of always 0.
   std::vector<std::uint32_t> picks;
-  for (int i = 0; i < 5; ++i) picks.push_back(r.pick());
+  for (int i = 0; i < 5; ++i) picks.push_back(r.pick(q));
   CHECK(picks == std::vector<std::uint32_t>{0, 1, 2, 3, 0});
-  r.add_load(0, 10);
-  r.add_load(1, 5);
-  r.add_load(2, 5);
-  r.add_load(3, 7);
-  // Minimum 5 on 1 and 2; the cursor is after 0, so 1 first, then 2.
-  CHECK(r.pick() == 1);
-  CHECK(r.pick() == 2);
-  r.add_load(2, -5);
-  CHECK(r.pick() == 2);
+  loads.routed(0, 10);
+  loads.routed(1, 5);
+  loads.routed(2, 5);
+  loads.routed(3, 7);
+  // Minimum 5 tokens on 1 and 2; the cursor is after 0, so 1 first, then 2.
+  CHECK(r.pick(q) == 1);
+  CHECK(r.pick(q) == 2);
+  loads.worked(2, 5);
+  CHECK(r.pick(q) == 2);
 }
 
 TEST_CASE("Router: round-robin cycles through the instances") {
-  cluster::RoundRobinRouter r(3);
-  CHECK(r.pick() == 0);
-  CHECK(r.pick() == 1);
-  CHECK(r.pick() == 2);
-  CHECK(r.pick() == 0);
+  cluster::LoadLedger loads(3, cluster::LoadUnit::kRequests, /*ordered=*/false);
+  cluster::RoundRobinRouter r;
+  const cluster::RouteQuery q{loads};
+  CHECK(r.pick(q) == 0);
+  CHECK(r.pick(q) == 1);
+  CHECK(r.pick(q) == 2);
+  CHECK(r.pick(q) == 0);
 }

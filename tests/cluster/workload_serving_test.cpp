@@ -108,9 +108,9 @@ TEST_CASE("Workload serving: a staggered start sends each client's first request
   // first token comes.
   std::map<std::uint32_t, std::uint32_t> first_of_client;  // stream -> request
   for (std::uint32_t r = 0; r < m.requests().size(); ++r) {
-    first_of_client.emplace(sim.requests()[r].stream, r);
+    first_of_client.emplace(sim.requests()[RequestId(r)].stream, r);
   }
-  CHECK_FALSE(sim.keeps_inputs());  // fixed lengths, one class: nothing beyond RequestState
+  CHECK_FALSE(sim.requests().keeps_inputs());  // fixed lengths, one class: nothing beyond RequestState
   REQUIRE(first_of_client.size() == 5);
   for (std::uint32_t c = 1; c < 5; ++c) {
     const auto& prev = m.requests()[first_of_client[c - 1]];
@@ -138,7 +138,7 @@ TEST_CASE("Workload serving: session turns follow their answers and extend their
   sim.run();
   CHECK(sim.drained());
   std::map<std::uint64_t, std::vector<std::uint32_t>> sessions;
-  for (std::uint32_t r = 0; r < m.requests().size(); ++r) sessions[sim.input(r).session].push_back(r);
+  for (std::uint32_t r = 0; r < m.requests().size(); ++r) sessions[sim.requests().input(RequestId(r)).session].push_back(r);
   int complete = 0;
   for (const auto& [id, turns] : sessions) {
     for (std::size_t k = 1; k < turns.size(); ++k) {
@@ -146,9 +146,9 @@ TEST_CASE("Workload serving: session turns follow their answers and extend their
       const auto& next = m.requests()[turns[k]];
       // Sent 30 us after the previous answer; the prompt is that turn's prompt and answer + 5.
       CHECK(next.arrival == prev.completion + Duration::microseconds(30));
-      CHECK(sim.input(turns[k]).history_tokens == prev.prompt_tokens + prev.output_tokens);
+      CHECK(sim.requests().input(RequestId(turns[k])).history_tokens == prev.prompt_tokens + prev.output_tokens);
       CHECK(next.prompt_tokens == prev.prompt_tokens + prev.output_tokens + 5);
-      CHECK(sim.input(turns[k]).turn == k + 1);
+      CHECK(sim.requests().input(RequestId(turns[k])).turn == k + 1);
     }
     complete += turns.size() == 3;
   }

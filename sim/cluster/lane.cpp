@@ -1,4 +1,4 @@
-#include "sim/cluster/instance.h"
+#include "sim/cluster/lane.h"
 
 #include <algorithm>
 
@@ -39,7 +39,7 @@ void CappedContextSum::advance(std::uint64_t next_step) {
   reached = 0;
 }
 
-Lane::Lane(SlabVector<RequestState>* requests, std::int64_t total_blocks,
+Lane::Lane(RequestTable* requests, std::int64_t total_blocks,
            std::int64_t block_tokens, std::int64_t watermark_blocks, std::int64_t max_running,
            std::int64_t window, std::int64_t top_k)
     : requests_(requests), max_running_(max_running), window_sum_(window), topk_sum_(top_k),
@@ -47,18 +47,18 @@ Lane::Lane(SlabVector<RequestState>* requests, std::int64_t total_blocks,
       phase_count_(static_cast<std::size_t>(block_tokens), 0), total_blocks_(total_blocks),
       block_tokens_(static_cast<std::uint64_t>(block_tokens)), watermark_blocks_(watermark_blocks) {}
 
-void Lane::enqueue_back(std::uint32_t r) {
+void Lane::enqueue_back(RequestId r) {
   req(r).phase = Phase::kWaiting;
   waiting_.push_back(r);
 }
 
-std::uint32_t Lane::prefill_remaining(std::uint32_t r) const {
+std::uint32_t Lane::prefill_remaining(RequestId r) const {
   return req(r).prefill_target - req(r).prefilled;
 }
 
-void Lane::enable_prefix_cache(std::int64_t capacity_blocks, const SlabVector<PrefixKeys>* keys) {
+void Lane::enable_prefix_cache(std::int64_t capacity_blocks) {
+  SERVESIM_CHECK(requests_->keeps_prefix_keys());
   cache_ = std::make_unique<PrefixCache>(capacity_blocks);
-  keys_ = keys;
 }
 
 std::int64_t Lane::cached_prefix_tokens(const PrefixKeys& keys, std::uint32_t prefill_target) const {
@@ -68,15 +68,15 @@ std::int64_t Lane::cached_prefix_tokens(const PrefixKeys& keys, std::uint32_t pr
   return static_cast<std::int64_t>(n) * keys.segment_tokens;
 }
 
-std::uint32_t Lane::try_admit_front() {
-  if (waiting_.empty() || running_ >= max_running_) return kNoRequest;
-  const std::uint32_t r = waiting_.front();
+RequestId Lane::try_admit_front() {
+  if (waiting_.empty() || running_ >= max_running_) return RequestId();
+  const RequestId r = waiting_.front();
   RequestState& s = req(r);
   std::uint32_t hit = 0, segment_tokens = 0;
   std::int64_t shared = 0;
   const bool swapped = s.swapped;  // its KV comes back from host memory: no cache lookup
   if (cache_ && !swapped) [[unlikely]] {
-    const PrefixKeys& k = (*keys_)[r];
+    const PrefixKeys& k = requests_->prefix_keys(r);
     if (k.segments > 0) {
       // The cached leading segments; room may come from evicting unreferenced cached blocks other
       // than those (pinned first).
@@ -87,7 +87,7 @@ std::uint32_t Lane::try_admit_front() {
       const std::int64_t need = blocks_for(s.prefill_target) - shared;
       const std::int64_t room = total_blocks_ - used_blocks_ - booked_blocks_ + cache_->evictable() -
                                  m.unreferenced_blocks;
-      if (room - need < watermark_blocks_) return kNoRequest;
+      if (room - need < watermark_blocks_) return RequestId();
       cache_->pin(k, hit);
       PrefixCacheStats& st = cache_->stats();
       ++st.lookups;
@@ -100,7 +100,7 @@ std::uint32_t Lane::try_admit_front() {
   const std::int64_t need = blocks_for(s.prefill_target) - shared;
   if (total_blocks_ - used_blocks_ - booked_blocks_ - need < watermark_blocks_ &&
       !evict_cached(need + watermark_blocks_)) {
-    return kNoRequest;
+    return RequestId();
   }
   waiting_.pop_front();
   s.prefilled = hit * segment_tokens;  // the chunks attend over the cached context
@@ -180,7 +180,7 @@ std::uint32_t Lane::prepare_speculative_step(std::vector<Preemption>& preempted)
   step_accepted_ = 0;
   spec_window_ = spec_topk_ = 0;
   const auto window = static_cast<std::uint64_t>(window_), top_k = static_cast<std::uint64_t>(top_k_);
-  for (std::uint32_t r = head_; r != kNoRequest; r = req(r).next) {
+  for (RequestId r = head_; r.valid(); r = req(r).next) {
     RequestState& s = req(r);
     if (s.phase != Phase::kDecoding) continue;
     const double u = spec_rng_.uniform01();
@@ -196,8 +196,8 @@ std::uint32_t Lane::prepare_speculative_step(std::vector<Preemption>& preempted)
     if (top_k > 0) spec_topk_ += std::min(ctx + 1, top_k);
   }
   while (need > total_blocks_ - used_blocks_ && !evict_cached(need)) {
-    SERVESIM_CHECK_MSG(tail_ != kNoRequest, "a decode step needs more KV blocks than the lane has");
-    const std::uint32_t victim = tail_;
+    SERVESIM_CHECK_MSG(tail_.valid(), "a decode step needs more KV blocks than the lane has");
+    const RequestId victim = tail_;
     RequestState& v = req(victim);
     if (v.phase == Phase::kDecoding) {
       const std::uint64_t ctx = decode_context(v);
@@ -221,9 +221,9 @@ bool Lane::evict_cached(std::int64_t need) {
   return total_blocks_ - used_blocks_ >= need;
 }
 
-void Lane::cache_prompt(std::uint32_t r) {
+void Lane::cache_prompt(RequestId r) {
   RequestState& s = req(r);
-  const PrefixKeys& k = (*keys_)[r];
+  const PrefixKeys& k = requests_->prefix_keys(r);
   if (k.segments == 0) return;
   const auto segment_blocks = static_cast<std::int64_t>(k.segment_tokens / block_tokens_);
   const std::uint32_t whole = std::min(k.segments, s.prefill_target / k.segment_tokens);
@@ -239,9 +239,9 @@ void Lane::cache_prompt(std::uint32_t r) {
   }
 }
 
-void Lane::drop_cached(std::uint32_t r) {
+void Lane::drop_cached(RequestId r) {
   RequestState& s = req(r);
-  if (s.cached_segments > 0) cache_->unpin((*keys_)[r], s.cached_segments);
+  if (s.cached_segments > 0) cache_->unpin(requests_->prefix_keys(r), s.cached_segments);
   s.cached_segments = 0;
   s.shared_blocks = 0;
 }
@@ -250,8 +250,8 @@ std::uint32_t Lane::prepare_decode_step(std::vector<Preemption>& preempted) {
   if (verify_width_ > 1) [[unlikely]] return prepare_speculative_step(preempted);
   std::int64_t need = phase_count_[step_ % block_tokens_];
   while (need > total_blocks_ - used_blocks_ && !evict_cached(need)) {
-    SERVESIM_CHECK_MSG(tail_ != kNoRequest, "a decode step needs more KV blocks than the lane has");
-    const std::uint32_t victim = tail_;
+    SERVESIM_CHECK_MSG(tail_.valid(), "a decode step needs more KV blocks than the lane has");
+    const RequestId victim = tail_;
     preempted.push_back(Preemption{victim, preempt(victim)});
     need = phase_count_[step_ % block_tokens_];
   }
@@ -261,12 +261,12 @@ std::uint32_t Lane::prepare_decode_step(std::vector<Preemption>& preempted) {
   return decoding_;
 }
 
-std::uint32_t Lane::preempt(std::uint32_t r) {
+std::uint32_t Lane::preempt(RequestId r) {
   RequestState& s = req(r);
   std::uint32_t lost = 0;
   if (s.phase == Phase::kDecoding) {
     const std::uint64_t d = steps_done(s);
-    leave_decode_set(s);
+    leave_decode_set(r);
     if (d == 0 && s.generated == 0) {
       // A fresh request (its KV came from a prefill instance) before its first step.
       fresh_.erase(std::find(fresh_.begin(), fresh_.end(), r));
@@ -304,7 +304,8 @@ std::uint32_t Lane::preempt(std::uint32_t r) {
   return lost;
 }
 
-void Lane::leave_decode_set(RequestState& s) {
+void Lane::leave_decode_set(RequestId r) {
+  RequestState& s = req(r);
   const std::uint64_t d = steps_done(s);
   used_blocks_ -= decode_blocks(s);
   decode_ctx_ -= s.prefill_target + d + s.accepted;
@@ -319,7 +320,7 @@ void Lane::leave_decode_set(RequestState& s) {
   ++s.epoch;  // its finishing-heap entry is now stale
   s.generated += static_cast<std::uint32_t>(d) + s.accepted;  // what it emitted becomes explicit again
   s.accepted = s.gain = 0;
-  if (s.shared_blocks > 0) drop_cached(static_cast<std::uint32_t>(&s - requests_->data()));
+  if (s.shared_blocks > 0) drop_cached(r);
 }
 
 models::BatchShape Lane::shape(const Batch& batch) const {
@@ -394,7 +395,7 @@ models::BatchShape Lane::DecodeLookahead::next() {
   return b;
 }
 
-void Lane::finish_decode_step(std::vector<std::uint32_t>& finished) {
+void Lane::finish_decode_step(std::vector<RequestId>& finished) {
   const std::uint64_t executed = step_;
   decode_ctx_ += decoding_ + static_cast<std::uint64_t>(step_accepted_);
   if (ranks_ > 0 && verify_width_ == 1) {
@@ -407,15 +408,15 @@ void Lane::finish_decode_step(std::vector<std::uint32_t>& finished) {
   if (verify_width_ > 1) [[unlikely]] {
     // Every decoding request keeps its step's tokens; those that reached their output length
     // leave (in admission order). Their finishing-heap entries, for later steps, go stale.
-    for (std::uint32_t r = head_; r != kNoRequest;) {
+    for (RequestId r = head_; r.valid();) {
       RequestState& s = req(r);
-      const std::uint32_t next = s.next;
+      const RequestId next = s.next;
       if (s.phase == Phase::kDecoding) {
         s.accepted += s.gain - 1;
         if (ranks_ > 0) rank_ctx_[s.rank] += s.gain;
         s.gain = 0;
         if (s.generated + steps_done(s) + s.accepted == s.output) {
-          leave_decode_set(s);
+          leave_decode_set(r);
           s.phase = Phase::kDone;
           unlink(r);
           finished.push_back(r);
@@ -431,7 +432,7 @@ void Lane::finish_decode_step(std::vector<std::uint32_t>& finished) {
     next_finish_step_ = finishing_.empty() ? UINT64_MAX : finishing_.top().step;
     RequestState& s = req(f.request);
     if (f.epoch != s.epoch || s.phase != Phase::kDecoding) continue;  // preempted meanwhile
-    leave_decode_set(s);
+    leave_decode_set(f.request);
     s.phase = Phase::kDone;
     unlink(f.request);
     finished.push_back(f.request);
@@ -463,7 +464,7 @@ void Lane::quiet_decode_steps(std::uint32_t steps, std::uint32_t decodes, SimTim
     last_decode_end_ = last_end;
     return;
   }
-  std::vector<std::uint32_t> finished;  // stays empty (no allocation)
+  std::vector<RequestId> finished;  // stays empty (no allocation)
   std::vector<Preemption> preempted;
   for (std::uint32_t k = 0; k < steps; ++k) {
     finish_decode_step(finished);
@@ -485,7 +486,7 @@ bool Lane::finish_chunk(const Chunk& c) {
   return true;
 }
 
-void Lane::join_decode(std::uint32_t r, SimTime now, bool fresh) {
+void Lane::join_decode(RequestId r, SimTime now, bool fresh) {
   RequestState& s = req(r);
   SERVESIM_CHECK(s.generated < s.output);
   s.phase = Phase::kDecoding;
@@ -524,7 +525,7 @@ void Lane::join_decode(std::uint32_t r, SimTime now, bool fresh) {
   }
 }
 
-void Lane::hold_for_transfer(std::uint32_t r) {
+void Lane::hold_for_transfer(RequestId r) {
   RequestState& s = req(r);
   s.phase = Phase::kTransferring;
   unlink(r);
@@ -532,7 +533,7 @@ void Lane::hold_for_transfer(std::uint32_t r) {
   held_.push_back(r);
 }
 
-void Lane::release_held(std::uint32_t r) {
+void Lane::release_held(RequestId r) {
   RequestState& s = req(r);
   const std::int64_t b = own_blocks(s, s.prefill_target);
   held_blocks_ -= b;
@@ -554,14 +555,14 @@ void Lane::cancel_inbound(std::int64_t blocks) {
   inbound_blocks_ -= blocks;
 }
 
-void Lane::push_ready(std::uint32_t r) {
+void Lane::push_ready(RequestId r) {
   req(r).phase = Phase::kReady;
   ready_.push_back(r);
 }
 
-void Lane::admit_ready(std::vector<std::uint32_t>& admitted) {
+void Lane::admit_ready(std::vector<RequestId>& admitted) {
   while (!ready_.empty() && running_ < max_running_) {
-    const std::uint32_t r = ready_.front();
+    const RequestId r = ready_.front();
     ready_.pop_front();
     RequestState& s = req(r);
     inbound_blocks_ -= blocks_for(s.prefill_target);
@@ -573,7 +574,7 @@ void Lane::admit_ready(std::vector<std::uint32_t>& admitted) {
   }
 }
 
-void Lane::evict_all(std::vector<std::uint32_t>& out) {
+void Lane::evict_all(std::vector<RequestId>& out) {
   while (!waiting_.empty()) {
     req(waiting_.front()).swapped = false;  // the host memory of a failed instance is lost too
     out.push_back(waiting_.front());
@@ -586,15 +587,15 @@ void Lane::evict_all(std::vector<std::uint32_t>& out) {
   // The instance's memory is gone, its prefix cache with it.
   if (cache_) cache_->clear();
   auto forget_cached = [&](RequestState& s) { s.cached_segments = s.shared_blocks = 0; };
-  while (head_ != kNoRequest) {
-    const std::uint32_t r = head_;
+  while (head_.valid()) {
+    const RequestId r = head_;
     RequestState& s = req(r);
     forget_cached(s);
-    if (s.phase == Phase::kDecoding) leave_decode_set(s);
+    if (s.phase == Phase::kDecoding) leave_decode_set(r);
     unlink(r);
     out.push_back(r);
   }
-  for (const std::uint32_t r : held_) {
+  for (const RequestId r : held_) {
     forget_cached(req(r));
     out.push_back(r);
   }
@@ -612,7 +613,7 @@ void Lane::evict_all(std::vector<std::uint32_t>& out) {
   batch_.clear();
 }
 
-void Lane::release(std::uint32_t r) {
+void Lane::release(RequestId r) {
   RequestState& s = req(r);
   used_blocks_ -= own_blocks(s, s.prefill_target);
   if (s.shared_blocks > 0) drop_cached(r);
@@ -620,20 +621,20 @@ void Lane::release(std::uint32_t r) {
   unlink(r);
 }
 
-void Lane::link_back(std::uint32_t r) {
+void Lane::link_back(RequestId r) {
   RequestState& s = req(r);
   s.prev = tail_;
-  s.next = kNoRequest;
-  if (tail_ != kNoRequest) req(tail_).next = r; else head_ = r;
+  s.next = RequestId();
+  if (tail_.valid()) req(tail_).next = r; else head_ = r;
   tail_ = r;
   ++running_;
 }
 
-void Lane::unlink(std::uint32_t r) {
+void Lane::unlink(RequestId r) {
   RequestState& s = req(r);
-  if (s.prev != kNoRequest) req(s.prev).next = s.next; else head_ = s.next;
-  if (s.next != kNoRequest) req(s.next).prev = s.prev; else tail_ = s.prev;
-  s.prev = s.next = kNoRequest;
+  if (s.prev.valid()) req(s.prev).next = s.next; else head_ = s.next;
+  if (s.next.valid()) req(s.next).prev = s.prev; else tail_ = s.prev;
+  s.prev = s.next = RequestId();
   --running_;
 }
 
@@ -641,7 +642,7 @@ void Lane::check_invariants() const {
   std::int64_t blocks = 0, running = 0, decoding = 0, prefilling = 0;
   std::uint64_t ctx = 0, ctx_window = 0, ctx_topk = 0;
   std::vector<std::uint32_t> phases(phase_count_.size(), 0);
-  for (std::uint32_t r = head_; r != kNoRequest; r = req(r).next) {
+  for (RequestId r = head_; r.valid(); r = req(r).next) {
     const RequestState& s = req(r);
     ++running;
     if (s.phase == Phase::kDecoding) {
@@ -665,7 +666,7 @@ void Lane::check_invariants() const {
   if (ranks_ > 0) {
     std::vector<std::uint32_t> count(rank_count_.size(), 0);
     std::vector<std::uint64_t> rank_ctx(rank_ctx_.size(), 0);
-    for (std::uint32_t r = head_; r != kNoRequest; r = req(r).next) {
+    for (RequestId r = head_; r.valid(); r = req(r).next) {
       const RequestState& s = req(r);
       if (s.phase != Phase::kDecoding) continue;
       ++count[s.rank];

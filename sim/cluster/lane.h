@@ -1,5 +1,5 @@
-// An instance: one model replica on tp x pp chips, with one paged KV-cache block manager and one
-// batch of requests per pipeline lane.
+// A lane: one pipeline lane of an instance (a model replica on tp x pp chips, deployment.h), with
+// its paged KV-cache blocks and its batch of requests.
 //
 // Lanes are vLLM's pipeline "virtual engines": with pp stages an instance keeps pp independent
 // batches in flight, each with its own waiting queue, running set and 1/pp of the KV blocks
@@ -34,6 +34,7 @@
 #include "sim/cluster/iteration_cost.h"
 #include "sim/cluster/prefix_cache.h"
 #include "sim/cluster/request_state.h"
+#include "sim/cluster/request_table.h"
 #include "core/check.h"
 #include "core/ring_queue.h"
 #include "core/rng.h"
@@ -44,7 +45,7 @@ namespace servesim::cluster {
 
 // A request a decode step pushed out, and the tokens of work it lost (to be recomputed).
 struct Preemption {
-  std::uint32_t request;
+  RequestId request;
   std::uint32_t lost_tokens;
 };
 
@@ -91,7 +92,7 @@ class CappedContextSum {
 };
 
 struct Chunk {
-  std::uint32_t request;
+  RequestId request;
   std::uint32_t tokens;
 };
 
@@ -101,6 +102,9 @@ struct Batch {
   std::uint32_t decodes = 0;           // decoding requests in the batch (all of the lane's, or 0)
   std::int64_t prefill_tokens = 0;
   ComponentTimes components{};         // cost by component, summed over stages
+  // The decode-step formula's shared terms for this batch, when it was costed by that formula or
+  // a decode run continues it (IterationCostModel::decode_steps).
+  IterationCostModel::DecodeSteps steps{};
   void clear() {
     chunks.clear();
     decodes = 0;
@@ -113,13 +117,14 @@ class Lane {
  public:
   // window / top_k: the model's sliding window and DSA top-k (0 when it has none), for the capped
   // context sums in shape().
-  Lane(SlabVector<RequestState>* requests, std::int64_t total_blocks, std::int64_t block_tokens,
+  Lane(RequestTable* requests, std::int64_t total_blocks, std::int64_t block_tokens,
        std::int64_t watermark_blocks, std::int64_t max_running, std::int64_t window = 0,
        std::int64_t top_k = 0);
 
-  // Turns on prefix caching for this lane: at most capacity_blocks cached blocks; keys[r] names
-  // request r's prefix segments (segment_tokens a multiple of the block size).
-  void enable_prefix_cache(std::int64_t capacity_blocks, const SlabVector<PrefixKeys>* keys);
+  // Turns on prefix caching for this lane: at most capacity_blocks cached blocks; the request
+  // table's prefix keys name each request's prefix segments (segment_tokens a multiple of the
+  // block size).
+  void enable_prefix_cache(std::int64_t capacity_blocks);
   const PrefixCache* prefix_cache() const { return cache_.get(); }
   // Prompt tokens a request with these keys and prefill target would find cached here (read only;
   // routers).
@@ -167,17 +172,17 @@ class Lane {
                           models::BatchShape& out) const;
 
   // --- queue and admission (used by batch schedulers) ---
-  void enqueue_back(std::uint32_t r);
+  void enqueue_back(RequestId r);
   bool has_waiting() const { return !waiting_.empty(); }
   std::uint32_t prefill_target_of_front() const { return req(waiting_.front()).prefill_target; }
   std::size_t waiting() const { return waiting_.size(); }
-  std::uint32_t front_waiting() const { return waiting_.front(); }
+  RequestId front_waiting() const { return waiting_.front(); }
   void pop_waiting_front() { waiting_.pop_front(); }
   // Admits the head of the waiting queue when the batch-size cap and the KV blocks allow it
-  // (prefill blocks + watermark free); returns the request or kNoRequest.
-  std::uint32_t try_admit_front();
-  const std::vector<std::uint32_t>& prefilling() const { return prefilling_; }
-  std::uint32_t prefill_remaining(std::uint32_t r) const;
+  // (prefill blocks + watermark free); returns the request, or an invalid id.
+  RequestId try_admit_front();
+  const std::vector<RequestId>& prefilling() const { return prefilling_; }
+  std::uint32_t prefill_remaining(RequestId r) const;
   std::uint32_t decoding() const { return decoding_; }
   std::int64_t running() const { return running_; }
 
@@ -192,12 +197,13 @@ class Lane {
   bool busy() const { return busy_; }
   void set_busy(bool b) { busy_ = b; }
   Batch& batch() { return batch_; }
+  const Batch& batch() const { return batch_; }
 
   // After the batch's decode step ran: advances the step and returns the requests that produced
   // their last token in it (in step, then id order), removed from the lane.
-  void finish_decode_step(std::vector<std::uint32_t>& finished);
+  void finish_decode_step(std::vector<RequestId>& finished);
   // `steps` decode steps of `decodes` requests with nobody joining, leaving, preempted or drafting
-  // (a decode run's steps after the first that a settle applies, Simulation::settle_run), the last
+  // (a decode run's steps after the first that a settle applies, DecodeRuns::settle), the last
   // ending at `last_end`: the state that as many rounds of decode_gaps (whose gaps the caller
   // records), finish_decode_step, unbook(step_blocks_ahead(0)) and prepare_decode_step leave.
   // CHECKs that no request finishes or is preempted and that each step keeps `decodes`.
@@ -206,9 +212,9 @@ class Lane {
   bool finish_chunk(const Chunk& c);
   // A request whose prefill completed and that has tokens left to generate joins the decode set;
   // `now` is when its latest token was emitted.
-  void join_decode(std::uint32_t r, SimTime now, bool fresh = false);
+  void join_decode(RequestId r, SimTime now, bool fresh = false);
   // Removes a request that finished during prefill (its only token was the prefill's).
-  void release(std::uint32_t r);
+  void release(RequestId r);
 
   // --- disaggregation ---
   std::int64_t free_blocks() const { return total_blocks_ - used_blocks_ - booked_blocks_; }
@@ -222,24 +228,24 @@ class Lane {
   std::int64_t booked_blocks() const { return booked_blocks_; }
   // Prefill lanes: a request whose prefill completed leaves the running set but keeps its blocks
   // until its KV cache has been sent (release_held).
-  void hold_for_transfer(std::uint32_t r);
-  void release_held(std::uint32_t r);
+  void hold_for_transfer(RequestId r);
+  void release_held(RequestId r);
   // Decode lanes: blocks reserved for a KV cache on its way in (reserve_inbound needs them free,
   // above the watermark); the request then waits in the ready queue until admit_ready takes it
   // straight into the decode set, as a fresh request whose first token its first step emits.
   bool reserve_inbound(std::int64_t blocks);
   void cancel_inbound(std::int64_t blocks);
-  void push_ready(std::uint32_t r);
+  void push_ready(RequestId r);
   std::size_t ready() const { return ready_.size(); }
   bool can_admit_ready() const { return !ready_.empty() && running_ < max_running_; }
   // Admits ready requests while the batch-size cap allows, appending them to `admitted`.
-  void admit_ready(std::vector<std::uint32_t>& admitted);
+  void admit_ready(std::vector<RequestId>& admitted);
   // Fresh requests in the decode step in flight (their first token), cleared by clear_fresh.
-  const std::vector<std::uint32_t>& fresh() const { return fresh_; }
+  const std::vector<RequestId>& fresh() const { return fresh_; }
   void clear_fresh() { fresh_.clear(); }
   // Failures: every request the lane holds (waiting, ready, running, held), in that order; the
   // lane is emptied (blocks, aggregates, batch) as if new.
-  void evict_all(std::vector<std::uint32_t>& out);
+  void evict_all(std::vector<RequestId>& out);
 
   // Inter-token gaps of the decode step that ended at `now`: calls gap(duration, count), for the
   // step's requests that are not fresh.
@@ -290,7 +296,7 @@ class Lane {
  private:
   struct Finishing {
     std::uint64_t step;
-    std::uint32_t request;
+    RequestId request;
     std::uint32_t epoch;
     bool operator>(const Finishing& o) const {
       return step != o.step ? step > o.step : request > o.request;
@@ -301,15 +307,15 @@ class Lane {
     std::int64_t count;
   };
 
-  RequestState& req(std::uint32_t r) { return (*requests_)[r]; }
-  const RequestState& req(std::uint32_t r) const { return (*requests_)[r]; }
-  void link_back(std::uint32_t r);
-  void unlink(std::uint32_t r);
+  RequestState& req(RequestId r) { return (*requests_)[r]; }
+  const RequestState& req(RequestId r) const { return (*requests_)[r]; }
+  void link_back(RequestId r);
+  void unlink(RequestId r);
   // Returns the tokens of work lost.
-  std::uint32_t preempt(std::uint32_t r);
+  std::uint32_t preempt(RequestId r);
   // Takes a decoding request out of the aggregates (finished or preempted): frees its blocks and
   // makes its emitted tokens explicit in `generated`.
-  void leave_decode_set(RequestState& s);
+  void leave_decode_set(RequestId r);
   std::uint32_t blocks_for(std::uint64_t tokens) const {
     return static_cast<std::uint32_t>((tokens + block_tokens_ - 1) / block_tokens_);
   }
@@ -327,14 +333,14 @@ class Lane {
     const std::uint64_t ctx = decode_context(s);
     return static_cast<std::int64_t>(blocks_for(ctx + s.gain)) - blocks_for(ctx);
   }
-  void cache_prompt(std::uint32_t r);
-  void drop_cached(std::uint32_t r);
+  void cache_prompt(RequestId r);
+  void drop_cached(RequestId r);
   bool evict_cached(std::int64_t need);
 
-  SlabVector<RequestState>* requests_;
-  RingQueue<std::uint32_t> waiting_;
-  std::vector<std::uint32_t> prefilling_;
-  std::uint32_t head_ = kNoRequest, tail_ = kNoRequest;  // running list, admission order
+  RequestTable* requests_;
+  RingQueue<RequestId> waiting_;
+  std::vector<RequestId> prefilling_;
+  RequestId head_, tail_;  // running list, admission order
   std::int64_t running_ = 0;
   std::int64_t max_running_;
 
@@ -362,14 +368,13 @@ class Lane {
   bool busy_ = false;
   Batch batch_;
 
-  RingQueue<std::uint32_t> ready_;
-  std::vector<std::uint32_t> fresh_;
+  RingQueue<RequestId> ready_;
+  std::vector<RequestId> fresh_;
   std::int64_t inbound_blocks_ = 0;  // reserved for KV caches in flight or ready
   std::int64_t held_blocks_ = 0;     // of prefilled requests whose KV is being sent
-  std::vector<std::uint32_t> held_;  // those requests (failures evict them)
+  std::vector<RequestId> held_;  // those requests (failures evict them)
 
   std::unique_ptr<PrefixCache> cache_;  // null: no prefix caching
-  const SlabVector<PrefixKeys>* keys_ = nullptr;
   std::int64_t hit_tokens_untaken_ = 0;
   bool swap_ = false;
   std::int64_t swap_tokens_ = 0;
