@@ -17,13 +17,6 @@ struct SymmetryKey {
   bool operator==(const SymmetryKey&) const = default;
 };
 
-// The answers of the check for the last few inputs: at most 8 of them and 2^23 key words (64 MiB)
-// in all.
-RecentCache<SymmetryKey, int>& symmetry_cache() {
-  static RecentCache<SymmetryKey, int> cache(8, std::size_t{1} << 23,
-                                             [](const SymmetryKey& k, const int&) { return k.words.size(); });
-  return cache;
-}
 
 SymmetryKey symmetry_key(const Fabric& fabric, const ClusterPlacement& placement,
                          std::span<const Exchange> exchanges) {
@@ -164,8 +157,18 @@ int check(const Fabric& fabric, const ClusterPlacement& placement, std::span<con
 
 }  // namespace
 
-int rank_flows_symmetric(const Fabric& fabric, const ClusterPlacement& placement,
-                         std::span<const Exchange> exchanges) {
+// The answers of the check for the last few inputs: at most 8 of them and 2^23 key words (64 MiB)
+// in all.
+struct SymmetryCache::Kept {
+  RecentCache<SymmetryKey, int> answers{8, std::size_t{1} << 23,
+                                        [](const SymmetryKey& k, const int&) { return k.words.size(); }};
+};
+
+SymmetryCache::SymmetryCache() : kept_(std::make_unique<Kept>()) {}
+SymmetryCache::~SymmetryCache() = default;
+
+int rank_flows_symmetric(const Fabric& fabric, const ClusterPlacement& placement, std::span<const Exchange> exchanges,
+                         SymmetryCache* cache) {
   constexpr std::size_t kMaxSymmetryRoutes = std::size_t{1} << 20;
   if (fabric.routing() != Routing::kAdaptive) return 0;
   int k = 0;
@@ -179,11 +182,12 @@ int rank_flows_symmetric(const Fabric& fabric, const ClusterPlacement& placement
               static_cast<std::size_t>(kx);
   }
   if (k < 2 || routes > kMaxSymmetryRoutes) return 0;
+  if (cache == nullptr) return check(fabric, placement, exchanges, k);
   // The answer is a function of what the check reads (SymmetryKey).
   const SymmetryKey key = symmetry_key(fabric, placement, exchanges);
-  if (const std::optional<int> known = symmetry_cache().find(key)) return *known;
+  if (const std::optional<int> known = cache->kept_->answers.find(key)) return *known;
   const int result = check(fabric, placement, exchanges, k);
-  symmetry_cache().keep(key, result);
+  cache->kept_->answers.keep(key, result);
   return result;
 }
 

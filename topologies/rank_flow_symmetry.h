@@ -23,12 +23,13 @@
 // Ignores (answers 0 instead): ECMP routing (each rank pair hashes its own path), more than 2^20
 // routes to enumerate. Faults break the symmetry (one rank's chip or link fails): the caller does
 // not ask when the run has any.
-// The process keeps the answers for its last 8 inputs (at most 64 MiB of keys), keyed by
+// A SymmetryCache keeps the answers for the last 8 inputs (at most 64 MiB of keys), keyed by
 // everything the check reads, in full: the fabric's content id (Fabric::content_id) and the
 // exchanging pools' plans, instance counts and chips. serve builds a simulation per hypothesis,
-// mostly on the same cluster and placement, and asks again every time.
+// mostly on the same cluster and placement, and asks again every time; the session owns it.
 #pragma once
 
+#include <memory>
 #include <span>
 
 #include "topologies/fabric.h"
@@ -47,8 +48,23 @@ struct Exchange {
   ExchangePool from, to;
 };
 
+// Answers of the check kept for the next runs of a session. Thread-safe.
+class SymmetryCache {
+ public:
+  SymmetryCache();
+  ~SymmetryCache();
+  SymmetryCache(const SymmetryCache&) = delete;
+  SymmetryCache& operator=(const SymmetryCache&) = delete;
+
+ private:
+  friend int rank_flows_symmetric(const Fabric&, const ClusterPlacement&, std::span<const Exchange>, SymmetryCache*);
+  struct Kept;
+  std::unique_ptr<Kept> kept_;
+};
+
 // k when one flow of rank pair 0 stands exactly for every transfer's k rank-pair flows, else 0.
-int rank_flows_symmetric(const Fabric& fabric, const ClusterPlacement& placement,
-                         std::span<const Exchange> exchanges);
+// `cache`, when given, answers inputs it saw and keeps this one's answer.
+int rank_flows_symmetric(const Fabric& fabric, const ClusterPlacement& placement, std::span<const Exchange> exchanges,
+                         SymmetryCache* cache = nullptr);
 
 }  // namespace servesim::topologies

@@ -35,6 +35,9 @@
 namespace servesim::workloads {
 class DrawCache;  // workloads/source.h
 }
+namespace servesim::topologies {
+class SymmetryCache;  // topologies/rank_flow_symmetry.h
+}
 
 namespace servesim::cluster {
 
@@ -209,6 +212,7 @@ struct AdmissionConfig {
 struct RunCaches {
   topologies::FabricCache* fabrics = nullptr;  // default_cluster's fabric
   workloads::DrawCache* draws = nullptr;       // the RequestSource's arrival and length draws
+  topologies::SymmetryCache* symmetry = nullptr;  // rank_flows_symmetric's answers
 };
 
 struct SimulationConfig {

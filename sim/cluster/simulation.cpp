@@ -34,7 +34,7 @@ int symmetric_flow_ranks(const SimulationConfig& config, const Deployment& d, co
   };
   if (d.encode_pool() >= 0) exchanges.push_back({side(d.encode_pool()), side(d.prefill_pool())});
   if (d.disaggregated()) exchanges.push_back({side(d.prefill_pool()), side(d.decode_pool())});
-  return topologies::rank_flows_symmetric(network.fabric(), *d.placement(), exchanges);
+  return topologies::rank_flows_symmetric(network.fabric(), *d.placement(), exchanges, config.caches.symmetry);
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // What a session keeps between the scenarios it loads and runs: serve, sweep and plan each own one
 // Caches and pass it down (LoadOptions::caches), so that the hypotheses of a session on the same
-// scenario share what they would each build alike: the cluster's fabric, the chip profile parsed
-// from its text, the workload's arrival and length draws. Every cache returns exactly what
+// scenario share what they would each build alike: the cluster's fabric and the rank-flow
+// symmetry check over it, the chip profile parsed from its text, the workload's arrival and
+// length draws. Every cache returns exactly what
 // building again would, so results never depend on whether one is passed; nothing is kept for
 // the process. Thread-safe (serve's and sweep's worker threads share one).
 #pragma once
@@ -10,6 +11,7 @@
 
 #include "sim/cluster/config.h"
 #include "topologies/cluster.h"
+#include "topologies/rank_flow_symmetry.h"
 #include "workloads/source.h"
 
 namespace servesim::scenario {
@@ -23,10 +25,11 @@ struct Caches {
   Caches& operator=(const Caches&) = delete;
 
   // The caches a simulation run uses (SimulationConfig::caches).
-  cluster::RunCaches run() { return {&fabrics, &draws}; }
+  cluster::RunCaches run() { return {&fabrics, &draws, &symmetry}; }
 
   topologies::FabricCache fabrics;
   workloads::DrawCache draws;
+  topologies::SymmetryCache symmetry;
   std::unique_ptr<ProfileCache> profiles;
 };
 

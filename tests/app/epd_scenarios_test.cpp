@@ -191,9 +191,9 @@ TEST_CASE("EPD transfers: every rank pair keeps its flow where the fabric can bi
   CHECK(sim.flow_ranks() == 8);
 }
 
-TEST_CASE("EPD transfers: the process's kept symmetry answers follow the fabric, not the placement alone") {
+TEST_CASE("EPD transfers: a session's kept symmetry answers follow the fabric, not the placement alone") {
   // The same pools and chips on three fabrics, alternated (each answer after the first round comes
-  // from the process's cache and must stay its fabric's): the bench's; one with 4:1 oversubscribed
+  // from the session's SymmetryCache and must stay its fabric's): the bench's; one with 4:1 oversubscribed
   // leaves (other links); and the bench's with one member link of a bundle down (the same links,
   // vertices and counts: only its link state and that bundle's capacity differ). The non-blocking
   // bench's bundles carry exactly what their source chips' NICs can send, so one member less
@@ -209,13 +209,16 @@ TEST_CASE("EPD transfers: the process's kept symmetry answers follow the fabric,
     c.cluster->fabric = fabric;
     return c;
   }();
+  topologies::SymmetryCache kept;
   for (int round = 0; round < 3; ++round) {
     CAPTURE(round);
     for (const cluster::SimulationConfig* config : {&base, &over, &degraded}) {
       const std::string name = config == &base ? "base" : config == &over ? "oversubscribed" : "degraded";
       CAPTURE(name);
+      cluster::SimulationConfig session = *config;
+      session.caches.symmetry = &kept;
       metrics::RunMetrics m;
-      cluster::Simulation sim(*config, m);
+      cluster::Simulation sim(session, m);
       CHECK(sim.flow_ranks() == (config == &base ? 8 : 0));
     }
   }
