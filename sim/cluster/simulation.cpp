@@ -337,8 +337,7 @@ RunResult Simulation::run() {
   }
 
   RunResult result;
-  const SimTime horizon =
-      config_.horizon ? SimTime::zero() + *config_.horizon : SimTime::never();
+  const SimTime horizon = SimTime::zero() + config_.horizon.value_or(config_.clock_limit);
   constexpr auto kDispatchPriority = static_cast<std::uint8_t>(Event(DispatchRequested{}).index());
   while (true) {
     // Dispatches requested at now_ run where their events would: after every event at now_ of a
@@ -369,7 +368,10 @@ RunResult Simulation::run() {
                                           (std::uint64_t{entry.priority()} << 56) ^ event_ids(entry.payload));
     std::visit([this](const auto& e) { handle(e); }, entry.payload);
     if (paranoid_) check_all();
-    if ((result.events & 4095) == 0 && progress_) [[unlikely]] publish_progress(result.events);
+    if ((result.events & 4095) == 0 && (progress_ || budget_)) [[unlikely]] {
+      if (progress_) publish_progress(result.events);
+      if (budget_ && !budget_->allows(now_, static_cast<std::int64_t>(requests_.size()))) break;
+    }
   }
   result.end = result.reached_horizon ? horizon : now_;
   if (runs_) {

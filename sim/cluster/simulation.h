@@ -37,6 +37,7 @@
 #include "core/event_queue.h"
 #include "core/ring_queue.h"
 #include "core/slab_allocator.h"
+#include "sim/cluster/run_budget.h"
 #include "sim/metrics/recorder.h"
 #include "topologies/flow_network.h"
 #include "workloads/source.h"
@@ -71,6 +72,8 @@ class Simulation {
   RunResult run();
   void set_paranoid(bool on) { paranoid_ = on; }
   void set_progress(RunProgress* progress) { progress_ = progress; }
+  // Stops the run early (RunResult as at a horizon) once the budget is exceeded (run_budget.h).
+  void set_budget(RunBudget* budget) { budget_ = budget; }
 
   // Read access for tests.
   const SlabVector<RequestState>& requests() const { return requests_; }
@@ -299,6 +302,7 @@ class Simulation {
   metrics::TimeSeries* series_ = nullptr;  // optional sinks (Recorder::time_series, trace_log)
   metrics::TraceLog* trace_ = nullptr;
   RunProgress* progress_ = nullptr;
+  RunBudget* budget_ = nullptr;
   LaneGauges gauges_before_;  // a lane's gauges before the step being recorded
   const Lane* gauged_lane_ = nullptr;  // that lane
 
