@@ -14,6 +14,7 @@
 #include "tests/approx.h"
 #include "core/errors.h"
 #include "sim/scenario/scenario.h"
+#include "tests/scratch.h"
 
 namespace {
 
@@ -63,7 +64,7 @@ std::string errors_of(const std::string& yaml) {
 struct TempProfile {
   std::string path;
   explicit TempProfile(const std::string& name, const std::string& text)
-      : path((std::filesystem::temp_directory_path() / name).string()) {
+      : path(servesim::testing::scratch_path(name).string()) {
     std::ofstream(path) << text;
   }
   ~TempProfile() { std::remove(path.c_str()); }
