@@ -230,11 +230,12 @@ void check_output_folder(const std::string& dir, const std::vector<std::string>&
     for (const std::string& f : files) check_output_file((fs::path(dir) / f).string(), f);
     return;
   }
-  if (errno != ENOENT) bad(reason(errno));
+  // ENOTDIR: a parent is a file, said below as "... is not a folder".
+  if (errno != ENOENT && errno != ENOTDIR) bad(reason(errno));
   // Created later with its missing parents: the nearest folder that exists must take them.
   fs::path up = fs::path(target).parent_path();
   while (!up.empty() && ::stat(up.c_str(), &st) != 0) {
-    if (errno != ENOENT) bad(up.string() + ": " + reason(errno));
+    if (errno != ENOENT && errno != ENOTDIR) bad(up.string() + ": " + reason(errno));
     up = up.parent_path();
   }
   const std::string base = up.empty() ? "." : up.string();

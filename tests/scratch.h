@@ -12,12 +12,16 @@
 namespace servesim::testing {
 
 inline const std::filesystem::path& scratch_root() {
+  // The exit handler reads a plain buffer: it runs after `root` is destroyed (it was registered
+  // before `root` finished constructing, and exit handlers run in reverse order).
+  static char name[4096];
   static const std::filesystem::path root = [] {
     std::string t = (std::filesystem::temp_directory_path() / "servesim_test.XXXXXX").string();
-    if (::mkdtemp(t.data()) == nullptr) std::abort();
+    if (t.size() >= sizeof name || ::mkdtemp(t.data()) == nullptr) std::abort();
+    t.copy(name, t.size());
     std::atexit([] {
       std::error_code ec;
-      std::filesystem::remove_all(scratch_root(), ec);
+      std::filesystem::remove_all(name, ec);
     });
     return std::filesystem::path(t);
   }();

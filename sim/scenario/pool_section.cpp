@@ -538,6 +538,7 @@ void check_iteration_time(Document& doc, const models::ModelSpec& model, const c
 void check_deployment(Document& doc, const models::ModelSpec& model, const cluster::PoolConfig& p,
                       const PoolMarks& marks) {
   if (p.kind == cluster::PoolRole::kEncode) return;  // the vision encoder: no KV, no plan checks
+  const std::size_t problems_before = doc.diagnostics().size();
   bool plan_valid = marks.plan_ok;
   if (marks.plan_ok) {
     const int max_tp = marks.chip_ok ? p.chip.scale_up_domain : 64;
@@ -637,7 +638,9 @@ void check_deployment(Document& doc, const models::ModelSpec& model, const clust
                   "KV format)");
     return;
   }
-  check_iteration_time(doc, model, p, cap, marks);
+  // Only a pool the checks above accept can be costed (a batch within its token budget, a plan
+  // that fits).
+  if (doc.diagnostics().size() == problems_before) check_iteration_time(doc, model, p, cap, marks);
 }
 
 }  // namespace servesim::scenario
