@@ -26,7 +26,7 @@ namespace servesim {
 // small numbers took 3.6 GB), so YAML files are also bounded in nodes (sim/scenario).
 inline constexpr std::uint64_t kMaxScenarioBytes = 16ull << 20;   // scenario and profile YAML
 inline constexpr std::uint64_t kMaxJsonFileBytes = 16ull << 20;   // config.json, saved reports
-inline constexpr std::uint64_t kMaxTableBytes = 256ull << 20;     // a CSV read whole (trace lengths)
+inline constexpr std::uint64_t kMaxTableBytes = 256ull << 20;     // a CSV read whole (compare_h200)
 // One line of a streamed text file (a trace row, a measurement row, a serve request).
 inline constexpr std::uint64_t kMaxLineBytes = 16ull << 20;
 
