@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "app/commands.h"
+#include "core/errors.h"
 #include "core/output_file.h"
 #include "core/version.h"
 
@@ -102,6 +103,10 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
       return 0;
     }
     return run_command_by_name(command, std::vector<std::string>(args.begin() + 1, args.end()), std::cin, out, err);
+  } catch (const InputError& e) {
+    // Bad input found anywhere below a command (an output that cannot be written included).
+    print_diagnostics(e, err);
+    return 2;
   } catch (const std::exception& e) {
     err << "servesim: internal error: " << e.what() << "\n";
     return 1;

@@ -23,9 +23,9 @@ int calibrate_command(const std::vector<std::string>& args, std::ostream& out, s
       ("out", po::value<std::string>(), "write the profile (YAML, servesim.profile/1) to FILE (required)")
       ("json", po::value<std::string>(), "write the error report to FILE, or to stdout with '-'")
       ("comm", po::value<std::string>(), "fit the collective constants to the communication tables under DIR")
-      ("folds", po::value<std::size_t>()->default_value(5), "cross-validation folds")
-      ("seed", po::value<std::uint64_t>()->default_value(1), "seed of the fold assignment")
-      ("max-fit-rows", po::value<std::size_t>()->default_value(12000),
+      ("folds", unsigned_value<std::size_t>()->default_value(Unsigned<std::size_t>{5}), "cross-validation folds")
+      ("seed", unsigned_value<std::uint64_t>()->default_value(Unsigned<std::uint64_t>{1}), "seed of the fold assignment")
+      ("max-fit-rows", unsigned_value<std::size_t>()->default_value(Unsigned<std::size_t>{12000}),
        "rows per fit (larger tables are thinned by a fixed stride)")
       ("no-tables", "fit the roofline only (no GEMM tables)")
       ("moe-models", po::value<std::string>(),
@@ -59,17 +59,19 @@ int calibrate_command(const std::vector<std::string>& args, std::ostream& out, s
   r.files = files;
   r.chip = vm["chip"].as<std::string>();
   r.out = vm["out"].as<std::string>();
+  check_output_file(r.out, "profile (--out)");
   if (vm.count("comm")) r.comm = vm["comm"].as<std::string>();
-  r.folds = vm["folds"].as<std::size_t>();
-  r.seed = vm["seed"].as<std::uint64_t>();
-  r.max_fit_rows = vm["max-fit-rows"].as<std::size_t>();
+  r.folds = unsigned_of<std::size_t>(vm, "folds");
+  r.seed = unsigned_of<std::uint64_t>(vm, "seed");
+  r.max_fit_rows = unsigned_of<std::size_t>(vm, "max-fit-rows");
   r.no_tables = vm.count("no-tables") > 0;
   r.moe_models = optional_value<std::string>(vm, "moe-models");
   r.gemm_tile = vm["gemm-tile"].as<double>();
   r.transfer = optional_value<std::string>(vm, "transfer");
   r.keep_overheads = vm.count("keep-overheads") > 0;
   r.created = optional_value<std::string>(vm, "created");
-  return print_output(studies::calibrate(r, err), json_target(vm), out);
+  const std::string json = json_target(vm);
+  return print_output(studies::calibrate(r, err), json, out);
 }
 
 }  // namespace servesim::app

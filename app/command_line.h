@@ -2,12 +2,17 @@
 // command's options plus its positional scenario files.
 #pragma once
 
+#include <charconv>
 #include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include <boost/program_options.hpp>
+
+#include "core/output_file.h"
+#include "core/units.h"
+#include "studies/run.h"
 
 namespace servesim::app {
 
@@ -54,15 +59,94 @@ inline std::optional<int> parse_single_file(const std::vector<std::string>& args
   return std::nullopt;
 }
 
+// Unsigned options, strictly: Boost reads "-1" into an unsigned type as 2^64 - 1 (lexical_cast), so
+// `--seed -1` became 18446744073709551615. An Unsigned<T> option takes decimal digits only, within
+// T; anything else is a bad command line (exit code 2).
+template <typename T>
+struct Unsigned {
+  T value{};
+};
+template <typename T>
+std::ostream& operator<<(std::ostream& out, const Unsigned<T>& u) {
+  return out << u.value;
+}
+// Found by argument-dependent lookup from Boost.Program_options (its customisation point).
+template <typename T>
+void validate(boost::any& v, const std::vector<std::string>& values, Unsigned<T>*, int) {
+  namespace po = boost::program_options;
+  po::validators::check_first_occurrence(v);
+  const std::string& s = po::validators::get_single_string(values);
+  T out{};
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  if (s.empty() || s.front() == '-' || ec != std::errc() || end != s.data() + s.size()) {
+    throw po::invalid_option_value(s);
+  }
+  v = Unsigned<T>{out};
+}
+template <typename T>
+boost::program_options::typed_value<Unsigned<T>>* unsigned_value() {
+  return boost::program_options::value<Unsigned<T>>();
+}
+template <typename T>
+T unsigned_of(const boost::program_options::variables_map& vm, const char* name) {
+  return vm[name].as<Unsigned<T>>().value;
+}
+template <typename T>
+std::optional<T> optional_unsigned(const boost::program_options::variables_map& vm, const char* name) {
+  return vm.count(name) ? std::optional<T>(unsigned_of<T>(vm, name)) : std::nullopt;
+}
+
 // The value of an option that has no default, when given.
 template <typename T>
 std::optional<T> optional_value(const boost::program_options::variables_map& vm, const char* name) {
   return vm.count(name) ? std::optional<T>(vm[name].as<T>()) : std::nullopt;
 }
 
-// --json's target: "-", a file, or "" when not given.
+// The per-hypothesis limits of serve, sweep and plan (studies/run.h, HypothesisLimits; README.md
+// Limits). Quantities with units; 'none' lifts a limit.
+inline void add_limit_options(boost::program_options::options_description& d) {
+  namespace po = boost::program_options;
+  d.add_options()
+      ("max-wall-time", po::value<std::string>()->default_value("10 min"),
+       "host time one hypothesis may take, e.g. '30 s' ('none': no limit)")
+      ("max-memory", po::value<std::string>(),
+       "memory one hypothesis may hold, e.g. '8 GiB' (default: the machine's memory / threads)")
+      ("max-simulated-time", po::value<std::string>()->default_value("24 h"),
+       "simulated time one hypothesis may cover (its horizon, or how long it runs)");
+}
+
+// Reads the options of add_limit_options. On a malformed value prints it and returns false.
+inline bool read_limits(const boost::program_options::variables_map& vm, studies::HypothesisLimits& limits,
+                        std::ostream& err) {
+  auto quantity = [&](const char* name, Dimension dim, std::optional<double>& out) {
+    if (!vm.count(name)) return true;
+    const std::string text = vm[name].as<std::string>();
+    if (text == "none") {
+      out.reset();
+      return true;
+    }
+    const QuantityParse q = parse_quantity(text, dim);
+    if (!q.ok || !(q.value > 0)) {
+      err << "error: --" << name << ": " << (q.ok ? "must be greater than 0" : q.error) << "\n";
+      return false;
+    }
+    out = q.value;
+    return true;
+  };
+  std::optional<double> memory_bytes;
+  const bool ok = quantity("max-wall-time", Dimension::kDuration, limits.wall_s) &&
+                  quantity("max-memory", Dimension::kBytes, memory_bytes) &&
+                  quantity("max-simulated-time", Dimension::kDuration, limits.simulated_s);
+  if (memory_bytes) limits.memory_gb = *memory_bytes * 1e-9;
+  return ok;
+}
+
+// --json's target: "-", a file, or "" when not given. A file is checked before any work: one that
+// cannot be written throws InputError (exit code 2, nothing run).
 inline std::string json_target(const boost::program_options::variables_map& vm) {
-  return vm.count("json") ? vm["json"].as<std::string>() : "";
+  const std::string target = vm.count("json") ? vm["json"].as<std::string>() : "";
+  if (!target.empty()) check_output_file(target, "JSON output (--json)");
+  return target;
 }
 
 }  // namespace servesim::app

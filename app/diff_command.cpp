@@ -20,9 +20,9 @@ int diff_command(const std::vector<std::string>& args, std::ostream& out, std::o
        "a change that makes B (applied to B only; repeatable)")
       ("set-both", po::value<std::vector<std::string>>()->composing(),
        "an override applied to A and B alike, e.g. a shorter run (repeatable)")
-      ("seed", po::value<std::uint64_t>(), "the seed of both runs (default: A's)")
+      ("seed", unsigned_value<std::uint64_t>(), "the seed of both runs (default: A's)")
       ("json", po::value<std::string>(), "write the comparison as JSON to FILE, or to stdout with '-'")
-      ("top", po::value<std::size_t>()->default_value(4), "components named in each sentence")
+      ("top", unsigned_value<std::size_t>()->default_value(Unsigned<std::size_t>{4}), "components named in each sentence")
       ("reproducible", "leave the host measurements (wall time) out of the JSON");
   po::variables_map vm;
   if (!parse_command(args, visible, vm, err)) return 2;
@@ -41,7 +41,7 @@ int diff_command(const std::vector<std::string>& args, std::ostream& out, std::o
   if (files.size() == 1 && sets.empty()) {
     problems.push_back("one file and no --set: B would equal A; give B or the changes (--set KEY=VALUE)");
   }
-  if (vm["top"].as<std::size_t>() < 1) problems.push_back("--top must be at least 1");
+  if (unsigned_of<std::size_t>(vm, "top") < 1) problems.push_back("--top must be at least 1");
   if (!problems.empty()) {
     for (const auto& p : problems) err << "error: " << p << "\n";
     err << "\n" << visible;
@@ -51,10 +51,11 @@ int diff_command(const std::vector<std::string>& args, std::ostream& out, std::o
   r.files = files;
   r.sets = sets;
   r.set_both = both;
-  r.seed = optional_value<std::uint64_t>(vm, "seed");
-  r.top = vm["top"].as<std::size_t>();
+  r.seed = optional_unsigned<std::uint64_t>(vm, "seed");
+  r.top = unsigned_of<std::size_t>(vm, "top");
   r.reproducible = vm.count("reproducible") > 0;
-  return print_output(studies::diff(r, err), json_target(vm), out);
+  const std::string json = json_target(vm);
+  return print_output(studies::diff(r, err), json, out);
 }
 
 }  // namespace servesim::app

@@ -46,23 +46,25 @@ int plan_command(const std::vector<std::string>& args, std::ostream& out, std::o
       ("max-batched-tokens", po::value<std::string>(), "token budgets to try (default: the scenario's)")
       ("ratios", po::value<std::string>(), "instance ratios between the pools to try, e.g. 1:2,1:3 (default auto)")
       ("max-chips", po::value<std::int64_t>(), "never try a deployment with more chips")
-      ("max-candidates", po::value<std::size_t>()->default_value(512), "refuse a larger space")
-      ("max-runs", po::value<std::size_t>()->default_value(2000),
+      ("max-candidates", unsigned_value<std::size_t>()->default_value(Unsigned<std::size_t>{512}), "refuse a larger space")
+      ("max-runs", unsigned_value<std::size_t>()->default_value(Unsigned<std::size_t>{2000}),
        "the budget of simulation runs; candidates still searching when it is spent end unfinished")
       ("chip-hour-price", po::value<double>(), "USD per chip-hour, for the cost targets")
       ("set", po::value<std::vector<std::string>>()->composing(), "override a scenario value (repeatable)")
-      ("seed", po::value<std::uint64_t>(), "the seed of every run (default: the scenario's)")
+      ("seed", unsigned_value<std::uint64_t>(), "the seed of every run (default: the scenario's)")
       ("threads", po::value<int>(), "OpenMP threads (default: the cores available)")
-      ("top", po::value<std::size_t>()->default_value(5), "the best deployments to show (and that pruning keeps)")
+      ("top", unsigned_value<std::size_t>()->default_value(Unsigned<std::size_t>{5}), "the best deployments to show (and that pruning keeps)")
       ("no-refine", "with several pools, keep instance counts at multiples of the ratio")
       ("json", po::value<std::string>(), "write the search as JSON to FILE, or to stdout with '-'")
       ("reproducible", "leave the wall time out, so that equal searches give byte-identical output");
+  add_limit_options(visible);
   po::variables_map vm;
   std::string path;
   if (auto done = parse_single_file(args, visible, "plan takes exactly one scenario file", vm, path, out, err)) {
     if (*done == 0 && vm.count("help")) out << "\n" << kHelpTail;
     return *done;
   }
+  const std::string json = json_target(vm);
   studies::PlanRequest r;
   r.scenario = path;
   r.target = vm["target"].as<std::string>();
@@ -77,15 +79,16 @@ int plan_command(const std::vector<std::string>& args, std::ostream& out, std::o
   r.max_batched_tokens = optional_value<std::string>(vm, "max-batched-tokens");
   r.ratios = optional_value<std::string>(vm, "ratios");
   r.max_chips = optional_value<std::int64_t>(vm, "max-chips");
-  r.max_candidates = vm["max-candidates"].as<std::size_t>();
-  r.max_runs = vm["max-runs"].as<std::size_t>();
+  r.max_candidates = unsigned_of<std::size_t>(vm, "max-candidates");
+  r.max_runs = unsigned_of<std::size_t>(vm, "max-runs");
   r.chip_hour_price = optional_value<double>(vm, "chip-hour-price");
   if (vm.count("set")) r.sets = vm["set"].as<std::vector<std::string>>();
-  r.seed = optional_value<std::uint64_t>(vm, "seed");
+  r.seed = optional_unsigned<std::uint64_t>(vm, "seed");
   r.threads = optional_value<int>(vm, "threads");
-  r.top = vm["top"].as<std::size_t>();
+  r.top = unsigned_of<std::size_t>(vm, "top");
   r.refine = vm.count("no-refine") == 0;
   r.reproducible = vm.count("reproducible") > 0;
+  if (!read_limits(vm, r.limits, err)) return 2;
   studies::StudyProgress progress;
   r.progress = &progress;
   studies::StudyOutput result;
@@ -98,7 +101,7 @@ int plan_command(const std::vector<std::string>& args, std::ostream& out, std::o
     });
     result = studies::plan(r, err);
   }
-  return print_output(result, json_target(vm), out);
+  return print_output(result, json, out);
 }
 
 }  // namespace servesim::app

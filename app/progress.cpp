@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -38,28 +39,32 @@ std::string ProgressBar::line(const Status& s, int width, double elapsed_s) {
   return bar + pct + eta + "  " + s.text;
 }
 
-ProgressBar::ProgressBar(bool enabled, std::function<Status()> poll) : poll_(std::move(poll)) {
+ProgressBar::ProgressBar(bool enabled, std::function<Status()> poll, Options options) : poll_(std::move(poll)) {
   if (!enabled) return;
-  thread_ = std::thread([this] {
+  thread_ = std::thread([this, options] {
     using namespace std::chrono_literals;
     const auto start = std::chrono::steady_clock::now();
     auto last = start;
     bool drawn = false;
-    while (!stop_.load()) {
-      std::this_thread::sleep_for(50ms);
-      const auto elapsed = std::chrono::steady_clock::now() - start;
-      if (elapsed < 500ms) continue;
-      if (drawn && std::chrono::steady_clock::now() - last < 250ms) continue;
+    auto draw = [&] {
       last = std::chrono::steady_clock::now();
       const std::string text =
           "\r" + line(poll_(), 28, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()) +
           "\x1b[K";
-      if (::write(STDERR_FILENO, text.data(), text.size()) < 0) return;
-      drawn = true;
+      drawn = ::write(options.fd, text.data(), text.size()) >= 0;
+      return drawn;
+    };
+    if (options.delay.count() == 0 && !draw()) return;
+    while (!stop_.load()) {
+      std::this_thread::sleep_for(std::min<std::chrono::milliseconds>(50ms, options.period));
+      const auto now = std::chrono::steady_clock::now();
+      if (now - start < options.delay) continue;
+      if (drawn && now - last < options.period) continue;
+      if (!draw()) return;
     }
     if (drawn) {
       const char clear[] = "\r\x1b[K";
-      if (::write(STDERR_FILENO, clear, sizeof clear - 1) < 0) return;
+      if (::write(options.fd, clear, sizeof clear - 1) < 0) return;
     }
   });
 }

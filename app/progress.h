@@ -8,6 +8,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <iosfwd>
 #include <string>
@@ -24,8 +25,16 @@ class ProgressBar {
     double fraction = -1;  // done, in [0, 1]; negative when unknown
     std::string text;
   };
+  // Where and when it draws: file descriptor 2 after half a second, every quarter of a second.
+  // A zero delay draws the first frame at once, before the first wait (tests draw to a pipe).
+  struct Options {
+    int fd = 2;
+    std::chrono::milliseconds delay{500};
+    std::chrono::milliseconds period{250};
+  };
   // Does nothing at all unless `enabled`.
-  ProgressBar(bool enabled, std::function<Status()> poll);
+  ProgressBar(bool enabled, std::function<Status()> poll) : ProgressBar(enabled, std::move(poll), Options{}) {}
+  ProgressBar(bool enabled, std::function<Status()> poll, Options options);
   ~ProgressBar();
   ProgressBar(const ProgressBar&) = delete;
   ProgressBar& operator=(const ProgressBar&) = delete;

@@ -79,7 +79,10 @@ int run_command(const std::vector<std::string>& args, std::ostream& out, std::os
        "keep at most N spans in the trace; the file says where it was cut")
       ("trace-window", po::value<std::string>(),
        "trace only spans that start in FROM:TO, e.g. '10 s:20 s'")
-      ("seed", po::value<std::uint64_t>(), "random seed (overrides the scenario's)")
+      ("seed", unsigned_value<std::uint64_t>(), "random seed (overrides the scenario's)")
+      ("max-memory", po::value<std::string>(),
+       "memory the run may hold, e.g. '8 GiB' (default: the machine's); a workload that cannot fit is "
+       "refused before it runs")
       ("reproducible", "leave host measurements (wall time, events/s, peak memory) out of the "
                        "report, so that equal runs give byte-identical files");
   po::variables_map vm;
@@ -89,14 +92,29 @@ int run_command(const std::vector<std::string>& args, std::ostream& out, std::os
   }
   scenario::LoadOptions options;
   if (vm.count("set")) options.sets = vm["set"].as<std::vector<std::string>>();
-  if (vm.count("seed")) options.seed = vm["seed"].as<std::uint64_t>();
+  if (vm.count("seed")) options.seed = unsigned_of<std::uint64_t>(vm, "seed");
   const bool reproducible = vm.count("reproducible") > 0;
+  studies::ExecuteOptions exec;
+  if (vm.count("max-memory")) {
+    const QuantityParse q = parse_quantity(vm["max-memory"].as<std::string>(), Dimension::kBytes);
+    if (!q.ok || !(q.value >= 1)) {
+      err << "error: --max-memory: " << (q.ok ? "must be at least 1 B" : q.error) << "\n";
+      return 2;
+    }
+    options.memory_limit_bytes = static_cast<std::int64_t>(q.value);
+  } else if (const std::int64_t machine = cluster::physical_memory_bytes(); machine > 0) {
+    options.memory_limit_bytes = machine;
+  }
+  exec.budget.memory_bytes = options.memory_limit_bytes;
+  if (vm.count("out") || vm.count("html")) {
+    options.bytes_per_request = cluster::kBytesPerRequestWithCsv;
+    exec.budget.bytes_per_request = cluster::kBytesPerRequestWithCsv;
+  }
   const std::string json_target = vm.count("json") ? vm["json"].as<std::string>() : "";
   const std::string out_dir = vm.count("out") ? vm["out"].as<std::string>() : "";
   const std::string html_target = vm.count("html") ? vm["html"].as<std::string>() : "";
   const std::string trace_target = vm.count("trace") ? vm["trace"].as<std::string>() : "";
   const bool want_html = !html_target.empty() || !out_dir.empty();
-  studies::ExecuteOptions exec;
   exec.time_series = want_html || vm.count("time-series") > 0;
   if (!trace_target.empty()) {
     metrics::TraceOptions trace;
@@ -119,6 +137,13 @@ int run_command(const std::vector<std::string>& args, std::ostream& out, std::os
   }
 
   try {
+    // Where the reports go is checked before anything runs.
+    if (!out_dir.empty()) {
+      check_output_folder(out_dir, {"report.json", "requests.csv", "summary.txt", "report.html"}, "--out folder");
+    }
+    if (!json_target.empty()) check_output_file(json_target, "JSON report (--json)");
+    if (!html_target.empty()) check_output_file(html_target, "HTML report (--html)");
+    if (!trace_target.empty()) check_output_file(trace_target, "trace (--trace)");
     const scenario::Scenario sc = path == "-" ? load_stdin_scenario(options) : scenario::load_scenario_file(path, options);
     for (const auto& w : sc.warnings) err << "warning: " << w.to_string() << "\n";
     cluster::RunProgress progress;
@@ -154,9 +179,12 @@ int run_command(const std::vector<std::string>& args, std::ostream& out, std::os
     run = studies::execute(sc, exec);
     writing.store("reports");
     written.store(0);
-    auto write = [&](const std::filesystem::path& target, const std::string& text, const char* what) {
+    // Every file is written in full before any is renamed into place (write_all_or_none); the bar
+    // counts the files as their texts are ready.
+    std::vector<std::pair<std::string, std::string_view>> outputs;
+    auto add = [&](const std::filesystem::path& target, std::string_view text, const char* what) {
       writing.store(what);
-      write_atomically(target, text);
+      outputs.emplace_back(target.string(), text);
       written.fetch_add(1);
     };
     reports::RunInfo info;
@@ -188,21 +216,25 @@ int run_command(const std::vector<std::string>& args, std::ostream& out, std::os
       trace_text = t.str();
     }
 
+    std::string csv;
     if (!out_dir.empty()) {
-      std::filesystem::create_directories(out_dir);
-      write(std::filesystem::path(out_dir) / "report.json", report, "report.json");
+      create_output_folder(out_dir);
+      const std::filesystem::path dir(out_dir);
+      add(dir / "report.json", report, "report.json");
       if (!skip_csv) {
         writing.store("requests.csv");
-        std::ostringstream csv;
-        reports::write_requests_csv(csv, *run.metrics);
-        write(std::filesystem::path(out_dir) / "requests.csv", csv.str(), "requests.csv");
+        std::ostringstream csv_stream;
+        reports::write_requests_csv(csv_stream, *run.metrics);
+        csv = csv_stream.str();
+        add(dir / "requests.csv", csv, "requests.csv");
       }
-      write(std::filesystem::path(out_dir) / "summary.txt", table, "summary.txt");
-      write(std::filesystem::path(out_dir) / "report.html", html, "report.html");
+      add(dir / "summary.txt", table, "summary.txt");
+      add(dir / "report.html", html, "report.html");
     }
-    if (!html_target.empty()) write(html_target, html, "the HTML report");
-    if (!trace_target.empty()) write(trace_target, trace_text, "the trace");
-    if (!json_target.empty() && json_target != "-") write(json_target, report, "the JSON report");
+    if (!html_target.empty()) add(html_target, html, "the HTML report");
+    if (!trace_target.empty()) add(trace_target, trace_text, "the trace");
+    if (!json_target.empty() && json_target != "-") add(json_target, report, "the JSON report");
+    write_all_or_none(outputs);
     bar.reset();  // the bar's line is cleared before the table is printed
     if (json_target == "-") {
       out << report;

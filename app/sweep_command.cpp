@@ -34,7 +34,7 @@ int sweep_command(const std::vector<std::string>& args, std::ostream& out, std::
       ("set", po::value<std::vector<std::string>>()->composing(), "override a scenario value in every variant")
       ("samples", po::value<std::int64_t>(), "draw N variants instead of the full grid")
       ("sampling", po::value<std::string>()->default_value("lhs"), "with --samples: lhs (Latin hypercube) or random")
-      ("seed", po::value<std::uint64_t>()->default_value(0), "seed of the sampling (the simulation seed is the scenario's; vary `seed` for replications)")
+      ("seed", unsigned_value<std::uint64_t>()->default_value(Unsigned<std::uint64_t>{0}), "seed of the sampling (the simulation seed is the scenario's; vary `seed` for replications)")
       ("objective", po::value<std::string>()->default_value("output_tokens_per_s_per_chip"),
        "rank by this metric (min:NAME or max:NAME to set the direction)")
       ("constraint", po::value<std::vector<std::string>>()->composing(),
@@ -42,10 +42,11 @@ int sweep_command(const std::vector<std::string>& args, std::ostream& out, std::
       ("pareto", po::value<std::string>()->default_value("output_tokens_per_s_per_chip,tpot_p50"),
        "two objectives A,B for the Pareto front")
       ("chip-hour-price", po::value<double>(), "USD per chip-hour, for the cost metrics")
-      ("top", po::value<std::size_t>()->default_value(10), "rows in the table of best variants")
+      ("top", unsigned_value<std::size_t>()->default_value(Unsigned<std::size_t>{10}), "rows in the table of best variants")
       ("threads", po::value<int>(), "OpenMP threads per process (default: the cores available)")
       ("out", po::value<std::string>(), "folder for journal.jsonl, results.jsonl, summary.txt (default: ./<scenario>.sweep)")
       ("json", po::value<std::string>(), "'-': print the result lines instead of the table");
+  add_limit_options(visible);
   // Every rank parses the command line alike; only rank 0 speaks.
   studies::SweepRanks ranks;
   std::ostringstream quiet;
@@ -64,16 +65,17 @@ int sweep_command(const std::vector<std::string>& args, std::ostream& out, std::
   if (vm.count("set")) r.sets = vm["set"].as<std::vector<std::string>>();
   r.samples = optional_value<std::int64_t>(vm, "samples");
   r.sampling = vm["sampling"].as<std::string>();
-  r.seed = vm["seed"].as<std::uint64_t>();
+  r.seed = unsigned_of<std::uint64_t>(vm, "seed");
   r.objective = vm["objective"].as<std::string>();
   if (vm.count("constraint")) r.constraints = vm["constraint"].as<std::vector<std::string>>();
   r.pareto = vm["pareto"].as<std::string>();
   r.chip_hour_price = optional_value<double>(vm, "chip-hour-price");
-  r.top = vm["top"].as<std::size_t>();
+  r.top = unsigned_of<std::size_t>(vm, "top");
   r.threads = optional_value<int>(vm, "threads");
   r.out = optional_value<std::string>(vm, "out");
   r.json = optional_value<std::string>(vm, "json");
   r.ranks = &ranks;
+  if (!read_limits(vm, r.limits, complain)) return 2;
   studies::StudyProgress progress;
   r.progress = &progress;
   studies::StudyOutput result;

@@ -48,7 +48,8 @@ int validate_command(const std::vector<std::string>& args, std::ostream& out, st
   r.rows = vm.count("rows") > 0;
   r.reproducible = vm.count("reproducible") > 0;
   r.print_scenario = optional_value<std::string>(vm, "print-scenario");
-  return print_output(studies::validate(r, err), json_target(vm), out);
+  const std::string json = json_target(vm);
+  return print_output(studies::validate(r, err), json, out);
 }
 
 }  // namespace servesim::app

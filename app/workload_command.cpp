@@ -36,7 +36,7 @@ int stats_command(const std::vector<std::string>& args, std::ostream& out, std::
        "block size for the reuse of shared prefixes and session histories [a scenario's KV "
        "block size, else 16]")
       ("set", po::value<std::vector<std::string>>()->composing(), "override a scenario value")
-      ("seed", po::value<std::uint64_t>(), "random seed (overrides the scenario's)");
+      ("seed", unsigned_value<std::uint64_t>(), "random seed (overrides the scenario's)");
   po::variables_map vm;
   std::string path;
   if (auto done = parse_single_file(args, visible, "workload stats takes exactly one trace or scenario file",
@@ -51,8 +51,9 @@ int stats_command(const std::vector<std::string>& args, std::ostream& out, std::
   r.skip_bad_rows = vm.count("skip-bad-rows") > 0;
   r.block_tokens = optional_value<std::int64_t>(vm, "block-tokens");
   if (vm.count("set")) r.sets = vm["set"].as<std::vector<std::string>>();
-  r.seed = optional_value<std::uint64_t>(vm, "seed");
-  return print_output(studies::workload_stats(r, err), json_target(vm), out);
+  r.seed = optional_unsigned<std::uint64_t>(vm, "seed");
+  const std::string json = json_target(vm);
+  return print_output(studies::workload_stats(r, err), json, out);
 }
 
 }  // namespace

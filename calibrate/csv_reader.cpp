@@ -2,6 +2,8 @@
 
 #include <zlib.h>
 
+#include "core/input_file.h"
+
 namespace servesim::calibrate {
 namespace {
 
@@ -25,6 +27,12 @@ class GzipLines final : public LineSource {
       line.append(buffer_, pos_, std::string::npos);
       buffer_.clear();
       pos_ = 0;
+      if (line.size() > kMaxLineBytes) {
+        error = "the line is longer than " + format_limit(kMaxLineBytes) +
+                " (is this a measurement table?) (limits: README.md)";
+        eof_ = true;
+        return false;
+      }
       if (eof_) return !line.empty();
       buffer_.resize(1 << 20);
       const int got = gzread(file_, buffer_.data(), static_cast<unsigned>(buffer_.size()));
@@ -59,7 +67,17 @@ std::unique_ptr<LineSource> open_gzip_lines(const std::string& path) {
   return std::make_unique<GzipLines>(f);
 }
 
+namespace {
+
+// Measurement tables are streamed: regular files only (a FIFO would block, /dev/zero never end).
+std::unique_ptr<LineSource> open_measurement_lines(const std::string& path) {
+  check_streamed_file(InputSource{path, "measurement file", ""});
+  return open_gzip_lines(path);
+}
+
+}  // namespace
+
 MeasurementCsv::MeasurementCsv(std::string path)
-    : CsvReader(path, open_gzip_lines(path), CsvOptions{"measurement file", ""}) {}
+    : CsvReader(path, open_measurement_lines(path), CsvOptions{"measurement file", ""}) {}
 
 }  // namespace servesim::calibrate

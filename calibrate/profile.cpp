@@ -12,6 +12,7 @@
 
 #include "calibrate/csv_reader.h"
 #include "core/hash.h"
+#include "core/input_file.h"
 
 namespace servesim::calibrate {
 namespace {
@@ -246,9 +247,7 @@ void write_profile(std::ostream& out, const Profile& p) {
 Profile read_profile(const std::string& path) {
   YAML::Node root;
   try {
-    root = YAML::LoadFile(path);
-  } catch (const YAML::BadFile&) {
-    throw InputError({Diagnostic{path, 0, 0, "", "cannot open the profile"}});
+    root = YAML::Load(read_input_file(InputSource{path, "profile", ""}, kMaxScenarioBytes));
   } catch (const YAML::ParserException& e) {
     throw InputError({Diagnostic{path, e.mark.line + 1, e.mark.column + 1, "", "not valid YAML: " + e.msg}});
   }
@@ -438,6 +437,7 @@ Profile read_profile(const std::string& path) {
 }
 
 std::string content_hash(const std::string& path) {
+  check_streamed_file(InputSource{path, "file to fingerprint", ""});
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError({Diagnostic{path, 0, 0, "", "cannot open the file to fingerprint it"}});
   std::uint64_t h = kFnv1aOffsetBasis;

@@ -10,9 +10,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -23,6 +23,7 @@
 #include "calibrate/roofline_fit.h"
 #include "calibrate/table_look.h"
 #include "core/errors.h"
+#include "core/output_file.h"
 
 namespace po = boost::program_options;
 using namespace servesim::calibrate;
@@ -77,12 +78,12 @@ int read_command(const std::vector<std::string>& files, const ReadOptions& optio
 
 void write_json(const std::string& path, const std::vector<ErrorReport>& reports) {
   if (path.empty()) return;
-  std::ofstream out(path);
-  out << "[\n";
+  std::string text = "[\n";
   for (std::size_t i = 0; i < reports.size(); ++i) {
-    out << error_report_json(reports[i]) << (i + 1 < reports.size() ? ",\n" : "");
+    text += error_report_json(reports[i]) + (i + 1 < reports.size() ? ",\n" : "");
   }
-  out << "]\n";
+  text += "]\n";
+  servesim::write_atomically(path, text);
 }
 
 int roofline_command(std::vector<std::string> files, const ReadOptions& options, std::size_t folds,
@@ -121,7 +122,7 @@ int roofline_command(std::vector<std::string> files, const ReadOptions& options,
   }
   write_json(json_path, look.reports);
   if (!profile_dir.empty()) {
-    std::filesystem::create_directories(profile_dir);
+    servesim::create_output_folder(profile_dir);
     std::vector<std::string> source_chip(set.sources().size());
     for (const Measurement& m : set.rows()) source_chip[m.source] = set.label(m.chip);
     for (const ErrorReport& r : look.reports) {
@@ -145,8 +146,9 @@ int roofline_command(std::vector<std::string> files, const ReadOptions& options,
         p.entries.push_back(std::move(e));
       }
       p.errors = r;
-      std::ofstream out(profile_dir + "/" + r.chip + ".yaml");
+      std::ostringstream out;
       write_profile(out, p);
+      servesim::write_atomically(profile_dir + "/" + r.chip + ".yaml", out.str());
     }
   }
   return 0;
@@ -174,11 +176,10 @@ int main(int argc, char** argv) {
   try {
     po::options_description opts("options");
     std::string chip, json, profile_dir;
-    std::size_t folds = 5;
-    std::uint64_t seed = 1;
+    long long folds_arg = 5, seed_arg = 1;  // signed: Boost reads "-1" into an unsigned as 2^64 - 1
     opts.add_options()("help,h", "this help")("chip", po::value(&chip), "chip of files that do not name one")(
-        "folds", po::value(&folds), "cross-validation folds (default 5)")(
-        "seed", po::value(&seed), "seed of the fold assignment (default 1)")(
+        "folds", po::value(&folds_arg), "cross-validation folds (default 5)")(
+        "seed", po::value(&seed_arg), "seed of the fold assignment (default 1)")(
         "json", po::value(&json), "also write the error reports as JSON to FILE")(
         "profile-dir", po::value(&profile_dir), "also write one profile per chip into DIR")(
         "command", po::value<std::string>(), "read | roofline | gemm-table")(
@@ -192,6 +193,15 @@ int main(int argc, char** argv) {
       std::cout << kUsage << opts;
       return vm.count("help") ? 0 : 2;
     }
+    if (folds_arg < 2 || seed_arg < 0) {
+      std::cerr << "error: --folds must be at least 2 and --seed at least 0\n" << kUsage;
+      return 2;
+    }
+    const auto folds = static_cast<std::size_t>(folds_arg);
+    const auto seed = static_cast<std::uint64_t>(seed_arg);
+    // Where the results go is checked before any fitting.
+    if (!json.empty()) servesim::check_output_file(json, "JSON error report (--json)");
+    if (!profile_dir.empty()) servesim::check_output_folder(profile_dir, {}, "profile folder (--profile-dir)");
     const std::string command = vm["command"].as<std::string>();
     const auto files = vm.count("files") ? vm["files"].as<std::vector<std::string>>() : std::vector<std::string>{};
     ReadOptions ro;
@@ -208,7 +218,7 @@ int main(int argc, char** argv) {
     std::cerr << "unknown command '" << command << "'\n" << kUsage;
     return 2;
   } catch (const servesim::InputError& e) {
-    for (const auto& d : e.diagnostics()) std::cerr << d.to_string() << "\n";
+    servesim::print_diagnostics(e, std::cerr);
     return 2;
   } catch (const po::error& e) {
     std::cerr << e.what() << "\n" << kUsage;

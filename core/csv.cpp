@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "core/input_file.h"
 #include "core/units.h"
 
 namespace servesim {
@@ -119,6 +120,12 @@ class TextLines final : public LineSource {
         }
         line.append(b, end_ - pos_);
         pos_ = end_;
+        if (line.size() > kMaxLineBytes) {
+          error = "the line is longer than " + format_limit(kMaxLineBytes) +
+                  " (is this a CSV file?) (limits: README.md)";
+          eof_ = true;
+          return false;
+        }
       }
       if (eof_) return !line.empty();
       end_ = std::fread(buffer_.data(), 1, buffer_.size(), file_);

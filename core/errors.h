@@ -25,15 +25,20 @@ struct Diagnostic {
 
 class InputError : public std::runtime_error {
  public:
-  explicit InputError(std::vector<Diagnostic> diagnostics);
+  // `outcome` completes the count line the command line prints: what became of the command
+  // ("nothing was run" for input found bad before any work; "nothing was written" for an output
+  // that could not be written after it).
+  explicit InputError(std::vector<Diagnostic> diagnostics, std::string outcome = "nothing was run");
   const std::vector<Diagnostic>& diagnostics() const { return diagnostics_; }
+  const std::string& outcome() const { return outcome_; }
 
  private:
   std::vector<Diagnostic> diagnostics_;
+  std::string outcome_;
 };
 
-// Prints every diagnostic ("error: file:line:col: path: message") and the count, for the command
-// line and the studies that report to a stream.
+// Prints every diagnostic ("error: file:line:col: path: message") and the count with the outcome,
+// for the command line and the studies that report to a stream.
 void print_diagnostics(const InputError& e, std::ostream& err);
 
 }  // namespace servesim

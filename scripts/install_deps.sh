@@ -6,7 +6,9 @@ set -euo pipefail
 packages=(g++ cmake ninja-build libboost-graph-dev libboost-program-options-dev libyaml-cpp-dev
           nlohmann-json3-dev libeigen3-dev doctest-dev libpng-dev libopenmpi-dev openmpi-bin
           zlib1g-dev python3 python3-jsonschema chromium git)
-optional=()
+# Optional: the fuzzing step (scripts/fuzz.sh) needs clang and its libFuzzer runtime, and skips,
+# saying so, without them.
+optional=(clang libclang-rt-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

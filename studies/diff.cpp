@@ -6,10 +6,9 @@
 #include "studies/diff.h"
 
 #include <filesystem>
-#include <fstream>
 #include <optional>
-#include <sstream>
 
+#include "core/input_file.h"
 #include "reports/report.h"
 #include "studies/attribution.h"
 #include "studies/evaluate.h"
@@ -31,11 +30,12 @@ struct ReportFile {
 };
 
 ReportFile read_report(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError({Diagnostic{path, 0, 0, "", "cannot open the report file"}});
-  std::ostringstream s;
-  s << in.rdbuf();
-  const std::string text = s.str();
+  const std::string text = read_input_file(InputSource{path, "report file", ""}, kMaxJsonFileBytes);
+  if (const auto deep = json_too_deep_at(text)) {
+    const auto [line, column] = line_and_column(text, *deep);
+    throw InputError({Diagnostic{path, line, column, "",
+                                 "the JSON nests deeper than " + std::to_string(kMaxJsonDepth) + " levels (limits: README.md)"}});
+  }
   Json j;
   try {
     j = Json::parse(text);

@@ -30,13 +30,18 @@ scenario::Scenario load_hypothesis(const Hypothesis& h) {
   options.sets = h.sets;
   options.seed = h.seed;
   options.caches = h.caches;
+  options.memory_limit_bytes = h.budget.memory_bytes;
+  options.bytes_per_request = h.budget.bytes_per_request;
+  options.file_roots = h.file_roots;
   return scenario::load_scenario(*h.base, options);
 }
 
-Evaluation evaluate(const scenario::Scenario& sc) {
+Evaluation evaluate(const scenario::Scenario& sc, const cluster::BudgetLimits& budget) {
   Evaluation ev;
   const auto start = std::chrono::steady_clock::now();
-  const RunOutput run = execute(sc);
+  ExecuteOptions options;
+  options.budget = budget;
+  const RunOutput run = execute(sc, options);
   reports::RunInfo info;
   info.name = sc.name;
   info.events = run.events;
@@ -62,7 +67,7 @@ Evaluation evaluate(const Hypothesis& h) {
   const auto start = std::chrono::steady_clock::now();
   try {
     const scenario::Scenario sc = load_hypothesis(h);
-    ev = evaluate(sc);
+    ev = evaluate(sc, h.budget);
     if (h.keep_scenario) ev.scenario = sc.resolved;
   } catch (const InputError& e) {
     ev.errors = e.diagnostics();

@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/errors.h"
+#include "sim/cluster/run_budget.h"
 #include "sim/metrics/summary.h"
 #include "sim/scenario/caches.h"
 #include "sim/scenario/scenario.h"
@@ -35,6 +36,8 @@ struct Hypothesis {
   std::optional<std::uint64_t> seed;    // overrides the scenario's
   bool keep_scenario = false;           // fill Evaluation::scenario (not part of the result)
   scenario::Caches* caches = nullptr;   // the session's (sim/scenario/caches.h), when it has one
+  cluster::BudgetLimits budget;         // what its run may cost (run.h); exceeded: an error result
+  std::vector<std::string> file_roots;  // files the scenario names must lie here (LoadOptions)
 };
 
 struct Evaluation {
@@ -48,8 +51,9 @@ struct Evaluation {
 Evaluation evaluate(const Hypothesis& hypothesis);
 // The base scenario with the hypothesis's overrides and seed, validated. Throws InputError.
 scenario::Scenario load_hypothesis(const Hypothesis& hypothesis);
-// Runs and summarises a scenario that is already loaded (the result shape above; always ok).
-Evaluation evaluate(const scenario::Scenario& scenario);
+// Runs and summarises a scenario that is already loaded (the result shape above). Throws
+// LimitExceeded (run.h) when the run exceeds `budget`.
+Evaluation evaluate(const scenario::Scenario& scenario, const cluster::BudgetLimits& budget = {});
 
 // {"ok": false, "errors": [...]} for diagnostics found before a hypothesis could be evaluated.
 nlohmann::ordered_json error_result(const std::vector<Diagnostic>& errors);

@@ -1,15 +1,17 @@
 #include "studies/journal.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <stdexcept>
+
+#include "core/hash.h"
 
 namespace servesim::studies {
 namespace {
@@ -41,67 +43,73 @@ void sync_directory(const std::string& path) {
 
 }  // namespace
 
-bool Journal::open(const std::string& path, const nlohmann::ordered_json& header,
-                   std::vector<nlohmann::ordered_json>& records, std::string& error) {
+bool Journal::open(const std::string& path, const nlohmann::ordered_json& header, std::vector<Line>& lines,
+                   std::string& error) {
   path_ = path;
   const std::string header_line = header.dump() + "\n";
-  std::string text;
-  {
-    std::ifstream in(path, std::ios::binary);
-    if (in) {
-      std::ostringstream s;
-      s << in.rdbuf();
-      text = s.str();
-    }
-  }
-  std::size_t keep = 0;  // bytes of complete, valid lines
-  if (!text.empty()) {
-    std::size_t pos = 0;
-    int line_no = 0;
-    while (pos < text.size()) {
-      const std::size_t nl = text.find('\n', pos);
-      const bool last = nl == std::string::npos || nl + 1 == text.size();
-      const std::string line = text.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);
-      ++line_no;
-      nlohmann::ordered_json j;
-      bool parsed = nl != std::string::npos;
-      if (parsed) {
-        try {
-          j = nlohmann::ordered_json::parse(line);
-        } catch (const nlohmann::json::parse_error&) {
-          parsed = false;
-        }
-      }
-      if (!parsed) {
-        // A torn last line (a write cut short): dropped below. A torn header means the sweep
-        // was killed before it began: the journal starts afresh.
-        if (last && (line_no > 1 || nl == std::string::npos)) break;
-        error = "the journal " + path + " is corrupt at line " + std::to_string(line_no) +
-                (line_no == 1 ? " (its header)" : "") + "; move it away to start the sweep afresh";
-        return false;
-      }
-      if (line_no == 1) {
-        if (j != header) {
-          std::string what;
-          for (const auto& [key, value] : header.items()) {
-            if (!j.contains(key) || j[key] != value) what += (what.empty() ? "" : ", ") + key;
-          }
-          error = "the journal " + path + " belongs to a different sweep (" +
-                  (what.empty() ? std::string("its header differs") : "differs in: " + what) +
-                  "); use another --out folder, or delete it to start afresh";
-          return false;
-        }
-      } else {
-        records.push_back(std::move(j));
-      }
-      pos = nl + 1;
-      keep = pos;
-    }
-  }
-  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd_ < 0) {
     error = "cannot open the journal " + path + ": " + std::strerror(errno);
     return false;
+  }
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
+    error = "the journal " + path + " is not a regular file";
+    return false;
+  }
+  // One sweep per journal: a second one on the same folder is told so, at once.
+  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    error = errno == EWOULDBLOCK ? "another sweep is writing to " + path + " right now; wait for it to finish, or "
+                                   "use another --out folder"
+                                 : "cannot lock the journal " + path + ": " + std::strerror(errno);
+    return false;
+  }
+  std::string text;
+  {
+    char buf[1 << 16];
+    off_t at = 0;
+    while (true) {
+      const ssize_t n = ::pread(fd_, buf, sizeof buf, at);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        error = "cannot read the journal " + path + ": " + std::strerror(errno);
+        return false;
+      }
+      if (n == 0) break;
+      text.append(buf, static_cast<std::size_t>(n));
+      at += n;
+    }
+  }
+  std::size_t keep = 0;  // bytes of complete lines
+  int line_no = 0;
+  for (std::size_t pos = 0; pos < text.size();) {
+    const std::size_t nl = text.find('\n', pos);
+    ++line_no;
+    if (nl == std::string::npos) break;  // a torn last line (a write cut short): dropped below
+    std::string line = text.substr(pos, nl - pos);
+    if (line_no == 1) {
+      nlohmann::ordered_json j;
+      try {
+        j = nlohmann::ordered_json::parse(line);
+      } catch (const nlohmann::json::parse_error&) {
+        error = "the journal " + path + " is corrupt at line 1 (its header); move it away to start the sweep afresh";
+        return false;
+      }
+      if (j != header) {
+        std::string what;
+        for (const auto& [key, value] : header.items()) {
+          if (!j.is_object() || !j.contains(key) || j[key] != value) what += (what.empty() ? "" : ", ") + key;
+        }
+        error = "the journal " + path + " belongs to a different sweep (" +
+                (what.empty() ? std::string("its header differs") : "differs in: " + what) +
+                "); use another --out folder, or delete it to start afresh";
+        return false;
+      }
+    } else {
+      lines.push_back(Line{line_no, std::move(line)});
+    }
+    pos = nl + 1;
+    keep = pos;
   }
   if (keep < text.size()) {
     dropped_bytes_ = text.size() - keep;
@@ -117,7 +125,41 @@ bool Journal::open(const std::string& path, const nlohmann::ordered_json& header
   return true;
 }
 
-void Journal::append(const std::string& line) { write_all(fd_, line + "\n", path_); }
+namespace {
+
+constexpr const char* kCheckKey = ",\"check\":\"";
+
+}  // namespace
+
+void Journal::append(const std::string& record) {
+  // {...} -> {...,"check":"<fnv1a of {...}>"}
+  std::string line = record;
+  if (line.size() < 2 || line.back() != '}') throw std::runtime_error("a journal record must be a JSON object");
+  line.pop_back();
+  line += std::string(kCheckKey) + hex64(fnv1a64(record)) + "\"}\n";
+  write_all(fd_, line, path_);
+}
+
+std::optional<nlohmann::ordered_json> Journal::verify(const std::string& line, std::string& why) {
+  const std::size_t at = line.rfind(kCheckKey);
+  const std::size_t digits = at == std::string::npos ? 0 : at + std::char_traits<char>::length(kCheckKey);
+  if (at == std::string::npos || line.size() != digits + 16 + 2 || line.compare(digits + 16, 2, "\"}") != 0) {
+    why = "it has no check (cut short, or not written by a sweep)";
+    return std::nullopt;
+  }
+  const std::string record = line.substr(0, at) + "}";
+  if (hex64(fnv1a64(record)) != line.substr(digits, 16)) {
+    why = "its check does not match its content (edited or damaged)";
+    return std::nullopt;
+  }
+  try {
+    auto j = nlohmann::ordered_json::parse(record);
+    if (j.is_object()) return j;
+  } catch (const nlohmann::json::parse_error&) {
+  }
+  why = "it is not a JSON object";
+  return std::nullopt;
+}
 
 Journal::~Journal() {
   if (fd_ >= 0) ::close(fd_);

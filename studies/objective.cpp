@@ -209,6 +209,12 @@ std::optional<Constraint> parse_constraint(const std::string& text, std::string&
       break;
     }
   }
+  // A limit no result can reach (an attainment of 150%, a negative latency) would silently make
+  // every variant infeasible, or every one feasible.
+  if (m->kind == Kind::kFraction && !(c.value >= 0 && c.value <= 1)) {
+    return fail("a share is between 0 and 1 (0% and 100%), got '" + value + "'");
+  }
+  if (!(c.value >= 0)) return fail("must be at least 0, got '" + value + "'");
   return c;
 }
 

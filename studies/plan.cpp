@@ -339,8 +339,9 @@ StudyOutput plan(const PlanRequest& request, std::ostream& err) {
   const auto cp_list = int_list(request.cp, "cp", problems);
   const auto mbs_list = int_list(request.max_batch_size, "max-batch-size", problems);
   const auto mbt_list = int_list(request.max_batched_tokens, "max-batched-tokens", problems);
-  const int threads = request.threads ? *request.threads : omp_get_num_procs();
-  if (threads < 1) problems.push_back("--threads must be at least 1");
+  std::string threads_error, threads_note;
+  const int threads = thread_count(request.threads, threads_error, threads_note);
+  if (!threads_error.empty()) problems.push_back(threads_error);
   if (request.top < 1) problems.push_back("--top must be at least 1");
   std::optional<std::int64_t> max_chips;
   if (request.max_chips) {
@@ -603,6 +604,8 @@ StudyOutput plan(const PlanRequest& request, std::ostream& err) {
     }
   }
 
+  const cluster::BudgetLimits probe_budget = budget_of(request.limits, threads);
+  if (!threads_note.empty()) err << "note: " << threads_note << "\n";
   const PlanEvaluator evaluator = [&](const PlanCandidate& c, const std::vector<int>& instances) {
     Hypothesis h;
     h.base = doc;
@@ -613,6 +616,7 @@ StudyOutput plan(const PlanRequest& request, std::ostream& err) {
       h.sets.push_back("deployment.pools[" + std::to_string(p) + "].instances=" + std::to_string(instances[p]));
     }
     h.seed = seed;
+    h.budget = probe_budget;
     Json r = evaluate(h).result;
     if (request.progress) ++request.progress->done;
     return r;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "studies/run.h"
 #include "studies/study_io.h"
 
 namespace servesim::studies {
@@ -32,6 +33,7 @@ struct PlanRequest {
   bool refine = true;                    // false: instance counts stay multiples of the ratio
   bool reproducible = false;
   StudyProgress* progress = nullptr;     // runs done over deployments
+  HypothesisLimits limits;               // per probe (run.h); one over a limit is an invalid probe
 };
 
 // The exit code of a search that ran and found no deployment meeting the constraints (its JSON

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+
+#include "core/errors.h"
 #include <memory>
 #include <optional>
 
@@ -27,10 +29,33 @@ struct ExecuteOptions {
   bool time_series = false;    // record metrics::TimeSeries (RunOutput::metrics->time_series())
   std::optional<metrics::TraceOptions> trace;  // record a metrics::TraceLog
   cluster::RunProgress* progress = nullptr;    // published for a progress display
+  cluster::BudgetLimits budget;                // what the run may cost (none by default)
 };
 
-// Runs a loaded scenario.
+// A run stopped by its budget or by the end of the simulated clock (core/time.h): bad input for
+// the limits it was given, reported like any (exit code 2, an error answer in serve and sweep).
+class LimitExceeded : public InputError {
+ public:
+  using InputError::InputError;
+};
+
+// Runs a loaded scenario. Throws LimitExceeded (above).
 RunOutput execute(const scenario::Scenario& scenario, const ExecuteOptions& options = {});
+
+// The per-hypothesis limits of the screening commands (serve, sweep, plan) as their options give
+// them; defaults in README.md (Limits). `threads`: hypotheses run at once in this process (the
+// machine's memory is shared among them).
+struct HypothesisLimits {
+  std::optional<double> wall_s = 600;
+  std::optional<double> memory_gb;           // default: physical memory / threads
+  std::optional<double> simulated_s = 86400;
+};
+cluster::BudgetLimits budget_of(const HypothesisLimits& limits, int threads);
+
+// The OpenMP threads a study runs with: `requested` (default: the cores available), capped at the
+// cores available (more would only wait, each holding a hypothesis's memory). Sets `error` when
+// `requested` is below 1, and `note` (a sentence for the user) when it was capped.
+int thread_count(std::optional<int> requested, std::string& error, std::string& note);
 
 // The peak resident set of this process so far, in MB (getrusage).
 double peak_rss_mb();

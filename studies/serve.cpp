@@ -5,6 +5,7 @@
 #include <malloc.h>
 #endif
 
+#include <filesystem>
 #include <istream>
 #include <ostream>
 
@@ -93,6 +94,58 @@ VerdictRequest read_protocol_fields(const Json& request, Hypothesis& h, std::vec
   return v;
 }
 
+// Serve's input rules (ServeOptions) for a line as read: its size, encoding and nesting.
+void check_line(const std::string& line, bool cut, const ServeOptions& options) {
+  if (cut) {
+    throw InputError({request_error("", "the line is longer than " + format_limit(options.max_line_bytes) +
+                                            " (limits: README.md); the rest of it was skipped")});
+  }
+  if (const auto bad = invalid_utf8_at(line)) {
+    throw InputError({request_error("", "the line is not UTF-8: byte " + std::to_string(*bad + 1) +
+                                            " starts no valid character")});
+  }
+  if (const auto deep = json_too_deep_at(line)) {
+    throw InputError({request_error("", "the request nests deeper than " + std::to_string(kMaxJsonDepth) +
+                                            " levels at byte " + std::to_string(*deep + 1) + " (limits: README.md)")});
+  }
+}
+
+// A scenario path a request names, against serve's roots: inside one of them, and a YAML file.
+void check_scenario_path(const std::string& path, const ServeOptions& options) {
+  if (options.roots.empty()) return;
+  const std::string ext = std::filesystem::path(path).extension().string();
+  if (ext != ".yaml" && ext != ".yml") {
+    throw InputError({Diagnostic{path, 0, 0, "scenario",
+                                 "not a scenario file: serve reads only .yaml and .yml files"}});
+  }
+  if (!path_within(path, options.roots)) {
+    std::string list;
+    for (const auto& r : options.roots) list += (list.empty() ? "" : ", ") + r;
+    throw InputError({Diagnostic{path, 0, 0, "scenario",
+                                 "outside the folders this server may read (" + list + "; serve --root)"}});
+  }
+}
+
+// One line from `in`, without its newline, keeping at most `max` bytes (`cut` when more were
+// skipped: a huge line costs no memory). False at the end of input.
+bool read_line(std::istream& in, std::string& line, std::uint64_t max, bool& cut) {
+  line.clear();
+  cut = false;
+  std::streambuf* sb = in.rdbuf();
+  bool any = false;
+  while (true) {
+    const int c = sb->sbumpc();
+    if (c == std::char_traits<char>::eof()) {
+      in.setstate(std::ios::eofbit);
+      return any;
+    }
+    any = true;
+    if (c == '\n') return true;
+    if (line.size() < max) line.push_back(static_cast<char>(c));
+    else cut = true;
+  }
+}
+
 }  // namespace
 
 std::shared_ptr<const scenario::ScenarioDocument> ScenarioCache::file(const std::string& path) {
@@ -127,10 +180,15 @@ std::shared_ptr<const scenario::ScenarioDocument> ScenarioCache::inline_text(con
   return doc;
 }
 
-Answer answer(const std::string& line, ScenarioCache& cache) {
+Answer answer(const std::string& line, ScenarioCache& cache, const ServeOptions& options) {
+  return answer_line(line, false, cache, options);
+}
+
+Answer answer_line(const std::string& line, bool cut, ScenarioCache& cache, const ServeOptions& options) {
   Json id = nullptr;
   Json result;
   try {
+    check_line(line, cut, options);
     Json request;
     try {
       request = Json::parse(line);
@@ -173,8 +231,11 @@ Answer answer(const std::string& line, ScenarioCache& cache) {
     }
     const VerdictRequest verdict = read_protocol_fields(request, h, problems);
     if (!problems.empty()) throw InputError(std::move(problems));
+    if (sc->is_string()) check_scenario_path(sc->get<std::string>(), options);
     h.base = sc->is_string() ? cache.file(sc->get<std::string>()) : cache.inline_text(sc->dump());
     h.caches = &cache.caches();
+    h.budget = options.budget;
+    h.file_roots = options.roots;
     const Evaluation ev = evaluate(h);
     result = ev.ok ? ev.result : error_answer(ev.errors);
     if (ev.ok) {
@@ -191,16 +252,18 @@ Answer answer(const std::string& line, ScenarioCache& cache) {
   out["id"] = id;
   const bool ok = result.value("ok", false);
   for (auto& [key, value] : result.items()) out[key] = std::move(value);
-  return Answer{out.dump(), ok};
+  // Replaced, not thrown: an id or message with bytes that are not UTF-8 must not end the session.
+  return Answer{out.dump(-1, ' ', false, Json::error_handler_t::replace), ok};
 }
 
-ServeStats serve(std::istream& in, std::ostream& out, ScenarioCache& cache) {
+ServeStats serve(std::istream& in, std::ostream& out, ScenarioCache& cache, const ServeOptions& options) {
   ServeStats stats;
   keep_freed_memory();
   std::string line;
-  while (std::getline(in, line)) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;  // blank lines
-    const Answer a = answer(line, cache);
+  bool cut = false;
+  while (read_line(in, line, options.max_line_bytes, cut)) {
+    if (!cut && line.find_first_not_of(" \t\r") == std::string::npos) continue;  // blank lines
+    const Answer a = answer_line(line, cut, cache, options);
     ++stats.requests;
     ++(a.ok ? stats.ok : stats.errors);
     out << a.line << '\n';

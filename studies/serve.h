@@ -24,6 +24,8 @@
 #include <vector>
 
 #include "sim/scenario/caches.h"
+#include "core/input_file.h"
+#include "sim/cluster/run_budget.h"
 #include "sim/scenario/scenario.h"
 
 namespace servesim::studies {
@@ -56,14 +58,27 @@ struct ServeStats {
   std::int64_t requests = 0, ok = 0, errors = 0;
 };
 
+// What serve accepts from its input (README.md, Limits), and what each hypothesis may cost.
+// Input: a line is at most max_line_bytes, UTF-8, nested at most kMaxJsonDepth deep; a scenario
+// file must be a .yaml / .yml file inside one of `roots`, and so must every file a scenario names
+// (traces, config.json, profiles): an agent-facing server reads nothing else, and never quotes a
+// file that is not a scenario. Each violation is an error answer; the session goes on.
+struct ServeOptions {
+  std::vector<std::string> roots;       // canonical folders (canonical_folders); empty: anywhere
+  std::uint64_t max_line_bytes = kMaxLineBytes;
+  cluster::BudgetLimits budget;         // per hypothesis (studies/run.h)
+};
+
 // Answers every line of `in` on `out` until the end of input. Never throws for bad input.
-ServeStats serve(std::istream& in, std::ostream& out, ScenarioCache& cache);
+ServeStats serve(std::istream& in, std::ostream& out, ScenarioCache& cache, const ServeOptions& options = {});
 
 // The answer to one request line: the text of its output line (without the newline).
 struct Answer {
   std::string line;
   bool ok = false;
 };
-Answer answer(const std::string& line, ScenarioCache& cache);
+Answer answer(const std::string& line, ScenarioCache& cache, const ServeOptions& options = {});
+// The same for a line as serve read it: `cut` when it was longer than options.max_line_bytes.
+Answer answer_line(const std::string& line, bool cut, ScenarioCache& cache, const ServeOptions& options);
 
 }  // namespace servesim::studies

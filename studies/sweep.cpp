@@ -16,13 +16,13 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <mutex>
 #include <sstream>
 #include <thread>
 
 #include "core/hash.h"
+#include "core/input_file.h"
 #include "core/output_file.h"
 #include "studies/evaluate.h"
 #include "studies/journal.h"
@@ -53,11 +53,41 @@ std::string label(const std::string& metric) {
   return metric;
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
+// The set of variant i as a result line has it: {"key": "value text"}.
+Json set_of(const std::vector<std::string>& assignments) {
+  Json set = Json::object();
+  for (const std::string& a : assignments) {
+    const std::size_t eq = a.find('=');
+    set[a.substr(0, eq)] = a.substr(eq + 1);
+  }
+  return set;
+}
+
+// Why a verified journal record cannot stand for variant `i` of this sweep, or "" when it can:
+// the shape every reader of a result relies on (objective.cpp, summary_text).
+std::string record_problem(const Json& r, const std::vector<std::vector<std::string>>& variants,
+                           const std::vector<bool>& have) {
+  const auto v = r.find("variant");
+  if (v == r.end() || !v->is_number_unsigned() || v->get<std::uint64_t>() >= variants.size()) {
+    return "it names no variant of this sweep";
+  }
+  const auto i = v->get<std::size_t>();
+  if (have[i]) return "variant " + std::to_string(i) + " is already done (a duplicate)";
+  if (r.value("set", Json()) != set_of(variants[i])) return "its set differs from variant " + std::to_string(i) + "'s";
+  const auto ok = r.find("ok");
+  if (ok == r.end() || !ok->is_boolean()) return "it has no ok";
+  if (ok->get<bool>()) {
+    const auto s = r.find("summary"), p = r.find("pools"), sim = r.find("simulation");
+    if (s == r.end() || !s->is_object() || p == r.end() || !p->is_array() || sim == r.end() || !sim->is_object()) {
+      return "it lacks a summary, pools or simulation";
+    }
+    for (const Json& pool : *p) {
+      if (!pool.is_object() || (pool.contains("chips") && !pool["chips"].is_number())) return "a pool is malformed";
+    }
+  } else if (!r.contains("errors") || !r["errors"].is_array()) {
+    return "it has no errors";
+  }
+  return "";
 }
 
 // The table of the best feasible variants and the Pareto front, for the terminal and summary.txt.
@@ -185,8 +215,9 @@ StudyOutput sweep(const SweepRequest& request, std::ostream& out, std::ostream& 
     else if (s == "random") sampling = Sampling::kRandom;
     else problems.push_back("--sampling must be lhs or random, got '" + s + "'");
   }
-  const int threads = request.threads ? *request.threads : omp_get_num_procs();
-  if (threads < 1) problems.push_back("--threads must be at least 1");
+  std::string threads_error, threads_note;
+  const int threads = thread_count(request.threads, threads_error, threads_note);
+  if (!threads_error.empty()) problems.push_back(threads_error);
   const bool json_out = request.json.has_value();
   if (json_out && *request.json != "-") problems.push_back("--json takes '-' (the result lines go to --out)");
   std::vector<std::vector<std::string>> variants;
@@ -196,6 +227,8 @@ StudyOutput sweep(const SweepRequest& request, std::ostream& out, std::ostream& 
     if (!e.empty()) problems.push_back(e);
   }
   const std::string path = request.files.size() == 1 ? request.files.front() : "";
+  const std::filesystem::path dir = request.out ? std::filesystem::path(*request.out)
+                                                    : std::filesystem::path(std::filesystem::path(path).stem().string() + ".sweep");
   std::shared_ptr<const scenario::ScenarioDocument> doc;
   if (problems.empty()) {
     try {
@@ -217,7 +250,7 @@ StudyOutput sweep(const SweepRequest& request, std::ostream& out, std::ostream& 
   Json header = Json::object();
   header["servesim_sweep_journal"] = 1;
   header["scenario"] = path;
-  header["scenario_fnv1a"] = hex64(fnv1a64(read_file(path)));
+  header["scenario_fnv1a"] = hex64(fnv1a64(read_input_file(InputSource{path, "scenario file", ""}, kMaxScenarioBytes)));
   header["set"] = base_sets;
   Json vary = Json::array();
   for (const VarySpec& s : specs) vary.push_back(s.key + "=" + s.text);
@@ -227,8 +260,6 @@ StudyOutput sweep(const SweepRequest& request, std::ostream& out, std::ostream& 
   header["seed"] = request.seed;
   header["variants"] = variants.size();
 
-  const std::filesystem::path dir = request.out ? std::filesystem::path(*request.out)
-                                                    : std::filesystem::path(std::filesystem::path(path).stem().string() + ".sweep");
   const std::size_t n = variants.size();
   std::vector<Json> results(n);
   std::vector<bool> have(n, false);
@@ -236,22 +267,39 @@ StudyOutput sweep(const SweepRequest& request, std::ostream& out, std::ostream& 
   std::vector<std::int64_t> pending;
   std::size_t resumed = 0;
   if (ranks.rank() == 0) {
-    std::filesystem::create_directories(dir);
-    std::vector<Json> records;
+    std::vector<Journal::Line> lines;
     std::string error;
-    if (!journal.open((dir / "journal.jsonl").string(), header, records, error)) {
+    try {
+      // Before any variant runs: a folder that cannot take the results is said now.
+      check_output_folder(dir.string(), {"journal.jsonl", "results.jsonl", "summary.txt"}, "--out folder");
+      create_output_folder(dir.string());
+    } catch (const InputError& ie) {
+      error = ie.diagnostics().front().to_string();
+    }
+    if (!error.empty() || !journal.open((dir / "journal.jsonl").string(), header, lines, error)) {
       complain << "error: " << error << "\n";
       pending = {-1};  // tells the other ranks to stop
       ranks.broadcast(pending);
       return StudyOutput::failed(2);
     }
-    for (Json& r : records) {
-      const auto i = r.value("variant", std::int64_t{-1});
-      if (i < 0 || static_cast<std::size_t>(i) >= n || have[static_cast<std::size_t>(i)]) continue;
-      have[static_cast<std::size_t>(i)] = true;
-      results[static_cast<std::size_t>(i)] = std::move(r);
+    // Every record is verified (its check) and must fit this sweep; a bad one is said and its
+    // variant computed again.
+    std::size_t bad = 0;
+    for (Journal::Line& line : lines) {
+      std::string why;
+      std::optional<Json> r = Journal::verify(line.text, why);
+      if (r) why = record_problem(*r, variants, have);
+      if (!why.empty()) {
+        if (++bad <= 5) complain << "warning: " << (dir / "journal.jsonl").string() << ":" << line.number
+                                 << ": a record the sweep cannot use (" << why << "); its variant is computed again\n";
+        continue;
+      }
+      const auto i = (*r)["variant"].get<std::size_t>();
+      have[i] = true;
+      results[i] = std::move(*r);
       ++resumed;
     }
+    if (bad > 5) complain << "warning: " << bad - 5 << " more unusable records in the journal\n";
     for (std::size_t i = 0; i < n; ++i) {
       if (!have[i]) pending.push_back(static_cast<std::int64_t>(i));
     }
@@ -276,23 +324,21 @@ StudyOutput sweep(const SweepRequest& request, std::ostream& out, std::ostream& 
   }
 
   scenario::Caches caches;  // shared by the variants' runs (sim/scenario/caches.h)
+  const cluster::BudgetLimits budget = budget_of(request.limits, threads);
+  if (!threads_note.empty()) complain << "note: " << threads_note << "\n";
   auto record_of = [&](std::size_t i) {
     Hypothesis h;
     h.base = doc;
     h.caches = &caches;
     h.sets = base_sets;
     h.sets.insert(h.sets.end(), variants[i].begin(), variants[i].end());
+    h.budget = budget;
     Evaluation ev = evaluate(h);
     Json rec = Json::object();
     rec["variant"] = i;
-    Json set = Json::object();
-    for (const std::string& a : variants[i]) {
-      const std::size_t eq = a.find('=');
-      set[a.substr(0, eq)] = a.substr(eq + 1);
-    }
-    rec["set"] = std::move(set);
+    rec["set"] = set_of(variants[i]);
     for (auto& [key, value] : ev.result.items()) rec[key] = std::move(value);
-    return rec.dump();
+    return rec.dump(-1, ' ', false, Json::error_handler_t::replace);
   };
 
   std::mutex mu;
@@ -379,13 +425,12 @@ StudyOutput sweep(const SweepRequest& request, std::ostream& out, std::ostream& 
     line["feasible"] = verdicts[i].feasible;
     line["rank"] = verdicts[i].feasible ? Json(rank_of[i]) : Json(nullptr);
     line["violations"] = verdicts[i].violations;
-    lines += line.dump() + "\n";
+    lines += line.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
   }
   const std::string name = std::filesystem::path(path).stem().string();
   const std::string table = summary_text(results, specs, verdicts, order, *objective, *pareto, front, pricing,
                                          request.top, name);
-  write_atomically(dir / "results.jsonl", lines);
-  write_atomically(dir / "summary.txt", table);
+  write_all_or_none({{(dir / "results.jsonl").string(), lines}, {(dir / "summary.txt").string(), table}});
   if (json_out) return {0, lines, {}};
   return {0, {}, table + "  wrote       " + (dir / "results.jsonl").string() + ", summary.txt (journal: journal.jsonl)\n"};
 }

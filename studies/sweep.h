@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "studies/run.h"
 #include "studies/study_io.h"
 #include "studies/sweep_ranks.h"
 
@@ -30,6 +31,7 @@ struct SweepRequest {
   std::optional<std::string> json;        // "-": the result lines instead of the table
   SweepRanks* ranks = nullptr;            // this process among the sweep's (required)
   StudyProgress* progress = nullptr;      // variants done of all
+  HypothesisLimits limits;                // per variant (run.h); one over a limit is an invalid result
 };
 
 // Runs (or resumes) the sweep, writes results.jsonl and summary.txt under the folder, and

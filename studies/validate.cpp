@@ -643,6 +643,11 @@ StudyOutput validate(const ValidateRequest& request, std::ostream& err) {
     err << "error: --threads must be at least 0\n";
     return StudyOutput::failed(2);
   }
+  {
+    std::string error, note;
+    options.threads = thread_count(options.threads > 0 ? std::optional<int>(options.threads) : std::nullopt, error, note);
+    if (!note.empty()) err << "note: " << note << "\n";
+  }
   options.start = request.start;
   options.arrival_spacing_us = request.spacing_us;
   if (options.start != "staggered" && options.start != "together" && options.start != "ramp") {

@@ -12,7 +12,7 @@ namespace servesim::workloads {
 namespace {
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
 // Arrivals later than this are never (SimTime holds +-106 days; the loaders cap horizons at 100).
-constexpr double kLatestArrivalS = 100.0 * 86400.0;
+constexpr double kLatestArrivalS = kClockLimit.to_seconds();  // the clock's range (core/time.h)
 }  // namespace
 
 // --- RateCurve ---------------------------------------------------------------------------------

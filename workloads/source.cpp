@@ -17,7 +17,7 @@ namespace servesim::workloads {
 namespace {
 
 constexpr std::uint64_t kMaxPromptTokens = 100'000'000;  // RequestState holds 32-bit counts
-constexpr long double kLatestPs = 100.0L * 86400 * 1e12;  // the latest arrival a replay sends
+constexpr long double kLatestPs = kClockLimit.ps();  // the latest arrival a replay sends (core/time.h)
 
 std::uint64_t mix(std::uint64_t a, std::uint64_t b) {
   std::uint64_t s = a ^ (b * 0x9e3779b97f4a7c15ULL);

@@ -12,11 +12,13 @@
 #include <string>
 #include <string_view>
 
+#include "core/time.h"
+
 namespace servesim::workloads::fields {
 
 constexpr std::int64_t kPsPerS = 1'000'000'000'000;
 constexpr std::int64_t kMaxTokensPerRow = 100'000'000;
-constexpr std::int64_t kMaxSpanS = 100LL * 86400;  // SimTime holds +-106 days
+constexpr std::int64_t kMaxSpanS = kClockLimit.ps() / kPsPerS;  // the clock's range (core/time.h)
 
 constexpr std::int64_t kPow10[] = {1,
                                    10,

@@ -6,6 +6,7 @@
 #include "core/check.h"
 #include "core/csv.h"
 #include "core/hash.h"
+#include "core/input_file.h"
 #include "core/units.h"
 #include "workloads/trace_fields.h"
 
@@ -34,6 +35,7 @@ TraceReader::TraceReader(const std::string& path, TraceFormat format, std::strin
                          std::int64_t block_tokens)
     : path_(path), key_path_(std::move(key_path)), format_(format), block_tokens_(block_tokens),
       buf_(kBufferBytes) {
+  check_streamed_file(InputSource{path_, "trace file", key_path_});
   file_ = std::fopen(path.c_str(), "rb");
   if (file_ == nullptr) {
     throw InputError({Diagnostic{path_, 0, 0, key_path_, "cannot open the trace file"}});
@@ -153,7 +155,15 @@ void TraceReader::refill() {
   }
   begin_ = 0;
   end_ = keep;
-  if (end_ + kPad >= buf_.size()) buf_.resize(buf_.size() * 2);
+  if (end_ + kPad >= buf_.size()) {
+    // One line fills the buffer: grow it, up to the longest line a trace may have.
+    if (buf_.size() >= kMaxLineBytes) {
+      throw InputError({Diagnostic{path_, line_no_ + 1, 1, key_path_,
+                                   "the line is longer than " + format_limit(kMaxLineBytes) +
+                                       " (is this a trace file?) (limits: README.md)"}});
+    }
+    buf_.resize(buf_.size() * 2);
+  }
   const std::size_t got = std::fread(buf_.data() + end_, 1, buf_.size() - kPad - end_, file_);
   end_ += got;
   // A sentinel: the byte at a line's end is always readable and not a digit; and kPad readable

@@ -224,6 +224,9 @@ struct SimulationConfig {
   std::vector<metrics::SloTargets> class_slo;
   std::uint64_t seed = 0;
   std::optional<Duration> horizon;  // stop here; unfinished requests count as in flight
+  // Without a horizon the run stops here (RunResult::reached_horizon then means the clock ran out,
+  // not that the scenario asked to stop): the clock's range (core/time.h), or less for a budget.
+  Duration clock_limit = kClockLimit;
   // Decode instances (pp = 1) run up to this many decode steps in one event while nobody joins or
   // leaves their batch (Simulation: decode runs); 1 steps them one event each. Same schedule.
   int decode_steps_per_event = 64;

@@ -12,8 +12,9 @@ std::uint64_t fingerprint_step(std::uint64_t h, std::uint64_t v) {
   return h ^ (h >> 31);
 }
 
+// The run's end: its horizon, or the clock's limit (core/time.h) when it has none.
 SimTime horizon_of(const SimulationConfig& config) {
-  return config.horizon ? SimTime::zero() + *config.horizon : SimTime::never();
+  return SimTime::zero() + config.horizon.value_or(config.clock_limit);
 }
 
 bool caches_prefixes(const SimulationConfig& config) {
@@ -100,6 +101,10 @@ RunResult Simulation::run() {
       handle(DispatchRequested{next.instance});
     } else {
       fire(next.entry, result);
+      if (budget_ != nullptr && (result.events & 4095) == 0 &&
+          !budget_->allows(agenda_.now(), static_cast<std::int64_t>(requests_.size()))) [[unlikely]] {
+        break;  // the budget is spent: the run ends here, as at a horizon
+      }
     }
     if (paranoid_) check_all();
   }

@@ -39,6 +39,7 @@
 #include "sim/cluster/lifecycle.h"
 #include "sim/cluster/network.h"
 #include "sim/cluster/request_table.h"
+#include "sim/cluster/run_budget.h"
 #include "sim/cluster/run_observer.h"
 #include "sim/cluster/transfers.h"
 #include "sim/metrics/recorder.h"
@@ -66,6 +67,8 @@ class Simulation {
   RunResult run();
   void set_paranoid(bool on) { paranoid_ = on; }
   void set_progress(RunProgress* progress) { observer_.set_progress(progress); }
+  // Stops the run early (RunResult as at a horizon) once the budget is exceeded (run_budget.h).
+  void set_budget(RunBudget* budget) { budget_ = budget; }
 
   // Read access for tests: every request's state, journey while in flight, and, when the
   // workload has identity beyond lengths and class (keeps_inputs()), the request as the source
@@ -123,6 +126,7 @@ class Simulation {
   SimTime horizon_;
   CheckContext check_context_;
   bool paranoid_ = false;
+  RunBudget* budget_ = nullptr;  // set_budget
 };
 
 }  // namespace servesim::cluster

@@ -2,6 +2,7 @@
 // trace replays (the trace is scanned here, once, so a bad file is reported before anything runs).
 #include <filesystem>
 
+#include "core/input_file.h"
 #include "sim/scenario/sections.h"
 
 namespace servesim::scenario {
@@ -171,11 +172,7 @@ std::optional<workloads::TraceReplay> read_replay(MapReader& a, const std::strin
   if (auto r = a.string("file", std::nullopt)) {
     const std::filesystem::path p(*r);
     t.path = p.is_absolute() || base_dir.empty() ? p.string() : (std::filesystem::path(base_dir) / p).string();
-    if (!std::filesystem::is_regular_file(t.path)) {
-      error_at(a, "file", "cannot open the trace file '" + t.path + "'" +
-                              (p.is_absolute() ? "" : " (relative paths start at the scenario file's folder)"));
-      ok = false;
-    }
+    if (!check_trace_file(a, t.path, p.is_relative())) ok = false;
   } else {
     ok = false;
   }

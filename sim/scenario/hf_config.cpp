@@ -2,13 +2,13 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <iterator>
 #include <map>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
+#include "core/input_file.h"
 #include "core/units.h"
 
 namespace servesim::scenario {
@@ -429,6 +429,12 @@ std::optional<models::ModelSpec> parse_hf_config(std::string_view text, const st
   const std::size_t before = problems.size();
   const Positions pos(text);
   json root;
+  if (const auto deep = json_too_deep_at(text)) {
+    const Position p = pos.at(*deep);
+    problems.push_back(Diagnostic{file, p.line, p.column, "",
+                                  "the JSON nests deeper than " + std::to_string(kMaxJsonDepth) + " levels (limits: README.md)"});
+    return std::nullopt;
+  }
   try {
     root = json::parse(text.begin(), text.end());
   } catch (const json::parse_error& e) {
@@ -576,14 +582,14 @@ std::optional<models::ModelSpec> parse_hf_config(std::string_view text, const st
 
 std::optional<models::ModelSpec> read_hf_config(const std::string& path,
                                                 std::vector<Diagnostic>& problems) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    problems.push_back(Diagnostic{path, 0, 0, "", "cannot open the config.json file"});
+  std::string text;
+  try {
+    text = read_input_file(InputSource{path, "config.json file", ""}, kMaxJsonFileBytes);
+  } catch (const InputError& e) {
+    problems.insert(problems.end(), e.diagnostics().begin(), e.diagnostics().end());
     return std::nullopt;
   }
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_hf_config(text.str(), path, problems);
+  return parse_hf_config(text, path, problems);
 }
 
 }  // namespace servesim::scenario

@@ -501,11 +501,13 @@ std::optional<models::ModelSpec> read_model(MapReader& top, const std::string& b
     const std::string given = h->node.Scalar();
     std::filesystem::path path(given);
     if (path.is_relative() && !base_dir.empty()) path = std::filesystem::path(base_dir) / path;
+    if (!m.doc().allows_file(h->mark, h->path, path.string())) return std::nullopt;
     std::vector<Diagnostic> problems;
     base = read_hf_config(path.string(), problems);
     for (Diagnostic& d : problems) {
-      if (d.line == 0 && d.message == "cannot open the config.json file") {
-        m.doc().error(h->mark, h->path, "cannot open the config.json file '" + path.string() + "'");
+      if (d.line == 0) {
+        // The file as a whole (cannot open it, too big, not a file): said at the key that names it.
+        m.doc().error(h->mark, h->path, d.message + " ('" + path.string() + "')");
       } else {
         m.doc().diagnostics().push_back(std::move(d));
       }

@@ -30,6 +30,10 @@ bool parse_path(const std::string& text, std::vector<Segment>& out, std::string&
         error = "expected a list index like [0] at position " + std::to_string(i + 1);
         return false;
       }
+      if (digits.size() > 9) {
+        error = "the list index at position " + std::to_string(i + 1) + " is too large";
+        return false;
+      }
       seg.indices.push_back(std::stoul(digits));
       i = close + 1;
     }
@@ -71,7 +75,10 @@ bool apply_override(YAML::Node& root, const std::string& assignment, int index, 
 
   YAML::Node value;
   try {
+    check_yaml_limits(value_text, "--set");
     value = YAML::Load(value_text);
+  } catch (const InputError& e) {
+    return fail(path_text, "the value: " + e.diagnostics().front().message);
   } catch (const YAML::Exception& e) {
     return fail(path_text, "the value '" + value_text + "' is not valid YAML: " + e.msg);
   }

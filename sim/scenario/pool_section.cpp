@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include "models/parallel_plan.h"
+#include "sim/cluster/iteration_cost.h"
 #include "sim/scenario/sections.h"
 #include "topologies/placement.h"
 
@@ -488,9 +489,56 @@ void check_roles(Document& doc, const Field& pools_field,
   }
 }
 
+namespace {
+
+// One iteration at its worst must stay under kMaxIteration: a full batch of decodes holding the
+// whole KV cache at max_model_len, and a full token budget of prefill at the end of the longest
+// prompt, each costed by the simulator's own cost model (an iteration cannot hold more: the
+// cache and the budget bound it).
+void check_iteration_time(Document& doc, const models::ModelSpec& model, const cluster::PoolConfig& p,
+                          const cluster::PoolCapacity& cap, const PoolMarks& marks) {
+  cluster::IterationCostModel cost(model, p.chip, p.plan, p.moe_routing, p.cost_model,
+                                   p.scheduler.max_batched_tokens);
+  std::vector<std::int64_t> stage(static_cast<std::size_t>(p.plan.pp), 0);
+  cluster::ComponentTimes components{};
+  auto seconds = [&](const models::BatchShape& b, std::int64_t sequences) {
+    cost.cost(b, sequences, stage.data(), components);
+    double total = 0;
+    for (const std::int64_t s : stage) total += static_cast<double>(s) * 1e-12;
+    return total;
+  };
+  const std::int64_t decodes = std::max<std::int64_t>(1, p.scheduler.max_batch_size);
+  const std::int64_t kv_tokens = std::max<std::int64_t>(1, cap.blocks_per_lane * p.kv_cache.block_tokens);
+  const std::int64_t context = std::clamp<std::int64_t>(kv_tokens / decodes, 1, p.max_model_len);
+  models::BatchShape decode;
+  for (std::int64_t i = 0; i < decodes; ++i) models::add_decode(decode, model, context);
+  const std::int64_t chunk = std::clamp<std::int64_t>(p.scheduler.max_batched_tokens, 1, p.max_model_len);
+  models::BatchShape prefill;
+  models::add_chunk(prefill, model, p.max_model_len - chunk, chunk, true);
+  const double decode_s = seconds(decode, decodes), prefill_s = seconds(prefill, 1);
+  const double worst = std::max(decode_s, prefill_s);
+  if (!(worst > kMaxIteration.to_seconds())) return;
+  char text[512];
+  std::snprintf(text, sizeof text,
+                "one iteration of this pool would take up to %.3g s (%s), more than the %g s limit: the chip's "
+                "figures look wrong by orders of magnitude (hbm_bandwidth %s, bf16 %s, memory %s)",
+                worst,
+                decode_s >= prefill_s ? (std::to_string(decodes) + " decodes at " + format_count(context) +
+                                         " tokens of context").c_str()
+                                      : ("a " + format_count(chunk) + "-token prefill chunk").c_str(),
+                kMaxIteration.to_seconds(),
+                format_quantity(p.chip.hbm_bandwidth.bytes_per_s, Dimension::kBandwidth).c_str(),
+                format_quantity(p.chip.bf16_flops.flop_per_s, Dimension::kFlopRate).c_str(),
+                format_quantity(p.chip.memory.value, Dimension::kBytes).c_str());
+  doc.error(marks.chip.mark, marks.chip.path, text);
+}
+
+}  // namespace
+
 void check_deployment(Document& doc, const models::ModelSpec& model, const cluster::PoolConfig& p,
                       const PoolMarks& marks) {
   if (p.kind == cluster::PoolRole::kEncode) return;  // the vision encoder: no KV, no plan checks
+  const std::size_t problems_before = doc.diagnostics().size();
   bool plan_valid = marks.plan_ok;
   if (marks.plan_ok) {
     const int max_tp = marks.chip_ok ? p.chip.scale_up_domain : 64;
@@ -588,7 +636,11 @@ void check_deployment(Document& doc, const models::ModelSpec& model, const clust
                   " or give the KV cache more room (more chips per instance, context parallelism "
                   "(parallel.cp) to split each request over more chips, a bigger chip, a smaller "
                   "KV format)");
+    return;
   }
+  // Only a pool the checks above accept can be costed (a batch within its token budget, a plan
+  // that fits).
+  if (doc.diagnostics().size() == problems_before) check_iteration_time(doc, model, p, cap, marks);
 }
 
 }  // namespace servesim::scenario

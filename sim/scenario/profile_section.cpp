@@ -8,12 +8,12 @@
 // Ignored: the profile's error report, notes and sources (provenance for people; the report
 // names the profile instead).
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <mutex>
 #include <sstream>
 #include <tuple>
 
+#include "core/input_file.h"
 #include "sim/scenario/sections.h"
 #include "sim/scenario/shipped_profiles.h"
 
@@ -219,15 +219,17 @@ std::optional<ChipProfile> read_chip_profile(MapReader& chip, const models::Chip
       const std::filesystem::path dir = std::filesystem::path(doc.file()).parent_path();
       if (!dir.empty()) p = dir / p;
     }
-    std::ifstream in(p, std::ios::binary);
-    if (!in) {
-      doc.error(f->mark, f->path, "cannot read the profile file '" + p.string() +
-                                      "' (relative paths start at the scenario file's folder)");
+    if (!doc.allows_file(f->mark, f->path, p.string())) return ChipProfile{};
+    try {
+      source = {p.string(), read_input_file(InputSource{p.string(), "profile file", f->path}, kMaxScenarioBytes)};
+    } catch (const InputError& e) {
+      doc.error(f->mark, f->path, e.diagnostics().front().message + " ('" + p.string() + "'" +
+                                      (std::filesystem::path(name).is_relative()
+                                           ? "; relative paths start at the scenario file's folder"
+                                           : "") +
+                                      ")");
       return ChipProfile{};
     }
-    std::ostringstream s;
-    s << in.rdbuf();
-    source = {p.string(), s.str()};
   } else if (auto text = shipped_profile_text(name)) {
     source = {"profile " + name, *text};
   } else {
@@ -269,9 +271,12 @@ ChipProfile parse_profile(const ProfileText& source, const models::ChipSpec& bas
   Document pdoc(source.display);
   YAML::Node root;
   try {
+    check_yaml_limits(source.text, source.display);
     root = YAML::Load(source.text);
   } catch (const YAML::Exception& e) {
     pdoc.error(e.mark, "", "not valid YAML: " + e.msg);
+  } catch (const InputError& e) {
+    for (const Diagnostic& d : e.diagnostics()) pdoc.diagnostics().push_back(d);
   }
   ChipProfile out;
   if (!pdoc.has_errors()) {

@@ -4,9 +4,77 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <sstream>
+
+#include <yaml-cpp/eventhandler.h>
+
+#include "core/input_file.h"
 
 namespace servesim::scenario {
 namespace {
+
+// Counts a document's nodes and depth from parser events (no tree), stopping at a limit.
+class LimitCounter : public YAML::EventHandler {
+ public:
+  explicit LimitCounter(std::string file) : file_(std::move(file)) {}
+  void OnDocumentStart(const YAML::Mark&) override {}
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t anchor) override { leaf(mark, anchor); }
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t anchor) override {
+    add(mark, anchor < sizes_.size() ? sizes_[anchor] : 1);
+  }
+  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor, const std::string&) override {
+    leaf(mark, anchor);
+  }
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
+                       YAML::EmitterStyle::value) override {
+    open(mark, anchor);
+  }
+  void OnSequenceEnd() override { close(); }
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor, YAML::EmitterStyle::value) override {
+    open(mark, anchor);
+  }
+  void OnMapEnd() override { close(); }
+
+ private:
+  [[noreturn]] void fail(const YAML::Mark& mark, const std::string& message) const {
+    throw InputError({Diagnostic{file_, mark.line + 1, mark.column + 1, "", message}});
+  }
+  void add(const YAML::Mark& mark, std::int64_t n) {
+    nodes_ += n;
+    if (nodes_ > kMaxYamlNodes) {
+      fail(mark, "the YAML document has more than " + format_count(kMaxYamlNodes) +
+                     " nodes (aliases count as what they stand for); the limit keeps its memory bounded "
+                     "(limits: README.md)");
+    }
+  }
+  void remember(YAML::anchor_t anchor, std::int64_t size) {
+    if (anchor == YAML::NullAnchor) return;
+    if (sizes_.size() <= anchor) sizes_.resize(anchor + 1, 1);
+    sizes_[anchor] = size;
+  }
+  void leaf(const YAML::Mark& mark, YAML::anchor_t anchor) {
+    add(mark, 1);
+    remember(anchor, 1);
+  }
+  void open(const YAML::Mark& mark, YAML::anchor_t anchor) {
+    add(mark, 1);
+    if (static_cast<int>(open_.size()) >= kMaxYamlDepth) {
+      fail(mark, "the YAML document nests deeper than " + std::to_string(kMaxYamlDepth) + " levels (limits: README.md)");
+    }
+    open_.push_back({anchor, nodes_ - 1});
+  }
+  void close() {
+    const auto [anchor, start] = open_.back();
+    open_.pop_back();
+    remember(anchor, nodes_ - start);
+  }
+
+  std::string file_;
+  std::int64_t nodes_ = 0;
+  std::vector<std::pair<YAML::anchor_t, std::int64_t>> open_;  // open collections: anchor, count before
+  std::vector<std::int64_t> sizes_;                              // nodes under each anchor
+};
 
 std::string in_quotes(std::string_view s) { return "'" + std::string(s) + "'"; }
 
@@ -17,6 +85,25 @@ std::string format_double(double v) {
 }
 
 }  // namespace
+
+void check_yaml_limits(std::string_view text, const std::string& display_name) {
+  if (const auto bad = invalid_utf8_at(text)) {
+    const auto [line, column] = line_and_column(text, *bad);
+    char byte[8];
+    std::snprintf(byte, sizeof byte, "0x%02X", static_cast<unsigned char>(text[*bad]));
+    throw InputError({Diagnostic{display_name, line, column, "",
+                                 std::string("not UTF-8 text: the byte ") + byte +
+                                     " starts no valid character (YAML files are UTF-8; re-save the file as UTF-8)"}});
+  }
+  std::istringstream in{std::string(text)};
+  YAML::Parser parser(in);
+  LimitCounter counter(display_name);
+  try {
+    parser.HandleNextDocument(counter);
+  } catch (const YAML::Exception&) {
+    // Syntax errors are reported by the tree parser that follows, with its own message.
+  }
+}
 
 bool parse_int(const std::string& s, std::int64_t& out) {
   if (s.empty()) return false;
@@ -57,6 +144,14 @@ std::string index_path(const std::string& parent, std::size_t index) {
 
 void Document::error(const YAML::Mark& mark, const std::string& path, std::string message) {
   diagnostics_.push_back(locate(mark, path, std::move(message)));
+}
+
+bool Document::allows_file(const YAML::Mark& mark, const std::string& path, const std::string& file) {
+  if (roots_.empty() || path_within(file, roots_)) return true;
+  std::string list;
+  for (const auto& r : roots_) list += (list.empty() ? "" : ", ") + r;
+  error(mark, path, "the file '" + file + "' is outside the folders this server may read (" + list + "; --root)");
+  return false;
 }
 
 void Document::warn(const YAML::Mark& mark, const std::string& path, std::string message) {

@@ -35,6 +35,11 @@ class Document {
 
   // Marks `path` and everything below it as coming from --set number `index` (1-based).
   void add_override(std::string path, int index) { overrides_.emplace_back(std::move(path), index); }
+  // Files the scenario names (traces, config.json, profiles) must lie under one of these canonical
+  // folders (serve's sandbox, LoadOptions::file_roots); empty: anywhere.
+  void set_file_roots(std::vector<std::string> roots) { roots_ = std::move(roots); }
+  // True when `file` may be read; otherwise reports at the key and returns false.
+  bool allows_file(const YAML::Mark& mark, const std::string& path, const std::string& file);
   void error(const YAML::Mark& mark, const std::string& path, std::string message);
   // A problem the scenario accepted (e.g. on_violation: warn): reported, not fatal.
   void warn(const YAML::Mark& mark, const std::string& path, std::string message);
@@ -51,6 +56,7 @@ class Document {
  private:
   std::string file_;
   std::vector<std::pair<std::string, int>> overrides_;
+  std::vector<std::string> roots_;
   std::vector<Diagnostic> diagnostics_;
   std::vector<Diagnostic> warnings_;
   Diagnostic locate(const YAML::Mark& mark, const std::string& path, std::string message) const;
@@ -123,6 +129,15 @@ class MapReader {
   bool ignore_unknown_ = false;
   std::vector<std::string> known_;
 };
+
+// The limits of a YAML text read by the project (a scenario, a profile, a --set value): at most
+// kMaxYamlNodes nodes, an alias counting as the nodes it stands for (so that nested aliases cannot
+// multiply a small text into a huge tree), and kMaxYamlDepth levels of nesting; the text must be
+// UTF-8. Counted with yaml-cpp's event parser before any tree is built (each tree node costs about
+// 1 KB). Throws InputError at the first problem (line and column).
+inline constexpr std::int64_t kMaxYamlNodes = 1'000'000;
+inline constexpr int kMaxYamlDepth = 64;
+void check_yaml_limits(std::string_view text, const std::string& display_name);
 
 // The number syntax of the typed getters (an optional leading '+'; doubles must be finite), for
 // values that are not under a key of a mapping (list items).

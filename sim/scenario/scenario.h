@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/cluster/config.h"
+#include "sim/cluster/run_budget.h"
 #include "core/errors.h"
 
 namespace servesim::scenario {
@@ -33,10 +34,18 @@ struct LoadOptions {
   std::optional<std::uint64_t> seed;    // --seed, overrides the scenario's seed
   KeyRecorder* keys = nullptr;          // records every key the load reads (keys.h)
   Caches* caches = nullptr;             // the session's (caches.h); the run uses them too
+  // A workload whose request count cannot fit in this much memory (cluster::kBytesPerRequest
+  // each) is refused at its `requests` key; nullopt: the machine's physical memory.
+  std::optional<std::int64_t> memory_limit_bytes;
+  std::int64_t bytes_per_request = cluster::kBytesPerRequest;  // ...WithCsv with per-request outputs
+  // Every file the scenario names must lie under one of these folders (canonical; serve's
+  // sandbox); empty: anywhere.
+  std::vector<std::string> file_roots;
 };
 
 struct Scenario {
   std::string name;
+  std::string source;                   // the file (or display name) it was loaded from
   cluster::SimulationConfig config;
   nlohmann::ordered_json resolved;      // the scenario as run: every default filled in
   std::vector<Diagnostic> warnings;     // problems the scenario accepted (on_violation: warn)

@@ -23,7 +23,12 @@ namespace servesim::scenario {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr std::int64_t kMaxTokens = 100'000'000;  // per request; RequestState holds 32-bit counts
-inline const Duration kMaxDuration = Duration::seconds(100.0 * 86400.0);
+inline constexpr Duration kMaxDuration = kClockLimit;  // the longest duration a scenario may give
+// The longest one batch iteration of a pool may take at its worst (a full KV cache decoding, or a
+// full token budget of prefill). Real accelerators take milliseconds to seconds; an hour means a
+// figure is off by orders of magnitude (MB/s for TB/s), and such a pool would run the simulated
+// clock out (core/time.h) after a few thousand iterations.
+inline constexpr Duration kMaxIteration = Duration::milliseconds(3'600'000);
 
 // "12.3 GiB".
 std::string gib(double bytes);
@@ -112,8 +117,13 @@ struct WorkloadSection {
   // Each class's own `slo`, when it gives one (else the top-level targets apply).
   std::vector<std::optional<metrics::SloTargets>> class_slo;
   bool classes_form = false;  // `classes: [...]`, rather than one class inline
+  Field requests;             // where workload.requests is (or would be), for the memory check
+  std::vector<Field> rates;   // per class: its arrivals.rate (the arrivals when it has none)
 };
 std::optional<WorkloadSection> read_workload(MapReader& top, const std::string& base_dir);
+// The trace file named at `m`'s key `file`: inside the sandbox (Document::allows_file), a regular
+// file that opens. Otherwise reports at the key and returns false.
+bool check_trace_file(MapReader& m, const std::string& file, bool relative);
 
 // --- arrivals_section.cpp ---
 // A class's `arrivals`; a trace replay is scanned here (its problems go to the document).

@@ -3,9 +3,9 @@
 // priority and its own SLO targets.
 #include <charconv>
 #include <filesystem>
-#include <fstream>
 #include <set>
 
+#include "core/input_file.h"
 #include "sim/scenario/sections.h"
 
 namespace servesim::scenario {
@@ -165,6 +165,23 @@ std::optional<workloads::LengthDistribution> read_optional_length(MapReader& m, 
   return d;
 }
 
+}  // namespace
+
+bool check_trace_file(MapReader& m, const std::string& file, bool relative) {
+  const Field f = field_or(m, "file");
+  if (!m.doc().allows_file(f.mark, f.path, file)) return false;
+  try {
+    check_streamed_file(InputSource{file, "trace file", f.path});
+  } catch (const InputError& e) {
+    m.doc().error(f.mark, f.path, e.diagnostics().front().message + " ('" + file + "'" +
+                                      (relative ? "; relative paths start at the scenario file's folder" : "") + ")");
+    return false;
+  }
+  return true;
+}
+
+namespace {
+
 std::optional<workloads::TraceLengths> read_trace_lengths(MapReader& m, const std::string& base_dir) {
   auto tf = m.find("trace");
   MapReader t(m.doc(), tf->node, tf->mark, tf->path, m.echo()["trace"]);
@@ -174,11 +191,7 @@ std::optional<workloads::TraceLengths> read_trace_lengths(MapReader& m, const st
   if (auto r = t.string("file", std::nullopt)) {
     const std::filesystem::path p(*r);
     tl.path = p.is_absolute() || base_dir.empty() ? p.string() : (std::filesystem::path(base_dir) / p).string();
-    if (!std::ifstream(tl.path)) {
-      error_at(t, "file", "cannot open the trace file '" + tl.path + "'" +
-                              (p.is_absolute() ? "" : " (relative paths start at the scenario file's folder)"));
-      ok = false;
-    }
+    if (!check_trace_file(t, tl.path, p.is_relative())) ok = false;
   } else {
     ok = false;
   }
@@ -431,6 +444,17 @@ std::optional<workloads::SessionConfig> read_sessions(MapReader& cls, bool& ok) 
 }
 
 // The keys of one class, from `m`: the workload mapping (inline form) or a classes[i] item.
+// Where a class's arrival rate is written, for checks of the whole scenario.
+Field rate_field(MapReader& m) {
+  const auto af = m.find("arrivals");
+  if (!af) return field_or(m, "arrivals");
+  const YAML::Node arrivals = af->node;
+  if (arrivals.IsMap()) {
+    if (const YAML::Node r = arrivals["rate"]; r) return Field{r, r.Mark(), child_path(af->path, "rate")};
+  }
+  return *af;
+}
+
 bool read_class(MapReader& m, const std::string& base_dir, bool inline_form,
                 workloads::ClassConfig& c, std::optional<metrics::SloTargets>& slo) {
   bool ok = true;
@@ -490,6 +514,7 @@ std::optional<WorkloadSection> read_workload(MapReader& top, const std::string& 
   WorkloadSection out;
   bool ok = true;
   if (auto r = m.integer("requests", 0, 1'000'000'000, 0)) out.config.requests = *r; else ok = false;
+  out.requests = field_or(m, "requests");
   if (m.has("classes")) {
     out.classes_form = true;
     // The class keys belong inside the classes, not next to them.
@@ -515,6 +540,7 @@ std::optional<WorkloadSection> read_workload(MapReader& top, const std::string& 
         workloads::ClassConfig cc;
         std::optional<metrics::SloTargets> slo;
         const bool good = c.valid() && read_class(c, base_dir, false, cc, slo);
+        out.rates.push_back(rate_field(c));
         c.finish();
         if (good && !names.insert(cc.name).second) {
           error_at(c, "name", "another class is named '" + cc.name + "'; class names must be unique");
@@ -532,6 +558,7 @@ std::optional<WorkloadSection> read_workload(MapReader& top, const std::string& 
     workloads::ClassConfig cc;
     std::optional<metrics::SloTargets> slo;
     ok = read_class(m, base_dir, true, cc, slo) && ok;
+    out.rates.push_back(rate_field(m));
     out.config.classes.push_back(std::move(cc));
     out.class_slo.push_back(std::nullopt);
   }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "app/app.h"
+#include "tests/scratch.h"
 
 namespace servesim::testing {
 
@@ -25,12 +26,9 @@ inline CliResult cli(const std::vector<std::string>& args) {
 
 inline const std::string kQuickstart = std::string(SERVESIM_SOURCE_DIR) + "/scenarios/quickstart.yaml";
 
-// A fresh, empty folder path for one test's outputs (removed if it exists; not created).
-inline std::filesystem::path scratch(const std::string& name) {
-  const std::filesystem::path p = std::filesystem::temp_directory_path() / ("servesim_test_" + name);
-  std::filesystem::remove_all(p);
-  return p;
-}
+// A fresh, empty folder path for one test's outputs, in this process's own scratch folder
+// (tests/scratch.h; removed if it exists; not created).
+inline std::filesystem::path scratch(const std::string& name) { return scratch_path(name); }
 
 inline std::string read(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);

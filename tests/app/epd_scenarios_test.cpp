@@ -17,6 +17,7 @@
 #include "app/app.h"
 #include "sim/cluster/simulation.h"
 #include "sim/scenario/scenario.h"
+#include "tests/scratch.h"
 
 using namespace servesim;
 
@@ -96,7 +97,7 @@ TEST_CASE("EPD scenarios: on the Mooncake trace kv_aware routing hits more of th
 
 TEST_CASE("EPD scenarios: the Perfetto trace has each KV transfer as an async slice per decode instance") {
   const std::string file = std::string(SERVESIM_SOURCE_DIR) + "/scenarios/epd/kv_overlap_on.yaml";
-  const std::string trace = (std::filesystem::temp_directory_path() / "servesim_epd_trace.json").string();
+  const std::string trace = testing::scratch_path("epd_trace.json").string();
   std::ostringstream out, err;
   REQUIRE(app::run_cli({"run", file, "--set", "workload.requests=40", "--trace", trace}, out, err) == 0);
   std::ifstream in(trace);

@@ -1,20 +1,20 @@
 // Sweeps: what is varied and sampled, objectives and constraints, the journal, and the promises
-// of the sweep command: a killed sweep (SIGKILL, at a random point) resumes to the same final
-// results as an uninterrupted one; 1 vs 2 threads and 1 vs 2 MPI ranks give identical results.
+// of the sweep command: a killed sweep (by a signal, in the middle of a journal write) resumes to
+// the same final results as an uninterrupted one; 1 vs 2 threads and 1 vs 2 MPI ranks give
+// identical results.
 #include <doctest/doctest.h>
 
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -25,6 +25,7 @@
 #include "studies/objective.h"
 #include "studies/sweep_ranks.h"
 #include "studies/sweep_spec.h"
+#include "core/hash.h"
 #include "core/rng.h"
 #include "tests/app/cli_helpers.h"
 
@@ -64,10 +65,13 @@ std::vector<std::string> small_sweep(const fs::path& out, int threads) {
           "--threads", std::to_string(threads), "--out", out.string()};
 }
 
-// Runs the real binary with `args`; returns its pid (stdout and stderr to /dev/null).
-pid_t spawn(const std::vector<std::string>& args) {
+// Runs the real binary with `args`, its files limited to `max_file_bytes` (RLIMIT_FSIZE); returns
+// its pid (stdout and stderr to /dev/null).
+pid_t spawn(const std::vector<std::string>& args, rlim_t max_file_bytes) {
   const pid_t pid = fork();
   if (pid == 0) {
+    const rlimit limit{max_file_bytes, max_file_bytes};
+    if (::setrlimit(RLIMIT_FSIZE, &limit) != 0) _exit(127);
     std::vector<char*> argv;
     for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
@@ -214,17 +218,17 @@ TEST_CASE("pareto_front: equals a brute-force search for non-dominated points") 
   }
 }
 
-TEST_CASE("Journal: a torn last line is dropped, another sweep's journal is refused") {
+TEST_CASE("Journal: a torn last line is dropped, every record is checked, another sweep's journal is refused") {
   const fs::path dir = scratch("sweep_journal");
   fs::create_directories(dir);
   const std::string path = (dir / "j.jsonl").string();
   const Json header = {{"servesim_sweep_journal", 1}, {"vary", "a=1,2"}};
-  std::vector<Json> records;
-  std::string error;
+  std::vector<Journal::Line> lines;
+  std::string error, why;
   {
     Journal j;
-    REQUIRE(j.open(path, header, records, error));
-    CHECK(records.empty());
+    REQUIRE(j.open(path, header, lines, error));
+    CHECK(lines.empty());
     j.append(R"({"variant":0})");
     j.append(R"({"variant":1})");
   }
@@ -232,21 +236,64 @@ TEST_CASE("Journal: a torn last line is dropped, another sweep's journal is refu
   { std::ofstream(path, std::ios::app) << R"({"variant":2,"ok":tr)"; }
   {
     Journal j;
-    REQUIRE(j.open(path, header, records, error));
-    CHECK(records.size() == 2);
+    REQUIRE(j.open(path, header, lines, error));
+    REQUIRE(lines.size() == 2);
     CHECK(j.dropped_bytes() == std::string(R"({"variant":2,"ok":tr)").size());
+    // Each record carries the check of its text: {"variant":0} with FNV-1a of {"variant":0}.
+    CHECK(lines[0].number == 2);
+    CHECK(lines[0].text == R"({"variant":0,"check":")" + hex64(fnv1a64(R"({"variant":0})")) + R"("})");
+    const auto r = Journal::verify(lines[1].text, why);
+    REQUIRE(r.has_value());
+    CHECK(*r == Json{{"variant", 1}});
     j.append(R"({"variant":2})");
   }
   CHECK(lines_in(path) == 4);
-  records.clear();
+  // Forged, edited or damaged records fail their check: the sweep computes them again.
+  CHECK_FALSE(Journal::verify(R"({"variant":1})", why));
+  CHECK(why.find("no check") != std::string::npos);
+  CHECK_FALSE(Journal::verify(R"({"variant":3,"check":")" + hex64(fnv1a64(R"({"variant":1})")) + R"("})", why));
+  CHECK(why.find("does not match") != std::string::npos);
+  CHECK_FALSE(Journal::verify("garbage", why));
   Journal other;
-  CHECK_FALSE(other.open(path, {{"servesim_sweep_journal", 1}, {"vary", "a=1,3"}}, records, error));
+  lines.clear();
+  CHECK_FALSE(other.open(path, {{"servesim_sweep_journal", 1}, {"vary", "a=1,3"}}, lines, error));
   CHECK(error.find("belongs to a different sweep (differs in: vary)") != std::string::npos);
-  // A damaged line in the middle is not a torn write: refused.
-  { std::ofstream(path, std::ios::app) << "garbage\n" << R"({"variant":3})" << "\n"; }
-  Journal damaged;
-  CHECK_FALSE(damaged.open(path, header, records, error));
-  CHECK(error.find("corrupt at line 5") != std::string::npos);
+}
+
+TEST_CASE("sweep: forged, damaged and duplicate journal records are said and computed again") {
+  const fs::path clean = scratch("sweep_forged_clean"), forged = scratch("sweep_forged");
+  const auto args = [](const fs::path& out) { return small_sweep(out, 1); };
+  REQUIRE(cli(args(clean)).code == 0);
+  const std::string want = read(clean / "results.jsonl");
+  // The clean journal's header and its first 3 records, then hostile lines.
+  std::istringstream in(read(clean / "journal.jsonl"));
+  std::string text, line;
+  for (int i = 0; i < 4 && std::getline(in, line); ++i) text += line + "\n";
+  std::string second_record;
+  {
+    std::istringstream again(text);
+    std::getline(again, line);
+    std::getline(again, line);
+    std::getline(again, second_record);
+  }
+  text += R"({"variant":5})" "\n";                                      // forged: no check
+  text += "garbage\n";                                                   // damaged
+  text += second_record + "\n";                                          // a duplicate
+  std::string edited = second_record;
+  edited.replace(edited.find("\"ok\":true"), 9, "\"ok\":false");
+  text += edited + "\n";                                                 // edited: the check fails
+  fs::create_directories(forged);
+  std::ofstream(forged / "journal.jsonl") << text;
+  const auto r = cli(args(forged));
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("3 of 12 variants already done") != std::string::npos);
+  CHECK(r.err.find("journal.jsonl:5: a record the sweep cannot use (it has no check") != std::string::npos);
+  CHECK(r.err.find("journal.jsonl:6: a record the sweep cannot use") != std::string::npos);
+  CHECK(r.err.find("journal.jsonl:7: a record the sweep cannot use (variant 1 is already done (a duplicate))") !=
+        std::string::npos);
+  CHECK(r.err.find("journal.jsonl:8: a record the sweep cannot use (its check does not match") != std::string::npos);
+  CHECK(read(forged / "results.jsonl") == want);
 }
 
 TEST_CASE("sweep: ranks, filters, writes every result; an invalid variant is a result, not a crash") {
@@ -287,38 +334,39 @@ TEST_CASE("sweep: 1 and 2 threads give byte-identical results") {
   CHECK(read(one / "summary.txt") == read(two / "summary.txt"));
 }
 
-TEST_CASE("sweep: killed with SIGKILL at a random point, the same command resumes to the same results") {
+TEST_CASE("sweep: killed by a signal in the middle of a journal write, the same command resumes to the same results") {
   const fs::path clean = scratch("sweep_clean"), killed = scratch("sweep_killed");
   REQUIRE(cli(small_sweep(clean, 1)).code == 0);
   const std::string want = read(clean / "results.jsonl");
+  // One thread journals the variants in order, so the killed run writes the clean journal's bytes.
+  // Its file-size limit (RLIMIT_FSIZE) ends at the middle of record k + 1: the write of that record
+  // stops there and the next one raises SIGXFSZ, whose default action kills the process. No
+  // clock decides where: the same byte every run.
+  const std::string journal = read(clean / "journal.jsonl");
+  constexpr std::size_t k = 5;
+  std::size_t end_of_k = 0;
+  for (std::size_t line = 0; line < 1 + k; ++line) end_of_k = journal.find('\n', end_of_k) + 1;
+  const std::size_t next = journal.find('\n', end_of_k) + 1 - end_of_k;
+  const rlim_t limit = end_of_k + next / 2;
 
   std::vector<std::string> args = small_sweep(killed, 1);
-  args[0] = "sweep";
   args.insert(args.begin(), SERVESIM_BINARY);
-  // Kill once the journal holds k of the 12 records, k random in [1, 9].
-  Rng rng(static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()), "kill");
-  const auto k = static_cast<std::size_t>(rng.uniform_int(1, 9));
-  const pid_t pid = spawn(args);
+  const pid_t pid = spawn(args, limit);
   REQUIRE(pid > 0);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (fs::exists(killed / "journal.jsonl") && lines_in(killed / "journal.jsonl") >= 1 + k) break;
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
-  }
-  kill(pid, SIGKILL);
   int status = 0;
   waitpid(pid, &status, 0);
   REQUIRE(WIFSIGNALED(status));
+  CHECK(WTERMSIG(status) == SIGXFSZ);
+  CHECK(read(killed / "journal.jsonl") == journal.substr(0, limit));
   const std::size_t journaled = lines_in(killed / "journal.jsonl") - 1;
-  MESSAGE("killed after " << journaled << " of 12 variants (aimed at " << k << ")");
-  CHECK(journaled >= k);
-  CHECK(journaled < 12);
+  CHECK(journaled == k);
   CHECK_FALSE(fs::exists(killed / "results.jsonl"));
 
   const auto resumed = cli(small_sweep(killed, 2));  // another thread count: allowed
   REQUIRE(resumed.code == 0);
   CHECK(resumed.out.find("resuming") != std::string::npos);
-  CHECK(resumed.out.find(std::to_string(journaled) + " of 12 variants already done") != std::string::npos);
+  CHECK(resumed.out.find(std::to_string(journaled) + " of 12 variants already done (dropped a torn last line of " +
+                         std::to_string(limit - end_of_k) + " bytes)") != std::string::npos);
   // Nothing redone, nothing lost: header + exactly one record per variant.
   CHECK(lines_in(killed / "journal.jsonl") == 13);
   CHECK(read(killed / "results.jsonl") == want);
@@ -342,9 +390,10 @@ TEST_CASE("sweep: 1 and 2 MPI ranks give byte-identical results") {
                     " --allow-run-as-root --oversubscribe --bind-to none -x ASAN_OPTIONS=detect_leaks=0 -np 2 " +
                     shell_quote(SERVESIM_BINARY);
   for (const auto& a : small_sweep(two, 1)) cmd += " " + shell_quote(a);
-  cmd += " > " + shell_quote((fs::temp_directory_path() / "servesim_sweep_mpi.log").string()) + " 2>&1";
+  const fs::path log = scratch("sweep_mpi.log");
+  cmd += " > " + shell_quote(log.string()) + " 2>&1";
   const int rc = std::system(cmd.c_str());
-  INFO(read(fs::temp_directory_path() / "servesim_sweep_mpi.log"));
+  INFO(read(log));
   REQUIRE(rc == 0);
   CHECK(lines_in(two / "journal.jsonl") == 13);
   CHECK(read(one / "results.jsonl") == read(two / "results.jsonl"));

@@ -12,6 +12,7 @@
 #include "tests/approx.h"
 #include "tests/app/cli_helpers.h"
 #include "app/app.h"
+#include "tests/scratch.h"
 
 using namespace servesim;
 
@@ -74,7 +75,7 @@ TEST_CASE("workload stats: a scenario's workload, with its seed and request coun
 }
 
 TEST_CASE("workload stats: bad rows stop it with file:line:col, or are skipped and counted") {
-  const auto path = std::filesystem::temp_directory_path() / "servesim_stats_bad.csv";
+  const auto path = testing::scratch_path("stats_bad.csv");
   std::ofstream(path) << "arrived_at,num_prefill_tokens,num_decode_tokens\n0,10,1\n1,-4,1\n2,10,1\n";
   Result r = cli({"workload", "stats", path.string()});
   CHECK(r.code == 2);

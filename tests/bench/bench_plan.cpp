@@ -23,6 +23,7 @@
 
 #include "bench_clock.h"
 #include "app/app.h"
+#include "bench_options.h"
 
 namespace {
 
@@ -30,37 +31,29 @@ using servesim::bench::cpu_seconds;
 using servesim::bench::median;
 using servesim::bench::now_seconds;
 
-int usage() {
-  std::fprintf(stderr,
-               "usage: servesim_bench_plan SCENARIO.yaml [--rounds R] [--min-runs-per-s-per-core X] "
-               "[-- PLAN OPTIONS...]\n");
-  return 2;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2) return usage();
-  const std::string scenario = argv[1];
+  namespace po = servesim::bench::po;
+  po::options_description visible(
+      "usage: servesim_bench_plan SCENARIO.yaml [options] [-- PLAN OPTIONS...]\n\noptions");
   int rounds = 3;
   double min_per_core = 0;
+  visible.add_options()
+      ("help,h", "show this help")
+      ("rounds", po::value<int>(&rounds)->default_value(3), "rounds")
+      ("min-runs-per-s-per-core", po::value<double>(&min_per_core)->default_value(0),
+       "target: median runs per CPU second at least");
+  po::variables_map vm;
+  if (auto done = servesim::bench::parse_options(argc, argv, visible, "args", vm)) return *done;
+  // The scenario, then (after --) the options of `servesim plan`.
+  const auto args = servesim::bench::positionals(vm, "args");
+  if (args.empty()) return servesim::bench::usage_error("give a scenario file", visible);
+  if (rounds < 1) return servesim::bench::usage_error("--rounds must be at least 1", visible);
+  if (!(min_per_core >= 0)) return servesim::bench::usage_error("--min-runs-per-s-per-core must be at least 0", visible);
+  const std::string scenario = args.front();
   std::vector<std::string> plan_args = {"plan", scenario};
-  for (int i = 2; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--") {
-      for (++i; i < argc; ++i) plan_args.emplace_back(argv[i]);
-      break;
-    }
-    if (i + 1 >= argc) return usage();
-    if (a == "--rounds") {
-      rounds = std::atoi(argv[++i]);
-    } else if (a == "--min-runs-per-s-per-core") {
-      min_per_core = std::atof(argv[++i]);
-    } else {
-      return usage();
-    }
-  }
-  if (rounds < 1) return usage();
+  plan_args.insert(plan_args.end(), args.begin() + 1, args.end());
   plan_args.emplace_back("--json");
   plan_args.emplace_back("-");
   plan_args.emplace_back("--reproducible");

@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_options.h"
 #include "child_process.h"
 #include "studies/run.h"
 #include "core/errors.h"
@@ -44,49 +45,31 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-int usage() {
-  std::fprintf(stderr,
-               "usage: servesim_bench SCENARIO.yaml [--runs N] [--set KEY=VALUE]... "
-               "[--max-wall S] [--max-rss MB] [--min-events-per-s N]\n");
-  return 2;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string scenario_path;
-  servesim::scenario::LoadOptions options;
+  namespace po = servesim::bench::po;
+  po::options_description visible("usage: servesim_bench SCENARIO.yaml [options]\n\noptions");
   int runs = 5;
   double max_wall = 0, max_rss = 0, min_eps = 0;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
-    if (a == "--runs") {
-      const char* v = value();
-      if (!v || (runs = std::atoi(v)) < 1) return usage();
-    } else if (a == "--set") {
-      const char* v = value();
-      if (!v) return usage();
-      options.sets.emplace_back(v);
-    } else if (a == "--max-wall") {
-      const char* v = value();
-      if (!v) return usage();
-      max_wall = std::atof(v);
-    } else if (a == "--max-rss") {
-      const char* v = value();
-      if (!v) return usage();
-      max_rss = std::atof(v);
-    } else if (a == "--min-events-per-s") {
-      const char* v = value();
-      if (!v) return usage();
-      min_eps = std::atof(v);
-    } else if (a.rfind("--", 0) == 0 || !scenario_path.empty()) {
-      return usage();
-    } else {
-      scenario_path = a;
-    }
+  visible.add_options()
+      ("help,h", "show this help")
+      ("runs", po::value<int>(&runs)->default_value(5), "runs, each in a fresh process")
+      ("set", po::value<std::vector<std::string>>()->composing(), "override a scenario value (repeatable)")
+      ("max-wall", po::value<double>(&max_wall)->default_value(0), "target: median process seconds at most")
+      ("max-rss", po::value<double>(&max_rss)->default_value(0), "target: median peak MB at most")
+      ("min-events-per-s", po::value<double>(&min_eps)->default_value(0), "target: median events/s at least");
+  po::variables_map vm;
+  if (auto done = servesim::bench::parse_options(argc, argv, visible, "scenario", vm)) return *done;
+  const auto files = servesim::bench::positionals(vm, "scenario");
+  if (files.size() != 1) return servesim::bench::usage_error("give exactly one scenario file", visible);
+  if (runs < 1) return servesim::bench::usage_error("--runs must be at least 1", visible);
+  if (!(max_wall >= 0 && max_rss >= 0 && min_eps >= 0)) {
+    return servesim::bench::usage_error("targets must be at least 0", visible);
   }
-  if (scenario_path.empty()) return usage();
+  const std::string scenario_path = files.front();
+  servesim::scenario::LoadOptions options;
+  if (vm.count("set")) options.sets = vm["set"].as<std::vector<std::string>>();
 
   // Validate once in this process so that bad input is reported before forking.
   try {

@@ -26,6 +26,7 @@
 
 #include "sim/scenario/caches.h"
 #include "bench_clock.h"
+#include "bench_options.h"
 #include "reports/report.h"
 #include "studies/run.h"
 #include "studies/serve.h"
@@ -63,35 +64,28 @@ std::string request_line(const std::string& scenario, std::size_t i) {
          ", \"set\": {\"" + var.key + "\": " + (number ? value : nlohmann::json(value).dump()) + "}}";
 }
 
-int usage() {
-  std::fprintf(stderr, "usage: servesim_bench_serve SCENARIO.yaml [--hypotheses N] [--rounds R] "
-                       "[--min-per-s-per-core X]\n");
-  return 2;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string scenario;
-  std::size_t n = 1000;
+  namespace po = servesim::bench::po;
+  po::options_description visible("usage: servesim_bench_serve SCENARIO.yaml [options]\n\noptions");
+  long long hypotheses = 1000;
   int rounds = 3;
   double min_per_core = 0;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    const char* v = i + 1 < argc ? argv[i + 1] : nullptr;
-    if (a == "--hypotheses" && v) {
-      n = static_cast<std::size_t>(std::atol(argv[++i]));
-    } else if (a == "--rounds" && v) {
-      rounds = std::atoi(argv[++i]);
-    } else if (a == "--min-per-s-per-core" && v) {
-      min_per_core = std::atof(argv[++i]);
-    } else if (a.rfind("--", 0) == 0 || !scenario.empty()) {
-      return usage();
-    } else {
-      scenario = a;
-    }
-  }
-  if (scenario.empty() || n == 0 || rounds < 1) return usage();
+  visible.add_options()
+      ("help,h", "show this help")
+      ("hypotheses", po::value<long long>(&hypotheses)->default_value(1000), "hypotheses per round")
+      ("rounds", po::value<int>(&rounds)->default_value(3), "rounds")
+      ("min-per-s-per-core", po::value<double>(&min_per_core)->default_value(0),
+       "target: median hypotheses per second per core at least");
+  po::variables_map vm;
+  if (auto done = servesim::bench::parse_options(argc, argv, visible, "scenario", vm)) return *done;
+  const auto files = servesim::bench::positionals(vm, "scenario");
+  if (files.size() != 1) return servesim::bench::usage_error("give exactly one scenario file", visible);
+  if (hypotheses < 1 || rounds < 1) return servesim::bench::usage_error("--hypotheses and --rounds must be at least 1", visible);
+  if (!(min_per_core >= 0)) return servesim::bench::usage_error("--min-per-s-per-core must be at least 0", visible);
+  const std::string scenario = files.front();
+  const auto n = static_cast<std::size_t>(hypotheses);
 
   std::string input;
   for (std::size_t i = 0; i < n; ++i) input += request_line(scenario, i) + "\n";

@@ -11,14 +11,18 @@
 // chunk are one Llama-3.1-8B layer at TP 4 (QKV, O, gate|up and down GEMMs and attention) x 32
 // layers: the operators both sides have; elementwise kernels, the all-reduces and the LM head are
 // left out of both.
+#include <charconv>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
+#include <iostream>
 #include <map>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "bench_options.h"
+#include "core/errors.h"
+#include "core/input_file.h"
 #include "models/chip_spec.h"
 #include "models/cost_model.h"
 #include "models/model_spec.h"
@@ -32,7 +36,7 @@ namespace {
 using Row = std::map<std::string, std::string>;
 
 std::vector<Row> read_csv(const std::string& path) {
-  std::ifstream in(path);
+  std::istringstream in(read_input_file(InputSource{path, "measurement file", ""}, kMaxTableBytes));
   std::vector<Row> rows;
   std::string line;
   std::vector<std::string> header;
@@ -60,7 +64,13 @@ std::vector<Row> read_csv(const std::string& path) {
 
 double num(const Row& r, const char* key) {
   const auto it = r.find(key);
-  return it == r.end() || it->second.empty() ? 0.0 : std::stod(it->second);
+  if (it == r.end() || it->second.empty()) return 0.0;
+  double v = 0;
+  const auto [end, ec] = std::from_chars(it->second.data(), it->second.data() + it->second.size(), v);
+  if (ec != std::errc() || end != it->second.data() + it->second.size()) {
+    throw InputError({Diagnostic{"", 0, 0, key, "'" + it->second + "' is not a number"}});
+  }
+  return v;
 }
 
 Format format_of(const std::string& aic) {
@@ -88,15 +98,8 @@ void print(const std::string& what, const std::string& shape, const Compared& c)
               c.roofline_s * 1e6, c.roofline_s / c.measured_s);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  const std::string path = argc > 1 ? argv[1] : "models/data/h200_operator_sample.csv";
-  const auto rows = read_csv(path);
-  if (rows.empty()) {
-    std::fprintf(stderr, "servesim_compare_h200: cannot read %s\n", path.c_str());
-    return 2;
-  }
+// The comparison table over the measurement rows. Throws on a malformed row.
+int compare(const std::vector<Row>& rows) {
   const ChipSpec chip = *chip_preset("h200-sxm");
   const RooflineCostModel roofline(chip);
   const std::array<bool, kComputeRates> rates = chip.rates();
@@ -180,4 +183,37 @@ int main(int argc, char** argv) {
   composite("prefill chunk, 2048 new tokens", "bfloat16", 2048, context, {1, 2048});
   composite("prefill chunk, 2048 new tokens", "fp8", 2048, context, {1, 2048});
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  namespace po = servesim::bench::po;
+  po::options_description visible("usage: servesim_compare_h200 [MEASUREMENTS.csv]\n\noptions");
+  visible.add_options()("help,h", "show this help");
+  po::variables_map vm;
+  if (auto done = servesim::bench::parse_options(argc, argv, visible, "csv", vm)) return *done;
+  const auto files = servesim::bench::positionals(vm, "csv");
+  if (files.size() > 1) return servesim::bench::usage_error("give at most one measurement file", visible);
+  const std::string path = files.empty() ? "models/data/h200_operator_sample.csv" : files.front();
+  std::vector<Row> rows;
+  try {
+    rows = read_csv(path);
+  } catch (const InputError& e) {
+    print_diagnostics(e, std::cerr);
+    return 2;
+  }
+  if (rows.empty()) {
+    std::fprintf(stderr, "servesim_compare_h200: cannot read %s\n", path.c_str());
+    return 2;
+  }
+  try {
+    return compare(rows);
+  } catch (const InputError& e) {
+    print_diagnostics(e, std::cerr);
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << path << ": a row this program cannot read (" << e.what() << ")\n";
+    return 2;
+  }
 }

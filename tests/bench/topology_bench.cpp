@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_options.h"
 #include "core/rng.h"
 #include "topologies/cluster.h"
 #include "topologies/flow_network.h"
@@ -51,13 +52,6 @@ double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const std::size_t n = v.size();
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-const char* arg(int argc, char** argv, const char* name, const char* fallback) {
-  for (int i = 2; i + 1 < argc; ++i) {
-    if (std::strcmp(argv[i], name) == 0) return argv[i + 1];
-  }
-  return fallback;
 }
 
 struct BuildRun {
@@ -96,10 +90,20 @@ BuildRun build_in_child(std::string_view preset, int chips) {
 }
 
 int bench_build(int argc, char** argv) {
-  const int chips = std::atoi(arg(argc, argv, "--chips", "100000"));
-  const int runs = std::atoi(arg(argc, argv, "--runs", "5"));
-  const double max_s = std::atof(arg(argc, argv, "--max-s", "0"));
-  const double max_rss = std::atof(arg(argc, argv, "--max-rss-mb", "0"));
+  namespace po = servesim::bench::po;
+  po::options_description visible("usage: servesim_bench_topology build [options]\n\noptions");
+  int chips = 100000, runs = 5;
+  double max_s = 0, max_rss = 0;
+  visible.add_options()
+      ("help,h", "show this help")
+      ("chips", po::value<int>(&chips)->default_value(100000), "chips of every preset")
+      ("runs", po::value<int>(&runs)->default_value(5), "runs per preset, each in a fresh process")
+      ("max-s", po::value<double>(&max_s)->default_value(0), "target: median build seconds at most")
+      ("max-rss-mb", po::value<double>(&max_rss)->default_value(0), "target: median peak MB at most");
+  po::variables_map vm;
+  if (auto done = servesim::bench::parse_options(argc - 1, argv + 1, visible, nullptr, vm)) return *done;
+  if (chips < 1 || runs < 1) return servesim::bench::usage_error("--chips and --runs must be at least 1", visible);
+  if (!(max_s >= 0 && max_rss >= 0)) return servesim::bench::usage_error("targets must be at least 0", visible);
   bool ok = true;
   std::printf("%-16s %9s %9s %10s %12s %12s\n", "preset", "chips", "switches", "links", "build s (p50)", "RSS MB (p50)");
   for (auto name : cluster_preset_names()) {
@@ -225,13 +229,32 @@ FlowRun run_flows(const ClusterSpec& spec, std::size_t concurrent, std::uint64_t
 }
 
 int bench_flows(int argc, char** argv) {
-  const std::string preset = arg(argc, argv, "--preset", "h100-superpod");
-  const int chips = std::atoi(arg(argc, argv, "--chips", "100000"));
-  const auto concurrent = static_cast<std::size_t>(std::atoll(arg(argc, argv, "--flows", "100000")));
-  const auto events = static_cast<std::uint64_t>(std::atoll(arg(argc, argv, "--events", "1000000")));
-  const int runs = std::atoi(arg(argc, argv, "--runs", "3"));
-  const double min_rate = std::atof(arg(argc, argv, "--min-events-per-s", "0"));
-  const std::string traffic_name = arg(argc, argv, "--traffic", "random");
+  namespace po = servesim::bench::po;
+  po::options_description visible("usage: servesim_bench_topology flows [options]\n\noptions");
+  std::string preset = "h100-superpod", traffic_name = "random";
+  int chips = 100000, runs = 3;
+  long long flows = 100000, event_count = 1000000;
+  double min_rate = 0;
+  visible.add_options()
+      ("help,h", "show this help")
+      ("preset", po::value<std::string>(&preset)->default_value(preset), "cluster preset")
+      ("chips", po::value<int>(&chips)->default_value(100000), "chips")
+      ("flows", po::value<long long>(&flows)->default_value(100000), "concurrent flows")
+      ("events", po::value<long long>(&event_count)->default_value(1000000), "flow start/finish events")
+      ("runs", po::value<int>(&runs)->default_value(3), "runs")
+      ("min-events-per-s", po::value<double>(&min_rate)->default_value(0), "target: median events/s at least")
+      ("traffic", po::value<std::string>(&traffic_name)->default_value(traffic_name), "random, rail or permutation");
+  po::variables_map vm;
+  if (auto done = servesim::bench::parse_options(argc - 1, argv + 1, visible, nullptr, vm)) return *done;
+  if (chips < 1 || runs < 1 || flows < 1 || event_count < 1) {
+    return servesim::bench::usage_error("--chips, --flows, --events and --runs must be at least 1", visible);
+  }
+  if (!(min_rate >= 0)) return servesim::bench::usage_error("--min-events-per-s must be at least 0", visible);
+  if (traffic_name != "random" && traffic_name != "rail" && traffic_name != "permutation") {
+    return servesim::bench::usage_error("--traffic must be random, rail or permutation", visible);
+  }
+  const auto concurrent = static_cast<std::size_t>(flows);
+  const auto events = static_cast<std::uint64_t>(event_count);
   const Traffic traffic = traffic_name == "rail" ? Traffic::kRail
                           : traffic_name == "permutation" ? Traffic::kPermutation : Traffic::kRandom;
   const auto spec = cluster_preset(preset, chips);
@@ -265,6 +288,6 @@ int bench_flows(int argc, char** argv) {
 int main(int argc, char** argv) {
   if (argc >= 2 && std::strcmp(argv[1], "build") == 0) return bench_build(argc, argv);
   if (argc >= 2 && std::strcmp(argv[1], "flows") == 0) return bench_flows(argc, argv);
-  std::printf("usage: servesim_bench_topology build|flows [options] (see the source's header)\n");
+  std::fprintf(stderr, "usage: servesim_bench_topology build|flows [options] ('build --help', 'flows --help')\n");
   return 2;
 }

@@ -27,6 +27,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -36,6 +37,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_options.h"
 #include "child_process.h"
 #include "core/errors.h"
 #include "workloads/source.h"
@@ -166,45 +168,40 @@ Result run_case(const std::string& name, const std::string& traces, std::int64_t
   return r;
 }
 
-int usage() {
-  std::fprintf(stderr,
-               "usage: servesim_bench_workloads [--cases A,B,...] [--requests N,M,...] [--runs R] "
-               "[--traces DIR] [--min-rate R] [--max-rss-growth MB]\n");
-  return 2;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   std::vector<std::string> cases = {"poisson-lognormal", "poisson-fixed", "rich", "splitwise-loop",
                                     "azure-loop", "mooncake-loop"};
-  std::vector<std::int64_t> counts = {1'000'000, 10'000'000};
+  std::vector<std::int64_t> counts;
   int runs = 3;
   std::string traces = "workloads/traces";
   double min_rate = 0, max_growth = -1;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    const char* v = i + 1 < argc ? argv[i + 1] : nullptr;
-    if (v == nullptr) return usage();
-    ++i;
-    if (a == "--cases") {
-      cases = split(v);
-    } else if (a == "--requests") {
-      counts.clear();
-      for (const auto& s : split(v)) counts.push_back(std::atoll(s.c_str()));
-    } else if (a == "--runs") {
-      runs = std::atoi(v);
-    } else if (a == "--traces") {
-      traces = v;
-    } else if (a == "--min-rate") {
-      min_rate = std::atof(v);
-    } else if (a == "--max-rss-growth") {
-      max_growth = std::atof(v);
-    } else {
-      return usage();
+  namespace po = servesim::bench::po;
+  po::options_description visible("usage: servesim_bench_workloads [options]\n\noptions");
+  std::string case_list, request_list = "1000000,10000000";
+  visible.add_options()
+      ("help,h", "show this help")
+      ("cases", po::value<std::string>(&case_list), "cases to run, A,B,... (default: all)")
+      ("requests", po::value<std::string>(&request_list)->default_value(request_list), "request counts N,M,...")
+      ("runs", po::value<int>(&runs)->default_value(3), "runs per case and count, each in a fresh process")
+      ("traces", po::value<std::string>(&traces)->default_value(traces), "the folder of the traces")
+      ("min-rate", po::value<double>(&min_rate)->default_value(0), "target: requests per second at least")
+      ("max-rss-growth", po::value<double>(&max_growth)->default_value(-1),
+       "target: peak MB growth from the smallest to the largest count at most (negative: none)");
+  po::variables_map vm;
+  if (auto done = servesim::bench::parse_options(argc, argv, visible, nullptr, vm)) return *done;
+  if (!case_list.empty()) cases = split(case_list);
+  for (const auto& s : split(request_list)) {
+    std::int64_t n = 0;
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
+    if (s.empty() || ec != std::errc() || end != s.data() + s.size() || n < 1) {
+      return servesim::bench::usage_error("--requests: '" + s + "' is not a count of at least 1", visible);
     }
+    counts.push_back(n);
   }
-  if (runs < 1 || counts.empty()) return usage();
+  if (runs < 1 || counts.empty()) return servesim::bench::usage_error("--runs and --requests need at least 1", visible);
+  if (!(min_rate >= 0)) return servesim::bench::usage_error("--min-rate must be at least 0", visible);
   try {
     for (const auto& c : cases) build(c, traces, 1);  // bad case names and traces, before forking
   } catch (const InputError& e) {

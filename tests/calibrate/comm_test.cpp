@@ -15,6 +15,7 @@
 #include "calibrate/comm_measurements.h"
 #include "models/chip_spec.h"
 #include "core/errors.h"
+#include "tests/scratch.h"
 
 using namespace servesim;
 using namespace servesim::calibrate;
@@ -26,9 +27,7 @@ const std::string kData = SERVESIM_SOURCE_DIR "/calibrate/data/comm";
 
 // Writes `text` to a fresh file in the temporary folder and returns its path.
 std::string write_temp(const std::string& name, const std::string& text) {
-  const auto path = std::filesystem::temp_directory_path() / ("servesim_comm_test_" + name);
-  std::ofstream(path) << text;
-  return path.string();
+  return testing::scratch_file(name, text);
 }
 
 std::string problems(const InputError& e) {

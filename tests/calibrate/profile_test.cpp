@@ -139,7 +139,7 @@ TEST_CASE("Profile: a malformed file lists every problem with line, column and k
 TEST_CASE("Profile: unreadable files") {
   auto ds = input_errors([&] { read_profile("/nonexistent/profile.yaml"); });
   REQUIRE(ds.size() == 1);
-  CHECK(ds[0].message == "cannot open the profile");
+  CHECK(ds[0].message == "cannot open the profile: No such file or directory");
   const TempFile f("not_yaml.yaml", "chip: [unclosed\n");
   ds = input_errors([&] { read_profile(f.path()); });
   REQUIRE(ds.size() == 1);

@@ -366,7 +366,7 @@ TEST_CASE("Readers: files that are not compute tables, and chips that cannot be 
 
   ds = input_errors([&] { read_measurements(std::string("/nonexistent/file.csv")); });
   REQUIRE(ds.size() == 1);
-  CHECK(ds[0].message == "cannot open the measurement file");
+  CHECK(ds[0].message == "cannot open the measurement file: No such file or directory");
 }
 
 TEST_CASE("Readers: problems of several files are reported together") {

@@ -13,6 +13,7 @@
 
 #include "calibrate/measurement.h"
 #include "core/errors.h"
+#include "tests/scratch.h"
 
 namespace calibrate_test {
 
@@ -24,9 +25,7 @@ inline std::string data_path(const std::string& relative) {
 class TempFile {
  public:
   TempFile(const std::string& name, const std::string& content)
-      : path_((std::filesystem::temp_directory_path() /
-               ("servesim_calibrate_test_" + std::to_string(::getpid()) + "_" + name))
-                  .string()) {
+      : path_(servesim::testing::scratch_path(name).string()) {
     std::ofstream out(path_, std::ios::binary);
     out << content;
   }

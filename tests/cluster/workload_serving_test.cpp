@@ -13,6 +13,7 @@
 #include "sim/cluster/simulation.h"
 #include "core/rng.h"
 #include "test_config.h"
+#include "tests/scratch.h"
 
 using namespace servesim;
 namespace wl = servesim::workloads;
@@ -156,7 +157,7 @@ TEST_CASE("Workload serving: session turns follow their answers and extend their
 }
 
 TEST_CASE("Workload serving: a replayed trace arrives exactly when recorded, with its lengths") {
-  const auto path = std::filesystem::temp_directory_path() / "servesim_replay_serving.csv";
+  const auto path = testing::scratch_path("replay_serving.csv");
   std::ofstream(path) << "arrived_at,num_prefill_tokens,num_decode_tokens\n"
                          "0.000000001,30,4\n0.000002,12,2\n0.0000025,200,9\n0.001,7,1\n";
   wl::TraceReplay t;

@@ -13,6 +13,7 @@
 #include "calibrate/measurement_files.h"
 #include "calibrate/native_csv.h"
 #include "tools/gpu_collector/plan.h"
+#include "tests/scratch.h"
 
 using namespace servesim::gpu_collector;
 namespace cal = servesim::calibrate;
@@ -20,9 +21,7 @@ namespace cal = servesim::calibrate;
 namespace {
 
 std::string temp_path(const std::string& name) {
-  return (std::filesystem::temp_directory_path() /
-          ("servesim_collector_test_" + std::to_string(::getpid()) + "_" + name))
-      .string();
+  return servesim::testing::scratch_path(name).string();
 }
 
 std::size_t count(const std::vector<cal::NativeRow>& rows, cal::MeasuredOp op) {

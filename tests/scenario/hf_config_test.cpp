@@ -183,7 +183,7 @@ deployment:
   const auto missing = diagnostics("model: {hf_config: nowhere/config.json}");
   REQUIRE(missing.size() == 1);
   CHECK(missing[0].line == 1);
-  CHECK(missing[0].message.rfind("cannot open the config.json file '", 0) == 0);
+  CHECK(missing[0].message.rfind("cannot open the config.json file: No such file or directory ('", 0) == 0);
 }
 
 namespace {

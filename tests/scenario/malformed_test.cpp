@@ -967,8 +967,8 @@ workload:
     trace: {file: ../workloads/traces/no_such_trace.csv}
 )",
             {kFile, 10, 19, "workload.lengths.trace.file",
-             "cannot open the trace file '" + kBaseDir +
-                 "/../workloads/traces/no_such_trace.csv' (relative paths start at the scenario "
+             "cannot open the trace file: No such file or directory ('" + kBaseDir +
+                 "/../workloads/traces/no_such_trace.csv'; relative paths start at the scenario "
                  "file's folder)"});
 }
 
@@ -1061,7 +1061,7 @@ TEST_CASE("Malformed scenario: a scenario file that does not exist cannot be ope
     servesim::scenario::load_scenario_file(path);
     FAIL("the scenario loaded, but an InputError was expected");
   } catch (const InputError& e) {
-    check_all(e.diagnostics(), {{path, 0, 0, "", "cannot open the scenario file"}});
+    check_all(e.diagnostics(), {{path, 0, 0, "", "cannot open the scenario file: No such file or directory"}});
   }
 }
 
@@ -1199,8 +1199,8 @@ workload:
 )"),
             {{kFile, 5, 18, "deployment.pools[0].instances", "must be between 1 and 1000000, got 0"},
              {kFile, 10, 19, "workload.lengths.trace.file",
-              "cannot open the trace file '" + kBaseDir +
-                  "/nowhere.csv' (relative paths start at the scenario file's folder)"}});
+              "cannot open the trace file: No such file or directory ('" + kBaseDir +
+                  "/nowhere.csv'; relative paths start at the scenario file's folder)"}});
 }
 
 TEST_CASE("Malformed scenario: a reserve too big to fit names the reserve and how to shrink it") {

@@ -14,6 +14,7 @@
 #include "tests/approx.h"
 #include "core/errors.h"
 #include "sim/scenario/scenario.h"
+#include "tests/scratch.h"
 
 namespace {
 
@@ -63,7 +64,7 @@ std::string errors_of(const std::string& yaml) {
 struct TempProfile {
   std::string path;
   explicit TempProfile(const std::string& name, const std::string& text)
-      : path((std::filesystem::temp_directory_path() / name).string()) {
+      : path(servesim::testing::scratch_path(name).string()) {
     std::ofstream(path) << text;
   }
   ~TempProfile() { std::remove(path.c_str()); }
@@ -161,8 +162,8 @@ TEST_CASE("Profile: an unknown name lists the shipped profiles and suggests the 
   const std::string errors = errors_of(scenario_with_chip("{preset: h200-sxm, profile: h2000}"));
   CHECK(errors.find("unknown profile 'h2000' (did you mean 'h200'?)") != std::string::npos);
   CHECK(errors.find("a100, gb200, h100, h200") != std::string::npos);
-  CHECK(errors_of(scenario_with_chip("{preset: h200-sxm, profile: missing/none.yaml}")).find("cannot read") !=
-        std::string::npos);
+  CHECK(errors_of(scenario_with_chip("{preset: h200-sxm, profile: missing/none.yaml}"))
+            .find("cannot open the profile file: No such file or directory") != std::string::npos);
 }
 
 TEST_CASE("Profile: the shipped H200 profile loads by name with its GEMM tables") {

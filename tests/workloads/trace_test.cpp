@@ -14,6 +14,7 @@
 #include "core/rng.h"
 #include "workloads/source.h"
 #include "workloads/trace_reader.h"
+#include "tests/scratch.h"
 
 using namespace servesim;
 using namespace servesim::workloads;
@@ -25,9 +26,7 @@ const std::string kData = SERVESIM_SOURCE_DIR "/tests/workloads/data/";
 constexpr std::int64_t kS = 1'000'000'000'000;  // picoseconds per second
 
 std::string write_temp(const std::string& name, const std::string& text) {
-  const auto path = std::filesystem::temp_directory_path() / ("servesim_trace_test_" + name);
-  std::ofstream(path, std::ios::binary) << text;
-  return path.string();
+  return testing::scratch_file(name, text);
 }
 
 struct Read {

@@ -13,6 +13,7 @@
 #include "tests/approx.h"
 #include "core/errors.h"
 #include "workloads/lengths.h"
+#include "tests/scratch.h"
 
 using namespace servesim;
 using namespace servesim::workloads;
@@ -20,9 +21,7 @@ using namespace servesim::workloads;
 namespace {
 
 std::string write_temp(const std::string& name, const std::string& text) {
-  const auto path = std::filesystem::temp_directory_path() / ("servesim_test_" + name);
-  std::ofstream(path) << text;
-  return path.string();
+  return testing::scratch_file(name, text);
 }
 
 Diagnostic first_error(const LengthConfig& config) {
@@ -125,7 +124,7 @@ TEST_CASE("Trace lengths: bad files are reported with file, line and column") {
     t.path = "/nonexistent/trace.csv";
     const auto d = first_error(t);
     CHECK(d.file == "/nonexistent/trace.csv");
-    CHECK(d.message == "cannot open the trace file");
+    CHECK(d.message == "cannot open the trace file: No such file or directory");
   }
   SUBCASE("a missing column") {
     t.path = write_temp("cols.csv", "a,b\n1,2\n");

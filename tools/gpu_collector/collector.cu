@@ -24,10 +24,16 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include <boost/program_options.hpp>
+
+#include "core/errors.h"
+#include "core/output_file.h"
 #include "tools/gpu_collector/plan.h"
 
 namespace gc = servesim::gpu_collector;
@@ -494,34 +500,50 @@ struct Args {
   int device = 0;
 };
 
-constexpr const char* kUsage =
-    "usage: gpu_collector --out FILE [--chip NAME] [--driver TEXT] [--only gemm,copy,attention]\n"
-    "                     [--quick] [--no-fp8] [--max-seconds S] [--device N]\n"
-    "       gpu_collector --list FILE [--quick] [--only ...] [--no-fp8] [--chip NAME]\n"
-    "       gpu_collector --self-test [--device N]\n";
-
-bool parse(int argc, char** argv, Args& a) {
-  for (int i = 1; i < argc; ++i) {
-    const std::string s = argv[i];
-    auto value = [&](std::string& into) {
-      if (i + 1 >= argc) return false;
-      into = argv[++i];
-      return true;
-    };
-    std::string number;
-    if (s == "--out") { if (!value(a.out)) return false; }
-    else if (s == "--list") { if (!value(a.list)) return false; }
-    else if (s == "--chip") { if (!value(a.chip)) return false; }
-    else if (s == "--driver") { if (!value(a.driver)) return false; }
-    else if (s == "--only") { if (!value(a.only)) return false; }
-    else if (s == "--quick") a.quick = true;
-    else if (s == "--no-fp8") a.fp8 = false;
-    else if (s == "--self-test") a.self_test = true;
-    else if (s == "--max-seconds") { if (!value(number)) return false; a.max_seconds = std::atof(number.c_str()); }
-    else if (s == "--device") { if (!value(number)) return false; a.device = std::atoi(number.c_str()); }
-    else return false;
+// Parses the command line (Boost.Program_options, as the main binary). Prints the usage and
+// returns the exit code when the program is done (0 for --help, 2 for a bad command line).
+std::optional<int> parse(int argc, char** argv, Args& a) {
+  namespace po = boost::program_options;
+  po::options_description d(
+      "usage: gpu_collector --out FILE [options]       measure and write the native CSV\n"
+      "       gpu_collector --list FILE [options]      write the plan only (no GPU)\n"
+      "       gpu_collector --self-test [--device N]   check the kernels against a reference\n\noptions");
+  d.add_options()
+      ("help,h", "show this help")
+      ("out", po::value<std::string>(&a.out), "the measurements (FILE.partial while measuring)")
+      ("list", po::value<std::string>(&a.list), "the planned calls, without measuring")
+      ("chip", po::value<std::string>(&a.chip), "the chip's preset name (default: from the device name)")
+      ("driver", po::value<std::string>(&a.driver), "the driver text recorded in the file")
+      ("only", po::value<std::string>(&a.only), "gemm,copy,attention: measure only these")
+      ("quick", "a short plan")
+      ("no-fp8", "leave fp8 GEMMs out")
+      ("self-test", "check the kernels against a reference")
+      ("max-seconds", po::value<double>(&a.max_seconds), "stop measuring after this long")
+      ("device", po::value<int>(&a.device), "the CUDA device");
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(d).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    std::cerr << "error: " << e.what() << "\n\n" << d;
+    return 2;
   }
-  return a.self_test || (a.out.empty() != a.list.empty());
+  if (vm.count("help")) {
+    std::cout << d;
+    return 0;
+  }
+  a.quick = vm.count("quick") > 0;
+  a.fp8 = vm.count("no-fp8") == 0;
+  a.self_test = vm.count("self-test") > 0;
+  std::string problem;
+  if (!a.self_test && a.out.empty() == a.list.empty()) problem = "give exactly one of --out, --list, --self-test";
+  if (!(a.max_seconds > 0)) problem = "--max-seconds must be greater than 0";
+  if (a.device < 0) problem = "--device must be at least 0";
+  if (!problem.empty()) {
+    std::cerr << "error: " << problem << "\n\n" << d;
+    return 2;
+  }
+  return std::nullopt;
 }
 
 std::string utc_now() {
@@ -547,19 +569,23 @@ gc::PlanOptions plan_options(const Args& a) {
 
 int main(int argc, char** argv) {
   Args args;
-  if (!parse(argc, argv, args)) {
-    std::cerr << kUsage;
-    return 2;
-  }
+  if (auto done = parse(argc, argv, args)) return *done;
   try {
+    // Where the results go is checked before the GPU is touched.
+    if (!args.list.empty()) servesim::check_output_file(args.list, "plan (--list)");
+    if (!args.out.empty()) {
+      servesim::check_output_file(args.out, "measurements (--out)");
+      servesim::check_output_file(args.out + ".partial", "measurement log (--out FILE.partial)");
+    }
     const auto plan = gc::collector_plan(plan_options(args));
     if (!args.list.empty()) {
-      std::ofstream out(args.list);
+      std::ostringstream out;
       cal::NativeCsvWriter w(out, cal::CollectorInfo{args.chip.empty() ? "unspecified" : args.chip, "", "", "",
                                                      kCollector, ""});
       for (const auto& r : plan) w.write(r);
+      servesim::write_atomically(args.list, out.str());
       std::printf("%zu planned calls written to %s\n", plan.size(), args.list.c_str());
-      return out ? 0 : 1;
+      return 0;
     }
     CUDA(cudaSetDevice(args.device));
     if (args.self_test) return self_test();
@@ -587,6 +613,8 @@ int main(int argc, char** argv) {
     const bool has_fp8 = prop.major > 8 || (prop.major == 8 && prop.minor >= 9);
     const double l2 = prop.l2CacheSize;
 
+    // A measurement log, not a report: flushed row by row so that a killed run (hours on a GPU)
+    // keeps what it measured; renamed to --out when complete. Write errors end the run.
     const std::string partial = args.out + ".partial";
     std::ofstream out(partial);
     if (!out) {
@@ -631,6 +659,10 @@ int main(int argc, char** argv) {
       row.repeats = t.repeats;
       writer.write(row);
       out.flush();
+      if (!out) {
+        std::cerr << "error: " << partial << ": cannot write the measurements (disk full?)\n";
+        return 2;
+      }
       ++done;
       if (done % 50 == 0) std::fprintf(stderr, "%zu / %zu calls measured (%.0f s)\n", done, plan.size(), elapsed);
     }
@@ -643,6 +675,9 @@ int main(int argc, char** argv) {
     std::printf("%zu calls measured, %zu skipped, written to %s (%s, %s)\n", done, skipped, args.out.c_str(),
                 info.device.c_str(), info.backend.c_str());
     return 0;
+  } catch (const servesim::InputError& e) {
+    servesim::print_diagnostics(e, std::cerr);
+    return 2;
   } catch (const std::exception& e) {
     std::cerr << "gpu_collector: " << e.what() << "\n";
     return 1;
