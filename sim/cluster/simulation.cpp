@@ -929,8 +929,7 @@ void Simulation::prefill_done(std::uint32_t r, Lane& lane) {
   add_load(pool, s.instance - pool.first_instance, load_units(pool, 0, -1));
   j.prefill_end = now_;
   j.in_prefill = false;
-  const double total = static_cast<double>(s.prefill_target) *
-                       static_cast<double>(config_.model.kv_bytes_per_token());
+  const double total = config_.model.kv_transfer_bytes(s.prefill_target);
   if (j.streamed) {
     // The last layer's share leaves now; the rest has been moving since the first chunk.
     start_kv_flows(r, total / std::max(1, config_.model.layers));
@@ -966,8 +965,7 @@ void Simulation::drain_awaiting() {
     awaiting_decode_.pop_front();
     Journey& j = journey(r);
     advance(r, metrics::TtftPart::kQueueing);
-    j.kv_bytes = static_cast<double>(requests_[r].prefill_target) *
-                 static_cast<double>(config_.model.kv_bytes_per_token());
+    j.kv_bytes = config_.model.kv_transfer_bytes(requests_[r].prefill_target);
     j.transfer_start = now_;
     j.transferred = true;
     start_kv_flows(r, j.kv_bytes);
@@ -1370,8 +1368,7 @@ void Simulation::try_dispatch(std::uint32_t index) {
           awaiting_decode_.empty() && place_decode(c.request)) {
         // Layer-streamed: every layer but the last moves while the prompt is prefilled.
         const RequestState& s = requests_[c.request];
-        const double total = static_cast<double>(s.prefill_target) *
-                             static_cast<double>(config_.model.kv_bytes_per_token());
+        const double total = config_.model.kv_transfer_bytes(s.prefill_target);
         const int layers = std::max(1, config_.model.layers);
         j.streamed = true;
         j.transferred = true;
