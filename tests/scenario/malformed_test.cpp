@@ -715,30 +715,32 @@ workload:
               "tensor parallelism 3 does not divide the 32 attention heads of llama-3.1-8b (choose "
               "one of 1, 2, 4, 8)"},
              {kFile, 6, 22, "deployment.pools[0].parallel.tp",
-              "tensor parallelism 3 does not divide the MLP width 14336 of llama-3.1-8b"},
-             {kFile, 6, 22, "deployment.pools[0].parallel.tp",
-              "tensor parallelism 3 does not divide the scale-up domain of 8 chips, so some TP "
-              "groups would straddle two domains"}});
+              "tensor parallelism 3 does not divide the MLP width 14336 of llama-3.1-8b"}});
 }
 
-TEST_CASE("Malformed scenario: a TP group larger than the 8-chip scale-up domain is rejected") {
-  check_one(R"(
+TEST_CASE("Malformed scenario: a TP group wider than the 8-chip scale-up domain must fill whole domains") {
+  check_all(diagnostics_of(R"(
 model: llama-3.1-8b
 deployment:
   pools:
     - chip: h100-sxm
       instances: 1
-      parallel: {tp: 16}
+      parallel: {tp: 12}
 workload:
   requests: 10
   arrivals: {process: poisson, rate: 10 /s}
   lengths:
     prompt: {distribution: fixed, value: 128}
     output: {distribution: fixed, value: 16}
-)",
-            {kFile, 6, 22, "deployment.pools[0].parallel.tp",
-             "a tensor-parallel group of 16 chips does not fit in one scale-up domain of 8 chips; "
-             "use tp <= 8 and pipeline parallelism across domains"});
+)"),
+            {{kFile, 6, 22, "deployment.pools[0].parallel.tp",
+              "tensor parallelism 12 does not divide the 32 attention heads of llama-3.1-8b (choose "
+              "one of 1, 2, 4, 8)"},
+             {kFile, 6, 22, "deployment.pools[0].parallel.tp",
+              "tensor parallelism 12 does not divide the MLP width 14336 of llama-3.1-8b"},
+             {kFile, 6, 22, "deployment.pools[0].parallel.tp",
+              "a tensor-parallel group of 12 chips is wider than the scale-up domain of 8 chips and "
+              "must fill whole domains: use tp <= 8 or a multiple of it"}});
 }
 
 TEST_CASE("Malformed scenario: Llama-3.1-70B on one A100 does not fit and the weights are to blame") {
@@ -1178,10 +1180,7 @@ workload:
               "tensor parallelism 3 does not divide the 32 attention heads of llama-3.1-8b "
               "(choose one of 1, 2, 4, 8)"},
              {kFile, 6, 22, "deployment.pools[0].parallel.tp",
-              "tensor parallelism 3 does not divide the MLP width 14336 of llama-3.1-8b"},
-             {kFile, 6, 22, "deployment.pools[0].parallel.tp",
-              "tensor parallelism 3 does not divide the scale-up domain of 8 chips, so some TP "
-              "groups would straddle two domains"}});
+              "tensor parallelism 3 does not divide the MLP width 14336 of llama-3.1-8b"}});
 }
 
 TEST_CASE("Malformed scenario: a missing trace file is reported next to other problems") {
