@@ -918,7 +918,29 @@ void Simulation::note_free_kv(std::uint32_t index) {
 
 void Simulation::start_kv_flows(std::uint32_t r, double bytes) {
   Journey& j = journey(r);
+  // The engine's fixed hand-off comes first (DisaggregationConfig::kv_setup): the transfer's data
+  // moves when it ends, with every part started meanwhile (a streamed transfer's last layer).
+  if (config_.disaggregation.kv_setup.ps() > 0 && !j.setup_done) {
+    j.setup_bytes += bytes;
+    if (!j.setup_pending) {
+      j.setup_pending = true;
+      schedule(now_ + config_.disaggregation.kv_setup, KvSetupDone{r, j.epoch});
+    }
+    return;
+  }
   start_flows(r, requests_[r].instance, j.target, j.target_lane, bytes, kKvFlow);
+}
+
+void Simulation::handle(const KvSetupDone& e) {
+  if (requests_[e.request].journey == kNoRequest) return;  // lost to a failure meanwhile
+  Journey& j = journey(e.request);
+  if (j.epoch != e.epoch || !j.setup_pending) return;  // a failure restarted its transfer
+  j.setup_pending = false;
+  j.setup_done = true;
+  const double bytes = j.setup_bytes;
+  j.setup_bytes = 0;
+  start_kv_flows(e.request, bytes);
+  reschedule_network();
 }
 
 void Simulation::prefill_done(std::uint32_t r, Lane& lane) {
@@ -1550,6 +1572,8 @@ void Simulation::fail_instance(std::uint32_t index, SimTime repair_at) {
         ++j.epoch;
         j.flows = 0;
         j.flows_reserved = j.streamed = j.transferred = false;
+        j.setup_pending = j.setup_done = false;
+        j.setup_bytes = 0;
         j.target = kNoInstance;
       }
     }
@@ -1563,6 +1587,8 @@ void Simulation::fail_instance(std::uint32_t index, SimTime repair_at) {
     // Flows still moving for it are stale from here on (its tag's epoch).
     ++j.epoch;
     j.flows = 0;
+    j.setup_pending = j.setup_done = false;
+    j.setup_bytes = 0;
     if (!j.ttft_done) {
       advance(r, j.in_prefill ? metrics::TtftPart::kPrefillInterference : metrics::TtftPart::kQueueing);
     }

@@ -155,6 +155,10 @@ class Simulation {
     bool transferred = false;
     bool flows_reserved = false;         // KV room reserved on `target` (a decode instance)
     std::uint32_t epoch = 0;             // bumped by failures: its flows in flight are stale
+    // The KV transfer's fixed hand-off (DisaggregationConfig::kv_setup): pending until its
+    // KvSetupDone, with the bytes of the parts started meanwhile; done once it ended.
+    bool setup_pending = false, setup_done = false;
+    double setup_bytes = 0;
   };
   enum FlowKind : std::uint64_t { kEmbeddingFlow = 0, kKvFlow = 1 };
 
@@ -192,6 +196,7 @@ class Simulation {
   void handle(const NetworkDue& e);
   void handle(const FaultOccurred& e);
   void handle(const InstanceRepaired& e);
+  void handle(const KvSetupDone& e);
 
   // --- stages ---
   void enter(std::uint32_t r);                      // a new or re-queued request's first stage
