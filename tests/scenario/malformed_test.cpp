@@ -594,7 +594,8 @@ workload:
 )",
             {kFile, 1, 17, "model.preset",
              "unknown model preset 'llama-3-8b' (did you mean 'llama-3.1-8b'?); presets: "
-             "llama-3.1-8b, llama-3.1-70b, llama-2-70b, qwen3-32b, qwen3-235b-a22b, deepseek-v3, deepseek-r1, kimi-k2, glm-4.5, glm-4.5-air, glm-5, gpt-oss-120b, qwen2.5-vl-7b"});
+             "llama-3.1-8b, llama-3.1-70b, llama-2-70b, qwen3-32b, qwen3-235b-a22b, deepseek-v3, deepseek-r1, kimi-k2, kimi-k2.5, deepseek-v3.2, minimax-m2.5, "
+             "qwen3.5-397b-a17b, qwen3.5-122b-a10b, qwen3.5-35b-a3b, qwen3.5-27b, glm-4.5, glm-4.5-air, glm-5, gpt-oss-120b, qwen2.5-vl-7b"});
 }
 
 TEST_CASE("Malformed scenario: an unknown model preset given by name is reported with the same text") {
@@ -615,7 +616,8 @@ workload:
   // Reported at the name, under the key the user wrote.
   check_all(diagnostics, {{kFile, 1, 8, "model",
                            "unknown model preset 'llama-3-8b' (did you mean 'llama-3.1-8b'?); "
-                           "presets: llama-3.1-8b, llama-3.1-70b, llama-2-70b, qwen3-32b, qwen3-235b-a22b, deepseek-v3, deepseek-r1, kimi-k2, glm-4.5, glm-4.5-air, glm-5, gpt-oss-120b, qwen2.5-vl-7b"}});
+                           "presets: llama-3.1-8b, llama-3.1-70b, llama-2-70b, qwen3-32b, qwen3-235b-a22b, deepseek-v3, deepseek-r1, kimi-k2, kimi-k2.5, deepseek-v3.2, minimax-m2.5, "
+                           "qwen3.5-397b-a17b, qwen3.5-122b-a10b, qwen3.5-35b-a3b, qwen3.5-27b, glm-4.5, glm-4.5-air, glm-5, gpt-oss-120b, qwen2.5-vl-7b"}});
 }
 
 TEST_CASE("Malformed scenario: an unknown chip preset suggests the closest preset") {
@@ -1380,7 +1382,7 @@ workload:
 )"),
             {{kFile, 1, 50, "model.formats.weights",
               "unknown value 'fp6' (did you mean 'fp8'? expected one of bf16, fp8, fp8_block, int8, "
-              "w4a8, nvfp4, mxfp4)"},
+              "w4a8, nvfp4, mxfp4, w4a16)"},
              {kFile, 1, 65, "model.formats.kv_cache",
               "unknown value 'nvfp4' (expected one of bf16, fp8, int8)"},
              {kFile, 4, 59, "deployment.pools[0].chip.efficiency.gemm_compute",
