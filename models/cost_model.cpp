@@ -344,6 +344,9 @@ bool TableCostModel::log_grid_lookup(const Operator& op, double& out) const {
 }
 
 bool TableCostModel::lookup(const Operator& op, double& out) const {
+  // No shipped table measures Gated DeltaNet's recurrent kernels; an attention table of the same
+  // kind, heads and head size would answer for a kernel it never ran: the roofline does.
+  if (op.recurrent) return false;
   if (!tables_.log_grids.empty() && log_grid_lookup(op, out)) return true;
   for (const MeasuredSeries& s : tables_.series) {
     if (!same_class(s.kind, op.kind) || s.rate != op.rate || s.n != op.n || s.k != op.k) continue;

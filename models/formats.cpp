@@ -21,6 +21,10 @@ struct FormatInfo {
 // nvfp4: e2m1 (0.5 byte) + one e4m3 scale per 16 elements = 0.5 + 1 / 16 (NVIDIA NVFP4).
 // mxfp4: e2m1 (0.5 byte) + one e8m0 scale per 32 elements = 0.5 + 1 / 32 (OCP Microscaling
 //   Formats spec v1.0; gpt-oss experts).
+// w4a16: int4 weights (0.5 byte) + one bf16 scale per group of 32 = 0.5 + 2 / 32 (compressed-tensors
+//   pack-quantized, group_size 32: moonshotai/Kimi-K2.5 config.json quantization_config; AIConfigurator's
+//   int4_wo mode); activations stay bf16 and the weight-only kernels (Marlin / Machete) dequantise
+//   in registers, so the GEMM runs at the bf16 rate.
 constexpr std::array<FormatInfo, kFormats> kInfo = {{
     {"bf16", 2.0, 2.0, ComputeRate::kBf16, true},
     {"fp8", 1.0, 1.0, ComputeRate::kFp8, true},
@@ -29,6 +33,7 @@ constexpr std::array<FormatInfo, kFormats> kInfo = {{
     {"w4a8", 0.5 + 2.0 / 128.0, 1.0, ComputeRate::kFp8, false},
     {"nvfp4", 0.5 + 1.0 / 16.0, 0.5 + 1.0 / 16.0, ComputeRate::kFp4, false},
     {"mxfp4", 0.5 + 1.0 / 32.0, 0.5 + 1.0 / 32.0, ComputeRate::kFp4, false},
+    {"w4a16", 0.5 + 2.0 / 32.0, 2.0, ComputeRate::kBf16, false},
 }};
 
 const FormatInfo& info(Format f) { return kInfo[static_cast<std::size_t>(f)]; }

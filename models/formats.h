@@ -4,7 +4,8 @@
 // Bytes per element include the scale factors the format carries (sources per format in
 // formats.cpp): block-scaled fp8 stores one fp32 scale per 128 x 128 weight block (DeepSeek-V3's
 // checkpoint), W4A8 one bf16 scale per 128 int4 weights, NVFP4 one fp8 scale per 16 fp4 values,
-// MXFP4 one 8-bit power-of-two scale per 32 values (OCP MX spec). Per-tensor and per-channel
+// MXFP4 one 8-bit power-of-two scale per 32 values (OCP MX spec), W4A16 one bf16 scale per 32
+// int4 weights (a weight-only format: bf16 activations, the bf16 rate). Per-tensor and per-channel
 // scales (fp8, int8) add less than 0.1% and are not counted.
 // Ignored: fp16 (costed as bf16: same width and tensor-core rate), per-token activation scales,
 // the accuracy of any format.
@@ -20,7 +21,7 @@
 
 namespace servesim::models {
 
-enum class Format : std::uint8_t { kBf16, kFp8, kFp8Block, kInt8, kW4A8, kNvfp4, kMxfp4, kCount };
+enum class Format : std::uint8_t { kBf16, kFp8, kFp8Block, kInt8, kW4A8, kNvfp4, kMxfp4, kW4A16, kCount };
 constexpr std::size_t kFormats = static_cast<std::size_t>(Format::kCount);
 
 // The tensor-core rates a chip may have (dense). A GEMM whose weights are in format f runs at
@@ -37,7 +38,7 @@ bool is_kv_format(Format f);
 // Stored bytes per element, scales included.
 double bytes_per_element(Format f);
 // Bytes per element of the activations a GEMM in this format reads (its A operand): 2 for bf16
-// and the weight-only path, 1 for fp8/int8/W4A8 (quantised activations), 0.5625 for NVFP4 and
+// and the weight-only path (W4A16), 1 for fp8/int8/W4A8 (quantised activations), 0.5625 for NVFP4 and
 // MXFP4 (fp4 activations with their scales).
 double activation_bytes_per_element(Format f);
 ComputeRate compute_rate(Format f);

@@ -58,12 +58,34 @@ double moe_layer_bytes(const ModelSpec& m, const ParallelPlan& p) {
          c.router * 2.0;
 }
 
+// Elements of one linear-attention layer's mixer on one chip (ModelSpec::linear_attention_params
+// split by heads; key heads replicated when tp exceeds them).
+double linear_chip_elements(const ModelSpec& m, const ParallelPlan& p) {
+  const LinearAttentionSpec& l = m.linear;
+  const double h = m.hidden, hk = std::max(1.0, static_cast<double>(l.key_heads) / p.tp);
+  const double hv = static_cast<double>(l.value_heads) / p.tp;
+  const double ch = 2 * hk * l.key_dim + hv * l.value_dim;
+  return 2 * h + h * (2 * hk * l.key_dim + 2 * hv * l.value_dim + 2 * hv) + ch * l.conv_kernel + 2 * hv +
+         l.value_dim + hv * l.value_dim * h;
+}
+
 }  // namespace
+
+double linear_state_bytes_per_layer_chip(const ModelSpec& m, const ParallelPlan& p) {
+  if (!m.linear.enabled()) return 0;
+  const LinearAttentionSpec& l = m.linear;
+  const double hk = std::max(1.0, static_cast<double>(l.key_heads) / p.tp);
+  const double hv = static_cast<double>(l.value_heads) / p.tp;
+  return hv * l.key_dim * l.value_dim * l.state_bytes +
+         (l.conv_kernel - 1.0) * (2 * hk * l.key_dim + hv * l.value_dim) * m.activation_bytes;
+}
 
 std::string MemoryPlan::biggest_consumer() const {
   const double w = weights.value, a = activations.value, k = window_kv.value, r = reserved.value;
-  if (w >= a && w >= k && w >= r) return "weights";
-  if (a >= k && a >= r) return "activations";
+  const double s = linear_state.value;
+  if (w >= a && w >= k && w >= r && w >= s) return "weights";
+  if (a >= k && a >= r && a >= s) return "activations";
+  if (s >= k && s >= r) return "linear state";
   return k >= r ? "window KV" : "reserved";
 }
 
@@ -81,7 +103,9 @@ StageWeights stage_weights(const ModelSpec& m, const ParallelPlan& p, int stage,
     dense_layer = attention_chip_elements(m, p) + dense_mlp;
   }
   const double moe_layer = attention_chip_elements(m, p) * wb + moe_layer_bytes(m, p);
-  w.layers = Bytes{dense_layer * n.dense() * wb + moe_layer * n.moe};
+  // Linear-attention layers hold their mixer instead of the attention block.
+  const double linear_delta = m.linear.enabled() ? linear_chip_elements(m, p) - attention_chip_elements(m, p) : 0.0;
+  w.layers = Bytes{dense_layer * n.dense() * wb + moe_layer * n.moe + linear_delta * n.linear * wb};
 
   const double embedding = static_cast<double>(m.embedding_params()) / p.tp;
   const bool first = stage == 0, last = stage == p.pp - 1;
@@ -123,7 +147,15 @@ Bytes stage_activation_bytes(const ModelSpec& m, const ParallelPlan& p, int stag
     attn = a.q_lora_rank + a.kv_lora_rank + a.qk_rope_dim +
            p.heads_per_chip(m) * (a.qk_nope_dim + a.qk_rope_dim);
   } else {
-    attn = (p.heads_per_chip(m) + 2.0 * p.kv_heads_per_chip(m)) * m.head_dim;
+    attn = (p.heads_per_chip(m) * (m.attention_output_gate ? 2.0 : 1.0) + 2.0 * p.kv_heads_per_chip(m)) *
+           m.head_dim;
+  }
+  if (n.linear > 0) {
+    // Gated DeltaNet: q, k, v, z and beta / decay per token (the in-projections' outputs).
+    const LinearAttentionSpec& l = m.linear;
+    const double hk = std::max(1.0, static_cast<double>(l.key_heads) / p.tp);
+    const double hv = static_cast<double>(l.value_heads) / p.tp;
+    attn = std::max(attn, 2 * hk * l.key_dim + 2 * hv * l.value_dim + 2 * hv);
   }
   const double ffn = static_cast<double>(m.intermediate) / p.tp;
   double bytes = 0;
@@ -181,8 +213,12 @@ MemoryPlan plan_memory(const ModelSpec& m, const ChipSpec& chip, const ParallelP
       const double tokens = static_cast<double>(m.window.window + c.block_tokens);
       plan.window_kv = Bytes{seqs * tokens * per_layer * n.window / p.cp};
     }
+    if (n.linear > 0) {
+      const double seqs = static_cast<double>(c.max_sequences) / p.dp;
+      plan.linear_state = Bytes{seqs * n.linear * linear_state_bytes_per_layer_chip(m, p)};
+    }
     plan.kv = Bytes{plan.usable.value - plan.weights.value - plan.activations.value -
-                    plan.window_kv.value - plan.reserved.value};
+                    plan.window_kv.value - plan.linear_state.value - plan.reserved.value};
     plan.kv_bytes_per_token = kv_bytes_per_token_per_chip(m, p, s);
     double tokens = -1.0;
     if (plan.kv.value > 0) {

@@ -14,8 +14,11 @@
 //   window KV   = sliding-window layers keep at most window + one block of tokens per running
 //                 sequence (vLLM's hybrid allocator frees the blocks that leave the window):
 //                 reserved up front for max_sequences
+//   linear state = linear-attention layers keep a fixed recurrent state per running sequence
+//                 (SGLang's mamba pool and vLLM's hybrid allocator hold one per request): reserved
+//                 up front for max_sequences
 //   reserved    = framework reserve (CUDA context, NCCL buffers, graphs)
-//   kv          = usable - weights - activations - window KV - reserved
+//   kv          = usable - weights - activations - window KV - linear state - reserved
 // KV bytes per token per chip: full-attention layers of the stage x (K and V of this chip's KV
 // heads, or MLA's replicated latent + rotary key, + DSA index keys), divided by cp. The instance's
 // capacity in tokens is the smallest over its stages of kv / that, times dp (each dp group caches
@@ -61,6 +64,7 @@ struct MemoryPlan {
   StageWeights weight_parts;
   Bytes activations;
   Bytes window_kv;
+  Bytes linear_state;
   Bytes reserved;
   Bytes kv;           // left for the KV cache; negative when the plan does not fit
   double kv_bytes_per_token = 0;  // on one chip of the binding stage
@@ -68,7 +72,8 @@ struct MemoryPlan {
   std::int64_t kv_tokens_per_group = 0;  // one dp group's: the longest context a request can hold
 
   bool fits() const { return kv_tokens > 0; }
-  // "weights" / "activations" / "window KV" / "reserved": the largest consumer on the binding stage.
+  // "weights" / "activations" / "window KV" / "linear state" / "reserved": the largest consumer on
+  // the binding stage.
   std::string biggest_consumer() const;
 };
 
@@ -77,6 +82,9 @@ StageWeights stage_weights(const ModelSpec& m, const ParallelPlan& p, int stage,
 Bytes stage_weight_bytes(const ModelSpec& m, const ParallelPlan& p, int stage);
 Bytes stage_activation_bytes(const ModelSpec& m, const ParallelPlan& p, int stage,
                              const MemoryConfig& c);
+// Recurrent state one sequence holds on one chip in each linear-attention layer (value heads split
+// over tp: state and convolution channels).
+double linear_state_bytes_per_layer_chip(const ModelSpec& m, const ParallelPlan& p);
 // KV-cache bytes one token occupies on one chip of pipeline stage `stage` (full-attention layers).
 double kv_bytes_per_token_per_chip(const ModelSpec& m, const ParallelPlan& p, int stage);
 MemoryPlan plan_memory(const ModelSpec& m, const ChipSpec& chip, const ParallelPlan& p,

@@ -19,12 +19,18 @@ bool ModelSpec::is_window_layer(int layer) const {
   return window.pattern[static_cast<std::size_t>(layer) % window.pattern.size()] == 'S';
 }
 
+bool ModelSpec::is_linear_layer(int layer) const {
+  if (!linear.enabled() || linear.pattern.empty()) return false;
+  return linear.pattern[static_cast<std::size_t>(layer) % linear.pattern.size()] == 'L';
+}
+
 LayerCounts ModelSpec::count_layers(int first, int n) const {
   LayerCounts c;
   c.layers = n;
   for (int l = first; l < first + n; ++l) {
     c.moe += is_moe_layer(l) ? 1 : 0;
     c.window += is_window_layer(l) ? 1 : 0;
+    c.linear += is_linear_layer(l) ? 1 : 0;
   }
   return c;
 }
@@ -49,12 +55,25 @@ std::int64_t ModelSpec::attention_params() const {
   } else {
     const std::int64_t hd = head_dim, kv = kv_heads;
     p += h * nh * hd + 2 * h * kv * hd + nh * hd * h;
+    if (attention_output_gate) p += h * nh * hd;  // the gate half of q_proj
     if (qkv_bias) p += (nh + 2 * kv) * hd;
     if (o_bias) p += h;
     if (qk_norm) p += 2 * hd;
   }
   if (attention_sinks) p += nh;
   return p;
+}
+
+std::int64_t ModelSpec::linear_attention_params() const {
+  // Qwen3-Next / Qwen3.5 Qwen3NextGatedDeltaNet: in_proj_qkvz h -> q, k (key heads x key_dim each),
+  // v and the output gate z (value heads x value_dim each); in_proj_ba h -> beta and the decay's
+  // input per value head; the depthwise conv1d over q, k, v (conv_kernel taps, no bias); dt_bias
+  // and A_log per value head; the gated RMSNorm over value_dim; out_proj back to h; and the
+  // layer's two RMSNorms.
+  const std::int64_t h = hidden, nk = linear.key_heads, nv = linear.value_heads;
+  const std::int64_t dk = linear.key_dim, dv = linear.value_dim;
+  return 2 * h + h * (2 * nk * dk + 2 * nv * dv) + h * 2 * nv + linear.conv_channels() * linear.conv_kernel +
+         2 * nv + dv + nv * dv * h;
 }
 
 std::int64_t ModelSpec::dense_mlp_params() const {
@@ -75,7 +94,7 @@ std::int64_t ModelSpec::router_params() const {
 }
 
 std::int64_t ModelSpec::layer_params(int layer) const {
-  std::int64_t p = attention_params();
+  std::int64_t p = is_linear_layer(layer) ? linear_attention_params() : attention_params();
   if (is_moe_layer(layer)) {
     p += moe.experts * expert_params() + shared_expert_params() + router_params();
   } else {
@@ -120,7 +139,21 @@ double ModelSpec::index_bytes_per_token_layer() const {
 }
 
 std::int64_t ModelSpec::kv_bytes_per_token() const {
-  return std::llround((kv_bytes_per_token_layer() + index_bytes_per_token_layer()) * layers);
+  return std::llround((kv_bytes_per_token_layer() + index_bytes_per_token_layer()) *
+                      count_layers(0, layers).full() +
+                      kv_bytes_per_token_layer() * count_layers(0, layers).window);
+}
+
+double ModelSpec::kv_transfer_bytes(std::int64_t tokens) const {
+  return static_cast<double>(tokens) * static_cast<double>(kv_bytes_per_token()) +
+         linear_state_bytes_per_layer() * count_layers(0, layers).linear;
+}
+
+double ModelSpec::linear_state_bytes_per_layer() const {
+  if (!linear.enabled()) return 0;
+  return static_cast<double>(linear.value_heads) * linear.key_dim * linear.value_dim * linear.state_bytes +
+         static_cast<double>(linear.conv_kernel - 1) * static_cast<double>(linear.conv_channels()) *
+             activation_bytes;
 }
 
 namespace {
@@ -211,6 +244,79 @@ std::vector<ModelSpec> build_presets() {
   kimi.moe = moe(384, 8, 2048, 1, 1, true);
   kimi.formats.weights = kimi.formats.experts = Format::kFp8Block;
   p.push_back(kimi);
+
+  // moonshotai/Kimi-K2.5 config.json text_config (model_type kimi_k2, DeepseekV3ForCausalLM): the
+  // Kimi-K2 text model with 262144 positions; its quantization_config (compressed-tensors
+  // pack-quantized, int4 weights with a bf16 scale per group of 32) covers the routed experts only
+  // (ignore: lm_head, self_attn, shared_experts and the dense MLP of layer 0), so experts w4a16,
+  // everything else bf16. The MoonViT vision tower (27 blocks of 1152) is not modelled: text only.
+  ModelSpec kimi25 = kimi;
+  kimi25.name = "kimi-k2.5";
+  kimi25.max_context = 262144;
+  kimi25.formats.weights = Format::kBf16;
+  kimi25.formats.experts = Format::kW4A16;
+  kimi25.source = "moonshotai/Kimi-K2.5 config.json (text_config; vision tower not modelled)";
+  p.push_back(kimi25);
+
+  // deepseek-ai/DeepSeek-V3.2 config.json (DeepseekV32ForCausalLM): DeepSeek-V3's architecture with
+  // the DSA indexer, index_n_heads 64 x index_head_dim 128 selecting index_topk 2048 tokens; fp8
+  // weights in 128 x 128 blocks (quantization_config, scale_fmt ue8m0).
+  ModelSpec v32 = deepseek_v3("deepseek-v3.2", "deepseek-ai/DeepSeek-V3.2 config.json (deepseek_v32)");
+  v32.dsa = {64, 128, 2048};
+  p.push_back(v32);
+
+  // MiniMaxAI/MiniMax-M2.5 config.json (MiniMaxM2ForCausalLM): 62 layers, hidden 3072, GQA 48 / 8
+  // heads of 128 with QK-norm (qk_norm_type per_layer: one RMSNorm over all query heads and one
+  // over all key heads), rotary on 64 of the 128 dims, every layer MoE with 256 experts top-8 of
+  // 1536 (intermediate_size), no shared experts, a routing bias (use_routing_bias), vocab 200064,
+  // 196608 positions, fp8 weights in 128 x 128 blocks (quantization_config; gate, routing bias and
+  // lm_head excluded). Its 3 MTP modules (num_mtp_modules) are not loaded by the serving engines
+  // by default and are not modelled. 228.7e9 parameters (MiniMax: "230B total").
+  ModelSpec mm = dense("minimax-m2.5", 62, 3072, 48, 8, 128, 1536, 200064, 196608,
+                       "MiniMaxAI/MiniMax-M2.5 config.json");
+  mm.qk_norm = true;
+  mm.moe = moe(256, 8, 1536, 0, 0, true);
+  mm.formats.weights = mm.formats.experts = Format::kFp8Block;
+  p.push_back(mm);
+
+  // Qwen3.5 (Qwen/Qwen3.5-*/config.json text_config, model_type qwen3_5_moe_text / qwen3_5_text):
+  // hybrid layers, three Gated DeltaNet layers then one full-attention layer (layer_types,
+  // full_attention_interval 4); GDN with 16 key heads and value heads of 128 x 128 (fp32 state,
+  // mamba_ssm_dtype), conv kernel 4; full attention GQA of head_dim 256 with QK-norm and an output
+  // gate (attn_output_gate, q_proj twice as wide), rotary on a quarter of the dims
+  // (partial_rotary_factor 0.25, not costed apart); MoE in every layer with one shared expert of
+  // shared_expert_intermediate_size (its sigmoid gate, h weights, not counted); vocab 248320,
+  // 262144 positions, 1 MTP layer (not modelled, as for MiniMax), untied embeddings. The vision
+  // tower is not modelled: text only.
+  auto qwen35 = [&](std::string name, int layers, int hidden, int heads, int kv_heads, int value_heads,
+                    int intermediate, std::string source) {
+    ModelSpec q = dense(std::move(name), layers, hidden, heads, kv_heads, 256, intermediate, 248320,
+                        262144, std::move(source));
+    q.qk_norm = true;
+    q.attention_output_gate = true;
+    q.linear = {16, value_heads, 128, 128, 4, "LLLF", 4};
+    return q;
+  };
+  // Qwen/Qwen3.5-397B-A17B: 60 layers, hidden 4096, 32 / 2 heads, 64 GDN value heads, 512 experts
+  // top-10 of 1024 + a shared one of 1024 (Qwen: "397B total, 17B activated").
+  ModelSpec q397 = qwen35("qwen3.5-397b-a17b", 60, 4096, 32, 2, 64, 1024,
+                          "Qwen/Qwen3.5-397B-A17B config.json (text_config)");
+  q397.moe = moe(512, 10, 1024, 1, 0, false);
+  p.push_back(q397);
+  // Qwen/Qwen3.5-122B-A10B: 48 layers, hidden 3072, 32 / 2 heads, 64 GDN value heads, 256 experts
+  // top-8 of 1024 + a shared one of 1024.
+  ModelSpec q122 = qwen35("qwen3.5-122b-a10b", 48, 3072, 32, 2, 64, 1024,
+                          "Qwen/Qwen3.5-122B-A10B config.json (text_config)");
+  q122.moe = moe(256, 8, 1024, 1, 0, false);
+  p.push_back(q122);
+  // Qwen/Qwen3.5-35B-A3B: 40 layers, hidden 2048, 16 / 2 heads, 32 GDN value heads, 256 experts
+  // top-8 of 512 + a shared one of 512.
+  ModelSpec q35 = qwen35("qwen3.5-35b-a3b", 40, 2048, 16, 2, 32, 512,
+                         "Qwen/Qwen3.5-35B-A3B config.json (text_config)");
+  q35.moe = moe(256, 8, 512, 1, 0, false);
+  p.push_back(q35);
+  // Qwen/Qwen3.5-27B (dense): 64 layers, hidden 5120, 24 / 4 heads, 48 GDN value heads, MLP 17408.
+  p.push_back(qwen35("qwen3.5-27b", 64, 5120, 24, 4, 48, 17408, "Qwen/Qwen3.5-27B config.json (text_config)"));
 
   // zai-org/GLM-4.5 config.json (Glm4MoeForCausalLM): 92 layers (3 dense), hidden 5120, GQA
   // 96 / 8 heads of 128 with QKV bias and QK-norm, 160 experts top-8 of 1536 + 1 shared, 1 MTP
@@ -349,6 +455,22 @@ std::vector<std::string> validate_model(const ModelSpec& m) {
                       "' may hold only S (sliding) and F (full)");
         break;
       }
+    }
+  }
+  if (m.linear.enabled()) {
+    const LinearAttentionSpec& l = m.linear;
+    if (l.key_heads < 1 || l.key_dim < 1 || l.value_dim < 1 || l.conv_kernel < 1 || l.state_bytes < 1) {
+      out.push_back("linear attention needs key_heads, key_dim, value_dim, conv_kernel and state_bytes >= 1");
+    } else if (l.value_heads % l.key_heads != 0) {
+      out.push_back("linear attention key_heads (" + str(l.key_heads) + ") must divide value_heads (" +
+                    str(l.value_heads) + ")");
+    }
+    if (l.pattern.empty() || l.pattern.find_first_not_of("LF") != std::string::npos) {
+      out.push_back("linear-attention pattern '" + l.pattern + "' must hold L (linear) and F (full) only");
+    }
+    if (m.attention != AttentionKind::kGqa || m.window.enabled()) {
+      out.push_back("linear-attention layers are modelled beside GQA full attention only (no MLA, no "
+                    "sliding windows)");
     }
   }
   if (m.mtp_layers < 0) out.push_back("mtp_layers cannot be negative");

@@ -11,6 +11,11 @@
 //               reads only the top_k best;
 //   windows     sliding-window layers (gpt-oss alternates 128-token windows with full layers),
 //               given as a repeating pattern of 'S' (sliding) and 'F' (full) over the layers;
+//   linear      Gated DeltaNet linear-attention layers (Qwen3-Next, Qwen3.5: Yang, Kautz &
+//               Hatamizadeh, "Gated Delta Networks", ICLR 2025) interleaved with full-attention
+//               ones by a repeating pattern of 'L' (linear) and 'F' (full): each value head keeps a
+//               key_dim x value_dim recurrent state (and a short causal-convolution state) per
+//               sequence instead of a KV cache that grows with the context;
 //   MoE         routed experts (top_k of `experts`, each expert_intermediate wide), shared experts,
 //               dense leading layers (first_dense_layers) and a layer frequency;
 //   MTP         multi-token-prediction layers (DeepSeek-V3, GLM): one extra decoder layer each
@@ -18,11 +23,14 @@
 //   vision      an optional ViT encoder (models/vision.h);
 //   formats     dense and expert weights, KV cache (models/formats.h).
 // Biases, QK-norms and attention sinks are counted in the parameters; their cost is ignored.
-// Ignored: non-SwiGLU MLPs, learned positional embeddings, encoder-decoder models, linear
-// attention / state-space layers.
+//   output gate a sigmoid gate on the attention output from a second query-width projection
+//               (Qwen3.5's attn_output_gate).
+// Ignored: non-SwiGLU MLPs, learned positional embeddings, encoder-decoder models, state-space
+// (Mamba) and other linear-attention layers than Gated DeltaNet, partial rotary embeddings (the
+// rotary pass is costed over the whole head).
 // Invariants (checked by validate_model): every count positive where the architecture needs it,
 // kv_heads divides heads, MoE top_k <= experts, MLA/DSA figures complete, a window pattern of
-// 'S'/'F' only.
+// 'S'/'F' only, a linear-attention pattern of 'L'/'F' only on a GQA model without windows.
 #pragma once
 
 #include <cstdint>
@@ -72,6 +80,24 @@ struct WindowSpec {
   bool enabled() const { return window > 0; }
 };
 
+// Gated DeltaNet (Qwen3-Next / Qwen3.5 config.json: linear_num_key_heads, linear_num_value_heads,
+// linear_key_head_dim, linear_value_head_dim, linear_conv_kernel_dim, layer_types). The value heads
+// share the key heads in groups (value_heads / key_heads each).
+struct LinearAttentionSpec {
+  int key_heads = 0;
+  int value_heads = 0;     // 0 = no linear-attention layers
+  int key_dim = 0;
+  int value_dim = 0;
+  int conv_kernel = 0;     // causal depthwise convolution over q, k and v
+  std::string pattern;     // repeating over the layers: 'L' linear, 'F' full ("LLLF" = Qwen3.5)
+  int state_bytes = 4;     // bytes per recurrent-state element (mamba_ssm_dtype float32)
+  bool enabled() const { return value_heads > 0; }
+  // q, k and v channels (what the convolution and its state span).
+  std::int64_t conv_channels() const {
+    return 2LL * key_heads * key_dim + std::int64_t{value_heads} * value_dim;
+  }
+};
+
 struct ModelFormats {
   Format weights = Format::kBf16;   // attention, dense MLPs, shared experts
   Format experts = Format::kBf16;   // routed experts
@@ -86,9 +112,10 @@ struct ModelFormats {
 struct LayerCounts {
   int layers = 0;
   int moe = 0;     // layers with a MoE block (the rest have a dense MLP)
-  int window = 0;  // sliding-window attention layers (the rest attend over the full context)
+  int window = 0;  // sliding-window attention layers
+  int linear = 0;  // linear-attention layers (the rest attend over the full context)
   int dense() const { return layers - moe; }
-  int full() const { return layers - window; }
+  int full() const { return layers - window - linear; }
 };
 
 struct ModelSpec {
@@ -107,11 +134,13 @@ struct ModelSpec {
   DsaSpec dsa;
   MoeSpec moe;
   WindowSpec window;
+  LinearAttentionSpec linear;
   int mtp_layers = 0;
   bool qkv_bias = false;         // biases on Q, K, V (Qwen2, GLM-4.5, gpt-oss)
   bool o_bias = false;           // bias on the output projection (gpt-oss)
   bool qk_norm = false;          // RMSNorm on each query and key head (Qwen3, GLM-4.5)
   bool attention_sinks = false;  // one learned sink logit per head (gpt-oss)
+  bool attention_output_gate = false;  // q_proj also gives a per-channel output gate (Qwen3.5)
   std::optional<VisionSpec> vision;
   ModelFormats formats;
   int activation_bytes = 2;      // the residual stream and attention inputs (bf16)
@@ -119,11 +148,13 @@ struct ModelSpec {
 
   bool is_moe_layer(int layer) const;
   bool is_window_layer(int layer) const;
+  bool is_linear_layer(int layer) const;
   // Counts over layers [first, first + n).
   LayerCounts count_layers(int first, int n) const;
 
   // Parameter counts (elements, not bytes).
   std::int64_t attention_params() const;  // per layer, norms of the attention block included
+  std::int64_t linear_attention_params() const;  // one linear-attention layer's mixer, norms included
   std::int64_t dense_mlp_params() const;
   std::int64_t expert_params() const;     // one routed expert
   std::int64_t shared_expert_params() const;
@@ -138,8 +169,16 @@ struct ModelSpec {
   // KV-cache bytes one token occupies per layer of each kind, all heads (before any split).
   double kv_bytes_per_token_layer() const;    // K and V, or the MLA latent + rotary key
   double index_bytes_per_token_layer() const; // DSA indexer keys (fp8 + an fp32 scale per 128)
-  // Across all layers of the whole model, window layers included as if they cached everything.
+  // Across all layers of the whole model, window layers included as if they cached everything;
+  // linear-attention layers keep a state per sequence instead (linear_state_bytes_per_layer).
   std::int64_t kv_bytes_per_token() const;
+  // Recurrent state one sequence holds per linear-attention layer, all heads: the fp32 (state_bytes)
+  // key_dim x value_dim matrix of every value head and the last conv_kernel - 1 inputs of the
+  // convolution (activation bytes).
+  double linear_state_bytes_per_layer() const;
+  // What a disaggregated prefill hands to decode for a sequence of `tokens` cached tokens: their
+  // KV (kv_bytes_per_token) and the recurrent state of every linear-attention layer.
+  double kv_transfer_bytes(std::int64_t tokens) const;
   double weight_bytes_per_element() const { return bytes_per_element(formats.weights); }
   double expert_bytes_per_element() const { return bytes_per_element(formats.experts); }
 };

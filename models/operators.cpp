@@ -156,7 +156,7 @@ CommOp comm(OpKind kind, Collective c, Group g, double bytes) {
 struct AttentionShape {
   double rotary = 0;     // q and k elements rotated
   double kv_write = 0;   // KV-cache elements written
-  double norms = 0;      // extra norm elements (MLA q_a / kv_a RMSNorms)
+  double norms = 0;      // extra elements (MLA q_a / kv_a RMSNorms, an attention output gate)
 };
 
 AttentionShape attention_shape(const ModelSpec& m, const ParallelPlan& p) {
@@ -170,6 +170,7 @@ AttentionShape attention_shape(const ModelSpec& m, const ParallelPlan& p) {
     const double hkv = p.kv_heads_per_chip(m), hd = m.head_dim;
     a.rotary = (hq + hkv) * hd;
     a.kv_write = 2 * hkv * hd;
+    if (m.attention_output_gate) a.norms = 3 * hq * hd;  // sigmoid(gate) x o: read both, write
   }
   return a;
 }
@@ -332,6 +333,38 @@ LayerTokenOps layer_token_ops(const ModelSpec& m, const ParallelPlan& p, const M
     attention_weights += h * (hq + 2 * hkv) * hd + hq * hd * h;
   }
   o.dequant_attention = dequant(wf, attention_weights, o.qkv.kernels + o.out.kernels);
+  if (m.attention_output_gate) {
+    // Qwen3.5's gated attention: q_proj's second half is a per-channel gate on the attention
+    // output (Qwen3NextAttention: attn_output * sigmoid(gate)).
+    absorb(o.qkv, gemm(OpKind::kGemmQkv, wf, t, h, hq * m.head_dim));
+    o.qkv.kernels -= 1;  // one fused q_proj (q and gate) with k and v
+    o.dequant_attention.flops += wf.emulated ? 2.0 * h * hq * m.head_dim : 0.0;
+  }
+
+  // --- linear-attention (Gated DeltaNet) layers: their own projections, split over tp by heads
+  // (vLLM and SGLang Qwen3NextGatedDeltaNet: in_proj_qkvz and in_proj_ba column-parallel, out_proj
+  // row-parallel), and the gated RMSNorm of the output (norm(o) x SiLU(z): reads o and z, writes
+  // the product). Key heads are replicated when tp exceeds them. ---
+  if (m.linear.enabled()) {
+    const LinearAttentionSpec& l = m.linear;
+    const double hk = std::max(1.0, static_cast<double>(l.key_heads) / p.tp);
+    const double hv = static_cast<double>(l.value_heads) / p.tp;
+    o.linear_qkv = gemm(OpKind::kGemmQkv, wf, t, h, 2 * hk * l.key_dim + 2 * hv * l.value_dim);
+    absorb(o.linear_qkv, gemm(OpKind::kGemmQkv, wf, t, h, 2 * hv));
+    o.linear_out = gemm(OpKind::kGemmOut, wf, t, hv * l.value_dim, h);
+    o.dequant_linear = dequant(wf, h * (2 * hk * l.key_dim + 2 * hv * l.value_dim + 2 * hv) + hv * l.value_dim * h,
+                               o.linear_qkv.kernels + o.linear_out.kernels);
+    o.linear_norm.kind = OpKind::kElementwise;
+    o.linear_norm.bytes = m.activation_bytes * t * 3.0 * hv * l.value_dim;
+    o.linear_norm.kernels = 1;
+    o.linear_norm.m = t;
+  } else {
+    o.linear_qkv.kind = OpKind::kGemmQkv;
+    o.linear_out.kind = OpKind::kGemmOut;
+    o.linear_norm.kind = OpKind::kElementwise;
+    o.linear_qkv.kernels = o.linear_out.kernels = o.linear_norm.kernels = 0;
+    o.dequant_linear = dequant(wf, 0, 0);
+  }
 
   // --- dense MLP: gate and up fused into one [h x 2 ffn] GEMM, then down [ffn x h] ---
   const double ffn = static_cast<double>(m.intermediate) / p.tp;
@@ -623,6 +656,55 @@ LayerBatchOps layer_batch_ops(const ModelSpec& m, const ParallelPlan& p, const B
     if (!m.window.enabled()) o.prefill_window.kernels = o.decode_window.kernels = 0;
   }
 
+  // Gated DeltaNet (Yang, Kautz & Hatamizadeh, "Gated Delta Networks", ICLR 2025), per chip with
+  // hv = value heads / tp and hk = key heads / tp (at least 1), key and value dims dk, dv, conv
+  // kernel K over ch = 2 hk dk + hv dv channels. Prefill runs the chunkwise algorithm (flash-linear-
+  // attention chunk_gated_delta_rule, chunks of C = 64 tokens): per token and value head the WY
+  // terms w = T (beta k) and u = T (beta v) (2 C dk + 2 C dv), the chunk's causal q k^T and
+  // k k^T blocks (2 x 2 C dk), the state's contributions v - w S and q S (2 x 2 dk dv) and the
+  // state update S += k^T v (2 dk dv): 6 dk dv + 2 C (3 dk + dv) FLOPs; it reads q, k, v and the
+  // convolution's input, writes o and the convolution's output (bf16) and the per-token gate and
+  // beta (fp32), and per 64-token chunk writes and reads the chunk's starting state (fp32,
+  // hv dk dv), plus each sequence's initial and final state. The causal depthwise convolution
+  // adds 2 K ch FLOPs per token. Decode is one recurrent step per sequence (fused_recurrent_gated_
+  // delta_rule): decay, S^T k, the rank-1 update and S^T q, about 7 dk dv FLOPs per value head;
+  // it reads and writes each sequence's state (memory-bound) and the convolution's state
+  // ((K - 1) ch, bf16).
+  if (m.linear.enabled()) {
+    const LinearAttentionSpec& l = m.linear;
+    const double hk = std::max(1.0, static_cast<double>(l.key_heads) / p.tp);
+    const double hv = static_cast<double>(l.value_heads) / p.tp;
+    const double dk = l.key_dim, dv = l.value_dim, kc = l.conv_kernel;
+    const double ch = 2 * hk * dk + hv * dv;
+    const double state = hv * dk * dv * l.state_bytes;
+    constexpr double kChunk = 64;
+    const double dq = static_cast<double>(b.decode_seqs) / ranks;
+    Operator pre;
+    pre.kind = OpKind::kAttentionPrefill;
+    pre.recurrent = true;
+    pre.kernels = 2;  // causal_conv1d_fn, chunk_gated_delta_rule
+    pre.flops = prefill_q * (hv * (6 * dk * dv + 2 * kChunk * (3 * dk + dv)) + 2 * kc * ch);
+    pre.bytes = prefill_q * (act * (3 * ch + hv * dv) + 4.0 * 2 * hv) +
+                (prefill_q / kChunk + chunks) * 2 * state;
+    pre.m = prefill_q;
+    pre.batch = chunks;
+    pre.context = prefill_q;
+    pre.n = hv;
+    pre.k = dk;
+    o.linear_prefill = pre;
+    Operator dec = pre;
+    dec.kind = OpKind::kAttentionDecode;
+    dec.kernels = 2;  // causal_conv1d_update, fused_recurrent_gated_delta_rule
+    dec.flops = dq * (hv * 7 * dk * dv + 2 * kc * ch);
+    dec.bytes = dq * (2 * state + act * (2 * (kc - 1) * ch + 2 * ch + hv * dv) + 4.0 * 2 * hv);
+    dec.m = dec.batch = dec.context = dq;
+    o.linear_decode = dec;
+  } else {
+    o.linear_prefill.kind = OpKind::kAttentionPrefill;
+    o.linear_decode.kind = OpKind::kAttentionDecode;
+    o.linear_prefill.kernels = o.linear_decode.kernels = 0;
+  }
+
   // Context parallelism. Prefill by ring attention (Liu et al. 2023) in either of two forms
   // (Yang et al., "Context Parallelism for Scalable Million-Token Inference", 2024): pass-KV, each
   // rank passes its KV shard of the chunks round the ring (cp - 1 hops); or pass-Q, each rank
@@ -679,9 +761,14 @@ StageOperators stage_operators(const ModelSpec& m, const ParallelPlan& p, const 
   auto add_comm = [&](const CommOp& op, int count, int ranks) {
     if (ranks > 1 && count > 0 && op.bytes > 0) s.comm.push_back({op, count});
   };
-  add(t.qkv, c.layers);
-  add(t.out, c.layers);
-  add(t.dequant_attention, c.layers);
+  const int attention_layers = c.layers - c.linear;
+  add(t.qkv, attention_layers);
+  add(t.out, attention_layers);
+  add(t.dequant_attention, attention_layers);
+  add(t.linear_qkv, c.linear);
+  add(t.linear_out, c.linear);
+  add(t.linear_norm, c.linear);
+  add(t.dequant_linear, c.linear);
   add(t.dense_mlp, c.dense());
   add(t.dense_elementwise, c.dense());
   add(t.dequant_dense, c.dense());
@@ -691,16 +778,18 @@ StageOperators stage_operators(const ModelSpec& m, const ParallelPlan& p, const 
   add(t.moe_elementwise, c.moe);
   add(t.dequant_moe, c.moe);
   const bool prefill = b.prefill_tokens > 0, decode = b.decode_seqs > 0;
-  const int full = m.window.enabled() ? c.full() : c.layers;
+  const int full = c.full();
   if (prefill) {
     add(a.prefill_full, full);
     add(a.prefill_window, c.window);
+    add(a.linear_prefill, c.linear);
     add(a.prefill_up_projection, c.layers);
     add(a.indexer_prefill, c.layers);
   }
   if (decode) {
     add(a.decode_full, full);
     add(a.decode_window, c.window);
+    add(a.linear_decode, c.linear);
     add(a.indexer_decode, c.layers);
   }
   if (decode || (prefill && m.dsa.enabled())) add(a.decode_absorb, c.layers);

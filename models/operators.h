@@ -116,6 +116,10 @@ struct Operator {
   // kernel is MLA's (latent KV). DSA's sparse kernels leave them unset: no table describes them.
   double kv_heads = 0, kv_bytes = 0, window = 0;
   bool latent = false;
+  // Gated DeltaNet's recurrent core (chunked in prefill, one step per token in decode), costed as
+  // the layer's attention: m = tokens, batch = sequences, n = value heads per chip, k = key dim;
+  // measured tables of it match only it (calibrate's linear-attention grids).
+  bool recurrent = false;
   // Routed experts only (0 elsewhere), for the grouped-GEMM model (models::moe_experts_seconds):
   // tokens through the MoE module on the chip (routing, permutation and finalize touch every one),
   // and m with each expert's rows rounded up to whole tiles (MoeRankLoad::padded_rows).
@@ -193,7 +197,11 @@ struct LayerTokenOps {
   Operator moe_experts;            // routed experts on the busiest rank
   Operator shared_mlp;
   Operator moe_elementwise;
+  Operator linear_qkv;             // linear-attention layers: in_proj_qkvz and in_proj_ba
+  Operator linear_out;             // linear-attention layers: out_proj
+  Operator linear_norm;            // linear-attention layers: the gated RMSNorm of the output
   Operator dequant_attention;      // emulated formats only (kernels 0 otherwise)
+  Operator dequant_linear;
   Operator dequant_dense;
   Operator dequant_moe;
   CommOp attention_reduce;         // after attention (tp > 1)
@@ -219,6 +227,8 @@ struct LayerBatchOps {
   Operator decode_absorb;          // MLA: W_UK on decode queries and W_UV on their outputs
   Operator indexer_prefill;        // DSA
   Operator indexer_decode;
+  Operator linear_prefill;         // Gated DeltaNet: conv1d + chunked delta rule over the chunks
+  Operator linear_decode;          // conv1d update + one recurrent step per decode
   CommOp cp_prefill;               // ring attention passing KV shards (pass-KV)
   CommOp cp_prefill_q;             // ring attention passing queries and partial outputs (pass-Q)
   CommOp cp_decode;                // query all-gather and partial-output exchange

@@ -46,6 +46,11 @@ std::vector<std::string> validate_plan(const ModelSpec& m, const ParallelPlan& p
     out.push_back(tp + " neither divides nor is a multiple of the " + str(m.kv_heads) +
                   " KV heads of " + m.name);
   }
+  if (m.linear.enabled() && m.linear.value_heads % p.tp != 0) {
+    out.push_back(tp + " does not divide the " + str(m.linear.value_heads) +
+                  " linear-attention value heads of " + m.name + " (choose one of " +
+                  divisors_of(m.linear.value_heads, max_tp) + ")");
+  }
   bool has_dense_mlp = false;
   for (int l = 0; l < m.layers && !has_dense_mlp; ++l) has_dense_mlp = !m.is_moe_layer(l);
   if (has_dense_mlp && m.intermediate > 0 && m.intermediate % p.tp != 0) {

@@ -63,18 +63,6 @@ double positive_ms(const CsvReader& r, std::size_t c, Problems& p) {
   return *v;
 }
 
-// The five plan columns starting at enum value `first` (tp, pp, attention dp, moe tp, moe ep).
-MeasuredPlan plan(const CsvReader& r, const std::vector<std::size_t>& col, std::size_t first,
-                  Problems& p) {
-  MeasuredPlan m;
-  m.tp = count(r, col[first], p);
-  m.pp = count(r, col[first + 1], p);
-  m.dp = count(r, col[first + 2], p);
-  m.moe_tp = count(r, col[first + 3], p);
-  m.ep = count(r, col[first + 4], p);
-  return m;
-}
-
 // N in "...; silicon_concurrency=N; ..." or 0. A malformed N is a problem at the field.
 int concurrency(const CsvReader& r, std::size_t c, Problems& p) {
   const std::string_view s = r.field(c);
@@ -93,43 +81,91 @@ int concurrency(const CsvReader& r, std::size_t c, Problems& p) {
   return static_cast<int>(*v);
 }
 
+// Columns a file must have; the others may be absent (their fields read as empty).
+bool required(std::size_t c) {
+  return c == kId || c == kBackend || c == kModel || c == kSystem || c == kMode || c == kIsl ||
+         c == kOsl || c == kTtft || c == kTpot;
+}
+
+// The row's field of column c, or "" where the file lacks the column.
+class Fields {
+ public:
+  Fields(const CsvReader& r, const std::vector<std::size_t>& col) : r_(r), col_(col) {}
+  std::string text(std::size_t c) const {
+    return col_[c] == kAbsent ? std::string() : std::string(r_.field(col_[c]));
+  }
+  std::size_t at(std::size_t c) const { return col_[c]; }
+  bool has(std::size_t c) const { return col_[c] != kAbsent; }
+  static constexpr std::size_t kAbsent = static_cast<std::size_t>(-1);
+
+ private:
+  const CsvReader& r_;
+  const std::vector<std::size_t>& col_;
+};
+
 }  // namespace
 
 std::vector<ServingMeasurement> read_serving_measurements(const std::string& path) {
   calibrate::MeasurementCsv r(path);
   Problems problems;
-  const std::vector<std::size_t> col = r.columns(column_names(), problems);
+  std::vector<std::string_view> needed;
+  for (std::size_t c = 0; c < kColumns; ++c) {
+    if (required(c)) needed.push_back(column_names()[c]);
+  }
+  r.columns(needed, problems);  // reports the missing required columns
   problems.throw_if_any();
+  std::vector<std::size_t> col(kColumns, Fields::kAbsent);
+  for (std::size_t c = 0; c < kColumns; ++c) {
+    if (auto i = r.column(column_names()[c])) col[c] = *i;
+  }
+  const Fields f(r, col);
   std::vector<ServingMeasurement> out;
   while (r.next(problems)) {
+    // This row's own problems: they make it a skipped row, not a bad file.
+    Problems row;
     ServingMeasurement m;
     m.line = r.line();
-    m.id = std::string(r.field(col[kId]));
-    if (m.id.empty()) problems.add(r.at(col[kId], "every row needs an id"));
-    m.backend = std::string(r.field(col[kBackend]));
-    m.backend_version = std::string(r.field(col[kVersion]));
-    m.model_path = std::string(r.field(col[kModel]));
-    m.system = std::string(r.field(col[kSystem]));
-    m.precision = std::string(r.field(col[kPrecision]));
-    m.mode = std::string(r.field(col[kMode]));
+    m.id = f.text(kId);
+    if (m.id.empty()) m.id = "line " + std::to_string(m.line);
+    m.backend = f.text(kBackend);
+    m.backend_version = f.text(kVersion);
+    m.model_path = f.text(kModel);
+    m.system = f.text(kSystem);
+    m.precision = f.text(kPrecision);
+    m.mode = f.text(kMode);
     if (m.mode != "agg" && m.mode != "disagg") {
-      problems.add(r.at(col[kMode], "mode must be 'agg' or 'disagg', found '" + m.mode + "'"));
+      row.add(r.at(f.at(kMode), "mode must be 'agg' or 'disagg', found '" + m.mode + "'"));
     }
-    m.gemm_quant_mode = std::string(r.field(col[kGemmQuant]));
-    m.moe_quant_mode = std::string(r.field(col[kMoeQuant]));
-    m.isl = positive(r, col[kIsl], problems);
-    m.osl = positive(r, col[kOsl], problems);
-    m.batch_size = count(r, col[kBatch], problems);
-    m.concurrency = concurrency(r, col[kSource], problems);
-    m.plan = plan(r, col, kTp, problems);
-    m.prefill.batch_size = count(r, col[kPBatch], problems);
-    m.prefill.workers = count(r, col[kPWorkers], problems);
-    m.prefill.plan = plan(r, col, kPTp, problems);
-    m.decode.batch_size = count(r, col[kDBatch], problems);
-    m.decode.workers = count(r, col[kDWorkers], problems);
-    m.decode.plan = plan(r, col, kDTp, problems);
-    m.ttft_ms = positive_ms(r, col[kTtft], problems);
-    m.tpot_ms = positive_ms(r, col[kTpot], problems);
+    m.gemm_quant_mode = f.text(kGemmQuant);
+    m.moe_quant_mode = f.text(kMoeQuant);
+    m.isl = positive(r, f.at(kIsl), row);
+    m.osl = positive(r, f.at(kOsl), row);
+    auto optional_count = [&](std::size_t c) { return f.has(c) ? count(r, f.at(c), row) : 0; };
+    auto optional_plan = [&](std::size_t first) {
+      MeasuredPlan p;
+      int* fields[] = {&p.tp, &p.pp, &p.dp, &p.moe_tp, &p.ep};
+      for (std::size_t i = 0; i < 5; ++i) *fields[i] = optional_count(first + i);
+      return p;
+    };
+    m.batch_size = optional_count(kBatch);
+    m.concurrency = f.has(kSource) ? concurrency(r, f.at(kSource), row) : 0;
+    m.plan = optional_plan(kTp);
+    m.prefill.batch_size = optional_count(kPBatch);
+    m.prefill.workers = optional_count(kPWorkers);
+    m.prefill.plan = optional_plan(kPTp);
+    m.decode.batch_size = optional_count(kDBatch);
+    m.decode.workers = optional_count(kDWorkers);
+    m.decode.plan = optional_plan(kDTp);
+    m.ttft_ms = positive_ms(r, f.at(kTtft), row);
+    m.tpot_ms = positive_ms(r, f.at(kTpot), row);
+    if (!row.empty()) {
+      try {
+        row.throw_if_any();
+      } catch (const InputError& e) {
+        const Diagnostic& d = e.diagnostics().front();
+        m.problem = "line " + std::to_string(d.line) + ", column " + d.path + ": " + d.message;
+      }
+    }
     out.push_back(std::move(m));
   }
   problems.throw_if_any();

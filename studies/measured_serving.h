@@ -3,11 +3,16 @@
 // closed loop of `batch_size` clients with fixed input and output lengths, and its measured mean
 // TTFT and TPOT.
 //
-// The reader is strict about what it uses: every column `servesim validate` reads must be in the
-// header, numbers must parse, lengths and measured figures must be positive; each problem is a
-// diagnostic with file:line:col and the column name, all reported at once (exit code 2). Columns
-// it does not use are ignored. Empty plan fields mean "not recorded" and stay 0 here; the scenario
-// builder decides what they default to and says so in the row's assumptions.
+// The file must have the columns that identify and measure a benchmark (id, backend, model_path,
+// system, mode, isl, osl, silicon_ttft_ms, silicon_tpot_ms); a missing one, or a damaged CSV
+// record, is a diagnostic with file:line:col, all reported at once (exit code 2). The other
+// columns it reads (backend_version, precision, the quant modes, batch_size, the plan columns of
+// each role, silicon_data_source) may be absent: their fields are then empty. A row whose fields
+// do not parse or make no sense (a mode other than agg / disagg, lengths or measured figures that
+// are not positive) is kept with `problem` set ("line 12, column silicon_ttft_ms: ..."), and
+// validate skips it with that reason: one bad benchmark does not hide the others. Columns it does
+// not use are ignored. Empty plan fields mean "not recorded" and stay 0 here; the scenario builder
+// decides what they default to and says so in the row's assumptions.
 // Ignored: every column that describes the measurement's provenance other than
 // `silicon_concurrency=N` inside `silicon_data_source` (the concurrency, cross-checked against
 // batch_size for aggregated rows).
@@ -40,9 +45,10 @@ struct ServingMeasurement {
   MeasuredPlan plan;               // aggregated rows
   MeasuredRole prefill, decode;    // disaggregated rows
   double ttft_ms = 0, tpot_ms = 0;
+  std::string problem;             // why the row cannot be read; empty when it can
 };
 
-// Reads the file; throws InputError with every problem.
+// Reads the file; throws InputError with every problem of the file itself (columns, records).
 std::vector<ServingMeasurement> read_serving_measurements(const std::string& path);
 
 }  // namespace servesim::studies

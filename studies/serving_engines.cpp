@@ -29,6 +29,29 @@ void set_host(ServingEngine& e) {
   e.sequence_overhead = Duration::nanoseconds(7100);
 }
 
+// The hand-off of a disaggregated request before its KV data moves, as the measured benchmarks
+// deployed them (Dynamo: ai-dynamo/dynamo docs/design_docs/disagg_serving.md, the PrefillRouter
+// sends the preprocessed request to a prefill worker, then with the prefill's transfer
+// parameters to a decode worker, which pulls the KV with NIXL):
+//   vLLM (NixlConnector, vllm/distributed/kv_transfer/kv_connector/v1/nixl_connector.py): the
+//     decode engine's scheduler takes the request in one step (get_num_new_matched_tokens,
+//     update_state_after_alloc allocate its blocks, the request waits in
+//     WAITING_FOR_REMOTE_KVS) and its worker issues the NIXL read at the start of that step's
+//     execution (start_load_kv): one scheduler iteration before any byte moves;
+//   TensorRT-LLM (PyTorch executor, tensorrt_llm/_torch/pyexecutor/py_executor.py): the
+//     generation server prepares a disaggregated request in an executor iteration
+//     (_prepare_disagg_gen_init allocates its KV blocks and requests them from the context
+//     server through the cache transceiver) and polls the transfer once per iteration: one
+//     iteration before the data moves;
+//   SGLang (python/sglang/srt/disaggregation/decode.py, prefill.py): the decode worker receives
+//     the request first, pre-allocates its KV and completes the bootstrap handshake with the
+//     prefill worker while the prompt is prefilled (PreallocQueue, prefill's Bootstrap Queue), and
+//     the prefill's transfer thread sends each chunk's KV as its forward ends: nothing is left
+//     to do when the prefill ends.
+// An iteration's host time is the measured one above (iteration_overhead), for an iteration
+// that schedules one request.
+Duration decode_side_setup(const ServingEngine& e) { return e.iteration_overhead + e.sequence_overhead; }
+
 std::int64_t round_up(std::int64_t v, std::int64_t unit) { return (v + unit - 1) / unit * unit; }
 
 }  // namespace
@@ -90,6 +113,7 @@ std::optional<ServingEngine> serving_engine(const std::string& backend, const st
     // default from vLLM 0.14.0 (release notes, "Async scheduling is now enabled by default",
     // PR #27614); before it, host and GPU alternate. A row without a version is [assumed] recent.
     e.host_overlap = !v || *v >= std::make_tuple(0, 14, 0);
+    e.kv_setup = decode_side_setup(e);
     e.description = std::string("vLLM V1, chunked prefill, ") +
                     (e.host_overlap ? "async scheduling" : "synchronous host");
     if (v && *v < std::make_tuple(0, 8, 0)) {
@@ -115,6 +139,7 @@ std::optional<ServingEngine> serving_engine(const std::string& backend, const st
     e.reserved_gib = 1.0;  // [assumed] CUDA context, NCCL, CUDA graphs
     e.block_tokens = 32;   // KvCacheConfig tokens_per_block default
     e.host_overlap = true;
+    e.kv_setup = decode_side_setup(e);
     e.description = "TensorRT-LLM PyTorch backend, in-flight batching of whole prompts, overlap scheduler";
     return e;
   }

@@ -9,9 +9,13 @@
 // host loop overlaps the GPU (host_overlap) also form each iteration while the previous one runs
 // (the scheduler's form_ahead, sarathi policy only). benchmark_limits gives the token budget and
 // batch cap of the configurations the measured benchmarks were deployed with.
+// Disaggregated deployments add the engine's hand-off before each KV transfer (kv_setup); the
+// decode side's pickup at its next iteration boundary and the first decode step are the
+// simulator's own (sim/cluster).
 // Ignored: CUDA-graph padding of decode batches, speculative decoding, prefix caching (the
 // benchmarks send distinct prompts), detokenisation and HTTP time (outside TTFT/TPOT as measured
-// at the client only through the network, which is not modelled).
+// at the client only through the network, which is not modelled), the request plane's message
+// hops between the router and the workers (no measurement of them here).
 #pragma once
 
 #include <cstdint>
@@ -45,6 +49,9 @@ struct ServingEngine {
   Duration iteration_overhead;  // host time per iteration
   Duration sequence_overhead;   // host time per sequence in the batch
   bool host_overlap = false;    // host work of the next iteration runs under the GPU's
+  // Disaggregated serving: the engine's fixed hand-off between a prompt's prefill and its KV
+  // data moving (the scenario's deployment.kv_transfer.setup; serving_engines.cpp names the steps).
+  Duration kv_setup;
 };
 
 // The scheduler limits of the engine configuration a benchmark ran with. The measured benchmarks

@@ -13,9 +13,11 @@
 #include "models/chip_spec.h"
 #include "sim/scenario/caches.h"
 #include "models/model_spec.h"
+#include "sim/cluster/config.h"
+#include "sim/cluster/iteration_cost.h"
+#include "studies/checkpoints.h"
 #include "studies/run.h"
 #include "studies/serving_engines.h"
-#include "sim/cluster/config.h"
 #include "sim/metrics/recorder.h"
 #include "sim/scenario/scenario.h"
 
@@ -25,26 +27,13 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
-// "Qwen/Qwen3-32B" -> "qwen3-32b" when that is a model preset.
-std::optional<std::string> model_preset_of(const std::string& model_path) {
-  const std::size_t slash = model_path.rfind('/');
-  const std::string name = lower(slash == std::string::npos ? model_path : model_path.substr(slash + 1));
-  if (models::model_preset(name)) return name;
-  return std::nullopt;
-}
-
 // AIConfigurator's system names (its systems/*.yaml) -> chip presets.
 std::optional<std::string> chip_preset_of(const std::string& system) {
   static const std::pair<const char*, const char*> kSystems[] = {
-      {"h100_sxm", "h100-sxm"}, {"h200_sxm", "h200-sxm"}, {"b200_sxm", "b200"}, {"gb200", "gb200"},
-      {"a100_sxm", "a100-80g"}, {"h20", "h20"}};
+      {"h100_sxm", "h100-sxm"}, {"h200_sxm", "h200-sxm"}, {"b200_sxm", "b200"}, {"b300_sxm", "b300"},
+      {"gb200", "gb200"},       {"gb300", "gb300"},       {"a100_sxm", "a100-80g"}, {"h20", "h20"}};
   for (const auto& [s, c] : kSystems) {
-    if (system == s) return std::string(c);
+    if (system == s) return models::chip_preset(c) ? std::optional<std::string>(c) : std::nullopt;
   }
   return std::nullopt;
 }
@@ -76,55 +65,116 @@ struct Formats {
   bool emulate = false;
 };
 
-// The row's weight / expert / KV formats for the model and chip, and what was assumed about them.
-std::optional<Formats> formats_of(const ServingMeasurement& r, const models::ModelSpec& model,
+// An AIConfigurator quant mode (GEMMQuantMode / MoEQuantMode, aiconfigurator sdk/common.py) as the
+// format the simulator costs; `note` says where the mapping is approximate.
+std::optional<models::Format> mode_format(const std::string& mode, std::string& note) {
+  using models::Format;
+  if (mode.empty() || mode == "bf16" || mode == "bfloat16" || mode == "fp16" || mode == "float16") {
+    return Format::kBf16;
+  }
+  if (mode == "fp8" || mode == "fp8_static" || mode == "fp8_ootb") return Format::kFp8;
+  if (mode == "fp8_block") return Format::kFp8Block;
+  if (mode == "sq" || mode == "int8") return Format::kInt8;
+  if (mode == "int8_wo") {
+    note = "int8_wo (W8A16) costed as int8 weights and activations";
+    return Format::kInt8;
+  }
+  if (mode == "int4_wo" || mode == "w4a16") return Format::kW4A16;
+  if (mode == "w4afp8" || mode == "w4a8") return Format::kW4A8;
+  if (mode == "nvfp4" || mode == "fp4" || mode == "nvfp4_wo" || mode == "w4a16_nvfp4") return Format::kNvfp4;
+  if (mode == "mxfp4" || mode.rfind("w4a16_mxfp4", 0) == 0 || mode.rfind("w4a8_mxfp4", 0) == 0) {
+    return Format::kMxfp4;
+  }
+  return std::nullopt;
+}
+
+bool native_mode(const Checkpoint& c, const std::string& mode) {
+  return std::find(c.native_modes.begin(), c.native_modes.end(), mode) != c.native_modes.end();
+}
+
+// The row's weight / expert / KV formats, and what was assumed about them. The formats are the
+// checkpoint's (studies/checkpoints.h) when the row records no quant mode or the checkpoint's own;
+// a mode another checkpoint of the same model publishes (a DeepSeek-R1 row in nvfp4: nvidia's
+// NVFP4 checkpoint) gives that checkpoint's formats; any other mode sets the dense GEMMs
+// (gemm_quant_mode) and the routed experts (moe_quant_mode) directly.
+std::optional<Formats> formats_of(const ServingMeasurement& r, const Checkpoint& cp,
                                   const models::ChipSpec& chip, const ServingEngine& engine,
                                   std::vector<std::string>& assumptions, std::string& why) {
-  Formats f;
-  f.weights = std::string(models::format_name(model.formats.weights));
-  f.experts = std::string(models::format_name(model.formats.experts));
-  f.kv = "bf16";
-  const std::string quant = r.gemm_quant_mode.empty() ? r.precision : r.gemm_quant_mode;
-  if (model.name == "gpt-oss-120b") {
-    // The benchmarks serve openai/gpt-oss-120b's own checkpoint: MXFP4 experts, bf16 attention.
-    if (!quant.empty() && quant != "bf16") {
-      assumptions.push_back("gpt-oss-120b from its MXFP4 checkpoint (attention bf16, experts "
-                            "mxfp4); the row's quant mode '" + quant + "' is taken as that");
+  std::string gemm = r.gemm_quant_mode, moe = r.moe_quant_mode;
+  if (gemm.empty() && moe.empty() && r.precision != "bf16" && r.precision != "fp16") gemm = r.precision;
+  if (moe.empty()) moe = gemm;
+  if (gemm.empty()) gemm = moe;
+  auto unquantised = [](const std::string& q) {
+    return q.empty() || q == "bf16" || q == "bfloat16" || q == "fp16" || q == "float16";
+  };
+  CheckpointFormats f = cp.formats;
+  if (cp.pinned) {
+    if (!gemm.empty() && !native_mode(cp, gemm)) {
+      assumptions.push_back(cp.id + " from its own checkpoint (" + cp.source + "); the row's quant mode '" +
+                            gemm + "' is taken as that");
     }
-  } else if (quant.empty() || quant == "bf16" || quant == "fp16") {
-    f.weights = f.experts = "bf16";
-  } else if (quant == "fp8" || quant == "fp8_block" || quant == "nvfp4" || quant == "int8") {
-    f.weights = f.experts = quant;
-  } else if (quant == "fp4") {
-    f.weights = f.experts = "nvfp4";
+  } else if (unquantised(gemm) && unquantised(moe)) {
+    // No quantisation recorded: the checkpoint as published.
+  } else if (native_mode(cp, gemm) || native_mode(cp, moe)) {
+    // The checkpoint's own formats.
+  } else if (auto other = checkpoint_of_preset(cp.preset, moe)) {
+    f = other->formats;
+    assumptions.push_back("quant mode " + moe + ": served from " + other->id + " (" + other->source + ")");
   } else {
-    why = "quantisation mode '" + quant + "' is not modelled";
-    return std::nullopt;
+    std::string note;
+    const auto w = mode_format(gemm, note), e = mode_format(moe, note);
+    if (!w || !e) {
+      why = "quantisation mode '" + (!w ? gemm : moe) + "' is not modelled";
+      return std::nullopt;
+    }
+    f.weights = *w;
+    f.experts = *e;
+    if (!note.empty()) assumptions.push_back(note);
   }
-  if (engine.name == "trtllm" && f.weights != "bf16") {
-    f.kv = "fp8";
+  Formats out;
+  out.weights = std::string(models::format_name(f.weights));
+  out.experts = std::string(models::format_name(f.experts));
+  out.kv = "bf16";
+  const bool quantised = f.weights != models::Format::kBf16 ||
+                         (f.experts != models::Format::kBf16 && !cp.pinned);
+  if (engine.name == "trtllm" && quantised) {
+    out.kv = "fp8";
     assumptions.push_back("fp8 KV cache (TensorRT-LLM's quantised checkpoints quantise the KV "
                           "cache too; the row does not say)");
   }
-  for (const std::string* w : {&f.weights, &f.experts}) {
-    const auto fmt = models::parse_format(*w);
-    if (fmt && !chip.has(models::compute_rate(*fmt))) f.emulate = true;
+  for (const models::Format w : {f.weights, f.experts}) {
+    if (!chip.has(models::compute_rate(w))) out.emulate = true;
   }
-  if (f.emulate) {
+  if (out.emulate) {
     assumptions.push_back(chip.name + " has no " +
-                          std::string(models::compute_rate_name(models::compute_rate(
-                              *models::parse_format(f.experts)))) +
+                          std::string(models::compute_rate_name(models::compute_rate(f.experts))) +
                           " rate: weight-only kernels (W4A16 / W8A16) at the bf16 rate");
   }
-  return f;
+  return out;
 }
 
 struct Plan {
   int tp = 1, pp = 1, dp = 1, moe_tp = 0, ep = 0;
 };
 
-std::optional<Plan> plan_of(const MeasuredPlan& m, const models::ModelSpec& model,
+std::optional<Plan> plan_of(const MeasuredPlan& given, const models::ModelSpec& model, int domain,
                             std::vector<std::string>& assumptions, std::string& why) {
+  MeasuredPlan m = given;
+  // Rows converted from the benchmarks' own records write tp_size as tp x ep and moe_tp_size as
+  // the engine's tp when the engine ran expert parallelism ep over its tp ranks: the dev set's
+  // gpt-oss-120b H200 rows named "..._tp4_ep4_..." record tp_size 16, moe 4 x 4, and
+  // "..._tp8_ep8_..." tp_size 64, moe 8 x 8, on 8-GPU nodes. A TP group wider than the scale-up
+  // domain whose width is exactly moe_tp x moe_ep (both above 1, moe_tp a multiple of moe_ep,
+  // no attention DP) is read so: tp = moe_tp ranks, experts moe_tp / moe_ep x moe_ep.
+  if (model.moe.enabled() && m.moe_tp > 1 && m.ep > 1 && m.tp == m.moe_tp * m.ep && m.dp <= 1 &&
+      m.tp > domain && m.moe_tp % m.ep == 0) {
+    assumptions.push_back("tp_size " + std::to_string(m.tp) + " = moe_tp " + std::to_string(m.moe_tp) +
+                          " x moe_ep " + std::to_string(m.ep) + " exceeds the scale-up domain of " +
+                          std::to_string(domain) + ": read as tp " + std::to_string(m.moe_tp) +
+                          " with expert parallelism " + std::to_string(m.ep) + " (the converted rows' tp x ep)");
+    m.tp = m.moe_tp;
+    m.moe_tp = m.moe_tp / m.ep;
+  }
   Plan p;
   p.tp = std::max(1, m.tp);
   p.pp = std::max(1, m.pp);
@@ -161,11 +211,22 @@ std::string plan_yaml(const Plan& p) {
 // `batch` is the role's batch over all attention-DP ranks (0: not recorded), `clients` the
 // benchmark's concurrency; the limits per rank are the generated configuration's
 // (benchmark_limits), the lane's are dp times them.
+// SGLang chunks a prompt longer than its chunked_prefill_size; the simulator's whole_prompt policy
+// takes prompts whole, so where isl + osl exceeds the budget the budget becomes max_model_len
+// (a prefill batch then holds one such prompt, as SGLang's chunks of it follow each other).
 std::string pool_yaml(const std::string& name, const std::string& role, const std::string& chip,
                       const Plan& plan, int instances, const ServingEngine& e, std::int64_t batch,
-                      std::int64_t clients, std::int64_t isl, std::int64_t max_model_len) {
+                      std::int64_t clients, std::int64_t isl, std::int64_t max_model_len,
+                      std::vector<std::string>& assumptions) {
   const std::int64_t dp = plan.dp;
   const EngineLimits limits = benchmark_limits(e, role, isl, batch > 0 ? (batch + dp - 1) / dp : 0);
+  std::int64_t tokens = limits.max_batched_tokens * dp;
+  if (e.policy == "whole_prompt" && tokens < max_model_len) {
+    assumptions.push_back(role + ": prompts of up to " + std::to_string(max_model_len) +
+                          " tokens (the engine chunks those above its " + std::to_string(tokens) +
+                          "-token budget) prefilled whole: budget " + std::to_string(max_model_len));
+    tokens = max_model_len;
+  }
   std::ostringstream y;
   y << "    - name: " << name << "\n"
     << "      role: " << role << "\n"
@@ -180,7 +241,7 @@ std::string pool_yaml(const std::string& name, const std::string& role, const st
     << "      max_model_len: " << max_model_len << "\n"
     << "      scheduler: {policy: " << e.policy << ", max_batch_size: "
     << std::min<std::int64_t>(limits.max_batch_size * dp, std::max<std::int64_t>(clients, 1))
-    << ", max_batched_tokens: " << limits.max_batched_tokens * dp
+    << ", max_batched_tokens: " << tokens
     << (e.chunked_prefill ? "" : ", chunked_prefill: false")
     << (e.host_overlap && e.policy == "sarathi" ? ", form_ahead: true" : "") << "}\n"
     << "      kv_cache: {block_tokens: " << e.block_tokens << ", watermark: 0, reserved: "
@@ -198,12 +259,17 @@ int simulated_warmup_rounds(const ValidationOptions& options) {
 
 RowScenario build_row_scenario(const ServingMeasurement& r, const ValidationOptions& options) {
   RowScenario s;
-  const auto model_name = model_preset_of(r.model_path);
-  if (!model_name) {
+  if (!r.problem.empty()) {
+    s.reason = r.problem;
+    return s;
+  }
+  const auto cp = checkpoint(r.model_path);
+  if (!cp) {
     s.reason = "model '" + r.model_path + "' has no preset";
     return s;
   }
-  const models::ModelSpec model = *models::model_preset(*model_name);
+  if (!cp->derived.empty()) s.assumptions.push_back(r.model_path + ": " + cp->derived);
+  const models::ModelSpec model = *models::model_preset(cp->preset);
   const auto chip_name = chip_preset_of(r.system);
   if (!chip_name) {
     s.reason = "system '" + r.system + "' has no chip preset";
@@ -228,15 +294,26 @@ RowScenario build_row_scenario(const ServingMeasurement& r, const ValidationOpti
                             ")");
   }
   if (r.backend_version.empty()) s.assumptions.push_back("backend version not recorded");
-  const auto formats = formats_of(r, model, chip, *engine, s.assumptions, why);
+  const auto formats = formats_of(r, *cp, chip, *engine, s.assumptions, why);
   if (!formats) {
     s.reason = why;
     return s;
   }
-  // The benchmark's concurrency is silicon_concurrency (calibrate/data/SOURCE.md); where a
-  // row has both and they differ, batch_size is a per-rank figure (the ratio is the row's tp or
-  // attention-DP degree) and the clients are the concurrency.
-  const std::int64_t clients = r.concurrency > 0 ? r.concurrency : r.batch_size;
+  // The benchmark's concurrency is silicon_concurrency (calibrate/data/SOURCE.md); where an
+  // aggregated row has both and they differ, batch_size is a per-rank figure (the ratio is the
+  // row's tp or attention-DP degree) and the clients are the concurrency. A disaggregated row's
+  // batch sizes are per attention-DP rank of one worker: its decode workers hold
+  // decode_batch_size x decode_attention_dp_size x decode_num_workers clients (what every row of
+  // AIConfigurator's silicon sample that records all three and the concurrency satisfies).
+  std::int64_t clients = r.concurrency > 0 ? r.concurrency : r.batch_size;
+  const int decode_dp = std::max(1, r.decode.plan.dp);
+  if (disagg && r.concurrency == 0 && r.decode.batch_size > 0 && r.decode.workers > 0) {
+    clients = static_cast<std::int64_t>(r.decode.batch_size) * decode_dp * r.decode.workers;
+    s.assumptions.push_back("silicon_concurrency not recorded: decode_batch_size " +
+                            std::to_string(r.decode.batch_size) + " x attention DP " + std::to_string(decode_dp) +
+                            " x " + std::to_string(r.decode.workers) + " decode workers = " +
+                            std::to_string(clients) + " clients");
+  }
   if (!disagg && r.batch_size > 0 && r.concurrency > 0 && r.batch_size != r.concurrency) {
     s.assumptions.push_back("batch_size " + std::to_string(r.batch_size) + " differs from silicon_concurrency " +
                             std::to_string(r.concurrency) + ": " + std::to_string(r.concurrency) +
@@ -246,38 +323,57 @@ RowScenario build_row_scenario(const ServingMeasurement& r, const ValidationOpti
     s.assumptions.push_back("silicon_concurrency not recorded: batch_size clients");
   }
   if (clients <= 0) {
-    s.reason = "no concurrency recorded (batch_size and silicon_concurrency are empty)";
+    s.reason = disagg ? "no concurrency recorded (silicon_concurrency is empty and the decode batch size "
+                        "or worker count is missing)"
+                      : "no concurrency recorded (batch_size and silicon_concurrency are empty)";
     return s;
   }
   const std::int64_t max_model_len = static_cast<std::int64_t>(r.isl) + r.osl;
+  s.clients = clients;
 
   std::ostringstream y;
   y << "name: \"" << r.id << "\"\n"
-    << "model: {preset: " << *model_name << ", formats: {weights: " << formats->weights
+    << "model: {preset: " << cp->preset << ", formats: {weights: " << formats->weights
     << ", experts: " << formats->experts << ", kv_cache: " << formats->kv
     << ", emulate: " << (formats->emulate ? "true" : "false") << "}}\n"
-    << "deployment:\n  pools:\n";
+    << "deployment:\n";
+  if (disagg && engine->kv_setup.ps() > 0) {
+    y << "  kv_transfer: {setup: " << number(engine->kv_setup.to_seconds() * 1e6) << " us}\n";
+  }
+  y << "  pools:\n";
   if (!disagg) {
-    const auto plan = plan_of(r.plan, model, s.assumptions, why);
+    const auto plan = plan_of(r.plan, model, chip.scale_up_domain, s.assumptions, why);
     if (!plan) {
       s.reason = why;
       return s;
     }
-    y << pool_yaml("agg", "combined", *chip_name, *plan, 1, *engine, clients, clients, r.isl,
-                   max_model_len);
+    y << pool_yaml("agg", "combined", *chip_name, *plan, 1, *engine, clients, clients, r.isl, max_model_len,
+                   s.assumptions);
   } else {
-    // Each role's plan and worker count; one worker per role where the benchmark did not record
-    // them (calibrate/data/SOURCE.md).
+    // Each role's plan, batch (per attention-DP rank, as recorded) and worker count. A decode
+    // worker count the row does not give follows from its decode batch and the concurrency; what
+    // neither gives is derived in final_yaml (the least decode workers that hold the clients, and
+    // prefill workers rate-matched to them).
     for (const auto& [role, m] : {std::pair<const char*, const MeasuredRole*>{"prefill", &r.prefill},
                                   {"decode", &r.decode}}) {
-      const auto plan = plan_of(m->plan, model, s.assumptions, why);
+      const auto plan = plan_of(m->plan, model, chip.scale_up_domain, s.assumptions, why);
       if (!plan) {
         s.reason = std::string(role) + ": " + why;
         return s;
       }
-      if (m->workers == 0) s.assumptions.push_back(std::string(role) + " workers not recorded: 1");
-      y << pool_yaml(role, role, *chip_name, *plan, std::max(1, m->workers), *engine, m->batch_size,
-                     m->batch_size > 0 ? m->batch_size : clients, r.isl, max_model_len);
+      const bool decode = std::string_view(role) == "decode";
+      int workers = m->workers;
+      if (workers == 0 && decode && m->batch_size > 0) {
+        const std::int64_t per_worker = static_cast<std::int64_t>(m->batch_size) * plan->dp;
+        workers = static_cast<int>((clients + per_worker - 1) / per_worker);
+        s.assumptions.push_back("decode workers not recorded: " + std::to_string(clients) + " clients / (batch " +
+                                std::to_string(m->batch_size) + " x attention DP " + std::to_string(plan->dp) +
+                                ") = " + std::to_string(workers));
+      }
+      if (workers == 0) (decode ? s.derive_decode_workers : s.derive_prefill_workers) = true;
+      y << pool_yaml(role, role, *chip_name, *plan, std::max(1, workers), *engine,
+                     static_cast<std::int64_t>(m->batch_size) * plan->dp, clients, r.isl, max_model_len,
+                     s.assumptions);
     }
   }
   y << "workload:\n"
@@ -297,11 +393,11 @@ RowScenario build_row_scenario(const ServingMeasurement& r, const ValidationOpti
 namespace {
 
 // The KV sizing of the engine, as the simulator's memory_utilization: the simulator gives the KV
-// cache u M - W - A - window KV - R (models/memory.h); solve for the u that gives the engine's
+// cache u M - W - A - window KV - linear state - R (models/memory.h); solve for the u that gives the engine's
 // own figure.
 double memory_utilization(const ServingEngine& e, const models::MemoryPlan& m) {
   const double M = m.capacity.value, W = m.weights.value, A = m.activations.value;
-  const double WKV = m.window_kv.value, R = m.reserved.value;
+  const double WKV = m.window_kv.value + m.linear_state.value, R = m.reserved.value;
   double kv = 0;
   switch (e.kv_sizing) {
     case KvSizing::kUsableFraction: return e.kv_fraction;
@@ -316,7 +412,94 @@ double memory_utilization(const ServingEngine& e, const models::MemoryPlan& m) {
 // memory_utilization. Throws InputError when the loader refuses the configuration.
 }  // namespace
 
-std::string final_yaml(const ServingMeasurement& r, const RowScenario& s, scenario::Caches* caches) {
+namespace {
+
+// Sets the instance count of the pool named `name` in a row's scenario text (pool_yaml's layout).
+void set_instances(std::string& yaml, const std::string& name, std::int64_t n) {
+  const std::size_t pool = yaml.find("    - name: " + name + "\n");
+  const std::string key = "      instances: ";
+  const std::size_t at = yaml.find(key, pool);
+  if (pool == std::string::npos || at == std::string::npos) return;
+  const std::size_t end = yaml.find('\n', at);
+  yaml.replace(at + key.size(), end - at - key.size(), std::to_string(n));
+}
+
+// Seconds of one iteration of batch `b` (`sequences` of them) on an instance of `pool`: its
+// slowest pipeline stage, as the simulator costs it.
+double iteration_seconds(const models::ModelSpec& model, const cluster::PoolConfig& pool,
+                         const models::BatchShape& b, std::int64_t sequences) {
+  cluster::IterationCostModel cost(model, pool.chip, pool.plan, pool.moe_routing, pool.cost_model,
+                                   std::max<std::int64_t>(pool.scheduler.max_batched_tokens,
+                                                          static_cast<std::int64_t>(b.tokens)));
+  std::vector<std::int64_t> stage(static_cast<std::size_t>(pool.plan.pp), 0);
+  cluster::ComponentTimes components{};
+  cost.cost(b, sequences, stage.data(), components);
+  return static_cast<double>(*std::max_element(stage.begin(), stage.end())) * 1e-12;
+}
+
+// The worker counts a disaggregated row does not record (final_yaml's header comment).
+void derive_workers(const ServingMeasurement& r, RowScenario& s, std::string& yaml, scenario::Caches* caches) {
+  scenario::LoadOptions load;
+  load.caches = caches;
+  const scenario::Scenario sc = scenario::load_scenario(*scenario::parse_scenario_text(yaml, r.id, ""), load);
+  const models::ModelSpec& model = sc.config.model;
+  const cluster::PoolConfig* prefill = nullptr;
+  const cluster::PoolConfig* decode = nullptr;
+  for (const cluster::PoolConfig& p : sc.config.pools) (p.name == "prefill" ? prefill : decode) = &p;
+  if (prefill == nullptr || decode == nullptr) return;
+  const std::int64_t clients = s.clients, isl = r.isl, osl = r.osl;
+  std::int64_t workers = decode->instances;
+  if (s.derive_decode_workers) {
+    const std::int64_t kv = cluster::pool_capacity(model, *decode).memory.kv_tokens;
+    const std::int64_t cap = std::max<std::int64_t>(1, decode->scheduler.max_batch_size);
+    const std::int64_t by_kv = kv > 0 ? (clients * (isl + osl) + kv - 1) / kv : 1;
+    workers = std::max<std::int64_t>({1, by_kv, (clients + cap - 1) / cap});
+    s.assumptions.push_back("decode workers not recorded: " + std::to_string(workers) +
+                            ", the least whose KV caches (" + std::to_string(kv) + " tokens each) and batch cap (" +
+                            std::to_string(cap) + ") hold the " + std::to_string(clients) + " clients");
+    set_instances(yaml, "decode", workers);
+  }
+  if (!s.derive_prefill_workers) return;
+  // Requests per second the decode pool completes: each worker's share of the clients decodes osl
+  // tokens, one iteration each, at the mean context.
+  const std::int64_t batch = std::min<std::int64_t>((clients + workers - 1) / workers,
+                                                    std::max<std::int64_t>(1, decode->scheduler.max_batch_size));
+  models::BatchShape d;
+  for (std::int64_t i = 0; i < batch; ++i) models::add_decode(d, model, isl + osl / 2);
+  const double decode_rate = static_cast<double>(workers * batch) /
+                             (iteration_seconds(model, *decode, d, batch) * static_cast<double>(osl));
+  // Prompts per second of one prefill worker: as many whole prompts per iteration as its token
+  // budget and batch cap take (chunks of the budget when one prompt exceeds it).
+  const std::int64_t budget = std::max<std::int64_t>(1, prefill->scheduler.max_batched_tokens);
+  double prefill_rate = 0;
+  if (isl <= budget) {
+    const std::int64_t k = std::max<std::int64_t>(
+        1, std::min<std::int64_t>(prefill->scheduler.max_batch_size, budget / isl));
+    models::BatchShape b;
+    for (std::int64_t i = 0; i < k; ++i) models::add_chunk(b, model, 0, isl, true);
+    prefill_rate = static_cast<double>(k) / iteration_seconds(model, *prefill, b, k);
+  } else {
+    double seconds = 0;
+    for (std::int64_t done = 0; done < isl; done += budget) {
+      models::BatchShape b;
+      models::add_chunk(b, model, done, std::min(budget, isl - done), done + budget >= isl);
+      seconds += iteration_seconds(model, *prefill, b, 1);
+    }
+    prefill_rate = 1.0 / seconds;
+  }
+  const auto prefill_workers = std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(decode_rate / prefill_rate - 1e-9)));
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "prefill workers not recorded: %lld, rate-matched to the decode pool (%.3g requests/s "
+                "against %.3g per prefill worker)",
+                static_cast<long long>(prefill_workers), decode_rate, prefill_rate);
+  s.assumptions.emplace_back(line);
+  set_instances(yaml, "prefill", prefill_workers);
+}
+
+}  // namespace
+
+std::string final_yaml(const ServingMeasurement& r, RowScenario& s, scenario::Caches* caches) {
   std::string why;
   const auto chip = models::chip_preset(*chip_preset_of(r.system));
   const int tp = r.mode == "disagg" ? std::max(1, r.decode.plan.tp) : std::max(1, r.plan.tp);
@@ -336,6 +519,7 @@ std::string final_yaml(const ServingMeasurement& r, const RowScenario& s, scenar
     yaml.replace(at, key.size(), value);
     at += value.size();
   }
+  if (s.derive_decode_workers || s.derive_prefill_workers) derive_workers(r, s, yaml, caches);
   return yaml;
 }
 
@@ -384,7 +568,7 @@ RowResult simulate_row(const ServingMeasurement& r, const ValidationOptions& opt
   out.backend = r.backend;
   out.measured_ttft_ms = r.ttft_ms;
   out.measured_tpot_ms = r.tpot_ms;
-  const RowScenario s = build_row_scenario(r, options);
+  RowScenario s = build_row_scenario(r, options);
   out.assumptions = s.assumptions;
   out.engine = s.engine;
   if (!s.ok) {
@@ -393,11 +577,12 @@ RowResult simulate_row(const ServingMeasurement& r, const ValidationOptions& opt
   }
   try {
     const std::string yaml = final_yaml(r, s, options.caches);
+    out.assumptions = s.assumptions;
     scenario::LoadOptions load;
     load.caches = options.caches;
     const scenario::Scenario sc = scenario::load_scenario(*scenario::parse_scenario_text(yaml, r.id, ""), load);
     const RunOutput run = execute(sc);
-    const std::int64_t clients = r.concurrency > 0 ? r.concurrency : r.batch_size;
+    const std::int64_t clients = s.clients;
     const WindowMeans w =
         window_means(*run.metrics, clients * simulated_warmup_rounds(options), clients * options.rounds);
     out.simulated_requests = w.requests;
@@ -660,14 +845,15 @@ StudyOutput validate(const ValidateRequest& request, std::ostream& err) {
       const std::string& id = *request.print_scenario;
       for (const ServingMeasurement& r : rows) {
         if (r.id != id) continue;
-        const RowScenario s = build_row_scenario(r, options);
+        RowScenario s = build_row_scenario(r, options);
         if (!s.ok) {
           err << "error: row " << id << " is not modelled: " << s.reason << "\n";
           return StudyOutput::failed(2);
         }
+        const std::string yaml = final_yaml(r, s);
         std::string text = "# " + s.engine + "\n";
         for (const std::string& a : s.assumptions) text += "# assumed: " + a + "\n";
-        return {0, {}, text + final_yaml(r, s)};
+        return {0, {}, text + yaml};
       }
       err << "error: " << path << " has no row with id '" << id << "'\n";
       return StudyOutput::failed(2);

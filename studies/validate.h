@@ -75,10 +75,14 @@ struct RowScenario {
   std::string yaml;                      // when ok
   std::vector<std::string> assumptions;  // what the row did not say and the builder assumed
   std::string engine;                    // the engine model used ("vllm 0.12.0 (V1, synchronous host)")
+  // Disaggregated rows that do not record a role's worker count: final_yaml derives it (the
+  // least decode workers that hold the clients; prefill workers rate-matched to the decode pool).
+  bool derive_prefill_workers = false, derive_decode_workers = false;
+  std::int64_t clients = 0;              // the closed loop's clients (when ok)
 };
 
 // Builds the scenario of one row (no simulation). Disaggregated rows get a prefill and a decode
-// pool with the row's plans and worker counts (one worker per role where it recorded none).
+// pool with the row's plans and worker counts (derived where it recorded none: RowScenario).
 RowScenario build_row_scenario(const ServingMeasurement& row, const ValidationOptions& options);
 
 struct RowResult {
@@ -113,10 +117,20 @@ struct ValidationReport {
   double wall_s = 0;
 };
 
-// The scenario that reproduces the row, with the KV cache sized the engine's way, as simulated
-// (`servesim validate --print-scenario ID` prints it). Throws InputError when the loader refuses it.
-std::string final_yaml(const ServingMeasurement& row, const RowScenario& scenario,
-                       scenario::Caches* caches = nullptr);
+// The scenario that reproduces the row, with the KV cache sized the engine's way and the worker
+// counts the row does not record derived, as simulated (`servesim validate --print-scenario ID`
+// prints it); adds what it derived to the scenario's assumptions. Throws InputError when the
+// loader refuses it.
+//   decode workers: the least count whose instances hold all the clients at once, in their KV
+//     caches (clients x (isl + osl) tokens) and under their batch cap: a closed loop keeps every
+//     client's request in flight, and a deployment sized for the run decodes them together;
+//   prefill workers: rate-matched to the decode pool, as AIConfigurator's disaggregated search
+//     sizes the deployments it generates (ai-dynamo/aiconfigurator docs: "its disagg path
+//     rate-matches worker throughput"): the least count whose prompts per second (a prefill
+//     iteration of as many whole prompts as its token budget and batch cap take, costed by the
+//     pool's cost model) reach the requests per second the decode pool completes at the
+//     concurrency (its per-worker batch decoding osl tokens at the mean context isl + osl / 2).
+std::string final_yaml(const ServingMeasurement& row, RowScenario& scenario, scenario::Caches* caches = nullptr);
 
 // Simulates every row (OpenMP over rows; results do not depend on the thread count).
 ValidationReport validate_rows(const std::vector<ServingMeasurement>& rows,

@@ -15,16 +15,11 @@ namespace servesim::topologies {
 std::vector<std::string> validate_placement(const FabricSpec& f, int tp, int pp) {
   std::vector<std::string> out;
   (void)pp;
-  if (tp > f.scale_up_domain) {
+  if (tp > f.scale_up_domain && tp % f.scale_up_domain != 0) {
     out.push_back("a tensor-parallel group of " + std::to_string(tp) +
-                  " chips does not fit in one scale-up domain of " +
-                  std::to_string(f.scale_up_domain) +
-                  " chips; use tp <= " + std::to_string(f.scale_up_domain) +
-                  " and pipeline parallelism across domains");
-  } else if (f.scale_up_domain % tp != 0) {
-    out.push_back("tensor parallelism " + std::to_string(tp) + " does not divide the scale-up " +
-                  "domain of " + std::to_string(f.scale_up_domain) +
-                  " chips, so some TP groups would straddle two domains");
+                  " chips is wider than the scale-up domain of " + std::to_string(f.scale_up_domain) +
+                  " chips and must fill whole domains: use tp <= " + std::to_string(f.scale_up_domain) +
+                  " or a multiple of it");
   }
   return out;
 }

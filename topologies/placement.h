@@ -3,9 +3,10 @@
 // First version (used by the running simulation until the serving issue wires the cluster graph
 // in): chips come in scale-up domains (an 8-GPU NVSwitch node) joined by a scale-out network (one
 // NIC per chip). Each instance starts at a domain boundary and its stages take consecutive groups
-// of tp chips; a TP group must stay inside one domain, and pipeline stages that do not fit in the
-// instance's domain talk over the scale-out network. (FabricSpec, validate_placement,
-// place_instance.)
+// of tp chips; a TP group stays inside one domain or fills whole domains (tensor parallelism over
+// several nodes, whose all-reduces then cross the scale-out network), and pipeline stages that do
+// not fit in the instance's domain talk over the scale-out network. (FabricSpec,
+// validate_placement, place_instance.)
 //
 // On a Fabric (place_pools): every instance of every pool gets chips by its pool's policy:
 //  - pack: consecutive free chips, an instance of at most a node inside one node (aligned to its

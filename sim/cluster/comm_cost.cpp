@@ -105,6 +105,13 @@ double CommCost::seconds(models::Collective c, const GroupSpan& g, double bytes,
       if (!g.leaves_domain && !all_reduce_lines_.empty()) {
         return models::all_reduce_line_seconds(all_reduce_lines_, bytes, g.ranks, up_.bandwidth);
       }
+      if (g.leaves_domain && g.domain_ranks > 1 && g.ranks % g.domain_ranks == 0) {
+        // Hierarchical (header): reduce-scatter and all-gather in the domain, the shards across.
+        const double d = g.domain_ranks;
+        const double in_domain = 2.0 * (up_.latency.to_seconds() +
+                                        (d - 1.0) / d * bytes / (up_.bandwidth.bytes_per_s * up_.efficiency));
+        return in_domain + topologies::ring_all_reduce_seconds(bytes / d, g.ranks / g.domain_ranks, out_);
+      }
       return topologies::ring_all_reduce_seconds(bytes, g.ranks, tier);
     case models::Collective::kAllGather:
     case models::Collective::kReduceScatter:
@@ -156,6 +163,7 @@ GroupSpan group_span(const models::ParallelPlan& p, models::Group g, int domain)
     ++groups;
   }
   span.outside_fraction = groups > 0 ? outside / groups : 0.0;
+  if (s.stride == 1 && s.ranks > domain && s.ranks % domain == 0) span.domain_ranks = domain;
   return span;
 }
 

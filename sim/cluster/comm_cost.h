@@ -22,7 +22,13 @@
 // Contention with KV flows (sim/cluster/README.md, "All-to-all and KV flows on the same NICs"):
 // `nic_share` is the share of the NIC the all-to-all gets while it runs, so its NIC part is
 // S_out / (B_out x eff x nic_share); nic_seconds is that part alone at the whole NIC.
-// Ignored: contention between collectives and between instances, tree/hierarchical algorithms.
+// A group that fills whole domains (GroupSpan::domain_ranks = d of its n ranks in each) all-reduces
+// hierarchically, as NCCL and the two-level algorithms do across nodes (Jia et al., "Highly
+// Scalable Deep Learning Training System with Mixed-Precision", arXiv 1807.11205, section 3.3):
+// a reduce-scatter inside each domain, an all-reduce of each rank's 1 / d shard with its peers in
+// the other n / d domains over its own NIC, an all-gather inside the domain:
+//   2 alpha_up + 2 (d - 1) / d x S / (B_up x eff) + ring all-reduce of S / d over n / d ranks (NICs).
+// Ignored: contention between collectives and between instances, tree algorithms.
 #pragma once
 
 #include <array>
@@ -63,6 +69,10 @@ PlacedGroup place_group(std::span<const topologies::GroupLayout> layouts,
 struct GroupSpan {
   int ranks = 1;
   bool leaves_domain = false;  // some group of this kind spans two scale-up domains
+  // Members of a group in each scale-up domain when every group of the kind fills whole domains
+  // (a contiguous group of a multiple of the domain's chips: tensor parallelism over several
+  // nodes); 0 otherwise. Such a group's all-reduce is hierarchical (CommCost).
+  int domain_ranks = 0;
   double outside_fraction = 0; // of a member's peers, the share in other domains (all-to-all)
   const PlacedGroup* placed = nullptr;  // costed on the cluster graph (owned by the caller)
 };

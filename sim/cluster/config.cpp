@@ -28,12 +28,20 @@ ClusterConfig default_cluster(const std::vector<PoolConfig>& pools, topologies::
   spec.node_chips = std::min(8, domain);
   if (domain % spec.node_chips != 0) spec.node_chips = 1;
   // Room for packing: an instance smaller than a node takes the next divisor of the node size
-  // (pack aligns it), a bigger one whole nodes.
+  // (pack aligns it), a bigger one whole nodes; pack keeps an instance of at most a domain inside
+  // one domain, so where its whole nodes do not divide the domain, each domain holds
+  // domain / chips of them and the rest of it stays free (one more domain for the other pools'
+  // instances that share the first).
   int chips = 0;
   for (const PoolConfig& p : pools) {
     int c = p.plan.chips();
     if (c >= spec.node_chips) {
       c = (c + spec.node_chips - 1) / spec.node_chips * spec.node_chips;
+      if (c < domain && domain % c != 0) {
+        const int per_domain = domain / c;
+        chips += ((p.instances + per_domain - 1) / per_domain + 1) * domain;
+        continue;
+      }
     } else {
       while (spec.node_chips % c != 0) ++c;
     }

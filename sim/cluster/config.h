@@ -193,6 +193,10 @@ struct DisaggregationConfig {
   // the flows: they get what its duty cycle leaves, and its all-to-all slows while they cross
   // (sim/cluster/README.md). Off: the all-to-all and the flows ignore each other.
   bool a2a_contention = true;
+  // Fixed time between the start of a request's KV transfer and its data moving: the serving
+  // engine's hand-off (the request's hop to the decode worker, the transfer's handshake and
+  // descriptors; per engine in studies/serving_engines.h). 0: the data moves at once.
+  Duration kv_setup;
 };
 
 struct FailureConfig {

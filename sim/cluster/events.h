@@ -9,7 +9,8 @@
 //   4 EncodeFinished     an encode batch ends (its embeddings start moving),
 //   5 NetworkDue         flows of the flow network complete (KV caches and embeddings arrive),
 //   6 FaultOccurred      a component of the cluster fails or recovers,
-//   7 InstanceRepaired   an instance that a fault took down is back.
+//   7 InstanceRepaired   an instance that a fault took down is back,
+//   8 KvSetupDone        a KV transfer's fixed hand-off ended: its data starts moving.
 // (The disaggregation events come after the first four so that an aggregated run's event order
 // and fingerprint are what they were before they existed.)
 // Within a class, events fire in the order they were scheduled (EventQueue).
@@ -51,9 +52,13 @@ struct FaultOccurred {
 struct InstanceRepaired {
   std::uint32_t instance;
 };
+struct KvSetupDone {
+  std::uint32_t request;
+  std::uint32_t epoch = 0;  // the request's journey epoch when the transfer began (stale after a failure)
+};
 
 using Event = std::variant<BatchFinished, StageFreed, RequestArrived, DispatchRequested,
-                           EncodeFinished, NetworkDue, FaultOccurred, InstanceRepaired>;
+                           EncodeFinished, NetworkDue, FaultOccurred, InstanceRepaired, KvSetupDone>;
 
 // The priority class of an event: its index in the variant, in the order documented above.
 inline std::uint8_t priority_of(const Event& e) { return static_cast<std::uint8_t>(e.index()); }
@@ -71,6 +76,7 @@ inline std::uint64_t event_ids(const Event& e) {
     std::uint64_t operator()(const NetworkDue& d) const { return d.generation; }
     std::uint64_t operator()(const FaultOccurred& d) const { return d.index; }
     std::uint64_t operator()(const InstanceRepaired& d) const { return d.instance; }
+    std::uint64_t operator()(const KvSetupDone& d) const { return d.request; }
   };
   return std::visit(Visitor{}, e);
 }

@@ -68,8 +68,7 @@ const std::vector<Failures::Requeued>& Failures::fail(std::uint32_t index) {
       if (phase == Phase::kTransferring) {
         evicted_.push_back(r);
       } else if (phase == Phase::kPrefilling) {
-        ++j.epoch;
-        j.flows = 0;
+        j.restart_transfer();
         j.flows_reserved = j.streamed = j.transferred = false;
         j.target = kNoInstance;
       }
@@ -81,9 +80,8 @@ const std::vector<Failures::Requeued>& Failures::fail(std::uint32_t index) {
     hit_.push_back(r);
     RequestState& s = requests_[r];
     Journey& j = requests_.journey(r);
-    // Flows still moving for it are stale from here on (its tag's epoch).
-    ++j.epoch;
-    j.flows = 0;
+    // Flows still moving for it are stale from here on (its tag's epoch), and its hand-off.
+    j.restart_transfer();
     if (!j.ttft_done) {
       requests_.advance(r, j.in_prefill ? metrics::TtftPart::kPrefillInterference : metrics::TtftPart::kQueueing, now);
     }

@@ -133,14 +133,16 @@ IterationCostModel::IterationCostModel(const models::ModelSpec& model, const mod
     l.layers = c.layers;
     l.dense = c.dense();
     l.moe = c.moe;
-    l.full = model.window.enabled() ? c.full() : c.layers;
-    l.window = model.window.enabled() ? c.window : 0;
+    l.full = c.full();
+    l.window = c.window;
+    l.linear = c.linear;
     stage_layers_.push_back(l);
     total_.layers += l.layers;
     total_.dense += l.dense;
     total_.moe += l.moe;
     total_.full += l.full;
     total_.window += l.window;
+    total_.linear += l.linear;
   }
   using models::BatchShape;
   auto ops = [&](const BatchShape& b) { return models::layer_batch_ops(model, plan, b); };
@@ -152,6 +154,8 @@ IterationCostModel::IterationCostModel(const models::ModelSpec& model, const mod
   absorb_ = affine([&](const BatchShape& b) { return ops(b).decode_absorb; });
   indexer_prefill_ = affine([&](const BatchShape& b) { return ops(b).indexer_prefill; });
   indexer_decode_ = affine([&](const BatchShape& b) { return ops(b).indexer_decode; });
+  linear_prefill_ = affine([&](const BatchShape& b) { return ops(b).linear_prefill; });
+  linear_decode_ = affine([&](const BatchShape& b) { return ops(b).linear_decode; });
   cp_prefill_ = affine_comm([&](const BatchShape& b) { return ops(b).cp_prefill; });
   cp_prefill_q_ = affine_comm([&](const BatchShape& b) { return ops(b).cp_prefill_q; });
   cp_decode_ = affine_comm([&](const BatchShape& b) { return ops(b).cp_decode; });
@@ -162,6 +166,7 @@ IterationCostModel::IterationCostModel(const models::ModelSpec& model, const mod
   has_window_ = model.window.enabled();
   has_mla_ = model.attention == models::AttentionKind::kMla;
   has_dsa_ = model.dsa.enabled();
+  has_linear_ = total_.linear > 0;
   emulated_ = model.formats.emulate;
   for (int s = 0; s + 1 < plan.pp; ++s) {
     // p2p time = alpha + bytes / (bandwidth x efficiency), bytes linear in the token count: the
@@ -215,6 +220,9 @@ const IterationCostModel::TokenLinear& IterationCostModel::linear(std::int64_t t
   const std::int64_t moe_reduce = comm(o.moe_reduce, tp_span_);
   const std::int64_t dispatch = comm(o.moe_dispatch, moe_span_), combine = comm(o.moe_combine, moe_span_);
   e.per_layer = qkv + out + dq_attention + attention_reduce;
+  const std::int64_t linear_qkv = ps(o.linear_qkv) - qkv, linear_out = ps(o.linear_out) - out;
+  const std::int64_t linear_dq = ps(o.dequant_linear) - dq_attention, linear_norm = ps(o.linear_norm);
+  if (total_.linear > 0) e.per_linear = linear_qkv + linear_out + linear_dq + linear_norm;
   e.per_dense = dense_mlp + dense_ew + dq_dense + dense_reduce;
   e.per_moe = experts + shared + moe_ew + dq_moe + moe_reduce + dispatch + combine;
   e.per_moe_a2a = dispatch + combine;
@@ -236,6 +244,12 @@ const IterationCostModel::TokenLinear& IterationCostModel::linear(std::int64_t t
   e.moe = n.moe * experts;
   e.elementwise = n.dense * dense_ew + n.moe * moe_ew;
   e.dequantize = n.layers * dq_attention + n.dense * dq_dense + n.moe * dq_moe;
+  if (n.linear > 0) {
+    e.qkv += n.linear * linear_qkv;
+    e.out += n.linear * linear_out;
+    e.elementwise += n.linear * linear_norm;
+    e.dequantize += n.linear * linear_dq;
+  }
   e.all_reduce = n.layers * attention_reduce + n.dense * dense_reduce + n.moe * moe_reduce +
                  e.embedding_reduce;
   e.dispatch = n.moe * dispatch;
@@ -311,13 +325,14 @@ inline std::int64_t IterationCostModel::stage_gpu_ps(const StageLayers& l, const
                                                      std::int64_t contention,
                                                      std::int64_t& hidden) const {
   std::int64_t t = l.layers * x.per_layer + l.dense * lin.per_dense + l.moe * (lin.per_moe + contention) +
-                   l.full * x.per_full + l.window * x.per_window;
+                   l.full * x.per_full + l.window * x.per_window + l.linear * (lin.per_linear + x.per_linear);
   hidden = 0;
   const std::int64_t a2a_layer = lin.per_moe_a2a + contention;
   if (tbo_ && l.moe > 0 && tokens >= 2 && a2a_layer > 0) [[unlikely]] {
     // Two-batch overlap (header): per MoE layer max(C, A) instead of C + A, and half of
     // min(C, A) exposed once per stage.
-    const std::int64_t attention = (l.full * x.per_full + l.window * x.per_window) / l.layers;
+    const std::int64_t attention =
+        (l.full * x.per_full + l.window * x.per_window + l.linear * (lin.per_linear + x.per_linear)) / l.layers;
     const std::int64_t compute = x.per_layer + attention + lin.per_moe - lin.per_moe_a2a;
     const std::int64_t overlap = std::min(compute, a2a_layer);
     hidden = l.moe * overlap - overlap / 2;
@@ -398,6 +413,11 @@ void IterationCostModel::cost(const models::BatchShape& b, std::int64_t sequence
     absorb = decode || (prefill && absorb_in_prefill_) ? run(absorb_) : 0;
   }
   if (has_dsa_) indexer = (prefill ? run(indexer_prefill_) : 0) + (decode ? run_decode(indexer_decode_) : 0);
+  std::int64_t linear_prefill = 0, linear_decode = 0;
+  if (has_linear_) {
+    linear_prefill = prefill ? run(linear_prefill_) : 0;
+    linear_decode = decode ? run_decode(linear_decode_) : 0;
+  }
   std::int64_t cp = 0;
   if (plan_.cp > 1) {
     const models::BatchShape& split = cp_part != nullptr ? *cp_part : b;
@@ -410,10 +430,11 @@ void IterationCostModel::cost(const models::BatchShape& b, std::int64_t sequence
   }
   // Attention-DP imbalance: the busiest rank's decode attention kernels beyond the even split's,
   // per full layer, per window layer and per layer (absorption, indexer, CP exchange).
-  std::int64_t excess_full = 0, excess_window = 0, excess_layer = 0;
+  std::int64_t excess_full = 0, excess_window = 0, excess_layer = 0, excess_linear = 0;
   if (busiest != nullptr && decode) [[unlikely]] {
     const models::BatchShape& w = *busiest;
     excess_full = run_decode_at(decode_full_, w) - attn_decode_full;
+    if (has_linear_) excess_linear = run_decode_at(linear_decode_, w) - linear_decode;
     if (has_window_) excess_window = run_decode_at(decode_window_, w) - attn_decode_window;
     if (has_mla_) excess_layer += to_ps(absorb_.seconds(w, cm)) - absorb;
     if (has_dsa_) excess_layer += run_decode_at(indexer_decode_, w) - run_decode(indexer_decode_);
@@ -426,6 +447,7 @@ void IterationCostModel::cost(const models::BatchShape& b, std::int64_t sequence
   x.per_layer = lin.per_layer + up_projection + absorb + indexer + cp;
   x.per_full = attn_prefill_full + attn_decode_full;
   x.per_window = attn_prefill_window + attn_decode_window;
+  x.per_linear = linear_prefill + linear_decode;
   const std::int64_t host = host_ps(sequences);
   const std::int64_t lm_head = lm_head_ps(b.logits);
   const std::int64_t draft = verify ? draft_ps(b) : 0;
@@ -439,7 +461,7 @@ void IterationCostModel::cost(const models::BatchShape& b, std::int64_t sequence
     const StageLayers& l = stage_layers_[static_cast<std::size_t>(s)];
     std::int64_t hidden = 0;
     std::int64_t t = stage_gpu_ps(l, lin, x, b.tokens, contention, hidden) + l.full * excess_full +
-                     l.window * excess_window + l.layers * excess_layer;
+                     l.window * excess_window + l.layers * excess_layer + l.linear * excess_linear;
     hidden_a2a += hidden;
     if (s == 0) t = first_stage_ps(t, lin, host, exposed_host);
     // The last stage runs the LM head; the others send activations on.
@@ -462,14 +484,17 @@ void IterationCostModel::cost(const models::BatchShape& b, std::int64_t sequence
   c[idx(OpKind::kScheduling)] = exposed_host;
   c[idx(OpKind::kLmHead)] = lm_head;
   c[idx(OpKind::kMtpDraft)] = draft;
-  c[idx(OpKind::kImbalance)] = n.full * excess_full + n.window * excess_window + n.layers * excess_layer;
+  c[idx(OpKind::kImbalance)] =
+      n.full * excess_full + n.window * excess_window + n.layers * excess_layer + n.linear * excess_linear;
   c[idx(OpKind::kPpSend)] = sends;
   c[idx(OpKind::kGemmQkv)] += n.layers * up_projection;
   c[idx(OpKind::kGemmOut)] += n.layers * absorb;
   c[idx(OpKind::kCpExchange)] = n.layers * cp;
   c[idx(OpKind::kIndexer)] = n.layers * indexer;
-  c[idx(OpKind::kAttentionPrefill)] = n.full * attn_prefill_full + n.window * attn_prefill_window;
-  c[idx(OpKind::kAttentionDecode)] = n.full * attn_decode_full + n.window * attn_decode_window;
+  c[idx(OpKind::kAttentionPrefill)] =
+      n.full * attn_prefill_full + n.window * attn_prefill_window + n.linear * linear_prefill;
+  c[idx(OpKind::kAttentionDecode)] =
+      n.full * attn_decode_full + n.window * attn_decode_window + n.linear * linear_decode;
 }
 
 IterationCostModel::DecodeSteps IterationCostModel::decode_steps(std::int64_t sequences) {
@@ -494,10 +519,12 @@ std::int64_t IterationCostModel::decode_step(const DecodeSteps& d, const models:
   p.absorb = has_mla_ ? to_ps(absorb_.seconds(b, cm)) : 0;
   p.indexer = has_dsa_ ? to_ps(indexer_decode_.seconds(b, cm)) : 0;
   p.cp = plan_.cp > 1 ? to_ps(comm_.seconds(cp_decode_.base.collective, cp_span_, cp_decode_.bytes(b))) : 0;
+  p.linear = has_linear_ ? to_ps(linear_decode_.seconds(b, cm)) : 0;
   LayerTerms x;
   x.per_layer = d.lin.per_layer + p.absorb + p.indexer + p.cp;
   x.per_full = p.attention_full;
   x.per_window = p.attention_window;
+  x.per_linear = p.linear;
   const std::int64_t gpu = stage_gpu_ps(total_, d.lin, x, b.tokens, 0, p.hidden_a2a);
   return first_stage_ps(gpu, d.lin, d.host, p.exposed_host) + d.lm_head;
 }
@@ -601,7 +628,7 @@ void IterationCostModel::add_step_components(const DecodeSteps& d, const DecodeS
   c[idx(OpKind::kGemmOut)] += n.layers * p.absorb;
   c[idx(OpKind::kCpExchange)] += n.layers * p.cp;
   c[idx(OpKind::kIndexer)] += n.layers * p.indexer;
-  c[idx(OpKind::kAttentionDecode)] += n.full * p.attention_full + n.window * p.attention_window;
+  c[idx(OpKind::kAttentionDecode)] += n.full * p.attention_full + n.window * p.attention_window + n.linear * p.linear;
 }
 
 void IterationCostModel::add_steps_components(const DecodeSteps& d, const DecodeStepParts* parts,
@@ -623,6 +650,7 @@ void IterationCostModel::add_steps_components(const DecodeSteps& d, const Decode
     sum.absorb += p.absorb;
     sum.indexer += p.indexer;
     sum.cp += p.cp;
+    sum.linear += p.linear;
     sum.exposed_host += p.exposed_host;
   }
   const auto steps = static_cast<std::int64_t>(count);

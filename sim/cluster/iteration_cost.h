@@ -100,6 +100,9 @@ class IterationCostModel {
     std::int64_t per_moe_contention = 0;  // the all-to-all's extra at kKvNicShare of the NIC
     std::int64_t a2a_nic = 0;     // NIC-busy time of the all-to-all, all MoE layers (a2a_nic_ps)
     std::int64_t embedding_reduce = 0;  // once, on the first stage
+    // A linear-attention layer's projections, gated norm and dequantisation less the attention
+    // projections per_layer counts for every layer (it may be negative).
+    std::int64_t per_linear = 0;
     // Totals over every layer of the instance, by component.
     std::int64_t qkv = 0, out = 0, mlp = 0, moe = 0, elementwise = 0, dequantize = 0;
     std::int64_t all_reduce = 0, dispatch = 0, combine = 0;
@@ -161,6 +164,7 @@ class IterationCostModel {
   };
   struct DecodeStepParts {  // picoseconds per layer of each kind, and the step's own terms
     std::int64_t attention_full = 0, attention_window = 0, absorb = 0, indexer = 0, cp = 0;
+    std::int64_t linear = 0;  // a linear-attention layer's recurrent step
     std::int64_t exposed_host = 0, hidden_a2a = 0;
   };
   DecodeSteps decode_steps(std::int64_t sequences);
@@ -177,7 +181,7 @@ class IterationCostModel {
                      SimTime* ends, DecodeStepParts* parts) const;
   // Whether decode_run() takes that short way (else it calls decode_step() per step).
   bool plain_decode_runs() const {
-    return decode_full_.linear && !has_window_ && !has_mla_ && !has_dsa_ && plan_.cp == 1 &&
+    return decode_full_.linear && !has_window_ && !has_mla_ && !has_dsa_ && !has_linear_ && plan_.cp == 1 &&
            !(tbo_ && total_.moe > 0);
   }
   void step_components(const DecodeSteps& steps, const DecodeStepParts& parts,
@@ -235,11 +239,11 @@ class IterationCostModel {
   static AffineComm affine_comm(MakeComm make_comm);
 
   struct StageLayers {
-    std::int64_t layers = 0, dense = 0, moe = 0, full = 0, window = 0;
+    std::int64_t layers = 0, dense = 0, moe = 0, full = 0, window = 0, linear = 0;
   };
   // The pieces of an iteration that cost() and decode_step() share (one formula for both).
-  struct LayerTerms {  // picoseconds: per layer, per full attention layer, per window layer
-    std::int64_t per_layer = 0, per_full = 0, per_window = 0;
+  struct LayerTerms {  // picoseconds: per layer, per full attention, window and linear layer
+    std::int64_t per_layer = 0, per_full = 0, per_window = 0, per_linear = 0;
   };
   // A stage's GPU time before host, embedding, LM head and send: its layers, with the all-to-all
   // stretched by `contention` per MoE layer and two-batch overlap's hidden time (in `hidden`)
@@ -271,10 +275,11 @@ class IterationCostModel {
   // Batch operators of one layer (models::LayerBatchOps), and the LM head.
   AffineOp prefill_full_, prefill_window_, decode_full_, decode_window_;
   AffineOp up_projection_, absorb_, indexer_prefill_, indexer_decode_;
+  AffineOp linear_prefill_, linear_decode_;
   AffineOp lm_head_;
   AffineComm cp_prefill_, cp_prefill_q_, cp_decode_;
   bool absorb_in_prefill_ = false;  // DSA models absorb prefill queries too
-  bool has_window_ = false, has_mla_ = false, has_dsa_ = false, emulated_ = false;
+  bool has_window_ = false, has_mla_ = false, has_dsa_ = false, has_linear_ = false, emulated_ = false;
   bool tbo_ = false;
   bool a2a_on_nics_ = false;
   // Speculative decoding: query tokens per decode sequence (1: off), and the token operators of

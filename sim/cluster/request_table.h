@@ -42,6 +42,17 @@ struct Journey {
   bool transferred = false;
   bool flows_reserved = false;         // KV room reserved on `target` (a decode instance)
   std::uint32_t epoch = 0;             // bumped by failures: its flows in flight are stale
+  // The KV transfer's fixed hand-off (DisaggregationConfig::kv_setup): pending until its
+  // KvSetupDone, with the bytes of the parts started meanwhile; done once it ended.
+  bool setup_pending = false, setup_done = false;
+  double setup_bytes = 0;
+  // A failure restarts the transfer: its flows in flight and its hand-off are stale.
+  void restart_transfer() {
+    ++epoch;
+    flows = 0;
+    setup_pending = setup_done = false;
+    setup_bytes = 0;
+  }
 };
 
 class RequestTable {

@@ -223,6 +223,10 @@ void Simulation::handle(const FaultOccurred& e) {
   failures_.cut_links();
 }
 
+void Simulation::handle(const KvSetupDone& e) {
+  if (transfers_.setup_done(e)) network_->reschedule();
+}
+
 void Simulation::handle(const InstanceRepaired& e) {
   if (failures_.repair(e)) transfers_.drain_awaiting();
 }

@@ -99,6 +99,7 @@ class Simulation {
   void handle(const NetworkDue& e);
   void handle(const FaultOccurred& e);
   void handle(const InstanceRepaired& e);
+  void handle(const KvSetupDone& e);
   // Instance i may start a batch now.
   void dispatch(std::uint32_t i);
   // Random faults are drawn up to the horizon, or this far when the run has none.

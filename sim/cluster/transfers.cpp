@@ -7,7 +7,7 @@ namespace servesim::cluster {
 Transfers::Transfers(const SimulationConfig& config, Deployment& deployment, Network* network,
                      RequestTable& requests, Lifecycle& lifecycle, RunObserver& observer, Agenda& agenda)
     : deployment_(deployment), network_(network), requests_(requests), lifecycle_(lifecycle), observer_(observer),
-      agenda_(agenda), kv_bytes_per_token_(static_cast<double>(config.model.kv_bytes_per_token())),
+      agenda_(agenda), model_(config.model), kv_setup_(config.disaggregation.kv_setup),
       embedding_bytes_per_token_(config.disaggregation.embedding_bytes_per_token > 0
                                      ? config.disaggregation.embedding_bytes_per_token
                                      : 2.0 * config.model.hidden),  // bf16 embeddings
@@ -44,7 +44,31 @@ void Transfers::begin_kv(RequestId r, double total, double bytes) {
 }
 
 void Transfers::send_kv(RequestId r, double bytes) {
-  start(r, requests_[r].instance, requests_.journey(r).target, bytes, Network::kKvFlow);
+  Journey& j = requests_.journey(r);
+  // The engine's fixed hand-off comes first: the data moves when it ends, with every part
+  // started meanwhile (a streamed transfer's last layer).
+  if (kv_setup_.ps() > 0 && !j.setup_done) {
+    j.setup_bytes += bytes;
+    if (!j.setup_pending) {
+      j.setup_pending = true;
+      agenda_.schedule(agenda_.now() + kv_setup_, KvSetupDone{static_cast<std::uint32_t>(r.index()), j.epoch});
+    }
+    return;
+  }
+  start(r, requests_[r].instance, j.target, bytes, Network::kKvFlow);
+}
+
+bool Transfers::setup_done(const KvSetupDone& e) {
+  const RequestId r(e.request);
+  if (!requests_.in_flight(r)) return false;  // lost to a failure meanwhile
+  Journey& j = requests_.journey(r);
+  if (j.epoch != e.epoch || !j.setup_pending) return false;  // a failure restarted its transfer
+  j.setup_pending = false;
+  j.setup_done = true;
+  const double bytes = j.setup_bytes;
+  j.setup_bytes = 0;
+  send_kv(r, bytes);
+  return true;
 }
 
 void Transfers::prefills_started(std::span<const RequestId> started) {
@@ -53,7 +77,7 @@ void Transfers::prefills_started(std::span<const RequestId> started) {
     Journey& j = requests_.journey(r);
     if (j.streamed || !awaiting_.empty() || !place_decode(r)) continue;
     // Layer-streamed: every layer but the last moves while the prompt is prefilled.
-    const double total = static_cast<double>(requests_[r].prefill_target) * kv_bytes_per_token_;
+    const double total = model_.kv_transfer_bytes(requests_[r].prefill_target);
     j.streamed = true;
     begin_kv(r, total, total * (layers_ - 1) / layers_);
     network_->reschedule();
@@ -68,7 +92,7 @@ void Transfers::prefill_done(RequestId r, Lane& lane) {
   pool.load.left(pool.local(s.instance), 0);
   j.prefill_end = agenda_.now();
   j.in_prefill = false;
-  const double total = static_cast<double>(s.prefill_target) * kv_bytes_per_token_;
+  const double total = model_.kv_transfer_bytes(s.prefill_target);
   if (j.streamed) {
     // The last layer's share leaves now; the rest has been moving since the first chunk.
     send_kv(r, total / layers_);
@@ -99,7 +123,7 @@ void Transfers::drain_awaiting() {
     if (!place_decode(r)) break;
     awaiting_.pop_front();
     requests_.advance(r, metrics::TtftPart::kQueueing, agenda_.now());
-    const double total = static_cast<double>(requests_[r].prefill_target) * kv_bytes_per_token_;
+    const double total = model_.kv_transfer_bytes(requests_[r].prefill_target);
     begin_kv(r, total, total);
     started = true;
   }

@@ -57,11 +57,15 @@ class Transfers {
   Arrival arrived(const topologies::FlowDone& d);
   // r's KV has arrived at its decode instance: it joins the lane's ready queue.
   void deliver(RequestId r);
+  // A transfer's fixed hand-off ended: its data starts moving. False when the event is stale (a
+  // failure restarted or ended the transfer); else the caller reschedules the network.
+  bool setup_done(const KvSetupDone& e);
 
  private:
   // Reserves KV room on a decode instance (the journey's target); false when none has it.
   bool place_decode(RequestId r);
-  // The one place a KV transfer starts: `bytes` of its `total` bytes leave now.
+  // The one place a KV transfer starts: `bytes` of its `total` bytes leave now (after the
+  // engine's hand-off, when it has one).
   void begin_kv(RequestId r, double total, double bytes);
   void send_kv(RequestId r, double bytes);
   void start(RequestId r, std::uint32_t from, std::uint32_t to, double bytes, Network::FlowKind kind);
@@ -72,7 +76,8 @@ class Transfers {
   Lifecycle& lifecycle_;
   RunObserver& observer_;
   Agenda& agenda_;
-  double kv_bytes_per_token_ = 0;
+  const models::ModelSpec& model_;
+  Duration kv_setup_;               // DisaggregationConfig::kv_setup
   double embedding_bytes_per_token_ = 0;
   int layers_ = 1;
   bool streamed_ = false;           // KvTransferMode::kLayerStreamed

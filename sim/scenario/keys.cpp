@@ -17,15 +17,17 @@ bool typed(const std::string& type) { return type != "value" && type != "mapping
 // Exemplar scenarios: together they take every branch of the loader, so that every getter runs
 // once at least (values need not make sense together; a load that fails still records the keys
 // it read). Keys that are read only when present (attention_dp, cp_min_tokens, gemm_tiling,
-// all_reduce_lines, the MoE efficiencies) are given here.
+// all_reduce_lines, the MoE efficiencies, kv_transfer.setup, the linear-attention figures) are
+// given here.
 const char* const kExemplars[] = {
     // A combined pool with every pool section; a MoE model with MLA and MTP; a cluster with
     // faults; several classes, one per arrival process, rate curve and length distribution.
     R"(name: keys-combined
 seed: 0
-model: {preset: deepseek-v3, mla: {}, dsa: {}, sliding_window: {window: 0, pattern: null}, moe: {}, formats: {}}
+model: {preset: deepseek-v3, mla: {}, dsa: {}, sliding_window: {window: 0, pattern: null}, moe: {}, formats: {},
+        attention_output_gate: false, linear_attention: {}}
 deployment:
-  kv_transfer: {}
+  kv_transfer: {setup: 1 us}
   failures: {}
   admission: {ttft_budget: 10 s}
   pools:

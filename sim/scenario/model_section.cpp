@@ -348,6 +348,11 @@ bool read_model_figures(MapReader& m, const models::ModelSpec& d, bool have_base
   opt_bool(m, "o_bias", d.o_bias, s.o_bias);
   opt_bool(m, "qk_norm", d.qk_norm, s.qk_norm);
   opt_bool(m, "attention_sinks", d.attention_sinks, s.attention_sinks);
+  // The Qwen3.5 keys are echoed only for models that use them (or where the scenario gives them),
+  // so that the resolved scenarios of the other architectures stay as they were.
+  if (m.has("attention_output_gate") || d.attention_output_gate) {
+    opt_bool(m, "attention_output_gate", d.attention_output_gate, s.attention_output_gate);
+  }
   opt_int(m, "mtp_layers", 0, 64, d.mtp_layers, s.mtp_layers);
   {
     MapReader r = sub(m, "mla");
@@ -377,6 +382,18 @@ bool read_model_figures(MapReader& m, const models::ModelSpec& d, bool have_base
       s.window.pattern = pf ? std::string() : d.window.pattern;
       r.echo()["pattern"] = s.window.pattern.empty() ? Json(nullptr) : Json(s.window.pattern);
     }
+    r.finish();
+    ok = ok && r.valid();
+  }
+  if (m.has("linear_attention") || d.linear.enabled()) {
+    MapReader r = sub(m, "linear_attention");
+    opt_int(r, "key_heads", 0, 100'000, d.linear.key_heads, s.linear.key_heads);
+    opt_int(r, "value_heads", 0, 100'000, d.linear.value_heads, s.linear.value_heads);
+    opt_int(r, "key_dim", 0, 100'000, d.linear.key_dim, s.linear.key_dim);
+    opt_int(r, "value_dim", 0, 100'000, d.linear.value_dim, s.linear.value_dim);
+    opt_int(r, "conv_kernel", 0, 1'000, d.linear.conv_kernel, s.linear.conv_kernel);
+    opt_int(r, "state_bytes", 1, 8, d.linear.state_bytes, s.linear.state_bytes);
+    take(r.string("pattern", d.linear.pattern), s.linear.pattern);
     r.finish();
     ok = ok && r.valid();
   }

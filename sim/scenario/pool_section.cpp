@@ -19,7 +19,9 @@ std::string memory_advice(const std::string& consumer, const models::ModelSpec& 
     return a;
   }
   if (consumer == "activations") return "a smaller scheduler.max_batched_tokens would shrink them";
-  if (consumer == "window KV") return "a smaller scheduler.max_batch_size would shrink it";
+  if (consumer == "window KV" || consumer == "linear state") {
+    return "a smaller scheduler.max_batch_size would shrink it";
+  }
   return "a smaller kv_cache.reserved would free it";
 }
 
@@ -593,7 +595,7 @@ void check_deployment(Document& doc, const models::ModelSpec& model, const clust
   const std::string plan = plan_text(model, p.plan);
   if (!mem.fits()) {
     const double need = mem.weights.value + mem.activations.value + mem.window_kv.value +
-                        mem.reserved.value;
+                        mem.linear_state.value + mem.reserved.value;
     char util[32];
     std::snprintf(util, sizeof util, "%g", p.kv_cache.memory_utilization);
     // The weights' parts, when there is more to them than layers and embeddings.
@@ -609,10 +611,13 @@ void check_deployment(Document& doc, const models::ModelSpec& model, const clust
     const std::string window = mem.window_kv.value > 0
                                    ? " + " + gib(mem.window_kv.value) + " of sliding-window KV"
                                    : "";
+    const std::string state = mem.linear_state.value > 0
+                                  ? " + " + gib(mem.linear_state.value) + " of linear-attention state"
+                                  : "";
     doc.error(marks.chip.mark, marks.chip.path,
               model.name + " does not fit on " + p.chip.name + " with " + plan + ": " + where +
                   " needs " + gib(mem.weights.value) + " of weights" + parts + " + " +
-                  gib(mem.activations.value) + " of activations" + window + " + " +
+                  gib(mem.activations.value) + " of activations" + window + state + " + " +
                   gib(mem.reserved.value) + " reserved = " + gib(need) +
                   " before any KV cache, but has " + gib(mem.usable.value) + " usable (" +
                   gib(mem.capacity.value) + " x memory_utilization " + util + "): short by " +
@@ -663,6 +668,12 @@ void read_deployment_options(MapReader& dep, cluster::SimulationConfig& config) 
       config.disaggregation.embedding_bytes_per_token = *r;
     }
     if (auto r = k.boolean("a2a_contention", true)) config.disaggregation.a2a_contention = *r;
+    // Echoed only where given: the resolved scenarios without it stay as they were.
+    if (k.has("setup")) {
+      if (auto r = k.duration("setup", Duration::picoseconds(0), kMaxDuration, Duration{})) {
+        config.disaggregation.kv_setup = *r;
+      }
+    }
     k.finish();
   }
   {

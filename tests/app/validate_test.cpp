@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -113,10 +114,10 @@ TEST_CASE("validate: the measured phase starts on an idle engine after the drain
   CHECK(cli({"validate", file.string(), "--warmup", "sometimes"}).code == 2);
 }
 
-TEST_CASE("validate: disaggregated rows run on prefill and decode pools; unmodelled ones are counted with a reason") {
-  // The first disaggregated row of the set (Qwen3-32B on H100, SGLang) records no concurrency: it
-  // is skipped with that reason. The first GB200 disaggregated row (gpt-oss-120b, TensorRT-LLM)
-  // records its clients and its prefill/decode workers: it is simulated.
+TEST_CASE("validate: disaggregated rows run on prefill and decode pools, their missing figures derived") {
+  // The first disaggregated row of the set (Qwen3-32B on H100, SGLang) records no concurrency but
+  // its decode batch (48 per rank) and workers (11): 528 clients. The first GB200 disaggregated
+  // row (gpt-oss-120b, TensorRT-LLM) records its clients but no worker counts: derived.
   std::ifstream in(kSilicon);
   std::string line, first, gb200;
   while (std::getline(in, line) && (first.empty() || gb200.empty())) {
@@ -132,14 +133,20 @@ TEST_CASE("validate: disaggregated rows run on prefill and decode pools; unmodel
   REQUIRE_MESSAGE(r.code == 0, r.err);
   const Json j = Json::parse(r.out);
   REQUIRE(j["rows"].size() == 2);
-  CHECK(j["rows"][0]["status"] == "skipped");
-  CHECK(j["rows"][0]["reason"] == "no concurrency recorded (batch_size and silicon_concurrency are empty)");
-  CHECK(j["rows"][1]["status"] != "skipped");
+  CHECK(j["rows"][0]["status"] == "ok");
+  CHECK(j["rows"][0]["window_requests"] == 528);  // 48 x 1 x 11 clients, one round
+  CHECK(j["rows"][0]["assumptions"].dump().find(
+            "decode_batch_size 48 x attention DP 1 x 11 decode workers = 528 clients") != std::string::npos);
+  CHECK(j["rows"][1]["status"] == "ok");
   CHECK(j["rows"][1]["predicted_ttft_ms"].get<double>() > 0);
   CHECK(j["rows"][1]["predicted_tpot_ms"].get<double>() > 0);
+  const std::string derived = j["rows"][1]["assumptions"].dump();
+  CHECK(derived.find("decode workers not recorded") != std::string::npos);
+  CHECK(derived.find("prefill workers not recorded") != std::string::npos);
+  CHECK(derived.find("rate-matched to the decode pool") != std::string::npos);
   CHECK(j["overall"]["rows"] == 2);
-  CHECK(j["overall"]["predicted"] == 1);
-  CHECK(j["skipped"][0]["rows"] == 1);
+  CHECK(j["overall"]["predicted"] == 2);
+  CHECK(j["skipped"].empty());
   // The row's scenario has a prefill and a decode pool.
   const CliResult sc = cli({"validate", file.string(), "--print-scenario", gb200});
   REQUIRE_MESSAGE(sc.code == 0, sc.err);
@@ -147,23 +154,89 @@ TEST_CASE("validate: disaggregated rows run on prefill and decode pools; unmodel
   CHECK(sc.out.find("role: decode") != std::string::npos);
 }
 
-TEST_CASE("validate: a bad measurement file is exit code 2 with file, line and column") {
+TEST_CASE("validate: a bad row is skipped with its line and column; a bad file is exit code 2") {
   const auto dir = scratch("validate_bad");
   std::filesystem::create_directories(dir);
   std::ifstream in(kSilicon);
   std::string header, row;
   std::getline(in, header);
   std::getline(in, row);
-  // The isl column (the 9th) made non-numeric on line 2.
+  // The isl column (the 9th) made non-numeric on line 2: that row is skipped, with where.
+  std::string bad = row;
   std::size_t at = 0;
-  for (int c = 0; c < 8; ++c) at = row.find(',', at) + 1;
-  row.replace(at, row.find(',', at) - at, "many");
-  std::ofstream(dir / "bad.csv") << header << "\n" << row << "\n";
-  const CliResult r = cli({"validate", (dir / "bad.csv").string()});
-  CHECK(r.code == 2);
-  CHECK(r.err.find((dir / "bad.csv").string() + ":2:") != std::string::npos);
-  CHECK(r.err.find("isl") != std::string::npos);
+  for (int c = 0; c < 8; ++c) at = bad.find(',', at) + 1;
+  bad.replace(at, bad.find(',', at) - at, "many");
+  std::ofstream(dir / "bad.csv") << header << "\n" << bad << "\n";
+  const CliResult r = cli({"validate", (dir / "bad.csv").string(), "--json", "-", "--rounds", "1"});
+  REQUIRE_MESSAGE(r.code == 0, r.err);
+  const Json j = Json::parse(r.out);
+  CHECK(j["rows"][0]["status"] == "skipped");
+  CHECK(j["rows"][0]["reason"].get<std::string>().rfind("line 2, column isl: ", 0) == 0);
+  // A file without a column it needs (silicon_ttft_ms) is bad input: exit code 2, file and column.
+  const std::size_t ttft = header.find(",silicon_ttft_ms");
+  REQUIRE(ttft != std::string::npos);
+  std::ofstream(dir / "no_ttft.csv") << header.substr(0, ttft) + header.substr(ttft + 16) << "\n";
+  const CliResult missing = cli({"validate", (dir / "no_ttft.csv").string()});
+  CHECK(missing.code == 2);
+  CHECK(missing.err.find((dir / "no_ttft.csv").string() + ":1:") != std::string::npos);
+  CHECK(missing.err.find("silicon_ttft_ms") != std::string::npos);
   CHECK(cli({"validate", (dir / "missing.csv").string()}).code == 2);
+}
+
+TEST_CASE("validate: every kind of row of an AIConfigurator-style file is predicted or skipped with its reason") {
+  // tests/app/data/validate_kinds.csv: one row per kind the reader handles (measured figures are
+  // placeholders: only the statuses, reasons and derived figures are checked).
+  const std::string file = std::string(SERVESIM_SOURCE_DIR) + "/tests/app/data/validate_kinds.csv";
+  const CliResult r = cli({"validate", file, "--json", "-", "--rounds", "1", "--threads", "1", "--reproducible"});
+  REQUIRE_MESSAGE(r.code == 0, r.err);
+  const Json j = Json::parse(r.out);
+  std::map<std::string, Json> rows;
+  for (const Json& row : j["rows"]) rows[row["id"].get<std::string>()] = row;
+  REQUIRE(rows.size() == 26);
+  for (const auto& [id, row] : rows) {
+    CAPTURE(id);
+    CAPTURE(row.dump());
+    if (id.rfind("ok_", 0) == 0) {
+      CHECK(row["status"] == "ok");
+      CHECK(row["predicted_ttft_ms"].get<double>() > 0);
+      CHECK(row["predicted_tpot_ms"].get<double>() > 0);
+    } else {
+      CHECK(row["status"] == "skipped");
+    }
+  }
+  auto assumed = [&](const std::string& id, const std::string& text) {
+    CAPTURE(id);
+    CAPTURE(text);
+    CHECK(rows[id]["assumptions"].dump().find(text) != std::string::npos);
+  };
+  auto reason = [&](const std::string& id, const std::string& text) {
+    CAPTURE(id);
+    CHECK(rows[id]["reason"].get<std::string>().find(text) != std::string::npos);
+  };
+  // Checkpoint names: a family's quant mode served from its published checkpoint, a name with
+  // variant suffixes read as its base, a re-uploaded name under another organisation.
+  assumed("ok_qwen35_gdn", "served from Qwen/Qwen3.5-397B-A17B-FP8");
+  assumed("ok_suffix_derived", "read as Qwen/Qwen3-235B-A22B-Instruct-2507 with the suffix '-fp8'");
+  assumed("ok_glm5_dsa", "read as zai-org/GLM-5 (the same name under another organisation)");
+  // tp_size 16 = moe_tp 4 x moe_ep 4 on 8-GPU nodes: TP 4 with EP 4.
+  assumed("ok_tp_size_is_tp_times_ep", "read as tp 4 with expert parallelism 4");
+  // Disaggregated: concurrency from the decode batch per attention-DP rank, workers derived.
+  assumed("ok_disagg_concurrency_from_batches", "decode_batch_size 16 x attention DP 1 x 2 decode workers = 32 clients");
+  CHECK(rows["ok_disagg_concurrency_from_batches"]["window_requests"] == 32);
+  assumed("ok_disagg_decode_workers_from_batch", "decode workers not recorded: 32 clients / (batch 8 x attention DP 1) = 4");
+  assumed("ok_disagg_workers_derived", "prefill workers not recorded");
+  // Skipped rows keep their reason.
+  reason("skip_unknown_model", "model 'acme/Unknown-7B' has no preset");
+  reason("skip_unknown_system", "system 'mi300x' has no chip preset");
+  reason("skip_unknown_backend", "serving engine 'tgi' is not modelled");
+  reason("skip_unknown_quant_mode", "quantisation mode 'fp6' is not modelled");
+  reason("skip_bad_measurement", "column silicon_ttft_ms");
+  reason("skip_bad_mode", "mode must be 'agg' or 'disagg', found 'hybrid'");
+  reason("skip_tp_not_dividing_heads", "tensor parallelism 36 does not divide the 128 attention heads");
+  reason("skip_no_concurrency", "no concurrency recorded");
+  reason("skip_does_not_fit", "does not fit on h100-sxm");
+  CHECK(j["overall"]["rows"] == 26);
+  CHECK(j["overall"]["predicted"] == 17);
 }
 
 TEST_CASE("calibrate: fits a native CSV, writes a profile a scenario loads, reports the error") {

@@ -74,3 +74,30 @@ TEST_CASE("CommCost: across domains, for other collectives and without lines the
   g.ranks = 1;
   CHECK(cost.seconds(models::Collective::kAllReduce, g, 1e6) == 0.0);
 }
+
+TEST_CASE("CommCost: a TP group over whole domains all-reduces hierarchically") {
+  const cluster::CommCost cost(two_line_chip());
+  // TP 16 over two 8-chip domains, 1 MB per rank: reduce-scatter and all-gather in the domain,
+  // each 5 us + 7/8 x 1 MB / (100 GB/s x 0.5) = 5 + 17.5 = 22.5 us, so 45 us; the shards of
+  // 1 MB / 8 = 125 kB all-reduced by the 2 domains over the NICs: 1 us + 2 x 1/2 x 125 kB /
+  // (10 GB/s x 0.5) = 1 + 25 = 26 us. Total 71 us (the flat ring over the NICs: 1 us +
+  // 2 x 15/16 x 1 MB / 5 GB/s = 376 us).
+  cluster::GroupSpan g;
+  g.ranks = 16;
+  g.leaves_domain = true;
+  g.domain_ranks = 8;
+  CHECK(1e6 * cost.seconds(models::Collective::kAllReduce, g, 1e6) == approx(71));
+  g.domain_ranks = 0;
+  CHECK(1e6 * cost.seconds(models::Collective::kAllReduce, g, 1e6) == approx(376));
+  // group_span marks a contiguous TP group of whole domains, and no other.
+  models::ParallelPlan p;
+  p.tp = 16;
+  const cluster::GroupSpan tp16 = cluster::group_span(p, models::Group::kTp, 8);
+  CHECK(tp16.leaves_domain);
+  CHECK(tp16.domain_ranks == 8);
+  p.tp = 8;
+  CHECK(cluster::group_span(p, models::Group::kTp, 8).domain_ranks == 0);
+  p.tp = 32;
+  CHECK(cluster::group_span(p, models::Group::kTp, 72).domain_ranks == 0);  // inside NVL72
+  CHECK_FALSE(cluster::group_span(p, models::Group::kTp, 72).leaves_domain);
+}

@@ -71,6 +71,27 @@ TEST_CASE("EPD: one request's TTFT is prefill + exposed KV transfer + the first 
   CHECK(r.summary.pools[1].kv_transfer->overhead_fraction == approx(5'120'000.0 / 7'004'672.0));
 }
 
+TEST_CASE("EPD: the engine's KV hand-off comes before the data moves, and is exposed with it") {
+  // The same request as above with a 3 us hand-off (DisaggregationConfig::kv_setup): the KV
+  // starts moving 3,000,000 ps after the prefill ends; nothing else changes.
+  auto config = prefill_decode();
+  config.workload = test::fixed_closed_loop(1, 1, 10, 3);
+  config.disaggregation.kv_setup = Duration::microseconds(3);
+  Run r;
+  run(config, r);
+  const auto& rec = r.m.requests().at(0);
+  CHECK((rec.first_token - rec.arrival).ps() == 1'702'400 + 3'000'000 + 5'120'000 + 182'272);
+  CHECK(part(r.summary, "kv_transfer_exposed") == approx(8'120'000e-9));
+  // Layer-streamed: the hand-off starts with the first chunk; the bulk that was to move during
+  // the 1,702,400 ps prefill waits for it, and the whole transfer ends 3,000,000 + 5,120,000 ps
+  // after the prefill started (the last layer's share joins it).
+  config.disaggregation.kv_transfer = cluster::KvTransferMode::kLayerStreamed;
+  Run s;
+  run(config, s);
+  const auto& srec = s.m.requests().at(0);
+  CHECK((srec.first_token - srec.arrival).ps() == 3'000'000 + 5'120'000 + 182'272);
+}
+
 TEST_CASE("EPD: two transfers on one NIC take twice as long as one") {
   // Two requests prefilled together on the one prefill chip: both KV caches leave its NIC at once
   // and share its 1e9 B/s: 5,120 B each at 0.5e9 B/s = 10,240,000 ps (one alone: 5,120,000 ps).

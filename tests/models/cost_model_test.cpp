@@ -131,6 +131,14 @@ TEST_CASE("Measured tables: series interpolate in m, grids in batch and mean con
   CHECK(model.seconds(attn) == approx(roofline.seconds(attn)));
   CHECK(model.hits() == 3);
   CHECK(model.fallbacks() == 3);
+  // A Gated DeltaNet step of the same kind and shape (8 value heads of key dim 128, batch 1) is
+  // not the attention kernel the grid measured: the roofline answers it.
+  Operator gdn = attn;
+  gdn.recurrent = true;
+  gdn.batch = 1;
+  gdn.context = 1500;
+  CHECK(model.seconds(gdn) == approx(roofline.seconds(gdn)));
+  CHECK(model.fallbacks() == 4);
 
   MeasuredTables bad = t;
   bad.series[0].m = {256, 128, 1024};

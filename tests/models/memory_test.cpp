@@ -141,3 +141,25 @@ TEST_CASE("Memory: MTP layers and the vision encoder count when present") {
   // 676,550,144 vision parameters in bf16 on the first stage.
   CHECK(stage_weights(vl, {1, 1}, 0, c).vision.value == 2.0 * 676'550'144);
 }
+
+TEST_CASE("Memory: Gated DeltaNet layers reserve a state per sequence and cache no KV (Qwen3.5-397B-A17B)") {
+  const ModelSpec m = *model_preset("qwen3.5-397b-a17b");
+  ParallelPlan p;
+  p.tp = 8;
+  p.ep = 8;
+  p.moe_tp = 1;
+  // Per chip at TP 8: 8 value heads x 128 x 128 x 4 bytes = 524,288 of state, and the convolution's
+  // 3 inputs of (2 x 2 key heads x 128 + 8 x 128) = 1,536 channels x 2 bytes = 9,216: 533,504.
+  CHECK(linear_state_bytes_per_layer_chip(m, p) == 533'504.0);
+  const MemoryPlan plan = plan_memory(m, *chip_preset("h200-sxm"), p, config(8192, 128));
+  REQUIRE(plan.fits());
+  // 128 sequences x 45 linear layers x 533,504 bytes, reserved up front.
+  CHECK(plan.linear_state.value == 128.0 * 45 * 533'504);
+  // KV only in the 15 full layers; the 2 KV heads are replicated over 8 ranks: 2 x 256 x 2 bytes
+  // x 15 = 15,360 bytes per token per chip.
+  CHECK(plan.kv_bytes_per_token == 15'360.0);
+  // What the state takes comes out of the KV cache: 64 sequences fewer free their states and
+  // their fp32 logits over the chip's vocabulary shard (4 x 248,320 / 8 bytes each).
+  const MemoryPlan half = plan_memory(m, *chip_preset("h200-sxm"), p, config(8192, 64));
+  CHECK(half.kv.value - plan.kv.value == approx(64.0 * 45 * 533'504 + 64.0 * 4 * 248'320 / 8));
+}

@@ -109,7 +109,8 @@ TEST_CASE("Models: the other presets match their published parameter totals") {
   CHECK(vl.total_params() == 7'615'616'512);
   REQUIRE(vl.vision.has_value());
   CHECK(vl.vision->params() == 676'550'144);
-  CHECK(model_preset_names().size() == 13);
+  // 13, and deepseek-v3.2, kimi-k2.5, minimax-m2.5 and four qwen3.5.
+  CHECK(model_preset_names().size() == 20);
   for (auto name : model_preset_names()) {
     CAPTURE(name);
     CHECK(validate_model(*model_preset(name)).empty());
@@ -281,4 +282,89 @@ TEST_CASE("Parallel plans: the MoE split must cover the tp x dp chips and divide
   CHECK(all.group(Group::kDp).stride == 2);
   CHECK(all.group(Group::kCp).stride == 8);
   CHECK(all.group(Group::kPp).stride == 16);
+}
+
+TEST_CASE("Models: Qwen3.5-397B-A17B has 396.3e9 parameters in 45 Gated DeltaNet and 15 attention layers") {
+  const ModelSpec m = *model_preset("qwen3.5-397b-a17b");
+  REQUIRE(validate_model(m).empty());
+  // Pattern LLLF over 60 layers: 45 linear, 15 full.
+  const LayerCounts c = m.count_layers(0, m.layers);
+  CHECK(c.linear == 45);
+  CHECK(c.full() == 15);
+  CHECK(m.is_linear_layer(0));
+  CHECK_FALSE(m.is_linear_layer(3));
+  // A GDN layer (h = 4096, 16 key heads, 64 value heads of 128 x 128, conv 4):
+  //   norms 2 x 4096 = 8,192; in_proj_qkvz 4096 x (2 x 16 x 128 + 2 x 64 x 128) = 83,886,080;
+  //   in_proj_ba 4096 x 128 = 524,288; conv1d (2 x 2048 + 8192) x 4 = 49,152; dt_bias, A_log 128;
+  //   norm 128; out_proj 8192 x 4096 = 33,554,432                          -> 118,022,400
+  CHECK(m.linear_attention_params() == 118'022'400);
+  // Gated attention (32 / 2 heads of 256, q_proj doubled for the gate, QK-norm):
+  //   8,192 + 3 x 4096 x 8192 (q, gate, o) + 2 x 4096 x 512 (k, v) + 512 = 104,866,304.
+  CHECK(m.attention_params() == 104'866'304);
+  // MoE per layer: 512 x 3 x 4096 x 1024 + a shared 3 x 4096 x 1024 + router 4096 x 512
+  // = 6,457,131,008. 45 x (118,022,400 + MoE) + 15 x (104,866,304 + MoE) + 2 x 248,320 x 4096
+  // + 4096 = 396,346,104,576 (Qwen: "397B total" with the vision tower, not modelled).
+  CHECK(m.total_params() == 396'346'104'576);
+  // Active: 10 of 512 experts: 17.35e9 ("17B activated").
+  CHECK(m.active_params_per_token() == 396'346'104'576 - 60LL * 502 * 12'582'912);
+  // Only the 15 full layers cache KV: 2 x 2 heads x 256 x 2 bytes x 15 = 30,720 bytes per token.
+  CHECK(m.kv_bytes_per_token() == 30'720);
+  // Each GDN layer keeps per sequence 64 x 128 x 128 fp32 = 4,194,304 bytes of state and
+  // 3 x 12,288 bf16 convolution inputs = 73,728: 4,268,032.
+  CHECK(m.linear_state_bytes_per_layer() == 4'268'032.0);
+  // A handed-off sequence of 1,000 tokens: its KV and all 45 states.
+  CHECK(m.kv_transfer_bytes(1000) == 1000.0 * 30'720 + 45.0 * 4'268'032);
+}
+
+TEST_CASE("Models: the new families' presets match their published totals") {
+  // DeepSeek-V3.2: DeepSeek-V3 (671,026,419,200) + the DSA indexer in 61 layers, each
+  // wq_b 1536 x 64 x 128 + wk 7168 x 128 + its LayerNorm 256 + weights_proj 7168 x 64
+  // = 13,959,424: 671,877,944,064.
+  const ModelSpec v32 = *model_preset("deepseek-v3.2");
+  CHECK(v32.total_params() == 671'026'419'200 + 61LL * 13'959'424);
+  CHECK(v32.dsa.index_heads == 64);
+  CHECK(v32.dsa.top_k == 2048);
+  // Kimi-K2.5: Kimi-K2's text model; int4 experts with a bf16 scale per 32 (0.5625 bytes), the
+  // rest bf16.
+  const ModelSpec k25 = *model_preset("kimi-k2.5");
+  CHECK(k25.total_params() == model_preset("kimi-k2")->total_params());
+  CHECK(k25.formats.experts == Format::kW4A16);
+  CHECK(k25.formats.weights == Format::kBf16);
+  CHECK(k25.expert_bytes_per_element() == approx(0.5625));
+  // MiniMax-M2.5: 62 x (attention 3072 x (48 + 2 x 8) x 128 + 48 x 128 x 3072 + QK-norm + norms
+  // = 44,046,592; 256 experts of 3 x 3072 x 1536 + router 3072 x 256 + 256) + 2 x 200,064 x 3072
+  // + 3072 = 228.7e9 ("230B total").
+  CHECK(model_preset("minimax-m2.5")->total_params() == 228'689'336'320);
+  CHECK(model_preset("minimax-m2.5")->attention_params() == 44'046'592);
+  // Qwen3.5 family: 122B-A10B, 35B-A3B and the dense 27B (text models; the vision towers of
+  // about 0.4e9 are not modelled).
+  CHECK(model_preset("qwen3.5-122b-a10b")->total_params() == 122'111'379'456);
+  CHECK(model_preset("qwen3.5-35b-a3b")->total_params() == 34'660'528'768);
+  CHECK(model_preset("qwen3.5-27b")->total_params() == 26'895'998'464);
+  for (const char* n : {"deepseek-v3.2", "kimi-k2.5", "minimax-m2.5", "qwen3.5-122b-a10b",
+                        "qwen3.5-35b-a3b", "qwen3.5-27b"}) {
+    CAPTURE(n);
+    CHECK(validate_model(*model_preset(n)).empty());
+  }
+}
+
+TEST_CASE("Models: a linear-attention pattern is checked") {
+  ModelSpec m = *model_preset("qwen3.5-35b-a3b");
+  m.linear.pattern = "LLXF";
+  CHECK(validate_model(m).size() == 1);
+  m.linear.pattern = "LLLF";
+  m.linear.key_heads = 5;  // 32 value heads are not groups of 5
+  CHECK(validate_model(m).size() == 1);
+  m.linear.key_heads = 16;
+  m.attention = AttentionKind::kMla;
+  m.mla = {0, 512, 128, 64, 128};
+  CHECK_FALSE(validate_model(m).empty());
+  // Tensor parallelism must split the value heads evenly.
+  ParallelPlan p;
+  p.tp = 64;
+  p.moe_tp = 64;
+  const auto problems = validate_plan(*model_preset("qwen3.5-35b-a3b"), p, 72);
+  bool named = false;
+  for (const auto& s : problems) named = named || s.find("linear-attention value heads") != std::string::npos;
+  CHECK(named);
 }

@@ -300,3 +300,40 @@ TEST_CASE("Operators: one MTP draft step of DeepSeek-V3 is eh_proj, a MoE layer 
   CHECK(d.layer.moe_experts.flops == approx(6.0 * 8 * 7168 * 2048));
   CHECK(d.attention.decode_full.flops > 0);
 }
+
+TEST_CASE("Operators: Gated DeltaNet reads and writes each sequence's state per decode step (Qwen3.5-397B-A17B)") {
+  const ModelSpec m = *model_preset("qwen3.5-397b-a17b");
+  const ParallelPlan p = plan(8, 1, 8, 1);
+  // TP 8: hv = 8 value heads, hk = 2 key heads of 128, conv over ch = 2 x 2 x 128 + 8 x 128 =
+  // 1,536 channels with 4 taps; the state is 8 x 128 x 128 x 4 = 524,288 bytes per sequence.
+  BatchShape d;
+  for (int i = 0; i < 4; ++i) add_decode(d, m, 1000);
+  const LayerBatchOps dec = layer_batch_ops(m, p, d);
+  // 4 x (8 x 7 x 128^2 + 2 x 4 x 1,536) = 4 x 929,792 FLOPs.
+  CHECK(dec.linear_decode.flops == 4.0 * 929'792);
+  // 4 x (2 x 524,288 state + 2 x (2 x 3 x 1,536 conv state + 2 x 1,536 q, k, v + 1,024 out)
+  // + 8 fp32 gates x 2) = 4 x 1,075,264 bytes: independent of the contexts.
+  CHECK(dec.linear_decode.bytes == 4.0 * 1'075'264);
+  CHECK(dec.linear_decode.kind == OpKind::kAttentionDecode);
+  CHECK(dec.linear_decode.recurrent);
+  BatchShape longer;
+  for (int i = 0; i < 4; ++i) add_decode(longer, m, 100'000);
+  CHECK(layer_batch_ops(m, p, longer).linear_decode.bytes == dec.linear_decode.bytes);
+  // Prefill of one 1,000-token prompt: 1,000 x (8 x (6 x 128^2 + 2 x 64 x (3 x 128 + 128)) +
+  // 2 x 4 x 1,536) = 1,323,008,000 FLOPs; bytes 1,000 x (2 x (3 x 1,536 + 1,024) + 64) +
+  // (1,000 / 64 + 1) chunk states x 2 x 524,288 = 11,328,000 + 17,432,576.
+  BatchShape pre;
+  add_chunk(pre, m, 0, 1000, true);
+  const LayerBatchOps pf = layer_batch_ops(m, p, pre);
+  CHECK(pf.linear_prefill.flops == 1'323'008'000.0);
+  CHECK(pf.linear_prefill.bytes == approx(11'328'000.0 + 17'432'576.0));
+  // The stage: 45 linear layers run it, the 15 full ones the attention.
+  const StageOperators s = stage_operators(m, p, MoeLoad(m, p, MoeRouting{}), d, 0, rates_of("h200-sxm"));
+  int linear = 0, full = 0;
+  for (const auto& c : s.compute) {
+    if (c.op.kind != OpKind::kAttentionDecode) continue;
+    (c.op.recurrent ? linear : full) += c.count;
+  }
+  CHECK(linear == 45);
+  CHECK(full == 15);
+}

