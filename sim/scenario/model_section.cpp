@@ -222,6 +222,56 @@ std::optional<std::vector<models::Efficiency::MoeExperts>> read_moe_experts(
   return ok ? std::optional(out) : std::nullopt;
 }
 
+// Quantised-activation GEMM formats (models::Efficiency::GemmFormat), a mapping from the weight
+// format to {overhead, quant_bytes, compute}; every key required. Absent: `d`, echoed.
+Json gemm_format_echo(const models::Efficiency::GemmFormat& x) {
+  return Json{{"overhead", format_quantity(x.overhead.to_seconds(), Dimension::kDuration)},
+              {"quant_bytes", x.quant_bytes}, {"compute", x.compute}};
+}
+
+std::optional<std::vector<models::Efficiency::GemmFormat>> read_gemm_formats(
+    MapReader& m, std::string_view key, const std::vector<models::Efficiency::GemmFormat>& d) {
+  auto f = m.find(key);
+  if (!f) {
+    Json& echo = m.echo()[std::string(key)] = Json::object();
+    for (const auto& x : d) echo[std::string(models::format_name(x.format))] = gemm_format_echo(x);
+    return d;
+  }
+  if (!f->node.IsMap()) {
+    m.doc().error(f->mark, f->path,
+                  "expected a mapping from weight format to {overhead, quant_bytes, compute}, got " +
+                      describe(f->node));
+    return std::nullopt;
+  }
+  std::vector<models::Efficiency::GemmFormat> out;
+  Json& echo = m.echo()[std::string(key)] = Json::object();
+  bool ok = true;
+  for (const auto& item : f->node) {
+    const std::string name = item.first.IsScalar() ? item.first.Scalar() : std::string();
+    const auto format = models::parse_format(name);
+    const std::string path = child_path(f->path, name);
+    if (!format || *format == models::Format::kBf16) {
+      m.doc().error(item.first.Mark(), path,
+                    format ? std::string("bf16 GEMMs quantise nothing: the GEMM curves describe them")
+                           : unknown_name("weight format", name, models::format_names(), "formats"));
+      ok = false;
+      continue;
+    }
+    Json& one = echo[name] = Json::object();
+    MapReader r(m.doc(), item.second, item.second.Mark(), path, one);
+    const auto overhead = r.duration("overhead", Duration::zero(), Duration::seconds(1), std::nullopt);
+    const auto bytes = r.number("quant_bytes", 0, 1e3, false, std::nullopt);
+    const auto compute = r.number("compute", 0, 2, true, std::nullopt);
+    r.finish();
+    if (!r.valid() || !overhead || !bytes || !compute) {
+      ok = false;
+      continue;
+    }
+    out.push_back({*format, *overhead, *bytes, *compute});
+  }
+  return ok ? std::optional(out) : std::nullopt;
+}
+
 }  // namespace
 
 std::optional<models::Efficiency> read_efficiency(MapReader& chip, const models::Efficiency& d) {
@@ -289,6 +339,10 @@ std::optional<models::Efficiency> read_efficiency(MapReader& chip, const models:
   // Grouped-GEMM models of the routed experts per weight format: only where given.
   if (m.has("moe_experts") || !d.moe_experts.empty()) {
     if (auto r = read_moe_experts(m, "moe_experts", d.moe_experts)) e.moe_experts = *r; else ok = false;
+  }
+  // Quantised-activation GEMM formats: only where given.
+  if (m.has("gemm_formats") || !d.gemm_formats.empty()) {
+    if (auto r = read_gemm_formats(m, "gemm_formats", d.gemm_formats)) e.gemm_formats = *r; else ok = false;
   }
   m.finish();
   return ok ? std::optional<models::Efficiency>(e) : std::nullopt;
@@ -538,9 +592,32 @@ std::string tables_said(const models::MeasuredTables& t) {
   return gemm && attention ? ", with GEMM and attention tables" : gemm ? ", with GEMM tables" : ", with attention tables";
 }
 
+std::string engine_said(const std::string& engine) {
+  if (engine == "trtllm") return "TensorRT-LLM";
+  if (engine == "sglang") return "SGLang";
+  if (engine == "vllm") return "vLLM";
+  return engine;
+}
+
+// Which of a pool's chip figures are measured (ChipSpec::calibration): the profile it applies,
+// whose kernels it measured, and whether they are this chip's.
+std::string calibration_said(const ChipProfile& p, const std::string& preset) {
+  const std::string kernels = p.engine.empty() ? "kernels" : engine_said(p.engine) + " kernels";
+  const std::string how = p.by_default ? " (the preset's default)" : "";
+  if (!p.transferred_from.empty()) {
+    return "transferred: profile " + p.name + how + ", " + kernels + " measured on " + p.transferred_from +
+           ", carried to " + p.chip + " by calibrate's transfer rule; nothing of " + p.chip + " was measured";
+  }
+  if (!p.chip.empty() && p.chip != preset) {
+    return "borrowed: profile " + p.name + ", " + kernels + " measured on " + p.chip + ", applied to " + preset;
+  }
+  return "calibrated: profile " + p.name + how + ", " + kernels + " measured on " + (p.chip.empty() ? preset : p.chip) +
+         (p.created.empty() ? "" : " (" + p.created + ")");
+}
+
 }  // namespace
 
-std::optional<models::ChipSpec> read_chip(MapReader& pool, models::CostModelConfig* cost_model) {
+std::optional<models::ChipSpec> read_chip(MapReader& pool, models::CostModelConfig* cost_model, std::string_view engine) {
   auto f = pool.find("chip");
   Json& echo = pool.echo()["chip"];
   if (!f) {
@@ -592,7 +669,7 @@ std::optional<models::ChipSpec> read_chip(MapReader& pool, models::CostModelConf
   }
   // A calibration profile replaces the preset's efficiencies; figures given next to it win.
   models::Efficiency base_efficiency = d.efficiency;
-  if (auto p = read_chip_profile(m, d)) {
+  if (auto p = read_chip_profile(m, d, engine)) {
     ok = ok && p->ok;
     base_efficiency = p->efficiency;
     // The preset's own words on its efficiencies no longer apply: the profile's replace them.
@@ -600,7 +677,10 @@ std::optional<models::ChipSpec> read_chip(MapReader& pool, models::CostModelConf
                (p->chip.empty() || p->chip == d.name ? "" : " (measured on " + p->chip + ")") +
                (p->created.empty() ? "" : ", " + p->created) + tables_said(p->tables) +
                "; preset: " + d.source;
+    c.calibration = calibration_said(*p, d.name);
     if (cost_model && !p->tables.log_grids.empty()) *cost_model = models::TableConfig{p->tables, "profile " + p->name};
+  } else {
+    c.calibration = "uncalibrated: the preset's efficiencies (" + d.source + ")";
   }
   if (auto e = read_efficiency(m, base_efficiency)) c.efficiency = *e; else ok = false;
   m.finish();
