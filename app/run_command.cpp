@@ -192,7 +192,10 @@ int run_command(const std::vector<std::string>& args, std::ostream& out, std::os
     info.warnings = sc.warnings;
     info.events = run.events;
     info.fingerprint = run.fingerprint;
-    for (const auto& pool : sc.config.pools) info.chips.push_back(pool.name + ": " + pool.chip.name + " (" + pool.chip.source + ")");
+    for (const auto& pool : sc.config.pools) {
+      info.chips.push_back(pool.name + ": " + pool.chip.name + " (" + pool.chip.source + ")");
+      info.calibration.push_back(pool.chip.calibration);
+    }
     if (!reproducible) {
       info.wall_s = run.wall_s;
       info.peak_rss_mb = studies::peak_rss_mb();

@@ -1,12 +1,14 @@
 #include "calibrate/comm_fit.h"
 
-#include <map>
 #include <cstdio>
+#include <filesystem>
+#include <map>
 #include <set>
 
 #include "calibrate/collective_check.h"
 #include "calibrate/comm_measurements.h"
 #include "calibrate/fit.h"
+#include "core/errors.h"
 
 namespace servesim::calibrate {
 namespace {
@@ -49,25 +51,58 @@ std::string comm_system_of(const std::string& chip) {
   return "";
 }
 
+namespace {
+
+CollectiveFitResult fit_collectives(const std::vector<CommSample>& samples, const std::string& system,
+                                    const std::string& custom_system, const models::ChipSpec& chip);
+
+}  // namespace
+
 CollectiveFitResult fit_chip_collectives(const std::string& dir, const models::ChipSpec& chip,
                                          std::size_t folds) {
   (void)folds;  // the folds are the group sizes measured
-  CollectiveFitResult r;
-  r.errors.chip = chip.name;
   const std::string system = comm_system_of(chip.name);
   if (system.empty()) {
+    CollectiveFitResult r;
+    r.errors.chip = chip.name;
     r.notes.push_back("no communication tables describe " + chip.name + ": collective constants kept");
     return r;
   }
-  const std::vector<CommSample> samples = read_comm_tables(dir);
+  // H100 SXM has the H200's NVLink 4 fabric and SM, so the H200 custom all-reduce measurement is
+  // transferred to it (said in the notes).
+  return fit_collectives(read_comm_tables(dir), system, system == "h100_dgx" ? "h200_sxm" : system, chip);
+}
+
+CollectiveFitResult fit_chip_collectives(const std::vector<std::string>& tables, const models::ChipSpec& chip) {
+  std::vector<CommSample> samples;
+  for (const std::string& path : tables) {
+    const std::string file = std::filesystem::path(path).filename().string();
+    std::vector<CommSample> v;
+    if (file.rfind("nccl_perf", 0) == 0) {
+      v = read_nccl_perf(path, chip.name);
+    } else if (file.rfind("custom_allreduce_perf", 0) == 0) {
+      v = read_trtllm_custom_all_reduce(path, chip.name);
+    } else {
+      throw InputError({Diagnostic{path, 0, 0, "", "not a communication table calibrate fits collectives to "
+                                                   "(nccl_perf*.csv.gz, custom_allreduce_perf*.csv.gz)"}});
+    }
+    samples.insert(samples.end(), v.begin(), v.end());
+  }
+  return fit_collectives(samples, chip.name, chip.name, chip);
+}
+
+namespace {
+
+CollectiveFitResult fit_collectives(const std::vector<CommSample>& samples, const std::string& system,
+                                    const std::string& custom_system, const models::ChipSpec& chip) {
+  CollectiveFitResult r;
+  r.errors.chip = chip.name;
   const double bw = chip.scale_up_bandwidth.bytes_per_s;
   std::vector<const CommSample*> ar, p2p, custom;
   // The serving engines run their tensor-parallel all-reduces inside one node with custom
   // one-shot / two-shot kernels, not NCCL (vLLM's custom_all_reduce up to 8 MB on <= 8 GPUs,
   // TensorRT-LLM's AllReduce AUTO strategy, SGLang's custom all-reduce): where the tables
-  // measure such a kernel, it sets the lines. H100 SXM has the H200's NVLink 4 fabric and SM,
-  // so the H200 measurement is transferred to it (said in the notes).
-  const std::string custom_system = system == "h100_dgx" ? "h200_sxm" : system;
+  // measure such a kernel, it sets the lines.
   constexpr double kCustomMaxBytes = 8.0 * 1024 * 1024;
   for (const CommSample& s : samples) {
     if (s.ranks_per_node != s.ranks || s.seconds <= 0) continue;
@@ -196,7 +231,7 @@ CollectiveFitResult fit_chip_collectives(const std::string& dir, const models::C
     r.bandwidth_efficiency = std::min(1.0, c.second);
     r.all_reduce_lines = held_out_lines(custom, true, "custom (engines)");
     std::snprintf(line, sizeof line,
-                  "all-reduce lines applied: the engines' custom all-reduce (TensorRT-LLM, %s, %zu samples up to 8 "
+                  "all-reduce lines applied: the engine's custom all-reduce (%s, %zu samples up to 8 "
                   "MiB%s, one-shot / two-shot): %s; held out by group size %.1f%% median (one line: %.1f%%)",
                   custom_system.c_str(), custom.size(),
                   custom_system == system ? "" : ", transferred from H200 SXM: same NVLink 4 and SM",
@@ -219,5 +254,7 @@ CollectiveFitResult fit_chip_collectives(const std::string& dir, const models::C
   r.notes.insert(r.notes.begin(), line);
   return r;
 }
+
+}  // namespace
 
 }  // namespace servesim::calibrate

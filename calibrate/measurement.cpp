@@ -16,7 +16,8 @@ constexpr std::array<std::string_view, kMeasuredOps> kOpNames = {
     "hbm_copy"};
 
 constexpr std::array<std::string_view, kFormats> kFormatNames = {
-    "unspecified", "fp32", "bf16", "fp16", "fp8", "fp8_block", "int8", "w4a16_mxfp4", "nvfp4"};
+    "unspecified", "fp32", "bf16", "fp16", "fp8", "fp8_block", "int8", "w4a16_mxfp4", "nvfp4",
+    "w4a8_mxfp4_mxfp8", "int4_wo"};
 
 constexpr std::array<std::string_view, kDims> kDimNames = {
     "m",      "n",       "k",      "batch",  "tokens",  "prefix",     "kv_len",  "step",
@@ -72,7 +73,9 @@ double format_bytes(Format f) {
     case Format::fp8_block:
     case Format::int8: return 1;
     case Format::w4a16_mxfp4:
-    case Format::nvfp4: return 0.5;
+    case Format::nvfp4:
+    case Format::w4a8_mxfp4_mxfp8:
+    case Format::int4_wo: return 0.5;
     case Format::kCount: break;
   }
   return 0;

@@ -58,6 +58,8 @@ enum class Format : std::uint8_t {
   int8,
   w4a16_mxfp4,  // 4-bit MX weights, 16-bit activations
   nvfp4,
+  w4a8_mxfp4_mxfp8,  // MXFP4 weights, MXFP8 activations (Blackwell MoE kernels)
+  int4_wo,           // int4 weights, 16-bit activations (weight-only kernels)
   kCount
 };
 inline constexpr std::size_t kFormats = static_cast<std::size_t>(Format::kCount);

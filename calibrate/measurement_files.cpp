@@ -33,8 +33,8 @@ std::string chip_from_path(const std::string& path) {
   static const std::pair<std::string_view, std::string_view> kNames[] = {
       {"a100", "a100-80g"},      {"h100", "h100-sxm"},     {"a40", "a40"},
       {"h200_sxm", "h200-sxm"},  {"h100_sxm", "h100-sxm"}, {"a100_sxm", "a100-80g"},
-      {"b200_sxm", "b200-sxm"},  {"gb200", "gb200"},       {"gb300", "gb300"},
-      {"b300_sxm", "b300-sxm"}};
+      {"b200_sxm", "b200"},  {"gb200", "gb200"},       {"gb300", "gb300"},
+      {"b300_sxm", "b300"}};
   const auto parts = path_parts(path);
   for (auto it = parts.rbegin(); it != parts.rend(); ++it) {
     for (const auto& [folder, chip] : kNames) {

@@ -34,6 +34,10 @@ std::optional<models::Format> model_format(Format f) {
     case Format::int8: return models::Format::kInt8;
     case Format::w4a16_mxfp4: return models::Format::kMxfp4;
     case Format::nvfp4: return models::Format::kNvfp4;
+    // No simulator format: MXFP8 activations (W4A8 in the models is int4 x int8) and int4
+    // weight-only kernels are measured but not costed.
+    case Format::w4a8_mxfp4_mxfp8:
+    case Format::int4_wo:
     case Format::kCount: break;
   }
   return std::nullopt;
@@ -299,8 +303,9 @@ class EfficiencyTarget : public FitTarget {
   struct Layout {
     OperatorFamily family = OperatorFamily::gemm;
     std::vector<CurveBlock> curves;
-    std::vector<std::size_t> format_rates;  // ComputeRate indexes with a fitted factor
-    bool factors_only = false;              // fit the format factors alone, curves as given
+    // GEMMs: the non-bf16 weight formats present, each fitted after the curves
+    // (GemmFormatTarget) with the curves held.
+    std::vector<models::Format> formats;
   };
 
   EfficiencyTarget(const models::ChipSpec& base, const Layout& layout, std::span<const Measurement> rows,
@@ -309,15 +314,8 @@ class EfficiencyTarget : public FitTarget {
 
   std::vector<Parameter> parameters() const override {
     std::vector<Parameter> p;
-    if (!layout_.factors_only) {
-      for (const CurveBlock& c : layout_.curves) c.append_parameters(p);
-      p.push_back(Parameter{fields_.overhead_key, 3e-6, 0, 2e-4});
-    }
-    for (std::size_t r : layout_.format_rates) {
-      p.push_back(Parameter{"format_compute." + std::string(models::compute_rate_name(
-                                                    static_cast<models::ComputeRate>(r))),
-                            0.8, 0.2, 1.0});
-    }
+    for (const CurveBlock& c : layout_.curves) c.append_parameters(p);
+    p.push_back(Parameter{fields_.overhead_key, 3e-6, 0, 2e-4});
     return p;
   }
 
@@ -328,17 +326,15 @@ class EfficiencyTarget : public FitTarget {
     // (picosecond ticks), whose rounding would hide the finite-difference steps of the search
     // from it; the roofline adds kernels x overhead in exactly this way (models/cost_model.cpp).
     const FittedCall& c = ops_[i];
-    if (layout_.factors_only) return model(params).seconds(c.op) + c.fixed_s;
     return model(params).seconds(c.op) + c.op.kernels * params[overhead_index()] + c.fixed_s;
   }
 
   std::size_t penalty_count() const override {
     std::size_t n = 0;
-    for (const CurveBlock& c : layout_.curves) n += layout_.factors_only ? 0 : c.penalty_count();
+    for (const CurveBlock& c : layout_.curves) n += c.penalty_count();
     return n;
   }
   void penalties(std::span<const double> params, std::span<double> out) const override {
-    if (layout_.factors_only) return;
     std::size_t p = 0, o = 0;
     for (const CurveBlock& c : layout_.curves) {
       c.penalties(params.subspan(p, c.size()), out.subspan(o, c.penalty_count()));
@@ -351,15 +347,14 @@ class EfficiencyTarget : public FitTarget {
   models::ChipSpec chip(std::span<const double> params) const {
     models::ChipSpec c = base_;
     std::size_t p = 0;
-    for (std::size_t k = 0; !layout_.factors_only && k < layout_.curves.size(); ++k) {
+    for (std::size_t k = 0; k < layout_.curves.size(); ++k) {
       const CurveBlock& b = layout_.curves[k];
       models::EfficiencyCurve curve;
       for (std::size_t j = 0; j < b.size(); ++j) curve.knots.push_back({b.spec().knots[j], params[p + j]});
       c.efficiency.*(fields_.curves[k].first) = curve;
       p += b.size();
     }
-    if (!layout_.factors_only) c.efficiency.*(fields_.overhead) = Duration::seconds(params[p++]);
-    for (std::size_t r : layout_.format_rates) c.efficiency.format_compute[r] = params[p++];
+    c.efficiency.*(fields_.overhead) = Duration::seconds(params[p++]);
     return c;
   }
 
@@ -373,7 +368,7 @@ class EfficiencyTarget : public FitTarget {
     if (!cached_ || !std::equal(params.begin(), params.end(), cached_params_.begin(), cached_params_.end())) {
       cached_params_.assign(params.begin(), params.end());
       models::ChipSpec c = chip(params);
-      if (!layout_.factors_only) c.efficiency.*(fields_.overhead) = Duration::zero();
+      c.efficiency.*(fields_.overhead) = Duration::zero();
       cached_ = std::make_unique<models::RooflineCostModel>(c);
     }
     return *cached_;
@@ -384,6 +379,53 @@ class EfficiencyTarget : public FitTarget {
   FamilyFields fields_;
   std::span<const Measurement> rows_;
   const std::vector<FittedCall>& ops_;
+  mutable std::vector<double> cached_params_;
+  mutable std::unique_ptr<models::RooflineCostModel> cached_;
+};
+
+// One quantised-activation GEMM format (models::Efficiency::GemmFormat) with the GEMM curves and
+// overhead held: its compute factor (relative to the bf16 curve), the quantisation pass's fixed
+// time per kernel and its HBM bytes per input activation element. predict() costs each row with
+// models::RooflineCostModel carrying the entry, so what is fitted is what the simulator applies.
+class GemmFormatTarget : public FitTarget {
+ public:
+  GemmFormatTarget(const models::ChipSpec& base, models::Format format, std::span<const Measurement> rows,
+                   std::span<const FittedCall> ops)
+      : base_(base), format_(format), rows_(rows), ops_(ops) {}
+
+  std::vector<Parameter> parameters() const override {
+    return {Parameter{"compute", 0.8, 0.05, 2.0}, Parameter{"overhead_s", 3e-6, 0, 2e-4},
+            Parameter{"quant_bytes", 2, 0, 50}};
+  }
+  double predict(const Measurement& row, std::span<const double> params) const override {
+    const auto i = static_cast<std::size_t>(&row - rows_.data());
+    if (i >= ops_.size()) throw std::logic_error("GemmFormatTarget: a row it was not built for");
+    const FittedCall& c = ops_[i];
+    // The fixed time in seconds, outside the model's picosecond Duration (EfficiencyTarget).
+    const double pass = c.op.quant_elements > 0 ? c.op.kernels * params[1] : 0.0;
+    return model(params).seconds(c.op) + pass + c.fixed_s;
+  }
+  models::Efficiency::GemmFormat entry(std::span<const double> params) const {
+    return {format_, Duration::seconds(params[1]), params[2], params[0]};
+  }
+
+ private:
+  const models::RooflineCostModel& model(std::span<const double> params) const {
+    if (!cached_ || !std::equal(params.begin(), params.end(), cached_params_.begin(), cached_params_.end())) {
+      cached_params_.assign(params.begin(), params.end());
+      models::ChipSpec c = base_;
+      std::erase_if(c.efficiency.gemm_formats, [&](const auto& g) { return g.format == format_; });
+      models::Efficiency::GemmFormat g = entry(params);
+      g.overhead = Duration::zero();
+      c.efficiency.gemm_formats.push_back(g);
+      cached_ = std::make_unique<models::RooflineCostModel>(c);
+    }
+    return *cached_;
+  }
+  const models::ChipSpec& base_;
+  models::Format format_;
+  std::span<const Measurement> rows_;
+  std::span<const FittedCall> ops_;
   mutable std::vector<double> cached_params_;
   mutable std::unique_ptr<models::RooflineCostModel> cached_;
 };
@@ -428,7 +470,7 @@ models::ChipSpec fit_family(const models::ChipSpec& chip, const EfficiencyTarget
   FitOptions fo;
   fo.max_evaluations = 3000;
   fo.tolerance = 1e-8;
-  if (layout.format_rates.empty()) {
+  if (layout.formats.empty()) {
     std::vector<Measurement> r = thinned(rows, max_rows);
     std::vector<FittedCall> o = thinned(ops, max_rows);
     const EfficiencyTarget target(chip, layout, r, o);
@@ -436,33 +478,45 @@ models::ChipSpec fit_family(const models::ChipSpec& chip, const EfficiencyTarget
     if (converged) *converged = f.converged;
     return target.chip(f.parameters);
   }
-  // GEMMs at several rates: the curves and the overhead from the bf16 rows alone (one set serves
-  // every rate in the simulator, and the bf16 rows are the ones it describes without a factor),
-  // then each other rate's factor alone with those curves held. Fitting all at once lets the
-  // fp8 rows (whose small shapes do not speed up with their halved weights) pull the bf16 curves.
-  std::vector<Measurement> base_rows, rate_rows;
-  std::vector<FittedCall> base_ops, rate_ops;
+  // GEMMs of several formats: the curves and the overhead from the bf16 rows alone (one set
+  // serves every format in the simulator, and the bf16 rows are the ones it describes without a
+  // format entry), then each quantised format's entry alone with those held. Fitting all at once
+  // lets the fp8 rows (whose small shapes pay the activation quantisation pass) pull the bf16
+  // curves.
+  std::vector<Measurement> base_rows;
+  std::vector<FittedCall> base_ops;
+  std::map<models::Format, std::pair<std::vector<Measurement>, std::vector<FittedCall>>> by_format;
   for (std::size_t i = 0; i < rows.size(); ++i) {
-    const bool base = ops[i].op.rate == models::ComputeRate::kBf16;
-    (base ? base_rows : rate_rows).push_back(rows[i]);
-    (base ? base_ops : rate_ops).push_back(ops[i]);
+    if (ops[i].op.format == models::Format::kBf16 && ops[i].op.rate == models::ComputeRate::kBf16) {
+      base_rows.push_back(rows[i]);
+      base_ops.push_back(ops[i]);
+    } else {
+      by_format[ops[i].op.format].first.push_back(rows[i]);
+      by_format[ops[i].op.format].second.push_back(ops[i]);
+    }
   }
   models::ChipSpec out = chip;
   bool ok = true;
   if (!base_rows.empty()) {
     EfficiencyTarget::Layout curves = layout;
-    curves.format_rates.clear();
+    curves.formats.clear();
     out = fit_family(chip, curves, base_rows, base_ops, max_rows, &ok);
   }
-  if (!rate_rows.empty()) {
-    EfficiencyTarget::Layout factors = layout;
-    factors.factors_only = true;
-    std::vector<Measurement> r = thinned(std::span<const Measurement>(rate_rows), max_rows);
-    std::vector<FittedCall> o = thinned(std::span<const FittedCall>(rate_ops), max_rows);
-    const EfficiencyTarget target(out, factors, r, o);
+  out.efficiency.gemm_formats.clear();
+  std::array<bool, models::kComputeRates> rate_set{};
+  for (const auto& [format, part] : by_format) {
+    std::vector<Measurement> r = thinned(std::span<const Measurement>(part.first), max_rows);
+    std::vector<FittedCall> o = thinned(std::span<const FittedCall>(part.second), max_rows);
+    const GemmFormatTarget target(out, format, r, o);
     const FitResult f = fit_target(target, r, fo);
     ok = ok && f.converged;
-    out = target.chip(f.parameters);
+    const models::Efficiency::GemmFormat g = target.entry(f.parameters);
+    out.efficiency.gemm_formats.push_back(g);
+    // format_compute (what the rate's other operators apply: an MoE without a grouped model,
+    // the DSA indexer) takes the factor of the rate's first format (fp8 before block fp8).
+    const auto rate = static_cast<std::size_t>(models::compute_rate(format));
+    if (!rate_set[rate]) out.efficiency.format_compute[rate] = std::min(1.0, g.compute);
+    rate_set[rate] = true;
   }
   if (converged) *converged = ok;
   return out;
@@ -760,6 +814,28 @@ std::string format_label(const Measurement& m, const MeasurementSet& set) {
   return label;
 }
 
+ErrorReport predict_measurements(const MeasurementSet& set, const models::ChipSpec& chip,
+                                 const models::CostModel& cost_model) {
+  ErrorReport report;
+  report.chip = chip.name;
+  report.cost_model = std::string(cost_model.name()) + " cost model of the profile as the simulator applies it";
+  report.held_out = "nothing fitted to these rows";
+  FamilyRows all;
+  std::vector<double> predicted;
+  for (const Measurement& m : set.rows()) {
+    std::string why;
+    const auto op = simulator_operator(m, m.variant ? set.label(m.variant) : std::string(), chip, why);
+    if (!op || op->op.kernels <= 0 || !(op->op.flops > 0 || op->op.bytes > 0)) continue;
+    all.rows.push_back(m);
+    all.labels.push_back(format_label(m, set));
+    predicted.push_back(cost_model.seconds(op->op) + (op->extra.kernels > 0 ? cost_model.seconds(op->extra) : 0.0));
+  }
+  std::vector<std::size_t> every(all.rows.size());
+  std::iota(every.begin(), every.end(), std::size_t{0});
+  add_label_cells(report, all, every, predicted, true);
+  return report;
+}
+
 OperatorFitResult fit_operators(const MeasurementSet& set, const models::ChipSpec& chip,
                                 const OperatorFitOptions& options) {
   OperatorFitResult result;
@@ -796,14 +872,13 @@ OperatorFitResult fit_operators(const MeasurementSet& set, const models::ChipSpe
     auto it = families.find(family);
     if (it == families.end()) continue;
     FamilyRows& f = it->second;
-    // The layout: a curve per field over the decades the operators span; GEMMs add a factor per
-    // non-bf16 rate present (fp8_block rows run at the fp8 rate too, and are checked with it
-    // rather than fitted: the simulator does not tell them apart).
+    // The layout: a curve per field over the decades the operators span; GEMMs add an entry per
+    // quantised weight format present (models::Efficiency::GemmFormat: fp8 and block fp8 run at
+    // one rate through different kernels and quantisation passes).
     const FamilyFields fields = fields_of(family);
     EfficiencyTarget::Layout layout;
     layout.family = family;
     double flops_lo = 1e300, flops_hi = 0, bytes_lo = 1e300, bytes_hi = 0;
-    std::vector<bool> rate_present(models::kComputeRates, false);
     for (const FittedCall& call : f.ops) {
       const models::Operator& op = call.op;
       const double k = std::max(1, op.kernels);
@@ -813,7 +888,6 @@ OperatorFitResult fit_operators(const MeasurementSet& set, const models::ChipSpe
       }
       bytes_lo = std::min(bytes_lo, op.bytes / k);
       bytes_hi = std::max(bytes_hi, op.bytes / k);
-      rate_present[static_cast<std::size_t>(op.rate)] = true;
     }
     for (std::size_t c = 0; c < fields.curves.size(); ++c) {
       CurveSpec spec;
@@ -827,18 +901,16 @@ OperatorFitResult fit_operators(const MeasurementSet& set, const models::ChipSpe
       layout.curves.emplace_back(spec);
     }
     if (family == OperatorFamily::gemm) {
-      for (std::size_t r = 1; r < models::kComputeRates; ++r) {
-        if (rate_present[r]) layout.format_rates.push_back(r);
+      std::set<models::Format> formats;
+      for (const FittedCall& call : f.ops) {
+        if (call.op.format != models::Format::kBf16 || call.op.rate != models::ComputeRate::kBf16) {
+          formats.insert(call.op.format);
+        }
       }
+      layout.formats.assign(formats.begin(), formats.end());
     }
-    // Rows that fit: all but fp8_block GEMMs.
-    std::vector<Measurement> fit_rows;
-    std::vector<FittedCall> fit_ops;
-    for (std::size_t i = 0; i < f.rows.size(); ++i) {
-      if (family == OperatorFamily::gemm && f.rows[i].format == Format::fp8_block) continue;
-      fit_rows.push_back(f.rows[i]);
-      fit_ops.push_back(f.ops[i]);
-    }
+    const std::vector<Measurement>& fit_rows = f.rows;
+    const std::vector<FittedCall>& fit_ops = f.ops;
     if (fit_rows.empty()) continue;
     if (family == OperatorFamily::moe) {
       // The MoE roofline curves, in-sample (what formats without a grouped model apply), then the
@@ -886,7 +958,7 @@ OperatorFitResult fit_operators(const MeasurementSet& set, const models::ChipSpe
             if (plan.fold_of_row[i] == fold) {
               test_ops.push_back(f.ops[i]);
               test_index.push_back(i);
-            } else if (!(family == OperatorFamily::gemm && f.rows[i].format == Format::fp8_block)) {
+            } else {
               train.push_back(f.rows[i]);
               train_ops.push_back(f.ops[i]);
             }
@@ -910,9 +982,14 @@ OperatorFitResult fit_operators(const MeasurementSet& set, const models::ChipSpe
     if (family == OperatorFamily::gemm && fitted.efficiency.gemm_tiling.tile > 0) {
       result.fitted_keys.push_back("gemm_tiling");
     }
-    for (std::size_t r : layout.format_rates) {
-      result.fitted_keys.push_back("format_compute." +
-                                   std::string(models::compute_rate_name(static_cast<models::ComputeRate>(r))));
+    std::set<models::ComputeRate> rates;
+    for (models::Format fmt : layout.formats) rates.insert(models::compute_rate(fmt));
+    for (models::ComputeRate r : rates) {
+      result.fitted_keys.push_back("format_compute." + std::string(models::compute_rate_name(r)));
+    }
+    // The GEMM family fits them; later families start from its chip and carry them unfitted.
+    if (family == OperatorFamily::gemm && !fitted.efficiency.gemm_formats.empty()) {
+      result.fitted_keys.push_back("gemm_formats");
     }
     result.families.push_back(ff);
   }

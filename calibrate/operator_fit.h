@@ -5,8 +5,11 @@
 // factors) are fitted so that models::RooflineCostModel reproduces the measured seconds.
 //
 // Operator families and the Efficiency fields each fit determines (the others stay as given):
-//   gemm         gemm_compute, gemm_memory (curves), gemm_overhead, format_compute[rate] for the
-//                non-bf16 rates measured (relative to bf16); rows: dense GEMMs, Vidur's projections
+//   gemm         gemm_compute, gemm_memory (curves), gemm_overhead from the bf16 rows; then per
+//                quantised weight format measured (fp8, fp8_block, nvfp4) a gemm_formats entry
+//                with the curves held: compute factor, the activation quantisation pass's fixed
+//                time and bytes per input element; format_compute[rate] takes the rate's first
+//                format's factor; rows: dense GEMMs, Vidur's projections
 //   moe          moe_compute, moe_memory, moe_overhead (in-sample; formats without a grouped
 //                model apply them), and moe_experts: per expert weight format, a grouped-GEMM model (models::
 //                moe_experts_seconds: overhead, compute curve over padded FLOPs per active expert,
@@ -36,6 +39,7 @@
 #include "calibrate/cross_validation.h"
 #include "calibrate/measurement.h"
 #include "models/chip_spec.h"
+#include "models/cost_model.h"
 #include "models/operators.h"
 
 namespace servesim::calibrate {
@@ -107,6 +111,13 @@ std::vector<bool> contended_moe_series(std::span<const Measurement> rows);
 // The error table's format label of a row: its format, " kv FORMAT" where the KV format differs,
 // the MoE routing skew, " window" for sliding-window attention.
 std::string format_label(const Measurement& m, const MeasurementSet& set);
+
+// Every row of `set` the simulator costs as one operator, predicted by `cost_model` for `chip`
+// with nothing fitted (a profile checked against measurements it was not fitted to: another
+// chip's profile transferred, or a profile against newer tables): error cells per kind, format
+// label and size range, marked held out (no row was seen).
+ErrorReport predict_measurements(const MeasurementSet& set, const models::ChipSpec& chip,
+                                 const models::CostModel& cost_model);
 
 // Fits the families present in `set` (rows of one chip) starting from `chip`'s efficiencies.
 OperatorFitResult fit_operators(const MeasurementSet& set, const models::ChipSpec& chip,

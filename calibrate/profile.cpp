@@ -27,6 +27,27 @@ void emit_numbers(YAML::Emitter& e, const std::vector<double>& v) {
   e << YAML::EndSeq;
 }
 
+// Table values are written to 4 significant digits: 0.05% at most, against measurements that
+// repeat to about 1% and held-out errors of 2% and more; times in microseconds, so that a
+// table's numbers stay short ("12.34" rather than "1.2345e-05": the GEMM and attention tables
+// are most of a profile's bytes, and every shipped profile is built into the binary).
+double significant4(double v) {
+  if (v == 0 || !std::isfinite(v)) return v;
+  const double e = std::floor(std::log10(std::fabs(v)));
+  if (e >= 3) {
+    const double step = std::pow(10.0, e - 3);
+    return std::round(v / step) * step;
+  }
+  const double scale = std::pow(10.0, 3 - e);
+  return std::round(v * scale) / scale;
+}
+
+void emit_table_values(YAML::Emitter& e, const std::vector<double>& v, double unit) {
+  e << YAML::Flow << YAML::BeginSeq;
+  for (double x : v) e << shortest_number(significant4(x * unit));
+  e << YAML::EndSeq;
+}
+
 const char* extrapolation_name(Extrapolation x) {
   return x == Extrapolation::linear ? "linear" : "clamp";
 }
@@ -136,6 +157,14 @@ void write_profile(std::ostream& out, const Profile& p) {
   e << YAML::Key << "schema" << YAML::Value << kProfileSchema;
   e << YAML::Key << "chip" << YAML::Value;
   quoted(e, p.chip);
+  if (!p.engine.empty()) {
+    e << YAML::Key << "engine" << YAML::Value;
+    quoted(e, p.engine);
+  }
+  if (!p.transferred_from.empty()) {
+    e << YAML::Key << "transferred_from" << YAML::Value;
+    quoted(e, p.transferred_from);
+  }
   e << YAML::Key << "created" << YAML::Value;
   quoted(e, p.created);
   e << YAML::Key << "generator" << YAML::Value;
@@ -202,8 +231,8 @@ void write_profile(std::ostream& out, const Profile& p) {
         e << YAML::EndMap;
       }
       e << YAML::EndSeq;
-      e << YAML::Key << (t.roofline_factor ? "roofline_factor" : "seconds") << YAML::Value;
-      emit_numbers(e, t.seconds);
+      e << YAML::Key << (t.roofline_factor ? "roofline_factor" : "microseconds") << YAML::Value;
+      emit_table_values(e, t.seconds, t.roofline_factor ? 1.0 : 1e6);
       e << YAML::Key << "extrapolation" << YAML::Value << extrapolation_name(t.extrapolation);
       if (!t.match.empty()) {
         e << YAML::Key << "match" << YAML::Value << YAML::Flow << YAML::BeginMap;
@@ -245,16 +274,20 @@ void write_profile(std::ostream& out, const Profile& p) {
 }
 
 Profile read_profile(const std::string& path) {
+  return read_profile_text(read_input_file(InputSource{path, "profile", ""}, kMaxScenarioBytes), path);
+}
+
+Profile read_profile_text(const std::string& text, const std::string& path) {
   YAML::Node root;
   try {
-    root = YAML::Load(read_input_file(InputSource{path, "profile", ""}, kMaxScenarioBytes));
+    root = YAML::Load(text);
   } catch (const YAML::ParserException& e) {
     throw InputError({Diagnostic{path, e.mark.line + 1, e.mark.column + 1, "", "not valid YAML: " + e.msg}});
   }
   Walker w(path);
   Profile p;
-  if (!w.map(root, "", {"schema", "chip", "created", "generator", "notes", "sources", "efficiency", "entries",
-                        "errors"},
+  if (!w.map(root, "", {"schema", "chip", "engine", "transferred_from", "created", "generator", "notes", "sources",
+                        "efficiency", "entries", "errors"},
              {"schema", "chip", "sources", "entries", "errors"})) {
     w.problems().throw_if_any();
   }
@@ -263,6 +296,8 @@ Profile read_profile(const std::string& path) {
     w.error(root["schema"], "schema", "expected '" + std::string(kProfileSchema) + "', found '" + schema + "'");
   }
   p.chip = w.text(root["chip"], "chip");
+  p.engine = w.text(root["engine"], "engine");
+  p.transferred_from = w.text(root["transferred_from"], "transferred_from");
   p.created = w.text(root["created"], "created");
   p.generator = w.text(root["generator"], "generator");
   if (const YAML::Node notes = root["notes"]) {
@@ -289,9 +324,9 @@ Profile read_profile(const std::string& path) {
       w.error(eff, "efficiency", "expected a map of chip efficiency keys");
     } else {
       for (const auto& kv : eff) {
-        YAML::Emitter text;
-        text << YAML::Flow << kv.second;
-        p.efficiency.emplace_back(kv.first.Scalar(), text.c_str());
+        YAML::Emitter value;
+        value << YAML::Flow << kv.second;
+        p.efficiency.emplace_back(kv.first.Scalar(), value.c_str());
       }
     }
   }
@@ -338,13 +373,18 @@ Profile read_profile(const std::string& path) {
       for (std::size_t j = 0; ts.IsSequence() && j < ts.size(); ++j) {
         const std::string tat = Walker::item(at + ".tables", j);
         const YAML::Node t = ts[j];
-        if (!w.map(t, tat, {"name", "axes", "seconds", "roofline_factor", "extrapolation", "match", "kv_format"},
+        if (!w.map(t, tat,
+                   {"name", "axes", "microseconds", "seconds", "roofline_factor", "extrapolation", "match",
+                    "kv_format"},
                    {"name", "axes"})) {
           continue;
         }
-        // Exactly one of seconds[] (times) and roofline_factor[] (factors over the roofline).
-        if (static_cast<bool>(t["seconds"]) == static_cast<bool>(t["roofline_factor"])) {
-          w.error(t, tat, "a table needs exactly one of seconds[] and roofline_factor[]");
+        // Exactly one of microseconds[] or seconds[] (times) and roofline_factor[] (factors over
+        // the roofline).
+        const char* vkey = t["roofline_factor"] ? "roofline_factor" : t["microseconds"] ? "microseconds" : "seconds";
+        if (static_cast<int>(static_cast<bool>(t["microseconds"])) + static_cast<bool>(t["seconds"]) +
+                static_cast<bool>(t["roofline_factor"]) != 1) {
+          w.error(t, tat, "a table needs exactly one of microseconds[], seconds[] and roofline_factor[]");
           continue;
         }
         ProfileTable table;
@@ -371,8 +411,10 @@ Profile read_profile(const std::string& path) {
           table.axes.push_back(std::move(axis));
         }
         table.roofline_factor = static_cast<bool>(t["roofline_factor"]);
-        const std::string vkey = table.roofline_factor ? "roofline_factor" : "seconds";
         table.seconds = w.reals(t[vkey], tat + "." + vkey);
+        if (std::string_view(vkey) == "microseconds") {
+          for (double& v : table.seconds) v *= 1e-6;
+        }
         if (table.seconds.size() != cells) {
           w.error(t[vkey], tat + "." + vkey, "expected " + std::to_string(cells) +
                                                  " values (the product of the axis sizes), found " +
@@ -382,7 +424,7 @@ Profile read_profile(const std::string& path) {
           if (!(s > 0)) {
             w.error(t[vkey], tat + "." + vkey,
                     table.roofline_factor ? "roofline factors must be positive"
-                                          : "table values are seconds and must be positive");
+                                          : "table values are times and must be positive");
             break;
           }
         }

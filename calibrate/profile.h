@@ -5,13 +5,14 @@
 // writer also prints as a comment block at the top so a reader of the file sees it first.
 //
 // Layout (calibrate/README.md, "Profile format", has the full key list):
-//   schema, chip, created, generator, notes[]
+//   schema, chip, engine, transferred_from, created, generator, notes[]
 //   sources[]: path, reader, rows, upstream, collected, content_hash
 //   efficiency: {key: value}  chip.efficiency keys and values (sim/scenario/README.md)
 //   entries[]: op, format, cost_model, scalars{name: number}, curves[], tables[]
 //     curves[]: name, axis (a shape field), knots[], values[]   (linear in ln x between knots)
-//     tables[]: name, axes[{field, knots[], extrapolate}], seconds[] (last axis fastest) or
-//               roofline_factor[] (factors over the roofline's time), extrapolation
+//     tables[]: name, axes[{field, knots[], extrapolate}], microseconds[] (last axis fastest;
+//               seconds[] is read too) or roofline_factor[] (factors over the roofline's time),
+//               extrapolation; values are written to 4 significant digits
 //   errors: cost_model, held_out, cells[]: kind, format, size, rows, ape_p50, ape_p90, signed_mean,
 //           held_out
 // Numbers are written in shortest round-trip form, so a profile read back is the same profile.
@@ -50,13 +51,13 @@ struct ProfileCurve {
 struct ProfileTable {
   std::string name;
   std::vector<GridAxis> axes;
-  std::vector<double> seconds;  // one per cell, last axis fastest
+  std::vector<double> seconds;  // one per cell, last axis fastest (YAML: microseconds[])
   Extrapolation extrapolation = Extrapolation::linear;
   // Attention tables: the shape fields the table applies to exactly (head_dim, window, prefix)
   // and the KV format (unspecified: any). GEMM tables have neither.
   std::vector<std::pair<Dim, std::int64_t>> match;
   Format kv_format = Format::unspecified;
-  // false: `seconds` are times (YAML seconds[]). true: they are factors over the fitted
+  // false: `seconds` are times (YAML microseconds[]). true: they are factors over the fitted
   // roofline's time (YAML roofline_factor[]; models::MeasuredLogGrid::roofline_factor).
   bool roofline_factor = false;
 };
@@ -72,6 +73,12 @@ struct ProfileEntry {
 
 struct Profile {
   std::string chip;          // the chip preset the profile calibrates
+  // The serving engine whose kernels were measured (trtllm, sglang, vllm; "" when the source
+  // does not say): scenarios pick a chip's profile by chip and engine.
+  std::string engine;
+  // For a profile derived by `calibrate --transfer` (a chip without measurements): the chip whose
+  // kernels were measured; "" for a profile fitted to the chip's own measurements.
+  std::string transferred_from;
   std::string created;    // ISO date, given by the caller (the writer never reads the clock)
   std::string generator;  // program and version
   std::vector<std::string> notes;
@@ -89,6 +96,8 @@ struct Profile {
 void write_profile(std::ostream& out, const Profile& profile);
 // Reads and checks a profile; throws InputError with every problem.
 Profile read_profile(const std::string& path);
+// The same from the profile's text; `path` names it in diagnostics.
+Profile read_profile_text(const std::string& text, const std::string& path);
 
 // "fnv1a64:<hex>" of a file's bytes (FNV-1a, 64 bit): a cheap fingerprint that tells a changed
 // input, not a cryptographic hash. Throws InputError when the file cannot be read.

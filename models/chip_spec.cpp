@@ -181,6 +181,19 @@ std::vector<ChipSpec> build_presets() {
   p.push_back(make("gb200", 189471.0 * kMiB, 8e12, {2.5e15, 5e15, 5e15, 10e15}, 900e9, 72, 100e9,
                    blackwell_efficiency(),
                    "GB200 NVL72 page, AIC gb200.yaml; efficiencies assumed (H100's)"));
+  // AIC b300_sxm.yaml (citing NVIDIA's Blackwell Ultra datasheet): 2.25 PFLOP/s dense BF16, 4.5
+  // FP8, 14 FP4, INT8 cut to 153.5 TOPS (307 sparse / 2), 7.75 TB/s (62 TB/s per 8-GPU node),
+  // 275,040 MiB as nvidia-smi reports it (288,400,343,040 bytes), NVLink5 900 GB/s per direction
+  // in an 8-GPU HGX node, CX8 800 Gb/s (100 GB/s) per GPU. hardware.md has no B300 row.
+  p.push_back(make("b300", 288400343040.0, 7.75e12, {2.25e15, 4.5e15, 153.5e12, 14e15}, 900e9, 8, 100e9,
+                   blackwell_efficiency(),
+                   "AIC b300_sxm.yaml (Blackwell Ultra datasheet); efficiencies assumed (H100's)"));
+  // AIC gb300.yaml (Blackwell Ultra datasheet): 2.5 PFLOP/s BF16, 5 FP8, 15 FP4, 165 TOPS INT8,
+  // 8 TB/s, 284,208 MiB (nvidia-smi; 298,013,687,808 bytes), NVLink5 900 GB/s per direction across
+  // the 72-GPU rack, CX8 800 Gb/s (100 GB/s) per GPU between racks.
+  p.push_back(make("gb300", 298013687808.0, 8e12, {2.5e15, 5e15, 165e12, 15e15}, 900e9, 72, 100e9,
+                   blackwell_efficiency(),
+                   "AIC gb300.yaml (Blackwell Ultra datasheet); efficiencies assumed (H100's)"));
   // [P] Atlas 800T A2 whitepaper v16: 64 GB HBM at 1.6 TB/s, 8-chip HCCS full mesh of 392 GB/s,
   // 200 GbE RoCE per NPU, no FP8. Assumed: the 376 TFLOP/s FP16 SKU (the other is 313), INT8 at
   // twice FP16, 64 GB read as 64 GiB, HCCS 392 GB/s counted in both directions (196 per
@@ -215,13 +228,14 @@ std::vector<ChipSpec> build_presets() {
   // per direction, PCIe 5.0 x16 64 GB/s (raw, before ~3% encoding and protocol overhead, which
   // the figures below do not subtract). [P] NVIDIA A100 datasheet: PCIe Gen4; H100 / H200 / H800 /
   // H20 datasheets and the HGX B200 page: PCIe Gen5 x16; GB200 NVL72 page: NVLink-C2C 900 GB/s
-  // between Grace and each Blackwell GPU (450 per direction). [S] Atlas 800T A2 whitepaper:
-  // PCIe 5.0 x16 per NPU. Assumed: the 910C (and each of its dies, sharing it) and the generic
-  // domestic class on PCIe 5.0 x16 and 4.0 x16.
+  // between Grace and each Blackwell GPU (450 per direction), the same on GB300 (AIC gb300.yaml).
+  // [S] Atlas 800T A2 whitepaper: PCIe 5.0 x16 per NPU. Assumed: the 910C (and each of its dies,
+  // sharing it) and the generic domestic class on PCIe 5.0 x16 and 4.0 x16.
   for (ChipSpec& c : p) {
     double host = 64e9;
     if (c.name == "a100-80g" || c.name == "domestic-64g") host = 32e9;
-    if (c.name == "gb200") host = 450e9;
+    if (c.name == "gb200" || c.name == "gb300") host = 450e9;
+    if (c.name == "b300") host = 128e9;  // AIC b300_sxm.yaml: PCIe Gen6, 256 GB/s both directions
     if (c.name == "ascend-910c-die") host = 32e9;
     c.host_bandwidth = Bandwidth{host};
   }

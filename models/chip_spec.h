@@ -77,6 +77,21 @@ struct Efficiency {
   // GEMM compute efficiency at each non-bf16 rate relative to bf16's (fp8 kernels reach a
   // smaller fraction of their doubled peak); index by ComputeRate, bf16 is 1.
   std::array<double, kComputeRates> format_compute{1, 1, 1, 1};
+  // Dense GEMMs of one weight format whose kernels read quantised activations (fp8 per tensor,
+  // block fp8, NVFP4), where a calibration fitted them: the engines' linear layers first run an
+  // activation quantisation pass (per-tensor fp8: an amax reduction for the dynamic scale, then
+  // the scaling; block fp8 and NVFP4: one kernel writing the values and their block scales), then
+  // the GEMM at the format's rate. A GEMM kernel of that format costs
+  //   overhead + quant_bytes x (its input elements) / HBM bandwidth
+  // on top of the roofline, whose compute side takes `compute` instead of format_compute[rate].
+  // Absent for a format: format_compute[rate], nothing added.
+  struct GemmFormat {
+    Format format = Format::kFp8;
+    Duration overhead;       // per GEMM kernel: the quantisation pass's fixed time
+    double quant_bytes = 0;  // HBM bytes per input activation element the pass moves
+    double compute = 1;      // compute efficiency relative to bf16's curve
+  };
+  std::vector<GemmFormat> gemm_formats;
   // Tile and wave quantisation of GEMM kernels (models::padded_gemm_flops): the output is cut
   // into tile x tile blocks (small_m_tile rows when m <= small_m_tile), and with `waves` the
   // blocks run in whole waves over the chip's SMs. tile 0 = the raw 2 m n k FLOPs.
@@ -131,6 +146,10 @@ struct ChipSpec {
   int sms = 0;                   // streaming multiprocessors (GEMM wave quantisation); 0 = unknown
   Efficiency efficiency;
   std::string source;            // where the figures come from, and which are assumptions
+  // Which figures are measured, in one sentence starting "calibrated:", "transferred:",
+  // "borrowed:" or "uncalibrated:" (set by the scenario loader from the profile applied; reports
+  // print it); "" for a chip built in code.
+  std::string calibration;
 
   double peak_flops(ComputeRate r) const;
   bool has(ComputeRate r) const { return peak_flops(r) > 0; }

@@ -70,6 +70,14 @@ RooflineCostModel::RooflineCostModel(const ChipSpec& chip) {
     const ComputeRate rate = gemm_rate(m.format, chip_rates);
     moe_.push_back({m, rate, bytes_per_element(m.format), chip.peak_flops(rate)});
   }
+  format_compute_ = e.format_compute;
+  for (const Efficiency::GemmFormat& g : e.gemm_formats) {
+    QuantisedGemm& q = gemm_formats_[static_cast<std::size_t>(g.format)];
+    q.present = true;
+    q.overhead_s = g.overhead.to_seconds();
+    q.s_per_element = g.quant_bytes / chip.hbm_bandwidth.bytes_per_s;
+    q.compute = g.compute;
+  }
   for (std::size_t k = 0; k < kOpKinds; ++k) {
     const EfficiencyCurve* compute = &e.gemm_compute;
     const EfficiencyCurve* memory = &e.gemm_memory;
@@ -163,8 +171,23 @@ double RooflineCostModel::compute_seconds(const Operator& op) const {
   const Rates& r = rates_[static_cast<std::size_t>(op.kind)];
   const auto rate = static_cast<std::size_t>(op.rate);
   const double flops = r.padded ? padded_gemm_flops(op, r.tiling, r.sms) : op.flops;
-  if (r.compute_constant || op.kernels <= 0) return flops * r.s_per_flop[rate];
-  return flops / (r.peak_flops[rate] * r.compute.at(flops / op.kernels));
+  // A quantised-activation GEMM format with its own factor: relative to the bf16 curve at the
+  // rate's raw peak (peak_flops and s_per_flop carry format_compute[rate]).
+  double scale = 1;
+  if (is_gemm(op.kind) && op.quant_elements > 0) {
+    const QuantisedGemm& q = gemm_formats_[static_cast<std::size_t>(op.format)];
+    const double base = format_compute_[rate];
+    if (q.present && base > 0) scale = q.compute / base;
+  }
+  if (r.compute_constant || op.kernels <= 0) return flops * r.s_per_flop[rate] / scale;
+  return flops / (r.peak_flops[rate] * scale * r.compute.at(flops / op.kernels));
+}
+
+double RooflineCostModel::quantisation_seconds(const Operator& op) const {
+  if (op.quant_elements <= 0 || !is_gemm(op.kind)) return 0.0;
+  const QuantisedGemm& q = gemm_formats_[static_cast<std::size_t>(op.format)];
+  if (!q.present) return 0.0;
+  return op.kernels * q.overhead_s + op.quant_elements * q.s_per_element;
 }
 
 double RooflineCostModel::memory_seconds(const Operator& op) const {
@@ -183,11 +206,12 @@ double RooflineCostModel::seconds(const Operator& op) const {
       }
     }
   }
-  if (r.compute_constant && r.memory_constant && !r.padded && !r.grouped) {  // the common case, kept short: it runs per iteration
+  if (r.compute_constant && r.memory_constant && !r.padded && !r.grouped && !(op.quant_elements > 0)) {
+    // the common case, kept short: it runs per iteration
     return op.kernels * r.overhead_s +
            std::max(op.flops * r.s_per_flop[static_cast<std::size_t>(op.rate)], op.bytes * r.s_per_byte);
   }
-  return op.kernels * r.overhead_s + std::max(compute_seconds(op), memory_seconds(op));
+  return op.kernels * r.overhead_s + std::max(compute_seconds(op), memory_seconds(op)) + quantisation_seconds(op);
 }
 
 std::optional<CostModel::LinearForm> RooflineCostModel::linear_form(OpKind kind,
@@ -195,6 +219,11 @@ std::optional<CostModel::LinearForm> RooflineCostModel::linear_form(OpKind kind,
   const Rates& r = rates_[static_cast<std::size_t>(kind)];
   if (!r.chip_operator) return LinearForm{};  // costs nothing here
   if (!r.compute_constant || !r.memory_constant || r.padded || r.grouped) return std::nullopt;
+  // Quantised GEMM formats add a pass the (kind, rate) form cannot tell apart.
+  if (is_gemm(kind) && std::any_of(gemm_formats_.begin(), gemm_formats_.end(),
+                                   [](const QuantisedGemm& q) { return q.present; })) {
+    return std::nullopt;
+  }
   return LinearForm{r.overhead_s, r.s_per_flop[static_cast<std::size_t>(rate)], r.s_per_byte};
 }
 
@@ -302,6 +331,7 @@ bool TableCostModel::log_grid_lookup(const Operator& op, double& out) const {
   for (std::size_t i = 0; i < tables_.log_grids.size(); ++i) {
     const MeasuredLogGrid& g = tables_.log_grids[i];
     if (!same_class(g.kind, op.kind) || g.rate != op.rate) continue;
+    if (is_gemm(g.kind) && g.format != op.format) continue;
     if (g.kv_bytes > 0 && op.kv_bytes != g.kv_bytes) continue;
     // MoE grids (kind kMoeExperts, calibrate/moe_table.h) key on the routed experts' fields: m =
     // token-expert pairs on the busiest rank, batch = experts with a token there, n = expert

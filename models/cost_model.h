@@ -9,7 +9,10 @@
 //   time = kernels x overhead + max( FLOPs / (peak[rate] x eff_c(FLOPs / kernel) x format_compute[rate]),
 //                                    bytes / (HBM bandwidth x eff_m(bytes / kernel)) )
 // where the efficiency curves, overheads and format factors are the chip's (models/chip_spec.h),
-// chosen per operator kind in one switch (cost_model.cpp). A rate the chip lacks is costed at the
+// chosen per operator kind in one switch (cost_model.cpp). A GEMM whose format has an
+// Efficiency::gemm_formats entry adds its activation quantisation pass,
+//   kernels x overhead[format] + quant_elements x quant_bytes[format] / HBM bandwidth,
+// and its compute side takes that entry's factor instead of format_compute[rate]. A rate the chip lacks is costed at the
 // bf16 peak (the loader rejects formats the chip lacks unless emulation was asked for).
 //
 // TableCostModel interpolates measurements and falls back to the roofline outside them:
@@ -118,6 +121,16 @@ class RooflineCostModel final : public CostModel {
     int sms = 0;
   };
   Rates rates_[kOpKinds];
+  // Efficiency::gemm_formats by Format: GEMM kinds of that format add the quantisation pass and
+  // scale their compute side by `compute` (instead of format_compute[rate]).
+  struct QuantisedGemm {
+    bool present = false;
+    double overhead_s = 0, s_per_element = 0, compute = 1;
+  };
+  std::array<QuantisedGemm, kFormats> gemm_formats_{};
+  std::array<double, kComputeRates> format_compute_{};  // Efficiency::format_compute
+  // The pass's seconds for a GEMM operator (0 when its format has no entry or it is emulated).
+  double quantisation_seconds(const Operator& op) const;
   // Efficiency::moe_experts with the rate and stored weight bytes their format has on this chip
   // (how an operator's rate and kv_bytes select one).
   struct MoeFormat {
@@ -178,6 +191,7 @@ struct MeasuredLogGrid {
   std::vector<std::pair<Field, double>> match;  // exact conditions (none for GEMM tables)
   double kv_bytes = 0;                          // 0: any
   bool latent = false;
+  Format format = Format::kBf16;  // GEMM grids: the weights' format, matched exactly (Operator::format)
   // false: log_seconds are ln(seconds). true: they are ln(factor) and the grid answers the
   // roofline's seconds for the operator x factor (a table of the roofline's measured residual,
   // calibrate/moe_table.h; no fused-GEMM scaling: the roofline counts the operator's FLOPs).

@@ -89,6 +89,7 @@ constexpr double kAct = 2.0;  // bf16 activations in and out of every kernel unl
 
 // How a GEMM family's weights are read and at which rate it runs on this chip.
 struct GemmFormat {
+  Format format = Format::kBf16;
   ComputeRate rate = ComputeRate::kBf16;
   double weight_bytes = 2;  // per element, as the GEMM reads it
   double act_in = kAct;     // per element of its input
@@ -98,6 +99,7 @@ struct GemmFormat {
 
 GemmFormat gemm_format(Format f, const std::array<bool, kComputeRates>& rates) {
   GemmFormat g;
+  g.format = f;
   g.stored = bytes_per_element(f);
   g.rate = gemm_rate(f, rates);
   g.emulated = g.rate != compute_rate(f);
@@ -122,6 +124,11 @@ Operator gemm(OpKind kind, const GemmFormat& f, double tokens, double k, double 
   op.m = tokens;
   op.n = n;
   op.k = k;
+  op.format = f.format;
+  // The kernel reads quantised activations: a quantisation pass over its input runs first (a
+  // kernel of its own in the engines' fp8 / block-fp8 / NVFP4 linear layers; its cost is the
+  // format's Efficiency::gemm_formats entry, fitted to the measured GEMMs).
+  if (!f.emulated && f.act_in < kAct) op.quant_elements = tokens * k;
   return op;
 }
 
@@ -129,6 +136,7 @@ void absorb(Operator& into, const Operator& part) {
   into.flops += part.flops;
   into.bytes += part.bytes;
   into.kernels += part.kernels;
+  into.quant_elements += part.quant_elements;
 }
 
 // The dequantisation work of an emulated GEMM family: 2 vector operations (convert, scale) per
@@ -369,10 +377,7 @@ LayerTokenOps layer_token_ops(const ModelSpec& m, const ParallelPlan& p, const M
   // --- dense MLP: gate and up fused into one [h x 2 ffn] GEMM, then down [ffn x h] ---
   const double ffn = static_cast<double>(m.intermediate) / p.tp;
   o.dense_mlp = gemm(OpKind::kGemmMlp, wf, t, h, 2 * ffn);
-  const Operator down = gemm(OpKind::kGemmMlp, wf, t, ffn, h);
-  o.dense_mlp.flops += down.flops;
-  o.dense_mlp.bytes += down.bytes;
-  o.dense_mlp.kernels = 2;
+  absorb(o.dense_mlp, gemm(OpKind::kGemmMlp, wf, t, ffn, h));
   o.dequant_dense = dequant(wf, 3.0 * h * ffn, 2);
   // Elementwise kernels, each reading and writing activations once (bytes per token). The
   // residual add runs inside the RMSNorm that follows it, one fused add + norm kernel per norm:
@@ -428,10 +433,7 @@ LayerTokenOps layer_token_ops(const ModelSpec& m, const ParallelPlan& p, const M
     const double shared = static_cast<double>(m.moe.shared_intermediate) / p.tp;
     if (shared > 0) {
       o.shared_mlp = gemm(OpKind::kGemmMlp, wf, t, h, 2 * shared);
-      const Operator sd = gemm(OpKind::kGemmMlp, wf, t, shared, h);
-      o.shared_mlp.flops += sd.flops;
-      o.shared_mlp.bytes += sd.bytes;
-      o.shared_mlp.kernels = 2;
+      absorb(o.shared_mlp, gemm(OpKind::kGemmMlp, wf, t, shared, h));
     } else {
       o.shared_mlp.kind = OpKind::kGemmMlp;
       o.shared_mlp.kernels = 0;

@@ -120,6 +120,12 @@ struct Operator {
   // the layer's attention: m = tokens, batch = sequences, n = value heads per chip, k = key dim;
   // measured tables of it match only it (calibrate's linear-attention grids).
   bool recurrent = false;
+  // GEMM kinds only: the weights' format (measured GEMM tables and Efficiency::gemm_formats are
+  // per format: fp8 and block fp8 run at one rate through different kernels), and the input
+  // activation elements quantised before the GEMMs (formats whose kernels read quantised
+  // activations, not emulated; 0 otherwise): m x k per kernel.
+  Format format = Format::kBf16;
+  double quant_elements = 0;
   // Routed experts only (0 elsewhere), for the grouped-GEMM model (models::moe_experts_seconds):
   // tokens through the MoE module on the chip (routing, permutation and finalize touch every one),
   // and m with each expert's rows rounded up to whole tiles (MoeRankLoad::padded_rows).

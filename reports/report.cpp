@@ -124,12 +124,14 @@ Json build_report(const Json& resolved_scenario, const metrics::Summary& s, cons
   report["summary"] = summary;
 
   Json pools = Json::array();
-  for (const auto& p : s.pools) {
+  for (std::size_t pi = 0; pi < s.pools.size(); ++pi) {
+    const auto& p = s.pools[pi];
     Json pj = Json::object();
     pj["name"] = p.name;
     pj["role"] = p.role;
     pj["instances"] = p.instances;
     pj["chips"] = p.chips;
+    if (pi < run.calibration.size()) pj["calibration"] = run.calibration[pi];
     pj["utilization"] = p.utilization;
     Json breakdown = Json::object();
     for (const auto& [component, share] : p.breakdown) breakdown[component] = share;
@@ -328,6 +330,9 @@ std::string summary_table(const metrics::Summary& s, const metrics::SloTargets& 
            "%, goodput " + fmt("%.2f", *s.goodput_requests_per_s) + " req/s\n";
   }
   for (const std::string& c : run.chips) out += "  chip        " + c + "\n";
+  for (std::size_t i = 0; i < run.calibration.size() && i < s.pools.size(); ++i) {
+    out += "  calibration " + s.pools[i].name + ": " + run.calibration[i] + "\n";
+  }
   if (s.classes.size() > 1) {
     out += "  class          priority  completed   rejected  TTFT p99 ms  TPOT p99 ms     SLO\n";
     for (const auto& c : s.classes) {

@@ -31,6 +31,10 @@ struct RunInfo {
   // Per pool: "pool: chip (where its figures come from: a calibration profile, or the preset's
   // sources and which efficiencies were transferred)"; the summary table prints them.
   std::vector<std::string> chips;
+  // Per pool, in pool order: which of its chip's figures are measured (models::ChipSpec::
+  // calibration: "calibrated: ...", "transferred: ...", "borrowed: ...", "uncalibrated: ...");
+  // report key pools[].calibration, and a line of the summary table each.
+  std::vector<std::string> calibration;
 };
 
 nlohmann::ordered_json build_report(const nlohmann::ordered_json& resolved_scenario,

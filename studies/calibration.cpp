@@ -13,11 +13,12 @@
 #include <filesystem>
 #include <map>
 #include <optional>
-#include <regex>
+#include <fstream>
 #include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
+#include <yaml-cpp/yaml.h>
 
 #include "calibrate/attention_table.h"
 #include "calibrate/comm_fit.h"
@@ -31,6 +32,8 @@
 #include "models/chip_spec.h"
 #include "core/errors.h"
 #include "core/output_file.h"
+#include "sim/scenario/scenario.h"
+#include "sim/scenario/shipped_profiles.h"
 #include "studies/calibration.h"
 
 namespace servesim::studies {
@@ -100,6 +103,14 @@ std::vector<std::pair<std::string, std::string>> efficiency_yaml(const models::E
       }
       out.emplace_back(k, s + "}");
     }
+    else if (k == "gemm_formats" && !e.gemm_formats.empty()) {
+      std::string s = "{";
+      for (const auto& g : e.gemm_formats) {
+        s += (s.size() > 1 ? ", " : "") + std::string(models::format_name(g.format)) + ": {overhead: " +
+             duration_yaml(g.overhead) + ", quant_bytes: " + num(g.quant_bytes) + ", compute: " + num(g.compute) + "}";
+      }
+      out.emplace_back(k, s + "}");
+    }
     else if (k == "attention_prefill") out.emplace_back(k, curve_yaml(e.attention_prefill));
     else if (k == "attention_decode") out.emplace_back(k, curve_yaml(e.attention_decode));
     else if (k == "attention_overhead") out.emplace_back(k, duration_yaml(e.attention_overhead));
@@ -163,10 +174,19 @@ struct Calibration {
   std::vector<std::string> notes;  // printed after the table
 };
 
-// Fits the chip's collective constants to the tables under `comm_dir` into the profile: its
-// efficiency keys, its held-out error cells and the fit's notes.
-void add_collectives(Calibration& c, const std::string& comm_dir, const models::ChipSpec& chip, std::size_t folds) {
-  const cal::CollectiveFitResult comm = cal::fit_chip_collectives(comm_dir, chip, folds);
+// Where the collective constants are fitted from: a folder in calibrate/data/comm's layout, or
+// the chip's own tables one by one.
+struct CommTables {
+  std::string dir;
+  std::vector<std::string> files;
+  bool empty() const { return dir.empty() && files.empty(); }
+};
+
+// Fits the chip's collective constants to `comm` into the profile: its efficiency keys, its
+// held-out error cells and the fit's notes.
+void add_collectives(Calibration& c, const CommTables& tables, const models::ChipSpec& chip, std::size_t folds) {
+  const cal::CollectiveFitResult comm =
+      tables.files.empty() ? cal::fit_chip_collectives(tables.dir, chip, folds) : cal::fit_chip_collectives(tables.files, chip);
   for (const cal::ErrorCell& cell : comm.errors.cells) c.profile.errors.cells.push_back(cell);
   models::Efficiency e = chip.efficiency;
   e.collective_latency = comm.latency;
@@ -330,7 +350,7 @@ void add_moe_tables(Calibration& c, const cal::MeasurementSet& set, const models
 }
 
 Calibration calibrate_chip(const cal::MeasurementSet& set, const models::ChipSpec& chip,
-                           const std::string& comm_dir, const cal::OperatorFitOptions& options,
+                           const CommTables& comm, const cal::OperatorFitOptions& options,
                            bool tables) {
   Calibration c;
   cal::Profile& p = c.profile;
@@ -356,11 +376,11 @@ Calibration calibrate_chip(const cal::MeasurementSet& set, const models::ChipSpe
   const std::vector<std::string> fit_notes = fit.notes;
 
   if (tables) {
-    // Log-space GEMM tables per format, where the sweep is a grid; fp8_block runs at the fp8 rate
-    // in the simulator, which keys tables by rate, so it gets none of its own.
+    // Log-space GEMM tables per weight format, where the sweep is a grid (the simulator matches
+    // them by format: models::MeasuredLogGrid::format).
     std::map<cal::Format, std::vector<cal::Measurement>> gemm;
     for (const cal::Measurement& m : set.rows()) {
-      if (m.op == cal::MeasuredOp::gemm && m.format != cal::Format::fp8_block) gemm[m.format].push_back(m);
+      if (m.op == cal::MeasuredOp::gemm) gemm[m.format].push_back(m);
     }
     for (auto& [format, rows] : gemm) {
       if (!grid_like(rows)) continue;
@@ -398,7 +418,7 @@ Calibration calibrate_chip(const cal::MeasurementSet& set, const models::ChipSpe
 
   if (tables) add_attention_tables(c, set, chip, options);
   if (tables) add_moe_tables(c, set, fit.chip, options);
-  if (!comm_dir.empty()) add_collectives(c, comm_dir, chip, options.folds);
+  if (!comm.empty()) add_collectives(c, comm, chip, options.folds);
 
   std::vector<std::string> chip_of_source(set.sources().size());
   for (const cal::Measurement& m : set.rows()) chip_of_source[m.source] = set.label(m.chip);
@@ -425,103 +445,178 @@ constexpr std::pair<const char*, Duration models::Efficiency::*> kKernelOverhead
     {"attention_overhead", &models::Efficiency::attention_overhead},
     {"elementwise_overhead", &models::Efficiency::elementwise_overhead}};
 
-// "2.7997 us" (the profile writer's duration form) -> microseconds; nullopt otherwise.
-std::optional<double> microseconds_of(const std::string& v) {
-  double x = 0;
-  char unit[8] = {};
-  if (std::sscanf(v.c_str(), "%lf %7s", &x, unit) == 2 && std::string(unit) == "us") return x;
+// A profile's text by shipped name or path, and how to name it.
+std::pair<std::string, std::string> profile_text(const std::string& name_or_path) {
+  if (!std::filesystem::exists(name_or_path)) {
+    if (auto text = scenario::shipped_profile_text(name_or_path)) return {*text, "profile " + name_or_path};
+  }
+  std::ifstream in(name_or_path, std::ios::binary);
+  if (!in) {
+    throw InputError({Diagnostic{name_or_path, 0, 0, "",
+                                 "neither a profile file nor a shipped profile (" + [] {
+                                   std::string s;
+                                   for (const auto& n : scenario::shipped_profile_names()) s += (s.empty() ? "" : ", ") + n;
+                                   return s;
+                                 }() + ")"}});
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  return {text.str(), name_or_path};
+}
+
+// Scales every knot size of a curve by `factor` (efficiency as a function of size / factor).
+void scale_sizes(models::EfficiencyCurve& c, double factor) {
+  for (auto& k : c.knots) k.size *= factor;
+}
+
+}  // namespace
+
+std::string_view transfer_rule_name(TransferRule r) {
+  switch (r) {
+    case TransferRule::fractions: return "fractions";
+    case TransferRule::bandwidth: return "bandwidth";
+    case TransferRule::time_scaled: return "time-scaled";
+  }
+  return "?";
+}
+
+std::optional<TransferRule> parse_transfer_rule(std::string_view name) {
+  for (auto r : {TransferRule::fractions, TransferRule::bandwidth, TransferRule::time_scaled}) {
+    if (transfer_rule_name(r) == name) return r;
+  }
   return std::nullopt;
 }
 
-// A profile's `moe_experts` value (efficiency_yaml) with every "overhead: X us" scaled by `ratio`.
-std::string scaled_moe_overheads(const std::string& value, double ratio) {
-  static const std::regex overhead(R"(overhead: ([-+0-9.eE]+) us)");
-  std::string out;
-  auto begin = value.cbegin();
-  std::smatch m;
-  while (std::regex_search(begin, value.cend(), m, overhead)) {
-    out.append(begin, m[0].first);
-    out += "overhead: " + num(std::stod(m[1].str()) * ratio) + " us";
-    begin = m[0].second;
+models::Efficiency transfer_efficiency(const models::Efficiency& from, const models::ChipSpec& source,
+                                       const models::ChipSpec& target, TransferRule rule) {
+  models::Efficiency e = from;
+  if (rule == TransferRule::fractions) return e;
+  const double bandwidth = source.hbm_bandwidth.bytes_per_s / target.hbm_bandwidth.bytes_per_s;
+  for (const auto& [key, member] : kKernelOverheads) e.*member = Duration::seconds((e.*member).to_seconds() * bandwidth);
+  for (auto& m : e.moe_experts) m.overhead = Duration::seconds(m.overhead.to_seconds() * bandwidth);
+  for (auto& g : e.gemm_formats) g.overhead = Duration::seconds(g.overhead.to_seconds() * bandwidth);
+  if (rule == TransferRule::bandwidth) return e;
+  // time-scaled: a kernel that takes as long at the target's peak as it did at the source's
+  // reaches the same fraction of it. Compute curves are over FLOPs per kernel (scaled by the
+  // bf16 peaks' ratio), memory curves over bytes per kernel (by the HBM bandwidths').
+  const double compute = target.bf16_flops.flop_per_s / source.bf16_flops.flop_per_s;
+  const double memory = 1.0 / bandwidth;
+  for (auto* c : {&e.gemm_compute, &e.moe_compute, &e.attention_prefill}) scale_sizes(*c, compute);
+  for (auto* c : {&e.gemm_memory, &e.moe_memory, &e.attention_decode, &e.elementwise}) scale_sizes(*c, memory);
+  for (auto& m : e.moe_experts) {
+    scale_sizes(m.compute, compute);
+    scale_sizes(m.memory, memory);
   }
-  out.append(begin, value.cend());
-  return out;
+  return e;
 }
 
-// A profile for a chip without operator measurements: the roofline efficiencies fitted on
-// another chip (`from`, a profile calibrate wrote), without its GEMM tables (absolute latencies of
-// that chip's kernels). The collective constants are fitted to the chip's own tables when
-// `comm_dir` is given, else transferred too (they are fractions of the chip's own link bandwidth
-// plus a kernel latency). The held-out errors are the collectives' only, when fitted: nothing of
-// the chip's compute was measured, and the profile's notes say so.
-// Fixed per-kernel times (kKernelOverheads) are not fractions of a peak, so they cannot carry
-// over as they are. With `scale_overheads` each is taken as a fixed amount of HBM traffic and
-// scaled by the source chip's HBM bandwidth over the target's (presets, chip_spec.cpp): the
-// fitted intercepts are the small-kernel end of time = overhead + bytes / (bandwidth x
-// efficiency), where the kernels are memory-bound, and a decode step (hundreds of such kernels,
-// replayed from a CUDA graph, so no launch cost) is mostly these intercepts. [Assumed] that they
-// scale as bandwidth; nothing of the target chip was fitted. Keys the source profile does not
-// carry take the source preset's value (what the simulator applied on the source chip).
-Calibration transfer_profile(const std::string& from, const models::ChipSpec& chip, const std::string& comm_dir,
-                             const cal::OperatorFitOptions& options, bool scale_overheads) {
-  const cal::Profile source = cal::read_profile(from);
+namespace {
+
+// A profile for a chip without operator measurements (`transferred_from` names the chip whose
+// kernels were measured): the efficiencies of `from` (another chip's profile calibrate wrote, by
+// path or shipped name) as the simulator reads them, carried over by `rule`
+// (transfer_efficiency), without its tables (absolute latencies of that chip's kernels). The
+// collective constants are fitted to the chip's own tables when `comm` names them, else
+// transferred too (they are fractions of the chip's own link bandwidth plus a kernel latency).
+// Keys the source profile does not carry take the source preset's value (what the simulator
+// applied on the source chip), for the per-kernel fixed times; the rest stay the target preset's.
+Calibration transfer_profile(const std::string& from, const models::ChipSpec& chip, const CommTables& comm,
+                             const cal::OperatorFitOptions& options, TransferRule rule) {
+  const auto [text, display] = profile_text(from);
+  const cal::Profile source = cal::read_profile_text(text, display);
+  const auto source_chip = models::chip_preset(source.chip);
+  if (!source_chip) {
+    throw InputError({Diagnostic{display, 0, 0, "chip", "the profile's chip '" + source.chip + "' is not a chip preset"}});
+  }
+  // The source's efficiencies exactly as a scenario applies them (its preset's, overridden by
+  // the profile's keys).
+  const models::Efficiency applied = scenario::load_chip(source.chip, from).chip.efficiency;
+  const models::Efficiency moved = transfer_efficiency(applied, *source_chip, chip, rule);
+
   Calibration c;
   cal::Profile& p = c.profile;
   p.chip = chip.name;
+  p.transferred_from = source.chip;
   p.generator = "servesim calibrate --transfer";
   p.errors.chip = chip.name;
-  const bool fit_comm = !comm_dir.empty();
-  p.errors.cost_model = "compute: roofline efficiencies transferred from " + source.chip + " (not measured on " +
-                        chip.name + "); collectives: " +
+  const bool fit_comm = !comm.empty();
+  p.errors.cost_model = "compute: efficiencies of " + source.chip + "'s profile transferred (rule " +
+                        std::string(transfer_rule_name(rule)) + "; not measured on " + chip.name + "); collectives: " +
                         (fit_comm ? "fitted to " + chip.name + "'s tables (the all-reduce lines and the collective line)"
                                   : "transferred too");
   p.errors.held_out = fit_comm ? "collectives by group size; compute not measured" : "nothing: nothing was measured";
-  const auto source_chip = models::chip_preset(source.chip);
-  const bool scale = scale_overheads && source_chip.has_value();
-  const double ratio = scale ? source_chip->hbm_bandwidth.bytes_per_s / chip.hbm_bandwidth.bytes_per_s : 1.0;
-  auto is_overhead = [](const std::string& key) {
-    for (const auto& [k, member] : kKernelOverheads) {
-      if (key == k) return true;
-    }
-    return false;
-  };
+  // The keys to write: the source profile's (format_compute as one per rate), and the fixed
+  // times wherever a rule moved them.
+  std::vector<std::string> keys;
   for (const auto& [key, value] : source.efficiency) {
     const bool collective = key == "collective_latency" || key == "collective_bandwidth" || key == "all_reduce_lines";
     if (collective && fit_comm) continue;
-    const auto us = is_overhead(key) ? microseconds_of(value) : std::nullopt;
-    if (scale && key == "moe_experts") {
-      // Each format's fixed time per call, as the kernel overheads above.
-      p.efficiency.emplace_back(key, scaled_moe_overheads(value, ratio));
-    } else if (scale && us) {
-      p.efficiency.emplace_back(key, num(*us * ratio) + " us");
+    if (key == "format_compute") {
+      for (const auto& kv : YAML::Load(value)) keys.push_back("format_compute." + kv.first.Scalar());
     } else {
-      p.efficiency.emplace_back(key, value);
+      keys.push_back(key);
     }
   }
-  if (scale) {
+  if (rule != TransferRule::fractions) {
     for (const auto& [key, member] : kKernelOverheads) {
-      const bool present = std::any_of(p.efficiency.begin(), p.efficiency.end(),
-                                       [&](const auto& kv) { return kv.first == key; });
-      if (!present) p.efficiency.emplace_back(key, num((source_chip->efficiency.*member).to_seconds() * 1e6 * ratio) + " us");
+      if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
     }
   }
-  c.notes.push_back("efficiencies (" + std::to_string(p.efficiency.size()) + " keys) transferred from " + from +
-                    " (" + source.chip + ", " + source.created + "); its GEMM tables are not" +
-                    (fit_comm ? ", nor its collective constants" : ""));
-  const std::string scaled_note =
-      scale ? "per-kernel fixed times (gemm, moe, attention, elementwise overheads) scaled by HBM bandwidth " +
-                  num(source_chip->hbm_bandwidth.bytes_per_s / 1e12) + " / " +
-                  num(chip.hbm_bandwidth.bytes_per_s / 1e12) + " TB/s = " + num(ratio) + " (" + source.chip +
-                  " / " + chip.name + " presets): taken as fixed HBM traffic [assumed]; keys " + source.chip +
-                  "'s profile lacks from its preset"
-            : "per-kernel fixed times transferred unchanged";
-  c.notes.push_back(scaled_note);
-  if (fit_comm) add_collectives(c, comm_dir, chip, options.folds);
-  p.sources.push_back({from, "profile", 0, "servesim profile of " + source.chip, source.created, cal::content_hash(from)});
+  p.efficiency = efficiency_yaml(moved, keys);
+  const std::string said = "efficiencies (" + std::to_string(p.efficiency.size()) + " keys) of " + display + " (" +
+                           source.chip + (source.engine.empty() ? "" : ", " + source.engine) + ", " + source.created +
+                           ") transferred by rule " + std::string(transfer_rule_name(rule)) + "; its tables are not" +
+                           (fit_comm ? ", nor its collective constants" : "");
+  c.notes.push_back(said);
+  const double ratio = source_chip->hbm_bandwidth.bytes_per_s / chip.hbm_bandwidth.bytes_per_s;
+  std::string rule_note;
+  switch (rule) {
+    case TransferRule::fractions:
+      rule_note = "rule fractions: every efficiency a fraction of " + chip.name + "'s own peaks, per-kernel fixed times unchanged";
+      break;
+    case TransferRule::bandwidth:
+      rule_note = "rule bandwidth: efficiencies as fractions of " + chip.name + "'s peaks; per-kernel fixed times x HBM " +
+                  num(source_chip->hbm_bandwidth.bytes_per_s / 1e12) + " / " + num(chip.hbm_bandwidth.bytes_per_s / 1e12) +
+                  " TB/s = " + num(ratio) + " (presets)";
+      break;
+    case TransferRule::time_scaled:
+      rule_note = "rule time-scaled: efficiency curves over kernel sizes x " +
+                  num(chip.bf16_flops.flop_per_s / source_chip->bf16_flops.flop_per_s) + " (compute: bf16 peaks) and x " +
+                  num(1 / ratio) + " (memory: HBM bandwidths), per-kernel fixed times x " + num(ratio) + " (presets)";
+      break;
+  }
+  c.notes.push_back(rule_note);
+  if (fit_comm) add_collectives(c, comm, chip, options.folds);
+  p.sources.push_back({display, "profile", 0, "servesim profile of " + source.chip, source.created,
+                       std::filesystem::exists(from) ? cal::content_hash(from) : ""});
   p.notes = {"efficiency: the figures the simulator applies (models::RooflineCostModel); the compute figures were "
              "fitted on " + source.chip + " and transferred: " + chip.name + "'s own kernels were not measured",
-             "no GEMM tables: the roofline applies everywhere", scaled_note};
+             "no tables: the roofline applies everywhere", rule_note};
   return c;
+}
+
+// The serving engine whose kernels the measurements timed: `given`, else what the sources say
+// (AIConfigurator's `framework` column: TRTLLM, SGLang, VLLM), "" when none says; several
+// engines in one set are bad input (a profile describes one engine's kernels).
+std::string engine_of(const cal::MeasurementSet& set, const std::optional<std::string>& given) {
+  if (given) return *given;
+  std::set<std::string> engines;
+  std::vector<Diagnostic> where;
+  for (std::uint32_t i = 0; i < set.sources().size(); ++i) {
+    for (const auto& [k, v] : set.source(i).metadata) {
+      if (k != "framework") continue;
+      std::string e;
+      for (char ch : v) e += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+      if (e.empty()) continue;
+      if (engines.insert(e).second) where.push_back(Diagnostic{set.source(i).path, 0, 0, "framework", "measured with " + v});
+    }
+  }
+  if (engines.size() > 1) {
+    for (Diagnostic& d : where) d.message += ": a profile describes one engine's kernels; calibrate each engine's tables "
+                                             "on their own, or name the engine (--engine)";
+    throw InputError(where);
+  }
+  return engines.empty() ? std::string() : *engines.begin();
 }
 
 }  // namespace
@@ -562,13 +657,25 @@ StudyOutput calibrate(const CalibrateRequest& request, std::ostream& err) {
     return StudyOutput::failed(2);
   }
   try {
-    if (request.transfer) {
-      Calibration c = transfer_profile(*request.transfer, *chip, request.comm, options, !request.keep_overheads);
-      c.profile.created = request.created ? *request.created : today_utc();
-      return write_and_report(c, chip_name, request.out, "");
-    }
     cal::ReadOptions ro;
     ro.chip = chip_name;
+    if (request.transfer) {
+      Calibration c = transfer_profile(*request.transfer, *chip, {request.comm, request.comm_tables}, options,
+                                       request.transfer_rule);
+      c.profile.created = request.created ? *request.created : today_utc();
+      if (files.empty()) return write_and_report(c, chip_name, request.out, "");
+      // Measurements of the target chip: the transferred profile checked against them, nothing
+      // fitted (what the transfer rule's error is measured with, calibrate/README.md).
+      const cal::MeasurementSet set = cal::read_measurements(files, ro);
+      write_and_report(c, chip_name, request.out, "");
+      const scenario::LoadedChip loaded = scenario::load_chip(chip_name, request.out);
+      const auto cost_model = models::make_cost_model(loaded.cost_model, loaded.chip);
+      const cal::ErrorReport checked = cal::predict_measurements(set, loaded.chip, *cost_model);
+      for (const cal::ErrorCell& cell : checked.cells) c.profile.errors.cells.push_back(cell);
+      c.profile.errors.held_out += "; compute checked against " + std::to_string(set.size()) +
+                                   " measurements of " + chip_name + " (" + checked.held_out + ")";
+      return write_and_report(c, chip_name, request.out, "");
+    }
     cal::MeasurementSet set = cal::read_measurements(files, ro);
     // Every row must be of the chip named: a profile describes one chip.
     std::vector<Diagnostic> wrong;
@@ -580,10 +687,12 @@ StudyOutput calibrate(const CalibrateRequest& request, std::ostream& err) {
       }
     }
     if (!wrong.empty()) throw InputError(wrong);
+    const std::string engine = engine_of(set, request.engine);
     const auto start = std::chrono::steady_clock::now();
     models::ChipSpec base = *chip;
     base.efficiency.gemm_tiling = {request.gemm_tile, 0, false};
-    Calibration c = calibrate_chip(set, base, request.comm, options, !request.no_tables);
+    Calibration c = calibrate_chip(set, base, {request.comm, request.comm_tables}, options, !request.no_tables);
+    c.profile.engine = engine;
     c.profile.created = request.created ? *request.created : today_utc();
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     char line[128];

@@ -46,6 +46,7 @@ Evaluation evaluate(const scenario::Scenario& sc, const cluster::BudgetLimits& b
   info.name = sc.name;
   info.events = run.events;
   info.fingerprint = run.fingerprint;
+  for (const auto& pool : sc.config.pools) info.calibration.push_back(pool.chip.calibration);
   // The summary and pools exactly as the report has them (the scenario echo is left out).
   nlohmann::ordered_json report = reports::build_report(nlohmann::ordered_json::object(), run.summary, info);
   ev.result = nlohmann::ordered_json::object();

@@ -20,6 +20,7 @@
 #include "studies/serving_engines.h"
 #include "sim/metrics/recorder.h"
 #include "sim/scenario/scenario.h"
+#include "sim/scenario/shipped_profiles.h"
 
 namespace servesim::studies {
 namespace {
@@ -30,29 +31,29 @@ using Json = nlohmann::ordered_json;
 // AIConfigurator's system names (its systems/*.yaml) -> chip presets.
 std::optional<std::string> chip_preset_of(const std::string& system) {
   static const std::pair<const char*, const char*> kSystems[] = {
-      {"h100_sxm", "h100-sxm"}, {"h200_sxm", "h200-sxm"}, {"b200_sxm", "b200"}, {"b300_sxm", "b300"},
-      {"gb200", "gb200"},       {"gb300", "gb300"},       {"a100_sxm", "a100-80g"}, {"h20", "h20"}};
+      {"h100_sxm", "h100-sxm"}, {"h200_sxm", "h200-sxm"}, {"b200_sxm", "b200"}, {"gb200", "gb200"},
+      {"b300_sxm", "b300"},     {"gb300", "gb300"},       {"a100_sxm", "a100-80g"}, {"h20", "h20"}};
   for (const auto& [s, c] : kSystems) {
     if (system == s) return models::chip_preset(c) ? std::optional<std::string>(c) : std::nullopt;
   }
   return std::nullopt;
 }
 
-// The shipped calibration profile of a chip preset (profiles/), or "" where there is none.
-// Blackwell has no operator measurements in the project: profiles/gb200.yaml carries H200's
-// fitted efficiencies and collective constants (the same TensorRT-LLM kernels' behaviour, one
-// generation older; `servesim calibrate --transfer`), its per-kernel fixed times scaled by the
-// HBM bandwidth ratio 4.8 / 8 TB/s; B200 (HGX, the same 8 TB/s and NVLink 5 switch domain of 8)
-// uses it too. The row's assumptions say so.
-std::string profile_of(const std::string& chip) {
-  if (chip == "h200-sxm") return "h200";
-  if (chip == "h100-sxm") return "h100";
-  if (chip == "a100-80g") return "a100";
-  if (chip == "gb200" || chip == "b200") return "gb200";
-  return "";
+// The shipped calibration profile of a chip preset for the row's engine (trtllm, sglang, vllm):
+// the one calibrated on that chip's tables for that engine (profiles/<chip>[-<engine>].yaml,
+// sim/scenario's default_profile), else the chip's engine-agnostic one, else "" (the preset's
+// efficiencies).
+std::string profile_of(const std::string& chip, const std::string& engine) {
+  return scenario::default_profile(chip, engine).value_or("");
 }
 
-bool profile_transferred(const std::string& chip) { return chip == "gb200" || chip == "b200"; }
+// Whether that profile was transferred from another chip (nothing of this one measured).
+bool profile_transferred(const std::string& chip, const std::string& engine) {
+  const std::string name = profile_of(chip, engine);
+  if (name.empty()) return false;
+  const std::string text = scenario::shipped_profile_text(name).value_or("");
+  return text.find("\ntransferred_from: ") != std::string::npos;
+}
 
 std::string number(double v) {
   char buf[32];
@@ -231,7 +232,7 @@ std::string pool_yaml(const std::string& name, const std::string& role, const st
   y << "    - name: " << name << "\n"
     << "      role: " << role << "\n"
     << "      chip: {preset: " << chip
-    << (profile_of(chip).empty() ? std::string() : ", profile: " + profile_of(chip))
+    << (profile_of(chip, e.name).empty() ? std::string() : ", profile: " + profile_of(chip, e.name))
     << ", efficiency: {iteration_overhead: "
     << number(e.iteration_overhead.to_seconds() * 1e6) << " us, sequence_overhead: "
     << number(e.sequence_overhead.to_seconds() * 1e6) << " us, host_overlap: "
@@ -285,11 +286,11 @@ RowScenario build_row_scenario(const ServingMeasurement& r, const ValidationOpti
     return s;
   }
   s.engine = engine->description + (r.backend_version.empty() ? "" : " " + r.backend_version);
-  if (profile_transferred(*chip_name)) {
-    s.assumptions.push_back(*chip_name + ": no operator measurements; profile gb200 (H200's fitted efficiencies "
-                            "and collectives transferred, per-kernel fixed times scaled by HBM bandwidth)");
+  if (profile_transferred(*chip_name, engine->name)) {
+    s.assumptions.push_back(*chip_name + ": no operator measurements; profile " + profile_of(*chip_name, engine->name) +
+                            " (another chip's efficiencies transferred: calibrate --transfer)");
   }
-  if (profile_of(*chip_name).empty()) {
+  if (profile_of(*chip_name, engine->name).empty()) {
     s.assumptions.push_back(*chip_name + " has no calibration profile: the preset's efficiencies (" + chip.source +
                             ")");
   }

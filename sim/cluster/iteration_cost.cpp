@@ -22,6 +22,7 @@ models::Operator IterationCostModel::AffineOp::at(const models::BatchShape& b) c
     op.m += t.m * x;
     op.batch += t.batch * x;
     op.context += t.context * x;
+    op.quant_elements += t.quant_elements * x;
   }
   return op;
 }
@@ -72,7 +73,8 @@ IterationCostModel::AffineOp IterationCostModel::affine(MakeOp make_op) const {
     t.m = e.m - a.base.m;
     t.batch = e.batch - a.base.batch;
     t.context = e.context - a.base.context;
-    if (t.flops != 0 || t.bytes != 0 || t.m != 0 || t.batch != 0 || t.context != 0) {
+    t.quant_elements = e.quant_elements - a.base.quant_elements;
+    if (t.flops != 0 || t.bytes != 0 || t.m != 0 || t.batch != 0 || t.context != 0 || t.quant_elements != 0) {
       a.terms[static_cast<std::size_t>(a.n_terms++)] = t;
     }
     if (t.flops != 0) {

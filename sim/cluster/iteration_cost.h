@@ -213,7 +213,7 @@ class IterationCostModel {
     models::Operator base;  // at the origin
     struct Term {
       int field = 0;
-      double flops = 0, bytes = 0, m = 0, batch = 0, context = 0;
+      double flops = 0, bytes = 0, m = 0, batch = 0, context = 0, quant_elements = 0;
     };
     std::array<Term, models::kBatchFields> terms{};
     int n_terms = 0;

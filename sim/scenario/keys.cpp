@@ -27,6 +27,7 @@ seed: 0
 model: {preset: deepseek-v3, mla: {}, dsa: {}, sliding_window: {window: 0, pattern: null}, moe: {}, formats: {},
         attention_output_gate: false, linear_attention: {}}
 deployment:
+  engine: trtllm
   kv_transfer: {setup: 1 us}
   failures: {}
   admission: {ttft_budget: 10 s}
@@ -44,6 +45,7 @@ deployment:
           moe_memory: 0.5
           moe_overhead: 5 us
           moe_experts: {fp8: {overhead: 5 us, compute: [[1.0e9, 0.5]], memory: [[1.0e6, 0.5]], token_bytes: 1, pair_bytes: 1}}
+          gemm_formats: {fp8: {overhead: 5 us, quant_bytes: 2, compute: 0.9}}
       instances: 1
       parallel: {tp: 8, dp: 2, ep: 16, attention_dp: least_kv, cp: 2, cp_min_tokens: 1024, tbo: true}
       moe_routing: {}
@@ -187,12 +189,14 @@ std::string KeyRecorder::normalize(const std::string& path) {
       break;
     }
   }
-  // The MoE grouped-GEMM models are keyed by weight format: one entry for all of them.
-  const std::string moe = ".moe_experts.";
-  if (const auto at = out.find(moe); at != std::string::npos) {
-    const auto start = at + moe.size();
-    const auto end = out.find('.', start);
-    out = out.substr(0, start) + "FORMAT" + (end == std::string::npos ? "" : out.substr(end));
+  // The MoE grouped-GEMM models and the quantised GEMM formats are keyed by weight format: one
+  // entry for all of them.
+  for (const std::string by_format : {".moe_experts.", ".gemm_formats."}) {
+    if (const auto at = out.find(by_format); at != std::string::npos) {
+      const auto start = at + by_format.size();
+      const auto end = out.find('.', start);
+      out = out.substr(0, start) + "FORMAT" + (end == std::string::npos ? "" : out.substr(end));
+    }
   }
   return out;
 }

@@ -151,9 +151,51 @@ std::optional<std::vector<models::Efficiency::CollectiveLine>> read_all_reduce_l
   return ok ? std::optional(out) : std::nullopt;
 }
 
-// The routed experts' grouped-GEMM models (models::Efficiency::MoeExperts), a mapping from the
-// expert weight format to {overhead, compute, memory, token_bytes, pair_bytes}; every key
-// required. Absent: `d`, echoed.
+// A mapping from a weight format to one T each (models::Efficiency::MoeExperts, GemmFormat),
+// `fields` naming T's keys for the error: `read_one(reader, format)` reads one entry's keys (every
+// one required) and finishes the reader, nullopt on a problem; `refuse(format)` is the reason a
+// format is not allowed there, or "". Absent: `d`, echoed with `echo_one`.
+template <class T, class EchoOne, class ReadOne, class Refuse>
+std::optional<std::vector<T>> read_format_map(MapReader& m, std::string_view key, const std::vector<T>& d,
+                                              const std::string& what, const std::string& fields, EchoOne echo_one,
+                                              ReadOne read_one, Refuse refuse) {
+  auto f = m.find(key);
+  if (!f) {
+    Json& echo = m.echo()[std::string(key)] = Json::object();
+    for (const auto& x : d) echo[std::string(models::format_name(x.format))] = echo_one(x);
+    return d;
+  }
+  if (!f->node.IsMap()) {
+    m.doc().error(f->mark, f->path, "expected a mapping from " + what + " to " + fields + ", got " + describe(f->node));
+    return std::nullopt;
+  }
+  std::vector<T> out;
+  Json& echo = m.echo()[std::string(key)] = Json::object();
+  bool ok = true;
+  for (const auto& item : f->node) {
+    const std::string name = item.first.IsScalar() ? item.first.Scalar() : std::string();
+    const auto format = models::parse_format(name);
+    const std::string path = child_path(f->path, name);
+    const std::string refused = format ? refuse(*format) : std::string();
+    if (!format || !refused.empty()) {
+      m.doc().error(item.first.Mark(), path,
+                    format ? refused : unknown_name(what, name, models::format_names(), "formats"));
+      ok = false;
+      continue;
+    }
+    Json& one = echo[name] = Json::object();
+    MapReader r(m.doc(), item.second, item.second.Mark(), path, one);
+    if (std::optional<T> x = read_one(r, *format)) {
+      out.push_back(*x);
+    } else {
+      ok = false;
+    }
+  }
+  return ok ? std::optional(out) : std::nullopt;
+}
+
+// The routed experts' grouped-GEMM models (models::Efficiency::MoeExperts), per expert weight
+// format: {overhead, compute, memory, token_bytes, pair_bytes}.
 Json moe_experts_echo(const models::Efficiency::MoeExperts& x) {
   auto curve = [](const models::EfficiencyCurve& c) {
     Json a = Json::array();
@@ -165,61 +207,60 @@ Json moe_experts_echo(const models::Efficiency::MoeExperts& x) {
               {"token_bytes", x.token_bytes}, {"pair_bytes", x.pair_bytes}};
 }
 
+std::optional<models::Efficiency::MoeExperts> read_moe_expert(MapReader& r, models::Format format) {
+  models::Efficiency::MoeExperts x;
+  x.format = format;
+  const auto overhead = r.duration("overhead", Duration::zero(), Duration::seconds(1), std::nullopt);
+  std::optional<models::EfficiencyCurve> compute, memory;
+  for (const auto& [k, out_curve] : {std::pair{"compute", &compute}, std::pair{"memory", &memory}}) {
+    if (!r.has(k)) {
+      r.missing(k, "an efficiency curve [[size, efficiency], ...]");
+      continue;
+    }
+    *out_curve = read_curve(r, k, models::EfficiencyCurve());
+  }
+  const auto token = r.number("token_bytes", 0, 1e3, false, std::nullopt);
+  const auto pair = r.number("pair_bytes", 0, 1e3, false, std::nullopt);
+  r.finish();
+  if (!r.valid() || !overhead || !compute || !memory || !token || !pair) return std::nullopt;
+  x.overhead = *overhead;
+  x.compute = *compute;
+  x.memory = *memory;
+  x.token_bytes = *token;
+  x.pair_bytes = *pair;
+  return x;
+}
+
 std::optional<std::vector<models::Efficiency::MoeExperts>> read_moe_experts(
     MapReader& m, std::string_view key, const std::vector<models::Efficiency::MoeExperts>& d) {
-  auto f = m.find(key);
-  if (!f) {
-    Json& echo = m.echo()[std::string(key)] = Json::object();
-    for (const auto& x : d) echo[std::string(models::format_name(x.format))] = moe_experts_echo(x);
-    return d;
-  }
-  if (!f->node.IsMap()) {
-    m.doc().error(f->mark, f->path,
-                  "expected a mapping from expert weight format to {overhead, compute, memory, "
-                  "token_bytes, pair_bytes}, got " + describe(f->node));
-    return std::nullopt;
-  }
-  std::vector<models::Efficiency::MoeExperts> out;
-  Json& echo = m.echo()[std::string(key)] = Json::object();
-  bool ok = true;
-  for (const auto& item : f->node) {
-    const std::string name = item.first.IsScalar() ? item.first.Scalar() : std::string();
-    const auto format = models::parse_format(name);
-    const std::string path = child_path(f->path, name);
-    if (!format) {
-      m.doc().error(item.first.Mark(), path,
-                    unknown_name("expert weight format", name, models::format_names(), "formats"));
-      ok = false;
-      continue;
-    }
-    Json& one = echo[name] = Json::object();
-    MapReader r(m.doc(), item.second, item.second.Mark(), path, one);
-    models::Efficiency::MoeExperts x;
-    x.format = *format;
-    const auto overhead = r.duration("overhead", Duration::zero(), Duration::seconds(1), std::nullopt);
-    std::optional<models::EfficiencyCurve> compute, memory;
-    for (const auto& [k, out_curve] : {std::pair{"compute", &compute}, std::pair{"memory", &memory}}) {
-      if (!r.has(k)) {
-        r.missing(k, "an efficiency curve [[size, efficiency], ...]");
-        continue;
-      }
-      *out_curve = read_curve(r, k, models::EfficiencyCurve());
-    }
-    const auto token = r.number("token_bytes", 0, 1e3, false, std::nullopt);
-    const auto pair = r.number("pair_bytes", 0, 1e3, false, std::nullopt);
-    r.finish();
-    if (!r.valid() || !overhead || !compute || !memory || !token || !pair) {
-      ok = false;
-      continue;
-    }
-    x.overhead = *overhead;
-    x.compute = *compute;
-    x.memory = *memory;
-    x.token_bytes = *token;
-    x.pair_bytes = *pair;
-    out.push_back(x);
-  }
-  return ok ? std::optional(out) : std::nullopt;
+  return read_format_map(m, key, d, "expert weight format", "{overhead, compute, memory, token_bytes, pair_bytes}",
+                         moe_experts_echo, read_moe_expert, [](models::Format) { return std::string(); });
+}
+
+// Quantised-activation GEMM formats (models::Efficiency::GemmFormat), per weight format:
+// {overhead, quant_bytes, compute}.
+Json gemm_format_echo(const models::Efficiency::GemmFormat& x) {
+  return Json{{"overhead", format_quantity(x.overhead.to_seconds(), Dimension::kDuration)},
+              {"quant_bytes", x.quant_bytes}, {"compute", x.compute}};
+}
+
+std::optional<models::Efficiency::GemmFormat> read_gemm_format(MapReader& r, models::Format format) {
+  const auto overhead = r.duration("overhead", Duration::zero(), Duration::seconds(1), std::nullopt);
+  const auto bytes = r.number("quant_bytes", 0, 1e3, false, std::nullopt);
+  const auto compute = r.number("compute", 0, 2, true, std::nullopt);
+  r.finish();
+  if (!r.valid() || !overhead || !bytes || !compute) return std::nullopt;
+  return models::Efficiency::GemmFormat{format, *overhead, *bytes, *compute};
+}
+
+std::optional<std::vector<models::Efficiency::GemmFormat>> read_gemm_formats(
+    MapReader& m, std::string_view key, const std::vector<models::Efficiency::GemmFormat>& d) {
+  return read_format_map(m, key, d, "weight format", "{overhead, quant_bytes, compute}", gemm_format_echo,
+                         read_gemm_format, [](models::Format f) {
+                           return f == models::Format::kBf16
+                                      ? std::string("bf16 GEMMs quantise nothing: the GEMM curves describe them")
+                                      : std::string();
+                         });
 }
 
 }  // namespace
@@ -289,6 +330,10 @@ std::optional<models::Efficiency> read_efficiency(MapReader& chip, const models:
   // Grouped-GEMM models of the routed experts per weight format: only where given.
   if (m.has("moe_experts") || !d.moe_experts.empty()) {
     if (auto r = read_moe_experts(m, "moe_experts", d.moe_experts)) e.moe_experts = *r; else ok = false;
+  }
+  // Quantised-activation GEMM formats: only where given.
+  if (m.has("gemm_formats") || !d.gemm_formats.empty()) {
+    if (auto r = read_gemm_formats(m, "gemm_formats", d.gemm_formats)) e.gemm_formats = *r; else ok = false;
   }
   m.finish();
   return ok ? std::optional<models::Efficiency>(e) : std::nullopt;
@@ -557,9 +602,32 @@ std::string tables_said(const models::MeasuredTables& t) {
   return gemm && attention ? ", with GEMM and attention tables" : gemm ? ", with GEMM tables" : ", with attention tables";
 }
 
+std::string engine_said(const std::string& engine) {
+  if (engine == "trtllm") return "TensorRT-LLM";
+  if (engine == "sglang") return "SGLang";
+  if (engine == "vllm") return "vLLM";
+  return engine;
+}
+
+// Which of a pool's chip figures are measured (ChipSpec::calibration): the profile it applies,
+// whose kernels it measured, and whether they are this chip's.
+std::string calibration_said(const ChipProfile& p, const std::string& preset) {
+  const std::string kernels = p.engine.empty() ? "kernels" : engine_said(p.engine) + " kernels";
+  const std::string how = p.by_default ? " (the preset's default)" : "";
+  if (!p.transferred_from.empty()) {
+    return "transferred: profile " + p.name + how + ", " + kernels + " measured on " + p.transferred_from +
+           ", carried to " + p.chip + " by calibrate's transfer rule; nothing of " + p.chip + " was measured";
+  }
+  if (!p.chip.empty() && p.chip != preset) {
+    return "borrowed: profile " + p.name + ", " + kernels + " measured on " + p.chip + ", applied to " + preset;
+  }
+  return "calibrated: profile " + p.name + how + ", " + kernels + " measured on " + (p.chip.empty() ? preset : p.chip) +
+         (p.created.empty() ? "" : " (" + p.created + ")");
+}
+
 }  // namespace
 
-std::optional<models::ChipSpec> read_chip(MapReader& pool, models::CostModelConfig* cost_model) {
+std::optional<models::ChipSpec> read_chip(MapReader& pool, models::CostModelConfig* cost_model, std::string_view engine) {
   auto f = pool.find("chip");
   Json& echo = pool.echo()["chip"];
   if (!f) {
@@ -611,7 +679,7 @@ std::optional<models::ChipSpec> read_chip(MapReader& pool, models::CostModelConf
   }
   // A calibration profile replaces the preset's efficiencies; figures given next to it win.
   models::Efficiency base_efficiency = d.efficiency;
-  if (auto p = read_chip_profile(m, d)) {
+  if (auto p = read_chip_profile(m, d, engine)) {
     ok = ok && p->ok;
     base_efficiency = p->efficiency;
     // The preset's own words on its efficiencies no longer apply: the profile's replace them.
@@ -619,7 +687,10 @@ std::optional<models::ChipSpec> read_chip(MapReader& pool, models::CostModelConf
                (p->chip.empty() || p->chip == d.name ? "" : " (measured on " + p->chip + ")") +
                (p->created.empty() ? "" : ", " + p->created) + tables_said(p->tables) +
                "; preset: " + d.source;
+    c.calibration = calibration_said(*p, d.name);
     if (cost_model && !p->tables.log_grids.empty()) *cost_model = models::TableConfig{p->tables, "profile " + p->name};
+  } else {
+    c.calibration = "uncalibrated: the preset's efficiencies (" + d.source + ")";
   }
   if (auto e = read_efficiency(m, base_efficiency)) c.efficiency = *e; else ok = false;
   m.finish();

@@ -141,7 +141,7 @@ bool read_speculative(MapReader& c, cluster::PoolConfig& p, const PoolMarks& mar
 
 }  // namespace
 
-cluster::PoolConfig read_pool(Document& doc, const YAML::Node& node,
+cluster::PoolConfig read_pool(Document& doc, std::string_view engine, const YAML::Node& node,
                                              const YAML::Mark& mark, const std::string& path,
                                              std::size_t index, Json& echo,
                                              const std::optional<models::ModelSpec>& model,
@@ -164,7 +164,7 @@ cluster::PoolConfig read_pool(Document& doc, const YAML::Node& node,
   }
   marks.pool = Field{YAML::Node(), m.mark(), path};
   marks.chip = field_or(m, "chip");
-  if (auto c = read_chip(m, &p.cost_model)) {
+  if (auto c = read_chip(m, &p.cost_model, engine)) {
     p.chip = *c;
     marks.chip_ok = true;
   } else {

@@ -50,6 +50,8 @@ std::optional<models::ComputeRate> rate_of_format(const std::string& f) {
 }
 
 ChipProfile parse_profile(const ProfileText& source, const models::ChipSpec& base);
+ChipProfile parsed(const ProfileText& source, const models::ChipSpec& base, Document& doc);
+ChipProfile shipped(const std::string& name, const models::ChipSpec& base, Document& doc);
 
 // The operator kind a table entry's `op` costs, and whether it is MLA's latent kernel.
 std::optional<std::pair<models::OpKind, bool>> table_kind(const std::string& op) {
@@ -103,15 +105,20 @@ void read_table_entry(Document& doc, const YAML::Node& entry, const std::string&
     g.latent = kind.second;
     g.rate = *rate;
     if (moe_fmt) g.kv_bytes = moe_fmt->second;  // MoE grids: bytes per weight element (cost_model.cpp)
+    // GEMM grids answer operators of their weight format only (fp8 and block fp8 run at one rate
+    // through different kernels); bf16 for the names models does not know (fp16, fp32).
+    if (kind.first == models::OpKind::kGemmQkv) g.format = models::parse_format(fmt).value_or(models::Format::kBf16);
     const YAML::Node axes = tb["axes"];
-    // seconds[]: the table's times; roofline_factor[]: factors over the roofline's time
-    // (models::MeasuredLogGrid::roofline_factor). Exactly one of them.
-    const bool has_seconds = tb.IsMap() && tb["seconds"], has_factor = tb.IsMap() && tb["roofline_factor"];
-    if (!tb.IsMap() || !axes || !axes.IsSequence() || has_seconds == has_factor) {
-      doc.error(tb.Mark(), tat, "a table needs axes[] and one of seconds[] or roofline_factor[]");
+    // microseconds[] (or seconds[]): the table's times; roofline_factor[]: factors over the
+    // roofline's time (models::MeasuredLogGrid::roofline_factor). Exactly one of them.
+    const bool has_us = tb.IsMap() && tb["microseconds"], has_seconds = tb.IsMap() && tb["seconds"],
+               has_factor = tb.IsMap() && tb["roofline_factor"];
+    if (!tb.IsMap() || !axes || !axes.IsSequence() || int{has_us} + int{has_seconds} + int{has_factor} != 1) {
+      doc.error(tb.Mark(), tat, "a table needs axes[] and one of microseconds[], seconds[] or roofline_factor[]");
       continue;
     }
-    const char* values_key = has_factor ? "roofline_factor" : "seconds";
+    const char* values_key = has_factor ? "roofline_factor" : has_us ? "microseconds" : "seconds";
+    const double unit = has_us ? 1e-6 : 1.0;
     const YAML::Node seconds = tb[values_key];
     if (!seconds.IsSequence()) {
       doc.error(seconds.Mark(), tat + "." + values_key, "expected a list of numbers, got " + describe(seconds));
@@ -151,12 +158,12 @@ void read_table_entry(Document& doc, const YAML::Node& entry, const std::string&
       double v = 0;
       if (!seconds[i].IsScalar() || !parse_double(seconds[i].Scalar(), v) || !(v > 0)) {
         doc.error(seconds[i].Mark(), index_path(tat + "." + values_key, i),
-                  std::string(has_factor ? "expected a positive factor" : "expected a positive time in seconds") +
+                  std::string(has_factor ? "expected a positive factor" : "expected a positive time") +
                       ", got " + describe(seconds[i]));
         ok = false;
         break;
       }
-      g.log_seconds.push_back(std::log(v));
+      g.log_seconds.push_back(std::log(v * unit));
     }
     if (const YAML::Node match = tb["match"]) {
       if (!match.IsMap()) {
@@ -198,10 +205,23 @@ void read_table_entry(Document& doc, const YAML::Node& entry, const std::string&
 
 }  // namespace
 
-std::optional<ChipProfile> read_chip_profile(MapReader& chip, const models::ChipSpec& base) {
+std::optional<ChipProfile> read_chip_profile(MapReader& chip, const models::ChipSpec& base, std::string_view engine) {
   auto f = chip.find("profile");
-  if (!f) return std::nullopt;
   Document& doc = chip.doc();
+  if (!f) {
+    // The preset's calibrated profile for the engine, when one ships; echoed as if named, so the
+    // resolved scenario says which.
+    const auto name = default_profile(base.name, engine);
+    chip.echo()["profile"] = name ? *name : "none";
+    if (!name) return std::nullopt;
+    ChipProfile p = shipped(*name, base, doc);
+    p.by_default = true;
+    return p;
+  }
+  if (f->node.IsScalar() && f->node.Scalar() == "none") {
+    chip.echo()["profile"] = "none";
+    return std::nullopt;
+  }
   if (!f->node.IsScalar() || f->node.Scalar().empty()) {
     doc.error(f->mark, f->path, "expected a profile name (shipped: " + [] {
       std::string s;
@@ -240,6 +260,14 @@ std::optional<ChipProfile> read_chip_profile(MapReader& chip, const models::Chip
     return ChipProfile{};
   }
 
+  ChipProfile out = parsed(source, base, doc);
+  out.name = name;
+  return out;
+}
+
+namespace {
+
+ChipProfile parsed(const ProfileText& source, const models::ChipSpec& base, Document& doc) {
   // A profile is parsed once per session and text (a sweep or `validate` loads hundreds of
   // scenarios naming the same profile; the H200 profile's tables are ~1 MB of YAML).
   ProfileCache* cache = doc.caches != nullptr ? doc.caches->profiles.get() : nullptr;
@@ -248,13 +276,10 @@ std::optional<ChipProfile> read_chip_profile(MapReader& chip, const models::Chip
     const std::lock_guard<std::mutex> lock(cache->mutex);
     if (auto it = cache->parsed.find(key); it != cache->parsed.end()) {
       for (const Diagnostic& d : it->second.second) doc.diagnostics().push_back(d);
-      ChipProfile p = it->second.first;
-      p.name = name;
-      return p;
+      return it->second.first;
     }
   }
   ChipProfile out = parse_profile(source, base);
-  out.name = name;
   std::vector<Diagnostic> problems = out.problems;
   out.problems.clear();
   if (cache != nullptr) {
@@ -265,7 +290,12 @@ std::optional<ChipProfile> read_chip_profile(MapReader& chip, const models::Chip
   return out;
 }
 
-namespace {
+// The shipped profile `name` (it exists), parsed.
+ChipProfile shipped(const std::string& name, const models::ChipSpec& base, Document& doc) {
+  ChipProfile p = parsed({"profile " + name, *shipped_profile_text(name)}, base, doc);
+  p.name = name;
+  return p;
+}
 
 ChipProfile parse_profile(const ProfileText& source, const models::ChipSpec& base) {
   Document pdoc(source.display);
@@ -289,6 +319,8 @@ ChipProfile parse_profile(const ProfileText& source, const models::ChipSpec& bas
       }
       const auto pchip = top.string("chip", std::nullopt);
       if (pchip) out.chip = *pchip;
+      if (const auto engine = top.string("engine", std::string())) out.engine = *engine;
+      if (const auto from = top.string("transferred_from", std::string())) out.transferred_from = *from;
       const auto created = top.string("created", std::string());
       const auto generator = top.string("generator", std::string());
       for (const char* ignored : {"notes", "sources", "errors"}) top.find(ignored);

@@ -145,6 +145,10 @@ Scenario load(YAML::Node root, Document& doc, const std::string& display_name,
       pools_ok = false;
     } else {
       MapReader dep(doc, df->node, df->mark, df->path, echo["deployment"]);
+      // The serving engine whose measured kernels cost the chips: each pool's chip takes its
+      // preset's shipped profile for it (sim/scenario/shipped_profiles.h, default_profile).
+      const std::string engine = dep.choice("engine", {kEngines[0], kEngines[1], kEngines[2]}, std::string(kDefaultEngine))
+                                     .value_or(std::string(kDefaultEngine));
       auto pf = dep.find("pools");
       if (!pf) {
         dep.missing("pools", "a list of pools");
@@ -161,7 +165,7 @@ Scenario load(YAML::Node root, Document& doc, const std::string& display_name,
           list.push_back(Json::object());
           PoolMarks marks;
           const YAML::Node item = pf->node[i];
-          auto p = read_pool(doc, item, item.Mark(), index_path(pf->path, i), i, list.back(), model,
+          auto p = read_pool(doc, engine, item, item.Mark(), index_path(pf->path, i), i, list.back(), model,
                              marks);
           pools_ok = pools_ok && marks.all_ok;
           pools.emplace_back(std::move(p), marks);
@@ -365,6 +369,20 @@ Scenario load_scenario_text(std::string_view yaml, const std::string& display_na
 Scenario load_scenario_file(const std::string& path, const LoadOptions& options) {
   return load_scenario_text(read_scenario_file(path), path,
                             std::filesystem::path(path).parent_path().string(), options);
+}
+
+LoadedChip load_chip(std::string_view preset, const std::string& profile, std::string_view engine) {
+  YAML::Node pool(YAML::NodeType::Map);
+  pool["chip"]["preset"] = std::string(preset);
+  if (!profile.empty()) pool["chip"]["profile"] = profile;
+  Document doc("chip " + std::string(preset));
+  Json echo;
+  MapReader m(doc, pool, YAML::Mark(), "", echo);
+  LoadedChip out;
+  const auto chip = read_chip(m, &out.cost_model, engine);
+  if (doc.has_errors() || !chip) throw InputError(std::move(doc.diagnostics()));
+  out.chip = *chip;
+  return out;
 }
 
 }  // namespace servesim::scenario

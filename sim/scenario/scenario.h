@@ -68,4 +68,14 @@ std::shared_ptr<const ScenarioDocument> parse_scenario_text(std::string_view yam
                                                             const std::string& base_dir);
 Scenario load_scenario(const ScenarioDocument& document, const LoadOptions& options = {});
 
+// A chip as a pool's `chip` key reads it: the preset, with `profile` (a shipped name, a path, or
+// "" for the preset's default profile for `engine`, as a scenario without the key gets), and the
+// cost model its profile's tables give. What `servesim calibrate` checks a profile with against
+// measurements. Throws InputError with every problem.
+struct LoadedChip {
+  models::ChipSpec chip;
+  models::CostModelConfig cost_model;
+};
+LoadedChip load_chip(std::string_view preset, const std::string& profile, std::string_view engine = "trtllm");
+
 }  // namespace servesim::scenario

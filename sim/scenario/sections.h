@@ -18,6 +18,7 @@
 #include "sim/cluster/config.h"
 #include "sim/scenario/caches.h"
 #include "sim/scenario/reader.h"
+#include "sim/scenario/shipped_profiles.h"
 
 namespace servesim::scenario {
 
@@ -39,23 +40,29 @@ Field field_or(MapReader& m, std::string_view key);
 // --- model_section.cpp ---
 // `base_dir`: where a relative hf_config path is resolved (the scenario file's folder).
 std::optional<models::ModelSpec> read_model(MapReader& top, const std::string& base_dir);
-// The pool's `chip` key. A chip that names a calibration profile (`profile: NAME|PATH`) takes
-// the profile's efficiencies (then any given next to it) and, when `cost_model` is given, the
-// profile's tables as a models::TableConfig.
-std::optional<models::ChipSpec> read_chip(MapReader& pool, models::CostModelConfig* cost_model = nullptr);
+// The pool's `chip` key. A chip with a calibration profile (`profile: NAME|PATH`, or by default
+// the preset's shipped profile for the deployment's `engine`) takes the profile's efficiencies
+// (then any given next to it) and, when `cost_model` is given, the profile's tables as a
+// models::TableConfig; `profile: none` keeps the preset's own figures.
+std::optional<models::ChipSpec> read_chip(MapReader& pool, models::CostModelConfig* cost_model = nullptr,
+                                          std::string_view engine = kDefaultEngine);
 // A chip's efficiency mapping (the `efficiency` key of `chip`), on top of `d`.
 std::optional<models::Efficiency> read_efficiency(MapReader& chip, const models::Efficiency& d);
 
 // --- profile_section.cpp ---
 struct ChipProfile {
   bool ok = false;                // false: the problems are in the document
-  std::string name, chip, created;
+  std::string name, chip, engine, created;
+  std::string transferred_from;   // the chip whose kernels were measured, where none of this one's were
+  bool by_default = false;        // chosen by chip and engine (default_profile), not named
   models::Efficiency efficiency;  // the chip's efficiencies with the profile's applied
   models::MeasuredTables tables;  // log-space GEMM tables (empty: the roofline only)
   std::vector<Diagnostic> problems;  // while parsing (moved into the scenario's document)
 };
-// The chip's `profile` key (nullopt when absent), read strictly against `base` (the preset).
-std::optional<ChipProfile> read_chip_profile(MapReader& chip, const models::ChipSpec& base);
+// The chip's `profile` key, read strictly against `base` (the preset): a shipped name or a path;
+// absent, the preset's shipped profile for `engine` (default_profile); nullopt when the key says
+// `none` or the preset has no profile (its own efficiencies apply).
+std::optional<ChipProfile> read_chip_profile(MapReader& chip, const models::ChipSpec& base, std::string_view engine);
 
 // --- pool_section.cpp ---
 
@@ -73,7 +80,7 @@ struct PoolMarks {
   Field prefix_cache;  // the pool's `prefix_cache` key (checked against trace block sizes)
 };
 
-cluster::PoolConfig read_pool(Document& doc, const YAML::Node& node, const YAML::Mark& mark,
+cluster::PoolConfig read_pool(Document& doc, std::string_view engine, const YAML::Node& node, const YAML::Mark& mark,
                               const std::string& path, std::size_t index, Json& echo,
                               const std::optional<models::ModelSpec>& model, PoolMarks& marks);
 // The deployment's roles: at most one pool per role, [encode +] combined or [encode +] prefill +

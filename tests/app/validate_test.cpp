@@ -322,7 +322,7 @@ TEST_CASE("calibrate --transfer: another chip's efficiencies without its tables;
   const auto dir = scratch("calibrate_transfer");
   std::filesystem::create_directories(dir);
   const CliResult r = cli({"calibrate", "--transfer", source, "--chip", "gb200", "--out", (dir / "t.yaml").string(),
-                           "--created", "2026-12-01"});
+                           "--created", "2026-12-01", "--transfer-rule", "bandwidth"});
   REQUIRE_MESSAGE(r.code == 0, r.err);
   const std::string t = read(dir / "t.yaml");
   CHECK(t.find("chip: \"gb200\"") != std::string::npos);
@@ -350,13 +350,14 @@ TEST_CASE("calibrate --transfer: another chip's efficiencies without its tables;
   }
   CHECK(efficiency_line(h200, "elementwise_overhead").empty());
   CHECK(efficiency_line(t, "elementwise_overhead") == "  elementwise_overhead: 2.4 us");
-  CHECK(t.find("scaled by HBM bandwidth 4.8 / 8 TB/s = 0.6") != std::string::npos);
-  // --keep-overheads transfers them as they are, and adds none.
-  const CliResult k = cli({"calibrate", "--transfer", source, "--chip", "gb200", "--out", (dir / "k.yaml").string(),
-                           "--keep-overheads"});
+  CHECK(t.find("per-kernel fixed times x HBM 4.8 / 8 TB/s = 0.6 (presets)") != std::string::npos);
+  CHECK(t.find("\ntransferred_from: \"h200-sxm\"\n") != std::string::npos);
+  // The fractions rule (the default) transfers them as they are, and adds none.
+  const CliResult k = cli({"calibrate", "--transfer", source, "--chip", "gb200", "--out", (dir / "k.yaml").string()});
   REQUIRE_MESSAGE(k.code == 0, k.err);
   const std::string ky = read(dir / "k.yaml");
-  CHECK(efficiency_line(ky, "gemm_overhead") == efficiency_line(h200, "gemm_overhead"));
+  CHECK(microseconds(efficiency_line(ky, "gemm_overhead")) ==
+        approx(microseconds(efficiency_line(h200, "gemm_overhead"))).epsilon(1e-4));
   CHECK(efficiency_line(ky, "elementwise_overhead").empty());
   // With --comm the collectives are fitted to GB200's own NCCL tables: different constants, and
   // their held-out error cells in the report; the compute keys stay H200's.
@@ -376,8 +377,8 @@ TEST_CASE("calibrate --transfer: another chip's efficiencies without its tables;
   const CliResult run = cli({"run", (dir / "s.yaml").string()});
   REQUIRE_MESSAGE(run.code == 0, run.err);
   CHECK(run.out.find("gb200 (efficiencies from profile " + (dir / "t.yaml").string()) != std::string::npos);
-  // Measurement files and --transfer together are refused.
-  CHECK(cli({"calibrate", "--transfer", source, source, "--chip", "gb200", "--out", (dir / "x.yaml").string()}).code == 2);
+  // A source that is neither a file nor a shipped profile is bad input, and nothing is written.
+  CHECK(cli({"calibrate", "--transfer", "h300", "--chip", "gb200", "--out", (dir / "x.yaml").string()}).code == 2);
   CHECK_FALSE(std::filesystem::exists(dir / "x.yaml"));
 }
 

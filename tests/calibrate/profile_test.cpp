@@ -4,9 +4,11 @@
 #include <sstream>
 #include <string>
 
+#include "tests/approx.h"
 #include "calibrate/profile.h"
 #include "test_files.h"
 
+using namespace servesim;
 using namespace servesim::calibrate;
 using calibrate_test::input_errors;
 using calibrate_test::TempFile;
@@ -16,6 +18,7 @@ namespace {
 Profile sample() {
   Profile p;
   p.chip = "h200-sxm";
+  p.engine = "trtllm";
   p.created = "2026-11-30";
   p.generator = "servesim calibrate 0.1.0";
   p.notes = {"first look", "true"};  // a note that looks like a boolean stays a string
@@ -28,7 +31,7 @@ Profile sample() {
   e.scalars = {{"overhead_s", 3.19e-6}, {"e_memory", 0.1 + 0.2}};  // 0.30000000000000004 survives
   e.curves.push_back({"e_compute", Dim::m, {1, 16, 4096}, {0.05, 0.31, 0.75}});
   e.tables.push_back({"latency", {GridAxis{Dim::m, {1, 16}}, GridAxis{Dim::n, {1024, 4096, 8192}}},
-                      {1e-6, 2e-6, 3e-6, 4e-6, 5e-6, 6e-6}, Extrapolation::clamp});
+                      {1e-6, 2e-6, 3e-6, 4e-6, 5e-6, 1.23456e-5}, Extrapolation::clamp});
   p.entries.push_back(e);
   ProfileEntry a;  // an attention table with its match conditions and KV format
   a.op = MeasuredOp::attention_decode;
@@ -62,9 +65,14 @@ TEST_CASE("Profile: write, read back, write again gives the same bytes") {
   CHECK(first.rfind("# servesim hardware profile: h200-sxm\n# Cross-validated error (5 folds of whole shapes):\n", 0) == 0);
   CHECK(first.find("#   gemm                 bf16             all") != std::string::npos);
   CHECK(first.find("(in-sample)") != std::string::npos);
+  // Table times are written in microseconds to 4 significant digits (12.3456 us -> 12.35).
+  CHECK(first.find("microseconds: [1, 2, 3, 4, 5, 12.35]") != std::string::npos);
+  CHECK(first.find("\nengine: \"trtllm\"\n") != std::string::npos);
+  CHECK(first.find("transferred_from") == std::string::npos);  // only where there is one
   const TempFile f("profile.yaml", first);
   const Profile q = read_profile(f.path());
   CHECK(q.chip == "h200-sxm");
+  CHECK(q.engine == "trtllm");
   CHECK(q.notes == p.notes);
   REQUIRE(q.sources.size() == 1);
   CHECK(q.sources[0].rows == 100668);
@@ -83,7 +91,8 @@ TEST_CASE("Profile: write, read back, write again gives the same bytes") {
   CHECK(e.curves[0].values == std::vector<double>{0.05, 0.31, 0.75});
   REQUIRE(e.tables.size() == 1);
   CHECK(e.tables[0].axes[1].knots == std::vector<double>{1024, 4096, 8192});
-  CHECK(e.tables[0].seconds.size() == 6);
+  REQUIRE(e.tables[0].seconds.size() == 6);
+  CHECK(e.tables[0].seconds[5] == approx(12.35e-6));
   CHECK(e.tables[0].extrapolation == Extrapolation::clamp);
   REQUIRE(q.errors.cells.size() == 2);
   CHECK(q.errors.cells[0].error.rows == 35700);
@@ -155,7 +164,7 @@ TEST_CASE("content_hash: FNV-1a 64 of the bytes") {
   CHECK(content_hash(a.path()) == "fnv1a64:af63dc4c8601ec8c");
 }
 
-TEST_CASE("Profile: a table of roofline factors round-trips and needs exactly one of seconds[] and roofline_factor[]") {
+TEST_CASE("Profile: a table of roofline factors round-trips and needs exactly one value list") {
   Profile p = sample();
   ProfileEntry m;
   m.op = MeasuredOp::moe;
@@ -194,7 +203,26 @@ TEST_CASE("Profile: a table of roofline factors round-trips and needs exactly on
   const TempFile g("bad_factor.yaml", bad);
   const auto ds = input_errors([&] { read_profile(g.path()); });
   REQUIRE(ds.size() == 3);
-  CHECK(ds[0].to_string() == g.path() + ":8:9: entries[0].tables[0]: a table needs exactly one of seconds[] and roofline_factor[]");
-  CHECK(ds[1].to_string() == g.path() + ":9:9: entries[0].tables[1]: a table needs exactly one of seconds[] and roofline_factor[]");
+  CHECK(ds[0].to_string() == g.path() +
+                                ":8:9: entries[0].tables[0]: a table needs exactly one of microseconds[], seconds[] "
+                                "and roofline_factor[]");
+  CHECK(ds[1].to_string() == g.path() +
+                                ":9:9: entries[0].tables[1]: a table needs exactly one of microseconds[], seconds[] "
+                                "and roofline_factor[]");
   CHECK(ds[2].to_string() == g.path() + ":10:71: entries[0].tables[2].roofline_factor: roofline factors must be positive");
+}
+
+TEST_CASE("Profile: a transferred profile names the chip whose kernels were measured") {
+  Profile p = sample();
+  p.chip = "ascend-910c";
+  p.engine.clear();
+  p.transferred_from = "h100-sxm";
+  const std::string text = to_text(p);
+  CHECK(text.find("\ntransferred_from: \"h100-sxm\"\n") != std::string::npos);
+  CHECK(text.find("\nengine:") == std::string::npos);
+  const TempFile f("transferred.yaml", text);
+  const Profile q = read_profile(f.path());
+  CHECK(q.transferred_from == "h100-sxm");
+  CHECK(q.engine.empty());
+  CHECK(to_text(q) == text);
 }

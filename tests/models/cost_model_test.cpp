@@ -1,6 +1,7 @@
 // Cost models: the roofline with efficiency curves and format rates, and the measured tables.
 #include <doctest/doctest.h>
 
+#include <array>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -37,6 +38,55 @@ TEST_CASE("Roofline: an fp8 GEMM runs at the fp8 peak times the format's efficie
   // A100 has no fp8 rate: the same operator is costed at bf16 (the emulated path).
   const RooflineCostModel a100(*chip_preset("a100-80g"));
   CHECK(a100.compute_seconds(op) == approx(1e13 / (312e12 * 0.72)));
+}
+
+TEST_CASE("Roofline: a quantised GEMM format adds its activation quantisation pass and its own compute factor") {
+  ChipSpec h100 = *chip_preset("h100-sxm");  // constant efficiencies: compute 0.70, memory 0.89, 6 us
+  const std::array<bool, kComputeRates> rates = h100.rates();
+  // An fp8 GEMM of 16 tokens through a 4096 x 4096 matrix: the pass quantises its 16 x 4096
+  // bf16 input; a block-fp8 one likewise; bf16 quantises nothing.
+  const Operator fp8 = gemm_op(OpKind::kGemmQkv, Format::kFp8, 16, 4096, 4096, rates);
+  const Operator block = gemm_op(OpKind::kGemmQkv, Format::kFp8Block, 16, 4096, 4096, rates);
+  const Operator bf16 = gemm_op(OpKind::kGemmQkv, Format::kBf16, 16, 4096, 4096, rates);
+  CHECK(fp8.quant_elements == 16.0 * 4096);
+  CHECK(block.format == Format::kFp8Block);
+  CHECK(bf16.quant_elements == 0.0);
+  const double before = RooflineCostModel(h100).seconds(fp8);
+  h100.efficiency.gemm_formats = {{Format::kFp8, Duration::microseconds(8), 6.0, 0.5}};
+  const RooflineCostModel roofline(h100);
+  // fp8: 6 us + 8 us + 16 x 4096 elements x 6 bytes / 3.35 TB/s on top of the roofline, whose
+  // memory side (weights at 1 byte) is unchanged: 16.8 MB / (3.35 TB/s x 0.89).
+  const double memory = fp8.bytes / (3.35e12 * 0.89);
+  CHECK(roofline.seconds(fp8) == approx(6e-6 + 8e-6 + 16.0 * 4096 * 6 / 3.35e12 + memory));
+  CHECK(roofline.seconds(fp8) == approx(before + 8e-6 + 16.0 * 4096 * 6 / 3.35e12));
+  // The compute side takes the entry's factor 0.5 instead of format_compute[fp8] (0.77):
+  // 2 x 8192 x 8192 x 8192 FLOPs / (1,979 TFLOP/s x 0.70 x 0.5).
+  const Operator big = gemm_op(OpKind::kGemmMlp, Format::kFp8, 8192, 8192, 8192, rates);
+  CHECK(roofline.compute_seconds(big) == approx(2.0 * 8192 * 8192 * 8192 / (1979e12 * 0.70 * 0.5)));
+  // Block fp8 has no entry: no pass, format_compute[fp8].
+  CHECK(roofline.seconds(block) == approx(RooflineCostModel(*chip_preset("h100-sxm")).seconds(block)));
+  // A chip without the fp8 rate runs fp8 weights through weight-only kernels: no quantised input.
+  CHECK(gemm_op(OpKind::kGemmQkv, Format::kFp8, 16, 4096, 4096, chip_preset("a100-80g")->rates()).quant_elements ==
+        0.0);
+}
+
+TEST_CASE("Measured tables: a GEMM grid answers the operators of its weight format only") {
+  const ChipSpec h100 = *chip_preset("h100-sxm");
+  MeasuredTables t;
+  MeasuredLogGrid g;
+  g.kind = OpKind::kGemmQkv;
+  g.rate = ComputeRate::kFp8;
+  g.format = Format::kFp8;
+  g.axes = {{MeasuredLogGrid::Field::kM, {1, 1024}, true}};
+  g.log_seconds = {std::log(1e-5), std::log(2e-5)};
+  t.log_grids.push_back(g);
+  const TableCostModel tables(h100, t);
+  const std::array<bool, kComputeRates> rates = h100.rates();
+  // 1 token: the grid's first knot, 10 us.
+  CHECK(tables.seconds(gemm_op(OpKind::kGemmQkv, Format::kFp8, 1, 4096, 4096, rates)) == approx(1e-5));
+  // Block fp8 runs at the same rate through other kernels: the roofline answers it.
+  const Operator block = gemm_op(OpKind::kGemmQkv, Format::kFp8Block, 1, 4096, 4096, rates);
+  CHECK(tables.seconds(block) == approx(RooflineCostModel(h100).seconds(block)));
 }
 
 TEST_CASE("Roofline: a compute-efficiency curve costs small GEMMs below the peak rate") {

@@ -184,7 +184,7 @@ TEST_CASE("Formats: bytes per element include the scales") {
 }
 
 TEST_CASE("Chips: every preset has its peaks, and the formats it lacks are zero") {
-  CHECK(chip_preset_names().size() == 11);
+  CHECK(chip_preset_names().size() == 13);
   const ChipSpec a100 = *chip_preset("a100-80g");
   CHECK_FALSE(a100.has(ComputeRate::kFp8));
   CHECK(a100.peak_flops(ComputeRate::kInt8) == 624e12);
@@ -193,6 +193,12 @@ TEST_CASE("Chips: every preset has its peaks, and the formats it lacks are zero"
   CHECK_FALSE(h100.has(ComputeRate::kFp4));
   CHECK(chip_preset("b200")->peak_flops(ComputeRate::kFp4) == 9e15);
   CHECK(chip_preset("gb200")->scale_up_domain == 72);
+  // Blackwell Ultra (AIConfigurator's b300_sxm.yaml and gb300.yaml): FP4 up, INT8 cut.
+  CHECK(chip_preset("b300")->peak_flops(ComputeRate::kFp4) == 14e15);
+  CHECK(chip_preset("b300")->peak_flops(ComputeRate::kInt8) == 153.5e12);
+  CHECK(chip_preset("b300")->hbm_bandwidth.bytes_per_s == 7.75e12);
+  CHECK(chip_preset("gb300")->scale_up_domain == 72);
+  CHECK(chip_preset("gb300")->memory.value == 298013687808.0);
   CHECK(chip_preset("h800-sxm")->scale_up_bandwidth.bytes_per_s == 200e9);
   CHECK(chip_preset("h20")->bf16_flops.flop_per_s == 148e12);
   for (auto name : {"ascend-910b", "ascend-910c", "ascend-910c-die", "domestic-64g"}) {

@@ -635,7 +635,7 @@ workload:
     output: {distribution: fixed, value: 16}
 )",
             {kFile, 4, 22, "deployment.pools[0].chip.preset",
-             "unknown chip preset 'h100-smx' (did you mean 'h100-sxm'?); presets: a100-80g, h100-sxm, h800-sxm, h20, h200-sxm, b200, gb200, ascend-910b, ascend-910c, ascend-910c-die, domestic-64g"});
+             "unknown chip preset 'h100-smx' (did you mean 'h100-sxm'?); presets: a100-80g, h100-sxm, h800-sxm, h20, h200-sxm, b200, gb200, b300, gb300, ascend-910b, ascend-910c, ascend-910c-die, domestic-64g"});
 }
 
 TEST_CASE("Malformed scenario: an unknown chip preset far from any preset lists the presets") {
@@ -654,7 +654,7 @@ workload:
 )");
   INFO("diagnostics:\n" << listing(diagnostics));
   check_all(diagnostics, {{kFile, 4, 13, "deployment.pools[0].chip",
-                           "unknown chip preset 'mi300x'; presets: a100-80g, h100-sxm, h800-sxm, h20, h200-sxm, b200, gb200, ascend-910b, ascend-910c, ascend-910c-die, domestic-64g"}});
+                           "unknown chip preset 'mi300x' (did you mean 'b300'?); presets: a100-80g, h100-sxm, h800-sxm, h20, h200-sxm, b200, gb200, b300, gb300, ascend-910b, ascend-910c, ascend-910c-die, domestic-64g"}});
 }
 
 TEST_CASE("Malformed scenario: an unknown scheduler policy suggests the closest policy") {
@@ -1263,7 +1263,7 @@ workload:
     output: {distribution: fixed, value: 16}
 )"),
             {{kFile, 4, 13, "deployment.pools[0].chip",
-              "unknown chip preset 'h100' (did you mean 'h100-sxm'?); presets: a100-80g, h100-sxm, h800-sxm, h20, h200-sxm, b200, gb200, ascend-910b, ascend-910c, ascend-910c-die, domestic-64g"},
+              "unknown chip preset 'h100' (did you mean 'h100-sxm'?); presets: a100-80g, h100-sxm, h800-sxm, h20, h200-sxm, b200, gb200, b300, gb300, ascend-910b, ascend-910c, ascend-910c-die, domestic-64g"},
              {kFile, 6, 19, "deployment.pools[0].scheduler.max_batched",
               "unknown key 'max_batched' (did you mean 'max_batched_tokens'?)"}});
 }

@@ -8,12 +8,15 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <string>
 #include <variant>
 
 #include "tests/approx.h"
 #include "core/errors.h"
+#include "models/chip_spec.h"
 #include "sim/scenario/scenario.h"
+#include "sim/scenario/shipped_profiles.h"
 #include "tests/scratch.h"
 
 namespace {
@@ -161,7 +164,7 @@ TEST_CASE("Profile: gemm_tiling is read strictly, and a profile without it keeps
 TEST_CASE("Profile: an unknown name lists the shipped profiles and suggests the closest") {
   const std::string errors = errors_of(scenario_with_chip("{preset: h200-sxm, profile: h2000}"));
   CHECK(errors.find("unknown profile 'h2000' (did you mean 'h200'?)") != std::string::npos);
-  CHECK(errors.find("a100, gb200, h100, h200") != std::string::npos);
+  CHECK(errors.find("a100, b200, b300, gb200, gb300, h100, h200, h200-vllm") != std::string::npos);
   CHECK(errors_of(scenario_with_chip("{preset: h200-sxm, profile: missing/none.yaml}"))
             .find("cannot open the profile file: No such file or directory") != std::string::npos);
 }
@@ -172,7 +175,7 @@ TEST_CASE("Profile: the shipped H200 profile loads by name with its GEMM tables"
   CHECK(pool.chip.source.rfind("efficiencies from profile h200, ", 0) == 0);
   const auto* table = std::get_if<servesim::models::TableConfig>(&pool.cost_model);
   REQUIRE(table != nullptr);
-  // GEMM tables at bf16 and fp8; attention and MLA tables (bf16 attention, per KV format, head
+  // GEMM tables at bf16, fp8 and block fp8 (one per weight format); attention and MLA tables (bf16 attention, per KV format, head
   // dim and window: 14 generation + 14 context + 4 MLA + 3 encoder, head dims 64, 72, 80), and the
   // one MoE table whose held-out error beats the roofline and meets the 12% target (fp8_block;
   // profiles/h200.yaml).
@@ -180,7 +183,7 @@ TEST_CASE("Profile: the shipped H200 profile loads by name with its GEMM tables"
   for (const auto& g : table->tables.log_grids) {
     (g.kind == servesim::models::OpKind::kGemmQkv ? gemm : g.kind == servesim::models::OpKind::kMoeExperts ? moe : attention) += 1;
   }
-  CHECK(gemm == 2);
+  CHECK(gemm == 3);
   CHECK(attention == 35);
   CHECK(moe == 1);
   CHECK(pool.chip.source.find("with GEMM and attention tables") != std::string::npos);
@@ -255,8 +258,8 @@ TEST_CASE("Profile: all_reduce_lines set the chip's in-domain all-reduce lines; 
   CHECK(l[1].per_step == Duration::zero());  // per_step defaults to none, algorithm to ring
   CHECK(l[1].efficiency == approx(1.2));
   CHECK_FALSE(l[1].one_shot);
-  // A preset has none: the single collective line applies.
-  CHECK(load(scenario_with_chip("h100-sxm")).config.pools.at(0).chip.efficiency.all_reduce_lines.empty());
+  // A preset's own figures have none: the single collective line applies.
+  CHECK(load(scenario_with_chip("{preset: h100-sxm, profile: none}")).config.pools.at(0).chip.efficiency.all_reduce_lines.empty());
 
   // A misspelt key in the second line (line 11 of the profile: the efficiency map starts at 7).
   std::string bad = text;
@@ -300,7 +303,7 @@ TEST_CASE("Profile: a MoE table of roofline factors loads as a factor grid; one 
   const TempProfile q("servesim_profile_moe_both.yaml", both);
   const std::string e1 = errors_of(scenario_with_chip("{preset: h100-sxm, profile: " + q.path + "}"));
   CHECK(e1.find(q.path + ":26:9:") != std::string::npos);
-  CHECK(e1.find("a table needs axes[] and one of seconds[] or roofline_factor[]") != std::string::npos);
+  CHECK(e1.find("a table needs axes[] and one of microseconds[], seconds[] or roofline_factor[]") != std::string::npos);
 
   std::string zero = text;
   zero.replace(zero.find("[0.8, 1.25]"), 11, "[0.8, 0]");
@@ -382,4 +385,50 @@ TEST_CASE("Profile: moe_experts sets per-format grouped-GEMM models; unknown for
   const TempProfile r("servesim_profile_moe_experts_partial.yaml", partial);
   CHECK(errors_of(scenario_with_chip("{preset: h100-sxm, profile: " + r.path + "}")).find("token_bytes") !=
         std::string::npos);
+}
+
+TEST_CASE("Profile: every shipped profile is of a chip preset, one per chip and engine") {
+  std::set<std::pair<std::string, std::string>> seen;
+  for (const auto& p : servesim::scenario::shipped_profiles()) {
+    INFO("profile ", p.name);
+    CHECK(servesim::models::chip_preset(p.chip).has_value());
+    const std::string engine = p.engine;
+    CHECK((engine.empty() || engine == "trtllm" || engine == "sglang" || engine == "vllm"));
+    CHECK(seen.insert({p.chip, p.engine}).second);
+    // The text inflates and names the same chip the index does.
+    const auto text = servesim::scenario::shipped_profile_text(p.name);
+    REQUIRE(text.has_value());
+    CHECK(text->find("\nchip: \"" + std::string(p.chip) + "\"\n") != std::string::npos);
+  }
+}
+
+TEST_CASE("Profile: a chip without the key takes its preset's profile for the deployment's engine; none opts out") {
+  const auto with_engine = [](const std::string& engine, const std::string& chip) {
+    std::string y = scenario_with_chip(chip);
+    return y.replace(y.find("deployment:\n"), 12, "deployment:\n  engine: " + engine + "\n");
+  };
+  const Scenario trt = load(scenario_with_chip("h200-sxm"));
+  const auto& pool = trt.config.pools.at(0);
+  CHECK(pool.chip.source.rfind("efficiencies from profile h200, ", 0) == 0);
+  CHECK(trt.resolved["deployment"]["engine"] == "trtllm");
+  CHECK(trt.resolved["deployment"]["pools"][0]["chip"]["profile"] == "h200");
+  CHECK(pool.chip.calibration.rfind("calibrated: profile h200 (the preset's default), TensorRT-LLM kernels measured on "
+                                    "h200-sxm", 0) == 0);
+  CHECK(std::holds_alternative<servesim::models::TableConfig>(pool.cost_model));
+  // The same chip under vLLM takes the profile of vLLM's kernels.
+  const Scenario vllm = load(with_engine("vllm", "h200-sxm"));
+  CHECK(vllm.resolved["deployment"]["pools"][0]["chip"]["profile"] == "h200-vllm");
+  CHECK(vllm.config.pools.at(0).chip.calibration.find("vLLM kernels") != std::string::npos);
+  // profile: none keeps the preset's own figures, and says they are not calibrated.
+  const Scenario none = load(scenario_with_chip("{preset: h200-sxm, profile: none}"));
+  const auto& bare = none.config.pools.at(0).chip;
+  CHECK(none.resolved["deployment"]["pools"][0]["chip"]["profile"] == "none");
+  CHECK(bare.efficiency.gemm_overhead == servesim::models::chip_preset("h200-sxm")->efficiency.gemm_overhead);
+  CHECK(bare.calibration.rfind("uncalibrated: ", 0) == 0);
+  CHECK(std::holds_alternative<servesim::models::RooflineConfig>(none.config.pools.at(0).cost_model));
+  // A named profile is applied as named, not as the default.
+  CHECK(load(scenario_with_chip("{preset: h200-sxm, profile: h200}")).config.pools.at(0).chip.calibration.find(
+            "(the preset's default)") == std::string::npos);
+  // An engine outside the three is an error at its key.
+  CHECK(errors_of(with_engine("tensorrt", "h200-sxm")).find("deployment.engine") != std::string::npos);
 }

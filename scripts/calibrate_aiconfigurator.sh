@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Calibrates the shipped profiles from AIConfigurator's operator tables, one chip and serving
+# engine at a time (profiles/<chip>.yaml for TensorRT-LLM, <chip>-sglang.yaml, <chip>-vllm.yaml).
+#
+#   scripts/calibrate_aiconfigurator.sh ROOT OUT_DIR [CHIP ENGINE]...
+#
+# ROOT is the folder holding aiconfigurator/csv/data/<system>/<family>/<engine>/<version>/ (the
+# layout of ai-dynamo/aiconfigurator's systems/data, converted to gzip CSV; the tables are not in
+# this repository). Paths go into each profile's sources relative to ROOT. With no CHIP ENGINE
+# pairs, every chip (h100 h200 b200 b300 gb200 gb300) and engine (trtllm sglang vllm) that has a
+# GEMM table. Runs one calibration at a time (each takes 3-6 min of one core); each run's error
+# table goes to OUT_DIR/<profile>.txt. SERVESIM (default build/servesim) and CREATED (default
+# today) may be set.
+set -euo pipefail
+
+if [ $# -lt 2 ]; then
+  sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'
+  exit 2
+fi
+root=$1
+out=$(realpath -m "$2")
+shift 2
+servesim=$(realpath "${SERVESIM:-build/servesim}")
+created=${CREATED:-$(date -u +%F)}
+mkdir -p "$out"
+
+declare -A preset=([h100]=h100-sxm [h200]=h200-sxm [b200]=b200 [b300]=b300 [gb200]=gb200 [gb300]=gb300)
+declare -A system=([h100]=h100_sxm [h200]=h200_sxm [b200]=b200_sxm [b300]=b300_sxm [gb200]=gb200 [gb300]=gb300)
+
+pairs=("$@")
+if [ ${#pairs[@]} -eq 0 ]; then
+  for chip in h100 h200 b200 b300 gb200 gb300; do
+    for engine in trtllm sglang vllm; do pairs+=("$chip" "$engine"); done
+  done
+fi
+
+cd "$root"
+for ((i = 0; i < ${#pairs[@]}; i += 2)); do
+  chip=${pairs[i]}
+  engine=${pairs[i + 1]}
+  if [ -z "${preset[$chip]:-}" ]; then
+    echo "unknown chip '$chip' (h100 h200 b200 b300 gb200 gb300)" >&2
+    exit 2
+  fi
+  data=aiconfigurator/csv/data/${system[$chip]}
+  name=$chip
+  [ "$engine" = trtllm ] || name=$chip-$engine
+  # The newest version folder of each family holding the table (the conversion keeps one per
+  # family; reuse donors sit in older folders and are found the same way).
+  tables=()
+  for t in gemm/gemm_perf attention/context_attention_perf attention/generation_attention_perf \
+           encoder_attention/encoder_attention_perf mla/context_mla_perf mla/generation_mla_perf moe/moe_perf; do
+    family=${t%%/*}
+    file=${t##*/}.csv.gz
+    found=$(find "$data/$family/$engine" -name "$file" 2>/dev/null | sort -V | tail -1)
+    [ -n "$found" ] && tables+=("$found")
+  done
+  if [ ${#tables[@]} -eq 0 ] || [[ "${tables[0]}" != */gemm_perf.csv.gz ]]; then
+    echo "skipped $name: no GEMM table under $data/gemm/$engine" >&2
+    continue
+  fi
+  comm=()
+  nccl=$(find "$data/comm/nccl" -name nccl_perf.csv.gz 2>/dev/null | sort -V | tail -1)
+  custom=$(find "$data/comm/$engine" -name custom_allreduce_perf.csv.gz 2>/dev/null | sort -V | tail -1)
+  [ -n "$nccl" ] && comm+=(--comm-table "$nccl")
+  [ -n "$custom" ] && comm+=(--comm-table "$custom")
+  echo "== $name: ${#tables[@]} tables, ${#comm[@]} comm options" >&2
+  start=$(date +%s)
+  "$servesim" calibrate "${tables[@]}" --chip "${preset[$chip]}" --engine "$engine" "${comm[@]}" \
+    --moe-models bf16,fp8,fp8_block,nvfp4 --created "$created" --out "$out/$name.yaml" > "$out/$name.txt"
+  echo "   $name: $(( $(date +%s) - start )) s" >&2
+done
