@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/check.h"
+
 namespace servesim::models {
 
 std::string_view op_kind_name(OpKind k) {
@@ -122,13 +124,21 @@ Operator gemm(OpKind kind, const GemmFormat& f, double tokens, double k, double 
   op.m = tokens;
   op.n = n;
   op.k = k;
+  op.gemms[0] = {n, k, 1};
+  op.gemm_count = 1;
   return op;
 }
 
+// Runs `part` (GEMMs of the same rows) after `into`, in one Operator: FLOPs, bytes, kernels and
+// the GEMM list add up.
 void absorb(Operator& into, const Operator& part) {
   into.flops += part.flops;
   into.bytes += part.bytes;
   into.kernels += part.kernels;
+  for (int i = 0; i < part.gemm_count; ++i) {
+    SERVESIM_CHECK_MSG(into.gemm_count < Operator::kMaxGemms, "an operator lists at most kMaxGemms GEMMs");
+    into.gemms[static_cast<std::size_t>(into.gemm_count++)] = part.gemms[static_cast<std::size_t>(i)];
+  }
 }
 
 // The dequantisation work of an emulated GEMM family: 2 vector operations (convert, scale) per
@@ -336,10 +346,7 @@ LayerTokenOps layer_token_ops(const ModelSpec& m, const ParallelPlan& p, const M
   // --- dense MLP: gate and up fused into one [h x 2 ffn] GEMM, then down [ffn x h] ---
   const double ffn = static_cast<double>(m.intermediate) / p.tp;
   o.dense_mlp = gemm(OpKind::kGemmMlp, wf, t, h, 2 * ffn);
-  const Operator down = gemm(OpKind::kGemmMlp, wf, t, ffn, h);
-  o.dense_mlp.flops += down.flops;
-  o.dense_mlp.bytes += down.bytes;
-  o.dense_mlp.kernels = 2;
+  absorb(o.dense_mlp, gemm(OpKind::kGemmMlp, wf, t, ffn, h));
   o.dequant_dense = dequant(wf, 3.0 * h * ffn, 2);
   // Elementwise kernels, each reading and writing activations once (bytes per token). The
   // residual add runs inside the RMSNorm that follows it, one fused add + norm kernel per norm:
@@ -395,10 +402,7 @@ LayerTokenOps layer_token_ops(const ModelSpec& m, const ParallelPlan& p, const M
     const double shared = static_cast<double>(m.moe.shared_intermediate) / p.tp;
     if (shared > 0) {
       o.shared_mlp = gemm(OpKind::kGemmMlp, wf, t, h, 2 * shared);
-      const Operator sd = gemm(OpKind::kGemmMlp, wf, t, shared, h);
-      o.shared_mlp.flops += sd.flops;
-      o.shared_mlp.bytes += sd.bytes;
-      o.shared_mlp.kernels = 2;
+      absorb(o.shared_mlp, gemm(OpKind::kGemmMlp, wf, t, shared, h));
     } else {
       o.shared_mlp.kind = OpKind::kGemmMlp;
       o.shared_mlp.kernels = 0;
@@ -567,6 +571,12 @@ LayerBatchOps layer_batch_ops(const ModelSpec& m, const ParallelPlan& p, const B
     ab.m = absorbed;
     ab.n = a.kv_lora_rank;
     ab.k = a.qk_nope_dim;
+    // Two batched matmuls over the heads (TensorRT-LLM's mla_gen_pre / mla_gen_post bmm, vLLM's
+    // and SGLang's torch.bmm on W_UK / W_UV): q_nope [hq x t x N] x [hq x N x L], then the
+    // latent output [hq x t x L] x [hq x L x V].
+    ab.gemms[0] = {static_cast<double>(a.kv_lora_rank), static_cast<double>(a.qk_nope_dim), hq};
+    ab.gemms[1] = {static_cast<double>(a.v_dim), static_cast<double>(a.kv_lora_rank), hq};
+    ab.gemm_count = 2;
     o.decode_absorb = ab;
     if (!m.dsa.enabled()) {
       // Table fields: the prefill kernel is multi-head over up-projected K/V, the decode kernel

@@ -120,6 +120,18 @@ struct Operator {
   // tokens through the MoE module on the chip (routing, permutation and finalize touch every one),
   // and m with each expert's rows rounded up to whole tiles (MoeRankLoad::padded_rows).
   double tokens = 0, padded_m = 0;
+  // The dense GEMMs the operator runs (none for attention, elementwise and the routed experts),
+  // each of m rows (the operator's m) through k -> n, in `groups` independent products of that
+  // shape launched as one batched kernel (MLA's absorbed per-head matmuls: groups = query heads
+  // per chip). An operator that runs several lists each (gate|up then down; MLA's q and kv
+  // projections), and a measured table costs each at its own shape, one launch each
+  // (models::TableCostModel); n and k above are the first one's.
+  struct Gemm {
+    double n = 0, k = 0, groups = 1;
+  };
+  static constexpr int kMaxGemms = 4;
+  std::array<Gemm, kMaxGemms> gemms{};
+  int gemm_count = 0;
 };
 
 struct CommOp {

@@ -42,6 +42,12 @@ TEST_CASE("Operators: GEMM FLOPs and bytes of one Llama-3.1-8B layer") {
   const LayerTokenOps tp2 = layer_token_ops(m, plan(2), none, 10, h100);
   CHECK(tp2.dense_mlp.flops == 2.0 * 10 * 4096 * 14336 + 2.0 * 10 * 7168 * 4096);
   CHECK(tp2.dense_mlp.kernels == 2);
+  // ... listed as its two GEMMs, for measured tables: 4096 -> 2 x 7168, then 7168 -> 4096.
+  REQUIRE(tp2.dense_mlp.gemm_count == 2);
+  CHECK(tp2.dense_mlp.gemms[0].n == 14336);
+  CHECK(tp2.dense_mlp.gemms[0].k == 4096);
+  CHECK(tp2.dense_mlp.gemms[1].n == 4096);
+  CHECK(tp2.dense_mlp.gemms[1].k == 7168);
   // After attention and after the MLP: an all-reduce of 10 tokens x 4096 x 2 bytes over tp.
   CHECK(tp2.attention_reduce.bytes == 81'920.0);
   CHECK(tp2.attention_reduce.group == Group::kTp);
@@ -98,6 +104,19 @@ TEST_CASE("Operators: MLA decodes in latent space and prefills with up-projected
   CHECK(o.prefill_up_projection.flops == 4'194'304'000.0);
   // The absorbed path maps the 2 decode queries through W_UK and W_UV: 2 x 2 x 16 x 512 x 256.
   CHECK(o.decode_absorb.flops == 8'388'608.0);
+  // Two batched matmuls over the 16 heads: 128 -> 512 (W_UK), then 512 -> 128 (W_UV), whose
+  // FLOPs are the operator's: 2 x 2 x 16 x (512 x 128 + 128 x 512).
+  REQUIRE(o.decode_absorb.gemm_count == 2);
+  CHECK(o.decode_absorb.kernels == 2);
+  double listed = 0;
+  for (int i = 0; i < 2; ++i) {
+    const Operator::Gemm& g = o.decode_absorb.gemms[static_cast<std::size_t>(i)];
+    CHECK(g.groups == 16);
+    listed += 2.0 * o.decode_absorb.m * g.groups * g.n * g.k;
+  }
+  CHECK(listed == o.decode_absorb.flops);
+  CHECK(o.decode_absorb.gemms[0].n == 512);
+  CHECK(o.decode_absorb.gemms[1].k == 512);
 }
 
 TEST_CASE("Operators: DSA attention stops growing with context; its indexer does not (GLM-5)") {
