@@ -206,7 +206,7 @@ double hidden_state_bytes(const ModelSpec& m, double tokens) {
 }
 
 MoeLoad::MoeLoad(const ModelSpec& m, const ParallelPlan& p, const MoeRouting& r)
-    : top_k_(m.moe.top_k), ep_(std::max(1, p.ep)) {
+    : top_k_(m.moe.top_k), ep_(std::max(1, p.ep)), moe_tp_(std::max(1, p.moe_tp)) {
   const int e = m.moe.experts;
   if (e <= 0) return;
   popularity_.assign(static_cast<std::size_t>(e), 1.0 / e);
@@ -287,6 +287,52 @@ MoeRankLoad MoeLoad::busiest(double tokens) const {
   return r;
 }
 
+void MoeLoad::set_dispatch(int chips_per_domain, DispatchKernel kernel) {
+  kernel_ = kernel;
+  fanout_ = DispatchFanout{};
+  fanout_.known = true;
+  const int chips = ep_ * moe_tp_;
+  if (popularity_.empty() || chips <= 1) return;
+  const int per = chips_per_domain > 0 ? std::min(chips_per_domain, chips) : chips;
+  const int domains = (chips + per - 1) / per;
+  // Popularity held by each chip (its EP rank's experts) and by each domain (its ranks', once).
+  std::vector<double> chip_mass(static_cast<std::size_t>(chips), 0.0), domain_mass(static_cast<std::size_t>(domains), 0.0);
+  for (std::size_t j = 0; j < popularity_.size(); ++j) {
+    const int rank = static_cast<int>(j % static_cast<std::size_t>(ep_));
+    for (int i = 0; i < moe_tp_; ++i) chip_mass[static_cast<std::size_t>(rank * moe_tp_ + i)] += popularity_[j];
+    domain_mass[static_cast<std::size_t>(rank * moe_tp_ / per)] += popularity_[j];
+  }
+  const double k = top_k_, e = static_cast<double>(popularity_.size());
+  // P(a token's k distinct experts miss a set of popularity P) = prod_i (1 - P E / (E - i)).
+  auto hit = [&](double mass) {
+    double miss = 1.0;
+    for (int i = 0; i < top_k_; ++i) miss *= std::max(0.0, 1.0 - mass * e / (e - i));
+    return 1.0 - miss;
+  };
+  for (int s = 0; s < chips; ++s) {
+    const int home = s / per, local = s % per;
+    for (int c = 0; c < chips; ++c) {
+      if (c == s) continue;
+      const int d = c / per;
+      const double mass = chip_mass[static_cast<std::size_t>(c)];
+      if (kernel == DispatchKernel::kPerExpert) {
+        (d == home ? fanout_.up : fanout_.nic) += k * mass;
+      } else if (d == home) {
+        fanout_.up += hit(mass);
+      } else if (c - d * per != local) {
+        fanout_.up += hit(mass);  // forwarded by s's relay in domain d
+      }
+    }
+    if (kernel == DispatchKernel::kPerRank) {
+      for (int d = 0; d < domains; ++d) {
+        if (d != home) fanout_.nic += hit(domain_mass[static_cast<std::size_t>(d)]);
+      }
+    }
+  }
+  fanout_.nic /= chips;
+  fanout_.up /= chips;
+}
+
 LayerTokenOps layer_token_ops(const ModelSpec& m, const ParallelPlan& p, const MoeLoad& load,
                               double tokens_total, const std::array<bool, kComputeRates>& rates) {
   MoeRankLoad rank;
@@ -296,6 +342,8 @@ LayerTokenOps layer_token_ops(const ModelSpec& m, const ParallelPlan& p, const M
     // sees only those routed to it: at most one per pair. Without, every chip of the MoE group
     // holds all the group's tokens (what AIConfigurator's single-GPU rows time).
     if (p.dp > 1) rank.tokens = std::min(rank.tokens, rank.pairs);
+    rank.fanout = load.dispatch_fanout();
+    rank.kernel = load.dispatch_kernel();
   }
   return layer_token_ops(m, p, rank, tokens_total, rates);
 }
@@ -431,13 +479,22 @@ LayerTokenOps layer_token_ops(const ModelSpec& m, const ParallelPlan& p, const M
     // experts' ranks (top_k copies, moe_tp columns each) and combines the results back (DeepEP
     // style all-to-all over the tp x dp chips); the dp group then all-reduces the shared experts'
     // partial sums and re-gathers its tokens when tp > 1.
+    // The copies: per selected expert spread evenly over the peers, or where the routing is
+    // known (MoeLoad::set_dispatch) as the kernel sends them, with the part over the NIC.
     const double n = static_cast<double>(p.tp) * p.dp;
     if (p.dp > 1) {
-      const double copies = (t / p.tp) * m.moe.top_k * p.moe_tp * (n - 1) / n;
+      const double sent = t / p.tp;  // token rows each chip dispatches
+      const DispatchFanout& f = rank.fanout;
+      const double copies = f.known ? sent * (f.nic + f.up) : sent * m.moe.top_k * p.moe_tp * (n - 1) / n;
       const double dispatch_bytes = std::max(1.0, activation_bytes_per_element(m.formats.experts));
       o.moe_dispatch = comm(OpKind::kEpDispatch, Collective::kAllToAll, Group::kMoe,
                             copies * h * dispatch_bytes);
       o.moe_combine = comm(OpKind::kEpCombine, Collective::kAllToAll, Group::kMoe, copies * h * kAct);
+      if (f.known) {
+        o.moe_dispatch.nic_bytes = sent * f.nic * h * dispatch_bytes;
+        o.moe_combine.nic_bytes = sent * f.nic * h * kAct;
+        o.moe_dispatch.low_latency = o.moe_combine.low_latency = rank.kernel == DispatchKernel::kPerExpert;
+      }
     } else {
       o.moe_dispatch = comm(OpKind::kEpDispatch, Collective::kAllToAll, Group::kMoe, 0);
       o.moe_combine = comm(OpKind::kEpCombine, Collective::kAllToAll, Group::kMoe, 0);

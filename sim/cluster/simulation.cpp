@@ -89,6 +89,9 @@ Simulation::Simulation(const SimulationConfig& config, metrics::Recorder& record
                                                      pc.moe_routing, pc.cost_model,
                                                      pc.scheduler.max_batched_tokens);
     pool.cost->set_two_batch_overlap(pc.two_batch_overlap);
+    // DeepEP's low-latency kernels in decode pools, its normal ones elsewhere (comm_cost.h).
+    pool.cost->set_dispatch_kernel(pc.kind == PoolRole::kDecode ? models::DispatchKernel::kPerExpert
+                                                                : models::DispatchKernel::kPerRank);
     // A scenario with `cluster:` costs the collectives on the pool's placed groups.
     if (config_.cluster && pc.kind != PoolRole::kEncode) {
       if (auto placed = placed_groups(static_cast<int>(pools_.size()), pc)) pool.cost->set_placed_groups(std::move(*placed));
@@ -226,7 +229,9 @@ std::optional<IterationCostModel::PlacedGroups> Simulation::placed_groups(int po
   const topologies::Fabric& fabric = *cc.fabric;
   const topologies::InstanceShape shape = instance_shape(pc.plan);
   topologies::CollectiveCostCache cache(cc.spec.comm);
-  const double share = IterationCostModel::kKvNicShare;
+  // The whole NIC: the expert dispatch, the one all-to-all that shares it with the flows, is costed
+  // at its share by its per-tier split (comm_cost.h).
+  const double share = 1.0;
   std::vector<topologies::GroupLayout> distinct;
   auto note = [&](std::span<const topologies::ChipId> chips) {
     const topologies::GroupLayout g = topologies::describe_group(fabric, chips);
@@ -1165,7 +1170,7 @@ SimTime Simulation::plan_run(std::uint32_t index, Lane& lane, SimTime first_end,
   }
   if (k < 2) return first_end;
   // The steps' costs (iteration_cost.h): what they share once, then their contexts' terms. They
-  // have no all-to-all stretch (cost()'s nics_shared): runs are off for a pool whose all-to-all
+  // have no all-to-all stretch (cost()'s nic_share below 1): runs are off for a pool whose all-to-all
   // shares its NICs with the flows.
   SERVESIM_CHECK(!pool.a2a_on_nics);
   if (!steps_ready) run.steps = pool.cost->decode_steps(static_cast<std::int64_t>(lane.batch().decodes));
@@ -1411,7 +1416,15 @@ void Simulation::try_dispatch(std::uint32_t index) {
       pool.cost->step_components(run.steps, parts, batch.components);
     } else {
       pool.cost->cost(shape, sequences, stage_ps_.data(), batch.components, uneven ? &busiest : nullptr,
-                      nics_shared, cp_min > 0 ? &cp_part : nullptr);
+                      1.0, cp_min > 0 ? &cp_part : nullptr);
+      if (nics_shared) [[unlikely]] {
+        // The all-to-all's share of the NICs from the flows on them over this iteration (pp = 1).
+        const double share = a2a_nic_share(index, stage_ps_[0]);
+        if (share < 1.0) {
+          pool.cost->cost(shape, sequences, stage_ps_.data(), batch.components, uneven ? &busiest : nullptr,
+                          share, cp_min > 0 ? &cp_part : nullptr);
+        }
+      }
     }
     if (pool.swap_s_per_token > 0) [[unlikely]] add_swap_time(pool, lane, batch);
     // Pipeline: stage k starts when stage k - 1 handed over and stage k finished its previous
@@ -1446,6 +1459,14 @@ void Simulation::try_dispatch(std::uint32_t index) {
 
 bool Simulation::nics_carry_flows(std::uint32_t index) const {
   return net_->group_carries(instances_[index].nic_group);
+}
+
+double Simulation::a2a_nic_share(std::uint32_t index, std::int64_t iteration_ps) {
+  // Every rank waits for the slowest at each layer: the NIC whose flows leave it the least.
+  net_->group_traffic(now_, instances_[index].nic_group, nic_traffic_);
+  double share = 1.0;
+  for (const auto& t : nic_traffic_) share = std::min(share, cluster::a2a_nic_share(t, static_cast<double>(iteration_ps) * 1e-12));
+  return share;
 }
 
 void Simulation::book_a2a(std::uint32_t index, double share) {

@@ -225,6 +225,10 @@ class Simulation {
   // crosses one of the instance's chips' NICs, and the share of each the all-to-all holds from
   // now on for the flow network (0 releases it).
   bool nics_carry_flows(std::uint32_t instance) const;
+  // The share of its NICs an instance's all-to-all gets over an iteration of `iteration_ps`
+  // (comm_cost.h, a2a_nic_share), from the flows on them now.
+  double a2a_nic_share(std::uint32_t instance, std::int64_t iteration_ps);
+  std::vector<topologies::FlowNetwork::ResourceTraffic> nic_traffic_;  // a2a_nic_share's scratch
   void book_a2a(std::uint32_t instance, double share);
   // Runs f(), which changes `lane` outside a batch step, recording the gauges' change.
   // (Inside a step that records `lane` itself, that step's record covers the change.)

@@ -200,6 +200,39 @@ TEST_CASE("MoE load: balanced routing spreads T k pairs evenly; a power law load
   CHECK(power.busiest_pairs(1024) > 1.3 * balanced.busiest_pairs(1024));
 }
 
+TEST_CASE("MoE dispatch: DeepEP's normal kernels send a token once per destination node, the low-latency ones once per expert") {
+  // DeepSeek-V3 at EP32 over 4 nodes of 8 chips, balanced: 8 experts per chip, 64 per node.
+  const ModelSpec m = *model_preset("deepseek-v3");
+  const ParallelPlan ep32 = plan(1, 32, 32, 1);
+  MoeLoad load(m, ep32, MoeRouting{});
+  load.set_dispatch(8, DispatchKernel::kPerRank);
+  // A token's 8 distinct experts miss a node's 64 with probability prod_{i<8} (192 - i) / (256 - i)
+  // = 0.09645, a chip's 8 with prod (248 - i) / (256 - i) = 0.77291: it reaches a given other
+  // node with 0.90355, a given chip with 0.22709. Over the NIC: 3 x 0.90355 = 2.7107 copies
+  // (6 per selected expert: 8 x 24 / 32); over NVLink: the 7 other chips of its node and, forwarded
+  // by the relay in each other node, that node's 7 non-relay chips: 28 x 0.22709 = 6.3584.
+  CHECK(load.dispatch_fanout().nic == approx(2.71066).epsilon(1e-5));
+  CHECK(load.dispatch_fanout().up == approx(6.35845).epsilon(1e-5));
+  load.set_dispatch(8, DispatchKernel::kPerExpert);
+  CHECK(load.dispatch_fanout().nic == approx(8.0 * 24 / 32));
+  CHECK(load.dispatch_fanout().up == approx(8.0 * 7 / 32));
+  // The operators carry it: each chip dispatches its t = 100 tokens (tp 1) as fp8 with block
+  // scales, 1 + 4 / 128 bytes per element; the combine returns bf16.
+  load.set_dispatch(8, DispatchKernel::kPerRank);
+  const auto rates = rates_of("h800-sxm");
+  const LayerTokenOps o = layer_token_ops(m, ep32, load, 32 * 100, rates);
+  CHECK(o.moe_dispatch.bytes == approx(100 * (2.71066 + 6.35845) * 7168 * 1.03125).epsilon(1e-5));
+  CHECK(o.moe_dispatch.nic_bytes == approx(100 * 2.71066 * 7168 * 1.03125).epsilon(1e-5));
+  CHECK(o.moe_combine.nic_bytes == approx(100 * 2.71066 * 7168 * 2).epsilon(1e-5));
+  CHECK_FALSE(o.moe_dispatch.low_latency);
+  // EP8 in one node: nothing crosses a NIC; a token goes once to each other chip it reaches,
+  // 32 experts each: 7 x (1 - prod_{i<8} (224 - i) / (256 - i)) = 7 x 0.66183 = 4.6328 copies.
+  MoeLoad node(m, plan(1, 8, 8, 1), MoeRouting{});
+  node.set_dispatch(8, DispatchKernel::kPerRank);
+  CHECK(node.dispatch_fanout().nic == 0.0);
+  CHECK(node.dispatch_fanout().up == approx(4.63282).epsilon(1e-5));
+}
+
 TEST_CASE("Operators: routed experts run on the busiest rank; attention DP dispatches tokens") {
   const ModelSpec m = *model_preset("deepseek-v3");
   const auto h200 = rates_of("h200-sxm");
