@@ -34,16 +34,37 @@ constexpr double kVectorFraction = 16.0;  // bf16 tensor peak / vector rate (ass
 
 }  // namespace
 
-double padded_gemm_flops(const Operator& op, const Efficiency::GemmTiling& t, int sms) {
-  if (!(t.tile > 0) || !(op.m > 0) || !(op.n > 0) || !(op.k > 0)) return op.flops;
-  const double tm = t.small_m_tile > 0 && op.m <= t.small_m_tile ? t.small_m_tile : t.tile;
-  const double rows = std::ceil(op.m / tm), cols = std::ceil(op.n / t.tile);
-  double factor = rows * tm * cols * t.tile / (op.m * op.n);
+namespace {
+
+// padded_gemm_flops' factor for one GEMM of m x n outputs (`groups` of them in one batched
+// kernel: each pads its own n, and their tiles share the waves).
+double padding_factor(double m, double n, double groups, const Efficiency::GemmTiling& t, int sms) {
+  const double tm = t.small_m_tile > 0 && m <= t.small_m_tile ? t.small_m_tile : t.tile;
+  const double rows = std::ceil(m / tm), cols = std::ceil(n / t.tile);
+  double factor = rows * tm * cols * t.tile / (m * n);
   if (t.waves && sms > 0) {
-    const double tiles = rows * cols;
+    const double tiles = rows * cols * groups;
     factor *= std::ceil(tiles / sms) * sms / tiles;
   }
-  return op.flops * factor;
+  return factor;
+}
+
+}  // namespace
+
+double padded_gemm_flops(const Operator& op, const Efficiency::GemmTiling& t, int sms) {
+  if (!(t.tile > 0) || !(op.m > 0) || !(op.n > 0) || !(op.k > 0)) return op.flops;
+  if (op.gemm_count <= 1 && op.gemms[0].groups == 1) {
+    return op.flops * padding_factor(op.m, op.n, 1, t, sms);
+  }
+  // Each GEMM pads its own shape; the operator's FLOPs split over them as their m n k do.
+  double work = 0, padded = 0;
+  for (int i = 0; i < op.gemm_count; ++i) {
+    const Operator::Gemm& g = op.gemms[static_cast<std::size_t>(i)];
+    const double w = g.groups * g.n * g.k;
+    work += w;
+    padded += w * padding_factor(op.m, g.n, g.groups, t, sms);
+  }
+  return work > 0 ? op.flops * padded / work : op.flops;
 }
 
 MoeExpertsWork moe_experts_work(const Operator& op) {
@@ -167,8 +188,15 @@ RooflineCostModel::RooflineCostModel(const ChipSpec& chip) {
   }
 }
 
+const RooflineCostModel::Rates& RooflineCostModel::rates_of(const Operator& op) const {
+  // The MoE router is a dense GEMM reported under the MoE component: the GEMM curves and overhead
+  // cost it, not the MoE ones (fitted to the fused expert module, whose fixed cost it is not).
+  if (op.kind == OpKind::kMoeExperts && op.gemm_count > 0) return rates_[static_cast<std::size_t>(OpKind::kGemmMlp)];
+  return rates_[static_cast<std::size_t>(op.kind)];
+}
+
 double RooflineCostModel::compute_seconds(const Operator& op) const {
-  const Rates& r = rates_[static_cast<std::size_t>(op.kind)];
+  const Rates& r = rates_of(op);
   const auto rate = static_cast<std::size_t>(op.rate);
   const double flops = r.padded ? padded_gemm_flops(op, r.tiling, r.sms) : op.flops;
   // A quantised-activation GEMM format with its own factor: relative to the bf16 curve at the
@@ -191,13 +219,13 @@ double RooflineCostModel::quantisation_seconds(const Operator& op) const {
 }
 
 double RooflineCostModel::memory_seconds(const Operator& op) const {
-  const Rates& r = rates_[static_cast<std::size_t>(op.kind)];
+  const Rates& r = rates_of(op);
   if (r.memory_constant || op.kernels <= 0) return op.bytes * r.s_per_byte;
   return op.bytes / (r.bandwidth * r.memory.at(op.bytes / op.kernels));
 }
 
 double RooflineCostModel::seconds(const Operator& op) const {
-  const Rates& r = rates_[static_cast<std::size_t>(op.kind)];
+  const Rates& r = rates_of(op);
   if (op.kernels == 0 || !r.chip_operator) return 0.0;
   if (r.grouped && op.kv_bytes > 0) {
     for (const MoeFormat& f : moe_) {
@@ -361,13 +389,7 @@ bool TableCostModel::log_grid_lookup(const Operator& op, double& out) const {
       out = roofline_.seconds(op) * std::exp(v);
       return true;
     }
-    double seconds = std::exp(v);
-    // A fused GEMM operator (several GEMMs in one Operator): its first GEMM's time, scaled by
-    // the FLOPs of all of them.
-    if (is_gemm(op.kind) && op.m > 0 && op.n > 0 && op.k > 0) {
-      seconds *= std::max(1.0, op.flops / (2.0 * op.m * op.n * op.k));
-    }
-    out = seconds;
+    out = std::exp(v);
     return true;
   }
   return false;
@@ -377,6 +399,40 @@ bool TableCostModel::lookup(const Operator& op, double& out) const {
   // No shipped table measures Gated DeltaNet's recurrent kernels; an attention table of the same
   // kind, heads and head size would answer for a kernel it never ran: the roofline does.
   if (op.recurrent) return false;
+  if (op.gemm_count == 0) return lookup_one(op, out);
+  // An operator that lists its GEMMs (operators.h, Operator::gemms) costs the sum of their
+  // measured times, each at its own shape with its own launch: a table measures one kernel, and
+  // scaling one GEMM's time by the FLOPs of several would multiply its fixed cost with them (MLA's
+  // absorbed matmuls: by the heads). A batched GEMM of g groups of [m x k] x [k x n] runs the
+  // tiles, FLOPs and weight reads of one [m x k] x [k x g n] GEMM in one launch, and is costed as
+  // that GEMM (its g m k inputs instead of m k are not counted). Each is looked up as a GEMM (the
+  // MoE router, kind kMoeExperts, too), its FLOPs 2 m g n k and its bytes the operator's in
+  // proportion; when one misses, the roofline costs the whole operator.
+  double work = 0;
+  for (int i = 0; i < op.gemm_count; ++i) {
+    const Operator::Gemm& g = op.gemms[static_cast<std::size_t>(i)];
+    work += g.groups * g.n * g.k;
+  }
+  double total = 0;
+  for (int i = 0; i < op.gemm_count; ++i) {
+    const Operator::Gemm& g = op.gemms[static_cast<std::size_t>(i)];
+    Operator one = op;
+    one.kind = OpKind::kGemmQkv;
+    one.kernels = 1;
+    one.n = g.groups * g.n;
+    one.k = g.k;
+    one.flops = 2.0 * op.m * one.n * one.k;
+    one.bytes = work > 0 ? op.bytes * g.groups * g.n * g.k / work : op.bytes;
+    one.gemm_count = 0;
+    double s = 0;
+    if (!lookup_one(one, s)) return false;
+    total += s;
+  }
+  out = total;
+  return true;
+}
+
+bool TableCostModel::lookup_one(const Operator& op, double& out) const {
   if (!tables_.log_grids.empty() && log_grid_lookup(op, out)) return true;
   for (const MeasuredSeries& s : tables_.series) {
     if (!same_class(s.kind, op.kind) || s.rate != op.rate || s.n != op.n || s.k != op.k) continue;

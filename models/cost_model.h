@@ -26,6 +26,9 @@
 //              calibration profile ships for dense sweeps).
 //              A log grid may instead hold a factor over the roofline (roofline_factor): then
 //              it answers roofline(op) x factor(fields), and the roofline alone outside it.
+// An operator running several GEMMs (Operator::gemms) is looked up GEMM by GEMM, each with its
+// own launch, and the times add; a batched GEMM is looked up as the one GEMM of its groups'
+// columns.
 // The tables are plain data a calibration profile fills (calibrate/); units are seconds and the
 // operator's own shape fields (models/operators.h, Operator).
 // Ignored: operator overlap and launch pipelining (each operator's time adds), cache effects
@@ -52,8 +55,10 @@ namespace servesim::models {
 //   padded = flops x ceil(m / Tm) Tm ceil(n / Tn) Tn / (m n),
 // and with t.waves the tiles run in ceil(tiles / sms) whole waves over the SMs:
 //   padded x ceil(tiles / sms) sms / tiles.
-// flops (not 2 m n k) is scaled, so a fused operator keeps its own FLOPs count. Returns op.flops
-// when t.tile is 0 or the operator has no (m, n, k).
+// flops (not 2 m n k) is scaled, so a fused operator keeps its own FLOPs count. An operator that
+// lists several GEMMs (Operator::gemms) pads each at its own n (a batched one per group, its
+// groups' tiles sharing the waves), its FLOPs split over them in proportion to their groups x n x
+// k. Returns op.flops when t.tile is 0 or the operator has no (m, n, k).
 double padded_gemm_flops(const Operator& op, const Efficiency::GemmTiling& t, int sms);
 
 // Seconds of a routed-experts operator (kind kMoeExperts with kv_bytes, tokens and padded_m set,
@@ -131,6 +136,7 @@ class RooflineCostModel final : public CostModel {
   std::array<double, kComputeRates> format_compute_{};  // Efficiency::format_compute
   // The pass's seconds for a GEMM operator (0 when its format has no entry or it is emulated).
   double quantisation_seconds(const Operator& op) const;
+  const Rates& rates_of(const Operator& op) const;
   // Efficiency::moe_experts with the rate and stored weight bytes their format has on this chip
   // (how an operator's rate and kv_bytes select one).
   struct MoeFormat {
@@ -161,8 +167,9 @@ struct MeasuredGrid {
 // Seconds on a grid over an operator's shape fields, multilinear in u = ln(1 + x) on every axis
 // with ln(seconds) as the value, so that power laws interpolate exactly and zero-valued fields are
 // allowed (how calibrate fits its log-space tables, calibrate/grid_table.h). GEMM kinds match each
-// other, as for MeasuredSeries; an operator that fuses several GEMMs (gate|up and down) costs its
-// first GEMM's time scaled by its FLOPs over that GEMM's 2 m n k. Beyond an axis's end knots the
+// other, as for MeasuredSeries; an operator that lists its GEMMs (Operator::gemms: gate|up and
+// down, MLA's projections, the MoE router) costs the sum of each GEMM's time at its own shape, a
+// batched GEMM of g groups as one of g n columns (TableCostModel::lookup). Beyond an axis's end knots the
 // end segment extends (log-log linear) when the axis allows it; otherwise the lookup misses and
 // the roofline answers.
 // Attention grids (calibrate's attention tables) name the operator's attention fields per
@@ -233,6 +240,7 @@ class TableCostModel final : public CostModel {
 
  private:
   bool lookup(const Operator& op, double& seconds) const;
+  bool lookup_one(const Operator& op, double& seconds) const;  // one kernel's shape
   bool log_grid_lookup(const Operator& op, double& seconds) const;
   RooflineCostModel roofline_;
   MeasuredTables tables_;

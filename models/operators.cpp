@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/check.h"
+
 namespace servesim::models {
 
 std::string_view op_kind_name(OpKind k) {
@@ -129,14 +131,22 @@ Operator gemm(OpKind kind, const GemmFormat& f, double tokens, double k, double 
   // kernel of its own in the engines' fp8 / block-fp8 / NVFP4 linear layers; its cost is the
   // format's Efficiency::gemm_formats entry, fitted to the measured GEMMs).
   if (!f.emulated && f.act_in < kAct) op.quant_elements = tokens * k;
+  op.gemms[0] = {n, k, 1};
+  op.gemm_count = 1;
   return op;
 }
 
+// Runs `part` (GEMMs of the same rows) after `into`, in one Operator: FLOPs, bytes, kernels and
+// the GEMM list add up.
 void absorb(Operator& into, const Operator& part) {
   into.flops += part.flops;
   into.bytes += part.bytes;
   into.kernels += part.kernels;
   into.quant_elements += part.quant_elements;
+  for (int i = 0; i < part.gemm_count; ++i) {
+    SERVESIM_CHECK_MSG(into.gemm_count < Operator::kMaxGemms, "an operator lists at most kMaxGemms GEMMs");
+    into.gemms[static_cast<std::size_t>(into.gemm_count++)] = part.gemms[static_cast<std::size_t>(i)];
+  }
 }
 
 // The dequantisation work of an emulated GEMM family: 2 vector operations (convert, scale) per
@@ -205,7 +215,7 @@ double hidden_state_bytes(const ModelSpec& m, double tokens) {
 }
 
 MoeLoad::MoeLoad(const ModelSpec& m, const ParallelPlan& p, const MoeRouting& r)
-    : top_k_(m.moe.top_k), ep_(std::max(1, p.ep)) {
+    : top_k_(m.moe.top_k), ep_(std::max(1, p.ep)), moe_tp_(std::max(1, p.moe_tp)) {
   const int e = m.moe.experts;
   if (e <= 0) return;
   popularity_.assign(static_cast<std::size_t>(e), 1.0 / e);
@@ -286,6 +296,52 @@ MoeRankLoad MoeLoad::busiest(double tokens) const {
   return r;
 }
 
+void MoeLoad::set_dispatch(int chips_per_domain, DispatchKernel kernel) {
+  kernel_ = kernel;
+  fanout_ = DispatchFanout{};
+  fanout_.known = true;
+  const int chips = ep_ * moe_tp_;
+  if (popularity_.empty() || chips <= 1) return;
+  const int per = chips_per_domain > 0 ? std::min(chips_per_domain, chips) : chips;
+  const int domains = (chips + per - 1) / per;
+  // Popularity held by each chip (its EP rank's experts) and by each domain (its ranks', once).
+  std::vector<double> chip_mass(static_cast<std::size_t>(chips), 0.0), domain_mass(static_cast<std::size_t>(domains), 0.0);
+  for (std::size_t j = 0; j < popularity_.size(); ++j) {
+    const int rank = static_cast<int>(j % static_cast<std::size_t>(ep_));
+    for (int i = 0; i < moe_tp_; ++i) chip_mass[static_cast<std::size_t>(rank * moe_tp_ + i)] += popularity_[j];
+    domain_mass[static_cast<std::size_t>(rank * moe_tp_ / per)] += popularity_[j];
+  }
+  const double k = top_k_, e = static_cast<double>(popularity_.size());
+  // P(a token's k distinct experts miss a set of popularity P) = prod_i (1 - P E / (E - i)).
+  auto hit = [&](double mass) {
+    double miss = 1.0;
+    for (int i = 0; i < top_k_; ++i) miss *= std::max(0.0, 1.0 - mass * e / (e - i));
+    return 1.0 - miss;
+  };
+  for (int s = 0; s < chips; ++s) {
+    const int home = s / per, local = s % per;
+    for (int c = 0; c < chips; ++c) {
+      if (c == s) continue;
+      const int d = c / per;
+      const double mass = chip_mass[static_cast<std::size_t>(c)];
+      if (kernel == DispatchKernel::kPerExpert) {
+        (d == home ? fanout_.up : fanout_.nic) += k * mass;
+      } else if (d == home) {
+        fanout_.up += hit(mass);
+      } else if (c - d * per != local) {
+        fanout_.up += hit(mass);  // forwarded by s's relay in domain d
+      }
+    }
+    if (kernel == DispatchKernel::kPerRank) {
+      for (int d = 0; d < domains; ++d) {
+        if (d != home) fanout_.nic += hit(domain_mass[static_cast<std::size_t>(d)]);
+      }
+    }
+  }
+  fanout_.nic /= chips;
+  fanout_.up /= chips;
+}
+
 LayerTokenOps layer_token_ops(const ModelSpec& m, const ParallelPlan& p, const MoeLoad& load,
                               double tokens_total, const std::array<bool, kComputeRates>& rates) {
   MoeRankLoad rank;
@@ -295,6 +351,8 @@ LayerTokenOps layer_token_ops(const ModelSpec& m, const ParallelPlan& p, const M
     // sees only those routed to it: at most one per pair. Without, every chip of the MoE group
     // holds all the group's tokens (what AIConfigurator's single-GPU rows time).
     if (p.dp > 1) rank.tokens = std::min(rank.tokens, rank.pairs);
+    rank.fanout = load.dispatch_fanout();
+    rank.kernel = load.dispatch_kernel();
   }
   return layer_token_ops(m, p, rank, tokens_total, rates);
 }
@@ -462,13 +520,22 @@ LayerTokenOps layer_token_ops(const ModelSpec& m, const ParallelPlan& p, const M
     // experts' ranks (top_k copies, moe_tp columns each) and combines the results back (DeepEP
     // style all-to-all over the tp x dp chips); the dp group then all-reduces the shared experts'
     // partial sums and re-gathers its tokens when tp > 1.
+    // The copies: per selected expert spread evenly over the peers, or where the routing is
+    // known (MoeLoad::set_dispatch) as the kernel sends them, with the part over the NIC.
     const double n = static_cast<double>(p.tp) * p.dp;
     if (p.dp > 1) {
-      const double copies = (t / p.tp) * m.moe.top_k * p.moe_tp * (n - 1) / n;
+      const double sent = t / p.tp;  // token rows each chip dispatches
+      const DispatchFanout& f = rank.fanout;
+      const double copies = f.known ? sent * (f.nic + f.up) : sent * m.moe.top_k * p.moe_tp * (n - 1) / n;
       const double dispatch_bytes = std::max(1.0, activation_bytes_per_element(m.formats.experts));
       o.moe_dispatch = comm(OpKind::kEpDispatch, Collective::kAllToAll, Group::kMoe,
                             copies * h * dispatch_bytes);
       o.moe_combine = comm(OpKind::kEpCombine, Collective::kAllToAll, Group::kMoe, copies * h * kAct);
+      if (f.known) {
+        o.moe_dispatch.nic_bytes = sent * f.nic * h * dispatch_bytes;
+        o.moe_combine.nic_bytes = sent * f.nic * h * kAct;
+        o.moe_dispatch.low_latency = o.moe_combine.low_latency = rank.kernel == DispatchKernel::kPerExpert;
+      }
     } else {
       o.moe_dispatch = comm(OpKind::kEpDispatch, Collective::kAllToAll, Group::kMoe, 0);
       o.moe_combine = comm(OpKind::kEpCombine, Collective::kAllToAll, Group::kMoe, 0);
@@ -602,6 +669,12 @@ LayerBatchOps layer_batch_ops(const ModelSpec& m, const ParallelPlan& p, const B
     ab.m = absorbed;
     ab.n = a.kv_lora_rank;
     ab.k = a.qk_nope_dim;
+    // Two batched matmuls over the heads (TensorRT-LLM's mla_gen_pre / mla_gen_post bmm, vLLM's
+    // and SGLang's torch.bmm on W_UK / W_UV): q_nope [hq x t x N] x [hq x N x L], then the
+    // latent output [hq x t x L] x [hq x L x V].
+    ab.gemms[0] = {static_cast<double>(a.kv_lora_rank), static_cast<double>(a.qk_nope_dim), hq};
+    ab.gemms[1] = {static_cast<double>(a.v_dim), static_cast<double>(a.kv_lora_rank), hq};
+    ab.gemm_count = 2;
     o.decode_absorb = ab;
     if (!m.dsa.enabled()) {
       // Table fields: the prefill kernel is multi-head over up-projected K/V, the decode kernel

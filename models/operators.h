@@ -130,6 +130,18 @@ struct Operator {
   // tokens through the MoE module on the chip (routing, permutation and finalize touch every one),
   // and m with each expert's rows rounded up to whole tiles (MoeRankLoad::padded_rows).
   double tokens = 0, padded_m = 0;
+  // The dense GEMMs the operator runs (none for attention, elementwise and the routed experts),
+  // each of m rows (the operator's m) through k -> n, in `groups` independent products of that
+  // shape launched as one batched kernel (MLA's absorbed per-head matmuls: groups = query heads
+  // per chip). An operator that runs several lists each (gate|up then down; MLA's q and kv
+  // projections), and a measured table costs each at its own shape, one launch each
+  // (models::TableCostModel); n and k above are the first one's.
+  struct Gemm {
+    double n = 0, k = 0, groups = 1;
+  };
+  static constexpr int kMaxGemms = 4;
+  std::array<Gemm, kMaxGemms> gemms{};
+  int gemm_count = 0;
 };
 
 struct CommOp {
@@ -137,6 +149,28 @@ struct CommOp {
   Collective collective = Collective::kAllReduce;
   Group group = Group::kTp;
   double bytes = 0;  // per rank: the buffer each rank contributes (all-reduce: its whole buffer)
+  // Expert dispatch / combine whose routing is known (MoeLoad::set_dispatch): of `bytes`, those
+  // that cross the rank's NIC to other scale-up domains (the rest stays on the scale-up links),
+  // and whether the low-latency kernels run it. nic_bytes < 0: unknown, the bytes spread evenly
+  // over the peers (sim/cluster/comm_cost.h).
+  double nic_bytes = -1;
+  bool low_latency = false;
+};
+
+// How an expert-parallel dispatch sends a token to the ranks of its top-k experts (the combine
+// brings the results back the same way), after DeepEP (deepseek-ai/DeepEP, README), which the
+// serving engines run:
+//   kPerRank    the normal (high-throughput, prefill) kernels: once per destination rank inside
+//               the sender's scale-up domain; across it, once per destination domain, to the
+//               peer with the sender's local index, which forwards it over its scale-up links to
+//               the domain's other destination ranks;
+//   kPerExpert  the low-latency (decode) kernels: once per selected expert, straight to its rank.
+enum class DispatchKernel : std::uint8_t { kPerRank, kPerExpert };
+// Copies of one token a chip sends, averaged over the group's chips: over its NIC, and over the
+// scale-up links (to its own domain, and forwarded by the relays of the others).
+struct DispatchFanout {
+  double nic = 0, up = 0;
+  bool known = false;  // false: no domain size given; the per-expert count spread evenly
 };
 
 // Token-to-expert skew. Balanced: every expert gets T k / E of T tokens. Power law: expert
@@ -166,6 +200,8 @@ struct MoeRankLoad {
   double pairs = 0;
   double active = 0;
   double padded_rows = 0;
+  DispatchFanout fanout;  // how its tokens are dispatched (MoeLoad::set_dispatch)
+  DispatchKernel kernel = DispatchKernel::kPerRank;
 };
 
 // Expected load of the busiest expert-parallel rank for a model, plan and skew. Experts are placed
@@ -185,13 +221,30 @@ class MoeLoad {
   // times hit_j (a deterministic stand-in for the expectation over the binomial count).
   MoeRankLoad busiest(double tokens) const;
   const std::vector<double>& popularity() const { return popularity_; }
+  // The dispatch's routing on a placement whose scale-up domains hold `chips_per_domain`
+  // consecutive chips of the MoE group (rank order: expert-TP fastest, expert j on EP rank
+  // j mod ep, its moe_tp chips in one domain), which layer_token_ops applies. A token misses a set
+  // of experts of total popularity P with probability prod_{i < k} (1 - P E / (E - i)): its k
+  // distinct experts drawn one by one, each from what is left (exact for balanced routing, the
+  // hypergeometric count of topologies::expected_destination_ranks). With hit(set) = 1 - that,
+  // kPerRank, for a sender s in domain D:
+  //   nic = sum over domains d != D of hit(d)
+  //   up  = sum over chips c in D, c != s, of hit(c) + sum over d != D of the hits of d's chips
+  //         other than s's relay there (the chip with s's local index);
+  // kPerExpert: nic = k x (popularity of the experts outside D) x moe_tp, up = k x (that of the
+  // experts on D's other chips) x moe_tp; both averaged over the group's chips.
+  void set_dispatch(int chips_per_domain, DispatchKernel kernel);
+  const DispatchFanout& dispatch_fanout() const { return fanout_; }
+  DispatchKernel dispatch_kernel() const { return kernel_; }
 
  private:
   // Probability that the j-th most popular expert gets at least one of `tokens` tokens.
   double hit(std::size_t j, double tokens) const;
 
   std::vector<double> popularity_;  // descending, sums to 1
-  int top_k_ = 0, ep_ = 1;
+  int top_k_ = 0, ep_ = 1, moe_tp_ = 1;
+  DispatchFanout fanout_;
+  DispatchKernel kernel_ = DispatchKernel::kPerRank;
 };
 
 // Token operators of one layer of each kind, per chip, for `tokens` new tokens in the instance.

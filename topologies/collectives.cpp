@@ -327,6 +327,38 @@ const CostCurve& CollectiveCostCache::curve(const GroupLayout& g, CollectiveKind
   return it->second;
 }
 
+double SplitAllToAll::seconds(double up_bytes, double out_bytes, double share) const {
+  if (!(up_bytes > 0) && !(out_bytes > 0)) return 0.0;
+  double best = kInf;
+  for (int i = 0; i < count; ++i) {
+    const Protocol& p = protocols[static_cast<std::size_t>(i)];
+    const double up = up_bytes > 0 ? up_bytes * p.up_s_per_byte : 0.0;
+    const double out = out_bytes > 0 ? out_bytes * p.out_s_per_byte / share : 0.0;
+    best = std::min(best, p.alpha_s + std::max(up, out));
+  }
+  return count > 0 ? best : 0.0;
+}
+
+SplitAllToAll split_all_to_all(const GroupLayout& g, CollectiveKind kind, const CommCalibration& c) {
+  SplitAllToAll s;
+  if (g.ranks <= 1) return s;
+  const bool across = g.domains > 1;
+  const Plane tier = across ? Plane::kScaleOut : Plane::kScaleUp;
+  const Duration hop = across ? g.out_hop : g.up_hop;
+  for (int which = 0; which < 2; ++which) {
+    // The direct algorithm's phase (collective_algorithms), its transfer per byte of each tier.
+    const ProtocolFit& fit = protocol(c, tier, kind, which);
+    SplitAllToAll::Protocol& p = s.protocols[static_cast<std::size_t>(s.count++)];
+    p.alpha_s = fit.base.to_seconds() + (g.ranks - 1.0) * fit.per_step.to_seconds() + hop.to_seconds();
+    const double eu = protocol(c, Plane::kScaleUp, kind, which).efficiency;
+    const double eo = protocol(c, Plane::kScaleOut, kind, which).efficiency;
+    SERVESIM_CHECK(eu > 0 && eo > 0);
+    p.up_s_per_byte = g.ranks_per_domain > 1 ? per_byte(1.0, g.up_bytes_per_s) / eu : 0.0;
+    p.out_s_per_byte = across ? per_byte(1.0, g.out_bytes_per_s) / eo : 0.0;
+  }
+  return s;
+}
+
 double expected_destination_ranks(int experts, int topk, int ranks) {
   if (ranks <= 0 || experts <= 0 || topk <= 0) return 0.0;
   const double e = experts;

@@ -195,6 +195,27 @@ class CollectiveCostCache {
   std::unordered_map<Key, CostCurve, KeyHash> cache_;
 };
 
+// An all-to-all, or an expert-parallel dispatch / combine, whose rank sends up_bytes to peers in
+// its own scale-up domain and out_bytes to the others, where the split is not the even one
+// collective_curve assumes (each rank S / n to every rank): DeepEP's normal dispatch sends a token
+// once per destination domain over the NIC and forwards it inside the domain over the scale-up
+// links (models::MoeLoad::dispatch_fanout). The direct algorithm's one phase, both tiers at once,
+// per protocol:
+//   base + steps x per_step + hop latency + max(up_bytes / (B_up x eff_up),
+//                                               out_bytes / (B_out x share x eff_out)),
+// the cheaper protocol answering; `share` is the part of the NIC the collective gets (1: all).
+// Equal to collective_curve's line at S when up_bytes = S (p - 1) / n and out_bytes =
+// S (n - p) / n (tested).
+struct SplitAllToAll {
+  struct Protocol {
+    double alpha_s = 0, up_s_per_byte = 0, out_s_per_byte = 0;
+  };
+  std::array<Protocol, 2> protocols{};
+  int count = 0;
+  double seconds(double up_bytes, double out_bytes, double share = 1.0) const;
+};
+SplitAllToAll split_all_to_all(const GroupLayout& g, CollectiveKind kind, const CommCalibration& c);
+
 // The expected number of distinct ranks a token's top-k experts land on, when `experts` are
 // spread evenly over `ranks` and a token picks k distinct experts uniformly:
 //   ranks x (1 - C(E - E / ranks, k) / C(E, k)).

@@ -821,6 +821,24 @@ void FlowNetwork::sync_reserve(std::uint32_t r) {
   link_[r].capacity = fabric_.resource_capacity(r) * (1.0 - share);
 }
 
+void FlowNetwork::group_traffic(SimTime now, std::uint32_t g, std::vector<ResourceTraffic>& out) {
+  flush();
+  out.clear();
+  for (std::uint32_t i = groups_[g].begin; i < groups_[g].end; ++i) {
+    const std::uint32_t r = group_resources_[i].value;
+    if (link_[r].head == kNone) continue;
+    ResourceTraffic t;
+    for (std::uint32_t e = link_[r].head; e != kNone; e = hot_[e / kMaxHops].next[e % kMaxHops]) {
+      const std::uint32_t f = e / kMaxHops;
+      t.rate += hot_[f].rate;
+      t.remaining += std::max(0.0, remaining_[f] - hot_[f].rate * static_cast<double>(now.ps() - last_ps_[f]) / kPsPerS);
+    }
+    t.capacity = fabric_.resource_capacity(r);
+    t.saturated = t.rate >= link_[r].capacity * (1 - 1e-9);
+    out.push_back(t);
+  }
+}
+
 bool FlowNetwork::reserve_group(SimTime now, std::uint32_t g, double share) {
   SERVESIM_CHECK_MSG(share >= 0 && share < 1, "a reserved share is in [0, 1)");
   groups_[g].share = share;

@@ -132,6 +132,16 @@ class FlowNetwork {
   bool reserve_group(SimTime now, std::uint32_t group, double share);
   // Whether some flow crosses one of the group's resources now: a count kept by the link lists.
   bool group_carries(std::uint32_t group) const { return groups_[group].carried > 0; }
+  // The flows crossing one resource now: their summed rate (bytes/s) and the bytes they have
+  // left, the resource's whole capacity (bytes/s, before any reserved share), and whether it
+  // binds them (their rates fill what its reserved share leaves, to 1e-9).
+  struct ResourceTraffic {
+    double rate = 0, remaining = 0, capacity = 0;
+    bool saturated = false;
+  };
+  // One entry per resource of reserve group `group` that flows cross now, in the group's order
+  // (settles pending changes first).
+  void group_traffic(SimTime now, std::uint32_t group, std::vector<ResourceTraffic>& out);
 
   // Settles the changes recorded so far (the queries below do it themselves).
   void flush();

@@ -31,6 +31,20 @@ double topology_bytes(models::Collective c, int ranks, double bytes) {
   return c == models::Collective::kAllToAll && ranks > 1 ? bytes * ranks / (ranks - 1.0) : bytes;
 }
 
+// The kernel kinds of PlacedGroup::Layout::ep, in order.
+constexpr std::array<topologies::CollectiveKind, 4> kEpKinds = {
+    topologies::CollectiveKind::kDispatch, topologies::CollectiveKind::kCombine,
+    topologies::CollectiveKind::kDispatchLowLatency, topologies::CollectiveKind::kCombineLowLatency};
+
+std::size_t ep_index(const models::CommOp& op) {
+  return (op.kind == models::OpKind::kEpCombine ? 1u : 0u) + (op.low_latency ? 2u : 0u);
+}
+
+bool split_op(const models::CommOp& op) {
+  return op.collective == models::Collective::kAllToAll && op.nic_bytes >= 0 &&
+         (op.kind == models::OpKind::kEpDispatch || op.kind == models::OpKind::kEpCombine);
+}
+
 }  // namespace
 
 bool PlacedGroup::leaves_domain() const {
@@ -61,6 +75,13 @@ PlacedGroup place_group(std::span<const topologies::GroupLayout> layouts,
       const double eff = calibration.tier(topologies::Plane::kScaleOut)[topologies::CollectiveKind::kAllToAll]
                              .bandwidth_bound.efficiency;
       if (a.count > 0 && eff > 0) l.nic_s_per_byte = a.phases[0].out_seconds_per_byte / eff;
+    }
+    for (std::size_t k = 0; k < kEpKinds.size(); ++k) {
+      l.ep[k] = topologies::split_all_to_all(layout, kEpKinds[k], calibration);
+      const double eff = calibration.tier(topologies::Plane::kScaleOut)[kEpKinds[k]].bandwidth_bound.efficiency;
+      if (layout.domains > 1 && layout.out_bytes_per_s > 0 && eff > 0) {
+        l.ep_nic_s_per_byte[k] = 1.0 / (layout.out_bytes_per_s * eff);
+      }
     }
     g.layouts.push_back(l);
   }
@@ -129,6 +150,38 @@ double CommCost::seconds(models::Collective c, const GroupSpan& g, double bytes,
   return 0.0;
 }
 
+double CommCost::seconds(const models::CommOp& op, const GroupSpan& g, double nic_share) const {
+  if (!split_op(op)) return seconds(op.collective, g, op.bytes, nic_share);
+  if (g.ranks <= 1 || op.bytes <= 0) return 0.0;
+  const double out = g.leaves_domain ? op.nic_bytes : 0.0, in = std::max(0.0, op.bytes - out);
+  if (g.placed != nullptr) {
+    // The slowest layout binds; a layout inside one domain sends everything over its scale-up.
+    double worst = 0;
+    for (const PlacedGroup::Layout& l : g.placed->layouts) {
+      const bool across = l.layout.domains > 1;
+      worst = std::max(worst, l.ep[ep_index(op)].seconds(across ? in : op.bytes, across ? out : 0.0, nic_share));
+    }
+    return worst;
+  }
+  const topologies::LinkTier& tier = g.leaves_domain ? out_ : up_;
+  return tier.latency.to_seconds() +
+         std::max(in / (up_.bandwidth.bytes_per_s * up_.efficiency),
+                  out / (out_.bandwidth.bytes_per_s * out_.efficiency * nic_share));
+}
+
+double CommCost::nic_seconds(const models::CommOp& op, const GroupSpan& g) const {
+  if (!split_op(op)) return nic_seconds(op.collective, g, op.bytes);
+  if (g.ranks <= 1 || op.nic_bytes <= 0 || !g.leaves_domain) return 0.0;
+  if (g.placed != nullptr) {
+    double worst = 0;
+    for (const PlacedGroup::Layout& l : g.placed->layouts) {
+      worst = std::max(worst, op.nic_bytes * l.ep_nic_s_per_byte[ep_index(op)]);
+    }
+    return worst;
+  }
+  return op.nic_bytes / (out_.bandwidth.bytes_per_s * out_.efficiency);
+}
+
 double CommCost::nic_seconds(models::Collective c, const GroupSpan& g, double bytes) const {
   if (c != models::Collective::kAllToAll || g.ranks <= 1 || bytes <= 0 || !g.leaves_domain) return 0.0;
   if (g.placed != nullptr) {
@@ -139,6 +192,17 @@ double CommCost::nic_seconds(models::Collective c, const GroupSpan& g, double by
     return worst;
   }
   return bytes * g.outside_fraction / (out_.bandwidth.bytes_per_s * out_.efficiency);
+}
+
+double a2a_nic_share(const topologies::FlowNetwork::ResourceTraffic& t, double iteration_s) {
+  if (!(t.rate > 0) || !(t.capacity > 0) || !(iteration_s > 0)) return 1.0;
+  const double half = 0.5 * t.capacity;
+  const double q = t.saturated ? half : std::min(t.rate, half);
+  // Their pace without the all-to-all: the whole NIC when it binds them (the rate seen now may be
+  // what an earlier duty cycle left them), their own rate otherwise.
+  const double pace = t.saturated ? t.capacity : t.rate;
+  const double f = std::min(1.0, t.remaining / pace / iteration_s);
+  return 1.0 / (1.0 + f * q / (t.capacity - q));
 }
 
 GroupSpan group_span(const models::ParallelPlan& p, models::Group g, int domain) {

@@ -19,6 +19,11 @@
 // the cluster graph instead: its groups as describe_group reads them off the placed chips, each
 // collective by the lower envelope of topologies/collectives.h's algorithms with the cluster's
 // fitted constants (CollectiveCostCache), the slowest layout of the kind binding.
+// Expert dispatch / combine whose routing is known (models::CommOp::nic_bytes, set by
+// models::MoeLoad::set_dispatch): its NIC bytes are the op's, not the even share of the peers
+// outside the domain, and the rest goes over the scale-up links; on placed groups it is costed
+// by topologies::split_all_to_all with the calibration of the kernel that runs it (DeepEP normal:
+// kDispatch / kCombine; low latency: kDispatchLowLatency / kCombineLowLatency).
 // Contention with KV flows (sim/cluster/README.md, "All-to-all and KV flows on the same NICs"):
 // `nic_share` is the share of the NIC the all-to-all gets while it runs, so its NIC part is
 // S_out / (B_out x eff x nic_share); nic_seconds is that part alone at the whole NIC.
@@ -39,6 +44,7 @@
 #include "models/operators.h"
 #include "models/parallel_plan.h"
 #include "topologies/collectives.h"
+#include "topologies/flow_network.h"
 
 namespace servesim::cluster {
 
@@ -55,6 +61,9 @@ struct PlacedGroup {
     std::array<topologies::CostCurve, kKinds> curves;  // by models::Collective
     topologies::CostCurve a2a_shared;  // all-to-all with its NIC part at `nic_share` of the NIC
     double nic_s_per_byte = 0;         // all-to-all: its NIC part at the whole NIC, s per byte
+    // Dispatch, combine, low-latency dispatch, low-latency combine with their bytes per tier.
+    std::array<topologies::SplitAllToAll, 4> ep{};
+    std::array<double, 4> ep_nic_s_per_byte{};  // their NIC part at the whole NIC, s per NIC byte
   };
   std::vector<Layout> layouts;
   double nic_share = 1;
@@ -85,9 +94,12 @@ class CommCost {
   explicit CommCost(const models::ChipSpec& chip);
   double seconds(models::Collective c, const GroupSpan& g, double bytes_per_rank,
                  double nic_share = 1.0) const;
+  // An operator's collective: as above, except a dispatch / combine with known NIC bytes.
+  double seconds(const models::CommOp& op, const GroupSpan& g, double nic_share = 1.0) const;
   // Seconds the collective keeps each member's NIC busy at its full rate (the all-to-all's
   // S_out / (B_out x eff); 0 for the others and for groups inside one domain).
   double nic_seconds(models::Collective c, const GroupSpan& g, double bytes_per_rank) const;
+  double nic_seconds(const models::CommOp& op, const GroupSpan& g) const;
   const topologies::LinkTier& scale_up() const { return up_; }
   const topologies::LinkTier& scale_out() const { return out_; }
 
@@ -96,6 +108,20 @@ class CommCost {
   topologies::LinkTier up_, out_;
   std::vector<models::Efficiency::CollectiveLine> all_reduce_lines_;  // in-domain, where fitted
 };
+
+// The share of a NIC an expert all-to-all gets over an iteration of `iteration_s` seconds (its
+// time with the whole NIC) when flows cross the NIC (`t`, FlowNetwork::group_traffic): while both
+// send they split it max-min as two traffic classes (or one queue pair each under per-QP fair
+// arbitration): flows that this NIC binds take half of it during the all-to-all, flows held
+// below half by their own bottleneck keep their rate; q is what they take. They are there for
+// f = min(1, remaining / (pace x iteration_s)) of the iteration's work, pace = C (the NIC's
+// capacity) when it binds them, their rate otherwise (in the fluid limit the flows move C T
+// bytes in an iteration of T at C whether or not the all-to-all interleaves). The all-to-all's NIC
+// part then takes 1 + f q / (C - q) times as long (flows bound here all along: twice), so
+//   share = 1 / (1 + f q / (C - q)).
+// A flow at 1% of the NIC stretches it by 1%, not 2x; one that drains in a tenth of the
+// iteration by 10%.
+double a2a_nic_share(const topologies::FlowNetwork::ResourceTraffic& t, double iteration_s);
 
 // The span of a group kind of an instance with this plan on domains of `domain` chips.
 GroupSpan group_span(const models::ParallelPlan& p, models::Group g, int domain);

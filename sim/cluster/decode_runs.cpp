@@ -70,7 +70,7 @@ SimTime DecodeRuns::plan(std::uint32_t instance, Lane& lane, SimTime first_end, 
   }
   if (k < 2) return first_end;
   // The steps' costs (iteration_cost.h): what they share once, then their contexts' terms. They
-  // have no all-to-all stretch (cost()'s nics_shared): runs are off for a pool whose all-to-all
+  // have no all-to-all stretch (cost()'s nic_share below 1): runs are off for a pool whose all-to-all
   // shares its NICs with the flows.
   SERVESIM_CHECK(!pool.a2a_on_nics);
   Batch& batch = lane.batch();

@@ -20,7 +20,9 @@ std::optional<IterationCostModel::PlacedGroups> placed_groups(const ClusterConfi
   const topologies::Fabric& fabric = *cc.fabric;
   const topologies::InstanceShape shape = instance_shape(pc.plan);
   topologies::CollectiveCostCache cache(cc.spec.comm);
-  const double share = IterationCostModel::kKvNicShare;
+  // The whole NIC: the expert dispatch, the one all-to-all that shares it with the flows, is costed
+  // at its share by its per-tier split (comm_cost.h).
+  const double share = 1.0;
   std::vector<topologies::GroupLayout> distinct;
   auto note = [&](std::span<const topologies::ChipId> chips) {
     const topologies::GroupLayout g = topologies::describe_group(fabric, chips);
@@ -88,6 +90,9 @@ Deployment::Deployment(const SimulationConfig& config, RequestTable& requests, N
     pool.cost = std::make_unique<IterationCostModel>(config.model, pc.chip, pc.plan, pc.moe_routing, pc.cost_model,
                                                      pc.scheduler.max_batched_tokens);
     pool.cost->set_two_batch_overlap(pc.two_batch_overlap);
+    // DeepEP's low-latency kernels in decode pools, its normal ones elsewhere (comm_cost.h).
+    pool.cost->set_dispatch_kernel(pc.kind == PoolRole::kDecode ? models::DispatchKernel::kPerExpert
+                                                                : models::DispatchKernel::kPerRank);
     // A scenario with `cluster:` costs the collectives on the pool's placed groups.
     if (config.cluster && pc.kind != PoolRole::kEncode) {
       if (auto placed = placed_groups(*config.cluster, index, pc)) pool.cost->set_placed_groups(std::move(*placed));

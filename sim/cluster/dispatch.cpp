@@ -135,8 +135,16 @@ Dispatcher::Priced Dispatcher::price(std::uint32_t index, std::uint32_t l) {
     stage_ps_[0] = pool.cost->decode_step(batch.steps, shape, parts);
     pool.cost->step_components(batch.steps, parts, batch.components);
   } else {
-    pool.cost->cost(shape, sequences, stage_ps_.data(), batch.components, uneven ? &busiest : nullptr, nics_shared,
+    pool.cost->cost(shape, sequences, stage_ps_.data(), batch.components, uneven ? &busiest : nullptr, 1.0,
                     cp_min > 0 ? &cp_part : nullptr);
+    if (nics_shared) [[unlikely]] {
+      // The all-to-all's share of the NICs from the flows on them over this iteration (pp = 1).
+      const double share = network_->a2a_nic_share(inst.nic_group, stage_ps_[0]);
+      if (share < 1.0) {
+        pool.cost->cost(shape, sequences, stage_ps_.data(), batch.components, uneven ? &busiest : nullptr, share,
+                        cp_min > 0 ? &cp_part : nullptr);
+      }
+    }
   }
   if (pool.swap_s_per_token > 0) [[unlikely]] add_swap_time(pool, lane, batch);
   // Pipeline: stage k starts when stage k - 1 handed over and stage k finished its previous

@@ -128,6 +128,7 @@ IterationCostModel::IterationCostModel(const models::ModelSpec& model, const mod
   cp_span_ = group_span(plan, models::Group::kCp, domain);
   a2a_on_nics_ = moe_span_.leaves_domain && moe_span_.outside_fraction > 0 && model.moe.experts > 0 &&
                  plan.ep > 1;
+  set_dispatch_routing();
   for (int s = 0; s < plan.pp; ++s) {
     const models::LayerCounts c =
         model.count_layers(plan.stage_first_layer(model, s), plan.stage_layers(model, s));
@@ -190,6 +191,7 @@ void IterationCostModel::set_placed_groups(PlacedGroups groups) {
   if (!placed_->cp.layouts.empty()) cp_span_ = placed_span(placed_->cp);
   a2a_on_nics_ = moe_span_.leaves_domain && moe_span_.outside_fraction > 0 && model_.moe.experts > 0 &&
                  plan_.ep > 1;
+  set_dispatch_routing();
   hop_spans_.clear();
   bool hops = placed_->pp_hops.size() + 1 == static_cast<std::size_t>(plan_.pp);
   for (const PlacedGroup& h : placed_->pp_hops) hops = hops && !h.layouts.empty();
@@ -197,6 +199,22 @@ void IterationCostModel::set_placed_groups(PlacedGroups groups) {
     for (const PlacedGroup& h : placed_->pp_hops) hop_spans_.push_back(placed_span(h));
   }
   hidden_bytes_per_token_ = models::hidden_state_bytes(model_, 1);
+  for (TokenLinear& e : linear_) e = TokenLinear{};
+  std::fill(draft_tokens_ps_.begin(), draft_tokens_ps_.end(), -1);
+}
+
+void IterationCostModel::set_dispatch_routing() {
+  int per_domain = chip_.scale_up_domain;
+  if (moe_span_.placed != nullptr) {
+    per_domain = 0;
+    for (const PlacedGroup::Layout& l : moe_span_.placed->layouts) per_domain = std::max(per_domain, l.layout.ranks_per_domain);
+  }
+  load_.set_dispatch(per_domain, kernel_);
+}
+
+void IterationCostModel::set_dispatch_kernel(models::DispatchKernel kernel) {
+  kernel_ = kernel;
+  set_dispatch_routing();
   for (TokenLinear& e : linear_) e = TokenLinear{};
   std::fill(draft_tokens_ps_.begin(), draft_tokens_ps_.end(), -1);
 }
@@ -210,9 +228,7 @@ const IterationCostModel::TokenLinear& IterationCostModel::linear(std::int64_t t
       models::layer_token_ops(model_, plan_, load_, static_cast<double>(tokens), rates_);
   const models::CostModel& cm = *cost_model_;
   auto ps = [&](const models::Operator& op) { return to_ps(cm.seconds(op)); };
-  auto comm = [&](const models::CommOp& c, const GroupSpan& span) {
-    return to_ps(comm_.seconds(c.collective, span, c.bytes));
-  };
+  auto comm = [&](const models::CommOp& c, const GroupSpan& span) { return to_ps(comm_.seconds(c, span)); };
   const std::int64_t qkv = ps(o.qkv), out = ps(o.out), dq_attention = ps(o.dequant_attention);
   const std::int64_t attention_reduce = comm(o.attention_reduce, tp_span_);
   const std::int64_t dense_mlp = ps(o.dense_mlp), dense_ew = ps(o.dense_elementwise);
@@ -229,14 +245,10 @@ const IterationCostModel::TokenLinear& IterationCostModel::linear(std::int64_t t
   e.per_moe = experts + shared + moe_ew + dq_moe + moe_reduce + dispatch + combine;
   e.per_moe_a2a = dispatch + combine;
   if (a2a_on_nics_) {
-    const double share = kKvNicShare;
-    const std::int64_t at_share =
-        to_ps(comm_.seconds(o.moe_dispatch.collective, moe_span_, o.moe_dispatch.bytes, share)) +
-        to_ps(comm_.seconds(o.moe_combine.collective, moe_span_, o.moe_combine.bytes, share));
-    e.per_moe_contention = at_share - e.per_moe_a2a;
-    e.a2a_nic = total_.moe *
-                (to_ps(comm_.nic_seconds(o.moe_dispatch.collective, moe_span_, o.moe_dispatch.bytes)) +
-                 to_ps(comm_.nic_seconds(o.moe_combine.collective, moe_span_, o.moe_combine.bytes)));
+    e.dispatch_op = o.moe_dispatch;
+    e.combine_op = o.moe_combine;
+    e.a2a_nic = total_.moe * (to_ps(comm_.nic_seconds(o.moe_dispatch, moe_span_)) +
+                              to_ps(comm_.nic_seconds(o.moe_combine, moe_span_)));
   }
   e.embedding_reduce = attention_reduce;  // the same hidden-state all-reduce
   const StageLayers& n = total_;
@@ -279,9 +291,7 @@ std::int64_t IterationCostModel::draft_ps(const models::BatchShape& verify) {
     const models::MtpDraftOps o = models::mtp_draft_ops(model_, plan_, load_, d, rates_);
     const models::CostModel& cm = *cost_model_;
     auto ps = [&](const models::Operator& op) { return to_ps(cm.seconds(op)); };
-    auto comm = [&](const models::CommOp& c, const GroupSpan& span) {
-      return to_ps(comm_.seconds(c.collective, span, c.bytes));
-    };
+    auto comm = [&](const models::CommOp& c, const GroupSpan& span) { return to_ps(comm_.seconds(c, span)); };
     const models::LayerTokenOps& l = o.layer;
     token_ps = ps(o.eh_proj) + ps(l.qkv) + ps(l.out) + ps(l.dequant_attention) +
                comm(l.attention_reduce, tp_span_) + ps(o.lm_head);
@@ -383,7 +393,7 @@ inline void IterationCostModel::add_token_components(const TokenLinear& lin, std
 
 void IterationCostModel::cost(const models::BatchShape& b, std::int64_t sequences,
                               std::int64_t* stage_ps, ComponentTimes& c,
-                              const models::BatchShape* busiest, bool nics_shared,
+                              const models::BatchShape* busiest, double nic_share,
                               const models::BatchShape* cp_part) {
   using models::OpKind;
   const TokenLinear& lin = linear(static_cast<std::int64_t>(b.tokens));
@@ -454,8 +464,12 @@ void IterationCostModel::cost(const models::BatchShape& b, std::int64_t sequence
   const std::int64_t lm_head = lm_head_ps(b.logits);
   const std::int64_t draft = verify ? draft_ps(b) : 0;
   const double chip_tokens = models::tokens_per_chip(plan_, b.tokens);
-  // KV flows on the NICs: every MoE layer's all-to-all gets kKvNicShare of them (header).
-  const std::int64_t contention = nics_shared ? lin.per_moe_contention : 0;
+  // KV flows on the NICs: every MoE layer's all-to-all gets nic_share of them (header).
+  std::int64_t contention = 0;
+  if (nic_share < 1.0 && a2a_on_nics_) {
+    contention = to_ps(comm_.seconds(lin.dispatch_op, moe_span_, nic_share)) +
+                 to_ps(comm_.seconds(lin.combine_op, moe_span_, nic_share)) - lin.per_moe_a2a;
+  }
 
   c.fill(0);
   std::int64_t sends = 0, exposed_host = 0, hidden_a2a = 0;
@@ -500,9 +514,9 @@ void IterationCostModel::cost(const models::BatchShape& b, std::int64_t sequence
 }
 
 IterationCostModel::DecodeSteps IterationCostModel::decode_steps(std::int64_t sequences) {
-  // No all-to-all stretch (nics_shared): decode runs are off for a pool whose all-to-all shares
+  // No all-to-all stretch (nic_share): decode runs are off for a pool whose all-to-all shares
   // the NICs with the flows (DecodeRuns: every such step is an event with its own stretch), so a
-  // run's steps are cost() with nics_shared = false. DecodeRuns checks it when it enables runs.
+  // run's steps are cost() with nic_share = 1. DecodeRuns checks it when it enables runs.
   SERVESIM_CHECK(plan_.pp == 1 && verify_width_ == 1 && sequences > 0);
   DecodeSteps d;
   d.lin = linear(sequences);

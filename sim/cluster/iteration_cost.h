@@ -44,12 +44,17 @@
 // time runs on the last stage after the LM head and is the component `mtp_draft`; two-batch
 // overlap does not hide it. Prefill chunks draft nothing.
 //
+// Expert dispatch (models::MoeLoad::set_dispatch): the MoE group's chips per scale-up domain come
+// from its span (the chip's domain for contiguous placement, the placed layouts' most ranks in one
+// domain otherwise); the kernel from the pool (set_dispatch_kernel: DeepEP's normal kernels, one
+// copy per destination rank and one per destination domain across the NICs, or the low-latency
+// ones, one per selected expert).
 // All-to-all and KV flows on the same NICs (sim/cluster/README.md): when the expert group leaves
-// the scale-up domain, its out-of-domain bytes cross every chip's NIC. cost(..., nics_shared)
+// the scale-up domain, its out-of-domain bytes cross every chip's NIC. cost(..., nic_share)
 // prices an iteration during which KV (or embedding) flows cross the instance's NICs: while the
-// all-to-all runs it gets kKvNicShare of each NIC (the KV traffic the rest), so its NIC part
-// S_out / (B_out x eff) takes 1 / kKvNicShare as long; the extra is the component
-// `a2a_kv_contention` (two-batch overlap hides it like the rest of the all-to-all).
+// all-to-all runs it gets `nic_share` of each NIC (comm_cost.h, a2a_nic_share: from the flows
+// there), so its NIC part S_out / (B_out x eff) takes 1 / nic_share as long; the extra is the
+// component `a2a_kv_contention` (two-batch overlap hides it like the rest of the all-to-all).
 // a2a_nic_ps gives the NIC part at the whole NIC, which Simulation books as the all-to-all's duty
 // cycle on the NICs for the KV flows.
 #pragma once
@@ -97,8 +102,8 @@ class IterationCostModel {
     std::int64_t per_dense = 0;   // dense MLP, elementwise, dequantisation, MLP all-reduce
     std::int64_t per_moe = 0;     // router and experts, shared experts, elementwise, collectives
     std::int64_t per_moe_a2a = 0; // of per_moe: the dispatch and combine all-to-all
-    std::int64_t per_moe_contention = 0;  // the all-to-all's extra at kKvNicShare of the NIC
     std::int64_t a2a_nic = 0;     // NIC-busy time of the all-to-all, all MoE layers (a2a_nic_ps)
+    models::CommOp dispatch_op, combine_op;  // one MoE layer's, for their cost at a share of the NIC
     std::int64_t embedding_reduce = 0;  // once, on the first stage
     // A linear-attention layer's projections, gated norm and dequantisation less the attention
     // projections per_layer counts for every layer (it may be negative).
@@ -119,7 +124,8 @@ class IterationCostModel {
   // absorption, DSA indexer, CP exchange) then take that rank's time, and the excess over the
   // even split is the component `imbalance` (the other ranks wait for it before the MoE
   // dispatch). Token operators and the all-to-all stay as for the whole batch.
-  // `nics_shared`: KV flows cross the instance's NICs during the iteration (header).
+  // `nic_share`: the share of each NIC the all-to-all gets while it runs (KV flows cross the
+  // instance's NICs during the iteration; header), 1 when none do.
   // `cp_part` (context parallelism only for long prompts, PoolConfig::cp_min_tokens): the prefill
   // chunks that the CP ranks split, as a shape of their prefill_tokens and prefill_kv_tokens; the
   // prefill CP exchange moves only their queries or KV. The other chunks' prompts are each on one
@@ -127,7 +133,7 @@ class IterationCostModel {
   // chip is the same share of the batch's and they exchange nothing. Null: every chunk is split.
   void cost(const models::BatchShape& batch, std::int64_t sequences, std::int64_t* stage_ps,
             ComponentTimes& components, const models::BatchShape* busiest = nullptr,
-            bool nics_shared = false, const models::BatchShape* cp_part = nullptr);
+            double nic_share = 1.0, const models::BatchShape* cp_part = nullptr);
 
   // The pool's groups as placed on the cluster graph (a scenario with `cluster:`; comm_cost.h,
   // PlacedGroup): TP, the MoE group (tp x dp), CP, and one per pipeline hop (rank r of stage s to
@@ -140,9 +146,9 @@ class IterationCostModel {
   void set_placed_groups(PlacedGroups groups);
   const PlacedGroups* placed_groups() const { return placed_.get(); }
 
-  // The share of a NIC the all-to-all gets while KV traffic crosses it: the two split it evenly
-  // (equal-weight traffic classes, or one queue pair each under per-QP fair arbitration).
-  static constexpr double kKvNicShare = 0.5;
+  // The kernel of the expert dispatch and combine (header); kPerRank until set. Call before the
+  // first cost (the memoised tables are cleared).
+  void set_dispatch_kernel(models::DispatchKernel kernel);
   // Whether the expert all-to-all sends bytes over the chips' NICs (its group leaves the domain).
   bool a2a_on_nics() const { return a2a_on_nics_; }
   // Picoseconds the all-to-all of a batch of `tokens` tokens keeps each chip's NIC busy at the
@@ -282,6 +288,9 @@ class IterationCostModel {
   bool has_window_ = false, has_mla_ = false, has_dsa_ = false, has_linear_ = false, emulated_ = false;
   bool tbo_ = false;
   bool a2a_on_nics_ = false;
+  models::DispatchKernel kernel_ = models::DispatchKernel::kPerRank;
+  // The MoE group's chips per scale-up domain (header), and the dispatch routing from it.
+  void set_dispatch_routing();
   // Speculative decoding: query tokens per decode sequence (1: off), and the token operators of
   // one MTP draft step by sequence count (ps, -1: not computed yet).
   int verify_width_ = 1;

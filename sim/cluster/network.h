@@ -68,6 +68,10 @@ class Network {
   // NIC reserve groups (an instance's chips' NIC links, both directions).
   std::uint32_t add_nic_group(std::span<const topologies::ChipId> chips);
   bool nics_carry_flows(std::uint32_t group) const { return net_->group_carries(group); }
+  // The share of its NICs an instance's all-to-all gets over an iteration of `iteration_ps`
+  // (comm_cost.h, a2a_nic_share), from the flows on the group's NICs now: every rank waits for
+  // the slowest at each layer, so the NIC whose flows leave it the least.
+  double a2a_nic_share(std::uint32_t group, std::int64_t iteration_ps);
   // The all-to-all holds `share` of each NIC of the group from now (0 releases it); `held` is the
   // share it holds now, updated.
   void hold_nics(std::uint32_t group, double& held, double share);
@@ -88,6 +92,7 @@ class Network {
   SimTime due_ = SimTime::never();
   std::uint32_t generation_ = 0;
   std::vector<topologies::FlowDone> done_;
+  std::vector<topologies::FlowNetwork::ResourceTraffic> nic_traffic_;  // a2a_nic_share's scratch
 };
 
 }  // namespace servesim::cluster

@@ -243,7 +243,10 @@ TEST_CASE("EPD scenarios: MTP on the DeepSeek-V3 decode pool emits 1 + a tokens 
   CHECK(s_off["tpot_breakdown_ms"].value("mtp_draft", 0.0) == 0.0);
   CHECK(s_on["throughput"]["output_tokens_per_s"].get<double>() >
         s_off["throughput"]["output_tokens_per_s"].get<double>());
-  // The prefill side is untouched.
+  // The prefill side is untouched but for the KV flows: the decode pool's all-to-all holds its
+  // share of the decode chips' NICs, which sets the rate of the KV flows into them, which the
+  // prefill's all-to-all shares its NICs with (comm_cost.h, a2a_nic_share): 39.351 against
+  // 39.345 ms.
   CHECK(s_on["ttft_breakdown_ms"]["prefill"].get<double>() ==
-        approx(s_off["ttft_breakdown_ms"]["prefill"].get<double>()));
+        approx(s_off["ttft_breakdown_ms"]["prefill"].get<double>()).epsilon(1e-3));
 }

@@ -33,7 +33,7 @@ std::int64_t cp_exchange(cluster::IterationCostModel& model, const models::Batch
                          const models::BatchShape* cp_part) {
   std::int64_t stage = 0;
   cluster::ComponentTimes c{};
-  model.cost(b, 1, &stage, c, nullptr, false, cp_part);
+  model.cost(b, 1, &stage, c, nullptr, 1.0, cp_part);
   return c[static_cast<std::size_t>(models::OpKind::kCpExchange)];
 }
 

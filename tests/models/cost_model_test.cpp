@@ -29,6 +29,29 @@ TEST_CASE("Roofline: time is the kernel overhead plus the slower of compute and 
   CHECK(roofline.name() == "roofline");
 }
 
+TEST_CASE("Roofline: the MoE router runs the GEMM curves and overhead, the routed experts the MoE ones") {
+  // H200 with MoE curves and a 10 us MoE overhead (a fused expert module's), and 2 us per GEMM
+  // kernel: the router, a [1 x 7168] x [7168 x 256] bf16 GEMM, pays the GEMM one.
+  ChipSpec chip = *chip_preset("h200-sxm");
+  chip.efficiency.moe_compute = EfficiencyCurve(0.5);
+  chip.efficiency.moe_memory = EfficiencyCurve(0.5);
+  chip.efficiency.moe_overhead = Duration::microseconds(10);
+  chip.efficiency.gemm_overhead = Duration::microseconds(2);
+  chip.efficiency.gemm_tiling = {};
+  const RooflineCostModel roofline(chip);
+  ModelSpec m = *model_preset("deepseek-v3");
+  const LayerTokenOps o = layer_token_ops(m, ParallelPlan{}, MoeLoad(m, ParallelPlan{}, {}), 1, chip.rates());
+  REQUIRE(o.router.gemm_count == 1);
+  Operator as_gemm = o.router;
+  as_gemm.kind = OpKind::kGemmMlp;
+  CHECK(roofline.seconds(o.router) == approx(roofline.seconds(as_gemm)));
+  // 2 us + 7168 x 256 x 2 bytes of weights (+ the activations) over HBM: at most a few us more.
+  CHECK(roofline.seconds(o.router) < 2e-6 + 3.8e6 / (4.8e12 * 0.3));
+  Operator experts_kind = o.router;
+  experts_kind.gemm_count = 0;  // an operator of the MoE kind that runs no dense GEMM
+  CHECK(roofline.seconds(experts_kind) > 10e-6);
+}
+
 TEST_CASE("Roofline: an fp8 GEMM runs at the fp8 peak times the format's efficiency factor") {
   const ChipSpec h100 = *chip_preset("h100-sxm");
   const RooflineCostModel roofline(h100);
@@ -117,6 +140,19 @@ TEST_CASE("Roofline: GEMM compute follows the tile- and wave-padded work when ti
   // the work of 264 tiles, 2 x 264 x 128 x 128 x 64 FLOPs.
   Operator wide = gemm_op(OpKind::kGemmMlp, Format::kBf16, 1000, 64, 4096, {true, true, true, false});
   CHECK(padded_gemm_flops(wide, {128, 0, true}, 132) == approx(2.0 * 264 * 128 * 128 * 64));
+  // An operator listing two GEMMs pads each at its own n: m = 100 through 64 -> 300 (384 padded
+  // columns) and 64 -> 128 (128, none padded): 2 x 128 x (384 + 128) x 64 FLOPs.
+  Operator two = op;
+  two.gemms[1] = {128, 64, 1};
+  two.gemm_count = 2;
+  two.flops = 2.0 * 100 * (300 + 128) * 64;
+  CHECK(padded_gemm_flops(two, t, 132) == approx(2.0 * 128 * (384 + 128) * 64));
+  // A batched GEMM of 8 groups of 300 columns pads each group's: 8 x 384 columns, not 2,400 ->
+  // 2,432 as one.
+  Operator bmm = op;
+  bmm.gemms[0].groups = 8;
+  bmm.flops = 8 * op.flops;
+  CHECK(padded_gemm_flops(bmm, t, 132) == approx(8 * 2.0 * 128 * 384 * 64));
   // Off (tile 0), or an operator without a shape: the raw FLOPs.
   CHECK(padded_gemm_flops(op, {}, 132) == op.flops);
   Operator shapeless{OpKind::kGemmMlp, ComputeRate::kBf16, 1, 1e9, 0};
@@ -229,11 +265,44 @@ TEST_CASE("Measured tables: a log grid interpolates power laws in (m, n, k) and 
   CHECK(at(63, 2047) == approx(128e-9));
   // Beyond the last m knot the end segment extends: (1 + 1023) (1 + 1023) / 1024 ns = 1,024 ns.
   CHECK(at(1023, 1023) == approx(1024e-9));
-  // A fused operator (two GEMMs of the same shape in one Operator) costs twice the first.
-  gemm.m = 63;
-  gemm.n = 2047;
-  gemm.flops = 2 * 2 * 63.0 * 2047 * 4095;
-  CHECK(model.seconds(gemm) == approx(256e-9));
+  // An operator listing two GEMMs costs each at its own shape, one launch each (the grid's k has
+  // one knot: any k): (1 + 63) (1 + 2047) / 1024 + (1 + 63) (1 + 1023) / 1024 = 128 + 64 ns.
+  // Scaling the first one's time by the FLOPs of both would give 128 x (1 + 1023 x 1023 /
+  // (2047 x 4095)) = 144 ns.
+  Operator fused = gemm;
+  fused.m = 63;
+  fused.n = 2047;
+  fused.gemms[0] = {2047, 4095, 1};
+  fused.gemms[1] = {1023, 1023, 1};
+  fused.gemm_count = 2;
+  fused.kernels = 2;
+  fused.flops = 2 * 63.0 * (2047.0 * 4095 + 1023.0 * 1023);
+  CHECK(model.seconds(fused) == approx(192e-9));
+  // A batched GEMM of 4 groups of 63 x 511 outputs costs one GEMM of 4 x 511 = 2,044 columns,
+  // one launch: (1 + 63) (1 + 2044) / 1024 = 127.8125 ns, not 4 launches of (1 + 63) (1 + 511) /
+  // 1024 = 32 ns each (128 ns) nor the 511-column GEMM's time x 4 FLOPs.
+  Operator batched = gemm;
+  batched.m = 63;
+  batched.n = 511;
+  batched.gemms[0] = {511, 4095, 4};
+  batched.gemm_count = 1;
+  batched.flops = 2 * 63.0 * 4 * 511 * 4095;
+  CHECK(model.seconds(batched) == approx(127.8125e-9));
+  // The MoE router lists its GEMM: the GEMM grid answers it under its MoE kind,
+  // (1 + 63) (1 + 2047) / 1024 = 128 ns; the routed experts (no GEMM list) are not GEMMs to it.
+  Operator router = gemm;
+  router.kind = OpKind::kMoeExperts;
+  router.m = 63;
+  router.n = 2047;
+  router.gemms[0] = {2047, 4095, 1};
+  router.gemm_count = 1;
+  router.flops = 2 * 63.0 * 2047 * 4095;
+  CHECK(model.seconds(router) == approx(128e-9));
+  router.gemm_count = 0;
+  CHECK(model.seconds(router) == approx(roofline.seconds(router)));
+  // One GEMM of the list beyond a non-extrapolating axis: the roofline costs the whole operator.
+  fused.gemms[1] = {8191, 4095, 1};
+  CHECK(model.seconds(fused) == approx(roofline.seconds(fused)));
   // n beyond a non-extrapolating axis: the roofline answers.
   const double beyond = at(63, 8191);
   CHECK(beyond == approx(roofline.seconds(gemm)));

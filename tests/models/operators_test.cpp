@@ -42,6 +42,12 @@ TEST_CASE("Operators: GEMM FLOPs and bytes of one Llama-3.1-8B layer") {
   const LayerTokenOps tp2 = layer_token_ops(m, plan(2), none, 10, h100);
   CHECK(tp2.dense_mlp.flops == 2.0 * 10 * 4096 * 14336 + 2.0 * 10 * 7168 * 4096);
   CHECK(tp2.dense_mlp.kernels == 2);
+  // ... listed as its two GEMMs, for measured tables: 4096 -> 2 x 7168, then 7168 -> 4096.
+  REQUIRE(tp2.dense_mlp.gemm_count == 2);
+  CHECK(tp2.dense_mlp.gemms[0].n == 14336);
+  CHECK(tp2.dense_mlp.gemms[0].k == 4096);
+  CHECK(tp2.dense_mlp.gemms[1].n == 4096);
+  CHECK(tp2.dense_mlp.gemms[1].k == 7168);
   // After attention and after the MLP: an all-reduce of 10 tokens x 4096 x 2 bytes over tp.
   CHECK(tp2.attention_reduce.bytes == 81'920.0);
   CHECK(tp2.attention_reduce.group == Group::kTp);
@@ -98,6 +104,19 @@ TEST_CASE("Operators: MLA decodes in latent space and prefills with up-projected
   CHECK(o.prefill_up_projection.flops == 4'194'304'000.0);
   // The absorbed path maps the 2 decode queries through W_UK and W_UV: 2 x 2 x 16 x 512 x 256.
   CHECK(o.decode_absorb.flops == 8'388'608.0);
+  // Two batched matmuls over the 16 heads: 128 -> 512 (W_UK), then 512 -> 128 (W_UV), whose
+  // FLOPs are the operator's: 2 x 2 x 16 x (512 x 128 + 128 x 512).
+  REQUIRE(o.decode_absorb.gemm_count == 2);
+  CHECK(o.decode_absorb.kernels == 2);
+  double listed = 0;
+  for (int i = 0; i < 2; ++i) {
+    const Operator::Gemm& g = o.decode_absorb.gemms[static_cast<std::size_t>(i)];
+    CHECK(g.groups == 16);
+    listed += 2.0 * o.decode_absorb.m * g.groups * g.n * g.k;
+  }
+  CHECK(listed == o.decode_absorb.flops);
+  CHECK(o.decode_absorb.gemms[0].n == 512);
+  CHECK(o.decode_absorb.gemms[1].k == 512);
 }
 
 TEST_CASE("Operators: DSA attention stops growing with context; its indexer does not (GLM-5)") {
@@ -179,6 +198,39 @@ TEST_CASE("MoE load: balanced routing spreads T k pairs evenly; a power law load
   // The hottest expert takes every token at most once: share 1 / 8 of the 8 picks per token.
   CHECK(p.front() == approx(1.0 / 8));
   CHECK(power.busiest_pairs(1024) > 1.3 * balanced.busiest_pairs(1024));
+}
+
+TEST_CASE("MoE dispatch: DeepEP's normal kernels send a token once per destination node, the low-latency ones once per expert") {
+  // DeepSeek-V3 at EP32 over 4 nodes of 8 chips, balanced: 8 experts per chip, 64 per node.
+  const ModelSpec m = *model_preset("deepseek-v3");
+  const ParallelPlan ep32 = plan(1, 32, 32, 1);
+  MoeLoad load(m, ep32, MoeRouting{});
+  load.set_dispatch(8, DispatchKernel::kPerRank);
+  // A token's 8 distinct experts miss a node's 64 with probability prod_{i<8} (192 - i) / (256 - i)
+  // = 0.09645, a chip's 8 with prod (248 - i) / (256 - i) = 0.77291: it reaches a given other
+  // node with 0.90355, a given chip with 0.22709. Over the NIC: 3 x 0.90355 = 2.7107 copies
+  // (6 per selected expert: 8 x 24 / 32); over NVLink: the 7 other chips of its node and, forwarded
+  // by the relay in each other node, that node's 7 non-relay chips: 28 x 0.22709 = 6.3584.
+  CHECK(load.dispatch_fanout().nic == approx(2.71066).epsilon(1e-5));
+  CHECK(load.dispatch_fanout().up == approx(6.35845).epsilon(1e-5));
+  load.set_dispatch(8, DispatchKernel::kPerExpert);
+  CHECK(load.dispatch_fanout().nic == approx(8.0 * 24 / 32));
+  CHECK(load.dispatch_fanout().up == approx(8.0 * 7 / 32));
+  // The operators carry it: each chip dispatches its t = 100 tokens (tp 1) as fp8 with block
+  // scales, 1 + 4 / 128 bytes per element; the combine returns bf16.
+  load.set_dispatch(8, DispatchKernel::kPerRank);
+  const auto rates = rates_of("h800-sxm");
+  const LayerTokenOps o = layer_token_ops(m, ep32, load, 32 * 100, rates);
+  CHECK(o.moe_dispatch.bytes == approx(100 * (2.71066 + 6.35845) * 7168 * 1.03125).epsilon(1e-5));
+  CHECK(o.moe_dispatch.nic_bytes == approx(100 * 2.71066 * 7168 * 1.03125).epsilon(1e-5));
+  CHECK(o.moe_combine.nic_bytes == approx(100 * 2.71066 * 7168 * 2).epsilon(1e-5));
+  CHECK_FALSE(o.moe_dispatch.low_latency);
+  // EP8 in one node: nothing crosses a NIC; a token goes once to each other chip it reaches,
+  // 32 experts each: 7 x (1 - prod_{i<8} (224 - i) / (256 - i)) = 7 x 0.66183 = 4.6328 copies.
+  MoeLoad node(m, plan(1, 8, 8, 1), MoeRouting{});
+  node.set_dispatch(8, DispatchKernel::kPerRank);
+  CHECK(node.dispatch_fanout().nic == 0.0);
+  CHECK(node.dispatch_fanout().up == approx(4.63282).epsilon(1e-5));
 }
 
 TEST_CASE("Operators: routed experts run on the busiest rank; attention DP dispatches tokens") {

@@ -325,6 +325,26 @@ TEST_CASE("collective_curve: all-to-all splits into the NVLink share and the NIC
         approx(c.seconds(kGiB)));
 }
 
+TEST_CASE("split_all_to_all: the even split is the all-to-all curve; other splits cost each tier's bytes") {
+  const Fabric f = build_fabric(dgx_like(2));
+  const GroupLayout g = describe_group(f, chips(0, 16));
+  const CommCalibration cal = round_calibration();
+  const SplitAllToAll split = split_all_to_all(g, CollectiveKind::kDispatch, cal);
+  const CostCurve c = collective_curve(g, CollectiveKind::kDispatch, cal);
+  // S split as the curve splits it: 7/16 over NVLink, 8/16 over the NIC.
+  for (const double bytes : {1e3, 1e6, 1e9}) {
+    CHECK(split.seconds(bytes * 7 / 16, bytes * 8 / 16) == approx(c.seconds(bytes)));
+  }
+  // A dispatch that sends 1 GB inside the node and 0.2 GB across: the bandwidth protocol,
+  // 30 us + 15 x 1 us + 1 us hop = 46 us, + max(1e9 / (450e9 x 0.8), 0.2e9 / (50e9 x 0.7)) =
+  // max(2.778 ms, 5.714 ms); at half the NIC 11.429 ms.
+  CHECK(split.seconds(1e9, 0.2e9) == approx(46e-6 + 0.2e9 / 35e9));
+  CHECK(split.seconds(1e9, 0.2e9, 0.5) == approx(46e-6 + 0.4e9 / 35e9));
+  // All of it inside the node: the NVLink part binds, 1e9 / 360e9.
+  CHECK(split.seconds(1e9, 0) == approx(46e-6 + 1e9 / 360e9));
+  CHECK(split.seconds(0, 0) == 0.0);
+}
+
 TEST_CASE("describe_group: ranks sharing a NIC share its bandwidth; a full mesh sums the peer links") {
   ClusterSpec s = dgx_like(2, 2, false, 2);
   s.scale_out.chips_per_nic = 8;

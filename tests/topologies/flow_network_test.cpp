@@ -191,6 +191,37 @@ TEST_CASE("FlowNetwork: a reserve group gives the rates of reserving each of its
   CHECK(grouped.check() == "");
 }
 
+TEST_CASE("FlowNetwork: a reserve group reports the rate, bytes left and binding of the flows on its links") {
+  Fabric f = star({50e9, 50e9, 50e9, 50e9}, {50e9, 50e9, 50e9, 50e9});
+  FlowNetwork net(f);
+  const std::vector<LinkId> links = {f.attachment_up(chip(0), Plane::kScaleOut),
+                                     f.attachment_down(chip(0), Plane::kScaleOut)};
+  const std::uint32_t g = net.add_reserve_group(links);
+  std::vector<FlowNetwork::ResourceTraffic> t;
+  net.group_traffic(SimTime::zero(), g, t);
+  CHECK(t.empty());
+  // A quarter held; 1 GB from chip 0 takes the other 37.5 GB/s of its up link, which binds it.
+  net.reserve_group(SimTime::zero(), g, 0.25);
+  net.start(SimTime::zero(), chip(0), chip(2), 1e9, 1);
+  net.group_traffic(ms(10), g, t);
+  REQUIRE(t.size() == 1);  // the down link carries nothing
+  CHECK(t[0].rate == approx(37.5e9));
+  CHECK(t[0].capacity == approx(50e9));
+  CHECK(t[0].remaining == approx(1e9 - 37.5e9 * 0.01));
+  CHECK(t[0].saturated);
+  // A flow into chip 0 that chip 3's 10 GB/s link holds back: chip 0's down link does not bind it.
+  Fabric f2 = star({50e9, 50e9, 50e9, 10e9}, {50e9, 50e9, 50e9, 10e9});
+  FlowNetwork net2(f2);
+  const std::vector<LinkId> links2 = {f2.attachment_up(chip(0), Plane::kScaleOut),
+                                      f2.attachment_down(chip(0), Plane::kScaleOut)};
+  const std::uint32_t g2 = net2.add_reserve_group(links2);
+  net2.start(SimTime::zero(), chip(3), chip(0), 1e9, 2);
+  net2.group_traffic(SimTime::zero(), g2, t);
+  REQUIRE(t.size() == 1);
+  CHECK(t[0].rate == approx(10e9));
+  CHECK_FALSE(t[0].saturated);
+}
+
 TEST_CASE("FlowNetwork: bytes are conserved: every link carries each of its flows' bytes") {
   const ClusterSpec spec = dgx_like(8, 3);
   Fabric f = build_fabric(spec);
