@@ -18,39 +18,39 @@ int calibrate_command(const std::vector<std::string>& args, std::ostream& out, s
       "AIConfigurator tables, Vidur profiles), cross-validates it by holding out whole shapes,\n"
       "prints the error per operator kind, format and size range, and writes the profile.\n"
       "\noptions");
-  visible.add_options()
-      ("help,h", "show this help")
-      ("chip", po::value<std::string>(), "the chip preset the measurements are of (required)")
-      ("out", po::value<std::string>(), "write the profile (YAML, servesim.profile/1) to FILE (required)")
-      ("json", po::value<std::string>(), "write the error report to FILE, or to stdout with '-'")
-      ("comm", po::value<std::string>(), "fit the collective constants to the communication tables under DIR")
-      ("comm-table", po::value<std::vector<std::string>>()->composing(),
-       "or to the chip's own tables, one per use: nccl_perf*.csv.gz, custom_allreduce_perf*.csv.gz (the engine's "
-       "custom all-reduce, which sets the all-reduce lines)")
-      ("folds", unsigned_value<std::size_t>()->default_value(Unsigned<std::size_t>{5}), "cross-validation folds")
-      ("seed", unsigned_value<std::uint64_t>()->default_value(Unsigned<std::uint64_t>{1}), "seed of the fold assignment")
-      ("max-fit-rows", unsigned_value<std::size_t>()->default_value(Unsigned<std::size_t>{12000}),
-       "rows per fit (larger tables are thinned by a fixed stride)")
-      ("no-tables", "fit the roofline only (no GEMM tables)")
-      ("moe-models", po::value<std::string>(),
-       "comma-separated expert weight formats (bf16,fp8,fp8_block,w4a16_mxfp4) whose fitted grouped-GEMM MoE "
-       "model (and MoE table) goes into the profile; default: all. Every format is fitted and reported")
-      ("gemm-tile", po::value<double>()->default_value(128),
-       "GEMM output tile edge: compute efficiencies are fitted over the tile-padded FLOPs "
-       "(models::padded_gemm_flops); 0 = the raw FLOPs")
-      ("transfer", po::value<std::string>(),
-       "no operator measurements of --chip: derive its profile from PROFILE (another chip's, a path or a shipped "
-       "name) by --transfer-rule; with --comm, fit the collectives to the chip's own tables; measurement files "
-       "given are the chip's own, and the transferred profile is checked against them (nothing fitted)")
-      ("transfer-rule", po::value<std::string>()->default_value("fractions"),
-       "--transfer: fractions (efficiencies as fractions of the chip's peaks, fixed times unchanged; what "
-       "transferred best between the measured chips), bandwidth (the same, fixed times scaled by the HBM "
-       "bandwidth ratio), time-scaled (bandwidth, and the efficiency curves' sizes scaled by the peak and "
-       "bandwidth ratios); calibrate/README.md measures them")
-      ("engine", po::value<std::string>(),
-       "the serving engine whose kernels were measured (trtllm, sglang, vllm; default: what the tables' framework "
-       "column says); scenarios pick a chip's profile by chip and engine")
-      ("created", po::value<std::string>(), "the profile's date (default: today, UTC)");
+  visible.add_options()("help,h", "show this help")("chip", po::value<std::string>(),
+                                                    "the chip preset the measurements are of (required)")(
+      "out", po::value<std::string>(), "write the profile (YAML, servesim.profile/1) to FILE (required)")(
+      "json", po::value<std::string>(), "write the error report to FILE, or to stdout with '-'")(
+      "comm", po::value<std::string>(), "fit the collective constants to the communication tables under DIR")(
+      "comm-table", po::value<std::vector<std::string>>()->composing(),
+      "or to the chip's own tables, one per use: nccl_perf*.csv.gz, custom_allreduce_perf*.csv.gz (the engine's "
+      "custom all-reduce, which sets the all-reduce lines)")(
+      "folds", unsigned_value<std::size_t>()->default_value(Unsigned<std::size_t>{5}), "cross-validation folds")(
+      "seed", unsigned_value<std::uint64_t>()->default_value(Unsigned<std::uint64_t>{1}),
+      "seed of the fold assignment")("max-fit-rows",
+                                     unsigned_value<std::size_t>()->default_value(Unsigned<std::size_t>{12000}),
+                                     "rows per fit (larger tables are thinned by a fixed stride)")(
+      "no-tables", "fit the roofline only (no GEMM tables)")(
+      "moe-models", po::value<std::string>(),
+      "comma-separated expert weight formats (bf16,fp8,fp8_block,w4a16_mxfp4) whose fitted grouped-GEMM MoE "
+      "model (and MoE table) goes into the profile; default: all. Every format is fitted and reported")(
+      "gemm-tile", po::value<double>()->default_value(128),
+      "GEMM output tile edge: compute efficiencies are fitted over the tile-padded FLOPs "
+      "(models::padded_gemm_flops); 0 = the raw FLOPs")(
+      "transfer", po::value<std::string>(),
+      "no operator measurements of --chip: derive its profile from PROFILE (another chip's, a path or a shipped "
+      "name) by --transfer-rule; with --comm, fit the collectives to the chip's own tables; measurement files "
+      "given are the chip's own, and the transferred profile is checked against them (nothing fitted)")(
+      "transfer-rule", po::value<std::string>()->default_value("fractions"),
+      "--transfer: fractions (efficiencies as fractions of the chip's peaks, fixed times unchanged; what "
+      "transferred best between the measured chips), bandwidth (the same, fixed times scaled by the HBM "
+      "bandwidth ratio), time-scaled (bandwidth, and the efficiency curves' sizes scaled by the peak and "
+      "bandwidth ratios); calibrate/README.md measures them")(
+      "engine", po::value<std::string>(),
+      "the serving engine whose kernels were measured (trtllm, sglang, vllm; default: what the tables' framework "
+      "column says); scenarios pick a chip's profile by chip and engine")("created", po::value<std::string>(),
+                                                                          "the profile's date (default: today, UTC)");
   po::variables_map vm;
   if (!parse_command(args, visible, vm, err)) return 2;
   if (vm.count("help")) {

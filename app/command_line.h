@@ -43,8 +43,7 @@ inline bool parse_command(const std::vector<std::string>& args,
 // exit code when the command is done; otherwise sets `file` and returns nullopt.
 inline std::optional<int> parse_single_file(const std::vector<std::string>& args,
                                             const boost::program_options::options_description& visible,
-                                            const std::string& what,
-                                            boost::program_options::variables_map& vm,
+                                            const std::string& what, boost::program_options::variables_map& vm,
                                             std::string& file, std::ostream& out, std::ostream& err) {
   if (!parse_command(args, visible, vm, err)) return 2;
   if (vm.count("help")) {
@@ -106,13 +105,12 @@ std::optional<T> optional_value(const boost::program_options::variables_map& vm,
 // Limits). Quantities with units; 'none' lifts a limit.
 inline void add_limit_options(boost::program_options::options_description& d) {
   namespace po = boost::program_options;
-  d.add_options()
-      ("max-wall-time", po::value<std::string>()->default_value("10 min"),
-       "host time one hypothesis may take, e.g. '30 s' ('none': no limit)")
-      ("max-memory", po::value<std::string>(),
-       "memory one hypothesis may hold, e.g. '8 GiB' (default: the machine's memory / threads)")
-      ("max-simulated-time", po::value<std::string>()->default_value("24 h"),
-       "simulated time one hypothesis may cover (its horizon, or how long it runs)");
+  d.add_options()("max-wall-time", po::value<std::string>()->default_value("10 min"),
+                  "host time one hypothesis may take, e.g. '30 s' ('none': no limit)")(
+      "max-memory", po::value<std::string>(),
+      "memory one hypothesis may hold, e.g. '8 GiB' (default: the machine's memory / threads)")(
+      "max-simulated-time", po::value<std::string>()->default_value("24 h"),
+      "simulated time one hypothesis may cover (its horizon, or how long it runs)");
 }
 
 // Reads the options of add_limit_options. On a malformed value prints it and returns false.

@@ -14,16 +14,14 @@ int diff_command(const std::vector<std::string>& args, std::ostream& out, std::o
       "usage: servesim diff A.yaml B.yaml [options]\n"
       "       servesim diff A.yaml --set KEY=VALUE [--set ...] [options]   (B = A with the changes)\n"
       "A and B may also be reports written by 'servesim run --json' (.json).\n\noptions");
-  visible.add_options()
-      ("help,h", "show this help")
-      ("set", po::value<std::vector<std::string>>()->composing(),
-       "a change that makes B (applied to B only; repeatable)")
-      ("set-both", po::value<std::vector<std::string>>()->composing(),
-       "an override applied to A and B alike, e.g. a shorter run (repeatable)")
-      ("seed", unsigned_value<std::uint64_t>(), "the seed of both runs (default: A's)")
-      ("json", po::value<std::string>(), "write the comparison as JSON to FILE, or to stdout with '-'")
-      ("top", unsigned_value<std::size_t>()->default_value(Unsigned<std::size_t>{4}), "components named in each sentence")
-      ("reproducible", "leave the host measurements (wall time) out of the JSON");
+  visible.add_options()("help,h", "show this help")("set", po::value<std::vector<std::string>>()->composing(),
+                                                    "a change that makes B (applied to B only; repeatable)")(
+      "set-both", po::value<std::vector<std::string>>()->composing(),
+      "an override applied to A and B alike, e.g. a shorter run (repeatable)")("seed", unsigned_value<std::uint64_t>(),
+                                                                               "the seed of both runs (default: A's)")(
+      "json", po::value<std::string>(), "write the comparison as JSON to FILE, or to stdout with '-'")(
+      "top", unsigned_value<std::size_t>()->default_value(Unsigned<std::size_t>{4}),
+      "components named in each sentence")("reproducible", "leave the host measurements (wall time) out of the JSON");
   po::variables_map vm;
   if (!parse_command(args, visible, vm, err)) return 2;
   if (vm.count("help")) {

@@ -19,7 +19,8 @@ namespace {
 // The parsing of a command that takes options but no file: answers --help (0) and bad command
 // lines (2) itself, returning that exit code; nullopt when the command should run.
 std::optional<int> parse_no_file(const std::vector<std::string>& args, const po::options_description& visible,
-                                 const std::string& command, po::variables_map& vm, std::ostream& out, std::ostream& err) {
+                                 const std::string& command, po::variables_map& vm, std::ostream& out,
+                                 std::ostream& err) {
   if (!parse_command(args, visible, vm, err)) return 2;
   if (vm.count("help")) {
     out << visible;
@@ -47,10 +48,11 @@ int schema_command(const std::vector<std::string>& args, std::ostream& out, std:
 
 int keys_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   po::options_description visible(
-      "usage: servesim keys [--json FILE|-]\nEvery scenario key a file, --set or a serve request can set, with its type, unit, range\n"
+      "usage: servesim keys [--json FILE|-]\nEvery scenario key a file, --set or a serve request can set, with its "
+      "type, unit, range\n"
       "or choices and default, as the loader reads them (schema servesim.keys/1).\n\noptions");
   visible.add_options()("help,h", "show this help")("json", po::value<std::string>(),
-                                                      "write the list as JSON to FILE, or to stdout with '-'");
+                                                    "write the list as JSON to FILE, or to stdout with '-'");
   po::variables_map vm;
   if (auto done = parse_no_file(args, visible, "keys", vm, out, err)) return *done;
   return print_output(studies::keys_listing(), json_target(vm), out);
@@ -85,11 +87,14 @@ int completion_command(const std::vector<std::string>& args, std::ostream& out, 
          "_servesim() {\n"
          "  local cur=\"${COMP_WORDS[COMP_CWORD]}\" cmd=\"${COMP_WORDS[1]}\" opts\n"
          "  if [ \"$COMP_CWORD\" -eq 1 ]; then\n"
-         "    COMPREPLY=($(compgen -W \"" << names << " --version --help\" -- \"$cur\"))\n"
+         "    COMPREPLY=($(compgen -W \""
+      << names
+      << " --version --help\" -- \"$cur\"))\n"
          "    return\n"
          "  fi\n"
-         "  case \"$cmd\" in\n" << cases <<
-         "    *) opts=\"\" ;;\n"
+         "  case \"$cmd\" in\n"
+      << cases
+      << "    *) opts=\"\" ;;\n"
          "  esac\n"
          "  if [[ \"$cur\" == -* ]]; then\n"
          "    COMPREPLY=($(compgen -W \"$opts\" -- \"$cur\"))\n"

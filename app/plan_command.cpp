@@ -29,34 +29,35 @@ int plan_command(const std::vector<std::string>& args, std::ostream& out, std::o
       "usage: servesim plan SCENARIO.yaml [--target chips|cost|cost_per_hour] [--constraint C]... [options]\n"
       "Searches parallel plans, batch caps and instance counts (and E:P:D ratios with several pools)\n"
       "for the fewest chips or lowest cost that meets the SLOs.\n\noptions");
-  visible.add_options()
-      ("help,h", "show this help")
-      ("target", po::value<std::string>()->default_value("chips"),
-       "what to minimise: chips, cost (USD per million output tokens), cost_per_hour, or any metric (min:/max:)")
-      ("constraint", po::value<std::vector<std::string>>()->composing(),
-       "a constraint every deployment must meet, e.g. 'ttft_p99 <= 2 s' (repeatable)")
-      ("attainment", po::value<std::string>()->default_value("99%"),
-       "without --constraint: the scenario's slo: must be met by this share of requests")
-      ("tp", po::value<std::string>(), "tensor-parallel degrees to try (default auto)")
-      ("pp", po::value<std::string>(), "pipeline-parallel degrees to try (default auto)")
-      ("dp", po::value<std::string>(), "attention data-parallel degrees to try (default auto)")
-      ("ep", po::value<std::string>(), "expert-parallel degrees to try, MoE models (default auto)")
-      ("cp", po::value<std::string>(), "context-parallel degrees to try (default: the scenario's)")
-      ("max-batch-size", po::value<std::string>(), "batch caps to try (default: the scenario's)")
-      ("max-batched-tokens", po::value<std::string>(), "token budgets to try (default: the scenario's)")
-      ("ratios", po::value<std::string>(), "instance ratios between the pools to try, e.g. 1:2,1:3 (default auto)")
-      ("max-chips", po::value<std::int64_t>(), "never try a deployment with more chips")
-      ("max-candidates", unsigned_value<std::size_t>()->default_value(Unsigned<std::size_t>{512}), "refuse a larger space")
-      ("max-runs", unsigned_value<std::size_t>()->default_value(Unsigned<std::size_t>{2000}),
-       "the budget of simulation runs; candidates still searching when it is spent end unfinished")
-      ("chip-hour-price", po::value<double>(), "USD per chip-hour, for the cost targets")
-      ("set", po::value<std::vector<std::string>>()->composing(), "override a scenario value (repeatable)")
-      ("seed", unsigned_value<std::uint64_t>(), "the seed of every run (default: the scenario's)")
-      ("threads", po::value<int>(), "OpenMP threads (default: the cores available)")
-      ("top", unsigned_value<std::size_t>()->default_value(Unsigned<std::size_t>{5}), "the best deployments to show (and that pruning keeps)")
-      ("no-refine", "with several pools, keep instance counts at multiples of the ratio")
-      ("json", po::value<std::string>(), "write the search as JSON to FILE, or to stdout with '-'")
-      ("reproducible", "leave the wall time out, so that equal searches give byte-identical output");
+  visible.add_options()("help,h", "show this help")(
+      "target", po::value<std::string>()->default_value("chips"),
+      "what to minimise: chips, cost (USD per million output tokens), cost_per_hour, or any metric (min:/max:)")(
+      "constraint", po::value<std::vector<std::string>>()->composing(),
+      "a constraint every deployment must meet, e.g. 'ttft_p99 <= 2 s' (repeatable)")(
+      "attainment", po::value<std::string>()->default_value("99%"),
+      "without --constraint: the scenario's slo: must be met by this share of requests")(
+      "tp", po::value<std::string>(), "tensor-parallel degrees to try (default auto)")(
+      "pp", po::value<std::string>(), "pipeline-parallel degrees to try (default auto)")(
+      "dp", po::value<std::string>(), "attention data-parallel degrees to try (default auto)")(
+      "ep", po::value<std::string>(), "expert-parallel degrees to try, MoE models (default auto)")(
+      "cp", po::value<std::string>(), "context-parallel degrees to try (default: the scenario's)")(
+      "max-batch-size", po::value<std::string>(), "batch caps to try (default: the scenario's)")(
+      "max-batched-tokens", po::value<std::string>(), "token budgets to try (default: the scenario's)")(
+      "ratios", po::value<std::string>(), "instance ratios between the pools to try, e.g. 1:2,1:3 (default auto)")(
+      "max-chips", po::value<std::int64_t>(), "never try a deployment with more chips")(
+      "max-candidates", unsigned_value<std::size_t>()->default_value(Unsigned<std::size_t>{512}),
+      "refuse a larger space")(
+      "max-runs", unsigned_value<std::size_t>()->default_value(Unsigned<std::size_t>{2000}),
+      "the budget of simulation runs; candidates still searching when it is spent end unfinished")(
+      "chip-hour-price", po::value<double>(), "USD per chip-hour, for the cost targets")(
+      "set", po::value<std::vector<std::string>>()->composing(), "override a scenario value (repeatable)")(
+      "seed", unsigned_value<std::uint64_t>(), "the seed of every run (default: the scenario's)")(
+      "threads", po::value<int>(), "OpenMP threads (default: the cores available)")(
+      "top", unsigned_value<std::size_t>()->default_value(Unsigned<std::size_t>{5}),
+      "the best deployments to show (and that pruning keeps)")(
+      "no-refine", "with several pools, keep instance counts at multiples of the ratio")(
+      "json", po::value<std::string>(), "write the search as JSON to FILE, or to stdout with '-'")(
+      "reproducible", "leave the wall time out, so that equal searches give byte-identical output");
   add_limit_options(visible);
   po::variables_map vm;
   std::string path;
@@ -95,8 +96,8 @@ int plan_command(const std::vector<std::string>& args, std::ostream& out, std::o
   {
     ProgressBar bar(progress_wanted(err), [&] {
       ProgressBar::Status st;
-      st.text = std::to_string(progress.done.load()) + " runs over " + std::to_string(progress.total.load()) +
-                " deployments";
+      st.text =
+          std::to_string(progress.done.load()) + " runs over " + std::to_string(progress.total.load()) + " deployments";
       return st;
     });
     result = studies::plan(r, err);

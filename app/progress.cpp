@@ -10,9 +10,7 @@
 
 namespace servesim::app {
 
-bool progress_wanted(const std::ostream& err) {
-  return &err == &std::cerr && isatty(STDERR_FILENO) == 1;
-}
+bool progress_wanted(const std::ostream& err) { return &err == &std::cerr && isatty(STDERR_FILENO) == 1; }
 
 std::string ProgressBar::line(const Status& s, int width, double elapsed_s) {
   std::string bar = "[";

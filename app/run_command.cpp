@@ -2,9 +2,9 @@
 // HTML, per-request CSV, Perfetto trace), each written whole or not at all.
 #include <atomic>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <optional>
-#include <filesystem>
 #include <sstream>
 
 #include <boost/program_options.hpp>
@@ -61,30 +61,27 @@ scenario::Scenario load_stdin_scenario(const scenario::LoadOptions& options) {
 int run_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   po::options_description visible(
       "usage: servesim run SCENARIO.yaml [--set KEY.PATH=VALUE]... [--json FILE|-] [--out DIR] "
-      "[--seed N]\nSCENARIO.yaml '-' reads the scenario from stdin (relative files from the working directory).\n\noptions");
-  visible.add_options()
-      ("help,h", "show this help")
-      ("set", po::value<std::vector<std::string>>()->composing(),
-       "override a scenario value, e.g. --set deployment.pools[0].instances=8 (repeatable; "
-       "checked like the file)")
-      ("json", po::value<std::string>(), "write the JSON report to FILE, or to stdout with '-'")
-      ("out", po::value<std::string>(),
-       "write report.json, report.html, requests.csv and summary.txt to DIR")
-      ("no-requests-csv", "with --out, leave out requests.csv (one row per request: large on long runs)")
-      ("html", po::value<std::string>(), "write the self-contained HTML report (SVG charts) to FILE")
-      ("time-series", "add the run over time (key time_series) to the JSON report")
-      ("trace", po::value<std::string>(),
-       "write a Perfetto / Chrome JSON trace (one track per instance) to FILE")
-      ("trace-limit", po::value<std::int64_t>()->default_value(200000),
-       "keep at most N spans in the trace; the file says where it was cut")
-      ("trace-window", po::value<std::string>(),
-       "trace only spans that start in FROM:TO, e.g. '10 s:20 s'")
-      ("seed", unsigned_value<std::uint64_t>(), "random seed (overrides the scenario's)")
-      ("max-memory", po::value<std::string>(),
-       "memory the run may hold, e.g. '8 GiB' (default: the machine's); a workload that cannot fit is "
-       "refused before it runs")
-      ("reproducible", "leave host measurements (wall time, events/s, peak memory) out of the "
-                       "report, so that equal runs give byte-identical files");
+      "[--seed N]\nSCENARIO.yaml '-' reads the scenario from stdin (relative files from the working "
+      "directory).\n\noptions");
+  visible.add_options()("help,h", "show this help")(
+      "set", po::value<std::vector<std::string>>()->composing(),
+      "override a scenario value, e.g. --set deployment.pools[0].instances=8 (repeatable; "
+      "checked like the file)")("json", po::value<std::string>(),
+                                "write the JSON report to FILE, or to stdout with '-'")(
+      "out", po::value<std::string>(), "write report.json, report.html, requests.csv and summary.txt to DIR")(
+      "no-requests-csv", "with --out, leave out requests.csv (one row per request: large on long runs)")(
+      "html", po::value<std::string>(), "write the self-contained HTML report (SVG charts) to FILE")(
+      "time-series", "add the run over time (key time_series) to the JSON report")(
+      "trace", po::value<std::string>(), "write a Perfetto / Chrome JSON trace (one track per instance) to FILE")(
+      "trace-limit", po::value<std::int64_t>()->default_value(200000),
+      "keep at most N spans in the trace; the file says where it was cut")(
+      "trace-window", po::value<std::string>(), "trace only spans that start in FROM:TO, e.g. '10 s:20 s'")(
+      "seed", unsigned_value<std::uint64_t>(), "random seed (overrides the scenario's)")(
+      "max-memory", po::value<std::string>(),
+      "memory the run may hold, e.g. '8 GiB' (default: the machine's); a workload that cannot fit is "
+      "refused before it runs")("reproducible",
+                                "leave host measurements (wall time, events/s, peak memory) out of the "
+                                "report, so that equal runs give byte-identical files");
   po::variables_map vm;
   std::string path;
   if (auto done = parse_single_file(args, visible, "run takes exactly one scenario file", vm, path, out, err)) {
@@ -144,7 +141,8 @@ int run_command(const std::vector<std::string>& args, std::ostream& out, std::os
     if (!json_target.empty()) check_output_file(json_target, "JSON report (--json)");
     if (!html_target.empty()) check_output_file(html_target, "HTML report (--html)");
     if (!trace_target.empty()) check_output_file(trace_target, "trace (--trace)");
-    const scenario::Scenario sc = path == "-" ? load_stdin_scenario(options) : scenario::load_scenario_file(path, options);
+    const scenario::Scenario sc =
+        path == "-" ? load_stdin_scenario(options) : scenario::load_scenario_file(path, options);
     for (const auto& w : sc.warnings) err << "warning: " << w.to_string() << "\n";
     cluster::RunProgress progress;
     const std::int64_t total_requests = sc.config.workload.requests;
@@ -155,8 +153,10 @@ int run_command(const std::vector<std::string>& args, std::ostream& out, std::os
     std::atomic<int> written{-1};
     std::atomic<const char*> writing{""};
     const bool skip_csv = vm.count("no-requests-csv") > 0;
-    const int files = (out_dir.empty() ? 0 : skip_csv ? 3 : 4) + !html_target.empty() + !trace_target.empty() +
-                      (!json_target.empty() && json_target != "-");
+    const int files = (out_dir.empty() ? 0
+                       : skip_csv      ? 3
+                                       : 4) +
+                      !html_target.empty() + !trace_target.empty() + (!json_target.empty() && json_target != "-");
     std::optional<ProgressBar> bar;
     bar.emplace(progress_wanted(err), [&] {
       ProgressBar::Status st;
@@ -172,7 +172,8 @@ int run_command(const std::vector<std::string>& args, std::ostream& out, std::os
         st.fraction = static_cast<double>(progress.arrivals.load()) / static_cast<double>(total_requests);
       }
       char buf[96];
-      std::snprintf(buf, sizeof buf, "%.1f s simulated, %s events", now_s, format_count(progress.events.load()).c_str());
+      std::snprintf(buf, sizeof buf, "%.1f s simulated, %s events", now_s,
+                    format_count(progress.events.load()).c_str());
       st.text = buf;
       return st;
     });

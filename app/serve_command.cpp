@@ -27,8 +27,7 @@ std::vector<std::string> shipped_scenarios() {
 
 }  // namespace
 
-int serve_command(const std::vector<std::string>& args, std::istream& in, std::ostream& out,
-                  std::ostream& err) {
+int serve_command(const std::vector<std::string>& args, std::istream& in, std::ostream& out, std::ostream& err) {
   po::options_description visible(
       "usage: servesim serve [--root DIR]... [limits]\n\n"
       "Reads one hypothesis per line on stdin and answers each with one line on stdout, in order:\n"
@@ -40,11 +39,10 @@ int serve_command(const std::vector<std::string>& args, std::istream& in, std::o
       "'servesim schema'; every key a request can set: 'servesim keys'; a Python client:\n"
       "python/servesim_client.py. Scenario files (.yaml, .yml) and the files they name must lie\n"
       "under a root.\n\noptions");
-  visible.add_options()
-      ("help,h", "show this help")
-      ("root", po::value<std::vector<std::string>>()->composing(),
-       "a folder whose scenarios may be read (repeatable; default: the working directory and the "
-       "shipped scenarios)");
+  visible.add_options()("help,h", "show this help")(
+      "root", po::value<std::vector<std::string>>()->composing(),
+      "a folder whose scenarios may be read (repeatable; default: the working directory and the "
+      "shipped scenarios)");
   add_limit_options(visible);
   po::variables_map vm;
   if (!parse_command(args, visible, vm, err)) return 2;

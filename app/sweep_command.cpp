@@ -28,24 +28,26 @@ int sweep_command(const std::vector<std::string>& args, std::ostream& out, std::
       "usage: servesim sweep SCENARIO.yaml --vary KEY=SPEC [--vary ...] [options]\n\n"
       "SPEC: a,b,c (a list) | lo:hi:step | lo:hi:*factor | lo:hi (an interval, with --samples);\n"
       "numbers may carry units: --vary 'workload.arrivals.rate=10 /s:40 /s:10 /s'\n\noptions");
-  visible.add_options()
-      ("help,h", "show this help")
-      ("vary", po::value<std::vector<std::string>>()->composing(), "a key to vary and its values (repeatable)")
-      ("set", po::value<std::vector<std::string>>()->composing(), "override a scenario value in every variant")
-      ("samples", po::value<std::int64_t>(), "draw N variants instead of the full grid")
-      ("sampling", po::value<std::string>()->default_value("lhs"), "with --samples: lhs (Latin hypercube) or random")
-      ("seed", unsigned_value<std::uint64_t>()->default_value(Unsigned<std::uint64_t>{0}), "seed of the sampling (the simulation seed is the scenario's; vary `seed` for replications)")
-      ("objective", po::value<std::string>()->default_value("output_tokens_per_s_per_chip"),
-       "rank by this metric (min:NAME or max:NAME to set the direction)")
-      ("constraint", po::value<std::vector<std::string>>()->composing(),
-       "keep variants with METRIC OP VALUE, e.g. 'ttft_p99 <= 2 s' (repeatable)")
-      ("pareto", po::value<std::string>()->default_value("output_tokens_per_s_per_chip,tpot_p50"),
-       "two objectives A,B for the Pareto front")
-      ("chip-hour-price", po::value<double>(), "USD per chip-hour, for the cost metrics")
-      ("top", unsigned_value<std::size_t>()->default_value(Unsigned<std::size_t>{10}), "rows in the table of best variants")
-      ("threads", po::value<int>(), "OpenMP threads per process (default: the cores available)")
-      ("out", po::value<std::string>(), "folder for journal.jsonl, results.jsonl, summary.txt (default: ./<scenario>.sweep)")
-      ("json", po::value<std::string>(), "'-': print the result lines instead of the table");
+  visible.add_options()("help,h", "show this help")("vary", po::value<std::vector<std::string>>()->composing(),
+                                                    "a key to vary and its values (repeatable)")(
+      "set", po::value<std::vector<std::string>>()->composing(), "override a scenario value in every variant")(
+      "samples", po::value<std::int64_t>(), "draw N variants instead of the full grid")(
+      "sampling", po::value<std::string>()->default_value("lhs"), "with --samples: lhs (Latin hypercube) or random")(
+      "seed", unsigned_value<std::uint64_t>()->default_value(Unsigned<std::uint64_t>{0}),
+      "seed of the sampling (the simulation seed is the scenario's; vary `seed` for replications)")(
+      "objective", po::value<std::string>()->default_value("output_tokens_per_s_per_chip"),
+      "rank by this metric (min:NAME or max:NAME to set the direction)")(
+      "constraint", po::value<std::vector<std::string>>()->composing(),
+      "keep variants with METRIC OP VALUE, e.g. 'ttft_p99 <= 2 s' (repeatable)")(
+      "pareto", po::value<std::string>()->default_value("output_tokens_per_s_per_chip,tpot_p50"),
+      "two objectives A,B for the Pareto front")("chip-hour-price", po::value<double>(),
+                                                 "USD per chip-hour, for the cost metrics")(
+      "top", unsigned_value<std::size_t>()->default_value(Unsigned<std::size_t>{10}),
+      "rows in the table of best variants")("threads", po::value<int>(),
+                                            "OpenMP threads per process (default: the cores available)")(
+      "out", po::value<std::string>(),
+      "folder for journal.jsonl, results.jsonl, summary.txt (default: ./<scenario>.sweep)")(
+      "json", po::value<std::string>(), "'-': print the result lines instead of the table");
   add_limit_options(visible);
   // Every rank parses the command line alike; only rank 0 speaks.
   studies::SweepRanks ranks;

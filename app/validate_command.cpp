@@ -14,27 +14,25 @@ int validate_command(const std::vector<std::string>& args, std::ostream& out, st
       "\nSimulates every measured serving benchmark of the file (the format of the shipped\n"
       "calibrate/data/serving/silicon_dev.csv, described in calibrate/data/SOURCE.md) and reports\n"
       "the error of TTFT and TPOT per row, per (model, system, mode) and overall.\n\noptions");
-  visible.add_options()
-      ("help,h", "show this help")
-      ("json", po::value<std::string>(), "write the JSON report to FILE, or to stdout with '-'")
-      ("rows", "print every row's measured and simulated figures")
-      ("rounds", po::value<int>()->default_value(10), "measured requests per client in each simulation")
-      ("warmup-rounds", po::value<int>()->default_value(2),
-       "the benchmarks' warm-up requests per client (simulated with --warmup continuous)")
-      ("warmup", po::value<std::string>()->default_value("drained"),
-       "drained: the warm-up ends with every response back (aiperf), so only the measured phase "
-       "is simulated, from an idle engine; continuous: one closed loop, its first warm-up rounds "
-       "left out")
-      ("threads", po::value<int>()->default_value(0), "OpenMP threads (default: all cores)")
-      ("reproducible", "leave the host time out of the JSON report")
-      ("start", po::value<std::string>()->default_value("together"),
-       "how the clients start: staggered, together (closed_loop start modes)")
-      ("spacing-us", po::value<double>()->default_value(100), "--start ramp: microseconds between clients' first requests")
-      ("print-scenario", po::value<std::string>(), "print the scenario built for the row with this id, and stop");
+  visible.add_options()("help,h", "show this help")("json", po::value<std::string>(),
+                                                    "write the JSON report to FILE, or to stdout with '-'")(
+      "rows", "print every row's measured and simulated figures")("rounds", po::value<int>()->default_value(10),
+                                                                  "measured requests per client in each simulation")(
+      "warmup-rounds", po::value<int>()->default_value(2),
+      "the benchmarks' warm-up requests per client (simulated with --warmup continuous)")(
+      "warmup", po::value<std::string>()->default_value("drained"),
+      "drained: the warm-up ends with every response back (aiperf), so only the measured phase "
+      "is simulated, from an idle engine; continuous: one closed loop, its first warm-up rounds "
+      "left out")("threads", po::value<int>()->default_value(0), "OpenMP threads (default: all cores)")(
+      "reproducible", "leave the host time out of the JSON report")(
+      "start", po::value<std::string>()->default_value("together"),
+      "how the clients start: staggered, together (closed_loop start modes)")(
+      "spacing-us", po::value<double>()->default_value(100),
+      "--start ramp: microseconds between clients' first requests")(
+      "print-scenario", po::value<std::string>(), "print the scenario built for the row with this id, and stop");
   po::variables_map vm;
   std::string path;
-  if (auto done = parse_single_file(args, visible, "validate takes exactly one measurement file", vm,
-                                    path, out, err)) {
+  if (auto done = parse_single_file(args, visible, "validate takes exactly one measurement file", vm, path, out, err)) {
     return *done;
   }
   studies::ValidateRequest r;

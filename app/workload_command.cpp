@@ -23,24 +23,21 @@ int stats_command(const std::vector<std::string>& args, std::ostream& out, std::
       "usage: servesim workload stats FILE-or-SCENARIO [--json FILE|-] [--windows N] ...\n\n"
       "A trace file (Azure, Splitwise, BurstGPT CSV or Mooncake JSON lines) is summarised as\n"
       "one replay; a scenario (.yaml) as its workload would be generated.\n\noptions");
-  visible.add_options()
-      ("help,h", "show this help")
-      ("json", po::value<std::string>(), "write the figures as JSON to FILE, or to stdout with '-'")
-      ("windows", po::value<int>()->default_value(10), "windows of the rate-over-time table")
-      ("max-requests", po::value<std::int64_t>()->default_value(10'000'000),
-       "stop after this many requests (0: no limit)")
-      ("format", po::value<std::string>()->default_value("auto"),
-       "trace layout: auto, azure, splitwise, burstgpt, mooncake")
-      ("skip-bad-rows", "skip bad trace rows (and count them) instead of stopping")
-      ("block-tokens", po::value<std::int64_t>(),
-       "block size for the reuse of shared prefixes and session histories [a scenario's KV "
-       "block size, else 16]")
-      ("set", po::value<std::vector<std::string>>()->composing(), "override a scenario value")
-      ("seed", unsigned_value<std::uint64_t>(), "random seed (overrides the scenario's)");
+  visible.add_options()("help,h", "show this help")("json", po::value<std::string>(),
+                                                    "write the figures as JSON to FILE, or to stdout with '-'")(
+      "windows", po::value<int>()->default_value(10), "windows of the rate-over-time table")(
+      "max-requests", po::value<std::int64_t>()->default_value(10'000'000),
+      "stop after this many requests (0: no limit)")("format", po::value<std::string>()->default_value("auto"),
+                                                     "trace layout: auto, azure, splitwise, burstgpt, mooncake")(
+      "skip-bad-rows", "skip bad trace rows (and count them) instead of stopping")(
+      "block-tokens", po::value<std::int64_t>(),
+      "block size for the reuse of shared prefixes and session histories [a scenario's KV "
+      "block size, else 16]")("set", po::value<std::vector<std::string>>()->composing(), "override a scenario value")(
+      "seed", unsigned_value<std::uint64_t>(), "random seed (overrides the scenario's)");
   po::variables_map vm;
   std::string path;
-  if (auto done = parse_single_file(args, visible, "workload stats takes exactly one trace or scenario file",
-                                    vm, path, out, err)) {
+  if (auto done = parse_single_file(args, visible, "workload stats takes exactly one trace or scenario file", vm, path,
+                                    out, err)) {
     return *done;
   }
   studies::WorkloadStatsRequest r;

@@ -23,62 +23,109 @@ struct TableSpec {
 const std::vector<TableSpec>& specs() {
   using D = Dim;
   using O = MeasuredOp;
-  const std::vector<DimColumn> context_attention = {
-      {"batch_size", D::batch}, {"isl", D::tokens}, {"num_heads", D::heads},
-      {"num_key_value_heads", D::kv_heads}, {"head_dim", D::head_dim},
-      {"window_size", D::window}, {"step", D::step}};
-  const std::vector<DimColumn> generation_attention = {
-      {"batch_size", D::batch}, {"num_heads", D::heads}, {"num_key_value_heads", D::kv_heads},
-      {"head_dim", D::head_dim}, {"window_size", D::window}};
+  const std::vector<DimColumn> context_attention = {{"batch_size", D::batch},  {"isl", D::tokens},
+                                                    {"num_heads", D::heads},   {"num_key_value_heads", D::kv_heads},
+                                                    {"head_dim", D::head_dim}, {"window_size", D::window},
+                                                    {"step", D::step}};
+  const std::vector<DimColumn> generation_attention = {{"batch_size", D::batch},
+                                                       {"num_heads", D::heads},
+                                                       {"num_key_value_heads", D::kv_heads},
+                                                       {"head_dim", D::head_dim},
+                                                       {"window_size", D::window}};
   const std::vector<DimColumn> mla_context = {
-      {"num_heads", D::heads}, {"batch_size", D::batch}, {"isl", D::tokens}, {"tp_size", D::tp},
-      {"step", D::step}};
-  const std::vector<DimColumn> mla_generation = {
-      {"num_heads", D::heads}, {"batch_size", D::batch}, {"tp_size", D::tp}};
+      {"num_heads", D::heads}, {"batch_size", D::batch}, {"isl", D::tokens}, {"tp_size", D::tp}, {"step", D::step}};
+  const std::vector<DimColumn> mla_generation = {{"num_heads", D::heads}, {"batch_size", D::batch}, {"tp_size", D::tp}};
   const std::vector<DimColumn> quantize = {{"m", D::m}, {"k", D::k}};
   static const std::vector<TableSpec> all = {
       {"gemm", O::gemm, {{"m", D::m}, {"n", D::n}, {"k", D::k}}, "gemm_dtype", "", "", "", ""},
-      {"context_attention", O::attention_prefill, context_attention, "attn_dtype",
-       "kv_cache_dtype", "", "", ""},
-      {"generation_attention", O::attention_decode, generation_attention, "attn_dtype",
-       "kv_cache_dtype", "", "", "", false, true},
-      {"mla_context", O::mla_prefill, mla_context, "mla_dtype", "kv_cache_dtype", "", "", ""},
-      {"mla_generation", O::mla_decode, mla_generation, "mla_dtype", "kv_cache_dtype", "", "", "",
+      {"context_attention", O::attention_prefill, context_attention, "attn_dtype", "kv_cache_dtype", "", "", ""},
+      {"generation_attention", O::attention_decode, generation_attention, "attn_dtype", "kv_cache_dtype", "", "", "",
        false, true},
-      {"mla_context_module", O::mla_module_prefill, mla_context, "mla_dtype", "kv_cache_dtype",
-       "gemm_type", "", "model"},
-      {"mla_generation_module", O::mla_module_decode, mla_generation, "mla_dtype",
-       "kv_cache_dtype", "gemm_type", "", "model", false, true},
-      {"dsa_context_module", O::dsa_module_prefill, mla_context, "mla_dtype", "kv_cache_dtype",
-       "gemm_type", "", "model"},
-      {"dsa_generation_module", O::dsa_module_decode, mla_generation, "mla_dtype",
-       "kv_cache_dtype", "gemm_type", "", "model", false, true},
-      {"mla_gen_pre", O::mla_bmm, {{"num_tokens", D::tokens}, {"num_heads", D::heads}},
-       "bmm_dtype", "", "", "", "", true},
-      {"mla_gen_post", O::mla_bmm, {{"num_tokens", D::tokens}, {"num_heads", D::heads}},
-       "bmm_dtype", "", "", "", "", true},
-      {"moe", O::moe,
-       {{"num_tokens", D::tokens}, {"hidden_size", D::hidden}, {"inter_size", D::inter},
-        {"topk", D::topk}, {"num_experts", D::experts}, {"moe_tp_size", D::tp},
+      {"mla_context", O::mla_prefill, mla_context, "mla_dtype", "kv_cache_dtype", "", "", ""},
+      {"mla_generation", O::mla_decode, mla_generation, "mla_dtype", "kv_cache_dtype", "", "", "", false, true},
+      {"mla_context_module", O::mla_module_prefill, mla_context, "mla_dtype", "kv_cache_dtype", "gemm_type", "",
+       "model"},
+      {"mla_generation_module", O::mla_module_decode, mla_generation, "mla_dtype", "kv_cache_dtype", "gemm_type", "",
+       "model", false, true},
+      {"dsa_context_module", O::dsa_module_prefill, mla_context, "mla_dtype", "kv_cache_dtype", "gemm_type", "",
+       "model"},
+      {"dsa_generation_module", O::dsa_module_decode, mla_generation, "mla_dtype", "kv_cache_dtype", "gemm_type", "",
+       "model", false, true},
+      {"mla_gen_pre",
+       O::mla_bmm,
+       {{"num_tokens", D::tokens}, {"num_heads", D::heads}},
+       "bmm_dtype",
+       "",
+       "",
+       "",
+       "",
+       true},
+      {"mla_gen_post",
+       O::mla_bmm,
+       {{"num_tokens", D::tokens}, {"num_heads", D::heads}},
+       "bmm_dtype",
+       "",
+       "",
+       "",
+       "",
+       true},
+      {"moe",
+       O::moe,
+       {{"num_tokens", D::tokens},
+        {"hidden_size", D::hidden},
+        {"inter_size", D::inter},
+        {"topk", D::topk},
+        {"num_experts", D::experts},
+        {"moe_tp_size", D::tp},
         {"moe_ep_size", D::ep}},
-       "moe_dtype", "", "", "distribution", ""},
-      {"encoder_attention", O::encoder_attention,
-       {{"batch_size", D::batch}, {"isl", D::tokens}, {"num_heads", D::heads},
-        {"head_dim", D::head_dim}},
-       "attn_dtype", "", "", "", ""},
+       "moe_dtype",
+       "",
+       "",
+       "distribution",
+       ""},
+      {"encoder_attention",
+       O::encoder_attention,
+       {{"batch_size", D::batch}, {"isl", D::tokens}, {"num_heads", D::heads}, {"head_dim", D::head_dim}},
+       "attn_dtype",
+       "",
+       "",
+       "",
+       ""},
       {"compute_scale", O::quantize, quantize, "quant_dtype", "", "", "", "", true},
       {"scale_matrix", O::quantize, quantize, "quant_dtype", "", "", "", "", true},
-      {"gdn", O::gdn,
-       {{"batch_size", D::batch}, {"seq_len", D::seq_len}, {"num_tokens", D::tokens},
-        {"d_model", D::d_model}, {"d_conv", D::d_conv}, {"num_k_heads", D::k_heads},
-        {"head_k_dim", D::head_k_dim}, {"num_v_heads", D::v_heads}, {"head_v_dim", D::head_v_dim}},
-       "", "", "", "phase", "model_name"},
-      {"mamba2", O::mamba2,
-       {{"batch_size", D::batch}, {"seq_len", D::seq_len}, {"num_tokens", D::tokens},
-        {"d_model", D::d_model}, {"d_state", D::d_state}, {"d_conv", D::d_conv},
-        {"nheads", D::heads}, {"head_dim", D::head_dim}, {"n_groups", D::groups},
+      {"gdn",
+       O::gdn,
+       {{"batch_size", D::batch},
+        {"seq_len", D::seq_len},
+        {"num_tokens", D::tokens},
+        {"d_model", D::d_model},
+        {"d_conv", D::d_conv},
+        {"num_k_heads", D::k_heads},
+        {"head_k_dim", D::head_k_dim},
+        {"num_v_heads", D::v_heads},
+        {"head_v_dim", D::head_v_dim}},
+       "",
+       "",
+       "",
+       "phase",
+       "model_name"},
+      {"mamba2",
+       O::mamba2,
+       {{"batch_size", D::batch},
+        {"seq_len", D::seq_len},
+        {"num_tokens", D::tokens},
+        {"d_model", D::d_model},
+        {"d_state", D::d_state},
+        {"d_conv", D::d_conv},
+        {"nheads", D::heads},
+        {"head_dim", D::head_dim},
+        {"n_groups", D::groups},
         {"chunk_size", D::chunk}},
-       "", "", "", "phase", "model_name"},
+       "",
+       "",
+       "",
+       "phase",
+       "model_name"},
   };
   return all;
 }
@@ -106,8 +153,7 @@ std::size_t optional_column(const CsvReader& csv, std::string_view name, Problem
 
 Layout resolve(const CsvReader& csv, const TableSpec& spec, Problems& problems) {
   Layout l{};
-  const auto common = csv.columns(
-      {"framework", "version", "device", "op_name", "kernel_source", "latency"}, problems);
+  const auto common = csv.columns({"framework", "version", "device", "op_name", "kernel_source", "latency"}, problems);
   l.framework = common[0];
   l.version = common[1];
   l.device = common[2];
@@ -185,8 +231,8 @@ MeasurementSet read_aiconfigurator(const std::string& path, std::string_view chi
       layout = resolve(csv, *spec, problems);
       if (!problems.empty()) break;
     } else if (row_spec->op != spec->op) {
-      problems.add(csv.at(op_col, "'" + std::string(op_name) + "' in a '" +
-                                      std::string(spec->op_name) + "' table: one table per file"));
+      problems.add(csv.at(op_col, "'" + std::string(op_name) + "' in a '" + std::string(spec->op_name) +
+                                      "' table: one table per file"));
       continue;
     }
     check_constant(csv, layout.framework, framework, problems);
@@ -231,8 +277,7 @@ MeasurementSet read_aiconfigurator(const std::string& path, std::string_view chi
       // TRT-LLM's MoE kernels are gated (SiLU(gate) x up) except the one named so.
       m.shape.set(Dim::gated, csv.field(layout.kernel).find("nongated") == std::string_view::npos);
     }
-    m.backend = set.intern(std::string(csv.field(layout.framework)) + " " +
-                           std::string(csv.field(layout.version)));
+    m.backend = set.intern(std::string(csv.field(layout.framework)) + " " + std::string(csv.field(layout.version)));
     const auto ms = csv.real(layout.latency, problems);
     if (ms && !(*ms > 0)) {
       problems.add(csv.at(layout.latency, "a latency must be positive (milliseconds)"));
@@ -249,8 +294,8 @@ MeasurementSet read_aiconfigurator(const std::string& path, std::string_view chi
   MeasurementSource& s = set.source(source_id);
   s.rows = csv.records();
   s.measurements = set.size();
-  s.metadata = {{"table", std::string(spec->op_name)}, {"framework", framework},
-                {"version", version}, {"device", device}};
+  s.metadata = {
+      {"table", std::string(spec->op_name)}, {"framework", framework}, {"version", version}, {"device", device}};
   return set;
 }
 

@@ -10,8 +10,8 @@ namespace servesim::calibrate {
 namespace {
 
 bool gets_table(MeasuredOp op) {
-  return op == MeasuredOp::attention_prefill || op == MeasuredOp::attention_decode ||
-         op == MeasuredOp::mla_prefill || op == MeasuredOp::mla_decode || op == MeasuredOp::encoder_attention;
+  return op == MeasuredOp::attention_prefill || op == MeasuredOp::attention_decode || op == MeasuredOp::mla_prefill ||
+         op == MeasuredOp::mla_decode || op == MeasuredOp::encoder_attention;
 }
 
 bool is_prefill(MeasuredOp op) {
@@ -116,14 +116,14 @@ std::vector<AttentionTable> fit_attention_tables(const MeasurementSet& set, cons
     out.push_back({key, fit(key.op, g.views), g.rows.size()});
     if (!options.cross_validate) continue;
     const FoldPlan plan = plan_folds(g.views, options.folds, options.seed);
-    std::vector<double> held = cross_validate(g.views, plan, [&](std::span<const Measurement> train,
-                                                                 std::span<const Measurement> test) {
-      const LogGridTable t = fit(key.op, train);
-      std::vector<double> p;
-      p.reserve(test.size());
-      for (const Measurement& r : test) p.push_back(t.seconds(r.shape));
-      return p;
-    });
+    std::vector<double> held =
+        cross_validate(g.views, plan, [&](std::span<const Measurement> train, std::span<const Measurement> test) {
+          const LogGridTable t = fit(key.op, train);
+          std::vector<double> p;
+          p.reserve(test.size());
+          for (const Measurement& r : test) p.push_back(t.seconds(r.shape));
+          return p;
+        });
     const bool was_held = !held.empty();
     if (!was_held) {
       for (const Measurement& r : g.views) held.push_back(out.back().table.seconds(r.shape));

@@ -70,15 +70,16 @@ CommCalibration calibration_for(const MeasuredSystem& m, const CommSample& s) {
   if (s.implementation == "trtllm_alltoall") {
     // A throughput all-to-all kernel without DeepEP's SM budget: checked against the NCCL
     // all-to-all fit of the same fabric (a transfer, nothing fitted to this table).
-    for (auto& tier : c.tiers) tier[CollectiveKind::kDispatch] = tier[CollectiveKind::kCombine] = tier[CollectiveKind::kAllToAll];
+    for (auto& tier : c.tiers)
+      tier[CollectiveKind::kDispatch] = tier[CollectiveKind::kCombine] = tier[CollectiveKind::kAllToAll];
   }
   return c;
 }
 
 std::string size_range(double bytes) { return collective_size_range(bytes); }
 int size_order(const std::string& r) {
-  static const std::vector<std::string> order = {"< 64 KiB", "64 KiB - 1 MiB", "1 - 16 MiB", "16 - 256 MiB",
-                                                 ">= 256 MiB", "all"};
+  static const std::vector<std::string> order = {"< 64 KiB",     "64 KiB - 1 MiB", "1 - 16 MiB",
+                                                 "16 - 256 MiB", ">= 256 MiB",     "all"};
   return static_cast<int>(std::find(order.begin(), order.end(), r) - order.begin());
 }
 
@@ -133,7 +134,8 @@ double two_line_error(const std::vector<LinePoint>& pts, const ProtocolLine& a, 
                       std::vector<double>* errs) {
   double sum = 0;
   for (const auto& p : pts) {
-    const double lines = one ? b.at(p.steps, p.transfer) : std::min(a.at(p.steps, p.small()), b.at(p.steps, p.transfer));
+    const double lines =
+        one ? b.at(p.steps, p.transfer) : std::min(a.at(p.steps, p.small()), b.at(p.steps, p.transfer));
     const double e = (lines + (p.t - p.y)) / p.t - 1;
     sum += e * e;
     if (errs) errs->push_back(std::fabs(e));
@@ -207,8 +209,8 @@ ProtocolLine fit_protocol_line(const std::vector<LinePoint>& pts) {
 }
 
 double TwoLineFit::seconds(const LinePoint& p) const {
-  const double lines = one_line ? large.at(p.steps, p.transfer)
-                                : std::min(small.at(p.steps, p.small()), large.at(p.steps, p.transfer));
+  const double lines =
+      one_line ? large.at(p.steps, p.transfer) : std::min(small.at(p.steps, p.small()), large.at(p.steps, p.transfer));
   return lines + (p.t - p.y);
 }
 
@@ -291,9 +293,15 @@ std::vector<Prediction> predict_all(const std::vector<CommSample>& samples) {
   return out;
 }
 
-std::vector<ErrorRow> error_table(const std::vector<Prediction>& predictions) { return tabulate(predictions, true, true); }
-std::vector<ErrorRow> error_summary(const std::vector<Prediction>& predictions) { return tabulate(predictions, false, false); }
-std::vector<ErrorRow> error_by_size(const std::vector<Prediction>& predictions) { return tabulate(predictions, false, true); }
+std::vector<ErrorRow> error_table(const std::vector<Prediction>& predictions) {
+  return tabulate(predictions, true, true);
+}
+std::vector<ErrorRow> error_summary(const std::vector<Prediction>& predictions) {
+  return tabulate(predictions, false, false);
+}
+std::vector<ErrorRow> error_by_size(const std::vector<Prediction>& predictions) {
+  return tabulate(predictions, false, true);
+}
 
 void print_error_table(std::ostream& out, const std::vector<ErrorRow>& rows) {
   char buf[256];
@@ -364,7 +372,8 @@ void fit_calibrations(const std::vector<CommSample>& samples, std::ostream& out)
     for (const CommSample& s : samples) {
       if (!job.select(s)) continue;
       PhaseTerms ph;
-      if (!single_phase(systems.layout(s.system, s.ranks, s.ranks_per_node), s.kind, ph) || ph.tier != job.tier) continue;
+      if (!single_phase(systems.layout(s.system, s.ranks, s.ranks_per_node), s.kind, ph) || ph.tier != job.tier)
+        continue;
       LinePoint p;
       p.steps = ph.steps;
       const double spb = ph.concurrent_tiers ? (job.tier == up ? ph.up_seconds_per_byte : ph.out_seconds_per_byte)
@@ -393,17 +402,22 @@ void fit_calibrations(const std::vector<CommSample>& samples, std::ostream& out)
       out << "//   (no fit)\n";
       continue;
     }
-    out << "t[CollectiveKind::k" << [&] {
-      std::string n(collective_name(job.kind));
-      std::string camel;
-      bool upper = true;
-      for (char ch : n) {
-        if (ch == '_') { upper = true; continue; }
-        camel += upper ? static_cast<char>(std::toupper(ch)) : ch;
-        upper = false;
-      }
-      return camel;
-    }() << "] = both(" << protocol_code(f.small) << ", " << protocol_code(f.large) << ");\n";
+    out << "t[CollectiveKind::k" <<
+        [&] {
+          std::string n(collective_name(job.kind));
+          std::string camel;
+          bool upper = true;
+          for (char ch : n) {
+            if (ch == '_') {
+              upper = true;
+              continue;
+            }
+            camel += upper ? static_cast<char>(std::toupper(ch)) : ch;
+            upper = false;
+          }
+          return camel;
+        }()
+        << "] = both(" << protocol_code(f.small) << ", " << protocol_code(f.large) << ");\n";
   }
 }
 

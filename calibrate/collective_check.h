@@ -45,8 +45,8 @@ std::vector<Prediction> predict_all(const std::vector<CommSample>& samples);
 struct ErrorRow {
   std::string system, implementation, collective, group, sizes;
   std::size_t points = 0;
-  double ape_p50 = 0, ape_p90 = 0;   // |predicted / measured - 1|
-  double signed_mean = 0;            // mean of predicted / measured - 1
+  double ape_p50 = 0, ape_p90 = 0;  // |predicted / measured - 1|
+  double signed_mean = 0;           // mean of predicted / measured - 1
 };
 // Grouped by system, implementation, collective, group (ranks x per node) and size range
 // (< 64 KiB, 64 KiB - 1 MiB, 1 - 16 MiB, 16 - 256 MiB, >= 256 MiB of bytes per rank).

@@ -15,14 +15,13 @@
 
 int main(int argc, char** argv) {
   namespace po = boost::program_options;
-  po::options_description visible("usage: servesim_collective_check [--data DIR] [--fit] [--summary | --by-size]\n\noptions");
+  po::options_description visible(
+      "usage: servesim_collective_check [--data DIR] [--fit] [--summary | --by-size]\n\noptions");
   std::string dir = SERVESIM_SOURCE_DIR "/calibrate/data/comm";
-  visible.add_options()
-      ("help,h", "show this help")
-      ("data", po::value<std::string>(&dir)->default_value(dir), "the folder of measured communication tables")
-      ("fit", "print the fitted protocol lines (topologies/calibrations.cpp)")
-      ("summary", "one row per collective")
-      ("by-size", "one row per collective and size range");
+  visible.add_options()("help,h", "show this help")("data", po::value<std::string>(&dir)->default_value(dir),
+                                                    "the folder of measured communication tables")(
+      "fit", "print the fitted protocol lines (topologies/calibrations.cpp)")("summary", "one row per collective")(
+      "by-size", "one row per collective and size range");
   po::variables_map vm;
   try {
     po::store(po::command_line_parser(argc, argv).options(visible).run(), vm);

@@ -58,8 +58,7 @@ CollectiveFitResult fit_collectives(const std::vector<CommSample>& samples, cons
 
 }  // namespace
 
-CollectiveFitResult fit_chip_collectives(const std::string& dir, const models::ChipSpec& chip,
-                                         std::size_t folds) {
+CollectiveFitResult fit_chip_collectives(const std::string& dir, const models::ChipSpec& chip, std::size_t folds) {
   (void)folds;  // the folds are the group sizes measured
   const std::string system = comm_system_of(chip.name);
   if (system.empty()) {
@@ -83,8 +82,9 @@ CollectiveFitResult fit_chip_collectives(const std::vector<std::string>& tables,
     } else if (file.rfind("custom_allreduce_perf", 0) == 0) {
       v = read_trtllm_custom_all_reduce(path, chip.name);
     } else {
-      throw InputError({Diagnostic{path, 0, 0, "", "not a communication table calibrate fits collectives to "
-                                                   "(nccl_perf*.csv.gz, custom_allreduce_perf*.csv.gz)"}});
+      throw InputError({Diagnostic{path, 0, 0, "",
+                                   "not a communication table calibrate fits collectives to "
+                                   "(nccl_perf*.csv.gz, custom_allreduce_perf*.csv.gz)"}});
     }
     samples.insert(samples.end(), v.begin(), v.end());
   }
@@ -190,7 +190,8 @@ CollectiveFitResult fit_collectives(const std::vector<CommSample>& samples, cons
       }
       const auto lines = can_hold_out ? lines_of(train, one_shot) : every;
       for (std::size_t i = 0; i < rows.size(); ++i) {
-        if (rows[i]->ranks == n) held[i] = models::all_reduce_line_seconds(lines, rows[i]->bytes, n, chip.scale_up_bandwidth);
+        if (rows[i]->ranks == n)
+          held[i] = models::all_reduce_line_seconds(lines, rows[i]->bytes, n, chip.scale_up_bandwidth);
       }
     }
     const std::size_t first = r.errors.cells.size();
@@ -249,8 +250,8 @@ CollectiveFitResult fit_collectives(const std::vector<CommSample>& samples, cons
   std::snprintf(line, sizeof line,
                 "other collectives (one line over the %s all-reduce samples in one domain): latency %.2f us, bus "
                 "bandwidth efficiency %.3f of %.0f GB/s",
-                custom.size() >= 6 ? "custom kernel's" : "NCCL", r.latency.to_seconds() * 1e6,
-                r.bandwidth_efficiency, bw / 1e9);
+                custom.size() >= 6 ? "custom kernel's" : "NCCL", r.latency.to_seconds() * 1e6, r.bandwidth_efficiency,
+                bw / 1e9);
   r.notes.insert(r.notes.begin(), line);
   return r;
 }

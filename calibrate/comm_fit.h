@@ -30,17 +30,17 @@
 #include <vector>
 
 #include "calibrate/cross_validation.h"
-#include "models/chip_spec.h"
 #include "core/time.h"
+#include "models/chip_spec.h"
 
 namespace servesim::calibrate {
 
 struct CollectiveFitResult {
   bool fitted = false;
-  Duration latency;                 // collective_latency
-  double bandwidth_efficiency = 0;  // collective_bandwidth
+  Duration latency;                                                  // collective_latency
+  double bandwidth_efficiency = 0;                                   // collective_bandwidth
   std::vector<models::Efficiency::CollectiveLine> all_reduce_lines;  // in-domain all-reduce
-  ErrorReport errors;               // cells kind "all_reduce" / "p2p", format "nccl"
+  ErrorReport errors;                                                // cells kind "all_reduce" / "p2p", format "nccl"
   std::vector<std::string> notes;
 };
 
@@ -51,8 +51,7 @@ std::string comm_system_of(const std::string& chip);
 // Reads the communication tables under `dir` (calibrate/data/comm layout) and fits the chip's
 // constants. Throws InputError for unreadable tables; `fitted` is false when the chip has no
 // in-domain all-reduce measurements.
-CollectiveFitResult fit_chip_collectives(const std::string& dir, const models::ChipSpec& chip,
-                                         std::size_t folds);
+CollectiveFitResult fit_chip_collectives(const std::string& dir, const models::ChipSpec& chip, std::size_t folds);
 // The same from the chip's own tables given one by one (AIConfigurator's per-system comm folders):
 // nccl_perf*.csv.gz (NCCL) and custom_allreduce_perf*.csv.gz (the engine's custom all-reduce
 // kernel: TensorRT-LLM's, SGLang's or vLLM's), every sample taken as measured on `chip`.

@@ -79,22 +79,22 @@ class RowReader {
  public:
   RowReader(Csv& csv, const Csv::Row& row) : csv_(csv), row_(row) {}
   bool ok() const { return ok_; }
-  std::string_view text(const std::string& col) {
-    return row_.fields[static_cast<std::size_t>(csv_.index(col))].text;
-  }
+  std::string_view text(const std::string& col) { return row_.fields[static_cast<std::size_t>(csv_.index(col))].text; }
   double number(const std::string& col, double min_exclusive = -1e300) {
     const Csv::Field& f = row_.fields[static_cast<std::size_t>(csv_.index(col))];
     double v = 0;
     const auto [ptr, ec] = std::from_chars(f.text.data(), f.text.data() + f.text.size(), v);
     if (f.text.empty() || ec != std::errc() || ptr != f.text.data() + f.text.size() || !std::isfinite(v)) {
-      csv_.problem(row_.line, f.column, col,
-                   "expected a number, got " + (f.text.empty() ? std::string("nothing") : "'" + std::string(f.text) + "'"));
+      csv_.problem(
+          row_.line, f.column, col,
+          "expected a number, got " + (f.text.empty() ? std::string("nothing") : "'" + std::string(f.text) + "'"));
       ok_ = false;
       return 0;
     }
     if (!(v > min_exclusive)) {
-      csv_.problem(row_.line, f.column, col, "must be greater than " + std::to_string(static_cast<long long>(min_exclusive)) +
-                                                 ", got " + std::string(f.text));
+      csv_.problem(row_.line, f.column, col,
+                   "must be greater than " + std::to_string(static_cast<long long>(min_exclusive)) + ", got " +
+                       std::string(f.text));
       ok_ = false;
       return 0;
     }
@@ -163,8 +163,7 @@ CommSample sample_of(const std::string& path, const std::string& system, const c
 // Tables of `message_size` elements of a `dtype_column` type on `num_gpus` ranks with `latency`
 // in ms: NCCL's (collective in `op_name`) and the custom all-reduce's.
 std::vector<CommSample> read_element_table(const std::string& path, const std::string& system,
-                                           const char* implementation, const std::string& dtype_column,
-                                           bool has_op) {
+                                           const char* implementation, const std::string& dtype_column, bool has_op) {
   std::vector<std::string> cols = {dtype_column, "num_gpus", "message_size", "latency"};
   if (has_op) cols.push_back("op_name");
   Csv csv = read_csv(path, cols);
@@ -175,11 +174,17 @@ std::vector<CommSample> read_element_table(const std::string& path, const std::s
     s.kind = CollectiveKind::kAllReduce;
     if (has_op) {
       const std::string_view op = r.text("op_name");
-      if (op == "all_reduce") s.kind = CollectiveKind::kAllReduce;
-      else if (op == "all_gather") s.kind = CollectiveKind::kAllGather;
-      else if (op == "reduce_scatter") s.kind = CollectiveKind::kReduceScatter;
-      else if (op == "alltoall") s.kind = CollectiveKind::kAllToAll;
-      else r.bad("op_name", "unknown collective '" + std::string(op) + "' (expected all_reduce, all_gather, reduce_scatter or alltoall)");
+      if (op == "all_reduce")
+        s.kind = CollectiveKind::kAllReduce;
+      else if (op == "all_gather")
+        s.kind = CollectiveKind::kAllGather;
+      else if (op == "reduce_scatter")
+        s.kind = CollectiveKind::kReduceScatter;
+      else if (op == "alltoall")
+        s.kind = CollectiveKind::kAllToAll;
+      else
+        r.bad("op_name", "unknown collective '" + std::string(op) +
+                             "' (expected all_reduce, all_gather, reduce_scatter or alltoall)");
     }
     const double size = dtype_bytes(r.text(dtype_column));
     if (size == 0) r.bad(dtype_column, "unknown data type '" + std::string(r.text(dtype_column)) + "'");
@@ -233,8 +238,8 @@ std::vector<CommSample> read_deepep(const std::string& path, const std::string& 
     }
     if (!r.ok()) continue;
     if (s.experts % s.ranks != 0) {
-      r.bad("num_experts", std::to_string(s.experts) + " experts do not spread evenly over " +
-                               std::to_string(s.ranks) + " ranks");
+      r.bad("num_experts",
+            std::to_string(s.experts) + " experts do not spread evenly over " + std::to_string(s.ranks) + " ranks");
       continue;
     }
     for (int op = 0; op < 2; ++op) {
@@ -259,8 +264,8 @@ std::vector<CommSample> read_deepep(const std::string& path, const std::string& 
 }
 
 std::vector<CommSample> read_trtllm_alltoall(const std::string& path, const std::string& system) {
-  Csv csv = read_csv(path, {"op_name", "kernel_source", "moe_dtype", "num_tokens", "hidden_size", "topk",
-                            "num_experts", "moe_ep_size", "latency"});
+  Csv csv = read_csv(path, {"op_name", "kernel_source", "moe_dtype", "num_tokens", "hidden_size", "topk", "num_experts",
+                            "moe_ep_size", "latency"});
   std::vector<CommSample> out;
   for (const auto& row : csv.rows) {
     RowReader r(csv, row);
@@ -293,8 +298,10 @@ std::vector<CommSample> read_vidur_network(const std::string& path, const std::s
     RowReader r(csv, row);
     CommSample s = sample_of(path, system, "nccl", row.line);
     const std::string collective(r.text("collective"));
-    if (collective == "all_reduce") s.kind = CollectiveKind::kAllReduce;
-    else if (collective == "send_recv") s.kind = CollectiveKind::kP2p;
+    if (collective == "all_reduce")
+      s.kind = CollectiveKind::kAllReduce;
+    else if (collective == "send_recv")
+      s.kind = CollectiveKind::kP2p;
     else {
       r.bad("collective", "unknown collective '" + collective + "' (expected all_reduce or send_recv)");
       continue;
@@ -309,7 +316,8 @@ std::vector<CommSample> read_vidur_network(const std::string& path, const std::s
     s.bytes = r.number("size", 0);
     s.seconds = r.number(median, 0) * 1e-3;
     if (r.ok() && s.ranks % s.ranks_per_node != 0) {
-      r.bad("devices_per_node", std::to_string(s.ranks_per_node) + " does not divide " + std::to_string(s.ranks) + " workers");
+      r.bad("devices_per_node",
+            std::to_string(s.ranks_per_node) + " does not divide " + std::to_string(s.ranks) + " workers");
     }
     if (r.ok()) out.push_back(s);
   }

@@ -37,7 +37,7 @@ struct CommSample {
   topologies::CollectiveKind kind = topologies::CollectiveKind::kAllReduce;
   int ranks = 0;
   int ranks_per_node = 0;
-  double bytes = 0;            // per rank
+  double bytes = 0;  // per rank
   double seconds = 0;
   int line = 0;
   // Expert-parallel rows.
@@ -55,7 +55,6 @@ std::vector<CommSample> read_vidur_network(const std::string& path, const std::s
 std::vector<CommSample> read_comm_tables(const std::string& dir);
 
 // Bytes each rank sends for a dispatch or combine of `tokens` tokens per rank.
-double moe_bytes_per_rank(topologies::CollectiveKind kind, int tokens, int hidden, int topk, int experts,
-                          int ranks);
+double moe_bytes_per_rank(topologies::CollectiveKind kind, int tokens, int hidden, int topk, int experts, int ranks);
 
 }  // namespace servesim::calibrate

@@ -152,11 +152,10 @@ struct SizeBin {
   std::string_view label;
 };
 
-constexpr SizeBin kTokenBins[] = {{16, "1-16 tokens"},      {128, "17-128 tokens"},
-                                  {512, "129-512 tokens"},  {2048, "513-2048 tokens"},
-                                  {8192, "2049-8192 tokens"}, {1e300, ">8192 tokens"}};
-constexpr SizeBin kKvBins[] = {{4096, "<=4k KV tokens"}, {65536, "4k-64k KV tokens"},
-                               {1048576, "64k-1M KV tokens"}, {1e300, ">1M KV tokens"}};
+constexpr SizeBin kTokenBins[] = {{16, "1-16 tokens"},       {128, "17-128 tokens"},     {512, "129-512 tokens"},
+                                  {2048, "513-2048 tokens"}, {8192, "2049-8192 tokens"}, {1e300, ">8192 tokens"}};
+constexpr SizeBin kKvBins[] = {
+    {4096, "<=4k KV tokens"}, {65536, "4k-64k KV tokens"}, {1048576, "64k-1M KV tokens"}, {1e300, ">1M KV tokens"}};
 constexpr SizeBin kByteBins[] = {{1 << 20, "<=1 MiB"}, {64 << 20, "1-64 MiB"}, {1e300, ">64 MiB"}};
 
 std::span<const SizeBin> bins_of(SizeMeasure s) {
@@ -171,8 +170,7 @@ std::span<const SizeBin> bins_of(SizeMeasure s) {
 double size_of(const Measurement& m) {
   const Shape& s = m.shape;
   switch (size_measure(m.op)) {
-    case SizeMeasure::kv_tokens:
-      return static_cast<double>(s.get(Dim::batch, 1) * s.get(Dim::kv_len, 1));
+    case SizeMeasure::kv_tokens: return static_cast<double>(s.get(Dim::batch, 1) * s.get(Dim::kv_len, 1));
     case SizeMeasure::bytes: return static_cast<double>(s.get(Dim::bytes));
     case SizeMeasure::tokens: break;
   }
@@ -201,8 +199,7 @@ std::vector<std::string_view> size_classes(MeasuredOp op) {
 }
 
 void add_error_cells(ErrorReport& report, std::string_view kind, std::string_view format,
-                     std::span<const Measurement> rows, std::span<const double> predicted,
-                     bool held_out) {
+                     std::span<const Measurement> rows, std::span<const double> predicted, bool held_out) {
   if (rows.empty()) return;
   const MeasuredOp op = rows.front().op;
   std::vector<double> all_p, all_m;
@@ -215,29 +212,28 @@ void add_error_cells(ErrorReport& report, std::string_view kind, std::string_vie
       }
     }
     if (p.empty()) continue;
-    report.cells.push_back(ErrorCell{std::string(kind), std::string(format), std::string(label),
-                                     summarise_errors(p, m), held_out});
+    report.cells.push_back(
+        ErrorCell{std::string(kind), std::string(format), std::string(label), summarise_errors(p, m), held_out});
   }
   for (std::size_t i = 0; i < rows.size(); ++i) all_m.push_back(rows[i].latency_s);
-  report.cells.push_back(ErrorCell{std::string(kind), std::string(format), "all",
-                                   summarise_errors(predicted, all_m), held_out});
+  report.cells.push_back(
+      ErrorCell{std::string(kind), std::string(format), "all", summarise_errors(predicted, all_m), held_out});
 }
 
 std::string format_error_table(const ErrorReport& report) {
   std::string out;
   char line[256];
-  std::snprintf(line, sizeof line, "%-20s %-16s %-18s %8s %8s %8s %8s\n", "kind", "format", "size",
-                "rows", "ape p50", "ape p90", "signed");
+  std::snprintf(line, sizeof line, "%-20s %-16s %-18s %8s %8s %8s %8s\n", "kind", "format", "size", "rows", "ape p50",
+                "ape p90", "signed");
   out += line;
   std::string last;
   for (const ErrorCell& c : report.cells) {
     const std::string group = c.kind + " " + c.format;
     if (!last.empty() && group != last) out += '\n';
     last = group;
-    std::snprintf(line, sizeof line, "%-20s %-16s %-18s %8zu %7.1f%% %7.1f%% %+7.1f%%%s\n",
-                  c.kind.c_str(), c.format.c_str(), c.size.c_str(), c.error.rows,
-                  100 * c.error.ape_p50, 100 * c.error.ape_p90, 100 * c.error.signed_mean,
-                  c.held_out ? "" : "  (in-sample)");
+    std::snprintf(line, sizeof line, "%-20s %-16s %-18s %8zu %7.1f%% %7.1f%% %+7.1f%%%s\n", c.kind.c_str(),
+                  c.format.c_str(), c.size.c_str(), c.error.rows, 100 * c.error.ape_p50, 100 * c.error.ape_p90,
+                  100 * c.error.signed_mean, c.held_out ? "" : "  (in-sample)");
     out += line;
   }
   return out;

@@ -31,9 +31,9 @@ std::vector<Dim> shape_key_dims(MeasuredOp op);
 std::vector<std::int64_t> shape_key(const Measurement& m);
 
 struct FoldPlan {
-  std::size_t folds = 0;                  // folds actually used (<= asked, >= 2 when possible)
-  std::size_t groups = 0;                 // distinct shape keys
-  std::vector<std::uint32_t> fold_of_row; // one per row
+  std::size_t folds = 0;                   // folds actually used (<= asked, >= 2 when possible)
+  std::size_t groups = 0;                  // distinct shape keys
+  std::vector<std::uint32_t> fold_of_row;  // one per row
 };
 
 // Deals the rows' shape groups to `folds` folds. With a single group there is nothing to hold
@@ -41,8 +41,8 @@ struct FoldPlan {
 FoldPlan plan_folds(std::span<const Measurement> rows, std::size_t folds, std::uint64_t seed);
 
 // Fits on the training rows and predicts seconds for each test row.
-using FitPredict = std::function<std::vector<double>(std::span<const Measurement> train,
-                                                     std::span<const Measurement> test)>;
+using FitPredict =
+    std::function<std::vector<double>(std::span<const Measurement> train, std::span<const Measurement> test)>;
 
 // For each fold: trains on the other folds and predicts it. Returns one prediction per row
 // (every row is predicted exactly once, by a fit that never saw its shape); empty when the plan
@@ -52,7 +52,7 @@ std::vector<double> cross_validate(std::span<const Measurement> rows, const Fold
 
 struct ErrorSummary {
   std::size_t rows = 0;
-  double ape_p50 = 0;      // median absolute percentage error (a fraction)
+  double ape_p50 = 0;  // median absolute percentage error (a fraction)
   double ape_p90 = 0;
   double signed_mean = 0;  // mean of predicted / measured - 1
 };
@@ -87,8 +87,7 @@ struct ErrorReport {
 // share `kind` and `format`. `held_out` says whether the predictions came from fits that never
 // saw the rows' shapes.
 void add_error_cells(ErrorReport& report, std::string_view kind, std::string_view format,
-                     std::span<const Measurement> rows, std::span<const double> predicted,
-                     bool held_out = true);
+                     std::span<const Measurement> rows, std::span<const double> predicted, bool held_out = true);
 
 // A fixed-width text table, one line per cell, percentages with one decimal; in-sample cells are
 // marked "(in-sample)".

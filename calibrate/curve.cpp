@@ -22,12 +22,11 @@ std::vector<double> checked_log_knots(const std::vector<double>& knots) {
 
 }  // namespace
 
-double log_linear_at(std::span<const double> log_knots, std::span<const double> values,
-                     double log_x) {
+double log_linear_at(std::span<const double> log_knots, std::span<const double> values, double log_x) {
   if (log_x <= log_knots.front()) return values.front();
   if (log_x >= log_knots.back()) return values.back();
-  const auto hi = static_cast<std::size_t>(
-      std::upper_bound(log_knots.begin(), log_knots.end(), log_x) - log_knots.begin());
+  const auto hi =
+      static_cast<std::size_t>(std::upper_bound(log_knots.begin(), log_knots.end(), log_x) - log_knots.begin());
   const std::size_t lo = hi - 1;
   const double f = (log_x - log_knots[lo]) / (log_knots[hi] - log_knots[lo]);
   return values[lo] + f * (values[hi] - values[lo]);
@@ -40,9 +39,7 @@ LogLinearCurve::LogLinearCurve(std::vector<double> knots, std::vector<double> va
   }
 }
 
-double LogLinearCurve::operator()(double x) const {
-  return log_linear_at(log_knots_, values_, std::log(x));
-}
+double LogLinearCurve::operator()(double x) const { return log_linear_at(log_knots_, values_, std::log(x)); }
 
 CurveBlock::CurveBlock(CurveSpec spec) : spec_(std::move(spec)), log_knots_(checked_log_knots(spec_.knots)) {
   if (!(spec_.initial > spec_.lower && spec_.initial < spec_.upper)) {
@@ -52,8 +49,7 @@ CurveBlock::CurveBlock(CurveSpec spec) : spec_(std::move(spec)), log_knots_(chec
 
 void CurveBlock::append_parameters(std::vector<Parameter>& out) const {
   for (std::size_t i = 0; i < size(); ++i) {
-    out.push_back(Parameter{spec_.name + "[" + std::to_string(i) + "]", spec_.initial, spec_.lower,
-                            spec_.upper});
+    out.push_back(Parameter{spec_.name + "[" + std::to_string(i) + "]", spec_.initial, spec_.lower, spec_.upper});
   }
 }
 
@@ -86,7 +82,8 @@ void CurveBlock::penalties(std::span<const double> v, std::span<double> out) con
 }
 
 LogLinearCurve CurveBlock::curve(std::span<const double> params) const {
-  return LogLinearCurve(spec_.knots, std::vector<double>(params.begin(), params.begin() + static_cast<std::ptrdiff_t>(size())));
+  return LogLinearCurve(spec_.knots,
+                        std::vector<double>(params.begin(), params.begin() + static_cast<std::ptrdiff_t>(size())));
 }
 
 }  // namespace servesim::calibrate

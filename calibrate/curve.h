@@ -36,18 +36,17 @@ class LogLinearCurve {
 };
 
 // Evaluates the curve with knots `log_knots` (natural log) and `values` at ln x.
-double log_linear_at(std::span<const double> log_knots, std::span<const double> values,
-                     double log_x);
+double log_linear_at(std::span<const double> log_knots, std::span<const double> values, double log_x);
 
 enum class Monotone { none, increasing, decreasing };
 
 struct CurveSpec {
-  std::string name;              // parameter names are name[0], name[1], ...
-  std::vector<double> knots;     // positive, strictly increasing
-  double lower = 0, upper = 1;   // bounds on every value
-  double initial = 0.5;          // start value of every knot
+  std::string name;             // parameter names are name[0], name[1], ...
+  std::vector<double> knots;    // positive, strictly increasing
+  double lower = 0, upper = 1;  // bounds on every value
+  double initial = 0.5;         // start value of every knot
   Monotone monotone = Monotone::none;
-  double smoothness = 0;         // weight of the slope-change penalty; 0 = none
+  double smoothness = 0;  // weight of the slope-change penalty; 0 = none
 };
 
 class CurveBlock {

@@ -127,8 +127,7 @@ LineFit fit_overhead_and_rate(const std::vector<double>& work, const std::vector
   return fit;
 }
 
-LinearFit fit_linear(const std::vector<double>& design, std::size_t columns,
-                     const std::vector<double>& time) {
+LinearFit fit_linear(const std::vector<double>& design, std::size_t columns, const std::vector<double>& time) {
   const std::size_t rows = time.size();
   if (columns == 0 || design.size() != rows * columns) {
     throw std::invalid_argument("the design matrix must have time.size() x columns entries");
@@ -155,14 +154,13 @@ LinearFit fit_linear(const std::vector<double>& design, std::size_t columns,
   return fit;
 }
 
-FitResult fit_target(const FitTarget& target, std::span<const Measurement> rows,
-                     const FitOptions& options) {
+FitResult fit_target(const FitTarget& target, std::span<const Measurement> rows, const FitOptions& options) {
   Residuals r{&target, rows, target.parameters(), {}};
   const std::size_t np = r.params.size();
   if (np == 0) throw std::invalid_argument("the target has no parameters to fit");
   if (rows.size() + target.penalty_count() < np) {
-    throw std::invalid_argument("fewer measurements than parameters: " + std::to_string(rows.size()) +
-                                " rows for " + std::to_string(np) + " parameters");
+    throw std::invalid_argument("fewer measurements than parameters: " + std::to_string(rows.size()) + " rows for " +
+                                std::to_string(np) + " parameters");
   }
   for (const Measurement& m : rows) {
     if (!(m.latency_s > 0)) throw std::invalid_argument("measured times must be positive");

@@ -29,9 +29,9 @@ namespace servesim::calibrate {
 struct LineFit {
   double intercept = 0;
   double slope = 0;
-  double r_squared = 0;              // of the time predictions, unweighted
-  double median_abs_rel_error = 0;   // |predicted - measured| / measured: the median over the
-                                     // points (the upper middle one for an even count)
+  double r_squared = 0;             // of the time predictions, unweighted
+  double median_abs_rel_error = 0;  // |predicted - measured| / measured: the median over the
+                                    // points (the upper middle one for an even count)
   std::size_t points = 0;
 };
 
@@ -48,8 +48,7 @@ struct LinearFit {
 // Fits time_i = sum_j design[i * columns + j] x b_j minimising sum ((pred_i - time_i) / time_i)^2.
 // `design` is row-major, time.size() rows. Throws std::invalid_argument on non-positive times,
 // fewer rows than columns, or columns that are linearly dependent on these rows.
-LinearFit fit_linear(const std::vector<double>& design, std::size_t columns,
-                     const std::vector<double>& time);
+LinearFit fit_linear(const std::vector<double>& design, std::size_t columns, const std::vector<double>& time);
 
 // One parameter of a FitTarget: its name, where the search starts, and its bounds.
 struct Parameter {
@@ -81,7 +80,7 @@ struct FitResult {
   std::vector<double> parameters;
   bool converged = false;
   int evaluations = 0;
-  std::string status;          // MINPACK's stop reason, in words
+  std::string status;               // MINPACK's stop reason, in words
   double median_abs_rel_error = 0;  // over the training rows
   double rms_rel_error = 0;
 };
@@ -89,8 +88,7 @@ struct FitResult {
 // Fits `target` to `rows`. Throws std::invalid_argument when there are fewer rows (plus
 // penalties) than parameters, an initial value lies outside its bounds, or a latency is not
 // positive.
-FitResult fit_target(const FitTarget& target, std::span<const Measurement> rows,
-                     const FitOptions& options = {});
+FitResult fit_target(const FitTarget& target, std::span<const Measurement> rows, const FitOptions& options = {});
 
 // Predictions of a fitted target for each row.
 std::vector<double> predict_all(const FitTarget& target, std::span<const Measurement> rows,

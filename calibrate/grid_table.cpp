@@ -13,8 +13,7 @@ namespace {
 constexpr Eigen::Index kDirectCells = 4096;
 }  // namespace
 
-LogGridTable::LogGridTable(std::vector<GridAxis> axes, std::vector<double> log_seconds,
-                           Extrapolation extrapolation)
+LogGridTable::LogGridTable(std::vector<GridAxis> axes, std::vector<double> log_seconds, Extrapolation extrapolation)
     : axes_(std::move(axes)), log_seconds_(std::move(log_seconds)), extrapolation_(extrapolation) {
   if (axes_.empty()) throw std::invalid_argument("a table needs at least one axis");
   std::size_t cells = 1;
@@ -36,8 +35,8 @@ LogGridTable::LogGridTable(std::vector<GridAxis> axes, std::vector<double> log_s
     log_knots_.push_back(std::move(u));
   }
   if (log_seconds_.size() != cells) {
-    throw std::invalid_argument("a table needs one value per cell: " + std::to_string(cells) +
-                                " cells, " + std::to_string(log_seconds_.size()) + " values");
+    throw std::invalid_argument("a table needs one value per cell: " + std::to_string(cells) + " cells, " +
+                                std::to_string(log_seconds_.size()) + " values");
   }
 }
 
@@ -136,8 +135,9 @@ LogGridTable fit_log_grid_points(std::vector<GridAxis> axes, std::span<const dou
   }
   if (!(options.smoothness > 0) && !(options.prior > 0) &&
       std::find(touched.begin(), touched.end(), false) != touched.end()) {
-    throw std::invalid_argument("some table cells have no measurement near them and the smoothness"
-                                " is 0: nothing would determine them");
+    throw std::invalid_argument(
+        "some table cells have no measurement near them and the smoothness"
+        " is 0: nothing would determine them");
   }
   // Smoothness: at every interior knot of every line of cells along every axis, weight x the
   // change of slope (per unit of ln(1 + x)) x h0 h1 / (h0 + h1), h0 and h1 the spacings on
@@ -206,8 +206,7 @@ LogGridTable fit_log_grid_points(std::vector<GridAxis> axes, std::span<const dou
       throw std::invalid_argument("the table's normal equations did not converge");
     }
   }
-  return LogGridTable(std::move(axes), std::vector<double>(x.data(), x.data() + x.size()),
-                      options.extrapolation);
+  return LogGridTable(std::move(axes), std::vector<double>(x.data(), x.data() + x.size()), options.extrapolation);
 }
 
 }  // namespace servesim::calibrate

@@ -46,8 +46,7 @@ class LogGridTable {
 
   // For a point: the flat indices of its 2^d corner cells and their weights (sum 1 inside the
   // grid; extrapolating weights may be negative). Used by the fitter.
-  void corners(std::span<const double> point, std::vector<std::size_t>& cells,
-               std::vector<double>& weights) const;
+  void corners(std::span<const double> point, std::vector<std::size_t>& cells, std::vector<double>& weights) const;
 
  private:
   std::vector<GridAxis> axes_;

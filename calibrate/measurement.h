@@ -53,8 +53,8 @@ enum class Format : std::uint8_t {
   fp32,
   bf16,
   fp16,
-  fp8,          // e4m3, per-tensor scale
-  fp8_block,    // e4m3, block scales (DeepSeek-style 1x128 / 128x128)
+  fp8,        // e4m3, per-tensor scale
+  fp8_block,  // e4m3, block scales (DeepSeek-style 1x128 / 128x128)
   int8,
   w4a16_mxfp4,  // 4-bit MX weights, 16-bit activations
   nvfp4,
@@ -67,19 +67,37 @@ inline constexpr std::size_t kFormats = static_cast<std::size_t>(Format::kCount)
 // Shape field names: one vocabulary for every source. Values are integers (elements, tokens,
 // heads, bytes). Meaning per operator kind in calibrate/README.md ("Shape fields").
 enum class Dim : std::uint8_t {
-  m, n, k,             // GEMM: tokens, output features, input features
-  batch,               // sequences in the batch
-  tokens,              // new tokens per sequence (attention) or tokens in the batch (MoE, bmm)
-  prefix,              // cached tokens before the new ones (chunked prefill)
-  kv_len,              // keys each decode query attends (cached + the new one)
-  step,                // AIConfigurator's `step` where its meaning is not documented
-  heads, kv_heads, head_dim,
-  window,              // sliding-window length; 0 = full attention
-  hidden, inter, experts, topk, tp, ep,
+  m,
+  n,
+  k,       // GEMM: tokens, output features, input features
+  batch,   // sequences in the batch
+  tokens,  // new tokens per sequence (attention) or tokens in the batch (MoE, bmm)
+  prefix,  // cached tokens before the new ones (chunked prefill)
+  kv_len,  // keys each decode query attends (cached + the new one)
+  step,    // AIConfigurator's `step` where its meaning is not documented
+  heads,
+  kv_heads,
+  head_dim,
+  window,  // sliding-window length; 0 = full attention
+  hidden,
+  inter,
+  experts,
+  topk,
+  tp,
+  ep,
   vocab,
-  seq_len, d_model, d_conv, d_state, k_heads, head_k_dim, v_heads, head_v_dim, groups, chunk,
-  bytes,               // bytes copied (hbm_copy)
-  gated,               // 1 = gated FFN (SiLU(gate) x up: three matrices), 0 = plain (two)
+  seq_len,
+  d_model,
+  d_conv,
+  d_state,
+  k_heads,
+  head_k_dim,
+  v_heads,
+  head_v_dim,
+  groups,
+  chunk,
+  bytes,  // bytes copied (hbm_copy)
+  gated,  // 1 = gated FFN (SiLU(gate) x up: three matrices), 0 = plain (two)
   kCount
 };
 inline constexpr std::size_t kDims = static_cast<std::size_t>(Dim::kCount);
@@ -131,7 +149,7 @@ struct Measurement {
   Format kv_format = Format::unspecified;      // KV cache (attention kinds)
   Format weight_format = Format::unspecified;  // weights, where it differs (MLA module GEMMs)
   Shape shape;
-  double latency_s = 0;    // median seconds per call
+  double latency_s = 0;      // median seconds per call
   std::uint32_t source = 0;  // index into MeasurementSet::sources()
   std::uint32_t line = 0;    // 1-based line in that file
   // Label ids (MeasurementSet::label()); 0 is the empty label.
@@ -144,9 +162,9 @@ struct Measurement {
 
 // A file a set of rows came from, and what the reader learned about it.
 struct MeasurementSource {
-  std::string path;        // as given to the reader
-  std::string reader;      // "vidur-mlp", "vidur-attention", "aiconfigurator", "servesim"
-  std::size_t rows = 0;    // data records in the file
+  std::string path;              // as given to the reader
+  std::string reader;            // "vidur-mlp", "vidur-attention", "aiconfigurator", "servesim"
+  std::size_t rows = 0;          // data records in the file
   std::size_t measurements = 0;  // Measurement rows produced (a Vidur record holds several ops)
   std::size_t empty_cells = 0;   // operator cells left empty in the file (nothing measured)
   // Per-file facts (device, framework version, collector, date), in the order found.

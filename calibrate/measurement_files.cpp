@@ -31,10 +31,9 @@ bool has_prefix_column(const std::vector<std::string>& header, std::string_view 
 std::string chip_from_path(const std::string& path) {
   // Vidur sku folders, and the AIConfigurator system folders that hold measured data.
   static const std::pair<std::string_view, std::string_view> kNames[] = {
-      {"a100", "a100-80g"},      {"h100", "h100-sxm"},     {"a40", "a40"},
-      {"h200_sxm", "h200-sxm"},  {"h100_sxm", "h100-sxm"}, {"a100_sxm", "a100-80g"},
-      {"b200_sxm", "b200"},  {"gb200", "gb200"},       {"gb300", "gb300"},
-      {"b300_sxm", "b300"}};
+      {"a100", "a100-80g"},     {"h100", "h100-sxm"},     {"a40", "a40"},       {"h200_sxm", "h200-sxm"},
+      {"h100_sxm", "h100-sxm"}, {"a100_sxm", "a100-80g"}, {"b200_sxm", "b200"}, {"gb200", "gb200"},
+      {"gb300", "gb300"},       {"b300_sxm", "b300"}};
   const auto parts = path_parts(path);
   for (auto it = parts.rbegin(); it != parts.rend(); ++it) {
     for (const auto& [folder, chip] : kNames) {
@@ -70,8 +69,8 @@ MeasurementSet read_measurements(const std::string& path, const ReadOptions& opt
   const FileKind kind = detect_file_kind(path);
   std::string chip = options.chip.empty() ? chip_from_path(path) : options.chip;
   const std::string model = options.model.empty() ? model_from_path(path) : options.model;
-  const bool needs_chip = kind == FileKind::aiconfigurator || kind == FileKind::vidur_mlp ||
-                          kind == FileKind::vidur_attention;
+  const bool needs_chip =
+      kind == FileKind::aiconfigurator || kind == FileKind::vidur_mlp || kind == FileKind::vidur_attention;
   if (needs_chip && chip.empty()) {
     throw InputError({Diagnostic{path, 0, 0, "",
                                  "the file does not name its chip and its path does not either:"
@@ -91,8 +90,7 @@ MeasurementSet read_measurements(const std::string& path, const ReadOptions& opt
                                "attention.csv); communication tables go to the comm readers"}});
 }
 
-MeasurementSet read_measurements(const std::vector<std::string>& paths,
-                                 const ReadOptions& options) {
+MeasurementSet read_measurements(const std::vector<std::string>& paths, const ReadOptions& options) {
   MeasurementSet all;
   std::vector<Diagnostic> problems;
   for (const std::string& p : paths) {

@@ -28,8 +28,7 @@ FileKind detect_file_kind(const std::string& path);
 // be taken neither from the options nor from the path.
 MeasurementSet read_measurements(const std::string& path, const ReadOptions& options = {});
 // Reads several files into one set, collecting the problems of all of them before throwing.
-MeasurementSet read_measurements(const std::vector<std::string>& paths,
-                                 const ReadOptions& options = {});
+MeasurementSet read_measurements(const std::vector<std::string>& paths, const ReadOptions& options = {});
 
 // The chip a path names, by the upstream layouts: Vidur's sku folders (a100 -> "a100-80g",
 // h100 -> "h100-sxm", a40 -> "a40") and AIConfigurator's system folders (h200_sxm ->

@@ -157,7 +157,8 @@ std::vector<MoeTable> fit_moe_tables(const MeasurementSet& set, const models::Ch
         }
       }
     } else {
-      for (std::size_t i = 0; i < g.rows.size(); ++i) held[i] = predict(out.back().table, g.points[i], options.roofline_factor);
+      for (std::size_t i = 0; i < g.rows.size(); ++i)
+        held[i] = predict(out.back().table, g.points[i], options.roofline_factor);
     }
     std::map<std::string, std::pair<std::vector<Measurement>, std::vector<double>>> cells;
     for (std::size_t i = 0; i < g.rows.size(); ++i) {

@@ -9,9 +9,24 @@ namespace servesim::calibrate {
 namespace {
 
 enum Col : std::size_t {
-  kOp, kShape, kFormat, kKvFormat, kWeightFormat, kVariant, kKernel,
-  kLatency, kLatencyMin, kLatencyMax, kRepeats,
-  kChip, kDevice, kDriver, kBackend, kCollector, kCollectedAt, kColumns
+  kOp,
+  kShape,
+  kFormat,
+  kKvFormat,
+  kWeightFormat,
+  kVariant,
+  kKernel,
+  kLatency,
+  kLatencyMin,
+  kLatencyMax,
+  kRepeats,
+  kChip,
+  kDevice,
+  kDriver,
+  kBackend,
+  kCollector,
+  kCollectedAt,
+  kColumns
 };
 
 // Parses "m=4096 n=8192 k=8192"; reports each bad pair at its own character column.
@@ -47,8 +62,7 @@ bool parse_shape(const CsvReader& csv, std::size_t col, Shape& shape, Problems& 
       } else if (shape.has(*dim)) {
         problem(i, "shape field '" + std::string(name) + "' given twice");
       } else if (!value || *value < 0) {
-        problem(i + eq + 1, "'" + std::string(pair.substr(eq + 1)) +
-                                "' is not a non-negative whole number");
+        problem(i + eq + 1, "'" + std::string(pair.substr(eq + 1)) + "' is not a non-negative whole number");
       } else if (!shape.set(*dim, *value)) {
         problem(i, "more than " + std::to_string(Shape::kCapacity) + " shape fields");
       }
@@ -76,8 +90,8 @@ MeasurementSet read_native_csv(const std::string& path, NativeCsvKind kind) {
   problems.throw_if_any();
 
   MeasurementSet set;
-  const std::uint32_t source_id = set.add_source(MeasurementSource{
-      path, kind == NativeCsvKind::plan ? "servesim-plan" : "servesim", 0, 0, 0, {}});
+  const std::uint32_t source_id =
+      set.add_source(MeasurementSource{path, kind == NativeCsvKind::plan ? "servesim-plan" : "servesim", 0, 0, 0, {}});
   // Per-file facts: the first row's value, every later row checked against it.
   const Col per_file[] = {kDevice, kDriver, kCollector, kCollectedAt};
   std::string seen[4];
@@ -87,7 +101,8 @@ MeasurementSet read_native_csv(const std::string& path, NativeCsvKind kind) {
     if (text(c).empty()) return Format::unspecified;
     const auto f = parse_format(text(c));
     if (!f) {
-      problems.add(csv.at(col[c], "unknown number format '" + std::string(text(c)) + "'" + suggestion(text(c), format_names())));
+      problems.add(
+          csv.at(col[c], "unknown number format '" + std::string(text(c)) + "'" + suggestion(text(c), format_names())));
       ok = false;
     }
     return f.value_or(Format::unspecified);
@@ -110,7 +125,8 @@ MeasurementSet read_native_csv(const std::string& path, NativeCsvKind kind) {
     m.line = static_cast<std::uint32_t>(csv.line());
     const auto op = parse_op(text(kOp));
     if (!op) {
-      problems.add(csv.at(col[kOp], "unknown operator kind '" + std::string(text(kOp)) + "'" + suggestion(text(kOp), op_names())));
+      problems.add(csv.at(
+          col[kOp], "unknown operator kind '" + std::string(text(kOp)) + "'" + suggestion(text(kOp), op_names())));
       ok = false;
     } else {
       m.op = *op;
@@ -135,8 +151,9 @@ MeasurementSet read_native_csv(const std::string& path, NativeCsvKind kind) {
         }
       }
     } else if (!has_latency) {
-      problems.add(csv.at(col[kLatency], "no latency: a measurement file needs latency_s on every row"
-                                         " (a plan from gpu_collector --list is read as a plan)"));
+      problems.add(csv.at(col[kLatency],
+                          "no latency: a measurement file needs latency_s on every row"
+                          " (a plan from gpu_collector --list is read as a plan)"));
       ok = false;
     } else if ((lo > 0 && lo > median) || (hi > 0 && hi < median)) {
       problems.add(csv.at(col[kLatency], "the median lies outside [latency_min_s, latency_max_s]"));

@@ -65,8 +65,7 @@ enum class NativeCsvKind { measurements, plan };
 
 // Reads a servesim.measurements/1 file (plain or .gz). For `plan`, every latency must be empty
 // and the rows come back with latency_s = 0 (a plan is not a measurement: fits must not use it).
-MeasurementSet read_native_csv(const std::string& path,
-                               NativeCsvKind kind = NativeCsvKind::measurements);
+MeasurementSet read_native_csv(const std::string& path, NativeCsvKind kind = NativeCsvKind::measurements);
 
 // The native columns, in the order the writer uses.
 const std::vector<std::string_view>& native_columns();

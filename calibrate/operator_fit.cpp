@@ -7,8 +7,8 @@
 #include <memory>
 #include <numeric>
 #include <set>
-#include <tuple>
 #include <stdexcept>
+#include <tuple>
 
 #include "calibrate/curve.h"
 #include "calibrate/fit.h"
@@ -464,8 +464,8 @@ void add_label_cells(ErrorReport& errors, const FamilyRows& f, const std::vector
 
 // Fits the family on (rows, ops) from `chip`; returns the fitted chip.
 models::ChipSpec fit_family(const models::ChipSpec& chip, const EfficiencyTarget::Layout& layout,
-                            std::span<const Measurement> rows, std::span<const FittedCall> ops,
-                            std::size_t max_rows, bool* converged = nullptr) {
+                            std::span<const Measurement> rows, std::span<const FittedCall> ops, std::size_t max_rows,
+                            bool* converged = nullptr) {
   // Thin rows and operators together (same stride).
   FitOptions fo;
   fo.max_evaluations = 3000;
@@ -580,7 +580,8 @@ class MoeExpertsTarget : public FitTarget {
     e_ = models::Efficiency::MoeExperts{};
     e_.format = format_;
     std::size_t p = 0;
-    for (std::size_t j = 0; j < compute_.size(); ++j) e_.compute.knots.push_back({compute_.spec().knots[j], params[p++]});
+    for (std::size_t j = 0; j < compute_.size(); ++j)
+      e_.compute.knots.push_back({compute_.spec().knots[j], params[p++]});
     for (std::size_t j = 0; j < memory_.size(); ++j) e_.memory.knots.push_back({memory_.spec().knots[j], params[p++]});
     e_.overhead = Duration::seconds(params[p++]);
     e_.token_bytes = params[p++];
@@ -660,7 +661,6 @@ std::vector<double> predict_ops(const models::ChipSpec& chip, std::span<const Fi
   return out;
 }
 
-
 // The MoE family: one grouped-GEMM model per expert weight format (models::Efficiency::
 // moe_experts), each fitted to its format's rows but those of contended series (`contended`,
 // contended_moe_series of f's rows), held out by whole model shapes (every plan and skew of a
@@ -686,8 +686,7 @@ void fit_moe_family(OperatorFitResult& result, const FamilyRows& f, const std::v
   std::vector<std::size_t> formats_rows;  // a row of each fitted format
   const models::ChipSpec chip = result.chip;
   auto predict = [&](const models::Efficiency::MoeExperts& e, const FittedCall& c) {
-    return models::moe_experts_seconds(c.op, e, chip.peak_flops(c.op.rate), chip.hbm_bandwidth.bytes_per_s) +
-           c.fixed_s;
+    return models::moe_experts_seconds(c.op, e, chip.peak_flops(c.op.rate), chip.hbm_bandwidth.bytes_per_s) + c.fixed_s;
   };
   for (const auto& [format, idx] : formats) {
     double f_lo = 1e300, f_hi = 0, w_lo = 1e300, w_hi = 0;
@@ -751,9 +750,11 @@ void fit_moe_family(OperatorFitResult& result, const FamilyRows& f, const std::v
   }
   if (!result.chip.efficiency.moe_experts.empty()) result.fitted_keys.push_back("moe_experts");
   if (n_contended > 0) {
-    result.not_fitted.push_back({"moe: series slower than a plan holding a superset of their work, or faster "
-                                 "than their share of a subset's allows (contended benchmark runs; "
-                                 "contended_moe_series)", n_contended});
+    result.not_fitted.push_back(
+        {"moe: series slower than a plan holding a superset of their work, or faster "
+         "than their share of a subset's allows (contended benchmark runs; "
+         "contended_moe_series)",
+         n_contended});
   }
   result.families.push_back(ff);
 }
@@ -768,7 +769,7 @@ std::vector<bool> contended_moe_series(std::span<const Measurement> rows) {
   std::map<Group, std::map<Plan, std::map<std::int64_t, double>>> series;
   auto group_of = [](const Measurement& m) {
     return Group{static_cast<int>(m.format), m.shape.get(Dim::hidden), m.shape.get(Dim::inter),
-                 m.shape.get(Dim::experts), m.shape.get(Dim::topk), m.variant};
+                 m.shape.get(Dim::experts),  m.shape.get(Dim::topk),   m.variant};
   };
   auto plan_of = [](const Measurement& m) { return Plan{m.shape.get(Dim::tp, 1), m.shape.get(Dim::ep, 1)}; };
   for (const Measurement& m : rows) {
@@ -863,12 +864,11 @@ OperatorFitResult fit_operators(const MeasurementSet& set, const models::ChipSpe
   result.errors.cost_model =
       "models::RooflineCostModel: kernels x overhead + max(FLOPs / (peak x eff_c(FLOPs/kernel) x format), "
       "bytes / (HBM x eff_m(bytes/kernel))), efficiency curves per family";
-  result.errors.held_out = std::to_string(options.folds) +
-                           " folds of whole shapes (shape_key_dims per kind), seed " +
+  result.errors.held_out = std::to_string(options.folds) + " folds of whole shapes (shape_key_dims per kind), seed " +
                            std::to_string(options.seed);
 
-  for (OperatorFamily family : {OperatorFamily::gemm, OperatorFamily::moe, OperatorFamily::attention,
-                                OperatorFamily::elementwise}) {
+  for (OperatorFamily family :
+       {OperatorFamily::gemm, OperatorFamily::moe, OperatorFamily::attention, OperatorFamily::elementwise}) {
     auto it = families.find(family);
     if (it == families.end()) continue;
     FamilyRows& f = it->second;

@@ -93,7 +93,7 @@ struct OperatorFitResult {
   ErrorReport errors;                    // cross-validated, per (kind, format) and size range
   std::vector<std::pair<std::string, std::size_t>> unmodelled;  // reason -> rows
   std::vector<std::pair<std::string, std::size_t>> not_fitted;  // predicted, but left out of the fits: reason -> rows
-  std::vector<std::string> notes;                                // sentences for the report
+  std::vector<std::string> notes;                               // sentences for the report
 };
 
 // MoE rows from contended benchmark runs, to leave out of the fits (they are still predicted and

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <charconv>
-#include <cstdio>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <ostream>
 #include <sstream>
@@ -17,9 +17,7 @@
 namespace servesim::calibrate {
 namespace {
 
-YAML::Emitter& quoted(YAML::Emitter& e, const std::string& s) {
-  return e << YAML::DoubleQuoted << s;
-}
+YAML::Emitter& quoted(YAML::Emitter& e, const std::string& s) { return e << YAML::DoubleQuoted << s; }
 
 void emit_numbers(YAML::Emitter& e, const std::vector<double>& v) {
   e << YAML::Flow << YAML::BeginSeq;
@@ -48,9 +46,7 @@ void emit_table_values(YAML::Emitter& e, const std::vector<double>& v, double un
   e << YAML::EndSeq;
 }
 
-const char* extrapolation_name(Extrapolation x) {
-  return x == Extrapolation::linear ? "linear" : "clamp";
-}
+const char* extrapolation_name(Extrapolation x) { return x == Extrapolation::linear ? "linear" : "clamp"; }
 
 // ---- reading: a strict walk over the YAML tree ----
 
@@ -61,8 +57,8 @@ class Walker {
 
   void error(const YAML::Node& n, const std::string& path, std::string message) {
     const YAML::Mark m = n.Mark();
-    problems_.add(Diagnostic{file_, m.line >= 0 ? m.line + 1 : 0, m.column >= 0 ? m.column + 1 : 0,
-                             path, std::move(message)});
+    problems_.add(
+        Diagnostic{file_, m.line >= 0 ? m.line + 1 : 0, m.column >= 0 ? m.column + 1 : 0, path, std::move(message)});
   }
 
   // Checks that `n` is a map with only `allowed` keys and every `required` one.
@@ -119,8 +115,8 @@ class Walker {
   }
 
   template <typename T, typename Parse>
-  T named(const YAML::Node& n, const std::string& path, Parse parse,
-          const std::vector<std::string_view>& names, std::string_view what) {
+  T named(const YAML::Node& n, const std::string& path, Parse parse, const std::vector<std::string_view>& names,
+          std::string_view what) {
     const std::string s = text(n, path);
     const auto v = parse(s);
     if (!v) {
@@ -133,9 +129,7 @@ class Walker {
   static std::string join(const std::string& path, const std::string& key) {
     return path.empty() ? key : path + "." + key;
   }
-  static std::string item(const std::string& path, std::size_t i) {
-    return path + "[" + std::to_string(i) + "]";
-  }
+  static std::string item(const std::string& path, std::size_t i) { return path + "[" + std::to_string(i) + "]"; }
 
  private:
   std::string file_;
@@ -286,8 +280,9 @@ Profile read_profile_text(const std::string& text, const std::string& path) {
   }
   Walker w(path);
   Profile p;
-  if (!w.map(root, "", {"schema", "chip", "engine", "transferred_from", "created", "generator", "notes", "sources",
-                        "efficiency", "entries", "errors"},
+  if (!w.map(root, "",
+             {"schema", "chip", "engine", "transferred_from", "created", "generator", "notes", "sources", "efficiency",
+              "entries", "errors"},
              {"schema", "chip", "sources", "entries", "errors"})) {
     w.problems().throw_if_any();
   }
@@ -301,8 +296,10 @@ Profile read_profile_text(const std::string& text, const std::string& path) {
   p.created = w.text(root["created"], "created");
   p.generator = w.text(root["generator"], "generator");
   if (const YAML::Node notes = root["notes"]) {
-    if (!notes.IsSequence()) w.error(notes, "notes", "expected a list of strings");
-    else for (std::size_t i = 0; i < notes.size(); ++i) p.notes.push_back(w.text(notes[i], Walker::item("notes", i)));
+    if (!notes.IsSequence())
+      w.error(notes, "notes", "expected a list of strings");
+    else
+      for (std::size_t i = 0; i < notes.size(); ++i) p.notes.push_back(w.text(notes[i], Walker::item("notes", i)));
   }
 
   const YAML::Node sources = root["sources"];
@@ -310,7 +307,8 @@ Profile read_profile_text(const std::string& text, const std::string& path) {
   for (std::size_t i = 0; sources && sources.IsSequence() && i < sources.size(); ++i) {
     const std::string at = Walker::item("sources", i);
     const YAML::Node s = sources[i];
-    if (!w.map(s, at, {"path", "reader", "rows", "upstream", "collected", "content_hash"}, {"path", "reader", "rows"})) continue;
+    if (!w.map(s, at, {"path", "reader", "rows", "upstream", "collected", "content_hash"}, {"path", "reader", "rows"}))
+      continue;
     p.sources.push_back(ProfileSource{w.text(s["path"], at + ".path"), w.text(s["reader"], at + ".reader"),
                                       w.count(s["rows"], at + ".rows"), w.text(s["upstream"], at + ".upstream"),
                                       w.text(s["collected"], at + ".collected"),
@@ -335,17 +333,20 @@ Profile read_profile_text(const std::string& text, const std::string& path) {
   for (std::size_t i = 0; entries && entries.IsSequence() && i < entries.size(); ++i) {
     const std::string at = Walker::item("entries", i);
     const YAML::Node n = entries[i];
-    if (!w.map(n, at, {"op", "format", "cost_model", "scalars", "curves", "tables"}, {"op", "format", "cost_model"})) continue;
+    if (!w.map(n, at, {"op", "format", "cost_model", "scalars", "curves", "tables"}, {"op", "format", "cost_model"}))
+      continue;
     ProfileEntry en;
     en.op = w.named<MeasuredOp>(n["op"], at + ".op", parse_op, op_names(), "operator kind");
     en.format = w.named<Format>(n["format"], at + ".format", parse_format, format_names(), "format");
     en.cost_model = w.text(n["cost_model"], at + ".cost_model");
     if (const YAML::Node sc = n["scalars"]) {
-      if (!sc.IsMap()) w.error(sc, at + ".scalars", "expected a map of name: number");
-      else for (const auto& kv : sc) {
-        const std::string name = kv.first.Scalar();
-        en.scalars.emplace_back(name, w.real(kv.second, at + ".scalars." + name));
-      }
+      if (!sc.IsMap())
+        w.error(sc, at + ".scalars", "expected a map of name: number");
+      else
+        for (const auto& kv : sc) {
+          const std::string name = kv.first.Scalar();
+          en.scalars.emplace_back(name, w.real(kv.second, at + ".scalars." + name));
+        }
     }
     if (const YAML::Node cs = n["curves"]) {
       if (!cs.IsSequence()) w.error(cs, at + ".curves", "expected a list");
@@ -373,17 +374,18 @@ Profile read_profile_text(const std::string& text, const std::string& path) {
       for (std::size_t j = 0; ts.IsSequence() && j < ts.size(); ++j) {
         const std::string tat = Walker::item(at + ".tables", j);
         const YAML::Node t = ts[j];
-        if (!w.map(t, tat,
-                   {"name", "axes", "microseconds", "seconds", "roofline_factor", "extrapolation", "match",
-                    "kv_format"},
-                   {"name", "axes"})) {
+        if (!w.map(
+                t, tat,
+                {"name", "axes", "microseconds", "seconds", "roofline_factor", "extrapolation", "match", "kv_format"},
+                {"name", "axes"})) {
           continue;
         }
         // Exactly one of microseconds[] or seconds[] (times) and roofline_factor[] (factors over
         // the roofline).
         const char* vkey = t["roofline_factor"] ? "roofline_factor" : t["microseconds"] ? "microseconds" : "seconds";
         if (static_cast<int>(static_cast<bool>(t["microseconds"])) + static_cast<bool>(t["seconds"]) +
-                static_cast<bool>(t["roofline_factor"]) != 1) {
+                static_cast<bool>(t["roofline_factor"]) !=
+            1) {
           w.error(t, tat, "a table needs exactly one of microseconds[], seconds[] and roofline_factor[]");
           continue;
         }
@@ -416,9 +418,9 @@ Profile read_profile_text(const std::string& text, const std::string& path) {
           for (double& v : table.seconds) v *= 1e-6;
         }
         if (table.seconds.size() != cells) {
-          w.error(t[vkey], tat + "." + vkey, "expected " + std::to_string(cells) +
-                                                 " values (the product of the axis sizes), found " +
-                                                 std::to_string(table.seconds.size()));
+          w.error(t[vkey], tat + "." + vkey,
+                  "expected " + std::to_string(cells) + " values (the product of the axis sizes), found " +
+                      std::to_string(table.seconds.size()));
         }
         for (double s : table.seconds) {
           if (!(s > 0)) {
@@ -429,8 +431,10 @@ Profile read_profile_text(const std::string& text, const std::string& path) {
           }
         }
         const std::string x = t["extrapolation"] ? w.text(t["extrapolation"], tat + ".extrapolation") : "linear";
-        if (x == "clamp") table.extrapolation = Extrapolation::clamp;
-        else if (x != "linear") w.error(t["extrapolation"], tat + ".extrapolation", "expected 'linear' or 'clamp'");
+        if (x == "clamp")
+          table.extrapolation = Extrapolation::clamp;
+        else if (x != "linear")
+          w.error(t["extrapolation"], tat + ".extrapolation", "expected 'linear' or 'clamp'");
         if (const YAML::Node mt = t["match"]) {
           if (!mt.IsMap()) w.error(mt, tat + ".match", "expected a map of shape fields to whole numbers");
           for (const auto& kv : mt.IsMap() ? mt : YAML::Node()) {
@@ -459,7 +463,8 @@ Profile read_profile_text(const std::string& text, const std::string& path) {
       const std::string at = Walker::item("errors.cells", i);
       const YAML::Node c = cells[i];
       if (!w.map(c, at, {"kind", "format", "size", "rows", "ape_p50", "ape_p90", "signed_mean", "held_out"},
-                 {"kind", "format", "size", "rows", "ape_p50", "ape_p90", "signed_mean", "held_out"})) continue;
+                 {"kind", "format", "size", "rows", "ape_p50", "ape_p90", "signed_mean", "held_out"}))
+        continue;
       ErrorCell cell;
       cell.kind = w.text(c["kind"], at + ".kind");
       cell.format = w.text(c["format"], at + ".format");

@@ -65,14 +65,14 @@ struct ProfileTable {
 struct ProfileEntry {
   MeasuredOp op = MeasuredOp::gemm;
   Format format = Format::unspecified;
-  std::string cost_model;  // what the parameters mean, e.g. "roofline"
+  std::string cost_model;                               // what the parameters mean, e.g. "roofline"
   std::vector<std::pair<std::string, double>> scalars;  // e.g. {"overhead_s", 4.1e-6}
   std::vector<ProfileCurve> curves;
   std::vector<ProfileTable> tables;
 };
 
 struct Profile {
-  std::string chip;          // the chip preset the profile calibrates
+  std::string chip;  // the chip preset the profile calibrates
   // The serving engine whose kernels were measured (trtllm, sglang, vllm; "" when the source
   // does not say): scenarios pick a chip's profile by chip and engine.
   std::string engine;

@@ -8,9 +8,7 @@
 namespace servesim::calibrate {
 namespace {
 
-double d(const Shape& s, Dim dim, std::int64_t fallback = 0) {
-  return static_cast<double>(s.get(dim, fallback));
-}
+double d(const Shape& s, Dim dim, std::int64_t fallback = 0) { return static_cast<double>(s.get(dim, fallback)); }
 
 // Keys attended by the queries at positions a, a+1, ..., a+n-1 (1-based counts of keys each),
 // each capped at the window w (0 = no window): sum of min(x, w).
@@ -92,10 +90,10 @@ std::optional<Peaks> chip_peaks(std::string_view chip, Format format) {
     double half, fp8, hbm;
   };
   static constexpr Row kChips[] = {
-      {"h200-sxm", 989.5e12, 1979e12, 4.8e12},    // NVIDIA H200 datasheet
-      {"h100-sxm", 989.5e12, 1979e12, 3.35e12},   // NVIDIA H100 SXM5 datasheet
-      {"a100-80g", 312e12, 0, 2.039e12},          // NVIDIA A100 80GB SXM4 datasheet
-      {"a40", 149.7e12, 0, 696e9},                // NVIDIA A40 datasheet
+      {"h200-sxm", 989.5e12, 1979e12, 4.8e12},   // NVIDIA H200 datasheet
+      {"h100-sxm", 989.5e12, 1979e12, 3.35e12},  // NVIDIA H100 SXM5 datasheet
+      {"a100-80g", 312e12, 0, 2.039e12},         // NVIDIA A100 80GB SXM4 datasheet
+      {"a40", 149.7e12, 0, 696e9},               // NVIDIA A40 datasheet
   };
   for (const Row& r : kChips) {
     if (r.chip != chip) continue;
@@ -162,25 +160,24 @@ RooflineLook roofline_look(const MeasurementSet& set, const RooflineLookOptions&
 
     const FoldPlan plan = plan_folds(rows, options.folds, options.seed);
     g.shapes = plan.groups;
-    const std::vector<double> held = cross_validate(
-        rows, plan, [&](std::span<const Measurement> train, std::span<const Measurement> test) {
+    const std::vector<double> held =
+        cross_validate(rows, plan, [&](std::span<const Measurement> train, std::span<const Measurement> test) {
           const FitResult f = fit_target(target, train, {});
           return predict_all(target, test, f.parameters);
         });
     ErrorReport& report = reports[chip];
     report.chip = chip;
-    report.cost_model = "overhead + max(FLOPs / (peak x e_compute), bytes / (HBM x e_memory)), "
-                        "one (overhead, e_compute, e_memory) per kind and format";
-    report.held_out = std::to_string(options.folds) +
-                      " folds of whole shapes (shape_key_dims per kind), seed " +
+    report.cost_model =
+        "overhead + max(FLOPs / (peak x e_compute), bytes / (HBM x e_memory)), "
+        "one (overhead, e_compute, e_memory) per kind and format";
+    report.held_out = std::to_string(options.folds) + " folds of whole shapes (shape_key_dims per kind), seed " +
                       std::to_string(options.seed);
     if (!held.empty()) {
       g.held_out = summarise_errors(held, measured);
       add_error_cells(report, op_name(op), format_name(format), rows, held);
     } else {
       // One shape only: nothing can be held out; report the fit's own error, marked so.
-      add_error_cells(report, op_name(op), format_name(format), rows,
-                      predict_all(target, rows, all.parameters), false);
+      add_error_cells(report, op_name(op), format_name(format), rows, predict_all(target, rows, all.parameters), false);
     }
     look.groups.push_back(g);
   }

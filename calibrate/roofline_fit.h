@@ -59,14 +59,14 @@ struct RooflineGroupFit {
   Format format = Format::unspecified;
   std::size_t rows = 0, shapes = 0;
   double overhead_s = 0, e_compute = 0, e_memory = 0;  // fitted on all rows
-  bool has_compute = false;  // some row has FLOPs (else e_compute is not determined)
-  ErrorSummary training;   // of the all-rows fit
-  ErrorSummary held_out;   // cross-validated (rows == 0 when the group has one shape)
+  bool has_compute = false;                            // some row has FLOPs (else e_compute is not determined)
+  ErrorSummary training;                               // of the all-rows fit
+  ErrorSummary held_out;                               // cross-validated (rows == 0 when the group has one shape)
 };
 
 struct RooflineLook {
   std::vector<RooflineGroupFit> groups;
-  std::vector<ErrorReport> reports;  // one per chip, cross-validated errors
+  std::vector<ErrorReport> reports;      // one per chip, cross-validated errors
   std::size_t rows_without_formula = 0;  // rows of kinds work_of() does not cover
 };
 

@@ -25,8 +25,8 @@ std::vector<ErrorReport> gemm_table_look(const MeasurementSet& set, const TableL
     ErrorReport& r = reports[key.first];
     r.chip = key.first;
     r.cost_model = "log-space table over (m, n, k), smoothness " + shortest_number(options.smoothness);
-    r.held_out = std::to_string(options.folds) + " folds of whole weight shapes (n, k), seed " +
-                 std::to_string(options.seed);
+    r.held_out =
+        std::to_string(options.folds) + " folds of whole weight shapes (n, k), seed " + std::to_string(options.seed);
     const std::vector<double> held = cross_validate(rows, plan, fit_predict);
     const auto format = format_name(static_cast<Format>(key.second));
     if (!held.empty()) {

@@ -41,8 +41,8 @@ constexpr const char* kUsage =
 std::vector<std::string> default_files() {
   const std::string root = "calibrate/data";
   if (!std::filesystem::is_directory(root)) {
-    throw servesim::InputError({servesim::Diagnostic{
-        root, 0, 0, "", "no shipped data here: run from the repository root or name the files"}});
+    throw servesim::InputError(
+        {servesim::Diagnostic{root, 0, 0, "", "no shipped data here: run from the repository root or name the files"}});
   }
   static const char* kAic[] = {"gemm_perf", "context_attention_perf", "generation_attention_perf",
                                "encoder_attention_perf", "moe_perf"};
@@ -67,9 +67,9 @@ int read_command(const std::vector<std::string>& files, const ReadOptions& optio
     for (const Measurement& m : set.rows()) {
       kinds[std::string(op_name(m.op)) + " " + std::string(format_name(m.format))]++;
     }
-    std::printf("%s\n  reader %s, chip %s, %zu records, %zu measurements, %zu empty cells\n",
-                f.c_str(), s.reader.c_str(), set.size() ? set.label(set[0].chip).c_str() : "-",
-                s.rows, s.measurements, s.empty_cells);
+    std::printf("%s\n  reader %s, chip %s, %zu records, %zu measurements, %zu empty cells\n", f.c_str(),
+                s.reader.c_str(), set.size() ? set.label(set[0].chip).c_str() : "-", s.rows, s.measurements,
+                s.empty_cells);
     for (const auto& [k, v] : s.metadata) std::printf("  %s: %s\n", k.c_str(), v.c_str());
     for (const auto& [k, n] : kinds) std::printf("  %-36s %zu\n", k.c_str(), n);
   }
@@ -86,8 +86,8 @@ void write_json(const std::string& path, const std::vector<ErrorReport>& reports
   servesim::write_atomically(path, text);
 }
 
-int roofline_command(std::vector<std::string> files, const ReadOptions& options, std::size_t folds,
-                     std::uint64_t seed, const std::string& json_path, const std::string& profile_dir) {
+int roofline_command(std::vector<std::string> files, const ReadOptions& options, std::size_t folds, std::uint64_t seed,
+                     const std::string& json_path, const std::string& profile_dir) {
   if (files.empty()) files = default_files();
   const MeasurementSet set = read_measurements(files, options);
   RooflineLookOptions o;
@@ -96,8 +96,8 @@ int roofline_command(std::vector<std::string> files, const ReadOptions& options,
   const RooflineLook look = roofline_look(set, o);
 
   std::printf("Fitted per (chip, kind, format) on all rows; errors held out by whole shapes.\n\n");
-  std::printf("%-10s %-18s %-11s %7s %6s %9s %6s %6s %8s %8s %8s\n", "chip", "kind", "format", "rows",
-              "shapes", "overhead", "e_comp", "e_mem", "train50", "held50", "held90");
+  std::printf("%-10s %-18s %-11s %7s %6s %9s %6s %6s %8s %8s %8s\n", "chip", "kind", "format", "rows", "shapes",
+              "overhead", "e_comp", "e_mem", "train50", "held50", "held90");
   auto percent = [](double v, bool known) {
     char buf[16];
     std::snprintf(buf, sizeof buf, known ? "%.1f%%" : "-", 100 * v);
@@ -108,8 +108,8 @@ int roofline_command(std::vector<std::string> files, const ReadOptions& options,
     char e_compute[16];
     std::snprintf(e_compute, sizeof e_compute, g.has_compute ? "%.3f" : "-", g.e_compute);
     std::printf("%-10s %-18s %-11s %7zu %6zu %7.2fus %6s %6.3f %8s %8s %8s\n", g.chip.c_str(),
-                std::string(op_name(g.op)).c_str(), std::string(format_name(g.format)).c_str(), g.rows,
-                g.shapes, g.overhead_s * 1e6, e_compute, g.e_memory, percent(g.training.ape_p50, true).c_str(),
+                std::string(op_name(g.op)).c_str(), std::string(format_name(g.format)).c_str(), g.rows, g.shapes,
+                g.overhead_s * 1e6, e_compute, g.e_memory, percent(g.training.ape_p50, true).c_str(),
                 percent(g.held_out.ape_p50, held).c_str(), percent(g.held_out.ape_p90, held).c_str());
   }
   if (look.rows_without_formula > 0) {
@@ -154,8 +154,8 @@ int roofline_command(std::vector<std::string> files, const ReadOptions& options,
   return 0;
 }
 
-int table_command(std::vector<std::string> files, const ReadOptions& options, std::size_t folds,
-                  std::uint64_t seed, const std::string& json_path) {
+int table_command(std::vector<std::string> files, const ReadOptions& options, std::size_t folds, std::uint64_t seed,
+                  const std::string& json_path) {
   if (files.empty()) files = {"calibrate/data/aiconfigurator/h200_sxm/gemm_perf.csv.gz"};
   const MeasurementSet set = read_measurements(files, options);
   TableLookOptions o;

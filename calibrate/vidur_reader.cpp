@@ -27,12 +27,11 @@ struct OpColumn {
 // Vidur's per-layer operators (vidur/profiling/mlp, and the older layer code).
 std::optional<MeasuredOp> mlp_op(std::string_view name) {
   using O = MeasuredOp;
-  if (name == "attn_pre_proj" || name == "attn_post_proj" || name == "mlp_up_proj" ||
-      name == "mlp_down_proj" || name == "deemb") {
+  if (name == "attn_pre_proj" || name == "attn_post_proj" || name == "mlp_up_proj" || name == "mlp_down_proj" ||
+      name == "deemb") {
     return O::gemm;
   }
-  if (name == "input_layernorm" || name == "post_attention_layernorm" || name == "layer_norm" ||
-      name == "rms_norm") {
+  if (name == "input_layernorm" || name == "post_attention_layernorm" || name == "layer_norm" || name == "rms_norm") {
     return O::norm;
   }
   if (name == "add" || name == "add_norm") return O::residual_add;
@@ -42,9 +41,18 @@ std::optional<MeasuredOp> mlp_op(std::string_view name) {
   return std::nullopt;
 }
 
-constexpr std::array<std::string_view, 12> kMlpOpNames = {
-    "attn_pre_proj", "attn_post_proj", "mlp_up_proj", "mlp_down_proj", "deemb", "input_layernorm",
-    "post_attention_layernorm", "layer_norm", "rms_norm", "add", "add_norm", "attn_rope"};
+constexpr std::array<std::string_view, 12> kMlpOpNames = {"attn_pre_proj",
+                                                          "attn_post_proj",
+                                                          "mlp_up_proj",
+                                                          "mlp_down_proj",
+                                                          "deemb",
+                                                          "input_layernorm",
+                                                          "post_attention_layernorm",
+                                                          "layer_norm",
+                                                          "rms_norm",
+                                                          "add",
+                                                          "add_norm",
+                                                          "attn_rope"};
 
 // The model figures of one record, sharded by TP.
 struct LayerShape {
@@ -129,12 +137,11 @@ std::optional<double> latency_cell(const CsvReader& csv, std::size_t col, Proble
   return *ms * 1e-3;
 }
 
-bool divisible(const CsvReader& csv, std::size_t tp_col, std::int64_t value, std::string_view what,
-               std::int64_t tp, Problems& problems) {
+bool divisible(const CsvReader& csv, std::size_t tp_col, std::int64_t value, std::string_view what, std::int64_t tp,
+               Problems& problems) {
   if (value % tp == 0) return true;
-  problems.add(csv.at(tp_col, std::string(what) + " " + std::to_string(value) +
-                                  " does not split evenly over " + std::to_string(tp) +
-                                  " tensor-parallel workers"));
+  problems.add(csv.at(tp_col, std::string(what) + " " + std::to_string(value) + " does not split evenly over " +
+                                  std::to_string(tp) + " tensor-parallel workers"));
   return false;
 }
 
@@ -185,15 +192,14 @@ struct VidurTable {
 
 }  // namespace
 
-MeasurementSet read_vidur_mlp(const std::string& path, std::string_view chip,
-                              std::string_view model) {
+MeasurementSet read_vidur_mlp(const std::string& path, std::string_view chip, std::string_view model) {
   VidurTable t(path, "vidur-mlp", chip, model);
   CsvReader& csv = t.csv;
   Problems& problems = t.problems;
   MeasurementSet& set = t.set;
 
-  const auto cols = csv.columns({"n_head", "n_kv_head", "n_embd", "n_expanded_embd", "vocab_size",
-                                 "use_gated_mlp", "num_tokens", "num_tensor_parallel_workers"},
+  const auto cols = csv.columns({"n_head", "n_kv_head", "n_embd", "n_expanded_embd", "vocab_size", "use_gated_mlp",
+                                 "num_tokens", "num_tensor_parallel_workers"},
                                 problems);
   std::vector<OpColumn> ops;
   for (std::size_t i = 0; i < csv.header().size(); ++i) {
@@ -203,15 +209,13 @@ MeasurementSet read_vidur_mlp(const std::string& path, std::string_view chip,
     if (!op) {
       std::vector<std::string_view> known(kMlpOpNames.begin(), kMlpOpNames.end());
       known.insert(known.end(), {"mlp_act", "emb"});
-      problems.add(csv.at_header(
-          i, "unknown Vidur operator '" + std::string(name) + "'" + suggestion(name, known)));
+      problems.add(csv.at_header(i, "unknown Vidur operator '" + std::string(name) + "'" + suggestion(name, known)));
       continue;
     }
     ops.push_back(OpColumn{i, name, *op});
   }
   if (ops.empty() && problems.empty()) {
-    problems.add(csv.at_header(std::string::npos,
-                               "no time_stats.<operator>.median columns: not a Vidur mlp.csv"));
+    problems.add(csv.at_header(std::string::npos, "no time_stats.<operator>.median columns: not a Vidur mlp.csv"));
   }
   problems.throw_if_any();
   std::vector<std::uint16_t> op_labels;
@@ -229,12 +233,11 @@ MeasurementSet read_vidur_mlp(const std::string& path, std::string_view chip,
     const auto tp = positive(csv, cols[7], problems);
     if (!heads || !kv_heads || !hidden || !inter || !vocab || !gated || !tokens || !tp) continue;
     if (*hidden % *heads != 0) {
-      problems.add(csv.at(cols[2], "n_embd " + std::to_string(*hidden) +
-                                       " is not a multiple of n_head " + std::to_string(*heads)));
+      problems.add(csv.at(
+          cols[2], "n_embd " + std::to_string(*hidden) + " is not a multiple of n_head " + std::to_string(*heads)));
       continue;
     }
-    const LayerShape s{*tokens, *hidden, *heads, *kv_heads, *hidden / *heads, *inter, *vocab, *tp,
-                       *gated};
+    const LayerShape s{*tokens, *hidden, *heads, *kv_heads, *hidden / *heads, *inter, *vocab, *tp, *gated};
     const bool even = divisible(csv, cols[7], s.heads, "n_head", s.tp, problems) &&
                       divisible(csv, cols[7], s.inter, "n_expanded_embd", s.tp, problems) &&
                       divisible(csv, cols[7], s.vocab, "vocab_size", s.tp, problems);
@@ -251,17 +254,15 @@ MeasurementSet read_vidur_mlp(const std::string& path, std::string_view chip,
   return t.finish();
 }
 
-MeasurementSet read_vidur_attention(const std::string& path, std::string_view chip,
-                                    std::string_view model) {
+MeasurementSet read_vidur_attention(const std::string& path, std::string_view chip, std::string_view model) {
   VidurTable t(path, "vidur-attention", chip, model);
   CsvReader& csv = t.csv;
   Problems& problems = t.problems;
   MeasurementSet& set = t.set;
-  const auto c = csv.columns(
-      {"n_embd", "n_q_head", "n_kv_head", "num_tensor_parallel_workers", "batch_size",
-       "prefill_chunk_size", "kv_cache_size", "is_prefill", "attention_backend",
-       "time_stats.attn_prefill.median", "time_stats.attn_decode.median"},
-      problems);
+  const auto c = csv.columns({"n_embd", "n_q_head", "n_kv_head", "num_tensor_parallel_workers", "batch_size",
+                              "prefill_chunk_size", "kv_cache_size", "is_prefill", "attention_backend",
+                              "time_stats.attn_prefill.median", "time_stats.attn_decode.median"},
+                             problems);
   problems.throw_if_any();
   enum { kEmbd, kQ, kKv, kTp, kBatch, kChunk, kCache, kIsPrefill, kBackend, kPrefill, kDecode };
 
@@ -284,8 +285,7 @@ MeasurementSet read_vidur_attention(const std::string& path, std::string_view ch
       problems.add(csv.at(c[kChunk], "a prefill row needs at least one new token"));
       continue;
     }
-    if (*hidden % *heads != 0 ||
-        !divisible(csv, c[kTp], *heads, "n_q_head", *tp, problems)) {
+    if (*hidden % *heads != 0 || !divisible(csv, c[kTp], *heads, "n_q_head", *tp, problems)) {
       if (*hidden % *heads != 0) {
         problems.add(csv.at(c[kEmbd], "n_embd is not a multiple of n_q_head"));
       }

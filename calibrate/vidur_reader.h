@@ -23,9 +23,7 @@
 namespace servesim::calibrate {
 
 // `chip` and `model` label the rows (Vidur's folder names say which: compute/<sku>/<org>/<model>/).
-MeasurementSet read_vidur_mlp(const std::string& path, std::string_view chip,
-                              std::string_view model);
-MeasurementSet read_vidur_attention(const std::string& path, std::string_view chip,
-                                    std::string_view model);
+MeasurementSet read_vidur_mlp(const std::string& path, std::string_view chip, std::string_view model);
+MeasurementSet read_vidur_attention(const std::string& path, std::string_view chip, std::string_view model);
 
 }  // namespace servesim::calibrate

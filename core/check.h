@@ -33,8 +33,7 @@ class ScopedCheckContext {
   const CheckContext* previous_;
 };
 
-[[noreturn]] void check_failed(const char* condition, const char* file, int line,
-                               const std::string& message);
+[[noreturn]] void check_failed(const char* condition, const char* file, int line, const std::string& message);
 
 }  // namespace servesim
 
@@ -45,8 +44,8 @@ class ScopedCheckContext {
   } while (false)
 
 // The message expression is evaluated only when the check fails.
-#define SERVESIM_CHECK_MSG(cond, message)                                   \
-  do {                                                                      \
-    if (!(cond)) [[unlikely]]                                               \
-      ::servesim::check_failed(#cond, __FILE__, __LINE__, (message));       \
+#define SERVESIM_CHECK_MSG(cond, message)                             \
+  do {                                                                \
+    if (!(cond)) [[unlikely]]                                         \
+      ::servesim::check_failed(#cond, __FILE__, __LINE__, (message)); \
   } while (false)

@@ -77,7 +77,7 @@ bool split_csv_spans(std::string_view line, std::vector<CsvSpan>& spans, int& er
     }
     spans.push_back(s);
     if (i >= line.size()) break;
-    ++i;  // the comma
+    ++i;                     // the comma
     if (i == line.size()) {  // a trailing comma: one more, empty field
       spans.push_back(CsvSpan{i, i, false, false});
       break;
@@ -121,8 +121,8 @@ class TextLines final : public LineSource {
         line.append(b, end_ - pos_);
         pos_ = end_;
         if (line.size() > kMaxLineBytes) {
-          error = "the line is longer than " + format_limit(kMaxLineBytes) +
-                  " (is this a CSV file?) (limits: README.md)";
+          error =
+              "the line is longer than " + format_limit(kMaxLineBytes) + " (is this a CSV file?) (limits: README.md)";
           eof_ = true;
           return false;
         }
@@ -155,7 +155,8 @@ std::unique_ptr<LineSource> open_text_lines(const std::string& path) {
   return std::make_unique<TextLines>(f);
 }
 
-CsvReader::CsvReader(std::string path, CsvOptions options) : CsvReader(path, open_text_lines(path), std::move(options)) {}
+CsvReader::CsvReader(std::string path, CsvOptions options)
+    : CsvReader(path, open_text_lines(path), std::move(options)) {}
 
 CsvReader::CsvReader(std::string path, std::unique_ptr<LineSource> lines, CsvOptions options)
     : path_(std::move(path)), lines_(std::move(lines)), options_(std::move(options)) {
@@ -179,7 +180,8 @@ CsvReader::CsvReader(std::string path, std::unique_ptr<LineSource> lines, CsvOpt
   problems.throw_if_any();
   for (std::size_t i = 0; i < header_.size(); ++i) {
     for (std::size_t j = 0; j < i; ++j) {
-      if (header_[i] == header_[j]) problems.add(at_header(i, "column '" + header_[i] + "' appears twice in the header"));
+      if (header_[i] == header_[j])
+        problems.add(at_header(i, "column '" + header_[i] + "' appears twice in the header"));
     }
   }
   problems.throw_if_any();
@@ -199,9 +201,9 @@ std::size_t CsvReader::require_column(std::string_view name) const {
   std::string have;
   for (const auto& h : header_) have += (have.empty() ? "" : ", ") + h;
   std::vector<std::string_view> names(header_.begin(), header_.end());
-  throw InputError({Diagnostic{path_, 1, 1, options_.key_path,
-                               "no column '" + std::string(name) + "' in the header" + suggestion(name, names) +
-                                   " (columns: " + have + ")"}});
+  throw InputError({Diagnostic{
+      path_, 1, 1, options_.key_path,
+      "no column '" + std::string(name) + "' in the header" + suggestion(name, names) + " (columns: " + have + ")"}});
 }
 
 bool CsvReader::read_line(std::string& line, Problems& problems) {

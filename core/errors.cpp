@@ -26,13 +26,12 @@ std::string summarize(const std::vector<Diagnostic>& ds) {
 }  // namespace
 
 InputError::InputError(std::vector<Diagnostic> diagnostics, std::string outcome)
-    : std::runtime_error(summarize(diagnostics)), diagnostics_(std::move(diagnostics)),
-      outcome_(std::move(outcome)) {}
+    : std::runtime_error(summarize(diagnostics)), diagnostics_(std::move(diagnostics)), outcome_(std::move(outcome)) {}
 
 void print_diagnostics(const InputError& e, std::ostream& err) {
   for (const auto& d : e.diagnostics()) err << "error: " << d.to_string() << "\n";
-  err << e.diagnostics().size() << (e.diagnostics().size() == 1 ? " problem" : " problems")
-      << " found; " << e.outcome() << ".\n";
+  err << e.diagnostics().size() << (e.diagnostics().size() == 1 ? " problem" : " problems") << " found; " << e.outcome()
+      << ".\n";
 }
 
 }  // namespace servesim

@@ -123,8 +123,7 @@ class EventQueue {
     for (const Entry& e : far_) {
       if (e.time.ps() < window_end()) return false;
     }
-    return ring == ring_count_ && ring + far_.size() == size_ &&
-           std::is_heap(far_.begin(), far_.end(), later);
+    return ring == ring_count_ && ring + far_.size() == size_ && std::is_heap(far_.begin(), far_.end(), later);
   }
 
  private:
@@ -134,12 +133,8 @@ class EventQueue {
   static constexpr std::uint64_t kAdaptEvery = 4096;
 
   std::int64_t width() const { return std::int64_t{1} << shift_; }
-  std::int64_t window_end() const {
-    return window_start_ + static_cast<std::int64_t>(buckets_.size()) * width();
-  }
-  std::size_t bucket_of(std::int64_t t) const {
-    return static_cast<std::size_t>(t >> shift_) & (buckets_.size() - 1);
-  }
+  std::int64_t window_end() const { return window_start_ + static_cast<std::int64_t>(buckets_.size()) * width(); }
+  std::size_t bucket_of(std::int64_t t) const { return static_cast<std::size_t>(t >> shift_) & (buckets_.size() - 1); }
   // The bitmap of non-empty buckets.
   bool occupied(std::size_t i) const { return ((occupied_[i >> 6] >> (i & 63)) & 1) != 0; }
   // An entry left ring bucket i (popped or erased).
@@ -155,9 +150,8 @@ class EventQueue {
       const std::size_t i = bucket_of(t);
       std::vector<Entry>& b = buckets_[i];
       // Latest first: insert before the first entry that fires before this one.
-      const auto pos = std::lower_bound(b.begin(), b.end(), e, [](const Entry& x, const Entry& y) {
-        return fires_before(y, x);
-      });
+      const auto pos =
+          std::lower_bound(b.begin(), b.end(), e, [](const Entry& x, const Entry& y) { return fires_before(y, x); });
       b.insert(pos, e);
       occupied_[i >> 6] |= std::uint64_t{1} << (i & 63);
       ++ring_count_;
@@ -170,7 +164,8 @@ class EventQueue {
   // Moves cur_ and the window to the bucket of the earliest event (the caller ensures one exists).
   // Most calls find it where it is: the current bucket holds events.
   void locate() {
-    if (ring_count_ > 0 && occupied(cur_)) [[likely]] return;
+    if (ring_count_ > 0 && occupied(cur_)) [[likely]]
+      return;
     advance();
   }
   [[gnu::noinline]] void advance() {

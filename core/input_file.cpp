@@ -51,10 +51,14 @@ std::string too_long(const InputSource& s, const std::string& kind, std::uint64_
 std::string format_limit(std::uint64_t bytes) {
   const double b = static_cast<double>(bytes);
   char buf[32];
-  if (bytes >= (1ull << 30)) std::snprintf(buf, sizeof buf, "%g GiB", b / kGiB);
-  else if (bytes >= (1ull << 20)) std::snprintf(buf, sizeof buf, "%g MiB", b / kMiB);
-  else if (bytes >= (1ull << 10)) std::snprintf(buf, sizeof buf, "%g KiB", b / kKiB);
-  else std::snprintf(buf, sizeof buf, "%llu bytes", static_cast<unsigned long long>(bytes));
+  if (bytes >= (1ull << 30))
+    std::snprintf(buf, sizeof buf, "%g GiB", b / kGiB);
+  else if (bytes >= (1ull << 20))
+    std::snprintf(buf, sizeof buf, "%g MiB", b / kMiB);
+  else if (bytes >= (1ull << 10))
+    std::snprintf(buf, sizeof buf, "%g KiB", b / kKiB);
+  else
+    std::snprintf(buf, sizeof buf, "%llu bytes", static_cast<unsigned long long>(bytes));
   return buf;
 }
 
@@ -95,8 +99,9 @@ void check_streamed_file(const InputSource& s) {
   struct stat st {};
   if (::stat(s.path.c_str(), &st) != 0) refuse(s, "cannot open the " + s.what + ": " + std::strerror(errno));
   if (!S_ISREG(st.st_mode)) {
-    refuse(s, "the " + s.what + " is " + kind_of(st.st_mode) + ", not a regular file (it is read in chunks and "
-              "re-read, so it must be a file on disk)");
+    refuse(s, "the " + s.what + " is " + kind_of(st.st_mode) +
+                  ", not a regular file (it is read in chunks and "
+                  "re-read, so it must be a file on disk)");
   }
   Fd f{::open(s.path.c_str(), O_RDONLY | O_CLOEXEC)};
   if (f.fd < 0) refuse(s, "cannot open the " + s.what + ": " + std::strerror(errno));
@@ -116,15 +121,24 @@ std::optional<std::size_t> invalid_utf8_at(std::string_view text) {
     // of the second byte; later bytes are 0x80..0xBF.
     std::size_t len = 0;
     unsigned char lo = 0x80, hi = 0xBF;
-    if (c >= 0xC2 && c <= 0xDF) len = 2;
-    else if (c == 0xE0) len = 3, lo = 0xA0;
-    else if (c >= 0xE1 && c <= 0xEC) len = 3;
-    else if (c == 0xED) len = 3, hi = 0x9F;
-    else if (c >= 0xEE && c <= 0xEF) len = 3;
-    else if (c == 0xF0) len = 4, lo = 0x90;
-    else if (c >= 0xF1 && c <= 0xF3) len = 4;
-    else if (c == 0xF4) len = 4, hi = 0x8F;
-    else return i;
+    if (c >= 0xC2 && c <= 0xDF)
+      len = 2;
+    else if (c == 0xE0)
+      len = 3, lo = 0xA0;
+    else if (c >= 0xE1 && c <= 0xEC)
+      len = 3;
+    else if (c == 0xED)
+      len = 3, hi = 0x9F;
+    else if (c >= 0xEE && c <= 0xEF)
+      len = 3;
+    else if (c == 0xF0)
+      len = 4, lo = 0x90;
+    else if (c >= 0xF1 && c <= 0xF3)
+      len = 4;
+    else if (c == 0xF4)
+      len = 4, hi = 0x8F;
+    else
+      return i;
     if (i + len > n || p[i + 1] < lo || p[i + 1] > hi) return i;
     for (std::size_t k = 2; k < len; ++k) {
       if (p[i + k] < 0x80 || p[i + k] > 0xBF) return i;
@@ -140,8 +154,10 @@ std::optional<std::size_t> json_too_deep_at(std::string_view text, int max_depth
   for (std::size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
     if (in_string) {
-      if (c == '\\') ++i;
-      else if (c == '"') in_string = false;
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        in_string = false;
     } else if (c == '"') {
       in_string = true;
     } else if (c == '[' || c == '{') {
@@ -159,7 +175,8 @@ bool path_within(const std::string& file, const std::vector<std::string>& roots)
   if (ec) return false;
   const std::string s = p.string();
   for (const std::string& root : roots) {
-    if (s.size() > root.size() && s.compare(0, root.size(), root) == 0 && (root.back() == '/' || s[root.size()] == '/')) {
+    if (s.size() > root.size() && s.compare(0, root.size(), root) == 0 &&
+        (root.back() == '/' || s[root.size()] == '/')) {
       return true;
     }
   }

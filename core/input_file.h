@@ -24,17 +24,17 @@ namespace servesim {
 
 // Files read whole. YAML trees cost yaml-cpp about 1 KB of memory per node (a 16 MB YAML list of
 // small numbers took 3.6 GB), so YAML files are also bounded in nodes (sim/scenario).
-inline constexpr std::uint64_t kMaxScenarioBytes = 16ull << 20;   // scenario and profile YAML
-inline constexpr std::uint64_t kMaxJsonFileBytes = 16ull << 20;   // config.json, saved reports
-inline constexpr std::uint64_t kMaxTableBytes = 256ull << 20;     // a CSV read whole (compare_h200)
+inline constexpr std::uint64_t kMaxScenarioBytes = 16ull << 20;  // scenario and profile YAML
+inline constexpr std::uint64_t kMaxJsonFileBytes = 16ull << 20;  // config.json, saved reports
+inline constexpr std::uint64_t kMaxTableBytes = 256ull << 20;    // a CSV read whole (compare_h200)
 // One line of a streamed text file (a trace row, a measurement row, a serve request).
 inline constexpr std::uint64_t kMaxLineBytes = 16ull << 20;
 
 // Where an input file came from, for its diagnostics.
 struct InputSource {
-  std::string path;       // as the user gave it (resolved against the scenario's folder)
-  std::string what;       // "scenario file", "trace file", ...
-  std::string key_path;   // the scenario key that names it ("" for a command-line file)
+  std::string path;      // as the user gave it (resolved against the scenario's folder)
+  std::string what;      // "scenario file", "trace file", ...
+  std::string key_path;  // the scenario key that names it ("" for a command-line file)
 };
 
 // The whole file, at most `max_bytes`. Throws InputError.

@@ -111,8 +111,14 @@ OutputFile::OutputFile(std::string path) : path_(std::move(path)) {
 }
 
 OutputFile::OutputFile(OutputFile&& o) noexcept
-    : path_(std::move(o.path_)), target_(std::move(o.target_)), fd_(o.fd_), direct_(o.direct_),
-      unnamed_(o.unnamed_), temp_(std::move(o.temp_)), mode_(o.mode_), keep_mode_(o.keep_mode_) {
+    : path_(std::move(o.path_)),
+      target_(std::move(o.target_)),
+      fd_(o.fd_),
+      direct_(o.direct_),
+      unnamed_(o.unnamed_),
+      temp_(std::move(o.temp_)),
+      mode_(o.mode_),
+      keep_mode_(o.keep_mode_) {
   o.fd_ = -1;
   o.temp_.clear();
 }

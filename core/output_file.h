@@ -47,14 +47,14 @@ class OutputFile {
   void abandon() noexcept;
   [[noreturn]] void fail(const std::string& what, int error);
 
-  std::string path_;         // as given, for messages
-  std::string target_;       // the path written: path_ with symbolic links followed
+  std::string path_;    // as given, for messages
+  std::string target_;  // the path written: path_ with symbolic links followed
   int fd_ = -1;
-  bool direct_ = false;      // a special file, written in place
-  bool unnamed_ = false;     // O_TMPFILE: linked into the folder at commit
-  std::string temp_;         // the named temporary file (when not unnamed_)
-  unsigned mode_ = 0666;     // permissions of the committed file (before the umask when new)
-  bool keep_mode_ = false;   // mode_ is the replaced file's own
+  bool direct_ = false;     // a special file, written in place
+  bool unnamed_ = false;    // O_TMPFILE: linked into the folder at commit
+  std::string temp_;        // the named temporary file (when not unnamed_)
+  unsigned mode_ = 0666;    // permissions of the committed file (before the umask when new)
+  bool keep_mode_ = false;  // mode_ is the replaced file's own
 };
 
 // Writes `text` to `path` as above. Throws InputError.

@@ -39,9 +39,7 @@ std::uint64_t Rng::next_u64() {
 
 double Rng::uniform01() { return static_cast<double>(next_u64() >> 11) * 0x1.0p-53; }
 
-double Rng::uniform01_open_low() {
-  return static_cast<double>((next_u64() >> 11) + 1) * 0x1.0p-53;
-}
+double Rng::uniform01_open_low() { return static_cast<double>((next_u64() >> 11) + 1) * 0x1.0p-53; }
 
 std::uint64_t Rng::uniform_int(std::uint64_t lo, std::uint64_t hi) {
   const std::uint64_t range = hi - lo;

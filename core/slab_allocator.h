@@ -22,7 +22,9 @@ struct SlabAllocator {
   T* allocate(std::size_t n) { return static_cast<T*>(slab_allocate(n * sizeof(T))); }
   void deallocate(T* p, std::size_t n) noexcept { slab_deallocate(p, n * sizeof(T)); }
   template <class U>
-  bool operator==(const SlabAllocator<U>&) const noexcept { return true; }
+  bool operator==(const SlabAllocator<U>&) const noexcept {
+    return true;
+  }
 };
 
 template <class T>

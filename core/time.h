@@ -49,13 +49,16 @@ class Duration {
     return Duration(r);
   }
   constexpr Duration& operator+=(Duration o) { return *this = *this + o; }
-  constexpr Duration& operator-=(Duration o) { ps_ -= o.ps_; return *this; }
+  constexpr Duration& operator-=(Duration o) {
+    ps_ -= o.ps_;
+    return *this;
+  }
 
   // a + b, clamped to +-(2^63 - 1).
   static constexpr std::int64_t saturate_add(std::int64_t a, std::int64_t b) {
     std::int64_t r = 0;
-    if (__builtin_add_overflow(a, b, &r)) return b > 0 ? std::numeric_limits<std::int64_t>::max()
-                                                       : -std::numeric_limits<std::int64_t>::max();
+    if (__builtin_add_overflow(a, b, &r))
+      return b > 0 ? std::numeric_limits<std::int64_t>::max() : -std::numeric_limits<std::int64_t>::max();
     return r;
   }
   constexpr auto operator<=>(const Duration&) const = default;

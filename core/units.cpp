@@ -147,8 +147,8 @@ std::vector<std::string_view> units_of(Dimension d) {
 QuantityParse parse_quantity(std::string_view text, Dimension expected) {
   QuantityParse r;
   const std::string_view s = trim(text);
-  const std::string expect = std::string("a ") + std::string(dimension_name(expected)) + " like " +
-                             in_quotes(dimension_example(expected));
+  const std::string expect =
+      std::string("a ") + std::string(dimension_name(expected)) + " like " + in_quotes(dimension_example(expected));
   if (s.empty()) {
     r.error = "empty value: expected " + expect;
     return r;
@@ -181,9 +181,8 @@ QuantityParse parse_quantity(std::string_view text, Dimension expected) {
   }
   const std::string_view unit = trim(s.substr(i));
   if (unit.empty()) {
-    r.error = in_quotes(s) + " has no unit: a " + std::string(dimension_name(expected)) +
-              " needs one, like " + in_quotes(dimension_example(expected)) + " (units: " +
-              units_list(expected) + ")";
+    r.error = in_quotes(s) + " has no unit: a " + std::string(dimension_name(expected)) + " needs one, like " +
+              in_quotes(dimension_example(expected)) + " (units: " + units_list(expected) + ")";
     return r;
   }
   const UnitDef* def = find_unit(unit);
@@ -197,8 +196,7 @@ QuantityParse parse_quantity(std::string_view text, Dimension expected) {
     if (!hint.empty()) {
       r.error += " (did you mean " + in_quotes(hint) + "?)";
     } else {
-      r.error += ": a " + std::string(dimension_name(expected)) + " takes one of " +
-                 units_list(expected);
+      r.error += ": a " + std::string(dimension_name(expected)) + " takes one of " + units_list(expected);
     }
     return r;
   }
@@ -218,18 +216,15 @@ std::string format_quantity(double value, Dimension d) {
     std::string_view name;
     double factor;
   };
-  static constexpr std::array kBinary = {F{"PiB", 1125899906842624.0}, F{"TiB", 1099511627776.0},
-                                         F{"GiB", 1073741824.0}, F{"MiB", 1048576.0},
-                                         F{"KiB", 1024.0}, F{"B", 1.0}};
+  static constexpr std::array kBinary = {
+      F{"PiB", 1125899906842624.0}, F{"TiB", 1099511627776.0}, F{"GiB", 1073741824.0},
+      F{"MiB", 1048576.0},          F{"KiB", 1024.0},          F{"B", 1.0}};
   static constexpr std::array kDecimal = {F{"PB", 1e15}, F{"TB", 1e12}, F{"GB", 1e9},
-                                          F{"MB", 1e6}, F{"kB", 1e3}, F{"B", 1.0}};
-  static constexpr std::array kBw = {F{"TB/s", 1e12}, F{"GB/s", 1e9}, F{"MB/s", 1e6},
-                                     F{"kB/s", 1e3}, F{"B/s", 1.0}};
-  static constexpr std::array kTime = {F{"h", 3600.0}, F{"min", 60.0}, F{"s", 1.0},
-                                       F{"ms", 1e-3}, F{"us", 1e-6}, F{"ns", 1e-9},
-                                       F{"ps", 1e-12}};
-  static constexpr std::array kFlop = {F{"PFLOP/s", 1e15}, F{"TFLOP/s", 1e12},
-                                       F{"GFLOP/s", 1e9}, F{"FLOP/s", 1.0}};
+                                          F{"MB", 1e6},  F{"kB", 1e3},  F{"B", 1.0}};
+  static constexpr std::array kBw = {F{"TB/s", 1e12}, F{"GB/s", 1e9}, F{"MB/s", 1e6}, F{"kB/s", 1e3}, F{"B/s", 1.0}};
+  static constexpr std::array kTime = {F{"h", 3600.0}, F{"min", 60.0}, F{"s", 1.0},   F{"ms", 1e-3},
+                                       F{"us", 1e-6},  F{"ns", 1e-9},  F{"ps", 1e-12}};
+  static constexpr std::array kFlop = {F{"PFLOP/s", 1e15}, F{"TFLOP/s", 1e12}, F{"GFLOP/s", 1e9}, F{"FLOP/s", 1.0}};
   static constexpr std::array kFreq = {F{"/s", 1.0}};
 
   auto pick = [value](const auto& table) {
@@ -288,8 +283,7 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
   return prev[b.size()];
 }
 
-std::string_view closest_match(std::string_view word,
-                               const std::vector<std::string_view>& candidates) {
+std::string_view closest_match(std::string_view word, const std::vector<std::string_view>& candidates) {
   // A shortened name first: the word is the start of exactly one candidate ("h100" for
   // "h100-sxm", "max_batch" for "max_batch_size"), even when another is a few edits away ("h20").
   std::string_view prefix_of;
@@ -325,14 +319,13 @@ std::string_view closest_match(std::string_view word,
   return {};
 }
 
-std::string unknown_name(std::string_view what, std::string_view word,
-                         const std::vector<std::string_view>& names, std::string_view label) {
+std::string unknown_name(std::string_view what, std::string_view word, const std::vector<std::string_view>& names,
+                         std::string_view label) {
   std::string list;
   for (auto n : names) list += (list.empty() ? "" : ", ") + std::string(n);
   const std::string_view hint = closest_match(word, names);
   return "unknown " + std::string(what) + " '" + std::string(word) + "'" +
-         (hint.empty() ? "" : " (did you mean '" + std::string(hint) + "'?)") + "; " + std::string(label) + ": " +
-         list;
+         (hint.empty() ? "" : " (did you mean '" + std::string(hint) + "'?)") + "; " + std::string(label) + ": " + list;
 }
 
 }  // namespace servesim

@@ -74,7 +74,7 @@ std::size_t edit_distance(std::string_view a, std::string_view b);
 std::string_view closest_match(std::string_view word, const std::vector<std::string_view>& candidates);
 // The message for a name that is none of `names`: "unknown <what> '<word>' (did you mean
 // '<closest>'?); <label>: a, b, c" (the hint only where closest_match finds one).
-std::string unknown_name(std::string_view what, std::string_view word,
-                         const std::vector<std::string_view>& names, std::string_view label);
+std::string unknown_name(std::string_view what, std::string_view word, const std::vector<std::string_view>& names,
+                         std::string_view label);
 
 }  // namespace servesim

@@ -11,8 +11,8 @@ double EfficiencyCurve::at(double size) const {
   if (knots.size() <= 1) return first();
   if (size <= knots.front().size) return knots.front().efficiency;
   if (size >= knots.back().size) return knots.back().efficiency;
-  const auto hi = std::upper_bound(knots.begin(), knots.end(), size,
-                                   [](double s, const Knot& k) { return s < k.size; });
+  const auto hi =
+      std::upper_bound(knots.begin(), knots.end(), size, [](double s, const Knot& k) { return s < k.size; });
   const Knot& b = *hi;
   const Knot& a = *(hi - 1);
   const double t = (std::log10(size) - std::log10(a.size)) / (std::log10(b.size) - std::log10(a.size));
@@ -113,9 +113,8 @@ struct Peaks {
   double bf16 = 0, fp8 = 0, int8 = 0, fp4 = 0;
 };
 
-ChipSpec make(std::string name, double memory_bytes, double hbm_bytes_per_s, Peaks peaks,
-              double scale_up_bytes_per_s, int domain, double nic_bytes_per_s, Efficiency e,
-              std::string source) {
+ChipSpec make(std::string name, double memory_bytes, double hbm_bytes_per_s, Peaks peaks, double scale_up_bytes_per_s,
+              int domain, double nic_bytes_per_s, Efficiency e, std::string source) {
   ChipSpec c;
   c.name = std::move(name);
   c.memory = Bytes{memory_bytes};
@@ -142,45 +141,41 @@ std::vector<ChipSpec> build_presets() {
   // [P] NVIDIA A100 datasheet: 312 TFLOP/s dense BF16, 624 TOPS INT8, no FP8; 2,039 GB/s HBM2e,
   // NVLink 600 GB/s (both directions, 300 per direction), DGX A100 one 200 Gb/s HDR NIC per GPU.
   // Memory: 81,920 MiB as nvidia-smi reports an A100-SXM4-80GB.
-  p.push_back(make("a100-80g", 81920.0 * kMiB, 2039e9, {312e12, 0, 624e12, 0}, 300e9, 8, 25e9,
-                   a100_efficiency(),
+  p.push_back(make("a100-80g", 81920.0 * kMiB, 2039e9, {312e12, 0, 624e12, 0}, 300e9, 8, 25e9, a100_efficiency(),
                    "NVIDIA A100 datasheet; efficiencies fitted to Vidur A100 kernel profiles"));
   // [P] NVIDIA H100 page: 989.5 TFLOP/s dense BF16, 1,979 FP8 and INT8, 3.35 TB/s, NVLink
   // 900 GB/s (450 per direction), DGX H100 one 400 Gb/s NIC per GPU. Memory: 81,559 MiB
   // (nvidia-smi, H100 SXM).
-  p.push_back(make("h100-sxm", 81559.0 * kMiB, 3.35e12, {989.5e12, 1979e12, 1979e12, 0}, 450e9,
-                   8, 50e9, h100_efficiency(),
+  p.push_back(make("h100-sxm", 81559.0 * kMiB, 3.35e12, {989.5e12, 1979e12, 1979e12, 0}, 450e9, 8, 50e9,
+                   h100_efficiency(),
                    "NVIDIA H100 page; efficiencies fitted to Vidur H100 kernel profiles (attention "
                    "and host overheads assumed equal to A100's)"));
   // [P] DeepEP README, [S] OEM pages: H100 compute and memory, NVLink cut to 400 GB/s (200 per
   // direction), one 400 Gb/s IB NIC per GPU. Memory assumed as H100 (81,559 MiB).
-  p.push_back(make("h800-sxm", 81559.0 * kMiB, 3.35e12, {989.5e12, 1979e12, 1979e12, 0}, 200e9,
-                   8, 50e9, h100_efficiency(),
+  p.push_back(make("h800-sxm", 81559.0 * kMiB, 3.35e12, {989.5e12, 1979e12, 1979e12, 0}, 200e9, 8, 50e9,
+                   h100_efficiency(),
                    "hardware.md (DeepEP README, OEM pages); efficiencies assumed equal to "
                    "H100's; memory assumed as H100's"));
   // [S] H20: 148 TFLOP/s BF16, 296 FP8 / INT8, 96 GB at 4.0 TB/s, NVLink 900 GB/s. Assumed: 96 GB
   // read as 96e9 bytes, a 400 Gb/s NIC per GPU (hardware.md has no scale-out figure).
-  p.push_back(make("h20", 96e9, 4.0e12, {148e12, 296e12, 296e12, 0}, 450e9, 8, 50e9,
-                   h100_efficiency(),
+  p.push_back(make("h20", 96e9, 4.0e12, {148e12, 296e12, 296e12, 0}, 450e9, 8, 50e9, h100_efficiency(),
                    "hardware.md [S]; NIC and efficiencies (H100's) assumed"));
   // [P] NVIDIA H200 datasheet: 141 GB HBM3e (143,771 MiB in nvidia-smi), 4.8 TB/s, compute and
   // NVLink as H100. NIC: assumed 400 Gb/s per GPU as in DGX H100 (AIC: 50 GB/s per GPU).
-  p.push_back(make("h200-sxm", 143771.0 * kMiB, 4.8e12, {989.5e12, 1979e12, 1979e12, 0}, 450e9,
-                   8, 50e9, h100_efficiency(),
+  p.push_back(make("h200-sxm", 143771.0 * kMiB, 4.8e12, {989.5e12, 1979e12, 1979e12, 0}, 450e9, 8, 50e9,
+                   h100_efficiency(),
                    "NVIDIA H200 datasheet; efficiencies assumed equal to H100's (same SM "
                    "architecture)"));
   // [P] NVIDIA HGX B200 page [D]: 2.25 PFLOP/s dense BF16, 4.5 FP8 / INT8, 9 FP4 (AIC
   // b200_sxm.yaml), ~8 TB/s (AIC uses 7.7), NVLink5 1.8 TB/s (900 per direction), 800 Gb/s NIC per
   // GPU. Memory: AIC mem_capacity 193,273,528,320 bytes (180 GiB).
   p.push_back(make("b200", 193273528320.0, 8e12, {2.25e15, 4.5e15, 4.5e15, 9e15}, 900e9, 8, 100e9,
-                   blackwell_efficiency(),
-                   "NVIDIA HGX B200 page, AIC b200_sxm.yaml; efficiencies assumed (H100's)"));
+                   blackwell_efficiency(), "NVIDIA HGX B200 page, AIC b200_sxm.yaml; efficiencies assumed (H100's)"));
   // [S] GB200 NVL72 page, AIC gb200.yaml: 2.5 PFLOP/s BF16, 5 FP8 / INT8, 10 FP4 per GPU,
   // 189,471 MiB (nvidia-smi), 8 TB/s, NVLink5 900 GB/s per direction across a 72-GPU domain,
   // CX8 800 Gb/s (100 GB/s) between racks.
   p.push_back(make("gb200", 189471.0 * kMiB, 8e12, {2.5e15, 5e15, 5e15, 10e15}, 900e9, 72, 100e9,
-                   blackwell_efficiency(),
-                   "GB200 NVL72 page, AIC gb200.yaml; efficiencies assumed (H100's)"));
+                   blackwell_efficiency(), "GB200 NVL72 page, AIC gb200.yaml; efficiencies assumed (H100's)"));
   // AIC b300_sxm.yaml (citing NVIDIA's Blackwell Ultra datasheet): 2.25 PFLOP/s dense BF16, 4.5
   // FP8, 14 FP4, INT8 cut to 153.5 TOPS (307 sparse / 2), 7.75 TB/s (62 TB/s per 8-GPU node),
   // 275,040 MiB as nvidia-smi reports it (288,400,343,040 bytes), NVLink5 900 GB/s per direction
@@ -198,8 +193,7 @@ std::vector<ChipSpec> build_presets() {
   // 200 GbE RoCE per NPU, no FP8. Assumed: the 376 TFLOP/s FP16 SKU (the other is 313), INT8 at
   // twice FP16, 64 GB read as 64 GiB, HCCS 392 GB/s counted in both directions (196 per
   // direction), A100's efficiencies (no Ascend measurements in the project).
-  p.push_back(make("ascend-910b", 64.0 * kGiB, 1.6e12, {376e12, 0, 752e12, 0}, 196e9, 8, 25e9,
-                   a100_efficiency(),
+  p.push_back(make("ascend-910b", 64.0 * kGiB, 1.6e12, {376e12, 0, 752e12, 0}, 196e9, 8, 25e9, a100_efficiency(),
                    "Atlas 800T A2 whitepaper v16; FP16 SKU, INT8 rate, HCCS direction and "
                    "efficiencies (A100's) assumed"));
   // [P] CloudMatrix384 paper (arXiv 2506.12708) section 3: Ascend 910C = two dies, ~750 TFLOP/s
@@ -207,22 +201,19 @@ std::vector<ChipSpec> build_presets() {
   // direction inside a 384-NPU supernode, 400 Gb/s RDMA per NPU. As one NPU: the two dies'
   // die-to-die link (270 GB/s) is not modelled. Assumed: 128 GB read as 128 GiB, A100's
   // efficiencies.
-  p.push_back(make("ascend-910c", 128.0 * kGiB, 3.2e12, {750e12, 0, 1500e12, 0}, 392e9, 384, 50e9,
-                   a100_efficiency(),
+  p.push_back(make("ascend-910c", 128.0 * kGiB, 3.2e12, {750e12, 0, 1500e12, 0}, 392e9, 384, 50e9, a100_efficiency(),
                    "CloudMatrix384 paper (arXiv 2506.12708) sec. 3; capacity unit and "
                    "efficiencies (A100's) assumed"));
   // The same NPU as two chips (dies): half of each figure per die, 768 dies in the supernode.
   // Assumed: die-to-die traffic at the UB rate (the 270 GB/s die-to-die link is faster).
-  p.push_back(make("ascend-910c-die", 64.0 * kGiB, 1.6e12, {375e12, 0, 750e12, 0}, 196e9, 768,
-                   25e9, a100_efficiency(),
+  p.push_back(make("ascend-910c-die", 64.0 * kGiB, 1.6e12, {375e12, 0, 750e12, 0}, 196e9, 768, 25e9, a100_efficiency(),
                    "CloudMatrix384 paper (arXiv 2506.12708) sec. 3, per die; die-to-die link, "
                    "capacity unit and efficiencies (A100's) assumed"));
   // A generic domestic accelerator class: 64 GB at 1.6 TB/s (the class the issue names). Assumed:
   // 300 TFLOP/s BF16 and 600 TOPS INT8 (Cambricon MLU590 / MetaX C500 class, hardware.md [S]
   // unverified), no FP8, an 8-chip scale-up domain at 200 GB/s per direction, a 200 Gb/s NIC,
   // A100's efficiencies.
-  p.push_back(make("domestic-64g", 64.0 * kGiB, 1.6e12, {300e12, 0, 600e12, 0}, 200e9, 8, 25e9,
-                   a100_efficiency(),
+  p.push_back(make("domestic-64g", 64.0 * kGiB, 1.6e12, {300e12, 0, 600e12, 0}, 200e9, 8, 25e9, a100_efficiency(),
                    "generic 64 GB / 1.6 TB/s class; compute, links and efficiencies assumed"));
   // Host links, per direction (KV swap to host memory). [P] PCI-SIG: PCIe 4.0 x16 carries 32 GB/s
   // per direction, PCIe 5.0 x16 64 GB/s (raw, before ~3% encoding and protocol overhead, which

@@ -18,9 +18,9 @@
 #include <string_view>
 #include <vector>
 
-#include "models/formats.h"
 #include "core/time.h"
 #include "core/units.h"
+#include "models/formats.h"
 
 namespace servesim::models {
 
@@ -60,7 +60,7 @@ struct Efficiency {
   // "as the GEMM curves", and then gemm_overhead applies too.
   EfficiencyCurve moe_compute;
   EfficiencyCurve moe_memory;
-  Duration moe_overhead;              // per expert kernel, when the MoE curves are set
+  Duration moe_overhead;  // per expert kernel, when the MoE curves are set
   // The routed experts of one expert weight format as grouped GEMMs (models::moe_experts_seconds),
   // where a calibration fitted them; they take precedence over the MoE curves above for
   // operators of that format. Per format because each runs other kernels (TensorRT-LLM's CUTLASS
@@ -101,10 +101,10 @@ struct Efficiency {
     bool waves = false;
   };
   GemmTiling gemm_tiling;
-  double collective_bandwidth = 0;    // NCCL bus bandwidth / scale-up link bandwidth
-  Duration collective_latency;        // fixed cost of one collective call
-  Duration iteration_overhead;        // host time per iteration: schedule, prepare, sample, outputs
-  Duration sequence_overhead;         // host time per sequence in the batch, on top
+  double collective_bandwidth = 0;  // NCCL bus bandwidth / scale-up link bandwidth
+  Duration collective_latency;      // fixed cost of one collective call
+  Duration iteration_overhead;      // host time per iteration: schedule, prepare, sample, outputs
+  Duration sequence_overhead;       // host time per sequence in the batch, on top
   // The host work of the next iteration runs while the GPU computes this one (vLLM's async
   // scheduling, the overlap schedulers of TensorRT-LLM and SGLang): an iteration then takes the
   // longer of host and first-stage GPU time instead of their sum. An engine property, carried
@@ -132,20 +132,20 @@ double all_reduce_line_seconds(const std::vector<Efficiency::CollectiveLine>& li
 
 struct ChipSpec {
   std::string name;
-  Bytes memory;                  // HBM capacity as the runtime sees it
+  Bytes memory;  // HBM capacity as the runtime sees it
   Bandwidth hbm_bandwidth;
-  FlopRate bf16_flops;           // dense tensor-core peaks; zero = the chip lacks the format
+  FlopRate bf16_flops;  // dense tensor-core peaks; zero = the chip lacks the format
   FlopRate fp8_flops;
   FlopRate int8_flops;
   FlopRate fp4_flops;
-  Bandwidth scale_up_bandwidth;  // per chip per direction (NVLink, HCCS, UB)
-  int scale_up_domain = 1;       // chips that share the scale-up fabric (8 in a DGX/HGX node)
-  Bandwidth scale_out_bandwidth; // NIC bandwidth per chip
+  Bandwidth scale_up_bandwidth;   // per chip per direction (NVLink, HCCS, UB)
+  int scale_up_domain = 1;        // chips that share the scale-up fabric (8 in a DGX/HGX node)
+  Bandwidth scale_out_bandwidth;  // NIC bandwidth per chip
   Duration scale_out_latency;
-  Bandwidth host_bandwidth;      // chip <-> host memory per direction (PCIe, NVLink-C2C): KV swap
-  int sms = 0;                   // streaming multiprocessors (GEMM wave quantisation); 0 = unknown
+  Bandwidth host_bandwidth;  // chip <-> host memory per direction (PCIe, NVLink-C2C): KV swap
+  int sms = 0;               // streaming multiprocessors (GEMM wave quantisation); 0 = unknown
   Efficiency efficiency;
-  std::string source;            // where the figures come from, and which are assumptions
+  std::string source;  // where the figures come from, and which are assumptions
   // Which figures are measured, in one sentence starting "calibrated:", "transferred:",
   // "borrowed:" or "uncalibrated:" (set by the scenario loader from the profile applied; reports
   // print it); "" for a chip built in code.

@@ -8,13 +8,10 @@ namespace servesim::models {
 namespace {
 
 bool is_gemm(OpKind k) {
-  return k == OpKind::kGemmQkv || k == OpKind::kGemmOut || k == OpKind::kGemmMlp ||
-         k == OpKind::kLmHead;
+  return k == OpKind::kGemmQkv || k == OpKind::kGemmOut || k == OpKind::kGemmMlp || k == OpKind::kLmHead;
 }
 
-bool same_class(OpKind table, OpKind op) {
-  return table == op || (is_gemm(table) && is_gemm(op));
-}
+bool same_class(OpKind table, OpKind op) { return table == op || (is_gemm(table) && is_gemm(op)); }
 
 // Index of the last axis value <= x, or -1 when x lies outside [front, back].
 int bracket(const std::vector<double>& axis, double x) {
@@ -109,8 +106,7 @@ RooflineCostModel::RooflineCostModel(const ChipSpec& chip) {
       case OpKind::kGemmQkv:
       case OpKind::kGemmOut:
       case OpKind::kGemmMlp:
-      case OpKind::kLmHead:
-        break;
+      case OpKind::kLmHead: break;
       case OpKind::kMoeExperts:
         if (!e.moe_compute.knots.empty() && !e.moe_memory.knots.empty()) {
           compute = &e.moe_compute;
@@ -242,14 +238,13 @@ double RooflineCostModel::seconds(const Operator& op) const {
   return op.kernels * r.overhead_s + std::max(compute_seconds(op), memory_seconds(op)) + quantisation_seconds(op);
 }
 
-std::optional<CostModel::LinearForm> RooflineCostModel::linear_form(OpKind kind,
-                                                                   ComputeRate rate) const {
+std::optional<CostModel::LinearForm> RooflineCostModel::linear_form(OpKind kind, ComputeRate rate) const {
   const Rates& r = rates_[static_cast<std::size_t>(kind)];
   if (!r.chip_operator) return LinearForm{};  // costs nothing here
   if (!r.compute_constant || !r.memory_constant || r.padded || r.grouped) return std::nullopt;
   // Quantised GEMM formats add a pass the (kind, rate) form cannot tell apart.
-  if (is_gemm(kind) && std::any_of(gemm_formats_.begin(), gemm_formats_.end(),
-                                   [](const QuantisedGemm& q) { return q.present; })) {
+  if (is_gemm(kind) &&
+      std::any_of(gemm_formats_.begin(), gemm_formats_.end(), [](const QuantisedGemm& q) { return q.present; })) {
     return std::nullopt;
   }
   return LinearForm{r.overhead_s, r.s_per_flop[static_cast<std::size_t>(rate)], r.s_per_byte};
@@ -450,9 +445,7 @@ bool TableCostModel::lookup_one(const Operator& op, double& out) const {
     if (i < 0 || j < 0) return false;
     const double wi = lerp_weight(g.batch, i, op.batch), wj = lerp_weight(g.context, j, ctx);
     const std::size_t cols = g.context.size();
-    auto at = [&](int a, int b) {
-      return g.seconds[static_cast<std::size_t>(a) * cols + static_cast<std::size_t>(b)];
-    };
+    auto at = [&](int a, int b) { return g.seconds[static_cast<std::size_t>(a) * cols + static_cast<std::size_t>(b)]; };
     const int i1 = wi > 0 ? i + 1 : i, j1 = wj > 0 ? j + 1 : j;
     const double v00 = at(i, j), v01 = at(i, j1), v10 = at(i1, j), v11 = at(i1, j1);
     if (std::isnan(v00) || std::isnan(v01) || std::isnan(v10) || std::isnan(v11)) return false;
@@ -480,8 +473,7 @@ std::unique_ptr<CostModel> make_cost_model(const CostModelConfig& config, const 
   return std::make_unique<RooflineCostModel>(chip);
 }
 
-double encode_seconds(const VisionSpec& v, const std::vector<ImageSize>& images, int tp,
-                      const CostModel& cost) {
+double encode_seconds(const VisionSpec& v, const std::vector<ImageSize>& images, int tp, const CostModel& cost) {
   std::vector<std::int64_t> patches;
   for (const ImageSize& i : images) patches.push_back(v.resize(i.width, i.height).patches);
   std::vector<Operator> ops;
@@ -501,8 +493,7 @@ std::vector<std::string> validate_tables(const MeasuredTables& t) {
   };
   for (std::size_t i = 0; i < t.series.size(); ++i) {
     const MeasuredSeries& s = t.series[i];
-    const std::string name = "series " + std::to_string(i + 1) + " (" +
-                             std::string(op_kind_name(s.kind)) + ")";
+    const std::string name = "series " + std::to_string(i + 1) + " (" + std::string(op_kind_name(s.kind)) + ")";
     if (!ascending(s.m)) out.push_back(name + ": m must be strictly ascending");
     if (s.m.size() != s.seconds.size()) out.push_back(name + ": one time per m");
     for (double v : s.seconds) {
@@ -514,8 +505,7 @@ std::vector<std::string> validate_tables(const MeasuredTables& t) {
   }
   for (std::size_t i = 0; i < t.grids.size(); ++i) {
     const MeasuredGrid& g = t.grids[i];
-    const std::string name = "grid " + std::to_string(i + 1) + " (" +
-                             std::string(op_kind_name(g.kind)) + ")";
+    const std::string name = "grid " + std::to_string(i + 1) + " (" + std::string(op_kind_name(g.kind)) + ")";
     if (!ascending(g.batch) || !ascending(g.context)) {
       out.push_back(name + ": batch and context axes must be strictly ascending");
     }
@@ -525,8 +515,7 @@ std::vector<std::string> validate_tables(const MeasuredTables& t) {
   }
   for (std::size_t i = 0; i < t.log_grids.size(); ++i) {
     const MeasuredLogGrid& g = t.log_grids[i];
-    const std::string name = "log grid " + std::to_string(i + 1) + " (" +
-                             std::string(op_kind_name(g.kind)) + ")";
+    const std::string name = "log grid " + std::to_string(i + 1) + " (" + std::string(op_kind_name(g.kind)) + ")";
     if (g.axes.empty() || g.axes.size() > MeasuredLogGrid::kMaxAxes) {
       out.push_back(name + ": needs 1 to 4 axes");
       continue;

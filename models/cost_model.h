@@ -12,8 +12,8 @@
 // chosen per operator kind in one switch (cost_model.cpp). A GEMM whose format has an
 // Efficiency::gemm_formats entry adds its activation quantisation pass,
 //   kernels x overhead[format] + quant_elements x quant_bytes[format] / HBM bandwidth,
-// and its compute side takes that entry's factor instead of format_compute[rate]. A rate the chip lacks is costed at the
-// bf16 peak (the loader rejects formats the chip lacks unless emulation was asked for).
+// and its compute side takes that entry's factor instead of format_compute[rate]. A rate the chip lacks is costed at
+// the bf16 peak (the loader rejects formats the chip lacks unless emulation was asked for).
 //
 // TableCostModel interpolates measurements and falls back to the roofline outside them:
 //   series     GEMM-like operators (every GEMM kind, and the MoE experts): seconds over m for one
@@ -120,7 +120,7 @@ class RooflineCostModel final : public CostModel {
     double peak_flops[kComputeRates] = {0, 0, 0, 0};  // x format factor, for curves
     double s_per_byte = 0, bandwidth = 0, overhead_s = 0;
     bool chip_operator = false;
-    bool padded = false;  // GEMM kinds under tile quantisation (padded_gemm_flops)
+    bool padded = false;   // GEMM kinds under tile quantisation (padded_gemm_flops)
     bool grouped = false;  // kMoeExperts on a chip with Efficiency::moe_experts (moe_ below)
     Efficiency::GemmTiling tiling;
     int sms = 0;
@@ -182,8 +182,18 @@ struct MeasuredGrid {
 // exceeded.
 struct MeasuredLogGrid {
   enum class Field : std::uint8_t {
-    kM, kN, kK, kBatch, kContext,  // kContext: mean per sequence
-    kTokens, kKvLen, kHeads, kKvHeads, kHeadDim, kWindow, kPrefix,
+    kM,
+    kN,
+    kK,
+    kBatch,
+    kContext,  // kContext: mean per sequence
+    kTokens,
+    kKvLen,
+    kHeads,
+    kKvHeads,
+    kHeadDim,
+    kWindow,
+    kPrefix,
     kKvBytes  // bytes per KV element; 0 for attention that keeps no KV cache (an encoder's)
   };
   struct Axis {
@@ -193,8 +203,8 @@ struct MeasuredLogGrid {
   };
   OpKind kind = OpKind::kGemmQkv;
   ComputeRate rate = ComputeRate::kBf16;
-  std::vector<Axis> axes;           // 1 to kMaxAxes
-  std::vector<double> log_seconds;  // one per cell, last axis fastest
+  std::vector<Axis> axes;                       // 1 to kMaxAxes
+  std::vector<double> log_seconds;              // one per cell, last axis fastest
   std::vector<std::pair<Field, double>> match;  // exact conditions (none for GEMM tables)
   double kv_bytes = 0;                          // 0: any
   bool latent = false;
@@ -219,9 +229,8 @@ struct LogGridCorners {
   std::array<double, 16> weights{};
   int count = 0;
 };
-bool log_grid_corners(std::span<const std::vector<double>> log_knots,
-                      std::span<const char> extrapolate, std::span<const double> point,
-                      LogGridCorners& out);
+bool log_grid_corners(std::span<const std::vector<double>> log_knots, std::span<const char> extrapolate,
+                      std::span<const double> point, LogGridCorners& out);
 
 struct MeasuredTables {
   std::vector<MeasuredSeries> series;
@@ -265,8 +274,7 @@ std::unique_ptr<CostModel> make_cost_model(const CostModelConfig& config, const 
 struct ImageSize {
   std::int64_t width = 0, height = 0;
 };
-double encode_seconds(const VisionSpec& v, const std::vector<ImageSize>& images, int tp,
-                      const CostModel& cost);
+double encode_seconds(const VisionSpec& v, const std::vector<ImageSize>& images, int tp, const CostModel& cost);
 // Problems of a table set (sentences): sizes that do not match, axes not ascending, negative times.
 std::vector<std::string> validate_tables(const MeasuredTables& t);
 

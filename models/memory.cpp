@@ -54,8 +54,7 @@ MoeChip moe_chip_elements(const ModelSpec& m, const ParallelPlan& p) {
 
 double moe_layer_bytes(const ModelSpec& m, const ParallelPlan& p) {
   const MoeChip c = moe_chip_elements(m, p);
-  return c.experts * m.expert_bytes_per_element() + c.shared * m.weight_bytes_per_element() +
-         c.router * 2.0;
+  return c.experts * m.expert_bytes_per_element() + c.shared * m.weight_bytes_per_element() + c.router * 2.0;
 }
 
 // Elements of one linear-attention layer's mixer on one chip (ModelSpec::linear_attention_params
@@ -65,8 +64,8 @@ double linear_chip_elements(const ModelSpec& m, const ParallelPlan& p) {
   const double h = m.hidden, hk = std::max(1.0, static_cast<double>(l.key_heads) / p.tp);
   const double hv = static_cast<double>(l.value_heads) / p.tp;
   const double ch = 2 * hk * l.key_dim + hv * l.value_dim;
-  return 2 * h + h * (2 * hk * l.key_dim + 2 * hv * l.value_dim + 2 * hv) + ch * l.conv_kernel + 2 * hv +
-         l.value_dim + hv * l.value_dim * h;
+  return 2 * h + h * (2 * hk * l.key_dim + 2 * hv * l.value_dim + 2 * hv) + ch * l.conv_kernel + 2 * hv + l.value_dim +
+         hv * l.value_dim * h;
 }
 
 }  // namespace
@@ -89,8 +88,7 @@ std::string MemoryPlan::biggest_consumer() const {
   return k >= r ? "window KV" : "reserved";
 }
 
-StageWeights stage_weights(const ModelSpec& m, const ParallelPlan& p, int stage,
-                           const MemoryConfig& c) {
+StageWeights stage_weights(const ModelSpec& m, const ParallelPlan& p, int stage, const MemoryConfig& c) {
   StageWeights w;
   const LayerCounts n = m.count_layers(p.stage_first_layer(m, stage), p.stage_layers(m, stage));
   const double wb = m.weight_bytes_per_element();
@@ -133,8 +131,7 @@ Bytes stage_weight_bytes(const ModelSpec& m, const ParallelPlan& p, int stage) {
   return stage_weights(m, p, stage, MemoryConfig{}).total();
 }
 
-Bytes stage_activation_bytes(const ModelSpec& m, const ParallelPlan& p, int stage,
-                             const MemoryConfig& c) {
+Bytes stage_activation_bytes(const ModelSpec& m, const ParallelPlan& p, int stage, const MemoryConfig& c) {
   // Largest set of live tensors in one layer at the token budget B, per chip (elements per
   // token): residual + normed input + attention output + MLP output (4 h), the attention
   // projections' outputs, and the MLP intermediates: gate|up (2 ffn) and the activated product
@@ -144,11 +141,9 @@ Bytes stage_activation_bytes(const ModelSpec& m, const ParallelPlan& p, int stag
   double attn = 0;
   if (m.attention == AttentionKind::kMla) {
     const MlaSpec& a = m.mla;
-    attn = a.q_lora_rank + a.kv_lora_rank + a.qk_rope_dim +
-           p.heads_per_chip(m) * (a.qk_nope_dim + a.qk_rope_dim);
+    attn = a.q_lora_rank + a.kv_lora_rank + a.qk_rope_dim + p.heads_per_chip(m) * (a.qk_nope_dim + a.qk_rope_dim);
   } else {
-    attn = (p.heads_per_chip(m) * (m.attention_output_gate ? 2.0 : 1.0) + 2.0 * p.kv_heads_per_chip(m)) *
-           m.head_dim;
+    attn = (p.heads_per_chip(m) * (m.attention_output_gate ? 2.0 : 1.0) + 2.0 * p.kv_heads_per_chip(m)) * m.head_dim;
   }
   if (n.linear > 0) {
     // Gated DeltaNet: q, k, v, z and beta / decay per token (the in-projections' outputs).
@@ -167,14 +162,13 @@ Bytes stage_activation_bytes(const ModelSpec& m, const ParallelPlan& p, int stag
     const double pairs = load.busiest_pairs(static_cast<double>(c.max_batched_tokens) / p.cp);
     const double fe = static_cast<double>(m.moe.expert_intermediate) / p.moe_tp;
     const double shared = static_cast<double>(m.moe.shared_intermediate) / p.tp;
-    const double moe = m.activation_bytes * (b * (4.0 * m.hidden + attn + 3.0 * shared) +
-                                             pairs * (2.0 * m.hidden + 3.0 * fe));
+    const double moe =
+        m.activation_bytes * (b * (4.0 * m.hidden + attn + 3.0 * shared) + pairs * (2.0 * m.hidden + 3.0 * fe));
     bytes = std::max(bytes, moe);
   }
   if (stage == p.pp - 1) {
     // fp32 logits over this chip's vocabulary shard for every sequence that samples.
-    const double seqs = tokens_per_chip(
-        p, static_cast<double>(std::min(c.max_sequences, c.max_batched_tokens)));
+    const double seqs = tokens_per_chip(p, static_cast<double>(std::min(c.max_sequences, c.max_batched_tokens)));
     bytes += 4.0 * seqs * static_cast<double>(m.vocab) / p.tp;
   }
   return Bytes{bytes};
@@ -191,8 +185,7 @@ double kv_bytes_per_token_per_chip(const ModelSpec& m, const ParallelPlan& p, in
   return per_layer * n.full() / p.cp;
 }
 
-MemoryPlan plan_memory(const ModelSpec& m, const ChipSpec& chip, const ParallelPlan& p,
-                       const MemoryConfig& c) {
+MemoryPlan plan_memory(const ModelSpec& m, const ChipSpec& chip, const ParallelPlan& p, const MemoryConfig& c) {
   MemoryPlan best;
   bool have = false;
   double best_tokens = 0;
@@ -207,8 +200,7 @@ MemoryPlan plan_memory(const ModelSpec& m, const ChipSpec& chip, const ParallelP
     plan.reserved = c.reserved;
     const LayerCounts n = m.count_layers(p.stage_first_layer(m, s), p.stage_layers(m, s));
     if (n.window > 0) {
-      const double per_layer =
-          2.0 * p.kv_heads_per_chip(m) * m.head_dim * bytes_per_element(m.formats.kv_cache);
+      const double per_layer = 2.0 * p.kv_heads_per_chip(m) * m.head_dim * bytes_per_element(m.formats.kv_cache);
       const double seqs = static_cast<double>(c.max_sequences) / p.dp;
       const double tokens = static_cast<double>(m.window.window + c.block_tokens);
       plan.window_kv = Bytes{seqs * tokens * per_layer * n.window / p.cp};
@@ -217,14 +209,13 @@ MemoryPlan plan_memory(const ModelSpec& m, const ChipSpec& chip, const ParallelP
       const double seqs = static_cast<double>(c.max_sequences) / p.dp;
       plan.linear_state = Bytes{seqs * n.linear * linear_state_bytes_per_layer_chip(m, p)};
     }
-    plan.kv = Bytes{plan.usable.value - plan.weights.value - plan.activations.value -
-                    plan.window_kv.value - plan.linear_state.value - plan.reserved.value};
+    plan.kv = Bytes{plan.usable.value - plan.weights.value - plan.activations.value - plan.window_kv.value -
+                    plan.linear_state.value - plan.reserved.value};
     plan.kv_bytes_per_token = kv_bytes_per_token_per_chip(m, p, s);
     double tokens = -1.0;
     if (plan.kv.value > 0) {
       // A stage without full-attention layers caches nothing per token beyond its windows.
-      tokens = plan.kv_bytes_per_token > 0 ? std::floor(plan.kv.value / plan.kv_bytes_per_token)
-                                           : 1e15;
+      tokens = plan.kv_bytes_per_token > 0 ? std::floor(plan.kv.value / plan.kv_bytes_per_token) : 1e15;
     }
     if (!have || tokens < best_tokens) {
       best = plan;

@@ -29,11 +29,11 @@
 #include <cstdint>
 #include <string>
 
+#include "core/units.h"
 #include "models/chip_spec.h"
 #include "models/model_spec.h"
 #include "models/operators.h"
 #include "models/parallel_plan.h"
-#include "core/units.h"
 
 namespace servesim::models {
 
@@ -56,7 +56,7 @@ struct StageWeights {
 };
 
 struct MemoryPlan {
-  Bytes capacity;     // per chip
+  Bytes capacity;  // per chip
   Bytes usable;
   // The binding stage (smallest KV capacity) and its consumers, per chip.
   int stage = 0;
@@ -66,9 +66,9 @@ struct MemoryPlan {
   Bytes window_kv;
   Bytes linear_state;
   Bytes reserved;
-  Bytes kv;           // left for the KV cache; negative when the plan does not fit
-  double kv_bytes_per_token = 0;  // on one chip of the binding stage
-  std::int64_t kv_tokens = 0;     // instance-wide capacity; 0 when it does not fit
+  Bytes kv;                              // left for the KV cache; negative when the plan does not fit
+  double kv_bytes_per_token = 0;         // on one chip of the binding stage
+  std::int64_t kv_tokens = 0;            // instance-wide capacity; 0 when it does not fit
   std::int64_t kv_tokens_per_group = 0;  // one dp group's: the longest context a request can hold
 
   bool fits() const { return kv_tokens > 0; }
@@ -77,17 +77,14 @@ struct MemoryPlan {
   std::string biggest_consumer() const;
 };
 
-StageWeights stage_weights(const ModelSpec& m, const ParallelPlan& p, int stage,
-                           const MemoryConfig& c);
+StageWeights stage_weights(const ModelSpec& m, const ParallelPlan& p, int stage, const MemoryConfig& c);
 Bytes stage_weight_bytes(const ModelSpec& m, const ParallelPlan& p, int stage);
-Bytes stage_activation_bytes(const ModelSpec& m, const ParallelPlan& p, int stage,
-                             const MemoryConfig& c);
+Bytes stage_activation_bytes(const ModelSpec& m, const ParallelPlan& p, int stage, const MemoryConfig& c);
 // Recurrent state one sequence holds on one chip in each linear-attention layer (value heads split
 // over tp: state and convolution channels).
 double linear_state_bytes_per_layer_chip(const ModelSpec& m, const ParallelPlan& p);
 // KV-cache bytes one token occupies on one chip of pipeline stage `stage` (full-attention layers).
 double kv_bytes_per_token_per_chip(const ModelSpec& m, const ParallelPlan& p, int stage);
-MemoryPlan plan_memory(const ModelSpec& m, const ChipSpec& chip, const ParallelPlan& p,
-                       const MemoryConfig& c);
+MemoryPlan plan_memory(const ModelSpec& m, const ChipSpec& chip, const ParallelPlan& p, const MemoryConfig& c);
 
 }  // namespace servesim::models

@@ -9,8 +9,7 @@ namespace servesim::models {
 bool ModelSpec::is_moe_layer(int layer) const {
   // DeepSeek's rule (modeling_deepseek.py): MoE from first_k_dense_replace on, every
   // moe_layer_freq-th layer.
-  return moe.enabled() && layer >= moe.first_dense_layers &&
-         layer % std::max(1, moe.layer_frequency) == 0;
+  return moe.enabled() && layer >= moe.first_dense_layers && layer % std::max(1, moe.layer_frequency) == 0;
 }
 
 bool ModelSpec::is_window_layer(int layer) const {
@@ -72,8 +71,8 @@ std::int64_t ModelSpec::linear_attention_params() const {
   // layer's two RMSNorms.
   const std::int64_t h = hidden, nk = linear.key_heads, nv = linear.value_heads;
   const std::int64_t dk = linear.key_dim, dv = linear.value_dim;
-  return 2 * h + h * (2 * nk * dk + 2 * nv * dv) + h * 2 * nv + linear.conv_channels() * linear.conv_kernel +
-         2 * nv + dv + nv * dv * h;
+  return 2 * h + h * (2 * nk * dk + 2 * nv * dv) + h * 2 * nv + linear.conv_channels() * linear.conv_kernel + 2 * nv +
+         dv + nv * dv * h;
 }
 
 std::int64_t ModelSpec::dense_mlp_params() const {
@@ -85,9 +84,7 @@ std::int64_t ModelSpec::expert_params() const {
   return 3 * h * f + (moe.expert_bias ? 2 * f + h : 0);
 }
 
-std::int64_t ModelSpec::shared_expert_params() const {
-  return 3 * std::int64_t{hidden} * moe.shared_intermediate;
-}
+std::int64_t ModelSpec::shared_expert_params() const { return 3 * std::int64_t{hidden} * moe.shared_intermediate; }
 
 std::int64_t ModelSpec::router_params() const {
   return std::int64_t{hidden} * moe.experts + (moe.router_bias ? moe.experts : 0);
@@ -139,8 +136,7 @@ double ModelSpec::index_bytes_per_token_layer() const {
 }
 
 std::int64_t ModelSpec::kv_bytes_per_token() const {
-  return std::llround((kv_bytes_per_token_layer() + index_bytes_per_token_layer()) *
-                      count_layers(0, layers).full() +
+  return std::llround((kv_bytes_per_token_layer() + index_bytes_per_token_layer()) * count_layers(0, layers).full() +
                       kv_bytes_per_token_layer() * count_layers(0, layers).window);
 }
 
@@ -152,14 +148,13 @@ double ModelSpec::kv_transfer_bytes(std::int64_t tokens) const {
 double ModelSpec::linear_state_bytes_per_layer() const {
   if (!linear.enabled()) return 0;
   return static_cast<double>(linear.value_heads) * linear.key_dim * linear.value_dim * linear.state_bytes +
-         static_cast<double>(linear.conv_kernel - 1) * static_cast<double>(linear.conv_channels()) *
-             activation_bytes;
+         static_cast<double>(linear.conv_kernel - 1) * static_cast<double>(linear.conv_channels()) * activation_bytes;
 }
 
 namespace {
 
-ModelSpec dense(std::string name, int layers, int hidden, int heads, int kv_heads, int head_dim,
-                int intermediate, int vocab, int max_context, std::string source) {
+ModelSpec dense(std::string name, int layers, int hidden, int heads, int kv_heads, int head_dim, int intermediate,
+                int vocab, int max_context, std::string source) {
   ModelSpec m;
   m.name = std::move(name);
   m.layers = layers;
@@ -174,8 +169,7 @@ ModelSpec dense(std::string name, int layers, int hidden, int heads, int kv_head
   return m;
 }
 
-MoeSpec moe(int experts, int top_k, int expert_intermediate, int shared, int first_dense,
-            bool router_bias) {
+MoeSpec moe(int experts, int top_k, int expert_intermediate, int shared, int first_dense, bool router_bias) {
   MoeSpec s;
   s.experts = experts;
   s.top_k = top_k;
@@ -193,8 +187,7 @@ ModelSpec deepseek_v3(std::string name, std::string source) {
   // dense intermediate 18432 in the first 3 layers, 256 routed experts top-8 of 2048 + 1 shared,
   // e_score_correction_bias, 1 MTP layer, vocab 129280, 163840 positions, fp8 weights in
   // 128 x 128 blocks (quantization_config). 671.0e9 parameters without the MTP layer.
-  ModelSpec m = dense(std::move(name), 61, 7168, 128, 128, 192, 18432, 129280, 163840,
-                      std::move(source));
+  ModelSpec m = dense(std::move(name), 61, 7168, 128, 128, 192, 18432, 129280, 163840, std::move(source));
   m.attention = AttentionKind::kMla;
   m.mla = {1536, 512, 128, 64, 128};
   m.moe = moe(256, 8, 2048, 1, 3, true);
@@ -209,36 +202,36 @@ std::vector<ModelSpec> build_presets() {
   // num_attention_heads, num_key_value_heads, intermediate_size, vocab_size,
   // max_position_embeddings); head_dim = hidden_size / num_attention_heads.
   // 8.03e9 parameters: 32 x 218,112,000 per layer + 2 x 525,336,576 embedding/LM head.
-  p.push_back(dense("llama-3.1-8b", 32, 4096, 32, 8, 128, 14336, 128256, 131072,
-                    "meta-llama/Llama-3.1-8B config.json"));
+  p.push_back(
+      dense("llama-3.1-8b", 32, 4096, 32, 8, 128, 14336, 128256, 131072, "meta-llama/Llama-3.1-8B config.json"));
   p.push_back(dense("llama-3.1-70b", 80, 8192, 64, 8, 128, 28672, 128256, 131072,
                     "meta-llama/Llama-3.1-70B config.json"));  // 70.55e9 parameters
   p.push_back(dense("llama-2-70b", 80, 8192, 64, 8, 128, 28672, 32000, 4096,
                     "meta-llama/Llama-2-70b-hf config.json"));  // 68.98e9; 4,096-token context
 
   // Qwen/Qwen3-32B config.json: head_dim 128 given explicitly, q_norm/k_norm. 32.76e9 parameters.
-  ModelSpec q32 = dense("qwen3-32b", 64, 5120, 64, 8, 128, 25600, 151936, 40960,
-                        "Qwen/Qwen3-32B config.json");
+  ModelSpec q32 = dense("qwen3-32b", 64, 5120, 64, 8, 128, 25600, 151936, 40960, "Qwen/Qwen3-32B config.json");
   q32.qk_norm = true;
   p.push_back(q32);
 
   // Qwen/Qwen3-235B-A22B config.json: 94 layers, 128 experts top-8 of 1536, no shared experts,
   // every layer MoE (decoder_sparse_step 1, mlp_only_layers []). 235.1e9 parameters.
-  ModelSpec q235 = dense("qwen3-235b-a22b", 94, 4096, 64, 4, 128, 12288, 151936, 40960,
-                         "Qwen/Qwen3-235B-A22B config.json");
+  ModelSpec q235 =
+      dense("qwen3-235b-a22b", 94, 4096, 64, 4, 128, 12288, 151936, 40960, "Qwen/Qwen3-235B-A22B config.json");
   q235.qk_norm = true;
   q235.moe = moe(128, 8, 1536, 0, 0, false);
   p.push_back(q235);
 
   p.push_back(deepseek_v3("deepseek-v3", "deepseek-ai/DeepSeek-V3 config.json"));
-  p.push_back(deepseek_v3("deepseek-r1", "deepseek-ai/DeepSeek-R1 config.json (DeepSeek-V3 "
-                                         "architecture)"));
+  p.push_back(deepseek_v3("deepseek-r1",
+                          "deepseek-ai/DeepSeek-R1 config.json (DeepSeek-V3 "
+                          "architecture)"));
 
   // moonshotai/Kimi-K2-Instruct config.json (model_type kimi_k2, DeepSeek-V3 architecture):
   // 64 heads, 384 routed experts top-8 + 1 shared, 1 dense layer, vocab 163840, 131072
   // positions, no MTP layer, fp8 block-scaled weights. 1.026e12 parameters.
-  ModelSpec kimi = dense("kimi-k2", 61, 7168, 64, 64, 192, 18432, 163840, 131072,
-                         "moonshotai/Kimi-K2-Instruct config.json");
+  ModelSpec kimi =
+      dense("kimi-k2", 61, 7168, 64, 64, 192, 18432, 163840, 131072, "moonshotai/Kimi-K2-Instruct config.json");
   kimi.attention = AttentionKind::kMla;
   kimi.mla = {1536, 512, 128, 64, 128};
   kimi.moe = moe(384, 8, 2048, 1, 1, true);
@@ -272,8 +265,8 @@ std::vector<ModelSpec> build_presets() {
   // 196608 positions, fp8 weights in 128 x 128 blocks (quantization_config; gate, routing bias and
   // lm_head excluded). Its 3 MTP modules (num_mtp_modules) are not loaded by the serving engines
   // by default and are not modelled. 228.7e9 parameters (MiniMax: "230B total").
-  ModelSpec mm = dense("minimax-m2.5", 62, 3072, 48, 8, 128, 1536, 200064, 196608,
-                       "MiniMaxAI/MiniMax-M2.5 config.json");
+  ModelSpec mm =
+      dense("minimax-m2.5", 62, 3072, 48, 8, 128, 1536, 200064, 196608, "MiniMaxAI/MiniMax-M2.5 config.json");
   mm.qk_norm = true;
   mm.moe = moe(256, 8, 1536, 0, 0, true);
   mm.formats.weights = mm.formats.experts = Format::kFp8Block;
@@ -290,8 +283,8 @@ std::vector<ModelSpec> build_presets() {
   // tower is not modelled: text only.
   auto qwen35 = [&](std::string name, int layers, int hidden, int heads, int kv_heads, int value_heads,
                     int intermediate, std::string source) {
-    ModelSpec q = dense(std::move(name), layers, hidden, heads, kv_heads, 256, intermediate, 248320,
-                        262144, std::move(source));
+    ModelSpec q =
+        dense(std::move(name), layers, hidden, heads, kv_heads, 256, intermediate, 248320, 262144, std::move(source));
     q.qk_norm = true;
     q.attention_output_gate = true;
     q.linear = {16, value_heads, 128, 128, 4, "LLLF", 4};
@@ -299,20 +292,19 @@ std::vector<ModelSpec> build_presets() {
   };
   // Qwen/Qwen3.5-397B-A17B: 60 layers, hidden 4096, 32 / 2 heads, 64 GDN value heads, 512 experts
   // top-10 of 1024 + a shared one of 1024 (Qwen: "397B total, 17B activated").
-  ModelSpec q397 = qwen35("qwen3.5-397b-a17b", 60, 4096, 32, 2, 64, 1024,
-                          "Qwen/Qwen3.5-397B-A17B config.json (text_config)");
+  ModelSpec q397 =
+      qwen35("qwen3.5-397b-a17b", 60, 4096, 32, 2, 64, 1024, "Qwen/Qwen3.5-397B-A17B config.json (text_config)");
   q397.moe = moe(512, 10, 1024, 1, 0, false);
   p.push_back(q397);
   // Qwen/Qwen3.5-122B-A10B: 48 layers, hidden 3072, 32 / 2 heads, 64 GDN value heads, 256 experts
   // top-8 of 1024 + a shared one of 1024.
-  ModelSpec q122 = qwen35("qwen3.5-122b-a10b", 48, 3072, 32, 2, 64, 1024,
-                          "Qwen/Qwen3.5-122B-A10B config.json (text_config)");
+  ModelSpec q122 =
+      qwen35("qwen3.5-122b-a10b", 48, 3072, 32, 2, 64, 1024, "Qwen/Qwen3.5-122B-A10B config.json (text_config)");
   q122.moe = moe(256, 8, 1024, 1, 0, false);
   p.push_back(q122);
   // Qwen/Qwen3.5-35B-A3B: 40 layers, hidden 2048, 16 / 2 heads, 32 GDN value heads, 256 experts
   // top-8 of 512 + a shared one of 512.
-  ModelSpec q35 = qwen35("qwen3.5-35b-a3b", 40, 2048, 16, 2, 32, 512,
-                         "Qwen/Qwen3.5-35B-A3B config.json (text_config)");
+  ModelSpec q35 = qwen35("qwen3.5-35b-a3b", 40, 2048, 16, 2, 32, 512, "Qwen/Qwen3.5-35B-A3B config.json (text_config)");
   q35.moe = moe(256, 8, 512, 1, 0, false);
   p.push_back(q35);
   // Qwen/Qwen3.5-27B (dense): 64 layers, hidden 5120, 24 / 4 heads, 48 GDN value heads, MLP 17408.
@@ -330,8 +322,7 @@ std::vector<ModelSpec> build_presets() {
 
   // zai-org/GLM-4.5-Air config.json: 46 layers (1 dense), hidden 4096, 96 / 8 heads of 128 with
   // QKV bias, no QK-norm, 128 experts top-8 of 1408 + 1 shared, 1 MTP layer. 106.9e9 parameters.
-  ModelSpec air = dense("glm-4.5-air", 46, 4096, 96, 8, 128, 10944, 151552, 131072,
-                        "zai-org/GLM-4.5-Air config.json");
+  ModelSpec air = dense("glm-4.5-air", 46, 4096, 96, 8, 128, 10944, 151552, 131072, "zai-org/GLM-4.5-Air config.json");
   air.qkv_bias = true;
   air.moe = moe(128, 8, 1408, 1, 1, true);
   air.mtp_layers = 1;
@@ -342,8 +333,8 @@ std::vector<ModelSpec> build_presets() {
   // selecting the top 2048 tokens, dense intermediate 12288, 256 experts top-8 of 2048 + 1
   // shared, 1 MTP layer, vocab 154880, 202752 positions. 743.9e9 parameters, 753.9e9 with the
   // MTP layer (the checkpoint's tensor count).
-  ModelSpec glm5 = dense("glm-5", 78, 6144, 64, 64, 256, 12288, 154880, 202752,
-                         "zai-org/GLM-5 config.json (glm_moe_dsa)");
+  ModelSpec glm5 =
+      dense("glm-5", 78, 6144, 64, 64, 256, 12288, 154880, 202752, "zai-org/GLM-5 config.json (glm_moe_dsa)");
   glm5.attention = AttentionKind::kMla;
   glm5.mla = {2048, 512, 192, 64, 256};
   glm5.dsa = {32, 128, 2048};
@@ -356,8 +347,7 @@ std::vector<ModelSpec> build_presets() {
   // and attention sinks, 128 experts top-4 of 2880 with biases, a biased router, MXFP4 experts
   // (quantization_config; attention, router, embedding and LM head stay bf16), vocab 201088,
   // 131072 positions. 116.8e9 parameters.
-  ModelSpec oss = dense("gpt-oss-120b", 36, 2880, 64, 8, 64, 2880, 201088, 131072,
-                        "openai/gpt-oss-120b config.json");
+  ModelSpec oss = dense("gpt-oss-120b", 36, 2880, 64, 8, 64, 2880, 201088, 131072, "openai/gpt-oss-120b config.json");
   oss.window = {128, "SF"};
   oss.moe = moe(128, 4, 2880, 0, 0, true);
   oss.moe.expert_bias = true;
@@ -371,8 +361,8 @@ std::vector<ModelSpec> build_presets() {
   // temporal patch 2, 112-pixel windows with global attention in blocks 7, 15, 23, 31, merger to
   // 3584); preprocessor_config.json min_pixels 3136, max_pixels 12845056 (the model card
   // suggests 1280 x 28 x 28 = 1,003,520 for serving, the default here).
-  ModelSpec vl = dense("qwen2.5-vl-7b", 28, 3584, 28, 4, 128, 18944, 152064, 128000,
-                       "Qwen/Qwen2.5-VL-7B-Instruct config.json");
+  ModelSpec vl =
+      dense("qwen2.5-vl-7b", 28, 3584, 28, 4, 128, 18944, 152064, 128000, "Qwen/Qwen2.5-VL-7B-Instruct config.json");
   vl.qkv_bias = true;
   VisionSpec v;
   v.depth = 32;
@@ -419,10 +409,10 @@ std::vector<std::string> validate_model(const ModelSpec& m) {
     }
   } else {
     const MlaSpec& a = m.mla;
-    if (a.kv_lora_rank < 1 || a.qk_nope_dim < 0 || a.qk_rope_dim < 1 || a.v_dim < 1 ||
-        a.q_lora_rank < 0) {
-      out.push_back("MLA needs kv_lora_rank, qk_rope_dim and v_dim >= 1 (and qk_nope_dim, "
-                    "q_lora_rank >= 0)");
+    if (a.kv_lora_rank < 1 || a.qk_nope_dim < 0 || a.qk_rope_dim < 1 || a.v_dim < 1 || a.q_lora_rank < 0) {
+      out.push_back(
+          "MLA needs kv_lora_rank, qk_rope_dim and v_dim >= 1 (and qk_nope_dim, "
+          "q_lora_rank >= 0)");
     }
   }
   if (m.dsa.enabled()) {
@@ -435,8 +425,8 @@ std::vector<std::string> validate_model(const ModelSpec& m) {
   }
   if (m.moe.enabled()) {
     if (m.moe.top_k < 1 || m.moe.top_k > m.moe.experts) {
-      out.push_back("MoE top_k (" + str(m.moe.top_k) + ") must be between 1 and the " +
-                    str(m.moe.experts) + " experts");
+      out.push_back("MoE top_k (" + str(m.moe.top_k) + ") must be between 1 and the " + str(m.moe.experts) +
+                    " experts");
     }
     if (m.moe.expert_intermediate < 1) out.push_back("MoE expert_intermediate must be >= 1");
     if (m.moe.layer_frequency < 1) out.push_back("MoE layer_frequency must be >= 1");
@@ -444,15 +434,14 @@ std::vector<std::string> validate_model(const ModelSpec& m) {
       out.push_back("MoE shared experts cannot be negative");
     }
     if (m.moe.first_dense_layers > m.layers) {
-      out.push_back("MoE first_dense_layers (" + str(m.moe.first_dense_layers) +
-                    ") exceeds the " + str(m.layers) + " layers");
+      out.push_back("MoE first_dense_layers (" + str(m.moe.first_dense_layers) + ") exceeds the " + str(m.layers) +
+                    " layers");
     }
   }
   if (m.window.enabled()) {
     for (char c : m.window.pattern) {
       if (c != 'S' && c != 'F') {
-        out.push_back("sliding-window pattern '" + m.window.pattern +
-                      "' may hold only S (sliding) and F (full)");
+        out.push_back("sliding-window pattern '" + m.window.pattern + "' may hold only S (sliding) and F (full)");
         break;
       }
     }
@@ -469,8 +458,9 @@ std::vector<std::string> validate_model(const ModelSpec& m) {
       out.push_back("linear-attention pattern '" + l.pattern + "' must hold L (linear) and F (full) only");
     }
     if (m.attention != AttentionKind::kGqa || m.window.enabled()) {
-      out.push_back("linear-attention layers are modelled beside GQA full attention only (no MLA, no "
-                    "sliding windows)");
+      out.push_back(
+          "linear-attention layers are modelled beside GQA full attention only (no MLA, no "
+          "sliding windows)");
     }
   }
   if (m.mtp_layers < 0) out.push_back("mtp_layers cannot be negative");

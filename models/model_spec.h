@@ -85,22 +85,20 @@ struct WindowSpec {
 // share the key heads in groups (value_heads / key_heads each).
 struct LinearAttentionSpec {
   int key_heads = 0;
-  int value_heads = 0;     // 0 = no linear-attention layers
+  int value_heads = 0;  // 0 = no linear-attention layers
   int key_dim = 0;
   int value_dim = 0;
-  int conv_kernel = 0;     // causal depthwise convolution over q, k and v
-  std::string pattern;     // repeating over the layers: 'L' linear, 'F' full ("LLLF" = Qwen3.5)
-  int state_bytes = 4;     // bytes per recurrent-state element (mamba_ssm_dtype float32)
+  int conv_kernel = 0;  // causal depthwise convolution over q, k and v
+  std::string pattern;  // repeating over the layers: 'L' linear, 'F' full ("LLLF" = Qwen3.5)
+  int state_bytes = 4;  // bytes per recurrent-state element (mamba_ssm_dtype float32)
   bool enabled() const { return value_heads > 0; }
   // q, k and v channels (what the convolution and its state span).
-  std::int64_t conv_channels() const {
-    return 2LL * key_heads * key_dim + std::int64_t{value_heads} * value_dim;
-  }
+  std::int64_t conv_channels() const { return 2LL * key_heads * key_dim + std::int64_t{value_heads} * value_dim; }
 };
 
 struct ModelFormats {
-  Format weights = Format::kBf16;   // attention, dense MLPs, shared experts
-  Format experts = Format::kBf16;   // routed experts
+  Format weights = Format::kBf16;  // attention, dense MLPs, shared experts
+  Format experts = Format::kBf16;  // routed experts
   Format kv_cache = Format::kBf16;
   // A format the chip has no tensor-core rate for runs as a weight-only kernel (W8A16 / W4A16,
   // as Marlin does): weights stored and read at their width, dequantised in registers, math at
@@ -127,7 +125,7 @@ struct ModelSpec {
   int head_dim = 0;      // GQA head dim
   int intermediate = 0;  // dense MLP width (each of gate, up; down maps it back)
   int vocab = 0;
-  int max_context = 0;   // max_position_embeddings
+  int max_context = 0;  // max_position_embeddings
   bool tied_embeddings = false;
   AttentionKind attention = AttentionKind::kGqa;
   MlaSpec mla;
@@ -136,15 +134,15 @@ struct ModelSpec {
   WindowSpec window;
   LinearAttentionSpec linear;
   int mtp_layers = 0;
-  bool qkv_bias = false;         // biases on Q, K, V (Qwen2, GLM-4.5, gpt-oss)
-  bool o_bias = false;           // bias on the output projection (gpt-oss)
-  bool qk_norm = false;          // RMSNorm on each query and key head (Qwen3, GLM-4.5)
-  bool attention_sinks = false;  // one learned sink logit per head (gpt-oss)
+  bool qkv_bias = false;               // biases on Q, K, V (Qwen2, GLM-4.5, gpt-oss)
+  bool o_bias = false;                 // bias on the output projection (gpt-oss)
+  bool qk_norm = false;                // RMSNorm on each query and key head (Qwen3, GLM-4.5)
+  bool attention_sinks = false;        // one learned sink logit per head (gpt-oss)
   bool attention_output_gate = false;  // q_proj also gives a per-channel output gate (Qwen3.5)
   std::optional<VisionSpec> vision;
   ModelFormats formats;
-  int activation_bytes = 2;      // the residual stream and attention inputs (bf16)
-  std::string source;            // where the figures come from
+  int activation_bytes = 2;  // the residual stream and attention inputs (bf16)
+  std::string source;        // where the figures come from
 
   bool is_moe_layer(int layer) const;
   bool is_window_layer(int layer) const;
@@ -153,22 +151,22 @@ struct ModelSpec {
   LayerCounts count_layers(int first, int n) const;
 
   // Parameter counts (elements, not bytes).
-  std::int64_t attention_params() const;  // per layer, norms of the attention block included
+  std::int64_t attention_params() const;         // per layer, norms of the attention block included
   std::int64_t linear_attention_params() const;  // one linear-attention layer's mixer, norms included
   std::int64_t dense_mlp_params() const;
-  std::int64_t expert_params() const;     // one routed expert
+  std::int64_t expert_params() const;  // one routed expert
   std::int64_t shared_expert_params() const;
   std::int64_t router_params() const;
   std::int64_t layer_params(int layer) const;  // attention + MLP or MoE + the two layer norms
   std::int64_t layer_params() const { return layer_params(layers - 1); }
-  std::int64_t embedding_params() const;  // input embedding; the LM head is as big unless tied
-  std::int64_t mtp_layer_params() const;  // one MTP layer, embedding and LM head shared
-  std::int64_t total_params() const;      // without MTP layers and the vision encoder
+  std::int64_t embedding_params() const;         // input embedding; the LM head is as big unless tied
+  std::int64_t mtp_layer_params() const;         // one MTP layer, embedding and LM head shared
+  std::int64_t total_params() const;             // without MTP layers and the vision encoder
   std::int64_t active_params_per_token() const;  // top_k experts instead of all
 
   // KV-cache bytes one token occupies per layer of each kind, all heads (before any split).
-  double kv_bytes_per_token_layer() const;    // K and V, or the MLA latent + rotary key
-  double index_bytes_per_token_layer() const; // DSA indexer keys (fp8 + an fp32 scale per 128)
+  double kv_bytes_per_token_layer() const;     // K and V, or the MLA latent + rotary key
+  double index_bytes_per_token_layer() const;  // DSA indexer keys (fp8 + an fp32 scale per 128)
   // Across all layers of the whole model, window layers included as if they cached everything;
   // linear-attention layers keep a state per sequence instead (linear_state_bytes_per_layer).
   std::int64_t kv_bytes_per_token() const;

@@ -35,8 +35,8 @@ std::string_view op_kind_name(OpKind k) {
 }
 
 bool is_communication(OpKind k) {
-  return k == OpKind::kTpAllReduce || k == OpKind::kEpDispatch || k == OpKind::kEpCombine ||
-         k == OpKind::kCpExchange || k == OpKind::kPpSend || k == OpKind::kA2aKvContention;
+  return k == OpKind::kTpAllReduce || k == OpKind::kEpDispatch || k == OpKind::kEpCombine || k == OpKind::kCpExchange ||
+         k == OpKind::kPpSend || k == OpKind::kA2aKvContention;
 }
 
 std::string_view collective_name(Collective c) {
@@ -50,8 +50,7 @@ std::string_view collective_name(Collective c) {
   return "?";
 }
 
-void add_chunk(BatchShape& b, const ModelSpec& m, std::int64_t cached, std::int64_t new_tokens,
-               bool samples) {
+void add_chunk(BatchShape& b, const ModelSpec& m, std::int64_t cached, std::int64_t new_tokens, bool samples) {
   const std::int64_t kv = cached + new_tokens;
   const double c = static_cast<double>(new_tokens);
   b.tokens += c;
@@ -120,8 +119,7 @@ Operator gemm(OpKind kind, const GemmFormat& f, double tokens, double k, double 
   op.kind = kind;
   op.rate = f.rate;
   op.flops = 2.0 * tokens * k * n;
-  op.bytes = f.weight_bytes * k * n +
-             (f.act_in == kAct ? kAct * tokens * (k + n) : tokens * (f.act_in * k + kAct * n));
+  op.bytes = f.weight_bytes * k * n + (f.act_in == kAct ? kAct * tokens * (k + n) : tokens * (f.act_in * k + kAct * n));
   op.kernels = 1;
   op.m = tokens;
   op.n = n;
@@ -172,9 +170,9 @@ CommOp comm(OpKind kind, Collective c, Group g, double bytes) {
 
 // Query/key elements that get the rotary embedding and KV elements appended, per token per chip.
 struct AttentionShape {
-  double rotary = 0;     // q and k elements rotated
-  double kv_write = 0;   // KV-cache elements written
-  double norms = 0;      // extra elements (MLA q_a / kv_a RMSNorms, an attention output gate)
+  double rotary = 0;    // q and k elements rotated
+  double kv_write = 0;  // KV-cache elements written
+  double norms = 0;     // extra elements (MLA q_a / kv_a RMSNorms, an attention output gate)
 };
 
 AttentionShape attention_shape(const ModelSpec& m, const ParallelPlan& p) {
@@ -305,7 +303,8 @@ void MoeLoad::set_dispatch(int chips_per_domain, DispatchKernel kernel) {
   const int per = chips_per_domain > 0 ? std::min(chips_per_domain, chips) : chips;
   const int domains = (chips + per - 1) / per;
   // Popularity held by each chip (its EP rank's experts) and by each domain (its ranks', once).
-  std::vector<double> chip_mass(static_cast<std::size_t>(chips), 0.0), domain_mass(static_cast<std::size_t>(domains), 0.0);
+  std::vector<double> chip_mass(static_cast<std::size_t>(chips), 0.0),
+      domain_mass(static_cast<std::size_t>(domains), 0.0);
   for (std::size_t j = 0; j < popularity_.size(); ++j) {
     const int rank = static_cast<int>(j % static_cast<std::size_t>(ep_));
     for (int i = 0; i < moe_tp_; ++i) chip_mass[static_cast<std::size_t>(rank * moe_tp_ + i)] += popularity_[j];
@@ -342,8 +341,8 @@ void MoeLoad::set_dispatch(int chips_per_domain, DispatchKernel kernel) {
   fanout_.up /= chips;
 }
 
-LayerTokenOps layer_token_ops(const ModelSpec& m, const ParallelPlan& p, const MoeLoad& load,
-                              double tokens_total, const std::array<bool, kComputeRates>& rates) {
+LayerTokenOps layer_token_ops(const ModelSpec& m, const ParallelPlan& p, const MoeLoad& load, double tokens_total,
+                              const std::array<bool, kComputeRates>& rates) {
   MoeRankLoad rank;
   if (m.moe.enabled()) {
     rank = load.busiest(tokens_total / p.cp);
@@ -357,8 +356,8 @@ LayerTokenOps layer_token_ops(const ModelSpec& m, const ParallelPlan& p, const M
   return layer_token_ops(m, p, rank, tokens_total, rates);
 }
 
-LayerTokenOps layer_token_ops(const ModelSpec& m, const ParallelPlan& p, const MoeRankLoad& rank,
-                              double tokens_total, const std::array<bool, kComputeRates>& rates) {
+LayerTokenOps layer_token_ops(const ModelSpec& m, const ParallelPlan& p, const MoeRankLoad& rank, double tokens_total,
+                              const std::array<bool, kComputeRates>& rates) {
   LayerTokenOps o;
   const double t = tokens_per_chip(p, tokens_total);
   const double h = m.hidden;
@@ -375,8 +374,7 @@ LayerTokenOps layer_token_ops(const ModelSpec& m, const ParallelPlan& p, const M
     if (a.q_lora_rank > 0) {
       o.qkv = gemm(OpKind::kGemmQkv, wf, t, h, a.q_lora_rank + a.kv_lora_rank + a.qk_rope_dim);
       absorb(o.qkv, gemm(OpKind::kGemmQkv, wf, t, a.q_lora_rank, hq * qk));
-      attention_weights += h * (a.q_lora_rank + a.kv_lora_rank + a.qk_rope_dim) +
-                           a.q_lora_rank * hq * qk;
+      attention_weights += h * (a.q_lora_rank + a.kv_lora_rank + a.qk_rope_dim) + a.q_lora_rank * hq * qk;
     } else {
       o.qkv = gemm(OpKind::kGemmQkv, wf, t, h, hq * qk);
       absorb(o.qkv, gemm(OpKind::kGemmQkv, wf, t, h, a.kv_lora_rank + a.qk_rope_dim));
@@ -452,15 +450,13 @@ LayerTokenOps layer_token_ops(const ModelSpec& m, const ParallelPlan& p, const M
   //   (MLA: RMSNorms of the q and kv latents                       -> norms)
   o.dense_elementwise.kind = OpKind::kElementwise;
   o.dense_elementwise.flops = 0;
-  o.dense_elementwise.bytes =
-      m.activation_bytes * t * (8 * h + 2 * as.rotary + 3 * ffn + as.kv_write + as.norms);
+  o.dense_elementwise.bytes = m.activation_bytes * t * (8 * h + 2 * as.rotary + 3 * ffn + as.kv_write + as.norms);
   o.dense_elementwise.kernels = 5;
   o.dense_elementwise.m = t;
 
   // --- MoE: router, routed experts on the busiest rank, shared experts ---
   if (m.moe.enabled()) {
-    const GemmFormat ef = gemm_format(m.moe.experts > 0 ? m.formats.experts : m.formats.weights,
-                                      rates);
+    const GemmFormat ef = gemm_format(m.moe.experts > 0 ? m.formats.experts : m.formats.weights, rates);
     const double pairs = rank.pairs;
     const double active = rank.active;
     const double fe = static_cast<double>(m.moe.expert_intermediate) / p.moe_tp;
@@ -474,8 +470,8 @@ LayerTokenOps layer_token_ops(const ModelSpec& m, const ParallelPlan& p, const M
     experts.kind = OpKind::kMoeExperts;
     experts.rate = ef.rate;
     experts.flops = 6.0 * pairs * h * fe;
-    experts.bytes = active * 3.0 * h * fe * ef.weight_bytes +
-                    pairs * (ef.act_in * (h + fe) + kAct * (2 * fe + h) + kAct * 3 * fe);
+    experts.bytes =
+        active * 3.0 * h * fe * ef.weight_bytes + pairs * (ef.act_in * (h + fe) + kAct * (2 * fe + h) + kAct * 3 * fe);
     experts.kernels = 3;
     o.moe_experts = experts;
     o.moe_experts.m = pairs;
@@ -509,8 +505,7 @@ LayerTokenOps layer_token_ops(const ModelSpec& m, const ParallelPlan& p, const M
     // moe.forward(hidden_states, router_logits) whole (collector/trtllm/collect_moe.py), and the
     // profiles' MoE family is fitted to those rows (calibrate/operator_fit.cpp).
     o.moe_elementwise.kind = OpKind::kElementwise;
-    o.moe_elementwise.bytes =
-        m.activation_bytes * t * (8 * h + 2 * as.rotary + 3 * shared + as.kv_write + as.norms);
+    o.moe_elementwise.bytes = m.activation_bytes * t * (8 * h + 2 * as.rotary + 3 * shared + as.kv_write + as.norms);
     o.moe_elementwise.kernels = shared > 0 ? 5 : 4;
     o.moe_elementwise.m = t;
 
@@ -528,8 +523,7 @@ LayerTokenOps layer_token_ops(const ModelSpec& m, const ParallelPlan& p, const M
       const DispatchFanout& f = rank.fanout;
       const double copies = f.known ? sent * (f.nic + f.up) : sent * m.moe.top_k * p.moe_tp * (n - 1) / n;
       const double dispatch_bytes = std::max(1.0, activation_bytes_per_element(m.formats.experts));
-      o.moe_dispatch = comm(OpKind::kEpDispatch, Collective::kAllToAll, Group::kMoe,
-                            copies * h * dispatch_bytes);
+      o.moe_dispatch = comm(OpKind::kEpDispatch, Collective::kAllToAll, Group::kMoe, copies * h * dispatch_bytes);
       o.moe_combine = comm(OpKind::kEpCombine, Collective::kAllToAll, Group::kMoe, copies * h * kAct);
       if (f.known) {
         o.moe_dispatch.nic_bytes = sent * f.nic * h * dispatch_bytes;
@@ -540,8 +534,8 @@ LayerTokenOps layer_token_ops(const ModelSpec& m, const ParallelPlan& p, const M
       o.moe_dispatch = comm(OpKind::kEpDispatch, Collective::kAllToAll, Group::kMoe, 0);
       o.moe_combine = comm(OpKind::kEpCombine, Collective::kAllToAll, Group::kMoe, 0);
     }
-    o.moe_reduce = comm(OpKind::kTpAllReduce, Collective::kAllReduce, Group::kTp,
-                        p.tp > 1 ? hidden_state_bytes(m, t) : 0.0);
+    o.moe_reduce =
+        comm(OpKind::kTpAllReduce, Collective::kAllReduce, Group::kTp, p.tp > 1 ? hidden_state_bytes(m, t) : 0.0);
   } else {
     o.router.kind = o.moe_experts.kind = OpKind::kMoeExperts;
     o.router.kernels = o.moe_experts.kernels = 0;
@@ -555,8 +549,7 @@ LayerTokenOps layer_token_ops(const ModelSpec& m, const ParallelPlan& p, const M
     o.moe_reduce = comm(OpKind::kTpAllReduce, Collective::kAllReduce, Group::kTp, 0);
   }
   // Two all-reduces per dense layer (after attention and after the MLP), as Megatron.
-  o.attention_reduce = comm(OpKind::kTpAllReduce, Collective::kAllReduce, Group::kTp,
-                            hidden_state_bytes(m, t));
+  o.attention_reduce = comm(OpKind::kTpAllReduce, Collective::kAllReduce, Group::kTp, hidden_state_bytes(m, t));
   o.dense_reduce = o.attention_reduce;
   return o;
 }
@@ -573,8 +566,8 @@ LayerBatchOps layer_batch_ops(const ModelSpec& m, const ParallelPlan& p, const B
   const double decode_q = static_cast<double>(b.decode_seqs) / p.dp;
   const double chunks = static_cast<double>(b.prefill_chunks) / ranks;
 
-  auto attention = [&](OpKind kind, double flops, double bytes, double q, double batch,
-                       double context, double heads, double dim) {
+  auto attention = [&](OpKind kind, double flops, double bytes, double q, double batch, double context, double heads,
+                       double dim) {
     Operator op;
     op.kind = kind;
     op.flops = flops;
@@ -600,12 +593,12 @@ LayerBatchOps layer_batch_ops(const ModelSpec& m, const ParallelPlan& p, const B
       const double pairs = b.prefill_pairs_topk / ranks;
       const double keys = static_cast<double>(b.prefill_kv_topk) / ranks;
       o.prefill_full = attention(OpKind::kAttentionPrefill, per_pair * pairs,
-                                 keys * latent * kvb + act * prefill_q * hq * (latent + a.kv_lora_rank),
-                                 prefill_q, chunks, static_cast<double>(b.prefill_kv_topk) / ranks, hq, latent);
+                                 keys * latent * kvb + act * prefill_q * hq * (latent + a.kv_lora_rank), prefill_q,
+                                 chunks, static_cast<double>(b.prefill_kv_topk) / ranks, hq, latent);
       const double dk = static_cast<double>(b.decode_kv_topk) / ranks;
       o.decode_full = attention(OpKind::kAttentionDecode, per_pair * dk,
-                                dk * latent * kvb + act * decode_q * hq * (latent + a.kv_lora_rank),
-                                decode_q, decode_q, dk, hq, latent);
+                                dk * latent * kvb + act * decode_q * hq * (latent + a.kv_lora_rank), decode_q, decode_q,
+                                dk, hq, latent);
       // Indexer: every query scores every cached token with index_heads x index_dim fp8 products
       // (2 FLOPs each) and reads the cached index keys.
       const double ih = m.dsa.index_heads, id = m.dsa.index_dim;
@@ -638,28 +631,25 @@ LayerBatchOps layer_batch_ops(const ModelSpec& m, const ParallelPlan& p, const B
       const double pairs = b.prefill_pairs / ranks;
       const double keys = static_cast<double>(b.prefill_kv_tokens) / ranks;
       o.prefill_full = attention(OpKind::kAttentionPrefill, 2.0 * hq * (qk + a.v_dim) * pairs,
-                                 act * (prefill_q + keys) * hq * (qk + a.v_dim), prefill_q, chunks,
-                                 keys, hq, qk);
+                                 act * (prefill_q + keys) * hq * (qk + a.v_dim), prefill_q, chunks, keys, hq, qk);
       GemmFormat bf;
-      o.prefill_up_projection = gemm(OpKind::kGemmQkv, bf, keys, a.kv_lora_rank,
-                                     hq * (a.qk_nope_dim + a.v_dim));
+      o.prefill_up_projection = gemm(OpKind::kGemmQkv, bf, keys, a.kv_lora_rank, hq * (a.qk_nope_dim + a.v_dim));
       o.prefill_up_projection.bytes += keys * latent * kvb;  // reading the cached latents
       // Decode, absorbed (DeepSeek-V2 paper, section 2.1.2): the query is mapped into latent space
       // and attends over the cached latents like MQA: per context token and head 2 latent FLOPs
       // for q.k and 2 kv_lora for the output.
       const double dk = static_cast<double>(b.decode_kv_tokens) / ranks;
       o.decode_full = attention(OpKind::kAttentionDecode, 2.0 * hq * (latent + a.kv_lora_rank) * dk,
-                                dk * latent * kvb + act * decode_q * hq * (latent + a.kv_lora_rank),
-                                decode_q, decode_q, dk, hq, latent);
+                                dk * latent * kvb + act * decode_q * hq * (latent + a.kv_lora_rank), decode_q, decode_q,
+                                dk, hq, latent);
       o.indexer_prefill.kind = o.indexer_decode.kind = OpKind::kIndexer;
       o.indexer_prefill.kernels = o.indexer_decode.kernels = 0;
     }
     // The absorbed path's per-token matrices: W_UK maps q_nope (per head) into the latent, W_UV
     // maps the latent output back to v dims; both slices of kv_b, read once. DSA models absorb
     // for prefill tokens too.
-    const double absorbed = (static_cast<double>(b.decode_seqs) +
-                             (m.dsa.enabled() ? static_cast<double>(b.prefill_tokens) : 0.0)) /
-                            ranks;
+    const double absorbed =
+        (static_cast<double>(b.decode_seqs) + (m.dsa.enabled() ? static_cast<double>(b.prefill_tokens) : 0.0)) / ranks;
     Operator ab;
     ab.kind = OpKind::kGemmOut;
     ab.flops = 2.0 * absorbed * hq * a.kv_lora_rank * (a.qk_nope_dim + a.v_dim);
@@ -698,16 +688,15 @@ LayerBatchOps layer_batch_ops(const ModelSpec& m, const ParallelPlan& p, const B
     const double hd = m.head_dim, hkv = p.kv_heads_per_chip(m);
     auto prefill = [&](double pairs, double keys) {
       return attention(OpKind::kAttentionPrefill, 4.0 * hd * hq * (pairs / ranks),
-                       act * 2.0 * prefill_q * hq * hd + kvb * 2.0 * hkv * hd * (keys / ranks),
-                       prefill_q, chunks, keys / ranks, hq, hd);
+                       act * 2.0 * prefill_q * hq * hd + kvb * 2.0 * hkv * hd * (keys / ranks), prefill_q, chunks,
+                       keys / ranks, hq, hd);
     };
     // Each decode sequence reads the K and V of its (windowed) context once (memory-bound);
     // 4 hd FLOPs per context token and query head.
     auto decode = [&](double kv) {
       const double k = kv / ranks;
       return attention(OpKind::kAttentionDecode, 4.0 * hd * hq * k,
-                       kvb * 2.0 * hkv * hd * k + act * 2.0 * decode_q * hq * hd, decode_q,
-                       decode_q, k, hq, hd);
+                       kvb * 2.0 * hkv * hd * k + act * 2.0 * decode_q * hq * hd, decode_q, decode_q, k, hq, hd);
     };
     o.prefill_full = prefill(b.prefill_pairs, static_cast<double>(b.prefill_kv_tokens));
     o.decode_full = decode(static_cast<double>(b.decode_kv_tokens));
@@ -759,8 +748,7 @@ LayerBatchOps layer_batch_ops(const ModelSpec& m, const ParallelPlan& p, const B
     pre.recurrent = true;
     pre.kernels = 2;  // causal_conv1d_fn, chunk_gated_delta_rule
     pre.flops = prefill_q * (hv * (6 * dk * dv + 2 * kChunk * (3 * dk + dv)) + 2 * kc * ch);
-    pre.bytes = prefill_q * (act * (3 * ch + hv * dv) + 4.0 * 2 * hv) +
-                (prefill_q / kChunk + chunks) * 2 * state;
+    pre.bytes = prefill_q * (act * (3 * ch + hv * dv) + 4.0 * 2 * hv) + (prefill_q / kChunk + chunks) * 2 * state;
     pre.m = prefill_q;
     pre.batch = chunks;
     pre.context = prefill_q;
@@ -794,8 +782,7 @@ LayerBatchOps layer_batch_ops(const ModelSpec& m, const ParallelPlan& p, const B
                            : 2.0 * m.head_dim + 1.0;
   o.cp_prefill = comm(OpKind::kCpExchange, Collective::kP2p, Group::kCp,
                       cp1 * static_cast<double>(b.prefill_kv_tokens) / ranks * kv_layer);
-  o.cp_prefill_q = comm(OpKind::kCpExchange, Collective::kP2p, Group::kCp,
-                        cp1 * prefill_q * hq * q_dim * act);
+  o.cp_prefill_q = comm(OpKind::kCpExchange, Collective::kP2p, Group::kCp, cp1 * prefill_q * hq * q_dim * act);
   o.cp_decode = comm(OpKind::kCpExchange, Collective::kAllToAll, Group::kCp,
                      p.cp > 1 ? cp1 / p.cp * decode_q * hq * q_dim * act : 0.0);
   return o;
@@ -811,8 +798,8 @@ Operator lm_head_op(const ModelSpec& m, const ParallelPlan& p, double logits) {
   return op;
 }
 
-MtpDraftOps mtp_draft_ops(const ModelSpec& m, const ParallelPlan& p, const MoeLoad& load,
-                          const BatchShape& b, const std::array<bool, kComputeRates>& rates) {
+MtpDraftOps mtp_draft_ops(const ModelSpec& m, const ParallelPlan& p, const MoeLoad& load, const BatchShape& b,
+                          const std::array<bool, kComputeRates>& rates) {
   MtpDraftOps d;
   const double t = tokens_per_chip(p, static_cast<double>(b.tokens));
   d.eh_proj = gemm(OpKind::kGemmQkv, gemm_format(m.formats.weights, rates), t, 2.0 * m.hidden, m.hidden);
@@ -823,9 +810,8 @@ MtpDraftOps mtp_draft_ops(const ModelSpec& m, const ParallelPlan& p, const MoeLo
   return d;
 }
 
-StageOperators stage_operators(const ModelSpec& m, const ParallelPlan& p, const MoeLoad& load,
-                               const BatchShape& b, int stage,
-                               const std::array<bool, kComputeRates>& rates) {
+StageOperators stage_operators(const ModelSpec& m, const ParallelPlan& p, const MoeLoad& load, const BatchShape& b,
+                               int stage, const std::array<bool, kComputeRates>& rates) {
   StageOperators s;
   const LayerCounts c = m.count_layers(p.stage_first_layer(m, stage), p.stage_layers(m, stage));
   const LayerTokenOps t = layer_token_ops(m, p, load, static_cast<double>(b.tokens), rates);
@@ -879,20 +865,18 @@ StageOperators stage_operators(const ModelSpec& m, const ParallelPlan& p, const 
   if (decode) add_comm(a.cp_decode, c.layers, p.cp);
   const double t_chip = tokens_per_chip(p, static_cast<double>(b.tokens));
   if (stage == 0) {
-    add_comm(comm(OpKind::kTpAllReduce, Collective::kAllReduce, Group::kTp,
-                  hidden_state_bytes(m, t_chip)), 1, p.tp);
+    add_comm(comm(OpKind::kTpAllReduce, Collective::kAllReduce, Group::kTp, hidden_state_bytes(m, t_chip)), 1, p.tp);
   }
   if (stage == p.pp - 1) {
     add(lm_head_op(m, p, static_cast<double>(b.logits)), 1);
   } else {
-    add_comm(comm(OpKind::kPpSend, Collective::kP2p, Group::kPp, hidden_state_bytes(m, t_chip)), 1,
-             p.pp);
+    add_comm(comm(OpKind::kPpSend, Collective::kP2p, Group::kPp, hidden_state_bytes(m, t_chip)), 1, p.pp);
   }
   return s;
 }
 
-void vision_encoder_ops(const VisionSpec& v, const std::vector<std::int64_t>& image_patches,
-                        int tp, std::vector<Operator>& out) {
+void vision_encoder_ops(const VisionSpec& v, const std::vector<std::int64_t>& image_patches, int tp,
+                        std::vector<Operator>& out) {
   // Qwen2.5-VL vision tower (models/vision.h), bf16, heads and MLP columns split over tp.
   double patches = 0, global_pairs = 0, window_pairs = 0, windows = 0;
   const double per_window = v.window > 0 ? std::pow(static_cast<double>(v.window) / v.patch, 2) : 0;
@@ -906,18 +890,17 @@ void vision_encoder_ops(const VisionSpec& v, const std::vector<std::int64_t>& im
   const double h = v.hidden, f = static_cast<double>(v.intermediate) / tp;
   const double hs = h / tp;  // this chip's share of the heads' width
   GemmFormat bf;
-  Operator embed = gemm(OpKind::kGemmQkv, bf, patches,
-                        static_cast<double>(v.in_channels) * v.temporal_patch * v.patch * v.patch, h);
+  Operator embed =
+      gemm(OpKind::kGemmQkv, bf, patches, static_cast<double>(v.in_channels) * v.temporal_patch * v.patch * v.patch, h);
   out.push_back(embed);
   for (int l = 0; l < v.depth; ++l) {
     out.push_back(gemm(OpKind::kGemmQkv, bf, patches, h, 3 * hs));
-    const bool global = v.window == 0 ||
-                        std::find(v.full_attention_layers.begin(), v.full_attention_layers.end(),
-                                  l) != v.full_attention_layers.end();
+    const bool global = v.window == 0 || std::find(v.full_attention_layers.begin(), v.full_attention_layers.end(), l) !=
+                                             v.full_attention_layers.end();
     const double pairs = global ? global_pairs : window_pairs;
     Operator at;
     at.kind = OpKind::kAttentionPrefill;
-    at.flops = 4.0 * hs * pairs;  // 4 head_dim FLOPs per pair and head
+    at.flops = 4.0 * hs * pairs;           // 4 head_dim FLOPs per pair and head
     at.bytes = kAct * 4.0 * patches * hs;  // q, k, v in, o out
     at.kernels = 1;
     // Table fields (models::TableCostModel): the kernel is a variable-length attention whose

@@ -35,26 +35,26 @@ namespace servesim::models {
 // Components of an iteration's time, for costs and attribution. Communication kinds come after
 // compute kinds; kScheduling is host time between iterations.
 enum class OpKind : std::uint8_t {
-  kGemmQkv,           // attention input projections (QKV; MLA q/kv down and up; DSA indexer)
-  kGemmOut,           // attention output projection (MLA: with the absorbed value up-projection)
-  kGemmMlp,           // dense MLPs and shared experts
-  kMoeExperts,        // router and routed-expert grouped GEMMs on the busiest rank
+  kGemmQkv,     // attention input projections (QKV; MLA q/kv down and up; DSA indexer)
+  kGemmOut,     // attention output projection (MLA: with the absorbed value up-projection)
+  kGemmMlp,     // dense MLPs and shared experts
+  kMoeExperts,  // router and routed-expert grouped GEMMs on the busiest rank
   kAttentionPrefill,
   kAttentionDecode,
-  kIndexer,           // DSA indexer scores
+  kIndexer,  // DSA indexer scores
   kElementwise,
   kLmHead,
-  kDequantize,        // emulated formats: weights dequantised to bf16 before their GEMMs
+  kDequantize,  // emulated formats: weights dequantised to bf16 before their GEMMs
   kTpAllReduce,
   kEpDispatch,
   kEpCombine,
-  kCpExchange,        // context parallelism: ring KV passes (prefill), partial attention (decode)
+  kCpExchange,  // context parallelism: ring KV passes (prefill), partial attention (decode)
   kPpSend,
   kScheduling,
-  kSwap,              // KV copied to / from host memory for swap preemption (sim/cluster)
-  kMtpDraft,          // speculative decoding: the MTP module's draft steps (sim/cluster)
-  kImbalance,         // attention-DP: the busiest rank's decode attention beyond the mean (sim/cluster)
-  kA2aKvContention,   // the expert all-to-all's NIC part stretched by KV flows on its NICs (sim/cluster)
+  kSwap,             // KV copied to / from host memory for swap preemption (sim/cluster)
+  kMtpDraft,         // speculative decoding: the MTP module's draft steps (sim/cluster)
+  kImbalance,        // attention-DP: the busiest rank's decode attention beyond the mean (sim/cluster)
+  kA2aKvContention,  // the expert all-to-all's NIC part stretched by KV flows on its NICs (sim/cluster)
   kCount
 };
 constexpr std::size_t kOpKinds = static_cast<std::size_t>(OpKind::kCount);
@@ -67,12 +67,12 @@ std::string_view collective_name(Collective c);
 // All sums are doubles (integers below 2^53 are exact), so that the hot path reads any of them
 // through one member-pointer table without conversions.
 struct BatchShape {
-  double tokens = 0;           // new tokens: decode sequences + prefill chunk tokens
-  double logits = 0;           // sequences that sample a token (decodes + finishing prefills)
+  double tokens = 0;  // new tokens: decode sequences + prefill chunk tokens
+  double logits = 0;  // sequences that sample a token (decodes + finishing prefills)
   double decode_seqs = 0;
-  double decode_kv_tokens = 0; // sum of decode context lengths, new token included
+  double decode_kv_tokens = 0;  // sum of decode context lengths, new token included
   double prefill_tokens = 0;
-  double prefill_pairs = 0;    // sum over chunks of c (p + c): q-k pairs the kernel computes
+  double prefill_pairs = 0;      // sum over chunks of c (p + c): q-k pairs the kernel computes
   double prefill_kv_tokens = 0;  // sum over chunks of p + c: keys/values each chunk reads
   double prefill_chunks = 0;
   // Capped sums for sliding-window layers (cap W = the window) and DSA (cap K = top_k); zero when
@@ -87,17 +87,24 @@ struct BatchShape {
 };
 // BatchShape as a vector of numbers, for deriving affine coefficients (iteration_cost).
 constexpr int kBatchFields = 14;
-inline constexpr double BatchShape::* kBatchFieldMembers[kBatchFields] = {
-    &BatchShape::tokens,           &BatchShape::logits,           &BatchShape::decode_seqs,
-    &BatchShape::decode_kv_tokens, &BatchShape::prefill_tokens,   &BatchShape::prefill_pairs,
-    &BatchShape::prefill_kv_tokens, &BatchShape::prefill_chunks,  &BatchShape::decode_kv_window,
-    &BatchShape::prefill_pairs_window, &BatchShape::prefill_kv_window, &BatchShape::decode_kv_topk,
-    &BatchShape::prefill_pairs_topk, &BatchShape::prefill_kv_topk};
+inline constexpr double BatchShape::*kBatchFieldMembers[kBatchFields] = {&BatchShape::tokens,
+                                                                         &BatchShape::logits,
+                                                                         &BatchShape::decode_seqs,
+                                                                         &BatchShape::decode_kv_tokens,
+                                                                         &BatchShape::prefill_tokens,
+                                                                         &BatchShape::prefill_pairs,
+                                                                         &BatchShape::prefill_kv_tokens,
+                                                                         &BatchShape::prefill_chunks,
+                                                                         &BatchShape::decode_kv_window,
+                                                                         &BatchShape::prefill_pairs_window,
+                                                                         &BatchShape::prefill_kv_window,
+                                                                         &BatchShape::decode_kv_topk,
+                                                                         &BatchShape::prefill_pairs_topk,
+                                                                         &BatchShape::prefill_kv_topk};
 inline double batch_field(const BatchShape& b, int i) { return b.*kBatchFieldMembers[i]; }
 inline void set_batch_field(BatchShape& b, int i, double v) { b.*kBatchFieldMembers[i] = v; }
 // Adds one chunk / one decode to the sums (tests and tools; the simulator keeps them in aggregate).
-void add_chunk(BatchShape& b, const ModelSpec& m, std::int64_t cached, std::int64_t new_tokens,
-               bool samples);
+void add_chunk(BatchShape& b, const ModelSpec& m, std::int64_t cached, std::int64_t new_tokens, bool samples);
 void add_decode(BatchShape& b, const ModelSpec& m, std::int64_t context);
 
 struct Operator {
@@ -249,48 +256,48 @@ class MoeLoad {
 
 // Token operators of one layer of each kind, per chip, for `tokens` new tokens in the instance.
 struct LayerTokenOps {
-  Operator qkv, out;               // every layer
-  Operator dense_mlp;              // layers with a dense MLP
+  Operator qkv, out;   // every layer
+  Operator dense_mlp;  // layers with a dense MLP
   Operator dense_elementwise;
-  Operator router;                 // MoE layers: the gate GEMM (bf16, replicated)
-  Operator moe_experts;            // routed experts on the busiest rank
+  Operator router;       // MoE layers: the gate GEMM (bf16, replicated)
+  Operator moe_experts;  // routed experts on the busiest rank
   Operator shared_mlp;
   Operator moe_elementwise;
-  Operator linear_qkv;             // linear-attention layers: in_proj_qkvz and in_proj_ba
-  Operator linear_out;             // linear-attention layers: out_proj
-  Operator linear_norm;            // linear-attention layers: the gated RMSNorm of the output
-  Operator dequant_attention;      // emulated formats only (kernels 0 otherwise)
+  Operator linear_qkv;         // linear-attention layers: in_proj_qkvz and in_proj_ba
+  Operator linear_out;         // linear-attention layers: out_proj
+  Operator linear_norm;        // linear-attention layers: the gated RMSNorm of the output
+  Operator dequant_attention;  // emulated formats only (kernels 0 otherwise)
   Operator dequant_linear;
   Operator dequant_dense;
   Operator dequant_moe;
-  CommOp attention_reduce;         // after attention (tp > 1)
-  CommOp dense_reduce;             // after a dense MLP (tp > 1)
+  CommOp attention_reduce;           // after attention (tp > 1)
+  CommOp dense_reduce;               // after a dense MLP (tp > 1)
   CommOp moe_dispatch, moe_combine;  // MoE layers with attention DP (dp > 1)
-  CommOp moe_reduce;               // MoE layers: partial sums of experts / shared experts (tp > 1)
+  CommOp moe_reduce;                 // MoE layers: partial sums of experts / shared experts (tp > 1)
 };
-LayerTokenOps layer_token_ops(const ModelSpec& m, const ParallelPlan& p, const MoeLoad& load,
-                              double tokens, const std::array<bool, kComputeRates>& chip_rates);
+LayerTokenOps layer_token_ops(const ModelSpec& m, const ParallelPlan& p, const MoeLoad& load, double tokens,
+                              const std::array<bool, kComputeRates>& chip_rates);
 // The same with the busiest rank's MoE load given rather than derived from a skew (calibration:
 // the load a benchmark's own routing put on the rank it timed).
-LayerTokenOps layer_token_ops(const ModelSpec& m, const ParallelPlan& p, const MoeRankLoad& rank,
-                              double tokens, const std::array<bool, kComputeRates>& chip_rates);
+LayerTokenOps layer_token_ops(const ModelSpec& m, const ParallelPlan& p, const MoeRankLoad& rank, double tokens,
+                              const std::array<bool, kComputeRates>& chip_rates);
 
 // Batch operators of one layer, per chip. Gated: prefill ones launch only with prefill tokens,
 // decode ones only with decodes.
 struct LayerBatchOps {
-  Operator prefill_full;           // attention of full (or DSA-sparse) layers over the chunks
-  Operator prefill_window;         // sliding-window layers
+  Operator prefill_full;    // attention of full (or DSA-sparse) layers over the chunks
+  Operator prefill_window;  // sliding-window layers
   Operator decode_full;
   Operator decode_window;
   Operator prefill_up_projection;  // MLA: kv_b over the chunks' cached and new latents
   Operator decode_absorb;          // MLA: W_UK on decode queries and W_UV on their outputs
   Operator indexer_prefill;        // DSA
   Operator indexer_decode;
-  Operator linear_prefill;         // Gated DeltaNet: conv1d + chunked delta rule over the chunks
-  Operator linear_decode;          // conv1d update + one recurrent step per decode
-  CommOp cp_prefill;               // ring attention passing KV shards (pass-KV)
-  CommOp cp_prefill_q;             // ring attention passing queries and partial outputs (pass-Q)
-  CommOp cp_decode;                // query all-gather and partial-output exchange
+  Operator linear_prefill;  // Gated DeltaNet: conv1d + chunked delta rule over the chunks
+  Operator linear_decode;   // conv1d update + one recurrent step per decode
+  CommOp cp_prefill;        // ring attention passing KV shards (pass-KV)
+  CommOp cp_prefill_q;      // ring attention passing queries and partial outputs (pass-Q)
+  CommOp cp_decode;         // query all-gather and partial-output exchange
 };
 LayerBatchOps layer_batch_ops(const ModelSpec& m, const ParallelPlan& p, const BatchShape& b);
 
@@ -315,8 +322,8 @@ struct MtpDraftOps {
   LayerBatchOps attention;
   Operator lm_head;
 };
-MtpDraftOps mtp_draft_ops(const ModelSpec& m, const ParallelPlan& p, const MoeLoad& load,
-                          const BatchShape& b, const std::array<bool, kComputeRates>& chip_rates);
+MtpDraftOps mtp_draft_ops(const ModelSpec& m, const ParallelPlan& p, const MoeLoad& load, const BatchShape& b,
+                          const std::array<bool, kComputeRates>& chip_rates);
 
 // The whole per-chip operator list of one pipeline stage for a batch: each operator with the
 // number of times it runs in the iteration (layers of its kind on the stage, or 1).
@@ -332,9 +339,8 @@ struct StageOperators {
   std::vector<Compute> compute;
   std::vector<Comm> comm;
 };
-StageOperators stage_operators(const ModelSpec& m, const ParallelPlan& p, const MoeLoad& load,
-                               const BatchShape& b, int stage,
-                               const std::array<bool, kComputeRates>& chip_rates);
+StageOperators stage_operators(const ModelSpec& m, const ParallelPlan& p, const MoeLoad& load, const BatchShape& b,
+                               int stage, const std::array<bool, kComputeRates>& chip_rates);
 
 // The rate a GEMM in format f runs at on a chip with these rates: its own, or bf16 when the chip
 // lacks it (emulation; the caller checks that emulation was asked for).
@@ -347,7 +353,7 @@ Operator gemm_op(OpKind kind, Format f, double tokens, double k, double n,
 // Vision encoder operators for a batch of images (each given as its resized patch count), per
 // chip with the encoder split over `tp` chips: patch embedding, per block QKV, attention (window
 // or global), output projection, MLP, norms, and the merger. Appended to `out`.
-void vision_encoder_ops(const VisionSpec& v, const std::vector<std::int64_t>& image_patches,
-                        int tp, std::vector<Operator>& out);
+void vision_encoder_ops(const VisionSpec& v, const std::vector<std::int64_t>& image_patches, int tp,
+                        std::vector<Operator>& out);
 
 }  // namespace servesim::models

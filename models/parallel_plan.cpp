@@ -39,17 +39,14 @@ std::vector<std::string> validate_plan(const ModelSpec& m, const ParallelPlan& p
   }
   const std::string tp = "tensor parallelism " + str(p.tp);
   if (m.heads > 0 && m.heads % p.tp != 0) {
-    out.push_back(tp + " does not divide the " + str(m.heads) + " attention heads of " + m.name +
-                  " (choose one of " + divisors_of(m.heads, max_tp) + ")");
-  } else if (m.attention == AttentionKind::kGqa && m.kv_heads > 0 && m.kv_heads % p.tp != 0 &&
-             p.tp % m.kv_heads != 0) {
-    out.push_back(tp + " neither divides nor is a multiple of the " + str(m.kv_heads) +
-                  " KV heads of " + m.name);
+    out.push_back(tp + " does not divide the " + str(m.heads) + " attention heads of " + m.name + " (choose one of " +
+                  divisors_of(m.heads, max_tp) + ")");
+  } else if (m.attention == AttentionKind::kGqa && m.kv_heads > 0 && m.kv_heads % p.tp != 0 && p.tp % m.kv_heads != 0) {
+    out.push_back(tp + " neither divides nor is a multiple of the " + str(m.kv_heads) + " KV heads of " + m.name);
   }
   if (m.linear.enabled() && m.linear.value_heads % p.tp != 0) {
-    out.push_back(tp + " does not divide the " + str(m.linear.value_heads) +
-                  " linear-attention value heads of " + m.name + " (choose one of " +
-                  divisors_of(m.linear.value_heads, max_tp) + ")");
+    out.push_back(tp + " does not divide the " + str(m.linear.value_heads) + " linear-attention value heads of " +
+                  m.name + " (choose one of " + divisors_of(m.linear.value_heads, max_tp) + ")");
   }
   bool has_dense_mlp = false;
   for (int l = 0; l < m.layers && !has_dense_mlp; ++l) has_dense_mlp = !m.is_moe_layer(l);
@@ -57,8 +54,7 @@ std::vector<std::string> validate_plan(const ModelSpec& m, const ParallelPlan& p
     out.push_back(tp + " does not divide the MLP width " + str(m.intermediate) + " of " + m.name);
   }
   if (m.layers > 0 && p.pp > m.layers) {
-    out.push_back("pipeline parallelism " + str(p.pp) + " exceeds the " + str(m.layers) +
-                  " layers of " + m.name);
+    out.push_back("pipeline parallelism " + str(p.pp) + " exceeds the " + str(m.layers) + " layers of " + m.name);
   }
   if (!m.moe.enabled()) {
     if (p.ep > 1 || p.moe_tp > 1) {
@@ -74,29 +70,25 @@ std::vector<std::string> validate_plan(const ModelSpec& m, const ParallelPlan& p
   if (p.ep * p.moe_tp != moe_chips) {
     out.push_back("the MoE layers are split moe_tp x ep over the tp x dp = " + str(moe_chips) +
                   " chips of a stage, but moe_tp " + str(p.moe_tp) + " x ep " + str(p.ep) + " = " +
-                  str(p.ep * p.moe_tp) + (moe_chips % p.ep == 0
-                                              ? "; set moe_tp to " + str(moe_chips / p.ep)
-                                              : "; choose ep among " + divisors_of(moe_chips, moe_chips)));
+                  str(p.ep * p.moe_tp) +
+                  (moe_chips % p.ep == 0 ? "; set moe_tp to " + str(moe_chips / p.ep)
+                                         : "; choose ep among " + divisors_of(moe_chips, moe_chips)));
   }
   if (p.redundant_experts > 0 && (m.moe.experts + p.redundant_experts) % p.ep != 0) {
-    out.push_back("expert parallelism ep " + str(p.ep) + " does not divide the " +
-                  str(m.moe.experts) + " experts of " + m.name + " plus " +
-                  str(p.redundant_experts) + " redundant ones (" +
+    out.push_back("expert parallelism ep " + str(p.ep) + " does not divide the " + str(m.moe.experts) + " experts of " +
+                  m.name + " plus " + str(p.redundant_experts) + " redundant ones (" +
                   str(m.moe.experts + p.redundant_experts) + " slots)");
   } else if (p.redundant_experts == 0 && m.moe.experts % p.ep != 0) {
-    out.push_back("expert parallelism ep " + str(p.ep) + " does not divide the " +
-                  str(m.moe.experts) + " experts of " + m.name + " (choose one of " +
-                  divisors_of(m.moe.experts, moe_chips) + ")");
+    out.push_back("expert parallelism ep " + str(p.ep) + " does not divide the " + str(m.moe.experts) + " experts of " +
+                  m.name + " (choose one of " + divisors_of(m.moe.experts, moe_chips) + ")");
   }
   if (m.moe.expert_intermediate % p.moe_tp != 0) {
-    out.push_back("expert tensor parallelism moe_tp " + str(p.moe_tp) +
-                  " does not divide the expert width " + str(m.moe.expert_intermediate) + " of " +
-                  m.name + " (choose one of " + divisors_of(m.moe.expert_intermediate, moe_chips) +
-                  ")");
+    out.push_back("expert tensor parallelism moe_tp " + str(p.moe_tp) + " does not divide the expert width " +
+                  str(m.moe.expert_intermediate) + " of " + m.name + " (choose one of " +
+                  divisors_of(m.moe.expert_intermediate, moe_chips) + ")");
   }
   if (m.moe.shared_intermediate % p.tp != 0) {
-    out.push_back(tp + " does not divide the shared-expert width " +
-                  str(m.moe.shared_intermediate) + " of " + m.name);
+    out.push_back(tp + " does not divide the shared-expert width " + str(m.moe.shared_intermediate) + " of " + m.name);
   }
   return out;
 }

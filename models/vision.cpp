@@ -47,8 +47,8 @@ std::int64_t VisionSpec::params() const {
 
 std::vector<std::string> validate_vision(const VisionSpec& v) {
   std::vector<std::string> out;
-  if (v.depth < 1 || v.hidden < 1 || v.heads < 1 || v.intermediate < 1 || v.patch < 1 ||
-      v.spatial_merge < 1 || v.temporal_patch < 1 || v.out_hidden < 1 || v.in_channels < 1) {
+  if (v.depth < 1 || v.hidden < 1 || v.heads < 1 || v.intermediate < 1 || v.patch < 1 || v.spatial_merge < 1 ||
+      v.temporal_patch < 1 || v.out_hidden < 1 || v.in_channels < 1) {
     out.push_back("every vision encoder figure must be positive");
     return out;
   }
@@ -59,8 +59,7 @@ std::vector<std::string> validate_vision(const VisionSpec& v) {
   const int unit = v.patch * v.spatial_merge;
   if (v.window < 0 || (v.window > 0 && v.window % unit != 0)) {
     out.push_back("the vision attention window (" + std::to_string(v.window) +
-                  " px) must be a multiple of patch x spatial_merge (" + std::to_string(unit) +
-                  " px)");
+                  " px) must be a multiple of patch x spatial_merge (" + std::to_string(unit) + " px)");
   }
   if (v.min_pixels > v.max_pixels) out.push_back("vision min_pixels exceeds max_pixels");
   for (int l : v.full_attention_layers) {

@@ -24,18 +24,18 @@
 namespace servesim::models {
 
 struct VisionSpec {
-  int depth = 0;          // transformer blocks
-  int hidden = 0;         // encoder width
+  int depth = 0;   // transformer blocks
+  int hidden = 0;  // encoder width
   int heads = 0;
-  int intermediate = 0;   // SwiGLU MLP width (gate, up, down)
-  int patch = 14;         // pixels per patch side
-  int spatial_merge = 2;  // patches per token side (2 x 2 patches -> one token)
-  int temporal_patch = 2; // frames per temporal patch (a still image is repeated)
+  int intermediate = 0;    // SwiGLU MLP width (gate, up, down)
+  int patch = 14;          // pixels per patch side
+  int spatial_merge = 2;   // patches per token side (2 x 2 patches -> one token)
+  int temporal_patch = 2;  // frames per temporal patch (a still image is repeated)
   int in_channels = 3;
-  int window = 112;       // pixels per attention-window side (0: every block attends globally)
+  int window = 112;                        // pixels per attention-window side (0: every block attends globally)
   std::vector<int> full_attention_layers;  // blocks with global attention
-  int out_hidden = 0;     // the language model's width the merger projects to
-  std::int64_t min_pixels = 56 * 56;          // Qwen2.5-VL preprocessor_config.json
+  int out_hidden = 0;                      // the language model's width the merger projects to
+  std::int64_t min_pixels = 56 * 56;       // Qwen2.5-VL preprocessor_config.json
   std::int64_t max_pixels = 28 * 28 * 1280;
 
   struct Resized {
@@ -45,9 +45,7 @@ struct VisionSpec {
   };
   // The size the preprocessor resizes a width x height image to, and what that becomes.
   Resized resize(std::int64_t width, std::int64_t height) const;
-  std::int64_t image_tokens(std::int64_t width, std::int64_t height) const {
-    return resize(width, height).tokens;
-  }
+  std::int64_t image_tokens(std::int64_t width, std::int64_t height) const { return resize(width, height).tokens; }
   // Parameters: patch embedding, blocks, merger (elements).
   std::int64_t params() const;
 };

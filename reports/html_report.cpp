@@ -133,7 +133,8 @@ std::string row(const std::string& name, const std::string& value) {
 }
 
 std::string latency_table(const Json& summary) {
-  std::string out = "<table class=\"lat\"><tr><th>ms</th><th>mean</th><th>p50</th><th>p90</th><th>p99</th><th>count</th></tr>\n";
+  std::string out =
+      "<table class=\"lat\"><tr><th>ms</th><th>mean</th><th>p50</th><th>p90</th><th>p99</th><th>count</th></tr>\n";
   for (const auto& [key, name] : {std::pair{"ttft_ms", "TTFT"}, std::pair{"tpot_ms", "TPOT"},
                                   std::pair{"itl_ms", "ITL"}, std::pair{"e2e_ms", "E2E"}}) {
     const Json& d = summary[key];
@@ -173,8 +174,9 @@ LatencyCdfs latency_cdfs(const metrics::RunMetrics& m) {
     if (reqs[i].first_token != SimTime::never()) by_ttft.emplace_back((reqs[i].first_token - reqs[i].arrival).ps(), i);
   }
   const std::size_t n = std::min(kSlowestRequests, by_ttft.size());
-  std::partial_sort(by_ttft.begin(), by_ttft.begin() + static_cast<std::ptrdiff_t>(n), by_ttft.end(),
-                    [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
+  std::partial_sort(
+      by_ttft.begin(), by_ttft.begin() + static_cast<std::ptrdiff_t>(n), by_ttft.end(),
+      [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
   for (std::size_t k = 0; k < n; ++k) {
     const metrics::RequestRecord& r = reqs[by_ttft[k].second];
     RequestTime t;
@@ -194,13 +196,13 @@ std::string html_report(const Json& report, const LatencyCdfs& cdfs) {
   const Json& summary = report["summary"];
   const Json& sim = report["simulation"];
   const std::string name = report["scenario"].value("name", std::string("scenario"));
-  std::string h = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>servesim: " +
-                  escape(name) + "</title>\n<style>" + kCss + "</style></head><body>\n";
+  std::string h =
+      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>servesim: " + escape(name) +
+      "</title>\n<style>" + kCss + "</style></head><body>\n";
   h += "<h1>servesim report: " + escape(name) + "</h1>\n";
   h += "<p class=\"note\">" + escape(report.value("schema", std::string())) + " &middot; " +
-       fmt("%.3f", number(sim, "simulated_s")) + " s simulated &middot; " +
-       fmt("%.0f", number(sim, "events")) + " events &middot; fingerprint " +
-       escape(sim.value("fingerprint", std::string())) +
+       fmt("%.3f", number(sim, "simulated_s")) + " s simulated &middot; " + fmt("%.0f", number(sim, "events")) +
+       " events &middot; fingerprint " + escape(sim.value("fingerprint", std::string())) +
        (sim.contains("wall_s") && sim["wall_s"].is_number()
             ? " &middot; " + fmt("%.3f", sim["wall_s"].get<double>()) + " s wall"
             : std::string()) +
@@ -210,10 +212,10 @@ std::string html_report(const Json& report, const LatencyCdfs& cdfs) {
   const Json& req = summary["requests"];
   const Json& tp = summary["throughput"];
   h += "<h2>Summary</h2>\n<div class=\"charts\"><table class=\"kv\">\n";
-  h += row("requests arrived / completed", fmt("%.0f", number(req, "arrived")) + " / " +
-                                               fmt("%.0f", number(req, "completed")));
-  h += row("rejected / in flight at the end", fmt("%.0f", number(req, "rejected")) + " / " +
-                                                  fmt("%.0f", number(req, "in_flight")));
+  h += row("requests arrived / completed",
+           fmt("%.0f", number(req, "arrived")) + " / " + fmt("%.0f", number(req, "completed")));
+  h += row("rejected / in flight at the end",
+           fmt("%.0f", number(req, "rejected")) + " / " + fmt("%.0f", number(req, "in_flight")));
   h += row("requests per second", fmt("%.2f", number(tp, "requests_per_s")));
   h += row("input tokens per second", fmt("%.0f", number(tp, "input_tokens_per_s")));
   h += row("output tokens per second", fmt("%.0f", number(tp, "output_tokens_per_s")));
@@ -226,14 +228,17 @@ std::string html_report(const Json& report, const LatencyCdfs& cdfs) {
       const auto cs = c.find("slo");
       if (cs == c.end() || !cs->is_object()) continue;
       std::string targets;
-      for (const auto& [key, label] : {std::pair{"ttft_ms", "TTFT"}, std::pair{"tpot_ms", "TPOT"}, std::pair{"e2e_ms", "E2E"}}) {
+      for (const auto& [key, label] :
+           {std::pair{"ttft_ms", "TTFT"}, std::pair{"tpot_ms", "TPOT"}, std::pair{"e2e_ms", "E2E"}}) {
         const auto t = cs->find(key);
         if (t != cs->end() && t->is_number()) {
-          targets += (targets.empty() ? "" : ", ") + std::string(label) + " &le; " + svg::amount_label(t->get<double>(), "ms");
+          targets +=
+              (targets.empty() ? "" : ", ") + std::string(label) + " &le; " + svg::amount_label(t->get<double>(), "ms");
         }
       }
       if (targets.empty()) continue;
-      h += "<tr><th>SLO targets" + (summary["classes"].size() > 1 ? " (" + escape(c.value("name", std::string())) + ")" : std::string()) +
+      h += "<tr><th>SLO targets" +
+           (summary["classes"].size() > 1 ? " (" + escape(c.value("name", std::string())) + ")" : std::string()) +
            "</th><td>" + targets + "</td></tr>\n";
     }
     h += row("SLO attainment", fmt("%.1f %%", 100 * slo["attainment"].get<double>()));
@@ -301,19 +306,18 @@ std::string html_report(const Json& report, const LatencyCdfs& cdfs) {
   for (const Json& p : report["pools"]) {
     bars.bars.push_back(p.value("name", std::string()));
     std::vector<double> v;
-    for (const auto& seg : bars.segments) v.push_back(p["breakdown"].contains(seg) ? p["breakdown"][seg].get<double>() : 0.0);
+    for (const auto& seg : bars.segments)
+      v.push_back(p["breakdown"].contains(seg) ? p["breakdown"][seg].get<double>() : 0.0);
     bars.values.push_back(std::move(v));
   }
   h += "<h2>Pools</h2>\n<table><tr><th>pool</th><th>role</th><th>instances</th><th>chips</th>"
        "<th>utilization</th><th>KV peak</th><th>preemptions</th><th>iterations</th></tr>\n";
   for (const Json& p : report["pools"]) {
-    h += "<tr><th>" + escape(p.value("name", std::string())) + "</th><td>" +
-         escape(p.value("role", std::string())) + "</td><td>" + fmt("%.0f", number(p, "instances")) +
-         "</td><td>" + fmt("%.0f", number(p, "chips")) + "</td><td>" +
-         fmt("%.1f %%", 100 * number(p, "utilization")) + "</td><td>" +
+    h += "<tr><th>" + escape(p.value("name", std::string())) + "</th><td>" + escape(p.value("role", std::string())) +
+         "</td><td>" + fmt("%.0f", number(p, "instances")) + "</td><td>" + fmt("%.0f", number(p, "chips")) +
+         "</td><td>" + fmt("%.1f %%", 100 * number(p, "utilization")) + "</td><td>" +
          fmt("%.1f %%", 100 * number(p, "kv_cache_peak_fraction")) + "</td><td>" +
-         fmt("%.0f", number(p, "preemptions")) + "</td><td>" + fmt("%.0f", number(p, "iterations")) +
-         "</td></tr>\n";
+         fmt("%.0f", number(p, "preemptions")) + "</td><td>" + fmt("%.0f", number(p, "iterations")) + "</td></tr>\n";
   }
   h += "</table>\n<div class=\"charts\">\n" + svg::render(bars) + "</div>\n";
 
@@ -336,7 +340,8 @@ std::string html_report(const Json& report, const LatencyCdfs& cdfs) {
     for (const RequestTime& t : cdfs.slowest_ttft) {
       rb.bars.push_back(t.label);
       db.bars.push_back(t.label);
-      std::vector<double> parts(t.ms.begin(), t.ms.begin() + static_cast<std::ptrdiff_t>(std::min(t.ms.size(), metrics::kTtftParts)));
+      std::vector<double> parts(t.ms.begin(),
+                                t.ms.begin() + static_cast<std::ptrdiff_t>(std::min(t.ms.size(), metrics::kTtftParts)));
       double sum = 0;
       for (const double v : parts) sum += v;
       longest = std::max(longest, sum);
@@ -352,7 +357,8 @@ std::string html_report(const Json& report, const LatencyCdfs& cdfs) {
     db.unit = "ms";
     db.width = 1100;
     h += "<p class=\"note\">Every request's parts are in requests.csv (columns *_ms).</p>\n"
-         "<div class=\"charts\">\n" + svg::render(rb) + svg::render(db) + "</div>\n";
+         "<div class=\"charts\">\n" +
+         svg::render(rb) + svg::render(db) + "</div>\n";
   }
 
   // The busiest links, by mean utilization over the run.
@@ -379,7 +385,8 @@ std::string html_report(const Json& report, const LatencyCdfs& cdfs) {
     h += "<table><tr><th>link</th><th>mean utilization</th></tr>\n";
     for (const auto& [mean, l] : links) {
       chart.series.push_back({l->value("name", std::string()), x, values((*l)["utilization"])});
-      h += "<tr><th>" + escape(l->value("name", std::string())) + "</th><td>" + fmt("%.1f %%", 100 * mean) + "</td></tr>\n";
+      h += "<tr><th>" + escape(l->value("name", std::string())) + "</th><td>" + fmt("%.1f %%", 100 * mean) +
+           "</td></tr>\n";
     }
     h += "</table>\n<div class=\"charts\">\n" + svg::render(chart) + "</div>\n";
   }

@@ -26,8 +26,8 @@ namespace servesim::reports {
 // and the requests with the longest TTFT with where their time went (metrics::TtftPart parts,
 // then "decode": first token to completion), ms.
 struct RequestTime {
-  std::string label;         // "#17 (1,024 + 256 tokens)"
-  std::vector<double> ms;    // kTtftParts parts, then decode
+  std::string label;       // "#17 (1,024 + 256 tokens)"
+  std::vector<double> ms;  // kTtftParts parts, then decode
 };
 struct LatencyCdfs {
   std::vector<std::pair<double, double>> ttft_ms, tpot_ms, e2e_ms;

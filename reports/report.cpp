@@ -1,7 +1,7 @@
 #include "reports/report.h"
 
-#include <cstdio>
 #include <cmath>
+#include <cstdio>
 #include <string>
 
 #include "core/units.h"
@@ -62,8 +62,7 @@ Json build_report(const Json& resolved_scenario, const metrics::Summary& s, cons
   requests["in_flight"] = s.in_flight;
   Json reasons = Json::object();
   for (std::size_t i = 1; i < s.rejected_by_reason.size(); ++i) {
-    reasons[std::string(metrics::reject_reason_name(static_cast<metrics::RejectReason>(i)))] =
-        s.rejected_by_reason[i];
+    reasons[std::string(metrics::reject_reason_name(static_cast<metrics::RejectReason>(i)))] = s.rejected_by_reason[i];
   }
   requests["rejected_by_reason"] = reasons;
   if (s.lost > 0) requests["lost"] = s.lost;
@@ -187,9 +186,8 @@ Json build_report(const Json& resolved_scenario, const metrics::Summary& s, cons
   sim["fingerprint"] = fp;
   sim["simulated_s"] = s.simulated_s;
   sim["wall_s"] = optional_value(run.wall_s);
-  sim["events_per_s"] = run.wall_s && *run.wall_s > 0
-                            ? Json(static_cast<double>(run.events) / *run.wall_s)
-                            : Json(nullptr);
+  sim["events_per_s"] =
+      run.wall_s && *run.wall_s > 0 ? Json(static_cast<double>(run.events) / *run.wall_s) : Json(nullptr);
   sim["peak_rss_mb"] = optional_value(run.peak_rss_mb);
   report["simulation"] = sim;
   return report;
@@ -226,9 +224,8 @@ Json time_series_json(const metrics::TimeSeries& ts) {
     for (std::size_t i = 0; i < n; ++i) {
       waiting.push_back(round6(ts.gauge_mean(p, TS::kWaiting, i)));
       running.push_back(round6(ts.gauge_mean(p, TS::kRunning, i)));
-      kv.push_back(p.kv_blocks > 0
-                       ? round6(ts.gauge_mean(p, TS::kKvBlocks, i) / static_cast<double>(p.kv_blocks))
-                       : 0.0);
+      kv.push_back(p.kv_blocks > 0 ? round6(ts.gauge_mean(p, TS::kKvBlocks, i) / static_cast<double>(p.kv_blocks))
+                                   : 0.0);
     }
     pj["waiting"] = waiting;
     pj["running"] = running;
@@ -252,14 +249,12 @@ Json time_series_json(const metrics::TimeSeries& ts) {
   return out;
 }
 
-std::string summary_table(const metrics::Summary& s, const metrics::SloTargets& slo,
-                          const RunInfo& run) {
+std::string summary_table(const metrics::Summary& s, const metrics::SloTargets& slo, const RunInfo& run) {
   std::string out;
   out += "servesim: " + run.name + "\n";
   out += "  requests    arrived " + thousands(static_cast<double>(s.arrived)) + ", completed " +
-         thousands(static_cast<double>(s.completed)) + ", rejected " +
-         thousands(static_cast<double>(s.rejected)) + ", in flight " +
-         thousands(static_cast<double>(s.in_flight)) + "\n";
+         thousands(static_cast<double>(s.completed)) + ", rejected " + thousands(static_cast<double>(s.rejected)) +
+         ", in flight " + thousands(static_cast<double>(s.in_flight)) + "\n";
   // Every rejection reason with its count and the key that admits more (the JSON has the counts
   // in summary.requests.rejected_by_reason).
   for (std::size_t i = 1; i < s.rejected_by_reason.size(); ++i) {
@@ -269,36 +264,38 @@ std::string summary_table(const metrics::Summary& s, const metrics::SloTargets& 
     const char* why = "";
     switch (reason) {
       case metrics::RejectReason::kExceedsMaxModelLen:
-        why = "prompt + output longer than the pool's context: raise deployment.pools[N].max_model_len (up to "
-              "the model's max_context) or cap the lengths (workload lengths.max_total_tokens)";
+        why =
+            "prompt + output longer than the pool's context: raise deployment.pools[N].max_model_len (up to "
+            "the model's max_context) or cap the lengths (workload lengths.max_total_tokens)";
         break;
       case metrics::RejectReason::kQueueFull:
-        why = "an instance's waiting queue was full: raise deployment.pools[N].scheduler.max_queue (0 = unbounded) "
-              "or add instances";
+        why =
+            "an instance's waiting queue was full: raise deployment.pools[N].scheduler.max_queue (0 = unbounded) "
+            "or add instances";
         break;
       case metrics::RejectReason::kTtftBudget:
         why = "still waiting for prefill after deployment.admission.ttft_budget: raise it or add capacity";
         break;
       case metrics::RejectReason::kNoCapacity:
-        why = "no instance of a stage was up, or its KV cache could never hold the request: add instances or "
-              "KV memory (deployment.pools[N].kv_cache)";
+        why =
+            "no instance of a stage was up, or its KV cache could never hold the request: add instances or "
+            "KV memory (deployment.pools[N].kv_cache)";
         break;
       case metrics::RejectReason::kLostToFailure:
         why = "its instance failed with deployment.failures.policy lose: use requeue";
         break;
       default: break;
     }
-    out += "  rejected    " + thousands(static_cast<double>(n)) + " " + std::string(metrics::reject_reason_name(reason)) +
-           ": " + why + "\n";
+    out += "  rejected    " + thousands(static_cast<double>(n)) + " " +
+           std::string(metrics::reject_reason_name(reason)) + ": " + why + "\n";
   }
-  out += "  throughput  " + fmt("%.2f", s.requests_per_s) + " req/s, input " +
-         thousands(s.input_tokens_per_s) + " tok/s, output " + thousands(s.output_tokens_per_s) +
-         " tok/s (" + fmt("%.1f", s.output_tokens_per_s_per_chip) + " tok/s per chip)\n";
+  out += "  throughput  " + fmt("%.2f", s.requests_per_s) + " req/s, input " + thousands(s.input_tokens_per_s) +
+         " tok/s, output " + thousands(s.output_tokens_per_s) + " tok/s (" +
+         fmt("%.1f", s.output_tokens_per_s_per_chip) + " tok/s per chip)\n";
   out += "  latency ms        mean        p50        p90        p99\n";
   auto row = [&](const char* name, const metrics::Distribution& d) {
     char buf[160];
-    std::snprintf(buf, sizeof buf, "    %-6s %11.2f %10.2f %10.2f %10.2f\n", name, d.mean, d.p50,
-                  d.p90, d.p99);
+    std::snprintf(buf, sizeof buf, "    %-6s %11.2f %10.2f %10.2f %10.2f\n", name, d.mean, d.p50, d.p90, d.p99);
     out += buf;
   };
   row("TTFT", s.ttft_ms);
@@ -320,14 +317,13 @@ std::string summary_table(const metrics::Summary& s, const metrics::SloTargets& 
     std::string targets;
     auto add = [&](const char* name, const std::optional<Duration>& d) {
       if (!d) return;
-      targets += (targets.empty() ? "" : ", ") + std::string(name) + " <= " +
-                 fmt("%g", d->to_ms()) + " ms";
+      targets += (targets.empty() ? "" : ", ") + std::string(name) + " <= " + fmt("%g", d->to_ms()) + " ms";
     };
     add("TTFT", slo.ttft);
     add("TPOT", slo.tpot);
     add("E2E", slo.e2e);
-    out += "  SLO         " + targets + ": attainment " + fmt("%.1f", 100.0 * *s.slo_attainment) +
-           "%, goodput " + fmt("%.2f", *s.goodput_requests_per_s) + " req/s\n";
+    out += "  SLO         " + targets + ": attainment " + fmt("%.1f", 100.0 * *s.slo_attainment) + "%, goodput " +
+           fmt("%.2f", *s.goodput_requests_per_s) + " req/s\n";
   }
   for (const std::string& c : run.chips) out += "  chip        " + c + "\n";
   for (std::size_t i = 0; i < run.calibration.size() && i < s.pools.size(); ++i) {
@@ -337,8 +333,8 @@ std::string summary_table(const metrics::Summary& s, const metrics::SloTargets& 
     out += "  class          priority  completed   rejected  TTFT p99 ms  TPOT p99 ms     SLO\n";
     for (const auto& c : s.classes) {
       char buf[200];
-      std::snprintf(buf, sizeof buf, "    %-12s %8d %10s %10s %12.2f %12.2f %7s\n", c.name.c_str(),
-                    c.priority, thousands(static_cast<double>(c.completed)).c_str(),
+      std::snprintf(buf, sizeof buf, "    %-12s %8d %10s %10s %12.2f %12.2f %7s\n", c.name.c_str(), c.priority,
+                    thousands(static_cast<double>(c.completed)).c_str(),
                     thousands(static_cast<double>(c.rejected)).c_str(), c.ttft_ms.p99, c.tpot_ms.p99,
                     c.slo_attainment ? (fmt("%.1f", 100.0 * *c.slo_attainment) + "%").c_str() : "-");
       out += buf;
@@ -346,14 +342,13 @@ std::string summary_table(const metrics::Summary& s, const metrics::SloTargets& 
   }
   for (const auto& c : s.classes) {
     if (c.skipped_trace_rows > 0) {
-      out += "  trace       class " + c.name + ": skipped " +
-             thousands(static_cast<double>(c.skipped_trace_rows)) + " bad rows (skip_bad_rows)\n";
+      out += "  trace       class " + c.name + ": skipped " + thousands(static_cast<double>(c.skipped_trace_rows)) +
+             " bad rows (skip_bad_rows)\n";
     }
   }
   for (const auto& p : s.pools) {
-    out += "  pool " + p.name + " (" + p.role + "): " + std::to_string(p.instances) +
-           " instances, " + std::to_string(p.chips) + " chips, utilization " +
-           fmt("%.1f", 100.0 * p.utilization) + "%, KV peak " +
+    out += "  pool " + p.name + " (" + p.role + "): " + std::to_string(p.instances) + " instances, " +
+           std::to_string(p.chips) + " chips, utilization " + fmt("%.1f", 100.0 * p.utilization) + "%, KV peak " +
            fmt("%.1f", 100.0 * p.kv_cache_peak_fraction) + "%, preemptions " +
            thousands(static_cast<double>(p.preemptions)) + "\n    time:";
     for (const auto& [component, share] : p.breakdown) {
@@ -361,24 +356,22 @@ std::string summary_table(const metrics::Summary& s, const metrics::SloTargets& 
     }
     out += "\n";
     if (p.kv_transfer) {
-      out += "    KV transfer: " + thousands(static_cast<double>(p.kv_transfer->transfers)) +
-             " transfers, " + fmt("%.1f", p.kv_transfer->bytes / 1e9) + " GB, mean " +
-             fmt("%.2f", p.kv_transfer->mean_ms) + " ms, exposed " +
-             fmt("%.2f", p.kv_transfer->exposed_mean_ms) + " ms (" +
+      out += "    KV transfer: " + thousands(static_cast<double>(p.kv_transfer->transfers)) + " transfers, " +
+             fmt("%.1f", p.kv_transfer->bytes / 1e9) + " GB, mean " + fmt("%.2f", p.kv_transfer->mean_ms) +
+             " ms, exposed " + fmt("%.2f", p.kv_transfer->exposed_mean_ms) + " ms (" +
              fmt("%.1f", 100.0 * p.kv_transfer->overhead_fraction) + "% of their TTFT)\n";
     }
     if (p.prefix_cache) {
       const metrics::PrefixCacheCounts& c = p.prefix_cache->counts;
       out += "    prefix cache: " + thousands(static_cast<double>(c.hits)) + " hits of " +
-             thousands(static_cast<double>(c.lookups)) + " lookups (" +
-             fmt("%.1f", 100.0 * p.prefix_cache->hit_rate) + "%), " +
-             thousands(static_cast<double>(c.hit_tokens)) + " prompt tokens not prefilled (" +
+             thousands(static_cast<double>(c.lookups)) + " lookups (" + fmt("%.1f", 100.0 * p.prefix_cache->hit_rate) +
+             "%), " + thousands(static_cast<double>(c.hit_tokens)) + " prompt tokens not prefilled (" +
              fmt("%.1f", 100.0 * p.prefix_cache->hit_token_fraction) + "%), " +
              thousands(static_cast<double>(c.evicted_blocks)) + " blocks evicted\n";
     }
   }
-  out += "  simulation  " + thousands(static_cast<double>(run.events)) + " events, " +
-         fmt("%.1f", s.simulated_s) + " s simulated";
+  out += "  simulation  " + thousands(static_cast<double>(run.events)) + " events, " + fmt("%.1f", s.simulated_s) +
+         " s simulated";
   if (run.wall_s) {
     out += " in " + fmt("%.3f", *run.wall_s) + " s wall (" +
            fmt("%.2f", static_cast<double>(run.events) / *run.wall_s / 1e6) + " M events/s)";
@@ -407,12 +400,12 @@ void write_requests_csv(std::ostream& out, const metrics::RunMetrics& m) {
     const auto& r = reqs[i];
     const char* status = r.status == metrics::RequestStatus::kCompleted  ? "completed"
                          : r.status == metrics::RequestStatus::kRejected ? "rejected"
-                                                                          : "in_flight";
-    out << i << ',' << t(r.arrival) << ',' << t(r.first_token) << ',' << t(r.completion) << ','
-        << r.prompt_tokens << ',' << r.output_tokens << ',' << status << ','
+                                                                         : "in_flight";
+    out << i << ',' << t(r.arrival) << ',' << t(r.first_token) << ',' << t(r.completion) << ',' << r.prompt_tokens
+        << ',' << r.output_tokens << ',' << status << ','
         << (r.status == metrics::RequestStatus::kRejected ? metrics::reject_reason_name(r.reject_reason)
-                                                          : std::string_view()) << ','
-        << r.preemptions << ',' << r.instance << ',' << class_name(r.class_id);
+                                                          : std::string_view())
+        << ',' << r.preemptions << ',' << r.instance << ',' << class_name(r.class_id);
     const bool first = r.first_token != SimTime::never();
     for (const float ms : r.ttft_parts_ms) out << ',' << (first ? fmt("%.6f", ms) : std::string());
     const bool done = first && r.status == metrics::RequestStatus::kCompleted;

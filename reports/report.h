@@ -24,10 +24,10 @@ inline constexpr const char* kReportSchema = "servesim.report/1";
 struct RunInfo {
   std::string name;
   std::uint64_t events = 0;
-  std::uint64_t fingerprint = 0;      // of the event stream (hex in the report)
-  std::optional<double> wall_s;       // host measurements: absent in reproducible mode
+  std::uint64_t fingerprint = 0;  // of the event stream (hex in the report)
+  std::optional<double> wall_s;   // host measurements: absent in reproducible mode
   std::optional<double> peak_rss_mb;
-  std::vector<Diagnostic> warnings;   // problems the scenario accepted (report key `warnings`)
+  std::vector<Diagnostic> warnings;  // problems the scenario accepted (report key `warnings`)
   // Per pool: "pool: chip (where its figures come from: a calibration profile, or the preset's
   // sources and which efficiencies were transferred)"; the summary table prints them.
   std::vector<std::string> chips;
@@ -37,8 +37,8 @@ struct RunInfo {
   std::vector<std::string> calibration;
 };
 
-nlohmann::ordered_json build_report(const nlohmann::ordered_json& resolved_scenario,
-                                    const metrics::Summary& summary, const RunInfo& run);
+nlohmann::ordered_json build_report(const nlohmann::ordered_json& resolved_scenario, const metrics::Summary& summary,
+                                    const RunInfo& run);
 
 // The run over time (report key `time_series`, only when asked for): bucket width, the cluster's
 // arrivals and rejections per bucket, per pool completions, output tokens and the time-weighted
@@ -47,8 +47,7 @@ nlohmann::ordered_json build_report(const nlohmann::ordered_json& resolved_scena
 nlohmann::ordered_json time_series_json(const metrics::TimeSeries& series);
 
 // A few lines for a terminal.
-std::string summary_table(const metrics::Summary& summary, const metrics::SloTargets& slo,
-                          const RunInfo& run);
+std::string summary_table(const metrics::Summary& summary, const metrics::SloTargets& slo, const RunInfo& run);
 
 // One row per request: id, times in seconds, token counts, status, reject reason, preemptions.
 void write_requests_csv(std::ostream& out, const metrics::RunMetrics& metrics);

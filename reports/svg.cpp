@@ -16,15 +16,14 @@ std::string num(double v) {
   return buf;
 }
 
-std::string text(double x, double y, const std::string& s, const char* anchor = "start",
-                 const char* extra = "") {
-  return "<text x=\"" + num(x) + "\" y=\"" + num(y) + "\" text-anchor=\"" + anchor + "\"" + extra +
-         ">" + escape(s) + "</text>\n";
+std::string text(double x, double y, const std::string& s, const char* anchor = "start", const char* extra = "") {
+  return "<text x=\"" + num(x) + "\" y=\"" + num(y) + "\" text-anchor=\"" + anchor + "\"" + extra + ">" + escape(s) +
+         "</text>\n";
 }
 
 std::string line(double x1, double y1, double x2, double y2, const char* cls) {
-  return "<line class=\"" + std::string(cls) + "\" x1=\"" + num(x1) + "\" y1=\"" + num(y1) +
-         "\" x2=\"" + num(x2) + "\" y2=\"" + num(y2) + "\"/>\n";
+  return "<line class=\"" + std::string(cls) + "\" x1=\"" + num(x1) + "\" y1=\"" + num(y1) + "\" x2=\"" + num(x2) +
+         "\" y2=\"" + num(y2) + "\"/>\n";
 }
 
 std::string axis_title(const Axis& a) {
@@ -89,9 +88,7 @@ const char* colour(std::size_t i) { return kPalette[i % 10]; }
 
 namespace {
 // Idle time is grey in every breakdown, so the eye goes to the busy components.
-const char* segment_colour(const std::string& name, std::size_t i) {
-  return name == "idle" ? "#d9d9d9" : colour(i);
-}
+const char* segment_colour(const std::string& name, std::size_t i) { return name == "idle" ? "#d9d9d9" : colour(i); }
 }  // namespace
 
 std::string escape(const std::string& s) {
@@ -146,10 +143,14 @@ std::string tick_label(double v, bool percent) {
     return buf;
   }
   const double a = std::abs(v);
-  if (a >= 1e9) std::snprintf(buf, sizeof buf, "%.3gG", v / 1e9);
-  else if (a >= 1e6) std::snprintf(buf, sizeof buf, "%.3gM", v / 1e6);
-  else if (a >= 1e4) std::snprintf(buf, sizeof buf, "%.3gk", v / 1e3);
-  else std::snprintf(buf, sizeof buf, "%.4g", v);
+  if (a >= 1e9)
+    std::snprintf(buf, sizeof buf, "%.3gG", v / 1e9);
+  else if (a >= 1e6)
+    std::snprintf(buf, sizeof buf, "%.3gM", v / 1e6);
+  else if (a >= 1e4)
+    std::snprintf(buf, sizeof buf, "%.3gk", v / 1e3);
+  else
+    std::snprintf(buf, sizeof buf, "%.4g", v);
   return buf;
 }
 
@@ -174,9 +175,9 @@ std::string render(const LineChart& c) {
   const double left = 64, right = 16, bottom = 44;
   const double top = c.series.size() > 1 ? 52 : 34;
   const double pw = c.width - left - right, ph = c.height - top - bottom;
-  std::string out = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + std::to_string(c.width) +
-                    "\" height=\"" + std::to_string(c.height) + "\" viewBox=\"0 0 " +
-                    std::to_string(c.width) + " " + std::to_string(c.height) + "\">\n" + kStyle;
+  std::string out = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + std::to_string(c.width) + "\" height=\"" +
+                    std::to_string(c.height) + "\" viewBox=\"0 0 " + std::to_string(c.width) + " " +
+                    std::to_string(c.height) + "\">\n" + kStyle;
   out += "<rect width=\"100%\" height=\"100%\" fill=\"#fff\"/>\n";
   out += text(left, 18, c.title, "start", " class=\"t\"");
 
@@ -204,8 +205,8 @@ std::string render(const LineChart& c) {
 
   // Grid and ticks; tick labels are thinned so they do not overlap.
   const auto xt = ticks(x0, x1, c.x.scale);
-  const std::size_t xstride = std::max<std::size_t>(1, (xt.size() * 48 + static_cast<std::size_t>(pw) - 1) /
-                                                           static_cast<std::size_t>(pw));
+  const std::size_t xstride =
+      std::max<std::size_t>(1, (xt.size() * 48 + static_cast<std::size_t>(pw) - 1) / static_cast<std::size_t>(pw));
   for (std::size_t i = 0; i < xt.size(); ++i) {
     const double px = mx(xt[i]);
     out += line(px, top, px, top + ph, "g");
@@ -219,8 +220,8 @@ std::string render(const LineChart& c) {
   out += line(left, top + ph, left + pw, top + ph, "a");
   out += line(left, top, left, top + ph, "a");
   out += text(left + pw / 2, c.height - 8, axis_title(c.x), "middle");
-  out += "<text transform=\"translate(14," + num(top + ph / 2) +
-         ") rotate(-90)\" text-anchor=\"middle\">" + escape(axis_title(c.y)) + "</text>\n";
+  out += "<text transform=\"translate(14," + num(top + ph / 2) + ") rotate(-90)\" text-anchor=\"middle\">" +
+         escape(axis_title(c.y)) + "</text>\n";
 
   for (std::size_t k = 0; k < c.series.size(); ++k) {
     const Series& s = c.series[k];
@@ -232,9 +233,8 @@ std::string render(const LineChart& c) {
       if (!pts.empty()) pts += ' ';
       pts += num(px) + "," + num(py);
     }
-    out += "<polyline fill=\"none\" stroke=\"" + std::string(colour(k)) +
-           "\" stroke-width=\"1.6\" points=\"" + pts + "\"><title>" + escape(s.name) +
-           "</title></polyline>\n";
+    out += "<polyline fill=\"none\" stroke=\"" + std::string(colour(k)) + "\" stroke-width=\"1.6\" points=\"" + pts +
+           "\"><title>" + escape(s.name) + "</title></polyline>\n";
   }
   for (const Marker& m : c.markers) {
     if (!drawable(m.x, c.x.scale)) continue;
@@ -248,8 +248,7 @@ std::string render(const LineChart& c) {
   if (c.series.size() > 1) {
     double lx = left;
     for (std::size_t k = 0; k < c.series.size(); ++k) {
-      out += "<rect x=\"" + num(lx) + "\" y=\"30\" width=\"12\" height=\"10\" fill=\"" +
-             colour(k) + "\"/>\n";
+      out += "<rect x=\"" + num(lx) + "\" y=\"30\" width=\"12\" height=\"10\" fill=\"" + colour(k) + "\"/>\n";
       out += text(lx + 16, 39, c.series[k].name);
       lx += 28 + 6.5 * static_cast<double>(c.series[k].name.size());
     }
@@ -279,9 +278,9 @@ std::string render(const StackedBars& c) {
   const double legend_top = top + bars_h + 30;
   const double rows = std::ceil(static_cast<double>(shown.size()) / static_cast<double>(per_row));
   const int height = static_cast<int>(legend_top + rows * 18 + 10);
-  std::string out = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + std::to_string(c.width) +
-                    "\" height=\"" + std::to_string(height) + "\" viewBox=\"0 0 " +
-                    std::to_string(c.width) + " " + std::to_string(height) + "\">\n" + kStyle;
+  std::string out = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + std::to_string(c.width) + "\" height=\"" +
+                    std::to_string(height) + "\" viewBox=\"0 0 " + std::to_string(c.width) + " " +
+                    std::to_string(height) + "\">\n" + kStyle;
   out += "<rect width=\"100%\" height=\"100%\" fill=\"#fff\"/>\n";
   out += text(8, 18, c.title, "start", " class=\"t\"");
   if (c.bars.empty()) {
@@ -305,9 +304,9 @@ std::string render(const StackedBars& c) {
       const double v = std::clamp(c.values[b][s], 0.0, full);
       if (!(v > 0)) continue;
       const double w = v / full * pw;
-      out += "<rect x=\"" + num(x) + "\" y=\"" + num(y) + "\" width=\"" + num(w) + "\" height=\"" +
-             num(bar_h) + "\" fill=\"" + segment_colour(c.segments[s], s) + "\"><title>" + escape(c.segments[s]) + " " +
-             label(v) + "</title></rect>\n";
+      out += "<rect x=\"" + num(x) + "\" y=\"" + num(y) + "\" width=\"" + num(w) + "\" height=\"" + num(bar_h) +
+             "\" fill=\"" + segment_colour(c.segments[s], s) + "\"><title>" + escape(c.segments[s]) + " " + label(v) +
+             "</title></rect>\n";
       if (w > 44) out += text(x + w / 2, y + bar_h / 2 + 4, label(v), "middle", " style=\"fill:#fff\"");
       x += w;
     }

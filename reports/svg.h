@@ -17,11 +17,11 @@ namespace servesim::reports::svg {
 enum class Scale { kLinear, kLog };
 
 struct Axis {
-  std::string label;        // "TTFT"
-  std::string unit;         // "ms"; shown as "TTFT (ms)"
+  std::string label;  // "TTFT"
+  std::string unit;   // "ms"; shown as "TTFT (ms)"
   Scale scale = Scale::kLinear;
   std::optional<double> min, max;  // fixed bounds; derived from the data when absent
-  bool percent = false;     // values are fractions, ticks show percent
+  bool percent = false;            // values are fractions, ticks show percent
 };
 
 struct Series {

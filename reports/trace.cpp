@@ -41,10 +41,9 @@ void write_trace(std::ostream& out, const metrics::TraceLog& log, const std::str
   const auto& opts = log.options();
   out << "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"generator\":\"servesim\",\"version\":"
       << quoted(std::string(servesim_version())) << ",\"commit\":" << quoted(std::string(servesim_commit()))
-      << ",\"scenario\":"
-      << quoted(scenario_name) << ",\"span_limit\":" << opts.limit << ",\"window_from_s\":"
-      << (opts.from ? nlohmann::json(opts.from->to_seconds()).dump() : "null") << ",\"window_to_s\":"
-      << (opts.to ? nlohmann::json(opts.to->to_seconds()).dump() : "null")
+      << ",\"scenario\":" << quoted(scenario_name) << ",\"span_limit\":" << opts.limit
+      << ",\"window_from_s\":" << (opts.from ? nlohmann::json(opts.from->to_seconds()).dump() : "null")
+      << ",\"window_to_s\":" << (opts.to ? nlohmann::json(opts.to->to_seconds()).dump() : "null")
       << ",\"spans_kept\":" << log.spans().size() << ",\"spans_dropped\":" << log.dropped()
       << ",\"truncated\":" << (log.dropped() > 0 ? "true" : "false");
   if (log.dropped() > 0) {
@@ -69,8 +68,9 @@ void write_trace(std::ostream& out, const metrics::TraceLog& log, const std::str
   for (std::size_t p = 0; p < log.pools().size(); ++p) {
     const auto& pool = log.pools()[p];
     sep();
-    out << "{\"ph\":\"M\",\"pid\":" << p + 1 << ",\"name\":\"process_name\",\"args\":{\"name\":"
-        << quoted("pool " + pool.name) << "}},\n{\"ph\":\"M\",\"pid\":" << p + 1
+    out << "{\"ph\":\"M\",\"pid\":" << p + 1
+        << ",\"name\":\"process_name\",\"args\":{\"name\":" << quoted("pool " + pool.name)
+        << "}},\n{\"ph\":\"M\",\"pid\":" << p + 1
         << ",\"name\":\"process_sort_index\",\"args\":{\"sort_index\":" << p + 1 << "}}";
     for (std::size_t t = 0; t < used[p].size(); ++t) {
       if (!used[p][t]) continue;
@@ -78,14 +78,13 @@ void write_trace(std::ostream& out, const metrics::TraceLog& log, const std::str
       const std::size_t regular = static_cast<std::size_t>(pool.instances) * lanes;
       const std::size_t inst = t < regular ? t / lanes : (t - regular) / 2;
       const std::size_t lane = t < regular ? t % lanes : 0;
-      const std::string name =
-          "instance " + std::to_string(inst) +
-          (t >= regular ? ((t - regular) % 2 == 0 ? " KV transfers in" : " failures")
-                        : pool.lanes > 1 ? " lane " + std::to_string(lane) : std::string());
+      const std::string name = "instance " + std::to_string(inst) +
+                               (t >= regular     ? ((t - regular) % 2 == 0 ? " KV transfers in" : " failures")
+                                : pool.lanes > 1 ? " lane " + std::to_string(lane)
+                                                 : std::string());
       out << ",\n{\"ph\":\"M\",\"pid\":" << p + 1 << ",\"tid\":" << t + 1
-          << ",\"name\":\"thread_name\",\"args\":{\"name\":" << quoted(name) << "}},\n{\"ph\":\"M\",\"pid\":"
-          << p + 1 << ",\"tid\":" << t + 1 << ",\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":"
-          << t + 1 << "}}";
+          << ",\"name\":\"thread_name\",\"args\":{\"name\":" << quoted(name) << "}},\n{\"ph\":\"M\",\"pid\":" << p + 1
+          << ",\"tid\":" << t + 1 << ",\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":" << t + 1 << "}}";
     }
   }
   std::size_t transfers = 0;

@@ -102,12 +102,12 @@ std::string json_scalar(const Json& j) {
 struct ComponentFacts {
   const char* name;
   const char* display;
-  const char* group;                   // the communication group it runs over, or ""
-  std::vector<const char*> keys;       // key patterns that bear on it (see key_matches)
-  bool any_pool = false;               // a request-level part: keys of every pool bear on it
+  const char* group;              // the communication group it runs over, or ""
+  std::vector<const char*> keys;  // key patterns that bear on it (see key_matches)
+  bool any_pool = false;          // a request-level part: keys of every pool bear on it
 };
 
-const std::vector<const char*> kComputeKeys = {"parallel.tp", "parallel.dp", "chip", "model",
+const std::vector<const char*> kComputeKeys = {"parallel.tp",        "parallel.dp",    "chip",  "model",
                                                "max_batched_tokens", "max_batch_size", "policy"};
 
 const std::vector<ComponentFacts>& component_table() {
@@ -128,37 +128,55 @@ const std::vector<ComponentFacts>& component_table() {
     compute("elementwise", "elementwise kernels");
     compute("lm_head", "LM head");
     compute("dequantize", "dequantisation", {"formats"});
-    t.push_back({"tp_all_reduce", "TP all-reduce", "tp",
-                 {"parallel.tp", "scale_up", "collective", "cluster", "placement"}});
-    t.push_back({"ep_dispatch", "MoE dispatch (all-to-all)", "ep",
+    t.push_back(
+        {"tp_all_reduce", "TP all-reduce", "tp", {"parallel.tp", "scale_up", "collective", "cluster", "placement"}});
+    t.push_back({"ep_dispatch",
+                 "MoE dispatch (all-to-all)",
+                 "ep",
                  {"parallel.ep", "parallel.moe_tp", "parallel.dp", "parallel.tp", "moe_routing", "scale_up",
                   "scale_out", "collective", "cluster", "placement"}});
-    t.push_back({"ep_combine", "MoE combine (all-to-all)", "ep",
+    t.push_back({"ep_combine",
+                 "MoE combine (all-to-all)",
+                 "ep",
                  {"parallel.ep", "parallel.moe_tp", "parallel.dp", "parallel.tp", "moe_routing", "scale_up",
                   "scale_out", "collective", "cluster", "placement"}});
     t.push_back({"cp_exchange", "context-parallel exchange", "cp", {"parallel.cp", "scale_up", "cluster"}});
     t.push_back({"pp_send", "pipeline sends", "pp", {"parallel.pp", "scale_up", "scale_out", "cluster"}});
-    t.push_back({"scheduling", "host scheduling", "",
-                 {"max_batch_size", "iteration_overhead", "sequence_overhead"}});
+    t.push_back({"scheduling", "host scheduling", "", {"max_batch_size", "iteration_overhead", "sequence_overhead"}});
     // The report contract's latency parts.
-    t.push_back({"queueing", "queueing", "",
-                 {"instances", "arrivals", "requests", "max_batch_size", "max_batched_tokens", "max_queue",
-                  "router", "kv_cache", "parallel"}, true});
+    t.push_back({"queueing",
+                 "queueing",
+                 "",
+                 {"instances", "arrivals", "requests", "max_batch_size", "max_batched_tokens", "max_queue", "router",
+                  "kv_cache", "parallel"},
+                 true});
     t.push_back({"encode", "encode", "", {"vision", "images", "encode"}, true});
     t.push_back({"embedding_transfer", "embedding transfer", "", {"transfer", "cluster", "placement"}, true});
-    t.push_back({"prefill", "prefill", "", {"parallel.tp", "parallel.pp", "parallel.cp", "chip", "max_batched_tokens", "policy"}});
-    t.push_back({"prefill_interference", "interleaved work between prefill chunks", "",
+    t.push_back({"prefill",
+                 "prefill",
+                 "",
+                 {"parallel.tp", "parallel.pp", "parallel.cp", "chip", "max_batched_tokens", "policy"}});
+    t.push_back({"prefill_interference",
+                 "interleaved work between prefill chunks",
+                 "",
                  {"max_batched_tokens", "max_batch_size", "policy"}});
-    t.push_back({"kv_transfer_exposed", "exposed KV transfer", "",
-                 {"transfer", "kv_transfer", "overlap", "kv_cache", "cluster", "placement", "scale_out"}, true});
+    t.push_back({"kv_transfer_exposed",
+                 "exposed KV transfer",
+                 "",
+                 {"transfer", "kv_transfer", "overlap", "kv_cache", "cluster", "placement", "scale_out"},
+                 true});
     t.push_back({"first_decode", "first decode iteration", "", {"max_batch_size", "chip", "parallel"}, true});
     t.push_back({"preemption", "preemption", "", {"kv_cache", "max_batch_size", "memory_utilization"}, true});
     t.push_back({"imbalance", "attention-DP imbalance", "dp", {"parallel.dp", "moe_routing"}});
     t.push_back({"mtp_draft", "MTP drafts", "", {"mtp", "speculative"}});
-    t.push_back({"a2a_kv_contention", "all-to-all slowed by KV flows on its NICs", "ep",
+    t.push_back({"a2a_kv_contention",
+                 "all-to-all slowed by KV flows on its NICs",
+                 "ep",
                  {"a2a_contention", "kv_transfer", "parallel.ep", "scale_out", "cluster", "placement"}});
     // Throughput factors.
-    t.push_back({"tokens_per_iteration", "tokens per iteration", "",
+    t.push_back({"tokens_per_iteration",
+                 "tokens per iteration",
+                 "",
                  {"max_batch_size", "max_batched_tokens", "arrivals", "instances", "requests", "policy"}});
     t.push_back({"utilization", "utilization", "", {"arrivals", "instances", "requests", "horizon"}});
     t.push_back({"stage_slots", "instances x stages", "", {"instances", "parallel.pp"}});
@@ -287,7 +305,8 @@ std::string group_phrase(const std::string& g, const std::map<std::string, Group
   const std::string name = upper(g);
   std::string s = name + " " + std::to_string(x.ranks) + " -> " + std::to_string(y.ranks);
   const int domain = y.domain_chips > 0 ? y.domain_chips : x.domain_chips;
-  const std::string dom = domain > 0 ? "the " + std::to_string(domain) + "-chip scale-up domain" : "the scale-up domain";
+  const std::string dom =
+      domain > 0 ? "the " + std::to_string(domain) + "-chip scale-up domain" : "the scale-up domain";
   if (y.leaves_domain && !x.leaves_domain) {
     s += ": the " + name + " group now leaves " + dom + (y.tier.empty() ? "" : " (over " + y.tier + ")");
   } else if (!y.leaves_domain && x.leaves_domain) {
@@ -408,9 +427,8 @@ Json attribute_parts(const std::string& metric, const std::string& unit, double 
   if (std::abs(residual) > 1e-6 * std::max({std::abs(va), std::abs(vb), 1e-9})) {
     parts.push_back({"unattributed", 0.0, residual});
   }
-  std::stable_sort(parts.begin(), parts.end(), [](const Part& x, const Part& y) {
-    return std::abs(x.b - x.a) > std::abs(y.b - y.a);
-  });
+  std::stable_sort(parts.begin(), parts.end(),
+                   [](const Part& x, const Part& y) { return std::abs(x.b - x.a) > std::abs(y.b - y.a); });
   Json j = Json::object();
   j["metric"] = metric;
   j["unit"] = unit;
@@ -453,14 +471,15 @@ Json latency_attribution(const char* metric, const char* stat_key, const char* c
   const std::vector<std::size_t> pa = pools_with_role(a, roles), pb = pools_with_role(b, roles);
   Json j;
   if (ca && cb) {
-    j = attribute_parts(metric, "ms", *va, *vb, *ca, *cb, std::string("summary.") + contract_key, "", changes, pb, a, b);
+    j = attribute_parts(metric, "ms", *va, *vb, *ca, *cb, std::string("summary.") + contract_key, "", changes, pb, a,
+                        b);
   } else {
     std::string note = "split in the proportions of the busy time of the pool that ";
     note += std::string(metric) == "ttft_mean"
                 ? "prefills; queueing is not separated from work (the report has no summary.ttft_breakdown_ms)"
                 : "decodes (the report has no summary.tpot_breakdown_ms)";
-    j = attribute_parts(metric, "ms", *va, *vb, share_parts(a, pa, *va), share_parts(b, pb, *vb),
-                        "pools[].breakdown", note, changes, pb, a, b);
+    j = attribute_parts(metric, "ms", *va, *vb, share_parts(a, pa, *va), share_parts(b, pb, *vb), "pools[].breakdown",
+                        note, changes, pb, a, b);
   }
   j["pools"] = pool_indices(pb);
   return j;
@@ -475,8 +494,8 @@ double log_mean(double x, double y) {
 }
 
 struct TokenPools {
-  double slots = 0;       // S: instances x stages
-  double busy_slot_s = 0; // utilization x S x end
+  double slots = 0;        // S: instances x stages
+  double busy_slot_s = 0;  // utilization x S x end
   double iterations = 0;
   std::map<std::string, double> component_slot_s;  // busy stage-seconds per component
 };
@@ -615,8 +634,8 @@ Json metric_rows(const RunView& a, const RunView& b) {
       row(m, "ms", metric_value(*a.result, m, none), metric_value(*b.result, m, none));
     }
   }
-  for (const char* m : {"output_tokens_per_s", "input_tokens_per_s", "requests_per_s",
-                        "output_tokens_per_s_per_chip", "goodput", "goodput_per_chip"}) {
+  for (const char* m : {"output_tokens_per_s", "input_tokens_per_s", "requests_per_s", "output_tokens_per_s_per_chip",
+                        "goodput", "goodput_per_chip"}) {
     row(m, "/s", metric_value(*a.result, m, none), metric_value(*b.result, m, none));
   }
   row("slo_attainment", "fraction", metric_value(*a.result, "slo_attainment", none),
@@ -641,7 +660,8 @@ Json pool_rows(const RunView& a, const RunView& b) {
       Json r = Json::object();
       r["name"] = name;
       r["role"] = y.value("role", std::string());
-      for (const char* k : {"instances", "chips", "utilization", "kv_cache_peak_fraction", "preemptions", "iterations"}) {
+      for (const char* k :
+           {"instances", "chips", "utilization", "kv_cache_peak_fraction", "preemptions", "iterations"}) {
         r[k] = {{"a", x.contains(k) ? x[k] : Json(nullptr)}, {"b", y.contains(k) ? y[k] : Json(nullptr)}};
       }
       if (x.contains("kv_transfer") || y.contains("kv_transfer")) {
@@ -708,10 +728,8 @@ std::string sentence(const Json& at, std::size_t top) {
 Json scenario_changes(const Json& a, const Json& b) {
   Json out = Json::array();
   std::function<void(const Json*, const Json*, const std::string&)> walk = [&](const Json* x, const Json* y,
-                                                                                const std::string& key) {
-    auto add = [&] {
-      out.push_back({{"key", key}, {"a", x ? *x : Json(nullptr)}, {"b", y ? *y : Json(nullptr)}});
-    };
+                                                                               const std::string& key) {
+    auto add = [&] { out.push_back({{"key", key}, {"a", x ? *x : Json(nullptr)}, {"b", y ? *y : Json(nullptr)}}); };
     if (x && y && x->is_object() && y->is_object()) {
       for (const auto& [k, v] : x->items()) {
         const auto it = y->find(k);
@@ -762,7 +780,8 @@ Json diff_results(const RunView& a, const RunView& b, const DiffOptions& options
         const auto it = m->find(name);
         Json f = nullptr;
         if (it != m->end()) {
-          f = {{"ranks", it->second.ranks}, {"leaves_domain", it->second.leaves_domain},
+          f = {{"ranks", it->second.ranks},
+               {"leaves_domain", it->second.leaves_domain},
                {"tier", it->second.tier.empty() ? Json(nullptr) : Json(it->second.tier)},
                {"domain_chips", it->second.domain_chips > 0 ? Json(it->second.domain_chips) : Json(nullptr)}};
         }
@@ -774,8 +793,10 @@ Json diff_results(const RunView& a, const RunView& b, const DiffOptions& options
   }
   d["groups"] = groups;
   Json at = Json::object();
-  at["ttft_mean"] = latency_attribution("ttft_mean", "ttft_ms", "ttft_breakdown_ms", {"prefill", "combined"}, a, b, changes);
-  at["tpot_mean"] = latency_attribution("tpot_mean", "tpot_ms", "tpot_breakdown_ms", {"decode", "combined"}, a, b, changes);
+  at["ttft_mean"] =
+      latency_attribution("ttft_mean", "ttft_ms", "ttft_breakdown_ms", {"prefill", "combined"}, a, b, changes);
+  at["tpot_mean"] =
+      latency_attribution("tpot_mean", "tpot_ms", "tpot_breakdown_ms", {"decode", "combined"}, a, b, changes);
   at["throughput"] = throughput_attribution(a, b, changes);
   Json sentences = Json::array();
   for (const char* k : {"ttft_mean", "tpot_mean", "throughput"}) {

@@ -11,14 +11,14 @@
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <optional>
-#include <fstream>
 #include <set>
 #include <sstream>
 
-#include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
+#include <nlohmann/json.hpp>
 
 #include "calibrate/attention_table.h"
 #include "calibrate/comm_fit.h"
@@ -29,9 +29,9 @@
 #include "calibrate/operator_fit.h"
 #include "calibrate/profile.h"
 #include "calibrate/table_look.h"
-#include "models/chip_spec.h"
 #include "core/errors.h"
 #include "core/output_file.h"
+#include "models/chip_spec.h"
 #include "sim/scenario/scenario.h"
 #include "sim/scenario/shipped_profiles.h"
 #include "studies/calibration.h"
@@ -82,42 +82,52 @@ std::vector<std::pair<std::string, std::string>> efficiency_yaml(const models::E
   std::vector<std::pair<std::string, std::string>> out;
   std::map<std::string, std::string> formats;
   for (const std::string& k : keys) {
-    if (k == "gemm_compute") out.emplace_back(k, curve_yaml(e.gemm_compute));
-    else if (k == "gemm_memory") out.emplace_back(k, curve_yaml(e.gemm_memory));
-    else if (k == "gemm_overhead") out.emplace_back(k, duration_yaml(e.gemm_overhead));
+    if (k == "gemm_compute")
+      out.emplace_back(k, curve_yaml(e.gemm_compute));
+    else if (k == "gemm_memory")
+      out.emplace_back(k, curve_yaml(e.gemm_memory));
+    else if (k == "gemm_overhead")
+      out.emplace_back(k, duration_yaml(e.gemm_overhead));
     else if (k == "gemm_tiling" && e.gemm_tiling.tile > 0) {
-      out.emplace_back(k, "{tile: " + num(e.gemm_tiling.tile) + ", small_m_tile: " +
-                              num(e.gemm_tiling.small_m_tile) +
+      out.emplace_back(k, "{tile: " + num(e.gemm_tiling.tile) + ", small_m_tile: " + num(e.gemm_tiling.small_m_tile) +
                               ", waves: " + (e.gemm_tiling.waves ? "true" : "false") + "}");
-    }
-    else if (k == "moe_compute") out.emplace_back(k, curve_yaml(e.moe_compute));
-    else if (k == "moe_memory") out.emplace_back(k, curve_yaml(e.moe_memory));
-    else if (k == "moe_overhead") out.emplace_back(k, duration_yaml(e.moe_overhead));
+    } else if (k == "moe_compute")
+      out.emplace_back(k, curve_yaml(e.moe_compute));
+    else if (k == "moe_memory")
+      out.emplace_back(k, curve_yaml(e.moe_memory));
+    else if (k == "moe_overhead")
+      out.emplace_back(k, duration_yaml(e.moe_overhead));
     else if (k == "moe_experts" && !e.moe_experts.empty()) {
       std::string s = "{";
       for (const auto& x : e.moe_experts) {
-        s += (s.size() > 1 ? ", " : "") + std::string(models::format_name(x.format)) + ": {overhead: " +
-             duration_yaml(x.overhead) + ", compute: " + curve_yaml(x.compute) + ", memory: " +
-             curve_yaml(x.memory) + ", token_bytes: " + num(x.token_bytes) + ", pair_bytes: " + num(x.pair_bytes) +
-             "}";
+        s += (s.size() > 1 ? ", " : "") + std::string(models::format_name(x.format)) +
+             ": {overhead: " + duration_yaml(x.overhead) + ", compute: " + curve_yaml(x.compute) +
+             ", memory: " + curve_yaml(x.memory) + ", token_bytes: " + num(x.token_bytes) +
+             ", pair_bytes: " + num(x.pair_bytes) + "}";
       }
       out.emplace_back(k, s + "}");
-    }
-    else if (k == "gemm_formats" && !e.gemm_formats.empty()) {
+    } else if (k == "gemm_formats" && !e.gemm_formats.empty()) {
       std::string s = "{";
       for (const auto& g : e.gemm_formats) {
-        s += (s.size() > 1 ? ", " : "") + std::string(models::format_name(g.format)) + ": {overhead: " +
-             duration_yaml(g.overhead) + ", quant_bytes: " + num(g.quant_bytes) + ", compute: " + num(g.compute) + "}";
+        s += (s.size() > 1 ? ", " : "") + std::string(models::format_name(g.format)) +
+             ": {overhead: " + duration_yaml(g.overhead) + ", quant_bytes: " + num(g.quant_bytes) +
+             ", compute: " + num(g.compute) + "}";
       }
       out.emplace_back(k, s + "}");
-    }
-    else if (k == "attention_prefill") out.emplace_back(k, curve_yaml(e.attention_prefill));
-    else if (k == "attention_decode") out.emplace_back(k, curve_yaml(e.attention_decode));
-    else if (k == "attention_overhead") out.emplace_back(k, duration_yaml(e.attention_overhead));
-    else if (k == "elementwise") out.emplace_back(k, curve_yaml(e.elementwise));
-    else if (k == "elementwise_overhead") out.emplace_back(k, duration_yaml(e.elementwise_overhead));
-    else if (k == "collective_bandwidth") out.emplace_back(k, num(e.collective_bandwidth));
-    else if (k == "collective_latency") out.emplace_back(k, duration_yaml(e.collective_latency));
+    } else if (k == "attention_prefill")
+      out.emplace_back(k, curve_yaml(e.attention_prefill));
+    else if (k == "attention_decode")
+      out.emplace_back(k, curve_yaml(e.attention_decode));
+    else if (k == "attention_overhead")
+      out.emplace_back(k, duration_yaml(e.attention_overhead));
+    else if (k == "elementwise")
+      out.emplace_back(k, curve_yaml(e.elementwise));
+    else if (k == "elementwise_overhead")
+      out.emplace_back(k, duration_yaml(e.elementwise_overhead));
+    else if (k == "collective_bandwidth")
+      out.emplace_back(k, num(e.collective_bandwidth));
+    else if (k == "collective_latency")
+      out.emplace_back(k, duration_yaml(e.collective_latency));
     else if (k == "all_reduce_lines" && !e.all_reduce_lines.empty()) {
       std::string s = "[";
       for (const auto& l : e.all_reduce_lines) {
@@ -126,8 +136,7 @@ std::vector<std::pair<std::string, std::string>> efficiency_yaml(const models::E
              ", algorithm: " + (l.one_shot ? "one_shot" : "ring") + "}";
       }
       out.emplace_back(k, s + "]");
-    }
-    else if (k.rfind("format_compute.", 0) == 0) {
+    } else if (k.rfind("format_compute.", 0) == 0) {
       const std::string rate = k.substr(std::string("format_compute.").size());
       for (std::size_t r = 0; r < models::kComputeRates; ++r) {
         if (models::compute_rate_name(static_cast<models::ComputeRate>(r)) == rate) {
@@ -185,8 +194,8 @@ struct CommTables {
 // Fits the chip's collective constants to `comm` into the profile: its efficiency keys, its
 // held-out error cells and the fit's notes.
 void add_collectives(Calibration& c, const CommTables& tables, const models::ChipSpec& chip, std::size_t folds) {
-  const cal::CollectiveFitResult comm =
-      tables.files.empty() ? cal::fit_chip_collectives(tables.dir, chip, folds) : cal::fit_chip_collectives(tables.files, chip);
+  const cal::CollectiveFitResult comm = tables.files.empty() ? cal::fit_chip_collectives(tables.dir, chip, folds)
+                                                             : cal::fit_chip_collectives(tables.files, chip);
   for (const cal::ErrorCell& cell : comm.errors.cells) c.profile.errors.cells.push_back(cell);
   models::Efficiency e = chip.efficiency;
   e.collective_latency = comm.latency;
@@ -207,7 +216,8 @@ StudyOutput write_and_report(const Calibration& c, const std::string& chip_name,
   write_atomically(out_path, profile.str());
   std::ostringstream text;
   text << "== " << chip_name << ": " << c.profile.errors.cost_model << "\n   held out: " << c.profile.errors.held_out
-       << "\n" << cal::format_error_table(c.profile.errors) << "\n";
+       << "\n"
+       << cal::format_error_table(c.profile.errors) << "\n";
   for (const std::string& n : c.notes) text << "  " << n << "\n";
   text << extra << "  wrote       " << out_path << "\n";
   return {0, cal::error_report_json(c.profile.errors), text.str()};
@@ -326,8 +336,8 @@ void add_moe_tables(Calibration& c, const cal::MeasurementSet& set, const models
     }
     // The held-out errors compared are over the format's grouped-GEMM model: where that model is
     // left out (--moe-models), so is the table.
-    if (options.moe_models && std::find(options.moe_models->begin(), options.moe_models->end(), t.format) ==
-                                  options.moe_models->end()) {
+    if (options.moe_models &&
+        std::find(options.moe_models->begin(), options.moe_models->end(), t.format) == options.moe_models->end()) {
       c.notes.push_back(name + ": not in the profile (its format's grouped model is not, --moe-models)" + why);
       continue;
     }
@@ -349,9 +359,8 @@ void add_moe_tables(Calibration& c, const cal::MeasurementSet& set, const models
   (void)cells;
 }
 
-Calibration calibrate_chip(const cal::MeasurementSet& set, const models::ChipSpec& chip,
-                           const CommTables& comm, const cal::OperatorFitOptions& options,
-                           bool tables) {
+Calibration calibrate_chip(const cal::MeasurementSet& set, const models::ChipSpec& chip, const CommTables& comm,
+                           const cal::OperatorFitOptions& options, bool tables) {
   Calibration c;
   cal::Profile& p = c.profile;
   p.chip = chip.name;
@@ -430,9 +439,10 @@ Calibration calibrate_chip(const cal::MeasurementSet& set, const models::ChipSpe
     }
     p.sources.push_back({s.path, s.reader, s.rows, upstream_of(s.path), collected, cal::content_hash(s.path)});
   }
-  p.notes = {"efficiency: the figures the simulator applies (models::RooflineCostModel); entries with "
-             "cost_model table: log-space GEMM, attention, MLA and MoE tables (models::TableCostModel), the roofline "
-             "outside them"};
+  p.notes = {
+      "efficiency: the figures the simulator applies (models::RooflineCostModel); entries with "
+      "cost_model table: log-space GEMM, attention, MLA and MoE tables (models::TableCostModel), the roofline "
+      "outside them"};
   // Which MoE error cells describe what the profile applies (cal::OperatorFitResult::notes).
   for (const std::string& n : fit_notes) p.notes.push_back(n);
   return c;
@@ -452,10 +462,10 @@ std::pair<std::string, std::string> profile_text(const std::string& name_or_path
   }
   std::ifstream in(name_or_path, std::ios::binary);
   if (!in) {
-    throw InputError({Diagnostic{name_or_path, 0, 0, "",
-                                 "neither a profile file nor a shipped profile (" + [] {
+    throw InputError({Diagnostic{name_or_path, 0, 0, "", "neither a profile file nor a shipped profile (" + [] {
                                    std::string s;
-                                   for (const auto& n : scenario::shipped_profile_names()) s += (s.empty() ? "" : ", ") + n;
+                                   for (const auto& n : scenario::shipped_profile_names())
+                                     s += (s.empty() ? "" : ", ") + n;
                                    return s;
                                  }() + ")"}});
   }
@@ -492,7 +502,8 @@ models::Efficiency transfer_efficiency(const models::Efficiency& from, const mod
   models::Efficiency e = from;
   if (rule == TransferRule::fractions) return e;
   const double bandwidth = source.hbm_bandwidth.bytes_per_s / target.hbm_bandwidth.bytes_per_s;
-  for (const auto& [key, member] : kKernelOverheads) e.*member = Duration::seconds((e.*member).to_seconds() * bandwidth);
+  for (const auto& [key, member] : kKernelOverheads)
+    e.*member = Duration::seconds((e.*member).to_seconds() * bandwidth);
   for (auto& m : e.moe_experts) m.overhead = Duration::seconds(m.overhead.to_seconds() * bandwidth);
   for (auto& g : e.gemm_formats) g.overhead = Duration::seconds(g.overhead.to_seconds() * bandwidth);
   if (rule == TransferRule::bandwidth) return e;
@@ -526,7 +537,8 @@ Calibration transfer_profile(const std::string& from, const models::ChipSpec& ch
   const cal::Profile source = cal::read_profile_text(text, display);
   const auto source_chip = models::chip_preset(source.chip);
   if (!source_chip) {
-    throw InputError({Diagnostic{display, 0, 0, "chip", "the profile's chip '" + source.chip + "' is not a chip preset"}});
+    throw InputError(
+        {Diagnostic{display, 0, 0, "chip", "the profile's chip '" + source.chip + "' is not a chip preset"}});
   }
   // The source's efficiencies exactly as a scenario applies them (its preset's, overridden by
   // the profile's keys).
@@ -540,10 +552,11 @@ Calibration transfer_profile(const std::string& from, const models::ChipSpec& ch
   p.generator = "servesim calibrate --transfer";
   p.errors.chip = chip.name;
   const bool fit_comm = !comm.empty();
-  p.errors.cost_model = "compute: efficiencies of " + source.chip + "'s profile transferred (rule " +
-                        std::string(transfer_rule_name(rule)) + "; not measured on " + chip.name + "); collectives: " +
-                        (fit_comm ? "fitted to " + chip.name + "'s tables (the all-reduce lines and the collective line)"
-                                  : "transferred too");
+  p.errors.cost_model =
+      "compute: efficiencies of " + source.chip + "'s profile transferred (rule " +
+      std::string(transfer_rule_name(rule)) + "; not measured on " + chip.name + "); collectives: " +
+      (fit_comm ? "fitted to " + chip.name + "'s tables (the all-reduce lines and the collective line)"
+                : "transferred too");
   p.errors.held_out = fit_comm ? "collectives by group size; compute not measured" : "nothing: nothing was measured";
   // The keys to write: the source profile's (format_compute as one per rate), and the fixed
   // times wherever a rule moved them.
@@ -572,26 +585,30 @@ Calibration transfer_profile(const std::string& from, const models::ChipSpec& ch
   std::string rule_note;
   switch (rule) {
     case TransferRule::fractions:
-      rule_note = "rule fractions: every efficiency a fraction of " + chip.name + "'s own peaks, per-kernel fixed times unchanged";
+      rule_note = "rule fractions: every efficiency a fraction of " + chip.name +
+                  "'s own peaks, per-kernel fixed times unchanged";
       break;
     case TransferRule::bandwidth:
-      rule_note = "rule bandwidth: efficiencies as fractions of " + chip.name + "'s peaks; per-kernel fixed times x HBM " +
-                  num(source_chip->hbm_bandwidth.bytes_per_s / 1e12) + " / " + num(chip.hbm_bandwidth.bytes_per_s / 1e12) +
-                  " TB/s = " + num(ratio) + " (presets)";
+      rule_note = "rule bandwidth: efficiencies as fractions of " + chip.name +
+                  "'s peaks; per-kernel fixed times x HBM " + num(source_chip->hbm_bandwidth.bytes_per_s / 1e12) +
+                  " / " + num(chip.hbm_bandwidth.bytes_per_s / 1e12) + " TB/s = " + num(ratio) + " (presets)";
       break;
     case TransferRule::time_scaled:
       rule_note = "rule time-scaled: efficiency curves over kernel sizes x " +
-                  num(chip.bf16_flops.flop_per_s / source_chip->bf16_flops.flop_per_s) + " (compute: bf16 peaks) and x " +
-                  num(1 / ratio) + " (memory: HBM bandwidths), per-kernel fixed times x " + num(ratio) + " (presets)";
+                  num(chip.bf16_flops.flop_per_s / source_chip->bf16_flops.flop_per_s) +
+                  " (compute: bf16 peaks) and x " + num(1 / ratio) +
+                  " (memory: HBM bandwidths), per-kernel fixed times x " + num(ratio) + " (presets)";
       break;
   }
   c.notes.push_back(rule_note);
   if (fit_comm) add_collectives(c, comm, chip, options.folds);
   p.sources.push_back({display, "profile", 0, "servesim profile of " + source.chip, source.created,
                        std::filesystem::exists(from) ? cal::content_hash(from) : ""});
-  p.notes = {"efficiency: the figures the simulator applies (models::RooflineCostModel); the compute figures were "
-             "fitted on " + source.chip + " and transferred: " + chip.name + "'s own kernels were not measured",
-             "no tables: the roofline applies everywhere", rule_note};
+  p.notes = {
+      "efficiency: the figures the simulator applies (models::RooflineCostModel); the compute figures were "
+      "fitted on " +
+          source.chip + " and transferred: " + chip.name + "'s own kernels were not measured",
+      "no tables: the roofline applies everywhere", rule_note};
   return c;
 }
 
@@ -608,12 +625,15 @@ std::string engine_of(const cal::MeasurementSet& set, const std::optional<std::s
       std::string e;
       for (char ch : v) e += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
       if (e.empty()) continue;
-      if (engines.insert(e).second) where.push_back(Diagnostic{set.source(i).path, 0, 0, "framework", "measured with " + v});
+      if (engines.insert(e).second)
+        where.push_back(Diagnostic{set.source(i).path, 0, 0, "framework", "measured with " + v});
     }
   }
   if (engines.size() > 1) {
-    for (Diagnostic& d : where) d.message += ": a profile describes one engine's kernels; calibrate each engine's tables "
-                                             "on their own, or name the engine (--engine)";
+    for (Diagnostic& d : where)
+      d.message +=
+          ": a profile describes one engine's kernels; calibrate each engine's tables "
+          "on their own, or name the engine (--engine)";
     throw InputError(where);
   }
   return engines.empty() ? std::string() : *engines.begin();
@@ -672,8 +692,8 @@ StudyOutput calibrate(const CalibrateRequest& request, std::ostream& err) {
       const auto cost_model = models::make_cost_model(loaded.cost_model, loaded.chip);
       const cal::ErrorReport checked = cal::predict_measurements(set, loaded.chip, *cost_model);
       for (const cal::ErrorCell& cell : checked.cells) c.profile.errors.cells.push_back(cell);
-      c.profile.errors.held_out += "; compute checked against " + std::to_string(set.size()) +
-                                   " measurements of " + chip_name + " (" + checked.held_out + ")";
+      c.profile.errors.held_out += "; compute checked against " + std::to_string(set.size()) + " measurements of " +
+                                   chip_name + " (" + checked.held_out + ")";
       return write_and_report(c, chip_name, request.out, "");
     }
     cal::MeasurementSet set = cal::read_measurements(files, ro);

@@ -43,15 +43,15 @@ struct CalibrateRequest {
   std::string comm;                      // communication tables' folder, or empty
   std::vector<std::string> comm_tables;  // or the chip's own tables one by one (nccl_perf, custom_allreduce_perf)
   std::size_t folds = 5;
-  std::uint64_t seed = 1;                // of the fold assignment
+  std::uint64_t seed = 1;  // of the fold assignment
   std::size_t max_fit_rows = 12000;
-  bool no_tables = false;                // the roofline only
-  std::optional<std::string> moe_models; // "bf16,fp8,...": the MoE models that go into the profile
+  bool no_tables = false;                 // the roofline only
+  std::optional<std::string> moe_models;  // "bf16,fp8,...": the MoE models that go into the profile
   double gemm_tile = 128;
-  std::optional<std::string> transfer;   // a profile of another chip to transfer from (path or shipped name)
+  std::optional<std::string> transfer;  // a profile of another chip to transfer from (path or shipped name)
   TransferRule transfer_rule = TransferRule::fractions;
-  std::optional<std::string> created;    // the profile's date (default: today, UTC)
-  std::optional<std::string> engine;     // the serving engine measured (default: what the tables say)
+  std::optional<std::string> created;  // the profile's date (default: today, UTC)
+  std::optional<std::string> engine;   // the serving engine measured (default: what the tables say)
 };
 
 // Fits (or transfers), writes the profile and answers the JSON error report and the error table.

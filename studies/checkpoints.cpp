@@ -199,10 +199,9 @@ struct Suffix {
   const char* text;
   const char* mode;  // the quant mode a checkpoint so named publishes ("" = none)
 };
-constexpr Suffix kSuffixes[] = {{"-instruct", ""}, {"-fp8", "fp8_block"}, {"-nvfp4", "nvfp4"},
-                                {"-fp4", "nvfp4"}, {"-bf16", ""},         {"-2507", ""},
-                                {"-0528", ""},     {"-0905", ""},         {"-thinking", ""},
-                                {"-base", ""},     {"-exp", ""},          {"-hf", ""}};
+constexpr Suffix kSuffixes[] = {{"-instruct", ""}, {"-fp8", "fp8_block"}, {"-nvfp4", "nvfp4"}, {"-fp4", "nvfp4"},
+                                {"-bf16", ""},     {"-2507", ""},         {"-0528", ""},       {"-0905", ""},
+                                {"-thinking", ""}, {"-base", ""},         {"-exp", ""},        {"-hf", ""}};
 
 bool ends_with(const std::string& s, std::string_view suffix) {
   return s.size() > suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;

@@ -27,14 +27,14 @@
 namespace servesim::studies {
 
 struct CheckpointFormats {
-  models::Format weights = models::Format::kBf16;  // attention, dense MLPs, shared experts
-  models::Format experts = models::Format::kBf16;  // routed experts
-  models::Format kv_cache = models::Format::kBf16; // what the checkpoint asks the engine for
+  models::Format weights = models::Format::kBf16;   // attention, dense MLPs, shared experts
+  models::Format experts = models::Format::kBf16;   // routed experts
+  models::Format kv_cache = models::Format::kBf16;  // what the checkpoint asks the engine for
 };
 
 struct Checkpoint {
-  std::string id;       // as in the table ("nvidia/DeepSeek-R1-NVFP4")
-  std::string preset;   // models:: preset name
+  std::string id;      // as in the table ("nvidia/DeepSeek-R1-NVFP4")
+  std::string preset;  // models:: preset name
   CheckpointFormats formats;
   // AIConfigurator quant modes (gemm_quant_mode / moe_quant_mode, as the measured benchmarks
   // record them) that mean this checkpoint's own formats, e.g. "fp8" and "fp8_block" for

@@ -18,9 +18,7 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-bool is_report_path(const std::string& path) {
-  return std::filesystem::path(path).extension() == ".json";
-}
+bool is_report_path(const std::string& path) { return std::filesystem::path(path).extension() == ".json"; }
 
 // A report file read back: its result part and its resolved scenario. Problems are diagnostics
 // with the file's line and column.
@@ -33,8 +31,9 @@ ReportFile read_report(const std::string& path) {
   const std::string text = read_input_file(InputSource{path, "report file", ""}, kMaxJsonFileBytes);
   if (const auto deep = json_too_deep_at(text)) {
     const auto [line, column] = line_and_column(text, *deep);
-    throw InputError({Diagnostic{path, line, column, "",
-                                 "the JSON nests deeper than " + std::to_string(kMaxJsonDepth) + " levels (limits: README.md)"}});
+    throw InputError(
+        {Diagnostic{path, line, column, "",
+                    "the JSON nests deeper than " + std::to_string(kMaxJsonDepth) + " levels (limits: README.md)"}});
   }
   Json j;
   try {

@@ -42,10 +42,10 @@ struct Hypothesis {
 
 struct Evaluation {
   bool ok = false;
-  std::vector<Diagnostic> errors;       // when !ok
-  nlohmann::ordered_json result;        // the result shape above
-  double wall_s = 0;                    // load + run + summary, for benchmarks
-  nlohmann::ordered_json scenario;      // the resolved scenario, with keep_scenario (null otherwise)
+  std::vector<Diagnostic> errors;   // when !ok
+  nlohmann::ordered_json result;    // the result shape above
+  double wall_s = 0;                // load + run + summary, for benchmarks
+  nlohmann::ordered_json scenario;  // the resolved scenario, with keep_scenario (null otherwise)
 };
 
 Evaluation evaluate(const Hypothesis& hypothesis);

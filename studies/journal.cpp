@@ -59,8 +59,9 @@ bool Journal::open(const std::string& path, const nlohmann::ordered_json& header
   }
   // One sweep per journal: a second one on the same folder is told so, at once.
   if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
-    error = errno == EWOULDBLOCK ? "another sweep is writing to " + path + " right now; wait for it to finish, or "
-                                   "use another --out folder"
+    error = errno == EWOULDBLOCK ? "another sweep is writing to " + path +
+                                       " right now; wait for it to finish, or "
+                                       "use another --out folder"
                                  : "cannot lock the journal " + path + ": " + std::strerror(errno);
     return false;
   }

@@ -27,8 +27,8 @@ namespace servesim::studies {
 class Journal {
  public:
   struct Line {
-    int number = 0;     // 1-based line of the file
-    std::string text;   // without the newline
+    int number = 0;    // 1-based line of the file
+    std::string text;  // without the newline
   };
 
   // Opens `path` (creating it with `header` when absent) and locks it; the record lines already
@@ -53,6 +53,5 @@ class Journal {
   std::string path_;
   std::size_t dropped_bytes_ = 0;
 };
-
 
 }  // namespace servesim::studies

@@ -12,21 +12,78 @@ using calibrate::Problems;
 
 // The columns read, in the order of the columns() call below.
 enum Column : std::size_t {
-  kId, kSource, kBackend, kVersion, kModel, kSystem, kPrecision, kMode, kIsl, kOsl, kGemmQuant,
-  kMoeQuant, kBatch, kTp, kPp, kDp, kMoeTp, kEp, kPBatch, kPWorkers, kPTp, kPPp, kPDp, kPMoeTp,
-  kPEp, kDBatch, kDWorkers, kDTp, kDPp, kDDp, kDMoeTp, kDEp, kTtft, kTpot, kColumns
+  kId,
+  kSource,
+  kBackend,
+  kVersion,
+  kModel,
+  kSystem,
+  kPrecision,
+  kMode,
+  kIsl,
+  kOsl,
+  kGemmQuant,
+  kMoeQuant,
+  kBatch,
+  kTp,
+  kPp,
+  kDp,
+  kMoeTp,
+  kEp,
+  kPBatch,
+  kPWorkers,
+  kPTp,
+  kPPp,
+  kPDp,
+  kPMoeTp,
+  kPEp,
+  kDBatch,
+  kDWorkers,
+  kDTp,
+  kDPp,
+  kDDp,
+  kDMoeTp,
+  kDEp,
+  kTtft,
+  kTpot,
+  kColumns
 };
 
 const std::vector<std::string_view>& column_names() {
-  static const std::vector<std::string_view> kNames = {
-      "id", "silicon_data_source", "backend", "backend_version", "model_path", "system",
-      "precision", "mode", "isl", "osl", "gemm_quant_mode", "moe_quant_mode", "batch_size",
-      "tp_size", "pp_size", "attention_dp_size", "moe_tp_size", "moe_ep_size",
-      "prefill_batch_size", "prefill_num_workers", "prefill_tp_size", "prefill_pp_size",
-      "prefill_attention_dp_size", "prefill_moe_tp_size", "prefill_moe_ep_size",
-      "decode_batch_size", "decode_num_workers", "decode_tp_size", "decode_pp_size",
-      "decode_attention_dp_size", "decode_moe_tp_size", "decode_moe_ep_size", "silicon_ttft_ms",
-      "silicon_tpot_ms"};
+  static const std::vector<std::string_view> kNames = {"id",
+                                                       "silicon_data_source",
+                                                       "backend",
+                                                       "backend_version",
+                                                       "model_path",
+                                                       "system",
+                                                       "precision",
+                                                       "mode",
+                                                       "isl",
+                                                       "osl",
+                                                       "gemm_quant_mode",
+                                                       "moe_quant_mode",
+                                                       "batch_size",
+                                                       "tp_size",
+                                                       "pp_size",
+                                                       "attention_dp_size",
+                                                       "moe_tp_size",
+                                                       "moe_ep_size",
+                                                       "prefill_batch_size",
+                                                       "prefill_num_workers",
+                                                       "prefill_tp_size",
+                                                       "prefill_pp_size",
+                                                       "prefill_attention_dp_size",
+                                                       "prefill_moe_tp_size",
+                                                       "prefill_moe_ep_size",
+                                                       "decode_batch_size",
+                                                       "decode_num_workers",
+                                                       "decode_tp_size",
+                                                       "decode_pp_size",
+                                                       "decode_attention_dp_size",
+                                                       "decode_moe_tp_size",
+                                                       "decode_moe_ep_size",
+                                                       "silicon_ttft_ms",
+                                                       "silicon_tpot_ms"};
   return kNames;
 }
 
@@ -83,17 +140,15 @@ int concurrency(const CsvReader& r, std::size_t c, Problems& p) {
 
 // Columns a file must have; the others may be absent (their fields read as empty).
 bool required(std::size_t c) {
-  return c == kId || c == kBackend || c == kModel || c == kSystem || c == kMode || c == kIsl ||
-         c == kOsl || c == kTtft || c == kTpot;
+  return c == kId || c == kBackend || c == kModel || c == kSystem || c == kMode || c == kIsl || c == kOsl ||
+         c == kTtft || c == kTpot;
 }
 
 // The row's field of column c, or "" where the file lacks the column.
 class Fields {
  public:
   Fields(const CsvReader& r, const std::vector<std::size_t>& col) : r_(r), col_(col) {}
-  std::string text(std::size_t c) const {
-    return col_[c] == kAbsent ? std::string() : std::string(r_.field(col_[c]));
-  }
+  std::string text(std::size_t c) const { return col_[c] == kAbsent ? std::string() : std::string(r_.field(col_[c])); }
   std::size_t at(std::size_t c) const { return col_[c]; }
   bool has(std::size_t c) const { return col_[c] != kAbsent; }
   static constexpr std::size_t kAbsent = static_cast<std::size_t>(-1);

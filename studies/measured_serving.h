@@ -36,16 +36,16 @@ struct MeasuredRole {
 
 struct ServingMeasurement {
   std::string id;
-  int line = 0;                    // 1-based line in the file
+  int line = 0;  // 1-based line in the file
   std::string backend, backend_version, model_path, system, precision, mode;
   std::string gemm_quant_mode, moe_quant_mode;
   int isl = 0, osl = 0;
-  int batch_size = 0;              // 0 = not recorded (disaggregated rows)
-  int concurrency = 0;             // silicon_concurrency=N in silicon_data_source; 0 = absent
-  MeasuredPlan plan;               // aggregated rows
-  MeasuredRole prefill, decode;    // disaggregated rows
+  int batch_size = 0;            // 0 = not recorded (disaggregated rows)
+  int concurrency = 0;           // silicon_concurrency=N in silicon_data_source; 0 = absent
+  MeasuredPlan plan;             // aggregated rows
+  MeasuredRole prefill, decode;  // disaggregated rows
   double ttft_ms = 0, tpot_ms = 0;
-  std::string problem;             // why the row cannot be read; empty when it can
+  std::string problem;  // why the row cannot be read; empty when it can
 };
 
 // Reads the file; throws InputError with every problem of the file itself (columns, records).

@@ -55,8 +55,7 @@ std::int64_t servesim_mpi_probe() {
 
 // Receives the record the last probe found.
 void servesim_mpi_recv(char* data, std::int64_t n) {
-  MPI_Recv(data, static_cast<int>(n), MPI_CHAR, g_probed.MPI_SOURCE, kRecordTag, MPI_COMM_WORLD,
-           MPI_STATUS_IGNORE);
+  MPI_Recv(data, static_cast<int>(n), MPI_CHAR, g_probed.MPI_SOURCE, kRecordTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
 }
 
 }  // extern "C"

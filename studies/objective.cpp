@@ -270,8 +270,10 @@ Verdict judge(const Json& result, const Objective& objective, const std::vector<
       continue;
     }
     if (!holds(c, *x)) {
-      const char* op = c.op == Constraint::Op::kLe ? "<=" : c.op == Constraint::Op::kLt ? "<"
-                       : c.op == Constraint::Op::kGe ? ">=" : ">";
+      const char* op = c.op == Constraint::Op::kLe   ? "<="
+                       : c.op == Constraint::Op::kLt ? "<"
+                       : c.op == Constraint::Op::kGe ? ">="
+                                                     : ">";
       v.violations.push_back(c.metric + " = " + show(*x) + unit + ", not " + op + " " + show(c.value) + unit);
     }
   }
@@ -286,8 +288,8 @@ bool better(const Objective& o, const std::optional<double>& a, const std::optio
 }
 
 std::vector<std::size_t> pareto_front(const std::vector<std::optional<double>>& first,
-                                      const std::vector<std::optional<double>>& second,
-                                      const Objective& a, const Objective& b) {
+                                      const std::vector<std::optional<double>>& second, const Objective& a,
+                                      const Objective& b) {
   std::vector<std::size_t> candidates;
   for (std::size_t i = 0; i < first.size(); ++i) {
     if (first[i] && second[i]) candidates.push_back(i);

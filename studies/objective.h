@@ -41,8 +41,8 @@ struct Objective {
 struct Constraint {
   std::string metric;
   enum class Op { kLe, kLt, kGe, kGt } op = Op::kLe;
-  double value = 0;   // in the result's unit (ms for latency, 1/s for rates, a fraction)
-  std::string text;   // as given
+  double value = 0;  // in the result's unit (ms for latency, 1/s for rates, a fraction)
+  std::string text;  // as given
 };
 
 // Parse errors are complete sentences, returned in `error` (the parse returns nullopt).
@@ -62,9 +62,9 @@ std::optional<double> metric_value(const nlohmann::ordered_json& result, const s
                                    const Pricing& pricing);
 
 struct Verdict {
-  bool feasible = false;               // ok and every constraint met
+  bool feasible = false;  // ok and every constraint met
   std::optional<double> objective;
-  std::vector<std::string> violations; // "ttft_p99 = 2412 ms, not <= 2000 ms"
+  std::vector<std::string> violations;  // "ttft_p99 = 2412 ms, not <= 2000 ms"
 };
 Verdict judge(const nlohmann::ordered_json& result, const Objective& objective,
               const std::vector<Constraint>& constraints, const Pricing& pricing);
@@ -81,7 +81,7 @@ std::optional<double> number_at(const nlohmann::ordered_json& j, std::initialize
 // Indices of the results on the Pareto front of two objectives (none dominated by another in
 // both), among those whose both values exist; ordered by the first objective, best first.
 std::vector<std::size_t> pareto_front(const std::vector<std::optional<double>>& first,
-                                      const std::vector<std::optional<double>>& second,
-                                      const Objective& a, const Objective& b);
+                                      const std::vector<std::optional<double>>& second, const Objective& a,
+                                      const Objective& b);
 
 }  // namespace servesim::studies

@@ -39,13 +39,13 @@
 #include <set>
 #include <sstream>
 
+#include "models/parallel_plan.h"
+#include "sim/cluster/iteration_cost.h"
 #include "studies/evaluate.h"
 #include "studies/objective.h"
 #include "studies/plan_search.h"
 #include "studies/study_io.h"
 #include "studies/text_format.h"
-#include "models/parallel_plan.h"
-#include "sim/cluster/iteration_cost.h"
 #include "workloads/stats.h"
 
 namespace servesim::studies {
@@ -66,7 +66,8 @@ std::optional<std::vector<int>> int_list(const std::optional<std::string>& given
     char* end = nullptr;
     const long v = std::strtol(item.c_str(), &end, 10);
     if (item.empty() || *end != '\0' || v < 1 || v > 1'000'000) {
-      problems.push_back(std::string("--") + name + " expects positive integers separated by commas, got '" + text + "'");
+      problems.push_back(std::string("--") + name + " expects positive integers separated by commas, got '" + text +
+                         "'");
       return std::nullopt;
     }
     if (std::find(out.begin(), out.end(), static_cast<int>(v)) == out.end()) out.push_back(static_cast<int>(v));
@@ -224,8 +225,8 @@ struct Demand {
   double requests = 0, span_s = 0, prompt_mean = 0, output_mean = 0, reused_per_request = 0;
   double tokens_per_s(const std::string& role) const {
     const double prompt = std::max(0.0, prompt_mean - reused_per_request);
-    const double per = role == "prefill" ? prompt
-                       : role == "decode" ? std::max(0.0, output_mean - 1)
+    const double per = role == "prefill"    ? prompt
+                       : role == "decode"   ? std::max(0.0, output_mean - 1)
                        : role == "combined" ? prompt + std::max(0.0, output_mean - 1)
                                             : 0;
     return span_s > 0 ? requests * per / span_s : 0;
@@ -325,7 +326,8 @@ StudyOutput plan(const PlanRequest& request, std::ostream& err) {
       }
       const auto kind = capacity_monotone(*parsed);
       if (!kind) {
-        problems.push_back("constraint '" + c + "' neither gets easier nor harder with more instances, so it cannot "
+        problems.push_back("constraint '" + c +
+                           "' neither gets easier nor harder with more instances, so it cannot "
                            "guide the search (use an upper limit on latency, chips or cost, or a floor on attainment, "
                            "goodput or throughput)");
         continue;
@@ -374,8 +376,8 @@ StudyOutput plan(const PlanRequest& request, std::ostream& err) {
     return StudyOutput::failed(2);
   }
   const cluster::SimulationConfig& cfg = base->config;
-  const bool has_slo = cfg.slo.any() ||
-                       std::any_of(cfg.class_slo.begin(), cfg.class_slo.end(), [](const auto& s) { return s.any(); });
+  const bool has_slo =
+      cfg.slo.any() || std::any_of(cfg.class_slo.begin(), cfg.class_slo.end(), [](const auto& s) { return s.any(); });
   // The scenario's slo: (and targets given as "ttft <= 2 s") always count, held to by
   // --attainment, so that a deployment `plan` calls feasible is one `run` reports meeting them.
   if (has_slo && request.attainment != "none") {
@@ -389,8 +391,9 @@ StudyOutput plan(const PlanRequest& request, std::ostream& err) {
     }
   }
   if (capacity.empty() && budget.empty() && problems.empty()) {
-    problems.push_back(has_slo ? "nothing to meet: --attainment none leaves the scenario's slo: out and no --constraint was given"
-                               : "nothing to meet: the scenario has no slo: and no --constraint was given");
+    problems.push_back(
+        has_slo ? "nothing to meet: --attainment none leaves the scenario's slo: out and no --constraint was given"
+                : "nothing to meet: the scenario has no slo: and no --constraint was given");
   }
   for (const Constraint& c : budget) {
     if (c.metric == "chips") {
@@ -460,7 +463,8 @@ StudyOutput plan(const PlanRequest& request, std::ostream& err) {
   // Token budgets: searched in a second stage around the best layouts (sarathi pools whose
   // budget was not given): kTokenBudgets, from the batch cap up.
   bool budget_stage = !mbt_list;
-  for (const auto& pc : cfg.pools) budget_stage = budget_stage && pc.scheduler.policy == cluster::SchedulerPolicy::kSarathi;
+  for (const auto& pc : cfg.pools)
+    budget_stage = budget_stage && pc.scheduler.policy == cluster::SchedulerPolicy::kSarathi;
   show_batch = show_batch || budget_stage;
 
   // Layouts that cannot work whatever the instance count (TP that does not divide the heads, EP
@@ -484,24 +488,34 @@ StudyOutput plan(const PlanRequest& request, std::ostream& err) {
       std::vector<std::string> why = models::validate_plan(cfg.model, plan, std::max(1, pc.chip.scale_up_domain));
       if (ch.tp > std::max(1, pc.chip.scale_up_domain)) {
         why.insert(why.begin(), "a tensor-parallel group of " + std::to_string(ch.tp) + " chips does not fit the " +
-                                    std::to_string(pc.chip.scale_up_domain) + "-chip scale-up domain of " + pc.chip.name);
+                                    std::to_string(pc.chip.scale_up_domain) + "-chip scale-up domain of " +
+                                    pc.chip.name);
       }
       if (why.empty()) {
         choices[p].push_back(ch);
         continue;
       }
-      left_out.push_back({{"pool", pc.name}, {"tp", ch.tp}, {"pp", ch.pp}, {"dp", ch.dp}, {"ep", ch.ep},
-                          {"moe_tp", ch.moe_tp}, {"cp", ch.cp}, {"why", why.front()}});
+      left_out.push_back({{"pool", pc.name},
+                          {"tp", ch.tp},
+                          {"pp", ch.pp},
+                          {"dp", ch.dp},
+                          {"ep", ch.ep},
+                          {"moe_tp", ch.moe_tp},
+                          {"cp", ch.cp},
+                          {"why", why.front()}});
       // Reasons grouped by their words, the degrees left out of the key.
       std::string key = why.front().substr(0, why.front().find(" (choose"));
       auto it = std::find_if(left_reasons.begin(), left_reasons.end(), [&](const auto& r) { return r.first == key; });
-      if (it == left_reasons.end()) left_reasons.emplace_back(key, 1); else ++it->second;
+      if (it == left_reasons.end())
+        left_reasons.emplace_back(key, 1);
+      else
+        ++it->second;
     }
     space_size *= choices[p].size();
   }
   if (space_size > request.max_candidates) {
-    problems.push_back("the space has " + std::to_string(space_size) + " candidate deployments, more than --max-candidates " +
-                       std::to_string(request.max_candidates) +
+    problems.push_back("the space has " + std::to_string(space_size) +
+                       " candidate deployments, more than --max-candidates " + std::to_string(request.max_candidates) +
                        "; narrow it (--tp, --pp, --dp, --ep, --ratios) or raise the limit");
   }
   if (!problems.empty()) {
@@ -644,7 +658,8 @@ StudyOutput plan(const PlanRequest& request, std::ostream& err) {
     for (std::size_t i = 0; i < outcomes.size(); ++i) {
       if (outcomes[i].rank > 0 && outcomes[i].rank <= request.top) best.push_back(i);
     }
-    std::sort(best.begin(), best.end(), [&](std::size_t a, std::size_t b) { return outcomes[a].rank < outcomes[b].rank; });
+    std::sort(best.begin(), best.end(),
+              [&](std::size_t a, std::size_t b) { return outcomes[a].rank < outcomes[b].rank; });
     std::vector<PlanCandidate> second;
     std::vector<std::int64_t> known;
     for (const PlanOutcome& o : outcomes) {
@@ -690,7 +705,8 @@ StudyOutput plan(const PlanRequest& request, std::ostream& err) {
   for (std::size_t i = 0; i < outcomes.size(); ++i) {
     if (outcomes[i].rank > 0) order.push_back(i);
   }
-  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return outcomes[a].rank < outcomes[b].rank; });
+  std::sort(order.begin(), order.end(),
+            [&](std::size_t a, std::size_t b) { return outcomes[a].rank < outcomes[b].rank; });
   std::vector<std::string> shown_metrics;
   for (const Constraint& c : capacity) shown_metrics.push_back(c.metric);
   for (const Constraint& c : budget) shown_metrics.push_back(c.metric);
@@ -716,10 +732,16 @@ StudyOutput plan(const PlanRequest& request, std::ostream& err) {
   Json space = Json::object();
   Json sp = Json::array();
   for (std::size_t p = 0; p < n_pools; ++p) {
-    sp.push_back({{"pool", cfg.pools[p].name}, {"role", cfg.pools[p].role}, {"tp", spaces[p].tp}, {"pp", spaces[p].pp},
-                  {"dp", spaces[p].dp}, {"ep", moe ? Json(spaces[p].ep_auto ? Json("auto") : Json(spaces[p].ep)) : Json(nullptr)},
-                  {"cp", spaces[p].cp}, {"max_batch_size", spaces[p].max_batch_size},
-                  {"max_batched_tokens", spaces[p].max_batched_tokens}, {"choices", choices[p].size()}});
+    sp.push_back({{"pool", cfg.pools[p].name},
+                  {"role", cfg.pools[p].role},
+                  {"tp", spaces[p].tp},
+                  {"pp", spaces[p].pp},
+                  {"dp", spaces[p].dp},
+                  {"ep", moe ? Json(spaces[p].ep_auto ? Json("auto") : Json(spaces[p].ep)) : Json(nullptr)},
+                  {"cp", spaces[p].cp},
+                  {"max_batch_size", spaces[p].max_batch_size},
+                  {"max_batched_tokens", spaces[p].max_batched_tokens},
+                  {"choices", choices[p].size()}});
   }
   space["pools"] = sp;
   space["ratios"] = ratios;
@@ -730,8 +752,10 @@ StudyOutput plan(const PlanRequest& request, std::ostream& err) {
   space["left_out"] = left_out;
   space["max_runs"] = request.max_runs;
   j["space"] = space;
-  j["demand"] = demand.known ? Json({{"requests", demand.requests}, {"arrival_span_s", demand.span_s},
-                                     {"prompt_tokens_mean", demand.prompt_mean}, {"output_tokens_mean", demand.output_mean},
+  j["demand"] = demand.known ? Json({{"requests", demand.requests},
+                                     {"arrival_span_s", demand.span_s},
+                                     {"prompt_tokens_mean", demand.prompt_mean},
+                                     {"output_tokens_mean", demand.output_mean},
                                      {"reused_prompt_tokens_per_request", demand.reused_per_request}})
                              : Json(nullptr);
   j["runs"] = runs;
@@ -762,7 +786,10 @@ StudyOutput plan(const PlanRequest& request, std::ostream& err) {
     c["metrics"] = o.result.is_object() ? metrics_of(o.result, shown_metrics, pricing) : Json(nullptr);
     Json probes = Json::array();
     for (const PlanProbe& p : o.probes) {
-      probes.push_back({{"instances", p.instances}, {"chips", p.chips}, {"valid", p.valid}, {"meets", p.meets},
+      probes.push_back({{"instances", p.instances},
+                        {"chips", p.chips},
+                        {"valid", p.valid},
+                        {"meets", p.meets},
                         {"violations", p.violations},
                         {"metrics", p.valid ? metrics_of(p.result, shown_metrics, pricing) : Json(nullptr)}});
     }
@@ -775,33 +802,38 @@ StudyOutput plan(const PlanRequest& request, std::ostream& err) {
   }
   j["candidates"] = cands;
 
-  std::string text = "servesim plan: " + base->name + ": " +
-                     (target->metric == "chips" && !target->maximize            ? std::string("fewest chips")
-                      : target->metric == "cost" && !target->maximize           ? std::string("lowest cost (USD per million output tokens)")
-                      : target->metric == "cost_per_hour" && !target->maximize  ? std::string("lowest cost per hour")
-                                                                                : target->text()) +
-                     " meeting ";
+  std::string text =
+      "servesim plan: " + base->name + ": " +
+      (target->metric == "chips" && !target->maximize  ? std::string("fewest chips")
+       : target->metric == "cost" && !target->maximize ? std::string("lowest cost (USD per million output tokens)")
+       : target->metric == "cost_per_hour" && !target->maximize ? std::string("lowest cost per hour")
+                                                                : target->text()) +
+      " meeting ";
   for (std::size_t k = 0; k < constraint_texts.size(); ++k) text += (k ? ", " : "") + constraint_texts[k];
   text += "\n  searched " + std::to_string(candidates.size()) + " deployments with " + std::to_string(runs) + " runs";
   if (!reproducible) text += " in " + fmt("%.1f", wall_s) + " s";
   text += ": " + std::to_string(counts[0]) + " feasible, " + std::to_string(counts[1]) + " invalid, " +
           std::to_string(counts[2]) + " infeasible, " + std::to_string(counts[3]) + " over budget, " +
           std::to_string(counts[4]) + " pruned" +
-          (counts[5] > 0 ? ", " + std::to_string(counts[5]) + " unfinished (the --max-runs budget)" : std::string()) + "\n";
+          (counts[5] > 0 ? ", " + std::to_string(counts[5]) + " unfinished (the --max-runs budget)" : std::string()) +
+          "\n";
   if (budget_candidates > 0) {
     text += "  (" + std::to_string(layout_candidates) + " layouts, then " + std::to_string(budget_candidates) +
-            " token budgets of the best " + std::to_string(std::min<std::size_t>(options.top, layout_candidates)) + ")\n";
+            " token budgets of the best " + std::to_string(std::min<std::size_t>(options.top, layout_candidates)) +
+            ")\n";
   }
   if (!left_reasons.empty()) {
     text += "  left out " + std::to_string(left_out.size()) + " impossible layouts:";
     for (std::size_t k = 0; k < left_reasons.size(); ++k) {
-      text += (k ? ";" : "") + std::string(" ") + left_reasons[k].first + " (" + std::to_string(left_reasons[k].second) + ")";
+      text += (k ? ";" : "") + std::string(" ") + left_reasons[k].first + " (" +
+              std::to_string(left_reasons[k].second) + ")";
     }
     text += "\n";
   }
   if (demand.known) {
-    text += "  traffic: " + fmt("%.0f", demand.requests) + " requests over " + fmt("%.1f", demand.span_s) + " s, prompt " +
-            fmt("%.0f", demand.prompt_mean) + " and output " + fmt("%.0f", demand.output_mean) + " tokens on average\n";
+    text += "  traffic: " + fmt("%.0f", demand.requests) + " requests over " + fmt("%.1f", demand.span_s) +
+            " s, prompt " + fmt("%.0f", demand.prompt_mean) + " and output " + fmt("%.0f", demand.output_mean) +
+            " tokens on average\n";
   }
   if (order.empty()) {
     text += "  no deployment meets the constraints\n";
@@ -844,9 +876,10 @@ StudyOutput plan(const PlanRequest& request, std::ostream& err) {
   for (std::size_t i = 0; i < outcomes.size(); ++i) {
     const PlanOutcome& o = outcomes[i];
     if (o.rank >= 1 && o.rank <= options.top) continue;
-    const std::string why = o.status == PlanOutcome::Status::kFeasible
-                                ? "feasible with " + std::to_string(o.chips) + " chips (rank " + std::to_string(o.rank) + ")"
-                                : o.why;
+    const std::string why =
+        o.status == PlanOutcome::Status::kFeasible
+            ? "feasible with " + std::to_string(o.chips) + " chips (rank " + std::to_string(o.rank) + ")"
+            : o.why;
     others += "    " + candidates[i].label + ": " + why + "\n";
   }
   if (!others.empty()) text += "  the others:\n" + others;

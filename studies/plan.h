@@ -21,19 +21,19 @@ struct PlanRequest {
   std::vector<std::string> constraints;  // "METRIC OP VALUE"
   std::string attainment = "99%";        // without constraints: the scenario's slo: met by this share
   std::optional<std::string> tp, pp, dp, ep, cp, max_batch_size, max_batched_tokens;
-  std::optional<std::string> ratios;     // "1:2,1:3"
+  std::optional<std::string> ratios;  // "1:2,1:3"
   std::optional<std::int64_t> max_chips;
   std::size_t max_candidates = 512;
-  std::size_t max_runs = 2000;           // the run budget of the whole search (both stages)
+  std::size_t max_runs = 2000;  // the run budget of the whole search (both stages)
   std::optional<double> chip_hour_price;
   std::vector<std::string> sets;
   std::optional<std::uint64_t> seed;
-  std::optional<int> threads;            // default: the cores available
+  std::optional<int> threads;  // default: the cores available
   std::size_t top = 5;
-  bool refine = true;                    // false: instance counts stay multiples of the ratio
+  bool refine = true;  // false: instance counts stay multiples of the ratio
   bool reproducible = false;
-  StudyProgress* progress = nullptr;     // runs done over deployments
-  HypothesisLimits limits;               // per probe (run.h); one over a limit is an invalid probe
+  StudyProgress* progress = nullptr;  // runs done over deployments
+  HypothesisLimits limits;            // per probe (run.h); one over a limit is an invalid probe
 };
 
 // The exit code of a search that ran and found no deployment meeting the constraints (its JSON

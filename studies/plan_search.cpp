@@ -65,9 +65,9 @@ struct State {
   std::int64_t limit = 1;    // the largest scale allowed
   std::vector<int> refined;  // refine: the instances that hold so far
   std::size_t refine_pool = 0;
-  int refine_lo = 0;         // refine: the largest count of refine_pool known to fail (0: none)
-  std::optional<PlanProbe> last_fail;  // grow: the previous failing probe (saturation)
-  std::string refusal;       // why scales above `limit` were refused ("" when none was)
+  int refine_lo = 0;                                 // refine: the largest count of refine_pool known to fail (0: none)
+  std::optional<PlanProbe> last_fail;                // grow: the previous failing probe (saturation)
+  std::string refusal;                               // why scales above `limit` were refused ("" when none was)
   std::map<std::vector<int>, std::size_t> probe_at;  // instances -> index in outcome.probes
   PlanOutcome out;
 };
@@ -80,7 +80,8 @@ std::vector<int> scaled(const PlanCandidate& c, std::int64_t s) {
 
 std::int64_t chips_of(const PlanCandidate& c, const std::vector<int>& instances) {
   std::int64_t chips = 0;
-  for (std::size_t p = 0; p < instances.size(); ++p) chips += static_cast<std::int64_t>(instances[p]) * c.chips_per_instance[p];
+  for (std::size_t p = 0; p < instances.size(); ++p)
+    chips += static_cast<std::int64_t>(instances[p]) * c.chips_per_instance[p];
   return chips;
 }
 
@@ -91,8 +92,8 @@ std::string instances_text(const std::vector<int>& v) {
 }
 
 std::string count_text(const std::vector<int>& v, std::int64_t chips) {
-  return instances_text(v) + (v.size() == 1 && v[0] == 1 ? " instance" : " instances") + " (" +
-         std::to_string(chips) + " chips)";
+  return instances_text(v) + (v.size() == 1 && v[0] == 1 ? " instance" : " instances") + " (" + std::to_string(chips) +
+         " chips)";
 }
 
 std::string violations_of(const PlanProbe& p) {
@@ -129,7 +130,8 @@ std::optional<bool> capacity_monotone(const Constraint& c) {
   const std::string& m = c.metric;
   const bool upper = upper_limit(c);
   if (is_latency(m)) return upper ? std::optional<bool>(true) : std::nullopt;
-  if (m == "output_tokens_per_s_per_chip" || m == "goodput_per_chip") return upper ? std::nullopt : std::optional<bool>(false);
+  if (m == "output_tokens_per_s_per_chip" || m == "goodput_per_chip")
+    return upper ? std::nullopt : std::optional<bool>(false);
   if (m == "chips" || m == "cost" || m == "cost_per_hour") return upper ? std::optional<bool>(false) : std::nullopt;
   if (m == "rejected") return upper ? std::optional<bool>(true) : std::nullopt;
   // Rates, attainment, completed requests: more capacity serves more.
@@ -259,7 +261,9 @@ std::vector<PlanOutcome> plan_search(const std::vector<PlanCandidate>& candidate
           st.out.chips = p.chips;
           st.out.why = (st.lo > 0 ? "fails up to " + count_text(scaled(c, st.lo), chips_of(c, scaled(c, st.lo))) +
                                         (st.last_fail && !st.last_fail->violations.empty()
-                                             ? " (" + st.last_fail->violations[0] + ")" : "") + ", and "
+                                             ? " (" + st.last_fail->violations[0] + ")"
+                                             : "") +
+                                        ", and "
                                   : std::string()) +
                        count_text(p.instances, p.chips) + " are refused: " + first;
           return;
@@ -380,8 +384,11 @@ std::vector<PlanOutcome> plan_search(const std::vector<PlanCandidate>& candidate
         st.out.instances = next;
         st.out.chips = chips_of(c, next);
         std::string known;
-        if (st.hi > 0) known = "meets the constraints with " + count_text(scaled(c, st.hi), chips_of(c, scaled(c, st.hi)));
-        if (st.lo > 0) known += std::string(known.empty() ? "" : ", ") + "fails with " + count_text(scaled(c, st.lo), chips_of(c, scaled(c, st.lo)));
+        if (st.hi > 0)
+          known = "meets the constraints with " + count_text(scaled(c, st.hi), chips_of(c, scaled(c, st.hi)));
+        if (st.lo > 0)
+          known += std::string(known.empty() ? "" : ", ") + "fails with " +
+                   count_text(scaled(c, st.lo), chips_of(c, scaled(c, st.lo)));
         st.out.why = "unfinished: the budget of " + std::to_string(*o.max_runs) + " runs (--max-runs) was spent" +
                      (known.empty() ? std::string(" before its first run") : " (so far it " + known + ")");
       }
@@ -438,9 +445,9 @@ std::vector<PlanOutcome> plan_search(const std::vector<PlanCandidate>& candidate
       st.out.status = PlanOutcome::Status::kPruned;
       st.out.instances = least;
       st.out.chips = least_chips;
-      st.out.why = "pruned: needs at least " + count_text(least, least_chips) +
-                   " (fails with " + count_text(scaled(candidates[i], st.lo), chips_of(candidates[i], scaled(candidates[i], st.lo))) + ")" +
-                   ", more than the best " + std::to_string(o.top) + " found (at most " + std::to_string(bound) +
+      st.out.why = "pruned: needs at least " + count_text(least, least_chips) + " (fails with " +
+                   count_text(scaled(candidates[i], st.lo), chips_of(candidates[i], scaled(candidates[i], st.lo))) +
+                   ")" + ", more than the best " + std::to_string(o.top) + " found (at most " + std::to_string(bound) +
                    " chips)";
     }
   }

@@ -48,8 +48,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "studies/objective.h"
 #include "core/errors.h"
+#include "studies/objective.h"
 
 namespace servesim::studies {
 
@@ -69,15 +69,15 @@ using PlanEvaluator =
     std::function<nlohmann::ordered_json(const PlanCandidate& candidate, const std::vector<int>& instances)>;
 
 struct PlanSearchOptions {
-  Objective target;                     // chips, cost, cost_per_hour, ... (metric and direction)
-  std::vector<Constraint> capacity;     // get easier with more instances
-  std::vector<Constraint> budget;       // get harder with more instances
+  Objective target;                  // chips, cost, cost_per_hour, ... (metric and direction)
+  std::vector<Constraint> capacity;  // get easier with more instances
+  std::vector<Constraint> budget;    // get harder with more instances
   Pricing pricing;
   std::optional<std::int64_t> max_chips;  // no probe above it
   std::int64_t max_scale = 1 << 20;
-  std::size_t top = 5;                  // the best K that pruning keeps
+  std::size_t top = 5;  // the best K that pruning keeps
   int threads = 1;
-  bool refine = true;                   // several pools: shrink one pool at a time (bisection)
+  bool refine = true;  // several pools: shrink one pool at a time (bisection)
   // A budget of runs: no round starts once this many have run; the candidates still searching
   // end unfinished (status kUnfinished, with how far they got). nullopt: no budget.
   std::optional<std::size_t> max_runs;
@@ -99,14 +99,14 @@ struct PlanProbe {
 struct PlanOutcome {
   enum class Status { kFeasible, kInvalid, kInfeasible, kOverBudget, kPruned, kUnfinished };
   Status status = Status::kInfeasible;
-  std::vector<int> instances;           // the least that meets the capacity constraints
+  std::vector<int> instances;  // the least that meets the capacity constraints
   std::int64_t chips = 0;
   std::optional<double> objective;
-  nlohmann::ordered_json result;        // at `instances` (feasible and over budget)
-  std::string why;                      // for every status but kFeasible: a sentence
-  std::vector<Diagnostic> errors;       // kInvalid: the loader's
-  std::vector<PlanProbe> probes;        // in the order they ran
-  std::size_t rank = 0;                 // 1-based among the feasible, 0 otherwise
+  nlohmann::ordered_json result;   // at `instances` (feasible and over budget)
+  std::string why;                 // for every status but kFeasible: a sentence
+  std::vector<Diagnostic> errors;  // kInvalid: the loader's
+  std::vector<PlanProbe> probes;   // in the order they ran
+  std::size_t rank = 0;            // 1-based among the feasible, 0 otherwise
 };
 
 const char* status_name(PlanOutcome::Status s);

@@ -71,7 +71,9 @@ std::string show_range(const scenario::KeyInfo& k) {
 }
 
 // `s` padded to `width`, never cut.
-std::string cell(const std::string& s, std::size_t width) { return s.size() >= width ? s : s + std::string(width - s.size(), ' '); }
+std::string cell(const std::string& s, std::size_t width) {
+  return s.size() >= width ? s : s + std::string(width - s.size(), ' ');
+}
 
 }  // namespace
 
@@ -91,7 +93,8 @@ std::string error_code(const Diagnostic& d) {
   if (starts_with(m, "unknown key ")) return "unknown_key";
   if (starts_with(m, "missing required key ")) return "missing_key";
   // The typed getters' and the unit parser's words for a value that is not what the key takes.
-  for (const char* p : {"expected ", "must be ", "unknown value ", "unknown unit", "missing unit", "a quantity", "duplicate key"}) {
+  for (const char* p :
+       {"expected ", "must be ", "unknown value ", "unknown unit", "missing unit", "a quantity", "duplicate key"}) {
     if (starts_with(m, p)) return "bad_value";
   }
   return "invalid_scenario";
@@ -167,7 +170,8 @@ Json verdict_json(const Json& result, const VerdictRequest& request) {
     const auto value = metric_value(result, c.metric, Pricing{});
     const bool ok = value && holds(c, *value);
     feasible = feasible && ok;
-    list.push_back({{"constraint", c.text}, {"metric", c.metric}, {"value", value ? Json(*value) : Json(nullptr)}, {"holds", ok}});
+    list.push_back(
+        {{"constraint", c.text}, {"metric", c.metric}, {"value", value ? Json(*value) : Json(nullptr)}, {"holds", ok}});
     if (!ok) {
       const Verdict one = judge(result, Objective{c.metric, false}, {c}, Pricing{});
       for (const auto& why : one.violations) violations.push_back(why);
@@ -206,7 +210,8 @@ StudyOutput keys_listing() {
                      "; --set KEY=VALUE with [N] for list items; defaults as the resolved scenario echoes them)\n";
   text += cell("key", width) + "  " + cell("type", 9) + "  " + cell("range / choices / unit", 34) + "  default\n";
   for (const scenario::KeyInfo& k : scenario::scenario_keys()) {
-    text += cell(k.key, width) + "  " + cell(k.type, 9) + "  " + cell(show_range(k), 34) + "  " + show_default(k) + "\n";
+    text +=
+        cell(k.key, width) + "  " + cell(k.type, 9) + "  " + cell(show_range(k), 34) + "  " + show_default(k) + "\n";
   }
   return {0, j.dump(2) + "\n", text};
 }

@@ -5,9 +5,9 @@
 
 #include <cstdint>
 
-#include "core/errors.h"
 #include <memory>
 #include <optional>
+#include "core/errors.h"
 
 #include "sim/cluster/simulation.h"
 #include "sim/metrics/recorder.h"
@@ -25,8 +25,8 @@ struct RunOutput {
 };
 
 struct ExecuteOptions {
-  bool paranoid = false;       // recompute every invariant after every event (tests)
-  bool time_series = false;    // record metrics::TimeSeries (RunOutput::metrics->time_series())
+  bool paranoid = false;                       // recompute every invariant after every event (tests)
+  bool time_series = false;                    // record metrics::TimeSeries (RunOutput::metrics->time_series())
   std::optional<metrics::TraceOptions> trace;  // record a metrics::TraceLog
   cluster::RunProgress* progress = nullptr;    // published for a progress display
   cluster::BudgetLimits budget;                // what the run may cost (none by default)
@@ -47,7 +47,7 @@ RunOutput execute(const scenario::Scenario& scenario, const ExecuteOptions& opti
 // machine's memory is shared among them).
 struct HypothesisLimits {
   std::optional<double> wall_s = 600;
-  std::optional<double> memory_gb;           // default: physical memory / threads
+  std::optional<double> memory_gb;  // default: physical memory / threads
   std::optional<double> simulated_s = 86400;
 };
 cluster::BudgetLimits budget_of(const HypothesisLimits& limits, int threads);

@@ -51,7 +51,8 @@ VerdictRequest read_protocol_fields(const Json& request, Hypothesis& h, std::vec
         if (item.is_string()) {
           constraints.push_back(item.get<std::string>());
         } else {
-          problems.push_back(request_error("constraints", "expected each constraint as text 'METRIC OP VALUE', got " + item.dump()));
+          problems.push_back(
+              request_error("constraints", "expected each constraint as text 'METRIC OP VALUE', got " + item.dump()));
         }
       }
     }
@@ -63,7 +64,8 @@ VerdictRequest read_protocol_fields(const Json& request, Hypothesis& h, std::vec
     } else if (a->is_number()) {
       attainment = a->dump();
     } else {
-      problems.push_back(request_error("attainment", "expected a share like '99%' or 0.99, or 'none', got " + a->dump()));
+      problems.push_back(
+          request_error("attainment", "expected a share like '99%' or 0.99, or 'none', got " + a->dump()));
     }
   }
   std::vector<std::string> words;
@@ -72,22 +74,26 @@ VerdictRequest read_protocol_fields(const Json& request, Hypothesis& h, std::vec
   h.sets.insert(h.sets.end(), v.slo_sets.begin(), v.slo_sets.end());
   if (const auto l = request.find("limits"); l != request.end()) {
     if (!l->is_object()) {
-      problems.push_back(request_error("limits", "expected an object {wall_s, events, memory_mb}, got " + std::string(l->type_name())));
+      problems.push_back(request_error(
+          "limits", "expected an object {wall_s, events, memory_mb}, got " + std::string(l->type_name())));
     } else {
       for (const auto& [key, value] : l->items()) {
         const bool known = key == "wall_s" || key == "events" || key == "memory_mb";
         const bool good = key == "events" ? value.is_number_unsigned() && value.get<std::uint64_t>() >= 1
                                           : value.is_number() && value.get<double>() > 0;
         if (!known) {
-          problems.push_back(request_error("limits." + key, "unknown field 'limits." + key + "'; limits has wall_s, events and memory_mb"));
+          problems.push_back(request_error(
+              "limits." + key, "unknown field 'limits." + key + "'; limits has wall_s, events and memory_mb"));
         } else if (!good) {
-          problems.push_back(request_error("limits." + key, "expected a positive " +
-                                                                std::string(key == "events" ? "integer" : "number") + ", got " + value.dump()));
+          problems.push_back(request_error(
+              "limits." + key,
+              "expected a positive " + std::string(key == "events" ? "integer" : "number") + ", got " + value.dump()));
         }
       }
       if (problems.empty() && !l->empty()) {
-        problems.push_back(request_error("limits", "limits are declared by the protocol but this build does not enforce "
-                                                   "them yet; leave them out"));
+        problems.push_back(request_error("limits",
+                                         "limits are declared by the protocol but this build does not enforce "
+                                         "them yet; leave them out"));
       }
     }
   }
@@ -101,8 +107,8 @@ void check_line(const std::string& line, bool cut, const ServeOptions& options) 
                                             " (limits: README.md); the rest of it was skipped")});
   }
   if (const auto bad = invalid_utf8_at(line)) {
-    throw InputError({request_error("", "the line is not UTF-8: byte " + std::to_string(*bad + 1) +
-                                            " starts no valid character")});
+    throw InputError(
+        {request_error("", "the line is not UTF-8: byte " + std::to_string(*bad + 1) + " starts no valid character")});
   }
   if (const auto deep = json_too_deep_at(line)) {
     throw InputError({request_error("", "the request nests deeper than " + std::to_string(kMaxJsonDepth) +
@@ -115,14 +121,14 @@ void check_scenario_path(const std::string& path, const ServeOptions& options) {
   if (options.roots.empty()) return;
   const std::string ext = std::filesystem::path(path).extension().string();
   if (ext != ".yaml" && ext != ".yml") {
-    throw InputError({Diagnostic{path, 0, 0, "scenario",
-                                 "not a scenario file: serve reads only .yaml and .yml files"}});
+    throw InputError(
+        {Diagnostic{path, 0, 0, "scenario", "not a scenario file: serve reads only .yaml and .yml files"}});
   }
   if (!path_within(path, options.roots)) {
     std::string list;
     for (const auto& r : options.roots) list += (list.empty() ? "" : ", ") + r;
-    throw InputError({Diagnostic{path, 0, 0, "scenario",
-                                 "outside the folders this server may read (" + list + "; serve --root)"}});
+    throw InputError(
+        {Diagnostic{path, 0, 0, "scenario", "outside the folders this server may read (" + list + "; serve --root)"}});
   }
 }
 
@@ -141,8 +147,10 @@ bool read_line(std::istream& in, std::string& line, std::uint64_t max, bool& cut
     }
     any = true;
     if (c == '\n') return true;
-    if (line.size() < max) line.push_back(static_cast<char>(c));
-    else cut = true;
+    if (line.size() < max)
+      line.push_back(static_cast<char>(c));
+    else
+      cut = true;
   }
 }
 
@@ -204,8 +212,9 @@ Answer answer_line(const std::string& line, bool cut, ScenarioCache& cache, cons
     for (const auto& [key, value] : request.items()) {
       if (key != "id" && key != "scenario" && key != "set" && key != "seed" && key != "constraints" &&
           key != "attainment" && key != "limits") {
-        problems.push_back(request_error(key, "unknown field '" + key + "'; a request has id, scenario, set, seed, "
-                                                                         "constraints, attainment and limits"));
+        problems.push_back(request_error(key, "unknown field '" + key +
+                                                  "'; a request has id, scenario, set, seed, "
+                                                  "constraints, attainment and limits"));
       }
     }
     Hypothesis h;
@@ -213,11 +222,13 @@ Answer answer_line(const std::string& line, bool cut, ScenarioCache& cache, cons
     if (sc == request.end()) {
       problems.push_back(request_error("scenario", "missing: a scenario file path or an inline scenario object"));
     } else if (!sc->is_string() && !sc->is_object()) {
-      problems.push_back(request_error("scenario", "expected a file path or an object, got " + std::string(sc->type_name())));
+      problems.push_back(
+          request_error("scenario", "expected a file path or an object, got " + std::string(sc->type_name())));
     }
     if (const auto set = request.find("set"); set != request.end()) {
       if (!set->is_object()) {
-        problems.push_back(request_error("set", "expected an object {\"key.path\": value}, got " + std::string(set->type_name())));
+        problems.push_back(
+            request_error("set", "expected an object {\"key.path\": value}, got " + std::string(set->type_name())));
       } else {
         for (const auto& [key, value] : set->items()) h.sets.push_back(key + "=" + set_value(value));
       }

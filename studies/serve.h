@@ -23,9 +23,9 @@
 #include <string>
 #include <vector>
 
-#include "sim/scenario/caches.h"
 #include "core/input_file.h"
 #include "sim/cluster/run_budget.h"
+#include "sim/scenario/caches.h"
 #include "sim/scenario/scenario.h"
 
 namespace servesim::studies {
@@ -64,9 +64,9 @@ struct ServeStats {
 // (traces, config.json, profiles): an agent-facing server reads nothing else, and never quotes a
 // file that is not a scenario. Each violation is an error answer; the session goes on.
 struct ServeOptions {
-  std::vector<std::string> roots;       // canonical folders (canonical_folders); empty: anywhere
+  std::vector<std::string> roots;  // canonical folders (canonical_folders); empty: anywhere
   std::uint64_t max_line_bytes = kMaxLineBytes;
-  cluster::BudgetLimits budget;         // per hypothesis (studies/run.h)
+  cluster::BudgetLimits budget;  // per hypothesis (studies/run.h)
 };
 
 // Answers every line of `in` on `out` until the end of input. Never throws for bad input.

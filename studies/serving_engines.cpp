@@ -70,8 +70,7 @@ std::int64_t round_up(std::int64_t v, std::int64_t unit) { return (v + unit - 1)
 // the decodes, one prompt and a 1,500-token chunk of the next. SGLang's rule sets only
 // max_prefill_tokens = isl + 1500 (a cap on one prefill batch), which its model here (prefill
 // batches up to chunked_prefill_size) does not use: its engine defaults stay.
-EngineLimits benchmark_limits(const ServingEngine& e, const std::string& role, std::int64_t isl,
-                              std::int64_t batch) {
+EngineLimits benchmark_limits(const ServingEngine& e, const std::string& role, std::int64_t isl, std::int64_t batch) {
   EngineLimits l{e.max_batched_tokens, batch > 0 ? std::min(batch, e.max_batch_size) : e.max_batch_size};
   if (e.name != "trtllm" && e.name != "vllm") return l;
   const bool trt = e.name == "trtllm";
@@ -88,8 +87,8 @@ EngineLimits benchmark_limits(const ServingEngine& e, const std::string& role, s
   return l;
 }
 
-std::optional<ServingEngine> serving_engine(const std::string& backend, const std::string& version,
-                                            double memory_gib, int tp, std::string& why) {
+std::optional<ServingEngine> serving_engine(const std::string& backend, const std::string& version, double memory_gib,
+                                            int tp, std::string& why) {
   ServingEngine e;
   e.name = backend;
   set_host(e);
@@ -114,8 +113,8 @@ std::optional<ServingEngine> serving_engine(const std::string& backend, const st
     // PR #27614); before it, host and GPU alternate. A row without a version is [assumed] recent.
     e.host_overlap = !v || *v >= std::make_tuple(0, 14, 0);
     e.kv_setup = decode_side_setup(e);
-    e.description = std::string("vLLM V1, chunked prefill, ") +
-                    (e.host_overlap ? "async scheduling" : "synchronous host");
+    e.description =
+        std::string("vLLM V1, chunked prefill, ") + (e.host_overlap ? "async scheduling" : "synchronous host");
     if (v && *v < std::make_tuple(0, 8, 0)) {
       why = "vLLM " + version + " predates the V1 engine this model describes";
       return std::nullopt;
@@ -157,7 +156,7 @@ std::optional<ServingEngine> serving_engine(const std::string& backend, const st
     e.max_batch_size = 1024;  // [assumed] max_running_requests: the KV pool binds first here
     e.kv_sizing = KvSizing::kStaticFraction;
     e.reserved_gib = 0;
-    e.block_tokens = 1;    // page_size default: the token-level radix cache
+    e.block_tokens = 1;  // page_size default: the token-level radix cache
     e.host_overlap = true;
     if (v && *v >= std::make_tuple(0, 5, 3)) {
       const double reserved_mib = std::max(10.0 * 1024, 512 + 1.5 * chunk + 2 * 256 + tp / 8.0 * 1024);

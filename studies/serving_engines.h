@@ -46,9 +46,9 @@ struct ServingEngine {
   double kv_fraction = 0.9;
   double reserved_gib = 1.0;
   std::int64_t block_tokens = 16;  // KV cache page size
-  Duration iteration_overhead;  // host time per iteration
-  Duration sequence_overhead;   // host time per sequence in the batch
-  bool host_overlap = false;    // host work of the next iteration runs under the GPU's
+  Duration iteration_overhead;     // host time per iteration
+  Duration sequence_overhead;      // host time per sequence in the batch
+  bool host_overlap = false;       // host work of the next iteration runs under the GPU's
   // Disaggregated serving: the engine's fixed hand-off between a prompt's prefill and its KV
   // data moving (the scenario's deployment.kv_transfer.setup; serving_engines.cpp names the steps).
   Duration kv_setup;
@@ -63,12 +63,11 @@ struct EngineLimits {
   std::int64_t max_batched_tokens = 0;
   std::int64_t max_batch_size = 0;
 };
-EngineLimits benchmark_limits(const ServingEngine& e, const std::string& role, std::int64_t isl,
-                              std::int64_t batch);
+EngineLimits benchmark_limits(const ServingEngine& e, const std::string& role, std::int64_t isl, std::int64_t batch);
 
 // The engine model for a benchmark's backend and version on a chip with `memory_gib` of HBM and
 // a TP degree `tp`; nullopt for backends it does not model (the reason in `why`).
-std::optional<ServingEngine> serving_engine(const std::string& backend, const std::string& version,
-                                            double memory_gib, int tp, std::string& why);
+std::optional<ServingEngine> serving_engine(const std::string& backend, const std::string& version, double memory_gib,
+                                            int tp, std::string& why);
 
 }  // namespace servesim::studies

@@ -148,7 +148,8 @@ std::string summary_text(const std::vector<Json>& results, const std::vector<Var
     std::string why;
     if (!results[i].value("ok", false)) {
       const Json& e = results[i]["errors"];
-      why = e.empty() ? "invalid" : "invalid: " + e[0].value("path", std::string()) + ": " + e[0].value("message", std::string());
+      why = e.empty() ? "invalid"
+                      : "invalid: " + e[0].value("path", std::string()) + ": " + e[0].value("message", std::string());
     } else {
       for (const auto& v : verdicts[i].violations) why += (why.empty() ? "" : "; ") + v;
     }
@@ -157,7 +158,6 @@ std::string summary_text(const std::vector<Json>& results, const std::vector<Var
   }
   return out;
 }
-
 
 }  // namespace
 
@@ -176,7 +176,10 @@ StudyOutput sweep(const SweepRequest& request, std::ostream& out, std::ostream& 
   {
     for (const std::string& v : request.vary) {
       std::string e;
-      if (auto s = parse_vary(v, e)) specs.push_back(*s); else problems.push_back(e);
+      if (auto s = parse_vary(v, e))
+        specs.push_back(*s);
+      else
+        problems.push_back(e);
     }
   }
   std::string e;
@@ -186,7 +189,10 @@ StudyOutput sweep(const SweepRequest& request, std::ostream& out, std::ostream& 
   {
     for (const std::string& c : request.constraints) {
       e.clear();
-      if (auto parsed = parse_constraint(c, e)) constraints.push_back(*parsed); else problems.push_back(e);
+      if (auto parsed = parse_constraint(c, e))
+        constraints.push_back(*parsed);
+      else
+        problems.push_back(e);
     }
   }
   std::optional<std::pair<Objective, Objective>> pareto;
@@ -197,8 +203,10 @@ StudyOutput sweep(const SweepRequest& request, std::ostream& out, std::ostream& 
     std::string e2;
     const auto a = comma == std::string::npos ? std::nullopt : parse_objective(p.substr(0, comma), e);
     const auto b = comma == std::string::npos ? std::nullopt : parse_objective(p.substr(comma + 1), e2);
-    if (a && b) pareto.emplace(*a, *b);
-    else problems.push_back(comma == std::string::npos ? "--pareto expects two objectives A,B" : (e.empty() ? e2 : e));
+    if (a && b)
+      pareto.emplace(*a, *b);
+    else
+      problems.push_back(comma == std::string::npos ? "--pareto expects two objectives A,B" : (e.empty() ? e2 : e));
   }
   Pricing pricing;
   if (request.chip_hour_price) {
@@ -211,9 +219,12 @@ StudyOutput sweep(const SweepRequest& request, std::ostream& out, std::ostream& 
     samples = *request.samples;
     const std::string& s = request.sampling;
     if (samples < 1 || samples > 1'000'000) problems.push_back("--samples must be between 1 and 1,000,000");
-    if (s == "lhs") sampling = Sampling::kLatinHypercube;
-    else if (s == "random") sampling = Sampling::kRandom;
-    else problems.push_back("--sampling must be lhs or random, got '" + s + "'");
+    if (s == "lhs")
+      sampling = Sampling::kLatinHypercube;
+    else if (s == "random")
+      sampling = Sampling::kRandom;
+    else
+      problems.push_back("--sampling must be lhs or random, got '" + s + "'");
   }
   std::string threads_error, threads_note;
   const int threads = thread_count(request.threads, threads_error, threads_note);
@@ -227,8 +238,9 @@ StudyOutput sweep(const SweepRequest& request, std::ostream& out, std::ostream& 
     if (!e.empty()) problems.push_back(e);
   }
   const std::string path = request.files.size() == 1 ? request.files.front() : "";
-  const std::filesystem::path dir = request.out ? std::filesystem::path(*request.out)
-                                                    : std::filesystem::path(std::filesystem::path(path).stem().string() + ".sweep");
+  const std::filesystem::path dir = request.out
+                                        ? std::filesystem::path(*request.out)
+                                        : std::filesystem::path(std::filesystem::path(path).stem().string() + ".sweep");
   std::shared_ptr<const scenario::ScenarioDocument> doc;
   if (problems.empty()) {
     try {
@@ -290,8 +302,9 @@ StudyOutput sweep(const SweepRequest& request, std::ostream& out, std::ostream& 
       std::optional<Json> r = Journal::verify(line.text, why);
       if (r) why = record_problem(*r, variants, have);
       if (!why.empty()) {
-        if (++bad <= 5) complain << "warning: " << (dir / "journal.jsonl").string() << ":" << line.number
-                                 << ": a record the sweep cannot use (" << why << "); its variant is computed again\n";
+        if (++bad <= 5)
+          complain << "warning: " << (dir / "journal.jsonl").string() << ":" << line.number
+                   << ": a record the sweep cannot use (" << why << "); its variant is computed again\n";
         continue;
       }
       const auto i = (*r)["variant"].get<std::size_t>();
@@ -305,7 +318,9 @@ StudyOutput sweep(const SweepRequest& request, std::ostream& out, std::ostream& 
     }
     if (resumed > 0) {
       say << "resuming " << dir.string() << "/journal.jsonl: " << resumed << " of " << n << " variants already done"
-          << (journal.dropped_bytes() > 0 ? " (dropped a torn last line of " + std::to_string(journal.dropped_bytes()) + " bytes)" : "")
+          << (journal.dropped_bytes() > 0
+                  ? " (dropped a torn last line of " + std::to_string(journal.dropped_bytes()) + " bytes)"
+                  : "")
           << "\n";
     }
   }
@@ -428,11 +443,12 @@ StudyOutput sweep(const SweepRequest& request, std::ostream& out, std::ostream& 
     lines += line.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
   }
   const std::string name = std::filesystem::path(path).stem().string();
-  const std::string table = summary_text(results, specs, verdicts, order, *objective, *pareto, front, pricing,
-                                         request.top, name);
+  const std::string table =
+      summary_text(results, specs, verdicts, order, *objective, *pareto, front, pricing, request.top, name);
   write_all_or_none({{(dir / "results.jsonl").string(), lines}, {(dir / "summary.txt").string(), table}});
   if (json_out) return {0, lines, {}};
-  return {0, {}, table + "  wrote       " + (dir / "results.jsonl").string() + ", summary.txt (journal: journal.jsonl)\n"};
+  return {
+      0, {}, table + "  wrote       " + (dir / "results.jsonl").string() + ", summary.txt (journal: journal.jsonl)\n"};
 }
 
 }  // namespace servesim::studies

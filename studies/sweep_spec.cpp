@@ -79,7 +79,8 @@ std::optional<VarySpec> parse_vary(const std::string& text, std::string& error) 
   VarySpec s;
   const std::size_t eq = text.find('=');
   if (eq == std::string::npos || eq == 0) {
-    error = "--vary '" + text + "': expected KEY=SPEC, e.g. workload.arrivals.rate=10 /s,20 /s or "
+    error = "--vary '" + text +
+            "': expected KEY=SPEC, e.g. workload.arrivals.rate=10 /s,20 /s or "
             "deployment.pools[0].instances=2:8:2";
     return std::nullopt;
   }
@@ -107,7 +108,8 @@ std::optional<VarySpec> parse_vary(const std::string& text, std::string& error) 
     }
     return s;
   }
-  if (lo->unit != hi->unit) return fail("the range's ends have different units ('" + lo->unit + "' and '" + hi->unit + "')");
+  if (lo->unit != hi->unit)
+    return fail("the range's ends have different units ('" + lo->unit + "' and '" + hi->unit + "')");
   if (hi->value < lo->value) return fail("the range ends below its start");
   s.unit = lo->unit;
   s.lo = lo->value;
@@ -141,14 +143,14 @@ std::optional<VarySpec> parse_vary(const std::string& text, std::string& error) 
 }
 
 std::vector<std::vector<std::string>> make_variants(const std::vector<VarySpec>& specs, Sampling sampling,
-                                                    std::int64_t samples, std::uint64_t seed,
-                                                    std::string& error) {
+                                                    std::int64_t samples, std::uint64_t seed, std::string& error) {
   std::vector<std::vector<std::string>> out;
   if (sampling == Sampling::kGrid) {
     std::size_t total = 1;
     for (const VarySpec& s : specs) {
       if (s.interval) {
-        error = "--vary " + s.key + "=" + s.text + " is an interval (lo:hi): it needs --samples N, or a step (lo:hi:step)";
+        error =
+            "--vary " + s.key + "=" + s.text + " is an interval (lo:hi): it needs --samples N, or a step (lo:hi:step)";
         return {};
       }
       total *= s.values.size();
@@ -183,14 +185,16 @@ std::vector<std::vector<std::string>> make_variants(const std::vector<VarySpec>&
     for (std::size_t i = 0; i < n; ++i) {
       // A position in [0, 1): anywhere (random) or inside its stratum (Latin hypercube).
       const double u = rng.uniform01();
-      const double f = sampling == Sampling::kRandom ? u : (static_cast<double>(strata[i]) + u) / static_cast<double>(n);
+      const double f =
+          sampling == Sampling::kRandom ? u : (static_cast<double>(strata[i]) + u) / static_cast<double>(n);
       std::string value;
       if (s.interval) {
         double x = s.lo + f * (s.hi - s.lo);
         if (s.integer) x = std::min(s.hi, std::floor(s.lo + f * (s.hi - s.lo + 1)));
         value = format(x, s.integer, s.unit);
       } else {
-        const auto idx = std::min(s.values.size() - 1, static_cast<std::size_t>(f * static_cast<double>(s.values.size())));
+        const auto idx =
+            std::min(s.values.size() - 1, static_cast<std::size_t>(f * static_cast<double>(s.values.size())));
         value = s.values[idx];
       }
       columns[k].push_back(s.key + "=" + value);

@@ -24,12 +24,12 @@ namespace servesim::studies {
 
 struct VarySpec {
   std::string key;
-  std::string text;                  // SPEC as given
-  std::vector<std::string> values;   // list and ranges: every value
-  bool interval = false;             // lo:hi, sampled only
+  std::string text;                 // SPEC as given
+  std::vector<std::string> values;  // list and ranges: every value
+  bool interval = false;            // lo:hi, sampled only
   double lo = 0, hi = 0;
   bool integer = false;
-  std::string unit;                  // "" or " /s" (with its leading space)
+  std::string unit;  // "" or " /s" (with its leading space)
 };
 
 enum class Sampling { kGrid, kRandom, kLatinHypercube };
@@ -40,7 +40,6 @@ std::optional<VarySpec> parse_vary(const std::string& text, std::string& error);
 // Each variant is one "key=value" assignment per VarySpec, in the specs' order. A grid over an
 // interval is an error (returned in `error`, with an empty result).
 std::vector<std::vector<std::string>> make_variants(const std::vector<VarySpec>& specs, Sampling sampling,
-                                                    std::int64_t samples, std::uint64_t seed,
-                                                    std::string& error);
+                                                    std::int64_t samples, std::uint64_t seed, std::string& error);
 
 }  // namespace servesim::studies

@@ -11,27 +11,26 @@
 
 #include "calibrate/cross_validation.h"
 #include "models/chip_spec.h"
-#include "sim/scenario/caches.h"
 #include "models/model_spec.h"
 #include "sim/cluster/config.h"
 #include "sim/cluster/iteration_cost.h"
+#include "sim/metrics/recorder.h"
+#include "sim/scenario/caches.h"
+#include "sim/scenario/scenario.h"
+#include "sim/scenario/shipped_profiles.h"
 #include "studies/checkpoints.h"
 #include "studies/run.h"
 #include "studies/serving_engines.h"
-#include "sim/metrics/recorder.h"
-#include "sim/scenario/scenario.h"
-#include "sim/scenario/shipped_profiles.h"
 
 namespace servesim::studies {
 namespace {
 
 using Json = nlohmann::ordered_json;
 
-
 // AIConfigurator's system names (its systems/*.yaml) -> chip presets.
 std::optional<std::string> chip_preset_of(const std::string& system) {
   static const std::pair<const char*, const char*> kSystems[] = {
-      {"h100_sxm", "h100-sxm"}, {"h200_sxm", "h200-sxm"}, {"b200_sxm", "b200"}, {"gb200", "gb200"},
+      {"h100_sxm", "h100-sxm"}, {"h200_sxm", "h200-sxm"}, {"b200_sxm", "b200"},     {"gb200", "gb200"},
       {"b300_sxm", "b300"},     {"gb300", "gb300"},       {"a100_sxm", "a100-80g"}, {"h20", "h20"}};
   for (const auto& [s, c] : kSystems) {
     if (system == s) return models::chip_preset(c) ? std::optional<std::string>(c) : std::nullopt;
@@ -98,9 +97,9 @@ bool native_mode(const Checkpoint& c, const std::string& mode) {
 // a mode another checkpoint of the same model publishes (a DeepSeek-R1 row in nvfp4: nvidia's
 // NVFP4 checkpoint) gives that checkpoint's formats; any other mode sets the dense GEMMs
 // (gemm_quant_mode) and the routed experts (moe_quant_mode) directly.
-std::optional<Formats> formats_of(const ServingMeasurement& r, const Checkpoint& cp,
-                                  const models::ChipSpec& chip, const ServingEngine& engine,
-                                  std::vector<std::string>& assumptions, std::string& why) {
+std::optional<Formats> formats_of(const ServingMeasurement& r, const Checkpoint& cp, const models::ChipSpec& chip,
+                                  const ServingEngine& engine, std::vector<std::string>& assumptions,
+                                  std::string& why) {
   std::string gemm = r.gemm_quant_mode, moe = r.moe_quant_mode;
   if (gemm.empty() && moe.empty() && r.precision != "bf16" && r.precision != "fp16") gemm = r.precision;
   if (moe.empty()) moe = gemm;
@@ -111,8 +110,8 @@ std::optional<Formats> formats_of(const ServingMeasurement& r, const Checkpoint&
   CheckpointFormats f = cp.formats;
   if (cp.pinned) {
     if (!gemm.empty() && !native_mode(cp, gemm)) {
-      assumptions.push_back(cp.id + " from its own checkpoint (" + cp.source + "); the row's quant mode '" +
-                            gemm + "' is taken as that");
+      assumptions.push_back(cp.id + " from its own checkpoint (" + cp.source + "); the row's quant mode '" + gemm +
+                            "' is taken as that");
     }
   } else if (unquantised(gemm) && unquantised(moe)) {
     // No quantisation recorded: the checkpoint as published.
@@ -136,12 +135,12 @@ std::optional<Formats> formats_of(const ServingMeasurement& r, const Checkpoint&
   out.weights = std::string(models::format_name(f.weights));
   out.experts = std::string(models::format_name(f.experts));
   out.kv = "bf16";
-  const bool quantised = f.weights != models::Format::kBf16 ||
-                         (f.experts != models::Format::kBf16 && !cp.pinned);
+  const bool quantised = f.weights != models::Format::kBf16 || (f.experts != models::Format::kBf16 && !cp.pinned);
   if (engine.name == "trtllm" && quantised) {
     out.kv = "fp8";
-    assumptions.push_back("fp8 KV cache (TensorRT-LLM's quantised checkpoints quantise the KV "
-                          "cache too; the row does not say)");
+    assumptions.push_back(
+        "fp8 KV cache (TensorRT-LLM's quantised checkpoints quantise the KV "
+        "cache too; the row does not say)");
   }
   for (const models::Format w : {f.weights, f.experts}) {
     if (!chip.has(models::compute_rate(w))) out.emulate = true;
@@ -167,12 +166,12 @@ std::optional<Plan> plan_of(const MeasuredPlan& given, const models::ModelSpec& 
   // "..._tp8_ep8_..." tp_size 64, moe 8 x 8, on 8-GPU nodes. A TP group wider than the scale-up
   // domain whose width is exactly moe_tp x moe_ep (both above 1, moe_tp a multiple of moe_ep,
   // no attention DP) is read so: tp = moe_tp ranks, experts moe_tp / moe_ep x moe_ep.
-  if (model.moe.enabled() && m.moe_tp > 1 && m.ep > 1 && m.tp == m.moe_tp * m.ep && m.dp <= 1 &&
-      m.tp > domain && m.moe_tp % m.ep == 0) {
-    assumptions.push_back("tp_size " + std::to_string(m.tp) + " = moe_tp " + std::to_string(m.moe_tp) +
-                          " x moe_ep " + std::to_string(m.ep) + " exceeds the scale-up domain of " +
-                          std::to_string(domain) + ": read as tp " + std::to_string(m.moe_tp) +
-                          " with expert parallelism " + std::to_string(m.ep) + " (the converted rows' tp x ep)");
+  if (model.moe.enabled() && m.moe_tp > 1 && m.ep > 1 && m.tp == m.moe_tp * m.ep && m.dp <= 1 && m.tp > domain &&
+      m.moe_tp % m.ep == 0) {
+    assumptions.push_back("tp_size " + std::to_string(m.tp) + " = moe_tp " + std::to_string(m.moe_tp) + " x moe_ep " +
+                          std::to_string(m.ep) + " exceeds the scale-up domain of " + std::to_string(domain) +
+                          ": read as tp " + std::to_string(m.moe_tp) + " with expert parallelism " +
+                          std::to_string(m.ep) + " (the converted rows' tp x ep)");
     m.tp = m.moe_tp;
     m.moe_tp = m.moe_tp / m.ep;
   }
@@ -185,8 +184,7 @@ std::optional<Plan> plan_of(const MeasuredPlan& given, const models::ModelSpec& 
     if (m.moe_tp > 0 && m.ep > 0) {
       if (m.moe_tp * m.ep != p.tp * p.dp) {
         why = "moe_tp x moe_ep (" + std::to_string(m.moe_tp) + " x " + std::to_string(m.ep) +
-              ") differs from tp x attention_dp (" + std::to_string(p.tp) + " x " +
-              std::to_string(p.dp) + ")";
+              ") differs from tp x attention_dp (" + std::to_string(p.tp) + " x " + std::to_string(p.dp) + ")";
         return std::nullopt;
       }
       p.moe_tp = m.moe_tp;
@@ -201,8 +199,7 @@ std::optional<Plan> plan_of(const MeasuredPlan& given, const models::ModelSpec& 
 }
 
 std::string plan_yaml(const Plan& p) {
-  std::string s = "{tp: " + std::to_string(p.tp) + ", pp: " + std::to_string(p.pp) +
-                  ", dp: " + std::to_string(p.dp);
+  std::string s = "{tp: " + std::to_string(p.tp) + ", pp: " + std::to_string(p.pp) + ", dp: " + std::to_string(p.dp);
   if (p.moe_tp > 0) s += ", moe_tp: " + std::to_string(p.moe_tp) + ", ep: " + std::to_string(p.ep);
   return s + "}";
 }
@@ -215,10 +212,9 @@ std::string plan_yaml(const Plan& p) {
 // SGLang chunks a prompt longer than its chunked_prefill_size; the simulator's whole_prompt policy
 // takes prompts whole, so where isl + osl exceeds the budget the budget becomes max_model_len
 // (a prefill batch then holds one such prompt, as SGLang's chunks of it follow each other).
-std::string pool_yaml(const std::string& name, const std::string& role, const std::string& chip,
-                      const Plan& plan, int instances, const ServingEngine& e, std::int64_t batch,
-                      std::int64_t clients, std::int64_t isl, std::int64_t max_model_len,
-                      std::vector<std::string>& assumptions) {
+std::string pool_yaml(const std::string& name, const std::string& role, const std::string& chip, const Plan& plan,
+                      int instances, const ServingEngine& e, std::int64_t batch, std::int64_t clients, std::int64_t isl,
+                      std::int64_t max_model_len, std::vector<std::string>& assumptions) {
   const std::int64_t dp = plan.dp;
   const EngineLimits limits = benchmark_limits(e, role, isl, batch > 0 ? (batch + dp - 1) / dp : 0);
   std::int64_t tokens = limits.max_batched_tokens * dp;
@@ -233,20 +229,18 @@ std::string pool_yaml(const std::string& name, const std::string& role, const st
     << "      role: " << role << "\n"
     << "      chip: {preset: " << chip
     << (profile_of(chip, e.name).empty() ? std::string() : ", profile: " + profile_of(chip, e.name))
-    << ", efficiency: {iteration_overhead: "
-    << number(e.iteration_overhead.to_seconds() * 1e6) << " us, sequence_overhead: "
-    << number(e.sequence_overhead.to_seconds() * 1e6) << " us, host_overlap: "
-    << (e.host_overlap ? "true" : "false") << "}}\n"
+    << ", efficiency: {iteration_overhead: " << number(e.iteration_overhead.to_seconds() * 1e6)
+    << " us, sequence_overhead: " << number(e.sequence_overhead.to_seconds() * 1e6)
+    << " us, host_overlap: " << (e.host_overlap ? "true" : "false") << "}}\n"
     << "      instances: " << instances << "\n"
     << "      parallel: " << plan_yaml(plan) << "\n"
     << "      max_model_len: " << max_model_len << "\n"
-    << "      scheduler: {policy: " << e.policy << ", max_batch_size: "
-    << std::min<std::int64_t>(limits.max_batch_size * dp, std::max<std::int64_t>(clients, 1))
-    << ", max_batched_tokens: " << tokens
-    << (e.chunked_prefill ? "" : ", chunked_prefill: false")
+    << "      scheduler: {policy: " << e.policy
+    << ", max_batch_size: " << std::min<std::int64_t>(limits.max_batch_size * dp, std::max<std::int64_t>(clients, 1))
+    << ", max_batched_tokens: " << tokens << (e.chunked_prefill ? "" : ", chunked_prefill: false")
     << (e.host_overlap && e.policy == "sarathi" ? ", form_ahead: true" : "") << "}\n"
-    << "      kv_cache: {block_tokens: " << e.block_tokens << ", watermark: 0, reserved: "
-    << number(e.reserved_gib) << " GiB, memory_utilization: 1}\n";
+    << "      kv_cache: {block_tokens: " << e.block_tokens << ", watermark: 0, reserved: " << number(e.reserved_gib)
+    << " GiB, memory_utilization: 1}\n";
   return y.str();
 }
 
@@ -312,13 +306,12 @@ RowScenario build_row_scenario(const ServingMeasurement& r, const ValidationOpti
     clients = static_cast<std::int64_t>(r.decode.batch_size) * decode_dp * r.decode.workers;
     s.assumptions.push_back("silicon_concurrency not recorded: decode_batch_size " +
                             std::to_string(r.decode.batch_size) + " x attention DP " + std::to_string(decode_dp) +
-                            " x " + std::to_string(r.decode.workers) + " decode workers = " +
-                            std::to_string(clients) + " clients");
+                            " x " + std::to_string(r.decode.workers) + " decode workers = " + std::to_string(clients) +
+                            " clients");
   }
   if (!disagg && r.batch_size > 0 && r.concurrency > 0 && r.batch_size != r.concurrency) {
     s.assumptions.push_back("batch_size " + std::to_string(r.batch_size) + " differs from silicon_concurrency " +
-                            std::to_string(r.concurrency) + ": " + std::to_string(r.concurrency) +
-                            " clients");
+                            std::to_string(r.concurrency) + ": " + std::to_string(r.concurrency) + " clients");
   }
   if (!disagg && r.concurrency == 0 && r.batch_size > 0) {
     s.assumptions.push_back("silicon_concurrency not recorded: batch_size clients");
@@ -355,8 +348,8 @@ RowScenario build_row_scenario(const ServingMeasurement& r, const ValidationOpti
     // worker count the row does not give follows from its decode batch and the concurrency; what
     // neither gives is derived in final_yaml (the least decode workers that hold the clients, and
     // prefill workers rate-matched to them).
-    for (const auto& [role, m] : {std::pair<const char*, const MeasuredRole*>{"prefill", &r.prefill},
-                                  {"decode", &r.decode}}) {
+    for (const auto& [role, m] :
+         {std::pair<const char*, const MeasuredRole*>{"prefill", &r.prefill}, {"decode", &r.decode}}) {
       const auto plan = plan_of(m->plan, model, chip.scale_up_domain, s.assumptions, why);
       if (!plan) {
         s.reason = std::string(role) + ": " + why;
@@ -373,14 +366,12 @@ RowScenario build_row_scenario(const ServingMeasurement& r, const ValidationOpti
       }
       if (workers == 0) (decode ? s.derive_decode_workers : s.derive_prefill_workers) = true;
       y << pool_yaml(role, role, *chip_name, *plan, std::max(1, workers), *engine,
-                     static_cast<std::int64_t>(m->batch_size) * plan->dp, clients, r.isl, max_model_len,
-                     s.assumptions);
+                     static_cast<std::int64_t>(m->batch_size) * plan->dp, clients, r.isl, max_model_len, s.assumptions);
     }
   }
   y << "workload:\n"
     << "  requests: " << clients * (simulated_warmup_rounds(options) + options.rounds) << "\n"
-    << "  arrivals: {process: closed_loop, clients: " << clients
-    << ", start: {mode: " << options.start
+    << "  arrivals: {process: closed_loop, clients: " << clients << ", start: {mode: " << options.start
     << (options.start == "ramp" ? ", over: " + number(options.arrival_spacing_us * static_cast<double>(clients)) + " us"
                                 : std::string())
     << "}}\n"
@@ -427,11 +418,11 @@ void set_instances(std::string& yaml, const std::string& name, std::int64_t n) {
 
 // Seconds of one iteration of batch `b` (`sequences` of them) on an instance of `pool`: its
 // slowest pipeline stage, as the simulator costs it.
-double iteration_seconds(const models::ModelSpec& model, const cluster::PoolConfig& pool,
-                         const models::BatchShape& b, std::int64_t sequences) {
-  cluster::IterationCostModel cost(model, pool.chip, pool.plan, pool.moe_routing, pool.cost_model,
-                                   std::max<std::int64_t>(pool.scheduler.max_batched_tokens,
-                                                          static_cast<std::int64_t>(b.tokens)));
+double iteration_seconds(const models::ModelSpec& model, const cluster::PoolConfig& pool, const models::BatchShape& b,
+                         std::int64_t sequences) {
+  cluster::IterationCostModel cost(
+      model, pool.chip, pool.plan, pool.moe_routing, pool.cost_model,
+      std::max<std::int64_t>(pool.scheduler.max_batched_tokens, static_cast<std::int64_t>(b.tokens)));
   std::vector<std::int64_t> stage(static_cast<std::size_t>(pool.plan.pp), 0);
   cluster::ComponentTimes components{};
   cost.cost(b, sequences, stage.data(), components);
@@ -467,15 +458,15 @@ void derive_workers(const ServingMeasurement& r, RowScenario& s, std::string& ya
                                                     std::max<std::int64_t>(1, decode->scheduler.max_batch_size));
   models::BatchShape d;
   for (std::int64_t i = 0; i < batch; ++i) models::add_decode(d, model, isl + osl / 2);
-  const double decode_rate = static_cast<double>(workers * batch) /
-                             (iteration_seconds(model, *decode, d, batch) * static_cast<double>(osl));
+  const double decode_rate =
+      static_cast<double>(workers * batch) / (iteration_seconds(model, *decode, d, batch) * static_cast<double>(osl));
   // Prompts per second of one prefill worker: as many whole prompts per iteration as its token
   // budget and batch cap take (chunks of the budget when one prompt exceeds it).
   const std::int64_t budget = std::max<std::int64_t>(1, prefill->scheduler.max_batched_tokens);
   double prefill_rate = 0;
   if (isl <= budget) {
-    const std::int64_t k = std::max<std::int64_t>(
-        1, std::min<std::int64_t>(prefill->scheduler.max_batch_size, budget / isl));
+    const std::int64_t k =
+        std::max<std::int64_t>(1, std::min<std::int64_t>(prefill->scheduler.max_batch_size, budget / isl));
     models::BatchShape b;
     for (std::int64_t i = 0; i < k; ++i) models::add_chunk(b, model, 0, isl, true);
     prefill_rate = static_cast<double>(k) / iteration_seconds(model, *prefill, b, k);
@@ -488,7 +479,8 @@ void derive_workers(const ServingMeasurement& r, RowScenario& s, std::string& ya
     }
     prefill_rate = 1.0 / seconds;
   }
-  const auto prefill_workers = std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(decode_rate / prefill_rate - 1e-9)));
+  const auto prefill_workers =
+      std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(decode_rate / prefill_rate - 1e-9)));
   char line[256];
   std::snprintf(line, sizeof line,
                 "prefill workers not recorded: %lld, rate-matched to the decode pool (%.3g requests/s "
@@ -630,8 +622,7 @@ ErrorFigures error_figures(const std::vector<const RowResult*>& rows) {
   return f;
 }
 
-ValidationReport validate_rows(const std::vector<ServingMeasurement>& rows,
-                               const ValidationOptions& options) {
+ValidationReport validate_rows(const std::vector<ServingMeasurement>& rows, const ValidationOptions& options) {
   ValidationReport report;
   const auto start = std::chrono::steady_clock::now();
   report.rows.resize(rows.size());
@@ -643,8 +634,7 @@ ValidationReport validate_rows(const std::vector<ServingMeasurement>& rows,
     report.rows[static_cast<std::size_t>(i)] = simulate_row(rows[static_cast<std::size_t>(i)], options);
   }
   std::map<std::tuple<std::string, std::string, std::string>, std::vector<const RowResult*>> groups;
-  std::map<std::tuple<std::string, std::string, std::string, std::string>, std::vector<const RowResult*>>
-      backends;
+  std::map<std::tuple<std::string, std::string, std::string, std::string>, std::vector<const RowResult*>> backends;
   std::map<std::string, std::size_t> skipped;
   std::vector<const RowResult*> all;
   for (const RowResult& r : report.rows) {
@@ -657,8 +647,7 @@ ValidationReport validate_rows(const std::vector<ServingMeasurement>& rows,
     report.groups.push_back({std::get<0>(k), std::get<1>(k), std::get<2>(k), "", error_figures(v)});
   }
   for (const auto& [k, v] : backends) {
-    report.backends.push_back(
-        {std::get<0>(k), std::get<1>(k), std::get<2>(k), std::get<3>(k), error_figures(v)});
+    report.backends.push_back({std::get<0>(k), std::get<1>(k), std::get<2>(k), std::get<3>(k), error_figures(v)});
   }
   report.overall = error_figures(all);
   report.skipped.assign(skipped.begin(), skipped.end());
@@ -685,13 +674,11 @@ std::string signed_pct(double v) {
 void figures_line(std::string& out, const std::string& label, const ErrorFigures& f) {
   char line[512];
   if (f.predicted == 0) {
-    std::snprintf(line, sizeof line, "%-58s %5zu %5zu   (none predicted)\n", label.c_str(), f.rows,
-                  f.predicted);
+    std::snprintf(line, sizeof line, "%-58s %5zu %5zu   (none predicted)\n", label.c_str(), f.rows, f.predicted);
   } else {
-    std::snprintf(line, sizeof line, "%-58s %5zu %5zu  %7s %7s %8s  %7s %7s %8s\n", label.c_str(),
-                  f.rows, f.predicted, pct(f.ttft_ape_p50).c_str(), pct(f.ttft_ape_p90).c_str(),
-                  signed_pct(f.ttft_signed_mean).c_str(), pct(f.tpot_ape_p50).c_str(),
-                  pct(f.tpot_ape_p90).c_str(), signed_pct(f.tpot_signed_mean).c_str());
+    std::snprintf(line, sizeof line, "%-58s %5zu %5zu  %7s %7s %8s  %7s %7s %8s\n", label.c_str(), f.rows, f.predicted,
+                  pct(f.ttft_ape_p50).c_str(), pct(f.ttft_ape_p90).c_str(), signed_pct(f.ttft_signed_mean).c_str(),
+                  pct(f.tpot_ape_p50).c_str(), pct(f.tpot_ape_p90).c_str(), signed_pct(f.tpot_signed_mean).c_str());
   }
   out += line;
 }
@@ -716,24 +703,24 @@ std::string validation_table(const ValidationReport& report, bool per_row) {
   std::string out;
   char line[512];
   if (per_row) {
-    std::snprintf(line, sizeof line, "%-64s %9s %9s %7s  %8s %8s %7s\n", "row", "TTFT ms", "sim",
-                  "error", "TPOT ms", "sim", "error");
+    std::snprintf(line, sizeof line, "%-64s %9s %9s %7s  %8s %8s %7s\n", "row", "TTFT ms", "sim", "error", "TPOT ms",
+                  "sim", "error");
     out += line;
     for (const RowResult& r : report.rows) {
       if (!r.ok) {
         std::snprintf(line, sizeof line, "%-64s skipped: %s\n", r.id.c_str(), r.reason.c_str());
       } else {
-        std::snprintf(line, sizeof line, "%-64s %9.1f %9.1f %7s  %8.2f %8.2f %7s\n", r.id.c_str(),
-                      r.measured_ttft_ms, r.predicted_ttft_ms,
-                      signed_pct(r.predicted_ttft_ms / r.measured_ttft_ms - 1).c_str(), r.measured_tpot_ms,
-                      r.predicted_tpot_ms, signed_pct(r.predicted_tpot_ms / r.measured_tpot_ms - 1).c_str());
+        std::snprintf(line, sizeof line, "%-64s %9.1f %9.1f %7s  %8.2f %8.2f %7s\n", r.id.c_str(), r.measured_ttft_ms,
+                      r.predicted_ttft_ms, signed_pct(r.predicted_ttft_ms / r.measured_ttft_ms - 1).c_str(),
+                      r.measured_tpot_ms, r.predicted_tpot_ms,
+                      signed_pct(r.predicted_tpot_ms / r.measured_tpot_ms - 1).c_str());
       }
       out += line;
     }
     out += "\n";
   }
-  std::snprintf(line, sizeof line, "%-58s %5s %5s  %7s %7s %8s  %7s %7s %8s\n", "group", "rows", "sim",
-                "TTFT50", "TTFT90", "signed", "TPOT50", "TPOT90", "signed");
+  std::snprintf(line, sizeof line, "%-58s %5s %5s  %7s %7s %8s  %7s %7s %8s\n", "group", "rows", "sim", "TTFT50",
+                "TTFT90", "signed", "TPOT50", "TPOT90", "signed");
   out += line;
   for (const GroupResult& g : report.groups) {
     figures_line(out, g.model + " " + g.system + " " + g.mode, g.error);
@@ -831,7 +818,8 @@ StudyOutput validate(const ValidateRequest& request, std::ostream& err) {
   }
   {
     std::string error, note;
-    options.threads = thread_count(options.threads > 0 ? std::optional<int>(options.threads) : std::nullopt, error, note);
+    options.threads =
+        thread_count(options.threads > 0 ? std::optional<int>(options.threads) : std::nullopt, error, note);
     if (!note.empty()) err << "note: " << note << "\n";
   }
   options.start = request.start;

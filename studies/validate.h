@@ -8,8 +8,8 @@
 // measured rounds (after its warm-up, which ends on an idle engine: ValidationOptions). The
 // scenario goes through the same loader as a file (so an impossible plan is a reason, not a
 // crash), is simulated, and the mean TTFT and TPOT of the requests in the benchmark's measurement
-// window (in send order) are compared with the measured means. Rows that cannot be modelled are counted with a reason, never
-// dropped.
+// window (in send order) are compared with the measured means. Rows that cannot be modelled are counted with a reason,
+// never dropped.
 //
 // Errors are fractions: APE = |predicted / measured - 1|, signed = predicted / measured - 1; per
 // group (model, system, mode) and overall: the median and p90 of the APE (percentiles
@@ -43,8 +43,8 @@ struct ValidationOptions {
   // AIConfigurator silicon set run aiperf / genai-perf (ai-dynamo/dynamo benchmarks/llm/perf.sh:
   // `--concurrency N --warmup-request-count 2N --request-count 10N`): `rounds` x N requests are
   // measured after `warmup_rounds` x N warm-up requests.
-  int rounds = 10;           // measured requests per client
-  int warmup_rounds = 2;     // requests per client sent first and left out of the means
+  int rounds = 10;        // measured requests per client
+  int warmup_rounds = 2;  // requests per client sent first and left out of the means
   // How the warm-up ends. aiperf waits for every warm-up response before its profiling phase
   // starts (ai-dynamo/aiperf docs/tutorials/warmup.md, "Grace Period": "By default, AIPerf waits
   // indefinitely for all warmup responses before starting profiling"; its timeline: "Warmup ends
@@ -62,8 +62,8 @@ struct ValidationOptions {
   // "ramp" are for comparison.
   std::string start = "together";
   double arrival_spacing_us = 100;  // "ramp": between one client's first request and the next
-  int threads = 0;           // OpenMP threads; 0 = all cores
-  std::string validation_file;  // for the report's `source`
+  int threads = 0;                  // OpenMP threads; 0 = all cores
+  std::string validation_file;      // for the report's `source`
   // The run's caches (sim/scenario/caches.h): its rows share the profiles they name.
   scenario::Caches* caches = nullptr;
 };
@@ -78,7 +78,7 @@ struct RowScenario {
   // Disaggregated rows that do not record a role's worker count: final_yaml derives it (the
   // least decode workers that hold the clients; prefill workers rate-matched to the decode pool).
   bool derive_prefill_workers = false, derive_decode_workers = false;
-  std::int64_t clients = 0;              // the closed loop's clients (when ok)
+  std::int64_t clients = 0;  // the closed loop's clients (when ok)
 };
 
 // Builds the scenario of one row (no simulation). Disaggregated rows get a prefill and a decode
@@ -133,8 +133,7 @@ struct ValidationReport {
 std::string final_yaml(const ServingMeasurement& row, RowScenario& scenario, scenario::Caches* caches = nullptr);
 
 // Simulates every row (OpenMP over rows; results do not depend on the thread count).
-ValidationReport validate_rows(const std::vector<ServingMeasurement>& rows,
-                               const ValidationOptions& options);
+ValidationReport validate_rows(const std::vector<ServingMeasurement>& rows, const ValidationOptions& options);
 
 // Figures over rows that were predicted (rows counts every row given).
 ErrorFigures error_figures(const std::vector<const RowResult*>& rows);
@@ -149,11 +148,11 @@ struct ValidateRequest {
   std::string file;
   int rounds = 10;
   int warmup_rounds = 2;
-  std::string warmup = "drained";        // drained | continuous
+  std::string warmup = "drained";  // drained | continuous
   int threads = 0;
-  std::string start = "together";        // together | ramp | staggered
+  std::string start = "together";  // together | ramp | staggered
   double spacing_us = 100;
-  bool rows = false;                     // every row in the table
+  bool rows = false;  // every row in the table
   bool reproducible = false;
   std::optional<std::string> print_scenario;  // a row id: its scenario as the text, nothing run
 };

@@ -11,9 +11,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sim/scenario/scenario.h"
 #include "studies/text_format.h"
 #include "studies/workload_stats.h"
-#include "sim/scenario/scenario.h"
 #include "workloads/stats.h"
 
 namespace servesim::studies {
@@ -51,8 +51,8 @@ Json to_json(const workloads::WorkloadStats& s, const std::string& source, const
   j["mean_rate_per_s"] = s.mean_rate_per_s;
   Json windows = Json::array();
   for (const auto& w : s.windows) {
-    windows.push_back(Json{{"start_s", w.start_s}, {"end_s", w.end_s}, {"requests", w.requests},
-                           {"rate_per_s", w.rate_per_s}});
+    windows.push_back(
+        Json{{"start_s", w.start_s}, {"end_s", w.end_s}, {"requests", w.requests}, {"rate_per_s", w.rate_per_s}});
   }
   j["rate_windows"] = windows;
   j["prompt_tokens"] = summary_json(s.prompt_tokens);
@@ -102,15 +102,15 @@ Json to_json(const workloads::WorkloadStats& s, const std::string& source, const
   return j;
 }
 
-std::string to_text(const workloads::WorkloadStats& s, const std::string& source,
-                    const std::string& kind) {
+std::string to_text(const workloads::WorkloadStats& s, const std::string& source, const std::string& kind) {
   std::ostringstream o;
   o << "workload: " << source << " (" << kind << ")\n";
-  o << "  requests    " << count(s.requests) << (s.truncated ? " (stopped at --max-requests)" : "")
-    << " in " << fmt("%.3f", s.last_arrival_s) << " s, first at " << fmt("%.3f", s.first_arrival_s)
-    << " s, " << fmt("%.3f", s.mean_rate_per_s) << " /s\n";
+  o << "  requests    " << count(s.requests) << (s.truncated ? " (stopped at --max-requests)" : "") << " in "
+    << fmt("%.3f", s.last_arrival_s) << " s, first at " << fmt("%.3f", s.first_arrival_s) << " s, "
+    << fmt("%.3f", s.mean_rate_per_s) << " /s\n";
   if (s.untimed_requests > 0) {
-    o << "  closed loop " << count(s.untimed_requests) << " requests of closed-loop classes: their "
+    o << "  closed loop " << count(s.untimed_requests)
+      << " requests of closed-loop classes: their "
          "times depend on the serving model (servesim run); "
       << (s.requests > 0 ? "they are in their classes' rows only\n"
                          : "the figures below are theirs, without the rate\n");
@@ -125,8 +125,8 @@ std::string to_text(const workloads::WorkloadStats& s, const std::string& source
     o << "        from s        to s    requests     rate /s\n";
     for (const auto& w : s.windows) {
       char buf[128];
-      std::snprintf(buf, sizeof buf, "  %12.3f %11.3f %11s %11.3f\n", w.start_s, w.end_s,
-                    count(w.requests).c_str(), w.rate_per_s);
+      std::snprintf(buf, sizeof buf, "  %12.3f %11.3f %11s %11.3f\n", w.start_s, w.end_s, count(w.requests).c_str(),
+                    w.rate_per_s);
       o << buf;
     }
   }
@@ -142,16 +142,14 @@ std::string to_text(const workloads::WorkloadStats& s, const std::string& source
   if (s.images == 0) {
     o << "  images      none\n";
   } else {
-    o << "  images      " << count(s.images) << " on " << count(s.requests_with_images)
-      << " requests (" << fmt("%.1f", 100.0 * static_cast<double>(s.requests_with_images) /
-                                          static_cast<double>(std::max<std::int64_t>(1, s.requests)))
+    o << "  images      " << count(s.images) << " on " << count(s.requests_with_images) << " requests ("
+      << fmt("%.1f", 100.0 * static_cast<double>(s.requests_with_images) /
+                         static_cast<double>(std::max<std::int64_t>(1, s.requests)))
       << "%), " << fmt("%.2f", s.images_per_request.mean) << " per such request; megapixels p50 "
-      << fmt("%.2f", s.image_pixels.p50 / 1e6) << ", p99 " << fmt("%.2f", s.image_pixels.p99 / 1e6)
-      << "\n";
+      << fmt("%.2f", s.image_pixels.p50 / 1e6) << ", p99 " << fmt("%.2f", s.image_pixels.p99 / 1e6) << "\n";
     if (s.has_image_tokens) {
-      o << "              image tokens per such request: mean " << fmt("%.1f", s.image_tokens.mean)
-        << ", p50 " << fmt("%.1f", s.image_tokens.p50) << ", p99 " << fmt("%.1f", s.image_tokens.p99)
-        << "\n";
+      o << "              image tokens per such request: mean " << fmt("%.1f", s.image_tokens.mean) << ", p50 "
+        << fmt("%.1f", s.image_tokens.p50) << ", p99 " << fmt("%.1f", s.image_tokens.p99) << "\n";
     }
     for (const auto& r : s.top_resolutions) {
       o << "              " << r.width << "x" << r.height << ": " << count(r.images) << "\n";
@@ -175,17 +173,16 @@ std::string to_text(const workloads::WorkloadStats& s, const std::string& source
     o << "  class             requests  prompt mean  output mean     images\n";
     for (const auto& c : s.classes) {
       char buf[200];
-      std::snprintf(buf, sizeof buf, "    %-14s %10s %12.1f %12.1f %10s%s\n", c.name.c_str(),
-                    count(c.requests).c_str(), c.prompt_tokens.mean, c.output_tokens.mean,
-                    count(c.images).c_str(), c.timed ? "" : "  (closed loop, untimed)");
+      std::snprintf(buf, sizeof buf, "    %-14s %10s %12.1f %12.1f %10s%s\n", c.name.c_str(), count(c.requests).c_str(),
+                    c.prompt_tokens.mean, c.output_tokens.mean, count(c.images).c_str(),
+                    c.timed ? "" : "  (closed loop, untimed)");
       o << buf;
     }
   }
   for (const auto& c : s.classes) {
     if (c.skipped_rows > 0) {
       o << "  skipped     " << count(c.skipped_rows) << " bad trace rows"
-        << (s.classes.size() > 1 ? " of class " + c.name : std::string()) << "; the first: "
-        << c.first_bad_row << "\n";
+        << (s.classes.size() > 1 ? " of class " + c.name : std::string()) << "; the first: " << c.first_bad_row << "\n";
     }
     if (c.zero_lengths > 0) {
       o << "  zeros       " << count(c.zero_lengths) << " trace rows with a zero length, replayed "
@@ -214,8 +211,7 @@ StudyOutput workload_stats(const WorkloadStatsRequest& request, std::ostream& er
   const std::string& format = request.format;
   const std::vector<std::string> formats = {"auto", "azure", "splitwise", "burstgpt", "mooncake"};
   if (std::find(formats.begin(), formats.end(), format) == formats.end()) {
-    err << "error: unknown --format '" << format
-        << "' (expected auto, azure, splitwise, burstgpt or mooncake)\n";
+    err << "error: unknown --format '" << format << "' (expected auto, azure, splitwise, burstgpt or mooncake)\n";
     return StudyOutput::failed(2);
   }
   try {
@@ -234,9 +230,7 @@ StudyOutput workload_stats(const WorkloadStatsRequest& request, std::ostream& er
       if (sc.config.horizon) end = SimTime::zero() + *sc.config.horizon;
       block_tokens = sc.config.pools.front().kv_cache.block_tokens;
       if (const auto& vision = sc.config.model.vision) {
-        options.image_tokens = [v = *vision](std::uint32_t w, std::uint32_t h) {
-          return v.image_tokens(w, h);
-        };
+        options.image_tokens = [v = *vision](std::uint32_t w, std::uint32_t h) { return v.image_tokens(w, h); };
       }
       kind = "scenario '" + sc.name + "', seed " + std::to_string(seed) +
              (sc.config.horizon ? ", horizon " + fmt("%g", sc.config.horizon->to_seconds()) + " s" : "");
@@ -250,9 +244,8 @@ StudyOutput workload_stats(const WorkloadStatsRequest& request, std::ostream& er
       t.key_path = "trace";
       t.skip_bad_rows = request.skip_bad_rows;
       static constexpr workloads::TraceFormat kFormats[] = {
-          workloads::TraceFormat::kAuto, workloads::TraceFormat::kAzure,
-          workloads::TraceFormat::kSplitwise, workloads::TraceFormat::kBurstGpt,
-          workloads::TraceFormat::kMooncake};
+          workloads::TraceFormat::kAuto, workloads::TraceFormat::kAzure, workloads::TraceFormat::kSplitwise,
+          workloads::TraceFormat::kBurstGpt, workloads::TraceFormat::kMooncake};
       t.format = kFormats[std::find(formats.begin(), formats.end(), format) - formats.begin()];
       t.scan = std::make_shared<const workloads::TraceScan>(workloads::scan_trace(t));
       kind = std::string(workloads::trace_format_name(t.scan->format)) + " trace";

@@ -15,10 +15,10 @@ namespace servesim::studies {
 
 // The summary as the command line asks for it (app/workload_command.cpp names the options).
 struct WorkloadStatsRequest {
-  std::string file;                          // a trace, or a scenario (.yaml, .yml, .json)
-  int windows = 10;                          // of the rate-over-time table
-  std::int64_t max_requests = 10'000'000;    // 0: no limit
-  std::string format = "auto";               // trace layout
+  std::string file;                        // a trace, or a scenario (.yaml, .yml, .json)
+  int windows = 10;                        // of the rate-over-time table
+  std::int64_t max_requests = 10'000'000;  // 0: no limit
+  std::string format = "auto";             // trace layout
   bool skip_bad_rows = false;
   std::optional<std::int64_t> block_tokens;  // default: the scenario's KV block, else 16
   std::vector<std::string> sets;             // scenarios only

@@ -91,12 +91,14 @@ std::vector<SpecProblem> validate_cluster(const ClusterSpec& spec) {
                                        " nor divides one");
     }
     if (u.kind == ScaleUpKind::kFullMesh && u.domain_chips > 64) {
-      bad("scale_up.domain_chips", "a full mesh joins every pair directly; more than 64 chips would "
-                                   "need " + num(64LL * 63) + "+ links per domain: use kind: switch");
+      bad("scale_up.domain_chips",
+          "a full mesh joins every pair directly; more than 64 chips would "
+          "need " +
+              num(64LL * 63) + "+ links per domain: use kind: switch");
     }
     if (u.kind == ScaleUpKind::kTwoLevelSwitch && u.domain_chips % spec.node_chips != 0) {
-      bad("scale_up.domain_chips", "two switch levels need whole nodes per domain (" +
-                                       num(spec.node_chips) + " chips per node)");
+      bad("scale_up.domain_chips",
+          "two switch levels need whole nodes per domain (" + num(spec.node_chips) + " chips per node)");
     }
     if (!(u.chip_bandwidth.bytes_per_s > 0)) bad("scale_up.bandwidth", "must be greater than 0 B/s");
   }
@@ -120,31 +122,27 @@ std::vector<SpecProblem> validate_cluster(const ClusterSpec& spec) {
 
   const int rails = spec.node_chips / o.chips_per_nic;
   if (o.tiers == 3 && o.rail_optimized && o.leaves_per_pod % rails != 0) {
-    bad("scale_out.leaves_per_pod", "a rail-optimised pod holds whole groups of " + num(rails) +
-                                        " rail leaves; " + num(o.leaves_per_pod) + " is not a multiple of " +
-                                        num(rails));
+    bad("scale_out.leaves_per_pod", "a rail-optimised pod holds whole groups of " + num(rails) + " rail leaves; " +
+                                        num(o.leaves_per_pod) + " is not a multiple of " + num(rails));
   }
   const FatTreeShape s = fat_tree_shape(spec);
   if (o.radix > 0) {
     if (o.tiers == 1 && s.nics > o.radix) {
-      bad("scale_out.tiers", "one switch of radix " + num(o.radix) + " cannot take " + num(s.nics) +
-                                 " NICs: use tiers: 2 or 3");
+      bad("scale_out.tiers",
+          "one switch of radix " + num(o.radix) + " cannot take " + num(s.nics) + " NICs: use tiers: 2 or 3");
     }
     if (o.tiers >= 2 && o.hosts_per_leaf + s.leaf_uplinks > o.radix) {
-      bad("scale_out.hosts_per_leaf", "a leaf needs " + num(o.hosts_per_leaf) + " down + " +
-                                          num(s.leaf_uplinks) + " up ports, more than the radix " +
-                                          num(o.radix));
+      bad("scale_out.hosts_per_leaf", "a leaf needs " + num(o.hosts_per_leaf) + " down + " + num(s.leaf_uplinks) +
+                                          " up ports, more than the radix " + num(o.radix));
     }
     if (o.tiers == 2 && s.leaves > o.radix) {
-      bad("scale_out.tiers", "a two-tier fat tree of radix " + num(o.radix) + " joins at most " +
-                                 num(o.radix) + " leaves (" + num(static_cast<long long>(o.radix) * o.hosts_per_leaf) +
-                                 " NICs); " + num(s.nics) + " NICs need " + num(s.leaves) +
-                                 " leaves: use tiers: 3");
+      bad("scale_out.tiers", "a two-tier fat tree of radix " + num(o.radix) + " joins at most " + num(o.radix) +
+                                 " leaves (" + num(static_cast<long long>(o.radix) * o.hosts_per_leaf) + " NICs); " +
+                                 num(s.nics) + " NICs need " + num(s.leaves) + " leaves: use tiers: 3");
     }
     if (o.tiers == 3 && o.leaves_per_pod + s.spine_uplinks > o.radix) {
-      bad("scale_out.leaves_per_pod", "a spine needs " + num(o.leaves_per_pod) + " down + " +
-                                          num(s.spine_uplinks) + " up ports, more than the radix " +
-                                          num(o.radix));
+      bad("scale_out.leaves_per_pod", "a spine needs " + num(o.leaves_per_pod) + " down + " + num(s.spine_uplinks) +
+                                          " up ports, more than the radix " + num(o.radix));
     }
     if (o.tiers == 3 && s.pods > o.radix) {
       bad("scale_out.radix", "a core switch needs one port per pod: " + num(s.pods) + " pods of " +
@@ -271,9 +269,8 @@ Fabric build_fabric(const ClusterSpec& spec) {
       for (int l = 0; l < s.leaves; ++l) {
         const int pod = l / o.leaves_per_pod;
         for (int j = 0; j < s.leaf_uplinks; ++j) {
-          b.add_cable(leaves[static_cast<std::size_t>(l)],
-                      spines[static_cast<std::size_t>(pod * s.leaf_uplinks + j)], link, lat,
-                      Plane::kScaleOut, LinkClass::kLeafSpine);
+          b.add_cable(leaves[static_cast<std::size_t>(l)], spines[static_cast<std::size_t>(pod * s.leaf_uplinks + j)],
+                      link, lat, Plane::kScaleOut, LinkClass::kLeafSpine);
         }
       }
       // Core (j, k) joins spine j of every pod.
@@ -281,8 +278,8 @@ Fabric build_fabric(const ClusterSpec& spec) {
         for (int k = 0; k < s.spine_uplinks; ++k) {
           const VertexId core = b.add_switch(SwitchRole::kCore);
           for (int pod = 0; pod < s.pods; ++pod) {
-            b.add_cable(spines[static_cast<std::size_t>(pod * s.leaf_uplinks + j)], core, link, lat,
-                        Plane::kScaleOut, LinkClass::kSpineCore);
+            b.add_cable(spines[static_cast<std::size_t>(pod * s.leaf_uplinks + j)], core, link, lat, Plane::kScaleOut,
+                        LinkClass::kSpineCore);
           }
         }
       }

@@ -44,7 +44,7 @@ struct ScaleUpSpec {
 
 struct ScaleOutSpec {
   bool present = true;
-  int tiers = 3;                        // 1, 2 or 3 switch tiers
+  int tiers = 3;  // 1, 2 or 3 switch tiers
   bool rail_optimized = true;
   int chips_per_nic = 1;
   Bandwidth nic_bandwidth{50e9};        // per NIC per direction
@@ -55,14 +55,14 @@ struct ScaleOutSpec {
   double spine_oversubscription = 1.0;  // tier 3: spine down ports : up ports
   Bandwidth link_bandwidth{50e9};       // switch-to-switch links
   Duration hop_latency = Duration::nanoseconds(500);
-  int radix = 0;                        // ports per switch; 0 = not checked
-  Routing routing = Routing::kAdaptive; // how flows use equal-cost paths (fabric.h)
+  int radix = 0;                         // ports per switch; 0 = not checked
+  Routing routing = Routing::kAdaptive;  // how flows use equal-cost paths (fabric.h)
   bool operator==(const ScaleOutSpec&) const = default;
 };
 
 struct ClusterSpec {
-  std::string name;          // preset name or "custom"
-  std::string chip;          // the chip preset the cluster is built of (informational)
+  std::string name;  // preset name or "custom"
+  std::string chip;  // the chip preset the cluster is built of (informational)
   int chips = 0;
   int node_chips = 8;
   int nodes_per_rack = 4;
@@ -70,7 +70,7 @@ struct ClusterSpec {
   ScaleUpSpec scale_up;
   ScaleOutSpec scale_out;
   CommCalibration comm;
-  std::string source;        // where the figures come from, and which are assumptions
+  std::string source;  // where the figures come from, and which are assumptions
   bool operator==(const ClusterSpec&) const = default;
 };
 

@@ -75,8 +75,7 @@ CostLine phase_line(const PhaseTerms& p, const CommCalibration& c, int which) {
 double ring_all_reduce_seconds(double bytes, int ranks, const LinkTier& tier) {
   if (ranks <= 1 || bytes <= 0) return 0.0;
   const double n = ranks;
-  return tier.latency.to_seconds() +
-         2.0 * (n - 1.0) / n * bytes / (tier.bandwidth.bytes_per_s * tier.efficiency);
+  return tier.latency.to_seconds() + 2.0 * (n - 1.0) / n * bytes / (tier.bandwidth.bytes_per_s * tier.efficiency);
 }
 
 double p2p_seconds(double bytes, const LinkTier& tier) {
@@ -228,43 +227,38 @@ std::vector<AlgorithmTerms> collective_algorithms(const GroupLayout& g, Collecti
   const double nd = n, md = m, pd = p;
   const Plane up = Plane::kScaleUp, so = Plane::kScaleOut;
   // The bandwidth a flat ring gets: the slowest tier it crosses.
-  const double ring_bw = m > 1 ? (p > 1 ? min_positive(g.up_bytes_per_s, g.out_bytes_per_s) : g.out_bytes_per_s)
-                               : g.up_bytes_per_s;
+  const double ring_bw =
+      m > 1 ? (p > 1 ? min_positive(g.up_bytes_per_s, g.out_bytes_per_s) : g.out_bytes_per_s) : g.up_bytes_per_s;
   const Plane ring_tier = m > 1 ? so : up;
   const Duration ring_hop = m > 1 ? g.out_hop : g.up_hop;
   switch (kind) {
     case CollectiveKind::kAllReduce: {
-      out.push_back(algorithm("ring", {phase(ring_tier, kind, 2 * (nd - 1), ring_hop,
-                                             per_byte(2 * (nd - 1) / nd, ring_bw))}));
+      out.push_back(
+          algorithm("ring", {phase(ring_tier, kind, 2 * (nd - 1), ring_hop, per_byte(2 * (nd - 1) / nd, ring_bw))}));
       if (m > 1) {
         // Double binary tree across domains, a chain inside each (NCCL's tree): every rank
         // sends and receives the vector twice.
-        PhaseTerms t = phase(so, kind, 2.0 * ceil_log2(m) + 2 * (pd - 1), Duration::zero(),
-                             per_byte(2.0, ring_bw));
+        PhaseTerms t = phase(so, kind, 2.0 * ceil_log2(m) + 2 * (pd - 1), Duration::zero(), per_byte(2.0, ring_bw));
         t.latency_s = 2.0 * ceil_log2(m) * g.out_hop.to_seconds() + 2 * (pd - 1) * g.up_hop.to_seconds();
         out.push_back(algorithm("tree", {t}));
         if (p > 1) {
           out.push_back(algorithm(
               "hierarchical",
-              {phase(up, CollectiveKind::kReduceScatter, pd - 1, g.up_hop,
-                     per_byte((pd - 1) / pd, g.up_bytes_per_s)),
+              {phase(up, CollectiveKind::kReduceScatter, pd - 1, g.up_hop, per_byte((pd - 1) / pd, g.up_bytes_per_s)),
                phase(so, CollectiveKind::kAllReduce, 2 * (md - 1), g.out_hop,
                      per_byte(2 * (md - 1) / md / pd, g.out_bytes_per_s)),
-               phase(up, CollectiveKind::kAllGather, pd - 1, g.up_hop,
-                     per_byte((pd - 1) / pd, g.up_bytes_per_s))}));
+               phase(up, CollectiveKind::kAllGather, pd - 1, g.up_hop, per_byte((pd - 1) / pd, g.up_bytes_per_s))}));
         }
       }
       break;
     }
     case CollectiveKind::kAllGather:
     case CollectiveKind::kReduceScatter: {
-      out.push_back(algorithm("ring", {phase(ring_tier, kind, nd - 1, ring_hop,
-                                             per_byte((nd - 1) / nd, ring_bw))}));
+      out.push_back(algorithm("ring", {phase(ring_tier, kind, nd - 1, ring_hop, per_byte((nd - 1) / nd, ring_bw))}));
       if (m > 1 && p > 1) {
-        out.push_back(algorithm(
-            "hierarchical",
-            {phase(so, kind, md - 1, g.out_hop, per_byte((md - 1) / md / pd, g.out_bytes_per_s)),
-             phase(up, kind, pd - 1, g.up_hop, per_byte((pd - 1) / pd, g.up_bytes_per_s))}));
+        out.push_back(algorithm("hierarchical",
+                                {phase(so, kind, md - 1, g.out_hop, per_byte((md - 1) / md / pd, g.out_bytes_per_s)),
+                                 phase(up, kind, pd - 1, g.up_hop, per_byte((pd - 1) / pd, g.up_bytes_per_s))}));
       }
       break;
     }

@@ -50,9 +50,9 @@ namespace servesim::topologies {
 
 // One tier of links as one chip sees it.
 struct LinkTier {
-  Bandwidth bandwidth;     // per chip, per direction
-  Duration latency;        // fixed cost per call
-  double efficiency = 1;   // achieved / nominal bandwidth for large messages
+  Bandwidth bandwidth;    // per chip, per direction
+  Duration latency;       // fixed cost per call
+  double efficiency = 1;  // achieved / nominal bandwidth for large messages
 };
 
 double ring_all_reduce_seconds(double bytes, int ranks, const LinkTier& tier);
@@ -64,7 +64,7 @@ enum class CollectiveKind : std::uint8_t {
   kReduceScatter,
   kAllToAll,
   kP2p,
-  kDispatch,            // expert-parallel dispatch, bandwidth-oriented (DeepEP normal)
+  kDispatch,  // expert-parallel dispatch, bandwidth-oriented (DeepEP normal)
   kCombine,
   kDispatchLowLatency,  // DeepEP low-latency
   kCombineLowLatency,
@@ -136,12 +136,12 @@ class CostCurve {
 
 struct GroupLayout {
   int ranks = 1;
-  int domains = 1;            // scale-up domains the ranks span
-  int ranks_per_domain = 1;   // the most ranks in one domain
-  double up_bytes_per_s = 0;  // per rank inside its domain (0 when no rank shares a domain)
-  double out_bytes_per_s = 0; // per rank across domains (0 when the group stays in one domain)
-  Duration up_hop;            // latency between two ranks of one domain
-  Duration out_hop;           // latency between ranks of different domains (the longest)
+  int domains = 1;             // scale-up domains the ranks span
+  int ranks_per_domain = 1;    // the most ranks in one domain
+  double up_bytes_per_s = 0;   // per rank inside its domain (0 when no rank shares a domain)
+  double out_bytes_per_s = 0;  // per rank across domains (0 when the group stays in one domain)
+  Duration up_hop;             // latency between two ranks of one domain
+  Duration out_hop;            // latency between ranks of different domains (the longest)
   bool operator==(const GroupLayout&) const = default;
 };
 
@@ -159,8 +159,8 @@ struct PhaseTerms {
   Plane tier = Plane::kScaleUp;
   CollectiveKind fit = CollectiveKind::kAllReduce;  // whose calibration the phase uses
   double steps = 0;
-  double latency_s = 0;           // steps x hop latency
-  double seconds_per_byte = 0;    // at efficiency 1 (per the tier's bandwidth)
+  double latency_s = 0;         // steps x hop latency
+  double seconds_per_byte = 0;  // at efficiency 1 (per the tier's bandwidth)
   // All-to-all phases: the scale-up and scale-out shares proceed at once; the phase costs the
   // slower one, each at its own tier's efficiency.
   double up_seconds_per_byte = 0;

@@ -1,11 +1,11 @@
 #include "topologies/fabric.h"
 
-#include <atomic>
 #include <algorithm>
+#include <atomic>
 #include <limits>
 #include <map>
-#include <tuple>
 #include <stdexcept>
+#include <tuple>
 #include <utility>
 
 #include <boost/graph/breadth_first_search.hpp>
@@ -37,8 +37,7 @@ CsrGraph make_csr(const std::vector<Link>& links, std::size_t vertices) {
     ends.emplace_back(links[i].from.value, links[i].to.value);
     props.push_back(EdgeIndex{static_cast<std::uint32_t>(i)});
   }
-  return CsrGraph(boost::edges_are_unsorted_multi_pass, ends.begin(), ends.end(), props.begin(),
-                  vertices);
+  return CsrGraph(boost::edges_are_unsorted_multi_pass, ends.begin(), ends.end(), props.begin(), vertices);
 }
 
 struct PlaneFilter {
@@ -55,8 +54,7 @@ struct PlaneFilter {
 // Breadth-first distances (in links) from `sources` inside one plane.
 std::vector<std::uint32_t> plane_distances(const CsrGraph& g, const std::vector<Link>& links,
                                            const std::vector<std::uint8_t>* up, Plane plane,
-                                           const std::vector<std::uint32_t>& sources,
-                                           std::size_t vertices) {
+                                           const std::vector<std::uint32_t>& sources, std::size_t vertices) {
   const PlaneFilter filter{&g, &links, up, plane};
   boost::filtered_graph<CsrGraph, PlaneFilter> view(g, filter);
   std::vector<std::uint32_t> dist(vertices, kNone);
@@ -64,11 +62,9 @@ std::vector<std::uint32_t> plane_distances(const CsrGraph& g, const std::vector<
   std::vector<boost::default_color_type> color(vertices, boost::white_color);
   boost::queue<std::uint32_t> queue;
   auto recorder = boost::record_distances(
-      boost::make_iterator_property_map(dist.begin(), boost::get(boost::vertex_index, g)),
-      boost::on_tree_edge());
-  boost::breadth_first_visit(
-      view, sources.begin(), sources.end(), queue, boost::make_bfs_visitor(recorder),
-      boost::make_iterator_property_map(color.begin(), boost::get(boost::vertex_index, g)));
+      boost::make_iterator_property_map(dist.begin(), boost::get(boost::vertex_index, g)), boost::on_tree_edge());
+  boost::breadth_first_visit(view, sources.begin(), sources.end(), queue, boost::make_bfs_visitor(recorder),
+                             boost::make_iterator_property_map(color.begin(), boost::get(boost::vertex_index, g)));
   return dist;
 }
 
@@ -160,25 +156,23 @@ bool Fabric::reaches_down(VertexId v, std::uint32_t target) const {
   const LinkId* e = down_end(v);
   for (const LinkId* it = b; it != e; ++it) {
     const VertexId child = links_[it->index()].to;
-    if (cover_lo_[child.index()] <= target && target < cover_hi_[child.index()] &&
-        link_up_[it->index()] != 0 && reaches_down(child, target)) {
+    if (cover_lo_[child.index()] <= target && target < cover_hi_[child.index()] && link_up_[it->index()] != 0 &&
+        reaches_down(child, target)) {
       return true;
     }
   }
   return false;
 }
 
-bool Fabric::descend(VertexId v, std::uint32_t target, std::uint64_t hash, int depth,
-                     Route& out) const {
+bool Fabric::descend(VertexId v, std::uint32_t target, std::uint64_t hash, int depth, Route& out) const {
   if (level_[v.index()] == 1) return cover_lo_[v.index()] == target;
   if (out.hops >= kMaxHops - 1) return false;
   // Children are sorted by their cover's start and are identical or disjoint: the candidates are
   // the run of children whose cover starts at the last start <= target.
   const LinkId* b = down_begin(v);
   const LinkId* e = down_end(v);
-  const LinkId* hi = std::upper_bound(b, e, target, [&](std::uint32_t t, LinkId l) {
-    return t < cover_lo_[links_[l.index()].to.index()];
-  });
+  const LinkId* hi = std::upper_bound(
+      b, e, target, [&](std::uint32_t t, LinkId l) { return t < cover_lo_[links_[l.index()].to.index()]; });
   if (hi == b) return false;
   const std::uint32_t lo_start = cover_lo_[links_[(hi - 1)->index()].to.index()];
   const LinkId* lo = hi - 1;
@@ -198,8 +192,7 @@ bool Fabric::descend(VertexId v, std::uint32_t target, std::uint64_t hash, int d
   return false;
 }
 
-bool Fabric::climb(VertexId v, std::uint32_t target, std::uint64_t hash, int depth,
-                   Route& out) const {
+bool Fabric::climb(VertexId v, std::uint32_t target, std::uint64_t hash, int depth, Route& out) const {
   if (cover_lo_[v.index()] <= target && target < cover_hi_[v.index()]) {
     return descend(v, target, hash, depth, out);
   }
@@ -218,8 +211,7 @@ bool Fabric::climb(VertexId v, std::uint32_t target, std::uint64_t hash, int dep
   return false;
 }
 
-bool Fabric::route_on(ChipId src, ChipId dst, Plane plane, std::uint64_t flow_label,
-                      Route& out) const {
+bool Fabric::route_on(ChipId src, ChipId dst, Plane plane, std::uint64_t flow_label, Route& out) const {
   out.hops = 0;
   out.plane = plane;
   if (src == dst) return true;
@@ -386,14 +378,14 @@ VertexId FabricBuilder::add_switch(SwitchRole role) {
   return VertexId(static_cast<std::uint32_t>(roles_.size() - 1));
 }
 
-LinkId FabricBuilder::add_link(VertexId from, VertexId to, double bytes_per_s, Duration latency,
-                               Plane plane, LinkClass cls) {
+LinkId FabricBuilder::add_link(VertexId from, VertexId to, double bytes_per_s, Duration latency, Plane plane,
+                               LinkClass cls) {
   links_.push_back(Link{from, to, bytes_per_s, latency, plane, cls});
   return LinkId(static_cast<std::uint32_t>(links_.size() - 1));
 }
 
-void FabricBuilder::add_cable(VertexId a, VertexId b, double bytes_per_s, Duration latency,
-                              Plane plane, LinkClass cls) {
+void FabricBuilder::add_cable(VertexId a, VertexId b, double bytes_per_s, Duration latency, Plane plane,
+                              LinkClass cls) {
   add_link(a, b, bytes_per_s, latency, plane, cls);
   add_link(b, a, bytes_per_s, latency, plane, cls);
 }

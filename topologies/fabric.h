@@ -59,9 +59,9 @@ enum class Plane : std::uint8_t { kScaleUp = 0, kScaleOut = 1 };
 std::string_view plane_name(Plane p);
 
 enum class SwitchRole : std::uint8_t {
-  kChip,         // not a switch
-  kScaleUp,      // NVSwitch (one logical switch per domain), UB L1 / L2
-  kNic,          // a NIC shared by several chips (PCIe below, network above)
+  kChip,     // not a switch
+  kScaleUp,  // NVSwitch (one logical switch per domain), UB L1 / L2
+  kNic,      // a NIC shared by several chips (PCIe below, network above)
   kLeaf,
   kSpine,
   kCore,
@@ -70,8 +70,8 @@ std::string_view role_name(SwitchRole r);
 
 // Which tier of the fabric a link belongs to, for utilization reports and collective costs.
 enum class LinkClass : std::uint8_t {
-  kScaleUp,     // chip <-> scale-up switch, chip <-> chip (mesh), UB L1 <-> L2
-  kNic,         // chip <-> NIC, chip/NIC <-> leaf
+  kScaleUp,  // chip <-> scale-up switch, chip <-> chip (mesh), UB L1 <-> L2
+  kNic,      // chip <-> NIC, chip/NIC <-> leaf
   kLeafSpine,
   kSpineCore,
   kCount,
@@ -91,9 +91,9 @@ struct Link {
 struct ChipPlace {
   std::uint32_t node = 0;
   std::uint32_t rack = 0;
-  std::uint32_t domain = 0;          // scale-up domain (NVSwitch node, NVL72 rack, UB supernode)
+  std::uint32_t domain = 0;  // scale-up domain (NVSwitch node, NVL72 rack, UB supernode)
   std::uint32_t failure_domain = 0;
-  std::uint32_t rail = 0;            // NIC index within the node
+  std::uint32_t rail = 0;  // NIC index within the node
 };
 
 // At most 8 links: chip -> leaf -> spine -> core -> spine -> leaf -> chip is 6, plus a NIC
@@ -234,18 +234,18 @@ class Fabric {
   std::vector<ChipRouting> chip_routing_;
   void set_bundle_capacity(LinkId l, bool up);
   Routing routing_ = Routing::kEcmp;
-  std::vector<std::uint32_t> group_of_;             // per vertex
+  std::vector<std::uint32_t> group_of_;  // per vertex
   std::vector<std::uint8_t> group_plane_, group_level_;
-  std::vector<std::uint32_t> group_parent_;          // kNone at the top
-  std::vector<std::uint32_t> group_lo_, group_hi_;   // the cover
-  std::vector<std::uint32_t> child_begin_;           // CSR: child groups sorted by cover
+  std::vector<std::uint32_t> group_parent_;         // kNone at the top
+  std::vector<std::uint32_t> group_lo_, group_hi_;  // the cover
+  std::vector<std::uint32_t> child_begin_;          // CSR: child groups sorted by cover
   std::vector<std::uint32_t> children_;
-  std::vector<double> bundle_capacity_;              // per bundle, surviving members
+  std::vector<double> bundle_capacity_;  // per bundle, surviving members
   std::vector<LinkClass> bundle_class_;
   std::vector<Duration> bundle_latency_;
-  std::vector<std::uint32_t> bundle_of_;             // per link
-  bool bundles_ok_ = false;                          // every group's members share one parent group
-  std::uint64_t content_id_ = 0;                     // see content_id()
+  std::vector<std::uint32_t> bundle_of_;  // per link
+  bool bundles_ok_ = false;               // every group's members share one parent group
+  std::uint64_t content_id_ = 0;          // see content_id()
   static std::uint64_t fresh_content_id();
 };
 
@@ -255,10 +255,8 @@ class FabricBuilder {
   explicit FabricBuilder(std::vector<ChipPlace> chips);
   VertexId add_switch(SwitchRole role);
   // One direction; add_cable adds both.
-  LinkId add_link(VertexId from, VertexId to, double bytes_per_s, Duration latency, Plane plane,
-                  LinkClass cls);
-  void add_cable(VertexId a, VertexId b, double bytes_per_s, Duration latency, Plane plane,
-                 LinkClass cls);
+  LinkId add_link(VertexId from, VertexId to, double bytes_per_s, Duration latency, Plane plane, LinkClass cls);
+  void add_cable(VertexId a, VertexId b, double bytes_per_s, Duration latency, Plane plane, LinkClass cls);
   VertexId chip_vertex(ChipId c) const { return VertexId(c.value); }
   std::size_t link_count() const { return links_.size(); }
   // Throws std::logic_error naming the broken invariant (a builder bug, not user input).

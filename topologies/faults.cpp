@@ -31,7 +31,8 @@ std::vector<ChipId> node_chips(const Fabric& f, std::uint32_t node) {
   std::vector<ChipId> out;
   // Chips are numbered node by node.
   for (std::size_t c = 0; c < f.chips(); ++c) {
-    if (f.place(ChipId(static_cast<std::uint32_t>(c))).node == node) out.push_back(ChipId(static_cast<std::uint32_t>(c)));
+    if (f.place(ChipId(static_cast<std::uint32_t>(c))).node == node)
+      out.push_back(ChipId(static_cast<std::uint32_t>(c)));
   }
   return out;
 }
@@ -79,15 +80,14 @@ std::vector<FaultProblem> validate_faults(const Fabric& f, const FaultSpec& spec
       out.push_back({-1, static_cast<int>(i), "the mean time between failures must be positive"});
     }
     if (component_count(f, spec.random[i].kind) == 0) {
-      out.push_back({-1, static_cast<int>(i),
-                     "the cluster has no " + std::string(fault_kind_name(spec.random[i].kind)) + "s"});
+      out.push_back(
+          {-1, static_cast<int>(i), "the cluster has no " + std::string(fault_kind_name(spec.random[i].kind)) + "s"});
     }
   }
   return out;
 }
 
-std::vector<FaultEvent> fault_timeline(const Fabric& f, const FaultSpec& spec, SimTime horizon,
-                                       std::uint64_t seed) {
+std::vector<FaultEvent> fault_timeline(const Fabric& f, const FaultSpec& spec, SimTime horizon, std::uint64_t seed) {
   std::vector<FaultEvent> out;
   for (const auto& s : spec.scheduled) {
     if (s.at > horizon) continue;
@@ -153,9 +153,7 @@ FaultEffect fault_effect(const Fabric& f, const FaultTarget& t) {
       if (const LinkId r = reverse(f, l); r.valid()) e.links.push_back(r);
       break;
     }
-    case FaultKind::kSwitch:
-      add_vertex_links(VertexId(static_cast<std::uint32_t>(f.chips() + t.index)));
-      break;
+    case FaultKind::kSwitch: add_vertex_links(VertexId(static_cast<std::uint32_t>(f.chips() + t.index))); break;
   }
   std::sort(e.links.begin(), e.links.end());
   e.links.erase(std::unique(e.links.begin(), e.links.end()), e.links.end());

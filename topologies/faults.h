@@ -46,8 +46,8 @@ struct ScheduledFault {
 
 struct RandomFaults {
   FaultKind kind = FaultKind::kChip;
-  double mtbf_s = 0;                 // per component, seconds (years are common: not a Duration)
-  std::optional<double> mttr_s;      // mean repair time (exponential); none: never repaired
+  double mtbf_s = 0;             // per component, seconds (years are common: not a Duration)
+  std::optional<double> mttr_s;  // mean repair time (exponential); none: never repaired
 };
 
 struct FaultSpec {
@@ -68,13 +68,12 @@ struct FaultProblem {
 std::vector<FaultProblem> validate_faults(const Fabric& f, const FaultSpec& spec);
 
 // Every fault event up to `horizon`.
-std::vector<FaultEvent> fault_timeline(const Fabric& f, const FaultSpec& spec, SimTime horizon,
-                                       std::uint64_t seed);
+std::vector<FaultEvent> fault_timeline(const Fabric& f, const FaultSpec& spec, SimTime horizon, std::uint64_t seed);
 
 struct FaultEffect {
-  std::vector<LinkId> links;         // go down (or come back)
-  std::vector<ChipId> dead_chips;    // lost with their state (chip and node faults)
-  std::vector<ChipId> touched_chips; // dead chips and chips whose own links fail, sorted
+  std::vector<LinkId> links;          // go down (or come back)
+  std::vector<ChipId> dead_chips;     // lost with their state (chip and node faults)
+  std::vector<ChipId> touched_chips;  // dead chips and chips whose own links fail, sorted
 };
 FaultEffect fault_effect(const Fabric& f, const FaultTarget& t);
 

@@ -92,7 +92,10 @@ void FlowNetwork::link_remove(std::uint32_t f) {
     lk.demand -= cap_[f];
     lk.load -= fh.rate;
     const std::uint32_t p = fh.prev[h], n = fh.next[h];
-    if (p != kNone) hot_[p / kMaxHops].next[p % kMaxHops] = n; else lk.head = n;
+    if (p != kNone)
+      hot_[p / kMaxHops].next[p % kMaxHops] = n;
+    else
+      lk.head = n;
     if (n != kNone) hot_[n / kMaxHops].prev[n % kMaxHops] = p;
     if (lk.head == kNone) lk.demand = lk.load = 0;  // exact when empty
     fh.next[h] = fh.prev[h] = kNone;
@@ -165,7 +168,10 @@ void FlowNetwork::heap_update(std::uint32_t f) {
   const std::uint32_t i = heap_pos_[f];
   const bool earlier = finish_ps_[f] < heap_[i].finish_ps;
   heap_[i].finish_ps = finish_ps_[f];
-  if (earlier) heap_sift_up(i); else heap_sift_down(i);
+  if (earlier)
+    heap_sift_up(i);
+  else
+    heap_sift_down(i);
 }
 
 // --- utilization ---
@@ -648,8 +654,8 @@ double FlowNetwork::rate(FlowHandle h) {
 double FlowNetwork::remaining(FlowHandle h, SimTime now) {
   flush();
   if (!active(h)) return 0.0;
-  return std::max(0.0, remaining_[h.slot] -
-                           hot_[h.slot].rate * static_cast<double>(now.ps() - last_ps_[h.slot]) / kPsPerS);
+  return std::max(0.0,
+                  remaining_[h.slot] - hot_[h.slot].rate * static_cast<double>(now.ps() - last_ps_[h.slot]) / kPsPerS);
 }
 
 SimTime FlowNetwork::finish_time(FlowHandle h) {
@@ -683,8 +689,8 @@ SimTime FlowNetwork::next_completion() {
 void FlowNetwork::finish_flow(std::uint32_t f, SimTime at, bool aborted, std::vector<FlowDone>* out) {
   FlowHot& fh = hot_[f];
   // A due flow's last bytes arrive now; an aborted one delivered what it moved so far.
-  remaining_[f] = aborted ? std::max(0.0, remaining_[f] - fh.rate * static_cast<double>(at.ps() - last_ps_[f]) / kPsPerS)
-                          : 0.0;
+  remaining_[f] =
+      aborted ? std::max(0.0, remaining_[f] - fh.rate * static_cast<double>(at.ps() - last_ps_[f]) / kPsPerS) : 0.0;
   last_ps_[f] = at.ps();
   const double delivered = size_[f] - remaining_[f];
   const double credit = delivered - credited_[f];
@@ -704,7 +710,10 @@ void FlowNetwork::finish_flow(std::uint32_t f, SimTime at, bool aborted, std::ve
       class_delta_[lk.link_class] -= rate;
     }
     const std::uint32_t p = fh.prev[h], n = fh.next[h];
-    if (p != kNone) hot_[p / kMaxHops].next[p % kMaxHops] = n; else lk.head = n;
+    if (p != kNone)
+      hot_[p / kMaxHops].next[p % kMaxHops] = n;
+    else
+      lk.head = n;
     if (n != kNone) hot_[n / kMaxHops].prev[n % kMaxHops] = p;
     if (lk.head == kNone) lk.demand = lk.load = 0;  // exact when empty
     fh.next[h] = fh.prev[h] = kNone;
@@ -831,7 +840,8 @@ void FlowNetwork::group_traffic(SimTime now, std::uint32_t g, std::vector<Resour
     for (std::uint32_t e = link_[r].head; e != kNone; e = hot_[e / kMaxHops].next[e % kMaxHops]) {
       const std::uint32_t f = e / kMaxHops;
       t.rate += hot_[f].rate;
-      t.remaining += std::max(0.0, remaining_[f] - hot_[f].rate * static_cast<double>(now.ps() - last_ps_[f]) / kPsPerS);
+      t.remaining +=
+          std::max(0.0, remaining_[f] - hot_[f].rate * static_cast<double>(now.ps() - last_ps_[f]) / kPsPerS);
     }
     t.capacity = fabric_.resource_capacity(r);
     t.saturated = t.rate >= link_[r].capacity * (1 - 1e-9);
@@ -1008,7 +1018,8 @@ std::string FlowNetwork::check() {
   }
   for (std::size_t l = 0; l < L; ++l) {
     if (load[l] > link_[l].capacity * (1 + 1e-9)) return "link " + std::to_string(l) + " is over capacity";
-    if (bottlenecked[l] != link_[l].bottlenecked) return "link " + std::to_string(l) + " miscounts its bottlenecked flows";
+    if (bottlenecked[l] != link_[l].bottlenecked)
+      return "link " + std::to_string(l) + " miscounts its bottlenecked flows";
     if (std::fabs(link_[l].load - load[l]) > 1e-6 * link_[l].capacity + 1.0) {
       return "link " + std::to_string(l) + "'s running load drifted from its flows' rates";
     }

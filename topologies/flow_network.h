@@ -3,10 +3,10 @@
 //
 // Model: a flow of S bytes from chip a to chip b takes the resources Fabric::flow_route gives it:
 // one pinned path (ECMP by its flow label) or, under adaptive routing, its NIC links and the
-// bundles of the tiers it crosses. "Links" below are these resources (ids: Fabric's resources). At every instant the rates are the max-min fair allocation over the flows' links
-// (Bertsekas & Gallager, Data Networks, sec. 6.5.2): no rate can grow without shrinking one that
-// is no larger. Rates only change when a flow starts, ends, or is rerouted, so a flow's rate is
-// piecewise constant and its completion time is exact: now + remaining / rate (rounded up to the
+// bundles of the tiers it crosses. "Links" below are these resources (ids: Fabric's resources). At every instant the
+// rates are the max-min fair allocation over the flows' links (Bertsekas & Gallager, Data Networks, sec. 6.5.2): no
+// rate can grow without shrinking one that is no larger. Rates only change when a flow starts, ends, or is rerouted, so
+// a flow's rate is piecewise constant and its completion time is exact: now + remaining / rate (rounded up to the
 // picosecond).
 //
 // Incremental update (what makes 100,000 concurrent flows cheap): after a change, only a set S of
@@ -75,15 +75,15 @@ struct FlowDone {
 };
 
 struct LinkUsageSeries {
-  Duration bin;                       // width of each bin
-  std::vector<double> bytes;          // bytes carried by the class's links in each bin
+  Duration bin;               // width of each bin
+  std::vector<double> bytes;  // bytes carried by the class's links in each bin
 };
 
 class FlowNetwork {
  public:
   struct Options {
     Duration utilization_bin = Duration::milliseconds(1);
-    std::size_t max_bins = 4096;      // beyond this, bins are merged pairwise (width doubles)
+    std::size_t max_bins = 4096;  // beyond this, bins are merged pairwise (width doubles)
     // Off: no bytes per link or link class are kept (account_until, link_bytes and class_usage
     // must not be called); nothing else changes.
     bool track_utilization = true;
@@ -94,8 +94,7 @@ class FlowNetwork {
 
   // Starts a flow of `bytes` (> 0) from src to dst at `now`. `tag` is the caller's (returned in
   // FlowDone); `label` picks among equal-cost routes. A flow with no route starts stalled.
-  FlowHandle start(SimTime now, ChipId src, ChipId dst, double bytes, std::uint64_t tag,
-                   std::uint64_t label = 0);
+  FlowHandle start(SimTime now, ChipId src, ChipId dst, double bytes, std::uint64_t tag, std::uint64_t label = 0);
   // Removes a flow before it completes; false when it already left.
   bool cancel(SimTime now, FlowHandle f);
 
@@ -147,7 +146,7 @@ class FlowNetwork {
   void flush();
 
   bool active(FlowHandle f) const;
-  double rate(FlowHandle f);            // bytes/s now
+  double rate(FlowHandle f);  // bytes/s now
   double remaining(FlowHandle f, SimTime now);
   SimTime finish_time(FlowHandle f);
   bool stalled(FlowHandle f) const;
@@ -159,7 +158,7 @@ class FlowNetwork {
   // Only with Options::track_utilization.
   void account_until(SimTime now);
   double link_bytes(LinkId l) const;
-  double link_load(LinkId l);   // bytes/s now (sums the link's flows)
+  double link_load(LinkId l);  // bytes/s now (sums the link's flows)
   bool link_passive(LinkId l) const { return link_[l.index()].demand <= link_[l.index()].capacity; }
   const LinkUsageSeries& class_usage(LinkClass c) const;
 
@@ -209,8 +208,8 @@ class FlowNetwork {
   };
   struct LinkScratch {
     double residual = 0;
-    double level = -1;        // the share at which S flows froze here (-1: none)
-    double max_rate = 0;      // the largest new rate of S flows on the link
+    double level = -1;    // the share at which S flows froze here (-1: none)
+    double max_rate = 0;  // the largest new rate of S flows on the link
     std::uint32_t unfrozen = 0;
     std::uint32_t outsiders = 0;
     bool overloaded = false;  // the flows outside S alone exceed the capacity (it just shrank)
@@ -278,14 +277,14 @@ class FlowNetwork {
   std::vector<double> reserved_;  // per resource, the share held (empty until the first reserve)
   struct ReserveGroup {
     double share = 0;
-    std::uint64_t carried = 0;  // (flow, hop) entries on its resources
+    std::uint64_t carried = 0;         // (flow, hop) entries on its resources
     std::uint32_t begin = 0, end = 0;  // in group_resources_
   };
   std::vector<ReserveGroup> groups_;
   std::vector<LinkId> group_resources_;
-  std::vector<std::uint32_t> link_group_;  // per resource, its group (empty until the first group)
+  std::vector<std::uint32_t> link_group_;     // per resource, its group (empty until the first group)
   void sync_reserve(std::uint32_t resource);  // an empty resource takes its group's share
-  std::vector<std::uint32_t> moved_;  // scratch: the flows of a resource whose capacity changes
+  std::vector<std::uint32_t> moved_;          // scratch: the flows of a resource whose capacity changes
   std::vector<LinkScratch> scratch_;
 
   // Per link class: load now, changes not yet carried into the series, the binned series.

@@ -16,10 +16,9 @@ std::vector<std::string> validate_placement(const FabricSpec& f, int tp, int pp)
   std::vector<std::string> out;
   (void)pp;
   if (tp > f.scale_up_domain && tp % f.scale_up_domain != 0) {
-    out.push_back("a tensor-parallel group of " + std::to_string(tp) +
-                  " chips is wider than the scale-up domain of " + std::to_string(f.scale_up_domain) +
-                  " chips and must fill whole domains: use tp <= " + std::to_string(f.scale_up_domain) +
-                  " or a multiple of it");
+    out.push_back("a tensor-parallel group of " + std::to_string(tp) + " chips is wider than the scale-up domain of " +
+                  std::to_string(f.scale_up_domain) + " chips and must fill whole domains: use tp <= " +
+                  std::to_string(f.scale_up_domain) + " or a multiple of it");
   }
   return out;
 }
@@ -241,9 +240,7 @@ class ChipPool {
   std::vector<int> fd_start_;
 };
 
-std::string plural(long long n, const std::string& word) {
-  return format_count(n) + " " + word + (n == 1 ? "" : "s");
-}
+std::string plural(long long n, const std::string& word) { return format_count(n) + " " + word + (n == 1 ? "" : "s"); }
 
 }  // namespace
 
@@ -283,12 +280,11 @@ ClusterPlacement place_pools(const Fabric& fabric, std::span<const PoolPlacement
   if (total > fabric.chips()) {
     std::string need;
     for (std::size_t p = 0; p < P; ++p) {
-      need += (p ? " + " : "") + format_count(pools[p].instances) + " x " +
-              format_count(pools[p].shape.chips());
+      need += (p ? " + " : "") + format_count(pools[p].instances) + " x " + format_count(pools[p].shape.chips());
     }
     issue(-1, -1, -1, true,
-          "the pools need " + plural(static_cast<long long>(total), "chip") + " (" + need +
-              ") but the cluster has " + plural(static_cast<long long>(fabric.chips()), "chip"));
+          "the pools need " + plural(static_cast<long long>(total), "chip") + " (" + need + ") but the cluster has " +
+              plural(static_cast<long long>(fabric.chips()), "chip"));
     return out;
   }
 
@@ -299,8 +295,8 @@ ClusterPlacement place_pools(const Fabric& fabric, std::span<const PoolPlacement
     const int pi = static_cast<int>(p);
     if (static_cast<int>(spec.chips.size()) != spec.instances) {
       issue(pi, -1, -1, true,
-            "the explicit placement gives " + plural(static_cast<long long>(spec.chips.size()), "chip list") +
-                " for " + plural(spec.instances, "instance") + "; give one list per instance");
+            "the explicit placement gives " + plural(static_cast<long long>(spec.chips.size()), "chip list") + " for " +
+                plural(spec.instances, "instance") + "; give one list per instance");
       continue;
     }
     for (int i = 0; i < spec.instances; ++i) {
@@ -388,8 +384,8 @@ ClusterPlacement place_pools(const Fabric& fabric, std::span<const PoolPlacement
       }
       if (!done) {
         issue(pi, i, -1, true,
-              "cannot place instance " + std::to_string(i) + " of " + format_count(spec.instances) +
-                  " (" + plural(size, "chip") + ", policy " + std::string(policy_name(spec.policy)) +
+              "cannot place instance " + std::to_string(i) + " of " + format_count(spec.instances) + " (" +
+                  plural(size, "chip") + ", policy " + std::string(policy_name(spec.policy)) +
                   "): " + plural(free.free_chips(), "chip") + " are free but not in a fitting block");
         break;
       }
@@ -434,16 +430,15 @@ ClusterPlacement place_pools(const Fabric& fabric, std::span<const PoolPlacement
         }
       }
       if (bad == 0) continue;
-      const std::string what =
-          kind == GroupKind::kTp
-              ? "tensor-parallel group that spans scale-up domains, so its all-reduces cross the "
-                "scale-out network"
-              : "expert-parallel group of " + std::to_string(gsize) +
-                    " that leaves its scale-up domain of " + std::to_string(domain_chips) +
-                    " chips, so its all-to-all crosses the scale-out network";
+      const std::string what = kind == GroupKind::kTp
+                                   ? "tensor-parallel group that spans scale-up domains, so its all-reduces cross the "
+                                     "scale-out network"
+                                   : "expert-parallel group of " + std::to_string(gsize) +
+                                         " that leaves its scale-up domain of " + std::to_string(domain_chips) +
+                                         " chips, so its all-to-all crosses the scale-out network";
       issue(pi, first_instance, spec.policy == PlacementPolicy::kExplicit ? first_instance : -1, error,
-            plural(bad, "instance") + " of " + format_count(spec.instances) + " ha" +
-                (bad == 1 ? "s" : "ve") + " a " + what + " (first: " + example + ")" +
+            plural(bad, "instance") + " of " + format_count(spec.instances) + " ha" + (bad == 1 ? "s" : "ve") + " a " +
+                what + " (first: " + example + ")" +
                 (error ? "; choose another placement or set on_violation: warn to accept it" : ""));
     }
   }

@@ -47,8 +47,8 @@ struct FabricSpec {
 };
 
 struct InstancePlacement {
-  LinkTier tp;                     // the tier the TP all-reduce runs on
-  std::vector<LinkTier> pp_hops;   // hop k carries activations from stage k to stage k + 1
+  LinkTier tp;                    // the tier the TP all-reduce runs on
+  std::vector<LinkTier> pp_hops;  // hop k carries activations from stage k to stage k + 1
 };
 
 // Problems (sentences) of placing an instance of tp x pp chips on this fabric.
@@ -62,7 +62,7 @@ struct InstanceShape {
   int dp = 1;
   int cp = 1;
   int pp = 1;
-  int ep = 1;      // moe_tp x ep = tp x dp
+  int ep = 1;  // moe_tp x ep = tp x dp
   int moe_tp = 1;
   int stage_chips() const { return tp * dp * cp; }
   int chips() const { return stage_chips() * pp; }
@@ -94,9 +94,9 @@ struct PoolPlacementSpec {
 
 struct PlacementIssue {
   int pool = -1;
-  int instance = -1;   // the first instance concerned; -1 for the pool as a whole
-  int list = -1;       // kExplicit: the chip list concerned
-  bool error = true;   // false: a warning (on_violation: warn)
+  int instance = -1;  // the first instance concerned; -1 for the pool as a whole
+  int list = -1;      // kExplicit: the chip list concerned
+  bool error = true;  // false: a warning (on_violation: warn)
   std::string message;
 };
 
@@ -128,12 +128,12 @@ class ClusterPlacement {
   friend ClusterPlacement place_pools(const Fabric&, std::span<const PoolPlacementSpec>);
   std::vector<InstanceShape> shapes_;
   std::vector<int> counts_;
-  std::vector<std::size_t> first_;   // per pool, offset of instance 0 in chips_
-  std::vector<ChipId> chips_;        // every pool's instances, chips in rank order
-  std::vector<std::uint8_t> placed_; // per (pool, instance), flattened like first_
+  std::vector<std::size_t> first_;    // per pool, offset of instance 0 in chips_
+  std::vector<ChipId> chips_;         // every pool's instances, chips in rank order
+  std::vector<std::uint8_t> placed_;  // per (pool, instance), flattened like first_
   std::vector<std::size_t> placed_first_;
-  std::vector<InstanceRef> owner_;   // per chip
-  std::vector<int> rank_;            // per chip
+  std::vector<InstanceRef> owner_;  // per chip
+  std::vector<int> rank_;           // per chip
   std::vector<PlacementIssue> issues_;
 };
 

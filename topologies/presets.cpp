@@ -24,16 +24,16 @@ ClusterSpec dgx_superpod(std::string name, double nvlink_bytes_per_s, std::strin
   s.scale_up.hop_latency = us(0.2);  // [A] one NVSwitch traversal, chip to switch
   s.scale_out.present = true;
   s.scale_out.tiers = 3;
-  s.scale_out.rail_optimized = true;               // [P] hardware.md: rail-optimised fat tree
-  s.scale_out.chips_per_nic = 1;                   // [P] one 400 Gb/s NIC per GPU
-  s.scale_out.nic_bandwidth = Bandwidth{50e9};     // [P] 400 Gb/s = 50 GB/s per direction
-  s.scale_out.link_bandwidth = Bandwidth{50e9};    // [A] 400 Gb/s switch-to-switch links
+  s.scale_out.rail_optimized = true;             // [P] hardware.md: rail-optimised fat tree
+  s.scale_out.chips_per_nic = 1;                 // [P] one 400 Gb/s NIC per GPU
+  s.scale_out.nic_bandwidth = Bandwidth{50e9};   // [P] 400 Gb/s = 50 GB/s per direction
+  s.scale_out.link_bandwidth = Bandwidth{50e9};  // [A] 400 Gb/s switch-to-switch links
   // [A] 128-port 400 Gb/s switches (51.2 Tb/s class): a radix-64 (QM9700) three-tier fat tree
   // stops at 65,536 NICs at 1:1; 100,000 GPUs need the bigger radix (or oversubscription).
   s.scale_out.radix = 128;
   s.scale_out.hosts_per_leaf = 64;
   s.scale_out.leaves_per_pod = 64;
-  s.scale_out.hop_latency = us(0.5);  // [A] switch port-to-port plus cable, per link
+  s.scale_out.hop_latency = us(0.5);         // [A] switch port-to-port plus cable, per link
   s.scale_out.routing = Routing::kAdaptive;  // [A] InfiniBand adaptive routing spreads flows
   s.comm = nvswitch_h200_calibration();
   s.source = std::move(source);
@@ -61,8 +61,8 @@ ClusterSpec atlas_800t_a2() {
   ClusterSpec s;
   s.name = "atlas-800t-a2";
   s.chip = "ascend-910b";
-  s.node_chips = 8;      // [P] Atlas 800T A2: 8 x 910B
-  s.nodes_per_rack = 4;  // [A]
+  s.node_chips = 8;                          // [P] Atlas 800T A2: 8 x 910B
+  s.nodes_per_rack = 4;                      // [A]
   s.scale_up.kind = ScaleUpKind::kFullMesh;  // [P] HCCS full mesh, 7 links per NPU
   s.scale_up.domain_chips = 8;
   // [P] HCCS 392 GB/s per NPU; [A] per direction, spread evenly over the 7 links (56 GB/s each).
@@ -70,20 +70,21 @@ ClusterSpec atlas_800t_a2() {
   s.scale_up.hop_latency = us(0.2);  // [A]
   s.scale_out.present = true;
   s.scale_out.tiers = 3;
-  s.scale_out.rail_optimized = false;           // [A]
-  s.scale_out.chips_per_nic = 1;                // [P] 8 x 200 GbE RoCE per node
-  s.scale_out.nic_bandwidth = Bandwidth{25e9};  // [P] 200 Gb/s
-  s.scale_out.link_bandwidth = Bandwidth{25e9}; // [A] 200 GbE switch links
-  s.scale_out.radix = 128;                      // [A] 25.6 Tb/s switches at 200 GbE
+  s.scale_out.rail_optimized = false;            // [A]
+  s.scale_out.chips_per_nic = 1;                 // [P] 8 x 200 GbE RoCE per node
+  s.scale_out.nic_bandwidth = Bandwidth{25e9};   // [P] 200 Gb/s
+  s.scale_out.link_bandwidth = Bandwidth{25e9};  // [A] 200 GbE switch links
+  s.scale_out.radix = 128;                       // [A] 25.6 Tb/s switches at 200 GbE
   s.scale_out.hosts_per_leaf = 64;
   s.scale_out.leaves_per_pod = 64;
-  s.scale_out.hop_latency = us(0.5);  // [A]
+  s.scale_out.hop_latency = us(0.5);         // [A]
   s.scale_out.routing = Routing::kAdaptive;  // [A] network-scale load balancing across paths
   s.comm = transferred_calibration();
-  s.source = "Atlas 800T A2 whitepaper v16 [P]: 8 x 910B on an HCCS full mesh (392 GB/s per NPU), "
-             "8 x 200 GbE; [A] per-direction HCCS figure, RoCE 3-tier fat tree of 128-port "
-             "switches, 1:1, not rail-optimised; no measured collectives: efficiencies "
-             "transferred from the NVIDIA fits";
+  s.source =
+      "Atlas 800T A2 whitepaper v16 [P]: 8 x 910B on an HCCS full mesh (392 GB/s per NPU), "
+      "8 x 200 GbE; [A] per-direction HCCS figure, RoCE 3-tier fat tree of 128-port "
+      "switches, 1:1, not rail-optimised; no measured collectives: efficiencies "
+      "transferred from the NVIDIA fits";
   return s;
 }
 
@@ -101,21 +102,22 @@ ClusterSpec cloudmatrix384() {
   s.scale_up.hop_latency = us(0.475);
   s.scale_out.present = true;
   s.scale_out.tiers = 3;
-  s.scale_out.rail_optimized = false;            // [A]
-  s.scale_out.chips_per_nic = 1;                 // [P] 400 Gb/s RDMA per NPU (200 per die)
+  s.scale_out.rail_optimized = false;  // [A]
+  s.scale_out.chips_per_nic = 1;       // [P] 400 Gb/s RDMA per NPU (200 per die)
   s.scale_out.nic_bandwidth = Bandwidth{50e9};
   s.scale_out.link_bandwidth = Bandwidth{50e9};  // [A]
   s.scale_out.radix = 128;                       // [A]
   s.scale_out.hosts_per_leaf = 64;
   s.scale_out.leaves_per_pod = 64;
-  s.scale_out.hop_latency = us(0.5);  // [A]
+  s.scale_out.hop_latency = us(0.5);         // [A]
   s.scale_out.routing = Routing::kAdaptive;  // [A]
   s.comm = transferred_calibration();
-  s.source = "CloudMatrix384 paper, arXiv 2506.12708 sec. 3 [P]: 384 x 910C per UB supernode "
-             "(392 GB/s per NPU per direction, non-blocking), 400 Gb/s RDMA per NPU; [A] RDMA "
-             "plane as a 3-tier fat tree of 128-port switches, 1:1; one NPU = one chip (its two "
-             "dies together); no measured collectives: efficiencies transferred from the NVIDIA "
-             "fits";
+  s.source =
+      "CloudMatrix384 paper, arXiv 2506.12708 sec. 3 [P]: 384 x 910C per UB supernode "
+      "(392 GB/s per NPU per direction, non-blocking), 400 Gb/s RDMA per NPU; [A] RDMA "
+      "plane as a 3-tier fat tree of 128-port switches, 1:1; one NPU = one chip (its two "
+      "dies together); no measured collectives: efficiencies transferred from the NVIDIA "
+      "fits";
   return s;
 }
 
@@ -131,20 +133,21 @@ ClusterSpec gb200_nvl72() {
   s.scale_up.hop_latency = us(0.2);              // [A]
   s.scale_out.present = true;
   s.scale_out.tiers = 3;
-  s.scale_out.rail_optimized = true;              // [A] rail = GPU index in its tray (4 rails)
+  s.scale_out.rail_optimized = true;  // [A] rail = GPU index in its tray (4 rails)
   s.scale_out.chips_per_nic = 1;
   s.scale_out.nic_bandwidth = Bandwidth{100e9};   // [P] gb200.yaml: CX8 800 Gb/s per GPU
   s.scale_out.link_bandwidth = Bandwidth{100e9};  // [A] 800 Gb/s switch links
   s.scale_out.radix = 144;                        // [A] Quantum-X800: 144 x 800 Gb/s
   s.scale_out.hosts_per_leaf = 72;
   s.scale_out.leaves_per_pod = 72;
-  s.scale_out.hop_latency = us(0.5);  // [A]; gb200.yaml quotes ~5 us between racks end to end
+  s.scale_out.hop_latency = us(0.5);         // [A]; gb200.yaml quotes ~5 us between racks end to end
   s.scale_out.routing = Routing::kAdaptive;  // [A] Quantum-X800 adaptive routing
   s.comm = nvl72_gb200_calibration();
-  s.source = "GB200 NVL72 [P] (aiconfigurator gb200.yaml, hardware.md): 72 GPUs per NVLink domain "
-             "at 900 GB/s per direction, 4 GPUs per tray, CX8 800 Gb/s per GPU; [A] rail-optimised "
-             "3-tier fat tree of 144-port switches, 1:1; NVLink fits from GB200 NCCL 2.29 and DeepEP "
-             "tables, scale-out fits from Vidur's DGX tables";
+  s.source =
+      "GB200 NVL72 [P] (aiconfigurator gb200.yaml, hardware.md): 72 GPUs per NVLink domain "
+      "at 900 GB/s per direction, 4 GPUs per tray, CX8 800 Gb/s per GPU; [A] rail-optimised "
+      "3-tier fat tree of 144-port switches, 1:1; NVLink fits from GB200 NCCL 2.29 and DeepEP "
+      "tables, scale-out fits from Vidur's DGX tables";
   return s;
 }
 

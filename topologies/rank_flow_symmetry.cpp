@@ -17,9 +17,7 @@ struct SymmetryKey {
   bool operator==(const SymmetryKey&) const = default;
 };
 
-
-SymmetryKey symmetry_key(const Fabric& fabric, const ClusterPlacement& placement,
-                         std::span<const Exchange> exchanges) {
+SymmetryKey symmetry_key(const Fabric& fabric, const ClusterPlacement& placement, std::span<const Exchange> exchanges) {
   SymmetryKey key;
   std::vector<std::uint64_t>& w = key.words;
   std::size_t words = 1;
@@ -47,8 +45,7 @@ SymmetryKey symmetry_key(const Fabric& fabric, const ClusterPlacement& placement
 }
 
 // The check itself (rank_flow_symmetry.h), for exchanges that all have k rank pairs.
-int check(const Fabric& fabric, const ClusterPlacement& placement, std::span<const Exchange> exchanges,
-          int k) {
+int check(const Fabric& fabric, const ClusterPlacement& placement, std::span<const Exchange> exchanges, int k) {
   // The exchanging pools' chips, numbered 0.. in pool, instance, chip order (to mark which chips'
   // routes cross a resource), and each instance's chips.
   std::size_t pools = 0;
@@ -104,10 +101,12 @@ int check(const Fabric& fabric, const ClusterPlacement& placement, std::span<con
           for (int h = 0; h < b.dp; ++h) {
             for (int t = 0; t < k; ++t) {
               // The chips a transfer pairs: rank t of the request's group at each end.
-              const std::size_t ia = (static_cast<std::size_t>(g) * static_cast<std::size_t>(a.tp) +
-                                      static_cast<std::size_t>(t)) % chips_a.size();
-              const std::size_t ib = (static_cast<std::size_t>(h) * static_cast<std::size_t>(b.tp) +
-                                      static_cast<std::size_t>(t)) % chips_b.size();
+              const std::size_t ia =
+                  (static_cast<std::size_t>(g) * static_cast<std::size_t>(a.tp) + static_cast<std::size_t>(t)) %
+                  chips_a.size();
+              const std::size_t ib =
+                  (static_cast<std::size_t>(h) * static_cast<std::size_t>(b.tp) + static_cast<std::size_t>(t)) %
+                  chips_b.size();
               const ChipId src = chips_a[ia], dst = chips_b[ib];
               Route& r = t == 0 ? first_rank : route;
               if (!fabric.flow_route(src, dst, 0, r) || r.hops < 2) return 0;
@@ -125,8 +124,10 @@ int check(const Fabric& fabric, const ClusterPlacement& placement, std::span<con
               }
               const double src_capacity = capacity_of[head.value];
               const double dst_capacity = capacity_of[tail.value];
-              const std::uint32_t src_number = first_chip[pa][static_cast<std::size_t>(i)] + static_cast<std::uint32_t>(ia);
-              const std::uint32_t dst_number = first_chip[pb][static_cast<std::size_t>(j)] + static_cast<std::uint32_t>(ib);
+              const std::uint32_t src_number =
+                  first_chip[pa][static_cast<std::size_t>(i)] + static_cast<std::uint32_t>(ia);
+              const std::uint32_t dst_number =
+                  first_chip[pb][static_cast<std::size_t>(j)] + static_cast<std::uint32_t>(ib);
               for (std::uint8_t hop = 1; hop + 1 < r.hops; ++hop) {
                 const std::uint32_t res = r.links[hop].value;
                 // A switch link inside a route is an ECMP path (no bundles here, or a scale-up

@@ -39,7 +39,7 @@ namespace servesim::topologies {
 
 // One side of an exchange: a pool of the placement and its parallel plan.
 struct ExchangePool {
-  int pool = 0;       // index in the placement
+  int pool = 0;  // index in the placement
   int tp = 1;
   int dp = 1;
   int instances = 0;  // instances 0 .. instances - 1 of the pool in the placement

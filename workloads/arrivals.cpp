@@ -68,8 +68,8 @@ double RateCurve::diurnal_integral(double t) const {
 double RateCurve::factor(double t) const {
   if (diurnal_) return 1 + amplitude_ * std::cos(omega_ * (t - peak_));
   if (period_ > 0) t -= std::floor(t / period_) * period_;
-  auto it = std::upper_bound(segments_.begin(), segments_.end(), t,
-                             [](double x, const Segment& s) { return x < s.t0; });
+  auto it =
+      std::upper_bound(segments_.begin(), segments_.end(), t, [](double x, const Segment& s) { return x < s.t0; });
   const Segment& s = *(it - 1);
   return s.a + s.b * (t - s.t0);
 }
@@ -82,8 +82,8 @@ double RateCurve::integral(double t) const {
     base = k * period_integral_;
     t -= k * period_;
   }
-  auto it = std::upper_bound(segments_.begin(), segments_.end(), t,
-                             [](double x, const Segment& s) { return x < s.t0; });
+  auto it =
+      std::upper_bound(segments_.begin(), segments_.end(), t, [](double x, const Segment& s) { return x < s.t0; });
   const Segment& s = *(it - 1);
   const double dt = t - s.t0;
   return base + s.l0 + s.a * dt + 0.5 * s.b * dt * dt;
@@ -114,7 +114,10 @@ double RateCurve::inverse(double tau) {
     for (int i = 0; i < 200 && hi - lo > tol; ++i) {
       const double f = diurnal_integral(t) - tau;
       if (std::fabs(f) <= tol) break;
-      if (f < 0) lo = t; else hi = t;
+      if (f < 0)
+        lo = t;
+      else
+        hi = t;
       const double m = factor(t);
       const double newton = m > 0 ? t - f / m : lo;
       t = newton > lo && newton < hi ? newton : 0.5 * (lo + hi);
@@ -149,24 +152,19 @@ double sample_gamma(Rng& rng, double shape) {
   }
 }
 
-OpenLoopProcess::OpenLoopProcess(const PoissonArrivals& config, std::uint64_t seed,
-                                 const std::string& stream)
+OpenLoopProcess::OpenLoopProcess(const PoissonArrivals& config, std::uint64_t seed, const std::string& stream)
     : rate_(config.rate.per_s), rng_(seed, stream) {
   if (config.curve) curve_.emplace(*config.curve);
 }
 
-OpenLoopProcess::OpenLoopProcess(const GammaArrivals& config, std::uint64_t seed,
-                                 const std::string& stream)
-    : rate_(config.rate.per_s), shape_(1 / (config.cv * config.cv)), gamma_(true),
-      rng_(seed, stream) {
+OpenLoopProcess::OpenLoopProcess(const GammaArrivals& config, std::uint64_t seed, const std::string& stream)
+    : rate_(config.rate.per_s), shape_(1 / (config.cv * config.cv)), gamma_(true), rng_(seed, stream) {
   // Mean shape x scale = 1 / rate; CV 1 / sqrt(shape) = cv.
   scale_ = 1 / (rate_ * shape_);
   if (config.curve) curve_.emplace(*config.curve);
 }
 
-double OpenLoopProcess::gap_s() {
-  return gamma_ ? scale_ * sample_gamma(rng_, shape_) : rng_.exponential(rate_);
-}
+double OpenLoopProcess::gap_s() { return gamma_ ? scale_ * sample_gamma(rng_, shape_) : rng_.exponential(rate_); }
 
 SimTime OpenLoopProcess::next() {
   if (last_ == SimTime::never()) return last_;

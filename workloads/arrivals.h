@@ -37,30 +37,30 @@ namespace servesim::workloads {
 
 // --- rate curves (factors on the base rate) ---
 struct CurveStep {
-  Duration at;        // from this time on (the first step is at 0)
+  Duration at;  // from this time on (the first step is at 0)
   double factor = 1;
   bool operator==(const CurveStep&) const = default;
 };
 struct PiecewiseCurve {
-  std::vector<CurveStep> steps;      // strictly increasing `at`, the first at 0
-  std::optional<Duration> period;    // repeat the pattern with this period; else hold the last
+  std::vector<CurveStep> steps;    // strictly increasing `at`, the first at 0
+  std::optional<Duration> period;  // repeat the pattern with this period; else hold the last
   bool operator==(const PiecewiseCurve&) const = default;
 };
 struct StepCurve {
   Duration at;
-  double factor = 1;                 // after `at`; 1 before
+  double factor = 1;  // after `at`; 1 before
   bool operator==(const StepCurve&) const = default;
 };
 struct RampCurve {
-  double from = 1, to = 1;           // factor before the ramp and after it
+  double from = 1, to = 1;  // factor before the ramp and after it
   Duration start;
   Duration duration;
   bool operator==(const RampCurve&) const = default;
 };
 struct DiurnalCurve {
-  double amplitude = 0;              // in [0, 1]: the factor swings between 1 - a and 1 + a
+  double amplitude = 0;  // in [0, 1]: the factor swings between 1 - a and 1 + a
   Duration period = Duration::seconds(86400);
-  Duration peak;                     // time of the first maximum
+  Duration peak;  // time of the first maximum
   bool operator==(const DiurnalCurve&) const = default;
 };
 using RateCurveConfig = std::variant<PiecewiseCurve, StepCurve, RampCurve, DiurnalCurve>;
@@ -77,18 +77,18 @@ class RateCurve {
   double inverse(double tau_s);
 
  private:
-  struct Segment {  // factor a + b (t - t0) on [t0, next t0)
+  struct Segment {        // factor a + b (t - t0) on [t0, next t0)
     double t0, a, b, l0;  // l0 = L(t0) within one period
   };
   double inverse_in_period(double tau);
   double diurnal_integral(double t) const;
   std::vector<Segment> segments_;
-  double period_ = 0;        // 0: not periodic
+  double period_ = 0;  // 0: not periodic
   double period_integral_ = 0;
   std::size_t cursor_ = 0;
   bool diurnal_ = false;
   double amplitude_ = 0, omega_ = 0, peak_ = 0;
-  double last_t_ = 0;        // the previous answer (Newton's start)
+  double last_t_ = 0;  // the previous answer (Newton's start)
 };
 
 // --- open-loop processes ---

@@ -43,8 +43,7 @@ std::uint64_t IdRing::append(const std::uint64_t* words, std::size_t n) {
   if (span_count_ == 0) head_ = pos;  // nothing live: the padding before pos is free
   tail_ = pos + n;
   if (span_count_ == spans_.size()) grow_spans();
-  spans_[(span_head_ + span_count_) & (spans_.size() - 1)] =
-      Span{pos, static_cast<std::uint32_t>(n), false};
+  spans_[(span_head_ + span_count_) & (spans_.size() - 1)] = Span{pos, static_cast<std::uint32_t>(n), false};
   ++span_count_;
   return first_handle_ + span_count_ - 1;
 }

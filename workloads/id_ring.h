@@ -41,11 +41,11 @@ class IdRing {
   void grow_words();
   void grow_spans();
 
-  std::vector<std::uint64_t> buf_;  // power-of-two size
+  std::vector<std::uint64_t> buf_;     // power-of-two size
   std::uint64_t head_ = 0, tail_ = 0;  // absolute positions
   std::vector<Span> spans_;            // power-of-two ring of spans, oldest at span_head_
   std::size_t span_head_ = 0, span_count_ = 0;
-  std::uint64_t first_handle_ = 0;     // handle of spans_[span_head_]
+  std::uint64_t first_handle_ = 0;  // handle of spans_[span_head_]
 };
 
 inline const IdRing::Span& IdRing::span(std::uint64_t handle) const {

@@ -5,8 +5,8 @@
 #include <string>
 
 #include "core/check.h"
-#include "core/errors.h"
 #include "core/csv.h"
+#include "core/errors.h"
 
 namespace servesim::workloads {
 namespace {
@@ -152,14 +152,12 @@ double expected_length(const LengthDistribution& d) {
     double operator()(const UniformLength& u) const { return 0.5 * static_cast<double>(u.min + u.max); }
     double operator()(const NormalLength& n) const {
       if (n.stddev == 0) return static_cast<double>(clip(std::round(n.mean), n.min, n.max));
-      return clipped_rounded_mean(n.min, n.max,
-                                  [&](double x) { return normal_cdf((x - n.mean) / n.stddev); });
+      return clipped_rounded_mean(n.min, n.max, [&](double x) { return normal_cdf((x - n.mean) / n.stddev); });
     }
     double operator()(const LognormalLength& l) const {
       const double mu = std::log(l.median);
-      return clipped_rounded_mean(l.min, l.max, [&](double x) {
-        return x <= 0 ? 0.0 : normal_cdf((std::log(x) - mu) / l.sigma);
-      });
+      return clipped_rounded_mean(l.min, l.max,
+                                  [&](double x) { return x <= 0 ? 0.0 : normal_cdf((std::log(x) - mu) / l.sigma); });
     }
     double operator()(const ZipfLength& z) const {
       double num = 0, den = 0;
@@ -213,7 +211,9 @@ namespace {
 class IndependentSampler final : public LengthSampler {
  public:
   IndependentSampler(const IndependentLengths& config, std::uint64_t seed, std::string_view prefix)
-      : prompt_(config.prompt), output_(config.output), max_total_(config.max_total_tokens),
+      : prompt_(config.prompt),
+        output_(config.output),
+        max_total_(config.max_total_tokens),
         prompt_rng_(seed, std::string(prefix) + "prompt_lengths"),
         output_rng_(seed, std::string(prefix) + "output_lengths") {}
   RequestLengths next() override {

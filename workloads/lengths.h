@@ -57,8 +57,7 @@ struct ZipfLength {
   std::int64_t max = 0;
   bool operator==(const ZipfLength&) const = default;
 };
-using LengthDistribution =
-    std::variant<FixedLength, UniformLength, NormalLength, LognormalLength, ZipfLength>;
+using LengthDistribution = std::variant<FixedLength, UniformLength, NormalLength, LognormalLength, ZipfLength>;
 
 struct IndependentLengths {
   LengthDistribution prompt;
@@ -78,11 +77,11 @@ struct RequestLengths {
 // (rounded up) and both are kept at least 1, as Vidur's trace length generator does, so the
 // bench scenarios match that tool's workload exactly.
 struct TraceLengths {
-  std::string path;               // as resolved by the loader (relative to the scenario file)
+  std::string path;  // as resolved by the loader (relative to the scenario file)
   std::string prompt_column = "num_prefill_tokens";
   std::string output_column = "num_decode_tokens";
-  std::int64_t max_total_tokens = 0;  // 0: no cap
-  bool shuffle = true;            // a seeded permutation of the rows; otherwise file order
+  std::int64_t max_total_tokens = 0;                // 0: no cap
+  bool shuffle = true;                              // a seeded permutation of the rows; otherwise file order
   std::string key_path = "workload.lengths.trace";  // the scenario key, for diagnostics
   // The rows as read (capped, in file order), when the loader has read them already; the sampler
   // reads the file itself otherwise.
@@ -99,8 +98,8 @@ class ZipfSampler {
   std::int64_t operator()(Rng& rng) const;
 
  private:
-  double h(double x) const;            // x^-s
-  double h_integral(double x) const;   // an antiderivative of h
+  double h(double x) const;           // x^-s
+  double h_integral(double x) const;  // an antiderivative of h
   double h_integral_inverse(double y) const;
   double s_;
   std::int64_t min_, max_;

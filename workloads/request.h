@@ -38,10 +38,10 @@ struct Request {
   std::uint32_t hash_ids = 0;         // block hash id count
   std::uint32_t prefix_id = kNoId32;  // shared prompt, or none
   std::uint32_t prefix_tokens = 0;
-  std::uint32_t turn = 0;             // 1-based turn in its session; 0 = not in a session
-  std::uint32_t history_tokens = 0;   // leading prompt tokens = previous turn's prompt + output
+  std::uint32_t turn = 0;            // 1-based turn in its session; 0 = not in a session
+  std::uint32_t history_tokens = 0;  // leading prompt tokens = previous turn's prompt + output
   std::uint64_t session = kNoId64;
-  std::uint64_t extra = kNoId64;      // IdRing handle of its hash ids, then its packed images
+  std::uint64_t extra = kNoId64;  // IdRing handle of its hash ids, then its packed images
 };
 
 }  // namespace servesim::workloads

@@ -17,7 +17,7 @@ namespace servesim::workloads {
 namespace {
 
 constexpr std::uint64_t kMaxPromptTokens = 100'000'000;  // RequestState holds 32-bit counts
-constexpr long double kLatestPs = kClockLimit.ps();  // the latest arrival a replay sends (core/time.h)
+constexpr long double kLatestPs = kClockLimit.ps();      // the latest arrival a replay sends (core/time.h)
 
 std::uint64_t mix(std::uint64_t a, std::uint64_t b) {
   std::uint64_t s = a ^ (b * 0x9e3779b97f4a7c15ULL);
@@ -47,8 +47,11 @@ std::size_t pick(const std::vector<double>& cdf, Rng& rng) {
 // A trace replayed as an open-loop stream: one row read ahead.
 struct Replay {
   Replay(const TraceReplay& c, std::uint16_t class_id)
-      : config(c), scan(*c.scan), reader(c.path, scan.format, c.key_path, c.block_tokens),
-        factor(c.time_scale / c.rate_scale), exact(factor == 1.0),
+      : config(c),
+        scan(*c.scan),
+        reader(c.path, scan.format, c.key_path, c.block_tokens),
+        factor(c.time_scale / c.rate_scale),
+        exact(factor == 1.0),
         pass_offset(c.fresh_prefixes ? scan.max_hash_id + 1 : 0),
         id_namespace(std::uint64_t{class_id} << 48) {
     reader.on_bad_rows(c.skip_bad_rows);
@@ -68,8 +71,8 @@ struct Replay {
                                  static_cast<long double>(pass) * static_cast<long double>(scan.period_ps)) *
                                 factor;
           if (t > kLatestPs) return SimTime::never();
-          const std::int64_t ps = exact ? row.time_ps - scan.origin_ps + pass * scan.period_ps
-                                        : static_cast<std::int64_t>(std::llround(t));
+          const std::int64_t ps =
+              exact ? row.time_ps - scan.origin_ps + pass * scan.period_ps : static_cast<std::int64_t>(std::llround(t));
           return SimTime::from_ps(ps);
         }
       }
@@ -95,7 +98,6 @@ struct Replay {
   std::vector<std::uint64_t> ids;
 };
 
-
 // The draws of one deterministic stream (an open-loop process's arrival times, an independent
 // length sampler's lengths) are a function of (config, seed, stream name) alone. A serve session
 // or a sweep builds a RequestSource per hypothesis, mostly with the same workload, so the draws
@@ -117,10 +119,9 @@ using KeptDraws = RecentCache<StreamKey<Config>, std::shared_ptr<const std::vect
 
 template <class Config, class T>
 KeptDraws<Config, T> kept_draws() {
-  return KeptDraws<Config, T>(8, std::size_t{64} << 20,
-                              [](const StreamKey<Config>&, const std::shared_ptr<const std::vector<T>>& d) {
-                                return d->size() * sizeof(T);
-                              });
+  return KeptDraws<Config, T>(
+      8, std::size_t{64} << 20,
+      [](const StreamKey<Config>&, const std::shared_ptr<const std::vector<T>>& d) { return d->size() * sizeof(T); });
 }
 
 using OpenLoopConfig = std::variant<PoissonArrivals, GammaArrivals>;
@@ -180,11 +181,17 @@ DrawCache::~DrawCache() = default;
 
 struct RequestSource::Class {
   Class(const ClassConfig& c, std::uint16_t index, std::uint64_t seed)
-      : config(&c), id(index), prefix(stream_prefix(c)),
-        think_rng(seed, prefix + "think_time"), start_rng(seed, prefix + "start_jitter"),
-        image_rng(seed, prefix + "images"), image_count_rng(seed, prefix + "image_counts"),
-        image_size_rng(seed, prefix + "image_sizes"), prefix_rng(seed, prefix + "prefix_choice"),
-        turns_rng(seed, prefix + "session_turns"), followup_rng(seed, prefix + "followup_lengths"),
+      : config(&c),
+        id(index),
+        prefix(stream_prefix(c)),
+        think_rng(seed, prefix + "think_time"),
+        start_rng(seed, prefix + "start_jitter"),
+        image_rng(seed, prefix + "images"),
+        image_count_rng(seed, prefix + "image_counts"),
+        image_size_rng(seed, prefix + "image_sizes"),
+        prefix_rng(seed, prefix + "prefix_choice"),
+        turns_rng(seed, prefix + "session_turns"),
+        followup_rng(seed, prefix + "followup_lengths"),
         session_think_rng(seed, prefix + "session_think") {}
 
   const ClassConfig* config;
@@ -213,8 +220,12 @@ struct RequestSource::Class {
   std::uint64_t sessions_started = 0;
   bool plain = false;  // drawn lengths only: no replay, prefixes, images or sessions
 
-  SimTime next_arrival() { return times.next([this] { return process->next(); }); }
-  RequestLengths next_lengths() { return drawn.next([this] { return lengths->next(); }); }
+  SimTime next_arrival() {
+    return times.next([this] { return process->next(); });
+  }
+  RequestLengths next_lengths() {
+    return drawn.next([this] { return lengths->next(); });
+  }
 };
 
 WorkloadConfig single_class(ArrivalConfig arrivals, LengthConfig lengths, std::int64_t requests) {
@@ -227,9 +238,7 @@ WorkloadConfig single_class(ArrivalConfig arrivals, LengthConfig lengths, std::i
   return w;
 }
 
-std::string stream_prefix(const ClassConfig& c) {
-  return c.name == "default" ? std::string() : c.name + "/";
-}
+std::string stream_prefix(const ClassConfig& c) { return c.name == "default" ? std::string() : c.name + "/"; }
 
 RequestSource::RequestSource(const WorkloadConfig& config, std::uint64_t seed, SimTime end, DrawCache* draws)
     : config_(config), end_(end) {
@@ -271,8 +280,7 @@ RequestSource::RequestSource(const WorkloadConfig& config, std::uint64_t seed, S
       std::optional<LengthDraw> draw;
       if (pc->tokens_distribution) draw.emplace(*pc->tokens_distribution);
       for (std::int64_t k = 0; k < pc->prompts; ++k) {
-        const std::int64_t t = pc->tokens.empty() ? (*draw)(lengths_rng)
-                                                  : pc->tokens[static_cast<std::size_t>(k)];
+        const std::int64_t t = pc->tokens.empty() ? (*draw)(lengths_rng) : pc->tokens[static_cast<std::size_t>(k)];
         c->prefix_tokens.push_back(static_cast<std::uint32_t>(t));
       }
       if (pc->popularity == Popularity::kZipf) {
@@ -352,8 +360,7 @@ void RequestSource::start(std::vector<Arrival>& out) {
         SimTime t = SimTime::zero();
         if (cl.start == StartMode::kStaggered && i > 0) break;
         if (cl.start == StartMode::kRamp) {
-          t = SimTime::from_ps(static_cast<std::int64_t>(
-              static_cast<long double>(cl.start_over.ps()) * i / c.clients));
+          t = SimTime::from_ps(static_cast<std::int64_t>(static_cast<long double>(cl.start_over.ps()) * i / c.clients));
         } else if (cl.start == StartMode::kJitter) {
           t = SimTime::from_ps(static_cast<std::int64_t>(
               c.start_rng.uniform_int(0, static_cast<std::uint64_t>(cl.start_over.ps() - 1))));
@@ -375,8 +382,7 @@ void RequestSource::add_images(Class& c, Request& r, std::vector<std::uint64_t>&
       w = c.image_size_rng.uniform_int(ic.min.width, ic.max.width);
       h = c.image_size_rng.uniform_int(ic.min.height, ic.max.height);
     } else {
-      const ImageChoice& ch =
-          ic.choices[ic.choices.size() == 1 ? 0 : pick(c.image_cdf, c.image_size_rng)];
+      const ImageChoice& ch = ic.choices[ic.choices.size() == 1 ? 0 : pick(c.image_cdf, c.image_size_rng)];
       w = ch.width;
       h = ch.height;
     }
@@ -423,8 +429,7 @@ Request RequestSource::fresh(Class& c, std::uint32_t stream, Slot* slot) {
       r.hash_ids = static_cast<std::uint32_t>(keep);
     }
     if (rp.row.session != kNoId64) {
-      r.session = rp.config.fresh_prefixes ? mix(rp.row.session, static_cast<std::uint64_t>(rp.pass))
-                                           : rp.row.session;
+      r.session = rp.config.fresh_prefixes ? mix(rp.row.session, static_cast<std::uint64_t>(rp.pass)) : rp.row.session;
     }
   } else {
     const RequestLengths l = c.next_lengths();
@@ -537,8 +542,7 @@ void RequestSource::first_token(const Request& r, SimTime now, std::vector<Arriv
   if (next < c.first_slot + c.clients) after(c, next, now, out);
 }
 
-void RequestSource::follow_up(const Request& r, SimTime now, bool completed,
-                              std::vector<Arrival>& out) {
+void RequestSource::follow_up(const Request& r, SimTime now, bool completed, std::vector<Arrival>& out) {
   if (r.extra != IdRing::kNoHandle) ring_.release(r.extra);
   if (r.stream >= slots_.size()) return;  // an open-loop request without follow-ups
   first_token(r, now, out);               // a rejection lets the next staggered client go too
@@ -549,8 +553,7 @@ void RequestSource::follow_up(const Request& r, SimTime now, bool completed,
   bool more = false;
   if (s.turn > 0 && completed && s.turn < s.turns) {
     const std::int64_t max_context = c.config->sessions->max_context;
-    more = max_context == 0 ||
-           static_cast<std::int64_t>(s.context) + c.min_followup <= max_context;
+    more = max_context == 0 || static_cast<std::int64_t>(s.context) + c.min_followup <= max_context;
     more = more && s.context + 1 <= kMaxPromptTokens;
   }
   s.continue_session = more;

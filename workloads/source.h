@@ -85,8 +85,8 @@ class RequestSource {
     follow_up(r, now, completed, out);
   }
 
-  const std::uint64_t* hash_ids(const Request& r) const;  // r.hash_ids words; valid until finished
-  ImageSize image(const Request& r, std::size_t i) const;  // i < r.images; valid until finished
+  const std::uint64_t* hash_ids(const Request& r) const;    // r.hash_ids words; valid until finished
+  ImageSize image(const Request& r, std::size_t i) const;   // i < r.images; valid until finished
   std::int64_t block_tokens(std::uint16_t class_id) const;  // tokens per hash id
   bool wants_first_token() const { return wants_first_token_; }
   // True when every request is just its class, lengths and stream (no prefixes, images, sessions
@@ -104,13 +104,13 @@ class RequestSource {
   struct Class;
   struct Slot {
     std::uint16_t cls = 0;
-    bool closed = false;          // a closed-loop client (else an open-loop session slot)
-    bool released_next = false;   // staggered start: the next client was let go
+    bool closed = false;         // a closed-loop client (else an open-loop session slot)
+    bool released_next = false;  // staggered start: the next client was let go
     bool continue_session = false;
     std::uint32_t turn = 0, turns = 0;  // 0 = no session in progress
     std::uint64_t session = kNoId64;
     std::uint32_t prefix_id = kNoId32, prefix_tokens = 0;
-    std::uint64_t context = 0;    // prompt + output of the latest turn
+    std::uint64_t context = 0;  // prompt + output of the latest turn
   };
 
   void follow_up(const Request& r, SimTime now, bool completed, std::vector<Arrival>& out);
@@ -127,7 +127,7 @@ class RequestSource {
   std::vector<Slot> slots_;
   std::vector<std::uint32_t> free_slots_;  // session slots to reuse, most recent last
   IdRing ring_;
-  std::vector<std::uint64_t> words_;       // scratch for one request's ids
+  std::vector<std::uint64_t> words_;  // scratch for one request's ids
   std::int64_t issued_ = 0;
   bool wants_first_token_ = false;
   bool plain_ = true;

@@ -157,8 +157,7 @@ WorkloadStats compute_stats(const WorkloadConfig& config, std::uint64_t seed, Si
       if (first) st.first_arrival_s = t;
       first = false;
       st.last_arrival_s = t;
-      const auto w = std::min<std::size_t>(st.windows.size() - 1,
-                                           static_cast<std::size_t>(std::max(0.0, t / width)));
+      const auto w = std::min<std::size_t>(st.windows.size() - 1, static_cast<std::size_t>(std::max(0.0, t / width)));
       ++st.windows[w].requests;
     }
     prompt.add(r.prompt_tokens);
@@ -215,13 +214,10 @@ WorkloadStats compute_stats(const WorkloadConfig& config, std::uint64_t seed, Si
     WorkloadConfig alone;
     alone.classes.push_back(config.classes[i]);
     const ClassConfig& c = config.classes[i];
-    alone.requests = c.requests > 0 ? c.requests
-                     : config.requests > 0 ? config.requests
-                                           : options.closed_loop_requests;
+    alone.requests = c.requests > 0 ? c.requests : config.requests > 0 ? config.requests : options.closed_loop_requests;
     RequestSource source(alone, seed, end);
-    st.untimed_requests += drive(source, alone.requests, [&](const Request& r, const RequestSource& src) {
-      account(r, src, i, false);
-    });
+    st.untimed_requests +=
+        drive(source, alone.requests, [&](const Request& r, const RequestSource& src) { account(r, src, i, false); });
   }
   for (RateWindow& w : st.windows) {
     const double span = w.end_s - w.start_s;

@@ -7,8 +7,8 @@
 // next request when the previous one is answered, which only the serving model knows: they are
 // summarised on their own (each class alone, up to its request limit, else the workload's, else
 // StatsOptions::closed_loop_requests), in their class's row and not in the whole-workload figures,
-// unless no class is open loop (then the whole-workload figures are theirs, without times). Open-loop classes take two passes (the source is
-// deterministic): the first finds the last arrival, which sets the windows of the second.
+// unless no class is open loop (then the whole-workload figures are theirs, without times). Open-loop classes take two
+// passes (the source is deterministic): the first finds the last arrival, which sets the windows of the second.
 // Percentiles are exact (integer values counted, then ranked with the same linear interpolation
 // as the run's latency percentiles, sim/metrics/histogram.h).
 // Prefix reuse ratio = prompt tokens in blocks seen before / all prompt tokens, with an unbounded
@@ -43,13 +43,13 @@ struct RateWindow {
 
 struct ClassStats {
   std::string name;
-  bool timed = true;               // false: a closed loop, whose times need a serving model
+  bool timed = true;  // false: a closed loop, whose times need a serving model
   std::int64_t requests = 0;
   ValueSummary prompt_tokens, output_tokens;
   std::int64_t images = 0;
-  std::int64_t skipped_rows = 0;   // bad trace rows skipped (skip_bad_rows)
-  std::string first_bad_row;       // the first one's diagnostic
-  std::int64_t zero_lengths = 0;   // trace rows with a zero length, raised to 1
+  std::int64_t skipped_rows = 0;  // bad trace rows skipped (skip_bad_rows)
+  std::string first_bad_row;      // the first one's diagnostic
+  std::int64_t zero_lengths = 0;  // trace rows with a zero length, raised to 1
 };
 
 struct Resolution {
@@ -60,18 +60,18 @@ struct Resolution {
 struct WorkloadStats {
   std::int64_t requests = 0;
   double first_arrival_s = 0, last_arrival_s = 0;
-  double mean_rate_per_s = 0;      // requests / last arrival (0 when all arrive at 0)
+  double mean_rate_per_s = 0;  // requests / last arrival (0 when all arrive at 0)
   std::vector<RateWindow> windows;
   ValueSummary prompt_tokens, output_tokens;
   // Images.
   std::int64_t requests_with_images = 0, images = 0;
-  ValueSummary images_per_request;  // over requests with images
-  ValueSummary image_pixels;        // per image
-  bool has_image_tokens = false;    // StatsOptions::image_tokens was given
-  ValueSummary image_tokens;        // per request with images: the tokens its images become
+  ValueSummary images_per_request;          // over requests with images
+  ValueSummary image_pixels;                // per image
+  bool has_image_tokens = false;            // StatsOptions::image_tokens was given
+  ValueSummary image_tokens;                // per request with images: the tokens its images become
   std::vector<Resolution> top_resolutions;  // the most common, at most 5
   // Prefixes.
-  std::int64_t block_tokens = 0;    // of the synthetic prefix figures
+  std::int64_t block_tokens = 0;  // of the synthetic prefix figures
   std::int64_t prompt_tokens_total = 0, reused_tokens = 0;
   double reuse_ratio = 0;
   std::int64_t requests_with_prefix = 0, distinct_prefixes = 0;
@@ -81,15 +81,15 @@ struct WorkloadStats {
   double turns_mean = 0;
   std::int64_t turns_max = 0;
   std::vector<ClassStats> classes;
-  bool zero_service = false;        // session turns: times assume instant answers
+  bool zero_service = false;          // session turns: times assume instant answers
   std::int64_t untimed_requests = 0;  // closed-loop requests, summarised per class (see above)
-  bool truncated = false;           // stopped at max_requests
+  bool truncated = false;             // stopped at max_requests
 };
 
 struct StatsOptions {
   int windows = 10;
-  std::int64_t max_requests = 10'000'000;  // 0 = no limit
-  std::int64_t block_tokens = 16;          // for prefixes and histories (no hash ids)
+  std::int64_t max_requests = 10'000'000;       // 0 = no limit
+  std::int64_t block_tokens = 16;               // for prefixes and histories (no hash ids)
   std::int64_t closed_loop_requests = 100'000;  // per closed-loop class without a limit
   // The tokens an image of width x height pixels becomes (the model's vision encoder); when set,
   // the image tokens per request are summarised too.
@@ -97,7 +97,6 @@ struct StatsOptions {
 };
 
 // Throws InputError on a bad trace met while generating.
-WorkloadStats compute_stats(const WorkloadConfig& config, std::uint64_t seed, SimTime end,
-                            const StatsOptions& options);
+WorkloadStats compute_stats(const WorkloadConfig& config, std::uint64_t seed, SimTime end, const StatsOptions& options);
 
 }  // namespace servesim::workloads

@@ -88,8 +88,7 @@ bool parse_datetime(const char* b, const char* e, Decimal& out, std::string& why
     why = std::move(message);
     return false;
   };
-  const char* kShape =
-      "expected a time like '2023-11-16 18:17:03.9799600' or '2024-05-10 00:00:00.009930+00:00'";
+  const char* kShape = "expected a time like '2023-11-16 18:17:03.9799600' or '2024-05-10 00:00:00.009930+00:00'";
   if (!(num(4, y) && lit('-') && num(2, mo) && lit('-') && num(2, d))) return fail(kShape);
   if (!(p < e && (*p == ' ' || *p == 'T'))) return fail(kShape);
   ++p;
@@ -106,8 +105,10 @@ bool parse_datetime(const char* b, const char* e, Decimal& out, std::string& why
     std::int64_t frac = 0;
     bool round_up = false;
     for (; p < e && is_digit(*p); ++p, ++nf) {
-      if (nf < 12) frac = frac * 10 + (*p - '0');
-      else if (nf == 12) round_up = *p >= '5';
+      if (nf < 12)
+        frac = frac * 10 + (*p - '0');
+      else if (nf == 12)
+        round_up = *p >= '5';
     }
     if (nf == 0) return fail(kShape);
     frac_ps = frac * kPow10[12 - std::min(nf, 12)] + (round_up ? 1 : 0);
@@ -125,8 +126,8 @@ bool parse_datetime(const char* b, const char* e, Decimal& out, std::string& why
     offset_s = (oh * 3600 + om * 60) * (neg ? -1 : 1);
   }
   if (p != e) return fail(kShape);
-  std::int64_t secs = days_from_civil(y, static_cast<unsigned>(mo), static_cast<unsigned>(d)) * 86400 +
-                      h * 3600 + mi * 60 + s - offset_s;
+  std::int64_t secs = days_from_civil(y, static_cast<unsigned>(mo), static_cast<unsigned>(d)) * 86400 + h * 3600 +
+                      mi * 60 + s - offset_s;
   if (frac_ps >= kPsPerS) {
     secs += 1;
     frac_ps -= kPsPerS;

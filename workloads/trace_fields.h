@@ -20,19 +20,9 @@ constexpr std::int64_t kPsPerS = 1'000'000'000'000;
 constexpr std::int64_t kMaxTokensPerRow = 100'000'000;
 constexpr std::int64_t kMaxSpanS = kClockLimit.ps() / kPsPerS;  // the clock's range (core/time.h)
 
-constexpr std::int64_t kPow10[] = {1,
-                                   10,
-                                   100,
-                                   1'000,
-                                   10'000,
-                                   100'000,
-                                   1'000'000,
-                                   10'000'000,
-                                   100'000'000,
-                                   1'000'000'000,
-                                   10'000'000'000,
-                                   100'000'000'000,
-                                   1'000'000'000'000};
+constexpr std::int64_t kPow10[] = {
+    1,          10,          100,           1'000,          10'000,          100'000,          1'000'000,
+    10'000'000, 100'000'000, 1'000'000'000, 10'000'000'000, 100'000'000'000, 1'000'000'000'000};
 
 inline bool is_digit(char c) { return static_cast<unsigned char>(c - '0') < 10; }
 inline bool is_space(char c) { return c == ' ' || c == '\t'; }
@@ -140,8 +130,7 @@ inline int digit_run(const char* p, std::uint64_t& value) {
   std::memcpy(&chunk, p, 8);
   const std::uint64_t x = chunk ^ 0x3030303030303030ULL;  // digits become 0..9
   // The top bit of each byte that is not 0..9 after the xor.
-  const std::uint64_t non =
-      (((x & 0x7F7F7F7F7F7F7F7FULL) + 0x7676767676767676ULL) | x) & 0x8080808080808080ULL;
+  const std::uint64_t non = (((x & 0x7F7F7F7F7F7F7F7FULL) + 0x7676767676767676ULL) | x) & 0x8080808080808080ULL;
   if (non != 0) {
     const int k = __builtin_ctzll(non) >> 3;
     if (k == 0) return 0;
@@ -237,8 +226,7 @@ inline const char* fast_datetime(const char* p, const char* eol, Decimal& d, Dat
   }
   std::int64_t offset_s = 0;
   if (*p == '+' || *p == '-') {
-    if (eol - p < 6 || !is_digit(p[1]) || !is_digit(p[2]) || p[3] != ':' || !is_digit(p[4]) ||
-        !is_digit(p[5])) {
+    if (eol - p < 6 || !is_digit(p[1]) || !is_digit(p[2]) || p[3] != ':' || !is_digit(p[4]) || !is_digit(p[5])) {
       return nullptr;
     }
     offset_s = (two(p + 1) * 3600 + two(p + 4) * 60) * (*p == '-' ? -1 : 1);

@@ -31,10 +31,8 @@ std::string_view trace_format_name(TraceFormat f) {
   return "?";
 }
 
-TraceReader::TraceReader(const std::string& path, TraceFormat format, std::string key_path,
-                         std::int64_t block_tokens)
-    : path_(path), key_path_(std::move(key_path)), format_(format), block_tokens_(block_tokens),
-      buf_(kBufferBytes) {
+TraceReader::TraceReader(const std::string& path, TraceFormat format, std::string key_path, std::int64_t block_tokens)
+    : path_(path), key_path_(std::move(key_path)), format_(format), block_tokens_(block_tokens), buf_(kBufferBytes) {
   check_streamed_file(InputSource{path_, "trace file", key_path_});
   file_ = std::fopen(path.c_str(), "rb");
   if (file_ == nullptr) {
@@ -73,9 +71,9 @@ void TraceReader::detect(const char* line, const char* eol) {
   while (p < eol && is_space(*p)) ++p;
   if (*p == '{') {
     if (format_ != TraceFormat::kAuto && format_ != TraceFormat::kMooncake) {
-      throw InputError({Diagnostic{path_, line_no_, 1, key_path_,
-                                   "the file holds JSON lines, not the " +
-                                       std::string(trace_format_name(format_)) + " CSV layout"}});
+      throw InputError({Diagnostic{
+          path_, line_no_, 1, key_path_,
+          "the file holds JSON lines, not the " + std::string(trace_format_name(format_)) + " CSV layout"}});
     }
     format_ = TraceFormat::kMooncake;
     return;
@@ -93,7 +91,8 @@ void TraceReader::detect(const char* line, const char* eol) {
     std::string name = csv_field_text(text, sp);
     const auto a = name.find_first_not_of(" \t");
     name = a == std::string::npos ? "" : name.substr(a, name.find_last_not_of(" \t") - a + 1);
-    if (!sp.quoted && name.size() >= 2 && name.front() == '"' && name.back() == '"') name = name.substr(1, name.size() - 2);
+    if (!sp.quoted && name.size() >= 2 && name.front() == '"' && name.back() == '"')
+      name = name.substr(1, name.size() - 2);
     header_.push_back(std::move(name));
   }
   fields_ = header_.size();
@@ -117,7 +116,8 @@ void TraceReader::detect(const char* line, const char* eol) {
   if (format_ == TraceFormat::kMooncake) {
     throw InputError({Diagnostic{path_, line_no_, 1, key_path_,
                                  "expected Mooncake JSON lines ({\"timestamp\": ...}), found a CSV "
-                                 "header (columns: " + columns + ")"}});
+                                 "header (columns: " +
+                                     columns + ")"}});
   }
   for (const Layout& l : kLayouts) {
     if (format_ != TraceFormat::kAuto && format_ != l.format) continue;
@@ -132,18 +132,17 @@ void TraceReader::detect(const char* line, const char* eol) {
     }
     if (format_ == l.format) {
       const char* missing = t < 0 ? l.time : pr < 0 ? l.prompt : l.output;
-      throw InputError({Diagnostic{path_, line_no_, 1, key_path_,
-                                   "no column '" + std::string(missing) + "' in the header of this " +
-                                       std::string(trace_format_name(l.format)) +
-                                       " trace (columns: " + columns + ")"}});
+      throw InputError(
+          {Diagnostic{path_, line_no_, 1, key_path_,
+                      "no column '" + std::string(missing) + "' in the header of this " +
+                          std::string(trace_format_name(l.format)) + " trace (columns: " + columns + ")"}});
     }
   }
-  throw InputError({Diagnostic{
-      path_, line_no_, 1, key_path_,
-      "not a known trace layout (columns: " + columns +
-          "); expected Azure (TIMESTAMP,ContextTokens,GeneratedTokens), Splitwise "
-          "(arrived_at,num_prefill_tokens,num_decode_tokens), BurstGPT (Timestamp,...,Request "
-          "tokens,Response tokens,...) or Mooncake JSON lines"}});
+  throw InputError({Diagnostic{path_, line_no_, 1, key_path_,
+                               "not a known trace layout (columns: " + columns +
+                                   "); expected Azure (TIMESTAMP,ContextTokens,GeneratedTokens), Splitwise "
+                                   "(arrived_at,num_prefill_tokens,num_decode_tokens), BurstGPT (Timestamp,...,Request "
+                                   "tokens,Response tokens,...) or Mooncake JSON lines"}});
 }
 
 void TraceReader::refill() {
@@ -158,9 +157,9 @@ void TraceReader::refill() {
   if (end_ + kPad >= buf_.size()) {
     // One line fills the buffer: grow it, up to the longest line a trace may have.
     if (buf_.size() >= kMaxLineBytes) {
-      throw InputError({Diagnostic{path_, line_no_ + 1, 1, key_path_,
-                                   "the line is longer than " + format_limit(kMaxLineBytes) +
-                                       " (is this a trace file?) (limits: README.md)"}});
+      throw InputError({Diagnostic{
+          path_, line_no_ + 1, 1, key_path_,
+          "the line is longer than " + format_limit(kMaxLineBytes) + " (is this a trace file?) (limits: README.md)"}});
     }
     buf_.resize(buf_.size() * 2);
   }
@@ -213,14 +212,13 @@ bool TraceReader::next(TraceRow& row, std::vector<std::uint64_t>& ids) {
     while (p < eol && is_space(*p)) ++p;
     if (p == eol) continue;  // blank lines are not rows
     ids.clear();
-    if (format_ == TraceFormat::kMooncake ? parse_json_fast(line, eol, row, ids)
-                                          : parse_csv_fast(line, eol, row)) {
+    if (format_ == TraceFormat::kMooncake ? parse_json_fast(line, eol, row, ids) : parse_csv_fast(line, eol, row)) {
       row.line = line_no_;
       return true;
     }
     ids.clear();
-    const auto failure = format_ == TraceFormat::kMooncake ? parse_json(line, eol, row, ids)
-                                                           : parse_csv(line, eol, row, ids);
+    const auto failure =
+        format_ == TraceFormat::kMooncake ? parse_json(line, eol, row, ids) : parse_csv(line, eol, row, ids);
     if (!failure) {
       row.line = line_no_;
       return true;
@@ -238,8 +236,7 @@ bool TraceReader::next(TraceRow& row, std::vector<std::uint64_t>& ids) {
   return false;
 }
 
-std::optional<TraceReader::Failure> TraceReader::place_time(std::int64_t seconds,
-                                                            std::int64_t frac_ps, TraceRow& row,
+std::optional<TraceReader::Failure> TraceReader::place_time(std::int64_t seconds, std::int64_t frac_ps, TraceRow& row,
                                                             int column, const std::string& key) {
   if (!have_base_) {
     have_base_ = true;
@@ -251,8 +248,10 @@ std::optional<TraceReader::Failure> TraceReader::place_time(std::int64_t seconds
   }
   const std::int64_t ps = rel_s * kPsPerS + frac_ps;
   if (ps < last_ps_) {
-    return Failure{column, "the time goes back: this row is earlier than the row before it (traces "
-                           "must be in arrival order)", key};
+    return Failure{column,
+                   "the time goes back: this row is earlier than the row before it (traces "
+                   "must be in arrival order)",
+                   key};
   }
   row.time_ps = ps;
   return std::nullopt;
@@ -305,8 +304,7 @@ bool TraceReader::parse_csv_fast(const char* line, const char* eol, TraceRow& ro
   return true;
 }
 
-std::optional<TraceReader::Failure> TraceReader::parse_csv(const char* line, const char* eol,
-                                                           TraceRow& row,
+std::optional<TraceReader::Failure> TraceReader::parse_csv(const char* line, const char* eol, TraceRow& row,
                                                            std::vector<std::uint64_t>&) {
   // The fields by core's CSV splitter; their text stays in the buffer (a quoted one between its
   // quotes), so the field parsers keep the buffer's guarantees.
@@ -329,17 +327,21 @@ std::optional<TraceReader::Failure> TraceReader::parse_csv(const char* line, con
     const char* fb = line + spans[i].begin;
     const char* fe = line + spans[i].end;
     const int f = static_cast<int>(i);
-    if (f == time_col_) tb = fb, te = fe;
-    else if (f == prompt_col_) pb = fb, pe = fe;
-    else if (f == output_col_) ob = fb, oe = fe;
+    if (f == time_col_)
+      tb = fb, te = fe;
+    else if (f == prompt_col_)
+      pb = fb, pe = fe;
+    else if (f == output_col_)
+      ob = fb, oe = fe;
     else if (f == session_col_ && fe > fb) {
       session_text = csv_field_text(std::string_view(line, static_cast<std::size_t>(eol - line)), spans[i]);
       has_session = true;
     }
   }
   if (field != fields_) {
-    return Failure{1, "expected " + std::to_string(fields_) +
-                          " comma-separated fields as in the header, found " + std::to_string(field),
+    return Failure{1,
+                   "expected " + std::to_string(fields_) + " comma-separated fields as in the header, found " +
+                       std::to_string(field),
                    ""};
   }
   // Time.
@@ -368,8 +370,7 @@ std::optional<TraceReader::Failure> TraceReader::parse_csv(const char* line, con
   return std::nullopt;
 }
 
-bool TraceReader::parse_json_fast(const char* line, const char* eol, TraceRow& row,
-                                  std::vector<std::uint64_t>& ids) {
+bool TraceReader::parse_json_fast(const char* line, const char* eol, TraceRow& row, std::vector<std::uint64_t>& ids) {
   std::uint64_t ms = 0, in = 0, out = 0;
   const char* p = literal(line, eol, "{\"timestamp\": ");
   if (p) p = plain_digits(p, ms, 15);
@@ -415,8 +416,7 @@ bool TraceReader::parse_json_fast(const char* line, const char* eol, TraceRow& r
   return true;
 }
 
-std::optional<TraceReader::Failure> TraceReader::parse_json(const char* line, const char* eol,
-                                                            TraceRow& row,
+std::optional<TraceReader::Failure> TraceReader::parse_json(const char* line, const char* eol, TraceRow& row,
                                                             std::vector<std::uint64_t>& ids) {
   const char* p = line;
   auto ws = [&] {
@@ -582,8 +582,11 @@ std::optional<TraceReader::Failure> TraceReader::parse_json(const char* line, co
   }
   ws();
   if (p != eol) return Failure{at(p), "text after the JSON object", ""};
-  const char* missing = !have_t ? "timestamp" : !have_in ? "input_length" : !have_out ? "output_length"
-                        : !have_ids ? "hash_ids" : nullptr;
+  const char* missing = !have_t     ? "timestamp"
+                        : !have_in  ? "input_length"
+                        : !have_out ? "output_length"
+                        : !have_ids ? "hash_ids"
+                                    : nullptr;
   if (missing != nullptr) {
     return Failure{at(line), "the object has no '" + std::string(missing) + "'", missing};
   }
@@ -634,15 +637,14 @@ TraceScan scan_trace(const TraceReplay& config) {
   const std::string where = config.key_path;
   if (scan.rows == 0) {
     throw InputError({Diagnostic{config.path, 0, 0, where,
-                                 first ? "the trace has no rows"
-                                       : "no row of the trace falls in the window"}});
+                                 first ? "the trace has no rows" : "no row of the trace falls in the window"}});
   }
   if (config.window_duration) {
     scan.period_ps = config.window_duration->ps();
   } else if (scan.rows > 1) {
     const auto span = static_cast<long double>(scan.last_ps - scan.first_ps);
-    scan.period_ps = static_cast<std::int64_t>(span * static_cast<long double>(scan.rows) /
-                                               static_cast<long double>(scan.rows - 1) + 0.5L);
+    scan.period_ps = static_cast<std::int64_t>(
+        span * static_cast<long double>(scan.rows) / static_cast<long double>(scan.rows - 1) + 0.5L);
   }
   if (config.loops != 1 && scan.period_ps <= 0) {
     throw InputError({Diagnostic{config.path, 0, 0, where,

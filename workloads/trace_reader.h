@@ -47,15 +47,15 @@ std::string_view trace_format_name(TraceFormat f);
 // What the loader learns by reading the whole (windowed) trace once before anything runs.
 struct TraceScan {
   TraceFormat format = TraceFormat::kAuto;  // as detected
-  std::int64_t rows = 0;          // good rows in the window: requests per pass
-  std::int64_t bad_rows = 0;      // skipped (skip_bad_rows), in the part of the file read
-  std::string first_bad;          // the first skipped row's diagnostic, for reports
-  std::int64_t zero_lengths = 0;  // rows in the window with a zero prompt or output (raised to 1)
-  std::int64_t origin_ps = 0;     // trace time of simulated time 0 (window start, or first row)
-  std::int64_t first_ps = 0, last_ps = 0;  // trace times of the first and last rows used
-  std::int64_t period_ps = 0;     // one pass, for looping: the window's duration, or the span of
-                                  // the rows plus their mean gap (last - first) x rows / (rows - 1)
-  std::uint64_t max_hash_id = 0;  // ids of pass k are offset by k x (max_hash_id + 1) when fresh
+  std::int64_t rows = 0;                    // good rows in the window: requests per pass
+  std::int64_t bad_rows = 0;                // skipped (skip_bad_rows), in the part of the file read
+  std::string first_bad;                    // the first skipped row's diagnostic, for reports
+  std::int64_t zero_lengths = 0;            // rows in the window with a zero prompt or output (raised to 1)
+  std::int64_t origin_ps = 0;               // trace time of simulated time 0 (window start, or first row)
+  std::int64_t first_ps = 0, last_ps = 0;   // trace times of the first and last rows used
+  std::int64_t period_ps = 0;               // one pass, for looping: the window's duration, or the span of
+                                            // the rows plus their mean gap (last - first) x rows / (rows - 1)
+  std::uint64_t max_hash_id = 0;            // ids of pass k are offset by k x (max_hash_id + 1) when fresh
   bool has_hash_ids = false;
   bool has_sessions = false;
 };
@@ -65,21 +65,21 @@ struct TraceReplay {
   std::string path;
   std::string key_path = "workload.arrivals";  // the scenario key, for diagnostics
   TraceFormat format = TraceFormat::kAuto;
-  double time_scale = 1;         // trace seconds -> simulated seconds (2 = half the rate)
-  double rate_scale = 1;         // multiplies the arrival rate (divides the times)
-  Duration window_start;         // trace time after the first row at which the window opens
+  double time_scale = 1;                    // trace seconds -> simulated seconds (2 = half the rate)
+  double rate_scale = 1;                    // multiplies the arrival rate (divides the times)
+  Duration window_start;                    // trace time after the first row at which the window opens
   std::optional<Duration> window_duration;  // none: to the end of the file
-  std::int64_t loops = 1;        // passes over the window; 0 = forever (until the run ends)
-  bool fresh_prefixes = true;    // later passes get new hash ids and session ids
+  std::int64_t loops = 1;                   // passes over the window; 0 = forever (until the run ends)
+  bool fresh_prefixes = true;               // later passes get new hash ids and session ids
   bool skip_bad_rows = false;
-  std::int64_t block_tokens = 512;     // prompt tokens per hash id
-  std::int64_t max_total_tokens = 0;   // proportional cap on prompt + output; 0 = none
+  std::int64_t block_tokens = 512;        // prompt tokens per hash id
+  std::int64_t max_total_tokens = 0;      // proportional cap on prompt + output; 0 = none
   std::shared_ptr<const TraceScan> scan;  // filled by the loader (scan_trace)
 };
 
 // One good row, as read.
 struct TraceRow {
-  std::int64_t time_ps = 0;   // relative to the first row's whole second
+  std::int64_t time_ps = 0;  // relative to the first row's whole second
   std::int64_t prompt = 0;
   std::int64_t output = 0;
   std::uint64_t session = ~std::uint64_t{0};  // FNV-1a of the session id text; ~0 when none
@@ -90,8 +90,7 @@ class TraceReader {
  public:
   // Opens the file and reads its header. Throws InputError when the file cannot be read, is
   // empty, or its first line is not a known layout (or lacks a column the named format needs).
-  TraceReader(const std::string& path, TraceFormat format, std::string key_path,
-              std::int64_t block_tokens = 512);
+  TraceReader(const std::string& path, TraceFormat format, std::string key_path, std::int64_t block_tokens = 512);
   ~TraceReader();
   TraceReader(const TraceReader&) = delete;
   TraceReader& operator=(const TraceReader&) = delete;
@@ -126,16 +125,14 @@ class TraceReader {
   // The common CSV row (unquoted, plain numbers) in one pass; false sends the row to parse_csv,
   // which handles everything else and says what is wrong.
   bool parse_csv_fast(const char* line, const char* eol, TraceRow& row);
-  std::optional<Failure> parse_csv(const char* line, const char* eol, TraceRow& row,
-                                   std::vector<std::uint64_t>& ids);
+  std::optional<Failure> parse_csv(const char* line, const char* eol, TraceRow& row, std::vector<std::uint64_t>& ids);
   // The published Mooncake line shape ({"timestamp": .., "input_length": .., "output_length": ..,
   // "hash_ids": [..]} with ", " and ": " separators) in one pass; false sends the line to
   // parse_json, which takes any key order and spacing and says what is wrong.
   bool parse_json_fast(const char* line, const char* eol, TraceRow& row, std::vector<std::uint64_t>& ids);
-  std::optional<Failure> parse_json(const char* line, const char* eol, TraceRow& row,
-                                    std::vector<std::uint64_t>& ids);
-  std::optional<Failure> place_time(std::int64_t seconds, std::int64_t frac_ps, TraceRow& row,
-                                    int column, const std::string& key);
+  std::optional<Failure> parse_json(const char* line, const char* eol, TraceRow& row, std::vector<std::uint64_t>& ids);
+  std::optional<Failure> place_time(std::int64_t seconds, std::int64_t frac_ps, TraceRow& row, int column,
+                                    const std::string& key);
   Diagnostic diagnostic(int line, const Failure& f) const;
 
   std::string path_;
@@ -146,8 +143,8 @@ class TraceReader {
   std::vector<char> buf_;
   std::size_t begin_ = 0, end_ = 0;
   bool eof_ = false;
-  long data_offset_ = 0;      // file offset of the first data row
-  std::int64_t consumed_ = 0; // file offset of buf_[0]
+  long data_offset_ = 0;       // file offset of the first data row
+  std::int64_t consumed_ = 0;  // file offset of buf_[0]
   int line_no_ = 0, data_line_ = 0;
 
   // CSV layout
@@ -156,9 +153,9 @@ class TraceReader {
   std::vector<std::string> header_;
   std::vector<CsvSpan> spans_;  // parse_csv's scratch
 
-  fields::DateCache dates_;   // the fast path's last Azure date
+  fields::DateCache dates_;  // the fast path's last Azure date
   bool have_base_ = false;
-  std::int64_t base_s_ = 0;       // the first row's whole second
+  std::int64_t base_s_ = 0;  // the first row's whole second
   std::int64_t last_ps_ = INT64_MIN;
   bool skip_ = false;
   std::vector<Diagnostic>* collect_ = nullptr;

@@ -41,8 +41,8 @@ enum class StartMode : std::uint8_t {
 
 struct ClosedLoopArrivals {
   int clients = 1;
-  Duration think_time;              // after an answer (or a rejection), before the next request
-  bool exponential_think = false;   // think times exponential with mean think_time; else fixed
+  Duration think_time;             // after an answer (or a rejection), before the next request
+  bool exponential_think = false;  // think times exponential with mean think_time; else fixed
   // A value-initialised config starts every client at once (the hand-derived serving tests rely
   // on it); the scenario loader's default is kStaggered.
   StartMode start = StartMode::kTogether;
@@ -56,8 +56,8 @@ struct ImageChoice {
   double weight = 1;
 };
 struct ImageConfig {
-  double fraction = 1;                           // share of the class's requests with images
-  LengthDistribution count = FixedLength{1};     // images per such request (>= 1)
+  double fraction = 1;                        // share of the class's requests with images
+  LengthDistribution count = FixedLength{1};  // images per such request (>= 1)
   // Resolutions: one of `choices` by weight, or, when `uniform` is set, width and height drawn
   // uniformly and independently from [min, max].
   std::vector<ImageChoice> choices;
@@ -67,28 +67,28 @@ struct ImageConfig {
 
 enum class Popularity : std::uint8_t { kUniform, kZipf, kWeights };
 struct PrefixConfig {
-  double fraction = 1;                   // share of first turns that start with a shared prompt
-  std::int64_t prompts = 1;              // distinct shared prompts
-  std::vector<std::int64_t> tokens;      // each prompt's length, when given as a list
+  double fraction = 1;                                    // share of first turns that start with a shared prompt
+  std::int64_t prompts = 1;                               // distinct shared prompts
+  std::vector<std::int64_t> tokens;                       // each prompt's length, when given as a list
   std::optional<LengthDistribution> tokens_distribution;  // else drawn once per prompt
   Popularity popularity = Popularity::kUniform;
-  double exponent = 1;                   // kZipf: prompt k (1-based) has weight k^-exponent
-  std::vector<double> weights;           // kWeights
+  double exponent = 1;          // kZipf: prompt k (1-based) has weight k^-exponent
+  std::vector<double> weights;  // kWeights
 };
 
 struct SessionConfig {
-  LengthDistribution turns = FixedLength{1};        // turns per session
-  Duration think_time;                              // between an answer and the next turn
+  LengthDistribution turns = FixedLength{1};  // turns per session
+  Duration think_time;                        // between an answer and the next turn
   bool exponential_think = false;
-  std::optional<LengthDistribution> followup;       // new user tokens of turns 2+; else the
-                                                    // class's prompt lengths
-  std::int64_t max_context = 0;                     // end a session before a prompt exceeds it
+  std::optional<LengthDistribution> followup;  // new user tokens of turns 2+; else the
+                                               // class's prompt lengths
+  std::int64_t max_context = 0;                // end a session before a prompt exceeds it
 };
 
 struct ClassConfig {
   std::string name = "default";
-  int priority = 0;            // larger is more important; carried to the serving model
-  std::int64_t requests = 0;   // this class's own limit; 0 = none
+  int priority = 0;           // larger is more important; carried to the serving model
+  std::int64_t requests = 0;  // this class's own limit; 0 = none
   ArrivalConfig arrivals;
   // Required, except with a trace replay, whose rows carry lengths (given, it replaces them).
   std::optional<LengthConfig> lengths;
@@ -99,7 +99,7 @@ struct ClassConfig {
 
 struct WorkloadConfig {
   std::vector<ClassConfig> classes;
-  std::int64_t requests = 0;   // how many requests the source generates in all; 0 = no limit
+  std::int64_t requests = 0;  // how many requests the source generates in all; 0 = no limit
 };
 
 // One class named "default" (the scenario's inline form).

@@ -14,7 +14,8 @@ void Admission::enter(RequestId r) {
 }
 
 std::uint32_t Admission::pick(Pool& pool, RequestId r) {
-  if (!pool.kv_aware) [[likely]] return pool.router->pick(RouteQuery{pool.load});
+  if (!pool.kv_aware) [[likely]]
+    return pool.router->pick(RouteQuery{pool.load});
   const PrefixKeys& k = requests_.prefix_keys(r);
   if (k.segments == 0) return pool.router->pick(RouteQuery{pool.load});
   const RequestState& s = requests_[r];
@@ -90,7 +91,8 @@ void Admission::enqueue_prefill(RequestId r, std::uint32_t index) {
   s.lane = static_cast<std::uint16_t>(best);
   inst.lanes[best].enqueue_back(r);
   observer_.enqueued(pool.metrics_id, agenda_.now());
-  pool.load.routed(pool.local(index), s.prefill_target + (pool.role == PoolRole::kCombined ? s.output - s.generated : 0));
+  pool.load.routed(pool.local(index),
+                   s.prefill_target + (pool.role == PoolRole::kCombined ? s.output - s.generated : 0));
   observer_.routed(r, pool.metrics_id, index);
   deployment_.request_dispatch(index);
 }

@@ -24,8 +24,7 @@ namespace servesim::cluster {
 
 class Admission {
  public:
-  Admission(Deployment& deployment, RequestTable& requests, Lifecycle& lifecycle, RunObserver& observer,
-            Agenda& agenda)
+  Admission(Deployment& deployment, RequestTable& requests, Lifecycle& lifecycle, RunObserver& observer, Agenda& agenda)
       : deployment_(deployment), requests_(requests), lifecycle_(lifecycle), observer_(observer), agenda_(agenda) {}
 
   // A new or re-queued request enters its first stage.

@@ -37,15 +37,15 @@ class Agenda {
   // or nothing (no event left, or the next is after the horizon).
   struct Next {
     enum Kind : std::uint8_t { kDispatch, kEvent, kEnd } kind = kEnd;
-    bool horizon = false;         // kEnd: the next event is after the horizon
-    std::uint32_t instance = 0;   // kDispatch
+    bool horizon = false;              // kEnd: the next event is after the horizon
+    std::uint32_t instance = 0;        // kDispatch
     EventQueue<Event>::Entry entry{};  // kEvent
   };
   Next next(SimTime horizon) {
     constexpr auto kDispatchPriority = static_cast<std::uint8_t>(Event(DispatchRequested{}).index());
     Next n;
-    if (!dispatches_.empty() && (queue_.empty() || queue_.top().time > now_ ||
-                                 queue_.top().priority() > kDispatchPriority)) {
+    if (!dispatches_.empty() &&
+        (queue_.empty() || queue_.top().time > now_ || queue_.top().priority() > kDispatchPriority)) {
       n.kind = Next::kDispatch;
       n.instance = dispatches_.pop_front();
       return n;

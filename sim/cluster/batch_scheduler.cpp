@@ -4,8 +4,7 @@
 
 namespace servesim::cluster {
 
-void SarathiBatchScheduler::form_batch(Lane& lane, Batch& batch,
-                                       std::vector<Preemption>& preempted) {
+void SarathiBatchScheduler::form_batch(Lane& lane, Batch& batch, std::vector<Preemption>& preempted) {
   const std::size_t waiting_before = lane.waiting();
   batch.decodes = lane.prepare_decode_step(preempted);
   // Speculative decoding: each decode verifies its drafts too (verify_width query tokens).
@@ -50,8 +49,7 @@ void SarathiBatchScheduler::form_batch(Lane& lane, Batch& batch,
   if (form_ahead_) left_waiting_[&lane] = batch.empty() ? kAll : lane.waiting();
 }
 
-void WholePromptBatchScheduler::form_batch(Lane& lane, Batch& batch,
-                                           std::vector<Preemption>& preempted) {
+void WholePromptBatchScheduler::form_batch(Lane& lane, Batch& batch, std::vector<Preemption>& preempted) {
   std::int64_t left = budget_;
   while (lane.has_waiting()) {
     // A whole prompt must fit in what is left of the budget; admission checks cap and blocks.
@@ -76,8 +74,7 @@ std::unique_ptr<BatchScheduler> make_batch_scheduler(const SchedulerConfig& conf
     case SchedulerPolicy::kSarathi:
       return std::make_unique<SarathiBatchScheduler>(config.max_batched_tokens, config.chunked_prefill,
                                                      config.form_ahead);
-    case SchedulerPolicy::kWholePrompt:
-      return std::make_unique<WholePromptBatchScheduler>(config.max_batched_tokens);
+    case SchedulerPolicy::kWholePrompt: return std::make_unique<WholePromptBatchScheduler>(config.max_batched_tokens);
   }
   return nullptr;
 }

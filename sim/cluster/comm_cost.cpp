@@ -7,8 +7,7 @@
 namespace servesim::cluster {
 
 CommCost::CommCost(const models::ChipSpec& chip)
-    : up_{chip.scale_up_bandwidth, chip.efficiency.collective_latency,
-          chip.efficiency.collective_bandwidth},
+    : up_{chip.scale_up_bandwidth, chip.efficiency.collective_latency, chip.efficiency.collective_bandwidth},
       out_{chip.scale_out_bandwidth, chip.scale_out_latency, chip.efficiency.collective_bandwidth},
       all_reduce_lines_(chip.efficiency.all_reduce_lines) {}
 
@@ -54,8 +53,7 @@ bool PlacedGroup::leaves_domain() const {
   return false;
 }
 
-PlacedGroup place_group(std::span<const topologies::GroupLayout> layouts,
-                        topologies::CollectiveCostCache& cache,
+PlacedGroup place_group(std::span<const topologies::GroupLayout> layouts, topologies::CollectiveCostCache& cache,
                         const topologies::CommCalibration& calibration, double nic_share) {
   PlacedGroup g;
   g.nic_share = nic_share;
@@ -96,15 +94,14 @@ GroupSpan placed_span(const PlacedGroup& g) {
     s.ranks = std::max(s.ranks, x.ranks);
     if (x.domains > 1) s.leaves_domain = true;
     if (x.ranks > 1) {
-      s.outside_fraction = std::max(s.outside_fraction,
-                                    static_cast<double>(x.ranks - x.ranks_per_domain) / (x.ranks - 1));
+      s.outside_fraction =
+          std::max(s.outside_fraction, static_cast<double>(x.ranks - x.ranks_per_domain) / (x.ranks - 1));
     }
   }
   return s;
 }
 
-double CommCost::placed_seconds(models::Collective c, const GroupSpan& g, double bytes,
-                                double nic_share) const {
+double CommCost::placed_seconds(models::Collective c, const GroupSpan& g, double bytes, double nic_share) const {
   const PlacedGroup& p = *g.placed;
   const bool shared = c == models::Collective::kAllToAll && nic_share != 1.0;
   SERVESIM_CHECK_MSG(!shared || nic_share == p.nic_share, "a placed all-to-all is costed at its NIC share");
@@ -129,23 +126,21 @@ double CommCost::seconds(models::Collective c, const GroupSpan& g, double bytes,
       if (g.leaves_domain && g.domain_ranks > 1 && g.ranks % g.domain_ranks == 0) {
         // Hierarchical (header): reduce-scatter and all-gather in the domain, the shards across.
         const double d = g.domain_ranks;
-        const double in_domain = 2.0 * (up_.latency.to_seconds() +
-                                        (d - 1.0) / d * bytes / (up_.bandwidth.bytes_per_s * up_.efficiency));
+        const double in_domain =
+            2.0 * (up_.latency.to_seconds() + (d - 1.0) / d * bytes / (up_.bandwidth.bytes_per_s * up_.efficiency));
         return in_domain + topologies::ring_all_reduce_seconds(bytes / d, g.ranks / g.domain_ranks, out_);
       }
       return topologies::ring_all_reduce_seconds(bytes, g.ranks, tier);
     case models::Collective::kAllGather:
     case models::Collective::kReduceScatter:
-      return tier.latency.to_seconds() +
-             (n - 1.0) / n * bytes / (tier.bandwidth.bytes_per_s * tier.efficiency);
+      return tier.latency.to_seconds() + (n - 1.0) / n * bytes / (tier.bandwidth.bytes_per_s * tier.efficiency);
     case models::Collective::kAllToAll: {
       const double out_bytes = bytes * g.outside_fraction, in_bytes = bytes - out_bytes;
       const double t = std::max(in_bytes / (up_.bandwidth.bytes_per_s * up_.efficiency),
                                 out_bytes / (out_.bandwidth.bytes_per_s * out_.efficiency * nic_share));
       return tier.latency.to_seconds() + t;
     }
-    case models::Collective::kP2p:
-      return topologies::p2p_seconds(bytes, tier);
+    case models::Collective::kP2p: return topologies::p2p_seconds(bytes, tier);
   }
   return 0.0;
 }
@@ -164,9 +159,8 @@ double CommCost::seconds(const models::CommOp& op, const GroupSpan& g, double ni
     return worst;
   }
   const topologies::LinkTier& tier = g.leaves_domain ? out_ : up_;
-  return tier.latency.to_seconds() +
-         std::max(in / (up_.bandwidth.bytes_per_s * up_.efficiency),
-                  out / (out_.bandwidth.bytes_per_s * out_.efficiency * nic_share));
+  return tier.latency.to_seconds() + std::max(in / (up_.bandwidth.bytes_per_s * up_.efficiency),
+                                              out / (out_.bandwidth.bytes_per_s * out_.efficiency * nic_share));
 }
 
 double CommCost::nic_seconds(const models::CommOp& op, const GroupSpan& g) const {

@@ -59,8 +59,8 @@ struct PlacedGroup {
   struct Layout {
     topologies::GroupLayout layout;
     std::array<topologies::CostCurve, kKinds> curves;  // by models::Collective
-    topologies::CostCurve a2a_shared;  // all-to-all with its NIC part at `nic_share` of the NIC
-    double nic_s_per_byte = 0;         // all-to-all: its NIC part at the whole NIC, s per byte
+    topologies::CostCurve a2a_shared;                  // all-to-all with its NIC part at `nic_share` of the NIC
+    double nic_s_per_byte = 0;                         // all-to-all: its NIC part at the whole NIC, s per byte
     // Dispatch, combine, low-latency dispatch, low-latency combine with their bytes per tier.
     std::array<topologies::SplitAllToAll, 4> ep{};
     std::array<double, 4> ep_nic_s_per_byte{};  // their NIC part at the whole NIC, s per NIC byte
@@ -71,8 +71,7 @@ struct PlacedGroup {
 };
 // The curves of `layouts` (distinct; curves memoised in `cache`, built on the cluster's
 // calibration); the all-to-all also at `nic_share` of each NIC (its scale-out bandwidth times it).
-PlacedGroup place_group(std::span<const topologies::GroupLayout> layouts,
-                        topologies::CollectiveCostCache& cache,
+PlacedGroup place_group(std::span<const topologies::GroupLayout> layouts, topologies::CollectiveCostCache& cache,
                         const topologies::CommCalibration& calibration, double nic_share);
 
 struct GroupSpan {
@@ -82,7 +81,7 @@ struct GroupSpan {
   // (a contiguous group of a multiple of the domain's chips: tensor parallelism over several
   // nodes); 0 otherwise. Such a group's all-reduce is hierarchical (CommCost).
   int domain_ranks = 0;
-  double outside_fraction = 0; // of a member's peers, the share in other domains (all-to-all)
+  double outside_fraction = 0;          // of a member's peers, the share in other domains (all-to-all)
   const PlacedGroup* placed = nullptr;  // costed on the cluster graph (owned by the caller)
 };
 // The span of a placed group kind (ranks, whether a layout leaves its domain, the largest share
@@ -92,8 +91,7 @@ GroupSpan placed_span(const PlacedGroup& g);
 class CommCost {
  public:
   explicit CommCost(const models::ChipSpec& chip);
-  double seconds(models::Collective c, const GroupSpan& g, double bytes_per_rank,
-                 double nic_share = 1.0) const;
+  double seconds(models::Collective c, const GroupSpan& g, double bytes_per_rank, double nic_share = 1.0) const;
   // An operator's collective: as above, except a dispatch / combine with known NIC bytes.
   double seconds(const models::CommOp& op, const GroupSpan& g, double nic_share = 1.0) const;
   // Seconds the collective keeps each member's NIC busy at its full rate (the all-to-all's

@@ -65,8 +65,7 @@ ClusterConfig default_cluster(const std::vector<PoolConfig>& pools, topologies::
   spec.source = "default: built from the chip figures (no cluster section)";
   spec.chips = topologies::round_up_chips(spec, std::max(chips, 1));
   const auto problems = topologies::validate_cluster(spec);
-  SERVESIM_CHECK_MSG(problems.empty(), problems.empty() ? "" : problems.front().key + ": " +
-                                                               problems.front().message);
+  SERVESIM_CHECK_MSG(problems.empty(), problems.empty() ? "" : problems.front().key + ": " + problems.front().message);
   ClusterConfig out;
   out.spec = spec;
   out.fabric = topologies::shared_fabric(spec, fabrics);
@@ -103,24 +102,20 @@ PoolCapacity pool_capacity(const models::ModelSpec& model, const PoolConfig& poo
   const std::int64_t group_blocks = cap.memory.kv_tokens_per_group / block;
   const std::int64_t blocks = group_blocks * pool.plan.dp;
   cap.blocks_per_lane = blocks / pool.plan.pp;
-  cap.watermark_blocks =
-      static_cast<std::int64_t>(pool.kv_cache.watermark * static_cast<double>(cap.blocks_per_lane));
+  cap.watermark_blocks = static_cast<std::int64_t>(pool.kv_cache.watermark * static_cast<double>(cap.blocks_per_lane));
   // One request lives in one dp group: its share of the lane's blocks, less the watermark.
   const std::int64_t group_lane_blocks = group_blocks / pool.plan.pp;
   // (With dp = 1 this is the lane's blocks less the watermark; with dp > 1, one group's share
   // unless the pooled lane's watermark leaves less.)
-  cap.admissible_tokens =
-      std::min(group_lane_blocks, cap.blocks_per_lane - cap.watermark_blocks) * block;
+  cap.admissible_tokens = std::min(group_lane_blocks, cap.blocks_per_lane - cap.watermark_blocks) * block;
   return cap;
 }
 
 topologies::FabricSpec fabric_of(const models::ChipSpec& chip) {
   topologies::FabricSpec f;
   f.scale_up_domain = chip.scale_up_domain;
-  f.scale_up = {chip.scale_up_bandwidth, chip.efficiency.collective_latency,
-                chip.efficiency.collective_bandwidth};
-  f.scale_out = {chip.scale_out_bandwidth, chip.scale_out_latency,
-                 chip.efficiency.collective_bandwidth};
+  f.scale_up = {chip.scale_up_bandwidth, chip.efficiency.collective_latency, chip.efficiency.collective_bandwidth};
+  f.scale_out = {chip.scale_out_bandwidth, chip.scale_out_latency, chip.efficiency.collective_bandwidth};
   return f;
 }
 

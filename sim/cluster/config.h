@@ -18,14 +18,14 @@
 #include <string_view>
 #include <vector>
 
+#include "core/time.h"
+#include "core/units.h"
 #include "models/chip_spec.h"
 #include "models/cost_model.h"
 #include "models/memory.h"
 #include "models/model_spec.h"
 #include "models/operators.h"
 #include "models/parallel_plan.h"
-#include "core/time.h"
-#include "core/units.h"
 #include "sim/metrics/summary.h"
 #include "topologies/cluster.h"
 #include "topologies/faults.h"
@@ -58,9 +58,9 @@ enum class PreemptionMode : std::uint8_t { kRecompute, kSwap };
 struct SchedulerConfig {
   SchedulerPolicy policy = SchedulerPolicy::kSarathi;
   PreemptionMode preemption = PreemptionMode::kRecompute;
-  std::int64_t max_batch_size = 256;       // running sequences per pipeline lane (max_num_seqs)
-  std::int64_t max_batched_tokens = 512;   // tokens per iteration (chunk size / token budget)
-  std::int64_t max_queue = 0;              // waiting requests per instance; 0 = unbounded
+  std::int64_t max_batch_size = 256;      // running sequences per pipeline lane (max_num_seqs)
+  std::int64_t max_batched_tokens = 512;  // tokens per iteration (chunk size / token budget)
+  std::int64_t max_queue = 0;             // waiting requests per instance; 0 = unbounded
   // kSarathi only. false: a new prompt joins the iteration only whole, when it fits the budget
   // the decodes leave, else it and everyone behind it wait (FCFS); only a prompt longer than the
   // whole budget is chunked (TensorRT-LLM's in-flight batching without enable_chunked_prefill,
@@ -151,9 +151,9 @@ struct PoolConfig {
   SchedulerConfig scheduler;
   KvCacheConfig kv_cache;
   RouterConfig router;
-  PrefixCacheConfig prefix_cache;  // combined and prefill pools
-  SpeculativeConfig speculative;   // combined and decode pools
-  std::int64_t max_model_len = 0;  // longest prompt + output served; longer requests are rejected
+  PrefixCacheConfig prefix_cache;      // combined and prefill pools
+  SpeculativeConfig speculative;       // combined and decode pools
+  std::int64_t max_model_len = 0;      // longest prompt + output served; longer requests are rejected
   models::CostModelConfig cost_model;  // roofline unless measured tables are given
   models::MoeRouting moe_routing;      // token-to-expert skew of MoE layers
   // How the pool's instances are placed on the cluster graph (used when the scenario has a
@@ -214,8 +214,8 @@ struct AdmissionConfig {
 // each run; results never depend on it: each cache returns what building again would. Null:
 // built fresh for the run.
 struct RunCaches {
-  topologies::FabricCache* fabrics = nullptr;  // default_cluster's fabric
-  workloads::DrawCache* draws = nullptr;       // the RequestSource's arrival and length draws
+  topologies::FabricCache* fabrics = nullptr;     // default_cluster's fabric
+  workloads::DrawCache* draws = nullptr;          // the RequestSource's arrival and length draws
   topologies::SymmetryCache* symmetry = nullptr;  // rank_flows_symmetric's answers
 };
 

@@ -22,16 +22,18 @@ std::int64_t end_decode_step(Lane& lane, SimTime end, Lifecycle& lifecycle, RunO
 
 DecodeRuns::DecodeRuns(const SimulationConfig& config, Deployment& deployment, Lifecycle& lifecycle,
                        RunObserver& observer, Agenda& agenda)
-    : deployment_(deployment), lifecycle_(lifecycle), observer_(observer), agenda_(agenda),
+    : deployment_(deployment),
+      lifecycle_(lifecycle),
+      observer_(observer),
+      agenda_(agenda),
       cap_(static_cast<std::uint64_t>(config.decode_steps_per_event)) {
   if (deployment.decode_pool() < 0) return;
   const Pool& dp = deployment.decode();
   // Runs assume one token per request per step and an even split over the dp ranks: off with
   // speculative decoding or per-rank batches, and for an all-to-all that shares its NICs.
   enabled_ = config.decode_steps_per_event > 1 && !observer.records_series() && !observer.records_trace() &&
-             dp.load.unit() == LoadUnit::kFreeBlocks && dp.config->plan.pp == 1 &&
-             !dp.config->speculative.enabled() && dp.config->attention_dp == AttentionDpBalance::kEven &&
-             !dp.a2a_on_nics;
+             dp.load.unit() == LoadUnit::kFreeBlocks && dp.config->plan.pp == 1 && !dp.config->speculative.enabled() &&
+             dp.config->attention_dp == AttentionDpBalance::kEven && !dp.a2a_on_nics;
   if (!enabled_) return;
   first_ = dp.first_instance;
   runs_.resize(static_cast<std::size_t>(dp.config->instances));

@@ -13,8 +13,7 @@ namespace {
 
 // The pool's groups on the scenario's cluster graph (describe_group over every instance), or none
 // when the placement has no instance of it.
-std::optional<IterationCostModel::PlacedGroups> placed_groups(const ClusterConfig& cc, int pool,
-                                                              const PoolConfig& pc) {
+std::optional<IterationCostModel::PlacedGroups> placed_groups(const ClusterConfig& cc, int pool, const PoolConfig& pc) {
   const topologies::ClusterPlacement& placement = cc.placement;
   if (pool >= placement.pools()) return std::nullopt;
   const topologies::Fabric& fabric = *cc.fabric;
@@ -60,8 +59,8 @@ std::optional<IterationCostModel::PlacedGroups> placed_groups(const ClusterConfi
 
 }  // namespace
 
-Deployment::Deployment(const SimulationConfig& config, RequestTable& requests, Network* network,
-                       RunObserver& observer, Agenda& agenda)
+Deployment::Deployment(const SimulationConfig& config, RequestTable& requests, Network* network, RunObserver& observer,
+                       Agenda& agenda)
     : agenda_(agenda), network_(network) {
   for (std::size_t p = 0; p < config.pools.size(); ++p) {
     const int at = static_cast<int>(p);
@@ -73,9 +72,9 @@ Deployment::Deployment(const SimulationConfig& config, RequestTable& requests, N
     }
   }
   SERVESIM_CHECK_MSG(prefill_pool_ >= 0, "a deployment needs a prefill or combined pool");
-  SERVESIM_CHECK_MSG((config.pools[static_cast<std::size_t>(prefill_pool_)].kind == PoolRole::kPrefill) ==
-                         (decode_pool_ >= 0),
-                     "a prefill pool needs a decode pool and the other way round");
+  SERVESIM_CHECK_MSG(
+      (config.pools[static_cast<std::size_t>(prefill_pool_)].kind == PoolRole::kPrefill) == (decode_pool_ >= 0),
+      "a prefill pool needs a decode pool and the other way round");
   placement_ = network != nullptr ? &network->cluster().placement
                : config.cluster   ? &config.cluster->placement
                                   : nullptr;
@@ -130,7 +129,8 @@ Deployment::Deployment(const SimulationConfig& config, RequestTable& requests, N
     info.plan = {pc.plan.tp, pc.plan.pp, pc.plan.dp, pc.plan.ep, pc.plan.moe_tp, pc.plan.cp};
     info.groups = group_tiers(config, pc, index, pool.cost->placed_groups());
     const PoolCapacity cap = pc.kind == PoolRole::kEncode ? PoolCapacity{} : pool_capacity(config.model, pc);
-    SERVESIM_CHECK_MSG(pc.kind == PoolRole::kEncode || cap.blocks_per_lane > 0, "pool " + pc.name + " has no KV blocks");
+    SERVESIM_CHECK_MSG(pc.kind == PoolRole::kEncode || cap.blocks_per_lane > 0,
+                       "pool " + pc.name + " has no KV blocks");
     pool.admissible_tokens = cap.admissible_tokens;
     if (pc.scheduler.preemption == PreemptionMode::kSwap && pc.kind != PoolRole::kEncode) {
       // Each chip copies its own shard of the KV over its own host link, all in parallel.
@@ -151,9 +151,9 @@ Deployment::Deployment(const SimulationConfig& config, RequestTable& requests, N
           lane.enable_rank_balance(pc.plan.dp, pc.attention_dp == AttentionDpBalance::kLeastKv);
         }
         if (!reach.empty()) {
-          lane.enable_speculative(spec.draft_tokens, reach,
-                                  Rng(config.seed, "speculative/" + pc.name + "/" + std::to_string(i) + "/" +
-                                                       std::to_string(l)));
+          lane.enable_speculative(
+              spec.draft_tokens, reach,
+              Rng(config.seed, "speculative/" + pc.name + "/" + std::to_string(i) + "/" + std::to_string(l)));
         }
         if (pool.caching) {
           lane.enable_prefix_cache(
@@ -202,8 +202,8 @@ std::vector<metrics::GroupTier> Deployment::group_tiers(const SimulationConfig& 
         for (const auto c : chips) leaves = leaves || !fab->same_domain(c, chips.front());
       }
       g.leaves_domain = leaves;
-      g.domain_chips = config.cluster ? config.cluster->spec.scale_up.domain_chips
-                                      : network_->cluster().spec.scale_up.domain_chips;
+      g.domain_chips =
+          config.cluster ? config.cluster->spec.scale_up.domain_chips : network_->cluster().spec.scale_up.domain_chips;
     } else {
       g.domain_chips = pc.chip.scale_up_domain;
       g.leaves_domain = group_span(pc.plan, k.model, pc.chip.scale_up_domain).leaves_domain;
@@ -214,8 +214,10 @@ std::vector<metrics::GroupTier> Deployment::group_tiers(const SimulationConfig& 
       if (k.model == models::Group::kPp) {
         for (const PlacedGroup& h : placed->pp_hops) leaves = leaves || h.leaves_domain();
       } else {
-        leaves = (k.model == models::Group::kTp ? placed->tp
-                  : k.model == models::Group::kEp ? placed->moe : placed->cp).leaves_domain();
+        leaves = (k.model == models::Group::kTp   ? placed->tp
+                  : k.model == models::Group::kEp ? placed->moe
+                                                  : placed->cp)
+                     .leaves_domain();
       }
       g.leaves_domain = leaves;
     }
@@ -247,17 +249,14 @@ void Deployment::check_loads(const RequestTable& requests) const {
         // A combined or decode instance (a preempted decode request recomputes there) then decodes.
         if (pool_of(s.instance).role != PoolRole::kPrefill) work += s.output - s.generated;
         break;
-      case Phase::kReady:
-        work = s.output - s.generated;
-        break;
+      case Phase::kReady: work = s.output - s.generated; break;
       case Phase::kDecoding: {
         const Lane& lane = instances_[s.instance].lanes[s.lane];
         work = static_cast<std::int64_t>(s.output) - s.generated - static_cast<std::int64_t>(lane.steps_done(s)) -
                s.accepted;
         break;
       }
-      default:
-        continue;
+      default: continue;
     }
     tokens[s.instance] += work;
     ++count[s.instance];

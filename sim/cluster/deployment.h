@@ -39,10 +39,10 @@ namespace servesim::cluster {
 struct Pool {
   const PoolConfig* config = nullptr;
   PoolRole role = PoolRole::kCombined;
-  bool caching = false;      // its lanes have prefix caches
-  bool kv_aware = false;     // its router reads the tokens of a request cached on each instance
-  bool a2a_on_nics = false;  // its all-to-all and the flows share its chips' NICs (Dispatcher)
-  double swap_s_per_token = 0;  // swap preemption: host-link seconds per KV token, 0 = off
+  bool caching = false;                // its lanes have prefix caches
+  bool kv_aware = false;               // its router reads the tokens of a request cached on each instance
+  bool a2a_on_nics = false;            // its all-to-all and the flows share its chips' NICs (Dispatcher)
+  double swap_s_per_token = 0;         // swap preemption: host-link seconds per KV token, 0 = off
   std::int64_t admissible_tokens = 0;  // the most KV tokens one request may hold on a lane
   PoolId metrics_id;
   std::unique_ptr<models::CostModel> encode_cost;  // encode pools
@@ -62,9 +62,9 @@ struct Instance {
   std::uint32_t next_assign = 0;    // lane assignment rotation for ties
   bool dispatch_pending = false;
   bool up = true;
-  std::uint32_t epoch = 0;          // bumped when a failure empties it
-  double nic_share = 0;             // of its chips' NICs, held for its all-to-all now
-  std::uint32_t nic_group = 0;      // a2a_on_nics pools: its chips' NIC links (Network)
+  std::uint32_t epoch = 0;      // bumped when a failure empties it
+  double nic_share = 0;         // of its chips' NICs, held for its all-to-all now
+  std::uint32_t nic_group = 0;  // a2a_on_nics pools: its chips' NIC links (Network)
   // Encode pools: the waiting requests and the batch in flight.
   RingQueue<RequestId> encode_waiting;
   std::vector<RequestId> encode_batch;
@@ -114,7 +114,7 @@ class Deployment {
     pool.load.free_blocks(pool.local(i), free);
   }
 
- // Every up instance's load ledger against a recount of the requests on it (paranoid runs).
+  // Every up instance's load ledger against a recount of the requests on it (paranoid runs).
   void check_loads(const RequestTable& requests) const;
 
  private:

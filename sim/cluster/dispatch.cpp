@@ -7,11 +7,18 @@
 
 namespace servesim::cluster {
 
-Dispatcher::Dispatcher(const SimulationConfig& config, Deployment& deployment, Network* network,
-                       RequestTable& requests, const workloads::RequestSource& source, Lifecycle& lifecycle,
-                       RunObserver& observer, Agenda& agenda)
-    : deployment_(deployment), network_(network), requests_(requests), source_(source), lifecycle_(lifecycle),
-      observer_(observer), agenda_(agenda), model_(config.model), ttft_budget_(config.admission.ttft_budget) {
+Dispatcher::Dispatcher(const SimulationConfig& config, Deployment& deployment, Network* network, RequestTable& requests,
+                       const workloads::RequestSource& source, Lifecycle& lifecycle, RunObserver& observer,
+                       Agenda& agenda)
+    : deployment_(deployment),
+      network_(network),
+      requests_(requests),
+      source_(source),
+      lifecycle_(lifecycle),
+      observer_(observer),
+      agenda_(agenda),
+      model_(config.model),
+      ttft_budget_(config.admission.ttft_budget) {
   std::size_t stages = 0;
   for (const PoolConfig& pc : config.pools) stages = std::max(stages, static_cast<std::size_t>(pc.plan.pp));
   stage_ps_.resize(stages);
@@ -45,8 +52,8 @@ std::uint32_t Dispatcher::form(std::uint32_t index) {
         const RequestState& s = requests_[r];
         if (s.generated > 0 || j.ttft_done || now - j.arrival <= *ttft_budget_) break;
         lane.pop_waiting_front();
-        pool.load.left(local, static_cast<std::int64_t>(s.prefill_target) +
-                                  (pool.role == PoolRole::kCombined ? s.output : 0));
+        pool.load.left(local,
+                       static_cast<std::int64_t>(s.prefill_target) + (pool.role == PoolRole::kCombined ? s.output : 0));
         lifecycle_.reject(r, metrics::RejectReason::kTtftBudget);
       }
     }
@@ -65,7 +72,8 @@ std::uint32_t Dispatcher::form(std::uint32_t index) {
       if (!batch.empty() || lane.ready() == 0 || !lane.can_admit_ready()) break;
     }
     // Prefix-cache hits: the cached prompt tokens are work the instance will not do.
-    if (pool.caching) [[unlikely]] pool.load.worked(local, lane.take_hit_tokens());
+    if (pool.caching) [[unlikely]]
+      pool.load.worked(local, lane.take_hit_tokens());
     observer_.end_step(index, lane, now);
     std::int64_t lost = 0;
     for (const Preemption& p : preempted_) {
@@ -73,8 +81,8 @@ std::uint32_t Dispatcher::form(std::uint32_t index) {
       lost += p.lost_tokens;
       Journey& j = requests_.journey(p.request);
       if (!j.ttft_done) {
-        requests_.advance(p.request, j.in_prefill ? metrics::TtftPart::kPrefillInterference : metrics::TtftPart::kQueueing,
-                          now);
+        requests_.advance(p.request,
+                          j.in_prefill ? metrics::TtftPart::kPrefillInterference : metrics::TtftPart::kQueueing, now);
         j.in_prefill = false;
         j.preempted = true;
       }
@@ -96,7 +104,8 @@ std::uint32_t Dispatcher::form(std::uint32_t index) {
     }
     return l;
   }
-  if (pool.a2a_on_nics) [[unlikely]] network_->hold_nics(inst.nic_group, inst.nic_share, 0.0);  // idle
+  if (pool.a2a_on_nics) [[unlikely]]
+    network_->hold_nics(inst.nic_group, inst.nic_share, 0.0);  // idle
   if (pool.role == PoolRole::kDecode) deployment_.note_free_kv(index);
   return kNoLane;
 }
@@ -127,8 +136,8 @@ Dispatcher::Priced Dispatcher::price(std::uint32_t index, std::uint32_t l) {
   // decode-run step formula (iteration_cost.h: cost()'s picoseconds and components, tested
   // against it), whose shared terms a run planned on this step then reuses.
   Priced out;
-  out.decode_step = batch.chunks.empty() && batch.decodes > 0 && !uneven && !nics_shared &&
-                    pool.cost->stages() == 1 && pool.cost->verify_width() == 1;
+  out.decode_step = batch.chunks.empty() && batch.decodes > 0 && !uneven && !nics_shared && pool.cost->stages() == 1 &&
+                    pool.cost->verify_width() == 1;
   if (out.decode_step) {
     batch.steps = pool.cost->decode_steps(sequences);
     IterationCostModel::DecodeStepParts parts;
@@ -146,7 +155,8 @@ Dispatcher::Priced Dispatcher::price(std::uint32_t index, std::uint32_t l) {
       }
     }
   }
-  if (pool.swap_s_per_token > 0) [[unlikely]] add_swap_time(pool, lane, batch);
+  if (pool.swap_s_per_token > 0) [[unlikely]]
+    add_swap_time(pool, lane, batch);
   // Pipeline: stage k starts when stage k - 1 handed over and stage k finished its previous
   // micro-batch.
   SimTime t = now;
@@ -154,9 +164,8 @@ Dispatcher::Priced Dispatcher::price(std::uint32_t index, std::uint32_t l) {
     t = std::max(t, inst.stage_free[s]) + Duration::picoseconds(stage_ps_[s]);
     inst.stage_free[s] = t;
   }
-  observer_.trace([&] {
-    return RunObserver::batch_span(pool.metrics_id, pool.local(index), l, now, t, batch, preempted_.size());
-  });
+  observer_.trace(
+      [&] { return RunObserver::batch_span(pool.metrics_id, pool.local(index), l, now, t, batch, preempted_.size()); });
   out.end = t;
   out.tokens = shape.tokens;
   out.preempted = !preempted_.empty();

@@ -57,8 +57,8 @@ struct KvSetupDone {
   std::uint32_t epoch = 0;  // the request's journey epoch when the transfer began (stale after a failure)
 };
 
-using Event = std::variant<BatchFinished, StageFreed, RequestArrived, DispatchRequested,
-                           EncodeFinished, NetworkDue, FaultOccurred, InstanceRepaired, KvSetupDone>;
+using Event = std::variant<BatchFinished, StageFreed, RequestArrived, DispatchRequested, EncodeFinished, NetworkDue,
+                           FaultOccurred, InstanceRepaired, KvSetupDone>;
 
 // The priority class of an event: its index in the variant, in the order documented above.
 inline std::uint8_t priority_of(const Event& e) { return static_cast<std::uint8_t>(e.index()); }
@@ -67,9 +67,7 @@ inline std::uint8_t priority_of(const Event& e) { return static_cast<std::uint8_
 inline std::uint64_t event_ids(const Event& e) {
   struct Visitor {
     std::uint64_t operator()(const RequestArrived& a) const { return a.stream; }
-    std::uint64_t operator()(const BatchFinished& b) const {
-      return (std::uint64_t{b.instance} << 32) | b.lane;
-    }
+    std::uint64_t operator()(const BatchFinished& b) const { return (std::uint64_t{b.instance} << 32) | b.lane; }
     std::uint64_t operator()(const StageFreed& s) const { return s.instance; }
     std::uint64_t operator()(const DispatchRequested& d) const { return d.instance; }
     std::uint64_t operator()(const EncodeFinished& d) const { return d.instance; }
@@ -82,9 +80,8 @@ inline std::uint64_t event_ids(const Event& e) {
 }
 
 inline const char* event_name(const Event& e) {
-  static constexpr const char* kNames[] = {"BatchFinished",  "StageFreed",    "RequestArrived",
-                                           "DispatchRequested", "EncodeFinished", "NetworkDue",
-                                           "FaultOccurred",  "InstanceRepaired"};
+  static constexpr const char* kNames[] = {"BatchFinished",  "StageFreed", "RequestArrived", "DispatchRequested",
+                                           "EncodeFinished", "NetworkDue", "FaultOccurred",  "InstanceRepaired"};
   return kNames[e.index()];
 }
 

@@ -4,8 +4,14 @@ namespace servesim::cluster {
 
 Failures::Failures(const SimulationConfig& config, Deployment& deployment, Network* network, RequestTable& requests,
                    Lifecycle& lifecycle, RunObserver& observer, Agenda& agenda)
-    : deployment_(deployment), network_(network), requests_(requests), lifecycle_(lifecycle), observer_(observer),
-      agenda_(agenda), repair_(config.failures.repair), lose_(config.failures.policy == FailurePolicy::kLose) {}
+    : deployment_(deployment),
+      network_(network),
+      requests_(requests),
+      lifecycle_(lifecycle),
+      observer_(observer),
+      agenda_(agenda),
+      repair_(config.failures.repair),
+      lose_(config.failures.policy == FailurePolicy::kLose) {}
 
 void Failures::start() {
   if (network_ == nullptr) return;
@@ -118,7 +124,8 @@ const std::vector<Failures::Requeued>& Failures::fail(std::uint32_t index) {
     }
     requeued_.push_back(Requeued{r, held_elsewhere});
   }
-  observer_.trace([&] { return RunObserver::failure_span(pool.metrics_id, local, now, repair_at, evicted_.size(), lose_); });
+  observer_.trace(
+      [&] { return RunObserver::failure_span(pool.metrics_id, local, now, repair_at, evicted_.size(), lose_); });
   return requeued_;
 }
 

@@ -27,19 +27,16 @@ models::Operator IterationCostModel::AffineOp::at(const models::BatchShape& b) c
   return op;
 }
 
-inline double IterationCostModel::AffineOp::seconds(const models::BatchShape& b,
-                                                   const models::CostModel& cm) const {
+inline double IterationCostModel::AffineOp::seconds(const models::BatchShape& b, const models::CostModel& cm) const {
   return linear ? linear_seconds(b) : cm.seconds(at(b));
 }
 
 inline double IterationCostModel::AffineOp::linear_seconds(const models::BatchShape& b) const {
   using models::batch_field;
   const double flops = base.flops + flop_coef[0] * batch_field(b, flop_field[0]) +
-                       flop_coef[1] * batch_field(b, flop_field[1]) +
-                       flop_coef[2] * batch_field(b, flop_field[2]);
+                       flop_coef[1] * batch_field(b, flop_field[1]) + flop_coef[2] * batch_field(b, flop_field[2]);
   const double bytes = base.bytes + byte_coef[0] * batch_field(b, byte_field[0]) +
-                       byte_coef[1] * batch_field(b, byte_field[1]) +
-                       byte_coef[2] * batch_field(b, byte_field[2]);
+                       byte_coef[1] * batch_field(b, byte_field[1]) + byte_coef[2] * batch_field(b, byte_field[2]);
   return base.kernels * form.overhead_s + std::max(flops * form.s_per_flop, bytes * form.s_per_byte);
 }
 
@@ -114,24 +111,24 @@ IterationCostModel::AffineComm IterationCostModel::affine_comm(MakeComm make_com
 }
 
 IterationCostModel::IterationCostModel(const models::ModelSpec& model, const models::ChipSpec& chip,
-                                       const models::ParallelPlan& plan,
-                                       const models::MoeRouting& routing,
-                                       const models::CostModelConfig& cost_model,
-                                       std::int64_t max_tokens)
-    : model_(model), chip_(chip), plan_(plan), cost_model_(models::make_cost_model(cost_model, chip)),
-      comm_(chip), load_(model, plan, routing),
+                                       const models::ParallelPlan& plan, const models::MoeRouting& routing,
+                                       const models::CostModelConfig& cost_model, std::int64_t max_tokens)
+    : model_(model),
+      chip_(chip),
+      plan_(plan),
+      cost_model_(models::make_cost_model(cost_model, chip)),
+      comm_(chip),
+      load_(model, plan, routing),
       linear_(static_cast<std::size_t>(max_tokens) + 1) {
   rates_ = chip.rates();
   const int domain = chip.scale_up_domain;
   tp_span_ = group_span(plan, models::Group::kTp, domain);
   moe_span_ = group_span(plan, models::Group::kMoe, domain);
   cp_span_ = group_span(plan, models::Group::kCp, domain);
-  a2a_on_nics_ = moe_span_.leaves_domain && moe_span_.outside_fraction > 0 && model.moe.experts > 0 &&
-                 plan.ep > 1;
+  a2a_on_nics_ = moe_span_.leaves_domain && moe_span_.outside_fraction > 0 && model.moe.experts > 0 && plan.ep > 1;
   set_dispatch_routing();
   for (int s = 0; s < plan.pp; ++s) {
-    const models::LayerCounts c =
-        model.count_layers(plan.stage_first_layer(model, s), plan.stage_layers(model, s));
+    const models::LayerCounts c = model.count_layers(plan.stage_first_layer(model, s), plan.stage_layers(model, s));
     StageLayers l;
     l.layers = c.layers;
     l.dense = c.dense();
@@ -162,9 +159,8 @@ IterationCostModel::IterationCostModel(const models::ModelSpec& model, const mod
   cp_prefill_ = affine_comm([&](const BatchShape& b) { return ops(b).cp_prefill; });
   cp_prefill_q_ = affine_comm([&](const BatchShape& b) { return ops(b).cp_prefill_q; });
   cp_decode_ = affine_comm([&](const BatchShape& b) { return ops(b).cp_decode; });
-  lm_head_ = affine([&](const BatchShape& b) {
-    return models::lm_head_op(model, plan, static_cast<double>(b.logits));
-  });
+  lm_head_ =
+      affine([&](const BatchShape& b) { return models::lm_head_op(model, plan, static_cast<double>(b.logits)); });
   absorb_in_prefill_ = model.dsa.enabled();
   has_window_ = model.window.enabled();
   has_mla_ = model.attention == models::AttentionKind::kMla;
@@ -189,8 +185,7 @@ void IterationCostModel::set_placed_groups(PlacedGroups groups) {
   if (!placed_->tp.layouts.empty()) tp_span_ = placed_span(placed_->tp);
   if (!placed_->moe.layouts.empty()) moe_span_ = placed_span(placed_->moe);
   if (!placed_->cp.layouts.empty()) cp_span_ = placed_span(placed_->cp);
-  a2a_on_nics_ = moe_span_.leaves_domain && moe_span_.outside_fraction > 0 && model_.moe.experts > 0 &&
-                 plan_.ep > 1;
+  a2a_on_nics_ = moe_span_.leaves_domain && moe_span_.outside_fraction > 0 && model_.moe.experts > 0 && plan_.ep > 1;
   set_dispatch_routing();
   hop_spans_.clear();
   bool hops = placed_->pp_hops.size() + 1 == static_cast<std::size_t>(plan_.pp);
@@ -207,7 +202,8 @@ void IterationCostModel::set_dispatch_routing() {
   int per_domain = chip_.scale_up_domain;
   if (moe_span_.placed != nullptr) {
     per_domain = 0;
-    for (const PlacedGroup::Layout& l : moe_span_.placed->layouts) per_domain = std::max(per_domain, l.layout.ranks_per_domain);
+    for (const PlacedGroup::Layout& l : moe_span_.placed->layouts)
+      per_domain = std::max(per_domain, l.layout.ranks_per_domain);
   }
   load_.set_dispatch(per_domain, kernel_);
 }
@@ -224,8 +220,7 @@ const IterationCostModel::TokenLinear& IterationCostModel::linear(std::int64_t t
                      "batch of " + std::to_string(tokens) + " tokens exceeds the token budget");
   TokenLinear& e = linear_[static_cast<std::size_t>(tokens)];
   if (e.per_layer >= 0) return e;
-  const models::LayerTokenOps o =
-      models::layer_token_ops(model_, plan_, load_, static_cast<double>(tokens), rates_);
+  const models::LayerTokenOps o = models::layer_token_ops(model_, plan_, load_, static_cast<double>(tokens), rates_);
   const models::CostModel& cm = *cost_model_;
   auto ps = [&](const models::Operator& op) { return to_ps(cm.seconds(op)); };
   auto comm = [&](const models::CommOp& c, const GroupSpan& span) { return to_ps(comm_.seconds(c, span)); };
@@ -264,8 +259,7 @@ const IterationCostModel::TokenLinear& IterationCostModel::linear(std::int64_t t
     e.elementwise += n.linear * linear_norm;
     e.dequantize += n.linear * linear_dq;
   }
-  e.all_reduce = n.layers * attention_reduce + n.dense * dense_reduce + n.moe * moe_reduce +
-                 e.embedding_reduce;
+  e.all_reduce = n.layers * attention_reduce + n.dense * dense_reduce + n.moe * moe_reduce + e.embedding_reduce;
   e.dispatch = n.moe * dispatch;
   e.combine = n.moe * combine;
   return e;
@@ -293,15 +287,13 @@ std::int64_t IterationCostModel::draft_ps(const models::BatchShape& verify) {
     auto ps = [&](const models::Operator& op) { return to_ps(cm.seconds(op)); };
     auto comm = [&](const models::CommOp& c, const GroupSpan& span) { return to_ps(comm_.seconds(c, span)); };
     const models::LayerTokenOps& l = o.layer;
-    token_ps = ps(o.eh_proj) + ps(l.qkv) + ps(l.out) + ps(l.dequant_attention) +
-               comm(l.attention_reduce, tp_span_) + ps(o.lm_head);
+    token_ps = ps(o.eh_proj) + ps(l.qkv) + ps(l.out) + ps(l.dequant_attention) + comm(l.attention_reduce, tp_span_) +
+               ps(o.lm_head);
     if (o.moe_layer) {
-      token_ps += ps(l.router) + ps(l.moe_experts) + ps(l.shared_mlp) + ps(l.moe_elementwise) +
-                  ps(l.dequant_moe) + comm(l.moe_reduce, tp_span_) + comm(l.moe_dispatch, moe_span_) +
-                  comm(l.moe_combine, moe_span_);
+      token_ps += ps(l.router) + ps(l.moe_experts) + ps(l.shared_mlp) + ps(l.moe_elementwise) + ps(l.dequant_moe) +
+                  comm(l.moe_reduce, tp_span_) + comm(l.moe_dispatch, moe_span_) + comm(l.moe_combine, moe_span_);
     } else {
-      token_ps += ps(l.dense_mlp) + ps(l.dense_elementwise) + ps(l.dequant_dense) +
-                  comm(l.dense_reduce, tp_span_);
+      token_ps += ps(l.dense_mlp) + ps(l.dense_elementwise) + ps(l.dequant_dense) + comm(l.dense_reduce, tp_span_);
     }
   }
   // Its attention: full (or DSA-sparse) over the context, as the model's decode attention.
@@ -332,9 +324,8 @@ std::int64_t IterationCostModel::lm_head_ps(double logits) const {
   return to_ps(lm_head_.seconds(b, *cost_model_));
 }
 
-inline std::int64_t IterationCostModel::stage_gpu_ps(const StageLayers& l, const TokenLinear& lin,
-                                                     const LayerTerms& x, double tokens,
-                                                     std::int64_t contention,
+inline std::int64_t IterationCostModel::stage_gpu_ps(const StageLayers& l, const TokenLinear& lin, const LayerTerms& x,
+                                                     double tokens, std::int64_t contention,
                                                      std::int64_t& hidden) const {
   std::int64_t t = l.layers * x.per_layer + l.dense * lin.per_dense + l.moe * (lin.per_moe + contention) +
                    l.full * x.per_full + l.window * x.per_window + l.linear * (lin.per_linear + x.per_linear);
@@ -353,8 +344,7 @@ inline std::int64_t IterationCostModel::stage_gpu_ps(const StageLayers& l, const
   return t;
 }
 
-inline std::int64_t IterationCostModel::first_stage_ps(std::int64_t gpu, const TokenLinear& lin,
-                                                       std::int64_t host,
+inline std::int64_t IterationCostModel::first_stage_ps(std::int64_t gpu, const TokenLinear& lin, std::int64_t host,
                                                        std::int64_t& exposed_host) const {
   // Host work precedes the first stage; the vocabulary-parallel embedding ends in one more
   // all-reduce. With host overlap the host prepares this iteration while the GPU runs the
@@ -382,8 +372,7 @@ inline void IterationCostModel::add_token_components(const TokenLinear& lin, std
     // What two-batch overlap hid comes off the all-to-all, in proportion: what is left is exposed.
     const double a2a = static_cast<double>(lin.dispatch + lin.combine + stretch);
     const double hidden = static_cast<double>(hidden_a2a);
-    const auto from_dispatch =
-        static_cast<std::int64_t>(hidden * static_cast<double>(lin.dispatch) / a2a + 0.5);
+    const auto from_dispatch = static_cast<std::int64_t>(hidden * static_cast<double>(lin.dispatch) / a2a + 0.5);
     const auto from_stretch = static_cast<std::int64_t>(hidden * static_cast<double>(stretch) / a2a + 0.5);
     c[idx(OpKind::kEpDispatch)] -= from_dispatch;
     c[idx(OpKind::kA2aKvContention)] -= from_stretch;
@@ -391,9 +380,8 @@ inline void IterationCostModel::add_token_components(const TokenLinear& lin, std
   }
 }
 
-void IterationCostModel::cost(const models::BatchShape& b, std::int64_t sequences,
-                              std::int64_t* stage_ps, ComponentTimes& c,
-                              const models::BatchShape* busiest, double nic_share,
+void IterationCostModel::cost(const models::BatchShape& b, std::int64_t sequences, std::int64_t* stage_ps,
+                              ComponentTimes& c, const models::BatchShape* busiest, double nic_share,
                               const models::BatchShape* cp_part) {
   using models::OpKind;
   const TokenLinear& lin = linear(static_cast<std::int64_t>(b.tokens));
@@ -405,7 +393,8 @@ void IterationCostModel::cost(const models::BatchShape& b, std::int64_t sequence
   // (header): w times the FLOPs of one query.
   const bool verify = decode && verify_width_ > 1;
   auto run_decode_at = [&](const AffineOp& op, const models::BatchShape& shape) {
-    if (!verify) [[likely]] return to_ps(op.seconds(shape, cm));
+    if (!verify) [[likely]]
+      return to_ps(op.seconds(shape, cm));
     models::Operator o = op.at(shape);
     o.flops *= verify_width_;
     o.batch /= verify_width_;
@@ -545,8 +534,8 @@ std::int64_t IterationCostModel::decode_step(const DecodeSteps& d, const models:
   return first_stage_ps(gpu, d.lin, d.host, p.exposed_host) + d.lm_head;
 }
 
-bool ContextProgression::read(double base, const std::array<int, 3>& field,
-                              const std::array<double, 3>& coef, const models::BatchShape& b) {
+bool ContextProgression::read(double base, const std::array<int, 3>& field, const std::array<double, 3>& coef,
+                              const models::BatchShape& b) {
   constexpr int kContext = 3;  // models::kBatchFieldMembers: &BatchShape::decode_kv_tokens
   static_assert(models::kBatchFieldMembers[kContext] == &models::BatchShape::decode_kv_tokens);
   int context = -1;
@@ -573,8 +562,8 @@ bool ContextProgression::read(double base, const std::array<int, 3>& field,
   return true;
 }
 
-SimTime IterationCostModel::decode_run(const DecodeSteps& d, models::BatchShape b, std::size_t n,
-                                       SimTime t, SimTime* ends, DecodeStepParts* parts) const {
+SimTime IterationCostModel::decode_run(const DecodeSteps& d, models::BatchShape b, std::size_t n, SimTime t,
+                                       SimTime* ends, DecodeStepParts* parts) const {
   // The KV token sums are integers below 2^53, so adding decode_seqs in doubles gives exactly the
   // shape the lane would (static_cast<double>(sum of contexts) + decodes).
   const double grow = b.decode_seqs;
@@ -622,19 +611,17 @@ SimTime IterationCostModel::decode_run(const DecodeSteps& d, models::BatchShape 
   const double overhead_s = attention.base.kernels * attention.form.overhead_s;
   const double s_per_flop = attention.form.s_per_flop, s_per_byte = attention.form.s_per_byte;
   return walk([&](const models::BatchShape& s) {
-    return to_ps(overhead_s + std::max(flops.at(s.decode_kv_tokens) * s_per_flop,
-                                       bytes.at(s.decode_kv_tokens) * s_per_byte));
+    return to_ps(overhead_s +
+                 std::max(flops.at(s.decode_kv_tokens) * s_per_flop, bytes.at(s.decode_kv_tokens) * s_per_byte));
   });
 }
 
-void IterationCostModel::step_components(const DecodeSteps& d, const DecodeStepParts& p,
-                                         ComponentTimes& c) const {
+void IterationCostModel::step_components(const DecodeSteps& d, const DecodeStepParts& p, ComponentTimes& c) const {
   c.fill(0);
   add_step_components(d, p, c);
 }
 
-void IterationCostModel::add_step_components(const DecodeSteps& d, const DecodeStepParts& p,
-                                             ComponentTimes& c) const {
+void IterationCostModel::add_step_components(const DecodeSteps& d, const DecodeStepParts& p, ComponentTimes& c) const {
   // cost()'s components of a decode-only batch on one stage, added to c.
   using models::OpKind;
   const StageLayers& n = total_;
@@ -647,8 +634,8 @@ void IterationCostModel::add_step_components(const DecodeSteps& d, const DecodeS
   c[idx(OpKind::kAttentionDecode)] += n.full * p.attention_full + n.window * p.attention_window + n.linear * p.linear;
 }
 
-void IterationCostModel::add_steps_components(const DecodeSteps& d, const DecodeStepParts* parts,
-                                              std::size_t count, ComponentTimes& c) const {
+void IterationCostModel::add_steps_components(const DecodeSteps& d, const DecodeStepParts* parts, std::size_t count,
+                                              ComponentTimes& c) const {
   if (count == 0) return;
   // Every component of add_step_components() is a shared factor times a step's own term, so the
   // steps together are one step of the summed terms and the shared ones times count (integers:
@@ -671,9 +658,9 @@ void IterationCostModel::add_steps_components(const DecodeSteps& d, const Decode
   }
   const auto steps = static_cast<std::int64_t>(count);
   DecodeSteps all = d;
-  for (std::int64_t* v : {&all.lin.qkv, &all.lin.out, &all.lin.mlp, &all.lin.moe, &all.lin.elementwise,
-                          &all.lin.dequantize, &all.lin.all_reduce, &all.lin.dispatch, &all.lin.combine,
-                          &all.lm_head}) {
+  for (std::int64_t* v :
+       {&all.lin.qkv, &all.lin.out, &all.lin.mlp, &all.lin.moe, &all.lin.elementwise, &all.lin.dequantize,
+        &all.lin.all_reduce, &all.lin.dispatch, &all.lin.combine, &all.lm_head}) {
     *v *= steps;
   }
   add_step_components(all, sum, c);

@@ -64,13 +64,13 @@
 #include <memory>
 #include <vector>
 
+#include "core/time.h"
 #include "models/chip_spec.h"
 #include "models/cost_model.h"
 #include "models/model_spec.h"
 #include "models/operators.h"
 #include "models/parallel_plan.h"
 #include "sim/cluster/comm_cost.h"
-#include "core/time.h"
 
 namespace servesim::cluster {
 
@@ -98,13 +98,13 @@ class IterationCostModel {
   // totals over all layers by component (what every iteration of that size starts from).
   // per_layer < 0 marks "not computed yet".
   struct TokenLinear {
-    std::int64_t per_layer = -1;  // attention projections, dequantisation, attention all-reduce
-    std::int64_t per_dense = 0;   // dense MLP, elementwise, dequantisation, MLP all-reduce
-    std::int64_t per_moe = 0;     // router and experts, shared experts, elementwise, collectives
-    std::int64_t per_moe_a2a = 0; // of per_moe: the dispatch and combine all-to-all
-    std::int64_t a2a_nic = 0;     // NIC-busy time of the all-to-all, all MoE layers (a2a_nic_ps)
+    std::int64_t per_layer = -1;             // attention projections, dequantisation, attention all-reduce
+    std::int64_t per_dense = 0;              // dense MLP, elementwise, dequantisation, MLP all-reduce
+    std::int64_t per_moe = 0;                // router and experts, shared experts, elementwise, collectives
+    std::int64_t per_moe_a2a = 0;            // of per_moe: the dispatch and combine all-to-all
+    std::int64_t a2a_nic = 0;                // NIC-busy time of the all-to-all, all MoE layers (a2a_nic_ps)
     models::CommOp dispatch_op, combine_op;  // one MoE layer's, for their cost at a share of the NIC
-    std::int64_t embedding_reduce = 0;  // once, on the first stage
+    std::int64_t embedding_reduce = 0;       // once, on the first stage
     // A linear-attention layer's projections, gated norm and dequantisation less the attention
     // projections per_layer counts for every layer (it may be negative).
     std::int64_t per_linear = 0;
@@ -113,9 +113,9 @@ class IterationCostModel {
     std::int64_t all_reduce = 0, dispatch = 0, combine = 0;
   };
 
-  IterationCostModel(const models::ModelSpec& model, const models::ChipSpec& chip,
-                     const models::ParallelPlan& plan, const models::MoeRouting& routing,
-                     const models::CostModelConfig& cost_model, std::int64_t max_tokens);
+  IterationCostModel(const models::ModelSpec& model, const models::ChipSpec& chip, const models::ParallelPlan& plan,
+                     const models::MoeRouting& routing, const models::CostModelConfig& cost_model,
+                     std::int64_t max_tokens);
 
   // Writes the time of each stage to stage_ps[0 .. pp) and the time per component, summed over
   // stages, to components. `sequences` counts the batch's sequences (for host overhead).
@@ -131,9 +131,9 @@ class IterationCostModel {
   // prefill CP exchange moves only their queries or KV. The other chunks' prompts are each on one
   // CP rank (the ranks prefill separate short prompts in parallel), so their attention work per
   // chip is the same share of the batch's and they exchange nothing. Null: every chunk is split.
-  void cost(const models::BatchShape& batch, std::int64_t sequences, std::int64_t* stage_ps,
-            ComponentTimes& components, const models::BatchShape* busiest = nullptr,
-            double nic_share = 1.0, const models::BatchShape* cp_part = nullptr);
+  void cost(const models::BatchShape& batch, std::int64_t sequences, std::int64_t* stage_ps, ComponentTimes& components,
+            const models::BatchShape* busiest = nullptr, double nic_share = 1.0,
+            const models::BatchShape* cp_part = nullptr);
 
   // The pool's groups as placed on the cluster graph (a scenario with `cluster:`; comm_cost.h,
   // PlacedGroup): TP, the MoE group (tp x dp), CP, and one per pipeline hop (rank r of stage s to
@@ -174,8 +174,7 @@ class IterationCostModel {
     std::int64_t exposed_host = 0, hidden_a2a = 0;
   };
   DecodeSteps decode_steps(std::int64_t sequences);
-  std::int64_t decode_step(const DecodeSteps& steps, const models::BatchShape& b,
-                           DecodeStepParts& parts) const;
+  std::int64_t decode_step(const DecodeSteps& steps, const models::BatchShape& b, DecodeStepParts& parts) const;
   // decode_step() for `n` consecutive steps whose shapes differ only in their contexts, all
   // uncapped (no window or top-k sums): `b` is the first step's shape, and each step after it has
   // b.decode_seqs more KV tokens (every context grows by one). Step j ends at ends[j] (the steps
@@ -183,18 +182,16 @@ class IterationCostModel {
   // attention depends on the contexts and the cost model has a linear form for it (a roofline
   // with constant efficiencies), the terms the steps share are read once; the values are those
   // decode_step gives, picosecond for picosecond.
-  SimTime decode_run(const DecodeSteps& steps, models::BatchShape b, std::size_t n, SimTime t,
-                     SimTime* ends, DecodeStepParts* parts) const;
+  SimTime decode_run(const DecodeSteps& steps, models::BatchShape b, std::size_t n, SimTime t, SimTime* ends,
+                     DecodeStepParts* parts) const;
   // Whether decode_run() takes that short way (else it calls decode_step() per step).
   bool plain_decode_runs() const {
     return decode_full_.linear && !has_window_ && !has_mla_ && !has_dsa_ && !has_linear_ && plan_.cp == 1 &&
            !(tbo_ && total_.moe > 0);
   }
-  void step_components(const DecodeSteps& steps, const DecodeStepParts& parts,
-                       ComponentTimes& components) const;
+  void step_components(const DecodeSteps& steps, const DecodeStepParts& parts, ComponentTimes& components) const;
   // Adds a step's components to `sum` (a decode run's applied steps, recorded together).
-  void add_step_components(const DecodeSteps& steps, const DecodeStepParts& parts,
-                           ComponentTimes& sum) const;
+  void add_step_components(const DecodeSteps& steps, const DecodeStepParts& parts, ComponentTimes& sum) const;
   // add_step_components() of parts[0 .. n), the same sums: the terms the steps share are added
   // once, times n (integer sums, exact), unless two-batch overlap hid all-to-all in some step.
   void add_steps_components(const DecodeSteps& steps, const DecodeStepParts* parts, std::size_t n,
@@ -254,8 +251,8 @@ class IterationCostModel {
   // A stage's GPU time before host, embedding, LM head and send: its layers, with the all-to-all
   // stretched by `contention` per MoE layer and two-batch overlap's hidden time (in `hidden`)
   // taken off.
-  std::int64_t stage_gpu_ps(const StageLayers& l, const TokenLinear& lin, const LayerTerms& x,
-                            double tokens, std::int64_t contention, std::int64_t& hidden) const;
+  std::int64_t stage_gpu_ps(const StageLayers& l, const TokenLinear& lin, const LayerTerms& x, double tokens,
+                            std::int64_t contention, std::int64_t& hidden) const;
   // The first stage's time from its GPU time: the embedding all-reduce, then the host time
   // (overlapped or not); the host time that shows goes to `exposed_host`.
   std::int64_t first_stage_ps(std::int64_t gpu, const TokenLinear& lin, std::int64_t host,
@@ -264,8 +261,8 @@ class IterationCostModel {
   std::int64_t lm_head_ps(double logits) const;
   // Adds the token operators' components, the all-to-all `stretch` and takes two-batch overlap's
   // hidden time off the all-to-all.
-  static void add_token_components(const TokenLinear& lin, std::int64_t hidden_a2a,
-                                   std::int64_t stretch, ComponentTimes& c);
+  static void add_token_components(const TokenLinear& lin, std::int64_t hidden_a2a, std::int64_t stretch,
+                                   ComponentTimes& c);
 
   models::ModelSpec model_;
   models::ChipSpec chip_;
@@ -276,7 +273,7 @@ class IterationCostModel {
   std::array<bool, models::kComputeRates> rates_{};
   GroupSpan tp_span_, moe_span_, cp_span_;
   std::vector<StageLayers> stage_layers_;
-  StageLayers total_;  // over all stages
+  StageLayers total_;                // over all stages
   std::vector<TokenLinear> linear_;  // by token count
   // Batch operators of one layer (models::LayerBatchOps), and the LM head.
   AffineOp prefill_full_, prefill_window_, decode_full_, decode_window_;

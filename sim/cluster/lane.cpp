@@ -18,8 +18,7 @@ void CappedContextSum::join(std::uint64_t context, std::uint64_t step) {
   ++ring_[slot(step + cap - context)];  // the step at which its context reaches the cap
 }
 
-void CappedContextSum::leave(std::uint64_t context, std::uint64_t join_context,
-                             std::uint64_t join_step) {
+void CappedContextSum::leave(std::uint64_t context, std::uint64_t join_context, std::uint64_t join_step) {
   if (cap_ <= 0) return;
   const auto cap = static_cast<std::uint64_t>(cap_);
   if (context >= cap) {
@@ -39,22 +38,26 @@ void CappedContextSum::advance(std::uint64_t next_step) {
   reached = 0;
 }
 
-Lane::Lane(RequestTable* requests, std::int64_t total_blocks,
-           std::int64_t block_tokens, std::int64_t watermark_blocks, std::int64_t max_running,
-           std::int64_t window, std::int64_t top_k)
-    : requests_(requests), max_running_(max_running), window_sum_(window), topk_sum_(top_k),
-      window_(window), top_k_(top_k), capped_(window > 0 || top_k > 0),
-      phase_count_(static_cast<std::size_t>(block_tokens), 0), total_blocks_(total_blocks),
-      block_tokens_(static_cast<std::uint64_t>(block_tokens)), watermark_blocks_(watermark_blocks) {}
+Lane::Lane(RequestTable* requests, std::int64_t total_blocks, std::int64_t block_tokens, std::int64_t watermark_blocks,
+           std::int64_t max_running, std::int64_t window, std::int64_t top_k)
+    : requests_(requests),
+      max_running_(max_running),
+      window_sum_(window),
+      topk_sum_(top_k),
+      window_(window),
+      top_k_(top_k),
+      capped_(window > 0 || top_k > 0),
+      phase_count_(static_cast<std::size_t>(block_tokens), 0),
+      total_blocks_(total_blocks),
+      block_tokens_(static_cast<std::uint64_t>(block_tokens)),
+      watermark_blocks_(watermark_blocks) {}
 
 void Lane::enqueue_back(RequestId r) {
   req(r).phase = Phase::kWaiting;
   waiting_.push_back(r);
 }
 
-std::uint32_t Lane::prefill_remaining(RequestId r) const {
-  return req(r).prefill_target - req(r).prefilled;
-}
+std::uint32_t Lane::prefill_remaining(RequestId r) const { return req(r).prefill_target - req(r).prefilled; }
 
 void Lane::enable_prefix_cache(std::int64_t capacity_blocks) {
   SERVESIM_CHECK(requests_->keeps_prefix_keys());
@@ -85,8 +88,8 @@ RequestId Lane::try_admit_front() {
       hit = m.segments;
       shared = static_cast<std::int64_t>(hit) * (segment_tokens / block_tokens_);
       const std::int64_t need = blocks_for(s.prefill_target) - shared;
-      const std::int64_t room = total_blocks_ - used_blocks_ - booked_blocks_ + cache_->evictable() -
-                                 m.unreferenced_blocks;
+      const std::int64_t room =
+          total_blocks_ - used_blocks_ - booked_blocks_ + cache_->evictable() - m.unreferenced_blocks;
       if (room - need < watermark_blocks_) return RequestId();
       cache_->pin(k, hit);
       PrefixCacheStats& st = cache_->stats();
@@ -126,9 +129,7 @@ std::size_t Lane::phase_of(const RequestState& s) const {
   return static_cast<std::size_t>((s.join_step % b + b - s.prefill_target % b) % b);
 }
 
-std::int64_t Lane::decode_blocks(const RequestState& s) const {
-  return own_blocks(s, decode_context(s));
-}
+std::int64_t Lane::decode_blocks(const RequestState& s) const { return own_blocks(s, decode_context(s)); }
 
 void Lane::enable_speculative(int draft_tokens, std::vector<double> reach, Rng rng) {
   SERVESIM_CHECK(draft_tokens > 0 && reach.size() == static_cast<std::size_t>(draft_tokens));
@@ -151,8 +152,7 @@ void Lane::enable_rank_balance(int ranks, bool least_kv) {
   rank_ctx_.assign(static_cast<std::size_t>(ranks), 0);
 }
 
-bool Lane::busiest_rank_shape(const models::BatchShape& b, const Batch& batch,
-                              models::BatchShape& out) const {
+bool Lane::busiest_rank_shape(const models::BatchShape& b, const Batch& batch, models::BatchShape& out) const {
   if (ranks_ == 0 || batch.decodes == 0) return false;
   std::size_t busy = 0;
   std::uint64_t most = 0;
@@ -247,7 +247,8 @@ void Lane::drop_cached(RequestId r) {
 }
 
 std::uint32_t Lane::prepare_decode_step(std::vector<Preemption>& preempted) {
-  if (verify_width_ > 1) [[unlikely]] return prepare_speculative_step(preempted);
+  if (verify_width_ > 1) [[unlikely]]
+    return prepare_speculative_step(preempted);
   std::int64_t need = phase_count_[step_ % block_tokens_];
   while (need > total_blocks_ - used_blocks_ && !evict_cached(need)) {
     SERVESIM_CHECK_MSG(tail_.valid(), "a decode step needs more KV blocks than the lane has");
@@ -317,7 +318,7 @@ void Lane::leave_decode_set(RequestId r) {
   topk_sum_.leave(s.prefill_target + d, s.prefill_target, s.join_step);
   --decoding_;
   --phase_count_[phase_of(s)];
-  ++s.epoch;  // its finishing-heap entry is now stale
+  ++s.epoch;                                                  // its finishing-heap entry is now stale
   s.generated += static_cast<std::uint32_t>(d) + s.accepted;  // what it emitted becomes explicit again
   s.accepted = s.gain = 0;
   if (s.shared_blocks > 0) drop_cached(r);
@@ -372,7 +373,10 @@ std::uint64_t Lane::lookahead_limit() const {
 }
 
 Lane::DecodeLookahead::DecodeLookahead(const Lane& lane)
-    : lane_(lane), ctx_(lane.decode_ctx_), step_(lane.step_), window_(lane.window_sum_.ahead()),
+    : lane_(lane),
+      ctx_(lane.decode_ctx_),
+      step_(lane.step_),
+      window_(lane.window_sum_.ahead()),
       topk_(lane.topk_sum_.ahead()) {}
 
 models::BatchShape Lane::DecodeLookahead::next() {
@@ -625,15 +629,24 @@ void Lane::link_back(RequestId r) {
   RequestState& s = req(r);
   s.prev = tail_;
   s.next = RequestId();
-  if (tail_.valid()) req(tail_).next = r; else head_ = r;
+  if (tail_.valid())
+    req(tail_).next = r;
+  else
+    head_ = r;
   tail_ = r;
   ++running_;
 }
 
 void Lane::unlink(RequestId r) {
   RequestState& s = req(r);
-  if (s.prev.valid()) req(s.prev).next = s.next; else head_ = s.next;
-  if (s.next.valid()) req(s.next).prev = s.prev; else tail_ = s.prev;
+  if (s.prev.valid())
+    req(s.prev).next = s.next;
+  else
+    head_ = s.next;
+  if (s.next.valid())
+    req(s.next).prev = s.prev;
+  else
+    tail_ = s.prev;
   s.prev = s.next = RequestId();
   --running_;
 }
@@ -687,9 +700,8 @@ void Lane::check_invariants() const {
     blocks += cache_->blocks();
   }
   SERVESIM_CHECK_MSG(blocks + step_reserved_ == used_blocks_,
-                     "used " + std::to_string(used_blocks_) + " blocks, requests hold " +
-                         std::to_string(blocks) + " + " + std::to_string(step_reserved_) +
-                         " reserved for the step");
+                     "used " + std::to_string(used_blocks_) + " blocks, requests hold " + std::to_string(blocks) +
+                         " + " + std::to_string(step_reserved_) + " reserved for the step");
   SERVESIM_CHECK(used_blocks_ <= total_blocks_ && used_blocks_ >= 0);
   SERVESIM_CHECK(running_ <= max_running_);
 }

@@ -10,9 +10,9 @@
 // shares with the lane's prefix cache when one is enabled (prefix_cache.h: a request whose leading
 // segments are cached starts its prefill past them; the blocks of its prompt's whole segments join
 // the cache when its prefill completes; unreferenced cached blocks are evicted, LRU, before a
-// decode step preempts or when an admission needs room). Admission (FCFS, head of line) needs the request's prefill blocks plus the watermark free;
-// a decode step that needs more blocks than are free preempts the most recently admitted running
-// request (vLLM's recompute preemption): its blocks are freed and it goes back to the front of the
+// decode step preempts or when an admission needs room). Admission (FCFS, head of line) needs the request's prefill
+// blocks plus the watermark free; a decode step that needs more blocks than are free preempts the most recently
+// admitted running request (vLLM's recompute preemption): its blocks are freed and it goes back to the front of the
 // waiting queue, to prefill its prompt and the tokens it already generated again.
 //
 // The decode set is kept in aggregate (count, context sum, blocks needed per step phase, a heap of
@@ -31,15 +31,15 @@
 #include <queue>
 #include <vector>
 
-#include "sim/cluster/iteration_cost.h"
-#include "sim/cluster/prefix_cache.h"
-#include "sim/cluster/request_state.h"
-#include "sim/cluster/request_table.h"
 #include "core/check.h"
 #include "core/ring_queue.h"
 #include "core/rng.h"
 #include "core/slab_allocator.h"
 #include "core/time.h"
+#include "sim/cluster/iteration_cost.h"
+#include "sim/cluster/prefix_cache.h"
+#include "sim/cluster/request_state.h"
+#include "sim/cluster/request_table.h"
 
 namespace servesim::cluster {
 
@@ -99,9 +99,9 @@ struct Chunk {
 // The batch a lane runs: every decoding request (when decodes are included) plus prompt chunks.
 struct Batch {
   std::vector<Chunk> chunks;
-  std::uint32_t decodes = 0;           // decoding requests in the batch (all of the lane's, or 0)
+  std::uint32_t decodes = 0;  // decoding requests in the batch (all of the lane's, or 0)
   std::int64_t prefill_tokens = 0;
-  ComponentTimes components{};         // cost by component, summed over stages
+  ComponentTimes components{};  // cost by component, summed over stages
   // The decode-step formula's shared terms for this batch, when it was costed by that formula or
   // a decode run continues it (IterationCostModel::decode_steps).
   IterationCostModel::DecodeSteps steps{};
@@ -117,9 +117,8 @@ class Lane {
  public:
   // window / top_k: the model's sliding window and DSA top-k (0 when it has none), for the capped
   // context sums in shape().
-  Lane(RequestTable* requests, std::int64_t total_blocks, std::int64_t block_tokens,
-       std::int64_t watermark_blocks, std::int64_t max_running, std::int64_t window = 0,
-       std::int64_t top_k = 0);
+  Lane(RequestTable* requests, std::int64_t total_blocks, std::int64_t block_tokens, std::int64_t watermark_blocks,
+       std::int64_t max_running, std::int64_t window = 0, std::int64_t top_k = 0);
 
   // Turns on prefix caching for this lane: at most capacity_blocks cached blocks; the request
   // table's prefix keys name each request's prefix segments (segment_tokens a multiple of the
@@ -168,8 +167,7 @@ class Lane {
   // give its work. The busiest rank is the one with the most keys to read (contexts plus new
   // tokens); its capped window / top-k sums are taken in proportion to its keys. False without
   // per-rank batches or decodes.
-  bool busiest_rank_shape(const models::BatchShape& b, const Batch& batch,
-                          models::BatchShape& out) const;
+  bool busiest_rank_shape(const models::BatchShape& b, const Batch& batch, models::BatchShape& out) const;
 
   // --- queue and admission (used by batch schedulers) ---
   void enqueue_back(RequestId r);
@@ -263,9 +261,7 @@ class Lane {
   // --- multi-step decode runs (Simulation: several decode steps in one event) ---
   // The decode step in flight is step 0; step k > 0 of a run is the k-th after it, planned while
   // nobody joins or leaves the decode set. What step k's preparation will reserve (blocks):
-  std::int64_t step_blocks_ahead(std::uint64_t k) const {
-    return phase_count_[(step_ + k) % block_tokens_];
-  }
+  std::int64_t step_blocks_ahead(std::uint64_t k) const { return phase_count_[(step_ + k) % block_tokens_]; }
   // Steps until the first decoding request emits its last token (0: step 0 does).
   std::uint64_t steps_to_first_finish() const { return next_finish_step_ - step_; }
   // How many steps ahead the capped sums can be looked at (UINT64_MAX without caps).
@@ -288,9 +284,7 @@ class Lane {
 
   // Derived per-request figures while decoding (see request_state.h).
   std::uint64_t steps_done(const RequestState& s) const { return step_ - s.join_step; }
-  std::uint64_t decode_context(const RequestState& s) const {
-    return s.prefill_target + steps_done(s) + s.accepted;
-  }
+  std::uint64_t decode_context(const RequestState& s) const { return s.prefill_target + steps_done(s) + s.accepted; }
   std::int64_t decode_blocks(const RequestState& s) const;
 
  private:
@@ -298,9 +292,7 @@ class Lane {
     std::uint64_t step;
     RequestId request;
     std::uint32_t epoch;
-    bool operator>(const Finishing& o) const {
-      return step != o.step ? step > o.step : request > o.request;
-    }
+    bool operator>(const Finishing& o) const { return step != o.step ? step > o.step : request > o.request; }
   };
   struct Joined {  // requests that joined since the last decode step, by first-token time
     SimTime at;
@@ -349,8 +341,8 @@ class Lane {
   std::uint64_t decode_ctx_ = 0;  // sum of KV tokens of decoding requests
   CappedContextSum window_sum_, topk_sum_;
   std::int64_t window_ = 0, top_k_ = 0;
-  bool capped_ = false;  // either sum enabled
-  std::uint64_t step_ = 0;        // decode steps executed
+  bool capped_ = false;     // either sum enabled
+  std::uint64_t step_ = 0;  // decode steps executed
   std::vector<std::uint32_t> phase_count_;
   std::priority_queue<Finishing, std::vector<Finishing>, std::greater<>> finishing_;
   std::uint64_t next_finish_step_ = UINT64_MAX;  // finishing_.top().step, kept in the hot struct
@@ -372,7 +364,7 @@ class Lane {
   std::vector<RequestId> fresh_;
   std::int64_t inbound_blocks_ = 0;  // reserved for KV caches in flight or ready
   std::int64_t held_blocks_ = 0;     // of prefilled requests whose KV is being sent
-  std::vector<RequestId> held_;  // those requests (failures evict them)
+  std::vector<RequestId> held_;      // those requests (failures evict them)
 
   std::unique_ptr<PrefixCache> cache_;  // null: no prefix caching
   std::int64_t hit_tokens_untaken_ = 0;
@@ -386,8 +378,8 @@ class Lane {
   std::vector<std::uint32_t> rank_count_;
   std::vector<std::uint64_t> rank_ctx_;
 
-  int verify_width_ = 1;        // 1 + draft tokens; 1 without speculative decoding
-  std::vector<double> reach_;   // P(accepted >= i), i = 1 .. draft tokens
+  int verify_width_ = 1;       // 1 + draft tokens; 1 without speculative decoding
+  std::vector<double> reach_;  // P(accepted >= i), i = 1 .. draft tokens
   Rng spec_rng_{0};
   std::int64_t step_accepted_ = 0;
   // Sums of min(context + 1, cap) of the step in flight (speculative lanes; window, top-k).

@@ -5,13 +5,19 @@
 namespace servesim::cluster {
 
 LoadLedger::LoadLedger(std::uint32_t instances, LoadUnit unit, bool ordered)
-    : unit_(unit), ordered_(ordered), tree_(ordered ? instances : 0), loads_(ordered ? 0 : instances, 0),
+    : unit_(unit),
+      ordered_(ordered),
+      tree_(ordered ? instances : 0),
+      loads_(ordered ? 0 : instances, 0),
       down_(instances, 0) {}
 
 void LoadLedger::set_up(std::uint32_t i, bool up) {
   if (down_[i] == !up) return;
   down_[i] = !up;
-  if (up) --down_count_; else ++down_count_;
+  if (up)
+    --down_count_;
+  else
+    ++down_count_;
   if (ordered_) tree_.set(i, tree_.value(i) + (up ? -kDown : kDown));
 }
 

@@ -49,9 +49,7 @@ class LoadLedger {
   bool up(std::uint32_t i) const { return down_[i] == 0; }
   bool all_down() const { return down_count_ == down_.size(); }
 
-  std::int64_t load(std::uint32_t i) const {
-    return ordered_ ? tree_.value(i) - (down_[i] ? kDown : 0) : loads_[i];
-  }
+  std::int64_t load(std::uint32_t i) const { return ordered_ ? tree_.value(i) - (down_[i] ? kDown : 0) : loads_[i]; }
   // The least loaded up instance, ties to the first at or after `cursor` (wrapping); kNoInstance
   // when every instance is down. Ordered ledgers only.
   std::uint32_t least_from(std::size_t cursor) const;
@@ -79,8 +77,8 @@ class LoadLedger {
 
   LoadUnit unit_;
   bool ordered_;
-  MinTree tree_;                    // ordered
-  std::vector<std::int64_t> loads_; // otherwise
+  MinTree tree_;                     // ordered
+  std::vector<std::int64_t> loads_;  // otherwise
   std::vector<std::uint8_t> down_;
   std::uint32_t down_count_ = 0;
 };

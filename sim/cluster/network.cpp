@@ -92,7 +92,8 @@ void Network::recover(const std::vector<topologies::LinkId>& links) { net_->reco
 double Network::a2a_nic_share(std::uint32_t group, std::int64_t iteration_ps) {
   net_->group_traffic(agenda_.now(), group, nic_traffic_);
   double share = 1.0;
-  for (const auto& t : nic_traffic_) share = std::min(share, cluster::a2a_nic_share(t, static_cast<double>(iteration_ps) * 1e-12));
+  for (const auto& t : nic_traffic_)
+    share = std::min(share, cluster::a2a_nic_share(t, static_cast<double>(iteration_ps) * 1e-12));
   return share;
 }
 

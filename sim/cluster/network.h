@@ -49,9 +49,13 @@ class Network {
                                const models::ParallelPlan& plan_a, std::span<const topologies::ChipId> b,
                                const models::ParallelPlan& plan_b, double bytes);
   // Who a finished flow belongs to.
-  static RequestId request_of(const topologies::FlowDone& d) { return RequestId(static_cast<std::uint32_t>(d.tag >> 8)); }
+  static RequestId request_of(const topologies::FlowDone& d) {
+    return RequestId(static_cast<std::uint32_t>(d.tag >> 8));
+  }
   static FlowKind kind_of(const topologies::FlowDone& d) { return static_cast<FlowKind>(d.tag & 3); }
-  static std::uint32_t epoch_of(const topologies::FlowDone& d) { return static_cast<std::uint32_t>((d.tag >> 2) & 63u); }
+  static std::uint32_t epoch_of(const topologies::FlowDone& d) {
+    return static_cast<std::uint32_t>((d.tag >> 2) & 63u);
+  }
   static bool same_epoch(std::uint32_t a, std::uint32_t b) { return (a & 63u) == (b & 63u); }
 
   // Schedules a NetworkDue at the next completion when that is earlier than the live one.

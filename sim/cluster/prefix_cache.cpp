@@ -110,7 +110,10 @@ PrefixCache::Insert PrefixCache::insert(std::uint64_t key, std::int64_t blocks, 
     entries_.emplace_back();
   }
   entries_[e] = Entry{key, static_cast<std::uint32_t>(blocks), 1, kNone, kNone};
-  if (2 * (live_ + 1) > table_.size()) grow(); else table_insert(e);
+  if (2 * (live_ + 1) > table_.size())
+    grow();
+  else
+    table_insert(e);
   ++live_;
   blocks_ += blocks;
   stats_.inserted_blocks += blocks;
@@ -151,14 +154,23 @@ void PrefixCache::lru_push_back(std::uint32_t e) {
   Entry& en = entries_[e];
   en.prev = lru_tail_;
   en.next = kNone;
-  if (lru_tail_ != kNone) entries_[lru_tail_].next = e; else lru_head_ = e;
+  if (lru_tail_ != kNone)
+    entries_[lru_tail_].next = e;
+  else
+    lru_head_ = e;
   lru_tail_ = e;
 }
 
 void PrefixCache::lru_unlink(std::uint32_t e) {
   Entry& en = entries_[e];
-  if (en.prev != kNone) entries_[en.prev].next = en.next; else lru_head_ = en.next;
-  if (en.next != kNone) entries_[en.next].prev = en.prev; else lru_tail_ = en.prev;
+  if (en.prev != kNone)
+    entries_[en.prev].next = en.next;
+  else
+    lru_head_ = en.next;
+  if (en.next != kNone)
+    entries_[en.next].prev = en.prev;
+  else
+    lru_tail_ = en.prev;
   en.prev = en.next = kNone;
 }
 

@@ -47,11 +47,11 @@ inline std::uint64_t prefix_key_mix(std::uint64_t a, std::uint64_t b) {
 struct PrefixKeys {
   const workloads::IdRing* ring = nullptr;  // hash ids, or none
   std::uint64_t handle = workloads::IdRing::kNoHandle;
-  std::uint64_t prefix_key = 0;        // shared prompt (segments [0, prefix_segments))
-  std::uint64_t session_key = 0;       // session history (segments [prefix_segments, segments))
+  std::uint64_t prefix_key = 0;   // shared prompt (segments [0, prefix_segments))
+  std::uint64_t session_key = 0;  // session history (segments [prefix_segments, segments))
   std::uint32_t segments = 0;
   std::uint32_t prefix_segments = 0;
-  std::uint32_t segment_tokens = 0;    // tokens per segment
+  std::uint32_t segment_tokens = 0;  // tokens per segment
   const std::uint64_t* ids() const { return ring != nullptr ? ring->get(handle) : nullptr; }
   // Segment i's key; `ids` is ids(), read once per operation.
   std::uint64_t key(const std::uint64_t* ids, std::uint32_t i) const {
@@ -122,9 +122,9 @@ class PrefixCache {
   std::int64_t capacity_;
   std::int64_t blocks_ = 0, evictable_ = 0;
   std::vector<Entry> entries_;
-  std::uint32_t free_ = kNone;                 // free entry slots
+  std::uint32_t free_ = kNone;  // free entry slots
   std::uint32_t lru_head_ = kNone, lru_tail_ = kNone;
-  std::vector<std::uint32_t> table_;           // open addressing, linear probing: entry or kNone
+  std::vector<std::uint32_t> table_;  // open addressing, linear probing: entry or kNone
   std::size_t live_ = 0;
   PrefixCacheStats stats_;
 };

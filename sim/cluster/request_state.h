@@ -28,9 +28,7 @@ namespace servesim::cluster {
 // kEncoding: on the encode pool or its embeddings in flight; kTransferring: prefilled on a prefill
 // instance, its KV cache held there until it reaches a decode instance (or it waits for one);
 // kReady: its KV arrived, waiting for a decode slot.
-enum class Phase : std::uint8_t {
-  kNew, kWaiting, kPrefilling, kDecoding, kDone, kEncoding, kTransferring, kReady
-};
+enum class Phase : std::uint8_t { kNew, kWaiting, kPrefilling, kDecoding, kDone, kEncoding, kTransferring, kReady };
 
 inline constexpr std::uint32_t kNoJourney = 0xffffffffu;
 inline constexpr std::uint32_t kNoStream = 0xffffffffu;
@@ -44,10 +42,10 @@ struct RequestState {
   std::uint32_t generated = 0;       // tokens emitted before the current decode stint
   std::uint32_t instance = 0;        // global instance index
   std::uint64_t join_step = 0;
-  std::uint32_t epoch = 0;           // bumped when the request leaves a decode set
-  RequestId prev, next;              // lane's running list, in admission order (invalid: none)
-  std::uint32_t stream = kNoStream;  // the request source's arrival stream (workloads/source.h)
-  std::uint32_t journey = kNoJourney; // its slot in the request table's journeys while in flight
+  std::uint32_t epoch = 0;             // bumped when the request leaves a decode set
+  RequestId prev, next;                // lane's running list, in admission order (invalid: none)
+  std::uint32_t stream = kNoStream;    // the request source's arrival stream (workloads/source.h)
+  std::uint32_t journey = kNoJourney;  // its slot in the request table's journeys while in flight
   // Prefix caching: the leading segments it references in its lane's PrefixCache, and their KV
   // blocks (shared with the cache, not its own).
   std::uint32_t cached_segments = 0;
@@ -57,11 +55,11 @@ struct RequestState {
   std::uint32_t accepted = 0;
   std::uint32_t gain = 0;
   std::uint16_t lane = 0;
-  std::uint16_t rank = 0;            // attention-DP rank while decoding (Lane::enable_rank_balance)
-  std::uint16_t cls = 0;             // workload class
+  std::uint16_t rank = 0;  // attention-DP rank while decoding (Lane::enable_rank_balance)
+  std::uint16_t cls = 0;   // workload class
   Phase phase = Phase::kNew;
-  bool swapped = false;              // its KV waits in host memory (swap preemption)
-  SimTime last_token;                // when its latest token was emitted
+  bool swapped = false;  // its KV waits in host memory (swap preemption)
+  SimTime last_token;    // when its latest token was emitted
 };
 
 }  // namespace servesim::cluster

@@ -21,7 +21,8 @@ RequestId RequestTable::add(const RequestState& s, const Journey& j, const workl
     journeys_[state.journey] = j;
   }
   if (keep_inputs_) inputs_.push_back(in);
-  if (keep_prefix_keys_) [[unlikely]] prefix_keys_.push_back(keys);
+  if (keep_prefix_keys_) [[unlikely]]
+    prefix_keys_.push_back(keys);
   return r;
 }
 

@@ -26,7 +26,6 @@
 
 namespace servesim::cluster {
 
-
 // A request's cold state on its way through the stages: the TTFT segment clock (the time since
 // `mark` goes to the part the next transition names; the parts add up to its TTFT), and its
 // transfers (embeddings to a prefill instance, KV to a decode instance).
@@ -37,11 +36,11 @@ struct Journey {
   std::uint32_t image_tokens = 0;
   std::uint32_t target = kNoInstance;  // prefill instance of its embeddings; decode instance of its KV
   std::uint16_t target_lane = 0;
-  std::uint16_t flows = 0;             // flows in flight
+  std::uint16_t flows = 0;  // flows in flight
   bool in_prefill = false, preempted = false, ttft_done = false, streamed = false;
   bool transferred = false;
-  bool flows_reserved = false;         // KV room reserved on `target` (a decode instance)
-  std::uint32_t epoch = 0;             // bumped by failures: its flows in flight are stale
+  bool flows_reserved = false;  // KV room reserved on `target` (a decode instance)
+  std::uint32_t epoch = 0;      // bumped by failures: its flows in flight are stale
   // The KV transfer's fixed hand-off (DisaggregationConfig::kv_setup): pending until its
   // KvSetupDone, with the bytes of the parts started meanwhile; done once it ended.
   bool setup_pending = false, setup_done = false;

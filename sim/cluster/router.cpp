@@ -70,7 +70,7 @@ std::unique_ptr<Router> make_router(const RouterConfig& config, std::uint64_t se
 }
 
 LoadLedger make_ledger(const RouterConfig& config, std::uint32_t instances) {
-  const LoadUnit unit = config.policy == RouterPolicy::kFreeKv ? LoadUnit::kFreeBlocks
+  const LoadUnit unit = config.policy == RouterPolicy::kFreeKv          ? LoadUnit::kFreeBlocks
                         : config.load == LoadMetric::kOutstandingTokens ? LoadUnit::kTokens
                                                                         : LoadUnit::kRequests;
   const bool ordered = config.policy == RouterPolicy::kLeastLoaded || config.policy == RouterPolicy::kFreeKv ||

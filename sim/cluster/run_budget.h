@@ -32,17 +32,16 @@ inline constexpr std::int64_t kBytesPerRequestWithCsv = 520;
 std::int64_t physical_memory_bytes();
 
 struct BudgetLimits {
-  std::optional<double> wall_s;                 // host seconds for the run
-  std::optional<std::int64_t> memory_bytes;     // estimated bytes the run holds
+  std::optional<double> wall_s;              // host seconds for the run
+  std::optional<std::int64_t> memory_bytes;  // estimated bytes the run holds
   std::int64_t bytes_per_request = kBytesPerRequest;
-  std::optional<Duration> simulated;            // simulated time (checked with the others)
-  const std::atomic<bool>* cancel = nullptr;    // set by another thread to stop the run
+  std::optional<Duration> simulated;          // simulated time (checked with the others)
+  const std::atomic<bool>* cancel = nullptr;  // set by another thread to stop the run
 };
 
 class RunBudget {
  public:
-  explicit RunBudget(BudgetLimits limits)
-      : limits_(limits), start_(std::chrono::steady_clock::now()) {}
+  explicit RunBudget(BudgetLimits limits) : limits_(limits), start_(std::chrono::steady_clock::now()) {}
 
   // False (and why() says which limit) once the run has exceeded a limit.
   bool allows(SimTime now, std::int64_t requests_held);

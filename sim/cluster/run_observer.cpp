@@ -23,7 +23,8 @@ void RunObserver::publish(std::uint64_t events, SimTime now, std::int64_t issued
 
 void RunObserver::finish(SimTime end, topologies::FlowNetwork* net, const topologies::Fabric* fabric,
                          double flow_copies) {
-  if (series_ && net) [[unlikely]] record_link_usage(*net, *fabric, end, flow_copies);
+  if (series_ && net) [[unlikely]]
+    record_link_usage(*net, *fabric, end, flow_copies);
   if (series_) series_->finish(end);
 }
 
@@ -41,7 +42,8 @@ void RunObserver::record_link_usage(topologies::FlowNetwork& net, const topologi
     const auto cls = static_cast<topologies::LinkClass>(c);
     const topologies::LinkUsageSeries& u = net.class_usage(cls);
     if (capacity[c] <= 0 || u.bytes.empty()) continue;
-    const std::uint32_t id = series_->add_link(std::string(topologies::link_class_name(cls)) + " links (all)", capacity[c]);
+    const std::uint32_t id =
+        series_->add_link(std::string(topologies::link_class_name(cls)) + " links (all)", capacity[c]);
     for (std::size_t b = 0; b < u.bytes.size(); ++b) {
       const SimTime from = SimTime::zero() + Duration::picoseconds(u.bin.ps() * static_cast<std::int64_t>(b));
       if (from >= end) break;

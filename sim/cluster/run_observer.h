@@ -55,7 +55,8 @@ class RunObserver {
   }
   // A request joined a waiting queue of `pool` (outside a batch step).
   void enqueued(PoolId pool, SimTime t) {
-    if (series_) [[unlikely]] series_->gauges_changed(pool, t, 1, 0, 0);
+    if (series_) [[unlikely]]
+      series_->gauges_changed(pool, t, 1, 0, 0);
   }
   void rejected(RequestId r, SimTime t, metrics::RejectReason reason) { recorder_.request_rejected(r, t, reason); }
   void completed(RequestId r, SimTime t) { recorder_.request_completed(r, t); }
@@ -82,7 +83,8 @@ class RunObserver {
   void gaps(std::span<const SimTime> ends, std::int64_t count) { recorder_.inter_token_gaps(ends, count); }
   // The tokens a batch of `pool` emitted when it ended at t.
   void output_tokens(PoolId pool, SimTime t, std::int64_t n) {
-    if (series_) [[unlikely]] series_->output_tokens(pool, t, n);
+    if (series_) [[unlikely]]
+      series_->output_tokens(pool, t, n);
   }
 
   // --- gauges (lanes of instance `instance`, a global index) ---
@@ -118,26 +120,41 @@ class RunObserver {
   // Records the span make() builds when a trace is kept and wants its start; make runs only then.
   template <class Make>
   void trace(Make&& make) {
-    if (trace_) [[unlikely]] record(make());
+    if (trace_) [[unlikely]]
+      record(make());
   }
   // A batch of `lane` of instance `local` of `pool`, dispatched at `start`, ending at `end`.
-  static metrics::TraceSpan batch_span(PoolId pool, std::uint32_t local, std::uint32_t lane, SimTime start,
-                                       SimTime end, const Batch& batch, std::size_t preemptions) {
-    return metrics::TraceSpan{start.ps(), end.ps(), pool.value, local, static_cast<std::uint16_t>(lane),
+  static metrics::TraceSpan batch_span(PoolId pool, std::uint32_t local, std::uint32_t lane, SimTime start, SimTime end,
+                                       const Batch& batch, std::size_t preemptions) {
+    return metrics::TraceSpan{start.ps(),
+                              end.ps(),
+                              pool.value,
+                              local,
+                              static_cast<std::uint16_t>(lane),
                               metrics::TraceKind::kIteration,
                               {batch.decodes, static_cast<std::int64_t>(batch.chunks.size()), batch.prefill_tokens,
                                static_cast<std::int64_t>(preemptions)}};
   }
   // A KV transfer into instance `local` of the decode pool, from `start` to `end`.
-  static metrics::TraceSpan transfer_span(PoolId pool, std::uint32_t local, SimTime start, SimTime end,
-                                          RequestId r, double bytes, std::int64_t exposed_ps) {
-    return metrics::TraceSpan{start.ps(), end.ps(), pool.value, local, 0, metrics::TraceKind::kTransfer,
+  static metrics::TraceSpan transfer_span(PoolId pool, std::uint32_t local, SimTime start, SimTime end, RequestId r,
+                                          double bytes, std::int64_t exposed_ps) {
+    return metrics::TraceSpan{start.ps(),
+                              end.ps(),
+                              pool.value,
+                              local,
+                              0,
+                              metrics::TraceKind::kTransfer,
                               {r.value, static_cast<std::int64_t>(bytes), exposed_ps / 1000, 0}};
   }
   // Instance `local` of `pool` down from `start` to its repair, `hit` requests lost or re-queued.
   static metrics::TraceSpan failure_span(PoolId pool, std::uint32_t local, SimTime start, SimTime repair,
                                          std::size_t hit, bool lost) {
-    return metrics::TraceSpan{start.ps(), repair.ps(), pool.value, local, 0, metrics::TraceKind::kFailure,
+    return metrics::TraceSpan{start.ps(),
+                              repair.ps(),
+                              pool.value,
+                              local,
+                              0,
+                              metrics::TraceKind::kFailure,
                               {static_cast<std::int64_t>(hit), lost ? 1 : 0, 0, 0}};
   }
 
@@ -148,7 +165,8 @@ class RunObserver {
   // At the end of a run: a pool's prefix caches summed over its lanes, and one lane's KV peak.
   void prefix_cache(PoolId pool, const metrics::PrefixCacheCounts& c) { recorder_.prefix_cache(pool, c); }
   void kv_peak(PoolId pool, const Lane& lane) {
-    recorder_.kv_usage_peak(pool, static_cast<double>(lane.peak_used_blocks()) / static_cast<double>(lane.total_blocks()));
+    recorder_.kv_usage_peak(pool,
+                            static_cast<double>(lane.peak_used_blocks()) / static_cast<double>(lane.total_blocks()));
   }
   // The run's window ended at `end`; `net` (may be null) carried the transfers, each flow standing
   // for `flow_copies` rank pairs.
@@ -167,16 +185,16 @@ class RunObserver {
   // Reports the change since before_ (recording only: kept out of line).
   [[gnu::noinline]] void note_gauges(std::uint32_t instance, const Lane& lane, SimTime t);
   [[gnu::noinline]] void record(const metrics::TraceSpan& span);
-  [[gnu::noinline]] void record_link_usage(topologies::FlowNetwork& net, const topologies::Fabric& fabric,
-                                           SimTime end, double flow_copies);
+  [[gnu::noinline]] void record_link_usage(topologies::FlowNetwork& net, const topologies::Fabric& fabric, SimTime end,
+                                           double flow_copies);
 
   metrics::Recorder& recorder_;
   metrics::TimeSeries* series_ = nullptr;  // optional sinks (Recorder::time_series, trace_log)
   metrics::TraceLog* trace_ = nullptr;
   RunProgress* progress_ = nullptr;
-  std::vector<PoolId> pool_of_;  // per instance
-  Gauges before_;                // a lane's gauges before the step being recorded
-  const Lane* gauged_ = nullptr; // that lane
+  std::vector<PoolId> pool_of_;   // per instance
+  Gauges before_;                 // a lane's gauges before the step being recorded
+  const Lane* gauged_ = nullptr;  // that lane
 };
 
 }  // namespace servesim::cluster

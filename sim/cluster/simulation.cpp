@@ -44,14 +44,13 @@ Simulation::Simulation(const SimulationConfig& config, metrics::Recorder& record
     : config_(config),
       observer_(recorder),
       source_(std::make_unique<workloads::RequestSource>(config_.workload, config_.seed, horizon_of(config_),
-                                                           config_.caches.draws)),
+                                                         config_.caches.draws)),
       requests_(!source_->plain(), caches_prefixes(config_)),
-      network_(Network::needed(config_)
-                   ? std::make_unique<Network>(config_, observer_.records_series(),
-                                               config_.horizon ? SimTime::zero() + *config_.horizon
-                                                               : SimTime::zero() + kMaxFaultTime,
-                                               agenda_)
-                   : nullptr),
+      network_(Network::needed(config_) ? std::make_unique<Network>(config_, observer_.records_series(),
+                                                                    config_.horizon ? SimTime::zero() + *config_.horizon
+                                                                                    : SimTime::zero() + kMaxFaultTime,
+                                                                    agenda_)
+                                        : nullptr),
       deployment_(config_, requests_, network_.get(), observer_, agenda_),
       lifecycle_(config_, *source_, requests_, observer_, agenda_),
       admission_(deployment_, requests_, lifecycle_, observer_, agenda_),
@@ -171,7 +170,7 @@ void Simulation::dispatch(std::uint32_t i) {
 
 void Simulation::handle(const BatchFinished& e) {
   if (e.epoch != deployment_.instance(e.instance).epoch) return;  // the instance failed meanwhile
-  if (e.run != runs_.generation(e.instance)) return;                // the run was cut: a later event ends it
+  if (e.run != runs_.generation(e.instance)) return;              // the run was cut: a later event ends it
   runs_.finish(e.instance);  // a run's last step ended: the steps before it are applied first
   Lane& lane = dispatcher_.batch_ended(e);
   for (const Chunk& c : lane.batch().chunks) {

@@ -48,7 +48,7 @@
 namespace servesim::cluster {
 
 struct RunResult {
-  SimTime end;              // the end of the measured window
+  SimTime end;  // the end of the measured window
   std::uint64_t events = 0;
   bool reached_horizon = false;
   // A hash of the event stream: every event's time, type and ids, in order (an OMNeT++-style

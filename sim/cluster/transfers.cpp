@@ -4,10 +4,16 @@
 
 namespace servesim::cluster {
 
-Transfers::Transfers(const SimulationConfig& config, Deployment& deployment, Network* network,
-                     RequestTable& requests, Lifecycle& lifecycle, RunObserver& observer, Agenda& agenda)
-    : deployment_(deployment), network_(network), requests_(requests), lifecycle_(lifecycle), observer_(observer),
-      agenda_(agenda), model_(config.model), kv_setup_(config.disaggregation.kv_setup),
+Transfers::Transfers(const SimulationConfig& config, Deployment& deployment, Network* network, RequestTable& requests,
+                     Lifecycle& lifecycle, RunObserver& observer, Agenda& agenda)
+    : deployment_(deployment),
+      network_(network),
+      requests_(requests),
+      lifecycle_(lifecycle),
+      observer_(observer),
+      agenda_(agenda),
+      model_(config.model),
+      kv_setup_(config.disaggregation.kv_setup),
       embedding_bytes_per_token_(config.disaggregation.embedding_bytes_per_token > 0
                                      ? config.disaggregation.embedding_bytes_per_token
                                      : 2.0 * config.model.hidden),  // bf16 embeddings
@@ -20,13 +26,12 @@ void Transfers::start(RequestId r, std::uint32_t from, std::uint32_t to, double 
   const topologies::ClusterPlacement& placement = *deployment_.placement();
   Journey& j = requests_.journey(r);
   j.flows = static_cast<std::uint16_t>(
-      j.flows + network_->start_transfer(r, j.epoch, kind,
-                                         placement.chips(static_cast<int>(deployment_.instance(from).pool),
-                                                         static_cast<int>(a.local(from))),
-                                         a.config->plan,
-                                         placement.chips(static_cast<int>(deployment_.instance(to).pool),
-                                                         static_cast<int>(b.local(to))),
-                                         b.config->plan, bytes));
+      j.flows + network_->start_transfer(
+                    r, j.epoch, kind,
+                    placement.chips(static_cast<int>(deployment_.instance(from).pool), static_cast<int>(a.local(from))),
+                    a.config->plan,
+                    placement.chips(static_cast<int>(deployment_.instance(to).pool), static_cast<int>(b.local(to))),
+                    b.config->plan, bytes));
 }
 
 void Transfers::send_embeddings(RequestId r, std::uint32_t from, std::uint32_t to) {

@@ -77,11 +77,11 @@ class Transfers {
   RunObserver& observer_;
   Agenda& agenda_;
   const models::ModelSpec& model_;
-  Duration kv_setup_;               // DisaggregationConfig::kv_setup
+  Duration kv_setup_;  // DisaggregationConfig::kv_setup
   double embedding_bytes_per_token_ = 0;
   int layers_ = 1;
-  bool streamed_ = false;           // KvTransferMode::kLayerStreamed
-  RingQueue<RequestId> awaiting_;   // prefilled, waiting for decode KV room
+  bool streamed_ = false;          // KvTransferMode::kLayerStreamed
+  RingQueue<RequestId> awaiting_;  // prefilled, waiting for decode KV room
 };
 
 }  // namespace servesim::cluster

@@ -20,9 +20,15 @@ std::string_view reject_reason_name(RejectReason r) {
 }
 
 std::string_view ttft_part_name(TtftPart p) {
-  static constexpr std::string_view kNames[] = {
-      "queueing", "encode", "embedding_transfer", "prefill", "prefill_interference",
-      "kv_transfer_exposed", "first_decode", "preemption", "other"};
+  static constexpr std::string_view kNames[] = {"queueing",
+                                                "encode",
+                                                "embedding_transfer",
+                                                "prefill",
+                                                "prefill_interference",
+                                                "kv_transfer_exposed",
+                                                "first_decode",
+                                                "preemption",
+                                                "other"};
   return kNames[static_cast<std::size_t>(p)];
 }
 
@@ -53,8 +59,8 @@ void RunMetrics::expect_requests(std::int64_t n) {
   if (n > 0) requests_.reserve(static_cast<std::size_t>(n));
 }
 
-void RunMetrics::request_arrived(RequestId id, SimTime t, std::int64_t prompt_tokens,
-                                 std::int64_t output_tokens, std::uint16_t class_id) {
+void RunMetrics::request_arrived(RequestId id, SimTime t, std::int64_t prompt_tokens, std::int64_t output_tokens,
+                                 std::uint16_t class_id) {
   SERVESIM_CHECK(id.index() == requests_.size());
   SERVESIM_CHECK(class_id == 0 || class_id < classes_.size());
   RequestRecord r;
@@ -112,9 +118,7 @@ void RunMetrics::inter_token_gaps(std::span<const SimTime> ends, std::int64_t co
   for (std::size_t k = 1; k < ends.size(); ++k) RunMetrics::inter_token_gap(ends[k] - ends[k - 1], count);
 }
 
-void RunMetrics::iteration(PoolId pool, const std::int64_t* component_ps) {
-  iterations(pool, component_ps, 1);
-}
+void RunMetrics::iteration(PoolId pool, const std::int64_t* component_ps) { iterations(pool, component_ps, 1); }
 
 void RunMetrics::iterations(PoolId pool, const std::int64_t* component_ps, std::int64_t steps) {
   PoolTotals& p = pools_[pool.index()];
@@ -136,13 +140,12 @@ void RunMetrics::ttft_parts(RequestId id, const std::int64_t* ps) {
   ++ttft_requests_;
 }
 
-void RunMetrics::decode_iteration(PoolId pool, const std::int64_t* component_ps,
-                                  std::int64_t tokens) {
+void RunMetrics::decode_iteration(PoolId pool, const std::int64_t* component_ps, std::int64_t tokens) {
   decode_iterations(pool, component_ps, tokens, 1);
 }
 
-void RunMetrics::decode_iterations(PoolId pool, const std::int64_t* component_ps,
-                                   std::int64_t tokens, std::int64_t steps) {
+void RunMetrics::decode_iterations(PoolId pool, const std::int64_t* component_ps, std::int64_t tokens,
+                                   std::int64_t steps) {
   // Sum over the steps of tokens x their component times = tokens x the summed times, exactly.
   PoolTotals& p = pools_[pool.index()];
   // Most components of a step are zero (a dense model has no experts, swap, CP ...): skipping
@@ -154,8 +157,7 @@ void RunMetrics::decode_iterations(PoolId pool, const std::int64_t* component_ps
   p.decode_tokens += static_cast<double>(tokens * steps);
 }
 
-void RunMetrics::kv_transfer(PoolId pool, double bytes, Duration total, Duration exposed,
-                             Duration ttft) {
+void RunMetrics::kv_transfer(PoolId pool, double bytes, Duration total, Duration exposed, Duration ttft) {
   PoolTotals& p = pools_[pool.index()];
   ++p.transfers;
   p.transfer_bytes += bytes;

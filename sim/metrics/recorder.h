@@ -62,10 +62,10 @@ std::string_view ttft_part_name(TtftPart p);
 
 // Which fabric tier a group kind of a pool's instances crosses (pools[].groups).
 struct GroupTier {
-  std::string group;         // tp, dp, ep, cp, pp
+  std::string group;  // tp, dp, ep, cp, pp
   int ranks = 1;
   bool leaves_domain = false;
-  std::string tier;          // "scale_up" plane name or "scale_out"
+  std::string tier;  // "scale_up" plane name or "scale_out"
   int domain_chips = 0;
 };
 
@@ -104,10 +104,10 @@ struct PoolInfo {
   std::string name;
   std::string role;
   int instances = 0;
-  int chips = 0;             // in all
-  int stages = 1;            // pipeline stages per instance: each is busy or idle on its own
+  int chips = 0;                        // in all
+  int stages = 1;                       // pipeline stages per instance: each is busy or idle on its own
   std::vector<std::string> components;  // names of the time components, in index order
-  std::int64_t kv_blocks = 0;  // KV-cache blocks of the whole pool (for occupancy over time)
+  std::int64_t kv_blocks = 0;           // KV-cache blocks of the whole pool (for occupancy over time)
   // The parallel plan {tp, pp, dp, ep, moe_tp, cp} and the tiers its groups cross.
   std::array<int, 6> plan{1, 1, 1, 1, 1, 1};
   std::vector<GroupTier> groups{};
@@ -115,10 +115,10 @@ struct PoolInfo {
 
 // A pool's prefix caches, summed over its lanes at the end of a run (sim/cluster/prefix_cache.h).
 struct PrefixCacheCounts {
-  std::int64_t lookups = 0;          // admissions of requests with a prefix
-  std::int64_t hits = 0;             // of those, with at least one cached segment
-  std::int64_t lookup_tokens = 0;    // their prompt tokens (prefill targets)
-  std::int64_t hit_tokens = 0;       // of those, found cached (not prefilled)
+  std::int64_t lookups = 0;        // admissions of requests with a prefix
+  std::int64_t hits = 0;           // of those, with at least one cached segment
+  std::int64_t lookup_tokens = 0;  // their prompt tokens (prefill targets)
+  std::int64_t hit_tokens = 0;     // of those, found cached (not prefilled)
   std::int64_t inserted_blocks = 0;
   std::int64_t evicted_blocks = 0;
   std::int64_t capacity_blocks = 0;  // over all lanes
@@ -141,8 +141,8 @@ class Recorder {
   virtual void add_class(ClassInfo info) = 0;
   // How many requests the run expects (a capacity hint; 0 when unknown).
   virtual void expect_requests(std::int64_t n) = 0;
-  virtual void request_arrived(RequestId id, SimTime t, std::int64_t prompt_tokens,
-                               std::int64_t output_tokens, std::uint16_t class_id = 0) = 0;
+  virtual void request_arrived(RequestId id, SimTime t, std::int64_t prompt_tokens, std::int64_t output_tokens,
+                               std::uint16_t class_id = 0) = 0;
   virtual void request_routed(RequestId id, PoolId pool, InstanceId instance) = 0;
   virtual void request_rejected(RequestId id, SimTime t, RejectReason reason) = 0;
   virtual void first_token(RequestId id, SimTime t) = 0;
@@ -188,8 +188,8 @@ class RunMetrics final : public Recorder {
   PoolId add_pool(PoolInfo info) override;
   void add_class(ClassInfo info) override;
   void expect_requests(std::int64_t n) override;
-  void request_arrived(RequestId id, SimTime t, std::int64_t prompt_tokens,
-                       std::int64_t output_tokens, std::uint16_t class_id = 0) override;
+  void request_arrived(RequestId id, SimTime t, std::int64_t prompt_tokens, std::int64_t output_tokens,
+                       std::uint16_t class_id = 0) override;
   void request_routed(RequestId id, PoolId pool, InstanceId instance) override;
   void request_rejected(RequestId id, SimTime t, RejectReason reason) override;
   void first_token(RequestId id, SimTime t) override;

@@ -18,15 +18,9 @@ void account(const RequestRecord& r, const SloTargets& slo, Samples& s) {
   ++s.arrived;
   if (r.first_token != SimTime::never()) s.ttft.push_back((r.first_token - r.arrival).to_ms());
   switch (r.status) {
-    case RequestStatus::kInFlight:
-      ++s.in_flight;
-      return;
-    case RequestStatus::kRejected:
-      ++s.rejected;
-      return;
-    case RequestStatus::kCompleted:
-      ++s.completed;
-      break;
+    case RequestStatus::kInFlight: ++s.in_flight; return;
+    case RequestStatus::kRejected: ++s.rejected; return;
+    case RequestStatus::kCompleted: ++s.completed; break;
   }
   const Duration e2e_d = r.completion - r.arrival;
   const Duration ttft_d = r.first_token - r.arrival;
@@ -131,8 +125,7 @@ Summary summarize(const RunMetrics& m, SimTime end, const SloTargets& slo) {
     ps.instances = p.info.instances;
     ps.chips = p.info.chips;
     chips += p.info.chips;
-    const double capacity_ps =
-        static_cast<double>(p.info.instances) * p.info.stages * static_cast<double>(end.ps());
+    const double capacity_ps = static_cast<double>(p.info.instances) * p.info.stages * static_cast<double>(end.ps());
     std::int64_t busy = 0;
     for (std::size_t i = 0; i < p.component_ps.size(); ++i) {
       busy += p.component_ps[i];
@@ -161,9 +154,8 @@ Summary summarize(const RunMetrics& m, SimTime end, const SloTargets& slo) {
       pc.counts = *p.prefix_cache;
       const PrefixCacheCounts& c = pc.counts;
       pc.hit_rate = c.lookups > 0 ? static_cast<double>(c.hits) / static_cast<double>(c.lookups) : 0;
-      pc.hit_token_fraction = c.lookup_tokens > 0 ? static_cast<double>(c.hit_tokens) /
-                                                        static_cast<double>(c.lookup_tokens)
-                                                  : 0;
+      pc.hit_token_fraction =
+          c.lookup_tokens > 0 ? static_cast<double>(c.hit_tokens) / static_cast<double>(c.lookup_tokens) : 0;
       ps.prefix_cache = pc;
     }
     s.pools.push_back(std::move(ps));
@@ -187,9 +179,12 @@ Summary summarize(const RunMetrics& m, SimTime end, const SloTargets& slo) {
         const auto v = static_cast<double>(p.decode_weighted_ps[i]);
         if (v <= 0) continue;
         total += v;
-        auto it = std::find_if(parts.begin(), parts.end(),
-                               [&](const auto& x) { return x.first == p.info.components[i]; });
-        if (it == parts.end()) parts.emplace_back(p.info.components[i], v); else it->second += v;
+        auto it =
+            std::find_if(parts.begin(), parts.end(), [&](const auto& x) { return x.first == p.info.components[i]; });
+        if (it == parts.end())
+          parts.emplace_back(p.info.components[i], v);
+        else
+          it->second += v;
       }
     }
     if (total > 0 && s.tpot_ms.count > 0) {

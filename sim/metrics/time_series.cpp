@@ -44,8 +44,8 @@ std::size_t TimeSeries::bucket_of(SimTime t) {
   return static_cast<std::size_t>(t.ps() / width_ps_);
 }
 
-void TimeSeries::integrate(std::array<double, kMaxBuckets>& integral, std::int64_t from_ps,
-                           std::int64_t to_ps, double value) {
+void TimeSeries::integrate(std::array<double, kMaxBuckets>& integral, std::int64_t from_ps, std::int64_t to_ps,
+                           double value) {
   if (value == 0 || to_ps <= from_ps) return;
   // The caller has widened the buckets so that to_ps - 1 is covered.
   auto b = static_cast<std::size_t>(from_ps / width_ps_);
@@ -57,8 +57,8 @@ void TimeSeries::integrate(std::array<double, kMaxBuckets>& integral, std::int64
   }
 }
 
-void TimeSeries::gauges_changed(PoolId pool, SimTime t, std::int64_t d_waiting,
-                                std::int64_t d_running, std::int64_t d_kv_blocks) {
+void TimeSeries::gauges_changed(PoolId pool, SimTime t, std::int64_t d_waiting, std::int64_t d_running,
+                                std::int64_t d_kv_blocks) {
   if (d_waiting == 0 && d_running == 0 && d_kv_blocks == 0) return;
   PoolSeries& p = pools_[pool.index()];
   SERVESIM_CHECK_MSG(t.ps() >= p.last_ps, "a time series went back in time");

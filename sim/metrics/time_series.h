@@ -47,8 +47,7 @@ class TimeSeries {
     count(t, pools_[pool.index()].counters[kOutputTokens], n);
   }
   // The pool's waiting and running requests and KV blocks in use changed by these amounts at t.
-  void gauges_changed(PoolId pool, SimTime t, std::int64_t d_waiting, std::int64_t d_running,
-                      std::int64_t d_kv_blocks);
+  void gauges_changed(PoolId pool, SimTime t, std::int64_t d_waiting, std::int64_t d_running, std::int64_t d_kv_blocks);
   // `bytes` crossed link `link` at an even rate over [from, to].
   void link_bytes(std::uint32_t link, SimTime from, SimTime to, double bytes);
 
@@ -61,8 +60,8 @@ class TimeSeries {
     std::int64_t kv_blocks = 0;  // KV blocks of the whole pool, for occupancy
     std::array<std::array<std::int64_t, kMaxBuckets>, kPoolCounters> counters{};
     std::array<std::array<double, kMaxBuckets>, kGauges> integrals{};  // gauge x ps
-    std::array<std::int64_t, kGauges> value{};                          // current gauge values
-    std::int64_t last_ps = 0;                                           // of the last change
+    std::array<std::int64_t, kGauges> value{};                         // current gauge values
+    std::int64_t last_ps = 0;                                          // of the last change
   };
   struct LinkSeries {
     std::string name;
@@ -85,12 +84,9 @@ class TimeSeries {
  private:
   // Doubles the width until t falls inside the covered span; returns t's bucket.
   std::size_t bucket_of(SimTime t);
-  void count(SimTime t, std::array<std::int64_t, kMaxBuckets>& series, std::int64_t n) {
-    series[bucket_of(t)] += n;
-  }
+  void count(SimTime t, std::array<std::int64_t, kMaxBuckets>& series, std::int64_t n) { series[bucket_of(t)] += n; }
   // Adds value x (to - from) to `integral`, split over the buckets [from, to) spans.
-  void integrate(std::array<double, kMaxBuckets>& integral, std::int64_t from_ps, std::int64_t to_ps,
-                 double value);
+  void integrate(std::array<double, kMaxBuckets>& integral, std::int64_t from_ps, std::int64_t to_ps, double value);
   void widen();
 
   std::int64_t width_ps_ = kInitialWidthPs;

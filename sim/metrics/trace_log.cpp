@@ -17,12 +17,12 @@ std::string_view trace_kind_name(TraceKind k) {
 }
 
 const std::array<std::string_view, 4>& trace_arg_names(TraceKind k) {
-  static const std::array<std::string_view, 4> kIteration = {"decodes", "prefill_chunks",
-                                                             "prefill_tokens", "preemptions"};
+  static const std::array<std::string_view, 4> kIteration = {"decodes", "prefill_chunks", "prefill_tokens",
+                                                             "preemptions"};
   static const std::array<std::string_view, 4> kTransfer = {"request", "bytes", "exposed_ns", ""};
   static const std::array<std::string_view, 4> kFailure = {"requests", "lost", "", ""};
   static const std::array<std::string_view, 4> kNone = {"", "", "", ""};
-  return k == TraceKind::kIteration ? kIteration
+  return k == TraceKind::kIteration  ? kIteration
          : k == TraceKind::kTransfer ? kTransfer
          : k == TraceKind::kFailure  ? kFailure
                                      : kNone;

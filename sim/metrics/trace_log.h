@@ -49,8 +49,8 @@ struct TraceSpan {
 };
 
 struct TraceOptions {
-  std::int64_t limit = 200'000;        // spans kept
-  std::optional<SimTime> from, to;     // keep spans that start in [from, to]
+  std::int64_t limit = 200'000;     // spans kept
+  std::optional<SimTime> from, to;  // keep spans that start in [from, to]
 };
 
 class TraceLog {

@@ -67,9 +67,9 @@ std::optional<RateCurveConfig> read_curve(MapReader& parent, bool& ok) {
       m.missing("steps", "a list like [{at: 0 s, factor: 1}, {at: 1 h, factor: 2.5}]");
       good = false;
     } else if (!sf->node.IsSequence() || sf->node.size() == 0) {
-      m.doc().error(sf->mark, sf->path, "expected a non-empty list of {at, factor} steps, got " +
-                                            (sf->node.IsSequence() ? std::string("an empty list")
-                                                                   : describe(sf->node)));
+      m.doc().error(sf->mark, sf->path,
+                    "expected a non-empty list of {at, factor} steps, got " +
+                        (sf->node.IsSequence() ? std::string("an empty list") : describe(sf->node)));
       good = false;
     } else {
       Json& list = m.echo()["steps"];
@@ -125,8 +125,10 @@ std::optional<RateCurveConfig> read_curve(MapReader& parent, bool& ok) {
 std::optional<workloads::ClosedLoopArrivals> read_closed_loop(MapReader& a) {
   workloads::ClosedLoopArrivals c;
   bool ok = true;
-  if (auto r = a.integer("clients", 1, 10'000'000, std::nullopt)) c.clients = static_cast<int>(*r);
-  else ok = false;
+  if (auto r = a.integer("clients", 1, 10'000'000, std::nullopt))
+    c.clients = static_cast<int>(*r);
+  else
+    ok = false;
   if (auto r = a.duration("think_time", Duration::zero(), kMaxDuration, Duration::zero())) {
     c.think_time = *r;
   } else {
@@ -138,8 +140,8 @@ std::optional<workloads::ClosedLoopArrivals> read_closed_loop(MapReader& a) {
     ok = false;
   }
   auto sf = a.find("start");
-  MapReader s(a.doc(), sf ? sf->node : YAML::Node(), sf ? sf->mark : a.mark(),
-              child_path(a.path(), "start"), a.echo()["start"]);
+  MapReader s(a.doc(), sf ? sf->node : YAML::Node(), sf ? sf->mark : a.mark(), child_path(a.path(), "start"),
+              a.echo()["start"]);
   const auto mode = s.choice("mode", {"staggered", "together", "ramp", "jitter"}, "staggered");
   if (mode == "ramp" || mode == "jitter") {
     if (auto r = s.duration("over", Duration::picoseconds(1), kMaxDuration, std::nullopt)) {
@@ -156,11 +158,16 @@ std::optional<workloads::ClosedLoopArrivals> read_closed_loop(MapReader& a) {
     s.echo()["over"] = nullptr;
   }
   s.finish();
-  if (!mode || !s.valid()) ok = false;
-  else if (*mode == "staggered") c.start = workloads::StartMode::kStaggered;
-  else if (*mode == "together") c.start = workloads::StartMode::kTogether;
-  else if (*mode == "ramp") c.start = workloads::StartMode::kRamp;
-  else c.start = workloads::StartMode::kJitter;
+  if (!mode || !s.valid())
+    ok = false;
+  else if (*mode == "staggered")
+    c.start = workloads::StartMode::kStaggered;
+  else if (*mode == "together")
+    c.start = workloads::StartMode::kTogether;
+  else if (*mode == "ramp")
+    c.start = workloads::StartMode::kRamp;
+  else
+    c.start = workloads::StartMode::kJitter;
   if (!ok) return std::nullopt;
   return c;
 }
@@ -177,17 +184,28 @@ std::optional<workloads::TraceReplay> read_replay(MapReader& a, const std::strin
     ok = false;
   }
   const auto format = a.choice("format", {"auto", "azure", "splitwise", "burstgpt", "mooncake"}, "auto");
-  if (!format) ok = false;
-  else if (*format == "azure") t.format = workloads::TraceFormat::kAzure;
-  else if (*format == "splitwise") t.format = workloads::TraceFormat::kSplitwise;
-  else if (*format == "burstgpt") t.format = workloads::TraceFormat::kBurstGpt;
-  else if (*format == "mooncake") t.format = workloads::TraceFormat::kMooncake;
-  if (auto r = a.number("time_scale", 0, 1e6, true, 1.0)) t.time_scale = *r; else ok = false;
-  if (auto r = a.number("rate_scale", 0, 1e6, true, 1.0)) t.rate_scale = *r; else ok = false;
+  if (!format)
+    ok = false;
+  else if (*format == "azure")
+    t.format = workloads::TraceFormat::kAzure;
+  else if (*format == "splitwise")
+    t.format = workloads::TraceFormat::kSplitwise;
+  else if (*format == "burstgpt")
+    t.format = workloads::TraceFormat::kBurstGpt;
+  else if (*format == "mooncake")
+    t.format = workloads::TraceFormat::kMooncake;
+  if (auto r = a.number("time_scale", 0, 1e6, true, 1.0))
+    t.time_scale = *r;
+  else
+    ok = false;
+  if (auto r = a.number("rate_scale", 0, 1e6, true, 1.0))
+    t.rate_scale = *r;
+  else
+    ok = false;
   {
     auto wf = a.find("window");
-    MapReader w(a.doc(), wf ? wf->node : YAML::Node(), wf ? wf->mark : a.mark(),
-                child_path(a.path(), "window"), a.echo()["window"]);
+    MapReader w(a.doc(), wf ? wf->node : YAML::Node(), wf ? wf->mark : a.mark(), child_path(a.path(), "window"),
+                a.echo()["window"]);
     if (auto r = w.duration("start", Duration::zero(), kMaxDuration, Duration::zero())) {
       t.window_start = *r;
     } else {
@@ -206,11 +224,22 @@ std::optional<workloads::TraceReplay> read_replay(MapReader& a, const std::strin
     w.finish();
     ok = ok && w.valid();
   }
-  if (auto r = a.integer("loop", 0, 1'000'000'000, 1)) t.loops = *r; else ok = false;
-  if (auto r = a.choice("loop_prefixes", {"fresh", "shared"}, "fresh")) t.fresh_prefixes = *r == "fresh";
-  else ok = false;
-  if (auto r = a.boolean("skip_bad_rows", false)) t.skip_bad_rows = *r; else ok = false;
-  if (auto r = a.integer("block_tokens", 1, 1 << 20, 512)) t.block_tokens = *r; else ok = false;
+  if (auto r = a.integer("loop", 0, 1'000'000'000, 1))
+    t.loops = *r;
+  else
+    ok = false;
+  if (auto r = a.choice("loop_prefixes", {"fresh", "shared"}, "fresh"))
+    t.fresh_prefixes = *r == "fresh";
+  else
+    ok = false;
+  if (auto r = a.boolean("skip_bad_rows", false))
+    t.skip_bad_rows = *r;
+  else
+    ok = false;
+  if (auto r = a.integer("block_tokens", 1, 1 << 20, 512))
+    t.block_tokens = *r;
+  else
+    ok = false;
   if (auto r = a.integer("max_total_tokens", 0, kMaxTokens, 0)) {
     if (*r == 1) {
       error_at(a, "max_total_tokens", "must be 0 (no cap) or at least 2 (one prompt and one output token)");
@@ -252,8 +281,10 @@ std::optional<workloads::ArrivalConfig> read_arrivals(MapReader& cls, const std:
     if (process == "gamma") cv = a.number("cv", 0, 20, true, std::nullopt);
     const auto curve = read_curve(a, ok);
     if (rate && cv && ok) {
-      if (process == "poisson") out = workloads::PoissonArrivals{Frequency{*rate}, curve};
-      else out = workloads::GammaArrivals{Frequency{*rate}, *cv, curve};
+      if (process == "poisson")
+        out = workloads::PoissonArrivals{Frequency{*rate}, curve};
+      else
+        out = workloads::GammaArrivals{Frequency{*rate}, *cv, curve};
     }
   } else if (process == "closed_loop") {
     if (auto c = read_closed_loop(a)) out = *c;

@@ -18,8 +18,7 @@ Field where(const ClusterMarks& marks, const std::string& key) {
   for (const auto& [k, f] : marks.keys) {
     if (k == key) return f;
   }
-  return Field{YAML::Node(), marks.section.mark,
-               marks.section.path + (key.empty() ? "" : "." + key)};
+  return Field{YAML::Node(), marks.section.mark, marks.section.path + (key.empty() ? "" : "." + key)};
 }
 
 // `mapping_key: {...}` below `m`, read by `body`; an absent key reads as an empty mapping.
@@ -43,38 +42,56 @@ bool read_scale_up(MapReader& u, ClusterSpec& spec, ClusterMarks& marks) {
     ok = false;
   }
   remember(marks, u, "scale_up.", "domain_chips");
-  if (auto r = u.integer("domain_chips", 1, 100'000, s.domain_chips)) s.domain_chips = static_cast<int>(*r); else ok = false;
+  if (auto r = u.integer("domain_chips", 1, 100'000, s.domain_chips))
+    s.domain_chips = static_cast<int>(*r);
+  else
+    ok = false;
   remember(marks, u, "scale_up.", "bandwidth");
   if (auto r = u.quantity("bandwidth", Dimension::kBandwidth, 0, kInf, false, s.chip_bandwidth.bytes_per_s)) {
     s.chip_bandwidth = Bandwidth{*r};
   } else {
     ok = false;
   }
-  if (auto r = u.duration("hop_latency", Duration::zero(), Duration::seconds(1), s.hop_latency)) s.hop_latency = *r;
-  else ok = false;
+  if (auto r = u.duration("hop_latency", Duration::zero(), Duration::seconds(1), s.hop_latency))
+    s.hop_latency = *r;
+  else
+    ok = false;
   return ok;
 }
 
 bool read_scale_out(MapReader& o, ClusterSpec& spec, ClusterMarks& marks) {
   bool ok = true;
   auto& s = spec.scale_out;
-  if (auto r = o.choice("kind", {"fat_tree", "none"}, s.present ? "fat_tree" : "none")) s.present = *r == "fat_tree";
-  else ok = false;
+  if (auto r = o.choice("kind", {"fat_tree", "none"}, s.present ? "fat_tree" : "none"))
+    s.present = *r == "fat_tree";
+  else
+    ok = false;
   auto integer = [&](std::string_view key, std::int64_t lo, std::int64_t hi, int& out) {
     remember(marks, o, "scale_out.", key);
-    if (auto r = o.integer(key, lo, hi, out)) out = static_cast<int>(*r); else ok = false;
+    if (auto r = o.integer(key, lo, hi, out))
+      out = static_cast<int>(*r);
+    else
+      ok = false;
   };
   auto bandwidth = [&](std::string_view key, Bandwidth& out) {
     remember(marks, o, "scale_out.", key);
-    if (auto r = o.quantity(key, Dimension::kBandwidth, 0, kInf, false, out.bytes_per_s)) out = Bandwidth{*r};
-    else ok = false;
+    if (auto r = o.quantity(key, Dimension::kBandwidth, 0, kInf, false, out.bytes_per_s))
+      out = Bandwidth{*r};
+    else
+      ok = false;
   };
   auto ratio = [&](std::string_view key, double& out) {
     remember(marks, o, "scale_out.", key);
-    if (auto r = o.number(key, 1, 1024, false, out)) out = *r; else ok = false;
+    if (auto r = o.number(key, 1, 1024, false, out))
+      out = *r;
+    else
+      ok = false;
   };
   integer("tiers", 1, 3, s.tiers);
-  if (auto r = o.boolean("rail_optimized", s.rail_optimized)) s.rail_optimized = *r; else ok = false;
+  if (auto r = o.boolean("rail_optimized", s.rail_optimized))
+    s.rail_optimized = *r;
+  else
+    ok = false;
   integer("chips_per_nic", 1, 1024, s.chips_per_nic);
   bandwidth("nic_bandwidth", s.nic_bandwidth);
   bandwidth("pcie_bandwidth", s.pcie_bandwidth);
@@ -83,8 +100,10 @@ bool read_scale_out(MapReader& o, ClusterSpec& spec, ClusterMarks& marks) {
   integer("leaves_per_pod", 1, 100'000, s.leaves_per_pod);
   ratio("spine_oversubscription", s.spine_oversubscription);
   bandwidth("link_bandwidth", s.link_bandwidth);
-  if (auto r = o.duration("hop_latency", Duration::zero(), Duration::seconds(1), s.hop_latency)) s.hop_latency = *r;
-  else ok = false;
+  if (auto r = o.duration("hop_latency", Duration::zero(), Duration::seconds(1), s.hop_latency))
+    s.hop_latency = *r;
+  else
+    ok = false;
   integer("radix", 0, 100'000, s.radix);
   if (auto r = o.choice("routing", {"adaptive", "ecmp"},
                         s.routing == topologies::Routing::kAdaptive ? "adaptive" : "ecmp")) {
@@ -127,15 +146,18 @@ bool read_faults(MapReader& faults, topologies::FaultSpec& out, ClusterMarks& ma
       marks.events.push_back(Field{item, item.Mark(), e.path()});
       topologies::ScheduledFault s;
       bool good = e.valid();
-      if (auto r = e.duration("at", Duration::zero(), kMaxDuration, std::nullopt)) s.at = SimTime::zero() + *r;
-      else good = false;
+      if (auto r = e.duration("at", Duration::zero(), kMaxDuration, std::nullopt))
+        s.at = SimTime::zero() + *r;
+      else
+        good = false;
       // fail: {chip | node | link | switch: INDEX}, exactly one.
       if (auto ff = e.find("fail")) {
         MapReader t(faults.doc(), ff->node, ff->mark, ff->path, echo["fail"]);
         int given = 0;
         for (auto k : kinds) given += t.has(k) ? 1 : 0;
         if (t.valid() && given != 1) {
-          faults.doc().error(t.mark(), t.path(), "name exactly one component: {chip: N}, {node: N}, {link: N} or {switch: N}");
+          faults.doc().error(t.mark(), t.path(),
+                             "name exactly one component: {chip: N}, {node: N}, {link: N} or {switch: N}");
           good = false;
           t.ignore_unknown_keys();
         }
@@ -158,13 +180,18 @@ bool read_faults(MapReader& faults, topologies::FaultSpec& out, ClusterMarks& ma
       }
       const auto rf = e.find("recover");
       if (rf && !rf->node.IsNull()) {
-        if (auto r = e.duration("recover", Duration::zero(), kMaxDuration, std::nullopt)) s.recover_at = SimTime::zero() + *r;
-        else good = false;
+        if (auto r = e.duration("recover", Duration::zero(), kMaxDuration, std::nullopt))
+          s.recover_at = SimTime::zero() + *r;
+        else
+          good = false;
       } else {
         echo["recover"] = nullptr;
       }
       e.finish();
-      if (good) out.scheduled.push_back(s); else ok = false;
+      if (good)
+        out.scheduled.push_back(s);
+      else
+        ok = false;
     }
   }
   if (auto random = list("random")) {
@@ -175,19 +202,29 @@ bool read_faults(MapReader& faults, topologies::FaultSpec& out, ClusterMarks& ma
       marks.random.push_back(Field{item, item.Mark(), r.path()});
       topologies::RandomFaults rf;
       bool good = r.valid();
-      if (auto k = r.choice("kind", kinds, std::nullopt)) rf.kind = *fault_kind(*k); else good = false;
+      if (auto k = r.choice("kind", kinds, std::nullopt))
+        rf.kind = *fault_kind(*k);
+      else
+        good = false;
       // A mean time between failures per component: hours to years, so a quantity, not a Duration.
-      if (auto v = r.quantity("mtbf", Dimension::kDuration, 0, kInf, false, std::nullopt)) rf.mtbf_s = *v;
-      else good = false;
+      if (auto v = r.quantity("mtbf", Dimension::kDuration, 0, kInf, false, std::nullopt))
+        rf.mtbf_s = *v;
+      else
+        good = false;
       const auto mf = r.find("mttr");
       if (mf && !mf->node.IsNull()) {
-        if (auto v = r.quantity("mttr", Dimension::kDuration, 0, kInf, false, std::nullopt)) rf.mttr_s = *v;
-        else good = false;
+        if (auto v = r.quantity("mttr", Dimension::kDuration, 0, kInf, false, std::nullopt))
+          rf.mttr_s = *v;
+        else
+          good = false;
       } else {
         echo["mttr"] = nullptr;
       }
       r.finish();
-      if (good) out.random.push_back(rf); else ok = false;
+      if (good)
+        out.random.push_back(rf);
+      else
+        ok = false;
     }
   }
   return ok;
@@ -264,16 +301,24 @@ std::optional<ClusterRead> read_cluster(MapReader& top, ClusterMarks& marks) {
   marks.chips = field_or(m, "chips");
   out.chips_given = m.has("chips");
   if (out.chips_given) {
-    if (auto r = m.integer("chips", 1, 10'000'000, std::nullopt)) s.chips = static_cast<int>(*r); else ok = false;
+    if (auto r = m.integer("chips", 1, 10'000'000, std::nullopt))
+      s.chips = static_cast<int>(*r);
+    else
+      ok = false;
   } else {
     m.find("chips");
     m.echo()["chips"] = nullptr;  // sized for the deployment by place_on_cluster
   }
   remember(marks, m, "", "node_chips");
-  if (auto r = m.integer("node_chips", 1, 1024, s.node_chips)) s.node_chips = static_cast<int>(*r); else ok = false;
+  if (auto r = m.integer("node_chips", 1, 1024, s.node_chips))
+    s.node_chips = static_cast<int>(*r);
+  else
+    ok = false;
   remember(marks, m, "", "nodes_per_rack");
-  if (auto r = m.integer("nodes_per_rack", 1, 100'000, s.nodes_per_rack)) s.nodes_per_rack = static_cast<int>(*r);
-  else ok = false;
+  if (auto r = m.integer("nodes_per_rack", 1, 100'000, s.nodes_per_rack))
+    s.nodes_per_rack = static_cast<int>(*r);
+  else
+    ok = false;
   if (auto r = m.choice("failure_domain", {"node", "rack", "scale_up_domain"},
                         std::string(topologies::failure_domain_name(s.failure_domain)))) {
     s.failure_domain = *r == "node"   ? topologies::FailureDomainLevel::kNode
@@ -294,15 +339,15 @@ void read_placement(MapReader& pool, cluster::PoolConfig& p, PoolMarks& marks) {
   auto f = pool.find("placement");
   marks.placement_given = f.has_value() && !f->node.IsNull();
   marks.placement = f ? *f : Field{YAML::Node(), pool.mark(), child_path(pool.path(), "placement")};
-  MapReader m(pool.doc(), f ? f->node : YAML::Node(), f ? f->mark : pool.mark(),
-              child_path(pool.path(), "placement"), pool.echo()["placement"]);
+  MapReader m(pool.doc(), f ? f->node : YAML::Node(), f ? f->mark : pool.mark(), child_path(pool.path(), "placement"),
+              pool.echo()["placement"]);
   bool ok = m.valid();
   p.placement.name = p.name;
   static const std::vector<std::string_view> policies = {"pack", "rail_aligned", "spread", "explicit"};
   const auto policy = m.choice("policy", policies, "pack");
   if (policy) {
-    p.placement.policy = static_cast<topologies::PlacementPolicy>(
-        std::find(policies.begin(), policies.end(), *policy) - policies.begin());
+    p.placement.policy = static_cast<topologies::PlacementPolicy>(std::find(policies.begin(), policies.end(), *policy) -
+                                                                  policies.begin());
   } else {
     ok = false;
   }
@@ -336,8 +381,8 @@ void read_placement(MapReader& pool, cluster::PoolConfig& p, PoolMarks& marks) {
           const YAML::Node c = item[k];
           std::int64_t v = -1;
           const std::string text = c.IsScalar() ? c.Scalar() : "";
-          const bool number = !text.empty() && text.find_first_not_of("0123456789") == std::string::npos &&
-                              text.size() < 10;
+          const bool number =
+              !text.empty() && text.find_first_not_of("0123456789") == std::string::npos && text.size() < 10;
           if (number) v = std::stoll(text);
           if (!number || v >= 100'000'000) {
             m.doc().error(c.Mark(), index_path(path, k), "expected a chip number (0 or more), got " + describe(c));
@@ -352,8 +397,8 @@ void read_placement(MapReader& pool, cluster::PoolConfig& p, PoolMarks& marks) {
       }
     }
   } else if (cf) {
-    m.doc().error(cf->mark, cf->path, "chip lists go with policy: explicit (this pool's policy is " +
-                                          policy.value_or("unknown") + ")");
+    m.doc().error(cf->mark, cf->path,
+                  "chip lists go with policy: explicit (this pool's policy is " + policy.value_or("unknown") + ")");
     ok = false;
   }
   m.finish();
@@ -412,9 +457,10 @@ void place_on_cluster(Document& doc, const std::vector<cluster::PoolConfig>& poo
   for (const auto& problem : topologies::validate_faults(*fabric, r.faults)) {
     const Field& f = problem.scheduled >= 0 ? marks.events[static_cast<std::size_t>(problem.scheduled)]
                                             : marks.random[static_cast<std::size_t>(problem.random)];
-    doc.error(f.mark, f.path, problem.message +
-                                  (r.chips_given ? "" : " (the cluster was sized for the deployment: set "
-                                                        "cluster.chips for a bigger one)"));
+    doc.error(f.mark, f.path,
+              problem.message + (r.chips_given ? ""
+                                               : " (the cluster was sized for the deployment: set "
+                                                 "cluster.chips for a bigger one)"));
     ok = false;
   }
   std::vector<topologies::PoolPlacementSpec> specs;
@@ -446,8 +492,9 @@ void place_on_cluster(Document& doc, const std::vector<cluster::PoolConfig>& poo
     if (p.chip.scale_up_domain != spec.scale_up.domain_chips) {
       doc.warn(pools[i]->chip.mark, pools[i]->chip.path,
                "the chip's scale-up domain (" + std::to_string(p.chip.scale_up_domain) +
-                   " chips) differs from the cluster's (" + std::to_string(spec.scale_up.domain_chips) +
-                   " in " + spec.name + "): iteration costs still use the chip's links until the serving "
+                   " chips) differs from the cluster's (" + std::to_string(spec.scale_up.domain_chips) + " in " +
+                   spec.name +
+                   "): iteration costs still use the chip's links until the serving "
                    "model prices communication on the cluster graph");
     }
   }

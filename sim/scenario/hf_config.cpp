@@ -105,9 +105,7 @@ class KeyLocator : public nlohmann::json_sax<json> {
     return true;
   }
   bool end_array() override { return pop(); }
-  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
-    return false;
-  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
 
  private:
   struct Level {
@@ -175,8 +173,8 @@ class ConfigReader {
     }
     const auto n = v->get<std::int64_t>();
     if (n < min || n > 100'000'000) {
-      report(key, std::string(what) + " must be between " + std::to_string(min) +
-                      " and 100,000,000, got " + std::to_string(n));
+      report(key, std::string(what) + " must be between " + std::to_string(min) + " and 100,000,000, got " +
+                      std::to_string(n));
       return std::nullopt;
     }
     return static_cast<int>(n);
@@ -238,9 +236,9 @@ class ConfigReader {
   std::size_t before_ = 0;
 };
 
-const std::vector<std::string_view> kTypes = {"llama",   "mistral", "qwen2",    "qwen3",       "qwen3_moe",
-                                              "deepseek_v3", "kimi_k2", "glm4_moe", "glm_moe_dsa",
-                                              "gpt_oss", "qwen2_5_vl"};
+const std::vector<std::string_view> kTypes = {"llama",       "mistral",     "qwen2",     "qwen3",
+                                              "qwen3_moe",   "deepseek_v3", "kimi_k2",   "glm4_moe",
+                                              "glm_moe_dsa", "gpt_oss",     "qwen2_5_vl"};
 
 // Keys that change what the model computes, by feature. A config that has one (not null, not
 // empty, not switched off) whose family's importer does not read it is refused with the reason,
@@ -253,7 +251,9 @@ struct FeatureKey {
 };
 const std::vector<FeatureKey>& feature_keys() {
   static const std::vector<FeatureKey> keys = {
-      {"sliding_window", "sliding-window attention", {"llama", "mistral", "gpt_oss", "qwen2", "qwen3", "qwen3_moe", "qwen2_5_vl"}},
+      {"sliding_window",
+       "sliding-window attention",
+       {"llama", "mistral", "gpt_oss", "qwen2", "qwen3", "qwen3_moe", "qwen2_5_vl"}},
       {"layer_types", "per-layer attention kinds", {"gpt_oss"}},
       {"num_local_experts", "routed experts (MoE)", {"gpt_oss"}},
       {"num_experts", "routed experts (MoE)", {"qwen3_moe"}},
@@ -261,7 +261,9 @@ const std::vector<FeatureKey>& feature_keys() {
       {"q_lora_rank", "multi-head latent attention (MLA)", {"deepseek_v3", "kimi_k2", "glm_moe_dsa"}},
       {"kv_lora_rank", "multi-head latent attention (MLA)", {"deepseek_v3", "kimi_k2", "glm_moe_dsa"}},
       {"index_n_heads", "sparse attention's indexer (DSA)", {"glm_moe_dsa"}},
-      {"num_nextn_predict_layers", "multi-token prediction layers (MTP)", {"deepseek_v3", "kimi_k2", "glm4_moe", "glm_moe_dsa"}},
+      {"num_nextn_predict_layers",
+       "multi-token prediction layers (MTP)",
+       {"deepseek_v3", "kimi_k2", "glm4_moe", "glm_moe_dsa"}},
       {"vision_config", "a vision encoder", {"qwen2_5_vl"}},
   };
   return keys;
@@ -287,10 +289,9 @@ void read_gqa(ConfigReader& r, models::ModelSpec& m) {
   take(r.integer("num_key_value_heads", "the KV heads", m.heads > 0 ? std::optional<int>(m.heads) : std::nullopt),
        m.kv_heads);
   // head_dim defaults to hidden / heads; when those were reported already, do not report it too.
-  const std::optional<int> derived =
-      m.hidden > 0 && m.heads > 0 ? std::optional<int>(m.hidden / m.heads)
-      : r.has("hidden_size") && r.has("num_attention_heads") ? std::optional<int>(1)
-                                                             : std::nullopt;
+  const std::optional<int> derived = m.hidden > 0 && m.heads > 0 ? std::optional<int>(m.hidden / m.heads)
+                                     : r.has("hidden_size") && r.has("num_attention_heads") ? std::optional<int>(1)
+                                                                                            : std::nullopt;
   take(r.integer("head_dim", "the per-head width", derived), m.head_dim);
   take(r.integer("vocab_size", "the vocabulary"), m.vocab);
   take(r.integer("max_position_embeddings", "the context length"), m.max_context);
@@ -309,8 +310,7 @@ void read_quantization(ConfigReader& r, models::ModelSpec& m) {
   const std::string name = method->get<std::string>();
   if (name == "fp8") {
     const auto block = q->find("weight_block_size");
-    const models::Format f = block != q->end() && block->is_array() ? models::Format::kFp8Block
-                                                                     : models::Format::kFp8;
+    const models::Format f = block != q->end() && block->is_array() ? models::Format::kFp8Block : models::Format::kFp8;
     m.formats.weights = m.formats.experts = f;
   } else if (name == "mxfp4") {
     m.formats.experts = models::Format::kMxfp4;  // gpt-oss: experts only (modules_to_not_convert)
@@ -397,9 +397,10 @@ void read_window(ConfigReader& r, models::ModelSpec& m, const std::string& t) {
   if (t == "qwen2" || t == "qwen3" || t == "qwen3_moe" || t == "qwen2_5_vl") {
     const json* use = r.find("use_sliding_window");
     if (says_something(use)) {
-      r.report("use_sliding_window", "use_sliding_window: true (a sliding window on the layers from max_window_layers "
-                                     "on) is not modelled; import the model with it off, or give model.sliding_window "
-                                     "in the scenario");
+      r.report("use_sliding_window",
+               "use_sliding_window: true (a sliding window on the layers from max_window_layers "
+               "on) is not modelled; import the model with it off, or give model.sliding_window "
+               "in the scenario");
     }
     return;
   }
@@ -416,7 +417,8 @@ void refuse_unread_features(ConfigReader& r, const std::string& t) {
     for (auto fam : f.families) readers += (readers.empty() ? "" : ", ") + std::string(fam);
     r.report(f.key, std::string(f.key) + " describes " + f.feature + ", which the " + t +
                         " importer does not read: the model would be imported without it. Use the model_type of "
-                        "its family (" + readers + ") or give the model's figures in the scenario");
+                        "its family (" +
+                        readers + ") or give the model's figures in the scenario");
   }
 }
 
@@ -431,8 +433,9 @@ std::optional<models::ModelSpec> parse_hf_config(std::string_view text, const st
   json root;
   if (const auto deep = json_too_deep_at(text)) {
     const Position p = pos.at(*deep);
-    problems.push_back(Diagnostic{file, p.line, p.column, "",
-                                  "the JSON nests deeper than " + std::to_string(kMaxJsonDepth) + " levels (limits: README.md)"});
+    problems.push_back(
+        Diagnostic{file, p.line, p.column, "",
+                   "the JSON nests deeper than " + std::to_string(kMaxJsonDepth) + " levels (limits: README.md)"});
     return std::nullopt;
   }
   try {
@@ -451,8 +454,8 @@ std::optional<models::ModelSpec> parse_hf_config(std::string_view text, const st
   std::size_t furthest = 0;
   KeyLocator locator(&furthest, &pos);
   const char* begin = text.data();
-  json::sax_parse(TrackingIterator(begin, begin, &furthest),
-                  TrackingIterator(begin + text.size(), begin, &furthest), &locator);
+  json::sax_parse(TrackingIterator(begin, begin, &furthest), TrackingIterator(begin + text.size(), begin, &furthest),
+                  &locator);
 
   ConfigReader r(root, locator.keys, file, problems);
   r.mark();
@@ -495,8 +498,8 @@ std::optional<models::ModelSpec> parse_hf_config(std::string_view text, const st
       if (auto v = r.integer("num_experts_per_tok", "experts per token")) m.moe.top_k = *v;
       if (auto v = r.integer("moe_intermediate_size", "the expert width")) m.moe.expert_intermediate = *v;
       if (auto step = r.integer("decoder_sparse_step", "the MoE layer step", 1); step && *step != 1) {
-        r.report("decoder_sparse_step", "decoder_sparse_step " + std::to_string(*step) +
-                                            " is not modelled (only every layer MoE, 1)");
+        r.report("decoder_sparse_step",
+                 "decoder_sparse_step " + std::to_string(*step) + " is not modelled (only every layer MoE, 1)");
       }
       if (const json* only = r.find("mlp_only_layers"); only && (!only->is_array() || !only->empty())) {
         r.report("mlp_only_layers", "dense layers among MoE ones (mlp_only_layers) are not modelled");
@@ -550,9 +553,12 @@ std::optional<models::ModelSpec> parse_hf_config(std::string_view text, const st
       bool ok = types->is_array();
       for (const auto& e : ok ? *types : json::array()) {
         const std::string s = e.is_string() ? e.get<std::string>() : "";
-        if (s == "sliding_attention") pattern += 'S';
-        else if (s == "full_attention") pattern += 'F';
-        else ok = false;
+        if (s == "sliding_attention")
+          pattern += 'S';
+        else if (s == "full_attention")
+          pattern += 'F';
+        else
+          ok = false;
       }
       if (!ok || static_cast<int>(pattern.size()) != m.layers) {
         r.report("layer_types", "expected one of sliding_attention / full_attention per layer");
@@ -580,8 +586,7 @@ std::optional<models::ModelSpec> parse_hf_config(std::string_view text, const st
   return m;
 }
 
-std::optional<models::ModelSpec> read_hf_config(const std::string& path,
-                                                std::vector<Diagnostic>& problems) {
+std::optional<models::ModelSpec> read_hf_config(const std::string& path, std::vector<Diagnostic>& problems) {
   std::string text;
   try {
     text = read_input_file(InputSource{path, "config.json file", ""}, kMaxJsonFileBytes);

@@ -29,16 +29,15 @@
 #include <string_view>
 #include <vector>
 
-#include "models/model_spec.h"
 #include "core/errors.h"
+#include "models/model_spec.h"
 
 namespace servesim::scenario {
 
 // Problems are appended to `problems`; nullopt when there was any.
 std::optional<models::ModelSpec> parse_hf_config(std::string_view json, const std::string& file,
                                                  std::vector<Diagnostic>& problems);
-std::optional<models::ModelSpec> read_hf_config(const std::string& path,
-                                                std::vector<Diagnostic>& problems);
+std::optional<models::ModelSpec> read_hf_config(const std::string& path, std::vector<Diagnostic>& problems);
 std::vector<std::string_view> hf_model_types();
 
 }  // namespace servesim::scenario

@@ -136,8 +136,8 @@ const char* const kTrace = "arrived_at,num_prefill_tokens,num_decode_tokens\n0.0
 
 std::vector<KeyInfo> record_exemplars() {
   KeyRecorder recorder;
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("servesim_keys_" + std::to_string(static_cast<long long>(::getpid())));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("servesim_keys_" + std::to_string(static_cast<long long>(::getpid())));
   std::filesystem::create_directories(dir);
   for (const char* name : {"trace.csv", "lengths.csv"}) std::ofstream(dir / name, std::ios::binary) << kTrace;
   LoadOptions options;

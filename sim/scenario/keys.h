@@ -11,10 +11,10 @@
 // A class's keys are listed once, as the inline class's ("workload.arrivals.rate"; in a list of
 // classes, workload.classes[N].arrivals.rate), and a length distribution's once, as DIST.<key>
 // ("DIST.median": workload.lengths.prompt.median, ...sessions.turns.median, ...), as
-// sim/scenario/README.md describes them; find_key() maps a full path to its entry. Ranges and defaults are in the key's own terms: a
-// quantity's bounds in its base unit (bytes, seconds, FLOP/s, 1/s), a default as the resolved
-// scenario echoes it ("1 GiB", 0.9, "sarathi"). A default that depends on other keys (the token
-// budget on the scheduling policy, the router on the pool's role) lists each value seen.
+// sim/scenario/README.md describes them; find_key() maps a full path to its entry. Ranges and defaults are in the key's
+// own terms: a quantity's bounds in its base unit (bytes, seconds, FLOP/s, 1/s), a default as the resolved scenario
+// echoes it ("1 GiB", 0.9, "sarathi"). A default that depends on other keys (the token budget on the scheduling policy,
+// the router on the pool's role) lists each value seen.
 #pragma once
 
 #include <optional>
@@ -29,8 +29,8 @@ struct KeyInfo {
   // value is a section or a list the loader reads in its own way; value for one read either way
   // (a preset name or a mapping).
   std::string type;
-  std::string unit;                   // quantity and duration: "duration (e.g. '1.5 us')"
-  std::optional<double> min, max;     // integer, number, quantity, duration
+  std::string unit;                // quantity and duration: "duration (e.g. '1.5 us')"
+  std::optional<double> min, max;  // integer, number, quantity, duration
   bool min_exclusive = false;
   std::vector<std::string> choices;   // choice
   std::vector<std::string> defaults;  // as echoed (JSON text), each distinct value seen

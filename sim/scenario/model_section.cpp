@@ -21,8 +21,8 @@ YAML::Node as_preset_map(const YAML::Node& node) {
 // name is reported).
 template <class Spec>
 std::optional<Spec> read_preset(MapReader& m, std::optional<Spec> (*lookup)(std::string_view),
-                                std::vector<std::string_view> names, std::string_view what,
-                                const Field& section, bool& given) {
+                                std::vector<std::string_view> names, std::string_view what, const Field& section,
+                                bool& given) {
   auto f = m.find("preset");
   given = f.has_value();
   if (!f) return std::nullopt;
@@ -31,8 +31,7 @@ std::optional<Spec> read_preset(MapReader& m, std::optional<Spec> (*lookup)(std:
     f->path = section.path;
   }
   if (!f->node.IsScalar()) {
-    m.doc().error(f->mark, f->path, "expected a " + std::string(what) + " preset name, got " +
-                                        describe(f->node));
+    m.doc().error(f->mark, f->path, "expected a " + std::string(what) + " preset name, got " + describe(f->node));
     return std::nullopt;
   }
   const std::string name = f->node.Scalar();
@@ -76,7 +75,8 @@ std::optional<models::EfficiencyCurve> read_curve(MapReader& m, std::string_view
       if (!pair || !(size > 0)) {
         m.doc().error(k.Mark(), index_path(f->path, i),
                       "expected a knot [size, efficiency] with a positive size (FLOPs or bytes per "
-                      "kernel), got " + describe(k));
+                      "kernel), got " +
+                          describe(k));
         ok = false;
         continue;
       }
@@ -105,7 +105,9 @@ std::optional<models::EfficiencyCurve> read_curve(MapReader& m, std::string_view
 // (algorithm ring or one_shot), echoed as given.
 Json line_echo(const models::Efficiency::CollectiveLine& l) {
   auto us = [](Duration d) { return Json(format_quantity(d.to_seconds(), Dimension::kDuration)); };
-  return Json{{"base", us(l.base)}, {"per_step", us(l.per_step)}, {"efficiency", l.efficiency},
+  return Json{{"base", us(l.base)},
+              {"per_step", us(l.per_step)},
+              {"efficiency", l.efficiency},
               {"algorithm", l.one_shot ? "one_shot" : "ring"}};
 }
 
@@ -203,8 +205,10 @@ Json moe_experts_echo(const models::Efficiency::MoeExperts& x) {
     return a;
   };
   return Json{{"overhead", format_quantity(x.overhead.to_seconds(), Dimension::kDuration)},
-              {"compute", curve(x.compute)}, {"memory", curve(x.memory)},
-              {"token_bytes", x.token_bytes}, {"pair_bytes", x.pair_bytes}};
+              {"compute", curve(x.compute)},
+              {"memory", curve(x.memory)},
+              {"token_bytes", x.token_bytes},
+              {"pair_bytes", x.pair_bytes}};
 }
 
 std::optional<models::Efficiency::MoeExperts> read_moe_expert(MapReader& r, models::Format format) {
@@ -241,7 +245,8 @@ std::optional<std::vector<models::Efficiency::MoeExperts>> read_moe_experts(
 // {overhead, quant_bytes, compute}.
 Json gemm_format_echo(const models::Efficiency::GemmFormat& x) {
   return Json{{"overhead", format_quantity(x.overhead.to_seconds(), Dimension::kDuration)},
-              {"quant_bytes", x.quant_bytes}, {"compute", x.compute}};
+              {"quant_bytes", x.quant_bytes},
+              {"compute", x.compute}};
 }
 
 std::optional<models::Efficiency::GemmFormat> read_gemm_format(MapReader& r, models::Format format) {
@@ -269,18 +274,26 @@ std::optional<models::Efficiency> read_efficiency(MapReader& chip, const models:
   MapReader m = sub(chip, "efficiency");
   models::Efficiency e = d;
   bool ok = m.valid();
-  auto curve = [&](std::string_view key, const models::EfficiencyCurve& v,
-                   models::EfficiencyCurve& out) {
+  auto curve = [&](std::string_view key, const models::EfficiencyCurve& v, models::EfficiencyCurve& out) {
     auto r = read_curve(m, key, v);
-    if (r) out = *r; else ok = false;
+    if (r)
+      out = *r;
+    else
+      ok = false;
   };
   auto frac = [&](std::string_view key, double v, double& out) {
     auto r = m.number(key, 0, 1, true, v);
-    if (r) out = *r; else ok = false;
+    if (r)
+      out = *r;
+    else
+      ok = false;
   };
   auto dur = [&](std::string_view key, Duration v, Duration& out) {
     auto r = m.duration(key, Duration::zero(), Duration::seconds(10), v);
-    if (r) out = *r; else ok = false;
+    if (r)
+      out = *r;
+    else
+      ok = false;
   };
   curve("gemm_compute", d.gemm_compute, e.gemm_compute);
   curve("gemm_memory", d.gemm_memory, e.gemm_memory);
@@ -295,7 +308,10 @@ std::optional<models::Efficiency> read_efficiency(MapReader& chip, const models:
     for (auto r : {models::ComputeRate::kFp8, models::ComputeRate::kInt8, models::ComputeRate::kFp4}) {
       const auto i = static_cast<std::size_t>(r);
       auto v = f.number(models::compute_rate_name(r), 0, 1, true, d.format_compute[i]);
-      if (v) e.format_compute[i] = *v; else ok = false;
+      if (v)
+        e.format_compute[i] = *v;
+      else
+        ok = false;
     }
     f.finish();
     ok = ok && f.valid();
@@ -308,32 +324,48 @@ std::optional<models::Efficiency> read_efficiency(MapReader& chip, const models:
     const auto small = t.number("small_m_tile", 0, 4096, false, d.gemm_tiling.small_m_tile);
     const auto waves = t.boolean("waves", d.gemm_tiling.waves);
     t.finish();
-    if (t.valid() && tile && small && waves) e.gemm_tiling = {*tile, *small, *waves};
-    else ok = false;
+    if (t.valid() && tile && small && waves)
+      e.gemm_tiling = {*tile, *small, *waves};
+    else
+      ok = false;
   }
   frac("collective_bandwidth", d.collective_bandwidth, e.collective_bandwidth);
   dur("collective_latency", d.collective_latency, e.collective_latency);
   dur("iteration_overhead", d.iteration_overhead, e.iteration_overhead);
   dur("sequence_overhead", d.sequence_overhead, e.sequence_overhead);
-  if (auto r = m.boolean("host_overlap", d.host_overlap)) e.host_overlap = *r; else ok = false;
+  if (auto r = m.boolean("host_overlap", d.host_overlap))
+    e.host_overlap = *r;
+  else
+    ok = false;
   // In-domain all-reduce lines: only where given (absent, the collective line above applies).
   if (m.has("all_reduce_lines") || !d.all_reduce_lines.empty()) {
-    if (auto r = read_all_reduce_lines(m, "all_reduce_lines", d.all_reduce_lines)) e.all_reduce_lines = *r;
-    else ok = false;
+    if (auto r = read_all_reduce_lines(m, "all_reduce_lines", d.all_reduce_lines))
+      e.all_reduce_lines = *r;
+    else
+      ok = false;
   }
   // Grouped expert GEMMs: only where given (absent, the GEMM curves apply; models/chip_spec.h).
   for (const auto& [key, field] : {std::pair{"moe_compute", &e.moe_compute}, std::pair{"moe_memory", &e.moe_memory}}) {
     if (!m.has(key) && field->knots.empty()) continue;
-    if (auto r = read_curve(m, key, *field)) *field = *r; else ok = false;
+    if (auto r = read_curve(m, key, *field))
+      *field = *r;
+    else
+      ok = false;
   }
   if (m.has("moe_overhead") || !e.moe_compute.knots.empty()) dur("moe_overhead", d.moe_overhead, e.moe_overhead);
   // Grouped-GEMM models of the routed experts per weight format: only where given.
   if (m.has("moe_experts") || !d.moe_experts.empty()) {
-    if (auto r = read_moe_experts(m, "moe_experts", d.moe_experts)) e.moe_experts = *r; else ok = false;
+    if (auto r = read_moe_experts(m, "moe_experts", d.moe_experts))
+      e.moe_experts = *r;
+    else
+      ok = false;
   }
   // Quantised-activation GEMM formats: only where given.
   if (m.has("gemm_formats") || !d.gemm_formats.empty()) {
-    if (auto r = read_gemm_formats(m, "gemm_formats", d.gemm_formats)) e.gemm_formats = *r; else ok = false;
+    if (auto r = read_gemm_formats(m, "gemm_formats", d.gemm_formats))
+      e.gemm_formats = *r;
+    else
+      ok = false;
   }
   m.finish();
   return ok ? std::optional<models::Efficiency>(e) : std::nullopt;
@@ -342,8 +374,7 @@ std::optional<models::Efficiency> read_efficiency(MapReader& chip, const models:
 namespace {
 
 std::optional<models::Format> read_format(MapReader& m, std::string_view key,
-                                          const std::vector<std::string_view>& names,
-                                          models::Format fallback) {
+                                          const std::vector<std::string_view>& names, models::Format fallback) {
   const auto v = m.choice(key, names, std::string(models::format_name(fallback)));
   if (!v) return std::nullopt;
   return models::parse_format(*v);
@@ -351,23 +382,24 @@ std::optional<models::Format> read_format(MapReader& m, std::string_view key,
 
 // Reads the model's figures on top of `d` (a preset or an imported config.json; a blank spec when
 // neither, in which case the core figures are required).
-bool read_model_figures(MapReader& m, const models::ModelSpec& d, bool have_base,
-                        models::ModelSpec& s) {
+bool read_model_figures(MapReader& m, const models::ModelSpec& d, bool have_base, models::ModelSpec& s) {
   bool ok = true;
   auto dflt = [&](auto v) { return have_base ? std::optional<decltype(v)>(v) : std::nullopt; };
   auto take = [&ok](auto opt, auto& out) {
-    if (opt) out = static_cast<std::remove_reference_t<decltype(out)>>(*opt); else ok = false;
+    if (opt)
+      out = static_cast<std::remove_reference_t<decltype(out)>>(*opt);
+    else
+      ok = false;
   };
-  auto opt_int = [&](MapReader& r, std::string_view key, std::int64_t min, std::int64_t max,
-                     int fallback, int& out) {
+  auto opt_int = [&](MapReader& r, std::string_view key, std::int64_t min, std::int64_t max, int fallback, int& out) {
     take(r.integer(key, min, max, std::int64_t{fallback}), out);
   };
   auto opt_bool = [&](MapReader& r, std::string_view key, bool fallback, bool& out) {
     take(r.boolean(key, fallback), out);
   };
   take(m.string("name", dflt(d.name)), s.name);
-  const auto attention = m.choice("attention", {"gqa", "mla"},
-                                  d.attention == models::AttentionKind::kMla ? "mla" : "gqa");
+  const auto attention =
+      m.choice("attention", {"gqa", "mla"}, d.attention == models::AttentionKind::kMla ? "mla" : "gqa");
   if (attention) {
     s.attention = *attention == "mla" ? models::AttentionKind::kMla : models::AttentionKind::kGqa;
   } else {
@@ -381,14 +413,12 @@ bool read_model_figures(MapReader& m, const models::ModelSpec& d, bool have_base
   const auto mla_default = [&](int v) {
     return mla ? std::optional<std::int64_t>(std::max(v, 1)) : dflt(std::int64_t{v});
   };
-  take(m.integer("kv_heads", 1, 100'000, mla_default(d.kv_heads > 0 ? d.kv_heads : s.heads)),
-       s.kv_heads);
+  take(m.integer("kv_heads", 1, 100'000, mla_default(d.kv_heads > 0 ? d.kv_heads : s.heads)), s.kv_heads);
   take(m.integer("head_dim", 1, 100'000, mla_default(d.head_dim)), s.head_dim);
   take(m.integer("intermediate", 1, 10'000'000, dflt(std::int64_t{d.intermediate})), s.intermediate);
   take(m.integer("vocab", 1, 100'000'000, dflt(std::int64_t{d.vocab})), s.vocab);
   take(m.integer("max_context", 1, kMaxTokens, dflt(std::int64_t{d.max_context})), s.max_context);
-  take(m.boolean("tied_embeddings", have_base ? std::optional<bool>(d.tied_embeddings) : false),
-       s.tied_embeddings);
+  take(m.boolean("tied_embeddings", have_base ? std::optional<bool>(d.tied_embeddings) : false), s.tied_embeddings);
   opt_bool(m, "qkv_bias", d.qkv_bias, s.qkv_bias);
   opt_bool(m, "o_bias", d.o_bias, s.o_bias);
   opt_bool(m, "qk_norm", d.qk_norm, s.qk_norm);
@@ -446,8 +476,7 @@ bool read_model_figures(MapReader& m, const models::ModelSpec& d, bool have_base
     MapReader r = sub(m, "moe");
     opt_int(r, "experts", 0, 100'000, d.moe.experts, s.moe.experts);
     opt_int(r, "top_k", 0, 100'000, d.moe.top_k, s.moe.top_k);
-    opt_int(r, "expert_intermediate", 0, 10'000'000, d.moe.expert_intermediate,
-            s.moe.expert_intermediate);
+    opt_int(r, "expert_intermediate", 0, 10'000'000, d.moe.expert_intermediate, s.moe.expert_intermediate);
     opt_int(r, "shared_experts", 0, 100'000, d.moe.shared_experts, s.moe.shared_experts);
     // The shared experts' total width follows their count unless given.
     const int shared_default = r.has("shared_experts") || r.has("expert_intermediate")
@@ -455,8 +484,7 @@ bool read_model_figures(MapReader& m, const models::ModelSpec& d, bool have_base
                                    : d.moe.shared_intermediate;
     opt_int(r, "shared_intermediate", 0, 10'000'000, shared_default, s.moe.shared_intermediate);
     opt_int(r, "first_dense_layers", 0, 10'000, d.moe.first_dense_layers, s.moe.first_dense_layers);
-    opt_int(r, "layer_frequency", 1, 10'000, std::max(1, d.moe.layer_frequency),
-            s.moe.layer_frequency);
+    opt_int(r, "layer_frequency", 1, 10'000, std::max(1, d.moe.layer_frequency), s.moe.layer_frequency);
     opt_bool(r, "expert_bias", d.moe.expert_bias, s.moe.expert_bias);
     opt_bool(r, "router_bias", d.moe.router_bias, s.moe.router_bias);
     r.finish();
@@ -541,15 +569,16 @@ std::optional<models::ModelSpec> read_model(MapReader& top, const std::string& b
   auto f = top.find("model");
   Json& echo = top.echo()["model"];
   if (!f) {
-    top.missing("model", "a preset name like 'llama-3.1-8b', {hf_config: FILE}, or a mapping of "
-                         "the model's figures");
+    top.missing("model",
+                "a preset name like 'llama-3.1-8b', {hf_config: FILE}, or a mapping of "
+                "the model's figures");
     return std::nullopt;
   }
   MapReader m(top.doc(), as_preset_map(f->node), f->mark, f->path, echo);
   if (!m.valid()) return std::nullopt;
   bool had_preset = false;
-  std::optional<models::ModelSpec> base = read_preset<models::ModelSpec>(
-      m, &models::model_preset, models::model_preset_names(), "model", *f, had_preset);
+  std::optional<models::ModelSpec> base =
+      read_preset<models::ModelSpec>(m, &models::model_preset, models::model_preset_names(), "model", *f, had_preset);
   if (had_preset && !base) return std::nullopt;
   if (auto h = m.find("hf_config")) {
     if (had_preset) {
@@ -596,10 +625,13 @@ namespace {
 std::string tables_said(const models::MeasuredTables& t) {
   bool gemm = false, attention = false;
   for (const models::MeasuredLogGrid& g : t.log_grids) {
-    (g.kind == models::OpKind::kAttentionPrefill || g.kind == models::OpKind::kAttentionDecode ? attention : gemm) = true;
+    (g.kind == models::OpKind::kAttentionPrefill || g.kind == models::OpKind::kAttentionDecode ? attention : gemm) =
+        true;
   }
   if (!gemm && !attention) return "";
-  return gemm && attention ? ", with GEMM and attention tables" : gemm ? ", with GEMM tables" : ", with attention tables";
+  return gemm && attention ? ", with GEMM and attention tables"
+         : gemm            ? ", with GEMM tables"
+                           : ", with attention tables";
 }
 
 std::string engine_said(const std::string& engine) {
@@ -627,7 +659,8 @@ std::string calibration_said(const ChipProfile& p, const std::string& preset) {
 
 }  // namespace
 
-std::optional<models::ChipSpec> read_chip(MapReader& pool, models::CostModelConfig* cost_model, std::string_view engine) {
+std::optional<models::ChipSpec> read_chip(MapReader& pool, models::CostModelConfig* cost_model,
+                                          std::string_view engine) {
   auto f = pool.find("chip");
   Json& echo = pool.echo()["chip"];
   if (!f) {
@@ -637,8 +670,8 @@ std::optional<models::ChipSpec> read_chip(MapReader& pool, models::CostModelConf
   MapReader m(pool.doc(), as_preset_map(f->node), f->mark, f->path, echo);
   if (!m.valid()) return std::nullopt;
   bool had_preset = false;
-  const auto base = read_preset<models::ChipSpec>(m, &models::chip_preset,
-                                                  models::chip_preset_names(), "chip", *f, had_preset);
+  const auto base =
+      read_preset<models::ChipSpec>(m, &models::chip_preset, models::chip_preset_names(), "chip", *f, had_preset);
   if (had_preset && !base) return std::nullopt;
   if (!base) {
     m.doc().error(m.mark(), child_path(m.path(), "preset"),
@@ -651,9 +684,15 @@ std::optional<models::ChipSpec> read_chip(MapReader& pool, models::CostModelConf
   bool ok = true;
   auto q = [&](std::string_view key, Dimension dim, double v, double& out, bool zero_ok = false) {
     auto r = m.quantity(key, dim, 0, kInf, zero_ok, v);
-    if (r) out = *r; else ok = false;
+    if (r)
+      out = *r;
+    else
+      ok = false;
   };
-  if (auto r = m.string("name", d.name)) c.name = *r; else ok = false;
+  if (auto r = m.string("name", d.name))
+    c.name = *r;
+  else
+    ok = false;
   q("memory", Dimension::kBytes, d.memory.value, c.memory.value);
   q("hbm_bandwidth", Dimension::kBandwidth, d.hbm_bandwidth.bytes_per_s, c.hbm_bandwidth.bytes_per_s);
   q("bf16_flops", Dimension::kFlopRate, d.bf16_flops.flop_per_s, c.bf16_flops.flop_per_s);
@@ -661,18 +700,15 @@ std::optional<models::ChipSpec> read_chip(MapReader& pool, models::CostModelConf
   q("fp8_flops", Dimension::kFlopRate, d.fp8_flops.flop_per_s, c.fp8_flops.flop_per_s, true);
   q("int8_flops", Dimension::kFlopRate, d.int8_flops.flop_per_s, c.int8_flops.flop_per_s, true);
   q("fp4_flops", Dimension::kFlopRate, d.fp4_flops.flop_per_s, c.fp4_flops.flop_per_s, true);
-  q("scale_up_bandwidth", Dimension::kBandwidth, d.scale_up_bandwidth.bytes_per_s,
-    c.scale_up_bandwidth.bytes_per_s);
+  q("scale_up_bandwidth", Dimension::kBandwidth, d.scale_up_bandwidth.bytes_per_s, c.scale_up_bandwidth.bytes_per_s);
   if (auto r = m.integer("scale_up_domain", 1, 1'000'000, d.scale_up_domain)) {
     c.scale_up_domain = static_cast<int>(*r);
   } else {
     ok = false;
   }
-  q("scale_out_bandwidth", Dimension::kBandwidth, d.scale_out_bandwidth.bytes_per_s,
-    c.scale_out_bandwidth.bytes_per_s);
+  q("scale_out_bandwidth", Dimension::kBandwidth, d.scale_out_bandwidth.bytes_per_s, c.scale_out_bandwidth.bytes_per_s);
   q("host_bandwidth", Dimension::kBandwidth, d.host_bandwidth.bytes_per_s, c.host_bandwidth.bytes_per_s);
-  if (auto r = m.duration("scale_out_latency", Duration::zero(), Duration::seconds(1),
-                          d.scale_out_latency)) {
+  if (auto r = m.duration("scale_out_latency", Duration::zero(), Duration::seconds(1), d.scale_out_latency)) {
     c.scale_out_latency = *r;
   } else {
     ok = false;
@@ -685,14 +721,16 @@ std::optional<models::ChipSpec> read_chip(MapReader& pool, models::CostModelConf
     // The preset's own words on its efficiencies no longer apply: the profile's replace them.
     c.source = "efficiencies from profile " + p->name +
                (p->chip.empty() || p->chip == d.name ? "" : " (measured on " + p->chip + ")") +
-               (p->created.empty() ? "" : ", " + p->created) + tables_said(p->tables) +
-               "; preset: " + d.source;
+               (p->created.empty() ? "" : ", " + p->created) + tables_said(p->tables) + "; preset: " + d.source;
     c.calibration = calibration_said(*p, d.name);
     if (cost_model && !p->tables.log_grids.empty()) *cost_model = models::TableConfig{p->tables, "profile " + p->name};
   } else {
     c.calibration = "uncalibrated: the preset's efficiencies (" + d.source + ")";
   }
-  if (auto e = read_efficiency(m, base_efficiency)) c.efficiency = *e; else ok = false;
+  if (auto e = read_efficiency(m, base_efficiency))
+    c.efficiency = *e;
+  else
+    ok = false;
   m.finish();
   return ok ? std::optional<models::ChipSpec>(c) : std::nullopt;
 }

@@ -7,16 +7,15 @@ namespace servesim::scenario {
 namespace {
 
 struct Segment {
-  std::string key;                  // empty for a bare index
-  std::vector<std::size_t> indices; // [i][j] after the key
+  std::string key;                   // empty for a bare index
+  std::vector<std::size_t> indices;  // [i][j] after the key
 };
 
 bool parse_path(const std::string& text, std::vector<Segment>& out, std::string& error) {
   std::size_t i = 0;
   while (i < text.size()) {
     Segment seg;
-    while (i < text.size() && (std::isalnum(static_cast<unsigned char>(text[i])) || text[i] == '_' ||
-                               text[i] == '-')) {
+    while (i < text.size() && (std::isalnum(static_cast<unsigned char>(text[i])) || text[i] == '_' || text[i] == '-')) {
       seg.key += text[i++];
     }
     if (seg.key.empty()) {
@@ -99,8 +98,8 @@ bool apply_override(YAML::Node& root, const std::string& assignment, int index, 
     // A section the file does not have (or leaves empty) is created.
     if (!cur.IsDefined() || cur.IsNull()) cur = YAML::Node(YAML::NodeType::Map);
     if (!cur.IsMap()) {
-      return fail(path_text, "cannot set '" + path_text + "': '" + walked + "' is " +
-                                 describe(cur) + ", not a mapping");
+      return fail(path_text,
+                  "cannot set '" + path_text + "': '" + walked + "' is " + describe(cur) + ", not a mapping");
     }
     walked = child_path(walked, seg.key);
     YAML::Node next = cur[seg.key];
@@ -108,13 +107,11 @@ bool apply_override(YAML::Node& root, const std::string& assignment, int index, 
     last_key = seg.key;
     for (const std::size_t i : seg.indices) {
       if (!cur.IsSequence()) {
-        return fail(path_text, "cannot index '" + walked + "': it is " + describe(cur) +
-                                   ", not a list");
+        return fail(path_text, "cannot index '" + walked + "': it is " + describe(cur) + ", not a list");
       }
       if (i >= cur.size()) {
-        return fail(path_text, "index " + std::to_string(i) + " is out of range: '" + walked +
-                                   "' has " + std::to_string(cur.size()) +
-                                   (cur.size() == 1 ? " entry" : " entries"));
+        return fail(path_text, "index " + std::to_string(i) + " is out of range: '" + walked + "' has " +
+                                   std::to_string(cur.size()) + (cur.size() == 1 ? " entry" : " entries"));
       }
       walked = index_path(walked, i);
       YAML::Node item = cur[i];

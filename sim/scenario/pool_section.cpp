@@ -44,10 +44,12 @@ std::vector<std::string> format_problems(const models::ModelSpec& model, const m
   auto check = [&](const char* what, const char* key, models::Format f) {
     const models::ComputeRate r = models::compute_rate(f);
     if (chip.has(r)) return;
-    out.push_back(model.name + "'s " + what + " are " + std::string(models::format_name(f)) +
-                  ", which runs at the " + std::string(models::compute_rate_name(r)) + " rate " +
-                  chip.name + " does not have (it has " + has + "); serve them in a format it has "
-                  "(model.formats." + key + "), or set model.formats.emulate: true to run them as "
+    out.push_back(model.name + "'s " + what + " are " + std::string(models::format_name(f)) + ", which runs at the " +
+                  std::string(models::compute_rate_name(r)) + " rate " + chip.name + " does not have (it has " + has +
+                  "); serve them in a format it has "
+                  "(model.formats." +
+                  key +
+                  "), or set model.formats.emulate: true to run them as "
                   "weight-only kernels (stored and read at their width, math at the bf16 rate "
                   "plus the dequantisation work)");
   };
@@ -97,8 +99,8 @@ bool read_speculative(MapReader& c, cluster::PoolConfig& p, const PoolMarks& mar
     }
     if (k && acceptance.size() != static_cast<std::size_t>(*k)) {
       doc.error(af->mark, af->path,
-                "expected one acceptance rate per draft position (draft_tokens = " +
-                    std::to_string(*k) + "), got " + std::to_string(acceptance.size()));
+                "expected one acceptance rate per draft position (draft_tokens = " + std::to_string(*k) + "), got " +
+                    std::to_string(acceptance.size()));
       good = false;
     }
   } else {
@@ -118,17 +120,18 @@ bool read_speculative(MapReader& c, cluster::PoolConfig& p, const PoolMarks& mar
   if (p.kind == cluster::PoolRole::kPrefill || p.kind == cluster::PoolRole::kEncode) {
     doc.error(c.mark(), c.path(),
               "speculative decoding speeds up decode iterations: it is for combined and decode "
-              "pools, not " + p.role + " pools");
+              "pools, not " +
+                  p.role + " pools");
     good = false;
   }
-  if (k && marks.scheduler_ok &&
-      p.scheduler.max_batched_tokens < (*k + 1) * p.scheduler.max_batch_size) {
+  if (k && marks.scheduler_ok && p.scheduler.max_batched_tokens < (*k + 1) * p.scheduler.max_batch_size) {
     doc.error(k_field.mark, k_field.path,
-              "each decode verifies its " + std::to_string(*k) + " draft token(s) too, so a full "
-              "batch of " + std::to_string(p.scheduler.max_batch_size) + " decodes takes " +
+              "each decode verifies its " + std::to_string(*k) +
+                  " draft token(s) too, so a full "
+                  "batch of " +
+                  std::to_string(p.scheduler.max_batch_size) + " decodes takes " +
                   std::to_string((*k + 1) * p.scheduler.max_batch_size) +
-                  " tokens, above scheduler.max_batched_tokens (" +
-                  std::to_string(p.scheduler.max_batched_tokens) +
+                  " tokens, above scheduler.max_batched_tokens (" + std::to_string(p.scheduler.max_batched_tokens) +
                   "): raise the budget or lower max_batch_size");
     good = false;
   }
@@ -141,21 +144,22 @@ bool read_speculative(MapReader& c, cluster::PoolConfig& p, const PoolMarks& mar
 
 }  // namespace
 
-cluster::PoolConfig read_pool(Document& doc, std::string_view engine, const YAML::Node& node,
-                                             const YAML::Mark& mark, const std::string& path,
-                                             std::size_t index, Json& echo,
-                                             const std::optional<models::ModelSpec>& model,
-                                             PoolMarks& marks) {
+cluster::PoolConfig read_pool(Document& doc, std::string_view engine, const YAML::Node& node, const YAML::Mark& mark,
+                              const std::string& path, std::size_t index, Json& echo,
+                              const std::optional<models::ModelSpec>& model, PoolMarks& marks) {
   MapReader m(doc, node, mark, path, echo);
   cluster::PoolConfig p;
   if (!m.valid()) return p;
   bool ok = true;
-  if (auto r = m.string("name", "pool" + std::to_string(index))) p.name = *r; else ok = false;
+  if (auto r = m.string("name", "pool" + std::to_string(index)))
+    p.name = *r;
+  else
+    ok = false;
   const auto role = m.choice("role", {"combined", "prefill", "decode", "encode"}, "combined");
   marks.role = field_or(m, "role");
   if (role) {
     p.role = *role;
-    p.kind = *role == "combined" ? cluster::PoolRole::kCombined
+    p.kind = *role == "combined"  ? cluster::PoolRole::kCombined
              : *role == "prefill" ? cluster::PoolRole::kPrefill
              : *role == "decode"  ? cluster::PoolRole::kDecode
                                   : cluster::PoolRole::kEncode;
@@ -178,8 +182,8 @@ cluster::PoolConfig read_pool(Document& doc, std::string_view engine, const YAML
 
   {
     auto f = m.find("parallel");
-    MapReader par(doc, f ? f->node : YAML::Node(), f ? f->mark : m.mark(),
-                  child_path(path, "parallel"), echo["parallel"]);
+    MapReader par(doc, f ? f->node : YAML::Node(), f ? f->mark : m.mark(), child_path(path, "parallel"),
+                  echo["parallel"]);
     marks.parallel = Field{YAML::Node(), par.mark(), par.path()};
     marks.tp = field_or(par, "tp");
     marks.pp = field_or(par, "pp");
@@ -194,9 +198,9 @@ cluster::PoolConfig read_pool(Document& doc, std::string_view engine, const YAML
     const auto ep = par.integer("ep", 1, 65536, 1);
     const bool moe = model && model->moe.enabled();
     const std::int64_t moe_tp_default =
-        moe && tp && dp && ep ? models::default_moe_tp(static_cast<int>(*tp), static_cast<int>(*dp),
-                                                       static_cast<int>(*ep))
-                              : 1;
+        moe && tp && dp && ep
+            ? models::default_moe_tp(static_cast<int>(*tp), static_cast<int>(*dp), static_cast<int>(*ep))
+            : 1;
     const auto moe_tp = par.integer("moe_tp", 1, 65536, moe_tp_default);
     const auto cp = par.integer("cp", 1, 4096, 1);
     const auto redundant = par.integer("redundant_experts", 0, 65536, 0);
@@ -209,7 +213,10 @@ cluster::PoolConfig read_pool(Document& doc, std::string_view engine, const YAML
                 "compute: it needs a MoE model and ep > 1");
       ok = false;
     }
-    if (tbo) p.two_batch_overlap = *tbo; else ok = false;
+    if (tbo)
+      p.two_batch_overlap = *tbo;
+    else
+      ok = false;
     if (par.has("attention_dp")) {
       // Attention-DP per-rank batches (sim/cluster/config.h, AttentionDpBalance); read only when
       // given, so that scenarios without it echo nothing new.
@@ -266,8 +273,8 @@ cluster::PoolConfig read_pool(Document& doc, std::string_view engine, const YAML
   {
     // Token-to-expert skew of MoE layers (models/operators.h, MoeRouting).
     auto f = m.find("moe_routing");
-    MapReader r(doc, f ? f->node : YAML::Node(), f ? f->mark : m.mark(),
-                child_path(path, "moe_routing"), echo["moe_routing"]);
+    MapReader r(doc, f ? f->node : YAML::Node(), f ? f->mark : m.mark(), child_path(path, "moe_routing"),
+                echo["moe_routing"]);
     const auto dist = r.choice("distribution", {"balanced", "power_law"}, "balanced");
     const auto alpha = r.number("alpha", 0, 10, true, 1.2);
     if (dist && alpha) {
@@ -282,8 +289,7 @@ cluster::PoolConfig read_pool(Document& doc, std::string_view engine, const YAML
   }
 
   marks.max_model_len = field_or(m, "max_model_len");
-  const std::optional<std::int64_t> model_len =
-      model ? std::optional<std::int64_t>(model->max_context) : std::nullopt;
+  const std::optional<std::int64_t> model_len = model ? std::optional<std::int64_t>(model->max_context) : std::nullopt;
   if (model_len || m.has("max_model_len")) {
     if (auto r = m.integer("max_model_len", 2, kMaxTokens, model_len.value_or(2))) {
       p.max_model_len = *r;
@@ -298,19 +304,21 @@ cluster::PoolConfig read_pool(Document& doc, std::string_view engine, const YAML
 
   {
     auto f = m.find("scheduler");
-    MapReader s(doc, f ? f->node : YAML::Node(), f ? f->mark : m.mark(),
-                child_path(path, "scheduler"), echo["scheduler"]);
+    MapReader s(doc, f ? f->node : YAML::Node(), f ? f->mark : m.mark(), child_path(path, "scheduler"),
+                echo["scheduler"]);
     const bool before = ok;
     ok = true;
     const auto policy = s.choice("policy", {"sarathi", "whole_prompt"}, "sarathi");
     if (policy) {
-      p.scheduler.policy = *policy == "sarathi" ? cluster::SchedulerPolicy::kSarathi
-                                                : cluster::SchedulerPolicy::kWholePrompt;
+      p.scheduler.policy =
+          *policy == "sarathi" ? cluster::SchedulerPolicy::kSarathi : cluster::SchedulerPolicy::kWholePrompt;
     } else {
       ok = false;
     }
-    if (auto r = s.integer("max_batch_size", 1, 1'000'000, 256)) p.scheduler.max_batch_size = *r;
-    else ok = false;
+    if (auto r = s.integer("max_batch_size", 1, 1'000'000, 256))
+      p.scheduler.max_batch_size = *r;
+    else
+      ok = false;
     marks.max_batched_tokens = field_or(s, "max_batched_tokens");
     // Sarathi-Serve's default chunk is 512 tokens; vLLM without chunked prefill batches up to
     // max_model_len tokens so that any admissible prompt fits.
@@ -321,23 +329,28 @@ cluster::PoolConfig read_pool(Document& doc, std::string_view engine, const YAML
     } else {
       ok = false;
     }
-    if (auto r = s.integer("max_queue", 0, 1'000'000'000, 0)) p.scheduler.max_queue = *r;
-    else ok = false;
+    if (auto r = s.integer("max_queue", 0, 1'000'000'000, 0))
+      p.scheduler.max_queue = *r;
+    else
+      ok = false;
     // Whole prompts only (sim/cluster/config.h, SchedulerConfig::chunked_prefill). Echoed, as
     // form_ahead below, only when given, so that reports of scenarios without it stay as they were.
     if (s.has("chunked_prefill")) {
-      if (auto r = s.boolean("chunked_prefill", true)) p.scheduler.chunked_prefill = *r;
-      else ok = false;
+      if (auto r = s.boolean("chunked_prefill", true))
+        p.scheduler.chunked_prefill = *r;
+      else
+        ok = false;
     }
     // The next iteration formed while this one runs (SchedulerConfig::form_ahead).
     if (s.has("form_ahead")) {
-      if (auto r = s.boolean("form_ahead", false)) p.scheduler.form_ahead = *r;
-      else ok = false;
+      if (auto r = s.boolean("form_ahead", false))
+        p.scheduler.form_ahead = *r;
+      else
+        ok = false;
     }
     // Swap preemption (sim/cluster/config.h, PreemptionMode).
     if (auto r = s.choice("preemption", {"recompute", "swap"}, "recompute")) {
-      p.scheduler.preemption = *r == "swap" ? cluster::PreemptionMode::kSwap
-                                            : cluster::PreemptionMode::kRecompute;
+      p.scheduler.preemption = *r == "swap" ? cluster::PreemptionMode::kSwap : cluster::PreemptionMode::kRecompute;
     } else {
       ok = false;
     }
@@ -347,20 +360,28 @@ cluster::PoolConfig read_pool(Document& doc, std::string_view engine, const YAML
   }
   {
     auto f = m.find("kv_cache");
-    MapReader k(doc, f ? f->node : YAML::Node(), f ? f->mark : m.mark(),
-                child_path(path, "kv_cache"), echo["kv_cache"]);
+    MapReader k(doc, f ? f->node : YAML::Node(), f ? f->mark : m.mark(), child_path(path, "kv_cache"),
+                echo["kv_cache"]);
     const bool before = ok;
     ok = true;
-    if (auto r = k.integer("block_tokens", 1, 4096, 16)) p.kv_cache.block_tokens = *r; else ok = false;
-    if (auto r = k.number("memory_utilization", 0, 1, true, 0.9)) p.kv_cache.memory_utilization = *r;
-    else ok = false;
+    if (auto r = k.integer("block_tokens", 1, 4096, 16))
+      p.kv_cache.block_tokens = *r;
+    else
+      ok = false;
+    if (auto r = k.number("memory_utilization", 0, 1, true, 0.9))
+      p.kv_cache.memory_utilization = *r;
+    else
+      ok = false;
     // Assumed framework reserve (CUDA context, NCCL buffers, CUDA graphs): 1 GiB.
     if (auto r = k.quantity("reserved", Dimension::kBytes, 0, kInf, true, 1.0 * kGiB)) {
       p.kv_cache.reserved = Bytes{*r};
     } else {
       ok = false;
     }
-    if (auto r = k.number("watermark", 0, 0.5, false, 0.01)) p.kv_cache.watermark = *r; else ok = false;
+    if (auto r = k.number("watermark", 0, 0.5, false, 0.01))
+      p.kv_cache.watermark = *r;
+    else
+      ok = false;
     k.finish();
     marks.kv_ok = ok && k.valid();
     ok = before && marks.kv_ok;
@@ -368,13 +389,11 @@ cluster::PoolConfig read_pool(Document& doc, std::string_view engine, const YAML
   Field router_policy_field;
   {
     auto f = m.find("router");
-    MapReader r(doc, f ? f->node : YAML::Node(), f ? f->mark : m.mark(),
-                child_path(path, "router"), echo["router"]);
+    MapReader r(doc, f ? f->node : YAML::Node(), f ? f->mark : m.mark(), child_path(path, "router"), echo["router"]);
     // Decode pools place by free KV capacity unless told otherwise.
     const std::string default_policy = p.kind == cluster::PoolRole::kDecode ? "free_kv" : "least_loaded";
-    const auto policy = r.choice("policy", {"least_loaded", "round_robin", "power_of_two", "free_kv",
-                                            "kv_aware"},
-                                 default_policy);
+    const auto policy =
+        r.choice("policy", {"least_loaded", "round_robin", "power_of_two", "free_kv", "kv_aware"}, default_policy);
     const auto load = r.choice("load", {"tokens", "requests"}, "tokens");
     if (policy) {
       p.router.policy = *policy == "least_loaded"   ? cluster::RouterPolicy::kLeastLoaded
@@ -393,8 +412,8 @@ cluster::PoolConfig read_pool(Document& doc, std::string_view engine, const YAML
       ok = false;
     }
     if (load) {
-      p.router.load = *load == "tokens" ? cluster::LoadMetric::kOutstandingTokens
-                                        : cluster::LoadMetric::kOutstandingRequests;
+      p.router.load =
+          *load == "tokens" ? cluster::LoadMetric::kOutstandingTokens : cluster::LoadMetric::kOutstandingRequests;
     } else {
       ok = false;
     }
@@ -413,8 +432,8 @@ cluster::PoolConfig read_pool(Document& doc, std::string_view engine, const YAML
   {
     // Automatic prefix caching (sim/cluster/prefix_cache.h).
     auto f = m.find("prefix_cache");
-    MapReader c(doc, f ? f->node : YAML::Node(), f ? f->mark : m.mark(),
-                child_path(path, "prefix_cache"), echo["prefix_cache"]);
+    MapReader c(doc, f ? f->node : YAML::Node(), f ? f->mark : m.mark(), child_path(path, "prefix_cache"),
+                echo["prefix_cache"]);
     marks.prefix_cache = Field{YAML::Node(), c.mark(), c.path()};
     const auto enabled = c.boolean("enabled", false);
     const auto fraction = c.number("capacity_fraction", 0, 1, false, 1.0);
@@ -426,12 +445,10 @@ cluster::PoolConfig read_pool(Document& doc, std::string_view engine, const YAML
     }
     c.finish();
     ok = ok && c.valid();
-    if (enabled && *enabled &&
-        (p.kind == cluster::PoolRole::kDecode || p.kind == cluster::PoolRole::kEncode)) {
+    if (enabled && *enabled && (p.kind == cluster::PoolRole::kDecode || p.kind == cluster::PoolRole::kEncode)) {
       const Field ef = field_or(c, "enabled");
       doc.error(ef.mark, ef.path,
-                "a prefix cache saves prefill work: it is for combined and prefill pools, not " +
-                    p.role + " pools");
+                "a prefix cache saves prefill work: it is for combined and prefill pools, not " + p.role + " pools");
       ok = false;
     }
     if (p.router.policy == cluster::RouterPolicy::kKvAware && !p.prefix_cache.enabled) {
@@ -484,8 +501,7 @@ void check_roles(Document& doc, const Field& pools_field,
     for (const auto& [p, marks] : pools) {
       if (p.kind == PoolRole::kEncode) {
         doc.error(marks.role.mark, marks.role.path,
-                  "an encode pool runs the model's vision encoder, and " + model->name +
-                      " has none (model.vision)");
+                  "an encode pool runs the model's vision encoder, and " + model->name + " has none (model.vision)");
       }
     }
   }
@@ -499,8 +515,7 @@ namespace {
 // cache and the budget bound it).
 void check_iteration_time(Document& doc, const models::ModelSpec& model, const cluster::PoolConfig& p,
                           const cluster::PoolCapacity& cap, const PoolMarks& marks) {
-  cluster::IterationCostModel cost(model, p.chip, p.plan, p.moe_routing, p.cost_model,
-                                   p.scheduler.max_batched_tokens);
+  cluster::IterationCostModel cost(model, p.chip, p.plan, p.moe_routing, p.cost_model, p.scheduler.max_batched_tokens);
   std::vector<std::int64_t> stage(static_cast<std::size_t>(p.plan.pp), 0);
   cluster::ComponentTimes components{};
   auto seconds = [&](const models::BatchShape& b, std::int64_t sequences) {
@@ -525,9 +540,9 @@ void check_iteration_time(Document& doc, const models::ModelSpec& model, const c
                 "one iteration of this pool would take up to %.3g s (%s), more than the %g s limit: the chip's "
                 "figures look wrong by orders of magnitude (hbm_bandwidth %s, bf16 %s, memory %s)",
                 worst,
-                decode_s >= prefill_s ? (std::to_string(decodes) + " decodes at " + format_count(context) +
-                                         " tokens of context").c_str()
-                                      : ("a " + format_count(chunk) + "-token prefill chunk").c_str(),
+                decode_s >= prefill_s
+                    ? (std::to_string(decodes) + " decodes at " + format_count(context) + " tokens of context").c_str()
+                    : ("a " + format_count(chunk) + "-token prefill chunk").c_str(),
                 kMaxIteration.to_seconds(),
                 format_quantity(p.chip.hbm_bandwidth.bytes_per_s, Dimension::kBandwidth).c_str(),
                 format_quantity(p.chip.bf16_flops.flop_per_s, Dimension::kFlopRate).c_str(),
@@ -547,9 +562,12 @@ void check_deployment(Document& doc, const models::ModelSpec& model, const clust
     for (const auto& problem : models::validate_plan(model, p.plan, max_tp)) {
       // Each sentence names the degree to change; report it at that key.
       const Field* at = &marks.tp;
-      if (problem.rfind("expert parallelism", 0) == 0) at = &marks.ep;
-      else if (problem.rfind("expert tensor", 0) == 0 || problem.rfind("the MoE layers", 0) == 0) at = &marks.moe_tp;
-      else if (problem.rfind("pipeline", 0) == 0) at = &marks.pp;
+      if (problem.rfind("expert parallelism", 0) == 0)
+        at = &marks.ep;
+      else if (problem.rfind("expert tensor", 0) == 0 || problem.rfind("the MoE layers", 0) == 0)
+        at = &marks.moe_tp;
+      else if (problem.rfind("pipeline", 0) == 0)
+        at = &marks.pp;
       doc.error(at->mark, at->path, problem);
       plan_valid = false;
     }
@@ -561,20 +579,18 @@ void check_deployment(Document& doc, const models::ModelSpec& model, const clust
     }
   }
   if (marks.plan_ok && marks.chip_ok) {
-    for (const auto& problem :
-         topologies::validate_placement(cluster::fabric_of(p.chip), p.plan.tp, p.plan.pp)) {
+    for (const auto& problem : topologies::validate_placement(cluster::fabric_of(p.chip), p.plan.tp, p.plan.pp)) {
       doc.error(marks.tp.mark, marks.tp.path, problem);
       plan_valid = false;
     }
   }
   if (marks.scheduler_ok && p.scheduler.max_batched_tokens < p.scheduler.max_batch_size) {
     doc.error(marks.max_batched_tokens.mark, marks.max_batched_tokens.path,
-              "the token budget (" + std::to_string(p.scheduler.max_batched_tokens) +
-                  ") is below max_batch_size (" + std::to_string(p.scheduler.max_batch_size) +
+              "the token budget (" + std::to_string(p.scheduler.max_batched_tokens) + ") is below max_batch_size (" +
+                  std::to_string(p.scheduler.max_batch_size) +
                   "): a full batch of decodes would not fit in one iteration");
   }
-  if (marks.scheduler_ok && marks.len_ok &&
-      p.scheduler.policy == cluster::SchedulerPolicy::kWholePrompt &&
+  if (marks.scheduler_ok && marks.len_ok && p.scheduler.policy == cluster::SchedulerPolicy::kWholePrompt &&
       p.scheduler.max_batched_tokens < p.max_model_len) {
     doc.error(marks.max_batched_tokens.mark, marks.max_batched_tokens.path,
               "whole_prompt scheduling needs a token budget of at least max_model_len (" +
@@ -583,58 +599,53 @@ void check_deployment(Document& doc, const models::ModelSpec& model, const clust
   }
   if (marks.len_ok && p.max_model_len > model.max_context) {
     doc.error(marks.max_model_len.mark, marks.max_model_len.path,
-              "max_model_len " + std::to_string(p.max_model_len) + " exceeds the context of " +
-                  model.name + " (" + std::to_string(model.max_context) + " tokens)");
+              "max_model_len " + std::to_string(p.max_model_len) + " exceeds the context of " + model.name + " (" +
+                  std::to_string(model.max_context) + " tokens)");
   }
   if (!(plan_valid && marks.chip_ok && marks.scheduler_ok && marks.kv_ok)) return;
 
   const cluster::PoolCapacity cap = cluster::pool_capacity(model, p);
   const models::MemoryPlan& mem = cap.memory;
-  const std::string where = p.plan.pp > 1 ? "each chip of pipeline stage " +
-                                                std::to_string(mem.stage) : "each chip";
+  const std::string where = p.plan.pp > 1 ? "each chip of pipeline stage " + std::to_string(mem.stage) : "each chip";
   const std::string plan = plan_text(model, p.plan);
   if (!mem.fits()) {
-    const double need = mem.weights.value + mem.activations.value + mem.window_kv.value +
-                        mem.linear_state.value + mem.reserved.value;
+    const double need =
+        mem.weights.value + mem.activations.value + mem.window_kv.value + mem.linear_state.value + mem.reserved.value;
     char util[32];
     std::snprintf(util, sizeof util, "%g", p.kv_cache.memory_utilization);
     // The weights' parts, when there is more to them than layers and embeddings.
     const models::StageWeights& w = mem.weight_parts;
     std::string parts;
     if (model.moe.enabled() || w.mtp.value > 0 || w.vision.value > 0) {
-      parts = " (" + gib(w.layers.value) + " layers, " + gib(w.embedding.value) +
-              " embedding and LM head";
+      parts = " (" + gib(w.layers.value) + " layers, " + gib(w.embedding.value) + " embedding and LM head";
       if (w.mtp.value > 0) parts += ", " + gib(w.mtp.value) + " MTP";
       if (w.vision.value > 0) parts += ", " + gib(w.vision.value) + " vision encoder";
       parts += ")";
     }
-    const std::string window = mem.window_kv.value > 0
-                                   ? " + " + gib(mem.window_kv.value) + " of sliding-window KV"
-                                   : "";
-    const std::string state = mem.linear_state.value > 0
-                                  ? " + " + gib(mem.linear_state.value) + " of linear-attention state"
-                                  : "";
+    const std::string window =
+        mem.window_kv.value > 0 ? " + " + gib(mem.window_kv.value) + " of sliding-window KV" : "";
+    const std::string state =
+        mem.linear_state.value > 0 ? " + " + gib(mem.linear_state.value) + " of linear-attention state" : "";
     doc.error(marks.chip.mark, marks.chip.path,
-              model.name + " does not fit on " + p.chip.name + " with " + plan + ": " + where +
-                  " needs " + gib(mem.weights.value) + " of weights" + parts + " + " +
-                  gib(mem.activations.value) + " of activations" + window + state + " + " +
-                  gib(mem.reserved.value) + " reserved = " + gib(need) +
-                  " before any KV cache, but has " + gib(mem.usable.value) + " usable (" +
-                  gib(mem.capacity.value) + " x memory_utilization " + util + "): short by " +
-                  gib(need - mem.usable.value) + "; the biggest consumer is " +
-                  mem.biggest_consumer() + " (" + memory_advice(mem.biggest_consumer(), model) + ")");
+              model.name + " does not fit on " + p.chip.name + " with " + plan + ": " + where + " needs " +
+                  gib(mem.weights.value) + " of weights" + parts + " + " + gib(mem.activations.value) +
+                  " of activations" + window + state + " + " + gib(mem.reserved.value) + " reserved = " + gib(need) +
+                  " before any KV cache, but has " + gib(mem.usable.value) + " usable (" + gib(mem.capacity.value) +
+                  " x memory_utilization " + util + "): short by " + gib(need - mem.usable.value) +
+                  "; the biggest consumer is " + mem.biggest_consumer() + " (" +
+                  memory_advice(mem.biggest_consumer(), model) + ")");
     return;
   }
   if (!marks.len_ok) return;
   const std::int64_t admissible = cap.admissible_tokens;
   if (admissible < p.max_model_len) {
     doc.error(marks.max_model_len.mark, marks.max_model_len.path,
-              "the KV cache of " + (p.plan.pp > 1 ? std::string("each pipeline lane") :
-                                    p.plan.dp > 1 ? std::string("each dp group") :
-                                                    std::string("each instance")) +
-                  " admits at most " + format_count(admissible) + " tokens (" +
-                  gib(mem.kv.value) + " of KV memory per chip at " +
-                  format_count(static_cast<std::int64_t>(mem.kv_bytes_per_token)) +
+              "the KV cache of " +
+                  (p.plan.pp > 1   ? std::string("each pipeline lane")
+                   : p.plan.dp > 1 ? std::string("each dp group")
+                                   : std::string("each instance")) +
+                  " admits at most " + format_count(admissible) + " tokens (" + gib(mem.kv.value) +
+                  " of KV memory per chip at " + format_count(static_cast<std::int64_t>(mem.kv_bytes_per_token)) +
                   " bytes per token, less the admission watermark), fewer than max_model_len " +
                   format_count(p.max_model_len) + ": the longest request could never run; set " +
                   "max_model_len to at most " + format_count(admissible) +
@@ -656,12 +667,11 @@ void read_deployment_options(MapReader& dep, cluster::SimulationConfig& config) 
   Document& doc = dep.doc();
   {
     auto f = dep.find("kv_transfer");
-    MapReader k(doc, f ? f->node : YAML::Node(), f ? f->mark : dep.mark(),
-                child_path(dep.path(), "kv_transfer"), dep.echo()["kv_transfer"]);
+    MapReader k(doc, f ? f->node : YAML::Node(), f ? f->mark : dep.mark(), child_path(dep.path(), "kv_transfer"),
+                dep.echo()["kv_transfer"]);
     if (auto r = k.choice("mode", {"after_prefill", "layer_streamed"}, "after_prefill")) {
-      config.disaggregation.kv_transfer = *r == "after_prefill"
-                                              ? cluster::KvTransferMode::kAfterPrefill
-                                              : cluster::KvTransferMode::kLayerStreamed;
+      config.disaggregation.kv_transfer =
+          *r == "after_prefill" ? cluster::KvTransferMode::kAfterPrefill : cluster::KvTransferMode::kLayerStreamed;
     }
     // 0: the model's hidden size x 2 bytes (bf16 embeddings).
     if (auto r = k.quantity("embedding_bytes_per_token", Dimension::kBytes, 0, kInf, true, 0.0)) {
@@ -678,11 +688,10 @@ void read_deployment_options(MapReader& dep, cluster::SimulationConfig& config) 
   }
   {
     auto f = dep.find("failures");
-    MapReader k(doc, f ? f->node : YAML::Node(), f ? f->mark : dep.mark(),
-                child_path(dep.path(), "failures"), dep.echo()["failures"]);
+    MapReader k(doc, f ? f->node : YAML::Node(), f ? f->mark : dep.mark(), child_path(dep.path(), "failures"),
+                dep.echo()["failures"]);
     if (auto r = k.choice("policy", {"requeue", "lose"}, "requeue")) {
-      config.failures.policy = *r == "requeue" ? cluster::FailurePolicy::kRequeue
-                                               : cluster::FailurePolicy::kLose;
+      config.failures.policy = *r == "requeue" ? cluster::FailurePolicy::kRequeue : cluster::FailurePolicy::kLose;
     }
     if (auto r = k.duration("repair", Duration::picoseconds(1), kMaxDuration, Duration::seconds(60.0))) {
       config.failures.repair = *r;
@@ -691,12 +700,11 @@ void read_deployment_options(MapReader& dep, cluster::SimulationConfig& config) 
   }
   {
     auto f = dep.find("admission");
-    MapReader k(doc, f ? f->node : YAML::Node(), f ? f->mark : dep.mark(),
-                child_path(dep.path(), "admission"), dep.echo()["admission"]);
+    MapReader k(doc, f ? f->node : YAML::Node(), f ? f->mark : dep.mark(), child_path(dep.path(), "admission"),
+                dep.echo()["admission"]);
     const auto tf = k.find("ttft_budget");
     if (tf && !tf->node.IsNull()) {
-      config.admission.ttft_budget =
-          k.duration("ttft_budget", Duration::picoseconds(1), kMaxDuration, std::nullopt);
+      config.admission.ttft_budget = k.duration("ttft_budget", Duration::picoseconds(1), kMaxDuration, std::nullopt);
     } else {
       k.echo()["ttft_budget"] = nullptr;
     }

@@ -158,8 +158,8 @@ void read_table_entry(Document& doc, const YAML::Node& entry, const std::string&
       double v = 0;
       if (!seconds[i].IsScalar() || !parse_double(seconds[i].Scalar(), v) || !(v > 0)) {
         doc.error(seconds[i].Mark(), index_path(tat + "." + values_key, i),
-                  std::string(has_factor ? "expected a positive factor" : "expected a positive time") +
-                      ", got " + describe(seconds[i]));
+                  std::string(has_factor ? "expected a positive factor" : "expected a positive time") + ", got " +
+                      describe(seconds[i]));
         ok = false;
         break;
       }
@@ -223,11 +223,15 @@ std::optional<ChipProfile> read_chip_profile(MapReader& chip, const models::Chip
     return std::nullopt;
   }
   if (!f->node.IsScalar() || f->node.Scalar().empty()) {
-    doc.error(f->mark, f->path, "expected a profile name (shipped: " + [] {
-      std::string s;
-      for (const auto& n : shipped_profile_names()) s += (s.empty() ? "" : ", ") + n;
-      return s;
-    }() + ") or the path of a profile file, got " + describe(f->node));
+    doc.error(
+        f->mark, f->path,
+        "expected a profile name (shipped: " +
+            [] {
+              std::string s;
+              for (const auto& n : shipped_profile_names()) s += (s.empty() ? "" : ", ") + n;
+              return s;
+            }() +
+            ") or the path of a profile file, got " + describe(f->node));
     return ChipProfile{};
   }
   const std::string name = f->node.Scalar();
@@ -243,11 +247,11 @@ std::optional<ChipProfile> read_chip_profile(MapReader& chip, const models::Chip
     try {
       source = {p.string(), read_input_file(InputSource{p.string(), "profile file", f->path}, kMaxScenarioBytes)};
     } catch (const InputError& e) {
-      doc.error(f->mark, f->path, e.diagnostics().front().message + " ('" + p.string() + "'" +
-                                      (std::filesystem::path(name).is_relative()
-                                           ? "; relative paths start at the scenario file's folder"
-                                           : "") +
-                                      ")");
+      doc.error(f->mark, f->path,
+                e.diagnostics().front().message + " ('" + p.string() + "'" +
+                    (std::filesystem::path(name).is_relative() ? "; relative paths start at the scenario file's folder"
+                                                               : "") +
+                    ")");
       return ChipProfile{};
     }
   } else if (auto text = shipped_profile_text(name)) {
@@ -340,7 +344,8 @@ ChipProfile parse_profile(const ProfileText& source, const models::ChipSpec& bas
           if (!kind) {
             pdoc.error(op ? op.Mark() : en.Mark(), at + ".op",
                        "the simulator applies tables of op gemm, attention_prefill, attention_decode, mla_prefill, "
-                       "mla_decode, encoder_attention and moe, got " + describe(op));
+                       "mla_decode, encoder_attention and moe, got " +
+                           describe(op));
             continue;
           }
           const std::size_t before = out.tables.log_grids.size();

@@ -31,7 +31,8 @@ class LimitCounter : public YAML::EventHandler {
     open(mark, anchor);
   }
   void OnSequenceEnd() override { close(); }
-  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor, YAML::EmitterStyle::value) override {
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
+                  YAML::EmitterStyle::value) override {
     open(mark, anchor);
   }
   void OnMapEnd() override { close(); }
@@ -60,7 +61,8 @@ class LimitCounter : public YAML::EventHandler {
   void open(const YAML::Mark& mark, YAML::anchor_t anchor) {
     add(mark, 1);
     if (static_cast<int>(open_.size()) >= kMaxYamlDepth) {
-      fail(mark, "the YAML document nests deeper than " + std::to_string(kMaxYamlDepth) + " levels (limits: README.md)");
+      fail(mark,
+           "the YAML document nests deeper than " + std::to_string(kMaxYamlDepth) + " levels (limits: README.md)");
     }
     open_.push_back({anchor, nodes_ - 1});
   }
@@ -73,7 +75,7 @@ class LimitCounter : public YAML::EventHandler {
   std::string file_;
   std::int64_t nodes_ = 0;
   std::vector<std::pair<YAML::anchor_t, std::int64_t>> open_;  // open collections: anchor, count before
-  std::vector<std::int64_t> sizes_;                              // nodes under each anchor
+  std::vector<std::int64_t> sizes_;                            // nodes under each anchor
 };
 
 std::string in_quotes(std::string_view s) { return "'" + std::string(s) + "'"; }
@@ -162,9 +164,9 @@ Diagnostic Document::locate(const YAML::Mark& mark, const std::string& path, std
   // A value set (or placed under a key set) on the command line is reported against that --set.
   const std::pair<std::string, int>* origin = nullptr;
   for (const auto& o : overrides_) {
-    const bool under = path == o.first || (path.size() > o.first.size() &&
-                                           path.compare(0, o.first.size(), o.first) == 0 &&
-                                           (path[o.first.size()] == '.' || path[o.first.size()] == '['));
+    const bool under =
+        path == o.first || (path.size() > o.first.size() && path.compare(0, o.first.size(), o.first) == 0 &&
+                            (path[o.first.size()] == '.' || path[o.first.size()] == '['));
     if (under && (origin == nullptr || o.first.size() >= origin->first.size())) origin = &o;
   }
   Diagnostic d;
@@ -182,8 +184,7 @@ Diagnostic Document::locate(const YAML::Mark& mark, const std::string& path, std
   return d;
 }
 
-MapReader::MapReader(Document& doc, const YAML::Node& node, YAML::Mark mark, std::string path,
-                     Json& echo)
+MapReader::MapReader(Document& doc, const YAML::Node& node, YAML::Mark mark, std::string path, Json& echo)
     : doc_(doc), node_(node), mark_(mark), path_(std::move(path)), echo_(echo) {
   if (!echo_.is_object()) echo_ = Json::object();
   if (!node_.IsDefined() || node_.IsNull()) {
@@ -208,8 +209,7 @@ MapReader::MapReader(Document& doc, const YAML::Node& node, YAML::Mark mark, std
     for (const auto& s : seen) {
       if (s.first == key) {
         doc_.error(it->first.Mark(), child_path(path_, key),
-                   "duplicate key " + in_quotes(key) + " (first given on line " +
-                       std::to_string(s.second) + ")");
+                   "duplicate key " + in_quotes(key) + " (first given on line " + std::to_string(s.second) + ")");
         valid_ = false;
       }
     }
@@ -252,8 +252,7 @@ std::optional<Field> MapReader::find(std::string_view key) {
     if (it->first.IsScalar() && it->first.Scalar() == key) {
       Field f;
       f.node = it->second;
-      f.mark = (it->second.IsNull() || it->second.Mark().is_null()) ? it->first.Mark()
-                                                                       : it->second.Mark();
+      f.mark = (it->second.IsNull() || it->second.Mark().is_null()) ? it->first.Mark() : it->second.Mark();
       f.path = child_path(path_, key);
       return f;
     }
@@ -263,8 +262,7 @@ std::optional<Field> MapReader::find(std::string_view key) {
 
 void MapReader::missing(std::string_view key, std::string_view what) {
   if (!valid_) return;  // the mapping itself was reported
-  doc_.error(mark_, child_path(path_, key),
-             "missing required key " + in_quotes(key) + " (" + std::string(what) + ")");
+  doc_.error(mark_, child_path(path_, key), "missing required key " + in_quotes(key) + " (" + std::string(what) + ")");
 }
 
 std::optional<Field> MapReader::lookup(std::string_view key, std::string_view what, bool required) {
@@ -286,9 +284,8 @@ std::string MapReader::scalar_or_report(const Field& f, std::string_view what) {
 // reported; a scalar goes to `parse(field, text)`, which reports its own problems and returns the
 // value (nullopt when it was wrong). The parsed value's echo is the caller's.
 template <class T, class Parse>
-std::optional<T> MapReader::read(std::string_view key, std::string_view what,
-                                 const std::optional<T>& fallback, const Json& fallback_echo,
-                                 Parse parse) {
+std::optional<T> MapReader::read(std::string_view key, std::string_view what, const std::optional<T>& fallback,
+                                 const Json& fallback_echo, Parse parse) {
   auto f = lookup(key, what, !fallback.has_value());
   if (!f) {
     if (fallback) echo_[std::string(key)] = fallback_echo;
@@ -301,8 +298,7 @@ std::optional<T> MapReader::read(std::string_view key, std::string_view what,
   return parse(*f, f->node.Scalar());
 }
 
-std::optional<std::int64_t> MapReader::integer(std::string_view key, std::int64_t min,
-                                               std::int64_t max,
+std::optional<std::int64_t> MapReader::integer(std::string_view key, std::int64_t min, std::int64_t max,
                                                std::optional<std::int64_t> fallback) {
   const std::string what = "an integer";
   note(key, KeyInfo{"", "integer", "", static_cast<double>(min), static_cast<double>(max), false, {}, {}, false},
@@ -314,16 +310,16 @@ std::optional<std::int64_t> MapReader::integer(std::string_view key, std::int64_
         if (!parse_int(text, v)) {
           double d = 0;
           const bool is_number = parse_double(text, d);
-          doc_.error(f.mark, f.path,
-                     "expected " + what + ", got " + in_quotes(text) +
-                         (is_number ? " (a whole number is needed here)" : ""));
+          doc_.error(
+              f.mark, f.path,
+              "expected " + what + ", got " + in_quotes(text) + (is_number ? " (a whole number is needed here)" : ""));
           return std::nullopt;
         }
         if (v < min || v > max) {
           doc_.error(f.mark, f.path,
-                     max == INT64_MAX ? "must be at least " + std::to_string(min) + ", got " + text
-                                      : "must be between " + std::to_string(min) + " and " +
-                                            std::to_string(max) + ", got " + text);
+                     max == INT64_MAX
+                         ? "must be at least " + std::to_string(min) + ", got " + text
+                         : "must be between " + std::to_string(min) + " and " + std::to_string(max) + ", got " + text);
           return std::nullopt;
         }
         echo_[std::string(key)] = v;
@@ -331,11 +327,19 @@ std::optional<std::int64_t> MapReader::integer(std::string_view key, std::int64_
       });
 }
 
-std::optional<double> MapReader::number(std::string_view key, double min, double max,
-                                        bool min_exclusive, std::optional<double> fallback) {
+std::optional<double> MapReader::number(std::string_view key, double min, double max, bool min_exclusive,
+                                        std::optional<double> fallback) {
   const std::string what = "a number";
-  note(key, KeyInfo{"", "number", "", min, std::isinf(max) ? std::nullopt : std::optional<double>(max), min_exclusive, {}, {},
-                    false},
+  note(key,
+       KeyInfo{"",
+               "number",
+               "",
+               min,
+               std::isinf(max) ? std::nullopt : std::optional<double>(max),
+               min_exclusive,
+               {},
+               {},
+               false},
        fallback ? Json(*fallback) : Json(), fallback.has_value());
   return read<double>(
       key, what, fallback, fallback ? Json(*fallback) : Json(),
@@ -347,11 +351,10 @@ std::optional<double> MapReader::number(std::string_view key, double min, double
         }
         const bool low = min_exclusive ? !(v > min) : v < min;
         if (low || v > max) {
-          const std::string lo = min_exclusive ? "greater than " + format_double(min)
-                                               : "at least " + format_double(min);
+          const std::string lo =
+              min_exclusive ? "greater than " + format_double(min) : "at least " + format_double(min);
           doc_.error(f.mark, f.path,
-                     "must be " + lo + (std::isinf(max) ? "" : " and at most " + format_double(max)) +
-                         ", got " + text);
+                     "must be " + lo + (std::isinf(max) ? "" : " and at most " + format_double(max)) + ", got " + text);
           return std::nullopt;
         }
         echo_[std::string(key)] = v;
@@ -374,8 +377,7 @@ std::optional<bool> MapReader::boolean(std::string_view key, std::optional<bool>
                     });
 }
 
-std::optional<std::string> MapReader::string(std::string_view key,
-                                             std::optional<std::string> fallback) {
+std::optional<std::string> MapReader::string(std::string_view key, std::optional<std::string> fallback) {
   const std::string what = "a text value";
   note(key, KeyInfo{"", "text", "", std::nullopt, std::nullopt, false, {}, {}, false},
        fallback ? Json(*fallback) : Json(), fallback.has_value());
@@ -390,14 +392,21 @@ std::optional<std::string> MapReader::string(std::string_view key,
                            });
 }
 
-std::optional<std::string> MapReader::choice(std::string_view key,
-                                             const std::vector<std::string_view>& choices,
+std::optional<std::string> MapReader::choice(std::string_view key, const std::vector<std::string_view>& choices,
                                              std::optional<std::string> fallback) {
   std::string list;
   for (auto c : choices) list += (list.empty() ? "" : ", ") + std::string(c);
   const std::string what = "one of " + list;
-  note(key, KeyInfo{"", "choice", "", std::nullopt, std::nullopt, false,
-                    std::vector<std::string>(choices.begin(), choices.end()), {}, false},
+  note(key,
+       KeyInfo{"",
+               "choice",
+               "",
+               std::nullopt,
+               std::nullopt,
+               false,
+               std::vector<std::string>(choices.begin(), choices.end()),
+               {},
+               false},
        fallback ? Json(*fallback) : Json(), fallback.has_value());
   return read<std::string>(
       key, what, fallback, fallback ? Json(*fallback) : Json(),
@@ -415,43 +424,48 @@ std::optional<std::string> MapReader::choice(std::string_view key,
       });
 }
 
-std::optional<double> MapReader::quantity(std::string_view key, Dimension dim, double min,
-                                          double max, bool min_inclusive,
-                                          std::optional<double> fallback) {
-  const std::string what = "a " + std::string(dimension_name(dim)) + " like " +
-                           in_quotes(dimension_example(dim));
-  note(key, KeyInfo{"", "quantity", std::string(dimension_name(dim)) + " (e.g. " + in_quotes(dimension_example(dim)) + ")",
-                    min, std::isinf(max) ? std::nullopt : std::optional<double>(max), !min_inclusive, {}, {}, false},
+std::optional<double> MapReader::quantity(std::string_view key, Dimension dim, double min, double max,
+                                          bool min_inclusive, std::optional<double> fallback) {
+  const std::string what = "a " + std::string(dimension_name(dim)) + " like " + in_quotes(dimension_example(dim));
+  note(key,
+       KeyInfo{"",
+               "quantity",
+               std::string(dimension_name(dim)) + " (e.g. " + in_quotes(dimension_example(dim)) + ")",
+               min,
+               std::isinf(max) ? std::nullopt : std::optional<double>(max),
+               !min_inclusive,
+               {},
+               {},
+               false},
        fallback ? Json(format_quantity(*fallback, dim)) : Json(), fallback.has_value());
-  return read<double>(
-      key, what, fallback, fallback ? Json(format_quantity(*fallback, dim)) : Json(),
-      [&](const Field& f, const std::string& text) -> std::optional<double> {
-        const QuantityParse q = parse_quantity(text, dim);
-        if (!q.ok) {
-          doc_.error(f.mark, f.path, q.error);
-          return std::nullopt;
-        }
-        if ((min_inclusive ? q.value < min : !(q.value > min)) || q.value > max) {
-          doc_.error(f.mark, f.path,
-                     std::string(min_inclusive ? "must be at least " : "must be greater than ") +
-                         format_quantity(min, dim) +
-                         (std::isinf(max) ? "" : " and at most " + format_quantity(max, dim)) +
-                         ", got " + in_quotes(text));
-          return std::nullopt;
-        }
-        echo_[std::string(key)] = text;
-        return q.value;
-      });
+  return read<double>(key, what, fallback, fallback ? Json(format_quantity(*fallback, dim)) : Json(),
+                      [&](const Field& f, const std::string& text) -> std::optional<double> {
+                        const QuantityParse q = parse_quantity(text, dim);
+                        if (!q.ok) {
+                          doc_.error(f.mark, f.path, q.error);
+                          return std::nullopt;
+                        }
+                        if ((min_inclusive ? q.value < min : !(q.value > min)) || q.value > max) {
+                          doc_.error(f.mark, f.path,
+                                     std::string(min_inclusive ? "must be at least " : "must be greater than ") +
+                                         format_quantity(min, dim) +
+                                         (std::isinf(max) ? "" : " and at most " + format_quantity(max, dim)) +
+                                         ", got " + in_quotes(text));
+                          return std::nullopt;
+                        }
+                        echo_[std::string(key)] = text;
+                        return q.value;
+                      });
 }
 
 std::optional<Duration> MapReader::duration(std::string_view key, Duration min, Duration max,
                                             std::optional<Duration> fallback) {
   const std::string what = "a duration like '1.5 us'";
-  note(key, KeyInfo{"", "duration", "duration (e.g. '1.5 us')", min.to_seconds(), max.to_seconds(), false, {}, {}, false},
+  note(key,
+       KeyInfo{"", "duration", "duration (e.g. '1.5 us')", min.to_seconds(), max.to_seconds(), false, {}, {}, false},
        fallback ? Json(format_quantity(fallback->to_seconds(), Dimension::kDuration)) : Json(), fallback.has_value());
   return read<Duration>(
-      key, what, fallback,
-      fallback ? Json(format_quantity(fallback->to_seconds(), Dimension::kDuration)) : Json(),
+      key, what, fallback, fallback ? Json(format_quantity(fallback->to_seconds(), Dimension::kDuration)) : Json(),
       [&](const Field& f, const std::string& text) -> std::optional<Duration> {
         const QuantityParse q = parse_quantity(text, Dimension::kDuration);
         if (!q.ok) {
@@ -462,9 +476,8 @@ std::optional<Duration> MapReader::duration(std::string_view key, Duration min, 
         const bool too_low = min == Duration::zero() ? q.value < 0 : q.value < min.to_seconds();
         if (too_low || q.value > max.to_seconds()) {
           doc_.error(f.mark, f.path,
-                     "must be between " + format_quantity(min.to_seconds(), Dimension::kDuration) +
-                         " and " + format_quantity(max.to_seconds(), Dimension::kDuration) +
-                         ", got " + in_quotes(text));
+                     "must be between " + format_quantity(min.to_seconds(), Dimension::kDuration) + " and " +
+                         format_quantity(max.to_seconds(), Dimension::kDuration) + ", got " + in_quotes(text));
           return std::nullopt;
         }
         echo_[std::string(key)] = text;
@@ -484,8 +497,7 @@ void MapReader::finish() {
     for (auto k : known) list += (list.empty() ? "" : ", ") + std::string(k);
     doc_.error(it->first.Mark(), child_path(path_, key),
                "unknown key " + in_quotes(key) +
-                   (hint.empty() ? " (known keys here: " + list + ")"
-                                 : " (did you mean " + in_quotes(hint) + "?)"));
+                   (hint.empty() ? " (known keys here: " + list + ")" : " (did you mean " + in_quotes(hint) + "?)"));
   }
 }
 

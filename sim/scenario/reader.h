@@ -15,8 +15,8 @@
 #include <utility>
 #include <vector>
 
-#include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
+#include <nlohmann/json.hpp>
 
 #include "core/errors.h"
 #include "core/time.h"
@@ -64,8 +64,8 @@ class Document {
 
 // Where a value sits, for diagnostics and for the echo.
 struct Field {
-  YAML::Node node;   // the value (may be null)
-  YAML::Mark mark;   // of the value, or of its key when the value is empty
+  YAML::Node node;  // the value (may be null)
+  YAML::Mark mark;  // of the value, or of its key when the value is empty
   std::string path;
 };
 
@@ -98,10 +98,9 @@ class MapReader {
   std::optional<std::string> choice(std::string_view key, const std::vector<std::string_view>& choices,
                                     std::optional<std::string> fallback);
   // A quantity in base units. It must exceed `min` (or equal it when min_inclusive).
-  std::optional<double> quantity(std::string_view key, Dimension dim, double min, double max,
-                                 bool min_inclusive, std::optional<double> fallback);
-  std::optional<Duration> duration(std::string_view key, Duration min, Duration max,
-                                   std::optional<Duration> fallback);
+  std::optional<double> quantity(std::string_view key, Dimension dim, double min, double max, bool min_inclusive,
+                                 std::optional<double> fallback);
+  std::optional<Duration> duration(std::string_view key, Duration min, Duration max, std::optional<Duration> fallback);
 
   // Reports every key that no getter or find() asked for.
   void finish();

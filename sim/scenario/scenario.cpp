@@ -26,12 +26,11 @@ Field field_or(MapReader& m, std::string_view key) {
 metrics::SloTargets read_slo(MapReader& parent, std::string_view key) {
   metrics::SloTargets slo;
   auto sf = parent.find(key);
-  MapReader s(parent.doc(), sf ? sf->node : YAML::Node(), sf ? sf->mark : parent.mark(),
-              child_path(parent.path(), key), parent.echo()[std::string(key)]);
+  MapReader s(parent.doc(), sf ? sf->node : YAML::Node(), sf ? sf->mark : parent.mark(), child_path(parent.path(), key),
+              parent.echo()[std::string(key)]);
   const Duration tiny = Duration::picoseconds(1);
   // An absent or null target is no target (the echo writes null, and reads back the same).
-  for (auto [name, target] : {std::pair{"ttft", &slo.ttft}, std::pair{"tpot", &slo.tpot},
-                              std::pair{"e2e", &slo.e2e}}) {
+  for (auto [name, target] : {std::pair{"ttft", &slo.ttft}, std::pair{"tpot", &slo.tpot}, std::pair{"e2e", &slo.e2e}}) {
     const auto f = s.find(name);
     if (f && !f->node.IsNull()) {
       *target = s.duration(name, tiny, kMaxDuration, std::nullopt);
@@ -72,9 +71,12 @@ void check_request_memory(Document& doc, const WorkloadSection& workload, const 
 // A span of time for messages, in the unit that reads best ("4.8e+05 days", "2.5 h", "40 s").
 std::string span_text(double seconds) {
   char buf[48];
-  if (seconds >= 2 * 86400.0) std::snprintf(buf, sizeof buf, "%.3g days", seconds / 86400.0);
-  else if (seconds >= 2 * 3600.0) std::snprintf(buf, sizeof buf, "%.3g h", seconds / 3600.0);
-  else std::snprintf(buf, sizeof buf, "%.3g s", seconds);
+  if (seconds >= 2 * 86400.0)
+    std::snprintf(buf, sizeof buf, "%.3g days", seconds / 86400.0);
+  else if (seconds >= 2 * 3600.0)
+    std::snprintf(buf, sizeof buf, "%.3g h", seconds / 3600.0);
+  else
+    std::snprintf(buf, sizeof buf, "%.3g s", seconds);
   return buf;
 }
 
@@ -101,8 +103,7 @@ void check_arrival_rates(Document& doc, const WorkloadSection& w, const std::opt
                     "at %s, %s requests take about %s to arrive, beyond the simulated clock's range (%s): only "
                     "about %s would; raise the rate or send fewer",
                     at.c_str(), format_count(count).c_str(), span_text(static_cast<double>(count) / rate).c_str(),
-                    span_text(window_s).c_str(),
-                    format_count(static_cast<std::int64_t>(rate * window_s)).c_str());
+                    span_text(window_s).c_str(), format_count(static_cast<std::int64_t>(rate * window_s)).c_str());
     } else {
       continue;
     }
@@ -110,8 +111,8 @@ void check_arrival_rates(Document& doc, const WorkloadSection& w, const std::opt
   }
 }
 
-Scenario load(YAML::Node root, Document& doc, const std::string& display_name,
-              const std::string& base_dir, const LoadOptions& options) {
+Scenario load(YAML::Node root, Document& doc, const std::string& display_name, const std::string& base_dir,
+              const LoadOptions& options) {
   doc.keys = options.keys;
   doc.caches = options.caches;
   for (std::size_t i = 0; i < options.sets.size(); ++i) {
@@ -147,8 +148,9 @@ Scenario load(YAML::Node root, Document& doc, const std::string& display_name,
       MapReader dep(doc, df->node, df->mark, df->path, echo["deployment"]);
       // The serving engine whose measured kernels cost the chips: each pool's chip takes its
       // preset's shipped profile for it (sim/scenario/shipped_profiles.h, default_profile).
-      const std::string engine = dep.choice("engine", {kEngines[0], kEngines[1], kEngines[2]}, std::string(kDefaultEngine))
-                                     .value_or(std::string(kDefaultEngine));
+      const std::string engine =
+          dep.choice("engine", {kEngines[0], kEngines[1], kEngines[2]}, std::string(kDefaultEngine))
+              .value_or(std::string(kDefaultEngine));
       auto pf = dep.find("pools");
       if (!pf) {
         dep.missing("pools", "a list of pools");
@@ -165,8 +167,7 @@ Scenario load(YAML::Node root, Document& doc, const std::string& display_name,
           list.push_back(Json::object());
           PoolMarks marks;
           const YAML::Node item = pf->node[i];
-          auto p = read_pool(doc, engine, item, item.Mark(), index_path(pf->path, i), i, list.back(), model,
-                             marks);
+          auto p = read_pool(doc, engine, item, item.Mark(), index_path(pf->path, i), i, list.back(), model, marks);
           pools_ok = pools_ok && marks.all_ok;
           pools.emplace_back(std::move(p), marks);
         }
@@ -190,8 +191,7 @@ Scenario load(YAML::Node root, Document& doc, const std::string& display_name,
   }
   {
     auto hf = top.find("simulation");
-    MapReader s(doc, hf ? hf->node : YAML::Node(), hf ? hf->mark : top.mark(), "simulation",
-                echo["simulation"]);
+    MapReader s(doc, hf ? hf->node : YAML::Node(), hf ? hf->mark : top.mark(), "simulation", echo["simulation"]);
     const auto f = s.find("horizon");
     if (f && !f->node.IsNull()) {
       out.config.horizon = s.duration("horizon", Duration::picoseconds(1), kMaxDuration, std::nullopt);
@@ -219,8 +219,7 @@ Scenario load(YAML::Node root, Document& doc, const std::string& display_name,
       configs.push_back(pool);
       marks.push_back(&m);
     }
-    place_on_cluster(doc, configs, pools_ok ? cluster : std::nullopt, cluster_marks, marks, echo,
-                     out.config.cluster);
+    place_on_cluster(doc, configs, pools_ok ? cluster : std::nullopt, cluster_marks, marks, echo, out.config.cluster);
   }
   if (workload) {
     // The run ends at its request count, its horizon, or when every class runs dry (a trace
@@ -246,9 +245,10 @@ Scenario load(YAML::Node root, Document& doc, const std::string& display_name,
           continue;
         }
         doc.error(marks.prefix_cache.mark, marks.prefix_cache.path,
-                  "the prefix cache keys the trace's hash ids, one per " +
-                      std::to_string(t->block_tokens) + " prompt tokens, which is not a whole number "
-                      "of this pool's " + std::to_string(pool.kv_cache.block_tokens) +
+                  "the prefix cache keys the trace's hash ids, one per " + std::to_string(t->block_tokens) +
+                      " prompt tokens, which is not a whole number "
+                      "of this pool's " +
+                      std::to_string(pool.kv_cache.block_tokens) +
                       "-token KV blocks: make kv_cache.block_tokens divide the trace's block_tokens");
       }
     }
@@ -258,14 +258,13 @@ Scenario load(YAML::Node root, Document& doc, const std::string& display_name,
       const auto* ind = c.lengths ? std::get_if<workloads::IndependentLengths>(&*c.lengths) : nullptr;
       if (ind == nullptr) continue;
       // A deployment that would reject every request is a mistake, not a scenario.
-      const std::int64_t shortest = workloads::shortest_length(ind->prompt) +
-                                    workloads::shortest_length(ind->output);
+      const std::int64_t shortest = workloads::shortest_length(ind->prompt) + workloads::shortest_length(ind->output);
       for (const auto& [pool, marks] : pools) {
         if (marks.len_ok && shortest > pool.max_model_len) {
           doc.error(marks.max_model_len.mark, marks.max_model_len.path,
                     "every request would be rejected: the shortest prompt + output the workload " +
-                        (workload->classes_form ? "class '" + c.name + "' " : std::string()) +
-                        "draws is " + std::to_string(shortest) + " tokens, more than max_model_len " +
+                        (workload->classes_form ? "class '" + c.name + "' " : std::string()) + "draws is " +
+                        std::to_string(shortest) + " tokens, more than max_model_len " +
                         std::to_string(pool.max_model_len));
         }
       }
@@ -319,13 +318,13 @@ YAML::Node parse_root(std::string_view yaml, const std::string& display_name) {
     root = YAML::Load(std::string(yaml));
   } catch (const YAML::Exception& e) {
     throw InputError({Diagnostic{display_name, e.mark.is_null() ? 0 : e.mark.line + 1,
-                                 e.mark.is_null() ? 0 : e.mark.column + 1, "",
-                                 "not valid YAML: " + e.msg}});
+                                 e.mark.is_null() ? 0 : e.mark.column + 1, "", "not valid YAML: " + e.msg}});
   }
   if (root.IsDefined() && !root.IsNull() && !root.IsMap()) {
     throw InputError({Diagnostic{display_name, root.Mark().line + 1, root.Mark().column + 1, "",
                                  "a scenario is a mapping of sections (model, deployment, "
-                                 "workload, ...), got " + describe(root)}});
+                                 "workload, ...), got " +
+                                     describe(root)}});
   }
   return root;
 }
@@ -336,8 +335,7 @@ std::string read_scenario_file(const std::string& path) {
 
 }  // namespace
 
-std::shared_ptr<const ScenarioDocument> parse_scenario_text(std::string_view yaml,
-                                                            const std::string& display_name,
+std::shared_ptr<const ScenarioDocument> parse_scenario_text(std::string_view yaml, const std::string& display_name,
                                                             const std::string& base_dir) {
   check_yaml_limits(yaml, display_name);
   parse_root(yaml, display_name);  // syntax problems surface here, once
@@ -349,26 +347,24 @@ std::shared_ptr<const ScenarioDocument> parse_scenario_text(std::string_view yam
 }
 
 std::shared_ptr<const ScenarioDocument> parse_scenario_file(const std::string& path) {
-  return parse_scenario_text(read_scenario_file(path), path,
-                             std::filesystem::path(path).parent_path().string());
+  return parse_scenario_text(read_scenario_file(path), path, std::filesystem::path(path).parent_path().string());
 }
 
 Scenario load_scenario(const ScenarioDocument& document, const LoadOptions& options) {
   Document doc(document.display_name);
-  return load(parse_root(document.text, document.display_name), doc, document.display_name,
-              document.base_dir, options);
+  return load(parse_root(document.text, document.display_name), doc, document.display_name, document.base_dir, options);
 }
 
-Scenario load_scenario_text(std::string_view yaml, const std::string& display_name,
-                            const std::string& base_dir, const LoadOptions& options) {
+Scenario load_scenario_text(std::string_view yaml, const std::string& display_name, const std::string& base_dir,
+                            const LoadOptions& options) {
   check_yaml_limits(yaml, display_name);
   Document doc(display_name);
   return load(parse_root(yaml, display_name), doc, display_name, base_dir, options);
 }
 
 Scenario load_scenario_file(const std::string& path, const LoadOptions& options) {
-  return load_scenario_text(read_scenario_file(path), path,
-                            std::filesystem::path(path).parent_path().string(), options);
+  return load_scenario_text(read_scenario_file(path), path, std::filesystem::path(path).parent_path().string(),
+                            options);
 }
 
 LoadedChip load_chip(std::string_view preset, const std::string& profile, std::string_view engine) {

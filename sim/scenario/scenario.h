@@ -20,9 +20,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/errors.h"
 #include "sim/cluster/config.h"
 #include "sim/cluster/run_budget.h"
-#include "core/errors.h"
 
 namespace servesim::scenario {
 
@@ -30,10 +30,10 @@ class KeyRecorder;  // keys.h
 struct Caches;      // caches.h
 
 struct LoadOptions {
-  std::vector<std::string> sets;        // "key.path=value", in command-line order
-  std::optional<std::uint64_t> seed;    // --seed, overrides the scenario's seed
-  KeyRecorder* keys = nullptr;          // records every key the load reads (keys.h)
-  Caches* caches = nullptr;             // the session's (caches.h); the run uses them too
+  std::vector<std::string> sets;      // "key.path=value", in command-line order
+  std::optional<std::uint64_t> seed;  // --seed, overrides the scenario's seed
+  KeyRecorder* keys = nullptr;        // records every key the load reads (keys.h)
+  Caches* caches = nullptr;           // the session's (caches.h); the run uses them too
   // A workload whose request count cannot fit in this much memory (cluster::kBytesPerRequest
   // each) is refused at its `requests` key; nullopt: the machine's physical memory.
   std::optional<std::int64_t> memory_limit_bytes;
@@ -45,17 +45,17 @@ struct LoadOptions {
 
 struct Scenario {
   std::string name;
-  std::string source;                   // the file (or display name) it was loaded from
+  std::string source;  // the file (or display name) it was loaded from
   cluster::SimulationConfig config;
-  nlohmann::ordered_json resolved;      // the scenario as run: every default filled in
-  std::vector<Diagnostic> warnings;     // problems the scenario accepted (on_violation: warn)
+  nlohmann::ordered_json resolved;   // the scenario as run: every default filled in
+  std::vector<Diagnostic> warnings;  // problems the scenario accepted (on_violation: warn)
 };
 
 // Throws InputError with every problem found.
 Scenario load_scenario_file(const std::string& path, const LoadOptions& options = {});
 // `display_name` is used in diagnostics; relative files resolve against `base_dir`.
-Scenario load_scenario_text(std::string_view yaml, const std::string& display_name,
-                            const std::string& base_dir, const LoadOptions& options = {});
+Scenario load_scenario_text(std::string_view yaml, const std::string& display_name, const std::string& base_dir,
+                            const LoadOptions& options = {});
 
 // A scenario read (and its YAML syntax checked) once, loaded many times with different overrides
 // (serve, sweep): each load parses its own tree, so overrides never leak between loads and
@@ -63,8 +63,7 @@ Scenario load_scenario_text(std::string_view yaml, const std::string& display_na
 class ScenarioDocument;
 // Throw InputError when the file cannot be read or is not a YAML mapping.
 std::shared_ptr<const ScenarioDocument> parse_scenario_file(const std::string& path);
-std::shared_ptr<const ScenarioDocument> parse_scenario_text(std::string_view yaml,
-                                                            const std::string& display_name,
+std::shared_ptr<const ScenarioDocument> parse_scenario_text(std::string_view yaml, const std::string& display_name,
                                                             const std::string& base_dir);
 Scenario load_scenario(const ScenarioDocument& document, const LoadOptions& options = {});
 

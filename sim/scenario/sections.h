@@ -23,7 +23,7 @@
 namespace servesim::scenario {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-constexpr std::int64_t kMaxTokens = 100'000'000;  // per request; RequestState holds 32-bit counts
+constexpr std::int64_t kMaxTokens = 100'000'000;       // per request; RequestState holds 32-bit counts
 inline constexpr Duration kMaxDuration = kClockLimit;  // the longest duration a scenario may give
 // The longest one batch iteration of a pool may take at its worst (a full KV cache decoding, or a
 // full token budget of prefill). Real accelerators take milliseconds to seconds; an hour means a
@@ -51,12 +51,12 @@ std::optional<models::Efficiency> read_efficiency(MapReader& chip, const models:
 
 // --- profile_section.cpp ---
 struct ChipProfile {
-  bool ok = false;                // false: the problems are in the document
+  bool ok = false;  // false: the problems are in the document
   std::string name, chip, engine, created;
-  std::string transferred_from;   // the chip whose kernels were measured, where none of this one's were
-  bool by_default = false;        // chosen by chip and engine (default_profile), not named
-  models::Efficiency efficiency;  // the chip's efficiencies with the profile's applied
-  models::MeasuredTables tables;  // log-space GEMM tables (empty: the roofline only)
+  std::string transferred_from;      // the chip whose kernels were measured, where none of this one's were
+  bool by_default = false;           // chosen by chip and engine (default_profile), not named
+  models::Efficiency efficiency;     // the chip's efficiencies with the profile's applied
+  models::MeasuredTables tables;     // log-space GEMM tables (empty: the roofline only)
   std::vector<Diagnostic> problems;  // while parsing (moved into the scenario's document)
 };
 // The chip's `profile` key, read strictly against `base` (the preset): a shipped name or a path;

@@ -14,9 +14,9 @@
 namespace servesim::scenario {
 
 struct ShippedProfile {
-  const char* name;    // the file name without .yaml
-  const char* chip;    // the profile's `chip` (a chip preset)
-  const char* engine;  // the profile's `engine` ("" where it names none)
+  const char* name;               // the file name without .yaml
+  const char* chip;               // the profile's `chip` (a chip preset)
+  const char* engine;             // the profile's `engine` ("" where it names none)
   const unsigned char* gz_begin;  // the gzip-compressed YAML
   const unsigned char* gz_end;
 };

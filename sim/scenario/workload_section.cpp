@@ -34,8 +34,7 @@ std::optional<Field> list_field(MapReader& m, std::string_view key, std::string_
 
 // The numbers of a list of scalars, range-checked, echoed as a list.
 template <class T>
-std::optional<std::vector<T>> read_numbers(MapReader& m, std::string_view key, const Field& f, T lo,
-                                           T hi) {
+std::optional<std::vector<T>> read_numbers(MapReader& m, std::string_view key, const Field& f, T lo, T hi) {
   std::vector<T> out;
   Json& echo = m.echo()[std::string(key)];
   echo = Json::array();
@@ -57,15 +56,15 @@ std::optional<std::vector<T>> read_numbers(MapReader& m, std::string_view key, c
       }
     }
     if (!parsed) {
-      m.doc().error(item.Mark(), path,
-                    std::string(std::is_integral_v<T> ? "expected an integer" : "expected a number") +
-                        ", got " + describe(item));
+      m.doc().error(
+          item.Mark(), path,
+          std::string(std::is_integral_v<T> ? "expected an integer" : "expected a number") + ", got " + describe(item));
       ok = false;
       continue;
     }
     if (v < lo || v > hi) {
-      m.doc().error(item.Mark(), path, "must be between " + std::to_string(lo) + " and " +
-                                           std::to_string(hi) + ", got " + item.Scalar());
+      m.doc().error(item.Mark(), path,
+                    "must be between " + std::to_string(lo) + " and " + std::to_string(hi) + ", got " + item.Scalar());
       ok = false;
       continue;
     }
@@ -83,8 +82,8 @@ std::optional<workloads::ImageChoice> parse_size(const std::string& s) {
   std::int64_t w = 0, h = 0;
   const auto r1 = std::from_chars(s.data(), s.data() + x, w);
   const auto r2 = std::from_chars(s.data() + x + 1, s.data() + s.size(), h);
-  if (r1.ec != std::errc() || r1.ptr != s.data() + x || r2.ec != std::errc() ||
-      r2.ptr != s.data() + s.size() || w < 1 || h < 1 || w > 100'000 || h > 100'000) {
+  if (r1.ec != std::errc() || r1.ptr != s.data() + x || r2.ec != std::errc() || r2.ptr != s.data() + s.size() ||
+      w < 1 || h < 1 || w > 100'000 || h > 100'000) {
     return std::nullopt;
   }
   return workloads::ImageChoice{static_cast<std::uint32_t>(w), static_cast<std::uint32_t>(h), 1};
@@ -95,14 +94,15 @@ std::optional<workloads::ImageChoice> read_size(MapReader& m, std::string_view k
   if (!text) return std::nullopt;
   auto size = parse_size(*text);
   if (!size) {
-    error_at(m, key, "expected a size in pixels like '1024x768' (width x height, each 1 to "
-                     "100,000), got '" + *text + "'");
+    error_at(m, key,
+             "expected a size in pixels like '1024x768' (width x height, each 1 to "
+             "100,000), got '" +
+                 *text + "'");
   }
   return size;
 }
 
-std::optional<workloads::LengthDistribution> read_length(MapReader& parent, std::string_view key,
-                                                         std::int64_t lo = 1,
+std::optional<workloads::LengthDistribution> read_length(MapReader& parent, std::string_view key, std::int64_t lo = 1,
                                                          std::int64_t hi = kMaxTokens) {
   auto f = parent.find(key);
   if (!f) {
@@ -111,8 +111,7 @@ std::optional<workloads::LengthDistribution> read_length(MapReader& parent, std:
   }
   MapReader m(parent.doc(), f->node, f->mark, f->path, parent.echo()[std::string(key)]);
   if (!m.valid()) return std::nullopt;
-  const auto kind =
-      m.choice("distribution", {"fixed", "uniform", "normal", "lognormal", "zipf"}, std::nullopt);
+  const auto kind = m.choice("distribution", {"fixed", "uniform", "normal", "lognormal", "zipf"}, std::nullopt);
   if (!kind) m.ignore_unknown_keys();
   std::optional<workloads::LengthDistribution> out;
   // max below min, reported at max.
@@ -153,8 +152,7 @@ std::optional<workloads::LengthDistribution> read_length(MapReader& parent, std:
 }
 
 // An optional distribution: absent or null means "the default" (echoed as null).
-std::optional<workloads::LengthDistribution> read_optional_length(MapReader& m, std::string_view key,
-                                                                  bool& ok) {
+std::optional<workloads::LengthDistribution> read_optional_length(MapReader& m, std::string_view key, bool& ok) {
   const auto f = m.find(key);
   if (!f || f->node.IsNull()) {
     m.echo()[std::string(key)] = nullptr;
@@ -173,8 +171,9 @@ bool check_trace_file(MapReader& m, const std::string& file, bool relative) {
   try {
     check_streamed_file(InputSource{file, "trace file", f.path});
   } catch (const InputError& e) {
-    m.doc().error(f.mark, f.path, e.diagnostics().front().message + " ('" + file + "'" +
-                                      (relative ? "; relative paths start at the scenario file's folder" : "") + ")");
+    m.doc().error(f.mark, f.path,
+                  e.diagnostics().front().message + " ('" + file + "'" +
+                      (relative ? "; relative paths start at the scenario file's folder" : "") + ")");
     return false;
   }
   return true;
@@ -195,8 +194,14 @@ std::optional<workloads::TraceLengths> read_trace_lengths(MapReader& m, const st
   } else {
     ok = false;
   }
-  if (auto r = t.string("prompt_column", tl.prompt_column)) tl.prompt_column = *r; else ok = false;
-  if (auto r = t.string("output_column", tl.output_column)) tl.output_column = *r; else ok = false;
+  if (auto r = t.string("prompt_column", tl.prompt_column))
+    tl.prompt_column = *r;
+  else
+    ok = false;
+  if (auto r = t.string("output_column", tl.output_column))
+    tl.output_column = *r;
+  else
+    ok = false;
   if (auto r = t.integer("max_total_tokens", 0, kMaxTokens, 0)) {
     if (*r == 1) {
       error_at(t, "max_total_tokens", "must be 0 (no cap) or at least 2 (one prompt and one output token)");
@@ -206,8 +211,10 @@ std::optional<workloads::TraceLengths> read_trace_lengths(MapReader& m, const st
   } else {
     ok = false;
   }
-  if (auto r = t.choice("order", {"shuffle", "sequential"}, "shuffle")) tl.shuffle = *r == "shuffle";
-  else ok = false;
+  if (auto r = t.choice("order", {"shuffle", "sequential"}, "shuffle"))
+    tl.shuffle = *r == "shuffle";
+  else
+    ok = false;
   if (ok) {
     // Read the trace now, once: a bad file is reported before anything runs, and the simulation
     // uses these rows.
@@ -224,8 +231,8 @@ std::optional<workloads::TraceLengths> read_trace_lengths(MapReader& m, const st
 }
 
 // `lengths`; with a trace replay it is optional (the rows carry lengths) and echoed as null.
-std::optional<workloads::LengthConfig> read_lengths(MapReader& cls, const std::string& base_dir,
-                                                    bool optional, bool& ok) {
+std::optional<workloads::LengthConfig> read_lengths(MapReader& cls, const std::string& base_dir, bool optional,
+                                                    bool& ok) {
   auto f = cls.find("lengths");
   if (!f || (optional && f->node.IsNull())) {
     if (optional) {
@@ -275,9 +282,15 @@ std::optional<workloads::ImageConfig> read_images(MapReader& cls, bool& ok) {
   MapReader m(cls.doc(), f->node, f->mark, f->path, cls.echo()["images"]);
   workloads::ImageConfig ic;
   bool good = m.valid();
-  if (auto r = m.number("fraction", 0, 1, true, 1.0)) ic.fraction = *r; else good = false;
+  if (auto r = m.number("fraction", 0, 1, true, 1.0))
+    ic.fraction = *r;
+  else
+    good = false;
   if (m.has("count")) {
-    if (auto d = read_length(m, "count", 1, 1000)) ic.count = *d; else good = false;
+    if (auto d = read_length(m, "count", 1, 1000))
+      ic.count = *d;
+    else
+      good = false;
   } else {
     m.find("count");
     m.echo()["count"] = Json{{"distribution", "fixed"}, {"value", 1}};
@@ -287,7 +300,10 @@ std::optional<workloads::ImageConfig> read_images(MapReader& cls, bool& ok) {
     m.missing("resolution", "a size like '1024x768', {choices: [{size, weight}, ...]} or {min, max}");
     good = false;
   } else if (rf->node.IsScalar()) {
-    if (auto s = read_size(m, "resolution")) ic.choices.push_back(*s); else good = false;
+    if (auto s = read_size(m, "resolution"))
+      ic.choices.push_back(*s);
+    else
+      good = false;
   } else {
     MapReader r(m.doc(), rf->node, rf->mark, rf->path, m.echo()["resolution"]);
     good = good && r.valid();
@@ -354,9 +370,15 @@ std::optional<workloads::PrefixConfig> read_prefixes(MapReader& cls, bool& ok) {
   MapReader m(cls.doc(), f->node, f->mark, f->path, cls.echo()["prefixes"]);
   workloads::PrefixConfig pc;
   bool good = m.valid();
-  if (auto r = m.number("fraction", 0, 1, true, 1.0)) pc.fraction = *r; else good = false;
+  if (auto r = m.number("fraction", 0, 1, true, 1.0))
+    pc.fraction = *r;
+  else
+    good = false;
   const auto prompts = m.integer("prompts", 1, 65536, std::nullopt);
-  if (prompts) pc.prompts = *prompts; else good = false;
+  if (prompts)
+    pc.prompts = *prompts;
+  else
+    good = false;
   auto tf = m.find("tokens");
   if (!tf) {
     m.missing("tokens", "the shared prompts' lengths: a distribution, or a list with one length per prompt");
@@ -365,8 +387,8 @@ std::optional<workloads::PrefixConfig> read_prefixes(MapReader& cls, bool& ok) {
     if (auto v = read_numbers<std::int64_t>(m, "tokens", *tf, 1, kMaxTokens)) {
       pc.tokens = *v;
       if (prompts && static_cast<std::int64_t>(v->size()) != *prompts) {
-        m.doc().error(tf->mark, tf->path, "gives " + std::to_string(v->size()) + " lengths for " +
-                                              std::to_string(*prompts) + " prompts");
+        m.doc().error(tf->mark, tf->path,
+                      "gives " + std::to_string(v->size()) + " lengths for " + std::to_string(*prompts) + " prompts");
         good = false;
       }
     } else {
@@ -380,7 +402,10 @@ std::optional<workloads::PrefixConfig> read_prefixes(MapReader& cls, bool& ok) {
   const auto pop = m.choice("popularity", {"uniform", "zipf", "weights"}, "uniform");
   if (pop == "zipf") {
     pc.popularity = workloads::Popularity::kZipf;
-    if (auto r = m.number("exponent", 0, 20, true, 1.0)) pc.exponent = *r; else good = false;
+    if (auto r = m.number("exponent", 0, 20, true, 1.0))
+      pc.exponent = *r;
+    else
+      good = false;
   } else if (pop == "weights") {
     pc.popularity = workloads::Popularity::kWeights;
     if (auto lf = list_field(m, "weights", "one weight per prompt")) {
@@ -388,8 +413,8 @@ std::optional<workloads::PrefixConfig> read_prefixes(MapReader& cls, bool& ok) {
         double sum = 0;
         for (double x : *w) sum += x;
         if (prompts && static_cast<std::int64_t>(w->size()) != *prompts) {
-          m.doc().error(lf->mark, lf->path, "gives " + std::to_string(w->size()) + " weights for " +
-                                                std::to_string(*prompts) + " prompts");
+          m.doc().error(lf->mark, lf->path,
+                        "gives " + std::to_string(w->size()) + " weights for " + std::to_string(*prompts) + " prompts");
           good = false;
         } else if (!(sum > 0)) {
           m.doc().error(lf->mark, lf->path, "the weights add up to 0");
@@ -422,7 +447,10 @@ std::optional<workloads::SessionConfig> read_sessions(MapReader& cls, bool& ok) 
   MapReader m(cls.doc(), f->node, f->mark, f->path, cls.echo()["sessions"]);
   workloads::SessionConfig sc;
   bool good = m.valid();
-  if (auto d = read_length(m, "turns", 1, 100'000)) sc.turns = *d; else good = false;
+  if (auto d = read_length(m, "turns", 1, 100'000))
+    sc.turns = *d;
+  else
+    good = false;
   if (auto r = m.duration("think_time", Duration::zero(), kMaxDuration, Duration::zero())) {
     sc.think_time = *r;
   } else {
@@ -434,7 +462,10 @@ std::optional<workloads::SessionConfig> read_sessions(MapReader& cls, bool& ok) 
     good = false;
   }
   sc.followup = read_optional_length(m, "followup", good);
-  if (auto r = m.integer("max_context", 0, kMaxTokens, 0)) sc.max_context = *r; else good = false;
+  if (auto r = m.integer("max_context", 0, kMaxTokens, 0))
+    sc.max_context = *r;
+  else
+    good = false;
   m.finish();
   if (!good) {
     ok = false;
@@ -455,17 +486,23 @@ Field rate_field(MapReader& m) {
   return *af;
 }
 
-bool read_class(MapReader& m, const std::string& base_dir, bool inline_form,
-                workloads::ClassConfig& c, std::optional<metrics::SloTargets>& slo) {
+bool read_class(MapReader& m, const std::string& base_dir, bool inline_form, workloads::ClassConfig& c,
+                std::optional<metrics::SloTargets>& slo) {
   bool ok = true;
   if (auto r = m.string("name", inline_form ? std::optional<std::string>("default") : std::nullopt)) {
     c.name = *r;
   } else {
     ok = false;
   }
-  if (auto r = m.integer("priority", -1000, 1000, 0)) c.priority = static_cast<int>(*r); else ok = false;
+  if (auto r = m.integer("priority", -1000, 1000, 0))
+    c.priority = static_cast<int>(*r);
+  else
+    ok = false;
   if (!inline_form) {
-    if (auto r = m.integer("requests", 0, 1'000'000'000, 0)) c.requests = *r; else ok = false;
+    if (auto r = m.integer("requests", 0, 1'000'000'000, 0))
+      c.requests = *r;
+    else
+      ok = false;
   }
   const auto arrivals = read_arrivals(m, base_dir);
   // A replay's rows carry lengths; that the process is a trace is read off the text, so that a
@@ -483,9 +520,10 @@ bool read_class(MapReader& m, const std::string& base_dir, bool inline_form,
   c.prefixes = read_prefixes(m, ok);
   c.sessions = read_sessions(m, ok);
   if (c.sessions && replay) {
-    error_at(m, "sessions", "a replayed trace's arrival times are fixed, so it cannot have sessions "
-                            "(their turns follow the answers); use a poisson, gamma or closed_loop "
-                            "process");
+    error_at(m, "sessions",
+             "a replayed trace's arrival times are fixed, so it cannot have sessions "
+             "(their turns follow the answers); use a poisson, gamma or closed_loop "
+             "process");
     ok = false;
   }
   if (!inline_form) {
@@ -513,15 +551,17 @@ std::optional<WorkloadSection> read_workload(MapReader& top, const std::string& 
   if (!m.valid()) return std::nullopt;
   WorkloadSection out;
   bool ok = true;
-  if (auto r = m.integer("requests", 0, 1'000'000'000, 0)) out.config.requests = *r; else ok = false;
+  if (auto r = m.integer("requests", 0, 1'000'000'000, 0))
+    out.config.requests = *r;
+  else
+    ok = false;
   out.requests = field_or(m, "requests");
   if (m.has("classes")) {
     out.classes_form = true;
     // The class keys belong inside the classes, not next to them.
     for (const char* key : {"name", "priority", "arrivals", "lengths", "images", "prefixes", "sessions"}) {
       if (auto kf = m.find(key)) {
-        m.doc().error(kf->mark, kf->path,
-                      "with a list of classes, '" + std::string(key) + "' goes inside each class");
+        m.doc().error(kf->mark, kf->path, "with a list of classes, '" + std::string(key) + "' goes inside each class");
         ok = false;
       }
     }

@@ -18,10 +18,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tests/app/cli_helpers.h"
 #include "core/input_file.h"
 #include "core/output_file.h"
 #include "studies/serve.h"
+#include "tests/app/cli_helpers.h"
 
 using namespace servesim;
 using namespace servesim::testing;
@@ -38,7 +38,8 @@ struct Fixtures {
     fs::create_symlink("loop", dir / "loop");
     std::ofstream(dir / "file.txt") << "a file, not a folder\n";
     const std::string quickstart = read(kQuickstart);
-    std::ofstream(dir / "latin1.yaml", std::ios::binary) << "name: caf\xe9\n" << quickstart.substr(quickstart.find("seed:"));
+    std::ofstream(dir / "latin1.yaml", std::ios::binary) << "name: caf\xe9\n"
+                                                         << quickstart.substr(quickstart.find("seed:"));
     {
       // One byte over the 16 MiB a scenario may have: refused from its size, unread.
       std::ofstream big(dir / "big.yaml", std::ios::binary);
@@ -79,10 +80,10 @@ const Fixtures& fixtures() {
 }
 
 struct Case {
-  const char* what;                // the class and the case
-  std::vector<std::string> args;   // {fx}: the fixtures folder, {q}: quickstart, {out}: a fresh folder
+  const char* what;               // the class and the case
+  std::vector<std::string> args;  // {fx}: the fixtures folder, {q}: quickstart, {out}: a fresh folder
   int code;
-  const char* message;             // a fragment of stderr
+  const char* message;  // a fragment of stderr
 };
 
 std::string expand(std::string s, const fs::path& out) {
@@ -101,82 +102,139 @@ std::string expand(std::string s, const fs::path& out) {
 const std::vector<Case>& catalog() {
   static const std::vector<Case> cases = {
       // --- output files: checked before anything runs; write errors reported; nothing half-written
-      {"output: --json on a full disk (/dev/full)", {"run", "{q}", "--set", "workload.requests=40", "--json", "/dev/full"}, 2,
+      {"output: --json on a full disk (/dev/full)",
+       {"run", "{q}", "--set", "workload.requests=40", "--json", "/dev/full"},
+       2,
        "/dev/full: cannot write: No space left on device"},
-      {"output: --json in a folder that does not exist", {"run", "{q}", "--json", "{fx}/missing/r.json"}, 2,
+      {"output: --json in a folder that does not exist",
+       {"run", "{q}", "--json", "{fx}/missing/r.json"},
+       2,
        "its folder {fx}/missing does not exist"},
       {"output: --json naming a folder", {"run", "{q}", "--json", "{fx}"}, 2, "it is a folder, not a file"},
       {"output: --out under a regular file", {"run", "{q}", "--out", "{fx}/file.txt/out"}, 2, "is not a folder"},
-      {"output: --html on a symbolic link loop", {"run", "{q}", "--html", "{fx}/loop"}, 2,
+      {"output: --html on a symbolic link loop",
+       {"run", "{q}", "--html", "{fx}/loop"},
+       2,
        "Too many levels of symbolic links"},
       {"output: --trace in a missing folder", {"run", "{q}", "--trace", "{fx}/missing/t.json"}, 2, "does not exist"},
-      {"output: sweep --out on a regular file", {"sweep", "{q}", "--vary", "seed=1,2", "--out", "{fx}/file.txt"}, 2,
+      {"output: sweep --out on a regular file",
+       {"sweep", "{q}", "--vary", "seed=1,2", "--out", "{fx}/file.txt"},
+       2,
        "it exists and is not a folder"},
-      {"output: plan --json in a missing folder", {"plan", "{q}", "--json", "{fx}/missing/p.json"}, 2, "does not exist"},
+      {"output: plan --json in a missing folder",
+       {"plan", "{q}", "--json", "{fx}/missing/p.json"},
+       2,
+       "does not exist"},
       {"output: calibrate --out in a missing folder",
        {"calibrate", "{src}/calibrate/data/aiconfigurator/h200_sxm/gemm_perf.csv.gz", "--chip", "h200-sxm", "--out",
         "{fx}/missing/p.yaml"},
-       2, "does not exist"},
-      {"output: validate --json on a folder", {"validate", "{src}/calibrate/data/serving/silicon_dev.csv", "--json", "{fx}"}, 2,
+       2,
+       "does not exist"},
+      {"output: validate --json on a folder",
+       {"validate", "{src}/calibrate/data/serving/silicon_dev.csv", "--json", "{fx}"},
+       2,
        "it is a folder"},
       // --- input files: special files refused or read to a cap; limits on size, nodes, depth, encoding
-      {"input: a FIFO nobody writes to as the scenario", {"run", "{fx}/fifo", "--out", "{out}"}, 2,
+      {"input: a FIFO nobody writes to as the scenario",
+       {"run", "{fx}/fifo", "--out", "{out}"},
+       2,
        "the scenario file is empty (a FIFO"},
-      {"input: /dev/zero as the scenario", {"run", "/dev/zero", "--out", "{out}"}, 2,
+      {"input: /dev/zero as the scenario",
+       {"run", "/dev/zero", "--out", "{out}"},
+       2,
        "the scenario file goes on past the 16 MiB a scenario file may have (a character device"},
       {"input: a folder as the scenario", {"run", "{fx}", "--out", "{out}"}, 2, "the scenario file is a folder"},
-      {"input: a scenario over 16 MiB", {"run", "{fx}/big.yaml", "--out", "{out}"}, 2,
+      {"input: a scenario over 16 MiB",
+       {"run", "{fx}/big.yaml", "--out", "{out}"},
+       2,
        "the scenario file is 16,777,217 bytes, more than the 16 MiB"},
-      {"input: a YAML list of a million items", {"run", "{fx}/list.yaml", "--out", "{out}"}, 2,
+      {"input: a YAML list of a million items",
+       {"run", "{fx}/list.yaml", "--out", "{out}"},
+       2,
        "more than 1,000,000 nodes"},
-      {"input: nested aliases (a billion laughs)", {"run", "{fx}/laughs.yaml", "--out", "{out}"}, 2,
+      {"input: nested aliases (a billion laughs)",
+       {"run", "{fx}/laughs.yaml", "--out", "{out}"},
+       2,
        "aliases count as what they stand for"},
       {"input: YAML nested 100 deep", {"run", "{fx}/deep.yaml", "--out", "{out}"}, 2, "nests deeper than 64 levels"},
-      {"input: a Latin-1 scenario", {"run", "{fx}/latin1.yaml", "--out", "{out}"}, 2,
+      {"input: a Latin-1 scenario",
+       {"run", "{fx}/latin1.yaml", "--out", "{out}"},
+       2,
        "latin1.yaml:1:10: not UTF-8 text: the byte 0xE9"},
       {"input: a Latin-1 --set value", {"run", "{q}", "--set", "name=caf\xe9", "--out", "{out}"}, 2, "not UTF-8 text"},
-      {"input: /dev/zero as hf_config", {"run", "{q}", "--set", "model={hf_config: /dev/zero}", "--out", "{out}"}, 2,
+      {"input: /dev/zero as hf_config",
+       {"run", "{q}", "--set", "model={hf_config: /dev/zero}", "--out", "{out}"},
+       2,
        "the config.json file goes on past the 16 MiB"},
       {"input: /dev/zero as a profile",
-       {"run", "{q}", "--set", "deployment.pools[0].chip={preset: h100-sxm, profile: /dev/zero}", "--out", "{out}"}, 2,
+       {"run", "{q}", "--set", "deployment.pools[0].chip={preset: h100-sxm, profile: /dev/zero}", "--out", "{out}"},
+       2,
        "the profile file goes on past the 16 MiB"},
       {"input: /dev/zero as a trace",
-       {"run", "{q}", "--set", "workload.arrivals={process: trace, file: /dev/zero}", "--out", "{out}"}, 2,
+       {"run", "{q}", "--set", "workload.arrivals={process: trace, file: /dev/zero}", "--out", "{out}"},
+       2,
        "the trace file is a character device, not a regular file"},
-      {"input: a FIFO as a trace to summarise", {"workload", "stats", "{fx}/fifo"}, 2, "a FIFO (named pipe), not a regular file"},
-      {"input: a trace line of 16 MiB", {"workload", "stats", "{fx}/long_line.csv"}, 2, "the line is longer than 16 MiB"},
-      {"input: /dev/zero as measurements", {"calibrate", "/dev/zero", "--chip", "h100-sxm", "--out", "{fx}/p.yaml"}, 2,
+      {"input: a FIFO as a trace to summarise",
+       {"workload", "stats", "{fx}/fifo"},
+       2,
+       "a FIFO (named pipe), not a regular file"},
+      {"input: a trace line of 16 MiB",
+       {"workload", "stats", "{fx}/long_line.csv"},
+       2,
+       "the line is longer than 16 MiB"},
+      {"input: /dev/zero as measurements",
+       {"calibrate", "/dev/zero", "--chip", "h100-sxm", "--out", "{fx}/p.yaml"},
+       2,
        "the measurement file is a character device, not a regular file"},
       {"input: /dev/zero as serving benchmarks", {"validate", "/dev/zero"}, 2, "not a regular file"},
       {"input: /dev/zero as a saved report", {"diff", "{fx}/regular.json", "/dev/zero"}, 2, ""},
       // --- values the simulated clock cannot hold: refused at load, naming the key
       {"time: hbm_bandwidth of 1 MB/s (a unit slip)",
-       {"run", "{q}", "--set", "deployment.pools[0].chip={preset: h100-sxm, hbm_bandwidth: 1 MB/s}", "--out", "{out}"}, 2,
+       {"run", "{q}", "--set", "deployment.pools[0].chip={preset: h100-sxm, hbm_bandwidth: 1 MB/s}", "--out", "{out}"},
+       2,
        "deployment.pools[0].chip: one iteration of this pool would take up to"},
       {"time: 1 GFLOP/s of bf16",
-       {"run", "{q}", "--set", "deployment.pools[0].chip={preset: h100-sxm, bf16_flops: 1 GFLOP/s}", "--out", "{out}"}, 2,
+       {"run", "{q}", "--set", "deployment.pools[0].chip={preset: h100-sxm, bf16_flops: 1 GFLOP/s}", "--out", "{out}"},
+       2,
        "one iteration of this pool would take up to"},
-      {"time: a horizon past the clock's 100 days", {"run", "{q}", "--set", "simulation.horizon=2500 h", "--out", "{out}"}, 2,
+      {"time: a horizon past the clock's 100 days",
+       {"run", "{q}", "--set", "simulation.horizon=2500 h", "--out", "{out}"},
+       2,
        "simulation.horizon"},
       // --- silent wrong answers: refused, with the key
-      {"silent: a rate at which nothing arrives", {"run", "{q}", "--set", "workload.arrivals.rate=1e-9 /s", "--out", "{out}"}, 2,
+      {"silent: a rate at which nothing arrives",
+       {"run", "{q}", "--set", "workload.arrivals.rate=1e-9 /s", "--out", "{out}"},
+       2,
        "workload.arrivals.rate: at 1e-09 /s, less than one request is expected to arrive"},
       {"silent: a rate too low for the requests to all arrive",
-       {"run", "{q}", "--set", "workload.arrivals.rate=1e-4 /s", "--out", "{out}"}, 2,
+       {"run", "{q}", "--set", "workload.arrivals.rate=1e-4 /s", "--out", "{out}"},
+       2,
        "4,000 requests take about"},
       {"silent: a billion requests in 8 GiB",
-       {"run", "{q}", "--set", "workload.requests=1000000000", "--max-memory", "8 GiB", "--out", "{out}"}, 2,
+       {"run", "{q}", "--set", "workload.requests=1000000000", "--max-memory", "8 GiB", "--out", "{out}"},
+       2,
        "workload.requests: 1,000,000,000 requests would hold about 520 GB"},
-      {"silent: --seed -1", {"run", "{q}", "--seed", "-1", "--out", "{out}"}, 2, "the argument ('-1') for option '--seed' is invalid"},
+      {"silent: --seed -1",
+       {"run", "{q}", "--seed", "-1", "--out", "{out}"},
+       2,
+       "the argument ('-1') for option '--seed' is invalid"},
       {"silent: --top -1", {"plan", "{q}", "--top", "-1"}, 2, "the argument ('-1') for option '--top' is invalid"},
-      {"silent: plan --attainment 150%", {"plan", "{q}", "--attainment", "150%"}, 2,
+      {"silent: plan --attainment 150%",
+       {"plan", "{q}", "--attainment", "150%"},
+       2,
        "a share is between 0 and 1 (0% and 100%), got '150%'"},
-      {"silent: a negative latency limit", {"sweep", "{q}", "--vary", "seed=1,2", "--constraint", "ttft_p99 <= -2 s", "--out", "{out}"}, 2,
+      {"silent: a negative latency limit",
+       {"sweep", "{q}", "--vary", "seed=1,2", "--constraint", "ttft_p99 <= -2 s", "--out", "{out}"},
+       2,
        "must be at least 0"},
-      {"silent: a list index past 2^64", {"run", "{q}", "--set", "deployment.pools[99999999999999999999].instances=1", "--out", "{out}"}, 2,
+      {"silent: a list index past 2^64",
+       {"run", "{q}", "--set", "deployment.pools[99999999999999999999].instances=1", "--out", "{out}"},
+       2,
        "is too large"},
       // --- command-line values
-      {"options: --threads 0", {"sweep", "{q}", "--vary", "seed=1,2", "--threads", "0", "--out", "{out}"}, 2,
+      {"options: --threads 0",
+       {"sweep", "{q}", "--vary", "seed=1,2", "--threads", "0", "--out", "{out}"},
+       2,
        "--threads must be at least 1"},
       {"options: --max-wall-time without a unit", {"serve", "--max-wall-time", "30"}, 2, "--max-wall-time"},
       {"options: serve --root that is not a folder", {"serve", "--root", "{fx}/file.txt"}, 2, "not a folder"},
@@ -281,7 +339,8 @@ TEST_CASE("serve: hostile lines get error answers and the session goes on") {
       {R"({"id": 3, "scenario": ")" + std::string(SERVESIM_SOURCE_DIR) + R"(/scenarios/../README.yaml"})",
        "outside the folders this server may read"},
       {R"({"id": 4, "scenario": {"model": {"hf_config": "/etc/passwd"}}})", "outside the folders this server may read"},
-      {R"({"id": 5, "scenario": ")" + kQuickstart + R"(", "set": {"workload.arrivals": {"process": "trace", "file": "/etc/passwd"}}})",
+      {R"({"id": 5, "scenario": ")" + kQuickstart +
+           R"(", "set": {"workload.arrivals": {"process": "trace", "file": "/etc/passwd"}}})",
        "outside the folders this server may read"},
       {std::string(100000, '[') + std::string(100000, ']'), "nests deeper than 64 levels"},
       {"{\"id\": 7, \"scenario\": \"caf\xe9.yaml\"}", "the line is not UTF-8: byte 27"},
@@ -362,8 +421,9 @@ TEST_CASE("serve: each hypothesis has a budget; one over it is an error answer")
 
 TEST_CASE("sweep: a second sweep on the same folder is refused while the first holds it") {
   const fs::path out = scratch_path("sweep_locked");
-  const std::vector<std::string> args = {"sweep", kQuickstart, "--vary", "seed=1,2", "--set", "workload.requests=20",
-                                         "--out", out.string(), "--threads", "1"};
+  const std::vector<std::string> args = {
+      "sweep", kQuickstart,  "--vary",    "seed=1,2", "--set", "workload.requests=20",
+      "--out", out.string(), "--threads", "1"};
   REQUIRE(cli(args).code == 0);
   // Another process's sweep, as flock sees it: an exclusive lock on the journal.
   const int fd = ::open((out / "journal.jsonl").c_str(), O_RDONLY);

@@ -7,17 +7,18 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tests/app/cli_helpers.h"
-#include "tests/approx.h"
 #include "models/cost_model.h"
 #include "sim/scenario/scenario.h"
 #include "studies/calibration.h"
+#include "tests/app/cli_helpers.h"
+#include "tests/approx.h"
 
 using namespace servesim;
 using namespace servesim::testing;
 using models::EfficiencyCurve;
 
-TEST_CASE("Transfer rules: fractions keep the figures, bandwidth scales the fixed times, time-scaled moves the curves") {
+TEST_CASE(
+    "Transfer rules: fractions keep the figures, bandwidth scales the fixed times, time-scaled moves the curves") {
   const models::ChipSpec h100 = *models::chip_preset("h100-sxm");  // 989.5 TFLOP/s bf16, 3.35 TB/s
   const models::ChipSpec b200 = *models::chip_preset("b200");      // 2,250 TFLOP/s bf16, 8 TB/s
   models::Efficiency e = h100.efficiency;
@@ -64,7 +65,8 @@ TEST_CASE("Transfer rules: fractions keep the figures, bandwidth scales the fixe
   CHECK(!studies::parse_transfer_rule("ridge"));
 }
 
-TEST_CASE("calibrate --transfer: the profile names its source, and a check against the chip's rows reports their error") {
+TEST_CASE(
+    "calibrate --transfer: the profile names its source, and a check against the chip's rows reports their error") {
   const auto dir = scratch("transfer");
   std::filesystem::create_directories(dir);
   const std::string out = (dir / "ascend.yaml").string();
@@ -92,8 +94,8 @@ TEST_CASE("calibrate --transfer: the profile names its source, and a check again
   const models::RooflineCostModel roofline(moved.chip);
   std::string csv = "op,shape,format,latency_s,chip\n";
   for (int m : {1, 64, 4096}) {
-    const models::Operator op = models::gemm_op(models::OpKind::kGemmQkv, models::Format::kBf16, m, 4096, 8192,
-                                                moved.chip.rates());
+    const models::Operator op =
+        models::gemm_op(models::OpKind::kGemmQkv, models::Format::kBf16, m, 4096, 8192, moved.chip.rates());
     char row[160];
     std::snprintf(row, sizeof row, "gemm,m=%d n=8192 k=4096,bf16,%.17g,ascend-910c\n", m, roofline.seconds(op));
     csv += row;

@@ -108,7 +108,8 @@ TEST_CASE("CLI: accepted placement violations are warnings on stderr and in the 
   // which the loader accepts with a warning.
   const CliResult r = cli({"run", kQuickstart, "--set", kSmall, "--set", "cluster=gb200-nvl72", "--json", "-"});
   REQUIRE(r.code == 0);
-  CHECK(r.err.find("warning: " + kQuickstart + ":15:13: deployment.pools[0].chip: the chip's scale-up domain (8 "
+  CHECK(r.err.find("warning: " + kQuickstart +
+                   ":15:13: deployment.pools[0].chip: the chip's scale-up domain (8 "
                    "chips) differs from the cluster's (72 in gb200-nvl72)") == 0);
   const auto j = nlohmann::json::parse(r.out);
   REQUIRE(j["warnings"].size() == 1);
@@ -126,7 +127,8 @@ TEST_CASE("CLI: --version, and the version and commit in the report, the table, 
   const auto j = nlohmann::json::parse(r.out);
   CHECK(j["servesim"]["version"] == "0.1.0");
   CHECK(line.find(j["servesim"]["commit"].get<std::string>()) != std::string::npos);
-  CHECK(cli({"run", kQuickstart, "--set", "workload.requests=50"}).out.find("  build       " + line) != std::string::npos);
+  CHECK(cli({"run", kQuickstart, "--set", "workload.requests=50"}).out.find("  build       " + line) !=
+        std::string::npos);
 }
 
 TEST_CASE("CLI: run - reads the scenario from stdin; --no-requests-csv leaves the CSV out of --out") {
@@ -157,15 +159,17 @@ TEST_CASE("CLI: run - reads the scenario from stdin; --no-requests-csv leaves th
 TEST_CASE("CLI: rejected requests are counted in the table by reason, with the key that admits them") {
   // Prompts up to 12,288 + outputs up to 2,048 tokens against max_model_len 4,096: the long ones
   // are rejected (exceeds_max_model_len).
-  const auto r = cli({"run", kQuickstart, "--set", "workload.requests=300", "--set", "deployment.pools[0].max_model_len=4096"});
+  const auto r =
+      cli({"run", kQuickstart, "--set", "workload.requests=300", "--set", "deployment.pools[0].max_model_len=4096"});
   REQUIRE(r.code == 0);
   const auto at = r.out.find("  rejected    ");
   REQUIRE(at != std::string::npos);
   const std::string line = r.out.substr(at, r.out.find('\n', at) - at);
   CHECK(line.find("exceeds_max_model_len") != std::string::npos);
   CHECK(line.find("raise deployment.pools[N].max_model_len") != std::string::npos);
-  const auto j = nlohmann::json::parse(
-      cli({"run", kQuickstart, "--set", "workload.requests=300", "--set", "deployment.pools[0].max_model_len=4096", "--json", "-"}).out);
+  const auto j = nlohmann::json::parse(cli({"run", kQuickstart, "--set", "workload.requests=300", "--set",
+                                            "deployment.pools[0].max_model_len=4096", "--json", "-"})
+                                           .out);
   const auto n = j["summary"]["requests"]["rejected_by_reason"]["exceeds_max_model_len"].get<std::int64_t>();
   CHECK(n > 0);
   CHECK(line.find(" " + std::to_string(n) + " exceeds_max_model_len") != std::string::npos);

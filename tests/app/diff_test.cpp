@@ -12,9 +12,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tests/approx.h"
 #include "studies/attribution.h"
 #include "tests/app/cli_helpers.h"
+#include "tests/approx.h"
 
 using namespace servesim;
 using namespace servesim::studies;
@@ -52,12 +52,24 @@ Json epd_result(double ttft_mean, const Json& ttft_parts, double tpot_mean, cons
                   {"ttft_breakdown_ms", ttft_parts},
                   {"tpot_breakdown_ms", tpot_parts}};
   r["pools"] = Json::array();
-  r["pools"].push_back({{"name", "prefill"}, {"role", "prefill"}, {"instances", 4}, {"chips", 32},
-                        {"utilization", 0.5}, {"breakdown", {{"gemm_mlp", 0.5}, {"idle", 0.5}}},
-                        {"kv_cache_peak_fraction", 0.1}, {"preemptions", 0}, {"iterations", 100}});
-  r["pools"].push_back({{"name", "decode"}, {"role", "decode"}, {"instances", 1}, {"chips", 64},
-                        {"utilization", 0.8}, {"breakdown", {{"gemm_mlp", 0.8}, {"idle", 0.2}}},
-                        {"kv_cache_peak_fraction", 0.3}, {"preemptions", 0}, {"iterations", 1000},
+  r["pools"].push_back({{"name", "prefill"},
+                        {"role", "prefill"},
+                        {"instances", 4},
+                        {"chips", 32},
+                        {"utilization", 0.5},
+                        {"breakdown", {{"gemm_mlp", 0.5}, {"idle", 0.5}}},
+                        {"kv_cache_peak_fraction", 0.1},
+                        {"preemptions", 0},
+                        {"iterations", 100}});
+  r["pools"].push_back({{"name", "decode"},
+                        {"role", "decode"},
+                        {"instances", 1},
+                        {"chips", 64},
+                        {"utilization", 0.8},
+                        {"breakdown", {{"gemm_mlp", 0.8}, {"idle", 0.2}}},
+                        {"kv_cache_peak_fraction", 0.3},
+                        {"preemptions", 0},
+                        {"iterations", 1000},
                         {"groups", decode_groups}});
   r["simulation"] = {{"events", 1}, {"fingerprint", "0"}, {"simulated_s", 10.0}};
   return r;
@@ -89,10 +101,12 @@ TEST_CASE("diff: on the report contract, exposed KV transfer explains most of th
   // the decode pool: a request-level part, so keys of any pool name it.
   const Json groups = {{"ep", group(32, false, "ub", 32)}};
   const Json tpot = {{"gemm_mlp", 20.0}};
-  const Json ra = epd_result(190, {{"queueing", 20.0}, {"prefill", 150.0}, {"kv_transfer_exposed", 5.0}, {"first_decode", 15.0}},
-                             20, tpot, groups);
-  const Json rb = epd_result(272, {{"queueing", 22.0}, {"prefill", 150.0}, {"kv_transfer_exposed", 85.0}, {"first_decode", 15.0}},
-                             20, tpot, groups);
+  const Json ra =
+      epd_result(190, {{"queueing", 20.0}, {"prefill", 150.0}, {"kv_transfer_exposed", 5.0}, {"first_decode", 15.0}},
+                 20, tpot, groups);
+  const Json rb =
+      epd_result(272, {{"queueing", 22.0}, {"prefill", 150.0}, {"kv_transfer_exposed", 85.0}, {"first_decode", 15.0}},
+                 20, tpot, groups);
   const Json sa = epd_scenario(32, 2, true), sb = epd_scenario(32, 2, false);
   const Json d = diff_results({&ra, &sa}, {&rb, &sb});
 
@@ -112,7 +126,8 @@ TEST_CASE("diff: on the report contract, exposed KV transfer explains most of th
   CHECK(component(at, "unattributed") == nullptr);
   // The sentence: "TTFT +82.0 ms (+43%), 190.0 -> 272.0 ms: exposed KV transfer +80.0 ms (...)".
   const std::string s = d["sentences"][0].get<std::string>();
-  CHECK(s.find("TTFT +82.0 ms (+43%), 190.0 -> 272.0 ms: exposed KV transfer +80.0 ms (kv_transfer.overlap true -> false)") == 0);
+  CHECK(s.find("TTFT +82.0 ms (+43%), 190.0 -> 272.0 ms: exposed KV transfer +80.0 ms (kv_transfer.overlap true -> "
+               "false)") == 0);
   CHECK(s.find("these explain 100% of the delta") != std::string::npos);
   CHECK(s.find("busy-time shares") == std::string::npos);
   // TPOT did not move: no components, the sentence says so in numbers.
@@ -128,13 +143,17 @@ TEST_CASE("diff: hand-written reports of the KV-overlap pair, in words on a term
   const Json groups = {{"ep", group(32, false, "ub", 32)}};
   const Json tpot = {{"gemm_mlp", 20.0}};
   auto report = [&](double ttft, double exposed, bool overlap) {
-    Json r = epd_result(ttft, {{"queueing", 20.0}, {"prefill", 150.0}, {"kv_transfer_exposed", exposed}, {"first_decode", 15.0}},
-                        20, tpot, groups);
+    Json r = epd_result(
+        ttft, {{"queueing", 20.0}, {"prefill", 150.0}, {"kv_transfer_exposed", exposed}, {"first_decode", 15.0}}, 20,
+        tpot, groups);
     r.erase("ok");
     r["schema"] = "servesim.report/1";
     r["scenario"] = epd_scenario(32, 2, overlap);
     r["pools"][1].erase("kv_cache_peak_fraction");
-    r["pools"][1]["kv_transfer"] = {{"transfers", 1000}, {"bytes", 1e9}, {"mean_ms", 90.0}, {"exposed_mean_ms", exposed},
+    r["pools"][1]["kv_transfer"] = {{"transfers", 1000},
+                                    {"bytes", 1e9},
+                                    {"mean_ms", 90.0},
+                                    {"exposed_mean_ms", exposed},
                                     {"overhead_fraction", 0.1}};
     return r;
   };
@@ -159,13 +178,17 @@ TEST_CASE("diff: on the report contract, the TPOT sentence names the tier the EP
   const Json ga = {{"tp", group(1, false, "", 32)}, {"ep", group(32, false, "ub", 32)}};
   const Json gb = {{"tp", group(1, false, "", 32)}, {"ep", group(64, true, "rdma", 32)}};
   const Json ttft = {{"prefill", 100.0}};
-  const Json ra = epd_result(100, ttft, 51,
-                             {{"gemm_mlp", 20.0}, {"moe_experts", 10.0}, {"ep_dispatch", 8.0}, {"ep_combine", 8.0},
-                              {"attention_decode", 5.0}},
-                             ga);
+  const Json ra = epd_result(
+      100, ttft, 51,
+      {{"gemm_mlp", 20.0}, {"moe_experts", 10.0}, {"ep_dispatch", 8.0}, {"ep_combine", 8.0}, {"attention_decode", 5.0}},
+      ga);
   const Json rb = epd_result(100, ttft, 67.3,
-                             {{"gemm_mlp", 20.0}, {"moe_experts", 9.0}, {"ep_dispatch", 14.05}, {"ep_combine", 14.05},
-                              {"attention_decode", 5.0}, {"kv_transfer_exposed", 5.2}},
+                             {{"gemm_mlp", 20.0},
+                              {"moe_experts", 9.0},
+                              {"ep_dispatch", 14.05},
+                              {"ep_combine", 14.05},
+                              {"attention_decode", 5.0},
+                              {"kv_transfer_exposed", 5.2}},
                              gb);
   const Json sa = epd_scenario(32, 2, true), sb = epd_scenario(64, 1, true);
   const Json d = diff_results({&ra, &sa}, {&rb, &sb});
@@ -209,8 +232,13 @@ TEST_CASE("diff: throughput splits exactly into tokens per iteration, utilizatio
     r["ok"] = true;
     r["summary"] = {{"throughput", {{"output_tokens_per_s", t}}}};
     r["pools"] = Json::array();
-    r["pools"].push_back({{"name", "serving"}, {"role", "combined"}, {"instances", 1}, {"chips", 1},
-                          {"utilization", u}, {"breakdown", breakdown}, {"iterations", 1000}});
+    r["pools"].push_back({{"name", "serving"},
+                          {"role", "combined"},
+                          {"instances", 1},
+                          {"chips", 1},
+                          {"utilization", u},
+                          {"breakdown", breakdown},
+                          {"iterations", 1000}});
     r["simulation"] = {{"simulated_s", 10.0}};
     return r;
   };
@@ -232,7 +260,9 @@ TEST_CASE("diff: throughput splits exactly into tokens per iteration, utilizatio
   CHECK(at["factors"]["iteration_ms"]["a"].get<double>() == approx(5));
   CHECK(component(at, "tp_all_reduce")->at("factor_b").get<double>() == approx(4));
   const std::string s = d["sentences"][0].get<std::string>();
-  CHECK(s.find("throughput +500.0 tok/s (+50%), 1,000 -> 1,500 tok/s: utilization +854.8 tok/s (50.0% -> 100.0% busy)") == 0);
+  CHECK(
+      s.find("throughput +500.0 tok/s (+50%), 1,000 -> 1,500 tok/s: utilization +854.8 tok/s (50.0% -> 100.0% busy)") ==
+      0);
   CHECK(s.find("these explain 100% of the delta.") != std::string::npos);
   // With one component named, +854.8 alone is 171% of +500 (the others pull back): the sentence
   // gives its value, not a share over 100%.
@@ -292,7 +322,7 @@ TEST_CASE("diff: quickstart vs tp=2, on the runs' contract keys and on the pools
   CHECK(sum_of_deltas(th) == approx(th["delta"].get<double>()).epsilon(1e-9));
   CHECK(th["factors"]["tokens_per_iteration"]["a"].get<double>() ==
         approx(a["summary"]["throughput"]["output_tokens_per_s"].get<double>() *
-                        a["simulation"]["simulated_s"].get<double>() / a["pools"][0]["iterations"].get<double>()));
+               a["simulation"]["simulated_s"].get<double>() / a["pools"][0]["iterations"].get<double>()));
   // Chips 4 -> 8 in the metric rows.
   bool chips_row = false;
   for (const Json& r : d["metrics"]) {
@@ -314,7 +344,8 @@ TEST_CASE("diff: quickstart vs tp=2, on the runs' contract keys and on the pools
     REQUIRE(b_run.code == 0);
     Json a_old = a, b_old = Json::parse(read(dir / "b.json"));
     for (Json* r : {&a_old, &b_old}) {
-      for (const char* key : {"ttft_breakdown_ms", "tpot_breakdown_ms", "throughput_breakdown"}) (*r)["summary"].erase(key);
+      for (const char* key : {"ttft_breakdown_ms", "tpot_breakdown_ms", "throughput_breakdown"})
+        (*r)["summary"].erase(key);
       for (Json& pool : (*r)["pools"]) pool.erase("groups");
     }
     std::ofstream(dir / "a_old.json") << a_old.dump(2);
@@ -327,8 +358,7 @@ TEST_CASE("diff: quickstart vs tp=2, on the runs' contract keys and on the pools
     const Json& bd = a["pools"][0]["breakdown"];
     const double busy = 1 - bd["idle"].get<double>();
     REQUIRE(component(ft, "gemm_mlp"));
-    CHECK(component(ft, "gemm_mlp")->at("a").get<double>() ==
-          approx(mean_a * bd["gemm_mlp"].get<double>() / busy));
+    CHECK(component(ft, "gemm_mlp")->at("a").get<double>() == approx(mean_a * bd["gemm_mlp"].get<double>() / busy));
     CHECK(ft["a"].get<double>() == approx(mean_a));
     CHECK(sum_of_deltas(ft) == approx(ft["delta"].get<double>()).epsilon(1e-9));
     const Json* far = component(ft, "tp_all_reduce");
@@ -374,8 +404,9 @@ TEST_CASE("diff: saved reports compare like their scenarios; a report with the c
   const std::string shorter = "workload.requests=300";
   const std::string tp2 = "deployment.pools[0].parallel.tp=2";
   REQUIRE(cli({"run", kQuickstart, "--set", shorter, "--json", (dir / "a.json").string(), "--reproducible"}).code == 0);
-  REQUIRE(cli({"run", kQuickstart, "--set", shorter, "--set", tp2, "--json", (dir / "b.json").string(), "--reproducible"})
-              .code == 0);
+  REQUIRE(
+      cli({"run", kQuickstart, "--set", shorter, "--set", tp2, "--json", (dir / "b.json").string(), "--reproducible"})
+          .code == 0);
   const auto from_reports = cli({"diff", (dir / "a.json").string(), (dir / "b.json").string(), "--json", "-"});
   REQUIRE_MESSAGE(from_reports.code == 0, from_reports.err);
   const auto from_runs =
@@ -438,14 +469,16 @@ TEST_CASE("diff: bad input exits 2 with the loader's file:line:col messages and 
   // A --set the loader refuses names the override.
   const auto s = cli({"diff", kQuickstart, "--set", "deployment.pools[0].parallel.tp=3"});
   CHECK(s.code == 2);
-  CHECK(s.err.find("--set #1: deployment.pools[0].parallel.tp: tensor parallelism 3 does not divide") != std::string::npos);
+  CHECK(s.err.find("--set #1: deployment.pools[0].parallel.tp: tensor parallelism 3 does not divide") !=
+        std::string::npos);
 }
 
 TEST_CASE("diff: --reproducible output is byte-identical, and --json FILE holds what --json - prints") {
   const fs::path dir = scratch("diff_repro");
   fs::create_directories(dir);
-  const std::vector<std::string> base = {"diff", kQuickstart, "--set-both", "workload.requests=200", "--set",
-                                         "deployment.pools[0].instances=2", "--reproducible"};
+  const std::vector<std::string> base = {
+      "diff",          kQuickstart, "--set-both", "workload.requests=200", "--set", "deployment.pools[0].instances=2",
+      "--reproducible"};
   auto with = [&](std::vector<std::string> extra) {
     std::vector<std::string> a = base;
     a.insert(a.end(), extra.begin(), extra.end());
@@ -465,7 +498,8 @@ TEST_CASE("diff: the shipped KV-overlap pair attributes its TTFT gain to exposed
   // layer_streamed, plus the name). Streaming hides the transfer behind the prefill's layers, so
   // the TTFT delta is the exposed-transfer delta, and the largest component is that one.
   const std::string dir = std::string(SERVESIM_SOURCE_DIR) + "/scenarios/epd/";
-  const auto r = cli({"diff", dir + "kv_overlap_off.yaml", dir + "kv_overlap_on.yaml", "--json", "-", "--reproducible"});
+  const auto r =
+      cli({"diff", dir + "kv_overlap_off.yaml", dir + "kv_overlap_on.yaml", "--json", "-", "--reproducible"});
   REQUIRE_MESSAGE(r.code == 0, r.err);
   const Json d = Json::parse(r.out);
   const Json& at = d["attribution"]["ttft_mean"];

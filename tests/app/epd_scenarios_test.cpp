@@ -4,19 +4,19 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
-#include <memory>
 #include <fstream>
-#include <sstream>
+#include <memory>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
-#include "tests/approx.h"
 #include "app/app.h"
 #include "sim/cluster/simulation.h"
 #include "sim/scenario/scenario.h"
+#include "tests/approx.h"
 #include "tests/scratch.h"
 
 using namespace servesim;
@@ -42,9 +42,8 @@ double sum(const nlohmann::json& parts) {
 }  // namespace
 
 TEST_CASE("EPD scenarios: each runs, completes its requests and reports the breakdown keys") {
-  for (const char* name : {"deepseek_v3_h800", "multimodal_epd", "glm5_cloudmatrix_1m",
-                           "kv_overlap_off", "kv_overlap_on", "mooncake_kv_aware",
-                           "mooncake_least_loaded"}) {
+  for (const char* name : {"deepseek_v3_h800", "multimodal_epd", "glm5_cloudmatrix_1m", "kv_overlap_off",
+                           "kv_overlap_on", "mooncake_kv_aware", "mooncake_least_loaded"}) {
     CAPTURE(name);
     const auto report = run_scenario(name);
     const auto& s = report["summary"];
@@ -125,8 +124,8 @@ namespace {
 scenario::Scenario serve_bench(std::vector<std::string> sets) {
   scenario::LoadOptions options;
   options.sets = std::move(sets);
-  return scenario::load_scenario_file(
-      std::string(SERVESIM_SOURCE_DIR) + "/scenarios/bench/serve_1024_chips_epd.yaml", options);
+  return scenario::load_scenario_file(std::string(SERVESIM_SOURCE_DIR) + "/scenarios/bench/serve_1024_chips_epd.yaml",
+                                      options);
 }
 
 }  // namespace
@@ -141,10 +140,10 @@ TEST_CASE("EPD transfers: one flow per transfer gives the schedule of one flow p
     std::vector<std::string> sets;
     int ranks;
   };
-  for (const Case& c : {Case{{"simulation.horizon=4 s"}, 8},
-                        Case{{"simulation.horizon=4 s", "deployment.pools[1].parallel.tp=4",
-                              "deployment.kv_transfer.mode=layer_streamed"},
-                             4}}) {
+  for (const Case& c :
+       {Case{{"simulation.horizon=4 s"}, 8}, Case{{"simulation.horizon=4 s", "deployment.pools[1].parallel.tp=4",
+                                                   "deployment.kv_transfer.mode=layer_streamed"},
+                                                  4}}) {
     CAPTURE(c.ranks);
     auto config = serve_bench(c.sets).config;
     metrics::RunMetrics per_pair_m, one_m;

@@ -38,8 +38,7 @@ void check_golden(const std::string& name) {
   std::ostringstream out, err;
   // The CLI is run from the repository root with a relative path, as the regeneration script does,
   // so that the echoed file names match.
-  const int code = app::run_cli({"run", "tests/golden/" + name + ".yaml", "--reproducible", "--json", "-"},
-                                out, err);
+  const int code = app::run_cli({"run", "tests/golden/" + name + ".yaml", "--reproducible", "--json", "-"}, out, err);
   REQUIRE_MESSAGE(code == 0, err.str());
   const std::string expected = read(dir + name + ".json");
   REQUIRE_FALSE(expected.empty());
@@ -50,9 +49,7 @@ void check_golden(const std::string& name) {
 
 }  // namespace
 
-TEST_CASE("Golden: chunked prefill with pipeline lanes and KV preemption") {
-  check_golden("sarathi_pp_preemption");
-}
+TEST_CASE("Golden: chunked prefill with pipeline lanes and KV preemption") { check_golden("sarathi_pp_preemption"); }
 
 TEST_CASE("Golden: whole-prompt batching under closed-loop clients with trace lengths") {
   check_golden("whole_prompt_closed_loop");

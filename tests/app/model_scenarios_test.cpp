@@ -8,8 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "models/model_spec.h"
 #include "app/app.h"
+#include "models/model_spec.h"
 #include "sim/scenario/scenario.h"
 
 using namespace servesim;
@@ -21,9 +21,8 @@ TEST_CASE("Model scenarios: one per preset, each runs end to end and completes i
     const std::filesystem::path file = dir / (std::string(name) + ".yaml");
     REQUIRE(std::filesystem::exists(file));
     std::ostringstream out, err;
-    const int code = app::run_cli({"run", file.string(), "--set", "workload.requests=24",
-                                   "--reproducible", "--json", "-"},
-                                  out, err);
+    const int code = app::run_cli(
+        {"run", file.string(), "--set", "workload.requests=24", "--reproducible", "--json", "-"}, out, err);
     REQUIRE_MESSAGE(code == 0, err.str());
     const auto report = nlohmann::json::parse(out.str());
     CHECK(report["scenario"]["model"]["name"] == std::string(name));
@@ -43,14 +42,13 @@ TEST_CASE("Model scenarios: the breakdown names the components each architecture
   auto share = [](const std::string& scenario, const char* component) {
     std::ostringstream out, err;
     const std::string file = std::string(SERVESIM_SOURCE_DIR) + "/scenarios/models/" + scenario;
-    const int code = app::run_cli({"run", file, "--set", "workload.requests=16", "--reproducible",
-                                   "--json", "-"},
-                                  out, err);
+    const int code =
+        app::run_cli({"run", file, "--set", "workload.requests=16", "--reproducible", "--json", "-"}, out, err);
     REQUIRE_MESSAGE(code == 0, err.str());
     return nlohmann::json::parse(out.str())["pools"][0]["breakdown"][component].get<double>();
   };
   CHECK(share("deepseek-v3.yaml", "moe_experts") > 0);
-  CHECK(share("deepseek-v3.yaml", "ep_dispatch") > 0);  // attention DP x EP: all-to-all
+  CHECK(share("deepseek-v3.yaml", "ep_dispatch") > 0);   // attention DP x EP: all-to-all
   CHECK(share("deepseek-r1.yaml", "ep_dispatch") == 0);  // TP8: one all-reduce instead
   CHECK(share("glm-5.yaml", "dsa_indexer") > 0);
   CHECK(share("llama-3.1-8b.yaml", "moe_experts") == 0);
@@ -61,8 +59,7 @@ TEST_CASE("Model scenarios: each resolved scenario, loaded again, resolves to it
   for (const auto name : models::model_preset_names()) {
     CAPTURE(name);
     const auto first = scenario::load_scenario_file((dir / (std::string(name) + ".yaml")).string());
-    const auto second = scenario::load_scenario_text(first.resolved.dump(), "resolved.json",
-                                                     dir.string());
+    const auto second = scenario::load_scenario_text(first.resolved.dump(), "resolved.json", dir.string());
     CHECK(second.resolved == first.resolved);
     CHECK(second.config.model.total_params() == first.config.model.total_params());
   }

@@ -224,8 +224,9 @@ TEST_CASE("plan_search: a capacity bound beyond the chip limit prunes a candidat
   const auto out = plan_search(cands, eval, o, runs);
   CHECK(out[0].status == PlanOutcome::Status::kPruned);
   CHECK(out[0].probes.empty());
-  CHECK(out[0].why == "pruned by the capacity bound: the traffic needs 1000 tokens/s, one instance does at most 10, "
-                      "so at least 100 instances (400 chips), more than the 64 chips allowed");
+  CHECK(out[0].why ==
+        "pruned by the capacity bound: the traffic needs 1000 tokens/s, one instance does at most 10, "
+        "so at least 100 instances (400 chips), more than the 64 chips allowed");
   // The other starts at 2, fails, doubles to 4, meets, bisects to 3: three runs, all its own.
   CHECK(out[1].status == PlanOutcome::Status::kFeasible);
   CHECK(out[1].instances == std::vector<int>{3});
@@ -241,8 +242,12 @@ TEST_CASE("plan_search: invalid, saturated and over-budget candidates say why") 
   const PlanEvaluator eval = [](const PlanCandidate& c, const std::vector<int>& inst) -> Json {
     if (c.label == "invalid") {
       return {{"ok", false},
-              {"errors", {{{"path", "deployment.pools[0].parallel.tp"}, {"message", "tensor parallelism 3 does not divide"},
-                           {"file", "s.yaml"}, {"line", 4}, {"column", 7}}}}};
+              {"errors",
+               {{{"path", "deployment.pools[0].parallel.tp"},
+                 {"message", "tensor parallelism 3 does not divide"},
+                 {"file", "s.yaml"},
+                 {"line", 4},
+                 {"column", 7}}}}};
     }
     if (c.label == "saturated") {
       // TPOT never drops below 80 ms however many instances; they only get idler (1 / n busy).
@@ -277,20 +282,41 @@ TEST_CASE("plan: finds the same optimum as an exhaustive sweep over the same spa
   // 1..8 instances. The sweep runs all 32 variants; plan searches the 4 deployments.
   const fs::path dir = scratch("plan_vs_sweep");
   const std::vector<std::string> limits = {"--constraint", "ttft_p99 <= 300 ms", "--constraint", "tpot_p50 <= 15 ms"};
-  std::vector<std::string> sweep = {"sweep", kQuickstart, "--set", "workload.requests=400",
-                                    "--vary", "deployment.pools[0].parallel.tp=1,2",
-                                    "--vary", "deployment.pools[0].scheduler.max_batch_size=32,128",
-                                    "--vary", "deployment.pools[0].instances=1:8:1",
-                                    "--objective", "min:chips", "--threads", "2", "--out", (dir / "sweep").string(),
-                                    "--json", "-"};
+  std::vector<std::string> sweep = {"sweep",       kQuickstart,
+                                    "--set",       "workload.requests=400",
+                                    "--vary",      "deployment.pools[0].parallel.tp=1,2",
+                                    "--vary",      "deployment.pools[0].scheduler.max_batch_size=32,128",
+                                    "--vary",      "deployment.pools[0].instances=1:8:1",
+                                    "--objective", "min:chips",
+                                    "--threads",   "2",
+                                    "--out",       (dir / "sweep").string(),
+                                    "--json",      "-"};
   sweep.insert(sweep.end(), limits.begin(), limits.end());
   const auto s = cli(sweep);
   REQUIRE_MESSAGE(s.code == 0, s.err);
   // The sweep judges the two constraints alone: plan leaves the scenario's slo: out (--attainment
   // none) and keeps the scenario's token budget (no second stage), to search the same space.
-  std::vector<std::string> plan = {"plan", kQuickstart, "--set", "workload.requests=400", "--tp", "1,2", "--pp", "1",
-                                   "--max-batch-size", "32,128", "--max-batched-tokens", "1024", "--attainment", "none",
-                                   "--threads", "2", "--json", "-", "--reproducible", "--top", "4"};
+  std::vector<std::string> plan = {"plan",
+                                   kQuickstart,
+                                   "--set",
+                                   "workload.requests=400",
+                                   "--tp",
+                                   "1,2",
+                                   "--pp",
+                                   "1",
+                                   "--max-batch-size",
+                                   "32,128",
+                                   "--max-batched-tokens",
+                                   "1024",
+                                   "--attainment",
+                                   "none",
+                                   "--threads",
+                                   "2",
+                                   "--json",
+                                   "-",
+                                   "--reproducible",
+                                   "--top",
+                                   "4"};
   plan.insert(plan.end(), limits.begin(), limits.end());
   const auto p = cli(plan);
   REQUIRE_MESSAGE(p.code == 0, p.err);
@@ -321,7 +347,8 @@ TEST_CASE("plan: finds the same optimum as an exhaustive sweep over the same spa
   REQUIRE(least.size() == 4);
   REQUIRE(pj["candidates"].size() == 4);
   for (const Json& c : pj["candidates"]) {
-    const auto key = std::make_pair(c["plan"][0]["tp"].get<int>(), static_cast<int>(c["plan"][0]["max_batch_size"].get<std::int64_t>()));
+    const auto key = std::make_pair(c["plan"][0]["tp"].get<int>(),
+                                    static_cast<int>(c["plan"][0]["max_batch_size"].get<std::int64_t>()));
     INFO(c["label"].get<std::string>());
     CHECK(c["status"] == "feasible");
     CHECK(c["instances"][0].get<int>() == least[key]);
@@ -338,9 +365,10 @@ TEST_CASE("plan: finds the same optimum as an exhaustive sweep over the same spa
 TEST_CASE("plan: invalid plans carry the loader's message; unmet SLOs say by how much; deterministic output") {
   const fs::path dir = scratch("plan_cli");
   fs::create_directories(dir);
-  const std::vector<std::string> base = {"plan", kQuickstart, "--set", "workload.requests=200", "--tp", "1,3", "--pp",
-                                         "1", "--constraint", "tpot_p50 <= 6 ms", "--max-chips", "16",
-                                         "--reproducible"};
+  const std::vector<std::string> base = {
+      "plan",          kQuickstart, "--set",        "workload.requests=200", "--tp",        "1,3",
+      "--pp",          "1",         "--constraint", "tpot_p50 <= 6 ms",      "--max-chips", "16",
+      "--reproducible"};
   auto with = [&](std::vector<std::string> extra) {
     std::vector<std::string> a = base;
     a.insert(a.end(), extra.begin(), extra.end());
@@ -389,9 +417,21 @@ TEST_CASE("plan: the scenario's slo: always counts, so a winner meets it in `run
   // Quickstart's slo: {ttft: 2 s, tpot: 50 ms}. A percentile constraint alone (tpot_p50 <= 50 ms)
   // is met by deployments where half the requests miss the TPOT target; with the slo: held at 99%
   // attainment, the plan's winner must reach 99% in `run`, with the --set lines it prints.
-  const std::vector<std::string> args = {"plan", kQuickstart, "--set", "workload.requests=300", "--tp", "1", "--pp", "1",
-                                         "--max-batched-tokens", "512", "--constraint", "tpot_p50 <= 50 ms",
-                                         "--threads", "2", "--reproducible"};
+  const std::vector<std::string> args = {"plan",
+                                         kQuickstart,
+                                         "--set",
+                                         "workload.requests=300",
+                                         "--tp",
+                                         "1",
+                                         "--pp",
+                                         "1",
+                                         "--max-batched-tokens",
+                                         "512",
+                                         "--constraint",
+                                         "tpot_p50 <= 50 ms",
+                                         "--threads",
+                                         "2",
+                                         "--reproducible"};
   const auto p = cli(args);
   REQUIRE_MESSAGE(p.code == 0, p.err);
   CHECK(p.out.find("meeting slo_attainment >= 99%, tpot_p50 <= 50 ms") != std::string::npos);
@@ -412,8 +452,9 @@ TEST_CASE("plan: the scenario's slo: always counts, so a winner meets it in `run
   CHECK(rj["summary"]["slo"]["attainment"].get<double>() >= 0.99);
   // A per-request target given as a constraint is the same as the scenario's: 'tpot <= 50 ms'
   // gives the same search as the scenario's own slo.
-  std::vector<std::string> same = {"plan", kQuickstart, "--set", "workload.requests=300", "--tp", "1", "--pp", "1",
-                                   "--max-batched-tokens", "512", "--threads", "2", "--reproducible", "--json", "-"};
+  std::vector<std::string> same = {
+      "plan", kQuickstart, "--set", "workload.requests=300", "--tp",   "1", "--pp", "1", "--max-batched-tokens",
+      "512",  "--threads", "2",     "--reproducible",        "--json", "-"};
   const auto a = cli(same);
   same.insert(same.end(), {"--constraint", "tpot <= 50 ms"});
   const auto b = cli(same);
@@ -437,8 +478,8 @@ TEST_CASE("plan: the token budget stage searches around the best layouts; a run 
   std::set<int> budgets;
   for (std::size_t i = 2; i < 7; ++i) budgets.insert(j["candidates"][i]["plan"][0]["max_batched_tokens"].get<int>());
   CHECK(budgets == std::set<int>{512, 2048, 4096, 8192, 16384});
-  const auto cut = cli({"plan", kQuickstart, "--set", "workload.requests=200", "--tp", "1,2", "--pp", "1",
-                        "--max-runs", "1", "--threads", "2", "--reproducible", "--json", "-"});
+  const auto cut = cli({"plan", kQuickstart, "--set", "workload.requests=200", "--tp", "1,2", "--pp", "1", "--max-runs",
+                        "1", "--threads", "2", "--reproducible", "--json", "-"});
   const Json c = Json::parse(cut.out);
   CHECK(c["runs"] == 2);  // one round of two probes, then the budget is spent
   std::size_t unfinished = 0;
@@ -450,9 +491,27 @@ TEST_CASE("plan: a MoE model's space pairs every tp with each EP degree that div
   // gpt-oss-120b (128 experts) on B200s, --tp 2,4 --pp 1, dp auto = the scenario's 1 (and 1):
   // tp 2 -> ep 1, 2 (moe_tp 2, 1); tp 4 -> ep 1, 2, 4 (moe_tp 4, 2, 1): 5 deployments, in that order.
   const std::string gpt = std::string(SERVESIM_SOURCE_DIR) + "/scenarios/models/gpt-oss-120b.yaml";
-  const auto r = cli({"plan", gpt, "--set", "workload.requests=100", "--tp", "2,4", "--pp", "1", "--dp", "1",
-                      "--max-batched-tokens", "8192", "--constraint", "tpot_p50 <= 50 ms", "--attainment", "none",
-                      "--threads", "2", "--json", "-", "--reproducible"});
+  const auto r = cli({"plan",
+                      gpt,
+                      "--set",
+                      "workload.requests=100",
+                      "--tp",
+                      "2,4",
+                      "--pp",
+                      "1",
+                      "--dp",
+                      "1",
+                      "--max-batched-tokens",
+                      "8192",
+                      "--constraint",
+                      "tpot_p50 <= 50 ms",
+                      "--attainment",
+                      "none",
+                      "--threads",
+                      "2",
+                      "--json",
+                      "-",
+                      "--reproducible"});
   REQUIRE_MESSAGE(r.code == 0, r.err);
   const Json j = Json::parse(r.out);
   REQUIRE(j["candidates"].size() == 5);
@@ -470,9 +529,27 @@ TEST_CASE("plan: a MoE model's space pairs every tp with each EP degree that div
 TEST_CASE("plan: attention-DP x EP by default for MoE models, experts' TP never wider than the attention's") {
   // gpt-oss-120b on B200 (scale-up domain 8, 128 experts): dp 1 .. 32 with tp x dp <= 32.
   const std::string gpt = std::string(SERVESIM_SOURCE_DIR) + "/scenarios/models/gpt-oss-120b.yaml";
-  const auto r = cli({"plan", gpt, "--set", "workload.requests=60", "--tp", "2", "--pp", "1", "--max-batched-tokens",
-                      "8192", "--constraint", "tpot_p50 <= 50 ms", "--attainment", "none", "--max-runs", "1",
-                      "--threads", "2", "--json", "-", "--reproducible"});
+  const auto r = cli({"plan",
+                      gpt,
+                      "--set",
+                      "workload.requests=60",
+                      "--tp",
+                      "2",
+                      "--pp",
+                      "1",
+                      "--max-batched-tokens",
+                      "8192",
+                      "--constraint",
+                      "tpot_p50 <= 50 ms",
+                      "--attainment",
+                      "none",
+                      "--max-runs",
+                      "1",
+                      "--threads",
+                      "2",
+                      "--json",
+                      "-",
+                      "--reproducible"});
   const Json j = Json::parse(r.out);
   std::set<std::pair<int, int>> dp_ep;
   for (const Json& c : j["candidates"]) {
@@ -482,7 +559,8 @@ TEST_CASE("plan: attention-DP x EP by default for MoE models, experts' TP never 
     CHECK(plan["tp"].get<int>() * plan["dp"].get<int>() <= 32);
   }
   // tp 2: dp 1 -> ep 1, 2; dp 2 -> ep 2, 4; ... dp 16 -> ep 16, 32.
-  CHECK(dp_ep == std::set<std::pair<int, int>>{{1, 1}, {1, 2}, {2, 2}, {2, 4}, {4, 4}, {4, 8}, {8, 8}, {8, 16}, {16, 16}, {16, 32}});
+  CHECK(dp_ep == std::set<std::pair<int, int>>{
+                     {1, 1}, {1, 2}, {2, 2}, {2, 4}, {4, 4}, {4, 8}, {8, 8}, {8, 16}, {16, 16}, {16, 32}});
 }
 
 TEST_CASE("plan: bad input exits 2 with file:line:col messages and runs nothing") {
@@ -501,9 +579,9 @@ TEST_CASE("plan: bad input exits 2 with file:line:col messages and runs nothing"
   CHECK(r.err.find("deployment.pools[0].parallel.tpp") != std::string::npos);
   CHECK(!fs::exists(out));
   // Constraints and options are checked before anything runs.
-  CHECK(cli({"plan", kQuickstart, "--constraint", "ttft_p99 <= 2"}).code == 2);           // no unit
-  CHECK(cli({"plan", kQuickstart, "--constraint", "ttft_p99 >= 2 s"}).code == 2);         // not monotone
-  CHECK(cli({"plan", kQuickstart, "--target", "cost"}).code == 2);                        // no price
+  CHECK(cli({"plan", kQuickstart, "--constraint", "ttft_p99 <= 2"}).code == 2);    // no unit
+  CHECK(cli({"plan", kQuickstart, "--constraint", "ttft_p99 >= 2 s"}).code == 2);  // not monotone
+  CHECK(cli({"plan", kQuickstart, "--target", "cost"}).code == 2);                 // no price
   CHECK(cli({"plan", kQuickstart, "--tp", "1,x"}).code == 2);
   CHECK(cli({"plan", kQuickstart, "--ratios", "1:2"}).err.find("--ratios needs several pools") != std::string::npos);
   // 4 x 3 x 6 = 72 deployments, more than allowed.

@@ -10,22 +10,22 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
-#include <map>
-#include <regex>
-#include <tuple>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
-#include "reports/report.h"
-#include "studies/run.h"
 #include "app/progress.h"
+#include "reports/report.h"
 #include "sim/scenario/scenario.h"
+#include "studies/run.h"
 #include "tests/app/cli_helpers.h"
 
 using namespace servesim;
@@ -54,7 +54,8 @@ bool have_chromium() { return std::system("command -v chromium >/dev/null 2>&1")
 std::string chromium(const fs::path& profile) {
   return "timeout 120 chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run "
          "--disable-background-networking --disable-component-update --disable-sync "
-         "--hide-scrollbars --user-data-dir=" + profile.string();
+         "--hide-scrollbars --user-data-dir=" +
+         profile.string();
 }
 
 // Checks a Chrome JSON trace against the format's rules (the Trace Event Format document, and
@@ -109,7 +110,8 @@ std::vector<std::string> trace_format_problems(const nlohmann::json& trace) {
       }
     } else if (ph == "M") {
       const auto& a = e.value("args", nlohmann::json::object());
-      if (!a.contains("name") && !a.contains("sort_index")) add("metadata without args.name or sort_index: " + e.dump());
+      if (!a.contains("name") && !a.contains("sort_index"))
+        add("metadata without args.name or sort_index: " + e.dump());
     } else if (ph != "i" && ph != "I") {
       add("unknown phase '" + ph + "'");
     }
@@ -244,8 +246,7 @@ TEST_CASE("CLI: --html, --trace and --out are byte-identical in reproducible mod
   for (const char* tag : {"a", "b"}) {
     const auto r = cli({"run", kQuickstart, "--set", kSmall, "--reproducible", "--html",
                         (dir / (std::string(tag) + ".html")).string(), "--trace",
-                        (dir / (std::string(tag) + ".trace.json")).string(), "--out",
-                        (dir / tag).string()});
+                        (dir / (std::string(tag) + ".trace.json")).string(), "--out", (dir / tag).string()});
     REQUIRE(r.code == 0);
   }
   CHECK(read(dir / "a.html") == read(dir / "b.html"));
@@ -279,8 +280,8 @@ TEST_CASE("CLI: the trace has one track per instance and honours its limit and w
   const auto report = cli({"run", kQuickstart, "--set", kSmall, "--json", "-"});
   CHECK(spans == nlohmann::json::parse(report.out)["pools"][0]["iterations"].get<std::int64_t>());
 
-  const auto cut = cli({"run", kQuickstart, "--set", kSmall, "--trace", (dir / "c.json").string(),
-                        "--trace-limit", "100", "--trace-window", "5 s:"});
+  const auto cut = cli({"run", kQuickstart, "--set", kSmall, "--trace", (dir / "c.json").string(), "--trace-limit",
+                        "100", "--trace-window", "5 s:"});
   REQUIRE(cut.code == 0);
   CHECK(cut.out.find("trace cut") != std::string::npos);
   const auto c = nlohmann::json::parse(read(dir / "c.json"));
@@ -344,8 +345,8 @@ TEST_CASE("HTML report renders in headless Chromium: charts drawn, SVG elements 
 
   // A screenshot: charts must have put coloured pixels on the white page.
   const fs::path png = dir / "shot.png";
-  const std::string shot_cmd = chromium(dir / "profile2") + " --window-size=1400,2600 --screenshot='" +
-                               png.string() + "' '" + url + "' >/dev/null 2>&1";
+  const std::string shot_cmd = chromium(dir / "profile2") + " --window-size=1400,2600 --screenshot='" + png.string() +
+                               "' '" + url + "' >/dev/null 2>&1";
   REQUIRE(std::system(shot_cmd.c_str()) == 0);
   png_image image{};
   image.version = PNG_IMAGE_VERSION;
@@ -370,7 +371,8 @@ TEST_CASE("HTML report renders in headless Chromium: charts drawn, SVG elements 
   // The dashed SLO lines, #c0392b (192, 57, 43), drawn on the page.
   std::size_t slo_red = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    if (std::abs(pixels[3 * i] - 192) < 25 && std::abs(pixels[3 * i + 1] - 57) < 25 && std::abs(pixels[3 * i + 2] - 43) < 25) {
+    if (std::abs(pixels[3 * i] - 192) < 25 && std::abs(pixels[3 * i + 1] - 57) < 25 &&
+        std::abs(pixels[3 * i + 2] - 43) < 25) {
       ++slo_red;
     }
   }
@@ -389,7 +391,12 @@ TEST_CASE("Progress: the bar draws its frames and clears its line; nothing when 
     app::ProgressBar::Options options;
     options.fd = fds[1];
     options.delay = std::chrono::milliseconds(0);
-    app::ProgressBar bar(true, [] { return app::ProgressBar::Status{0.25, "12.0 s simulated, 3 events"}; }, options);
+    app::ProgressBar bar(
+        true,
+        [] {
+          return app::ProgressBar::Status{0.25, "12.0 s simulated, 3 events"};
+        },
+        options);
     char first[128] = {};
     const ssize_t n = ::read(fds[0], first, sizeof first - 1);
     REQUIRE(n > 0);
@@ -408,8 +415,8 @@ TEST_CASE("Progress: the bar draws its frames and clears its line; nothing when 
   std::ostringstream not_cerr;
   CHECK_FALSE(app::progress_wanted(not_cerr));
   const fs::path dir = scratch_dir("progress");
-  const std::string piped = std::string(SERVESIM_BINARY) + " run " + kQuickstart + " --json /dev/null 2> " +
-                            (dir / "stderr.txt").string();
+  const std::string piped =
+      std::string(SERVESIM_BINARY) + " run " + kQuickstart + " --json /dev/null 2> " + (dir / "stderr.txt").string();
   REQUIRE(std::system(piped.c_str()) == 0);
   CHECK(read(dir / "stderr.txt").empty());
   CHECK(app::ProgressBar::line({0.5, "x"}, 10) == "[#####.....]  50%  x");

@@ -45,13 +45,11 @@ std::string request(const std::string& id, const std::string& set) {
 
 TEST_CASE("serve: a malformed line gets an error answer and the next line still works") {
   ScenarioCache cache;
-  const std::string input = request("1", R"({"workload.requests": 100})") +
-                            "this is not json\n" +
+  const std::string input = request("1", R"({"workload.requests": 100})") + "this is not json\n" +
                             request("\"two\"", R"({"workload.requests": 100, "workload.arrivals.rate": "12 /s"})") +
                             R"({"id": 3, "scenario": ")" + kQuickstart + R"(", "sets": {}})" + "\n" +
                             request("4", R"({"deployment.pools[0].instances": 0, "workload.requests": 100})") +
-                            "[1, 2]\n" +
-                            R"({"id": [5], "scenario": 7})" + "\n" +
+                            "[1, 2]\n" + R"({"id": [5], "scenario": 7})" + "\n" +
                             request("6", R"({"workload.requests": 100})");
   const auto a = serve_lines(input, cache);
   REQUIRE(a.size() == 8);
@@ -120,8 +118,12 @@ TEST_CASE("ScenarioCache: a file is parsed once, and again when it changes") {
   const fs::path file = dir / "s.yaml";
   fs::copy_file(kQuickstart, file);
   ScenarioCache cache;
-  const auto first = serve_lines(R"({"scenario": ")" + file.string() + R"(", "set": {"workload.requests": 50}})" "\n" +
-                                     R"({"scenario": ")" + file.string() + R"(", "set": {"workload.requests": 60}})" "\n",
+  const auto first = serve_lines(R"({"scenario": ")" + file.string() +
+                                     R"(", "set": {"workload.requests": 50}})"
+                                     "\n" +
+                                     R"({"scenario": ")" + file.string() +
+                                     R"(", "set": {"workload.requests": 60}})"
+                                     "\n",
                                  cache);
   CHECK(cache.misses() == 1);
   CHECK(cache.hits() == 1);
@@ -133,10 +135,15 @@ TEST_CASE("ScenarioCache: a file is parsed once, and again when it changes") {
   text.replace(at, 12, "instances: 3");
   { std::ofstream(file) << text; }
   fs::last_write_time(file, fs::last_write_time(file) + std::chrono::seconds(2));
-  const auto second = serve_lines(R"({"scenario": ")" + file.string() + R"(", "set": {"workload.requests": 50}})" "\n", cache);
+  const auto second = serve_lines(R"({"scenario": ")" + file.string() +
+                                      R"(", "set": {"workload.requests": 50}})"
+                                      "\n",
+                                  cache);
   CHECK(cache.misses() == 2);
   CHECK(second[0]["pools"][0]["instances"] == 3);
-  const auto gone = serve_lines(R"({"id": 9, "scenario": "/nonexistent.yaml"})" "\n", cache);
+  const auto gone = serve_lines(R"({"id": 9, "scenario": "/nonexistent.yaml"})"
+                                "\n",
+                                cache);
   CHECK(gone[0]["errors"][0]["message"] == "cannot open the scenario file");
 }
 

@@ -19,15 +19,15 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tests/approx.h"
 #include "app/app.h"
+#include "core/hash.h"
+#include "core/rng.h"
 #include "studies/journal.h"
 #include "studies/objective.h"
 #include "studies/sweep_ranks.h"
 #include "studies/sweep_spec.h"
-#include "core/hash.h"
-#include "core/rng.h"
 #include "tests/app/cli_helpers.h"
+#include "tests/approx.h"
 
 using namespace servesim;
 using namespace servesim::studies;
@@ -58,11 +58,14 @@ std::string vary_error(const std::string& text) {
 
 // A small sweep: 12 variants of the quickstart scenario, each ~10-40 ms.
 std::vector<std::string> small_sweep(const fs::path& out, int threads) {
-  return {"sweep", kQuickstart, "--set", "workload.requests=400",
-          "--vary", "workload.arrivals.rate=8 /s:32 /s:8 /s",
-          "--vary", "deployment.pools[0].instances=1,2,4",
-          "--constraint", "ttft_p99 <= 2 s", "--constraint", "tpot_p50 <= 50 ms",
-          "--threads", std::to_string(threads), "--out", out.string()};
+  return {"sweep",        kQuickstart,
+          "--set",        "workload.requests=400",
+          "--vary",       "workload.arrivals.rate=8 /s:32 /s:8 /s",
+          "--vary",       "deployment.pools[0].instances=1,2,4",
+          "--constraint", "ttft_p99 <= 2 s",
+          "--constraint", "tpot_p50 <= 50 ms",
+          "--threads",    std::to_string(threads),
+          "--out",        out.string()};
 }
 
 // Runs the real binary with `args`, its files limited to `max_file_bytes` (RLIMIT_FSIZE); returns
@@ -125,8 +128,8 @@ TEST_CASE("make_variants: the grid varies the first key slowest; samples are a p
   CHECK(make_variants({vary("t=1:2")}, Sampling::kGrid, 0, 0, error).empty());
   CHECK(error.find("needs --samples") != std::string::npos);
 
-  // A Latin hypercube of 50 over [0.0, 1.0) (not integers: continuous) x 10 items: each of the 50 strata of the interval holds
-  // exactly one sample, and each of the 10 items is drawn exactly 50 / 10 = 5 times.
+  // A Latin hypercube of 50 over [0.0, 1.0) (not integers: continuous) x 10 items: each of the 50 strata of the
+  // interval holds exactly one sample, and each of the 10 items is drawn exactly 50 / 10 = 5 times.
   error.clear();
   const auto lhs = make_variants({vary("u=0.0:1.0"), vary("k=0:9:1")}, Sampling::kLatinHypercube, 50, 7, error);
   REQUIRE(lhs.size() == 50);
@@ -196,7 +199,8 @@ TEST_CASE("pareto_front: equals a brute-force search for non-dominated points") 
     const auto n = rng.uniform_int(1, 40);
     for (std::uint64_t i = 0; i < n; ++i) {
       // Coarse values so that ties happen.
-      x.push_back(rng.uniform01() < 0.1 ? std::nullopt : std::optional<double>(static_cast<double>(rng.uniform_int(0, 10))));
+      x.push_back(rng.uniform01() < 0.1 ? std::nullopt
+                                        : std::optional<double>(static_cast<double>(rng.uniform_int(0, 10))));
       y.push_back(static_cast<double>(rng.uniform_int(0, 10)));
     }
     const auto front = pareto_front(x, y, a, b);
@@ -276,12 +280,13 @@ TEST_CASE("sweep: forged, damaged and duplicate journal records are said and com
     std::getline(again, line);
     std::getline(again, second_record);
   }
-  text += R"({"variant":5})" "\n";                                      // forged: no check
-  text += "garbage\n";                                                   // damaged
-  text += second_record + "\n";                                          // a duplicate
+  text += R"({"variant":5})"
+          "\n";                  // forged: no check
+  text += "garbage\n";           // damaged
+  text += second_record + "\n";  // a duplicate
   std::string edited = second_record;
   edited.replace(edited.find("\"ok\":true"), 9, "\"ok\":false");
-  text += edited + "\n";                                                 // edited: the check fails
+  text += edited + "\n";  // edited: the check fails
   fs::create_directories(forged);
   std::ofstream(forged / "journal.jsonl") << text;
   const auto r = cli(args(forged));
@@ -298,9 +303,9 @@ TEST_CASE("sweep: forged, damaged and duplicate journal records are said and com
 
 TEST_CASE("sweep: ranks, filters, writes every result; an invalid variant is a result, not a crash") {
   const fs::path dir = scratch("sweep_basic");
-  const auto r = cli({"sweep", kQuickstart, "--set", "workload.requests=200", "--vary",
-                      "deployment.pools[0].instances=0,1,2", "--constraint", "ttft_p99 <= 2 s",
-                      "--threads", "2", "--out", dir.string()});
+  const auto r =
+      cli({"sweep", kQuickstart, "--set", "workload.requests=200", "--vary", "deployment.pools[0].instances=0,1,2",
+           "--constraint", "ttft_p99 <= 2 s", "--threads", "2", "--out", dir.string()});
   INFO(r.err);
   REQUIRE(r.code == 0);
   CHECK(r.out.find("3 variants, 2 valid") != std::string::npos);

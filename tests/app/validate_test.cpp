@@ -9,8 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tests/approx.h"
 #include "tests/app/cli_helpers.h"
+#include "tests/approx.h"
 
 using namespace servesim::testing;
 using Json = nlohmann::json;
@@ -45,8 +45,8 @@ const std::string kAggLarge = "qwen_qwen3_32b_qwen_qwen3_32b_h100_sxm_trtllm_agg
 
 TEST_CASE("validate: per-row errors, the group's median and signed mean match a hand computation") {
   const auto file = subset("validate_rows", {kAggSmall, kAggLarge});
-  const CliResult r = cli({"validate", file.string(), "--json", "-", "--rounds", "2", "--threads", "1",
-                           "--reproducible"});
+  const CliResult r =
+      cli({"validate", file.string(), "--json", "-", "--rounds", "2", "--threads", "1", "--reproducible"});
   REQUIRE_MESSAGE(r.code == 0, r.err);
   const Json j = Json::parse(r.out);
   REQUIRE(j["rows"].size() == 2);
@@ -92,14 +92,14 @@ TEST_CASE("validate: the measured phase starts on an idle engine after the drain
   CHECK(j["rows"][0]["window_requests"] == 80);
   // --warmup continuous: one loop of 8 x (2 + 10) = 96 requests, the 80 sent after the first 16
   // measured.
-  const CliResult c = cli({"validate", file.string(), "--json", "-", "--threads", "1", "--warmup", "continuous",
-                           "--reproducible"});
+  const CliResult c =
+      cli({"validate", file.string(), "--json", "-", "--threads", "1", "--warmup", "continuous", "--reproducible"});
   REQUIRE_MESSAGE(c.code == 0, c.err);
   const Json jc = Json::parse(c.out);
   CHECK(jc["warmup"] == "continuous");
   CHECK(jc["rows"][0]["window_requests"] == 80);
-  CHECK(cli({"validate", file.string(), "--warmup", "continuous", "--print-scenario", kAggSmall}).out.find(
-            "requests: 96\n") != std::string::npos);
+  CHECK(cli({"validate", file.string(), "--warmup", "continuous", "--print-scenario", kAggSmall})
+            .out.find("requests: 96\n") != std::string::npos);
   // The drained window holds the first round's burst: TensorRT-LLM admits one whole 1,024-token
   // prompt per iteration (its budget is batch + isl + 500), so the k-th of the 8 simultaneous
   // prompts waits k - 1 prefills; the continuous window, whose clients have spread out, has no
@@ -221,9 +221,11 @@ TEST_CASE("validate: every kind of row of an AIConfigurator-style file is predic
   // tp_size 16 = moe_tp 4 x moe_ep 4 on 8-GPU nodes: TP 4 with EP 4.
   assumed("ok_tp_size_is_tp_times_ep", "read as tp 4 with expert parallelism 4");
   // Disaggregated: concurrency from the decode batch per attention-DP rank, workers derived.
-  assumed("ok_disagg_concurrency_from_batches", "decode_batch_size 16 x attention DP 1 x 2 decode workers = 32 clients");
+  assumed("ok_disagg_concurrency_from_batches",
+          "decode_batch_size 16 x attention DP 1 x 2 decode workers = 32 clients");
   CHECK(rows["ok_disagg_concurrency_from_batches"]["window_requests"] == 32);
-  assumed("ok_disagg_decode_workers_from_batch", "decode workers not recorded: 32 clients / (batch 8 x attention DP 1) = 4");
+  assumed("ok_disagg_decode_workers_from_batch",
+          "decode workers not recorded: 32 clients / (batch 8 x attention DP 1) = 4");
   assumed("ok_disagg_workers_derived", "prefill workers not recorded");
   // Skipped rows keep their reason.
   reason("skip_unknown_model", "model 'acme/Unknown-7B' has no preset");
@@ -260,9 +262,9 @@ TEST_CASE("calibrate: fits a native CSV, writes a profile a scenario loads, repo
     }
   }
   csv.close();
-  const CliResult r = cli({"calibrate", (dir / "gemm.csv").string(), "--chip", "h100-sxm", "--out",
-                           (dir / "p.yaml").string(), "--json", (dir / "e.json").string(), "--created",
-                           "2026-12-01", "--no-tables"});
+  const CliResult r =
+      cli({"calibrate", (dir / "gemm.csv").string(), "--chip", "h100-sxm", "--out", (dir / "p.yaml").string(), "--json",
+           (dir / "e.json").string(), "--created", "2026-12-01", "--no-tables"});
   REQUIRE_MESSAGE(r.code == 0, r.err);
   CHECK(r.out.find("held out") != std::string::npos);
   const std::string profile = read(dir / "p.yaml");
@@ -281,10 +283,11 @@ TEST_CASE("calibrate: fits a native CSV, writes a profile a scenario loads, repo
   }
   CHECK(found);
   // The profile loads in a scenario (by path) and sets the fitted overhead, about 5 us.
-  std::ofstream(dir / "s.yaml") << "model: llama-3.1-8b\ndeployment:\n  pools:\n    - chip: {preset: h100-sxm, profile: "
-                                << (dir / "p.yaml").string()
-                                << "}\n      instances: 1\nworkload:\n  requests: 2\n  arrivals: {process: poisson, rate: 1 /s}\n"
-                                   "  lengths:\n    prompt: {distribution: fixed, value: 64}\n    output: {distribution: fixed, value: 4}\n";
+  std::ofstream(dir / "s.yaml")
+      << "model: llama-3.1-8b\ndeployment:\n  pools:\n    - chip: {preset: h100-sxm, profile: "
+      << (dir / "p.yaml").string()
+      << "}\n      instances: 1\nworkload:\n  requests: 2\n  arrivals: {process: poisson, rate: 1 /s}\n"
+         "  lengths:\n    prompt: {distribution: fixed, value: 64}\n    output: {distribution: fixed, value: 4}\n";
   const CliResult run = cli({"run", (dir / "s.yaml").string(), "--json", "-"});
   REQUIRE_MESSAGE(run.code == 0, run.err);
   const Json report = Json::parse(run.out);
@@ -293,14 +296,15 @@ TEST_CASE("calibrate: fits a native CSV, writes a profile a scenario loads, repo
 
   // A bad row: exit 2 with file:line:col, nothing written.
   std::ofstream(dir / "bad.csv") << "op,shape,format,latency_s,chip\ngemm,m=1 n=2 k=x,bf16,3e-6,h100-sxm\n";
-  const CliResult bad = cli({"calibrate", (dir / "bad.csv").string(), "--chip", "h100-sxm", "--out",
-                             (dir / "q.yaml").string()});
+  const CliResult bad =
+      cli({"calibrate", (dir / "bad.csv").string(), "--chip", "h100-sxm", "--out", (dir / "q.yaml").string()});
   CHECK(bad.code == 2);
   CHECK(bad.err.find((dir / "bad.csv").string() + ":2:") != std::string::npos);
   CHECK_FALSE(std::filesystem::exists(dir / "q.yaml"));
   // Rows of another chip than --chip.
-  CHECK(cli({"calibrate", (dir / "gemm.csv").string(), "--chip", "a100-80g", "--out", (dir / "r.yaml").string()})
-            .code == 2);
+  CHECK(
+      cli({"calibrate", (dir / "gemm.csv").string(), "--chip", "a100-80g", "--out", (dir / "r.yaml").string()}).code ==
+      2);
 }
 
 namespace {
@@ -329,8 +333,8 @@ TEST_CASE("calibrate --transfer: another chip's efficiencies without its tables;
   CHECK(t.find("cost_model: \"table\"") == std::string::npos);  // no tables: they are H200's latencies
   CHECK(t.find("entries:\n  []") != std::string::npos);
   // Every fraction-of-peak key is H200's, collectives included (no --comm).
-  for (const char* key : {"gemm_compute", "moe_memory", "attention_decode", "collective_latency",
-                          "collective_bandwidth"}) {
+  for (const char* key :
+       {"gemm_compute", "moe_memory", "attention_decode", "collective_latency", "collective_bandwidth"}) {
     CAPTURE(key);
     REQUIRE_FALSE(efficiency_line(h200, key).empty());
     CHECK(efficiency_line(t, key) == efficiency_line(h200, key));
@@ -362,18 +366,19 @@ TEST_CASE("calibrate --transfer: another chip's efficiencies without its tables;
   // With --comm the collectives are fitted to GB200's own NCCL tables: different constants, and
   // their held-out error cells in the report; the compute keys stay H200's.
   const CliResult c = cli({"calibrate", "--transfer", source, "--chip", "gb200", "--comm",
-                           std::string(SERVESIM_SOURCE_DIR) + "/calibrate/data/comm", "--out", (dir / "c.yaml").string(),
-                           "--json", "-"});
+                           std::string(SERVESIM_SOURCE_DIR) + "/calibrate/data/comm", "--out",
+                           (dir / "c.yaml").string(), "--json", "-"});
   REQUIRE_MESSAGE(c.code == 0, c.err);
   const std::string cy = read(dir / "c.yaml");
   CHECK(efficiency_line(cy, "gemm_compute") == efficiency_line(h200, "gemm_compute"));
   CHECK(efficiency_line(cy, "collective_latency") != efficiency_line(h200, "collective_latency"));
   CHECK_FALSE(Json::parse(c.out)["cells"].empty());
   // The transferred profile loads on a GB200 pool, and the summary names it as the pool's source.
-  std::ofstream(dir / "s.yaml") << "model: llama-3.1-8b\ndeployment:\n  pools:\n    - chip: {preset: gb200, profile: "
-                                << (dir / "t.yaml").string()
-                                << "}\n      instances: 1\nworkload:\n  requests: 2\n  arrivals: {process: poisson, rate: 1 /s}\n"
-                                   "  lengths:\n    prompt: {distribution: fixed, value: 64}\n    output: {distribution: fixed, value: 4}\n";
+  std::ofstream(dir / "s.yaml")
+      << "model: llama-3.1-8b\ndeployment:\n  pools:\n    - chip: {preset: gb200, profile: "
+      << (dir / "t.yaml").string()
+      << "}\n      instances: 1\nworkload:\n  requests: 2\n  arrivals: {process: poisson, rate: 1 /s}\n"
+         "  lengths:\n    prompt: {distribution: fixed, value: 64}\n    output: {distribution: fixed, value: 4}\n";
   const CliResult run = cli({"run", (dir / "s.yaml").string()});
   REQUIRE_MESSAGE(run.code == 0, run.err);
   CHECK(run.out.find("gb200 (efficiencies from profile " + (dir / "t.yaml").string()) != std::string::npos);

@@ -9,9 +9,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tests/approx.h"
-#include "tests/app/cli_helpers.h"
 #include "app/app.h"
+#include "tests/app/cli_helpers.h"
+#include "tests/approx.h"
 #include "tests/scratch.h"
 
 using namespace servesim;
@@ -80,14 +80,13 @@ TEST_CASE("workload stats: bad rows stop it with file:line:col, or are skipped a
   Result r = cli({"workload", "stats", path.string()});
   CHECK(r.code == 2);
   CHECK(r.err.find(path.string() + ":3:3: trace (column num_prefill_tokens): token counts cannot "
-                   "be negative") != std::string::npos);
+                                   "be negative") != std::string::npos);
   CHECK(r.out.empty());
   const auto j = stats_json(path.string(), {"--skip-bad-rows"});
   CHECK(j["requests"] == 2);
   CHECK(j["classes"][0]["skipped_rows"] == 1);
   r = cli({"workload", "stats", path.string(), "--skip-bad-rows"});
-  CHECK(r.out.find("skipped     1 bad trace rows; the first: " + path.string() + ":3:3") !=
-        std::string::npos);
+  CHECK(r.out.find("skipped     1 bad trace rows; the first: " + path.string() + ":3:3") != std::string::npos);
 }
 
 TEST_CASE("workload stats: usage errors") {

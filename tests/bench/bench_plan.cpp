@@ -21,8 +21,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "bench_clock.h"
 #include "app/app.h"
+#include "bench_clock.h"
 #include "bench_options.h"
 
 namespace {
@@ -35,22 +35,20 @@ using servesim::bench::now_seconds;
 
 int main(int argc, char** argv) {
   namespace po = servesim::bench::po;
-  po::options_description visible(
-      "usage: servesim_bench_plan SCENARIO.yaml [options] [-- PLAN OPTIONS...]\n\noptions");
+  po::options_description visible("usage: servesim_bench_plan SCENARIO.yaml [options] [-- PLAN OPTIONS...]\n\noptions");
   int rounds = 3;
   double min_per_core = 0;
-  visible.add_options()
-      ("help,h", "show this help")
-      ("rounds", po::value<int>(&rounds)->default_value(3), "rounds")
-      ("min-runs-per-s-per-core", po::value<double>(&min_per_core)->default_value(0),
-       "target: median runs per CPU second at least");
+  visible.add_options()("help,h", "show this help")("rounds", po::value<int>(&rounds)->default_value(3), "rounds")(
+      "min-runs-per-s-per-core", po::value<double>(&min_per_core)->default_value(0),
+      "target: median runs per CPU second at least");
   po::variables_map vm;
   if (auto done = servesim::bench::parse_options(argc, argv, visible, "args", vm)) return *done;
   // The scenario, then (after --) the options of `servesim plan`.
   const auto args = servesim::bench::positionals(vm, "args");
   if (args.empty()) return servesim::bench::usage_error("give a scenario file", visible);
   if (rounds < 1) return servesim::bench::usage_error("--rounds must be at least 1", visible);
-  if (!(min_per_core >= 0)) return servesim::bench::usage_error("--min-runs-per-s-per-core must be at least 0", visible);
+  if (!(min_per_core >= 0))
+    return servesim::bench::usage_error("--min-runs-per-s-per-core must be at least 0", visible);
   const std::string scenario = args.front();
   std::vector<std::string> plan_args = {"plan", scenario};
   plan_args.insert(plan_args.end(), args.begin() + 1, args.end());
@@ -61,8 +59,8 @@ int main(int argc, char** argv) {
   std::string command;
   for (const auto& a : plan_args) command += (command.empty() ? "" : " ") + a;
   std::printf("servesim %s\n", command.c_str());
-  std::printf("%6s %11s %6s %9s %10s %14s %10s\n", "round", "deployments", "runs", "wall s", "runs/s",
-              "runs/s/core", "sweep runs");
+  std::printf("%6s %11s %6s %9s %10s %14s %10s\n", "round", "deployments", "runs", "wall s", "runs/s", "runs/s/core",
+              "sweep runs");
   std::vector<double> per_s, per_core;
   std::string first;
   nlohmann::ordered_json answer;

@@ -26,8 +26,8 @@
 
 #include "bench_options.h"
 #include "child_process.h"
-#include "studies/run.h"
 #include "core/errors.h"
+#include "studies/run.h"
 
 namespace {
 
@@ -52,13 +52,12 @@ int main(int argc, char** argv) {
   po::options_description visible("usage: servesim_bench SCENARIO.yaml [options]\n\noptions");
   int runs = 5;
   double max_wall = 0, max_rss = 0, min_eps = 0;
-  visible.add_options()
-      ("help,h", "show this help")
-      ("runs", po::value<int>(&runs)->default_value(5), "runs, each in a fresh process")
-      ("set", po::value<std::vector<std::string>>()->composing(), "override a scenario value (repeatable)")
-      ("max-wall", po::value<double>(&max_wall)->default_value(0), "target: median process seconds at most")
-      ("max-rss", po::value<double>(&max_rss)->default_value(0), "target: median peak MB at most")
-      ("min-events-per-s", po::value<double>(&min_eps)->default_value(0), "target: median events/s at least");
+  visible.add_options()("help,h", "show this help")("runs", po::value<int>(&runs)->default_value(5),
+                                                    "runs, each in a fresh process")(
+      "set", po::value<std::vector<std::string>>()->composing(), "override a scenario value (repeatable)")(
+      "max-wall", po::value<double>(&max_wall)->default_value(0), "target: median process seconds at most")(
+      "max-rss", po::value<double>(&max_rss)->default_value(0), "target: median peak MB at most")(
+      "min-events-per-s", po::value<double>(&min_eps)->default_value(0), "target: median events/s at least");
   po::variables_map vm;
   if (auto done = servesim::bench::parse_options(argc, argv, visible, "scenario", vm)) return *done;
   const auto files = servesim::bench::positionals(vm, "scenario");
@@ -80,16 +79,15 @@ int main(int argc, char** argv) {
   }
 
   std::printf("servesim_bench %s, %d runs, one process each\n", scenario_path.c_str(), runs);
-  std::printf("%4s %10s %12s %10s %12s %14s %10s\n", "run", "run_s", "process_s", "cpu_s", "events",
-              "events_per_s", "peak_MB");
+  std::printf("%4s %10s %12s %10s %12s %14s %10s\n", "run", "run_s", "process_s", "cpu_s", "events", "events_per_s",
+              "peak_MB");
   std::vector<Sample> samples;
   for (int r = 0; r < runs; ++r) {
     const auto child = servesim::bench::run_in_child([&] {
       const auto sc = servesim::scenario::load_scenario_file(scenario_path, options);
       const auto out = servesim::studies::execute(sc);
       char line[128];
-      std::snprintf(line, sizeof line, "%.9f %llu\n", out.wall_s,
-                    static_cast<unsigned long long>(out.events));
+      std::snprintf(line, sizeof line, "%.9f %llu\n", out.wall_s, static_cast<unsigned long long>(out.events));
       return std::string(line);
     });
     if (!child) {
@@ -104,8 +102,8 @@ int main(int argc, char** argv) {
     s.cpu_s = child->cpu_s;
     s.rss_mb = child->rss_mb;
     samples.push_back(s);
-    std::printf("%4d %10.3f %12.3f %10.3f %12.0f %14.0f %10.1f\n", r + 1, s.run_s, s.process_s,
-                s.cpu_s, s.events, s.events / s.run_s, s.rss_mb);
+    std::printf("%4d %10.3f %12.3f %10.3f %12.0f %14.0f %10.1f\n", r + 1, s.run_s, s.process_s, s.cpu_s, s.events,
+                s.events / s.run_s, s.rss_mb);
   }
   std::vector<double> run_s, process_s, cpu_s, eps, rss;
   for (const auto& s : samples) {
@@ -115,10 +113,9 @@ int main(int argc, char** argv) {
     eps.push_back(s.events / s.run_s);
     rss.push_back(s.rss_mb);
   }
-  const double m_run = median(run_s), m_proc = median(process_s), m_eps = median(eps),
-               m_rss = median(rss);
-  std::printf("median %8.3f %12.3f %10.3f %12.0f %14.0f %10.1f\n", m_run, m_proc, median(cpu_s),
-              samples[0].events, m_eps, m_rss);
+  const double m_run = median(run_s), m_proc = median(process_s), m_eps = median(eps), m_rss = median(rss);
+  std::printf("median %8.3f %12.3f %10.3f %12.0f %14.0f %10.1f\n", m_run, m_proc, median(cpu_s), samples[0].events,
+              m_eps, m_rss);
   bool ok = true;
   if (max_wall > 0) {
     const bool pass = m_proc <= max_wall;

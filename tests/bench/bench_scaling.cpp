@@ -121,8 +121,7 @@ int main(int argc, char** argv) {
     }
   }
   const bool by_instances = !instances_list.empty();
-  if (scenario_path.empty() || by_instances == !requests_list.empty() ||
-      (!by_instances && fixed_instances < 1)) {
+  if (scenario_path.empty() || by_instances == !requests_list.empty() || (!by_instances && fixed_instances < 1)) {
     return usage();
   }
 
@@ -132,8 +131,7 @@ int main(int argc, char** argv) {
     const auto sc = servesim::scenario::load_scenario_file(scenario_path, base);
     const auto& pools = sc.config.pools;
     if (static_cast<std::size_t>(pool) >= pools.size()) {
-      std::fprintf(stderr, "error: %s has %zu pools, no pool %d\n", scenario_path.c_str(),
-                   pools.size(), pool);
+      std::fprintf(stderr, "error: %s has %zu pools, no pool %d\n", scenario_path.c_str(), pools.size(), pool);
       return 2;
     }
     if (rate_per_instance == 0) {
@@ -141,12 +139,12 @@ int main(int argc, char** argv) {
       double rate = 0;
       const auto& classes = sc.config.workload.classes;
       if (!classes.empty()) {
-        if (const auto* p = std::get_if<servesim::workloads::PoissonArrivals>(&classes[0].arrivals)) rate = p->rate.per_s;
+        if (const auto* p = std::get_if<servesim::workloads::PoissonArrivals>(&classes[0].arrivals))
+          rate = p->rate.per_s;
         if (const auto* g = std::get_if<servesim::workloads::GammaArrivals>(&classes[0].arrivals)) rate = g->rate.per_s;
       }
       if (!(rate > 0)) {
-        std::fprintf(stderr, "error: %s has no open-loop rate; give --rate-per-instance\n",
-                     scenario_path.c_str());
+        std::fprintf(stderr, "error: %s has no open-loop rate; give --rate-per-instance\n", scenario_path.c_str());
         return 2;
       }
       rate_per_instance = rate / static_cast<double>(pools[static_cast<std::size_t>(pool)].instances);
@@ -157,14 +155,15 @@ int main(int argc, char** argv) {
   }
 
   const std::vector<double>& xs = by_instances ? instances_list : requests_list;
-  std::printf("servesim_bench_scaling %s: %s series, %.4g requests/s per instance, %s, %d run%s per "
-              "point (median), one process each\n",
-              scenario_path.c_str(), by_instances ? "instances" : "requests", rate_per_instance,
-              by_instances ? (std::to_string(static_cast<long long>(per_instance)) + " requests per instance").c_str()
-                           : (std::to_string(static_cast<long long>(fixed_instances)) + " instances").c_str(),
-              runs, runs == 1 ? "" : "s");
-  std::printf("%10s %11s %12s %10s %14s %10s %12s\n", "instances", "requests", "events", "cpu_s",
-              "events/cpu_s", "peak_MB", "peak_B/req");
+  std::printf(
+      "servesim_bench_scaling %s: %s series, %.4g requests/s per instance, %s, %d run%s per "
+      "point (median), one process each\n",
+      scenario_path.c_str(), by_instances ? "instances" : "requests", rate_per_instance,
+      by_instances ? (std::to_string(static_cast<long long>(per_instance)) + " requests per instance").c_str()
+                   : (std::to_string(static_cast<long long>(fixed_instances)) + " instances").c_str(),
+      runs, runs == 1 ? "" : "s");
+  std::printf("%10s %11s %12s %10s %14s %10s %12s\n", "instances", "requests", "events", "cpu_s", "events/cpu_s",
+              "peak_MB", "peak_B/req");
   std::vector<Point> points;
   for (const double x : xs) {
     Point p;
@@ -204,8 +203,8 @@ int main(int argc, char** argv) {
     p.cpu_s = median(cpu);
     p.rss_mb = median(rss);
     points.push_back(p);
-    std::printf("%10.0f %11.0f %12.0f %10.3f %14.0f %10.1f %12.0f\n", p.instances, p.requests,
-                p.events, p.cpu_s, p.events / p.cpu_s, p.rss_mb, p.rss_mb * 1048576.0 / p.requests);
+    std::printf("%10.0f %11.0f %12.0f %10.3f %14.0f %10.1f %12.0f\n", p.instances, p.requests, p.events, p.cpu_s,
+                p.events / p.cpu_s, p.rss_mb, p.rss_mb * 1048576.0 / p.requests);
     std::fflush(stdout);
   }
 
@@ -222,14 +221,14 @@ int main(int argc, char** argv) {
   auto per_event = [](const Point& p) { return p.cpu_s / p.events; };
   auto mem = [](const Point& p) { return p.rss_mb; };
   const char* var = by_instances ? "instances" : "requests";
-  std::printf("exponents in %s (least squares over all points): cpu %.2f, events %.2f, cpu per event "
-              "%.2f, peak memory %.2f\n",
-              var, fit(0, points.size(), cpu), fit(0, points.size(), ev),
-              fit(0, points.size(), per_event), fit(0, points.size(), mem));
+  std::printf(
+      "exponents in %s (least squares over all points): cpu %.2f, events %.2f, cpu per event "
+      "%.2f, peak memory %.2f\n",
+      var, fit(0, points.size(), cpu), fit(0, points.size(), ev), fit(0, points.size(), per_event),
+      fit(0, points.size(), mem));
   for (std::size_t i = 0; i + 1 < points.size(); ++i) {
-    std::printf("  %g -> %g: cpu %.2f, events %.2f, cpu per event %.2f, peak memory %.2f\n",
-                points[i].x, points[i + 1].x, fit(i, i + 2, cpu), fit(i, i + 2, ev),
-                fit(i, i + 2, per_event), fit(i, i + 2, mem));
+    std::printf("  %g -> %g: cpu %.2f, events %.2f, cpu per event %.2f, peak memory %.2f\n", points[i].x,
+                points[i + 1].x, fit(i, i + 2, cpu), fit(i, i + 2, ev), fit(i, i + 2, per_event), fit(i, i + 2, mem));
   }
   return 0;
 }

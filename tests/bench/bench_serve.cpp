@@ -24,13 +24,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sim/scenario/caches.h"
 #include "bench_clock.h"
 #include "bench_options.h"
+#include "core/errors.h"
 #include "reports/report.h"
+#include "sim/scenario/caches.h"
 #include "studies/run.h"
 #include "studies/serve.h"
-#include "core/errors.h"
 
 namespace {
 
@@ -60,8 +60,8 @@ std::string request_line(const std::string& scenario, std::size_t i) {
   const std::string& value = var.values[(i / vars.size()) % var.values.size()];
   // Numbers as JSON numbers, quantities with units as strings.
   const bool number = value.find_first_not_of("0123456789.") == std::string::npos;
-  return "{\"id\": " + std::to_string(i) + ", \"scenario\": " + nlohmann::json(scenario).dump() +
-         ", \"set\": {\"" + var.key + "\": " + (number ? value : nlohmann::json(value).dump()) + "}}";
+  return "{\"id\": " + std::to_string(i) + ", \"scenario\": " + nlohmann::json(scenario).dump() + ", \"set\": {\"" +
+         var.key + "\": " + (number ? value : nlohmann::json(value).dump()) + "}}";
 }
 
 }  // namespace
@@ -72,17 +72,17 @@ int main(int argc, char** argv) {
   long long hypotheses = 1000;
   int rounds = 3;
   double min_per_core = 0;
-  visible.add_options()
-      ("help,h", "show this help")
-      ("hypotheses", po::value<long long>(&hypotheses)->default_value(1000), "hypotheses per round")
-      ("rounds", po::value<int>(&rounds)->default_value(3), "rounds")
-      ("min-per-s-per-core", po::value<double>(&min_per_core)->default_value(0),
-       "target: median hypotheses per second per core at least");
+  visible.add_options()("help,h", "show this help")(
+      "hypotheses", po::value<long long>(&hypotheses)->default_value(1000), "hypotheses per round")(
+      "rounds", po::value<int>(&rounds)->default_value(3), "rounds")(
+      "min-per-s-per-core", po::value<double>(&min_per_core)->default_value(0),
+      "target: median hypotheses per second per core at least");
   po::variables_map vm;
   if (auto done = servesim::bench::parse_options(argc, argv, visible, "scenario", vm)) return *done;
   const auto files = servesim::bench::positionals(vm, "scenario");
   if (files.size() != 1) return servesim::bench::usage_error("give exactly one scenario file", visible);
-  if (hypotheses < 1 || rounds < 1) return servesim::bench::usage_error("--hypotheses and --rounds must be at least 1", visible);
+  if (hypotheses < 1 || rounds < 1)
+    return servesim::bench::usage_error("--hypotheses and --rounds must be at least 1", visible);
   if (!(min_per_core >= 0)) return servesim::bench::usage_error("--min-per-s-per-core must be at least 0", visible);
   const std::string scenario = files.front();
   const auto n = static_cast<std::size_t>(hypotheses);
@@ -115,8 +115,8 @@ int main(int argc, char** argv) {
     }
     per_s.push_back(static_cast<double>(n) / wall);
     per_core.push_back(static_cast<double>(n) / cpu);
-    std::printf("%6d %10.3f %10.3f %8lld %16.1f %18.1f\n", r + 1, wall, cpu,
-                static_cast<long long>(stats.errors), per_s.back(), per_core.back());
+    std::printf("%6d %10.3f %10.3f %8lld %16.1f %18.1f\n", r + 1, wall, cpu, static_cast<long long>(stats.errors),
+                per_s.back(), per_core.back());
   }
   std::printf("median: %.1f hypotheses/s, %.1f hypotheses/s per core\n", median(per_s), median(per_core));
 
@@ -148,13 +148,13 @@ int main(int argc, char** argv) {
     if (text.empty()) return 1;
   }
   const double total = median(parse_s) + median(load_s) + median(run_s) + median(answer_s);
-  std::printf("one hypothesis (median CPU time over %zu): read+parse the file %.3f ms (%.1f%%, saved "
-              "by the cache), load+validate %.3f ms (%.1f%%), build+simulate+summarise %.3f ms "
-              "(%.1f%%, %.0f events, %.2f M events/s), answer JSON %.3f ms (%.1f%%)\n",
-              sample, 1e3 * median(parse_s), 100 * median(parse_s) / total, 1e3 * median(load_s),
-              100 * median(load_s) / total, 1e3 * median(run_s), 100 * median(run_s) / total,
-              median(events), median(events) / median(run_s) / 1e6, 1e3 * median(answer_s),
-              100 * median(answer_s) / total);
+  std::printf(
+      "one hypothesis (median CPU time over %zu): read+parse the file %.3f ms (%.1f%%, saved "
+      "by the cache), load+validate %.3f ms (%.1f%%), build+simulate+summarise %.3f ms "
+      "(%.1f%%, %.0f events, %.2f M events/s), answer JSON %.3f ms (%.1f%%)\n",
+      sample, 1e3 * median(parse_s), 100 * median(parse_s) / total, 1e3 * median(load_s), 100 * median(load_s) / total,
+      1e3 * median(run_s), 100 * median(run_s) / total, median(events), median(events) / median(run_s) / 1e6,
+      1e3 * median(answer_s), 100 * median(answer_s) / total);
   if (min_per_core > 0 && median(per_core) < min_per_core) {
     std::printf("FAIL: %.1f hypotheses/s per core is below the target %.1f\n", median(per_core), min_per_core);
     return 1;

@@ -54,8 +54,8 @@ models::ModelSpec deepseek_layer(const calibrate::Measurement& m) {
   models::ModelSpec s = *models::model_preset("deepseek-v3");
   s.layers = 1;
   s.moe = {};
-  s.formats.weights = m.weight_format == calibrate::Format::fp8_block ? models::Format::kFp8Block
-                                                                      : models::Format::kBf16;
+  s.formats.weights =
+      m.weight_format == calibrate::Format::fp8_block ? models::Format::kFp8Block : models::Format::kBf16;
   s.formats.kv_cache = m.kv_format == calibrate::Format::fp8 ? models::Format::kFp8 : models::Format::kBf16;
   return s;
 }
@@ -129,7 +129,9 @@ int main(int argc, char** argv) {
         "model: llama-3.1-8b\n"
         "deployment:\n"
         "  pools:\n"
-        "    - chip: {preset: h200-sxm, profile: " + profile + "}\n"
+        "    - chip: {preset: h200-sxm, profile: " +
+        profile +
+        "}\n"
         "      instances: 1\n"
         "workload:\n"
         "  requests: 1\n"
@@ -144,12 +146,13 @@ int main(int argc, char** argv) {
          data + "/mla_bmm_perf.csv.gz", data + "/gemm_perf.csv.gz"});
 
     std::map<std::string, Errors> groups;
-    std::map<std::tuple<int, int>, double> bmm;  // (tokens, heads) bf16: pre + post
+    std::map<std::tuple<int, int>, double> bmm;                                   // (tokens, heads) bf16: pre + post
     std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, double> gemm;  // bf16 (m, n, k)
     std::vector<std::string> detail;
     for (const calibrate::Measurement& m : set.rows()) {
       if (m.op == MeasuredOp::gemm) {
-        if (m.format == calibrate::Format::bf16) gemm[{m.shape.get(Dim::m), m.shape.get(Dim::n), m.shape.get(Dim::k)}] = m.latency_s;
+        if (m.format == calibrate::Format::bf16)
+          gemm[{m.shape.get(Dim::m), m.shape.get(Dim::n), m.shape.get(Dim::k)}] = m.latency_s;
         continue;
       }
       if (m.op == MeasuredOp::mla_bmm) {
@@ -178,7 +181,7 @@ int main(int argc, char** argv) {
       const models::LayerBatchOps a = models::layer_batch_ops(s, p, b);
       const double gemms = cost->seconds(t.qkv) + cost->seconds(t.out);
       const double attention = decode ? cost->seconds(a.decode_full) + cost->seconds(a.decode_absorb)
-                                       : cost->seconds(a.prefill_full) + cost->seconds(a.prefill_up_projection);
+                                      : cost->seconds(a.prefill_full) + cost->seconds(a.prefill_up_projection);
       const double predicted = gemms + attention + cost->seconds(block_elementwise(s, p, b.tokens));
       const std::string phase = decode ? "mla module generation" : "mla module context";
       const std::string key = phase + " " + format_label(m);

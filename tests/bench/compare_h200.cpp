@@ -94,8 +94,8 @@ struct Compared {
 };
 
 void print(const std::string& what, const std::string& shape, const Compared& c) {
-  std::printf("%-34s %-26s %12.1f %12.1f %8.2f\n", what.c_str(), shape.c_str(), c.measured_s * 1e6,
-              c.roofline_s * 1e6, c.roofline_s / c.measured_s);
+  std::printf("%-34s %-26s %12.1f %12.1f %8.2f\n", what.c_str(), shape.c_str(), c.measured_s * 1e6, c.roofline_s * 1e6,
+              c.roofline_s / c.measured_s);
 }
 
 // The comparison table over the measurement rows. Throws on a malformed row.
@@ -105,8 +105,7 @@ int compare(const std::vector<Row>& rows) {
   const std::array<bool, kComputeRates> rates = chip.rates();
 
   std::printf("H200 (h200-sxm preset) roofline vs AIConfigurator TensorRT-LLM 1.3.0rc20 measurements\n");
-  std::printf("%-34s %-26s %12s %12s %8s\n", "operator", "shape", "measured us", "roofline us",
-              "ratio");
+  std::printf("%-34s %-26s %12s %12s %8s\n", "operator", "shape", "measured us", "roofline us", "ratio");
   // Per-layer sums for the composites, keyed by dtype and token count.
   std::map<std::pair<std::string, int>, Compared> gemm_layer;
   std::map<std::pair<int, int>, Compared> context, generation;
@@ -128,13 +127,16 @@ int compare(const std::vector<Row>& rows) {
       const int batch = static_cast<int>(num(r, "batch")), isl = static_cast<int>(num(r, "isl"));
       BatchShape b;
       for (int i = 0; i < batch; ++i) {
-        if (kind == "context_attention") add_chunk(b, m, 0, isl, true); else add_decode(b, m, isl);
+        if (kind == "context_attention")
+          add_chunk(b, m, 0, isl, true);
+        else
+          add_decode(b, m, isl);
       }
       ParallelPlan one;
       const LayerBatchOps ops = layer_batch_ops(m, one, b);
       c.roofline_s = roofline.seconds(kind == "context_attention" ? ops.prefill_full : ops.decode_full);
-      std::snprintf(shape, sizeof shape, "b=%d %s=%d h=8/2x128", batch,
-                    kind == "context_attention" ? "isl" : "kv", isl);
+      std::snprintf(shape, sizeof shape, "b=%d %s=%d h=8/2x128", batch, kind == "context_attention" ? "isl" : "kv",
+                    isl);
       print(kind == "context_attention" ? "context attention" : "generation attention", shape, c);
       (kind == "context_attention" ? context : generation)[{batch, isl}] = c;
     } else if (kind == "moe") {
@@ -166,8 +168,7 @@ int compare(const std::vector<Row>& rows) {
 
   std::printf("\nOne Llama-3.1-8B layer at TP 4 (QKV + O + gate|up + down + attention) x 32 layers\n");
   auto composite = [&](const char* what, const std::string& dtype, int tokens,
-                       const std::map<std::pair<int, int>, Compared>& attention,
-                       std::pair<int, int> key) {
+                       const std::map<std::pair<int, int>, Compared>& attention, std::pair<int, int> key) {
     const auto g = gemm_layer.find({dtype, tokens});
     const auto a = attention.find(key);
     if (g == gemm_layer.end() || a == attention.end()) return;

@@ -37,9 +37,7 @@ using namespace servesim::topologies;
 
 namespace {
 
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 double cpu_s() {
   rusage u{};
@@ -94,18 +92,18 @@ int bench_build(int argc, char** argv) {
   po::options_description visible("usage: servesim_bench_topology build [options]\n\noptions");
   int chips = 100000, runs = 5;
   double max_s = 0, max_rss = 0;
-  visible.add_options()
-      ("help,h", "show this help")
-      ("chips", po::value<int>(&chips)->default_value(100000), "chips of every preset")
-      ("runs", po::value<int>(&runs)->default_value(5), "runs per preset, each in a fresh process")
-      ("max-s", po::value<double>(&max_s)->default_value(0), "target: median build seconds at most")
-      ("max-rss-mb", po::value<double>(&max_rss)->default_value(0), "target: median peak MB at most");
+  visible.add_options()("help,h", "show this help")("chips", po::value<int>(&chips)->default_value(100000),
+                                                    "chips of every preset")(
+      "runs", po::value<int>(&runs)->default_value(5), "runs per preset, each in a fresh process")(
+      "max-s", po::value<double>(&max_s)->default_value(0), "target: median build seconds at most")(
+      "max-rss-mb", po::value<double>(&max_rss)->default_value(0), "target: median peak MB at most");
   po::variables_map vm;
   if (auto done = servesim::bench::parse_options(argc - 1, argv + 1, visible, nullptr, vm)) return *done;
   if (chips < 1 || runs < 1) return servesim::bench::usage_error("--chips and --runs must be at least 1", visible);
   if (!(max_s >= 0 && max_rss >= 0)) return servesim::bench::usage_error("targets must be at least 0", visible);
   bool ok = true;
-  std::printf("%-16s %9s %9s %10s %12s %12s\n", "preset", "chips", "switches", "links", "build s (p50)", "RSS MB (p50)");
+  std::printf("%-16s %9s %9s %10s %12s %12s\n", "preset", "chips", "switches", "links", "build s (p50)",
+              "RSS MB (p50)");
   for (auto name : cluster_preset_names()) {
     std::vector<double> s, m;
     BuildRun last;
@@ -235,15 +233,14 @@ int bench_flows(int argc, char** argv) {
   int chips = 100000, runs = 3;
   long long flows = 100000, event_count = 1000000;
   double min_rate = 0;
-  visible.add_options()
-      ("help,h", "show this help")
-      ("preset", po::value<std::string>(&preset)->default_value(preset), "cluster preset")
-      ("chips", po::value<int>(&chips)->default_value(100000), "chips")
-      ("flows", po::value<long long>(&flows)->default_value(100000), "concurrent flows")
-      ("events", po::value<long long>(&event_count)->default_value(1000000), "flow start/finish events")
-      ("runs", po::value<int>(&runs)->default_value(3), "runs")
-      ("min-events-per-s", po::value<double>(&min_rate)->default_value(0), "target: median events/s at least")
-      ("traffic", po::value<std::string>(&traffic_name)->default_value(traffic_name), "random, rail or permutation");
+  visible.add_options()("help,h", "show this help")("preset", po::value<std::string>(&preset)->default_value(preset),
+                                                    "cluster preset")(
+      "chips", po::value<int>(&chips)->default_value(100000), "chips")(
+      "flows", po::value<long long>(&flows)->default_value(100000), "concurrent flows")(
+      "events", po::value<long long>(&event_count)->default_value(1000000), "flow start/finish events")(
+      "runs", po::value<int>(&runs)->default_value(3), "runs")(
+      "min-events-per-s", po::value<double>(&min_rate)->default_value(0), "target: median events/s at least")(
+      "traffic", po::value<std::string>(&traffic_name)->default_value(traffic_name), "random, rail or permutation");
   po::variables_map vm;
   if (auto done = servesim::bench::parse_options(argc - 1, argv + 1, visible, nullptr, vm)) return *done;
   if (chips < 1 || runs < 1 || flows < 1 || event_count < 1) {
@@ -255,24 +252,26 @@ int bench_flows(int argc, char** argv) {
   }
   const auto concurrent = static_cast<std::size_t>(flows);
   const auto events = static_cast<std::uint64_t>(event_count);
-  const Traffic traffic = traffic_name == "rail" ? Traffic::kRail
-                          : traffic_name == "permutation" ? Traffic::kPermutation : Traffic::kRandom;
+  const Traffic traffic = traffic_name == "rail"          ? Traffic::kRail
+                          : traffic_name == "permutation" ? Traffic::kPermutation
+                                                          : Traffic::kRandom;
   const auto spec = cluster_preset(preset, chips);
   if (!spec) {
     std::printf("unknown preset %s\n", preset.c_str());
     return 2;
   }
-  std::printf("%s, %d chips, %zu concurrent flows, %llu start/finish events, %s traffic\n", preset.c_str(),
-              spec->chips, concurrent, static_cast<unsigned long long>(events), traffic_name.c_str());
+  std::printf("%s, %d chips, %zu concurrent flows, %llu start/finish events, %s traffic\n", preset.c_str(), spec->chips,
+              concurrent, static_cast<unsigned long long>(events), traffic_name.c_str());
   std::vector<double> rates, cpu_rates;
   for (int i = 0; i < runs; ++i) {
     const FlowRun r = run_flows(*spec, concurrent, events, traffic, static_cast<std::uint64_t>(i + 1));
     rates.push_back(r.events_per_s);
     cpu_rates.push_back(r.events_per_cpu_s);
-    std::printf("run %d: %.3f s wall (%.3f s CPU), %.3g events/s wall, %.3g per CPU second; %.2f flows "
-                "re-solved and %.2f rounds per update; %.3f s simulated\n",
-                i + 1, r.seconds, r.cpu_seconds, r.events_per_s, r.events_per_cpu_s, r.solved_per_update,
-                r.rounds_per_update, r.simulated_s);
+    std::printf(
+        "run %d: %.3f s wall (%.3f s CPU), %.3g events/s wall, %.3g per CPU second; %.2f flows "
+        "re-solved and %.2f rounds per update; %.3f s simulated\n",
+        i + 1, r.seconds, r.cpu_seconds, r.events_per_s, r.events_per_cpu_s, r.solved_per_update, r.rounds_per_update,
+        r.simulated_s);
   }
   const double m = median(rates);
   std::printf("median: %.3g flow events per wall second, %.3g per CPU second\n", m, median(cpu_rates));

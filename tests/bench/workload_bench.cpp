@@ -158,8 +158,8 @@ Result run_case(const std::string& name, const std::string& traces, std::int64_t
   const auto t2 = std::chrono::steady_clock::now();
   r.cpu_s = cpu_seconds() - c1;
   if (got != n) {
-    std::fprintf(stderr, "%s: %lld requests instead of %lld\n", name.c_str(),
-                 static_cast<long long>(got), static_cast<long long>(n));
+    std::fprintf(stderr, "%s: %lld requests instead of %lld\n", name.c_str(), static_cast<long long>(got),
+                 static_cast<long long>(n));
     std::exit(1);
   }
   r.setup_s = std::chrono::duration<double>(t1 - t0).count();
@@ -171,8 +171,8 @@ Result run_case(const std::string& name, const std::string& traces, std::int64_t
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<std::string> cases = {"poisson-lognormal", "poisson-fixed", "rich", "splitwise-loop",
-                                    "azure-loop", "mooncake-loop"};
+  std::vector<std::string> cases = {"poisson-lognormal", "poisson-fixed", "rich",
+                                    "splitwise-loop",    "azure-loop",    "mooncake-loop"};
   std::vector<std::int64_t> counts;
   int runs = 3;
   std::string traces = "workloads/traces";
@@ -180,15 +180,14 @@ int main(int argc, char** argv) {
   namespace po = servesim::bench::po;
   po::options_description visible("usage: servesim_bench_workloads [options]\n\noptions");
   std::string case_list, request_list = "1000000,10000000";
-  visible.add_options()
-      ("help,h", "show this help")
-      ("cases", po::value<std::string>(&case_list), "cases to run, A,B,... (default: all)")
-      ("requests", po::value<std::string>(&request_list)->default_value(request_list), "request counts N,M,...")
-      ("runs", po::value<int>(&runs)->default_value(3), "runs per case and count, each in a fresh process")
-      ("traces", po::value<std::string>(&traces)->default_value(traces), "the folder of the traces")
-      ("min-rate", po::value<double>(&min_rate)->default_value(0), "target: requests per second at least")
-      ("max-rss-growth", po::value<double>(&max_growth)->default_value(-1),
-       "target: peak MB growth from the smallest to the largest count at most (negative: none)");
+  visible.add_options()("help,h", "show this help")("cases", po::value<std::string>(&case_list),
+                                                    "cases to run, A,B,... (default: all)")(
+      "requests", po::value<std::string>(&request_list)->default_value(request_list), "request counts N,M,...")(
+      "runs", po::value<int>(&runs)->default_value(3), "runs per case and count, each in a fresh process")(
+      "traces", po::value<std::string>(&traces)->default_value(traces), "the folder of the traces")(
+      "min-rate", po::value<double>(&min_rate)->default_value(0), "target: requests per second at least")(
+      "max-rss-growth", po::value<double>(&max_growth)->default_value(-1),
+      "target: peak MB growth from the smallest to the largest count at most (negative: none)");
   po::variables_map vm;
   if (auto done = servesim::bench::parse_options(argc, argv, visible, nullptr, vm)) return *done;
   if (!case_list.empty()) cases = split(case_list);
@@ -210,8 +209,8 @@ int main(int argc, char** argv) {
   }
 
   std::printf("servesim_bench_workloads: %d runs per case and count, one process each\n", runs);
-  std::printf("%-18s %11s %4s %9s %9s %9s %12s %12s %9s\n", "case", "requests", "run", "setup_s",
-              "gen_s", "cpu_s", "M_req/wall_s", "M_req/cpu_s", "peak_MB");
+  std::printf("%-18s %11s %4s %9s %9s %9s %12s %12s %9s\n", "case", "requests", "run", "setup_s", "gen_s", "cpu_s",
+              "M_req/wall_s", "M_req/cpu_s", "peak_MB");
   bool ok = true;
   for (const auto& name : cases) {
     std::map<std::int64_t, double> rss_at;
@@ -221,8 +220,7 @@ int main(int argc, char** argv) {
         const auto child = bench::run_in_child([&] {
           const Result res = run_case(name, traces, n);
           char line[160];
-          std::snprintf(line, sizeof line, "%.9f %.9f %.9f %llu\n", res.setup_s, res.gen_s,
-                        res.cpu_s, res.checksum);
+          std::snprintf(line, sizeof line, "%.9f %.9f %.9f %llu\n", res.setup_s, res.gen_s, res.cpu_s, res.checksum);
           return std::string(line);
         });
         if (!child) {
@@ -230,21 +228,19 @@ int main(int argc, char** argv) {
           return 1;
         }
         Result res;
-        std::sscanf(child->output.c_str(), "%lf %lf %lf %llu", &res.setup_s, &res.gen_s, &res.cpu_s,
-                    &res.checksum);
+        std::sscanf(child->output.c_str(), "%lf %lf %lf %llu", &res.setup_s, &res.gen_s, &res.cpu_s, &res.checksum);
         res.rss_mb = child->rss_mb;
         const double rate = static_cast<double>(n) / res.cpu_s;
         rates.push_back(rate);
         wall_rates.push_back(static_cast<double>(n) / res.gen_s);
         rss.push_back(res.rss_mb);
-        std::printf("%-18s %11lld %4d %9.3f %9.3f %9.3f %12.2f %12.2f %9.1f\n", name.c_str(),
-                    static_cast<long long>(n), r + 1, res.setup_s, res.gen_s, res.cpu_s,
-                    wall_rates.back() / 1e6, rate / 1e6, res.rss_mb);
+        std::printf("%-18s %11lld %4d %9.3f %9.3f %9.3f %12.2f %12.2f %9.1f\n", name.c_str(), static_cast<long long>(n),
+                    r + 1, res.setup_s, res.gen_s, res.cpu_s, wall_rates.back() / 1e6, rate / 1e6, res.rss_mb);
       }
       const double rate = median(rates), mem = median(rss);
       rss_at[n] = mem;
-      std::printf("%-18s %11lld %4s %9s %9s %9s %12.2f %12.2f %9.1f\n", name.c_str(),
-                  static_cast<long long>(n), "med", "", "", "", median(wall_rates) / 1e6, rate / 1e6, mem);
+      std::printf("%-18s %11lld %4s %9s %9s %9s %12.2f %12.2f %9.1f\n", name.c_str(), static_cast<long long>(n), "med",
+                  "", "", "", median(wall_rates) / 1e6, rate / 1e6, mem);
       const bool target = name == "poisson-fixed" || name == "splitwise-loop" || name == "azure-loop";
       if (target && min_rate > 0 && rate < min_rate) {
         std::printf("  MISSED: %s at %lld requests: median %.2f M req per CPU-s < %.2f M\n", name.c_str(),
@@ -255,8 +251,7 @@ int main(int argc, char** argv) {
     if (max_growth >= 0 && rss_at.size() > 1) {
       const double growth = rss_at.rbegin()->second - rss_at.begin()->second;
       std::printf("%-18s peak RSS grows %.1f MB from %lld to %lld requests\n", name.c_str(), growth,
-                  static_cast<long long>(rss_at.begin()->first),
-                  static_cast<long long>(rss_at.rbegin()->first));
+                  static_cast<long long>(rss_at.begin()->first), static_cast<long long>(rss_at.rbegin()->first));
       if (growth > max_growth) {
         std::printf("  MISSED: %s memory grows by more than %.1f MB\n", name.c_str(), max_growth);
         ok = false;

@@ -11,8 +11,8 @@
 
 #include "calibrate/attention_table.h"
 #include "calibrate/cross_validation.h"
-#include "models/chip_spec.h"
 #include "core/rng.h"
+#include "models/chip_spec.h"
 
 using namespace servesim::calibrate;
 

@@ -9,12 +9,12 @@
 #include <string>
 #include <vector>
 
-#include "tests/approx.h"
 #include "calibrate/collective_check.h"
 #include "calibrate/comm_fit.h"
 #include "calibrate/comm_measurements.h"
-#include "models/chip_spec.h"
 #include "core/errors.h"
+#include "models/chip_spec.h"
+#include "tests/approx.h"
 #include "tests/scratch.h"
 
 using namespace servesim;
@@ -26,9 +26,7 @@ namespace {
 const std::string kData = SERVESIM_SOURCE_DIR "/calibrate/data/comm";
 
 // Writes `text` to a fresh file in the temporary folder and returns its path.
-std::string write_temp(const std::string& name, const std::string& text) {
-  return testing::scratch_file(name, text);
-}
+std::string write_temp(const std::string& name, const std::string& text) { return testing::scratch_file(name, text); }
 
 std::string problems(const InputError& e) {
   std::string out;
@@ -39,10 +37,11 @@ std::string problems(const InputError& e) {
 }  // namespace
 
 TEST_CASE("read_nccl_perf: elements times the type's size, milliseconds to seconds") {
-  const std::string path = write_temp("nccl.csv",
-                                      "framework,version,device,op_name,kernel_source,nccl_dtype,num_gpus,message_size,latency\n"
-                                      "TRTLLM,2.29.2,NVIDIA H200,all_reduce,NCCL,half,8,1048576,0.03746\n"
-                                      "TRTLLM,2.29.2,NVIDIA H200,alltoall,NCCL,int8,4,256,0.0116\n");
+  const std::string path =
+      write_temp("nccl.csv",
+                 "framework,version,device,op_name,kernel_source,nccl_dtype,num_gpus,message_size,latency\n"
+                 "TRTLLM,2.29.2,NVIDIA H200,all_reduce,NCCL,half,8,1048576,0.03746\n"
+                 "TRTLLM,2.29.2,NVIDIA H200,alltoall,NCCL,int8,4,256,0.0116\n");
   const auto s = read_nccl_perf(path, "h200_sxm");
   REQUIRE(s.size() == 2);
   CHECK(s[0].kind == CollectiveKind::kAllReduce);
@@ -65,14 +64,15 @@ TEST_CASE("read_nccl_perf: malformed rows are reported with file, line, column a
     read_nccl_perf(path, "h200_sxm");
     FAIL("no error");
   } catch (const InputError& e) {
-    CHECK(problems(e) ==
-          path + ":2:24: latency: expected a number, got 'fast'\n" +
-          path + ":3:1: op_name: unknown collective 'broadcast' (expected all_reduce, all_gather, reduce_scatter or alltoall)\n" +
-          path + ":4:12: nccl_dtype: unknown data type 'quarter'\n" +
-          path + ":4:20: num_gpus: expected a whole number, got 2.5\n" +
-          path + ":5:1: expected 5 comma-separated fields as in the header, found 3\n");
+    CHECK(problems(e) == path + ":2:24: latency: expected a number, got 'fast'\n" + path +
+                             ":3:1: op_name: unknown collective 'broadcast' (expected all_reduce, all_gather, "
+                             "reduce_scatter or alltoall)\n" +
+                             path + ":4:12: nccl_dtype: unknown data type 'quarter'\n" + path +
+                             ":4:20: num_gpus: expected a whole number, got 2.5\n" + path +
+                             ":5:1: expected 5 comma-separated fields as in the header, found 3\n");
   }
-  const std::string missing = write_temp("missing.csv", "op_name,nccl_dtype,num_gpus,message_size\nall_reduce,half,8,1024\n");
+  const std::string missing =
+      write_temp("missing.csv", "op_name,nccl_dtype,num_gpus,message_size\nall_reduce,half,8,1024\n");
   try {
     read_nccl_perf(missing, "h200_sxm");
     FAIL("no error");
@@ -166,8 +166,8 @@ std::vector<LinePoint> synthetic(const Lines& lines, const std::vector<int>& siz
       p.steps = 2.0 * (n - 1);
       p.transfer = 2.0 * (n - 1) / n * bytes / kBw;
       if (lines[0].one_shot) p.small_transfer = (n - 1.0) * bytes / kBw;
-      p.t = p.y = models::all_reduce_line_seconds(lines, bytes, n, Bandwidth{kBw}) *
-                  (1 + noise * ((7 * i) % 5 - 2) / 2.0);
+      p.t = p.y =
+          models::all_reduce_line_seconds(lines, bytes, n, Bandwidth{kBw}) * (1 + noise * ((7 * i) % 5 - 2) / 2.0);
       pts.push_back(p);
     }
   }

@@ -6,11 +6,11 @@
 #include <string>
 #include <vector>
 
-#include "tests/approx.h"
 #include "calibrate/cross_validation.h"
 #include "calibrate/roofline_fit.h"
 #include "core/rng.h"
 #include "test_files.h"
+#include "tests/approx.h"
 
 using namespace servesim::calibrate;
 using calibrate_test::gemm_measurement;
@@ -46,20 +46,20 @@ TEST_CASE("Cross-validation: a held-out shape never appears in the training rows
   CHECK(plan.folds == 5);
   int calls = 0;
   std::set<Key> predicted_keys;
-  const auto predicted = cross_validate(rows, plan, [&](std::span<const Measurement> train,
-                                                        std::span<const Measurement> test) {
-    ++calls;
-    std::set<Key> train_keys, test_keys;
-    for (const Measurement& m : train) train_keys.insert(shape_key(m));
-    for (const Measurement& m : test) test_keys.insert(shape_key(m));
-    for (const Key& k : test_keys) {
-      CHECK(train_keys.count(k) == 0);
-      CHECK(predicted_keys.count(k) == 0);  // each shape is held out once
-      predicted_keys.insert(k);
-    }
-    CHECK(train.size() + test.size() == rows.size());
-    return std::vector<double>(test.size(), 1.0);
-  });
+  const auto predicted =
+      cross_validate(rows, plan, [&](std::span<const Measurement> train, std::span<const Measurement> test) {
+        ++calls;
+        std::set<Key> train_keys, test_keys;
+        for (const Measurement& m : train) train_keys.insert(shape_key(m));
+        for (const Measurement& m : test) test_keys.insert(shape_key(m));
+        for (const Key& k : test_keys) {
+          CHECK(train_keys.count(k) == 0);
+          CHECK(predicted_keys.count(k) == 0);  // each shape is held out once
+          predicted_keys.insert(k);
+        }
+        CHECK(train.size() + test.size() == rows.size());
+        return std::vector<double>(test.size(), 1.0);
+      });
   CHECK(calls == 5);
   CHECK(predicted_keys.size() == 12);
   CHECK(predicted.size() == rows.size());
@@ -148,8 +148,13 @@ TEST_CASE("Error summaries: percentiles between order statistics, signed mean") 
 TEST_CASE("Shape keys: what is held out together per kind") {
   Measurement moe;
   moe.op = MeasuredOp::moe;
-  for (auto [d, v] : {std::pair{Dim::tokens, 16}, {Dim::hidden, 4096}, {Dim::inter, 1536},
-                      {Dim::experts, 128}, {Dim::topk, 8}, {Dim::tp, 2}, {Dim::ep, 4}}) {
+  for (auto [d, v] : {std::pair{Dim::tokens, 16},
+                      {Dim::hidden, 4096},
+                      {Dim::inter, 1536},
+                      {Dim::experts, 128},
+                      {Dim::topk, 8},
+                      {Dim::tp, 2},
+                      {Dim::ep, 4}}) {
     moe.shape.set(d, v);
   }
   Measurement other = moe;

@@ -6,9 +6,9 @@
 #include <stdexcept>
 #include <vector>
 
-#include "tests/approx.h"
 #include "calibrate/fit.h"
 #include "core/rng.h"
+#include "tests/approx.h"
 
 using servesim::calibrate::fit_overhead_and_rate;
 using servesim::calibrate::LineFit;
@@ -111,18 +111,15 @@ TEST_CASE("fit_overhead_and_rate: rejects fewer than two points") {
 TEST_CASE("fit_overhead_and_rate: rejects work that does not vary") {
   for (double w : {0.0, 1.0, 1e6, 1e12}) {
     INFO("work = ", w);
-    CHECK_THROWS_WITH_AS(fit_overhead_and_rate({w, w, w}, {1e-5, 2e-5, 3e-5}),
-                         doctest::Contains("do not vary"), std::invalid_argument);
+    CHECK_THROWS_WITH_AS(fit_overhead_and_rate({w, w, w}, {1e-5, 2e-5, 3e-5}), doctest::Contains("do not vary"),
+                         std::invalid_argument);
   }
 }
 
 TEST_CASE("fit_overhead_and_rate: rejects non-positive times") {
   const auto not_positive = doctest::Contains("must be positive");
   const double nan = std::numeric_limits<double>::quiet_NaN();
-  CHECK_THROWS_WITH_AS(fit_overhead_and_rate({1e6, 2e6}, {1e-5, 0.0}), not_positive,
-                       std::invalid_argument);
-  CHECK_THROWS_WITH_AS(fit_overhead_and_rate({1e6, 2e6}, {-1e-5, 2e-5}), not_positive,
-                       std::invalid_argument);
-  CHECK_THROWS_WITH_AS(fit_overhead_and_rate({1e6, 2e6}, {1e-5, nan}), not_positive,
-                       std::invalid_argument);
+  CHECK_THROWS_WITH_AS(fit_overhead_and_rate({1e6, 2e6}, {1e-5, 0.0}), not_positive, std::invalid_argument);
+  CHECK_THROWS_WITH_AS(fit_overhead_and_rate({1e6, 2e6}, {-1e-5, 2e-5}), not_positive, std::invalid_argument);
+  CHECK_THROWS_WITH_AS(fit_overhead_and_rate({1e6, 2e6}, {1e-5, nan}), not_positive, std::invalid_argument);
 }

@@ -13,13 +13,13 @@
 #include <stdexcept>
 #include <vector>
 
-#include "tests/approx.h"
 #include "calibrate/curve.h"
 #include "calibrate/fit.h"
 #include "calibrate/grid_table.h"
 #include "calibrate/roofline_fit.h"
 #include "core/rng.h"
 #include "test_files.h"
+#include "tests/approx.h"
 
 using namespace servesim::calibrate;
 using calibrate_test::gemm_measurement;
@@ -64,7 +64,7 @@ std::vector<double> standard_errors(const std::vector<double>& j, std::size_t co
 // m = 1, 2, 4, ..., 16384 tokens: decode-sized rows are weight-bound, prefill-sized ones
 // compute-bound, so every roofline parameter is pinned.
 std::vector<Measurement> gemm_grid() {
-  const std::int64_t nk[][2] = {{6144, 4096}, {4096, 4096}, {28672, 4096}, {4096, 14336},
+  const std::int64_t nk[][2] = {{6144, 4096},  {4096, 4096}, {28672, 4096}, {4096, 14336},
                                 {10240, 8192}, {8192, 8192}, {57344, 8192}, {8192, 28672}};
   std::vector<Measurement> rows;
   for (const auto& w : nk) {
@@ -175,8 +175,8 @@ class CurveTarget : public FitTarget {
 const std::vector<double> kKnots = {1, 16, 256, 4096, 16384};
 const std::vector<double> kTrueEff = {0.05, 0.3, 0.62, 0.78, 0.8};
 
-std::vector<Measurement> curve_rows(const CurveTarget& target, std::span<const double> truth,
-                                    servesim::Rng& rng, std::vector<double>* jac) {
+std::vector<Measurement> curve_rows(const CurveTarget& target, std::span<const double> truth, servesim::Rng& rng,
+                                    std::vector<double>* jac) {
   std::vector<Measurement> rows;
   const LogLinearCurve e(kKnots, kTrueEff);
   for (const auto& base : gemm_grid()) {
@@ -287,8 +287,8 @@ double bilinear_truth(double m, double n) {
   return std::exp(-12.0 + 0.9 * um + 0.3 * un + 0.02 * um * un);
 }
 
-std::vector<Measurement> table_rows(const std::vector<double>& ms, const std::vector<double>& ns,
-                                    int repeats, servesim::Rng* rng) {
+std::vector<Measurement> table_rows(const std::vector<double>& ms, const std::vector<double>& ns, int repeats,
+                                    servesim::Rng* rng) {
   std::vector<Measurement> rows;
   for (double m : ms) {
     for (double n : ns) {

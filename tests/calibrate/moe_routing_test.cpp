@@ -65,8 +65,14 @@ TEST_CASE("MoE fit: a series slower than a plan holding a superset of its work i
       Measurement r;
       r.op = MeasuredOp::moe;
       r.format = Format::bf16;
-      for (const auto& [d, v] : {std::pair{Dim::tokens, tokens}, {Dim::hidden, 4096}, {Dim::inter, 2048},
-                                 {Dim::experts, 64}, {Dim::topk, 8}, {Dim::tp, tp}, {Dim::ep, ep}, {Dim::gated, 1}}) {
+      for (const auto& [d, v] : {std::pair{Dim::tokens, tokens},
+                                 {Dim::hidden, 4096},
+                                 {Dim::inter, 2048},
+                                 {Dim::experts, 64},
+                                 {Dim::topk, 8},
+                                 {Dim::tp, tp},
+                                 {Dim::ep, ep},
+                                 {Dim::gated, 1}}) {
         r.shape.set(d, v);
       }
       r.latency_s = 1e-4 * static_cast<double>(tokens) * factor;

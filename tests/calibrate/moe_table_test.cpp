@@ -9,23 +9,22 @@
 
 #include <cmath>
 
-#include "tests/approx.h"
 #include "calibrate/cross_validation.h"
 #include "calibrate/moe_table.h"
-#include "models/chip_spec.h"
 #include "core/rng.h"
+#include "models/chip_spec.h"
+#include "tests/approx.h"
 
 using namespace servesim::calibrate;
 
 namespace {
 
 double truth(std::span<const double> p) {
-  return 3e-6 * std::pow(1 + p[0], 0.6) * std::pow(1 + p[1], 0.3) * std::pow(1 + p[2], 0.4) *
-         std::pow(1 + p[3], 0.2);
+  return 3e-6 * std::pow(1 + p[0], 0.6) * std::pow(1 + p[1], 0.3) * std::pow(1 + p[2], 0.4) * std::pow(1 + p[3], 0.2);
 }
 
-Measurement moe_row(std::int64_t hidden, std::int64_t inter, std::int64_t topk, std::int64_t experts,
-                    std::int64_t tp, std::int64_t ep, std::int64_t tokens, std::uint16_t skew) {
+Measurement moe_row(std::int64_t hidden, std::int64_t inter, std::int64_t topk, std::int64_t experts, std::int64_t tp,
+                    std::int64_t ep, std::int64_t tokens, std::uint16_t skew) {
   Measurement r;
   r.op = MeasuredOp::moe;
   r.format = Format::bf16;
@@ -77,9 +76,8 @@ TEST_CASE("MoE tables: recover a known law from noisy rows, model shapes held ou
   };
   // Eight model shapes; the held-out ones lie inside the others' knots (hidden 2048 to 7168 in
   // 2k-8k, inter 768 to 2048).
-  const ModelShape shapes[] = {{2048, 768, 8, 128}, {3072, 1024, 8, 256}, {4096, 1536, 8, 128},
-                               {4096, 2048, 4, 64},  {5120, 1024, 8, 256}, {6144, 2048, 8, 256},
-                               {7168, 2048, 8, 256}, {2880, 1440, 4, 128}};
+  const ModelShape shapes[] = {{2048, 768, 8, 128},  {3072, 1024, 8, 256}, {4096, 1536, 8, 128}, {4096, 2048, 4, 64},
+                               {5120, 1024, 8, 256}, {6144, 2048, 8, 256}, {7168, 2048, 8, 256}, {2880, 1440, 4, 128}};
   for (const ModelShape& s : shapes) {
     for (std::int64_t tp : {1, 2, 4}) {
       for (std::int64_t ep : {1, 4}) {
@@ -139,7 +137,7 @@ TEST_CASE("MoE tables: a roofline-factor table recovers a known correction of th
   MeasurementSet set;
   const std::uint16_t balanced = set.intern("balanced"), skewed = set.intern("power_law_1.2");
   auto c = [](std::span<const double> p) { return 1.5 * std::pow(1 + p[0], -0.1) * std::pow(1 + p[2], 0.05); };
-  const std::int64_t shapes[][4] = {{2048, 768, 8, 128}, {3072, 1024, 8, 256}, {4096, 1536, 8, 128},
+  const std::int64_t shapes[][4] = {{2048, 768, 8, 128},  {3072, 1024, 8, 256}, {4096, 1536, 8, 128},
                                     {4096, 2048, 4, 64},  {5120, 1024, 8, 256}, {6144, 2048, 8, 256},
                                     {7168, 2048, 8, 256}, {2880, 1440, 4, 128}};
   for (const auto& s : shapes) {

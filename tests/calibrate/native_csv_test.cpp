@@ -17,8 +17,12 @@ using calibrate_test::TempFile;
 namespace {
 
 CollectorInfo info() {
-  return CollectorInfo{"h200-sxm", "NVIDIA H200", "580.95.05", "CUDA 13.0, cuBLASLt 130000",
-                       "servesim gpu_collector 1", "2026-11-30T12:00:00Z"};
+  return CollectorInfo{"h200-sxm",
+                       "NVIDIA H200",
+                       "580.95.05",
+                       "CUDA 13.0, cuBLASLt 130000",
+                       "servesim gpu_collector 1",
+                       "2026-11-30T12:00:00Z"};
 }
 
 std::string written(const std::vector<NativeRow>& rows, const CollectorInfo& ci = info()) {
@@ -110,8 +114,7 @@ TEST_CASE("Native CSV: malformed rows point at the field, and inside the shape a
   // Line 6: another device (per-file metadata must not change).
   const std::string tail = ",h200-sxm,NVIDIA H200,580,CUDA,c,2026\n";
   const std::string text = kHeader + "gemn,m=1 n=2 k=3,bf16,,,,,1e-5,,,1" + tail +
-                           "gemm,m=1 q=2 k=3,bf16,,,,,1e-5,,,1" + tail +
-                           "gemm,m=1 n=2 k=-3,bf16,,,,,1e-5,,,1" + tail +
+                           "gemm,m=1 q=2 k=3,bf16,,,,,1e-5,,,1" + tail + "gemm,m=1 n=2 k=-3,bf16,,,,,1e-5,,,1" + tail +
                            "gemm,m=1 n=2 k=3,bf16,,,,,1e-5,1e-6,2e-6,1" + tail +
                            "gemm,m=1 n=2 k=3,bf16,,,,,1e-5,,,1,h200-sxm,NVIDIA H100,580,CUDA,c,2026\n";
   const TempFile f("bad_native.csv", text);
@@ -122,7 +125,8 @@ TEST_CASE("Native CSV: malformed rows point at the field, and inside the shape a
   CHECK(ds[2].to_string() == f.path() + ":4:16: shape: '-3' is not a non-negative whole number");
   CHECK(ds[3].to_string() == f.path() + ":5:27: latency_s: the median lies outside [latency_min_s, latency_max_s]");
   CHECK(ds[4].to_string() ==
-        f.path() + ":6:45: device: 'NVIDIA H100' differs from 'NVIDIA H200' on the first row: one file is one collector run");
+        f.path() +
+            ":6:45: device: 'NVIDIA H100' differs from 'NVIDIA H200' on the first row: one file is one collector run");
 }
 
 TEST_CASE("Native CSV: unknown and missing columns") {

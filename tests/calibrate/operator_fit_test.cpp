@@ -9,16 +9,17 @@
 #include <algorithm>
 #include <cmath>
 
-#include "tests/approx.h"
 #include "calibrate/operator_fit.h"
-#include "models/cost_model.h"
 #include "core/rng.h"
+#include "models/cost_model.h"
 #include "test_files.h"
+#include "tests/approx.h"
 
 using namespace servesim;
 using namespace servesim::calibrate;
 
-TEST_CASE("Operator fit: GEMM curves, overhead and the fp8 format's pass and factor come back from noisy synthetic rows") {
+TEST_CASE(
+    "Operator fit: GEMM curves, overhead and the fp8 format's pass and factor come back from noisy synthetic rows") {
   models::ChipSpec truth = *models::chip_preset("h100-sxm");
   truth.efficiency.gemm_compute = models::EfficiencyCurve(0.7);
   truth.efficiency.gemm_memory = models::EfficiencyCurve(0.8);
@@ -107,8 +108,14 @@ TEST_CASE("Operator fit: an emulated W4A16 MoE row is predicted with the simulat
   Measurement r;
   r.op = MeasuredOp::moe;
   r.format = Format::w4a16_mxfp4;
-  for (const auto& [d, v] : {std::pair{Dim::tokens, 4096}, {Dim::hidden, 2880}, {Dim::inter, 2880},
-                             {Dim::experts, 128}, {Dim::topk, 4}, {Dim::tp, 1}, {Dim::ep, 1}, {Dim::gated, 1}}) {
+  for (const auto& [d, v] : {std::pair{Dim::tokens, 4096},
+                             {Dim::hidden, 2880},
+                             {Dim::inter, 2880},
+                             {Dim::experts, 128},
+                             {Dim::topk, 4},
+                             {Dim::tp, 1},
+                             {Dim::ep, 1},
+                             {Dim::gated, 1}}) {
     r.shape.set(d, v);
   }
   std::string why;
@@ -157,9 +164,14 @@ TEST_CASE("Operator fit: a format's grouped-GEMM MoE model comes back from noisy
               r.op = MeasuredOp::moe;
               r.format = Format::bf16;
               r.variant = balanced;
-              for (const auto& [d, v] : {std::pair{Dim::tokens, tokens}, {Dim::hidden, hidden}, {Dim::inter, inter},
-                                         {Dim::experts, experts}, {Dim::topk, std::int64_t{8}}, {Dim::tp, tp},
-                                         {Dim::ep, ep}, {Dim::gated, std::int64_t{1}}}) {
+              for (const auto& [d, v] : {std::pair{Dim::tokens, tokens},
+                                         {Dim::hidden, hidden},
+                                         {Dim::inter, inter},
+                                         {Dim::experts, experts},
+                                         {Dim::topk, std::int64_t{8}},
+                                         {Dim::tp, tp},
+                                         {Dim::ep, ep},
+                                         {Dim::gated, std::int64_t{1}}}) {
                 r.shape.set(d, v);
               }
               std::string why;

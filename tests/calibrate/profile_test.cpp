@@ -4,9 +4,9 @@
 #include <sstream>
 #include <string>
 
-#include "tests/approx.h"
 #include "calibrate/profile.h"
 #include "test_files.h"
+#include "tests/approx.h"
 
 using namespace servesim;
 using namespace servesim::calibrate;
@@ -22,16 +22,18 @@ Profile sample() {
   p.created = "2026-11-30";
   p.generator = "servesim calibrate 0.1.0";
   p.notes = {"first look", "true"};  // a note that looks like a boolean stays a string
-  p.sources.push_back({"calibrate/data/aiconfigurator/h200_sxm/gemm_perf.csv.gz", "aiconfigurator",
-                       100668, "ai-dynamo/aiconfigurator@095f58a", "2026-08", "fnv1a64:0123456789abcdef"});
+  p.sources.push_back({"calibrate/data/aiconfigurator/h200_sxm/gemm_perf.csv.gz", "aiconfigurator", 100668,
+                       "ai-dynamo/aiconfigurator@095f58a", "2026-08", "fnv1a64:0123456789abcdef"});
   ProfileEntry e;
   e.op = MeasuredOp::gemm;
   e.format = Format::bf16;
   e.cost_model = "roofline";
   e.scalars = {{"overhead_s", 3.19e-6}, {"e_memory", 0.1 + 0.2}};  // 0.30000000000000004 survives
   e.curves.push_back({"e_compute", Dim::m, {1, 16, 4096}, {0.05, 0.31, 0.75}});
-  e.tables.push_back({"latency", {GridAxis{Dim::m, {1, 16}}, GridAxis{Dim::n, {1024, 4096, 8192}}},
-                      {1e-6, 2e-6, 3e-6, 4e-6, 5e-6, 1.23456e-5}, Extrapolation::clamp});
+  e.tables.push_back({"latency",
+                      {GridAxis{Dim::m, {1, 16}}, GridAxis{Dim::n, {1024, 4096, 8192}}},
+                      {1e-6, 2e-6, 3e-6, 4e-6, 5e-6, 1.23456e-5},
+                      Extrapolation::clamp});
   p.entries.push_back(e);
   ProfileEntry a;  // an attention table with its match conditions and KV format
   a.op = MeasuredOp::attention_decode;
@@ -62,7 +64,8 @@ TEST_CASE("Profile: write, read back, write again gives the same bytes") {
   const Profile p = sample();
   const std::string first = to_text(p);
   // The error table leads the file as comments.
-  CHECK(first.rfind("# servesim hardware profile: h200-sxm\n# Cross-validated error (5 folds of whole shapes):\n", 0) == 0);
+  CHECK(first.rfind("# servesim hardware profile: h200-sxm\n# Cross-validated error (5 folds of whole shapes):\n", 0) ==
+        0);
   CHECK(first.find("#   gemm                 bf16             all") != std::string::npos);
   CHECK(first.find("(in-sample)") != std::string::npos);
   // Table times are written in microseconds to 4 significant digits (12.3456 us -> 12.35).
@@ -79,7 +82,8 @@ TEST_CASE("Profile: write, read back, write again gives the same bytes") {
   CHECK(q.sources[0].content_hash == "fnv1a64:0123456789abcdef");
   REQUIRE(q.entries.size() == 2);
   REQUIRE(q.entries[1].tables.size() == 1);
-  CHECK(q.entries[1].tables[0].match == std::vector<std::pair<Dim, std::int64_t>>{{Dim::head_dim, 128}, {Dim::window, 0}});
+  CHECK(q.entries[1].tables[0].match ==
+        std::vector<std::pair<Dim, std::int64_t>>{{Dim::head_dim, 128}, {Dim::window, 0}});
   CHECK(q.entries[1].tables[0].kv_format == Format::fp8);
   const ProfileEntry& e = q.entries[0];
   CHECK(e.op == MeasuredOp::gemm);
@@ -141,8 +145,8 @@ TEST_CASE("Profile: a malformed file lists every problem with line, column and k
   CHECK(ds[1].to_string() == g.path() + ":8:27: entries[0].scalars.overhead_s: expected a finite number");
   CHECK(ds[2].to_string() ==
         g.path() + ":10:9: entries[0].curves[0]: a curve needs as many values as knots, and at least one");
-  CHECK(ds[3].to_string() == g.path() +
-                                 ":12:63: entries[0].tables[0].seconds: expected 2 values (the product of the axis sizes), found 3");
+  CHECK(ds[3].to_string() ==
+        g.path() + ":12:63: entries[0].tables[0].seconds: expected 2 values (the product of the axis sizes), found 3");
 }
 
 TEST_CASE("Profile: unreadable files") {
@@ -204,12 +208,13 @@ TEST_CASE("Profile: a table of roofline factors round-trips and needs exactly on
   const auto ds = input_errors([&] { read_profile(g.path()); });
   REQUIRE(ds.size() == 3);
   CHECK(ds[0].to_string() == g.path() +
-                                ":8:9: entries[0].tables[0]: a table needs exactly one of microseconds[], seconds[] "
-                                "and roofline_factor[]");
+                                 ":8:9: entries[0].tables[0]: a table needs exactly one of microseconds[], seconds[] "
+                                 "and roofline_factor[]");
   CHECK(ds[1].to_string() == g.path() +
-                                ":9:9: entries[0].tables[1]: a table needs exactly one of microseconds[], seconds[] "
-                                "and roofline_factor[]");
-  CHECK(ds[2].to_string() == g.path() + ":10:71: entries[0].tables[2].roofline_factor: roofline factors must be positive");
+                                 ":9:9: entries[0].tables[1]: a table needs exactly one of microseconds[], seconds[] "
+                                 "and roofline_factor[]");
+  CHECK(ds[2].to_string() ==
+        g.path() + ":10:71: entries[0].tables[2].roofline_factor: roofline factors must be positive");
 }
 
 TEST_CASE("Profile: a transferred profile names the chip whose kernels were measured") {

@@ -7,11 +7,11 @@
 #include <string>
 #include <vector>
 
-#include "tests/approx.h"
 #include "calibrate/aiconfigurator_reader.h"
 #include "calibrate/measurement_files.h"
 #include "calibrate/vidur_reader.h"
 #include "test_files.h"
+#include "tests/approx.h"
 
 using namespace servesim::calibrate;
 using calibrate_test::data_path;
@@ -111,7 +111,8 @@ TEST_CASE("Readers: AIConfigurator GEMM row, milliseconds to seconds") {
   CHECK(set.label(m->kernel) == "torch_flow");
   CHECK(set.label(m->chip) == "h200-sxm");
   const auto& meta = set.sources()[0].metadata;
-  CHECK(std::find(meta.begin(), meta.end(), std::pair<std::string, std::string>("device", "NVIDIA H200")) != meta.end());
+  CHECK(std::find(meta.begin(), meta.end(), std::pair<std::string, std::string>("device", "NVIDIA H200")) !=
+        meta.end());
   // 2 x 4353 x 65536 x 51200 FLOPs / 41.1 ms = 711 TFLOP/s: the "about 710 TFLOPS" SOURCE.md quotes.
   CHECK(2.0 * 4353 * 65536 * 51200 / m->latency_s / 1e12 == approx(711.0).epsilon(0.002));
 }
@@ -204,8 +205,8 @@ TEST_CASE("Readers: Vidur attention.csv prefill and decode rows") {
 
 // The older mlp.csv schemas, from excerpts of Vidur's history (tests/calibrate/data/SOURCE.md).
 TEST_CASE("Readers: Vidur's oldest mlp.csv schema (layer_norm, rms_norm, add_norm, deemb)") {
-  const MeasurementSet set = read_vidur_mlp(
-      data_path("tests/calibrate/data/vidur_0633efa_a40_mlp_excerpt.csv"), "a40", "");
+  const MeasurementSet set =
+      read_vidur_mlp(data_path("tests/calibrate/data/vidur_0633efa_a40_mlp_excerpt.csv"), "a40", "");
   // 20 records x 10 operator columns, none empty.
   CHECK(set.sources()[0].rows == 20);
   CHECK(set.size() == 200);
@@ -226,8 +227,8 @@ TEST_CASE("Readers: Vidur's oldest mlp.csv schema (layer_norm, rms_norm, add_nor
 }
 
 TEST_CASE("Readers: Vidur's 2024-05 mlp.csv schema, empty cells counted and skipped") {
-  const MeasurementSet set = read_vidur_mlp(
-      data_path("tests/calibrate/data/vidur_e2d00e9_h100_mlp_excerpt.csv"), "h100-sxm", "");
+  const MeasurementSet set =
+      read_vidur_mlp(data_path("tests/calibrate/data/vidur_e2d00e9_h100_mlp_excerpt.csv"), "h100-sxm", "");
   // 20 phi-2 records (non-gated, no post-attention norm): 9 measured operators each, and the
   // post_attention_layernorm cell is empty in every one of them.
   CHECK(set.sources()[0].rows == 20);
@@ -277,16 +278,18 @@ TEST_CASE("Readers: malformed AIConfigurator table lists every problem at its fi
 }
 
 TEST_CASE("Readers: a missing column is named, with the closest one the file has") {
-  const TempFile f("no_dtype.csv", "framework,version,device,op_name,kernel_source,gemm_type,m,n,k,latency\n"
-                                   "TRTLLM,1.3.0rc20,NVIDIA H200,gemm,torch_flow,bfloat16,16,4096,4096,0.01\n");
+  const TempFile f("no_dtype.csv",
+                   "framework,version,device,op_name,kernel_source,gemm_type,m,n,k,latency\n"
+                   "TRTLLM,1.3.0rc20,NVIDIA H200,gemm,torch_flow,bfloat16,16,4096,4096,0.01\n");
   const auto ds = input_errors([&] { read_aiconfigurator(f.path(), "h200-sxm"); });
   REQUIRE(ds.size() == 1);
   CHECK(ds[0].to_string() == f.path() + ":1:1: missing column 'gemm_dtype' (did you mean 'gemm_type'?)");
 }
 
 TEST_CASE("Readers: a communication table is refused with a pointer to where it belongs") {
-  const TempFile f("nccl.csv", "framework,version,device,op_name,kernel_source,nccl_dtype,num_gpus,message_size,latency\n"
-                               "NCCL,2.26.2,NVIDIA H200,all_reduce,NCCL,half,2,128,0.01\n");
+  const TempFile f("nccl.csv",
+                   "framework,version,device,op_name,kernel_source,nccl_dtype,num_gpus,message_size,latency\n"
+                   "NCCL,2.26.2,NVIDIA H200,all_reduce,NCCL,half,2,128,0.01\n");
   const auto ds = input_errors([&] { read_aiconfigurator(f.path(), "h200-sxm"); });
   REQUIRE(ds.size() == 1);
   CHECK(ds[0].line == 2);
@@ -304,9 +307,10 @@ TEST_CASE("Readers: mixed tables in one AIConfigurator file are an error") {
 
 TEST_CASE("Readers: malformed Vidur mlp.csv") {
   // An operator Vidur never had (a typo of mlp_act) in the header, at column 1.
-  const TempFile typo("typo.csv", "time_stats.mlp_akt.median,n_head,n_kv_head,n_embd,n_expanded_embd,vocab_size,"
-                                  "use_gated_mlp,num_tokens,num_tensor_parallel_workers\n"
-                                  "0.1,32,8,4096,14336,128256,True,1,1\n");
+  const TempFile typo("typo.csv",
+                      "time_stats.mlp_akt.median,n_head,n_kv_head,n_embd,n_expanded_embd,vocab_size,"
+                      "use_gated_mlp,num_tokens,num_tensor_parallel_workers\n"
+                      "0.1,32,8,4096,14336,128256,True,1,1\n");
   auto ds = input_errors([&] { read_vidur_mlp(typo.path(), "a100-80g", ""); });
   REQUIRE(ds.size() == 1);
   CHECK(ds[0].to_string() ==
@@ -314,15 +318,17 @@ TEST_CASE("Readers: malformed Vidur mlp.csv") {
 
   // Line 2: use_gated_mlp "yes" at column 28 (after "0.1,32,8,4096,14336,128256,", 27
   // characters); line 3: TP 3 (column 35, the last character) does not divide 32 heads.
-  const TempFile bad("bad.csv", "time_stats.mlp_act.median,n_head,n_kv_head,n_embd,n_expanded_embd,vocab_size,"
-                                "use_gated_mlp,num_tokens,num_tensor_parallel_workers\n"
-                                "0.1,32,8,4096,14336,128256,yes,1,1\n"
-                                "0.1,32,8,4096,14336,128256,True,1,3\n");
+  const TempFile bad("bad.csv",
+                     "time_stats.mlp_act.median,n_head,n_kv_head,n_embd,n_expanded_embd,vocab_size,"
+                     "use_gated_mlp,num_tokens,num_tensor_parallel_workers\n"
+                     "0.1,32,8,4096,14336,128256,yes,1,1\n"
+                     "0.1,32,8,4096,14336,128256,True,1,3\n");
   ds = input_errors([&] { read_vidur_mlp(bad.path(), "a100-80g", ""); });
   REQUIRE(ds.size() == 2);
   CHECK(ds[0].to_string() == bad.path() + ":2:28: use_gated_mlp: expected True or False");
   CHECK(ds[1].to_string() ==
-        bad.path() + ":3:35: num_tensor_parallel_workers: n_head 32 does not split evenly over 3 tensor-parallel workers");
+        bad.path() +
+            ":3:35: num_tensor_parallel_workers: n_head 32 does not split evenly over 3 tensor-parallel workers");
 }
 
 TEST_CASE("Readers: a table with a header and no rows is an error, not an empty success") {
@@ -330,8 +336,9 @@ TEST_CASE("Readers: a table with a header and no rows is an error, not an empty 
   auto ds = input_errors([&] { read_aiconfigurator(aic.path(), "h200-sxm"); });
   REQUIRE(ds.size() == 1);
   CHECK(ds[0].message == "the table has a header but no rows");
-  const TempFile vidur("empty_mlp.csv", "time_stats.mlp_act.median,n_head,n_kv_head,n_embd,n_expanded_embd,"
-                                        "vocab_size,use_gated_mlp,num_tokens,num_tensor_parallel_workers\n\n");
+  const TempFile vidur("empty_mlp.csv",
+                       "time_stats.mlp_act.median,n_head,n_kv_head,n_embd,n_expanded_embd,"
+                       "vocab_size,use_gated_mlp,num_tokens,num_tensor_parallel_workers\n\n");
   ds = input_errors([&] { read_vidur_mlp(vidur.path(), "a100-80g", ""); });
   REQUIRE(ds.size() == 1);
   CHECK(ds[0].message == "the table has a header but no rows");
@@ -344,14 +351,14 @@ TEST_CASE("Readers: a damaged gzip stream is reported, not half-read") {
   in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   const TempFile cut("cut.csv.gz", bytes);
   const auto ds = input_errors([&] { read_aiconfigurator(cut.path(), "h200-sxm"); });
-  const bool damaged = std::any_of(ds.begin(), ds.end(), [](const Diagnostic& d) {
-    return d.message.find("damaged gzip") != std::string::npos;
-  });
+  const bool damaged = std::any_of(
+      ds.begin(), ds.end(), [](const Diagnostic& d) { return d.message.find("damaged gzip") != std::string::npos; });
   CHECK(damaged);
 }
 
 TEST_CASE("Readers: files that are not compute tables, and chips that cannot be told") {
-  const TempFile comm("all_reduce.csv", "time_stats.all_reduce.median,size,num_workers,devices_per_node\n0.1,1024,2,2\n");
+  const TempFile comm("all_reduce.csv",
+                      "time_stats.all_reduce.median,size,num_workers,devices_per_node\n0.1,1024,2,2\n");
   auto ds = input_errors([&] { read_measurements(comm.path()); });
   REQUIRE(ds.size() == 1);
   CHECK(ds[0].message.find("not a compute-measurement table") != std::string::npos);
@@ -370,8 +377,10 @@ TEST_CASE("Readers: files that are not compute tables, and chips that cannot be 
 }
 
 TEST_CASE("Readers: problems of several files are reported together") {
-  const TempFile a("a.csv", std::string(kGemmHeader) + "TRTLLM,1.3.0rc20,NVIDIA H200,gemm,torch_flow,bfloat16,1,2,3,zero\n");
-  const TempFile b("b.csv", std::string(kGemmHeader) + "TRTLLM,1.3.0rc20,NVIDIA H200,gemm,torch_flow,bfloat16,1,2,-3,1\n");
+  const TempFile a("a.csv",
+                   std::string(kGemmHeader) + "TRTLLM,1.3.0rc20,NVIDIA H200,gemm,torch_flow,bfloat16,1,2,3,zero\n");
+  const TempFile b("b.csv",
+                   std::string(kGemmHeader) + "TRTLLM,1.3.0rc20,NVIDIA H200,gemm,torch_flow,bfloat16,1,2,-3,1\n");
   ReadOptions opts;
   opts.chip = "h200-sxm";
   const auto ds = input_errors([&] { read_measurements({a.path(), b.path()}, opts); });

@@ -17,9 +17,7 @@
 
 namespace calibrate_test {
 
-inline std::string data_path(const std::string& relative) {
-  return std::string(SERVESIM_SOURCE_DIR) + "/" + relative;
-}
+inline std::string data_path(const std::string& relative) { return std::string(SERVESIM_SOURCE_DIR) + "/" + relative; }
 
 // A file under the system temp folder that is removed when the object goes away.
 class TempFile {

@@ -11,10 +11,10 @@
 // 2,560,000 ps over the two layers' dispatch and combine.
 #include <doctest/doctest.h>
 
-#include "tests/approx.h"
 #include "sim/cluster/iteration_cost.h"
 #include "sim/cluster/simulation.h"
 #include "test_config.h"
+#include "tests/approx.h"
 
 using namespace servesim;
 

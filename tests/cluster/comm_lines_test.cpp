@@ -5,8 +5,8 @@
 
 #include <doctest/doctest.h>
 
-#include "tests/approx.h"
 #include "sim/cluster/comm_cost.h"
+#include "tests/approx.h"
 
 using namespace servesim;
 

@@ -18,11 +18,10 @@ namespace {
 // re-planned all the time.
 cluster::SimulationConfig epd(const models::ModelSpec& model, int decode_instances = 1) {
   auto config = test::prefill_decode(model, 4, decode_instances);
-  config.workload = workloads::single_class(
-      workloads::PoissonArrivals{Frequency{4e4}},
-      workloads::IndependentLengths{workloads::LognormalLength{100, 0.6, 8, 400},
-                                    workloads::LognormalLength{150, 0.8, 1, 600}},
-      400);
+  config.workload = workloads::single_class(workloads::PoissonArrivals{Frequency{4e4}},
+                                            workloads::IndependentLengths{workloads::LognormalLength{100, 0.6, 8, 400},
+                                                                          workloads::LognormalLength{150, 0.8, 1, 600}},
+                                            400);
   config.seed = 7;
   return config;
 }

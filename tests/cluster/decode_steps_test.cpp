@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "sim/cluster/iteration_cost.h"
 #include "core/time.h"
+#include "sim/cluster/iteration_cost.h"
 
 using namespace servesim;
 
@@ -61,9 +61,8 @@ void check_case(const Case& k) {
       cluster::ComponentTimes got{};
       cm.step_components(steps, parts, got);
       run.push_back(parts);
-      INFO(k.model << " tp " << k.plan.tp << " dp " << k.plan.dp << " ep " << k.plan.ep << " cp "
-                   << k.plan.cp << " tbo " << k.tbo << " host_overlap " << k.host_overlap << " n "
-                   << n << " context " << context);
+      INFO(k.model << " tp " << k.plan.tp << " dp " << k.plan.dp << " ep " << k.plan.ep << " cp " << k.plan.cp
+                   << " tbo " << k.tbo << " host_overlap " << k.host_overlap << " n " << n << " context " << context);
       CHECK(t == stage);
       for (std::size_t i = 0; i < expected.size(); ++i) {
         INFO("component " << models::op_kind_name(static_cast<models::OpKind>(i)));
@@ -158,12 +157,10 @@ TEST_CASE("ContextProgression: each step's sum is the left-to-right sum, bit for
     REQUIRE(p.read(base, field, coef, b));
     for (int step = 0; step < 200; ++step, b.decode_kv_tokens += b.decode_seqs * 1.37) {
       const double want = base + coef[0] * models::batch_field(b, field[0]) +
-                          coef[1] * models::batch_field(b, field[1]) +
-                          coef[2] * models::batch_field(b, field[2]);
+                          coef[1] * models::batch_field(b, field[1]) + coef[2] * models::batch_field(b, field[2]);
       INFO("context term ", at, ", step ", step);
       REQUIRE(p.at(b.decode_kv_tokens) == want);
-      const double reversed = coef[2] * models::batch_field(b, field[2]) +
-                              coef[1] * models::batch_field(b, field[1]) +
+      const double reversed = coef[2] * models::batch_field(b, field[2]) + coef[1] * models::batch_field(b, field[1]) +
                               coef[0] * models::batch_field(b, field[0]) + base;
       differs_reversed += reversed != want;
     }

@@ -23,8 +23,7 @@ void run(const cluster::SimulationConfig& config, metrics::RunMetrics& m) {
   CHECK(sim.drained());
 }
 
-workloads::ClassConfig one_client(std::string name, std::int64_t requests, std::int64_t prompt,
-                                  std::int64_t output) {
+workloads::ClassConfig one_client(std::string name, std::int64_t requests, std::int64_t prompt, std::int64_t output) {
   workloads::ClassConfig c;
   c.name = std::move(name);
   c.requests = requests;

@@ -11,11 +11,11 @@
 #include <numeric>
 #include <vector>
 
-#include "tests/approx.h"
 #include "models/cost_model.h"
 #include "sim/cluster/router.h"
 #include "sim/cluster/simulation.h"
 #include "test_config.h"
+#include "tests/approx.h"
 
 using namespace servesim;
 
@@ -40,7 +40,8 @@ void run(const cluster::SimulationConfig& config, Run& out) {
 }
 
 double part(const metrics::Summary& s, const std::string& name) {
-  for (const auto& [k, v] : s.ttft_breakdown_ms) if (k == name) return v;
+  for (const auto& [k, v] : s.ttft_breakdown_ms)
+    if (k == name) return v;
   return 0;
 }
 
@@ -133,8 +134,7 @@ TEST_CASE("EPD: the TTFT breakdown sums to the mean TTFT and the TPOT breakdown 
     if (streamed) config.disaggregation.kv_transfer = cluster::KvTransferMode::kLayerStreamed;
     config.workload = workloads::single_class(
         workloads::PoissonArrivals{Frequency{2e4}},
-        workloads::IndependentLengths{workloads::UniformLength{4, 600}, workloads::UniformLength{1, 40}},
-        300);
+        workloads::IndependentLengths{workloads::UniformLength{4, 600}, workloads::UniformLength{1, 40}}, 300);
     Run r;
     run(config, r);
     double ttft = 0, tpot = 0;

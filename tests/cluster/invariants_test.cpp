@@ -5,11 +5,11 @@
 
 #include <algorithm>
 
-#include "tests/approx.h"
+#include "core/rng.h"
 #include "models/memory.h"
 #include "sim/cluster/simulation.h"
-#include "core/rng.h"
 #include "test_config.h"
+#include "tests/approx.h"
 
 using namespace servesim;
 
@@ -26,14 +26,13 @@ cluster::SimulationConfig random_config(Rng& rng) {
   p.plan.pp = static_cast<int>(rng.uniform_int(1, std::min<std::uint64_t>(3, model.layers)));
   p.kv_cache.block_tokens = static_cast<std::int64_t>(rng.uniform_int(1, 3) * 4);
   p.kv_cache.watermark = rng.uniform_int(0, 1) ? 0.0 : 0.05;
-  p.scheduler.policy = rng.uniform_int(0, 1) ? cluster::SchedulerPolicy::kSarathi
-                                             : cluster::SchedulerPolicy::kWholePrompt;
+  p.scheduler.policy =
+      rng.uniform_int(0, 1) ? cluster::SchedulerPolicy::kSarathi : cluster::SchedulerPolicy::kWholePrompt;
   p.scheduler.max_batch_size = static_cast<std::int64_t>(rng.uniform_int(1, 16));
   p.scheduler.max_batched_tokens = p.scheduler.max_batch_size + static_cast<std::int64_t>(rng.uniform_int(0, 128));
-  p.router.policy = rng.uniform_int(0, 1) ? cluster::RouterPolicy::kLeastLoaded
-                                          : cluster::RouterPolicy::kRoundRobin;
-  p.router.load = rng.uniform_int(0, 1) ? cluster::LoadMetric::kOutstandingTokens
-                                        : cluster::LoadMetric::kOutstandingRequests;
+  p.router.policy = rng.uniform_int(0, 1) ? cluster::RouterPolicy::kLeastLoaded : cluster::RouterPolicy::kRoundRobin;
+  p.router.load =
+      rng.uniform_int(0, 1) ? cluster::LoadMetric::kOutstandingTokens : cluster::LoadMetric::kOutstandingRequests;
 
   // Size the chip so that each lane gets roughly 150-600 tokens of KV cache.
   test::size_kv_tokens(p, model, static_cast<double>(rng.uniform_int(150, 600)) * p.plan.pp);
@@ -51,14 +50,14 @@ cluster::SimulationConfig random_config(Rng& rng) {
   if (rng.uniform_int(0, 1)) {
     c.arrivals = workloads::PoissonArrivals{Frequency{static_cast<double>(rng.uniform_int(1, 50)) * 1e4}};
   } else {
-    c.arrivals = workloads::ClosedLoopArrivals{static_cast<int>(rng.uniform_int(1, 20)),
-                                               Duration::picoseconds(static_cast<std::int64_t>(rng.uniform_int(0, 100000)))};
+    c.arrivals =
+        workloads::ClosedLoopArrivals{static_cast<int>(rng.uniform_int(1, 20)),
+                                      Duration::picoseconds(static_cast<std::int64_t>(rng.uniform_int(0, 100000)))};
   }
   // Some requests exceed max_model_len on purpose (they must be rejected, not lost).
   const std::int64_t max_len = p.max_model_len + 20;
-  c.lengths = workloads::IndependentLengths{
-      workloads::UniformLength{1, std::max<std::int64_t>(1, max_len / 2)},
-      workloads::UniformLength{1, std::max<std::int64_t>(1, max_len / 2)}};
+  c.lengths = workloads::IndependentLengths{workloads::UniformLength{1, std::max<std::int64_t>(1, max_len / 2)},
+                                            workloads::UniformLength{1, std::max<std::int64_t>(1, max_len / 2)}};
   if (rng.uniform_int(0, 3) == 0) {
     config.horizon = Duration::picoseconds(static_cast<std::int64_t>(rng.uniform_int(1, 50)) * 1'000'000);
   }
@@ -81,8 +80,7 @@ std::int64_t completed_output_tokens(const metrics::RunMetrics& m) {
 cluster::SimulationConfig with_speculation(cluster::SimulationConfig config, int trial, bool ranks) {
   Rng rng(static_cast<std::uint64_t>(trial), "speculative-variant");
   cluster::PoolConfig& p = config.pools.back();
-  const auto kv_tokens =
-      static_cast<double>(cluster::pool_capacity(config.model, p).memory.kv_tokens_per_group);
+  const auto kv_tokens = static_cast<double>(cluster::pool_capacity(config.model, p).memory.kv_tokens_per_group);
   cluster::SpeculativeConfig& spec = p.speculative;
   spec.method = cluster::SpeculativeMethod::kMtp;
   spec.draft_tokens = static_cast<int>(rng.uniform_int(1, 3));
@@ -93,8 +91,8 @@ cluster::SimulationConfig with_speculation(cluster::SimulationConfig config, int
       std::max(p.scheduler.max_batched_tokens, (spec.draft_tokens + 1) * p.scheduler.max_batch_size);
   if (ranks) {
     p.plan.dp = 2;
-    p.attention_dp = rng.uniform_int(0, 1) ? cluster::AttentionDpBalance::kLeastKv
-                                           : cluster::AttentionDpBalance::kRoundRobin;
+    p.attention_dp =
+        rng.uniform_int(0, 1) ? cluster::AttentionDpBalance::kLeastKv : cluster::AttentionDpBalance::kRoundRobin;
   }
   // The same KV tokens per dp group as before (the MTP layer and the larger budget take memory).
   // size_kv_tokens sizes by the first stage; with pp > 1 the last one also holds the MTP layer,
@@ -143,7 +141,8 @@ TEST_CASE("Invariants: over random small scenarios every request is accounted fo
         CHECK(s.arrived == config.workload.requests);
         CHECK(s.in_flight == 0);
         CHECK(sim.drained());
-        for (int i = 0; i < config.pools[0].instances; ++i) CHECK(sim.instance_load(static_cast<std::uint32_t>(i)) == 0);
+        for (int i = 0; i < config.pools[0].instances; ++i)
+          CHECK(sim.instance_load(static_cast<std::uint32_t>(i)) == 0);
         // Tokens are conserved: each completed request emitted exactly its output tokens.
         const std::int64_t expected_tokens = completed_output_tokens(m);
         CHECK(m.output_tokens() == expected_tokens);
@@ -202,8 +201,7 @@ TEST_CASE("Invariants: random disaggregated deployments conserve requests, token
     d.kind = cluster::PoolRole::kDecode;
     d.role = "decode";
     d.instances = static_cast<int>(rng.uniform_int(1, 4));
-    d.router.policy = rng.uniform_int(0, 1) ? cluster::RouterPolicy::kFreeKv
-                                            : cluster::RouterPolicy::kLeastLoaded;
+    d.router.policy = rng.uniform_int(0, 1) ? cluster::RouterPolicy::kFreeKv : cluster::RouterPolicy::kLeastLoaded;
     config.pools.push_back(d);
     if (rng.uniform_int(0, 1)) {
       config.disaggregation.kv_transfer = cluster::KvTransferMode::kLayerStreamed;
@@ -214,12 +212,11 @@ TEST_CASE("Invariants: random disaggregated deployments conserve requests, token
       config.cluster = cluster::default_cluster(config.pools);
       topologies::ScheduledFault f;
       const int chips = static_cast<int>(config.cluster->fabric->chips());
-      f.target = topologies::FaultTarget{topologies::FaultKind::kChip,
-                                         static_cast<std::uint32_t>(rng.uniform_int(0, static_cast<std::uint64_t>(chips - 1)))};
+      f.target = topologies::FaultTarget{topologies::FaultKind::kChip, static_cast<std::uint32_t>(rng.uniform_int(
+                                                                           0, static_cast<std::uint64_t>(chips - 1)))};
       f.at = SimTime::zero() + Duration::picoseconds(static_cast<std::int64_t>(rng.uniform_int(1, 20)) * 1'000'000);
       config.cluster->faults.scheduled.push_back(f);
-      config.failures.policy = rng.uniform_int(0, 1) ? cluster::FailurePolicy::kLose
-                                                     : cluster::FailurePolicy::kRequeue;
+      config.failures.policy = rng.uniform_int(0, 1) ? cluster::FailurePolicy::kLose : cluster::FailurePolicy::kRequeue;
       config.failures.repair = Duration::picoseconds(static_cast<std::int64_t>(rng.uniform_int(1, 50)) * 1'000'000);
       ++with_faults;
     }

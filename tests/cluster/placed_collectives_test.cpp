@@ -14,11 +14,11 @@
 #include <memory>
 #include <vector>
 
-#include "tests/approx.h"
 #include "sim/cluster/comm_cost.h"
 #include "sim/cluster/iteration_cost.h"
 #include "sim/cluster/simulation.h"
 #include "test_config.h"
+#include "tests/approx.h"
 #include "tests/topologies/test_fabrics.h"
 #include "topologies/collectives.h"
 #include "topologies/placement.h"
@@ -148,6 +148,5 @@ TEST_CASE("Placed collectives: a pool costs the slowest of its instances' layout
   const cluster::PlacedGroup g = cluster::place_group(both, cache, s.comm, 0.5);
   const cluster::CommCost comm(test::ideal_chip());
   // Chips 2 and 10 share rail 2's leaf (1 us): the split one binds, 2 us + 1e6 / 50e9 = 22 us.
-  CHECK(comm.seconds(models::Collective::kAllReduce, cluster::placed_span(g), 1e6) ==
-        approx(2e-6 + 1e6 / 50e9));
+  CHECK(comm.seconds(models::Collective::kAllReduce, cluster::placed_span(g), 1e6) == approx(2e-6 + 1e6 / 50e9));
 }

@@ -6,13 +6,13 @@
 
 #include <algorithm>
 
-#include "tests/approx.h"
+#include "core/rng.h"
 #include "models/memory.h"
 #include "sim/cluster/prefix_cache.h"
 #include "sim/cluster/router.h"
 #include "sim/cluster/simulation.h"
-#include "core/rng.h"
 #include "test_config.h"
+#include "tests/approx.h"
 
 using namespace servesim;
 
@@ -152,8 +152,7 @@ TEST_CASE("kv_aware: the second request goes to the instance that holds its pref
   for (const bool kv_aware : {true, false}) {
     CAPTURE(kv_aware);
     auto config = shared_prefix(2, 2, 64);
-    config.pools[0].router.policy =
-        kv_aware ? cluster::RouterPolicy::kKvAware : cluster::RouterPolicy::kLeastLoaded;
+    config.pools[0].router.policy = kv_aware ? cluster::RouterPolicy::kKvAware : cluster::RouterPolicy::kLeastLoaded;
     metrics::RunMetrics m;
     cluster::Simulation sim(config, m);
     sim.set_paranoid(true);
@@ -196,12 +195,11 @@ TEST_CASE("Prefix cache: random small deployments with shared prefixes and sessi
     cluster::PoolConfig& p = config.pools[0];
     p.plan.pp = static_cast<int>(rng.uniform_int(1, 2));
     p.kv_cache.block_tokens = static_cast<std::int64_t>(rng.uniform_int(1, 2) * 8);
-    p.scheduler.policy = rng.uniform_int(0, 1) ? cluster::SchedulerPolicy::kSarathi
-                                               : cluster::SchedulerPolicy::kWholePrompt;
+    p.scheduler.policy =
+        rng.uniform_int(0, 1) ? cluster::SchedulerPolicy::kSarathi : cluster::SchedulerPolicy::kWholePrompt;
     p.scheduler.max_batch_size = static_cast<std::int64_t>(rng.uniform_int(1, 8));
     p.scheduler.max_batched_tokens = p.scheduler.max_batch_size + static_cast<std::int64_t>(rng.uniform_int(16, 128));
-    p.router.policy = rng.uniform_int(0, 1) ? cluster::RouterPolicy::kKvAware
-                                            : cluster::RouterPolicy::kLeastLoaded;
+    p.router.policy = rng.uniform_int(0, 1) ? cluster::RouterPolicy::kKvAware : cluster::RouterPolicy::kLeastLoaded;
     p.prefix_cache.enabled = true;
     p.prefix_cache.capacity_fraction = rng.uniform_int(0, 1) ? 1.0 : 0.3;
     test::size_kv_tokens(p, model, static_cast<double>(rng.uniform_int(150, 600)) * p.plan.pp);
@@ -214,8 +212,8 @@ TEST_CASE("Prefix cache: random small deployments with shared prefixes and sessi
     workloads::ClassConfig& c = config.workload.classes.emplace_back();
     c.arrivals = workloads::ClosedLoopArrivals{static_cast<int>(rng.uniform_int(1, 8)), Duration::zero()};
     const std::int64_t half = std::max<std::int64_t>(2, p.max_model_len / 2);
-    c.lengths = workloads::IndependentLengths{workloads::UniformLength{1, half / 2},
-                                              workloads::UniformLength{1, half / 2}};
+    c.lengths =
+        workloads::IndependentLengths{workloads::UniformLength{1, half / 2}, workloads::UniformLength{1, half / 2}};
     workloads::PrefixConfig prefixes;
     prefixes.prompts = static_cast<std::int64_t>(rng.uniform_int(1, 3));
     prefixes.tokens_distribution = workloads::UniformLength{1, half / 2};

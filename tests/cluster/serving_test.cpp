@@ -14,11 +14,11 @@
 
 #include <vector>
 
-#include "tests/approx.h"
 #include "sim/cluster/batch_scheduler.h"
 #include "sim/cluster/router.h"
 #include "sim/cluster/simulation.h"
 #include "test_config.h"
+#include "tests/approx.h"
 
 using namespace servesim;
 

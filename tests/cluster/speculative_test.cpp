@@ -15,9 +15,9 @@
 // 256 c = 111,104 + 256 c, so a step takes 464,384 + 1,280 c, 287,744 + 768 c more.
 #include <doctest/doctest.h>
 
-#include "tests/approx.h"
 #include "sim/cluster/simulation.h"
 #include "test_config.h"
+#include "tests/approx.h"
 
 using namespace servesim;
 
@@ -25,8 +25,8 @@ namespace {
 
 constexpr std::int64_t kPrefillPs = 1'356'288;
 
-cluster::SimulationConfig one_request(std::int64_t output, double acceptance, bool mtp,
-                                      std::uint64_t seed = 1, int requests = 1) {
+cluster::SimulationConfig one_request(std::int64_t output, double acceptance, bool mtp, std::uint64_t seed = 1,
+                                      int requests = 1) {
   models::ModelSpec model = test::tiny_model();
   model.mtp_layers = 1;
   auto config = test::one_pool(model, test::ideal_chip());

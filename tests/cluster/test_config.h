@@ -84,8 +84,7 @@ inline models::ChipSpec nic_chip() {
 }
 
 // A prefill pool and a decode pool (free-KV placement) of `model` on nic_chip().
-inline cluster::SimulationConfig prefill_decode(const models::ModelSpec& model, int prefills = 1,
-                                                int decodes = 1) {
+inline cluster::SimulationConfig prefill_decode(const models::ModelSpec& model, int prefills = 1, int decodes = 1) {
   auto config = one_pool(model, nic_chip(), prefills);
   config.pools[0].name = "prefill";
   config.pools[0].role = "prefill";
@@ -100,12 +99,11 @@ inline cluster::SimulationConfig prefill_decode(const models::ModelSpec& model, 
   return config;
 }
 
-inline workloads::WorkloadConfig fixed_closed_loop(int clients, std::int64_t requests,
-                                                   std::int64_t prompt, std::int64_t output) {
+inline workloads::WorkloadConfig fixed_closed_loop(int clients, std::int64_t requests, std::int64_t prompt,
+                                                   std::int64_t output) {
   return workloads::single_class(
       workloads::ClosedLoopArrivals{clients, Duration::zero()},
-      workloads::IndependentLengths{workloads::FixedLength{prompt}, workloads::FixedLength{output}},
-      requests);
+      workloads::IndependentLengths{workloads::FixedLength{prompt}, workloads::FixedLength{output}}, requests);
 }
 
 }  // namespace servesim::test

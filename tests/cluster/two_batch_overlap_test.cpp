@@ -62,8 +62,7 @@ void check_overlap(double link, double tokens, bool comm_bound) {
   CHECK(on.at(OpKind::kAttentionPrefill) == off.at(OpKind::kAttentionPrefill));
   // With compute the longer one, all of the all-to-all but the unhidden half-layer disappears:
   // exposed = A / 2; communication-bound, exposed = 2 (A - C) + C / 2.
-  CHECK(on.at(OpKind::kEpDispatch) + on.at(OpKind::kEpCombine) ==
-        (comm_bound ? 2 * (a - c) + c / 2 : a / 2));
+  CHECK(on.at(OpKind::kEpDispatch) + on.at(OpKind::kEpCombine) == (comm_bound ? 2 * (a - c) + c / 2 : a / 2));
 }
 
 }  // namespace

@@ -9,10 +9,10 @@
 #include <fstream>
 #include <map>
 
-#include "tests/approx.h"
-#include "sim/cluster/simulation.h"
 #include "core/rng.h"
+#include "sim/cluster/simulation.h"
 #include "test_config.h"
+#include "tests/approx.h"
 #include "tests/scratch.h"
 
 using namespace servesim;
@@ -82,9 +82,9 @@ TEST_CASE("Workload serving: a closed loop keeps exactly N requests in the syste
   // request the same instant, so the count stays N through rejections too.
   auto config = test::one_pool(test::tiny_model(), test::ideal_chip(), 2);
   config.pools[0].max_model_len = 700;
-  config.workload = wl::single_class(
-      wl::ClosedLoopArrivals{12, Duration::zero()},
-      wl::IndependentLengths{wl::UniformLength{10, 600}, wl::UniformLength{1, 200}}, 2000);
+  config.workload =
+      wl::single_class(wl::ClosedLoopArrivals{12, Duration::zero()},
+                       wl::IndependentLengths{wl::UniformLength{10, 600}, wl::UniformLength{1, 200}}, 2000);
   CountingRecorder rec(12, 2000);
   cluster::Simulation sim(config, rec);
   sim.set_paranoid(true);
@@ -139,7 +139,8 @@ TEST_CASE("Workload serving: session turns follow their answers and extend their
   sim.run();
   CHECK(sim.drained());
   std::map<std::uint64_t, std::vector<std::uint32_t>> sessions;
-  for (std::uint32_t r = 0; r < m.requests().size(); ++r) sessions[sim.requests().input(RequestId(r)).session].push_back(r);
+  for (std::uint32_t r = 0; r < m.requests().size(); ++r)
+    sessions[sim.requests().input(RequestId(r)).session].push_back(r);
   int complete = 0;
   for (const auto& [id, turns] : sessions) {
     for (std::size_t k = 1; k < turns.size(); ++k) {

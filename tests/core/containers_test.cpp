@@ -151,9 +151,9 @@ TEST_CASE("RecentCache: keeps the most recently used within its entries and budg
   servesim::RecentCache<int, std::size_t> cache(3, 10, [](const int&, const std::size_t& v) { return v; });
   cache.keep(1, 2);
   cache.keep(2, 3);
-  cache.keep(3, 4);  // weight 9
+  cache.keep(3, 4);                        // weight 9
   CHECK(cache.find(1) == std::size_t{2});  // 1 is now the most recent: 2 is the oldest
-  cache.keep(4, 1);  // 4 entries: the oldest (2) goes
+  cache.keep(4, 1);                        // 4 entries: the oldest (2) goes
   CHECK_FALSE(cache.find(2).has_value());
   CHECK(cache.find(3) == std::size_t{4});  // order now 1, 4, 3 (oldest first)
   // Replaces 1's value: 1 (4) + 4 (3) + 6 (1) = 11 > 10, so the oldest, 4, goes.

@@ -132,8 +132,7 @@ TEST_CASE("EventQueue: time never goes back when every push is at or after the l
     const auto children = step < 15000 ? rng.uniform_int(0, 2) : 0;
     for (std::uint64_t c = 0; c < children; ++c) {
       const auto delay = static_cast<std::int64_t>(rng.uniform_int(0, 3));
-      q.push(SimTime::from_ps(now + delay), static_cast<std::uint8_t>(rng.uniform_int(0, 2)),
-             Ev{next_id++});
+      q.push(SimTime::from_ps(now + delay), static_cast<std::uint8_t>(rng.uniform_int(0, 2)), Ev{next_id++});
     }
   }
   CHECK(monotone);
@@ -153,14 +152,9 @@ TEST_CASE("EventQueue: fires_before is a strict weak order matching (time, prior
     }
   }
   auto lt = [](const Queue::Entry& a, const Queue::Entry& b) { return Queue::fires_before(a, b); };
-  auto key = [](const Queue::Entry& e) {
-    return std::tuple{e.time.ps(), e.priority(), e.sequence()};
-  };
-  auto incomparable = [&](const Queue::Entry& a, const Queue::Entry& b) {
-    return !lt(a, b) && !lt(b, a);
-  };
-  bool irreflexive = true, asymmetric = true, transitive = true, incomparability_transitive = true,
-       matches_key = true;
+  auto key = [](const Queue::Entry& e) { return std::tuple{e.time.ps(), e.priority(), e.sequence()}; };
+  auto incomparable = [&](const Queue::Entry& a, const Queue::Entry& b) { return !lt(a, b) && !lt(b, a); };
+  bool irreflexive = true, asymmetric = true, transitive = true, incomparability_transitive = true, matches_key = true;
   for (const auto& a : entries) {
     irreflexive = irreflexive && !lt(a, a);
     for (const auto& b : entries) {
@@ -195,7 +189,7 @@ TEST_CASE("EventQueue: agrees with the reference across bucket widths, far event
     for (int op = 0; op < 20'000; ++op) {
       if (m.ref.empty() || rng.uniform01() < push_bias) {
         std::int64_t t = now + static_cast<std::int64_t>(rng.exponential(1.0) * scale);
-        if (rng.uniform01() < 0.01) t = now;                          // same instant
+        if (rng.uniform01() < 0.01) t = now;  // same instant
         if (rng.uniform01() < 0.001) t = now - static_cast<std::int64_t>(rng.uniform_int(0, 1000));
         m.push(t, static_cast<std::uint8_t>(rng.uniform_int(0, 3)));
       } else {

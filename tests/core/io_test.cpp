@@ -37,20 +37,26 @@ std::string error_of(const auto& f) {
 TEST_CASE("read_input_file: size limits from the size, streams read up to the limit") {
   const std::string small = testing::scratch_file("small.txt", "0123456789");
   CHECK(read_input_file({small, "test file", ""}, 10) == "0123456789");
-  CHECK(error_of([&] { read_input_file({small, "test file", ""}, 9); }) ==
-        "the test file is 10 bytes, more than the 9 bytes a test file may have (limits: README.md)");
-  CHECK(error_of([&] { read_input_file({"/dev/zero", "test file", ""}, 1 << 20); }) ==
+  CHECK(error_of([&] {
+          read_input_file({small, "test file", ""}, 9);
+        }) == "the test file is 10 bytes, more than the 9 bytes a test file may have (limits: README.md)");
+  CHECK(error_of([&] {
+          read_input_file({"/dev/zero", "test file", ""}, 1 << 20);
+        }) ==
         "the test file goes on past the 1 MiB a test file may have (a character device, read up to the limit; "
         "limits: README.md)");
-  CHECK(error_of([&] { read_input_file({testing::scratch_root().string(), "test file", ""}, 10); }) ==
-        "the test file is a folder, not a file");
-  CHECK(error_of([&] { read_input_file({"/nonexistent/x", "test file", ""}, 10); }) ==
-        "cannot open the test file: No such file or directory");
+  CHECK(error_of([&] {
+          read_input_file({testing::scratch_root().string(), "test file", ""}, 10);
+        }) == "the test file is a folder, not a file");
+  CHECK(error_of([&] {
+          read_input_file({"/nonexistent/x", "test file", ""}, 10);
+        }) == "cannot open the test file: No such file or directory");
   // A FIFO with a writer is read like a pipe; one nobody writes to is refused, not waited on.
   const fs::path fifo = testing::scratch_path("fifo");
   REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
-  CHECK(error_of([&] { read_input_file({fifo.string(), "test file", ""}, 10); }) ==
-        "the test file is empty (a FIFO that nothing writes to)");
+  CHECK(error_of([&] {
+          read_input_file({fifo.string(), "test file", ""}, 10);
+        }) == "the test file is empty (a FIFO that nothing writes to)");
   const pid_t writer = fork();
   if (writer == 0) {
     const int fd = ::open(fifo.c_str(), O_WRONLY);
@@ -72,21 +78,24 @@ TEST_CASE("read_input_file: size limits from the size, streams read up to the li
 
 TEST_CASE("check_streamed_file: regular files only") {
   CHECK_NOTHROW(check_streamed_file({testing::scratch_file("t.csv", "a\n"), "trace file", "x"}));
-  CHECK(error_of([&] { check_streamed_file({"/dev/zero", "trace file", "x"}); }) ==
+  CHECK(error_of([&] {
+          check_streamed_file({"/dev/zero", "trace file", "x"});
+        }) ==
         "the trace file is a character device, not a regular file (it is read in chunks and re-read, so it must be "
         "a file on disk)");
-  CHECK(error_of([&] { check_streamed_file({testing::scratch_root().string(), "trace file", "x"}); })
-            .rfind("the trace file is a folder", 0) == 0);
+  CHECK(error_of([&] {
+          check_streamed_file({testing::scratch_root().string(), "trace file", "x"});
+        }).rfind("the trace file is a folder", 0) == 0);
 }
 
 TEST_CASE("invalid_utf8_at: well-formed UTF-8 only (Unicode table 3-7)") {
   CHECK_FALSE(invalid_utf8_at("plain ascii").has_value());
   CHECK_FALSE(invalid_utf8_at("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80").has_value());  // é € 😀
-  CHECK(invalid_utf8_at("caf\xe9") == 3u);               // Latin-1 é
-  CHECK(invalid_utf8_at("\xc0\xaf") == 0u);              // an overlong '/'
-  CHECK(invalid_utf8_at("a\xed\xa0\x80") == 1u);         // a UTF-16 surrogate
-  CHECK(invalid_utf8_at("\xf4\x90\x80\x80") == 0u);      // above U+10FFFF
-  CHECK(invalid_utf8_at("ab\xe2\x82") == 2u);            // cut short
+  CHECK(invalid_utf8_at("caf\xe9") == 3u);                                                // Latin-1 é
+  CHECK(invalid_utf8_at("\xc0\xaf") == 0u);                                               // an overlong '/'
+  CHECK(invalid_utf8_at("a\xed\xa0\x80") == 1u);                                          // a UTF-16 surrogate
+  CHECK(invalid_utf8_at("\xf4\x90\x80\x80") == 0u);                                       // above U+10FFFF
+  CHECK(invalid_utf8_at("ab\xe2\x82") == 2u);                                             // cut short
   CHECK(line_and_column("ab\ncd\xe9", 5) == std::pair<int, int>{2, 3});
 }
 

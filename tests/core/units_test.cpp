@@ -13,9 +13,8 @@ using servesim::parse_quantity;
 
 namespace {
 
-constexpr Dimension kAllDimensions[] = {Dimension::kBytes, Dimension::kBandwidth,
-                                        Dimension::kDuration, Dimension::kFlopRate,
-                                        Dimension::kFrequency};
+constexpr Dimension kAllDimensions[] = {Dimension::kBytes, Dimension::kBandwidth, Dimension::kDuration,
+                                        Dimension::kFlopRate, Dimension::kFrequency};
 
 bool contains(const std::string& haystack, std::string_view needle) {
   return haystack.find(needle) != std::string::npos;
@@ -82,8 +81,7 @@ TEST_CASE("parse_quantity: an unknown unit in the wrong case suggests the right 
   }
   // Near misses in other dimensions.
   CHECK(contains(parse_quantity("5 sec", Dimension::kDuration).error, "did you mean 's'?"));
-  CHECK(contains(parse_quantity("5 tflops", Dimension::kFlopRate).error,
-                 "did you mean 'TFLOPS'?"));
+  CHECK(contains(parse_quantity("5 tflops", Dimension::kFlopRate).error, "did you mean 'TFLOPS'?"));
   // Nothing close: no suggestion, the list of accepted units instead.
   const auto far = parse_quantity("80 xyzzy", Dimension::kBytes);
   CHECK_FALSE(far.ok);
@@ -103,8 +101,7 @@ TEST_CASE("parse_quantity: a unit of the wrong dimension names the dimension it 
 }
 
 TEST_CASE("parse_quantity: garbage, empty text and non-finite numbers are errors") {
-  for (const char* text :
-       {"abc", "", "   ", "inf GiB", "nan s", "GiB", "1.2.3 s", "1e400 s", "-"}) {
+  for (const char* text : {"abc", "", "   ", "inf GiB", "nan s", "GiB", "1.2.3 s", "1e400 s", "-"}) {
     INFO("text: '", text, "'");
     const auto r = parse_quantity(text, Dimension::kBytes);
     CHECK_FALSE(r.ok);
@@ -120,9 +117,24 @@ TEST_CASE("format_quantity: reads back through parse_quantity in every dimension
   // binary multiples (which take the binary-unit branch for sizes). %.15g keeps 15 significant
   // digits, so the round trip loses at most ~5e-15 relative: 1e-12 leaves a wide margin while
   // still catching a wrong unit factor or a truncated number.
-  std::vector<double> values = {0.0, 1.0, -1.0, 1024.0, 1536.0, 81559.0 * 1048576.0,
-                                80.0 * 1073741824.0, 60.0, 90.0, 3600.0, 5400.0, 7200.0,
-                                0.001, 1e-12, 1e-13, 123456789.123, 3.35e12, 989e12};
+  std::vector<double> values = {0.0,
+                                1.0,
+                                -1.0,
+                                1024.0,
+                                1536.0,
+                                81559.0 * 1048576.0,
+                                80.0 * 1073741824.0,
+                                60.0,
+                                90.0,
+                                3600.0,
+                                5400.0,
+                                7200.0,
+                                0.001,
+                                1e-12,
+                                1e-13,
+                                123456789.123,
+                                3.35e12,
+                                989e12};
   for (int e = -12; e <= 18; ++e) {
     for (double m : {1.0, 1.234567890123, 9.99999999999, 3.0, 7.5}) {
       values.push_back(m * std::pow(10.0, e));
@@ -135,8 +147,7 @@ TEST_CASE("format_quantity: reads back through parse_quantity in every dimension
   for (Dimension d : kAllDimensions) {
     for (double v : values) {
       const std::string text = servesim::format_quantity(v, d);
-      INFO("dimension ", std::string(servesim::dimension_name(d)), ", value ", v, " -> '", text,
-           "'");
+      INFO("dimension ", std::string(servesim::dimension_name(d)), ", value ", v, " -> '", text, "'");
       const auto back = parse_quantity(text, d);
       REQUIRE_MESSAGE(back.ok, back.error);
       CHECK(rel_error(back.value, v) < 1e-12);
@@ -176,7 +187,7 @@ TEST_CASE("edit_distance: Levenshtein basics") {
   CHECK(servesim::edit_distance("abc", "") == 3);  // three deletions
   CHECK(servesim::edit_distance("", "abcd") == 4);
   CHECK(servesim::edit_distance("GiB", "GiB") == 0);
-  CHECK(servesim::edit_distance("GiB", "GB") == 1);  // one deletion
+  CHECK(servesim::edit_distance("GiB", "GB") == 1);   // one deletion
   CHECK(servesim::edit_distance("GiB", "gib") == 2);  // case matters here: two substitutions
 }
 

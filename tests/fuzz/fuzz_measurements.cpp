@@ -24,7 +24,9 @@ void expect_input_errors_only(F&& f) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   namespace cal = servesim::calibrate;
   const std::string path = servesim::fuzz::write_input("measurements.csv", data, size);
-  expect_input_errors_only([&] { cal::read_measurements(path, cal::ReadOptions{"h100-sxm", "meta-llama/Llama-2-7b-hf"}); });
+  expect_input_errors_only([&] {
+    cal::read_measurements(path, cal::ReadOptions{"h100-sxm", "meta-llama/Llama-2-7b-hf"});
+  });
   expect_input_errors_only([&] { cal::read_nccl_perf(path, "h200_sxm"); });
   expect_input_errors_only([&] { cal::read_trtllm_custom_all_reduce(path, "h200_sxm"); });
   expect_input_errors_only([&] { cal::read_deepep(path, "h200_sxm", 8, true); });

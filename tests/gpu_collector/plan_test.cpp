@@ -3,26 +3,24 @@
 // timing rules.
 #include <doctest/doctest.h>
 
+#include <unistd.h>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <string>
-#include <unistd.h>
 
 #include "calibrate/measurement_files.h"
 #include "calibrate/native_csv.h"
-#include "tools/gpu_collector/plan.h"
 #include "tests/scratch.h"
+#include "tools/gpu_collector/plan.h"
 
 using namespace servesim::gpu_collector;
 namespace cal = servesim::calibrate;
 
 namespace {
 
-std::string temp_path(const std::string& name) {
-  return servesim::testing::scratch_path(name).string();
-}
+std::string temp_path(const std::string& name) { return servesim::testing::scratch_path(name).string(); }
 
 std::size_t count(const std::vector<cal::NativeRow>& rows, cal::MeasuredOp op) {
   std::size_t n = 0;
@@ -87,8 +85,8 @@ TEST_CASE("Collector output: the reader parses what the writer writes, plans and
   {
     std::ofstream out(data_path);
     cal::NativeCsvWriter w(out, cal::CollectorInfo{"h200-sxm", "NVIDIA H200", "NVIDIA driver 580.159.04",
-                                                   "CUDA runtime 13.0, cuBLASLt 130100",
-                                                   "servesim gpu_collector 1", "2026-11-30T12:00:00Z"});
+                                                   "CUDA runtime 13.0, cuBLASLt 130100", "servesim gpu_collector 1",
+                                                   "2026-11-30T12:00:00Z"});
     double t = 2e-6;
     for (auto r : plan) {
       r.latency_s = t;

@@ -2,9 +2,9 @@
 // stay out of the overall attainment.
 #include <doctest/doctest.h>
 
-#include "tests/approx.h"
 #include "sim/metrics/recorder.h"
 #include "sim/metrics/summary.h"
+#include "tests/approx.h"
 
 using namespace servesim;
 using namespace servesim::metrics;

@@ -6,11 +6,11 @@
 #include <utility>
 #include <vector>
 
-#include "tests/approx.h"
 #include "core/rng.h"
 #include "sim/metrics/histogram.h"
 #include "sim/metrics/recorder.h"
 #include "sim/metrics/summary.h"
+#include "tests/approx.h"
 
 using namespace servesim;
 using namespace servesim::metrics;
@@ -134,8 +134,7 @@ TEST_CASE("LogHistogram: quantiles within 0.4% of the exact weighted quantile") 
     CHECK(within);
     const Distribution s = h.summary();
     CHECK(s.count == count);
-    CHECK(std::fabs(s.p99 - exact_at_rank(0.99 * static_cast<double>(count - 1))) <=
-          0.004 * s.p99);
+    CHECK(std::fabs(s.p99 - exact_at_rank(0.99 * static_cast<double>(count - 1))) <= 0.004 * s.p99);
   }
 }
 
@@ -383,7 +382,7 @@ TEST_CASE("RunMetrics: records each request's milestones where summarize reads t
   CHECK(reqs[5].status == RequestStatus::kInFlight);
   CHECK(reqs[5].preemptions == 1);
   CHECK(reqs[6].first_token == SimTime::never());
-  CHECK(reqs[1].instance == 1);  // routed to InstanceId(1 % 2)
+  CHECK(reqs[1].instance == 1);                                  // routed to InstanceId(1 % 2)
   CHECK(run.m.pools()[0].component_ps[1] == 2'500'000'000'000);  // mlp 2.5 s in ps
 }
 

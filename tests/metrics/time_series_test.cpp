@@ -6,10 +6,10 @@
 #include <cmath>
 #include <vector>
 
-#include "tests/approx.h"
 #include "core/rng.h"
 #include "sim/metrics/time_series.h"
 #include "sim/metrics/trace_log.h"
+#include "tests/approx.h"
 
 using namespace servesim;
 using namespace servesim::metrics;
@@ -98,8 +98,7 @@ TEST_CASE("TimeSeries: widening is exact: buckets equal a recomputation from the
   for (std::size_t i = 0; i < ts.buckets(); ++i) {
     CHECK(ts.arrivals()[i] == want_arrivals[i]);
     total += ts.arrivals()[i];
-    CHECK(ts.pools()[0].integrals[TimeSeries::kRunning][i] ==
-          approx(want_running[i]).epsilon(1e-9));
+    CHECK(ts.pools()[0].integrals[TimeSeries::kRunning][i] == approx(want_running[i]).epsilon(1e-9));
   }
   CHECK(total == static_cast<std::int64_t>(arrivals.size()));
 }

@@ -6,11 +6,11 @@
 #include <limits>
 #include <vector>
 
-#include "tests/approx.h"
 #include "models/chip_spec.h"
 #include "models/cost_model.h"
 #include "models/model_spec.h"
 #include "models/operators.h"
+#include "tests/approx.h"
 
 using namespace servesim;
 using namespace servesim::models;
@@ -211,9 +211,9 @@ TEST_CASE("Measured tables: series interpolate in m, grids in batch and mean con
   attn.context = 1500;  // mean 1,500: halfway between 10 and 20 us at batch 1
   CHECK(model.seconds(attn) == approx(15e-6));
   attn.batch = 2.5;
-  attn.context = 2.5 * 1000;  // needs the unmeasured (4, 2000) corner? no: context 1000 exactly
+  attn.context = 2.5 * 1000;                    // needs the unmeasured (4, 2000) corner? no: context 1000 exactly
   CHECK(model.seconds(attn) == approx(20e-6));  // halfway between 10 and 30 us
-  attn.context = 2.5 * 1500;  // touches the NaN corner: the roofline answers
+  attn.context = 2.5 * 1500;                    // touches the NaN corner: the roofline answers
   CHECK(model.seconds(attn) == approx(roofline.seconds(attn)));
   CHECK(model.hits() == 3);
   CHECK(model.fallbacks() == 3);
@@ -634,7 +634,8 @@ TEST_CASE("MoE: a format's grouped-GEMM model costs its routed experts; other fo
   const RooflineCostModel before(chip);
   chip.efficiency.moe_experts = {e};
   const RooflineCostModel after(chip);
-  const double model_s = moe_experts_seconds(op, e, chip.peak_flops(ComputeRate::kBf16), chip.hbm_bandwidth.bytes_per_s);
+  const double model_s =
+      moe_experts_seconds(op, e, chip.peak_flops(ComputeRate::kBf16), chip.hbm_bandwidth.bytes_per_s);
   CHECK(after.seconds(op) / model_s == approx(1.0).epsilon(1e-12));
   CHECK(std::abs(after.seconds(op) / before.seconds(op) - 1) > 0.05);
   Operator fp8 = op;

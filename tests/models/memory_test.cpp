@@ -1,11 +1,11 @@
 // Memory per chip and the KV capacity it leaves, against public facts and hand derivations.
 #include <doctest/doctest.h>
 
-#include "tests/approx.h"
 #include "models/chip_spec.h"
 #include "models/memory.h"
 #include "models/model_spec.h"
 #include "models/parallel_plan.h"
+#include "tests/approx.h"
 
 using namespace servesim;
 using namespace servesim::models;

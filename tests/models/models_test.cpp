@@ -2,11 +2,11 @@
 // hand (and against the parameter totals the model cards and checkpoints publish).
 #include <doctest/doctest.h>
 
-#include "tests/approx.h"
 #include "models/chip_spec.h"
 #include "models/formats.h"
 #include "models/model_spec.h"
 #include "models/parallel_plan.h"
+#include "tests/approx.h"
 
 using namespace servesim;
 using namespace servesim::models;
@@ -238,8 +238,9 @@ TEST_CASE("Parallel plans: TP must divide the heads, PP splits layers with the r
   CHECK(validate_plan(m, {8, 1}).empty());
   const auto problems = validate_plan(m, {3, 1});
   REQUIRE(problems.size() >= 1);
-  CHECK(problems[0] == "tensor parallelism 3 does not divide the 64 attention heads of "
-                       "llama-3.1-70b (choose one of 1, 2, 4, 8, 16, 32, 64)");
+  CHECK(problems[0] ==
+        "tensor parallelism 3 does not divide the 64 attention heads of "
+        "llama-3.1-70b (choose one of 1, 2, 4, 8, 16, 32, 64)");
   // 80 layers over 3 stages: 27, 27, 26.
   const ParallelPlan p{1, 3};
   CHECK(p.stage_layers(m, 0) == 27);
@@ -269,8 +270,9 @@ TEST_CASE("Parallel plans: the MoE split must cover the tp x dp chips and divide
   p.dp = 3;
   const auto problems = validate_plan(ds, p);
   REQUIRE(problems.size() >= 1);
-  CHECK(problems.back() == "expert parallelism ep 3 does not divide the 256 experts of deepseek-v3 "
-                           "(choose one of 1, 2)");
+  CHECK(problems.back() ==
+        "expert parallelism ep 3 does not divide the 256 experts of deepseek-v3 "
+        "(choose one of 1, 2)");
   CHECK(default_moe_tp(8, 1, 1) == 8);
   CHECK(default_moe_tp(2, 4, 4) == 2);
   // A dense model has no experts to split.
@@ -347,8 +349,8 @@ TEST_CASE("Models: the new families' presets match their published totals") {
   CHECK(model_preset("qwen3.5-122b-a10b")->total_params() == 122'111'379'456);
   CHECK(model_preset("qwen3.5-35b-a3b")->total_params() == 34'660'528'768);
   CHECK(model_preset("qwen3.5-27b")->total_params() == 26'895'998'464);
-  for (const char* n : {"deepseek-v3.2", "kimi-k2.5", "minimax-m2.5", "qwen3.5-122b-a10b",
-                        "qwen3.5-35b-a3b", "qwen3.5-27b"}) {
+  for (const char* n :
+       {"deepseek-v3.2", "kimi-k2.5", "minimax-m2.5", "qwen3.5-122b-a10b", "qwen3.5-35b-a3b", "qwen3.5-27b"}) {
     CAPTURE(n);
     CHECK(validate_model(*model_preset(n)).empty());
   }

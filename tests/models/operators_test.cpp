@@ -3,11 +3,11 @@
 
 #include <numeric>
 
-#include "tests/approx.h"
 #include "models/chip_spec.h"
 #include "models/model_spec.h"
 #include "models/operators.h"
 #include "models/parallel_plan.h"
+#include "tests/approx.h"
 
 using namespace servesim;
 using namespace servesim::models;
@@ -200,7 +200,9 @@ TEST_CASE("MoE load: balanced routing spreads T k pairs evenly; a power law load
   CHECK(power.busiest_pairs(1024) > 1.3 * balanced.busiest_pairs(1024));
 }
 
-TEST_CASE("MoE dispatch: DeepEP's normal kernels send a token once per destination node, the low-latency ones once per expert") {
+TEST_CASE(
+    "MoE dispatch: DeepEP's normal kernels send a token once per destination node, the low-latency ones once per "
+    "expert") {
   // DeepSeek-V3 at EP32 over 4 nodes of 8 chips, balanced: 8 experts per chip, 64 per node.
   const ModelSpec m = *model_preset("deepseek-v3");
   const ParallelPlan ep32 = plan(1, 32, 32, 1);
@@ -267,8 +269,8 @@ TEST_CASE("Operators: an emulated format runs at bf16 and pays for dequantising 
   CHECK(o.dequant_attention.flops == 2.0 * 34'537'472);
   CHECK(o.dequant_attention.kernels == 1);
   const double q_a = 7168.0 * 2112;
-  CHECK(o.qkv.bytes == approx((q_a + 1536.0 * 16 * 192) * (1 + 4.0 / 16384) +
-                                       2.0 * 16 * (7168 + 2112) + 2.0 * 16 * (1536 + 3072)));
+  CHECK(o.qkv.bytes ==
+        approx((q_a + 1536.0 * 16 * 192) * (1 + 4.0 / 16384) + 2.0 * 16 * (7168 + 2112) + 2.0 * 16 * (1536 + 3072)));
   // On H100 the same format is native: fp8 weights and fp8 (block-scaled) activations.
   const LayerTokenOps native = layer_token_ops(m, tp8, MoeLoad(m, tp8, {}), 16, rates_of("h100-sxm"));
   CHECK(native.qkv.rate == ComputeRate::kFp8);
@@ -292,8 +294,7 @@ TEST_CASE("Operators: context parallelism passes KV shards round the ring and sp
   // A short chunk after a long cache passes the queries: 64 new tokens after 100,000.
   BatchShape late;
   add_chunk(late, m, 100'000, 64, false);
-  const StageOperators s = stage_operators(m, plan(1, 1, 1, 1, 4), MoeLoad(), late, 0,
-                                           rates_of("h100-sxm"));
+  const StageOperators s = stage_operators(m, plan(1, 1, 1, 1, 4), MoeLoad(), late, 0, rates_of("h100-sxm"));
   double cp_bytes = 0;
   for (const auto& c : s.comm) {
     if (c.op.kind == OpKind::kCpExchange) cp_bytes = c.op.bytes;

@@ -6,10 +6,10 @@
 
 #include <string>
 
-#include "tests/approx.h"
 #include "reports/html_report.h"
 #include "reports/report.h"
 #include "reports/svg.h"
+#include "tests/approx.h"
 
 using namespace servesim;
 using namespace servesim::reports;
@@ -32,8 +32,7 @@ TEST_CASE("svg::ticks: 1-2-5 steps on linear axes, decades on log axes") {
   // Four decades: 1, 10, 100, 1000, 10000 only.
   CHECK(svg::ticks(1, 1e4, svg::Scale::kLog) == std::vector<double>{1, 10, 100, 1000, 10000});
   // Two decades: 2 and 5 in between.
-  CHECK(svg::ticks(10, 1000, svg::Scale::kLog) ==
-        std::vector<double>{10, 20, 50, 100, 200, 500, 1000});
+  CHECK(svg::ticks(10, 1000, svg::Scale::kLog) == std::vector<double>{10, 20, 50, 100, 200, 500, 1000});
   CHECK(svg::ticks(5, 5, svg::Scale::kLinear).empty());
 }
 

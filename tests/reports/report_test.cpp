@@ -6,8 +6,8 @@
 
 #include <sstream>
 
-#include "tests/approx.h"
 #include "reports/report.h"
+#include "tests/approx.h"
 
 using namespace servesim;
 
@@ -48,8 +48,8 @@ TEST_CASE("Report: every key of the DESIGN.md contract is present") {
   for (const char* k : {"arrived", "completed", "rejected", "in_flight"}) {
     CHECK(j["summary"]["requests"].contains(k));
   }
-  for (const char* k : {"input_tokens_per_s", "output_tokens_per_s", "requests_per_s",
-                        "output_tokens_per_s_per_chip"}) {
+  for (const char* k :
+       {"input_tokens_per_s", "output_tokens_per_s", "requests_per_s", "output_tokens_per_s_per_chip"}) {
     CHECK(j["summary"]["throughput"].contains(k));
   }
   for (const char* d : {"ttft_ms", "tpot_ms", "itl_ms", "e2e_ms"}) {
@@ -58,8 +58,8 @@ TEST_CASE("Report: every key of the DESIGN.md contract is present") {
   CHECK(j["summary"]["slo"].contains("attainment"));
   CHECK(j["summary"]["slo"].contains("goodput_requests_per_s"));
   const auto& pool = j["pools"][0];
-  for (const char* k : {"name", "role", "instances", "chips", "utilization", "breakdown",
-                        "kv_cache_peak_fraction", "preemptions"}) {
+  for (const char* k :
+       {"name", "role", "instances", "chips", "utilization", "breakdown", "kv_cache_peak_fraction", "preemptions"}) {
     CHECK(pool.contains(k));
   }
   for (const char* k : {"events", "simulated_s", "wall_s", "events_per_s", "peak_rss_mb"}) {
@@ -96,8 +96,7 @@ TEST_CASE("Report: the per-request CSV has one row per request") {
   m.add_pool(info);
   m.request_arrived(RequestId(0), SimTime::zero(), 5, 1);
   m.request_arrived(RequestId(1), SimTime::from_ps(500'000'000'000), 7, 2);
-  m.request_rejected(RequestId(1), SimTime::from_ps(500'000'000'000),
-                     metrics::RejectReason::kQueueFull);
+  m.request_rejected(RequestId(1), SimTime::from_ps(500'000'000'000), metrics::RejectReason::kQueueFull);
   // Request 2: TTFT 3 ms = 1 ms queueing + 2 ms prefill, then 4 ms to completion.
   m.request_arrived(RequestId(2), SimTime::zero(), 9, 3);
   m.first_token(RequestId(2), SimTime::from_ps(3'000'000'000));
@@ -124,8 +123,8 @@ TEST_CASE("Report: summary.classes gives each class its counts, latencies and SL
   const auto& classes = j["summary"]["classes"];
   REQUIRE(classes.size() == 1);
   const auto& c = classes[0];
-  for (const char* k : {"name", "priority", "requests", "requests_per_s", "ttft_ms", "tpot_ms", "e2e_ms",
-                        "slo", "skipped_trace_rows"}) {
+  for (const char* k : {"name", "priority", "requests", "requests_per_s", "ttft_ms", "tpot_ms", "e2e_ms", "slo",
+                        "skipped_trace_rows"}) {
     CAPTURE(k);
     CHECK(c.contains(k));
   }

@@ -7,8 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tests/approx.h"
 #include "reports/trace.h"
+#include "tests/approx.h"
 
 using namespace servesim;
 
@@ -17,8 +17,8 @@ TEST_CASE("Trace: Chrome JSON with named tracks, exact microsecond times and a m
   opts.limit = 3;
   metrics::TraceLog log(opts);
   log.add_pool("prefill \"A\"", 2, 2);  // 2 instances x 2 lanes
-  auto span = [](std::int64_t start, std::int64_t end, std::uint32_t inst, std::uint16_t lane,
-                 std::int64_t decodes, std::int64_t chunks) {
+  auto span = [](std::int64_t start, std::int64_t end, std::uint32_t inst, std::uint16_t lane, std::int64_t decodes,
+                 std::int64_t chunks) {
     metrics::TraceSpan s;
     s.start_ps = start;
     s.end_ps = end;
@@ -29,10 +29,10 @@ TEST_CASE("Trace: Chrome JSON with named tracks, exact microsecond times and a m
     s.args[2] = chunks * 512;
     return s;
   };
-  log.record(span(1'500'000, 2'750'001, 0, 0, 0, 1));   // 1.5 us .. 2.750001 us
+  log.record(span(1'500'000, 2'750'001, 0, 0, 0, 1));  // 1.5 us .. 2.750001 us
   log.record(span(2'000'000, 3'000'000, 1, 1, 8, 0));
   log.record(span(3'000'000, 4'000'000, 1, 1, 8, 2));
-  log.record(span(5'000'000, 6'000'000, 0, 1, 1, 0));   // over the limit
+  log.record(span(5'000'000, 6'000'000, 0, 1, 1, 0));  // over the limit
   std::ostringstream out;
   reports::write_trace(out, log, "s");
   const auto j = nlohmann::json::parse(out.str());

@@ -108,10 +108,11 @@ TEST_CASE("Cluster: without a cluster section nothing is built and no placement 
 }
 
 TEST_CASE("Cluster: the resolved scenario with cluster, placement and faults loads back to itself") {
-  const Scenario first = load(kDeployment, with_sets({
-      "cluster={preset: gb200-nvl72, faults: {events: [{at: 1 s, fail: {node: 2}, recover: 30 s}], "
-      "random: [{kind: chip, mtbf: 50000 h, mttr: 4 h}]}}",
-      "deployment.pools[0].placement={policy: explicit, chips: [[0, 1], [2, 3], [4, 5], [70, 71]]}"}));
+  const Scenario first =
+      load(kDeployment,
+           with_sets({"cluster={preset: gb200-nvl72, faults: {events: [{at: 1 s, fail: {node: 2}, recover: 30 s}], "
+                      "random: [{kind: chip, mtbf: 50000 h, mttr: 4 h}]}}",
+                      "deployment.pools[0].placement={policy: explicit, chips: [[0, 1], [2, 3], [4, 5], [70, 71]]}"}));
   const Scenario second = load(first.resolved.dump(2));
   INFO(first.resolved.dump(2));
   CHECK(second.resolved == first.resolved);
@@ -202,12 +203,13 @@ TEST_CASE("Malformed cluster: faults naming no component, two components, or one
        "fails, like {node: 3})\n"
        "cluster.yaml:20:16: cluster.faults.random[0].kind: unknown value 'rack' (expected one of chip, node, "
        "link, switch)\n");
-  CHECK(problems(std::string(kDeployment) +
-                 "cluster:\n  preset: h100-superpod\n  faults: {events: [{at: 1 s, fail: {node: 3}, recover: 1 s}]}\n") ==
-        "cluster.yaml:15:21: cluster.faults.events[0]: node 3 does not exist: the cluster has 1 node, numbered "
-        "from 0 (the cluster was sized for the deployment: set cluster.chips for a bigger one)\n"
-        "cluster.yaml:15:21: cluster.faults.events[0]: recovers before (or when) it fails (the cluster was sized "
-        "for the deployment: set cluster.chips for a bigger one)\n");
+  CHECK(
+      problems(std::string(kDeployment) +
+               "cluster:\n  preset: h100-superpod\n  faults: {events: [{at: 1 s, fail: {node: 3}, recover: 1 s}]}\n") ==
+      "cluster.yaml:15:21: cluster.faults.events[0]: node 3 does not exist: the cluster has 1 node, numbered "
+      "from 0 (the cluster was sized for the deployment: set cluster.chips for a bigger one)\n"
+      "cluster.yaml:15:21: cluster.faults.events[0]: recovers before (or when) it fails (the cluster was sized "
+      "for the deployment: set cluster.chips for a bigger one)\n");
 }
 
 TEST_CASE("Malformed placement: without a cluster, lists with another policy, overlaps, violations") {
@@ -256,8 +258,8 @@ cluster: {preset: h100-superpod, chips: 16}
 }
 
 TEST_CASE("Malformed placement: more chips than the cluster has") {
-  CHECK(problems(kDeployment, with_sets({"cluster={preset: h100-superpod, chips: 8}",
-                                         "deployment.pools[0].instances=5"})) ==
+  CHECK(problems(kDeployment,
+                 with_sets({"cluster={preset: h100-superpod, chips: 8}", "deployment.pools[0].instances=5"})) ==
         "--set #1: cluster.chips: the pools need 10 chips (5 x 2) but the cluster has 8 chips\n");
 }
 

@@ -6,8 +6,8 @@
 #include <sstream>
 #include <string>
 
-#include "models/model_spec.h"
 #include "core/errors.h"
+#include "models/model_spec.h"
 #include "sim/scenario/hf_config.h"
 #include "sim/scenario/scenario.h"
 
@@ -35,21 +35,20 @@ std::string figures(const models::ModelSpec& m) {
   s << "name=" << m.name << " layers=" << m.layers << " hidden=" << m.hidden << " heads=" << m.heads
     << " kv_heads=" << m.kv_heads << " head_dim=" << m.head_dim << " intermediate=" << m.intermediate
     << " vocab=" << m.vocab << " max_context=" << m.max_context << " tied=" << m.tied_embeddings
-    << " attention=" << static_cast<int>(m.attention) << " mla=" << m.mla.q_lora_rank << "/"
-    << m.mla.kv_lora_rank << "/" << m.mla.qk_nope_dim << "/" << m.mla.qk_rope_dim << "/"
-    << m.mla.v_dim << " dsa=" << m.dsa.index_heads << "/" << m.dsa.index_dim << "/" << m.dsa.top_k
-    << " moe=" << m.moe.experts << "/" << m.moe.top_k << "/" << m.moe.expert_intermediate << "/"
-    << m.moe.shared_experts << "/" << m.moe.shared_intermediate << "/" << m.moe.first_dense_layers
-    << "/" << m.moe.layer_frequency << "/" << m.moe.expert_bias << "/" << m.moe.router_bias
-    << " window=" << m.window.window << "/" << m.window.pattern << " mtp=" << m.mtp_layers
-    << " bias=" << m.qkv_bias << m.o_bias << " qk_norm=" << m.qk_norm << " sinks=" << m.attention_sinks
-    << " formats=" << models::format_name(m.formats.weights) << "/"
-    << models::format_name(m.formats.experts) << "/" << models::format_name(m.formats.kv_cache);
+    << " attention=" << static_cast<int>(m.attention) << " mla=" << m.mla.q_lora_rank << "/" << m.mla.kv_lora_rank
+    << "/" << m.mla.qk_nope_dim << "/" << m.mla.qk_rope_dim << "/" << m.mla.v_dim << " dsa=" << m.dsa.index_heads << "/"
+    << m.dsa.index_dim << "/" << m.dsa.top_k << " moe=" << m.moe.experts << "/" << m.moe.top_k << "/"
+    << m.moe.expert_intermediate << "/" << m.moe.shared_experts << "/" << m.moe.shared_intermediate << "/"
+    << m.moe.first_dense_layers << "/" << m.moe.layer_frequency << "/" << m.moe.expert_bias << "/" << m.moe.router_bias
+    << " window=" << m.window.window << "/" << m.window.pattern << " mtp=" << m.mtp_layers << " bias=" << m.qkv_bias
+    << m.o_bias << " qk_norm=" << m.qk_norm << " sinks=" << m.attention_sinks
+    << " formats=" << models::format_name(m.formats.weights) << "/" << models::format_name(m.formats.experts) << "/"
+    << models::format_name(m.formats.kv_cache);
   if (m.vision) {
     const auto& v = *m.vision;
-    s << " vision=" << v.depth << "/" << v.hidden << "/" << v.heads << "/" << v.intermediate << "/"
-      << v.patch << "/" << v.spatial_merge << "/" << v.temporal_patch << "/" << v.window << "/"
-      << v.out_hidden << "/" << v.min_pixels << "/" << v.max_pixels << "/";
+    s << " vision=" << v.depth << "/" << v.hidden << "/" << v.heads << "/" << v.intermediate << "/" << v.patch << "/"
+      << v.spatial_merge << "/" << v.temporal_patch << "/" << v.window << "/" << v.out_hidden << "/" << v.min_pixels
+      << "/" << v.max_pixels << "/";
     for (int l : v.full_attention_layers) s << l << ",";
   }
   return s.str();
@@ -67,7 +66,7 @@ TEST_CASE("HF import: every preset's config.json imports to exactly the preset")
   // Presets whose model_type the importer does not read yet (deepseek_v32, kimi_k25, minimax_m2,
   // qwen3_5_moe / qwen3_5 with linear attention): built from their config.json by hand
   // (models/model_spec.cpp names each source), no copy of it here.
-  const std::set<std::string_view> no_importer = {"deepseek-v3.2",     "kimi-k2.5",       "minimax-m2.5",
+  const std::set<std::string_view> no_importer = {"deepseek-v3.2",     "kimi-k2.5",         "minimax-m2.5",
                                                   "qwen3.5-397b-a17b", "qwen3.5-122b-a10b", "qwen3.5-35b-a3b",
                                                   "qwen3.5-27b"};
   for (const auto name : models::model_preset_names()) {
@@ -90,7 +89,8 @@ TEST_CASE("HF import: an unknown model_type names the supported ones at its line
   CHECK(p[0].column == 3);  // the key's opening quote
   CHECK(p[0].path == "model_type");
   CHECK(p[0].message ==
-        "model_type 'mixtral' is not supported (did you mean 'mistral'?); supported: llama, mistral, qwen2, qwen3, qwen3_moe, "
+        "model_type 'mixtral' is not supported (did you mean 'mistral'?); supported: llama, mistral, qwen2, qwen3, "
+        "qwen3_moe, "
         "deepseek_v3, kimi_k2, glm4_moe, glm_moe_dsa, gpt_oss, qwen2_5_vl");
   const auto typo = problems_of(R"({"model_type": "qwen3_mo"})");
   REQUIRE(typo.size() == 1);
@@ -203,7 +203,8 @@ std::string mistral_config(const std::string& type, const std::string& extra = "
   "hidden_size": 4096, "intermediate_size": 14336, "max_position_embeddings": 32768,
   "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 8,
   "rms_norm_eps": 1e-05, "rope_theta": 10000.0, "sliding_window": 4096,
-  "tie_word_embeddings": false, "torch_dtype": "bfloat16", "vocab_size": 32000)" + extra + "}";
+  "tie_word_embeddings": false, "torch_dtype": "bfloat16", "vocab_size": 32000)" +
+         extra + "}";
 }
 
 }  // namespace
@@ -240,7 +241,8 @@ TEST_CASE("HF import: a feature the family's importer does not read is refused w
   CHECK(problems[0].line > 0);
   // DeepSeek's MLA under a llama label.
   problems.clear();
-  CHECK_FALSE(parse_hf_config(mistral_config("llama", R"(, "kv_lora_rank": 512)"), "m/config.json", problems).has_value());
+  CHECK_FALSE(
+      parse_hf_config(mistral_config("llama", R"(, "kv_lora_rank": 512)"), "m/config.json", problems).has_value());
   REQUIRE(problems.size() == 1);
   CHECK(problems[0].path == "kv_lora_rank");
   // Qwen's layer-dependent window switched on.
@@ -252,7 +254,8 @@ TEST_CASE("HF import: a feature the family's importer does not read is refused w
   CHECK(problems[0].path == "use_sliding_window");
   // Switched off (as Qwen ships it), the window is not used: imported without one.
   problems.clear();
-  const auto q = parse_hf_config(mistral_config("qwen2", R"(, "use_sliding_window": false)"), "m/config.json", problems);
+  const auto q =
+      parse_hf_config(mistral_config("qwen2", R"(, "use_sliding_window": false)"), "m/config.json", problems);
   REQUIRE(q.has_value());
   CHECK(q->window.window == 0);
 }

@@ -28,8 +28,7 @@ inline scenario::LoadOptions with_sets(std::vector<std::string> sets) {
 
 // The diagnostics of a text that must fail to load as `file` (relative paths from base_dir).
 inline std::vector<Diagnostic> diagnostics_of(std::string_view yaml, const std::string& file,
-                                              const std::string& base_dir,
-                                              const scenario::LoadOptions& options = {}) {
+                                              const std::string& base_dir, const scenario::LoadOptions& options = {}) {
   try {
     scenario::load_scenario_text(text_of(yaml), file, base_dir, options);
   } catch (const InputError& e) {

@@ -86,7 +86,8 @@ TEST_CASE("Keys: every key of every shipped scenario is in the catalog") {
     }
     ++files;
     for (const KeyInfo& k : recorder.keys()) {
-      CHECK_MESSAGE(find_key(k.key) != nullptr, entry.path().string() << " sets '" << k.key << "', not in `servesim keys`");
+      CHECK_MESSAGE(find_key(k.key) != nullptr, entry.path().string()
+                                                    << " sets '" << k.key << "', not in `servesim keys`");
     }
   }
   CHECK(files >= 20);
@@ -127,8 +128,8 @@ TEST_CASE("Keys: types, ranges, choices and defaults are the getters' own") {
     CHECK_MESSAGE(find_key(k) != nullptr, k);
   }
   CHECK(std::find(key("deployment.pools[].router.policy").choices.begin(),
-                  key("deployment.pools[].router.policy").choices.end(), "kv_aware") !=
-        key("deployment.pools[].router.policy").choices.end());
+                  key("deployment.pools[].router.policy").choices.end(),
+                  "kv_aware") != key("deployment.pools[].router.policy").choices.end());
   CHECK(KeyRecorder::normalize("a.b[12].c[3]") == "a.b[].c[]");
   // A class's keys under their inline path; a distribution's under DIST.
   CHECK(KeyRecorder::normalize("workload.classes[2].arrivals.rate") == "workload.arrivals.rate");

@@ -170,8 +170,7 @@ workload:
     prompt: {distribution: fixed, value: 128}
     output: {distribution: fixed, value: 16}
 )",
-            {kFile, 6, 7, "deployment.pools[0].instances",
-             "duplicate key 'instances' (first given on line 5)"});
+            {kFile, 6, 7, "deployment.pools[0].instances", "duplicate key 'instances' (first given on line 5)"});
 }
 
 // ---- Missing keys: reported at the mapping the key belongs in ----------------------------------
@@ -219,8 +218,7 @@ workload:
     prompt: {distribution: fixed, value: 128}
     output: {distribution: fixed, value: 16}
 )",
-            {kFile, 4, 7, "deployment.pools[0].instances",
-             "missing required key 'instances' (an integer)"});
+            {kFile, 4, 7, "deployment.pools[0].instances", "missing required key 'instances' (an integer)"});
 }
 
 TEST_CASE("Malformed scenario: arrivals without a process are reported at the arrivals mapping") {
@@ -352,7 +350,8 @@ workload:
 }
 
 TEST_CASE("Malformed scenario: an unknown unit suggests the closest unit") {
-  check_one(R"(
+  check_one(
+      R"(
 model: llama-3.1-8b
 deployment:
   pools:
@@ -365,8 +364,7 @@ workload:
     prompt: {distribution: fixed, value: 128}
     output: {distribution: fixed, value: 16}
 )",
-            {kFile, 4, 40, "deployment.pools[0].chip.memory",
-             "unknown unit 'GiBs' in '80 GiBs' (did you mean 'GiB'?)"});
+      {kFile, 4, 40, "deployment.pools[0].chip.memory", "unknown unit 'GiBs' in '80 GiBs' (did you mean 'GiB'?)"});
 }
 
 TEST_CASE("Malformed scenario: an SLO without a unit is rejected") {
@@ -422,8 +420,7 @@ workload:
     prompt: {distribution: fixed, value: 128}
     output: {distribution: fixed, value: 16}
 )",
-            {kFile, 7, 13, "workload.requests",
-             "expected an integer, got '1.5' (a whole number is needed here)"});
+            {kFile, 7, 13, "workload.requests", "expected an integer, got '1.5' (a whole number is needed here)"});
 }
 
 TEST_CASE("Malformed scenario: a list where an integer goes is a type error") {
@@ -460,8 +457,7 @@ workload:
     prompt: {distribution: fixed, value: 128}
     output: {distribution: fixed, value: 16}
 )",
-            {kFile, 7, 29, "deployment.pools[0].kv_cache.memory_utilization",
-             "expected a number, got a mapping"});
+            {kFile, 7, 29, "deployment.pools[0].kv_cache.memory_utilization", "expected a number, got a mapping"});
 }
 
 TEST_CASE("Malformed scenario: a number where a section goes is a type error") {
@@ -479,14 +475,14 @@ workload:
     prompt: {distribution: fixed, value: 128}
     output: {distribution: fixed, value: 16}
 )",
-            {kFile, 6, 17, "deployment.pools[0].parallel",
-             "expected a mapping of keys to values, got '4'"});
+            {kFile, 6, 17, "deployment.pools[0].parallel", "expected a mapping of keys to values, got '4'"});
 }
 
 // ---- Ranges ---------------------------------------------------------------------------------
 
 TEST_CASE("Malformed scenario: a negative arrival rate is out of range") {
-  check_one(R"(
+  check_one(
+      R"(
 model: llama-3.1-8b
 deployment:
   pools:
@@ -499,8 +495,7 @@ workload:
     prompt: {distribution: fixed, value: 128}
     output: {distribution: fixed, value: 16}
 )",
-            {kFile, 8, 38, "workload.arrivals.rate",
-             "must be greater than 0 /s and at most 1000000000 /s, got '-5 /s'"});
+      {kFile, 8, 38, "workload.arrivals.rate", "must be greater than 0 /s and at most 1000000000 /s, got '-5 /s'"});
 }
 
 TEST_CASE("Malformed scenario: zero instances are out of range") {
@@ -594,8 +589,10 @@ workload:
 )",
             {kFile, 1, 17, "model.preset",
              "unknown model preset 'llama-3-8b' (did you mean 'llama-3.1-8b'?); presets: "
-             "llama-3.1-8b, llama-3.1-70b, llama-2-70b, qwen3-32b, qwen3-235b-a22b, deepseek-v3, deepseek-r1, kimi-k2, kimi-k2.5, deepseek-v3.2, minimax-m2.5, "
-             "qwen3.5-397b-a17b, qwen3.5-122b-a10b, qwen3.5-35b-a3b, qwen3.5-27b, glm-4.5, glm-4.5-air, glm-5, gpt-oss-120b, qwen2.5-vl-7b"});
+             "llama-3.1-8b, llama-3.1-70b, llama-2-70b, qwen3-32b, qwen3-235b-a22b, deepseek-v3, deepseek-r1, kimi-k2, "
+             "kimi-k2.5, deepseek-v3.2, minimax-m2.5, "
+             "qwen3.5-397b-a17b, qwen3.5-122b-a10b, qwen3.5-35b-a3b, qwen3.5-27b, glm-4.5, glm-4.5-air, glm-5, "
+             "gpt-oss-120b, qwen2.5-vl-7b"});
 }
 
 TEST_CASE("Malformed scenario: an unknown model preset given by name is reported with the same text") {
@@ -616,8 +613,10 @@ workload:
   // Reported at the name, under the key the user wrote.
   check_all(diagnostics, {{kFile, 1, 8, "model",
                            "unknown model preset 'llama-3-8b' (did you mean 'llama-3.1-8b'?); "
-                           "presets: llama-3.1-8b, llama-3.1-70b, llama-2-70b, qwen3-32b, qwen3-235b-a22b, deepseek-v3, deepseek-r1, kimi-k2, kimi-k2.5, deepseek-v3.2, minimax-m2.5, "
-                           "qwen3.5-397b-a17b, qwen3.5-122b-a10b, qwen3.5-35b-a3b, qwen3.5-27b, glm-4.5, glm-4.5-air, glm-5, gpt-oss-120b, qwen2.5-vl-7b"}});
+                           "presets: llama-3.1-8b, llama-3.1-70b, llama-2-70b, qwen3-32b, qwen3-235b-a22b, "
+                           "deepseek-v3, deepseek-r1, kimi-k2, kimi-k2.5, deepseek-v3.2, minimax-m2.5, "
+                           "qwen3.5-397b-a17b, qwen3.5-122b-a10b, qwen3.5-35b-a3b, qwen3.5-27b, glm-4.5, glm-4.5-air, "
+                           "glm-5, gpt-oss-120b, qwen2.5-vl-7b"}});
 }
 
 TEST_CASE("Malformed scenario: an unknown chip preset suggests the closest preset") {
@@ -635,7 +634,8 @@ workload:
     output: {distribution: fixed, value: 16}
 )",
             {kFile, 4, 22, "deployment.pools[0].chip.preset",
-             "unknown chip preset 'h100-smx' (did you mean 'h100-sxm'?); presets: a100-80g, h100-sxm, h800-sxm, h20, h200-sxm, b200, gb200, b300, gb300, ascend-910b, ascend-910c, ascend-910c-die, domestic-64g"});
+             "unknown chip preset 'h100-smx' (did you mean 'h100-sxm'?); presets: a100-80g, h100-sxm, h800-sxm, h20, "
+             "h200-sxm, b200, gb200, b300, gb300, ascend-910b, ascend-910c, ascend-910c-die, domestic-64g"});
 }
 
 TEST_CASE("Malformed scenario: an unknown chip preset far from any preset lists the presets") {
@@ -653,8 +653,10 @@ workload:
     output: {distribution: fixed, value: 16}
 )");
   INFO("diagnostics:\n" << listing(diagnostics));
-  check_all(diagnostics, {{kFile, 4, 13, "deployment.pools[0].chip",
-                           "unknown chip preset 'mi300x' (did you mean 'b300'?); presets: a100-80g, h100-sxm, h800-sxm, h20, h200-sxm, b200, gb200, b300, gb300, ascend-910b, ascend-910c, ascend-910c-die, domestic-64g"}});
+  check_all(diagnostics,
+            {{kFile, 4, 13, "deployment.pools[0].chip",
+              "unknown chip preset 'mi300x' (did you mean 'b300'?); presets: a100-80g, h100-sxm, h800-sxm, h20, "
+              "h200-sxm, b200, gb200, b300, gb300, ascend-910b, ascend-910c, ascend-910c-die, domestic-64g"}});
 }
 
 TEST_CASE("Malformed scenario: an unknown scheduler policy suggests the closest policy") {
@@ -875,8 +877,7 @@ workload:
     prompt: {distribution: fixed, value: 128}
     output: {distribution: fixed, value: 16}
 )",
-            {kFile, 4, 5, "deployment.pools",
-             "a prefill pool needs a decode pool to send its KV caches to"});
+            {kFile, 4, 5, "deployment.pools", "a prefill pool needs a decode pool to send its KV caches to"});
 }
 
 TEST_CASE("Malformed scenario: two pools of one role") {
@@ -952,8 +953,7 @@ workload:
     trace: {file: ../workloads/traces/splitwise_conv.csv}
     prompt: {distribution: fixed, value: 128}
 )",
-            {kFile, 10, 5, "workload.lengths",
-             "give either a trace or prompt and output distributions, not both"});
+            {kFile, 10, 5, "workload.lengths", "give either a trace or prompt and output distributions, not both"});
 }
 
 TEST_CASE("Malformed scenario: a trace file that does not exist is reported at its key") {
@@ -1043,20 +1043,18 @@ TEST_CASE("Malformed scenario: a top-level list is not a scenario") {
 - model: llama-3.1-8b
 - workload: {requests: 10}
 )",
-            {kFile, 1, 1, "",
-             "a scenario is a mapping of sections (model, deployment, workload, ...), got a list"});
+            {kFile, 1, 1, "", "a scenario is a mapping of sections (model, deployment, workload, ...), got a list"});
 }
 
 TEST_CASE("Malformed scenario: an empty document reports every required section") {
-  check_all(diagnostics_of(""),
-            {{kFile, 1, 1, "model",
-              "missing required key 'model' (a preset name like 'llama-3.1-8b', {hf_config: FILE}, "
-              "or a mapping of the model's figures)"},
-             {kFile, 1, 1, "deployment",
-              "missing required key 'deployment' (the pools of instances that serve the model)"},
-             {kFile, 1, 1, "workload",
-              "missing required key 'workload' (the traffic: arrivals, lengths and a request "
-              "count)"}});
+  check_all(diagnostics_of(""), {{kFile, 1, 1, "model",
+                                  "missing required key 'model' (a preset name like 'llama-3.1-8b', {hf_config: FILE}, "
+                                  "or a mapping of the model's figures)"},
+                                 {kFile, 1, 1, "deployment",
+                                  "missing required key 'deployment' (the pools of instances that serve the model)"},
+                                 {kFile, 1, 1, "workload",
+                                  "missing required key 'workload' (the traffic: arrivals, lengths and a request "
+                                  "count)"}});
 }
 
 TEST_CASE("Malformed scenario: a scenario file that does not exist cannot be opened") {
@@ -1072,16 +1070,15 @@ TEST_CASE("Malformed scenario: a scenario file that does not exist cannot be ope
 // ---- --set overrides: reported against the --set, in command-line order -----------------------
 
 TEST_CASE("Malformed scenario: a --set without '=' is rejected") {
-  check_one(kValid,
-            {"--set #1", 0, 0, "", "expected KEY.PATH=VALUE, got 'deployment.pools[0].instances'"},
+  check_one(kValid, {"--set #1", 0, 0, "", "expected KEY.PATH=VALUE, got 'deployment.pools[0].instances'"},
             with_sets({"deployment.pools[0].instances"}));
 }
 
 TEST_CASE("Malformed scenario: a --set with a list index out of range is rejected") {
-  check_one(kValid,
-            {"--set #1", 0, 0, "deployment.pools[1].instances",
-             "index 1 is out of range: 'deployment.pools' has 1 entry"},
-            with_sets({"deployment.pools[1].instances=2"}));
+  check_one(
+      kValid,
+      {"--set #1", 0, 0, "deployment.pools[1].instances", "index 1 is out of range: 'deployment.pools' has 1 entry"},
+      with_sets({"deployment.pools[1].instances=2"}));
 }
 
 TEST_CASE("Malformed scenario: a --set of a key under a scalar is rejected") {
@@ -1092,21 +1089,19 @@ TEST_CASE("Malformed scenario: a --set of a key under a scalar is rejected") {
 }
 
 TEST_CASE("Malformed scenario: a --set with an empty key in its path is rejected") {
-  check_one(kValid,
-            {"--set #1", 0, 0, "deployment..pools",
-             "bad key path 'deployment..pools': expected a key name at position 12"},
-            with_sets({"deployment..pools=1"}));
+  check_one(
+      kValid,
+      {"--set #1", 0, 0, "deployment..pools", "bad key path 'deployment..pools': expected a key name at position 12"},
+      with_sets({"deployment..pools=1"}));
 }
 
 TEST_CASE("Malformed scenario: a --set value that fails validation is reported against the --set") {
-  check_one(kValid,
-            {"--set #1", 0, 0, "deployment.pools[0].instances", "must be between 1 and 1000000, got 0"},
+  check_one(kValid, {"--set #1", 0, 0, "deployment.pools[0].instances", "must be between 1 and 1000000, got 0"},
             with_sets({"deployment.pools[0].instances=0"}));
 }
 
 TEST_CASE("Malformed scenario: a --set of an unknown key suggests the closest key") {
-  check_one(kValid,
-            {"--set #1", 0, 0, "workload.request", "unknown key 'request' (did you mean 'requests'?)"},
+  check_one(kValid, {"--set #1", 0, 0, "workload.request", "unknown key 'request' (did you mean 'requests'?)"},
             with_sets({"workload.request=5"}));
 }
 
@@ -1139,25 +1134,24 @@ slo: {ttft: 2 seconds}
 simulaton: {horizon: 10 s}
 )",
                                           with_sets({"workload.requests=ten"}));
-  check_all(diagnostics,
-            {{kFile, 2, 7, "seed", "must be at least 0, got -3"},
-             {kFile, 6, 40, "deployment.pools[0].chip.memory",
-              "'80' has no unit: a size needs one, like '80 GiB' (units: B, kB, KB, MB, GB, TB, PB, "
-              "KiB, MiB, GiB, TiB, PiB, b, kb, Kb, Mb, Gb, Tb)"},
-             {kFile, 7, 18, "deployment.pools[0].instances", "must be between 1 and 1000000, got 0"},
-             {kFile, 8, 27, "deployment.pools[0].scheduler.policy",
-              "unknown value 'sarathy' (did you mean 'sarathi'? expected one of sarathi, "
-              "whole_prompt)"},
-             {kFile, 11, 38, "workload.arrivals.rate",
-              "'32' has no unit: a rate needs one, like '32 /s' (units: /s, /min, /h, req/s, "
-              "req/min, req/h, Hz)"},
-             {kFile, 13, 51, "workload.lengths.prompt.max", "max (32) is below min (64)"},
-             {kFile, 15, 13, "slo.ttft",
-              "unknown unit 'seconds' in '2 seconds': a duration takes one of ps, ns, us, "
-              "\xC2\xB5s, ms, s, min, h"},
-             {kFile, 16, 1, "simulaton", "unknown key 'simulaton' (did you mean 'simulation'?)"},
-             // --set diagnostics come after the file's, in command-line order.
-             {"--set #1", 0, 0, "workload.requests", "expected an integer, got 'ten'"}});
+  check_all(diagnostics, {{kFile, 2, 7, "seed", "must be at least 0, got -3"},
+                          {kFile, 6, 40, "deployment.pools[0].chip.memory",
+                           "'80' has no unit: a size needs one, like '80 GiB' (units: B, kB, KB, MB, GB, TB, PB, "
+                           "KiB, MiB, GiB, TiB, PiB, b, kb, Kb, Mb, Gb, Tb)"},
+                          {kFile, 7, 18, "deployment.pools[0].instances", "must be between 1 and 1000000, got 0"},
+                          {kFile, 8, 27, "deployment.pools[0].scheduler.policy",
+                           "unknown value 'sarathy' (did you mean 'sarathi'? expected one of sarathi, "
+                           "whole_prompt)"},
+                          {kFile, 11, 38, "workload.arrivals.rate",
+                           "'32' has no unit: a rate needs one, like '32 /s' (units: /s, /min, /h, req/s, "
+                           "req/min, req/h, Hz)"},
+                          {kFile, 13, 51, "workload.lengths.prompt.max", "max (32) is below min (64)"},
+                          {kFile, 15, 13, "slo.ttft",
+                           "unknown unit 'seconds' in '2 seconds': a duration takes one of ps, ns, us, "
+                           "\xC2\xB5s, ms, s, min, h"},
+                          {kFile, 16, 1, "simulaton", "unknown key 'simulaton' (did you mean 'simulation'?)"},
+                          // --set diagnostics come after the file's, in command-line order.
+                          {"--set #1", 0, 0, "workload.requests", "expected an integer, got 'ten'"}});
 }
 
 // ---- Independent problems are all reported --------------------------------------------------------
@@ -1263,7 +1257,8 @@ workload:
     output: {distribution: fixed, value: 16}
 )"),
             {{kFile, 4, 13, "deployment.pools[0].chip",
-              "unknown chip preset 'h100' (did you mean 'h100-sxm'?); presets: a100-80g, h100-sxm, h800-sxm, h20, h200-sxm, b200, gb200, b300, gb300, ascend-910b, ascend-910c, ascend-910c-die, domestic-64g"},
+              "unknown chip preset 'h100' (did you mean 'h100-sxm'?); presets: a100-80g, h100-sxm, h800-sxm, h20, "
+              "h200-sxm, b200, gb200, b300, gb300, ascend-910b, ascend-910c, ascend-910c-die, domestic-64g"},
              {kFile, 6, 19, "deployment.pools[0].scheduler.max_batched",
               "unknown key 'max_batched' (did you mean 'max_batched_tokens'?)"}});
 }
@@ -1291,8 +1286,7 @@ TEST_CASE("Malformed scenario: --set problems are listed in command-line order, 
   sets[9] = "deployment.pools[0].instances=0";
   check_all(diagnostics_of(kValid, with_sets(sets)),
             {{"--set #2", 0, 0, "workload.requests", "expected an integer, got 'ten'"},
-             {"--set #10", 0, 0, "deployment.pools[0].instances",
-              "must be between 1 and 1000000, got 0"}});
+             {"--set #10", 0, 0, "deployment.pools[0].instances", "must be between 1 and 1000000, got 0"}});
 }
 
 TEST_CASE("Malformed scenario: fp8 weights on a chip without fp8 name the chip, the format and the way out") {
@@ -1383,8 +1377,7 @@ workload:
             {{kFile, 1, 50, "model.formats.weights",
               "unknown value 'fp6' (did you mean 'fp8'? expected one of bf16, fp8, fp8_block, int8, "
               "w4a8, nvfp4, mxfp4, w4a16)"},
-             {kFile, 1, 65, "model.formats.kv_cache",
-              "unknown value 'nvfp4' (expected one of bf16, fp8, int8)"},
+             {kFile, 1, 65, "model.formats.kv_cache", "unknown value 'nvfp4' (expected one of bf16, fp8, int8)"},
              {kFile, 4, 59, "deployment.pools[0].chip.efficiency.gemm_compute",
               "knot sizes must be positive and strictly ascending"}});
 }

@@ -12,11 +12,11 @@
 #include <string>
 #include <variant>
 
-#include "tests/approx.h"
 #include "core/errors.h"
 #include "models/chip_spec.h"
 #include "sim/scenario/scenario.h"
 #include "sim/scenario/shipped_profiles.h"
+#include "tests/approx.h"
 #include "tests/scratch.h"
 
 namespace {
@@ -31,7 +31,9 @@ std::string scenario_with_chip(const std::string& chip) {
   return "model: llama-3.1-8b\n"
          "deployment:\n"
          "  pools:\n"
-         "    - chip: " + chip + "\n"
+         "    - chip: " +
+         chip +
+         "\n"
          "      instances: 1\n"
          "workload:\n"
          "  requests: 4\n"
@@ -109,7 +111,8 @@ TEST_CASE("Profile: a profile file sets the chip's efficiencies and the pool's G
   CHECK(pool.chip.efficiency.format_compute[1] == approx(0.5));  // fp8
   REQUIRE(pool.chip.efficiency.moe_compute.knots.size() == 2);
   CHECK(pool.chip.efficiency.moe_compute.knots[1].efficiency == approx(0.6));
-  CHECK(pool.chip.source.rfind("efficiencies from profile " + p.path + ", 2026-12-01, with GEMM tables; preset: ", 0) == 0);
+  CHECK(pool.chip.source.rfind("efficiencies from profile " + p.path + ", 2026-12-01, with GEMM tables; preset: ", 0) ==
+        0);
   const auto* table = std::get_if<servesim::models::TableConfig>(&pool.cost_model);
   REQUIRE(table != nullptr);
   REQUIRE(table->tables.log_grids.size() == 1);
@@ -122,8 +125,8 @@ TEST_CASE("Profile: a profile file sets the chip's efficiencies and the pool's G
   CHECK(s.resolved["deployment"]["pools"][0]["chip"]["profile"] == p.path);
 
   // A figure given next to the profile wins over it.
-  const Scenario t = load(scenario_with_chip("{preset: h100-sxm, profile: " + p.path +
-                                             ", efficiency: {gemm_overhead: 2 us}}"));
+  const Scenario t =
+      load(scenario_with_chip("{preset: h100-sxm, profile: " + p.path + ", efficiency: {gemm_overhead: 2 us}}"));
   CHECK(t.config.pools.at(0).chip.efficiency.gemm_overhead == Duration::microseconds(2));
   CHECK(t.config.pools.at(0).chip.efficiency.format_compute[1] == approx(0.5));
 }
@@ -175,13 +178,14 @@ TEST_CASE("Profile: the shipped H200 profile loads by name with its GEMM tables"
   CHECK(pool.chip.source.rfind("efficiencies from profile h200, ", 0) == 0);
   const auto* table = std::get_if<servesim::models::TableConfig>(&pool.cost_model);
   REQUIRE(table != nullptr);
-  // GEMM tables at bf16, fp8 and block fp8 (one per weight format); attention and MLA tables (bf16 attention, per KV format, head
-  // dim and window: 14 generation + 14 context + 4 MLA + 3 encoder, head dims 64, 72, 80), and the
-  // one MoE table whose held-out error beats the roofline and meets the 12% target (fp8_block;
-  // profiles/h200.yaml).
+  // GEMM tables at bf16, fp8 and block fp8 (one per weight format); attention and MLA tables (bf16 attention, per KV
+  // format, head dim and window: 14 generation + 14 context + 4 MLA + 3 encoder, head dims 64, 72, 80), and the one MoE
+  // table whose held-out error beats the roofline and meets the 12% target (fp8_block; profiles/h200.yaml).
   std::size_t gemm = 0, attention = 0, moe = 0;
   for (const auto& g : table->tables.log_grids) {
-    (g.kind == servesim::models::OpKind::kGemmQkv ? gemm : g.kind == servesim::models::OpKind::kMoeExperts ? moe : attention) += 1;
+    (g.kind == servesim::models::OpKind::kGemmQkv      ? gemm
+     : g.kind == servesim::models::OpKind::kMoeExperts ? moe
+                                                       : attention) += 1;
   }
   CHECK(gemm == 3);
   CHECK(attention == 35);
@@ -259,7 +263,9 @@ TEST_CASE("Profile: all_reduce_lines set the chip's in-domain all-reduce lines; 
   CHECK(l[1].efficiency == approx(1.2));
   CHECK_FALSE(l[1].one_shot);
   // A preset's own figures have none: the single collective line applies.
-  CHECK(load(scenario_with_chip("{preset: h100-sxm, profile: none}")).config.pools.at(0).chip.efficiency.all_reduce_lines.empty());
+  CHECK(load(scenario_with_chip("{preset: h100-sxm, profile: none}"))
+            .config.pools.at(0)
+            .chip.efficiency.all_reduce_lines.empty());
 
   // A misspelt key in the second line (line 11 of the profile: the efficiency map starts at 7).
   std::string bad = text;
@@ -345,12 +351,14 @@ TEST_CASE("Profile: an encoder_attention table loads as a prefill grid for opera
   for (const auto& [field, value] : table->tables.log_grids[0].match) CHECK(field != F::kKvBytes);
 }
 
-TEST_CASE("Profile: moe_experts sets per-format grouped-GEMM models; unknown formats and keys are reported at their line") {
+TEST_CASE(
+    "Profile: moe_experts sets per-format grouped-GEMM models; unknown formats and keys are reported at their line") {
   std::string text = kProfile;
   const std::string experts =
       "  moe_experts:\n"
       "    bf16: {overhead: 9 us, compute: [[1e6, 0.1], [1e9, 0.5]], memory: 0.8, token_bytes: 6, pair_bytes: 3.5}\n"
-      "    fp8_block: {overhead: 11 us, compute: 0.4, memory: [[1e6, 0.6], [1e8, 0.9]], token_bytes: 4, pair_bytes: 2}\n";
+      "    fp8_block: {overhead: 11 us, compute: 0.4, memory: [[1e6, 0.6], [1e8, 0.9]], token_bytes: 4, pair_bytes: "
+      "2}\n";
   text.insert(text.find("entries:"), experts);
   const TempProfile p("servesim_profile_moe_experts.yaml", text);
   const Scenario s = load(scenario_with_chip("{preset: h100-sxm, profile: " + p.path + "}"));
@@ -413,7 +421,8 @@ TEST_CASE("Profile: a chip without the key takes its preset's profile for the de
   CHECK(trt.resolved["deployment"]["engine"] == "trtllm");
   CHECK(trt.resolved["deployment"]["pools"][0]["chip"]["profile"] == "h200");
   CHECK(pool.chip.calibration.rfind("calibrated: profile h200 (the preset's default), TensorRT-LLM kernels measured on "
-                                    "h200-sxm", 0) == 0);
+                                    "h200-sxm",
+                                    0) == 0);
   CHECK(std::holds_alternative<servesim::models::TableConfig>(pool.cost_model));
   // The same chip under vLLM takes the profile of vLLM's kernels.
   const Scenario vllm = load(with_engine("vllm", "h200-sxm"));
@@ -427,8 +436,9 @@ TEST_CASE("Profile: a chip without the key takes its preset's profile for the de
   CHECK(bare.calibration.rfind("uncalibrated: ", 0) == 0);
   CHECK(std::holds_alternative<servesim::models::RooflineConfig>(none.config.pools.at(0).cost_model));
   // A named profile is applied as named, not as the default.
-  CHECK(load(scenario_with_chip("{preset: h200-sxm, profile: h200}")).config.pools.at(0).chip.calibration.find(
-            "(the preset's default)") == std::string::npos);
+  CHECK(load(scenario_with_chip("{preset: h200-sxm, profile: h200}"))
+            .config.pools.at(0)
+            .chip.calibration.find("(the preset's default)") == std::string::npos);
   // An engine outside the three is an error at its key.
   CHECK(errors_of(with_engine("tensorrt", "h200-sxm")).find("deployment.engine") != std::string::npos);
 }

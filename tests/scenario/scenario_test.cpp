@@ -158,8 +158,7 @@ TEST_CASE("Scenario: quickstart's H100 preset is expanded with its memory as nvi
   CHECK(s.config.pools.at(0).chip.memory.value == 81559.0 * servesim::kMiB);
   const Json& chip = s.resolved["deployment"]["pools"][0]["chip"];
   CHECK(chip["preset"] == "h100-sxm");
-  const auto memory = servesim::parse_quantity(chip["memory"].get<std::string>(),
-                                               servesim::Dimension::kBytes);
+  const auto memory = servesim::parse_quantity(chip["memory"].get<std::string>(), servesim::Dimension::kBytes);
   REQUIRE(memory.ok);
   CHECK(memory.value == 81559.0 * servesim::kMiB);
   CHECK(chip["hbm_bandwidth"] == "3.35 TB/s");
@@ -273,16 +272,15 @@ workload:
     output: {distribution: fixed, value: 16}
 )",
                                "whole.yaml");
-  CHECK(s.config.pools.at(0).scheduler.policy ==
-        servesim::cluster::SchedulerPolicy::kWholePrompt);
+  CHECK(s.config.pools.at(0).scheduler.policy == servesim::cluster::SchedulerPolicy::kWholePrompt);
   CHECK(s.config.pools.at(0).scheduler.max_batched_tokens == 8192);
   CHECK(s.resolved["deployment"]["pools"][0]["scheduler"]["max_batched_tokens"] == 8192);
 }
 
 TEST_CASE("Scenario: --set changes a top-level count, a nested scheduler value and a quantity") {
-  const Scenario s = load_file(kQuickstart, with_sets({"deployment.pools[0].instances=8",
-                                                       "deployment.pools[0].scheduler.max_batch_size=64",
-                                                       "workload.arrivals.rate=40 /s"}));
+  const Scenario s = load_file(
+      kQuickstart, with_sets({"deployment.pools[0].instances=8", "deployment.pools[0].scheduler.max_batch_size=64",
+                              "workload.arrivals.rate=40 /s"}));
   const auto& p = s.config.pools.at(0);
   CHECK(p.instances == 8);
   CHECK(p.scheduler.max_batch_size == 64);
@@ -318,8 +316,8 @@ TEST_CASE("Scenario: --set of a whole section replaces it") {
 
 TEST_CASE("Scenario: --set creates the sections a key path needs") {
   // quickstart.yaml has no simulation section and its pool no kv_cache section.
-  const Scenario s = load_file(kQuickstart, with_sets({"simulation.horizon=90 s",
-                                                       "deployment.pools[0].kv_cache.block_tokens=32"}));
+  const Scenario s =
+      load_file(kQuickstart, with_sets({"simulation.horizon=90 s", "deployment.pools[0].kv_cache.block_tokens=32"}));
   REQUIRE(s.config.horizon.has_value());
   CHECK(*s.config.horizon == Duration::seconds(90));
   CHECK(s.config.pools.at(0).kv_cache.block_tokens == 32);
@@ -345,8 +343,7 @@ TEST_CASE("Scenario: the resolved scenario, loaded again, resolves to itself") {
     CHECK_FALSE(second.config.slo.e2e.has_value());
     CHECK_FALSE(second.config.horizon.has_value());
   }
-  const Scenario first =
-      load_file(kQuickstart, with_sets({"slo.e2e=30 s", "simulation={horizon: 10 min}"}));
+  const Scenario first = load_file(kQuickstart, with_sets({"slo.e2e=30 s", "simulation={horizon: 10 min}"}));
   const std::string json = first.resolved.dump(2);  // JSON is valid YAML
   const Scenario second = load_text(json, "resolved.json");
   INFO("first:\n" << json << "\nsecond:\n" << second.resolved.dump(2));

@@ -37,8 +37,7 @@ std::vector<Diagnostic> diagnostics_of(std::string_view yaml) {
   return servesim::test::diagnostics_of(yaml, kFile, kBaseDir);
 }
 
-void check_one(std::string_view yaml, int line, int column, const std::string& path,
-               const std::string& message_start) {
+void check_one(std::string_view yaml, int line, int column, const std::string& path, const std::string& message_start) {
   const auto got = diagnostics_of(yaml);
   std::string listing;
   for (const auto& d : got) listing += "  " + d.to_string() + "\n";
@@ -62,7 +61,8 @@ deployment:
       instances: 2
       prefix_cache: {enabled: true, capacity_fraction: 0.25}
       router: {policy: kv_aware}
-)" + kWorkload), kFile, kBaseDir, {});
+)" + kWorkload),
+                                                        kFile, kBaseDir, {});
   const auto& p = s.config.pools[0];
   CHECK(p.prefix_cache.enabled);
   CHECK(p.prefix_cache.capacity_fraction == 0.25);
@@ -147,7 +147,8 @@ deployment:
     - chip: {preset: h100-sxm, host_bandwidth: 50 GB/s}
       instances: 1
       scheduler: {preemption: swap}
-)" + kWorkload), kFile, kBaseDir, {});
+)" + kWorkload),
+                                                        kFile, kBaseDir, {});
   CHECK(s.config.pools[0].scheduler.preemption == servesim::cluster::PreemptionMode::kSwap);
   CHECK(s.config.pools[0].chip.host_bandwidth.bytes_per_s == 50e9);
   // PCIe 5.0 x16, per direction, for the H100 preset.
@@ -193,7 +194,8 @@ TEST_CASE("Scenario: pools[].speculative loads MTP with one rate for every posit
       parallel: {tp: 8}
       scheduler: {max_batch_size: 64, max_batched_tokens: 256}
       speculative: {method: mtp, draft_tokens: 2, acceptance: [0.9, 0.8]}
-)")), kFile, kBaseDir, {});
+)")),
+                                                        kFile, kBaseDir, {});
   const auto& spec = s.config.pools[0].speculative;
   CHECK(spec.enabled());
   CHECK(spec.draft_tokens == 2);
@@ -242,7 +244,8 @@ TEST_CASE("Scenario: a token budget below the verification of a full batch is re
 TEST_CASE("Scenario: parallel.attention_dp loads per-rank batches and needs dp > 1") {
   const auto s = servesim::scenario::load_scenario_text(text_of(deepseek_pool(R"(
       parallel: {tp: 1, dp: 8, ep: 8, attention_dp: round_robin}
-)")), kFile, kBaseDir, {});
+)")),
+                                                        kFile, kBaseDir, {});
   CHECK(s.config.pools[0].attention_dp == servesim::cluster::AttentionDpBalance::kRoundRobin);
   check_one(deepseek_pool(R"(
       parallel: {tp: 8, attention_dp: least_kv}
@@ -257,7 +260,8 @@ deployment:
   pools:
     - chip: h100-sxm
       instances: 1
-)" + kWorkload), kFile, kBaseDir, {});
+)" + kWorkload),
+                                                         kFile, kBaseDir, {});
   CHECK(on.config.disaggregation.a2a_contention);
   const auto off = servesim::scenario::load_scenario_text(text_of(R"(
 model: llama-3.1-8b
@@ -266,7 +270,8 @@ deployment:
   pools:
     - chip: h100-sxm
       instances: 1
-)" + kWorkload), kFile, kBaseDir, {});
+)" + kWorkload),
+                                                          kFile, kBaseDir, {});
   CHECK_FALSE(off.config.disaggregation.a2a_contention);
   check_one(R"(
 model: llama-3.1-8b
@@ -282,7 +287,8 @@ deployment:
 TEST_CASE("Scenario: parallel.cp_min_tokens loads for a CP pool and is reported without cp or on a decode pool") {
   const auto s = servesim::scenario::load_scenario_text(text_of(deepseek_pool(R"(
       parallel: {tp: 8, cp: 2, cp_min_tokens: 65536}
-)")), kFile, kBaseDir, {});
+)")),
+                                                        kFile, kBaseDir, {});
   CHECK(s.config.pools[0].cp_min_tokens == 65536);
   check_one(deepseek_pool(R"(
       parallel: {tp: 8, cp_min_tokens: 4096}

@@ -186,8 +186,7 @@ TEST_CASE("Workload section: classes with their own arrivals, lengths, inputs an
   CHECK_FALSE(s.config.class_slo[0].tpot.has_value());
   CHECK(s.config.class_slo[1].tpot == Duration::milliseconds(100));
   CHECK(s.resolved["workload"]["classes"][1]["slo"] == s.resolved["slo"]);
-  CHECK(s.resolved["workload"]["classes"][2]["arrivals"]["start"].dump() ==
-        R"({"mode":"ramp","over":"30 s"})");
+  CHECK(s.resolved["workload"]["classes"][2]["arrivals"]["start"].dump() == R"({"mode":"ramp","over":"30 s"})");
   CHECK(s.resolved["workload"]["classes"][0]["lengths"]["output"]["min"] == 1);
   check_round_trip(s);
 }
@@ -269,8 +268,7 @@ workload:
   arrivals: {process: poisson, rate: 10 /s, curve: {shape: diurnal, amplitude: 1.5}}
   lengths: {prompt: {distribution: fixed, value: 1}, output: {distribution: fixed, value: 1}}
 )",
-              {kFile, 8, 80, "workload.arrivals.curve.amplitude",
-               "must be at least 0 and at most 1, got 1.5"});
+              {kFile, 8, 80, "workload.arrivals.curve.amplitude", "must be at least 0 and at most 1, got 1.5"});
   }
   SUBCASE("piecewise steps that do not start at 0 s") {
     check_one(R"(
@@ -301,8 +299,7 @@ workload:
       steps: [{at: 0 s, factor: 1}, {at: 9 s, factor: 2}, {at: 4 s, factor: 3}]
   lengths: {prompt: {distribution: fixed, value: 1}, output: {distribution: fixed, value: 1}}
 )",
-              {kFile, 13, 64, "workload.arrivals.curve.steps[2].at",
-               "steps must be in increasing order of time"});
+              {kFile, 13, 64, "workload.arrivals.curve.steps[2].at", "steps must be in increasing order of time"});
   }
   SUBCASE("a curve whose every factor is 0") {
     check_one(R"(
@@ -314,8 +311,7 @@ workload:
     curve: {shape: piecewise, steps: [{at: 0 s, factor: 0}]}
   lengths: {prompt: {distribution: fixed, value: 1}, output: {distribution: fixed, value: 1}}
 )",
-              {kFile, 11, 38, "workload.arrivals.curve.steps",
-               "every factor is 0: no request would arrive"});
+              {kFile, 11, 38, "workload.arrivals.curve.steps", "every factor is 0: no request would arrive"});
   }
   SUBCASE("a ramp start without its duration") {
     check_one(R"(
@@ -324,8 +320,7 @@ workload:
   arrivals: {process: closed_loop, clients: 4, start: {mode: ramp}}
   lengths: {prompt: {distribution: fixed, value: 1}, output: {distribution: fixed, value: 1}}
 )",
-              {kFile, 8, 55, "workload.arrivals.start.over",
-               "missing required key 'over' (a duration like '1.5 us')"});
+              {kFile, 8, 55, "workload.arrivals.start.over", "missing required key 'over' (a duration like '1.5 us')"});
   }
   SUBCASE("a start duration for a mode that has none") {
     check_one(R"(
@@ -334,8 +329,7 @@ workload:
   arrivals: {process: closed_loop, clients: 4, start: {mode: together, over: 3 s}}
   lengths: {prompt: {distribution: fixed, value: 1}, output: {distribution: fixed, value: 1}}
 )",
-              {kFile, 8, 78, "workload.arrivals.start.over",
-               "'over' applies to the ramp and jitter start modes only"});
+              {kFile, 8, 78, "workload.arrivals.start.over", "'over' applies to the ramp and jitter start modes only"});
   }
 }
 
@@ -350,8 +344,7 @@ workload:
       arrivals: {process: poisson, rate: 10 /s}
       lengths: {prompt: {distribution: fixed, value: 1}, output: {distribution: fixed, value: 1}}
 )",
-              {kFile, 8, 13, "workload.arrivals",
-               "with a list of classes, 'arrivals' goes inside each class"});
+              {kFile, 8, 13, "workload.arrivals", "with a list of classes, 'arrivals' goes inside each class"});
   }
   SUBCASE("two classes with one name") {
     check_one(R"(
@@ -365,8 +358,7 @@ workload:
       arrivals: {process: poisson, rate: 10 /s}
       lengths: {prompt: {distribution: fixed, value: 1}, output: {distribution: fixed, value: 1}}
 )",
-              {kFile, 12, 13, "workload.classes[1].name",
-               "another class is named 'a'; class names must be unique"});
+              {kFile, 12, 13, "workload.classes[1].name", "another class is named 'a'; class names must be unique"});
   }
   SUBCASE("a class without a name") {
     check_one(R"(
@@ -376,8 +368,7 @@ workload:
     - arrivals: {process: poisson, rate: 10 /s}
       lengths: {prompt: {distribution: fixed, value: 1}, output: {distribution: fixed, value: 1}}
 )",
-              {kFile, 9, 7, "workload.classes[0].name",
-               "missing required key 'name' (a text value)"});
+              {kFile, 9, 7, "workload.classes[0].name", "missing required key 'name' (a text value)"});
   }
   SUBCASE("a class whose every request exceeds max_model_len") {
     const auto got = problems(R"(
@@ -463,8 +454,7 @@ workload:
   lengths: {prompt: {distribution: fixed, value: 1}, output: {distribution: fixed, value: 1}}
   sessions: {turns: {distribution: fixed, value: 0}}
 )",
-              {kFile, 10, 50, "workload.sessions.turns.value",
-               "must be between 1 and 100000, got 0"});
+              {kFile, 10, 50, "workload.sessions.turns.value", "must be between 1 and 100000, got 0"});
   }
   SUBCASE("a Zipf exponent of 0") {
     check_one(R"(
@@ -475,7 +465,6 @@ workload:
     prompt: {distribution: zipf, exponent: 0, max: 100}
     output: {distribution: fixed, value: 1}
 )",
-              {kFile, 10, 44, "workload.lengths.prompt.exponent",
-               "must be greater than 0 and at most 20, got 0"});
+              {kFile, 10, 44, "workload.lengths.prompt.exponent", "must be greater than 0 and at most 20, got 0"});
   }
 }

@@ -31,8 +31,7 @@ struct RingRun {
 RingRun simulate_ring_all_reduce(double bytes, int n, const LinkTier& tier) {
   // data[r][c]: rank r's copy of chunk c; rank r contributes (r + 1) x (c + 1), so the reduced
   // chunk c is (c + 1) x n (n + 1) / 2.
-  std::vector<std::vector<double>> data(static_cast<std::size_t>(n),
-                                        std::vector<double>(static_cast<std::size_t>(n)));
+  std::vector<std::vector<double>> data(static_cast<std::size_t>(n), std::vector<double>(static_cast<std::size_t>(n)));
   for (int r = 0; r < n; ++r) {
     for (int c = 0; c < n; ++c) {
       data[static_cast<std::size_t>(r)][static_cast<std::size_t>(c)] = (r + 1.0) * (c + 1.0);
@@ -105,10 +104,8 @@ TEST_CASE("ring_all_reduce_seconds: the alpha-beta closed form, by hand") {
   //   45e-6 + 2 x 7 / 8 x 1,073,741,824 B / 1.8e11 B/s
   // = 45e-6 + 1,879,048,192 / 1.8e11 = 45e-6 + 0.0104391566 = 0.0104841566 s (10.48 ms).
   const double expected = 45e-6 + 1.75 * kGiB / 1.8e11;
-  CHECK(ring_all_reduce_seconds(kGiB, 8, nvlink_like()) ==
-        approx(expected).epsilon(1e-12));
-  CHECK(ring_all_reduce_seconds(kGiB, 8, nvlink_like()) ==
-        approx(0.0104841566).epsilon(1e-8));
+  CHECK(ring_all_reduce_seconds(kGiB, 8, nvlink_like()) == approx(expected).epsilon(1e-12));
+  CHECK(ring_all_reduce_seconds(kGiB, 8, nvlink_like()) == approx(0.0104841566).epsilon(1e-8));
 }
 
 TEST_CASE("ring_all_reduce_seconds: one rank or zero bytes cost nothing") {
@@ -123,8 +120,7 @@ TEST_CASE("ring_all_reduce_seconds: equals a step-by-step ring all-reduce over 2
       const RingRun run = simulate_ring_all_reduce(bytes, n, nvlink_like());
       INFO("ranks ", n, ", bytes ", bytes);
       CHECK(run.every_rank_has_the_sum);
-      CHECK(ring_all_reduce_seconds(bytes, n, nvlink_like()) ==
-            approx(run.seconds).epsilon(1e-12));
+      CHECK(ring_all_reduce_seconds(bytes, n, nvlink_like()) == approx(run.seconds).epsilon(1e-12));
     }
   }
 }
@@ -242,8 +238,7 @@ TEST_CASE("describe_group: a TP8 group in one NVSwitch node") {
 
 TEST_CASE("collective_curve: ring all-reduce in one node, two protocol lines, by hand") {
   const Fabric f = build_fabric(dgx_like(1));
-  const CostCurve c = collective_curve(describe_group(f, chips(0, 8)), CollectiveKind::kAllReduce,
-                                       round_calibration());
+  const CostCurve c = collective_curve(describe_group(f, chips(0, 8)), CollectiveKind::kAllReduce, round_calibration());
   // 2 (n - 1) = 14 steps, each also crossing the 0.4 us route: 5.6 us.
   // Latency protocol: 5 + 14 x 1 + 5.6 = 24.6 us, then 2 x 7 / 8 / (450 GB/s x 0.25) per byte
   //   = 1.75 / 112.5e9 = 1.5556e-11 s/B.
@@ -321,8 +316,7 @@ TEST_CASE("collective_curve: all-to-all splits into the NVLink share and the NIC
   // x 1 us + one 1 us hop = 46 us.
   CHECK(c.seconds(kGiB) == approx(46e-6 + kGiB * 0.5 / 35e9));
   // Dispatch and combine are costed alike, from their own fits.
-  CHECK(collective_curve(g, CollectiveKind::kDispatch, round_calibration()).seconds(kGiB) ==
-        approx(c.seconds(kGiB)));
+  CHECK(collective_curve(g, CollectiveKind::kDispatch, round_calibration()).seconds(kGiB) == approx(c.seconds(kGiB)));
 }
 
 TEST_CASE("split_all_to_all: the even split is the all-to-all curve; other splits cost each tier's bytes") {

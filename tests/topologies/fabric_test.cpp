@@ -3,8 +3,8 @@
 #include <set>
 #include <string>
 
-#include "tests/approx.h"
 #include "core/rng.h"
+#include "tests/approx.h"
 #include "tests/topologies/test_fabrics.h"
 #include "topologies/cluster.h"
 #include "topologies/fabric.h"
@@ -177,7 +177,8 @@ TEST_CASE("Fabric: up/down routes are as short as a breadth-first search finds, 
     ClusterSpec spec = s;
     if (spec.scale_out.radix > 0) {
       spec.scale_out.hosts_per_leaf = 4;
-      spec.scale_out.leaves_per_pod = spec.scale_out.rail_optimized ? 2 * (spec.node_chips / spec.scale_out.chips_per_nic) : 4;
+      spec.scale_out.leaves_per_pod =
+          spec.scale_out.rail_optimized ? 2 * (spec.node_chips / spec.scale_out.chips_per_nic) : 4;
     }
     INFO(spec.name);
     REQUIRE(first_problem(spec) == "");
@@ -257,7 +258,8 @@ TEST_CASE("validate_cluster: impossible fabrics are explained") {
         "not a multiple of 8");
   ClusterSpec m = *cluster_preset("atlas-800t-a2", 8);
   m.scale_up.domain_chips = 12;
-  CHECK(first_problem(m) == "scale_up.domain_chips: a scale-up domain of 12 chips neither holds whole nodes of 8 nor divides one");
+  CHECK(first_problem(m) ==
+        "scale_up.domain_chips: a scale-up domain of 12 chips neither holds whole nodes of 8 nor divides one");
   ClusterSpec big = *cluster_preset("h100-superpod", 100'000);
   big.scale_out.radix = 64;
   big.scale_out.hosts_per_leaf = 32;
@@ -321,7 +323,8 @@ TEST_CASE("FabricCache: one fabric per spec, shared; a different spec gets its o
   // The bandwidth the change moved: a leaf's uplinks halve, so the fabrics' links differ.
   double first_total = 0, changed_total = 0;
   for (std::uint32_t l = 0; l < first->link_count(); ++l) first_total += first->link(LinkId(l)).bandwidth_bytes_per_s;
-  for (std::uint32_t l = 0; l < changed->link_count(); ++l) changed_total += changed->link(LinkId(l)).bandwidth_bytes_per_s;
+  for (std::uint32_t l = 0; l < changed->link_count(); ++l)
+    changed_total += changed->link(LinkId(l)).bandwidth_bytes_per_s;
   CHECK(changed_total != first_total);
   CHECK(shared_fabric(spec, &cache).get() == first.get());  // still kept
   // Without a cache each caller builds its own, equal in content.

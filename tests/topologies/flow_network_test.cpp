@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "tests/approx.h"
 #include "core/rng.h"
+#include "tests/approx.h"
 #include "tests/topologies/test_fabrics.h"
 #include "topologies/flow_network.h"
 
@@ -47,7 +47,9 @@ void check_against_reference(FlowNetwork& net, const std::vector<FlowHandle>& fl
     const double want = ref[h.slot];
     INFO("slot ", h.slot);
     std::string hops;
-    for (LinkId l : net.route(h)) hops += " " + std::to_string(l.value) + "/" + std::to_string(net.fabric().resource_capacity(l.value)) + (net.link_passive(l) ? "p" : "a");
+    for (LinkId l : net.route(h))
+      hops += " " + std::to_string(l.value) + "/" + std::to_string(net.fabric().resource_capacity(l.value)) +
+              (net.link_passive(l) ? "p" : "a");
     INFO("route", hops);
     REQUIRE(net.rate(h) == approx(want).epsilon(1e-9).scale(1.0));
   }

@@ -64,7 +64,8 @@ TEST_CASE("group_ranks: tp fastest, then dp, cp, pp; EP groups moe_tp apart in a
   CHECK(group_ranks(s, GroupKind::kEp, 3) == std::vector<int>{5, 7});
   CHECK(group_ranks(s, GroupKind::kTp, 7) == std::vector<int>{14, 15});
   // Every kind partitions the ranks: each rank in exactly one group.
-  for (GroupKind k : {GroupKind::kTp, GroupKind::kDp, GroupKind::kEp, GroupKind::kMoe, GroupKind::kCp, GroupKind::kPp}) {
+  for (GroupKind k :
+       {GroupKind::kTp, GroupKind::kDp, GroupKind::kEp, GroupKind::kMoe, GroupKind::kCp, GroupKind::kPp}) {
     std::multiset<int> seen;
     for (int i = 0; i < group_count(s, k); ++i) {
       for (int r : group_ranks(s, k, i)) seen.insert(r);

@@ -54,8 +54,8 @@ TEST_CASE("rank_flows_symmetric: ECMP, mixed k and one rank pair need every flow
   const Fabric f = build_fabric(spec);
   const ClusterPlacement q = two_pools(f, 8, 2, 8, 2);
   // Two exchanges with different k (8 and 4) cannot share one flow count.
-  CHECK(rank_flows_symmetric(f, q, std::vector<Exchange>{{{0, 8, 1, 2}, {1, 8, 1, 2}},
-                                                          {{0, 8, 1, 2}, {1, 4, 2, 2}}}) == 0);
+  CHECK(rank_flows_symmetric(f, q, std::vector<Exchange>{{{0, 8, 1, 2}, {1, 8, 1, 2}}, {{0, 8, 1, 2}, {1, 4, 2, 2}}}) ==
+        0);
   // k = 1: a transfer is one flow already.
   CHECK(rank_flows_symmetric(f, q, std::vector<Exchange>{{{0, 1, 8, 2}, {1, 8, 1, 2}}}) == 0);
 }

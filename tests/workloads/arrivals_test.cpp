@@ -127,9 +127,8 @@ TEST_CASE("Rate curves: a step multiplies the rate from its time on") {
 TEST_CASE("Rate curves: a ramp's counts follow the integral of its factor") {
   // 20 /s; factor 1 until 10 s, then linear to 5 at 30 s, then 5. In [10, 30) the factor averages
   // 3: 20 x 20 s x 3 = 1,200 expected; [0, 10): 200; [30, 40): 1,000.
-  OpenLoopProcess p(PoissonArrivals{Frequency{20}, RampCurve{1, 5, Duration::seconds(10),
-                                                             Duration::seconds(20)}},
-                    2, "a");
+  OpenLoopProcess p(PoissonArrivals{Frequency{20}, RampCurve{1, 5, Duration::seconds(10), Duration::seconds(20)}}, 2,
+                    "a");
   const auto c = counts(p, 40, 10);
   check_count(c[0], 200);
   check_count(c[1] + c[2], 1200);
@@ -143,9 +142,8 @@ TEST_CASE("Rate curves: a diurnal sinusoid sends more near its peak and averages
   // 50 /s, amplitude 0.8, period 100 s, peak at 25 s. The half period around the peak, [0, 50),
   // gets 50 x (50 + 0.8 x 100 / pi) = 3,773.2 expected; the other half 1,226.8; over 10 periods
   // 37,732 and 12,268; the whole 50,000 (the sinusoid averages to 1).
-  OpenLoopProcess p(PoissonArrivals{Frequency{50}, DiurnalCurve{0.8, Duration::seconds(100),
-                                                                Duration::seconds(25)}},
-                    3, "a");
+  OpenLoopProcess p(PoissonArrivals{Frequency{50}, DiurnalCurve{0.8, Duration::seconds(100), Duration::seconds(25)}}, 3,
+                    "a");
   const auto c = counts(p, 1000, 50);
   std::int64_t high = 0, low = 0;
   for (std::size_t i = 0; i < c.size(); ++i) (i % 2 == 0 ? high : low) += c[i];
@@ -189,11 +187,10 @@ TEST_CASE("Rate curves: the inverse of L(t) solves L(t) = tau, monotonically, fo
   PiecewiseCurve pc;
   pc.steps = {{Duration::zero(), 0.5}, {Duration::seconds(3), 0}, {Duration::seconds(4), 7}};
   pc.period = Duration::seconds(6);
-  const std::vector<RateCurveConfig> curves = {
-      pc, StepCurve{Duration::seconds(2), 0.25},
-      RampCurve{3, 0.5, Duration::seconds(1), Duration::seconds(9)},
-      DiurnalCurve{1.0, Duration::seconds(60), Duration::seconds(7)},
-      DiurnalCurve{0.3, Duration::seconds(86400), Duration::zero()}};
+  const std::vector<RateCurveConfig> curves = {pc, StepCurve{Duration::seconds(2), 0.25},
+                                               RampCurve{3, 0.5, Duration::seconds(1), Duration::seconds(9)},
+                                               DiurnalCurve{1.0, Duration::seconds(60), Duration::seconds(7)},
+                                               DiurnalCurve{0.3, Duration::seconds(86400), Duration::zero()}};
   for (std::size_t i = 0; i < curves.size(); ++i) {
     CAPTURE(i);
     RateCurve c(curves[i]);

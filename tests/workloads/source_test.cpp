@@ -20,8 +20,7 @@ namespace {
 
 constexpr std::int64_t kS = 1'000'000'000'000;
 
-ClassConfig fixed_class(ArrivalConfig a, std::int64_t prompt, std::int64_t output,
-                        std::string name = "default") {
+ClassConfig fixed_class(ArrivalConfig a, std::int64_t prompt, std::int64_t output, std::string name = "default") {
   ClassConfig c;
   c.name = std::move(name);
   c.arrivals = std::move(a);

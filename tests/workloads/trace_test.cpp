@@ -12,9 +12,9 @@
 
 #include "core/errors.h"
 #include "core/rng.h"
+#include "tests/scratch.h"
 #include "workloads/source.h"
 #include "workloads/trace_reader.h"
-#include "tests/scratch.h"
 
 using namespace servesim;
 using namespace servesim::workloads;
@@ -25,9 +25,7 @@ const std::string kTraces = SERVESIM_SOURCE_DIR "/workloads/traces/";
 const std::string kData = SERVESIM_SOURCE_DIR "/tests/workloads/data/";
 constexpr std::int64_t kS = 1'000'000'000'000;  // picoseconds per second
 
-std::string write_temp(const std::string& name, const std::string& text) {
-  return testing::scratch_file(name, text);
-}
+std::string write_temp(const std::string& name, const std::string& text) { return testing::scratch_file(name, text); }
 
 struct Read {
   std::vector<TraceRow> rows;
@@ -90,8 +88,8 @@ std::vector<Diagnostic> problems(const TraceReplay& t) {
   return {};
 }
 
-void check_problem(const std::string& text, int line, int column, const std::string& path,
-                   const std::string& message, const char* name = "bad.csv") {
+void check_problem(const std::string& text, int line, int column, const std::string& path, const std::string& message,
+                   const char* name = "bad.csv") {
   const std::string file = write_temp(name, text);
   const auto d = problems(replay_of(file));
   INFO(d.front().to_string());
@@ -179,8 +177,7 @@ TEST_CASE("Trace reader: the Azure 2024 layout with UTC offsets and any number o
   const Read r = read_all(kData + "azure_2024_sample.csv");
   CHECK(r.format == TraceFormat::kAzure);
   REQUIRE(r.rows.size() == 6);
-  const std::int64_t want[] = {9'930'000'000, 110'507'000'000, kS, kS + kS / 2,
-                               2 * kS + 1'000'000, 3 * kS};
+  const std::int64_t want[] = {9'930'000'000, 110'507'000'000, kS, kS + kS / 2, 2 * kS + 1'000'000, 3 * kS};
   for (std::size_t i = 0; i < 6; ++i) CHECK(r.rows[i].time_ps == want[i]);
   CHECK(r.rows[1].prompt == 4813);
   CHECK(r.rows[1].output == 12);
@@ -262,10 +259,10 @@ TEST_CASE("Trace replay: time scale, rate scale, a window and loops") {
 }
 
 TEST_CASE("Trace replay: later passes get fresh hash ids unless prefixes are shared") {
-  const std::string file = write_temp(
-      "ids.jsonl",
-      "{\"timestamp\": 0, \"input_length\": 600, \"output_length\": 5, \"hash_ids\": [0, 7]}\n"
-      "{\"timestamp\": 10, \"input_length\": 100, \"output_length\": 5, \"hash_ids\": [3]}\n");
+  const std::string file =
+      write_temp("ids.jsonl",
+                 "{\"timestamp\": 0, \"input_length\": 600, \"output_length\": 5, \"hash_ids\": [0, 7]}\n"
+                 "{\"timestamp\": 10, \"input_length\": 100, \"output_length\": 5, \"hash_ids\": [3]}\n");
   TraceReplay t = replay_of(file);
   t.loops = 2;
   auto got = replay(replay_workload(t));
@@ -333,8 +330,7 @@ TEST_CASE("Trace reader: bad rows are reported with file, line, column, key and 
   }
   SUBCASE("an hour that does not exist") {
     check_problem("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 24:00:00.1,5,5\n", 2, 1,
-                  "workload.arrivals (column TIMESTAMP)",
-                  "'2023-11-16 24:00:00.1': the time of day is out of range");
+                  "workload.arrivals (column TIMESTAMP)", "'2023-11-16 24:00:00.1': the time of day is out of range");
   }
   SUBCASE("a time of day without its colons") {
     check_problem("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 12-00-00,5,5\n", 2, 1,
@@ -343,14 +339,14 @@ TEST_CASE("Trace reader: bad rows are reported with file, line, column, key and 
                   "'2024-05-10 00:00:00.009930+00:00'");
   }
   SUBCASE("a truncated JSON line") {
-    check_problem("{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 1, \"hash_ids\": [0]}\n"
-                  "{\"timestamp\": 5, \"input_length\": 10, \"output_len\n",
-                  2, 49, "workload.arrivals",
-                  "the line ends before the key's closing quote (a truncated JSON line?)", "t.jsonl");
+    check_problem(
+        "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 1, \"hash_ids\": [0]}\n"
+        "{\"timestamp\": 5, \"input_length\": 10, \"output_len\n",
+        2, 49, "workload.arrivals", "the line ends before the key's closing quote (a truncated JSON line?)", "t.jsonl");
   }
   SUBCASE("a JSON line cut inside the hash ids") {
-    check_problem("{\"timestamp\": 0, \"input_length\": 1000, \"output_length\": 1, \"hash_ids\": [0, 1",
-                  1, 77, "workload.arrivals (key hash_ids)",
+    check_problem("{\"timestamp\": 0, \"input_length\": 1000, \"output_length\": 1, \"hash_ids\": [0, 1", 1, 77,
+                  "workload.arrivals (key hash_ids)",
                   "the line ends before the list of hash ids ends (a truncated JSON line?)", "u.jsonl");
   }
   SUBCASE("a JSON line without a key") {
@@ -358,14 +354,15 @@ TEST_CASE("Trace reader: bad rows are reported with file, line, column, key and 
                   "workload.arrivals (key input_length)", "the object has no 'input_length'", "v.jsonl");
   }
   SUBCASE("hash ids that do not cover the prompt") {
-    check_problem("{\"timestamp\": 0, \"input_length\": 1025, \"output_length\": 1, \"hash_ids\": [4, 5]}\n",
-                  1, 1, "workload.arrivals (key hash_ids)",
-                  "2 hash ids for 1025 input tokens; blocks of 512 tokens need 3", "w.jsonl");
+    check_problem("{\"timestamp\": 0, \"input_length\": 1025, \"output_length\": 1, \"hash_ids\": [4, 5]}\n", 1, 1,
+                  "workload.arrivals (key hash_ids)", "2 hash ids for 1025 input tokens; blocks of 512 tokens need 3",
+                  "w.jsonl");
   }
   SUBCASE("a key given twice") {
-    check_problem("{\"timestamp\": 0, \"timestamp\": 1, \"input_length\": 1, \"output_length\": 1, "
-                  "\"hash_ids\": [0]}\n",
-                  1, 18, "workload.arrivals (key timestamp)", "the key appears twice", "x.jsonl");
+    check_problem(
+        "{\"timestamp\": 0, \"timestamp\": 1, \"input_length\": 1, \"output_length\": 1, "
+        "\"hash_ids\": [0]}\n",
+        1, 18, "workload.arrivals (key timestamp)", "the key appears twice", "x.jsonl");
   }
   SUBCASE("an empty file") {
     const std::string file = write_temp("empty.csv", "\n\n");
@@ -388,9 +385,9 @@ TEST_CASE("Trace replay: skip_bad_rows replays the good rows and counts the othe
                                       "arrived_at,num_prefill_tokens,num_decode_tokens\n"
                                       "0,10,1\n"
                                       "1,11,1\n"
-                                      "0.5,10,1\n"      // earlier than the row before
-                                      "2,-5,1\n"        // negative
-                                      "3,12\n"          // a field missing
+                                      "0.5,10,1\n"  // earlier than the row before
+                                      "2,-5,1\n"    // negative
+                                      "3,12\n"      // a field missing
                                       "4,13,1\n");
   TraceReplay t = replay_of(file);
   t.skip_bad_rows = true;
@@ -399,8 +396,7 @@ TEST_CASE("Trace replay: skip_bad_rows replays the good rows and counts the othe
   const TraceScan& scan = *std::get<TraceReplay>(w.classes[0].arrivals).scan;
   CHECK(scan.rows == 3);
   CHECK(scan.bad_rows == 3);
-  CHECK(scan.first_bad.find(":4:1: workload.arrivals (column arrived_at): the time goes back") !=
-        std::string::npos);
+  CHECK(scan.first_bad.find(":4:1: workload.arrivals (column arrived_at): the time goes back") != std::string::npos);
   const auto got = replay(w);
   REQUIRE(got.size() == 6);  // three good rows, two passes
   CHECK(got[2].r.prompt_tokens == 13);

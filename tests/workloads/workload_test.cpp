@@ -10,19 +10,17 @@
 #include <tuple>
 #include <vector>
 
-#include "tests/approx.h"
 #include "core/errors.h"
-#include "workloads/lengths.h"
+#include "tests/approx.h"
 #include "tests/scratch.h"
+#include "workloads/lengths.h"
 
 using namespace servesim;
 using namespace servesim::workloads;
 
 namespace {
 
-std::string write_temp(const std::string& name, const std::string& text) {
-  return testing::scratch_file(name, text);
-}
+std::string write_temp(const std::string& name, const std::string& text) { return testing::scratch_file(name, text); }
 
 Diagnostic first_error(const LengthConfig& config) {
   try {
@@ -226,10 +224,9 @@ TEST_CASE("Lengths: a clipped normal's sample mean matches its exact mean within
 TEST_CASE("Lengths: Zipf draws by rejection-inversion follow k^-s exactly") {
   Rng rng(6, "zipf");
   const int n = 200'000;
-  for (const auto& [s, lo, hi] : {std::tuple{1.1, std::int64_t{1}, std::int64_t{1000}},
-                                  std::tuple{1.0, std::int64_t{1}, std::int64_t{100}},
-                                  std::tuple{2.5, std::int64_t{100}, std::int64_t{10000}},
-                                  std::tuple{0.5, std::int64_t{10}, std::int64_t{20}}}) {
+  for (const auto& [s, lo, hi] :
+       {std::tuple{1.1, std::int64_t{1}, std::int64_t{1000}}, std::tuple{1.0, std::int64_t{1}, std::int64_t{100}},
+        std::tuple{2.5, std::int64_t{100}, std::int64_t{10000}}, std::tuple{0.5, std::int64_t{10}, std::int64_t{20}}}) {
     CAPTURE(s);
     CAPTURE(lo);
     const ZipfLength d{s, lo, hi};
@@ -256,10 +253,8 @@ TEST_CASE("Lengths: Zipf draws by rejection-inversion follow k^-s exactly") {
 
 TEST_CASE("Lengths: a prepared draw gives the same numbers as sample_length") {
   // LengthDraw caches ln(median) and the Zipf constants; the draws must not move.
-  const std::vector<LengthDistribution> ds = {FixedLength{7}, UniformLength{3, 900},
-                                              NormalLength{300, 90, 1, 1000},
-                                              LognormalLength{1024, 0.8, 16, 12288},
-                                              ZipfLength{1.2, 1, 5000}};
+  const std::vector<LengthDistribution> ds = {FixedLength{7}, UniformLength{3, 900}, NormalLength{300, 90, 1, 1000},
+                                              LognormalLength{1024, 0.8, 16, 12288}, ZipfLength{1.2, 1, 5000}};
   for (std::size_t i = 0; i < ds.size(); ++i) {
     CAPTURE(i);
     Rng a(9, "same"), b(9, "same");

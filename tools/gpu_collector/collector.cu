@@ -61,7 +61,10 @@ struct DeviceBuffer {
   ~DeviceBuffer() { cudaFree(ptr); }
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  template <typename T> T* as() const { return static_cast<T*>(ptr); }
+  template <typename T>
+  T* as() const {
+    return static_cast<T*>(ptr);
+  }
 };
 
 __device__ float hash_uniform(std::uint64_t i, std::uint32_t seed) {
@@ -73,13 +76,15 @@ __device__ float hash_uniform(std::uint64_t i, std::uint32_t seed) {
 }
 
 __global__ void fill_bf16(__nv_bfloat16* p, std::size_t n, std::uint32_t seed) {
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x) {
     p[i] = __float2bfloat16(hash_uniform(i, seed));
   }
 }
 
 __global__ void fill_fp8(__nv_fp8_e4m3* p, std::size_t n, std::uint32_t seed) {
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x) {
     p[i] = __nv_fp8_e4m3(hash_uniform(i, seed));
   }
 }
@@ -348,9 +353,15 @@ void launch_decode(const DecodeBuffers& buf, int batch, int kv_len, int heads, i
   auto* acc = buf.acc->as<float>();
   auto* ml = buf.ml->as<float>();
   switch (g) {
-    case 1: decode_partial<1><<<grid, 32 * kWarps, 0, stream>>>(q, k, v, acc, ml, kv_len, kv_heads, chunk, splits); break;
-    case 4: decode_partial<4><<<grid, 32 * kWarps, 0, stream>>>(q, k, v, acc, ml, kv_len, kv_heads, chunk, splits); break;
-    case 8: decode_partial<8><<<grid, 32 * kWarps, 0, stream>>>(q, k, v, acc, ml, kv_len, kv_heads, chunk, splits); break;
+    case 1:
+      decode_partial<1><<<grid, 32 * kWarps, 0, stream>>>(q, k, v, acc, ml, kv_len, kv_heads, chunk, splits);
+      break;
+    case 4:
+      decode_partial<4><<<grid, 32 * kWarps, 0, stream>>>(q, k, v, acc, ml, kv_len, kv_heads, chunk, splits);
+      break;
+    case 8:
+      decode_partial<8><<<grid, 32 * kWarps, 0, stream>>>(q, k, v, acc, ml, kv_len, kv_heads, chunk, splits);
+      break;
     default: throw std::runtime_error("decode kernel: heads / kv_heads must be 1, 4 or 8");
   }
   decode_combine<<<dim3(heads, batch), kHeadDim, 0, stream>>>(acc, ml, buf.out->as<__nv_bfloat16>(), heads, splits);
@@ -439,7 +450,8 @@ int self_test() {
         for (double& x : score) sum += (x = std::exp(x - mx));
         for (int i = 0; i < kHeadDim; ++i) {
           double ref = 0;
-          for (int j = 0; j < len; ++j) ref += score[j] / sum * v[((std::size_t(s) * len + j) * kvh + g) * kHeadDim + i];
+          for (int j = 0; j < len; ++j)
+            ref += score[j] / sum * v[((std::size_t(s) * len + j) * kvh + g) * kHeadDim + i];
           worst = std::max(worst, std::fabs(o[(s * heads + h) * kHeadDim + i] - ref));
         }
       }
@@ -508,18 +520,15 @@ std::optional<int> parse(int argc, char** argv, Args& a) {
       "usage: gpu_collector --out FILE [options]       measure and write the native CSV\n"
       "       gpu_collector --list FILE [options]      write the plan only (no GPU)\n"
       "       gpu_collector --self-test [--device N]   check the kernels against a reference\n\noptions");
-  d.add_options()
-      ("help,h", "show this help")
-      ("out", po::value<std::string>(&a.out), "the measurements (FILE.partial while measuring)")
-      ("list", po::value<std::string>(&a.list), "the planned calls, without measuring")
-      ("chip", po::value<std::string>(&a.chip), "the chip's preset name (default: from the device name)")
-      ("driver", po::value<std::string>(&a.driver), "the driver text recorded in the file")
-      ("only", po::value<std::string>(&a.only), "gemm,copy,attention: measure only these")
-      ("quick", "a short plan")
-      ("no-fp8", "leave fp8 GEMMs out")
-      ("self-test", "check the kernels against a reference")
-      ("max-seconds", po::value<double>(&a.max_seconds), "stop measuring after this long")
-      ("device", po::value<int>(&a.device), "the CUDA device");
+  d.add_options()("help,h", "show this help")("out", po::value<std::string>(&a.out),
+                                              "the measurements (FILE.partial while measuring)")(
+      "list", po::value<std::string>(&a.list), "the planned calls, without measuring")(
+      "chip", po::value<std::string>(&a.chip), "the chip's preset name (default: from the device name)")(
+      "driver", po::value<std::string>(&a.driver), "the driver text recorded in the file")(
+      "only", po::value<std::string>(&a.only), "gemm,copy,attention: measure only these")("quick", "a short plan")(
+      "no-fp8", "leave fp8 GEMMs out")("self-test", "check the kernels against a reference")(
+      "max-seconds", po::value<double>(&a.max_seconds), "stop measuring after this long")(
+      "device", po::value<int>(&a.device), "the CUDA device");
   po::variables_map vm;
   try {
     po::store(po::command_line_parser(argc, argv).options(d).run(), vm);
@@ -580,8 +589,8 @@ int main(int argc, char** argv) {
     const auto plan = gc::collector_plan(plan_options(args));
     if (!args.list.empty()) {
       std::ostringstream out;
-      cal::NativeCsvWriter w(out, cal::CollectorInfo{args.chip.empty() ? "unspecified" : args.chip, "", "", "",
-                                                     kCollector, ""});
+      cal::NativeCsvWriter w(
+          out, cal::CollectorInfo{args.chip.empty() ? "unspecified" : args.chip, "", "", "", kCollector, ""});
       for (const auto& r : plan) w.write(r);
       servesim::write_atomically(args.list, out.str());
       std::printf("%zu planned calls written to %s\n", plan.size(), args.list.c_str());
@@ -603,9 +612,9 @@ int main(int argc, char** argv) {
     cal::CollectorInfo info;
     info.chip = chip;
     info.device = prop.name;
-    info.driver = args.driver.empty() ? "CUDA driver API " + std::to_string(driver / 1000) + "." +
-                                            std::to_string(driver % 1000 / 10)
-                                      : args.driver;
+    info.driver = args.driver.empty()
+                      ? "CUDA driver API " + std::to_string(driver / 1000) + "." + std::to_string(driver % 1000 / 10)
+                      : args.driver;
     info.backend = "CUDA runtime " + std::to_string(runtime / 1000) + "." + std::to_string(runtime % 1000 / 10) +
                    ", cuBLASLt " + std::to_string(cublasLtGetVersion());
     info.collector = kCollector;

@@ -37,8 +37,7 @@ std::vector<WeightShape> weight_shapes(bool quick) {
     }
   }
   std::sort(out.begin(), out.end(), [](auto a, auto b) { return a.n != b.n ? a.n < b.n : a.k < b.k; });
-  out.erase(std::unique(out.begin(), out.end(), [](auto a, auto b) { return a.n == b.n && a.k == b.k; }),
-            out.end());
+  out.erase(std::unique(out.begin(), out.end(), [](auto a, auto b) { return a.n == b.n && a.k == b.k; }), out.end());
   return out;
 }
 
@@ -113,9 +112,9 @@ std::string chip_for_device(std::string_view name) {
     std::string_view needle, chip;
   };
   // Device names as the CUDA runtime reports them (cudaDeviceProp::name).
-  static constexpr Known kKnown[] = {{"H200", "h200-sxm"},        {"H100 80GB HBM3", "h100-sxm"},
-                                     {"H100 SXM", "h100-sxm"},     {"A100-SXM4-80GB", "a100-80g"},
-                                     {"A100 80GB", "a100-80g"},    {"A40", "a40"}};
+  static constexpr Known kKnown[] = {{"H200", "h200-sxm"},      {"H100 80GB HBM3", "h100-sxm"},
+                                     {"H100 SXM", "h100-sxm"},  {"A100-SXM4-80GB", "a100-80g"},
+                                     {"A100 80GB", "a100-80g"}, {"A40", "a40"}};
   for (const Known& k : kKnown) {
     if (name.find(k.needle) != std::string_view::npos) return std::string(k.chip);
   }
