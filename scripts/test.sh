@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# Installs what is missing, then builds and runs every test twice: in the Release build (build/)
-# and in the AddressSanitizer + UndefinedBehaviorSanitizer build (build-asan/); then fuzzes the
-# input readers for a minute (scripts/fuzz.sh, build-fuzz/).
+# Installs what is missing, checks the sources' format, then builds and runs every test twice:
+# in the Release build (build/) and in the AddressSanitizer + UndefinedBehaviorSanitizer build
+# (build-asan/); then fuzzes the input readers for a minute (scripts/fuzz.sh, build-fuzz/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install_deps.sh
 jobs=$(nproc)
+
+# The sources as clang-format writes them (.clang-format).
+scripts/check_format.sh
 
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j "$jobs"
