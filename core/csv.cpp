@@ -155,8 +155,19 @@ std::unique_ptr<LineSource> open_text_lines(const std::string& path) {
   return std::make_unique<TextLines>(f);
 }
 
+namespace {
+
+// A CSV named by its path is streamed: a regular file only (a FIFO would block, /dev/zero never
+// end), with the reason when it cannot be opened.
+std::unique_ptr<LineSource> open_checked_lines(const std::string& path, const CsvOptions& options) {
+  check_streamed_file(InputSource{path, options.noun, options.key_path});
+  return open_text_lines(path);
+}
+
+}  // namespace
+
 CsvReader::CsvReader(std::string path, CsvOptions options)
-    : CsvReader(path, open_text_lines(path), std::move(options)) {}
+    : CsvReader(path, open_checked_lines(path, options), options) {}
 
 CsvReader::CsvReader(std::string path, std::unique_ptr<LineSource> lines, CsvOptions options)
     : path_(std::move(path)), lines_(std::move(lines)), options_(std::move(options)) {

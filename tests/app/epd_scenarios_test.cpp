@@ -18,6 +18,7 @@
 #include "sim/scenario/scenario.h"
 #include "tests/approx.h"
 #include "tests/scratch.h"
+#include "topologies/rank_flow_symmetry.h"
 
 using namespace servesim;
 
