@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <iterator>
 #include <variant>
 
 namespace servesim::cluster {
@@ -80,8 +81,10 @@ inline std::uint64_t event_ids(const Event& e) {
 }
 
 inline const char* event_name(const Event& e) {
-  static constexpr const char* kNames[] = {"BatchFinished",  "StageFreed", "RequestArrived", "DispatchRequested",
-                                           "EncodeFinished", "NetworkDue", "FaultOccurred",  "InstanceRepaired"};
+  static constexpr const char* kNames[] = {"BatchFinished",     "StageFreed",       "RequestArrived",
+                                           "DispatchRequested", "EncodeFinished",   "NetworkDue",
+                                           "FaultOccurred",     "InstanceRepaired", "KvSetupDone"};
+  static_assert(std::size(kNames) == std::variant_size_v<Event>, "a name for every event");
   return kNames[e.index()];
 }
 
