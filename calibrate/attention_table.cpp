@@ -112,7 +112,11 @@ std::vector<AttentionTable> fit_attention_tables(const MeasurementSet& set, cons
   std::map<std::pair<std::string, std::string>, std::pair<std::vector<Measurement>, std::vector<double>>> cells;
   std::map<std::pair<std::string, std::string>, bool> held_out;
   std::vector<AttentionTable> out;
-  for (const auto& [key, g] : groups) {
+  for (const auto& group : groups) {
+    // Named, not structured bindings: the lambda below captures `key` (clang before 16 refuses
+    // captured bindings, and the fuzz build uses clang).
+    const auto& key = group.first;
+    const auto& g = group.second;
     out.push_back({key, fit(key.op, g.views), g.rows.size()});
     if (!options.cross_validate) continue;
     const FoldPlan plan = plan_folds(g.views, options.folds, options.seed);

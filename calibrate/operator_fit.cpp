@@ -688,7 +688,11 @@ void fit_moe_family(OperatorFitResult& result, const FamilyRows& f, const std::v
   auto predict = [&](const models::Efficiency::MoeExperts& e, const FittedCall& c) {
     return models::moe_experts_seconds(c.op, e, chip.peak_flops(c.op.rate), chip.hbm_bandwidth.bytes_per_s) + c.fixed_s;
   };
-  for (const auto& [format, idx] : formats) {
+  for (const auto& entry : formats) {
+    // Named, not structured bindings: the lambda below captures them (clang before 16 refuses
+    // captured bindings, and the fuzz build uses clang).
+    const auto& format = entry.first;
+    const auto& idx = entry.second;
     double f_lo = 1e300, f_hi = 0, w_lo = 1e300, w_hi = 0;
     for (std::size_t i : idx) {
       const models::MoeExpertsWork w = models::moe_experts_work(f.ops[i].op);

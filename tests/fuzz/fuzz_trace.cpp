@@ -1,12 +1,12 @@
 // libFuzzer harness: the trace readers (Azure, Splitwise, BurstGPT CSV, Mooncake JSON lines: format
 // detection, the fast and full row parsers, dates, windows, loops) and the CSV table a trace's
-// lengths are drawn from. Only InputError may come out.
+// lengths are drawn from (load_trace_rows over core/csv.h). Only InputError may come out.
 #include <cstdint>
 #include <vector>
 
 #include "core/errors.h"
 #include "fuzz_input.h"
-#include "workloads/csv_table.h"
+#include "workloads/lengths.h"
 #include "workloads/trace_reader.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -33,14 +33,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
   }
   try {
-    const CsvTable table(path, "workload.lengths.trace");
-    for (const char* name : {"num_prefill_tokens", "num_decode_tokens"}) {
-      try {
-        const std::size_t c = table.column(name);
-        for (std::size_t r = 0; r < table.rows(); ++r) (void)table.integer(r, c);
-      } catch (const servesim::InputError&) {
-      }
-    }
+    TraceLengths lengths;
+    lengths.path = path;
+    lengths.key_path = "workload.lengths.trace";
+    (void)load_trace_rows(lengths);
   } catch (const servesim::InputError&) {
   }
   return 0;
