@@ -193,6 +193,12 @@ struct DisaggregationConfig {
   // the flows: they get what its duty cycle leaves, and its all-to-all slows while they cross
   // (sim/cluster/README.md). Off: the all-to-all and the flows ignore each other.
   bool a2a_contention = true;
+  // Where a prefill instance posts its KV sends when its expert all-to-all leaves the scale-up
+  // domain. Separate (false): on a queue of their own, sharing the NICs with the all-to-all as
+  // above. Shared (true): on the all-to-all's queue (one communication stream or copy engine per
+  // chip), in order: each KV send posted before a dispatch is sent before it, and the iteration
+  // waits for it (sim/cluster/README.md, "KV sends on the all-to-all's queue").
+  bool kv_queue_shared = false;
   // Fixed time between the start of a request's KV transfer and its data moving: the serving
   // engine's hand-off (the request's hop to the decode worker, the transfer's handshake and
   // descriptors; per engine in studies/serving_engines.h). 0: the data moves at once.

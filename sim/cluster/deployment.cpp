@@ -59,6 +59,23 @@ std::optional<IterationCostModel::PlacedGroups> placed_groups(const ClusterConfi
 
 }  // namespace
 
+void post_kv_send(Instance& inst, double bytes, SimTime at) {
+  inst.kv_posted_total += bytes;
+  inst.kv_posted_max = std::max(inst.kv_posted_max, bytes);
+  inst.kv_posted_at = std::max(inst.kv_posted_at, at);
+}
+
+Duration kv_queue_wait(Instance& inst, const Pool& pool, SimTime now) {
+  if (inst.kv_posted_total > 0) {
+    const models::ParallelPlan& plan = pool.config->plan;
+    const double busiest = std::max(inst.kv_posted_max, inst.kv_posted_total / plan.dp) / plan.tp;
+    const auto ps = static_cast<std::int64_t>(busiest * pool.kv_queue_s_per_byte * 1e12 + 0.5);
+    inst.kv_queue_free = std::max(inst.kv_queue_free, inst.kv_posted_at) + Duration::picoseconds(ps);
+    inst.kv_posted_total = inst.kv_posted_max = 0;
+  }
+  return inst.kv_queue_free > now ? inst.kv_queue_free - now : Duration{};
+}
+
 Deployment::Deployment(const SimulationConfig& config, RequestTable& requests, Network* network, RunObserver& observer,
                        Agenda& agenda)
     : agenda_(agenda), network_(network) {
@@ -100,6 +117,10 @@ Deployment::Deployment(const SimulationConfig& config, RequestTable& requests, N
     // (pp = 1: with pipelined micro-batches an instance's iterations overlap).
     pool.a2a_on_nics = network != nullptr && config.disaggregation.a2a_contention && pc.kind != PoolRole::kEncode &&
                        pc.plan.pp == 1 && pool.cost->a2a_on_nics();
+    if (pool.a2a_on_nics && pc.kind == PoolRole::kPrefill && config.disaggregation.kv_queue_shared) {
+      const topologies::ScaleOutSpec& out = network->cluster().spec.scale_out;
+      pool.kv_queue_s_per_byte = out.chips_per_nic / out.nic_bandwidth.bytes_per_s;
+    }
     const SpeculativeConfig& spec = pc.speculative;
     std::vector<double> reach;  // P(accepted >= i): products of the conditional rates
     if (spec.enabled() && pc.kind != PoolRole::kEncode) {

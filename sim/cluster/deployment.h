@@ -39,9 +39,12 @@ namespace servesim::cluster {
 struct Pool {
   const PoolConfig* config = nullptr;
   PoolRole role = PoolRole::kCombined;
-  bool caching = false;                // its lanes have prefix caches
-  bool kv_aware = false;               // its router reads the tokens of a request cached on each instance
-  bool a2a_on_nics = false;            // its all-to-all and the flows share its chips' NICs (Dispatcher)
+  bool caching = false;      // its lanes have prefix caches
+  bool kv_aware = false;     // its router reads the tokens of a request cached on each instance
+  bool a2a_on_nics = false;  // its all-to-all and the flows share its chips' NICs (Dispatcher)
+  // A prefill pool whose KV sends go on its all-to-all's queue (DisaggregationConfig::kv_queue_shared,
+  // a2a_on_nics): seconds per byte of a chip's NIC (its share of the NIC), else 0.
+  double kv_queue_s_per_byte = 0;
   double swap_s_per_token = 0;         // swap preemption: host-link seconds per KV token, 0 = off
   std::int64_t admissible_tokens = 0;  // the most KV tokens one request may hold on a lane
   PoolId metrics_id;
@@ -65,11 +68,26 @@ struct Instance {
   std::uint32_t epoch = 0;      // bumped when a failure empties it
   double nic_share = 0;         // of its chips' NICs, held for its all-to-all now
   std::uint32_t nic_group = 0;  // a2a_on_nics pools: its chips' NIC links (Network)
+  // kv_queue_s_per_byte pools: the KV sends posted on the all-to-all's queue and not yet drained
+  // (the most on one chip: Dispatcher::post_kv), and when the queue is free of those drained.
+  double kv_posted_total = 0, kv_posted_max = 0;
+  SimTime kv_posted_at;
+  SimTime kv_queue_free;
   // Encode pools: the waiting requests and the batch in flight.
   RingQueue<RequestId> encode_waiting;
   std::vector<RequestId> encode_batch;
   bool encode_busy = false;
 };
+
+// KV sends on a prefill instance's all-to-all queue (Pool::kv_queue_s_per_byte > 0; README, "KV
+// sends on the all-to-all's queue"). post_kv_send: one request's `bytes` of KV sends are posted at
+// `at`. kv_queue_wait: what an iteration dispatched at `now` waits for them: the sends posted so
+// far drain in order behind those before them, at the NIC's rate, from the busiest chip (a
+// request's sends leave its attention-DP group's tp chips, and posts spread over the dp groups no
+// better than evenly: max(largest, total / dp) / tp bytes); the iteration's all-to-all waits
+// behind what is left at `now`.
+void post_kv_send(Instance& inst, double bytes, SimTime at);
+Duration kv_queue_wait(Instance& inst, const Pool& pool, SimTime now);
 
 class Deployment {
  public:

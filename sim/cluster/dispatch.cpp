@@ -18,7 +18,8 @@ Dispatcher::Dispatcher(const SimulationConfig& config, Deployment& deployment, N
       observer_(observer),
       agenda_(agenda),
       model_(config.model),
-      ttft_budget_(config.admission.ttft_budget) {
+      ttft_budget_(config.admission.ttft_budget),
+      streamed_(config.disaggregation.kv_transfer == KvTransferMode::kLayerStreamed) {
   std::size_t stages = 0;
   for (const PoolConfig& pc : config.pools) stages = std::max(stages, static_cast<std::size_t>(pc.plan.pp));
   stage_ps_.resize(stages);
@@ -120,7 +121,10 @@ Dispatcher::Priced Dispatcher::price(std::uint32_t index, std::uint32_t l) {
   const auto sequences = static_cast<std::int64_t>(batch.decodes + batch.chunks.size());
   models::BatchShape busiest;
   const bool uneven = lane.busiest_rank_shape(shape, batch, busiest);
-  const bool nics_shared = pool.a2a_on_nics && network_->nics_carry_flows(inst.nic_group);
+  // With the KV sends on the all-to-all's queue the two take turns (add_kv_queue_wait), never
+  // share.
+  const bool nics_shared =
+      pool.a2a_on_nics && pool.kv_queue_s_per_byte == 0 && network_->nics_carry_flows(inst.nic_group);
   // Context parallelism only for long prompts: the chunks the CP ranks split.
   models::BatchShape cp_part;
   const std::int64_t cp_min = pool.config->cp_min_tokens;
@@ -157,6 +161,8 @@ Dispatcher::Priced Dispatcher::price(std::uint32_t index, std::uint32_t l) {
   }
   if (pool.swap_s_per_token > 0) [[unlikely]]
     add_swap_time(pool, lane, batch);
+  if (pool.kv_queue_s_per_byte > 0) [[unlikely]]
+    add_kv_queue_wait(pool, inst, batch);
   // Pipeline: stage k starts when stage k - 1 handed over and stage k finished its previous
   // micro-batch.
   SimTime t = now;
@@ -196,6 +202,25 @@ void Dispatcher::add_swap_time(const Pool& pool, Lane& lane, Batch& batch) {
   batch.components[static_cast<std::size_t>(models::OpKind::kSwap)] += ps;
 }
 
+void Dispatcher::add_kv_queue_wait(const Pool& pool, Instance& inst, Batch& batch) {
+  const SimTime now = agenda_.now();
+  if (streamed_) {
+    // Layer l's KV of a chunk is posted when layer l is computed, before layer l's dispatch: the
+    // chunk's KV of every layer but the last (that one leaves when the prefill ends: Transfers).
+    const double streamed = static_cast<double>(std::max(1, model_.layers) - 1) / std::max(1, model_.layers);
+    for (const Chunk& c : batch.chunks) {
+      const RequestState& s = requests_[c.request];
+      const double bytes = model_.kv_transfer_bytes(static_cast<std::int64_t>(s.prefilled) + c.tokens) -
+                           model_.kv_transfer_bytes(s.prefilled);
+      post_kv_send(inst, bytes * streamed, now);
+    }
+  }
+  const std::int64_t wait = kv_queue_wait(inst, pool, now).ps();
+  stage_ps_[0] += wait;
+  batch.components[static_cast<std::size_t>(models::OpKind::kA2aKvContention)] += wait;
+  batch.kv_wait_ps = wait;
+}
+
 Lane& Dispatcher::batch_ended(const BatchFinished& e) {
   Pool& pool = deployment_.pool_of(e.instance);
   Lane& lane = deployment_.instance(e.instance).lanes[e.lane];
@@ -223,7 +248,16 @@ bool Dispatcher::chunk_ended(std::uint32_t index, Lane& lane, const Chunk& c) {
   Pool& pool = deployment_.pool_of(index);
   const SimTime now = agenda_.now();
   done_tokens_ += c.tokens;
-  if (!requests_.journey(c.request).ttft_done) requests_.advance(c.request, metrics::TtftPart::kPrefill, now);
+  if (!requests_.journey(c.request).ttft_done) {
+    // What the iteration waited for KV sends on the all-to-all's queue is exposed KV transfer.
+    const std::int64_t wait = lane.batch().kv_wait_ps;
+    if (wait > 0) [[unlikely]] {
+      requests_.advance(c.request, metrics::TtftPart::kPrefill, SimTime::from_ps(now.ps() - wait));
+      requests_.advance(c.request, metrics::TtftPart::kKvTransferExposed, now);
+    } else {
+      requests_.advance(c.request, metrics::TtftPart::kPrefill, now);
+    }
+  }
   if (!lane.finish_chunk(c)) return false;
   requests_.journey(c.request).in_prefill = false;
   if (pool.role == PoolRole::kPrefill) return true;  // no token: its decode instance emits the first

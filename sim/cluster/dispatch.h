@@ -83,6 +83,9 @@ class Dispatcher {
  private:
   // Swap preemption: the host-link copies the lane's form_batch started join its iteration.
   void add_swap_time(const Pool& pool, Lane& lane, Batch& batch);
+  // KV sends on the all-to-all's queue (Pool::kv_queue_s_per_byte): a layer-streamed batch posts
+  // its chunks' KV (all layers' but the last), and the iteration waits for what is queued.
+  void add_kv_queue_wait(const Pool& pool, Instance& inst, Batch& batch);
 
   Deployment& deployment_;
   Network* network_;
@@ -93,6 +96,7 @@ class Dispatcher {
   Agenda& agenda_;
   const models::ModelSpec& model_;
   std::optional<Duration> ttft_budget_;
+  bool streamed_;  // layer-streamed KV transfers
   // Scratch buffers reused by every event (no allocation per event once warm).
   std::vector<RequestId> admitted_, finished_, started_;
   std::vector<Preemption> preempted_;

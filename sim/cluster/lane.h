@@ -102,6 +102,7 @@ struct Batch {
   std::uint32_t decodes = 0;  // decoding requests in the batch (all of the lane's, or 0)
   std::int64_t prefill_tokens = 0;
   ComponentTimes components{};  // cost by component, summed over stages
+  std::int64_t kv_wait_ps = 0;  // of it, waiting for KV sends on the all-to-all's queue (Dispatcher)
   // The decode-step formula's shared terms for this batch, when it was costed by that formula or
   // a decode run continues it (IterationCostModel::decode_steps).
   IterationCostModel::DecodeSteps steps{};
@@ -109,6 +110,7 @@ struct Batch {
     chunks.clear();
     decodes = 0;
     prefill_tokens = 0;
+    kv_wait_ps = 0;
   }
   bool empty() const { return chunks.empty() && decodes == 0; }
 };

@@ -45,7 +45,16 @@ void Transfers::begin_kv(RequestId r, double total, double bytes) {
   j.transferred = true;
   j.kv_bytes = total;
   j.transfer_start = agenda_.now();
+  // A transfer sent whole posts it on an all-to-all queue (a streamed one posts its chunks'
+  // layers as they are computed: Dispatcher, and its last layer at the prefill's end).
+  if (!j.streamed) post_kv_queue(r, total);
   send_kv(r, bytes);
+}
+
+void Transfers::post_kv_queue(RequestId r, double bytes) {
+  const std::uint32_t from = requests_[r].instance;
+  if (deployment_.pool_of(from).kv_queue_s_per_byte > 0) [[unlikely]]
+    post_kv_send(deployment_.instance(from), bytes, agenda_.now());
 }
 
 void Transfers::send_kv(RequestId r, double bytes) {
@@ -100,6 +109,7 @@ void Transfers::prefill_done(RequestId r, Lane& lane) {
   const double total = model_.kv_transfer_bytes(s.prefill_target);
   if (j.streamed) {
     // The last layer's share leaves now; the rest has been moving since the first chunk.
+    post_kv_queue(r, total / layers_);
     send_kv(r, total / layers_);
     network_->reschedule();
     return;

@@ -68,6 +68,9 @@ class Transfers {
   // engine's hand-off, when it has one).
   void begin_kv(RequestId r, double total, double bytes);
   void send_kv(RequestId r, double bytes);
+  // r's prefill instance posts `bytes` of KV sends on its all-to-all's queue, when its pool puts
+  // them there (Pool::kv_queue_s_per_byte).
+  void post_kv_queue(RequestId r, double bytes);
   void start(RequestId r, std::uint32_t from, std::uint32_t to, double bytes, Network::FlowKind kind);
 
   Deployment& deployment_;

@@ -17,7 +17,7 @@ bool typed(const std::string& type) { return type != "value" && type != "mapping
 // Exemplar scenarios: together they take every branch of the loader, so that every getter runs
 // once at least (values need not make sense together; a load that fails still records the keys
 // it read). Keys that are read only when present (attention_dp, cp_min_tokens, gemm_tiling,
-// all_reduce_lines, the MoE efficiencies, kv_transfer.setup, the linear-attention figures) are
+// all_reduce_lines, the MoE efficiencies, kv_transfer.setup and .queue, the linear-attention figures) are
 // given here.
 const char* const kExemplars[] = {
     // A combined pool with every pool section; a MoE model with MLA and MTP; a cluster with
@@ -28,7 +28,7 @@ model: {preset: deepseek-v3, mla: {}, dsa: {}, sliding_window: {window: 0, patte
         attention_output_gate: false, linear_attention: {}}
 deployment:
   engine: trtllm
-  kv_transfer: {setup: 1 us}
+  kv_transfer: {setup: 1 us, queue: shared}
   failures: {}
   admission: {ttft_budget: 10 s}
   pools:

@@ -678,7 +678,12 @@ void read_deployment_options(MapReader& dep, cluster::SimulationConfig& config) 
       config.disaggregation.embedding_bytes_per_token = *r;
     }
     if (auto r = k.boolean("a2a_contention", true)) config.disaggregation.a2a_contention = *r;
-    // Echoed only where given: the resolved scenarios without it stay as they were.
+    // Echoed only where given: the resolved scenarios without them stay as they were.
+    if (k.has("queue")) {
+      if (auto r = k.choice("queue", {"separate", "shared"}, "separate")) {
+        config.disaggregation.kv_queue_shared = *r == "shared";
+      }
+    }
     if (k.has("setup")) {
       if (auto r = k.duration("setup", Duration::picoseconds(0), kMaxDuration, Duration{})) {
         config.disaggregation.kv_setup = *r;
