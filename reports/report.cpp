@@ -74,6 +74,10 @@ Json build_report(const Json& resolved_scenario, const metrics::Summary& s, cons
   throughput["output_tokens_per_s"] = s.output_tokens_per_s;
   throughput["requests_per_s"] = s.requests_per_s;
   throughput["output_tokens_per_s_per_chip"] = s.output_tokens_per_s_per_chip;
+  throughput["steady_from_s"] = s.steady_from_s;
+  throughput["steady_to_s"] = s.steady_to_s;
+  throughput["steady_input_tokens_per_s"] = s.steady_input_tokens_per_s;
+  throughput["steady_output_tokens_per_s"] = s.steady_output_tokens_per_s;
   summary["throughput"] = throughput;
   summary["ttft_ms"] = distribution(s.ttft_ms);
   summary["tpot_ms"] = distribution(s.tpot_ms);

@@ -37,6 +37,39 @@ void account(const RequestRecord& r, const SloTargets& slo, Samples& s) {
   if (ok) ++s.met;
 }
 
+// The steady window's rates (summary.h): fills s.steady_*.
+void steady_throughput(const RunMetrics& m, Summary& s) {
+  std::vector<std::pair<SimTime, std::size_t>> firsts;  // (first token, request index)
+  const auto& requests = m.requests();
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    if (requests[i].first_token != SimTime::never()) firsts.emplace_back(requests[i].first_token, i);
+  }
+  const std::size_t n = firsts.size();
+  if (n < 4) return;
+  std::sort(firsts.begin(), firsts.end());
+  const SimTime from = firsts[(n + 3) / 4 - 1].first;
+  const SimTime to = firsts[(3 * n + 3) / 4 - 1].first;
+  if (!(from < to)) return;
+  const double width = (to - from).to_seconds();
+  double input = 0, output = 0;
+  for (const auto& [first, i] : firsts) {
+    const RequestRecord& r = requests[i];
+    if (from < first && first <= to) {
+      input += r.prompt_tokens;
+      output += 1;
+    }
+    if (r.status != RequestStatus::kCompleted || r.output_tokens <= 1 || !(first < r.completion)) continue;
+    // The other tokens, evenly over (first, completion]: the share of that span inside the window.
+    const SimTime lo = std::max(first, from), hi = std::min(r.completion, to);
+    if (!(lo < hi)) continue;
+    output += static_cast<double>(r.output_tokens - 1) * (hi - lo).to_seconds() / (r.completion - first).to_seconds();
+  }
+  s.steady_from_s = from.to_seconds();
+  s.steady_to_s = to.to_seconds();
+  s.steady_input_tokens_per_s = input / width;
+  s.steady_output_tokens_per_s = output / width;
+}
+
 }  // namespace
 
 Summary summarize(const RunMetrics& m, SimTime end, const SloTargets& slo) {
@@ -110,6 +143,7 @@ Summary summarize(const RunMetrics& m, SimTime end, const SloTargets& slo) {
   s.input_tokens_per_s = static_cast<double>(m.input_tokens()) / span;
   s.output_tokens_per_s = static_cast<double>(m.output_tokens()) / span;
   s.requests_per_s = static_cast<double>(s.completed) / span;
+  steady_throughput(m, s);
   bool any_targets = false;
   for (const ClassInfo& c : classes) any_targets = any_targets || c.slo.any();
   if (any_targets) {

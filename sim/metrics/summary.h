@@ -14,6 +14,14 @@
 //   (ITL and token throughput stay whole-run figures: a decode iteration reports its tokens in
 //   aggregate, not per request). Without registered classes, every record is one class "default"
 //   held to the targets passed to summarize.
+//   Steady throughput: over the middle half of the run's first tokens, the window (from, to]
+//   between the first tokens of the requests ranked ceil(n/4) and ceil(3n/4) by first-token time
+//   (n = requests with a first token; no window when n < 4 or it has no length). Input = prompt
+//   tokens of the requests whose first token falls in it; output = tokens emitted in it, each
+//   request's first token at its first-token time and its other output - 1 tokens spread evenly
+//   over (first token, completion] (in-flight requests count their first token only); both / the
+//   window's length. A saturated or closed-loop run's rates without its fill and drain: what a
+//   published "tokens/s per node while prefilling / decoding" is compared with.
 //   Pool utilization = stage-busy time / (instances x stages x end); breakdown shares use the same
 //   denominator, so the components and "idle" add up to 1.
 #pragma once
@@ -77,6 +85,9 @@ struct Summary {
   double output_tokens_per_s = 0;
   double requests_per_s = 0;  // completed requests
   double output_tokens_per_s_per_chip = 0;
+  // The steady window (above); all zero without one.
+  double steady_from_s = 0, steady_to_s = 0;
+  double steady_input_tokens_per_s = 0, steady_output_tokens_per_s = 0;
   Distribution ttft_ms, tpot_ms, itl_ms, e2e_ms;
   std::optional<double> slo_attainment;
   std::optional<double> goodput_requests_per_s;
