@@ -73,6 +73,7 @@ Evaluation evaluate(const Hypothesis& h) {
   } catch (const InputError& e) {
     ev.errors = e.diagnostics();
     ev.result = error_result(ev.errors);
+    ev.limit_exceeded = dynamic_cast<const LimitExceeded*>(&e) != nullptr;
   }
   ev.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return ev;

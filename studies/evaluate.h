@@ -43,6 +43,7 @@ struct Hypothesis {
 struct Evaluation {
   bool ok = false;
   std::vector<Diagnostic> errors;   // when !ok
+  bool limit_exceeded = false;      // the errors are the run's budget's (LimitExceeded)
   nlohmann::ordered_json result;    // the result shape above
   double wall_s = 0;                // load + run + summary, for benchmarks
   nlohmann::ordered_json scenario;  // the resolved scenario, with keep_scenario (null otherwise)

@@ -85,7 +85,6 @@ std::string error_code(const Diagnostic& d) {
     if (starts_with(m, "missing:")) return "missing_field";
     if (starts_with(m, "internal error")) return "internal_error";
     if (starts_with(m, "constraint")) return "bad_constraint";
-    if (starts_with(m, "limits are declared")) return "unsupported";
     return "bad_request";
   }
   if (starts_with(m, "cannot open the scenario file") || starts_with(m, "cannot open")) return "scenario_unreadable";

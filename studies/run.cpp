@@ -61,7 +61,7 @@ RunOutput execute(const scenario::Scenario& scenario, const ExecuteOptions& opti
   sim.set_paranoid(options.paranoid);
   sim.set_progress(options.progress);
   std::optional<cluster::RunBudget> budget;
-  if (limits.wall_s || limits.memory_bytes || limits.simulated || limits.cancel) {
+  if (limits.wall_s || limits.memory_bytes || limits.simulated || limits.events || limits.cancel) {
     sim.set_budget(&budget.emplace(limits));
   }
   const cluster::RunResult r = sim.run();

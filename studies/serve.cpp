@@ -39,7 +39,8 @@ void keep_freed_memory() {
 }
 
 // The protocol's fields beyond the hypothesis itself (schemas/serve.schema.json): what the verdict
-// checks (constraints, attainment) and the per-hypothesis limits. Problems go to `problems`.
+// checks (constraints, attainment) and the per-hypothesis limits (h.budget, tightened). Problems
+// go to `problems`.
 VerdictRequest read_protocol_fields(const Json& request, Hypothesis& h, std::vector<Diagnostic>& problems) {
   std::vector<std::string> constraints;
   if (const auto c = request.find("constraints"); c != request.end()) {
@@ -90,10 +91,17 @@ VerdictRequest read_protocol_fields(const Json& request, Hypothesis& h, std::vec
               "expected a positive " + std::string(key == "events" ? "integer" : "number") + ", got " + value.dump()));
         }
       }
-      if (problems.empty() && !l->empty()) {
-        problems.push_back(request_error("limits",
-                                         "limits are declared by the protocol but this build does not enforce "
-                                         "them yet; leave them out"));
+      // A request may tighten serve's own limits (--max-wall-time, --max-memory), never loosen them.
+      if (problems.empty()) {
+        if (const auto w = l->find("wall_s"); w != l->end()) {
+          const double wall = w->get<double>();
+          h.budget.wall_s = h.budget.wall_s ? std::min(*h.budget.wall_s, wall) : wall;
+        }
+        if (const auto e = l->find("events"); e != l->end()) h.budget.events = e->get<std::uint64_t>();
+        if (const auto m = l->find("memory_mb"); m != l->end()) {
+          const auto bytes = static_cast<std::int64_t>(std::min(m->get<double>() * 1e6, 9e18));
+          h.budget.memory_bytes = h.budget.memory_bytes ? std::min(*h.budget.memory_bytes, bytes) : bytes;
+        }
       }
     }
   }
@@ -240,15 +248,18 @@ Answer answer_line(const std::string& line, bool cut, ScenarioCache& cache, cons
         h.seed = seed->get<std::uint64_t>();
       }
     }
+    h.budget = options.budget;  // read_protocol_fields may tighten it (limits)
     const VerdictRequest verdict = read_protocol_fields(request, h, problems);
     if (!problems.empty()) throw InputError(std::move(problems));
     if (sc->is_string()) check_scenario_path(sc->get<std::string>(), options);
     h.base = sc->is_string() ? cache.file(sc->get<std::string>()) : cache.inline_text(sc->dump());
     h.caches = &cache.caches();
-    h.budget = options.budget;
     h.file_roots = options.roots;
     const Evaluation ev = evaluate(h);
     result = ev.ok ? ev.result : error_answer(ev.errors);
+    if (ev.limit_exceeded) {
+      for (auto& e : result["errors"]) e["code"] = "limit_exceeded";
+    }
     if (ev.ok) {
       Json v = verdict_json(result, verdict);
       if (!v.is_null()) result["verdict"] = std::move(v);

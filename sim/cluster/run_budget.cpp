@@ -17,7 +17,7 @@ double RunBudget::wall_s() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
 }
 
-bool RunBudget::allows(SimTime now, std::int64_t requests_held) {
+bool RunBudget::allows(SimTime now, std::int64_t requests_held, std::uint64_t events) {
   if (!why_.empty()) return false;
   char buf[256];
   if (limits_.cancel != nullptr && limits_.cancel->load(std::memory_order_relaxed)) {
@@ -28,6 +28,12 @@ bool RunBudget::allows(SimTime now, std::int64_t requests_held) {
                   "the run passed its simulated-time limit of %g s (%s requests taken in); give it a "
                   "simulation.horizon within the limit",
                   limits_.simulated->to_seconds(), format_count(requests_held).c_str());
+    why_ = buf;
+  } else if (limits_.events && events > *limits_.events) {
+    std::snprintf(buf, sizeof buf,
+                  "the run passed its limit of %s events (at %.3f s of simulated time, %s requests taken in)",
+                  format_count(static_cast<std::int64_t>(*limits_.events)).c_str(), now.to_seconds(),
+                  format_count(requests_held).c_str());
     why_ = buf;
   } else if (limits_.wall_s && wall_s() > *limits_.wall_s) {
     std::snprintf(buf, sizeof buf,

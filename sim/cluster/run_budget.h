@@ -36,6 +36,7 @@ struct BudgetLimits {
   std::optional<std::int64_t> memory_bytes;  // estimated bytes the run holds
   std::int64_t bytes_per_request = kBytesPerRequest;
   std::optional<Duration> simulated;          // simulated time (checked with the others)
+  std::optional<std::uint64_t> events;        // simulation events (checked every 4,096)
   const std::atomic<bool>* cancel = nullptr;  // set by another thread to stop the run
 };
 
@@ -44,7 +45,7 @@ class RunBudget {
   explicit RunBudget(BudgetLimits limits) : limits_(limits), start_(std::chrono::steady_clock::now()) {}
 
   // False (and why() says which limit) once the run has exceeded a limit.
-  bool allows(SimTime now, std::int64_t requests_held);
+  bool allows(SimTime now, std::int64_t requests_held, std::uint64_t events);
   bool exceeded() const { return !why_.empty(); }
   const std::string& why() const { return why_; }
   double wall_s() const;

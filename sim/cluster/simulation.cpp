@@ -101,7 +101,7 @@ RunResult Simulation::run() {
     } else {
       fire(next.entry, result);
       if (budget_ != nullptr && (result.events & 4095) == 0 &&
-          !budget_->allows(agenda_.now(), static_cast<std::int64_t>(requests_.size()))) [[unlikely]] {
+          !budget_->allows(agenda_.now(), static_cast<std::int64_t>(requests_.size()), result.events)) [[unlikely]] {
         break;  // the budget is spent: the run ends here, as at a horizon
       }
     }

@@ -404,8 +404,8 @@ TEST_CASE("serve: each hypothesis has a budget; one over it is an error answer")
     cluster::BudgetLimits limits;
     limits.memory_bytes = 200'000;
     cluster::RunBudget run(limits);
-    CHECK(run.allows(SimTime::zero() + Duration::seconds(1), 833));  // 199,920 B
-    CHECK_FALSE(run.allows(SimTime::zero() + Duration::seconds(2), 1'000));
+    CHECK(run.allows(SimTime::zero() + Duration::seconds(1), 833, 0));  // 199,920 B
+    CHECK_FALSE(run.allows(SimTime::zero() + Duration::seconds(2), 1'000, 0));
     CHECK(run.why().find("the run holds 1,000 requests") != std::string::npos);
     CHECK(run.why().find("more than its memory limit of 0.0002 GB") != std::string::npos);
   }
@@ -417,6 +417,38 @@ TEST_CASE("serve: each hypothesis has a budget; one over it is an error answer")
       R"({"id": 1, "scenario": ")" + kQuickstart + R"(", "set": {"simulation.horizon": "2 min"}})", cache, options);
   CHECK(a.line.find("simulation.horizon") != std::string::npos);
   CHECK(a.line.find("beyond the simulated-time limit of 1 min per hypothesis") != std::string::npos);
+}
+
+TEST_CASE("serve: a request's limits tighten its own budget, never loosen serve's") {
+  studies::ScenarioCache cache;
+  const auto ask = [&](const std::string& limits, const studies::ServeOptions& options) {
+    return nlohmann::json::parse(
+        studies::answer(R"({"id": 1, "scenario": ")" + kQuickstart + R"(", "limits": )" + limits + "}", cache, options)
+            .line);
+  };
+  const studies::ServeOptions plain;
+  const auto free_run = ask("{}", plain);
+  REQUIRE(free_run["ok"] == true);
+  const auto events = free_run["simulation"]["events"].get<std::uint64_t>();
+  // The budget is read every 4,096 events: a limit that many events below the run's stops it.
+  const auto cut = ask(R"({"events": )" + std::to_string(events - 4096) + "}", plain);
+  CHECK(cut["ok"] == false);
+  CHECK(cut["errors"][0]["code"] == "limit_exceeded");
+  CHECK(cut["errors"][0]["message"].get<std::string>().find("passed its limit of") != std::string::npos);
+  // Limits the run stays within change nothing in the answer.
+  const auto roomy = ask(R"({"events": 1000000000, "wall_s": 3600, "memory_mb": 100000})", plain);
+  CHECK(roomy["summary"] == free_run["summary"]);
+  // serve's own wall-time limit holds against a request asking for more.
+  studies::ServeOptions tight;
+  tight.budget.wall_s = 1e-9;
+  const auto loosened = ask(R"({"wall_s": 3600})", tight);
+  CHECK(loosened["ok"] == false);
+  CHECK(loosened["errors"][0]["code"] == "limit_exceeded");
+  CHECK(loosened["errors"][0]["message"].get<std::string>().find("wall-time limit of 1e-09 s") != std::string::npos);
+  // A request's memory limit refuses at load what cannot fit: 4,000 requests x 240 B > 0.5 MB.
+  const auto small = ask(R"({"memory_mb": 0.5})", plain);
+  CHECK(small["ok"] == false);
+  CHECK(small["errors"][0]["message"].get<std::string>().find("4,000 requests would hold") != std::string::npos);
 }
 
 TEST_CASE("sweep: a second sweep on the same folder is refused while the first holds it") {
