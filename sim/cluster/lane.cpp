@@ -48,9 +48,7 @@ Lane::Lane(RequestTable* requests, std::int64_t total_blocks, std::int64_t block
       top_k_(top_k),
       capped_(window > 0 || top_k > 0),
       phase_count_(static_cast<std::size_t>(block_tokens), 0),
-      total_blocks_(total_blocks),
-      block_tokens_(static_cast<std::uint64_t>(block_tokens)),
-      watermark_blocks_(watermark_blocks) {}
+      blocks_(total_blocks, block_tokens, watermark_blocks) {}
 
 void Lane::enqueue_back(RequestId r) {
   req(r).phase = Phase::kWaiting;
@@ -86,11 +84,10 @@ RequestId Lane::try_admit_front() {
       segment_tokens = k.segment_tokens;
       const PrefixCache::Match m = cache_->match(k, (s.prefill_target - 1) / segment_tokens);
       hit = m.segments;
-      shared = static_cast<std::int64_t>(hit) * (segment_tokens / block_tokens_);
+      shared = static_cast<std::int64_t>(hit) * (segment_tokens / blocks_.block_tokens());
       const std::int64_t need = blocks_for(s.prefill_target) - shared;
-      const std::int64_t room =
-          total_blocks_ - used_blocks_ - booked_blocks_ + cache_->evictable() - m.unreferenced_blocks;
-      if (room - need < watermark_blocks_) return RequestId();
+      const std::int64_t room = blocks_.free() + cache_->evictable() - m.unreferenced_blocks;
+      if (room - need < blocks_.watermark()) return RequestId();
       cache_->pin(k, hit);
       PrefixCacheStats& st = cache_->stats();
       ++st.lookups;
@@ -101,8 +98,7 @@ RequestId Lane::try_admit_front() {
     }
   }
   const std::int64_t need = blocks_for(s.prefill_target) - shared;
-  if (total_blocks_ - used_blocks_ - booked_blocks_ - need < watermark_blocks_ &&
-      !evict_cached(need + watermark_blocks_)) {
+  if (blocks_.free() - need < blocks_.watermark() && !evict_cached(need + blocks_.watermark())) {
     return RequestId();
   }
   waiting_.pop_front();
@@ -116,8 +112,7 @@ RequestId Lane::try_admit_front() {
   s.cached_segments = hit;
   s.shared_blocks = static_cast<std::uint32_t>(shared);
   s.phase = Phase::kPrefilling;
-  used_blocks_ += need;
-  peak_used_blocks_ = std::max(peak_used_blocks_, used_blocks_);
+  blocks_.take(need);
   link_back(r);
   prefilling_.push_back(r);
   return r;
@@ -125,7 +120,7 @@ RequestId Lane::try_admit_front() {
 
 std::size_t Lane::phase_of(const RequestState& s) const {
   // (join_step - join_ctx) mod block, computed without going negative.
-  const std::uint64_t b = block_tokens_;
+  const std::uint64_t b = blocks_.block_tokens();
   return static_cast<std::size_t>((s.join_step % b + b - s.prefill_target % b) % b);
 }
 
@@ -195,7 +190,7 @@ std::uint32_t Lane::prepare_speculative_step(std::vector<Preemption>& preempted)
     if (window > 0) spec_window_ += std::min(ctx + 1, window);
     if (top_k > 0) spec_topk_ += std::min(ctx + 1, top_k);
   }
-  while (need > total_blocks_ - used_blocks_ && !evict_cached(need)) {
+  while (need > blocks_.unused() && !evict_cached(need)) {
     SERVESIM_CHECK_MSG(tail_.valid(), "a decode step needs more KV blocks than the lane has");
     const RequestId victim = tail_;
     RequestState& v = req(victim);
@@ -208,32 +203,30 @@ std::uint32_t Lane::prepare_speculative_step(std::vector<Preemption>& preempted)
     }
     preempted.push_back(Preemption{victim, preempt(victim)});
   }
-  used_blocks_ += need;
-  step_reserved_ = need;
-  peak_used_blocks_ = std::max(peak_used_blocks_, used_blocks_);
+  blocks_.reserve_step(need);
   return decoding_;
 }
 
 bool Lane::evict_cached(std::int64_t need) {
   if (!cache_) return false;
-  const std::int64_t short_by = need - (total_blocks_ - used_blocks_);
-  if (short_by > 0) used_blocks_ -= cache_->evict(std::min(short_by, cache_->evictable()));
-  return total_blocks_ - used_blocks_ >= need;
+  const std::int64_t short_by = need - blocks_.unused();
+  if (short_by > 0) blocks_.give(cache_->evict(std::min(short_by, cache_->evictable())));
+  return blocks_.unused() >= need;
 }
 
 void Lane::cache_prompt(RequestId r) {
   RequestState& s = req(r);
   const PrefixKeys& k = requests_->prefix_keys(r);
   if (k.segments == 0) return;
-  const auto segment_blocks = static_cast<std::int64_t>(k.segment_tokens / block_tokens_);
+  const auto segment_blocks = static_cast<std::int64_t>(k.segment_tokens / blocks_.block_tokens());
   const std::uint32_t whole = std::min(k.segments, s.prefill_target / k.segment_tokens);
   const std::uint64_t* ids = k.ids();
   for (std::uint32_t i = s.cached_segments; i < whole; ++i) {
     std::int64_t evicted = 0;
     const PrefixCache::Insert res = cache_->insert(k.key(ids, i), segment_blocks, &evicted);
-    used_blocks_ -= evicted;
+    blocks_.give(evicted);
     if (res == PrefixCache::Insert::kFull) break;
-    if (res == PrefixCache::Insert::kShared) used_blocks_ -= segment_blocks;  // its copy is freed
+    if (res == PrefixCache::Insert::kShared) blocks_.give(segment_blocks);  // its copy is freed
     s.shared_blocks += static_cast<std::uint32_t>(segment_blocks);
     ++s.cached_segments;
   }
@@ -249,16 +242,14 @@ void Lane::drop_cached(RequestId r) {
 std::uint32_t Lane::prepare_decode_step(std::vector<Preemption>& preempted) {
   if (verify_width_ > 1) [[unlikely]]
     return prepare_speculative_step(preempted);
-  std::int64_t need = phase_count_[step_ % block_tokens_];
-  while (need > total_blocks_ - used_blocks_ && !evict_cached(need)) {
+  std::int64_t need = phase_count_[step_ % blocks_.block_tokens()];
+  while (need > blocks_.unused() && !evict_cached(need)) {
     SERVESIM_CHECK_MSG(tail_.valid(), "a decode step needs more KV blocks than the lane has");
     const RequestId victim = tail_;
     preempted.push_back(Preemption{victim, preempt(victim)});
-    need = phase_count_[step_ % block_tokens_];
+    need = phase_count_[step_ % blocks_.block_tokens()];
   }
-  used_blocks_ += need;
-  step_reserved_ = need;
-  peak_used_blocks_ = std::max(peak_used_blocks_, used_blocks_);
+  blocks_.reserve_step(need);
   return decoding_;
 }
 
@@ -292,7 +283,7 @@ std::uint32_t Lane::preempt(RequestId r) {
   } else {
     SERVESIM_CHECK(s.phase == Phase::kPrefilling);
     lost = s.prefilled;
-    used_blocks_ -= own_blocks(s, s.prefill_target);
+    blocks_.give(own_blocks(s, s.prefill_target));
     if (s.shared_blocks > 0) drop_cached(r);
     prefilling_.erase(std::find(prefilling_.begin(), prefilling_.end(), r));
   }
@@ -308,7 +299,7 @@ std::uint32_t Lane::preempt(RequestId r) {
 void Lane::leave_decode_set(RequestId r) {
   RequestState& s = req(r);
   const std::uint64_t d = steps_done(s);
-  used_blocks_ -= decode_blocks(s);
+  blocks_.give(decode_blocks(s));
   decode_ctx_ -= s.prefill_target + d + s.accepted;
   if (ranks_ > 0) {
     --rank_count_[s.rank];
@@ -408,7 +399,7 @@ void Lane::finish_decode_step(std::vector<RequestId>& finished) {
   ++step_;
   window_sum_.advance(step_);
   topk_sum_.advance(step_);
-  step_reserved_ = 0;
+  blocks_.end_step();
   if (verify_width_ > 1) [[unlikely]] {
     // Every decoding request keeps its step's tokens; those that reached their output length
     // leave (in admission order). Their finishing-heap entries, for later steps, go stale.
@@ -455,16 +446,13 @@ void Lane::quiet_decode_steps(std::uint32_t steps, std::uint32_t decodes, SimTim
     SERVESIM_CHECK_MSG(decodes == decoding_, "a decode run's step changed its batch");
     std::int64_t taken = 0, last = 0;
     for (std::uint32_t j = 1; j <= steps; ++j) {
-      last = phase_count_[(step_ + j) % block_tokens_];
+      last = phase_count_[(step_ + j) % blocks_.block_tokens()];
       taken += last;
     }
     decode_ctx_ += static_cast<std::uint64_t>(steps) * decoding_;
     step_ += steps;
     unbook(taken);
-    used_blocks_ += taken;
-    SERVESIM_CHECK_MSG(used_blocks_ <= total_blocks_, "a decode run's steps took more KV blocks than the lane has");
-    step_reserved_ = last;
-    peak_used_blocks_ = std::max(peak_used_blocks_, used_blocks_);  // used only grew
+    blocks_.take_run_steps(taken, last);
     last_decode_end_ = last_end;
     return;
   }
@@ -533,30 +521,15 @@ void Lane::hold_for_transfer(RequestId r) {
   RequestState& s = req(r);
   s.phase = Phase::kTransferring;
   unlink(r);
-  held_blocks_ += own_blocks(s, s.prefill_target);
+  blocks_.hold(own_blocks(s, s.prefill_target));
   held_.push_back(r);
 }
 
 void Lane::release_held(RequestId r) {
   RequestState& s = req(r);
-  const std::int64_t b = own_blocks(s, s.prefill_target);
-  held_blocks_ -= b;
-  used_blocks_ -= b;
+  blocks_.release_held(own_blocks(s, s.prefill_target));
   if (s.shared_blocks > 0) drop_cached(r);
   held_.erase(std::find(held_.begin(), held_.end(), r));
-}
-
-bool Lane::reserve_inbound(std::int64_t blocks) {
-  if (total_blocks_ - used_blocks_ - booked_blocks_ - blocks < watermark_blocks_) return false;
-  used_blocks_ += blocks;
-  inbound_blocks_ += blocks;
-  peak_used_blocks_ = std::max(peak_used_blocks_, used_blocks_);
-  return true;
-}
-
-void Lane::cancel_inbound(std::int64_t blocks) {
-  used_blocks_ -= blocks;
-  inbound_blocks_ -= blocks;
 }
 
 void Lane::push_ready(RequestId r) {
@@ -569,7 +542,7 @@ void Lane::admit_ready(std::vector<RequestId>& admitted) {
     const RequestId r = ready_.front();
     ready_.pop_front();
     RequestState& s = req(r);
-    inbound_blocks_ -= blocks_for(s.prefill_target);
+    blocks_.inbound_arrived(blocks_for(s.prefill_target));
     link_back(r);
     s.prefilled = s.prefill_target;
     // A re-queued request that had emitted tokens is not fresh: its next token is a gap sample.
@@ -611,7 +584,7 @@ void Lane::evict_all(std::vector<RequestId>& out) {
   next_finish_step_ = UINT64_MAX;
   std::fill(rank_count_.begin(), rank_count_.end(), 0);
   std::fill(rank_ctx_.begin(), rank_ctx_.end(), 0);
-  used_blocks_ = step_reserved_ = inbound_blocks_ = held_blocks_ = booked_blocks_ = 0;
+  blocks_.clear();
   step_accepted_ = 0;
   busy_ = false;
   batch_.clear();
@@ -619,7 +592,7 @@ void Lane::evict_all(std::vector<RequestId>& out) {
 
 void Lane::release(RequestId r) {
   RequestState& s = req(r);
-  used_blocks_ -= own_blocks(s, s.prefill_target);
+  blocks_.give(own_blocks(s, s.prefill_target));
   if (s.shared_blocks > 0) drop_cached(r);
   s.phase = Phase::kDone;
   unlink(r);
@@ -693,16 +666,16 @@ void Lane::check_invariants() const {
   SERVESIM_CHECK(phases == phase_count_);
   // Between prepare_decode_step and finish_decode_step the step's new blocks are reserved but not
   // yet part of any request's derived count.
-  SERVESIM_CHECK(held_blocks_ >= 0 && inbound_blocks_ >= 0);
-  blocks += held_blocks_ + inbound_blocks_;
+  SERVESIM_CHECK(blocks_.held() >= 0 && blocks_.inbound() >= 0);
+  blocks += blocks_.held() + blocks_.inbound();
   if (cache_) {
     cache_->check_invariants();
     blocks += cache_->blocks();
   }
-  SERVESIM_CHECK_MSG(blocks + step_reserved_ == used_blocks_,
-                     "used " + std::to_string(used_blocks_) + " blocks, requests hold " + std::to_string(blocks) +
-                         " + " + std::to_string(step_reserved_) + " reserved for the step");
-  SERVESIM_CHECK(used_blocks_ <= total_blocks_ && used_blocks_ >= 0);
+  SERVESIM_CHECK_MSG(blocks + blocks_.step_reserved() == blocks_.used(),
+                     "used " + std::to_string(blocks_.used()) + " blocks, requests hold " + std::to_string(blocks) +
+                         " + " + std::to_string(blocks_.step_reserved()) + " reserved for the step");
+  SERVESIM_CHECK(blocks_.used() <= blocks_.total() && blocks_.used() >= 0);
   SERVESIM_CHECK(running_ <= max_running_);
 }
 

@@ -6,14 +6,14 @@
 // (vLLM V0 Scheduler divides num_gpu_blocks by pipeline_parallel_size). With pp = 1 an instance
 // has one lane. A lane is idle or has exactly one batch in flight.
 //
-// KV blocks are counted, not named: a request holds ceil(tokens / block) blocks, less those it
-// shares with the lane's prefix cache when one is enabled (prefix_cache.h: a request whose leading
-// segments are cached starts its prefill past them; the blocks of its prompt's whole segments join
-// the cache when its prefill completes; unreferenced cached blocks are evicted, LRU, before a
-// decode step preempts or when an admission needs room). Admission (FCFS, head of line) needs the request's prefill
-// blocks plus the watermark free; a decode step that needs more blocks than are free preempts the most recently
-// admitted running request (vLLM's recompute preemption): its blocks are freed and it goes back to the front of the
-// waiting queue, to prefill its prompt and the tokens it already generated again.
+// KV blocks are counted, not named (kv_blocks.h, the lane's KvBlocks): a request holds
+// ceil(tokens / block) blocks, less those it shares with the lane's prefix cache when one is enabled (prefix_cache.h: a
+// request whose leading segments are cached starts its prefill past them; the blocks of its prompt's whole segments
+// join the cache when its prefill completes; unreferenced cached blocks are evicted, LRU, before a decode step preempts
+// or when an admission needs room). Admission (FCFS, head of line) needs the request's prefill blocks plus the
+// watermark free; a decode step that needs more blocks than are free preempts the most recently admitted running
+// request (vLLM's recompute preemption): its blocks are freed and it goes back to the front of the waiting queue, to
+// prefill its prompt and the tokens it already generated again.
 //
 // The decode set is kept in aggregate (count, context sum, blocks needed per step phase, a heap of
 // finishing steps, and for sliding-window / DSA models the sum of contexts capped at the window or
@@ -37,6 +37,7 @@
 #include "core/slab_allocator.h"
 #include "core/time.h"
 #include "sim/cluster/iteration_cost.h"
+#include "sim/cluster/kv_blocks.h"
 #include "sim/cluster/prefix_cache.h"
 #include "sim/cluster/request_state.h"
 #include "sim/cluster/request_table.h"
@@ -217,15 +218,12 @@ class Lane {
   void release(RequestId r);
 
   // --- disaggregation ---
-  std::int64_t free_blocks() const { return total_blocks_ - used_blocks_ - booked_blocks_; }
+  std::int64_t free_blocks() const { return blocks_.free(); }
   // Blocks booked by a multi-step decode run for its later steps (taken by their preparation;
   // counted as used by admission, reservations and free_blocks(), not by the decode steps).
-  void book(std::int64_t blocks) { booked_blocks_ += blocks; }
-  void unbook(std::int64_t blocks) {
-    booked_blocks_ -= blocks;
-    SERVESIM_CHECK(booked_blocks_ >= 0);
-  }
-  std::int64_t booked_blocks() const { return booked_blocks_; }
+  void book(std::int64_t blocks) { blocks_.book(blocks); }
+  void unbook(std::int64_t blocks) { blocks_.unbook(blocks); }
+  std::int64_t booked_blocks() const { return blocks_.booked(); }
   // Prefill lanes: a request whose prefill completed leaves the running set but keeps its blocks
   // until its KV cache has been sent (release_held).
   void hold_for_transfer(RequestId r);
@@ -233,8 +231,8 @@ class Lane {
   // Decode lanes: blocks reserved for a KV cache on its way in (reserve_inbound needs them free,
   // above the watermark); the request then waits in the ready queue until admit_ready takes it
   // straight into the decode set, as a fresh request whose first token its first step emits.
-  bool reserve_inbound(std::int64_t blocks);
-  void cancel_inbound(std::int64_t blocks);
+  bool reserve_inbound(std::int64_t blocks) { return blocks_.reserve_inbound(blocks); }
+  void cancel_inbound(std::int64_t blocks) { blocks_.cancel_inbound(blocks); }
   void push_ready(RequestId r);
   std::size_t ready() const { return ready_.size(); }
   bool can_admit_ready() const { return !ready_.empty() && running_ < max_running_; }
@@ -252,10 +250,11 @@ class Lane {
   template <class F>
   void decode_gaps(SimTime now, std::uint32_t decodes, F&& gap);
 
-  std::int64_t total_blocks() const { return total_blocks_; }
-  std::int64_t used_blocks() const { return used_blocks_; }
+  const KvBlocks& blocks() const { return blocks_; }
+  std::int64_t total_blocks() const { return blocks_.total(); }
+  std::int64_t used_blocks() const { return blocks_.used(); }
   std::int64_t cached_blocks() const { return cache_ ? cache_->blocks() : 0; }
-  std::int64_t peak_used_blocks() const { return peak_used_blocks_; }
+  std::int64_t peak_used_blocks() const { return blocks_.peak_used(); }
   std::int64_t unfinished() const { return static_cast<std::int64_t>(waiting_.size()) + running_; }
   // Recomputes every aggregate from the requests and CHECKs it (tests and debug runs).
   void check_invariants() const;
@@ -263,7 +262,7 @@ class Lane {
   // --- multi-step decode runs (Simulation: several decode steps in one event) ---
   // The decode step in flight is step 0; step k > 0 of a run is the k-th after it, planned while
   // nobody joins or leaves the decode set. What step k's preparation will reserve (blocks):
-  std::int64_t step_blocks_ahead(std::uint64_t k) const { return phase_count_[(step_ + k) % block_tokens_]; }
+  std::int64_t step_blocks_ahead(std::uint64_t k) const { return phase_count_[(step_ + k) % blocks_.block_tokens()]; }
   // Steps until the first decoding request emits its last token (0: step 0 does).
   std::uint64_t steps_to_first_finish() const { return next_finish_step_ - step_; }
   // How many steps ahead the capped sums can be looked at (UINT64_MAX without caps).
@@ -310,9 +309,7 @@ class Lane {
   // Takes a decoding request out of the aggregates (finished or preempted): frees its blocks and
   // makes its emitted tokens explicit in `generated`.
   void leave_decode_set(RequestId r);
-  std::uint32_t blocks_for(std::uint64_t tokens) const {
-    return static_cast<std::uint32_t>((tokens + block_tokens_ - 1) / block_tokens_);
-  }
+  std::uint32_t blocks_for(std::uint64_t tokens) const { return blocks_.blocks_for(tokens); }
   std::size_t phase_of(const RequestState& s) const;
   // Prefix caching: the blocks a request holds of its own (not shared with the cache) for
   // `tokens` tokens; the cache's segments of r's whole prompt segments after its prefill; the
@@ -351,22 +348,14 @@ class Lane {
   std::vector<Joined> joined_;
   SimTime last_decode_end_;
 
-  std::int64_t total_blocks_;
-  std::int64_t used_blocks_ = 0;
-  std::int64_t step_reserved_ = 0;  // blocks reserved for the decode step in flight
-  std::int64_t booked_blocks_ = 0;  // see book()
-  std::int64_t peak_used_blocks_ = 0;
-  std::uint64_t block_tokens_;
-  std::int64_t watermark_blocks_;
+  KvBlocks blocks_;
 
   bool busy_ = false;
   Batch batch_;
 
   RingQueue<RequestId> ready_;
   std::vector<RequestId> fresh_;
-  std::int64_t inbound_blocks_ = 0;  // reserved for KV caches in flight or ready
-  std::int64_t held_blocks_ = 0;     // of prefilled requests whose KV is being sent
-  std::vector<RequestId> held_;      // those requests (failures evict them)
+  std::vector<RequestId> held_;  // prefilled requests whose KV is being sent (failures evict them)
 
   std::unique_ptr<PrefixCache> cache_;  // null: no prefix caching
   std::int64_t hit_tokens_untaken_ = 0;
