@@ -123,7 +123,7 @@ class ClientTest(unittest.TestCase):
             json.dumps({"scenario": "missing.yaml"}),
             json.dumps({"scenario": SCENARIO, "set": {"deployment.pools[0].scheduler.policyy": "sarathi"}}),
             json.dumps({"scenario": SCENARIO, "constraints": ["ttft_p99 <= 2"]}),
-            json.dumps({"scenario": SCENARIO, "limits": {"wall_s": 1}}),
+            json.dumps({"scenario": SCENARIO, "limits": {"events": 1}}),
             json.dumps({"scenario": SCENARIO, "set": {"deployment.pools[0].parallel.tp": 3}}),
         ]
         done = subprocess.run([BIN, "serve"], input="\n".join(lines) + "\n", capture_output=True, text=True,
@@ -131,7 +131,7 @@ class ClientTest(unittest.TestCase):
         answers = [json.loads(l) for l in done.stdout.splitlines()]
         codes = [a["errors"][0]["code"] for a in answers]
         self.assertEqual(codes, ["bad_json", "unknown_field", "missing_field", "scenario_unreadable",
-                                 "unknown_key", "bad_constraint", "unsupported", "invalid_scenario"])
+                                 "unknown_key", "bad_constraint", "limit_exceeded", "invalid_scenario"])
         for a in answers:
             self.answers.validate(a)
         self.assertIn("policy", answers[4]["errors"][0]["allowed"]["keys"])
