@@ -31,8 +31,7 @@ DecodeRuns::DecodeRuns(const SimulationConfig& config, Deployment& deployment, L
   const Pool& dp = deployment.decode();
   // Runs assume one token per request per step and an even split over the dp ranks: off with
   // speculative decoding or per-rank batches, and for an all-to-all that shares its NICs.
-  enabled_ = config.decode_steps_per_event > 1 && !observer.records_series() && !observer.records_trace() &&
-             dp.load.unit() == LoadUnit::kFreeBlocks && dp.config->plan.pp == 1 && !dp.config->speculative.enabled() &&
+  enabled_ = config.decode_steps_per_event > 1 && dp.load.unit() == LoadUnit::kFreeBlocks && dp.config->plan.pp == 1 && !dp.config->speculative.enabled() &&
              dp.config->attention_dp == AttentionDpBalance::kEven && !dp.a2a_on_nics;
   if (!enabled_) return;
   first_ = dp.first_instance;
@@ -119,7 +118,14 @@ void DecodeRuns::settle(std::uint32_t instance, SimTime t) {
   // to the recorder as one sum: integer sums, the same totals as one call per step.
   ComponentTimes sum = batch.components;
   const std::uint32_t first = r.applied;
+  const bool recording = observer_.records_steps();
+  const std::uint32_t local = pool.local(instance);
+  std::int64_t used = lane.used_blocks();
   apply_step(lane, r);  // the batch's step: it may carry fresh requests and joins
+  // A time series and a trace hear of each step as from its events (the next step's span too:
+  // step `first + 1` ends before the run's last, or is it).
+  if (recording) [[unlikely]]
+    observer_.run_step(pool.metrics_id, local, batch, r.ends[first], lane.used_blocks() - used, r.ends[first + 1]);
   // The steps after it join and free nobody: their gaps (one per request each, in step order, as
   // decode_gaps reports them), then their effects on the lane in one call.
   std::uint32_t last = r.applied;
@@ -127,7 +133,20 @@ void DecodeRuns::settle(std::uint32_t instance, SimTime t) {
   if (last > r.applied) {
     const std::uint32_t decodes = batch.decodes;
     observer_.gaps(std::span<const SimTime>(r.ends.data() + r.applied - 1, last - r.applied + 1), decodes);
+    std::int64_t taken = 0;
+    if (recording) [[unlikely]] {
+      // Step `applied + j` (j from 0) ends, then the next one's preparation takes its blocks:
+      // step_blocks_ahead(j + 1) from here (Lane::quiet_decode_steps).
+      used = lane.used_blocks();
+      for (std::uint32_t s = r.applied; s < last; ++s) {
+        const std::int64_t blocks = lane.step_blocks_ahead(s - r.applied + 1);
+        taken += blocks;
+        observer_.run_step(pool.metrics_id, local, batch, r.ends[s], blocks, r.ends[s + 1]);
+      }
+    }
     lane.quiet_decode_steps(last - r.applied, decodes, r.ends[last - 1]);
+    SERVESIM_CHECK_MSG(!recording || lane.used_blocks() - used == taken,
+                       "a decode run's recorded steps took other blocks than its steps");
     r.applied = last;
   }
   // Steps first + 1 .. applied - 1 join the sum (step `applied` is the one in flight now).

@@ -12,6 +12,9 @@
 // starts (as vLLM's multi-step scheduling pre-allocates slots for its steps), so the decode
 // placement sees free KV net of them, where per-step events would show them taken one step at a
 // time: the one difference in behaviour (README, "Decode runs").
+// Runs do not depend on what is recorded: a time series or a trace hears of each step as it is
+// applied (RunObserver::run_step: its tokens and the KV blocks the next step took at its end, the
+// next step's span), what the per-step events would have recorded.
 // Ignores: nothing per step is lost; the steps a settle applies reach the recorder as one sum
 // (integer sums, the same totals).
 // Invariants: a run's steps before its last finish nobody and change no batch (CHECKed as they are

@@ -15,6 +15,15 @@ void RunObserver::record(const metrics::TraceSpan& span) {
   if (trace_->wants(SimTime::from_ps(span.start_ps))) trace_->record(span);
 }
 
+void RunObserver::run_step(PoolId pool, std::uint32_t local, const Batch& batch, SimTime end,
+                           std::int64_t kv_blocks_taken, SimTime next_end) {
+  if (series_) {
+    series_->output_tokens(pool, end, batch.decodes);
+    series_->gauges_changed(pool, end, 0, 0, kv_blocks_taken);
+  }
+  if (trace_) record(batch_span(pool, local, 0, end, next_end, batch, 0));
+}
+
 void RunObserver::publish(std::uint64_t events, SimTime now, std::int64_t issued) {
   progress_->now_ps.store(now.ps(), std::memory_order_relaxed);
   progress_->arrivals.store(issued, std::memory_order_relaxed);
@@ -26,6 +35,7 @@ void RunObserver::finish(SimTime end, topologies::FlowNetwork* net, const topolo
   if (series_ && net) [[unlikely]]
     record_link_usage(*net, *fabric, end, flow_copies);
   if (series_) series_->finish(end);
+  if (trace_) trace_->finish();
 }
 
 void RunObserver::record_link_usage(topologies::FlowNetwork& net, const topologies::Fabric& fabric, SimTime end,

@@ -116,6 +116,15 @@ class RunObserver {
     before_ = outer;
   }
 
+  // --- decode runs (decode_runs.h) ---
+  // Whether a decode run's steps are reported one by one (a time series or a trace records).
+  bool records_steps() const { return series_ != nullptr || trace_ != nullptr; }
+  // A step of a decode run of instance `local` of `pool` ended at `end` with nobody joining or
+  // leaving: what its BatchFinished and the next step's dispatch would have recorded (the
+  // batch's tokens, the KV blocks the next step took, the next step's span up to `next_end`).
+  [[gnu::noinline]] void run_step(PoolId pool, std::uint32_t local, const Batch& batch, SimTime end,
+                                  std::int64_t kv_blocks_taken, SimTime next_end);
+
   // --- trace ---
   // Records the span make() builds when a trace is kept and wants its start; make runs only then.
   template <class Make>

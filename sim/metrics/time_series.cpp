@@ -32,7 +32,16 @@ void TimeSeries::widen() {
   merge(rejections_);
   for (PoolSeries& p : pools_) {
     for (auto& c : p.counters) merge(c);
-    for (auto& g : p.integrals) merge(g);
+    // A change's offset in the merged bucket is its old offset, plus the old width when it was
+    // in the second half.
+    for (std::size_t g = 0; g < kGauges; ++g) {
+      auto& m = p.moments[g];
+      for (std::size_t i = 0; i < kMaxBuckets / 2; ++i) {
+        m[i] = m[2 * i] + m[2 * i + 1] + Wide{width_ps_} * p.changes[g][2 * i + 1];
+      }
+      std::fill(m.begin() + kMaxBuckets / 2, m.end(), Wide{0});
+      merge(p.changes[g]);
+    }
   }
   for (LinkSeries& l : links_) merge(l.bytes);
   width_ps_ *= 2;
@@ -61,19 +70,15 @@ void TimeSeries::gauges_changed(PoolId pool, SimTime t, std::int64_t d_waiting, 
                                 std::int64_t d_kv_blocks) {
   if (d_waiting == 0 && d_running == 0 && d_kv_blocks == 0) return;
   PoolSeries& p = pools_[pool.index()];
-  SERVESIM_CHECK_MSG(t.ps() >= p.last_ps, "a time series went back in time");
-  if (t.ps() > p.last_ps) {
-    bucket_of(SimTime::from_ps(t.ps() - 1));
-    for (std::size_t g = 0; g < kGauges; ++g) {
-      integrate(p.integrals[g], p.last_ps, t.ps(), static_cast<double>(p.value[g]));
-    }
-    p.last_ps = t.ps();
+  // The bucket t - 1 is in: a change on a bucket's boundary is kept by the bucket before it, at
+  // offset `width` (it adds nothing there), so the buckets widen as if it were not recorded yet.
+  const std::size_t b = bucket_of(SimTime::from_ps(std::max<std::int64_t>(t.ps() - 1, 0)));
+  const std::int64_t offset = t.ps() - static_cast<std::int64_t>(b) * width_ps_;
+  const std::array<std::int64_t, kGauges> d = {d_waiting, d_running, d_kv_blocks};
+  for (std::size_t g = 0; g < kGauges; ++g) {
+    p.changes[g][b] += d[g];
+    p.moments[g][b] += Wide{d[g]} * offset;
   }
-  p.value[kWaiting] += d_waiting;
-  p.value[kRunning] += d_running;
-  p.value[kKvBlocks] += d_kv_blocks;
-  SERVESIM_CHECK_MSG(p.value[kWaiting] >= 0 && p.value[kRunning] >= 0 && p.value[kKvBlocks] >= 0,
-                     "a time-series gauge went negative");
 }
 
 void TimeSeries::link_bytes(std::uint32_t link, SimTime from, SimTime to, double bytes) {
@@ -89,13 +94,26 @@ void TimeSeries::link_bytes(std::uint32_t link, SimTime from, SimTime to, double
 
 void TimeSeries::finish(SimTime end) {
   end_ = end;
-  if (end.ps() > 0) bucket_of(SimTime::from_ps(end.ps() - 1));
+  // Every change is at or before the end: its bucket (that of t - 1) is covered.
+  const std::size_t last = bucket_of(SimTime::from_ps(std::max<std::int64_t>(end.ps() - 1, 0)));
   for (PoolSeries& p : pools_) {
-    SERVESIM_CHECK(end.ps() >= p.last_ps);
     for (std::size_t g = 0; g < kGauges; ++g) {
-      integrate(p.integrals[g], p.last_ps, end.ps(), static_cast<double>(p.value[g]));
+      // Bucket i: its start value over its length inside [0, end], plus each change in it over
+      // the rest of that length (a change at `end` itself, in bucket `last`, adds nothing).
+      std::int64_t value = 0;
+      for (std::size_t i = 0; i <= last; ++i) {
+        SERVESIM_CHECK_MSG(value >= 0, "a time-series gauge went negative");
+        const std::int64_t len = std::min(width_ps_, end.ps() - static_cast<std::int64_t>(i) * width_ps_);
+        const Wide integral = Wide{value} * len + Wide{p.changes[g][i]} * len - p.moments[g][i];
+        p.integrals[g][i] = static_cast<double>(integral);
+        value += p.changes[g][i];
+      }
+      SERVESIM_CHECK_MSG(value >= 0, "a time-series gauge went negative");
+      for (std::size_t i = last + 1; i < kMaxBuckets; ++i) {
+        SERVESIM_CHECK_MSG(p.changes[g][i] == 0 && p.moments[g][i] == 0, "a time-series gauge changed after the end");
+      }
+      p.value[g] = value;
     }
-    p.last_ps = end.ps();
   }
   buckets_ = std::max<std::size_t>(1, static_cast<std::size_t>((end.ps() + width_ps_ - 1) / width_ps_));
   // [0, end] is closed: what was counted at exactly `end` on a bucket boundary belongs to the

@@ -5,16 +5,21 @@
 // bytes carried by links that a network model reports. Gauges are time-weighted: a bucket holds
 // the integral of the gauge over the bucket, so its value is the mean over the bucket (a change
 // in the middle of a bucket counts for the part of the bucket after it), not a sample.
+// Every record may come in any order of time: a gauge change is kept as its bucket's sum of
+// changes and of changes x their offset in the bucket (integers), from which finish() computes
+// the integrals exactly, so the series are the same whatever order the changes came in (a
+// multi-step decode run reports its steps' changes when it applies them, after later ones of
+// other instances).
 //
 // Bucket width is sized from the run without knowing its length in advance: it starts at 1 us
 // and doubles (merging neighbouring buckets, which is exact for sums and integrals) whenever the
 // run outgrows kMaxBuckets buckets, so a run ends with between kMaxBuckets / 2 and kMaxBuckets
 // buckets (unless it is shorter than kMaxBuckets us). Memory is fixed: no allocation after the
-// pools and links are added; recording is O(1) amortised per call, plus one bucket step per
-// bucket a gauge stays unchanged across.
+// pools and links are added; recording is O(1) amortised per call (a link's bytes: one step per
+// bucket they span), and finish() one pass over the buckets.
 //
 // Ignores: anything finer than a bucket (the peak inside a bucket, the order of events in it).
-// Invariants: time handed to a pool never goes back; gauges never go negative.
+// Invariants: a gauge is never negative at a bucket's start or at the end (CHECKed by finish).
 #pragma once
 
 #include <array>
@@ -29,6 +34,7 @@ namespace servesim::metrics {
 
 class TimeSeries {
  public:
+  __extension__ typedef __int128 Wide;  // GCC and Clang; exact sums of change x picoseconds
   static constexpr std::size_t kMaxBuckets = 256;
   static constexpr std::int64_t kInitialWidthPs = 1'000'000;  // 1 us
 
@@ -59,9 +65,12 @@ class TimeSeries {
     std::string name;
     std::int64_t kv_blocks = 0;  // KV blocks of the whole pool, for occupancy
     std::array<std::array<std::int64_t, kMaxBuckets>, kPoolCounters> counters{};
-    std::array<std::array<double, kMaxBuckets>, kGauges> integrals{};  // gauge x ps
-    std::array<std::int64_t, kGauges> value{};                         // current gauge values
-    std::int64_t last_ps = 0;                                          // of the last change
+    std::array<std::array<double, kMaxBuckets>, kGauges> integrals{};  // gauge x ps (by finish)
+    std::array<std::int64_t, kGauges> value{};                         // gauge values at the end
+    // While recording: per bucket, the sum of the changes in it and of each change x its
+    // offset from the bucket's start in ps (128 bits: exact for any run).
+    std::array<std::array<std::int64_t, kMaxBuckets>, kGauges> changes{};
+    std::array<std::array<Wide, kMaxBuckets>, kGauges> moments{};
   };
   struct LinkSeries {
     std::string name;

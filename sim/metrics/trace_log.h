@@ -8,8 +8,12 @@
 //
 // Bounded: the log keeps at most `limit` spans, optionally only those that start inside a time
 // window, in a buffer reserved up front (up to 1 M spans; past that it grows geometrically), so
-// recording a span does not allocate. Spans past the limit are
-// counted, not kept, and the log remembers when it was cut so the trace can say so.
+// recording a span does not allocate. Past the limit it keeps the `limit` spans that start first
+// (ties: by track, kind, end and arguments), whatever order they were recorded in (a multi-step
+// decode run records its steps when it applies them, after later spans of other instances): the
+// others are counted, not kept, and the log remembers the earliest start among them (the cut:
+// every span that starts before it is kept) so the trace can say so. finish() puts the kept
+// spans in that order.
 // Ignores: spans that start outside the window (a span that starts inside and ends after it is
 // kept whole).
 #pragma once
@@ -64,13 +68,14 @@ class TraceLog {
     return (!options_.from || start >= *options_.from) && (!options_.to || start <= *options_.to);
   }
   void record(const TraceSpan& span) {
-    if (spans_.size() < static_cast<std::size_t>(options_.limit)) {
+    if (spans_.size() < static_cast<std::size_t>(options_.limit)) [[likely]] {
       spans_.push_back(span);
     } else {
-      if (dropped_ == 0) cut_at_ps_ = span.start_ps;
-      ++dropped_;
+      record_past_limit(span);
     }
   }
+  // After the last record: the kept spans in order of their start (ties as above).
+  void finish();
 
   struct PoolTracks {
     std::string name;
@@ -81,11 +86,15 @@ class TraceLog {
   const std::vector<PoolTracks>& pools() const { return pools_; }
   const TraceOptions& options() const { return options_; }
   std::int64_t dropped() const { return dropped_; }
-  // The start of the first span that was not kept (when dropped() > 0).
+  // The earliest start of a span that was not kept (when dropped() > 0).
   std::int64_t cut_at_ps() const { return cut_at_ps_; }
 
  private:
+  // Keeps the `limit` first spans: a heap whose top is the last of them.
+  void record_past_limit(const TraceSpan& span);
+
   TraceOptions options_;
+  bool heap_ = false;  // spans_ is a heap (the limit was reached)
   std::vector<TraceSpan> spans_;
   std::vector<PoolTracks> pools_;
   std::int64_t dropped_ = 0;

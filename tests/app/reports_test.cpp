@@ -257,6 +257,55 @@ TEST_CASE("CLI: --html, --trace and --out are byte-identical in reproducible mod
   CHECK_FALSE(fs::exists(dir / "a.html.tmp"));
 }
 
+TEST_CASE("CLI: what a run records changes nothing: --out, --time-series, --trace, --html") {
+  // A disaggregated scenario whose decode pool runs several steps per event (decode runs,
+  // sim/cluster/decode_runs.h): the recorders are fed each step of a run, the runs stay on, so
+  // the report (summary, events, fingerprint) is the same byte for byte whatever is recorded.
+  const std::string s = std::string(SERVESIM_SOURCE_DIR) + "/scenarios/epd/kv_overlap_on.yaml";
+  const fs::path dir = scratch_dir("recording");
+  const auto plain = cli({"run", s, "--reproducible", "--json", "-"});
+  REQUIRE_MESSAGE(plain.code == 0, plain.err);
+  const auto series = cli({"run", s, "--reproducible", "--time-series", "--json", "-"});
+  REQUIRE(series.code == 0);
+  auto with_series = nlohmann::ordered_json::parse(series.out);
+  REQUIRE(with_series.contains("time_series"));
+  const auto ts = with_series["time_series"];
+  with_series.erase("time_series");
+  CHECK(with_series.dump(2) + "\n" == plain.out);
+  const auto trace = cli({"run", s, "--reproducible", "--trace", (dir / "t.json").string(), "--json", "-"});
+  REQUIRE(trace.code == 0);
+  CHECK(trace.out == plain.out);
+  const auto html = cli({"run", s, "--reproducible", "--html", (dir / "r.html").string(), "--json", "-"});
+  REQUIRE(html.code == 0);
+  CHECK(html.out == plain.out);
+  const auto out = cli({"run", s, "--reproducible", "--out", (dir / "out").string()});
+  REQUIRE(out.code == 0);
+  CHECK(read(dir / "out" / "report.json") == plain.out);
+  const auto all = cli({"run", s, "--reproducible", "--out", (dir / "all").string(), "--trace",
+                        (dir / "all.json").string(), "--json", "-"});
+  REQUIRE(all.code == 0);
+  CHECK(all.out == plain.out);
+
+  // The recorders still see every decode step: one span per iteration of each pool, and the
+  // series' output tokens sum to the report's.
+  const auto report = nlohmann::json::parse(plain.out);
+  const auto t = nlohmann::json::parse(read(dir / "t.json"));
+  CHECK(t["otherData"]["truncated"] == false);
+  std::map<int, std::int64_t> spans;  // per pid (pool + 1)
+  for (const auto& e : t["traceEvents"]) {
+    if (e["ph"] == "X") ++spans[e["pid"].get<int>()];
+  }
+  REQUIRE(report["pools"].size() == 2);
+  for (std::size_t p = 0; p < report["pools"].size(); ++p) {
+    CAPTURE(p);
+    CHECK(spans[static_cast<int>(p) + 1] == report["pools"][p]["iterations"].get<std::int64_t>());
+  }
+  std::int64_t tokens = 0;
+  for (const auto& p : ts["pools"]) tokens += sum(p["output_tokens"]);
+  studies::ExecuteOptions plain_run;
+  CHECK(tokens == studies::execute(scenario::load_scenario_file(s), plain_run).metrics->output_tokens());
+}
+
 TEST_CASE("CLI: the trace has one track per instance and honours its limit and window") {
   const fs::path dir = scratch_dir("trace");
   const auto r = cli({"run", kQuickstart, "--set", kSmall, "--trace", (dir / "t.json").string()});

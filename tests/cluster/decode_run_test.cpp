@@ -1,9 +1,12 @@
 // Decode runs (sim/cluster/simulation.h): a decode instance running several decode steps in one
 // event keeps the per-step schedule. With one decode instance the placement has no choice, so
 // every request's arrival, first token and completion must be the same picosecond as with one
-// event per step, and every metric the same number; only the event count drops.
+// event per step, and every metric the same number; only the event count drops. The time series
+// and the trace, fed each step of a run as it is applied, are the same as from per-step events.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <iterator>
 #include <vector>
 
 #include "sim/cluster/simulation.h"
@@ -34,6 +37,8 @@ struct Outcome {
 
 void run(cluster::SimulationConfig config, int steps_per_event, Outcome& out) {
   config.decode_steps_per_event = steps_per_event;
+  out.m.enable_time_series();
+  out.m.enable_trace(metrics::TraceOptions{});
   cluster::Simulation sim(config, out.m);
   sim.set_paranoid(true);
   out.result = sim.run();
@@ -68,6 +73,38 @@ metrics::Summary same_schedule(const cluster::SimulationConfig& config) {
     CHECK(step.summary.pools[p].iterations == merged.summary.pools[p].iterations);
     CHECK(step.summary.pools[p].utilization == merged.summary.pools[p].utilization);
   }
+  // What the time series and the trace recorded: every bucket and every span the same.
+  const metrics::TimeSeries& sa = *step.m.time_series();
+  const metrics::TimeSeries& sb = *merged.m.time_series();
+  CHECK(sa.width_ps() == sb.width_ps());
+  CHECK(sa.buckets() == sb.buckets());
+  CHECK(sa.arrivals() == sb.arrivals());
+  REQUIRE(sa.pools().size() == sb.pools().size());
+  for (std::size_t p = 0; p < sa.pools().size(); ++p) {
+    CAPTURE(p);
+    CHECK(sa.pools()[p].counters == sb.pools()[p].counters);
+    CHECK(sa.pools()[p].integrals == sb.pools()[p].integrals);
+    CHECK(sa.pools()[p].value == sb.pools()[p].value);
+  }
+  const auto& ta = step.m.trace_log()->spans();
+  const auto& tb = merged.m.trace_log()->spans();
+  REQUIRE(ta.size() == tb.size());
+  std::size_t differ = 0;
+  for (std::size_t i = 0; i < ta.size(); ++i) {
+    const bool same = ta[i].start_ps == tb[i].start_ps && ta[i].end_ps == tb[i].end_ps && ta[i].pool == tb[i].pool &&
+                      ta[i].instance == tb[i].instance && ta[i].kind == tb[i].kind &&
+                      std::equal(std::begin(ta[i].args), std::end(ta[i].args), std::begin(tb[i].args));
+    differ += same ? 0 : 1;
+  }
+  CHECK(differ == 0);
+  // Every decode step is a span (a run's steps included); the step in flight when the instance
+  // failed (one fault at most here) has one too, but never ends as an iteration.
+  std::int64_t decode_spans = 0;
+  for (const auto& span : tb) {
+    decode_spans += span.pool == 1 && span.kind == metrics::TraceKind::kIteration ? 1 : 0;
+  }
+  CHECK(decode_spans >= merged.summary.pools[1].iterations);
+  CHECK(decode_spans <= merged.summary.pools[1].iterations + 1);
   // The runs happened: the decode pool's steps outnumber its events by far.
   MESSAGE("events per step: " << step.result.events << ", runs: " << merged.result.events);
   CHECK(merged.result.events < step.result.events * 3 / 4);

@@ -3,6 +3,7 @@
 // from the raw events at the final width.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -144,4 +145,81 @@ TEST_CASE("TraceLog: keeps spans up to its limit, then counts the rest and remem
   CHECK(log.spans().size() == 3);
   CHECK(log.dropped() == 2);
   CHECK(log.cut_at_ps() == 13'000'000);  // the fourth span's start
+}
+
+TEST_CASE("TimeSeries: gauge changes recorded in any order of time give the same buckets, exactly") {
+  // The changes of the differential test above, once in time order and once shuffled (a decode
+  // run reports its steps' changes when it applies them, after later ones of other instances).
+  Rng rng(5, "time_series_order");
+  struct Change {
+    std::int64_t t_ps, d_running, d_kv;
+  };
+  std::vector<Change> changes;
+  std::int64_t t = 0, running = 0;
+  for (int i = 0; i < 3000; ++i) {
+    t += static_cast<std::int64_t>(rng.uniform01() * 2e9);
+    const std::int64_t d = running > 0 && rng.uniform01() < 0.5 ? -1 : 1;
+    running += d;
+    changes.push_back({t, d, d * 17});
+  }
+  const SimTime end = SimTime::from_ps(t + 999);
+  TimeSeries in_order, shuffled;
+  for (TimeSeries* ts : {&in_order, &shuffled}) ts->add_pool("p", 1 << 20);
+  for (const Change& c : changes) in_order.gauges_changed(PoolId(0), SimTime::from_ps(c.t_ps), 0, c.d_running, c.d_kv);
+  // Fisher-Yates with the test's generator; the last change (the latest time) first, so the
+  // buckets widen before the rest arrive.
+  std::vector<Change> order = changes;
+  for (std::size_t i = order.size() - 1; i > 0; --i) {
+    std::swap(order[i], order[static_cast<std::size_t>(rng.uniform_int(0, i))]);
+  }
+  std::swap(order.front(), *std::find_if(order.begin(), order.end(), [&](const Change& c) { return c.t_ps == t; }));
+  for (const Change& c : order) shuffled.gauges_changed(PoolId(0), SimTime::from_ps(c.t_ps), 0, c.d_running, c.d_kv);
+  in_order.finish(end);
+  shuffled.finish(end);
+  CHECK(in_order.width_ps() == shuffled.width_ps());
+  CHECK(in_order.buckets() == shuffled.buckets());
+  CHECK(in_order.pools()[0].integrals == shuffled.pools()[0].integrals);
+  CHECK(in_order.pools()[0].value == shuffled.pools()[0].value);
+  CHECK(in_order.pools()[0].value[TimeSeries::kRunning] == running);
+  // The KV gauge is 17 x the running one, bucket by bucket.
+  for (std::size_t i = 0; i < in_order.buckets(); ++i) {
+    CHECK(in_order.pools()[0].integrals[TimeSeries::kKvBlocks][i] ==
+          17 * in_order.pools()[0].integrals[TimeSeries::kRunning][i]);
+  }
+}
+
+TEST_CASE("TimeSeries: a change on a bucket boundary at the end widens nothing and adds nothing") {
+  // 256 buckets of 1 us cover [0, 256 us): the end at 256 us and a change at it keep 1 us buckets.
+  TimeSeries ts;
+  ts.add_pool("p", 100);
+  ts.gauges_changed(PoolId(0), at_us(128), 0, 0, 10);
+  ts.gauges_changed(PoolId(0), at_us(256), 0, 0, 5);
+  ts.finish(at_us(256));
+  CHECK(ts.width_ps() == 1'000'000);
+  CHECK(ts.buckets() == 256);
+  CHECK(ts.gauge_mean(ts.pools()[0], TimeSeries::kKvBlocks, 127) == 0.0);
+  CHECK(ts.gauge_mean(ts.pools()[0], TimeSeries::kKvBlocks, 255) == 10.0);
+  CHECK(ts.pools()[0].value[TimeSeries::kKvBlocks] == 15);
+}
+
+TEST_CASE("TraceLog: past its limit it keeps the spans that start first, whatever the order recorded") {
+  TraceOptions opts;
+  opts.limit = 3;
+  TraceLog log(opts);
+  log.add_pool("p", 4, 1);
+  // Starts 50, 10, 40, 20, 30 us (a late run's steps come after later spans of other instances).
+  for (const int us : {50, 10, 40, 20, 30}) {
+    TraceSpan s;
+    s.start_ps = 1'000'000LL * us;
+    s.end_ps = s.start_ps + 1;
+    s.instance = static_cast<std::uint32_t>(us / 10);
+    log.record(s);
+  }
+  log.finish();
+  REQUIRE(log.spans().size() == 3);
+  CHECK(log.spans()[0].start_ps == 10'000'000);
+  CHECK(log.spans()[1].start_ps == 20'000'000);
+  CHECK(log.spans()[2].start_ps == 30'000'000);
+  CHECK(log.dropped() == 2);
+  CHECK(log.cut_at_ps() == 40'000'000);  // every span that starts before it is kept
 }
