@@ -31,8 +31,9 @@ DecodeRuns::DecodeRuns(const SimulationConfig& config, Deployment& deployment, L
   const Pool& dp = deployment.decode();
   // Runs assume one token per request per step and an even split over the dp ranks: off with
   // speculative decoding or per-rank batches, and for an all-to-all that shares its NICs.
-  enabled_ = config.decode_steps_per_event > 1 && dp.load.unit() == LoadUnit::kFreeBlocks && dp.config->plan.pp == 1 && !dp.config->speculative.enabled() &&
-             dp.config->attention_dp == AttentionDpBalance::kEven && !dp.a2a_on_nics;
+  enabled_ = config.decode_steps_per_event > 1 && dp.load.unit() == LoadUnit::kFreeBlocks && dp.config->plan.pp == 1 &&
+             !dp.config->speculative.enabled() && dp.config->attention_dp == AttentionDpBalance::kEven &&
+             !dp.a2a_on_nics;
   if (!enabled_) return;
   first_ = dp.first_instance;
   runs_.resize(static_cast<std::size_t>(dp.config->instances));

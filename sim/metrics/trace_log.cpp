@@ -40,8 +40,8 @@ namespace {
 // The order the log keeps and sorts spans in: by start, then a total order of the rest.
 bool earlier(const TraceSpan& a, const TraceSpan& b) {
   return std::tie(a.start_ps, a.pool, a.instance, a.lane, a.kind, a.end_ps, a.args[0], a.args[1], a.args[2],
-                  a.args[3]) < std::tie(b.start_ps, b.pool, b.instance, b.lane, b.kind, b.end_ps, b.args[0],
-                                        b.args[1], b.args[2], b.args[3]);
+                  a.args[3]) <
+         std::tie(b.start_ps, b.pool, b.instance, b.lane, b.kind, b.end_ps, b.args[0], b.args[1], b.args[2], b.args[3]);
 }
 
 }  // namespace
