@@ -237,6 +237,13 @@ std::vector<ChipSpec> build_presets() {
     if (c.name == "a100-80g") c.sms = 108;
     if (c.name == "h100-sxm" || c.name == "h200-sxm" || c.name == "h800-sxm") c.sms = 132;
   }
+  // The H800 SXM is the H100 SXM's die with its NVLink cut ([P] DeepEP README, [S] OEM page:
+  // tensor-core rates, SMs and 80 GB of HBM3 at 3.35 TB/s as H100; NVLink 400 GB/s, ~160 GB/s
+  // achieved by DeepEP): a kernel takes the same time on both, so it takes the H100 profiles'
+  // operator figures, while its collective figures stay its own (200 GB/s per direction).
+  for (ChipSpec& c : p) {
+    if (c.name == "h800-sxm") c.kernels_of = "h100-sxm";
+  }
   return p;
 }
 

@@ -144,6 +144,11 @@ struct ChipSpec {
   Duration scale_out_latency;
   Bandwidth host_bandwidth;  // chip <-> host memory per direction (PCIe, NVLink-C2C): KV swap
   int sms = 0;               // streaming multiprocessors (GEMM wave quantisation); 0 = unknown
+  // The preset whose die this chip is, where it is another's with only its links changed (H800:
+  // H100's GH100 with NVLink cut): the kernels measured on that one are this chip's, so its
+  // compute profiles apply here (sim/scenario's default_profile); its fabric figures do not.
+  // "" = the chip's own die.
+  std::string kernels_of;
   Efficiency efficiency;
   std::string source;  // where the figures come from, and which are assumptions
   // Which figures are measured, in one sentence starting "calibrated:", "transferred:",

@@ -53,6 +53,13 @@ for ((i = 0; i < ${#pairs[@]}; i += 2)); do
     family=${t%%/*}
     file=${t##*/}.csv.gz
     found=$(find "$data/$family/$engine" -name "$file" 2>/dev/null | sort -V | tail -1)
+    # SGLang's Hopper context-MLA table times the absorbed kernel (query / key 576, value 512 per
+    # head: AIConfigurator's collector/sglang/collect_mla.py takes those dims on every pre-Blackwell
+    # chip), ~3x the FLOPs of the prefill the simulator costs and SGLang runs without cached
+    # prefixes (heads of 192 / 128 after the up-projection); its rows would cost that prefill 3x.
+    if [ "$engine" = sglang ] && [ "$file" = context_mla_perf.csv.gz ] && [[ $chip == h* ]]; then
+      found=""
+    fi
     [ -n "$found" ] && tables+=("$found")
   done
   if [ ${#tables[@]} -eq 0 ] || [[ "${tables[0]}" != */gemm_perf.csv.gz ]]; then

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <variant>
 
 #include "core/check.h"
 
@@ -121,6 +122,9 @@ IterationCostModel::IterationCostModel(const models::ModelSpec& model, const mod
       load_(model, plan, routing),
       linear_(static_cast<std::size_t>(max_tokens) + 1) {
   rates_ = chip.rates();
+  if (std::holds_alternative<models::TableConfig>(cost_model)) {
+    verify_roofline_ = std::make_unique<models::RooflineCostModel>(chip);
+  }
   const int domain = chip.scale_up_domain;
   tp_span_ = group_span(plan, models::Group::kTp, domain);
   moe_span_ = group_span(plan, models::Group::kMoe, domain);
@@ -396,8 +400,19 @@ void IterationCostModel::cost(const models::BatchShape& b, std::int64_t sequence
     if (!verify) [[likely]]
       return to_ps(op.seconds(shape, cm));
     models::Operator o = op.at(shape);
-    o.flops *= verify_width_;
     o.batch /= verify_width_;
+    if (verify_roofline_) {
+      // The tables measured one query per sequence and answer by shape, not FLOPs: the w queries'
+      // extra FLOPs over the KV read once come on top, as the roofline's compute side gives them
+      // (MLA's 128 heads turn its decode kernel compute-bound at w = 2: FlashMLA, DeepSeek's own
+      // README, 580-660 TFLOP/s compute-bound on H800 against 3,000 GB/s memory-bound).
+      const double one = cm.seconds(o);
+      const double memory = verify_roofline_->memory_seconds(o);
+      const double before = std::max(verify_roofline_->compute_seconds(o), memory);
+      o.flops *= verify_width_;
+      return to_ps(one + std::max(verify_roofline_->compute_seconds(o), memory) - before);
+    }
+    o.flops *= verify_width_;
     return to_ps(cm.seconds(o));
   };
   auto run_decode = [&](const AffineOp& op) { return run_decode_at(op, b); };

@@ -291,6 +291,9 @@ class IterationCostModel {
   // Speculative decoding: query tokens per decode sequence (1: off), and the token operators of
   // one MTP draft step by sequence count (ps, -1: not computed yet).
   int verify_width_ = 1;
+  // Where the pool's cost model has tables: the roofline that carries a measured one-query decode
+  // attention time to w queries per sequence (cost()).
+  std::unique_ptr<models::RooflineCostModel> verify_roofline_;
   std::vector<std::int64_t> draft_tokens_ps_;
   std::int64_t draft_ps(const models::BatchShape& verify);
   std::vector<double> send_alpha_s_, send_s_per_token_;  // per pipeline hop

@@ -641,9 +641,28 @@ std::string engine_said(const std::string& engine) {
   return engine;
 }
 
+// Whether the collective figures of a profile measured on chip `measured` describe the scale-up
+// fabric of `pool`'s chip: the same preset, or one whose scale-up links are the same (bandwidth
+// per direction and domain). They are fitted over that fabric (all_reduce_lines' efficiencies are
+// fractions of its bandwidth, their fixed times its switches' and kernels'), so on another
+// (H800's cut NVLink under an H100 profile) the pool's own preset figures apply.
+bool same_fabric(const std::string& measured, const models::ChipSpec& pool) {
+  if (measured.empty() || measured == pool.name) return true;
+  const auto m = models::chip_preset(measured);
+  return m && m->scale_up_bandwidth.bytes_per_s == pool.scale_up_bandwidth.bytes_per_s &&
+         m->scale_up_domain == pool.scale_up_domain;
+}
+
+// The collective figures of `own` (the preset's) in `e`.
+void keep_fabric_figures(models::Efficiency& e, const models::Efficiency& own) {
+  e.collective_latency = own.collective_latency;
+  e.collective_bandwidth = own.collective_bandwidth;
+  e.all_reduce_lines = own.all_reduce_lines;
+}
+
 // Which of a pool's chip figures are measured (ChipSpec::calibration): the profile it applies,
 // whose kernels it measured, and whether they are this chip's.
-std::string calibration_said(const ChipProfile& p, const std::string& preset) {
+std::string calibration_said(const ChipProfile& p, const std::string& preset, bool own_fabric) {
   const std::string kernels = p.engine.empty() ? "kernels" : engine_said(p.engine) + " kernels";
   const std::string how = p.by_default ? " (the preset's default)" : "";
   if (!p.transferred_from.empty()) {
@@ -651,7 +670,8 @@ std::string calibration_said(const ChipProfile& p, const std::string& preset) {
            ", carried to " + p.chip + " by calibrate's transfer rule; nothing of " + p.chip + " was measured";
   }
   if (!p.chip.empty() && p.chip != preset) {
-    return "borrowed: profile " + p.name + ", " + kernels + " measured on " + p.chip + ", applied to " + preset;
+    return "borrowed: profile " + p.name + how + ", " + kernels + " measured on " + p.chip + ", applied to " + preset +
+           (own_fabric ? "" : "; collectives " + preset + "'s own (another scale-up fabric)");
   }
   return "calibrated: profile " + p.name + how + ", " + kernels + " measured on " + (p.chip.empty() ? preset : p.chip) +
          (p.created.empty() ? "" : " (" + p.created + ")");
@@ -718,11 +738,13 @@ std::optional<models::ChipSpec> read_chip(MapReader& pool, models::CostModelConf
   if (auto p = read_chip_profile(m, d, engine)) {
     ok = ok && p->ok;
     base_efficiency = p->efficiency;
+    const bool own_fabric = same_fabric(p->chip, d);
+    if (!own_fabric) keep_fabric_figures(base_efficiency, d.efficiency);
     // The preset's own words on its efficiencies no longer apply: the profile's replace them.
     c.source = "efficiencies from profile " + p->name +
                (p->chip.empty() || p->chip == d.name ? "" : " (measured on " + p->chip + ")") +
                (p->created.empty() ? "" : ", " + p->created) + tables_said(p->tables) + "; preset: " + d.source;
-    c.calibration = calibration_said(*p, d.name);
+    c.calibration = calibration_said(*p, d.name, own_fabric);
     if (cost_model && !p->tables.log_grids.empty()) *cost_model = models::TableConfig{p->tables, "profile " + p->name};
   } else {
     // How much that can matter, measured: efficiencies carried between chips that both have tables

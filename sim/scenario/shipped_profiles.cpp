@@ -6,6 +6,8 @@
 
 #include <zlib.h>
 
+#include "models/chip_spec.h"
+
 namespace servesim::scenario {
 namespace {
 
@@ -52,7 +54,10 @@ std::vector<std::string> shipped_profile_names() {
   return out;
 }
 
-std::optional<std::string> default_profile(std::string_view chip, std::string_view engine) {
+namespace {
+
+// default_profile among the profiles measured on `chip` itself.
+std::optional<std::string> own_profile(std::string_view chip, std::string_view engine) {
   const ShippedProfile* any_engine = nullptr;
   const ShippedProfile* default_engine = nullptr;
   const ShippedProfile* other_engine = nullptr;
@@ -68,6 +73,16 @@ std::optional<std::string> default_profile(std::string_view chip, std::string_vi
   for (const ShippedProfile* p : {any_engine, default_engine, other_engine}) {
     if (p) return std::string(p->name);
   }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string> default_profile(std::string_view chip, std::string_view engine) {
+  if (auto own = own_profile(chip, engine)) return own;
+  // A chip that is another's die with other links (models::ChipSpec::kernels_of) runs its kernels.
+  const auto spec = models::chip_preset(chip);
+  if (spec && !spec->kernels_of.empty()) return own_profile(spec->kernels_of, engine);
   return std::nullopt;
 }
 

@@ -35,7 +35,9 @@ inline constexpr std::string_view kDefaultEngine = "trtllm";
 // whose chip and engine are `chip` and `engine`, else the chip's profile that names no engine
 // (kernels of no particular engine, or efficiencies transferred to a chip without measurements),
 // else the chip's profile of another engine's kernels (TensorRT-LLM's first: a chip measured
-// under one engine only); nullopt when the chip has none (its preset's own efficiencies apply).
+// under one engine only); for a chip that is another preset's die with other links
+// (models::ChipSpec::kernels_of: h800-sxm), that preset's profile chosen the same way; nullopt
+// when there is none (the preset's own efficiencies apply).
 std::optional<std::string> default_profile(std::string_view chip, std::string_view engine);
 
 }  // namespace servesim::scenario

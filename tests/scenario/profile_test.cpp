@@ -167,7 +167,8 @@ TEST_CASE("Profile: gemm_tiling is read strictly, and a profile without it keeps
 TEST_CASE("Profile: an unknown name lists the shipped profiles and suggests the closest") {
   const std::string errors = errors_of(scenario_with_chip("{preset: h200-sxm, profile: h2000}"));
   CHECK(errors.find("unknown profile 'h2000' (did you mean 'h200'?)") != std::string::npos);
-  CHECK(errors.find("a100, b200, b300, gb200, gb300, h100, h200, h200-vllm") != std::string::npos);
+  CHECK(errors.find("a100, b200, b300, gb200, gb300, h100, h100-sglang, h100-vidur, h100-vllm, h200, h200-sglang, "
+                    "h200-vllm") != std::string::npos);
   CHECK(errors_of(scenario_with_chip("{preset: h200-sxm, profile: missing/none.yaml}"))
             .find("cannot open the profile file: No such file or directory") != std::string::npos);
 }
@@ -373,8 +374,10 @@ TEST_CASE(
   CHECK(x[0].pair_bytes == approx(3.5));
   CHECK(x[1].format == servesim::models::Format::kFp8Block);
   CHECK(x[1].memory.knots.size() == 2);
-  // A preset has none.
-  CHECK(load(scenario_with_chip("h100-sxm")).config.pools.at(0).chip.efficiency.moe_experts.empty());
+  // A preset has none (its shipped profile has them: opted out).
+  CHECK(load(scenario_with_chip("{preset: h100-sxm, profile: none}"))
+            .config.pools.at(0)
+            .chip.efficiency.moe_experts.empty());
 
   // Line 10 (the efficiency map starts at 7, moe_experts at 10, bf16 at 11, fp8_block at 12): a
   // misspelt format, and a misspelt key in fp8_block's model.
@@ -441,4 +444,39 @@ TEST_CASE("Profile: a chip without the key takes its preset's profile for the de
             .chip.calibration.find("(the preset's default)") == std::string::npos);
   // An engine outside the three is an error at its key.
   CHECK(errors_of(with_engine("tensorrt", "h200-sxm")).find("deployment.engine") != std::string::npos);
+}
+
+TEST_CASE("Profile: an H800 pool takes H100's profile for its engine and keeps its own collective figures") {
+  const auto with_engine = [](const std::string& engine, const std::string& chip) {
+    std::string y = scenario_with_chip(chip);
+    return y.replace(y.find("deployment:\n"), 12, "deployment:\n  engine: " + engine + "\n");
+  };
+  const Scenario h800 = load(scenario_with_chip("h800-sxm"));
+  const Scenario h100 = load(scenario_with_chip("h100-sxm"));
+  const auto& chip = h800.config.pools.at(0).chip;
+  const auto& same_die = h100.config.pools.at(0).chip;
+  CHECK(h800.resolved["deployment"]["pools"][0]["chip"]["profile"] == "h100");
+  CHECK(chip.calibration ==
+        "borrowed: profile h100 (the preset's default), TensorRT-LLM kernels measured on h100-sxm, applied to "
+        "h800-sxm; collectives h800-sxm's own (another scale-up fabric)");
+  // The operators: H100's fitted figures and tables.
+  CHECK(chip.efficiency.gemm_overhead == same_die.efficiency.gemm_overhead);
+  CHECK(chip.efficiency.attention_decode.knots.size() == same_die.efficiency.attention_decode.knots.size());
+  CHECK(std::holds_alternative<servesim::models::TableConfig>(h800.config.pools.at(0).cost_model));
+  // The collectives: the H800 preset's, not the lines fitted over H100's 450 GB/s NVLink.
+  const auto preset = servesim::models::chip_preset("h800-sxm");
+  REQUIRE(preset.has_value());
+  CHECK(chip.efficiency.collective_latency == preset->efficiency.collective_latency);
+  CHECK(chip.efficiency.collective_bandwidth == approx(preset->efficiency.collective_bandwidth));
+  CHECK(chip.efficiency.all_reduce_lines.size() == preset->efficiency.all_reduce_lines.size());
+  CHECK_FALSE(same_die.efficiency.all_reduce_lines.empty());
+  CHECK(chip.efficiency.collective_latency != same_die.efficiency.collective_latency);
+  CHECK(chip.scale_up_bandwidth.bytes_per_s == approx(200e9));
+  // Per engine, as on H100.
+  CHECK(load(with_engine("sglang", "h800-sxm")).resolved["deployment"]["pools"][0]["chip"]["profile"] == "h100-sglang");
+  CHECK(load(with_engine("vllm", "h800-sxm")).resolved["deployment"]["pools"][0]["chip"]["profile"] == "h100-vllm");
+  // A profile applied to a chip of the same fabric keeps its collective figures (H100 -> H200).
+  const Scenario h200 = load(scenario_with_chip("{preset: h200-sxm, profile: h100}"));
+  CHECK(h200.config.pools.at(0).chip.efficiency.collective_latency == same_die.efficiency.collective_latency);
+  CHECK(h200.config.pools.at(0).chip.calibration.find("collectives") == std::string::npos);
 }
