@@ -45,9 +45,10 @@ void Transfers::begin_kv(RequestId r, double total, double bytes) {
   j.transferred = true;
   j.kv_bytes = total;
   j.transfer_start = agenda_.now();
-  // A transfer sent whole posts it on an all-to-all queue (a streamed one posts its chunks'
-  // layers as they are computed: Dispatcher, and its last layer at the prefill's end).
-  if (!j.streamed) post_kv_queue(r, total);
+  // On an all-to-all queue, a layer-streamed deployment has posted every layer but the last as
+  // the chunks ran (Dispatcher), also for a request whose KV could not stream (no decode room
+  // then): only the last layer's share is left to post, after the prefill; else all of it.
+  if (!j.streamed) post_kv_queue(r, streamed_ ? total / layers_ : total);
   send_kv(r, bytes);
 }
 
