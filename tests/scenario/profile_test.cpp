@@ -167,8 +167,8 @@ TEST_CASE("Profile: gemm_tiling is read strictly, and a profile without it keeps
 TEST_CASE("Profile: an unknown name lists the shipped profiles and suggests the closest") {
   const std::string errors = errors_of(scenario_with_chip("{preset: h200-sxm, profile: h2000}"));
   CHECK(errors.find("unknown profile 'h2000' (did you mean 'h200'?)") != std::string::npos);
-  CHECK(errors.find("a100, b200, b200-vllm, b300, b300-vllm, gb200, gb200-vllm, gb300, h100, h100-sglang, h100-vidur, "
-                    "h100-vllm, h200, h200-sglang, h200-vllm") != std::string::npos);
+  CHECK(errors.find("a100, b200, b200-vllm, b300, b300-vllm, gb200, gb200-vllm, gb300, gb300-vllm, h100, h100-sglang, "
+                    "h100-vidur, h100-vllm, h200, h200-sglang, h200-vllm") != std::string::npos);
   CHECK(errors_of(scenario_with_chip("{preset: h200-sxm, profile: missing/none.yaml}"))
             .find("cannot open the profile file: No such file or directory") != std::string::npos);
 }
