@@ -190,8 +190,23 @@ void check_constant(const CsvReader& csv, std::size_t col, std::string& seen, Pr
     seen = v;
   } else if (v != seen) {
     problems.add(csv.at(col, "'" + std::string(v) + "' differs from '" + seen +
-                                 "' on earlier rows: one file holds one device and one version"));
+                                 "' on earlier rows: one file holds one engine and one device"));
   }
+}
+
+// The engine builds a file holds, in order of first appearance. AIConfigurator's version folders
+// may append rows collected with another build of the same engine (B200's vLLM 0.24.0 MoE table
+// holds one W4A16 shape timed with a 0.1.dev build); each row keeps its own build in
+// Measurement::backend, the source lists them all.
+void note_version(std::string_view v, std::string& versions) {
+  std::string_view rest = versions;
+  while (!rest.empty()) {
+    const std::size_t cut = rest.find(", ");
+    if (rest.substr(0, cut) == v) return;
+    rest = cut == std::string_view::npos ? std::string_view() : rest.substr(cut + 2);
+  }
+  if (!versions.empty()) versions += ", ";
+  versions += v;
 }
 
 }  // namespace
@@ -236,7 +251,7 @@ MeasurementSet read_aiconfigurator(const std::string& path, std::string_view chi
       continue;
     }
     check_constant(csv, layout.framework, framework, problems);
-    check_constant(csv, layout.version, version, problems);
+    note_version(csv.field(layout.version), version);
     check_constant(csv, layout.device, device, problems);
 
     Measurement m;

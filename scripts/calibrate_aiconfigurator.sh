@@ -53,6 +53,19 @@ for ((i = 0; i < ${#pairs[@]}; i += 2)); do
     family=${t%%/*}
     file=${t##*/}.csv.gz
     found=$(find "$data/$family/$engine" -name "$file" 2>/dev/null | sort -V | tail -1)
+    # The newest MoE table may hold only formats the simulator does not cost (TensorRT-LLM
+    # 1.3.0rc23 on Blackwell: DeepSeek-V4's MXFP4 x MXFP8 experts alone); then the newest older
+    # version folder whose table holds bf16, fp8, fp8_block or nvfp4 experts.
+    if [ "$file" = moe_perf.csv.gz ] && [ -n "$found" ]; then
+      for candidate in $(find "$data/$family/$engine" -name "$file" 2>/dev/null | sort -Vr); do
+        if zcat "$candidate" | awk -F, 'NR == 1 { for (i = 1; i <= NF; ++i) if ($i == "moe_dtype") c = i; next }
+            $c == "bfloat16" || $c == "fp8" || $c == "fp8_block" || $c == "nvfp4" { found = 1 }
+            END { exit !found }'; then
+          found=$candidate
+          break
+        fi
+      done
+    fi
     # SGLang's Hopper context-MLA table times the absorbed kernel (query / key 576, value 512 per
     # head: AIConfigurator's collector/sglang/collect_mla.py takes those dims on every pre-Blackwell
     # chip), ~3x the FLOPs of the prefill the simulator costs and SGLang runs without cached

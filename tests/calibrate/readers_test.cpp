@@ -305,6 +305,33 @@ TEST_CASE("Readers: mixed tables in one AIConfigurator file are an error") {
   CHECK(ds[0].to_string() == f.path() + ":3:30: op_name: 'moe' in a 'gemm' table: one table per file");
 }
 
+TEST_CASE("Readers: one AIConfigurator file may hold several builds of one engine on one device") {
+  // B200's vLLM 0.24.0 MoE table appends one shape timed with a 0.1.dev build: both are read,
+  // each row keeps its own build, the source lists both in order of first appearance.
+  const TempFile f("builds.csv", std::string(kGemmHeader) + kGemmRow +
+                                     "TRTLLM,1.3.0rc23,NVIDIA H200,gemm,torch_flow,bfloat16,32,4096,4096,0.02\n" +
+                                     kGemmRow);
+  const MeasurementSet set = read_aiconfigurator(f.path(), "h200-sxm");
+  REQUIRE(set.size() == 3);
+  CHECK(set.label(set.rows()[0].backend) == "TRTLLM 1.3.0rc20");
+  CHECK(set.label(set.rows()[1].backend) == "TRTLLM 1.3.0rc23");
+  std::string versions;
+  for (const auto& [k, v] : set.source(0).metadata) {
+    if (k == "version") versions = v;
+  }
+  CHECK(versions == "1.3.0rc20, 1.3.0rc23");
+
+  // Another device (or engine) in the same file is still refused, at its field: column 18 is
+  // after "TRTLLM,1.3.0rc20," (7 + 10 characters).
+  const TempFile g("devices.csv", std::string(kGemmHeader) + kGemmRow +
+                                      "TRTLLM,1.3.0rc20,NVIDIA B200,gemm,torch_flow,bfloat16,16,4096,4096,0.01\n");
+  const auto ds = input_errors([&] { read_aiconfigurator(g.path(), "h200-sxm"); });
+  REQUIRE(ds.size() == 1);
+  CHECK(ds[0].to_string() == g.path() +
+                                 ":3:18: device: 'NVIDIA B200' differs from 'NVIDIA H200' on earlier rows: one file "
+                                 "holds one engine and one device");
+}
+
 TEST_CASE("Readers: malformed Vidur mlp.csv") {
   // An operator Vidur never had (a typo of mlp_act) in the header, at column 1.
   const TempFile typo("typo.csv",
