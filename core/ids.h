@@ -17,7 +17,7 @@ struct Id {
   constexpr explicit Id(std::uint32_t v) : value(v) {}
   constexpr bool valid() const { return value != kInvalid; }
   constexpr std::size_t index() const { return value; }
-  constexpr auto operator<=>(const Id&) const = default;
+  constexpr auto operator<=>(const Id&) const = default;  // NOLINT(modernize-use-nullptr)
 };
 
 using RequestId = Id<struct RequestTag>;

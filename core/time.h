@@ -61,7 +61,7 @@ class Duration {
       return b > 0 ? std::numeric_limits<std::int64_t>::max() : -std::numeric_limits<std::int64_t>::max();
     return r;
   }
-  constexpr auto operator<=>(const Duration&) const = default;
+  constexpr auto operator<=>(const Duration&) const = default;  // NOLINT(modernize-use-nullptr)
 
  private:
   static constexpr double kLimit = 9.2e18;  // below 2^63 ~ 9.223e18, exactly representable
@@ -82,7 +82,7 @@ class SimTime {
   constexpr SimTime operator+(Duration d) const { return SimTime(Duration::saturate_add(ps_, d.ps())); }
   constexpr SimTime& operator+=(Duration d) { return *this = *this + d; }
   constexpr Duration operator-(SimTime o) const { return Duration::picoseconds(ps_ - o.ps_); }
-  constexpr auto operator<=>(const SimTime&) const = default;
+  constexpr auto operator<=>(const SimTime&) const = default;  // NOLINT(modernize-use-nullptr)
 
  private:
   constexpr explicit SimTime(std::int64_t ps) : ps_(ps) {}

@@ -35,8 +35,8 @@ struct VisionSpec {
   int window = 112;                        // pixels per attention-window side (0: every block attends globally)
   std::vector<int> full_attention_layers;  // blocks with global attention
   int out_hidden = 0;                      // the language model's width the merger projects to
-  std::int64_t min_pixels = 56 * 56;       // Qwen2.5-VL preprocessor_config.json
-  std::int64_t max_pixels = 28 * 28 * 1280;
+  std::int64_t min_pixels = std::int64_t{56} * 56;  // Qwen2.5-VL preprocessor_config.json
+  std::int64_t max_pixels = std::int64_t{28} * 28 * 1280;
 
   struct Resized {
     std::int64_t width = 0, height = 0;

@@ -229,12 +229,12 @@ inline const char* fast_datetime(const char* p, const char* eol, Decimal& d, Dat
     if (eol - p < 6 || !is_digit(p[1]) || !is_digit(p[2]) || p[3] != ':' || !is_digit(p[4]) || !is_digit(p[5])) {
       return nullptr;
     }
-    offset_s = (two(p + 1) * 3600 + two(p + 4) * 60) * (*p == '-' ? -1 : 1);
+    offset_s = (std::int64_t{two(p + 1)} * 3600 + std::int64_t{two(p + 4)} * 60) * (*p == '-' ? -1 : 1);
     p += 6;
   } else if (*p == 'Z') {
     ++p;
   }
-  d.seconds = days * 86400 + h * 3600 + mi * 60 + s - offset_s;
+  d.seconds = days * 86400 + std::int64_t{h} * 3600 + std::int64_t{mi} * 60 + s - offset_s;
   d.frac_ps = static_cast<std::int64_t>(frac) * kPow10[12 - nf];
   d.negative = false;
   return p;

@@ -9,11 +9,11 @@ std::int64_t end_decode_step(Lane& lane, SimTime end, Lifecycle& lifecycle, RunO
                              std::vector<RequestId>& finished) {
   const std::uint32_t decodes = lane.batch().decodes;
   // Speculative decoding: the accepted drafts are emitted with the step's own tokens (gaps of 0).
-  const std::int64_t accepted = lane.step_accepted();
+  const std::int64_t accepted = lane.decode_set().step_accepted();
   lane.decode_gaps(end, decodes, [&](Duration gap, std::int64_t count) { observer.gap(gap, count); });
   if (accepted > 0) observer.gap(Duration::zero(), accepted);
   // Requests whose KV came from a prefill instance: this step emitted their first token.
-  for (const RequestId r : lane.fresh()) lifecycle.first_token(r, true, end);
+  for (const RequestId r : lane.decode_set().fresh()) lifecycle.first_token(r, true, end);
   lane.clear_fresh();
   finished.clear();
   lane.finish_decode_step(finished);
@@ -41,7 +41,7 @@ DecodeRuns::DecodeRuns(const SimulationConfig& config, Deployment& deployment, L
 
 bool DecodeRuns::eligible(std::uint32_t instance, const Lane& lane, bool preempted) const {
   return enabled_ && find(instance) != nullptr && lane.batch().chunks.empty() && !preempted && lane.ready() == 0 &&
-         !lane.has_waiting() && (lane.fresh().empty() || !lifecycle_.wants_first_token());
+         !lane.has_waiting() && (lane.decode_set().fresh().empty() || !lifecycle_.wants_first_token());
 }
 
 SimTime DecodeRuns::plan(std::uint32_t instance, Lane& lane, SimTime first_end, bool steps_ready) {
@@ -53,7 +53,8 @@ SimTime DecodeRuns::plan(std::uint32_t instance, Lane& lane, SimTime first_end, 
   // and what the free-KV router and inbound reservations see is the free blocks after them, so a
   // run length chosen for speed (planning fewer steps when runs tend to be cut) would change the
   // answers.
-  const std::uint64_t limit = std::min({cap_, lane.steps_to_first_finish() + 1, lane.lookahead_limit()});
+  const std::uint64_t limit =
+      std::min({cap_, lane.decode_set().steps_to_first_finish() + 1, lane.decode_set().lookahead_limit()});
   if (limit < 2) return first_end;
   if (r.ends.size() < limit) {
     r.ends.resize(static_cast<std::size_t>(limit));
@@ -65,7 +66,7 @@ SimTime DecodeRuns::plan(std::uint32_t instance, Lane& lane, SimTime first_end, 
   std::int64_t booked = 0;
   std::uint32_t k = 1;
   for (; k < limit; ++k) {
-    const std::int64_t need = lane.step_blocks_ahead(k);
+    const std::int64_t need = lane.decode_set().step_blocks_ahead(k);
     if (need > free) break;  // that step preempts: it is dispatched on its own
     free -= need;
     booked += need;
@@ -77,9 +78,9 @@ SimTime DecodeRuns::plan(std::uint32_t instance, Lane& lane, SimTime first_end, 
   SERVESIM_CHECK(!pool.a2a_on_nics);
   Batch& batch = lane.batch();
   if (!steps_ready) batch.steps = pool.cost->decode_steps(static_cast<std::int64_t>(batch.decodes));
-  Lane::DecodeLookahead ahead(lane);
+  DecodeSet::Lookahead ahead(lane.decode_set());
   SimTime t = first_end;
-  if (!lane.capped()) {
+  if (!lane.decode_set().capped()) {
     // Only the contexts grow: the cost model walks the steps from the first one's shape.
     t = pool.cost->decode_run(batch.steps, ahead.next(), k - 1, t, r.ends.data() + 1, r.parts.data() + 1);
   } else {
@@ -102,7 +103,7 @@ void DecodeRuns::apply_step(Lane& lane, DecodeRun& r) {
   // too).
   end_decode_step(lane, r.ends[r.applied], lifecycle_, observer_, finished_);
   SERVESIM_CHECK_MSG(finished_.empty(), "a decode run's step before its last finished a request");
-  lane.unbook(lane.step_blocks_ahead(0));  // the next step takes the blocks booked for it
+  lane.unbook(lane.decode_set().step_blocks_ahead(0));  // the next step takes the blocks booked for it
   preempted_.clear();
   const std::uint32_t decodes = lane.prepare_decode_step(preempted_);
   SERVESIM_CHECK_MSG(preempted_.empty() && decodes == lane.batch().decodes, "a decode run's step changed its batch");
@@ -140,7 +141,7 @@ void DecodeRuns::settle(std::uint32_t instance, SimTime t) {
       // step_blocks_ahead(j + 1) from here (Lane::quiet_decode_steps).
       used = lane.used_blocks();
       for (std::uint32_t s = r.applied; s < last; ++s) {
-        const std::int64_t blocks = lane.step_blocks_ahead(s - r.applied + 1);
+        const std::int64_t blocks = lane.decode_set().step_blocks_ahead(s - r.applied + 1);
         taken += blocks;
         observer_.run_step(pool.metrics_id, local, batch, r.ends[s], blocks, r.ends[s + 1]);
       }
@@ -175,7 +176,7 @@ void DecodeRuns::cut(std::uint32_t instance) {
   // The steps after the one in flight will not run: their booked blocks are free again.
   Lane& lane = inst.lanes.front();
   std::int64_t unbooked = 0;
-  for (std::uint32_t k = 1; k < r.size - r.applied; ++k) unbooked += lane.step_blocks_ahead(k);
+  for (std::uint32_t k = 1; k < r.size - r.applied; ++k) unbooked += lane.decode_set().step_blocks_ahead(k);
   lane.unbook(unbooked);
   // The event that would have ended the run leaves the queue where it can (else it pops stale).
   const std::uint32_t cut = r.generation;

@@ -4,7 +4,7 @@
 // attention-DP split, no all-to-all on its NICs) whose batch is decode-only, with no request ready
 // or waiting to join and none about to leave before the k-th step, runs steps 0 .. k-1 in one
 // event: their batches are known at dispatch (every context grows by one per step;
-// Lane::DecodeLookahead), so their costs and ends are too. Only the BatchFinished at the last
+// DecodeSet::Lookahead), so their costs and ends are too. Only the BatchFinished at the last
 // step's end is scheduled; the steps before it are applied (tokens, blocks, metrics, exactly as
 // per-step events would) when the run ends, or earlier: cut() when a request is about to join
 // (its KV arrived) ends the run at the step in flight, stop() (a failure) and settle_all() (the

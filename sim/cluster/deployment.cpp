@@ -273,8 +273,8 @@ void Deployment::check_loads(const RequestTable& requests) const {
       case Phase::kReady: work = s.output - s.generated; break;
       case Phase::kDecoding: {
         const Lane& lane = instances_[s.instance].lanes[s.lane];
-        work = static_cast<std::int64_t>(s.output) - s.generated - static_cast<std::int64_t>(lane.steps_done(s)) -
-               s.accepted;
+        work = static_cast<std::int64_t>(s.output) - s.generated -
+               static_cast<std::int64_t>(lane.decode_set().steps_done(s)) - s.accepted;
         break;
       }
       default: continue;

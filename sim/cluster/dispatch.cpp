@@ -120,7 +120,7 @@ Dispatcher::Priced Dispatcher::price(std::uint32_t index, std::uint32_t l) {
   const models::BatchShape shape = lane.shape(batch);
   const auto sequences = static_cast<std::int64_t>(batch.decodes + batch.chunks.size());
   models::BatchShape busiest;
-  const bool uneven = lane.busiest_rank_shape(shape, batch, busiest);
+  const bool uneven = lane.decode_set().busiest_rank_shape(shape, batch.decodes, busiest);
   // With the KV sends on the all-to-all's queue the two take turns (add_kv_queue_wait), never
   // share.
   const bool nics_shared =

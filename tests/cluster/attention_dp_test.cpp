@@ -87,7 +87,7 @@ TEST_CASE("Attention DP: least_kv joins the rank with the fewest KV tokens, roun
     const models::BatchShape b = lane.shape(batch);
     CHECK(b.decode_kv_tokens == 123);  // 120 of KV + 3 new
     models::BatchShape busy;
-    REQUIRE(lane.busiest_rank_shape(b, batch, busy));
+    REQUIRE(lane.decode_set().busiest_rank_shape(b, batch.decodes, busy));
     CHECK(busy.decode_kv_tokens == (least_kv ? 2 * 101 : 2 * 112));
     CHECK(busy.decode_seqs == (least_kv ? 2 * 1 : 2 * 2));
     CHECK(busy.prefill_tokens == b.prefill_tokens);
