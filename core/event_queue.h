@@ -10,6 +10,9 @@
 // [window_start, window_start + N x width). An event inside the window sits in bucket
 // (time >> shift) mod N, which keeps its few events sorted (latest first, so the earliest pops from
 // the back); later events wait in a binary heap and move into the ring as the window advances.
+// A bucket is one cache line: its earliest event inline, the others (rare: the ring has about two
+// buckets per pending event) in a vector beside it, so a push or pop touches one line of the ring
+// where a vector per bucket touched two, a miss each once the queue outgrows the cache (issue 28).
 // A bitmap of non-empty buckets finds the next event in a few word operations. Every 4,096 pops
 // the queue compares the bucket width with the observed spacing of popped events, and the ring
 // size with the number of pending events, and rebuilds itself when either is off by 4x. Pushes and
@@ -64,17 +67,16 @@ class EventQueue {
   // The next event. Not const: finding it may advance the window. Valid until the next push/pop.
   const Entry& top() {
     locate();
-    return ring_count_ > 0 ? buckets_[cur_].back() : far_.front();
+    return ring_count_ > 0 ? buckets_[cur_].earliest : far_.front();
   }
 
   Entry pop() {
     locate();
     Entry out;
     if (ring_count_ > 0) {
-      std::vector<Entry>& b = buckets_[cur_];
-      out = b.back();
-      b.pop_back();
-      left_ring(cur_);
+      Bucket& b = buckets_[cur_];
+      out = b.earliest;
+      left_ring(cur_, b.pop_earliest());
     } else {
       out = pop_far();
     }
@@ -95,24 +97,33 @@ class EventQueue {
     const std::int64_t t = time.ps();
     if (t < window_start_ || t >= window_end()) return false;
     const std::size_t i = bucket_of(t);
-    std::vector<Entry>& b = buckets_[i];
-    for (auto it = b.begin(); it != b.end(); ++it) {
-      if (it->time == time && it->priority() == priority && match(it->payload)) {
-        b.erase(it);
-        left_ring(i);
-        --size_;
-        return true;
-      }
+    if (!occupied(i)) return false;
+    Bucket& b = buckets_[i];
+    auto matches = [&](const Entry& e) { return e.time == time && e.priority() == priority && match(e.payload); };
+    // The first match latest first, as the bucket's order reads.
+    bool emptied = false;
+    if (const auto it = std::find_if(b.later.begin(), b.later.end(), matches); it != b.later.end()) {
+      b.later.erase(it);
+    } else if (matches(b.earliest)) {
+      emptied = b.pop_earliest();
+    } else {
+      return false;
     }
-    return false;
+    left_ring(i, emptied);
+    --size_;
+    return true;
   }
 
   // Checks the structure's invariants (the header's list), for tests: O(n).
   bool invariants_hold() const {
     std::size_t ring = 0;
     for (std::size_t i = 0; i < buckets_.size(); ++i) {
-      const auto& b = buckets_[i];
-      if (occupied(i) != !b.empty()) return false;
+      if (!occupied(i)) {
+        if (!buckets_[i].later.empty()) return false;
+        continue;
+      }
+      std::vector<Entry> b = buckets_[i].later;  // latest first, then the earliest
+      b.push_back(buckets_[i].earliest);
       for (std::size_t k = 0; k < b.size(); ++k) {
         const std::int64_t t = b[k].time.ps();
         if (t < window_start_ || t >= window_end() || bucket_of(t) != i) return false;
@@ -132,14 +143,30 @@ class EventQueue {
   static constexpr int kInitialShift = 20;  // ~1 us buckets until the first adaptation
   static constexpr std::uint64_t kAdaptEvery = 4096;
 
+  // A ring bucket's events, when it is occupied (the bitmap): `earliest`, and the others latest
+  // first in `later`. One cache line.
+  struct alignas(64) Bucket {
+    Entry earliest;
+    std::vector<Entry> later;
+    // Removes `earliest` (occupied): the next one takes its place. Returns whether none did (the
+    // bucket is empty: its bitmap bit must go).
+    bool pop_earliest() {
+      if (later.empty()) return true;
+      earliest = later.back();
+      later.pop_back();
+      return false;
+    }
+  };
+
   std::int64_t width() const { return std::int64_t{1} << shift_; }
   std::int64_t window_end() const { return window_start_ + static_cast<std::int64_t>(buckets_.size()) * width(); }
   std::size_t bucket_of(std::int64_t t) const { return static_cast<std::size_t>(t >> shift_) & (buckets_.size() - 1); }
   // The bitmap of non-empty buckets.
   bool occupied(std::size_t i) const { return ((occupied_[i >> 6] >> (i & 63)) & 1) != 0; }
   // An entry left ring bucket i (popped or erased).
-  void left_ring(std::size_t i) {
-    if (buckets_[i].empty()) occupied_[i >> 6] &= ~(std::uint64_t{1} << (i & 63));
+  // `emptied`: it was the bucket's last.
+  void left_ring(std::size_t i, bool emptied) {
+    if (emptied) occupied_[i >> 6] &= ~(std::uint64_t{1} << (i & 63));
     --ring_count_;
   }
 
@@ -148,11 +175,18 @@ class EventQueue {
     if (t < window_start_) rebuild(buckets_.size(), shift_, t);  // a push into the past
     if (t < window_end()) {
       const std::size_t i = bucket_of(t);
-      std::vector<Entry>& b = buckets_[i];
-      // Latest first: insert before the first entry that fires before this one.
-      const auto pos =
-          std::lower_bound(b.begin(), b.end(), e, [](const Entry& x, const Entry& y) { return fires_before(y, x); });
-      b.insert(pos, e);
+      Bucket& b = buckets_[i];
+      if (!occupied(i)) {
+        b.earliest = e;
+      } else if (fires_before(e, b.earliest)) {
+        b.later.push_back(b.earliest);
+        b.earliest = e;
+      } else {
+        // Latest first: insert before the first entry that fires before this one.
+        const auto pos = std::lower_bound(b.later.begin(), b.later.end(), e,
+                                          [](const Entry& x, const Entry& y) { return fires_before(y, x); });
+        b.later.insert(pos, e);
+      }
       occupied_[i >> 6] |= std::uint64_t{1} << (i & 63);
       ++ring_count_;
     } else {
@@ -243,7 +277,11 @@ class EventQueue {
   void rebuild(std::size_t buckets, int shift, std::int64_t start) {
     std::vector<Entry> all;
     all.reserve(size_);
-    for (auto& b : buckets_) all.insert(all.end(), b.begin(), b.end());
+    for (std::size_t i = 0; i < buckets_.size(); ++i) {
+      if (!occupied(i)) continue;
+      all.insert(all.end(), buckets_[i].later.begin(), buckets_[i].later.end());
+      all.push_back(buckets_[i].earliest);
+    }
     all.insert(all.end(), far_.begin(), far_.end());
     far_.clear();
     for (const Entry& e : all) start = std::min(start, e.time.ps());
@@ -251,7 +289,7 @@ class EventQueue {
     for (const Entry& e : all) insert(e);
   }
 
-  std::vector<std::vector<Entry>> buckets_;
+  std::vector<Bucket> buckets_;
   std::vector<std::uint64_t> occupied_;
   std::vector<Entry> far_;  // min-heap (by `later`) of events after the window
   std::int64_t window_start_ = 0;

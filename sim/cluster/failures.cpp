@@ -62,7 +62,7 @@ const std::vector<Failures::Requeued>& Failures::fail(std::uint32_t index) {
   inst.encode_batch.clear();
   inst.encode_busy = false;
   while (!inst.encode_waiting.empty()) evicted_.push_back(inst.encode_waiting.pop_front());
-  for (SimTime& t : inst.stage_free) t = now;
+  inst.stage_free.fill(now);
   // Requests whose KV is on its way to this (decode) instance: its reservation went with it.
   // Prefilled ones are affected; ones still prefilling (streamed) send after their prefill.
   if (pool.role == PoolRole::kDecode) {
