@@ -425,6 +425,7 @@ void Lane::finish_decode_step(std::vector<RequestId>& finished) {
     const Finishing f = finishing_.top();
     finishing_.pop();
     next_finish_step_ = finishing_.empty() ? UINT64_MAX : finishing_.top().step;
+    if (!requests_->has(f.request)) continue;  // preempted, then finished elsewhere: released
     RequestState& s = req(f.request);
     if (f.epoch != s.epoch || s.phase != Phase::kDecoding) continue;  // preempted meanwhile
     leave_decode_set(f.request);
