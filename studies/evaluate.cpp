@@ -36,11 +36,13 @@ scenario::Scenario load_hypothesis(const Hypothesis& h) {
   return scenario::load_scenario(*h.base, options);
 }
 
-Evaluation evaluate(const scenario::Scenario& sc, const cluster::BudgetLimits& budget) {
+Evaluation evaluate(const scenario::Scenario& sc, const cluster::BudgetLimits& budget,
+                    const std::vector<metrics::SettleRule>& settle) {
   Evaluation ev;
   const auto start = std::chrono::steady_clock::now();
   ExecuteOptions options;
   options.budget = budget;
+  options.settle = settle;
   const RunOutput run = execute(sc, options);
   reports::RunInfo info;
   info.name = sc.name;
@@ -58,6 +60,12 @@ Evaluation evaluate(const scenario::Scenario& sc, const cluster::BudgetLimits& b
   sim["fingerprint"] = report["simulation"]["fingerprint"];
   sim["simulated_s"] = report["simulation"]["simulated_s"];
   ev.result["simulation"] = std::move(sim);
+  if (run.settled) {
+    ev.result["early"] = {{"constraint", settle[run.settled->rule].text},
+                          {"settled", run.settled->why},
+                          {"at_s", run.settled_at_s},
+                          {"events", run.events}};
+  }
   ev.ok = true;
   ev.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return ev;
@@ -68,7 +76,7 @@ Evaluation evaluate(const Hypothesis& h) {
   const auto start = std::chrono::steady_clock::now();
   try {
     const scenario::Scenario sc = load_hypothesis(h);
-    ev = evaluate(sc, h.budget);
+    ev = evaluate(sc, h.budget, h.settle);
     if (h.keep_scenario) ev.scenario = sc.resolved;
   } catch (const InputError& e) {
     ev.errors = e.diagnostics();

@@ -6,7 +6,7 @@
 //
 // The result shape (JSON), shared by every command that returns hypotheses' results:
 //   {"ok": true,  "summary": {...as in the report...}, "pools": [...],
-//    "simulation": {"events", "fingerprint", "simulated_s"}}
+//    "simulation": {"events", "fingerprint", "simulated_s"}, "early"?: {"constraint", "settled", "at_s", "events"}}
 //   {"ok": false, "errors": [{"path", "message", "file", "line", "column"}]}
 // It has no host measurements, so equal hypotheses give byte-identical results.
 // `diff` asks for the resolved scenario too (Hypothesis::keep_scenario), to compare two scenarios
@@ -24,6 +24,7 @@
 
 #include "core/errors.h"
 #include "sim/cluster/run_budget.h"
+#include "sim/metrics/settle_watch.h"
 #include "sim/metrics/summary.h"
 #include "sim/scenario/caches.h"
 #include "sim/scenario/scenario.h"
@@ -38,6 +39,8 @@ struct Hypothesis {
   scenario::Caches* caches = nullptr;   // the session's (sim/scenario/caches.h), when it has one
   cluster::BudgetLimits budget;         // what its run may cost (run.h); exceeded: an error result
   std::vector<std::string> file_roots;  // files the scenario names must lie here (LoadOptions)
+  // Stop the run once one of these cannot hold (serve's early_stop): the result then has `early`.
+  std::vector<metrics::SettleRule> settle;
 };
 
 struct Evaluation {
@@ -54,7 +57,10 @@ Evaluation evaluate(const Hypothesis& hypothesis);
 scenario::Scenario load_hypothesis(const Hypothesis& hypothesis);
 // Runs and summarises a scenario that is already loaded (the result shape above). Throws
 // LimitExceeded (run.h) when the run exceeds `budget`.
-Evaluation evaluate(const scenario::Scenario& scenario, const cluster::BudgetLimits& budget = {});
+// With `settle`, a run stopped early has `early` {constraint, settled: why, at_s, events} in its result and its
+// figures are those of the run so far.
+Evaluation evaluate(const scenario::Scenario& scenario, const cluster::BudgetLimits& budget = {},
+                    const std::vector<metrics::SettleRule>& settle = {});
 
 // {"ok": false, "errors": [...]} for diagnostics found before a hypothesis could be evaluated.
 nlohmann::ordered_json error_result(const std::vector<Diagnostic>& errors);

@@ -151,8 +151,71 @@ VerdictRequest parse_verdict_request(const std::vector<std::string>& constraints
   return v;
 }
 
+std::vector<metrics::SettleRule> settle_rules(const VerdictRequest& request) {
+  using M = metrics::SettleRule::Metric;
+  std::vector<metrics::SettleRule> rules;
+  std::vector<Constraint> checks = request.constraints;
+  if (request.attainment != "none") {
+    std::string e;
+    if (auto c = parse_constraint("slo_attainment >= " + request.attainment, e)) checks.insert(checks.begin(), *c);
+  }
+  for (const Constraint& c : checks) {
+    metrics::SettleRule r;
+    r.text = c.text;
+    r.limit = c.value;
+    if (c.metric == "slo_attainment") {
+      if (c.op != Constraint::Op::kGe && c.op != Constraint::Op::kGt) continue;
+      r.metric = M::kAttainment;
+      r.strict = c.op == Constraint::Op::kGt;
+      rules.push_back(r);
+      continue;
+    }
+    if (c.op != Constraint::Op::kLe && c.op != Constraint::Op::kLt) continue;
+    const std::size_t cut = c.metric.rfind('_');
+    if (cut == std::string::npos) continue;
+    const std::string head = c.metric.substr(0, cut), stat = c.metric.substr(cut + 1);
+    if (head == "ttft") {
+      r.metric = M::kTtft;
+    } else if (head == "tpot") {
+      r.metric = M::kTpot;
+    } else if (head == "e2e") {
+      r.metric = M::kE2e;
+    } else {
+      continue;  // itl, rates, counts, cost
+    }
+    if (stat == "mean") {
+      r.quantile = -1;
+    } else if (stat == "p50") {
+      r.quantile = 0.5;
+    } else if (stat == "p90") {
+      r.quantile = 0.9;
+    } else if (stat == "p99") {
+      r.quantile = 0.99;
+    } else {
+      continue;
+    }
+    r.strict = c.op == Constraint::Op::kLt;
+    rules.push_back(r);
+  }
+  return rules;
+}
+
 Json verdict_json(const Json& result, const VerdictRequest& request) {
   if (!result.value("ok", false)) return nullptr;
+  if (const auto early = result.find("early"); early != result.end()) {
+    const std::string text = (*early)["constraint"].get<std::string>();
+    std::string metric;
+    for (const Constraint& c : request.constraints) {
+      if (c.text == text) metric = c.metric;
+    }
+    if (metric.empty()) metric = "slo_attainment";  // the one check not among the constraints
+    Json v = Json::object();
+    v["feasible"] = false;
+    v["early"] = true;
+    v["checks"] = Json::array({{{"constraint", text}, {"metric", metric}, {"value", nullptr}, {"holds", false}}});
+    v["violations"] = Json::array({(*early)["settled"]});
+    return v;
+  }
   std::vector<Constraint> checks;
   const bool has_slo = result["summary"].contains("slo") && result["summary"]["slo"].is_object();
   if (has_slo && request.attainment != "none") {

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/errors.h"
+#include "sim/metrics/settle_watch.h"
 #include "studies/objective.h"
 #include "studies/study_io.h"
 
@@ -44,7 +45,14 @@ struct VerdictRequest {
 VerdictRequest parse_verdict_request(const std::vector<std::string>& constraints, const std::string& attainment,
                                      std::vector<std::string>& problems);
 
-// The verdict of an ok result (schema `verdict`), or null when there is nothing to judge.
+// What an early stop watches for a verdict (serve's `early_stop`, sim/metrics/settle_watch.h):
+// the SLO attainment (unless 'none') and every constraint on a TTFT, TPOT or E2E mean or
+// percentile with `<=` or `<`. The other constraints cannot settle before the run ends.
+std::vector<metrics::SettleRule> settle_rules(const VerdictRequest& request);
+
+// The verdict of an ok result (schema `verdict`), or null when there is nothing to judge. A result
+// stopped early (`early`) is infeasible by the check that settled: the verdict says `early` and
+// lists that check alone (the others' values are the partial run's, not a verdict).
 nlohmann::ordered_json verdict_json(const nlohmann::ordered_json& result, const VerdictRequest& request);
 
 // `servesim keys`: every scenario key (schema servesim.keys/1) and a table.

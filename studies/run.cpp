@@ -59,7 +59,10 @@ RunOutput execute(const scenario::Scenario& scenario, const ExecuteOptions& opti
   if (options.time_series) out.metrics->enable_time_series();
   if (options.trace) out.metrics->enable_trace(*options.trace);
   const auto start = std::chrono::steady_clock::now();
-  cluster::Simulation sim(scenario.config, *out.metrics);
+  std::optional<metrics::SettleWatch> watch;
+  if (!options.settle.empty()) watch.emplace(*out.metrics, options.settle, scenario.config.slo);
+  cluster::Simulation sim(scenario.config, watch ? static_cast<metrics::Recorder&>(*watch) : *out.metrics);
+  if (watch) sim.set_settle(&*watch);
   sim.set_paranoid(options.paranoid);
   sim.set_progress(options.progress);
   std::optional<cluster::RunBudget> budget;
@@ -68,6 +71,10 @@ RunOutput execute(const scenario::Scenario& scenario, const ExecuteOptions& opti
   }
   const cluster::RunResult r = sim.run();
   if (budget && budget->exceeded()) exceeded(scenario, "", budget->why());
+  if (r.settled) {
+    out.settled = watch->settled();
+    out.settled_at_s = r.end.to_seconds();
+  }
   out.summary = metrics::summarize(*out.metrics, r.end, scenario.config.slo);
   if (r.reached_horizon && !scenario.config.horizon) {
     const metrics::Summary& q = out.summary;

@@ -7,10 +7,13 @@
 
 #include <memory>
 #include <optional>
+#include <string>
+#include <vector>
 #include "core/errors.h"
 
 #include "sim/cluster/simulation.h"
 #include "sim/metrics/recorder.h"
+#include "sim/metrics/settle_watch.h"
 #include "sim/metrics/summary.h"
 #include "sim/scenario/scenario.h"
 
@@ -22,6 +25,10 @@ struct RunOutput {
   std::uint64_t events = 0;
   std::uint64_t fingerprint = 0;
   double wall_s = 0;
+  // The run stopped early because a settle rule could no longer hold (ExecuteOptions::settle): why,
+  // and the simulated time it stopped at. The metrics and summary are those of the run so far.
+  std::optional<metrics::SettleWatch::Settled> settled;
+  double settled_at_s = 0;
 };
 
 struct ExecuteOptions {
@@ -35,6 +42,9 @@ struct ExecuteOptions {
   // record leaves when its request finishes and the run's memory follows the requests in flight.
   metrics::RequestSink* requests = nullptr;
   bool keep_records = false;
+  // Stop the run once one of these can no longer hold (sim/metrics/settle_watch.h); empty: run to
+  // the end.
+  std::vector<metrics::SettleRule> settle;
 };
 
 // A run stopped by its budget or by the end of the simulated clock (core/time.h): bad input for

@@ -219,10 +219,10 @@ Answer answer_line(const std::string& line, bool cut, ScenarioCache& cache, cons
     std::vector<Diagnostic> problems;
     for (const auto& [key, value] : request.items()) {
       if (key != "id" && key != "scenario" && key != "set" && key != "seed" && key != "constraints" &&
-          key != "attainment" && key != "limits") {
+          key != "attainment" && key != "limits" && key != "early_stop") {
         problems.push_back(request_error(key, "unknown field '" + key +
                                                   "'; a request has id, scenario, set, seed, "
-                                                  "constraints, attainment and limits"));
+                                                  "constraints, attainment, limits and early_stop"));
       }
     }
     Hypothesis h;
@@ -250,6 +250,13 @@ Answer answer_line(const std::string& line, bool cut, ScenarioCache& cache, cons
     }
     h.budget = options.budget;  // read_protocol_fields may tighten it (limits)
     const VerdictRequest verdict = read_protocol_fields(request, h, problems);
+    if (const auto e = request.find("early_stop"); e != request.end()) {
+      if (!e->is_boolean()) {
+        problems.push_back(request_error("early_stop", "expected true or false, got " + e->dump()));
+      } else if (e->get<bool>()) {
+        h.settle = settle_rules(verdict);
+      }
+    }
     if (!problems.empty()) throw InputError(std::move(problems));
     if (sc->is_string()) check_scenario_path(sc->get<std::string>(), options);
     h.base = sc->is_string() ? cache.file(sc->get<std::string>()) : cache.inline_text(sc->dump());

@@ -112,6 +112,7 @@ std::optional<ServingEngine> serving_engine(const std::string& backend, const st
     // default from vLLM 0.14.0 (release notes, "Async scheduling is now enabled by default",
     // PR #27614); before it, host and GPU alternate. A row without a version is [assumed] recent.
     e.host_overlap = !v || *v >= std::make_tuple(0, 14, 0);
+    e.prefill_host_overlap = e.host_overlap;  // the same engine core on both roles
     e.kv_setup = decode_side_setup(e);
     e.description =
         std::string("vLLM V1, chunked prefill, ") + (e.host_overlap ? "async scheduling" : "synchronous host");
@@ -138,6 +139,14 @@ std::optional<ServingEngine> serving_engine(const std::string& backend, const st
     e.reserved_gib = 1.0;  // [assumed] CUDA context, NCCL, CUDA graphs
     e.block_tokens = 32;   // KvCacheConfig tokens_per_block default
     e.host_overlap = true;
+    // Disaggregated context servers run without the overlap scheduler: "Overlap scheduler for
+    // context servers are disabled because it's not supported for disaggregated context servers
+    // yet" (NVIDIA/TensorRT-LLM docs/source/features/disagg-serving.md, every context_config
+    // there sets disable_overlap_scheduler: True), and AIConfigurator's generator writes the same
+    // for every prefill worker (generator/rule_plugin/benchmark/trtllm.rule: "prefill
+    // disable_overlap_scheduler = true"; decode and agg false). So a context iteration's host time
+    // is serial with its GPU time, and a prompt arriving while one runs joins the next.
+    e.prefill_host_overlap = false;
     e.kv_setup = decode_side_setup(e);
     e.description = "TensorRT-LLM PyTorch backend, in-flight batching of whole prompts, overlap scheduler";
     return e;
@@ -158,6 +167,9 @@ std::optional<ServingEngine> serving_engine(const std::string& backend, const st
     e.reserved_gib = 0;
     e.block_tokens = 1;  // page_size default: the token-level radix cache
     e.host_overlap = true;
+    // A prefill server keeps its overlap loop (python/sglang/srt/disaggregation/prefill.py,
+    // event_loop_overlap_disagg_prefill, chosen when overlap scheduling is on).
+    e.prefill_host_overlap = true;
     if (v && *v >= std::make_tuple(0, 5, 3)) {
       const double reserved_mib = std::max(10.0 * 1024, 512 + 1.5 * chunk + 2 * 256 + tp / 8.0 * 1024);
       e.kv_fraction = (memory_gib * 1024 - reserved_mib) / (memory_gib * 1024);

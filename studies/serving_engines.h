@@ -49,6 +49,9 @@ struct ServingEngine {
   Duration iteration_overhead;     // host time per iteration
   Duration sequence_overhead;      // host time per sequence in the batch
   bool host_overlap = false;       // host work of the next iteration runs under the GPU's
+  // The same for a disaggregated deployment's prefill (context) workers, which some engines run
+  // without their overlapping loop (serving_engines.cpp names the source).
+  bool prefill_host_overlap = false;
   // Disaggregated serving: the engine's fixed hand-off between a prompt's prefill and its KV
   // data moving (the scenario's deployment.kv_transfer.setup; serving_engines.cpp names the steps).
   Duration kv_setup;

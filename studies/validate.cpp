@@ -224,6 +224,7 @@ std::string pool_yaml(const std::string& name, const std::string& role, const st
                           "-token budget) prefilled whole: budget " + std::to_string(max_model_len));
     tokens = max_model_len;
   }
+  const bool overlap = role == "prefill" ? e.prefill_host_overlap : e.host_overlap;
   std::ostringstream y;
   y << "    - name: " << name << "\n"
     << "      role: " << role << "\n"
@@ -231,14 +232,14 @@ std::string pool_yaml(const std::string& name, const std::string& role, const st
     << (profile_of(chip, e.name).empty() ? std::string() : ", profile: " + profile_of(chip, e.name))
     << ", efficiency: {iteration_overhead: " << number(e.iteration_overhead.to_seconds() * 1e6)
     << " us, sequence_overhead: " << number(e.sequence_overhead.to_seconds() * 1e6)
-    << " us, host_overlap: " << (e.host_overlap ? "true" : "false") << "}}\n"
+    << " us, host_overlap: " << (overlap ? "true" : "false") << "}}\n"
     << "      instances: " << instances << "\n"
     << "      parallel: " << plan_yaml(plan) << "\n"
     << "      max_model_len: " << max_model_len << "\n"
     << "      scheduler: {policy: " << e.policy
     << ", max_batch_size: " << std::min<std::int64_t>(limits.max_batch_size * dp, std::max<std::int64_t>(clients, 1))
     << ", max_batched_tokens: " << tokens << (e.chunked_prefill ? "" : ", chunked_prefill: false")
-    << (e.host_overlap && e.policy == "sarathi" ? ", form_ahead: true" : "") << "}\n"
+    << (overlap && e.policy == "sarathi" ? ", form_ahead: true" : "") << "}\n"
     << "      kv_cache: {block_tokens: " << e.block_tokens << ", watermark: 0, reserved: " << number(e.reserved_gib)
     << " GiB, memory_utilization: 1}\n";
   return y.str();

@@ -101,6 +101,10 @@ RunResult Simulation::run() {
           !budget_->allows(agenda_.now(), requests_.size(), requests_.held(), result.events)) [[unlikely]] {
         break;  // the budget is spent: the run ends here, as at a horizon
       }
+      if (settle_ != nullptr && (result.events & 255) == 0 && settle_->settled()) [[unlikely]] {
+        result.settled = true;
+        break;  // the verdict cannot change: the run ends here, as at a horizon
+      }
     }
     if (paranoid_) check_all();
   }

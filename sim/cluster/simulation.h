@@ -43,6 +43,7 @@
 #include "sim/cluster/run_observer.h"
 #include "sim/cluster/transfers.h"
 #include "sim/metrics/recorder.h"
+#include "sim/metrics/settle_watch.h"
 #include "workloads/source.h"
 
 namespace servesim::cluster {
@@ -51,6 +52,7 @@ struct RunResult {
   SimTime end;  // the end of the measured window
   std::uint64_t events = 0;
   bool reached_horizon = false;
+  bool settled = false;  // stopped early: a rule of set_settle() settled (RunResult as at a horizon)
   // A hash of the event stream: every event's time, type and ids, in order (an OMNeT++-style
   // fingerprint). Equal fingerprints mean the same simulation step by step; golden tests pin it.
   std::uint64_t fingerprint = 0;
@@ -69,6 +71,9 @@ class Simulation {
   void set_progress(RunProgress* progress) { observer_.set_progress(progress); }
   // Stops the run early (RunResult as at a horizon) once the budget is exceeded (run_budget.h).
   void set_budget(RunBudget* budget) { budget_ = budget; }
+  // Stops the run early once `watch` (the recorder given to the constructor, or one it passes
+  // calls to) has a settled rule, checked every 256 events (sim/metrics/settle_watch.h).
+  void set_settle(const metrics::SettleWatch* watch) { settle_ = watch; }
 
   // Read access for tests: every request's state, journey while in flight, and, when the
   // workload has identity beyond lengths and class (keeps_inputs()), the request as the source
@@ -127,7 +132,8 @@ class Simulation {
   SimTime horizon_;
   CheckContext check_context_;
   bool paranoid_ = false;
-  RunBudget* budget_ = nullptr;  // set_budget
+  RunBudget* budget_ = nullptr;                   // set_budget
+  const metrics::SettleWatch* settle_ = nullptr;  // set_settle
 };
 
 }  // namespace servesim::cluster

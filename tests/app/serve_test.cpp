@@ -112,6 +112,58 @@ TEST_CASE("serve: answers agree with servesim run; inline scenarios; set values 
   CHECK(c[0]["errors"][0]["path"] == "deployment.pools[0].instances");
 }
 
+TEST_CASE("serve: early_stop ends a hopeless hypothesis when its verdict settles, and changes no other") {
+  // One instance for the quickstart's 24 requests/s: the queue grows and the TTFTs with it.
+  const std::string hopeless = R"({"workload.requests": 2000, "deployment.pools[0].instances": 1})";
+  const std::string line = R"({"scenario": ")" + kQuickstart + R"(", "set": )" + hopeless +
+                           R"(, "attainment": "none", "constraints": ["ttft_p99 <= 2 s"])";
+  ScenarioCache cache;
+  const auto a = serve_lines(line +
+                                 R"(, "id": 1, "early_stop": true})"
+                                 "\n" +
+                                 line +
+                                 R"(, "id": 2})"
+                                 "\n",
+                             cache);
+  REQUIRE(a.size() == 2);
+  REQUIRE(a[0]["ok"] == true);
+  REQUIRE(a[0].contains("early"));
+  CHECK(a[0]["early"]["constraint"] == "ttft_p99 <= 2 s");
+  // 2,000 requests: the p99 is above 2 s once 2,000 - floor(0.99 x 1,999) = 21 TTFTs are.
+  CHECK(a[0]["early"]["settled"].get<std::string>().find("of at most 2,000 requests already above") !=
+        std::string::npos);
+  CHECK(a[0]["verdict"]["feasible"] == false);
+  CHECK(a[0]["verdict"]["early"] == true);
+  CHECK(a[0]["verdict"]["checks"].size() == 1);
+  // The full run agrees, and took more events to say so.
+  REQUIRE(a[1]["ok"] == true);
+  CHECK_FALSE(a[1].contains("early"));
+  CHECK(a[1]["verdict"]["feasible"] == false);
+  CHECK(a[1]["summary"]["ttft_ms"]["p99"].get<double>() > 2000);
+  CHECK(a[0]["simulation"]["events"].get<std::int64_t>() < a[1]["simulation"]["events"].get<std::int64_t>() / 2);
+
+  // A hypothesis whose verdict never settles gets the same answer with early_stop as without.
+  const std::string easy =
+      R"({"scenario": ")" + kQuickstart +
+      R"(", "set": {"workload.requests": 300}, "attainment": "none", "constraints": ["ttft_p99 <= 100 s", "tpot_mean < 1 s"])";
+  const auto b = serve_lines(easy +
+                                 R"(, "early_stop": true})"
+                                 "\n" +
+                                 easy + "}\n",
+                             cache);
+  REQUIRE(b.size() == 2);
+  CHECK_FALSE(b[0].contains("early"));
+  CHECK(b[0] == b[1]);
+  CHECK(b[0]["verdict"]["feasible"] == true);
+
+  const auto c = serve_lines(R"({"scenario": ")" + kQuickstart +
+                                 R"(", "early_stop": "yes"})"
+                                 "\n",
+                             cache);
+  CHECK(c[0]["ok"] == false);
+  CHECK(c[0]["errors"][0]["path"] == "early_stop");
+}
+
 TEST_CASE("ScenarioCache: a file is parsed once, and again when it changes") {
   const fs::path dir = scratch("serve_cache");
   fs::create_directories(dir);

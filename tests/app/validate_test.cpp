@@ -152,6 +152,14 @@ TEST_CASE("validate: disaggregated rows run on prefill and decode pools, their m
   REQUIRE_MESSAGE(sc.code == 0, sc.err);
   CHECK(sc.out.find("role: prefill") != std::string::npos);
   CHECK(sc.out.find("role: decode") != std::string::npos);
+  // TensorRT-LLM's context servers run without the overlap scheduler (serving_engines.cpp): the
+  // prefill pool's host time is serial and it does not form ahead; the decode pool overlaps.
+  const std::size_t decode_at = sc.out.find("role: decode");
+  const std::string prefill_pool = sc.out.substr(0, decode_at), decode_pool = sc.out.substr(decode_at);
+  CHECK(prefill_pool.find("host_overlap: false") != std::string::npos);
+  CHECK(prefill_pool.find("form_ahead") == std::string::npos);
+  CHECK(decode_pool.find("host_overlap: true") != std::string::npos);
+  CHECK(decode_pool.find("form_ahead: true") != std::string::npos);
 }
 
 TEST_CASE("validate: a bad row is skipped with its line and column; a bad file is exit code 2") {

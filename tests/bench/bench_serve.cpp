@@ -2,6 +2,7 @@
 // goes.
 //
 //   build/servesim_bench_serve SCENARIO.yaml [--hypotheses N] [--rounds R] [--min-per-s-per-core X]
+//                              [--vary KEY=V1,V2,... ...] [--constraint TEXT ...] [--early-stop]
 //
 // Builds N request lines against SCENARIO, each varying one key from the base (the key rotates
 // over arrival rate, batch cap, token budget and instance count; the values over a short list),
@@ -10,7 +11,9 @@
 // single-threaded), and their medians; exits 1 when the median per core misses
 // --min-per-s-per-core. Then times the phases of one hypothesis on a sample (reading and parsing
 // the file, loading and validating with the override, building and running the simulation,
-// summarising and writing the answer) to show what the scenario cache saves.
+// summarising and writing the answer) to show what the scenario cache saves. With --constraint
+// each line asks for a verdict (and --early-stop lets hopeless ones stop when it settles); each
+// round then counts the feasible, infeasible and early verdicts.
 #include <sys/resource.h>
 #include <time.h>
 
@@ -39,29 +42,69 @@ using servesim::bench::median;
 using servesim::bench::now_seconds;
 
 struct Variation {
-  const char* key;
+  std::string key;
   std::vector<std::string> values;
 };
 
-// One key per line; values that keep the deployment valid.
-const std::vector<Variation>& variations() {
-  static const std::vector<Variation> v = {
-      {"workload.arrivals.rate", {"250 /s", "300 /s", "350 /s", "400 /s", "450 /s"}},
-      {"deployment.pools[0].scheduler.max_batch_size", {"64", "96", "128", "192", "256"}},
-      {"deployment.pools[0].scheduler.max_batched_tokens", {"1024", "1536", "2048", "3072", "4096"}},
-      {"deployment.pools[0].instances", {"112", "120", "128", "136", "144"}},
-  };
-  return v;
+// One key per line; values that keep the deployment valid. --vary replaces them.
+std::vector<Variation> variations_ = {
+    {"workload.arrivals.rate", {"250 /s", "300 /s", "350 /s", "400 /s", "450 /s"}},
+    {"deployment.pools[0].scheduler.max_batch_size", {"64", "96", "128", "192", "256"}},
+    {"deployment.pools[0].scheduler.max_batched_tokens", {"1024", "1536", "2048", "3072", "4096"}},
+    {"deployment.pools[0].instances", {"112", "120", "128", "136", "144"}},
+};
+const std::vector<Variation>& variations() { return variations_; }
+
+// --vary KEY=V1,V2,...: a key and its values (no empty value).
+bool parse_vary(const std::string& text, Variation& v) {
+  const std::size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0) return false;
+  v.key = text.substr(0, eq);
+  std::string rest = text.substr(eq + 1);
+  std::size_t from = 0;
+  while (true) {
+    const std::size_t comma = rest.find(',', from);
+    v.values.push_back(rest.substr(from, comma == std::string::npos ? std::string::npos : comma - from));
+    if (v.values.back().empty()) return false;
+    if (comma == std::string::npos) return true;
+    from = comma + 1;
+  }
 }
 
-std::string request_line(const std::string& scenario, std::size_t i) {
+std::string request_line(const std::string& scenario, std::size_t i, const std::vector<std::string>& constraints,
+                         bool early_stop) {
   const auto& vars = variations();
   const Variation& var = vars[i % vars.size()];
   const std::string& value = var.values[(i / vars.size()) % var.values.size()];
   // Numbers as JSON numbers, quantities with units as strings.
   const bool number = value.find_first_not_of("0123456789.") == std::string::npos;
-  return "{\"id\": " + std::to_string(i) + ", \"scenario\": " + nlohmann::json(scenario).dump() + ", \"set\": {\"" +
-         var.key + "\": " + (number ? value : nlohmann::json(value).dump()) + "}}";
+  std::string line = "{\"id\": " + std::to_string(i) + ", \"scenario\": " + nlohmann::json(scenario).dump() +
+                     ", \"set\": {\"" + var.key + "\": " + (number ? value : nlohmann::json(value).dump()) + "}";
+  if (!constraints.empty()) line += ", \"constraints\": " + nlohmann::json(constraints).dump();
+  if (early_stop) line += ", \"early_stop\": true";
+  return line + "}";
+}
+
+// Counts of a round's verdicts: feasible, infeasible (run to the end), infeasible stopped early.
+struct Verdicts {
+  long long feasible = 0, infeasible = 0, early = 0;
+};
+Verdicts count_verdicts(const std::string& answers) {
+  Verdicts v;
+  std::istringstream lines(answers);
+  std::string line;
+  while (std::getline(lines, line)) {
+    const auto a = nlohmann::json::parse(line);
+    if (!a.contains("verdict")) continue;
+    if (a["verdict"].value("early", false)) {
+      ++v.early;
+    } else if (a["verdict"]["feasible"] == true) {
+      ++v.feasible;
+    } else {
+      ++v.infeasible;
+    }
+  }
+  return v;
 }
 
 }  // namespace
@@ -72,7 +115,13 @@ int main(int argc, char** argv) {
   long long hypotheses = 1000;
   int rounds = 3;
   double min_per_core = 0;
+  std::vector<std::string> constraints, vary;
   visible.add_options()("help,h", "show this help")(
+      "vary", po::value<std::vector<std::string>>(&vary),
+      "KEY=V1,V2,...: vary this key over these values instead of the default four keys; repeatable")(
+      "constraint", po::value<std::vector<std::string>>(&constraints),
+      "a constraint every line asks its verdict for ('ttft_p99 <= 2 s'); repeatable")(
+      "early-stop", "every line asks to stop when its verdict settles (early_stop)")(
       "hypotheses", po::value<long long>(&hypotheses)->default_value(1000), "hypotheses per round")(
       "rounds", po::value<int>(&rounds)->default_value(3), "rounds")(
       "min-per-s-per-core", po::value<double>(&min_per_core)->default_value(0),
@@ -84,11 +133,21 @@ int main(int argc, char** argv) {
   if (hypotheses < 1 || rounds < 1)
     return servesim::bench::usage_error("--hypotheses and --rounds must be at least 1", visible);
   if (!(min_per_core >= 0)) return servesim::bench::usage_error("--min-per-s-per-core must be at least 0", visible);
+  if (!vary.empty()) {
+    variations_.clear();
+    for (const std::string& text : vary) {
+      Variation v;
+      if (!parse_vary(text, v))
+        return servesim::bench::usage_error("--vary expects KEY=V1,V2,..., got " + text, visible);
+      variations_.push_back(std::move(v));
+    }
+  }
   const std::string scenario = files.front();
   const auto n = static_cast<std::size_t>(hypotheses);
 
   std::string input;
-  for (std::size_t i = 0; i < n; ++i) input += request_line(scenario, i) + "\n";
+  const bool early_stop = vm.count("early-stop") > 0;
+  for (std::size_t i = 0; i < n; ++i) input += request_line(scenario, i, constraints, early_stop) + "\n";
 
   std::printf("servesim_bench_serve %s: %zu hypotheses per round, one key varied per line, 1 thread\n",
               scenario.c_str(), n);
@@ -117,6 +176,11 @@ int main(int argc, char** argv) {
     per_core.push_back(static_cast<double>(n) / cpu);
     std::printf("%6d %10.3f %10.3f %8lld %16.1f %18.1f\n", r + 1, wall, cpu, static_cast<long long>(stats.errors),
                 per_s.back(), per_core.back());
+    if (!constraints.empty()) {
+      const Verdicts v = count_verdicts(out.str());
+      std::printf("       verdicts: %lld feasible, %lld infeasible, %lld infeasible stopped early\n", v.feasible,
+                  v.infeasible, v.early);
+    }
   }
   std::printf("median: %.1f hypotheses/s, %.1f hypotheses/s per core\n", median(per_s), median(per_core));
 
@@ -128,7 +192,7 @@ int main(int argc, char** argv) {
     const auto& var = variations()[i % variations().size()];
     const std::string value = var.values[(i / variations().size()) % var.values.size()];
     servesim::scenario::LoadOptions options;
-    options.sets = {std::string(var.key) + "=" + value};
+    options.sets = {var.key + "=" + value};
     options.caches = &caches;
     double t = cpu_seconds();
     const auto doc = servesim::scenario::parse_scenario_file(scenario);
