@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "core/id_chunks.h"
 #include "sim/metrics/recorder.h"
 
 namespace servesim::metrics {
@@ -114,7 +115,7 @@ class SettleWatch final : public Recorder {
   std::vector<double> broken_;  // per rule: values beyond the limit (quantiles, attainment) or their sum (means)
   SloTargets run_slo_;
   std::vector<SloTargets> slo_;  // per class
-  std::vector<Seen> seen_;       // per request id
+  IdChunks<Seen> seen_;          // per request id, while in flight
   std::int64_t expected_ = 0;
 };
 
