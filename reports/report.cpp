@@ -430,7 +430,8 @@ void RequestsCsv::request(std::uint32_t id, const metrics::RequestRecord& r,
     if (first) row_ += fmt("%.6f", ms);
   }
   row_ += ',';
-  if (first && r.status == metrics::RequestStatus::kCompleted) row_ += fmt("%.6f", (r.completion - r.first_token).to_ms());
+  if (first && r.status == metrics::RequestStatus::kCompleted)
+    row_ += fmt("%.6f", (r.completion - r.first_token).to_ms());
   row_ += '\n';
   ++rows_;
   if (buffer_.size() >= (std::size_t{1} << 20)) {

@@ -6,9 +6,9 @@
 // peak memory) are the only exception and are null when RunInfo leaves them out.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <ostream>
-#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>

@@ -54,7 +54,7 @@ RunOutput execute(const scenario::Scenario& scenario, const ExecuteOptions& opti
   }
   RunOutput out;
   out.metrics = std::make_unique<metrics::RunMetrics>(options.keep_records ? metrics::RunMetrics::Records::kKeep
-                                                                          : metrics::RunMetrics::Records::kRelease);
+                                                                           : metrics::RunMetrics::Records::kRelease);
   out.metrics->set_request_sink(options.requests);
   if (options.time_series) out.metrics->enable_time_series();
   if (options.trace) out.metrics->enable_trace(*options.trace);

@@ -114,7 +114,7 @@ class RequestTable {
   IdChunks<RequestState> states_;
   IdChunks<workloads::Request> inputs_;  // when keep_inputs_
   IdChunks<PrefixKeys> prefix_keys_;     // when keep_prefix_keys_
-  std::vector<Journey> journeys_;          // of the requests in flight (RequestState::journey)
+  std::vector<Journey> journeys_;        // of the requests in flight (RequestState::journey)
   std::vector<std::uint32_t> free_journeys_;
 };
 

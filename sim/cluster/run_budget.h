@@ -38,13 +38,13 @@ inline constexpr std::int64_t kBytesPerRequestInFlight = 400;
 std::int64_t physical_memory_bytes();
 
 struct BudgetLimits {
-  std::optional<double> wall_s;              // host seconds for the run
-  std::optional<std::int64_t> memory_bytes;  // estimated bytes the run holds
+  std::optional<double> wall_s;                                 // host seconds for the run
+  std::optional<std::int64_t> memory_bytes;                     // estimated bytes the run holds
   std::int64_t bytes_per_request = kBytesPerFinishedRequest;    // per request taken in
   std::int64_t bytes_per_in_flight = kBytesPerRequestInFlight;  // per request in flight
-  std::optional<Duration> simulated;          // simulated time (checked with the others)
-  std::optional<std::uint64_t> events;        // simulation events (checked every 4,096)
-  const std::atomic<bool>* cancel = nullptr;  // set by another thread to stop the run
+  std::optional<Duration> simulated;                            // simulated time (checked with the others)
+  std::optional<std::uint64_t> events;                          // simulation events (checked every 4,096)
+  const std::atomic<bool>* cancel = nullptr;                    // set by another thread to stop the run
 };
 
 class RunBudget {

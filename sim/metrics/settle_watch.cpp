@@ -26,7 +26,8 @@ void SettleWatch::expect_requests(std::int64_t n) {
 
 void SettleWatch::request_arrived(RequestId id, SimTime t, std::int64_t prompt_tokens, std::int64_t output_tokens,
                                   std::uint16_t class_id) {
-  SERVESIM_CHECK(id.value == seen_.size());
+  SERVESIM_CHECK(id.value >= seen_.size());
+  while (seen_.size() < id.value) seen_.release(seen_.push_back(Seen{}));  // ids it never saw
   seen_.push_back(Seen{t, SimTime::never(), output_tokens, class_id});
   inner_.request_arrived(id, t, prompt_tokens, output_tokens, class_id);
 }

@@ -159,7 +159,7 @@ TEST_CASE("Report: requests.csv streamed as requests finish is the table written
     CHECK(released.times().size() == 3);
   }
   CHECK(streamed == whole.str());
-  CHECK(streamed.find("\n0,0.000000000,4.000000000,5.000000000,5,2,completed,,1,3,batch,") != std::string::npos);
+  CHECK(streamed.find("\n0,0.000000000,0.004000000,0.005000000,5,2,completed,,1,3,batch,") != std::string::npos);
 }
 
 TEST_CASE("Report: summary.classes gives each class its counts, latencies and SLO figures") {
