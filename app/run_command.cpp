@@ -103,10 +103,6 @@ int run_command(const std::vector<std::string>& args, std::ostream& out, std::os
     options.memory_limit_bytes = machine;
   }
   exec.budget.memory_bytes = options.memory_limit_bytes;
-  if (vm.count("out") || vm.count("html")) {
-    options.bytes_per_request = cluster::kBytesPerRequestWithCsv;
-    exec.budget.bytes_per_request = cluster::kBytesPerRequestWithCsv;
-  }
   const std::string json_target = vm.count("json") ? vm["json"].as<std::string>() : "";
   const std::string out_dir = vm.count("out") ? vm["out"].as<std::string>() : "";
   const std::string html_target = vm.count("html") ? vm["html"].as<std::string>() : "";
@@ -177,7 +173,18 @@ int run_command(const std::vector<std::string>& args, std::ostream& out, std::os
       st.text = buf;
       return st;
     });
+    // requests.csv is written while the run goes (a row as each request finishes, in id order),
+    // into a temporary file committed with the other reports.
+    std::optional<OutputFile> csv_file;
+    std::optional<reports::RequestsCsv> csv;
+    if (!out_dir.empty() && !skip_csv) {
+      create_output_folder(out_dir);
+      csv_file.emplace((std::filesystem::path(out_dir) / "requests.csv").string());
+      csv.emplace([&](std::string_view text) { csv_file->write(text); });
+      exec.requests = &*csv;
+    }
     run = studies::execute(sc, exec);
+    if (csv) csv->finish();
     writing.store("reports");
     written.store(0);
     // Every file is written in full before any is renamed into place (write_all_or_none); the bar
@@ -220,25 +227,18 @@ int run_command(const std::vector<std::string>& args, std::ostream& out, std::os
       trace_text = t.str();
     }
 
-    std::string csv;
     if (!out_dir.empty()) {
       create_output_folder(out_dir);
       const std::filesystem::path dir(out_dir);
       add(dir / "report.json", report, "report.json");
-      if (!skip_csv) {
-        writing.store("requests.csv");
-        std::ostringstream csv_stream;
-        reports::write_requests_csv(csv_stream, *run.metrics);
-        csv = csv_stream.str();
-        add(dir / "requests.csv", csv, "requests.csv");
-      }
+      if (csv) written.fetch_add(1);  // requests.csv: written already
       add(dir / "summary.txt", table, "summary.txt");
       add(dir / "report.html", html, "report.html");
     }
     if (!html_target.empty()) add(html_target, html, "the HTML report");
     if (!trace_target.empty()) add(trace_target, trace_text, "the trace");
     if (!json_target.empty() && json_target != "-") add(json_target, report, "the JSON report");
-    write_all_or_none(outputs);
+    write_all_or_none(outputs, csv_file ? std::vector<OutputFile*>{&*csv_file} : std::vector<OutputFile*>{});
     bar.reset();  // the bar's line is cleared before the table is printed
     if (json_target == "-") {
       out << report;

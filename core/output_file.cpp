@@ -189,13 +189,15 @@ void write_atomically(const std::filesystem::path& path, std::string_view text) 
   f.commit();
 }
 
-void write_all_or_none(const std::vector<std::pair<std::string, std::string_view>>& files) {
+void write_all_or_none(const std::vector<std::pair<std::string, std::string_view>>& files,
+                       const std::vector<OutputFile*>& written) {
   std::vector<OutputFile> open;
   open.reserve(files.size());
   for (const auto& [path, text] : files) {
     open.emplace_back(path);
     open.back().write(text);
   }
+  for (OutputFile* f : written) f->commit();
   for (OutputFile& f : open) f.commit();
 }
 

@@ -62,7 +62,9 @@ void write_atomically(const std::filesystem::path& path, std::string_view text);
 
 // Several files committed together: each is written in full before any is renamed into place, so
 // a write error (a full disk) leaves every target as it was.
-void write_all_or_none(const std::vector<std::pair<std::string, std::string_view>>& files);
+// `written`: files already written (streamed while a run went), committed with the others.
+void write_all_or_none(const std::vector<std::pair<std::string, std::string_view>>& files,
+                       const std::vector<OutputFile*>& written = {});
 
 // Throws InputError (naming the path and why) when `path` could not be written: a folder, a
 // missing or unwritable parent folder, a file or special file without write permission, a

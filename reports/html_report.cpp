@@ -158,7 +158,9 @@ const char* kCss =
 
 LatencyCdfs latency_cdfs(const metrics::RunMetrics& m) {
   std::vector<double> ttft, tpot, e2e;
-  for (const metrics::RequestRecord& r : m.requests()) {
+  const auto& times = m.times();
+  for (std::uint32_t i = 0; i < times.size(); ++i) {
+    const metrics::RequestTimes& r = times[i];
     if (r.first_token != SimTime::never()) ttft.push_back((r.first_token - r.arrival).to_ms());
     if (r.status != metrics::RequestStatus::kCompleted) continue;
     e2e.push_back((r.completion - r.arrival).to_ms());
@@ -167,20 +169,13 @@ LatencyCdfs latency_cdfs(const metrics::RunMetrics& m) {
     }
   }
   LatencyCdfs out;
-  // The longest TTFTs (ties: lower id first).
-  std::vector<std::pair<std::int64_t, std::size_t>> by_ttft;
-  const auto& reqs = m.requests();
-  for (std::size_t i = 0; i < reqs.size(); ++i) {
-    if (reqs[i].first_token != SimTime::never()) by_ttft.emplace_back((reqs[i].first_token - reqs[i].arrival).ps(), i);
-  }
-  const std::size_t n = std::min(kSlowestRequests, by_ttft.size());
-  std::partial_sort(
-      by_ttft.begin(), by_ttft.begin() + static_cast<std::ptrdiff_t>(n), by_ttft.end(),
-      [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
-  for (std::size_t k = 0; k < n; ++k) {
-    const metrics::RequestRecord& r = reqs[by_ttft[k].second];
+  // The longest TTFTs (ties: lower id first), as the metrics kept them.
+  static_assert(kSlowestRequests <= metrics::kSlowestTtft);
+  const auto& slowest = m.slowest_ttft();
+  for (std::size_t k = 0; k < std::min(kSlowestRequests, slowest.size()); ++k) {
+    const metrics::RequestRecord& r = slowest[k].record;
     RequestTime t;
-    t.label = "#" + std::to_string(by_ttft[k].second) + " (" + std::to_string(r.prompt_tokens) + " + " +
+    t.label = "#" + std::to_string(slowest[k].id) + " (" + std::to_string(r.prompt_tokens) + " + " +
               std::to_string(r.output_tokens) + " tokens)";
     for (const float v : r.ttft_parts_ms) t.ms.push_back(v);
     t.ms.push_back(r.status == metrics::RequestStatus::kCompleted ? (r.completion - r.first_token).to_ms() : 0.0);

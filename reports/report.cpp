@@ -386,35 +386,65 @@ std::string summary_table(const metrics::Summary& s, const metrics::SloTargets& 
   return out;
 }
 
-void write_requests_csv(std::ostream& out, const metrics::RunMetrics& m) {
+RequestsCsv::RequestsCsv(std::function<void(std::string_view)> write) : write_(std::move(write)) {
   // Then where its time went: the parts of its TTFT (metrics::TtftPart) and its decode time
   // (first token to completion), ms, empty where it has no first token / no completion.
-  out << "id,arrival_s,first_token_s,completion_s,prompt_tokens,output_tokens,status,"
-         "reject_reason,preemptions,instance,class";
+  buffer_ =
+      "id,arrival_s,first_token_s,completion_s,prompt_tokens,output_tokens,status,"
+      "reject_reason,preemptions,instance,class";
   for (std::size_t k = 0; k < metrics::kTtftParts; ++k) {
-    out << ',' << metrics::ttft_part_name(static_cast<metrics::TtftPart>(k)) << "_ms";
+    buffer_ += ',';
+    buffer_ += metrics::ttft_part_name(static_cast<metrics::TtftPart>(k));
+    buffer_ += "_ms";
   }
-  out << ",decode_ms\n";
-  auto class_name = [&](std::uint16_t id) -> std::string_view {
-    return id < m.classes().size() ? std::string_view(m.classes()[id].name) : std::string_view("default");
+  buffer_ += ",decode_ms\n";
+}
+
+void RequestsCsv::finish() {
+  if (!buffer_.empty()) write_(buffer_);
+  buffer_.clear();
+}
+
+void RequestsCsv::request(std::uint32_t id, const metrics::RequestRecord& r,
+                          const std::vector<metrics::ClassInfo>& classes) {
+  std::string& row_ = buffer_;
+  auto t = [&](SimTime v) {
+    if (v != SimTime::never()) row_ += fmt("%.9f", v.to_seconds());
+    row_ += ',';
   };
-  auto t = [](SimTime v) { return v == SimTime::never() ? std::string() : fmt("%.9f", v.to_seconds()); };
-  const auto& reqs = m.requests();
-  for (std::size_t i = 0; i < reqs.size(); ++i) {
-    const auto& r = reqs[i];
-    const char* status = r.status == metrics::RequestStatus::kCompleted  ? "completed"
-                         : r.status == metrics::RequestStatus::kRejected ? "rejected"
-                                                                         : "in_flight";
-    out << i << ',' << t(r.arrival) << ',' << t(r.first_token) << ',' << t(r.completion) << ',' << r.prompt_tokens
-        << ',' << r.output_tokens << ',' << status << ','
-        << (r.status == metrics::RequestStatus::kRejected ? metrics::reject_reason_name(r.reject_reason)
-                                                          : std::string_view())
-        << ',' << r.preemptions << ',' << r.instance << ',' << class_name(r.class_id);
-    const bool first = r.first_token != SimTime::never();
-    for (const float ms : r.ttft_parts_ms) out << ',' << (first ? fmt("%.6f", ms) : std::string());
-    const bool done = first && r.status == metrics::RequestStatus::kCompleted;
-    out << ',' << (done ? fmt("%.6f", (r.completion - r.first_token).to_ms()) : std::string()) << '\n';
+  const char* status = r.status == metrics::RequestStatus::kCompleted  ? "completed"
+                       : r.status == metrics::RequestStatus::kRejected ? "rejected"
+                                                                       : "in_flight";
+  row_ += std::to_string(id);
+  row_ += ',';
+  t(r.arrival);
+  t(r.first_token);
+  t(r.completion);
+  row_ += std::to_string(r.prompt_tokens) + ',' + std::to_string(r.output_tokens) + ',' + status + ',';
+  if (r.status == metrics::RequestStatus::kRejected) row_ += metrics::reject_reason_name(r.reject_reason);
+  row_ += ',' + std::to_string(r.preemptions) + ',' + std::to_string(r.instance) + ',';
+  row_ += r.class_id < classes.size() ? std::string_view(classes[r.class_id].name) : std::string_view("default");
+  const bool first = r.first_token != SimTime::never();
+  for (const float ms : r.ttft_parts_ms) {
+    row_ += ',';
+    if (first) row_ += fmt("%.6f", ms);
   }
+  row_ += ',';
+  if (first && r.status == metrics::RequestStatus::kCompleted)
+    row_ += fmt("%.6f", (r.completion - r.first_token).to_ms());
+  row_ += '\n';
+  ++rows_;
+  if (buffer_.size() >= (std::size_t{1} << 20)) {
+    write_(buffer_);
+    buffer_.clear();
+  }
+}
+
+void write_requests_csv(std::ostream& out, const metrics::RunMetrics& m) {
+  RequestsCsv csv([&](std::string_view text) { out.write(text.data(), static_cast<std::streamsize>(text.size())); });
+  const std::vector<metrics::RequestRecord> records = m.requests();
+  for (std::size_t i = 0; i < records.size(); ++i) csv.request(static_cast<std::uint32_t>(i), records[i], m.classes());
+  csv.finish();
 }
 
 }  // namespace servesim::reports

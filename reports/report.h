@@ -6,9 +6,11 @@
 // peak memory) are the only exception and are null when RunInfo leaves them out.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -49,7 +51,28 @@ nlohmann::ordered_json time_series_json(const metrics::TimeSeries& series);
 // A few lines for a terminal.
 std::string summary_table(const metrics::Summary& summary, const metrics::SloTargets& slo, const RunInfo& run);
 
-// One row per request: id, times in seconds, token counts, status, reject reason, preemptions.
+// requests.csv, one row per request (id, times in seconds, token counts, status, reject reason,
+// preemptions, instance, class, TTFT parts and decode time): the header when it is built, then a
+// row per record as RunMetrics hands them over (in id order, as each request finishes: set it as
+// the metrics' RequestSink before the run), so the table is written while the run goes.
+// Rows are buffered and handed to `write` about 1 MiB at a time; finish() hands over the rest.
+class RequestsCsv final : public metrics::RequestSink {
+ public:
+  explicit RequestsCsv(std::function<void(std::string_view)> write);
+  ~RequestsCsv() override = default;
+  void request(std::uint32_t id, const metrics::RequestRecord& r,
+               const std::vector<metrics::ClassInfo>& classes) override;
+  void finish();
+  // Rows handed over so far.
+  std::int64_t rows() const { return rows_; }
+
+ private:
+  std::function<void(std::string_view)> write_;
+  std::string buffer_;
+  std::int64_t rows_ = 0;
+};
+
+// The same table from metrics that kept every record (RunMetrics::Records::kKeep).
 void write_requests_csv(std::ostream& out, const metrics::RunMetrics& metrics);
 
 }  // namespace servesim::reports

@@ -53,7 +53,9 @@ RunOutput execute(const scenario::Scenario& scenario, const ExecuteOptions& opti
                  format_quantity(limits.simulated->to_seconds(), Dimension::kDuration) + " per hypothesis");
   }
   RunOutput out;
-  out.metrics = std::make_unique<metrics::RunMetrics>();
+  out.metrics = std::make_unique<metrics::RunMetrics>(options.keep_records ? metrics::RunMetrics::Records::kKeep
+                                                                           : metrics::RunMetrics::Records::kRelease);
+  out.metrics->set_request_sink(options.requests);
   if (options.time_series) out.metrics->enable_time_series();
   if (options.trace) out.metrics->enable_trace(*options.trace);
   const auto start = std::chrono::steady_clock::now();

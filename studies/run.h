@@ -37,6 +37,11 @@ struct ExecuteOptions {
   std::optional<metrics::TraceOptions> trace;  // record a metrics::TraceLog
   cluster::RunProgress* progress = nullptr;    // published for a progress display
   cluster::BudgetLimits budget;                // what the run may cost (none by default)
+  // Where each request's full record goes as it finishes (in id order; the requests.csv writer),
+  // and whether RunOutput::metrics keeps every full record too (requests(); tests). By default a
+  // record leaves when its request finishes and the run's memory follows the requests in flight.
+  metrics::RequestSink* requests = nullptr;
+  bool keep_records = false;
   // Stop the run once one of these can no longer hold (sim/metrics/settle_watch.h); empty: run to
   // the end.
   std::vector<metrics::SettleRule> settle;

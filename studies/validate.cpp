@@ -529,7 +529,7 @@ struct WindowMeans {
 // request as aiperf defines them (first token - sent; (last token - first token) / (output
 // tokens - 1)), averaged over the window's completed requests.
 WindowMeans window_means(const metrics::RunMetrics& m, std::int64_t skip, std::int64_t count) {
-  const auto& recs = m.requests();
+  const auto& recs = m.times();
   std::vector<std::uint32_t> order(recs.size());
   for (std::uint32_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(),
@@ -539,7 +539,7 @@ WindowMeans window_means(const metrics::RunMetrics& m, std::int64_t skip, std::i
   std::int64_t tpot_n = 0;
   const auto end = std::min<std::int64_t>(static_cast<std::int64_t>(order.size()), skip + count);
   for (std::int64_t i = skip; i < end; ++i) {
-    const metrics::RequestRecord& q = recs[order[static_cast<std::size_t>(i)]];
+    const metrics::RequestTimes& q = recs[order[static_cast<std::size_t>(i)]];
     if (q.status != metrics::RequestStatus::kCompleted) continue;
     ++w.requests;
     ttft += (q.first_token - q.arrival).to_seconds() * 1e3;

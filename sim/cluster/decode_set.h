@@ -314,6 +314,7 @@ inline bool DecodeSet::pop_finished(std::uint64_t executed, RequestId& r) {
     const Finishing f = finishing_.top();
     finishing_.pop();
     next_finish_step_ = finishing_.empty() ? UINT64_MAX : finishing_.top().step;
+    if (!requests_->has(f.request)) continue;  // preempted, then finished elsewhere: released
     const RequestState& s = req(f.request);
     if (f.epoch != s.epoch || s.phase != Phase::kDecoding) continue;  // preempted meanwhile
     r = f.request;

@@ -105,6 +105,7 @@ void Lifecycle::reject(RequestId r, metrics::RejectReason reason) {
   observer_.rejected(r, agenda_.now(), reason);
   requests_.release_journey(r);
   client_done(r, false);
+  requests_.release(r);
 }
 
 void Lifecycle::complete(RequestId r) {
@@ -112,6 +113,7 @@ void Lifecycle::complete(RequestId r) {
   observer_.completed(r, agenda_.now());
   requests_.release_journey(r);
   client_done(r, true);
+  requests_.release(r);
 }
 
 workloads::Request Lifecycle::source_view(RequestId r) const {

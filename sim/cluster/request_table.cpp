@@ -2,16 +2,17 @@
 
 namespace servesim::cluster {
 
-void RequestTable::reserve(std::size_t n) {
-  states_.reserve(n);
-  if (keep_inputs_) inputs_.reserve(n);
-  if (keep_prefix_keys_) prefix_keys_.reserve(n);
+std::size_t RequestTable::bytes_held() const {
+  return states_.chunks_held() * states_.chunk_ids() * sizeof(RequestState) +
+         inputs_.chunks_held() * inputs_.chunk_ids() * sizeof(workloads::Request) +
+         prefix_keys_.chunks_held() * prefix_keys_.chunk_ids() * sizeof(PrefixKeys) +
+         journeys_.capacity() * sizeof(Journey);
 }
 
 RequestId RequestTable::add(const RequestState& s, const Journey& j, const workloads::Request& in,
                             const PrefixKeys& keys) {
   const RequestId r = add(s);
-  RequestState& state = states_.back();
+  RequestState& state = states_[r.value];
   if (free_journeys_.empty()) {
     state.journey = static_cast<std::uint32_t>(journeys_.size());
     journeys_.push_back(j);
@@ -27,7 +28,7 @@ RequestId RequestTable::add(const RequestState& s, const Journey& j, const workl
 }
 
 void RequestTable::release_journey(RequestId r) {
-  RequestState& s = states_[r.index()];
+  RequestState& s = states_[r.value];
   SERVESIM_CHECK(s.journey != kNoJourney);
   free_journeys_.push_back(s.journey);
   s.journey = kNoJourney;

@@ -7,8 +7,11 @@
 // Ignores: a request's records (latencies, status): those are the recorder's.
 // Invariants: ids are dense, 0 .. size() - 1, in arrival order; a request has a journey exactly
 // while it is in flight (from its arrival until it completes or is rejected), and journey slots
-// are reused, so their memory follows the requests in flight; inputs and prefix keys, when kept,
-// have one entry per request.
+// are reused. When the serving model is done with a request it releases it: its hot state, input
+// and prefix keys live in IdChunks (core/id_chunks.h) and go with their chunk once every request
+// of the chunk is released, so the table's memory follows the requests in flight, not every
+// request of the run. A released request's state must not be read (in_flight() may be asked of
+// any id: a stale flow's).
 #pragma once
 
 #include <array>
@@ -16,8 +19,8 @@
 #include <vector>
 
 #include "core/check.h"
+#include "core/id_chunks.h"
 #include "core/ids.h"
-#include "core/slab_allocator.h"
 #include "core/time.h"
 #include "sim/cluster/prefix_cache.h"
 #include "sim/cluster/request_state.h"
@@ -59,25 +62,38 @@ class RequestTable {
   // keep_inputs: keep each request as the source made it; prefix_keys: keep its segment keys.
   explicit RequestTable(bool keep_inputs = false, bool prefix_keys = false)
       : keep_inputs_(keep_inputs), keep_prefix_keys_(prefix_keys) {}
-  void reserve(std::size_t n);
 
   // A request arrives: its hot state, its journey, and what the table keeps of it.
   RequestId add(const RequestState& s, const Journey& j, const workloads::Request& in, const PrefixKeys& keys);
   // A request with hot state only (lane tests).
-  RequestId add(const RequestState& s) {
-    states_.push_back(s);
-    return RequestId(static_cast<std::uint32_t>(states_.size() - 1));
-  }
-  std::uint32_t size() const { return static_cast<std::uint32_t>(states_.size()); }
+  RequestId add(const RequestState& s) { return RequestId(states_.push_back(s)); }
+  // Requests added (ids 0 .. size() - 1), and those not yet released.
+  std::uint32_t size() const { return states_.size(); }
+  std::uint32_t held() const { return states_.held(); }
+  std::uint32_t peak_held() const { return states_.peak_held(); }
+  std::size_t chunks_held() const { return states_.chunks_held(); }
+  // Bytes of per-request storage allocated now (chunks of states, inputs, prefix keys; journeys).
+  std::size_t bytes_held() const;
 
-  RequestState& operator[](RequestId r) { return states_[r.index()]; }
-  const RequestState& operator[](RequestId r) const { return states_[r.index()]; }
+  RequestState& operator[](RequestId r) { return states_[r.value]; }
+  const RequestState& operator[](RequestId r) const { return states_[r.value]; }
 
-  bool in_flight(RequestId r) const { return states_[r.index()].journey != kNoJourney; }
-  Journey& journey(RequestId r) { return journeys_[states_[r.index()].journey]; }
-  const Journey& journey(RequestId r) const { return journeys_[states_[r.index()].journey]; }
+  // Whether r's state can still be read: false only for some released requests (their chunk is
+  // gone); a stale reference (a lane's finishing-heap entry) asks before reading.
+  bool has(RequestId r) const { return states_.has(r.value); }
+  bool in_flight(RequestId r) const { return states_.has(r.value) && states_[r.value].journey != kNoJourney; }
+  Journey& journey(RequestId r) { return journeys_[states_[r.value].journey]; }
+  const Journey& journey(RequestId r) const { return journeys_[states_[r.value].journey]; }
   // The request left (completed or rejected): its figures are the recorder's, its slot is reused.
   void release_journey(RequestId r);
+  // The serving model is done with the request (after release_journey and its source's
+  // follow-ups): nothing of it is read again.
+  void release(RequestId r) {
+    states_.release(r.value);
+    if (keep_inputs_) inputs_.release(r.value);
+    if (keep_prefix_keys_) [[unlikely]]
+      prefix_keys_.release(r.value);
+  }
   // The TTFT segment clock: the time since the journey's mark goes to `part`.
   void advance(RequestId r, metrics::TtftPart part, SimTime at) {
     Journey& j = journey(r);
@@ -88,17 +104,17 @@ class RequestTable {
   bool keeps_inputs() const { return keep_inputs_; }
   const workloads::Request& input(RequestId r) const {
     SERVESIM_CHECK(keep_inputs_);
-    return inputs_[r.index()];
+    return inputs_[r.value];
   }
   bool keeps_prefix_keys() const { return keep_prefix_keys_; }
-  const PrefixKeys& prefix_keys(RequestId r) const { return prefix_keys_[r.index()]; }
+  const PrefixKeys& prefix_keys(RequestId r) const { return prefix_keys_[r.value]; }
 
  private:
   bool keep_inputs_ = false, keep_prefix_keys_ = false;
-  SlabVector<RequestState> states_;
-  SlabVector<workloads::Request> inputs_;  // when keep_inputs_
-  SlabVector<PrefixKeys> prefix_keys_;     // when keep_prefix_keys_
-  std::vector<Journey> journeys_;          // of the requests in flight (RequestState::journey)
+  IdChunks<RequestState> states_;
+  IdChunks<workloads::Request> inputs_;  // when keep_inputs_
+  IdChunks<PrefixKeys> prefix_keys_;     // when keep_prefix_keys_
+  std::vector<Journey> journeys_;        // of the requests in flight (RequestState::journey)
   std::vector<std::uint32_t> free_journeys_;
 };
 

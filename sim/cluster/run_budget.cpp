@@ -17,7 +17,7 @@ double RunBudget::wall_s() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
 }
 
-bool RunBudget::allows(SimTime now, std::int64_t requests_held, std::uint64_t events) {
+bool RunBudget::allows(SimTime now, std::int64_t taken_in, std::int64_t in_flight, std::uint64_t events) {
   if (!why_.empty()) return false;
   char buf[256];
   if (limits_.cancel != nullptr && limits_.cancel->load(std::memory_order_relaxed)) {
@@ -27,27 +27,27 @@ bool RunBudget::allows(SimTime now, std::int64_t requests_held, std::uint64_t ev
     std::snprintf(buf, sizeof buf,
                   "the run passed its simulated-time limit of %g s (%s requests taken in); give it a "
                   "simulation.horizon within the limit",
-                  limits_.simulated->to_seconds(), format_count(requests_held).c_str());
+                  limits_.simulated->to_seconds(), format_count(taken_in).c_str());
     why_ = buf;
   } else if (limits_.events && events > *limits_.events) {
     std::snprintf(buf, sizeof buf,
                   "the run passed its limit of %s events (at %.3f s of simulated time, %s requests taken in)",
                   format_count(static_cast<std::int64_t>(*limits_.events)).c_str(), now.to_seconds(),
-                  format_count(requests_held).c_str());
+                  format_count(taken_in).c_str());
     why_ = buf;
   } else if (limits_.wall_s && wall_s() > *limits_.wall_s) {
     std::snprintf(buf, sizeof buf,
                   "the run took more than its wall-time limit of %g s (at %.3f s of simulated time, %s requests "
                   "taken in)",
-                  *limits_.wall_s, now.to_seconds(), format_count(requests_held).c_str());
+                  *limits_.wall_s, now.to_seconds(), format_count(taken_in).c_str());
     why_ = buf;
-  } else if (limits_.memory_bytes && requests_held * limits_.bytes_per_request > *limits_.memory_bytes) {
+  } else if (limits_.memory_bytes && held_bytes(taken_in, in_flight) > *limits_.memory_bytes) {
     std::snprintf(buf, sizeof buf,
-                  "the run holds %s requests (about %.3g GB at %lld B each) at %.3f s of simulated time, more "
-                  "than its memory limit of %.3g GB",
-                  format_count(requests_held).c_str(),
-                  static_cast<double>(requests_held * limits_.bytes_per_request) * 1e-9,
-                  static_cast<long long>(limits_.bytes_per_request), now.to_seconds(),
+                  "the run holds about %.3g GB for its requests at %.3f s of simulated time (%s taken in at %lld B "
+                  "each, %s in flight at %lld B each), more than its memory limit of %.3g GB",
+                  static_cast<double>(held_bytes(taken_in, in_flight)) * 1e-9, now.to_seconds(),
+                  format_count(taken_in).c_str(), static_cast<long long>(limits_.bytes_per_request),
+                  format_count(in_flight).c_str(), static_cast<long long>(limits_.bytes_per_in_flight),
                   static_cast<double>(*limits_.memory_bytes) * 1e-9);
     why_ = buf;
   }

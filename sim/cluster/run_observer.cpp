@@ -36,6 +36,7 @@ void RunObserver::finish(SimTime end, topologies::FlowNetwork* net, const topolo
     record_link_usage(*net, *fabric, end, flow_copies);
   if (series_) series_->finish(end);
   if (trace_) trace_->finish();
+  recorder_.run_ended();
 }
 
 void RunObserver::record_link_usage(topologies::FlowNetwork& net, const topologies::Fabric& fabric, SimTime end,

@@ -76,10 +76,7 @@ Simulation::Simulation(const SimulationConfig& config, metrics::Recorder& record
     }
     observer_.recorder().add_class(std::move(info));
   }
-  if (config_.workload.requests > 0) {
-    requests_.reserve(static_cast<std::size_t>(config_.workload.requests));
-    observer_.recorder().expect_requests(config_.workload.requests);
-  }
+  if (config_.workload.requests > 0) observer_.recorder().expect_requests(config_.workload.requests);
 }
 
 Simulation::~Simulation() = default;
@@ -101,7 +98,7 @@ RunResult Simulation::run() {
     } else {
       fire(next.entry, result);
       if (budget_ != nullptr && (result.events & 4095) == 0 &&
-          !budget_->allows(agenda_.now(), static_cast<std::int64_t>(requests_.size()), result.events)) [[unlikely]] {
+          !budget_->allows(agenda_.now(), requests_.size(), requests_.held(), result.events)) [[unlikely]] {
         break;  // the budget is spent: the run ends here, as at a horizon
       }
       if (settle_ != nullptr && (result.events & 255) == 0 && settle_->settled()) [[unlikely]] {

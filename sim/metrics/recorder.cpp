@@ -55,39 +55,125 @@ void RunMetrics::enable_trace(const TraceOptions& options) {
 
 void RunMetrics::add_class(ClassInfo info) { classes_.push_back(std::move(info)); }
 
+RunMetrics::RunMetrics(Records records) : keep_(records), times_(12, false), live_(10, records == Records::kRelease) {}
+
 void RunMetrics::expect_requests(std::int64_t n) {
-  if (n > 0) requests_.reserve(static_cast<std::size_t>(n));
+  if (n > 0) {
+    times_.reserve(static_cast<std::size_t>(n));
+    live_.reserve(static_cast<std::size_t>(n));
+  }
+}
+
+std::size_t RunMetrics::bytes_held() const {
+  return times_.chunks_held() * times_.chunk_ids() * sizeof(RequestTimes) +
+         live_.chunks_held() * live_.chunk_ids() * sizeof(Extras);
+}
+
+RequestRecord RunMetrics::record(std::uint32_t id) const {
+  const RequestTimes& t = times_[id];
+  const Extras& x = live_[id];
+  RequestRecord r;
+  r.arrival = t.arrival;
+  r.first_token = t.first_token;
+  r.completion = t.completion;
+  r.prompt_tokens = t.prompt_tokens;
+  r.output_tokens = t.output_tokens;
+  r.pool = x.pool;
+  r.instance = x.instance;
+  r.preemptions = x.preemptions;
+  r.status = t.status;
+  r.reject_reason = t.reject_reason;
+  r.class_id = t.class_id;
+  r.ttft_parts_ms = x.ttft_parts_ms;
+  return r;
+}
+
+std::vector<RequestRecord> RunMetrics::requests() const {
+  SERVESIM_CHECK_MSG(keep_ == Records::kKeep, "RunMetrics::requests() needs Records::kKeep");
+  std::vector<RequestRecord> out;
+  out.reserve(times_.size());
+  for (std::uint32_t i = 0; i < times_.size(); ++i) out.push_back(record(i));
+  return out;
+}
+
+void RunMetrics::consider_slow(std::uint32_t id, const RequestRecord& r) {
+  if (r.first_token == SimTime::never()) return;
+  // Longest TTFT first, ties by lower id: a total order, so the kept set does not depend on the
+  // order requests leave in.
+  const std::int64_t ttft = (r.first_token - r.arrival).ps();
+  auto before = [](std::int64_t t, std::uint32_t i, const SlowRequest& s) {
+    const std::int64_t st = (s.record.first_token - s.record.arrival).ps();
+    return t != st ? t > st : i < s.id;
+  };
+  if (slowest_.size() == kSlowestTtft && !before(ttft, id, slowest_.back())) return;
+  auto at = slowest_.begin();
+  while (at != slowest_.end() && !before(ttft, id, *at)) ++at;
+  slowest_.insert(at, SlowRequest{id, r});
+  if (slowest_.size() > kSlowestTtft) slowest_.pop_back();
+}
+
+void RunMetrics::leave(std::uint32_t id) {
+  const RequestRecord r = record(id);
+  consider_slow(id, r);
+  if (sink_ != nullptr) sink_->request(id, r, classes_);
+  live_.release(id);
+}
+
+void RunMetrics::finished(std::uint32_t id) {
+  if (sink_ == nullptr) {
+    leave(id);
+    return;
+  }
+  // The sink takes records in id order: this one and those after it that already finished go
+  // once every request before them has.
+  while (next_to_leave_ < times_.size() && times_[next_to_leave_].status != RequestStatus::kInFlight) {
+    leave(next_to_leave_++);
+  }
+}
+
+void RunMetrics::run_ended() {
+  // The requests still in flight leave too (in id order, with those finished after them).
+  if (sink_ != nullptr) {
+    while (next_to_leave_ < times_.size()) leave(next_to_leave_++);
+    return;
+  }
+  for (std::uint32_t i = 0; i < times_.size(); ++i) {
+    if (times_[i].status == RequestStatus::kInFlight) leave(i);
+  }
 }
 
 void RunMetrics::request_arrived(RequestId id, SimTime t, std::int64_t prompt_tokens, std::int64_t output_tokens,
                                  std::uint16_t class_id) {
-  SERVESIM_CHECK(id.index() == requests_.size());
+  SERVESIM_CHECK(id.index() == times_.size());
   SERVESIM_CHECK(class_id == 0 || class_id < classes_.size());
-  RequestRecord r;
+  RequestTimes r;
   r.class_id = class_id;
   r.arrival = t;
   r.prompt_tokens = static_cast<std::uint32_t>(prompt_tokens);
   r.output_tokens = static_cast<std::uint32_t>(output_tokens);
-  requests_.push_back(r);
+  times_.push_back(r);
+  live_.push_back(Extras{});
   if (series_) series_->arrival(t);
 }
 
 void RunMetrics::request_routed(RequestId id, PoolId pool, InstanceId instance) {
-  requests_[id.index()].pool = pool.value;
-  requests_[id.index()].instance = instance.value;
+  Extras& x = live_[id.value];
+  x.pool = pool.value;
+  x.instance = instance.value;
 }
 
 void RunMetrics::request_rejected(RequestId id, SimTime t, RejectReason reason) {
-  RequestRecord& r = requests_[id.index()];
+  RequestTimes& r = times_[id.value];
   SERVESIM_CHECK(r.status == RequestStatus::kInFlight);
   r.status = RequestStatus::kRejected;
   r.reject_reason = reason;
   r.completion = t;
   if (series_) series_->rejection(t);
+  finished(id.value);
 }
 
 void RunMetrics::first_token(RequestId id, SimTime t) {
-  RequestRecord& r = requests_[id.index()];
+  RequestTimes& r = times_[id.value];
   SERVESIM_CHECK(r.first_token == SimTime::never());
   r.first_token = t;
   input_tokens_ += r.prompt_tokens;
@@ -95,15 +181,16 @@ void RunMetrics::first_token(RequestId id, SimTime t) {
 }
 
 void RunMetrics::request_completed(RequestId id, SimTime t) {
-  RequestRecord& r = requests_[id.index()];
+  RequestTimes& r = times_[id.value];
   SERVESIM_CHECK(r.status == RequestStatus::kInFlight && r.first_token != SimTime::never());
   r.status = RequestStatus::kCompleted;
   r.completion = t;
-  if (series_) series_->completion(PoolId(r.pool), t);
+  if (series_) series_->completion(PoolId(live_[id.value].pool), t);
+  finished(id.value);
 }
 
 void RunMetrics::request_preempted(RequestId id, PoolId pool) {
-  ++requests_[id.index()].preemptions;
+  ++live_[id.value].preemptions;
   ++pools_[pool.index()].preemptions;
 }
 
@@ -132,7 +219,7 @@ void RunMetrics::kv_usage_peak(PoolId pool, double fraction) {
 }
 
 void RunMetrics::ttft_parts(RequestId id, const std::int64_t* ps) {
-  RequestRecord& r = requests_[id.index()];
+  Extras& r = live_[id.value];
   for (std::size_t i = 0; i < kTtftParts; ++i) {
     ttft_sums_[i] += static_cast<double>(ps[i]);
     r.ttft_parts_ms[i] = static_cast<float>(static_cast<double>(ps[i]) * 1e-9);

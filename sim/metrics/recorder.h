@@ -1,10 +1,14 @@
 // What the serving model reports while it runs, and the standard implementation that keeps it.
 //
 // The event loop calls a Recorder at request milestones and once per batch iteration; it never
-// threads a metrics store through its handlers. RunMetrics keeps one compact record per request
-// (slab indexed by RequestId), per-pool time by component, and inter-token gaps in a
-// log-bucketed histogram (a decode iteration reports its gap once with the number of tokens that
-// saw it, so the cost per iteration is O(1), not O(batch)).
+// threads a metrics store through its handlers. RunMetrics keeps, for every request of the run,
+// the compact times the summary's exact figures need (RequestTimes, 40 B), and, only while the
+// request is in flight, the rest of its record (where it ran, preemptions, its TTFT parts): when
+// it finishes, that record goes to a RequestSink (the per-request CSV) in id order and leaves, so
+// the memory of full records follows the requests in flight. It also keeps per-pool time by
+// component, the slowest requests by TTFT, and inter-token gaps in a log-bucketed histogram (a
+// decode iteration reports its gap once with the number of tokens that saw it, so the cost per
+// iteration is O(1), not O(batch)).
 // This module knows nothing about models or operators: pools register their component names, and
 // request classes (tenants) their names, priorities and SLO targets; every record carries its
 // class id, so each class gets its own latency figures and SLO attainment.
@@ -18,8 +22,8 @@
 #include <string>
 #include <vector>
 
+#include "core/id_chunks.h"
 #include "core/ids.h"
-#include "core/slab_allocator.h"
 #include "core/time.h"
 #include "sim/metrics/histogram.h"
 #include "sim/metrics/time_series.h"
@@ -99,6 +103,35 @@ struct RequestRecord {
   // Where its time to first token went (TtftPart order), ms; zero until its first token.
   std::array<float, kTtftParts> ttft_parts_ms{};
 };
+
+// What the summary needs of a request (kept for every request of the run: 40 B).
+struct RequestTimes {
+  SimTime arrival;
+  SimTime first_token = SimTime::never();
+  SimTime completion = SimTime::never();
+  std::uint32_t prompt_tokens = 0;
+  std::uint32_t output_tokens = 0;
+  std::uint16_t class_id = 0;
+  RequestStatus status = RequestStatus::kInFlight;
+  RejectReason reject_reason = RejectReason::kNone;
+};
+
+// Receives each request's full record once, in id order, when the request has finished and
+// every request before it has too (the requests still in flight at the end of the run come last,
+// in id order, with status kInFlight): what a whole-run table written at the end would hold.
+class RequestSink {
+ public:
+  virtual ~RequestSink() = default;
+  // `classes`: the run's registered classes (r.class_id indexes them; empty: one "default").
+  virtual void request(std::uint32_t id, const RequestRecord& r, const std::vector<ClassInfo>& classes) = 0;
+};
+
+// A request among the slowest by TTFT (RunMetrics::slowest_ttft).
+struct SlowRequest {
+  std::uint32_t id = 0;
+  RequestRecord record;
+};
+inline constexpr std::size_t kSlowestTtft = 20;
 
 struct PoolInfo {
   std::string name;
@@ -181,10 +214,20 @@ class Recorder {
   virtual void request_requeued(RequestId) {}
   // At the end of a run, for each pool with a prefix cache.
   virtual void prefix_cache(PoolId, const PrefixCacheCounts&) {}
+  // The run ended: nothing more is recorded of its requests.
+  virtual void run_ended() {}
 };
 
 class RunMetrics final : public Recorder {
  public:
+  // kKeep: every request's full record stays to the end (requests(); tests and small studies).
+  // kRelease: a request's full record leaves once it has gone to the sink (or, without a sink,
+  // once the request finished); the times stay.
+  enum class Records : std::uint8_t { kKeep, kRelease };
+  explicit RunMetrics(Records records = Records::kKeep);
+  // Where full records go, in id order (before the first request arrives); may be null.
+  void set_request_sink(RequestSink* sink) { sink_ = sink; }
+
   PoolId add_pool(PoolInfo info) override;
   void add_class(ClassInfo info) override;
   void expect_requests(std::int64_t n) override;
@@ -207,6 +250,7 @@ class RunMetrics final : public Recorder {
   void kv_transfer(PoolId pool, double bytes, Duration total, Duration exposed, Duration ttft) override;
   void request_requeued(RequestId id) override;
   void prefix_cache(PoolId pool, const PrefixCacheCounts& counts) override;
+  void run_ended() override;
   TimeSeries* time_series() override { return series_.get(); }
   TraceLog* trace_log() override { return trace_.get(); }
 
@@ -235,7 +279,19 @@ class RunMetrics final : public Recorder {
   std::int64_t ttft_part_requests() const { return ttft_requests_; }
   std::int64_t requeued() const { return requeued_; }
 
-  const SlabVector<RequestRecord>& requests() const { return requests_; }
+  // Every request of the run, by id.
+  const IdChunks<RequestTimes>& times() const { return times_; }
+  // Every request's full record, by id (Records::kKeep only).
+  std::vector<RequestRecord> requests() const;
+  // The requests with a first token and the longest TTFTs (ties: lower id first), longest first,
+  // at most kSlowestTtft; complete once the run ended.
+  const std::vector<SlowRequest>& slowest_ttft() const { return slowest_; }
+  // Full records held now (in flight, or finished and waiting for an older request to finish
+  // before they go to the sink), and the most held at once.
+  std::uint32_t records_held() const { return live_.held(); }
+  std::uint32_t peak_records_held() const { return live_.peak_held(); }
+  // Bytes of per-request storage allocated now (times of every request, chunks of full records).
+  std::size_t bytes_held() const;
   const std::vector<PoolTotals>& pools() const { return pools_; }
   const std::vector<ClassInfo>& classes() const { return classes_; }
   const LogHistogram& inter_token_gaps() const { return itl_; }
@@ -243,7 +299,24 @@ class RunMetrics final : public Recorder {
   std::int64_t input_tokens() const { return input_tokens_; }
 
  private:
-  SlabVector<RequestRecord> requests_;
+  // A request's record beyond its times, while it is held.
+  struct Extras {
+    std::uint32_t pool = 0, instance = 0, preemptions = 0;
+    std::array<float, kTtftParts> ttft_parts_ms{};
+  };
+  RequestRecord record(std::uint32_t id) const;
+  // Request id finished: it leaves (to the sink in id order, with the requests after it that
+  // finished before it).
+  void finished(std::uint32_t id);
+  void leave(std::uint32_t id);
+  void consider_slow(std::uint32_t id, const RequestRecord& r);
+
+  Records keep_;
+  RequestSink* sink_ = nullptr;
+  IdChunks<RequestTimes> times_;
+  IdChunks<Extras> live_;
+  std::uint32_t next_to_leave_ = 0;  // with a sink: the oldest request not yet sent
+  std::vector<SlowRequest> slowest_;
   std::vector<PoolTotals> pools_;
   std::vector<ClassInfo> classes_;
   LogHistogram itl_;

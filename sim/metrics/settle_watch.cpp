@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "core/check.h"
 #include "core/units.h"
 
 namespace servesim::metrics {
@@ -25,26 +26,28 @@ void SettleWatch::expect_requests(std::int64_t n) {
 
 void SettleWatch::request_arrived(RequestId id, SimTime t, std::int64_t prompt_tokens, std::int64_t output_tokens,
                                   std::uint16_t class_id) {
-  if (id.index() >= seen_.size()) seen_.resize(id.index() + 1);
-  seen_[id.index()] = Seen{t, SimTime::never(), output_tokens, class_id};
+  SERVESIM_CHECK(id.value >= seen_.size());
+  while (seen_.size() < id.value) seen_.release(seen_.push_back(Seen{}));  // ids it never saw
+  seen_.push_back(Seen{t, SimTime::never(), output_tokens, class_id});
   inner_.request_arrived(id, t, prompt_tokens, output_tokens, class_id);
 }
 
 void SettleWatch::request_rejected(RequestId id, SimTime t, RejectReason reason) {
   inner_.request_rejected(id, t, reason);
-  if (slo_of(seen_[id.index()].class_id).any()) missed_slo();
+  if (slo_of(seen_[id.value].class_id).any()) missed_slo();
+  seen_.release(id.value);
 }
 
 void SettleWatch::first_token(RequestId id, SimTime t) {
   inner_.first_token(id, t);
-  Seen& s = seen_[id.index()];
+  Seen& s = seen_[id.value];
   s.first = t;
   add(SettleRule::Metric::kTtft, (t - s.arrival).to_ms());
 }
 
 void SettleWatch::request_completed(RequestId id, SimTime t) {
   inner_.request_completed(id, t);
-  const Seen& s = seen_[id.index()];
+  const Seen& s = seen_[id.value];
   // As summary.cpp's account() computes them.
   const Duration e2e = t - s.arrival, ttft = s.first - s.arrival;
   add(SettleRule::Metric::kE2e, e2e.to_ms());
@@ -59,6 +62,7 @@ void SettleWatch::request_completed(RequestId id, SimTime t) {
       missed_slo();
     }
   }
+  seen_.release(id.value);
 }
 
 void SettleWatch::add(SettleRule::Metric metric, double ms) {

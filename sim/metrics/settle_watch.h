@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "core/id_chunks.h"
 #include "sim/metrics/recorder.h"
 
 namespace servesim::metrics {
@@ -96,6 +97,7 @@ class SettleWatch final : public Recorder {
   }
   void request_requeued(RequestId id) override { inner_.request_requeued(id); }
   void prefix_cache(PoolId pool, const PrefixCacheCounts& counts) override { inner_.prefix_cache(pool, counts); }
+  void run_ended() override { inner_.run_ended(); }
 
  private:
   struct Seen {
@@ -113,7 +115,7 @@ class SettleWatch final : public Recorder {
   std::vector<double> broken_;  // per rule: values beyond the limit (quantiles, attainment) or their sum (means)
   SloTargets run_slo_;
   std::vector<SloTargets> slo_;  // per class
-  std::vector<Seen> seen_;       // per request id
+  IdChunks<Seen> seen_;          // per request id, while in flight
   std::int64_t expected_ = 0;
 };
 

@@ -14,7 +14,7 @@ struct Samples {
 };
 
 // Adds one record to `s`, counting it in `met` when it completed within every target of `slo`.
-void account(const RequestRecord& r, const SloTargets& slo, Samples& s) {
+void account(const RequestTimes& r, const SloTargets& slo, Samples& s) {
   ++s.arrived;
   if (r.first_token != SimTime::never()) s.ttft.push_back((r.first_token - r.arrival).to_ms());
   switch (r.status) {
@@ -39,9 +39,9 @@ void account(const RequestRecord& r, const SloTargets& slo, Samples& s) {
 
 // The steady window's rates (summary.h): fills s.steady_*.
 void steady_throughput(const RunMetrics& m, Summary& s) {
-  std::vector<std::pair<SimTime, std::size_t>> firsts;  // (first token, request index)
-  const auto& requests = m.requests();
-  for (std::size_t i = 0; i < requests.size(); ++i) {
+  std::vector<std::pair<SimTime, std::uint32_t>> firsts;  // (first token, request index)
+  const auto& requests = m.times();
+  for (std::uint32_t i = 0; i < requests.size(); ++i) {
     if (requests[i].first_token != SimTime::never()) firsts.emplace_back(requests[i].first_token, i);
   }
   const std::size_t n = firsts.size();
@@ -53,7 +53,7 @@ void steady_throughput(const RunMetrics& m, Summary& s) {
   const double width = (to - from).to_seconds();
   double input = 0, output = 0;
   for (const auto& [first, i] : firsts) {
-    const RequestRecord& r = requests[i];
+    const RequestTimes& r = requests[i];
     if (from < first && first <= to) {
       input += r.prompt_tokens;
       output += 1;
@@ -83,7 +83,8 @@ Summary summarize(const RunMetrics& m, SimTime end, const SloTargets& slo) {
   Samples all;
   std::vector<Samples> per_class(several ? classes.size() : 0);
   std::int64_t met = 0, judged = 0;  // over classes with targets
-  for (const RequestRecord& r : m.requests()) {
+  for (std::uint32_t i = 0; i < m.times().size(); ++i) {
+    const RequestTimes& r = m.times()[i];
     const ClassInfo& c = classes[r.class_id];
     const std::int64_t met_before = all.met;
     account(r, c.slo, all);
@@ -140,6 +141,9 @@ Summary summarize(const RunMetrics& m, SimTime end, const SloTargets& slo) {
   s.itl_ms = m.inter_token_gaps().summary();  // in seconds
   for (double* v : {&s.itl_ms.mean, &s.itl_ms.p50, &s.itl_ms.p90, &s.itl_ms.p99}) *v *= 1e3;
 
+  // The samples' memory goes before the steady window takes its own.
+  all = Samples{};
+  per_class = {};
   s.input_tokens_per_s = static_cast<double>(m.input_tokens()) / span;
   s.output_tokens_per_s = static_cast<double>(m.output_tokens()) / span;
   s.requests_per_s = static_cast<double>(s.completed) / span;

@@ -44,8 +44,9 @@ metrics::SloTargets read_slo(MapReader& parent, std::string_view key) {
 
 namespace {
 
-// A run keeps every request's record to the end (cluster::kBytesPerRequest each): a request count
-// that cannot fit is refused here, with the estimate, rather than failing after an hour.
+// A run keeps every request's times to the end (cluster::kBytesPerFinishedRequest each; the rest
+// of a request's state goes when it finishes): a request count that cannot fit is refused here,
+// with the estimate, rather than failing after an hour.
 void check_request_memory(Document& doc, const WorkloadSection& workload, const LoadOptions& options) {
   std::int64_t count = workload.config.requests;
   if (count == 0) {
@@ -58,13 +59,14 @@ void check_request_memory(Document& doc, const WorkloadSection& workload, const 
   const std::int64_t each = std::max<std::int64_t>(1, options.bytes_per_request);
   if (count <= 0 || limit <= 0 || count <= limit / each) return;
   char text[400];
-  std::snprintf(text, sizeof text,
-                "%s requests would hold about %.3g GB of memory (%lld B each: every request's record is kept for "
-                "the report), more than the %.3g GB this run may use (%s): send fewer requests, or bound the "
-                "run with simulation.horizon",
-                format_count(count).c_str(), static_cast<double>(count) * static_cast<double>(each) * 1e-9,
-                static_cast<long long>(each), static_cast<double>(limit) * 1e-9,
-                options.memory_limit_bytes ? "the memory limit" : "the machine's memory");
+  std::snprintf(
+      text, sizeof text,
+      "%s requests would hold about %.3g GB of memory (%lld B each: every request keeps its times for "
+      "the report's exact figures), more than the %.3g GB this run may use (%s): send fewer requests, or bound the "
+      "run with simulation.horizon",
+      format_count(count).c_str(), static_cast<double>(count) * static_cast<double>(each) * 1e-9,
+      static_cast<long long>(each), static_cast<double>(limit) * 1e-9,
+      options.memory_limit_bytes ? "the memory limit" : "the machine's memory");
   doc.error(workload.requests.mark, workload.requests.path, text);
 }
 

@@ -34,10 +34,11 @@ struct LoadOptions {
   std::optional<std::uint64_t> seed;  // --seed, overrides the scenario's seed
   KeyRecorder* keys = nullptr;        // records every key the load reads (keys.h)
   Caches* caches = nullptr;           // the session's (caches.h); the run uses them too
-  // A workload whose request count cannot fit in this much memory (cluster::kBytesPerRequest
-  // each) is refused at its `requests` key; nullopt: the machine's physical memory.
+  // A workload whose request count cannot fit in this much memory (bytes_per_request each: what
+  // every request keeps to the end of the run) is refused at its `requests` key; nullopt: the
+  // machine's physical memory.
   std::optional<std::int64_t> memory_limit_bytes;
-  std::int64_t bytes_per_request = cluster::kBytesPerRequest;  // ...WithCsv with per-request outputs
+  std::int64_t bytes_per_request = cluster::kBytesPerFinishedRequest;
   // Every file the scenario names must lie under one of these folders (canonical; serve's
   // sandbox); empty: anywhere.
   std::vector<std::string> file_roots;

@@ -213,7 +213,7 @@ const std::vector<Case>& catalog() {
       {"silent: a billion requests in 8 GiB",
        {"run", "{q}", "--set", "workload.requests=1000000000", "--max-memory", "8 GiB", "--out", "{out}"},
        2,
-       "workload.requests: 1,000,000,000 requests would hold about 520 GB"},
+       "workload.requests: 1,000,000,000 requests would hold about 100 GB"},
       {"silent: --seed -1",
        {"run", "{q}", "--seed", "-1", "--out", "{out}"},
        2,
@@ -386,9 +386,11 @@ TEST_CASE("serve: each hypothesis has a budget; one over it is an error answer")
   budgets[0].message = "wall-time limit of 1e-09 s";
   budgets[1].limits.simulated = Duration::seconds(10);
   budgets[1].message = "simulated-time limit of 10 s";
-  // 4,000 requests at 240 B each (960,000 B) cannot fit in 100,000 B: refused at load.
+  // 4,000 requests at kBytesPerFinishedRequest (100 B) each (400,000 B) cannot fit in 100,000 B:
+  // refused at load.
+  static_assert(cluster::kBytesPerFinishedRequest == 100);
   budgets[2].limits.memory_bytes = 100'000;
-  budgets[2].message = "4,000 requests would hold about 0.00096 GB";
+  budgets[2].message = "4,000 requests would hold about 0.0004 GB";
   for (const Budget& b : budgets) {
     studies::ServeOptions options;
     options.budget = b.limits;
@@ -399,14 +401,17 @@ TEST_CASE("serve: each hypothesis has a budget; one over it is an error answer")
     CHECK(a.line.find(b.message) != std::string::npos);
   }
   // A run whose requests are not known at load (a horizon, a looped trace) meets the memory limit
-  // while it runs: 1,000 requests held at 240 B each are 240,000 B, over a limit of 200,000 B.
+  // while it runs: 1,000 requests taken in at 100 B each and 250 in flight at 400 B each are
+  // 200,000 B, the limit; one more in flight is over it.
+  static_assert(cluster::kBytesPerRequestInFlight == 400);
   {
     cluster::BudgetLimits limits;
     limits.memory_bytes = 200'000;
     cluster::RunBudget run(limits);
-    CHECK(run.allows(SimTime::zero() + Duration::seconds(1), 833, 0));  // 199,920 B
-    CHECK_FALSE(run.allows(SimTime::zero() + Duration::seconds(2), 1'000, 0));
-    CHECK(run.why().find("the run holds 1,000 requests") != std::string::npos);
+    CHECK(run.allows(SimTime::zero() + Duration::seconds(1), 1'000, 250, 0));
+    CHECK_FALSE(run.allows(SimTime::zero() + Duration::seconds(2), 1'000, 251, 0));
+    CHECK(run.why().find("the run holds about 0.0002 GB for its requests") != std::string::npos);
+    CHECK(run.why().find("(1,000 taken in at 100 B each, 251 in flight at 400 B each)") != std::string::npos);
     CHECK(run.why().find("more than its memory limit of 0.0002 GB") != std::string::npos);
   }
   // A horizon beyond the simulated-time limit is refused before the run.
@@ -445,8 +450,8 @@ TEST_CASE("serve: a request's limits tighten its own budget, never loosen serve'
   CHECK(loosened["ok"] == false);
   CHECK(loosened["errors"][0]["code"] == "limit_exceeded");
   CHECK(loosened["errors"][0]["message"].get<std::string>().find("wall-time limit of 1e-09 s") != std::string::npos);
-  // A request's memory limit refuses at load what cannot fit: 4,000 requests x 240 B > 0.5 MB.
-  const auto small = ask(R"({"memory_mb": 0.5})", plain);
+  // A request's memory limit refuses at load what cannot fit: 4,000 requests x 100 B > 0.3 MB.
+  const auto small = ask(R"({"memory_mb": 0.3})", plain);
   CHECK(small["ok"] == false);
   CHECK(small["errors"][0]["message"].get<std::string>().find("4,000 requests would hold") != std::string::npos);
 }

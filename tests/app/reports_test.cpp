@@ -476,3 +476,75 @@ TEST_CASE("Progress: the bar draws its frames and clears its line; nothing when 
   CHECK(app::ProgressBar::line({0.005, "x"}, 4, 20) == "[....]   0%  x");
   CHECK(app::ProgressBar::line({-1, "x"}, 4, 20) == "[....]      x");
 }
+
+namespace {
+
+// The most requests held at once, bounded from the run's times: right after request i arrives,
+// the requests j <= i that have not left yet are held, where j leaves at leave[j]. Requests that
+// leave at the very instant i arrives may go before or after it (same-time event order), so the
+// count is between those leaving after a_i and those leaving at or after it.
+std::pair<std::int64_t, std::int64_t> held_bounds(const metrics::RunMetrics& m, const std::vector<SimTime>& leave) {
+  std::int64_t lo = 0, hi = 0;
+  const auto& t = m.times();
+  for (std::uint32_t i = 0; i < t.size(); ++i) {
+    std::int64_t after = 0, at_or_after = 0;
+    for (std::uint32_t j = 0; j <= i; ++j) {
+      after += t[i].arrival < leave[j];
+      at_or_after += !(leave[j] < t[i].arrival);
+    }
+    lo = std::max(lo, after);
+    hi = std::max(hi, at_or_after);
+  }
+  return {lo, hi};
+}
+
+}  // namespace
+
+TEST_CASE("Per-request memory follows the requests in flight; requests.csv streams the whole-run table") {
+  scenario::LoadOptions options;
+  options.sets = {"workload.requests=1500", "workload.arrivals.rate=40 /s"};
+  const scenario::Scenario sc = scenario::load_scenario_file(kQuickstart, options);
+  // The table written at the end from every record kept, and the one streamed as requests finish.
+  studies::ExecuteOptions keep;
+  keep.keep_records = true;
+  const studies::RunOutput whole = studies::execute(sc, keep);
+  std::ostringstream table;
+  reports::write_requests_csv(table, *whole.metrics);
+  std::string streamed;
+  reports::RequestsCsv csv([&](std::string_view text) { streamed += text; });
+  studies::ExecuteOptions stream;
+  stream.requests = &csv;
+  const studies::RunOutput run = studies::execute(sc, stream);
+  csv.finish();
+  CHECK(run.fingerprint == whole.fingerprint);
+  CHECK(csv.rows() == 1500);
+  CHECK(streamed == table.str());
+  const metrics::RunMetrics& m = *run.metrics;
+  CHECK(m.records_held() == 0);
+  // With the CSV as sink a record leaves once it and every request before it finished.
+  const auto& t = m.times();
+  std::vector<SimTime> finish(t.size()), leave(t.size());
+  SimTime latest = SimTime::zero();
+  for (std::uint32_t i = 0; i < t.size(); ++i) {
+    finish[i] = t[i].status == metrics::RequestStatus::kInFlight ? SimTime::never() : t[i].completion;
+    latest = std::max(latest, finish[i]);
+    leave[i] = latest;
+  }
+  const auto [lo, hi] = held_bounds(m, leave);
+  CHECK(lo <= m.peak_records_held());
+  CHECK(m.peak_records_held() <= hi);
+  CHECK(hi < 1500 / 4);  // a small share of the run: the window of requests in flight
+
+  // The request table releases a request when it finishes: it holds the requests in flight.
+  metrics::RunMetrics released(metrics::RunMetrics::Records::kRelease);
+  cluster::Simulation sim(sc.config, released);
+  sim.run();
+  const cluster::RequestTable& table_of = sim.requests();
+  CHECK(table_of.size() == 1500);
+  CHECK(table_of.held() == 0);
+  CHECK(table_of.chunks_held() <= 1);  // the chunk still being filled
+  const auto [in_lo, in_hi] = held_bounds(released, finish);
+  CHECK(in_lo <= table_of.peak_held());
+  CHECK(table_of.peak_held() <= in_hi);
+  CHECK(released.peak_records_held() == table_of.peak_held());
+}

@@ -5,6 +5,7 @@
 #include <deque>
 #include <vector>
 
+#include "core/id_chunks.h"
 #include "core/min_tree.h"
 #include "core/recent_cache.h"
 #include "core/ring_queue.h"
@@ -165,4 +166,46 @@ TEST_CASE("RecentCache: keeps the most recently used within its entries and budg
   CHECK_FALSE(cache.find(5).has_value());
   CHECK(cache.find(1) == std::size_t{6});
   CHECK(cache.find(3) == std::size_t{4});
+}
+
+TEST_CASE("IdChunks: a chunk goes once every id of it was added and released") {
+  servesim::IdChunks<std::uint64_t> v(2);  // chunks of 4 ids
+  for (std::uint64_t i = 0; i < 10; ++i) CHECK(v.push_back(i * 7) == i);
+  // Ids 0-3, 4-7 and 8-9 (of 8-11): three chunks.
+  CHECK(v.chunks_held() == 3);
+  CHECK(v[9] == 63);
+  // Released out of order: chunk 0 goes with its last id, whichever that is.
+  for (const std::uint32_t i : {2u, 0u, 3u}) v.release(i);
+  CHECK(v.chunks_held() == 3);
+  CHECK(v.has(1));
+  v.release(1);
+  CHECK(v.chunks_held() == 2);
+  CHECK_FALSE(v.has(1));
+  CHECK(v.held() == 6);
+  // The chunk still being filled stays when its ids are released; it goes with its last id.
+  v.release(8);
+  v.release(9);
+  CHECK(v.chunks_held() == 2);
+  v.push_back(70);
+  v.push_back(77);
+  v.release(10);
+  CHECK(v.chunks_held() == 2);
+  v.release(11);
+  CHECK(v.chunks_held() == 1);  // ids 4-7 only
+  CHECK(v[5] == 35);
+  // A new chunk reuses a freed one: its values are the new ones.
+  CHECK(v.push_back(84) == 12);
+  CHECK(v[12] == 84);
+  CHECK(v.chunks_held() == 2);
+  CHECK(v.size() == 13);
+  CHECK(v.held() == 5);  // 4-7 and 12
+}
+
+TEST_CASE("IdChunks: a store that does not release keeps every value") {
+  servesim::IdChunks<std::uint32_t> v(1, false);
+  for (std::uint32_t i = 0; i < 9; ++i) v.push_back(i + 100);
+  for (std::uint32_t i = 0; i < 9; ++i) v.release(i);
+  CHECK(v.held() == 0);
+  CHECK(v.chunks_held() == 5);
+  for (std::uint32_t i = 0; i < 9; ++i) CHECK(v[i] == i + 100);
 }

@@ -118,6 +118,50 @@ TEST_CASE("Report: the per-request CSV has one row per request") {
         "0.000000,2.000000,0.000000,0.000000,0.000000,0.000000,0.000000,4.000000\n");
 }
 
+TEST_CASE("Report: requests.csv streamed as requests finish is the table written at the end") {
+  // The same milestones into metrics that keep every record (the table written whole at the end)
+  // and into metrics that release them, with the CSV as their sink: request 1 finishes before
+  // request 0, so its row waits for 0's; 2 is still in flight when the run ends.
+  auto feed = [](metrics::RunMetrics& m) {
+    metrics::PoolInfo info;
+    info.components = {"x"};
+    m.add_pool(info);
+    m.add_class(metrics::ClassInfo{"chat", 0, {}, 0});
+    m.add_class(metrics::ClassInfo{"batch", 1, {}, 0});
+    m.request_arrived(RequestId(0), SimTime::zero(), 5, 2, 1);
+    m.request_routed(RequestId(0), PoolId(0), InstanceId(3));
+    m.request_arrived(RequestId(1), SimTime::from_ps(1'000), 7, 1, 0);
+    m.first_token(RequestId(1), SimTime::from_ps(2'000'000'000));
+    m.request_completed(RequestId(1), SimTime::from_ps(2'000'000'000));
+    m.request_arrived(RequestId(2), SimTime::from_ps(3'000), 9, 3, 0);
+    m.request_preempted(RequestId(0), PoolId(0));
+    m.first_token(RequestId(0), SimTime::from_ps(4'000'000'000));
+    m.request_completed(RequestId(0), SimTime::from_ps(5'000'000'000));
+    m.run_ended();
+  };
+  metrics::RunMetrics kept;
+  feed(kept);
+  std::ostringstream whole;
+  reports::write_requests_csv(whole, kept);
+  std::string streamed;
+  std::vector<std::int64_t> rows_after;  // rows handed over after each flush
+  {
+    reports::RequestsCsv csv([&](std::string_view text) { streamed += text; });
+    metrics::RunMetrics released(metrics::RunMetrics::Records::kRelease);
+    released.set_request_sink(&csv);
+    feed(released);
+    csv.finish();
+    CHECK(csv.rows() == 3);
+    CHECK(released.records_held() == 0);
+    // The most held at once: when 2 arrived, 0 (in flight), 1 (finished, its row waiting for
+    // 0's) and 2.
+    CHECK(released.peak_records_held() == 3);
+    CHECK(released.times().size() == 3);
+  }
+  CHECK(streamed == whole.str());
+  CHECK(streamed.find("\n0,0.000000000,0.004000000,0.005000000,5,2,completed,,1,3,batch,") != std::string::npos);
+}
+
 TEST_CASE("Report: summary.classes gives each class its counts, latencies and SLO figures") {
   const auto j = reports::build_report(nlohmann::ordered_json::object(), sample_summary(), reports::RunInfo{});
   const auto& classes = j["summary"]["classes"];
