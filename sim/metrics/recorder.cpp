@@ -88,12 +88,12 @@ RequestRecord RunMetrics::record(std::uint32_t id) const {
   return r;
 }
 
-std::vector<RequestRecord> RunMetrics::requests() const {
+const std::vector<RequestRecord>& RunMetrics::requests() const {
   SERVESIM_CHECK_MSG(keep_ == Records::kKeep, "RunMetrics::requests() needs Records::kKeep");
-  std::vector<RequestRecord> out;
-  out.reserve(times_.size());
-  for (std::uint32_t i = 0; i < times_.size(); ++i) out.push_back(record(i));
-  return out;
+  // Refreshed in place: references into it stay valid while the request count does not change.
+  records_.resize(times_.size());
+  for (std::uint32_t i = 0; i < times_.size(); ++i) records_[i] = record(i);
+  return records_;
 }
 
 void RunMetrics::consider_slow(std::uint32_t id, const RequestRecord& r) {

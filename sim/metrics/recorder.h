@@ -281,8 +281,9 @@ class RunMetrics final : public Recorder {
 
   // Every request of the run, by id.
   const IdChunks<RequestTimes>& times() const { return times_; }
-  // Every request's full record, by id (Records::kKeep only).
-  std::vector<RequestRecord> requests() const;
+  // Every request's full record, by id (Records::kKeep only): a snapshot taken by this call, kept
+  // in the RunMetrics (so a reference to it may outlive the expression that took it).
+  const std::vector<RequestRecord>& requests() const;
   // The requests with a first token and the longest TTFTs (ties: lower id first), longest first,
   // at most kSlowestTtft; complete once the run ended.
   const std::vector<SlowRequest>& slowest_ttft() const { return slowest_; }
@@ -305,6 +306,7 @@ class RunMetrics final : public Recorder {
     std::array<float, kTtftParts> ttft_parts_ms{};
   };
   RequestRecord record(std::uint32_t id) const;
+  mutable std::vector<RequestRecord> records_;  // requests()' snapshot
   // Request id finished: it leaves (to the sink in id order, with the requests after it that
   // finished before it).
   void finished(std::uint32_t id);
