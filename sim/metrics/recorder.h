@@ -80,6 +80,25 @@ struct SloTargets {
   bool any() const { return ttft || tpot || e2e; }
 };
 
+// A completed request's latencies as the summary reports them (TPOT over the tokens after the
+// first, when there are any), and whether they meet a class's targets.
+struct CompletedLatencies {
+  Duration ttft, e2e;
+  std::optional<double> tpot_s;
+  bool meets(const SloTargets& slo) const {
+    return !(slo.ttft && ttft > *slo.ttft) && !(slo.e2e && e2e > *slo.e2e) &&
+           !(slo.tpot && tpot_s && *tpot_s > slo.tpot->to_seconds());
+  }
+};
+inline CompletedLatencies completed_latencies(SimTime arrival, SimTime first_token, SimTime completion,
+                                              std::uint32_t output_tokens) {
+  CompletedLatencies l{first_token - arrival, completion - arrival, std::nullopt};
+  if (output_tokens > 1) {
+    l.tpot_s = (completion - first_token).to_seconds() / static_cast<double>(output_tokens - 1);
+  }
+  return l;
+}
+
 // A request class as the summary reports it.
 struct ClassInfo {
   std::string name = "default";

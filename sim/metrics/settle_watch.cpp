@@ -48,20 +48,10 @@ void SettleWatch::first_token(RequestId id, SimTime t) {
 void SettleWatch::request_completed(RequestId id, SimTime t) {
   inner_.request_completed(id, t);
   const Seen& s = seen_[id.value];
-  // As summary.cpp's account() computes them.
-  const Duration e2e = t - s.arrival, ttft = s.first - s.arrival;
-  add(SettleRule::Metric::kE2e, e2e.to_ms());
-  std::optional<double> tpot_s;
-  if (s.output_tokens > 1) {
-    tpot_s = (t - s.first).to_seconds() / static_cast<double>(s.output_tokens - 1);
-    add(SettleRule::Metric::kTpot, *tpot_s * 1e3);
-  }
-  if (const SloTargets& slo = slo_of(s.class_id); slo.any()) {
-    if ((slo.ttft && ttft > *slo.ttft) || (slo.e2e && e2e > *slo.e2e) ||
-        (slo.tpot && tpot_s && *tpot_s > slo.tpot->to_seconds())) {
-      missed_slo();
-    }
-  }
+  const CompletedLatencies l = completed_latencies(s.arrival, s.first, t, static_cast<std::uint32_t>(s.output_tokens));
+  add(SettleRule::Metric::kE2e, l.e2e.to_ms());
+  if (l.tpot_s) add(SettleRule::Metric::kTpot, *l.tpot_s * 1e3);
+  if (const SloTargets& slo = slo_of(s.class_id); slo.any() && !l.meets(slo)) missed_slo();
   seen_.release(id.value);
 }
 

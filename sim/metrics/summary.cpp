@@ -22,19 +22,10 @@ void account(const RequestTimes& r, const SloTargets& slo, Samples& s) {
     case RequestStatus::kRejected: ++s.rejected; return;
     case RequestStatus::kCompleted: ++s.completed; break;
   }
-  const Duration e2e_d = r.completion - r.arrival;
-  const Duration ttft_d = r.first_token - r.arrival;
-  s.e2e.push_back(e2e_d.to_ms());
-  std::optional<double> tpot_s;
-  if (r.output_tokens > 1) {
-    tpot_s = (r.completion - r.first_token).to_seconds() / static_cast<double>(r.output_tokens - 1);
-    s.tpot.push_back(*tpot_s * 1e3);
-  }
-  bool ok = true;
-  if (slo.ttft && ttft_d > *slo.ttft) ok = false;
-  if (slo.e2e && e2e_d > *slo.e2e) ok = false;
-  if (slo.tpot && tpot_s && *tpot_s > slo.tpot->to_seconds()) ok = false;
-  if (ok) ++s.met;
+  const CompletedLatencies l = completed_latencies(r.arrival, r.first_token, r.completion, r.output_tokens);
+  s.e2e.push_back(l.e2e.to_ms());
+  if (l.tpot_s) s.tpot.push_back(*l.tpot_s * 1e3);
+  if (l.meets(slo)) ++s.met;
 }
 
 // The steady window's rates (summary.h): fills s.steady_*.
