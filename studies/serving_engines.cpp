@@ -148,6 +148,14 @@ std::optional<ServingEngine> serving_engine(const std::string& backend, const st
     // is serial with its GPU time, and a prompt arriving while one runs joins the next.
     e.prefill_host_overlap = false;
     e.kv_setup = decode_side_setup(e);
+    // The generation server with the overlap scheduler skips the response of a generation-only
+    // request's first iteration (py_executor.py, _handle_responses: "for the first iteration with
+    // overlap, we should skip since first token has already been emitted previously"), and the
+    // benchmarks' frontend, Dynamo, does not pass the context server's token on ("Do not yield
+    // the prefill response directly", ai-dynamo/dynamo components/src/dynamo/trtllm/
+    // request_handlers/handlers.py): the client's first token comes when the second decode step
+    // ends, with the second. (`trtllm-serve disaggregated` streams the context token instead.)
+    e.decode_first_response_step = 2;
     e.description = "TensorRT-LLM PyTorch backend, in-flight batching of whole prompts, overlap scheduler";
     return e;
   }

@@ -55,6 +55,9 @@ struct ServingEngine {
   // Disaggregated serving: the engine's fixed hand-off between a prompt's prefill and its KV
   // data moving (the scenario's deployment.kv_transfer.setup; serving_engines.cpp names the steps).
   Duration kv_setup;
+  // Disaggregated serving: the decode step after which a request whose KV arrived first answers
+  // the client (the scenario's scheduler.first_response_step; serving_engines.cpp names the source).
+  int decode_first_response_step = 1;
 };
 
 // The scheduler limits of the engine configuration a benchmark ran with. The measured benchmarks

@@ -70,6 +70,14 @@ struct SchedulerConfig {
   // scheduler, vLLM's async scheduling, SGLang's overlap loop), so a request that arrives while
   // n runs can join n + 2 at the earliest; an idle lane admits at once (batch_scheduler.h).
   bool form_ahead = false;
+  // Decode pools: a request whose KV arrived answers the client first after its k-th decode step,
+  // with the tokens of steps 1..k together (1: its first step's token at once). TensorRT-LLM's
+  // generation server with the overlap scheduler skips the response of a generation-only
+  // request's first iteration, "since first token has already been emitted previously"
+  // (tensorrt_llm/_torch/pyexecutor/py_executor.py, _handle_responses: py_decoding_iter <= 1);
+  // behind a frontend that does not stream the context server's token (Dynamo) the client's first
+  // token comes after step 2.
+  int first_response_step = 1;
 };
 
 struct KvCacheConfig {

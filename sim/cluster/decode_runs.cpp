@@ -12,8 +12,13 @@ std::int64_t end_decode_step(Lane& lane, SimTime end, Lifecycle& lifecycle, RunO
   const std::int64_t accepted = lane.decode_set().step_accepted();
   lane.decode_gaps(end, decodes, [&](Duration gap, std::int64_t count) { observer.gap(gap, count); });
   if (accepted > 0) observer.gap(Duration::zero(), accepted);
-  // Requests whose KV came from a prefill instance: this step emitted their first token.
-  for (const RequestId r : lane.decode_set().fresh()) lifecycle.first_token(r, true, end);
+  // Requests whose KV came from a prefill instance: this step emitted their first token (with the
+  // tokens of the steps before it when their first response was held).
+  lane.answer_fresh([&](RequestId r, std::int64_t tokens) {
+    lifecycle.first_token(r, true, end);
+    if (tokens > 1) [[unlikely]]
+      observer.gap(Duration::zero(), tokens - 1);
+  });
   lane.clear_fresh();
   finished.clear();
   lane.finish_decode_step(finished);
@@ -41,7 +46,8 @@ DecodeRuns::DecodeRuns(const SimulationConfig& config, Deployment& deployment, L
 
 bool DecodeRuns::eligible(std::uint32_t instance, const Lane& lane, bool preempted) const {
   return enabled_ && find(instance) != nullptr && lane.batch().chunks.empty() && !preempted && lane.ready() == 0 &&
-         !lane.has_waiting() && (lane.decode_set().fresh().empty() || !lifecycle_.wants_first_token());
+         !lane.has_waiting() && !lane.decode_set().holding() &&
+         (lane.decode_set().fresh().empty() || !lifecycle_.wants_first_token());
 }
 
 SimTime DecodeRuns::plan(std::uint32_t instance, Lane& lane, SimTime first_end, bool steps_ready) {

@@ -36,6 +36,20 @@ void DecodeSet::enable_rank_balance(int ranks, bool least_kv) {
   rank_ctx_.assign(static_cast<std::size_t>(ranks), 0);
 }
 
+void DecodeSet::hold_first_response(int k) {
+  SERVESIM_CHECK(k > 1 && verify_width_ == 1);
+  SERVESIM_CHECK_MSG(decoding_ == 0, "held first responses enabled on a busy lane");
+  held_.assign(static_cast<std::size_t>(k - 1), {});
+}
+
+void DecodeSet::clear_fresh() {
+  fresh_.clear();
+  if (held_count_ == 0) return;
+  fresh_.swap(held_.front());
+  held_count_ -= fresh_.size();
+  std::rotate(held_.begin(), held_.begin() + 1, held_.end());
+}
+
 void DecodeSet::join(RequestId r, SimTime now, bool fresh) {
   RequestState& s = req(r);
   SERVESIM_CHECK(s.generated < s.output);
@@ -66,7 +80,14 @@ void DecodeSet::join(RequestId r, SimTime now, bool fresh) {
   const std::uint64_t last_step = step_ + (s.output - s.generated) - 1;
   finishing_.push(Finishing{last_step, r, s.epoch});
   next_finish_step_ = std::min(next_finish_step_, last_step);
-  if (fresh) {
+  // Steps until its first response: k when held, or its last step if that comes first.
+  const std::uint64_t answer_after =
+      fresh && !held_.empty() ? std::min<std::uint64_t>(held_.size() + 1, s.output - s.generated) : 1;
+  if (answer_after > 1) {
+    held_[answer_after - 2].push_back(r);
+    ++held_count_;
+    s.first_response_due = true;
+  } else if (fresh) {
     fresh_.push_back(r);
   } else if (!joined_.empty() && joined_.back().at == now) {
     ++joined_.back().count;
@@ -79,7 +100,11 @@ std::int64_t DecodeSet::preempt(RequestId r) {
   RequestState& s = req(r);
   const std::uint64_t d = steps_done(s);
   const std::int64_t blocks = leave(r);
-  if (d == 0 && s.generated == 0) {
+  if (s.first_response_due) {
+    // Held, or fresh after a held stint: it is fresh again when it rejoins (Lane::admit_ready).
+    unlist_fresh(r);
+    s.last_token = last_decode_end_;
+  } else if (d == 0 && s.generated == 0) {
     // A fresh request (its KV came from a prefill instance) before its first step.
     fresh_.erase(std::find(fresh_.begin(), fresh_.end(), r));
   } else if (d == 0) {
@@ -218,8 +243,25 @@ models::BatchShape DecodeSet::Lookahead::next() {
   return b;
 }
 
+void DecodeSet::unlist_fresh(RequestId r) {
+  if (const auto it = std::find(fresh_.begin(), fresh_.end(), r); it != fresh_.end()) {
+    fresh_.erase(it);
+    return;
+  }
+  for (std::vector<RequestId>& h : held_) {
+    if (const auto it = std::find(h.begin(), h.end(), r); it != h.end()) {
+      h.erase(it);
+      --held_count_;
+      return;
+    }
+  }
+  SERVESIM_CHECK_MSG(false, "a request with a held first response is in no list");
+}
+
 void DecodeSet::clear() {
   fresh_.clear();
+  for (std::vector<RequestId>& h : held_) h.clear();
+  held_count_ = 0;
   joined_.clear();
   while (!finishing_.empty()) finishing_.pop();
   next_finish_step_ = UINT64_MAX;

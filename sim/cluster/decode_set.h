@@ -6,7 +6,9 @@
 // how many need a new KV block at each step phase (step mod block size), a heap of the steps at
 // which members emit their last token, and, for sliding-window / DSA models, the sums of contexts
 // capped at the window or top-k (CappedContextSum). Also the first-token bookkeeping of the step
-// in flight (fresh requests, members that joined since the last step: decode_gaps), the
+// in flight (fresh requests, members that joined since the last step: decode_gaps), a decode
+// engine's held first response (hold_first_response: a fresh member's first token reaches the
+// client only after its k-th step, with the tokens of the steps before it), the
 // attention-DP ranks members live on (enable_rank_balance) and speculative decoding's per-step
 // draws (enable_speculative: the lane then walks its running list each step and calls draw /
 // keep_drawn per member; the capped sums are recomputed by that walk).
@@ -81,6 +83,13 @@ class DecodeSet {
   // both before any request joins.
   void enable_speculative(int draft_tokens, std::vector<double> reach, Rng rng);
   void enable_rank_balance(int ranks, bool least_kv);
+  // Fresh members answer first after their k-th step (k > 1; not with speculative decoding): the
+  // tokens of steps 1..k reach the client together when step k ends (TensorRT-LLM's generation
+  // server, SchedulerConfig::first_response_step). A member with fewer tokens left answers at its
+  // last step. Before any request joins.
+  void hold_first_response(int k);
+  // Fresh members whose first response is after a later step than the one in flight.
+  bool holding() const { return held_count_ > 0; }
   bool speculative() const { return verify_width_ > 1; }
   int verify_width() const { return verify_width_; }
 
@@ -139,7 +148,9 @@ class DecodeSet {
   // Whether quiet_steps applies (no capped sums, no ranks: a step's effects are sums).
   bool steps_are_sums() const { return !capped_ && ranks_ == 0; }
   // Nothing joined, is fresh or drafts (a decode run's later steps may be applied).
-  bool quiet() const { return verify_width_ == 1 && joined_.empty() && fresh_.empty() && step_accepted_ == 0; }
+  bool quiet() const {
+    return verify_width_ == 1 && joined_.empty() && fresh_.empty() && held_count_ == 0 && step_accepted_ == 0;
+  }
 
   // The decode part of a batch with `decodes` of the members: queries, contexts (plus the new
   // tokens) and capped sums for the cost model.
@@ -153,7 +164,12 @@ class DecodeSet {
   // --- first tokens and inter-token gaps ---
   // Fresh members in the step in flight (their first token), cleared by clear_fresh.
   const std::vector<RequestId>& fresh() const { return fresh_; }
-  void clear_fresh() { fresh_.clear(); }
+  // The step in flight ended: calls answer(r, tokens) per fresh member, `tokens` the tokens that
+  // reach the client with its first one (1 unless its first response was held).
+  template <class F>
+  void answer_fresh(F&& answer);
+  // After answer_fresh: the next step's fresh members are the held ones due then.
+  void clear_fresh();
   // When the last decode step ended (set by decode_gaps, or by a decode run's settled steps).
   SimTime last_end() const { return last_decode_end_; }
   void set_last_end(SimTime t) { last_decode_end_ = t; }
@@ -200,6 +216,8 @@ class DecodeSet {
     std::int64_t count;
   };
 
+  // Removes a fresh or held member from its list (preempted before its first response).
+  void unlist_fresh(RequestId r);
   RequestState& req(RequestId r) { return (*requests_)[r]; }
   const RequestState& req(RequestId r) const { return (*requests_)[r]; }
   std::uint32_t blocks_for(std::uint64_t tokens) const {
@@ -230,6 +248,9 @@ class DecodeSet {
   std::vector<Joined> joined_;
   SimTime last_decode_end_;
   std::vector<RequestId> fresh_;
+  // hold_first_response: held_[j] answers after the step j + 1 steps after the one in flight.
+  std::vector<std::vector<RequestId>> held_;
+  std::size_t held_count_ = 0;
 
   // Attention-DP ranks (0: the batch splits evenly) and their members and contexts.
   int ranks_ = 0;
@@ -326,8 +347,21 @@ inline bool DecodeSet::pop_finished(std::uint64_t executed, RequestId& r) {
 }
 
 template <class F>
+void DecodeSet::answer_fresh(F&& answer) {
+  for (const RequestId r : fresh_) {
+    RequestState& s = req(r);
+    // The step in flight emits one token; the steps done since it joined, and the tokens of a
+    // stint before a preemption that were never answered, come with it.
+    answer(r, static_cast<std::int64_t>(steps_done(s)) + (s.first_response_due ? s.generated : 0) + 1);
+    s.first_response_due = false;
+  }
+}
+
+template <class F>
 void DecodeSet::decode_gaps(SimTime now, std::uint32_t decodes, F&& gap) {
-  std::int64_t rest = static_cast<std::int64_t>(decodes) - static_cast<std::int64_t>(fresh_.size());
+  // Fresh and held members have emitted nothing yet: no gap.
+  std::int64_t rest = static_cast<std::int64_t>(decodes) - static_cast<std::int64_t>(fresh_.size()) -
+                      static_cast<std::int64_t>(held_count_);
   for (const Joined& j : joined_) {
     if (j.count > 0) gap(now - j.at, j.count);
     rest -= j.count;

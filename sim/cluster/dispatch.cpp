@@ -265,6 +265,11 @@ bool Dispatcher::chunk_ended(std::uint32_t index, Lane& lane, const Chunk& c) {
   // The prefill emits a token: the first, or the next one after a recompute.
   if (s.generated == 0) {
     lifecycle_.first_token(c.request, false, now);
+  } else if (s.first_response_due) [[unlikely]] {
+    // Recomputed before its held first response: the tokens of its stint come with this one.
+    lifecycle_.first_token(c.request, false, now);
+    observer_.gap(Duration::zero(), s.generated);
+    s.first_response_due = false;
   } else {
     observer_.gap(now - s.last_token, 1);
   }

@@ -80,6 +80,11 @@ void Lane::enable_speculative(int draft_tokens, std::vector<double> reach, Rng r
   decode_.enable_speculative(draft_tokens, std::move(reach), rng);
 }
 
+void Lane::hold_first_response(int k) {
+  SERVESIM_CHECK_MSG(running_ == 0, "held first responses enabled on a busy lane");
+  decode_.hold_first_response(k);
+}
+
 void Lane::enable_rank_balance(int ranks, bool least_kv) {
   SERVESIM_CHECK_MSG(running_ == 0, "per-rank batches enabled on a busy lane");
   decode_.enable_rank_balance(ranks, least_kv);
@@ -293,7 +298,8 @@ void Lane::admit_ready(std::vector<RequestId>& admitted) {
     link_back(r);
     s.prefilled = s.prefill_target;
     // A re-queued request that had emitted tokens is not fresh: its next token is a gap sample.
-    decode_.join(r, s.generated == 0 ? decode_.last_end() : s.last_token, s.generated == 0);
+    const bool fresh = s.generated == 0 || s.first_response_due;
+    decode_.join(r, fresh ? decode_.last_end() : s.last_token, fresh);
     admitted.push_back(r);
   }
 }

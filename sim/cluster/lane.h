@@ -126,6 +126,8 @@ class Lane {
   // the fewest KV tokens of decoding requests, ties to the lowest; else in turn) and kept there
   // (DecodeSet::busiest_rank_shape). Must be called before any request joins.
   void enable_rank_balance(int ranks, bool least_kv);
+  // A fresh request's first response after its k-th decode step (DecodeSet::hold_first_response).
+  void hold_first_response(int k);
 
   // --- queue and admission (used by batch schedulers) ---
   void enqueue_back(RequestId r) { queue_.push_back(r); }
@@ -169,6 +171,11 @@ class Lane {
   template <class F>
   void decode_gaps(SimTime now, std::uint32_t decodes, F&& gap) {
     decode_.decode_gaps(now, decodes, std::forward<F>(gap));
+  }
+  // Calls answer(r, tokens) per fresh request of that step (DecodeSet::answer_fresh).
+  template <class F>
+  void answer_fresh(F&& answer) {
+    decode_.answer_fresh(std::forward<F>(answer));
   }
   void clear_fresh() { decode_.clear_fresh(); }
   // A prompt chunk ran; returns true when the request's prefill is complete.

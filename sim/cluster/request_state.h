@@ -59,7 +59,10 @@ struct RequestState {
   std::uint16_t cls = 0;   // workload class
   Phase phase = Phase::kNew;
   bool swapped = false;  // its KV waits in host memory (swap preemption)
-  SimTime last_token;    // when its latest token was emitted
+  // Its first response is held (DecodeSet::hold_first_response): tokens it generated have not
+  // reached the client yet, so it is fresh again if preempted before answering.
+  bool first_response_due = false;
+  SimTime last_token;  // when its latest token was emitted
 };
 
 }  // namespace servesim::cluster

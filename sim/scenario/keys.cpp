@@ -106,7 +106,8 @@ deployment:
       instances: 1
       scheduler: {policy: whole_prompt}
       placement: {policy: explicit, chips: [[0]]}
-    - {name: d, role: decode, chip: h100-sxm, instances: 1, router: {policy: free_kv}}
+    - {name: d, role: decode, chip: h100-sxm, instances: 1, router: {policy: free_kv},
+       scheduler: {first_response_step: 1}}
 cluster: {preset: h100-superpod}
 workload:
   requests: 10

@@ -348,6 +348,23 @@ cluster::PoolConfig read_pool(Document& doc, std::string_view engine, const YAML
       else
         ok = false;
     }
+    // Decode pools: the first response after k steps (SchedulerConfig::first_response_step).
+    // Echoed only when given.
+    if (s.has("first_response_step")) {
+      marks.first_response_step = field_or(s, "first_response_step");
+      if (auto r = s.integer("first_response_step", 1, 64, 1)) {
+        p.scheduler.first_response_step = static_cast<int>(*r);
+        if (*r > 1 && p.kind != cluster::PoolRole::kDecode) {
+          doc.error(marks.first_response_step.mark, marks.first_response_step.path,
+                    "a held first response is a decode server's (its requests arrive with their KV from a "
+                    "prefill pool): it is for decode pools, not " +
+                        p.role + " pools");
+          ok = false;
+        }
+      } else {
+        ok = false;
+      }
+    }
     // Swap preemption (sim/cluster/config.h, PreemptionMode).
     if (auto r = s.choice("preemption", {"recompute", "swap"}, "recompute")) {
       p.scheduler.preemption = *r == "swap" ? cluster::PreemptionMode::kSwap : cluster::PreemptionMode::kRecompute;
@@ -462,6 +479,12 @@ cluster::PoolConfig read_pool(Document& doc, std::string_view engine, const YAML
     // Read only when given, so that scenarios without it echo nothing new.
     MapReader c(doc, f->node, f->mark, child_path(path, "speculative"), echo["speculative"]);
     if (!read_speculative(c, p, marks, model)) ok = false;
+    if (p.speculative.enabled() && p.scheduler.first_response_step > 1) {
+      doc.error(marks.first_response_step.mark, marks.first_response_step.path,
+                "a held first response with speculative decoding is not modelled (set "
+                "first_response_step: 1 or drop the pool's speculative key)");
+      ok = false;
+    }
   }
   read_placement(m, p, marks);
   m.finish();

@@ -77,7 +77,8 @@ struct PoolMarks {
   Field placement;
   std::vector<Field> placement_lists;
   bool placement_given = false, placement_ok = true;
-  Field prefix_cache;  // the pool's `prefix_cache` key (checked against trace block sizes)
+  Field prefix_cache;         // the pool's `prefix_cache` key (checked against trace block sizes)
+  Field first_response_step;  // the scheduler's, when given
 };
 
 cluster::PoolConfig read_pool(Document& doc, std::string_view engine, const YAML::Node& node, const YAML::Mark& mark,

@@ -160,6 +160,10 @@ TEST_CASE("validate: disaggregated rows run on prefill and decode pools, their m
   CHECK(prefill_pool.find("form_ahead") == std::string::npos);
   CHECK(decode_pool.find("host_overlap: true") != std::string::npos);
   CHECK(decode_pool.find("form_ahead: true") != std::string::npos);
+  // Its generation server answers a request whose KV arrived after the second decode step
+  // (serving_engines.cpp: the overlap scheduler's skipped first response behind Dynamo).
+  CHECK(decode_pool.find("first_response_step: 2") != std::string::npos);
+  CHECK(prefill_pool.find("first_response_step") == std::string::npos);
 }
 
 TEST_CASE("validate: a bad row is skipped with its line and column; a bad file is exit code 2") {

@@ -93,6 +93,87 @@ TEST_CASE("EPD: the engine's KV hand-off comes before the data moves, and is exp
   CHECK((srec.first_token - srec.arrival).ps() == 3'000'000 + 5'120'000 + 182'272);
 }
 
+TEST_CASE("EPD: a held first response answers after the k-th decode step, with its tokens") {
+  // The request of the first case (10-token prompt, 3 tokens out) on a decode pool that answers
+  // after its second step (SchedulerConfig::first_response_step, TensorRT-LLM's generation
+  // server): TTFT gains the second step (12 tokens: 182,784 ps); tokens 1 and 2 arrive together
+  // (one gap of 0) and the last step (13 tokens: 183,296 ps) follows. E2E is unchanged.
+  auto config = prefill_decode();
+  config.workload = test::fixed_closed_loop(1, 1, 10, 3);
+  config.pools[1].scheduler.first_response_step = 2;
+  Run r;
+  run(config, r);
+  const auto& rec = r.m.requests().at(0);
+  CHECK((rec.first_token - rec.arrival).ps() == 1'702'400 + 5'120'000 + 182'272 + 182'784);
+  CHECK((rec.completion - rec.first_token).ps() == 183'296);
+  CHECK(part(r.summary, "first_decode") == approx((182'272 + 182'784) * 1e-9));
+  CHECK(r.m.output_tokens() == 3);
+  // Gaps: 0 (token 2 with token 1) and 183,296 ps (token 3): output - 1 of them.
+  CHECK(r.m.inter_token_gaps().count() == 2);
+  CHECK(r.m.inter_token_gaps().mean() == approx(183'296e-12 / 2));
+
+  SUBCASE("a request with fewer tokens left answers at its last step") {
+    // k = 5 and 3 tokens: the three steps' tokens arrive when the third step ends.
+    config.pools[1].scheduler.first_response_step = 5;
+    Run s;
+    run(config, s);
+    const auto& srec = s.m.requests().at(0);
+    CHECK((srec.first_token - srec.arrival).ps() == 1'702'400 + 5'120'000 + 182'272 + 182'784 + 183'296);
+    CHECK(srec.completion == srec.first_token);
+    CHECK(s.m.inter_token_gaps().count() == 2);
+    CHECK(s.m.inter_token_gaps().mean() == 0);
+  }
+}
+
+TEST_CASE("EPD: held first responses under load keep every request's tokens and gaps") {
+  // Many requests through two decode instances, with decode runs allowed: each request's TTFT
+  // holds at least two decode steps after its KV arrived, and every request records output - 1
+  // gaps (with k = 1 as well, the same count), so no token is lost or counted twice.
+  for (const int k : {1, 2, 3}) {
+    CAPTURE(k);
+    auto config = prefill_decode(1, 2);
+    config.workload = test::fixed_closed_loop(8, 64, 10, 6);
+    config.pools[1].scheduler.first_response_step = k;
+    config.decode_steps_per_event = 16;
+    Run r;
+    run(config, r);
+    CHECK(r.summary.completed == 64);
+    CHECK(r.m.output_tokens() == 64 * 6);
+    CHECK(r.m.inter_token_gaps().count() == 64 * 5);
+    for (const auto& rec : r.m.requests()) {
+      CHECK(rec.first_token <= rec.completion);
+      // k decode steps of at least 182,272 ps each after the 5,120,000 ps transfer.
+      CHECK((rec.first_token - rec.arrival).ps() >= 1'702'400 + 5'120'000 + k * 182'272);
+    }
+  }
+}
+
+TEST_CASE("EPD: a request preempted before its held first response answers once, when recomputed") {
+  // A decode lane of 8 blocks of 4 tokens and two 10-token prompts with 20 tokens out: both join
+  // with 3 blocks; at 16 tokens each the lane is full and the next step preempts the later one
+  // (recompute) after 6 steps, before its first response (k = 8). Its tokens reach the client
+  // when its recompute prefill ends, with that prefill's token, so each request still has one
+  // first token and 19 gaps, and the paranoid run's invariants hold.
+  auto config = prefill_decode();
+  config.workload = test::fixed_closed_loop(2, 2, 10, 20);
+  cluster::PoolConfig& d = config.pools[1];
+  d.kv_cache.block_tokens = 4;
+  d.kv_cache.watermark = 0;
+  d.scheduler.max_batch_size = 2;
+  d.scheduler.first_response_step = 8;
+  test::size_kv_tokens(d, config.model, 33.0);
+  REQUIRE(cluster::pool_capacity(config.model, d).blocks_per_lane == 8);
+  Run r;
+  run(config, r);
+  CHECK(r.summary.completed == 2);
+  CHECK(r.m.output_tokens() == 40);
+  CHECK(r.m.inter_token_gaps().count() == 38);
+  const auto& recs = r.m.requests();
+  REQUIRE(recs.size() == 2);
+  CHECK((recs[0].preemptions + recs[1].preemptions) >= 1);
+  for (const auto& rec : recs) CHECK(rec.first_token <= rec.completion);
+}
+
 TEST_CASE("EPD: two transfers on one NIC take twice as long as one") {
   // Two requests prefilled together on the one prefill chip: both KV caches leave its NIC at once
   // and share its 1e9 B/s: 5,120 B each at 0.5e9 B/s = 10,240,000 ps (one alone: 5,120,000 ps).

@@ -319,3 +319,42 @@ deployment:
   }
   CHECK(found);
 }
+
+TEST_CASE("Scenario: scheduler.first_response_step loads on a decode pool and is reported elsewhere") {
+  const std::string disagg = R"(
+model: llama-3.1-8b
+deployment:
+  pools:
+    - {name: p, role: prefill, chip: h100-sxm, instances: 1}
+    - name: d
+      role: decode
+      chip: h100-sxm
+      instances: 1
+      scheduler: {first_response_step: 2}
+)" + kWorkload;
+  const auto s = servesim::scenario::load_scenario_text(text_of(disagg), kFile, kBaseDir, {});
+  CHECK(s.config.pools[1].scheduler.first_response_step == 2);
+  CHECK(s.config.pools[0].scheduler.first_response_step == 1);
+  CHECK(s.resolved["deployment"]["pools"][1]["scheduler"]["first_response_step"] == 2);
+  // Only when given: a pool without it echoes nothing new.
+  CHECK_FALSE(s.resolved["deployment"]["pools"][0]["scheduler"].contains("first_response_step"));
+  check_one(R"(
+model: llama-3.1-8b
+deployment:
+  pools:
+    - chip: h100-sxm
+      instances: 1
+      scheduler: {first_response_step: 2}
+)" + kWorkload,
+            // At the value: 6 spaces + "scheduler: {" (12) + "first_response_step: " (21) = column 40.
+            6, 40, "deployment.pools[0].scheduler.first_response_step", "a held first response is a decode server's");
+  check_one(R"(
+model: llama-3.1-8b
+deployment:
+  pools:
+    - {name: p, role: prefill, chip: h100-sxm, instances: 1}
+    - {name: d, role: decode, chip: h100-sxm, instances: 1, scheduler: {first_response_step: 0}}
+)" + kWorkload,
+            // At the value 0, column 94 of its line.
+            5, 94, "deployment.pools[1].scheduler.first_response_step", "must be between 1 and 64");
+}
