@@ -54,7 +54,8 @@ std::string comm_system_of(const std::string& chip);
 CollectiveFitResult fit_chip_collectives(const std::string& dir, const models::ChipSpec& chip, std::size_t folds);
 // The same from the chip's own tables given one by one (AIConfigurator's per-system comm folders):
 // nccl_perf*.csv.gz (NCCL) and custom_allreduce_perf*.csv.gz (the engine's custom all-reduce
-// kernel: TensorRT-LLM's, SGLang's or vLLM's), every sample taken as measured on `chip`.
+// kernel: TensorRT-LLM's, SGLang's or vLLM's; of the latter two only the CUDA-graph rows, the
+// eager ones are host dispatch time), every sample taken as measured on `chip`.
 CollectiveFitResult fit_chip_collectives(const std::vector<std::string>& tables, const models::ChipSpec& chip);
 
 }  // namespace servesim::calibrate

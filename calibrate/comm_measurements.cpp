@@ -167,11 +167,18 @@ std::vector<CommSample> read_element_table(const std::string& path, const std::s
   std::vector<std::string> cols = {dtype_column, "num_gpus", "message_size", "latency"};
   if (has_op) cols.push_back("op_name");
   Csv csv = read_csv(path, cols);
+  // Optional columns naming how the kernel was launched (the custom all-reduce tables).
+  const int kernel_source = csv.index("kernel_source"), backend = csv.index("backend");
+  auto ends_eager = [&](const Csv::Row& row, int column) {
+    if (column < 0 || static_cast<std::size_t>(column) >= row.fields.size()) return false;
+    return row.fields[static_cast<std::size_t>(column)].text.ends_with("_eager");
+  };
   std::vector<CommSample> out;
   for (const auto& row : csv.rows) {
     RowReader r(csv, row);
     CommSample s = sample_of(path, system, implementation, row.line);
     s.kind = CollectiveKind::kAllReduce;
+    s.eager = !has_op && (ends_eager(row, kernel_source) || ends_eager(row, backend));
     if (has_op) {
       const std::string_view op = r.text("op_name");
       if (op == "all_reduce")

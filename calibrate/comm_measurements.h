@@ -6,7 +6,10 @@
 // Every row becomes a CommSample: which collective, how many ranks (and per node), the bytes per
 // rank in NCCL-tests' convention (topologies/collectives.h) and the measured seconds. Conversions:
 //  - nccl_perf, custom all-reduce: `message_size` elements x the dtype's size (half, bfloat16 2 B,
-//    int8 1 B, float 4 B); `latency` ms.
+//    int8 1 B, float 4 B); `latency` ms. The SGLang and vLLM custom all-reduce tables time each
+//    size twice, replayed from a CUDA graph and called eagerly; a row whose `kernel_source` or
+//    `backend` ends in `_eager` is marked `eager` (AIConfigurator's own reader,
+//    aic-core perf_database/table_view.rs view_custom_allreduce, drops those rows).
 //  - DeepEP low-latency: dispatch sends each token once per chosen expert in FP8 with scales and
 //    a 16 B index (hidden + hidden / 128 x 4 + 16 B, the collector's own count), combine in BF16
 //    (2 x hidden); times in us.
@@ -40,6 +43,8 @@ struct CommSample {
   double bytes = 0;  // per rank
   double seconds = 0;
   int line = 0;
+  // Custom all-reduce timed by an eager Python loop rather than a CUDA-graph replay (see above).
+  bool eager = false;
   // Expert-parallel rows.
   int tokens = 0, hidden = 0, topk = 0, experts = 0;
 };

@@ -88,7 +88,15 @@ Efficiency h100_efficiency() {
   e.gemm_compute = 0.70;  // 3,328 points
   e.gemm_memory = 0.89;   // line fit with 6 us intercept (R^2 0.995)
   e.gemm_overhead = Duration::microseconds(6);
-  e.elementwise_overhead = Duration::microseconds(4);
+  // Elementwise kernels (norms, residual adds, rotary, activation), fitted with their overhead by
+  // `servesim calibrate` to Vidur's H100 kernel measurements (profiles/h100-vidur.yaml; the one
+  // elementwise measurement of a Hopper chip): memory efficiency by bytes per kernel, 1.62 us per
+  // kernel. They are the chip's and its CUDA stack's, not an engine's (AIConfigurator measures no
+  // elementwise kernels), so every profile of the chip without its own takes them; chips without
+  // a measurement take them by the fractions rule (calibrate/README.md "Elementwise kernels").
+  e.elementwise.knots = {{1e3, 0.39379}, {1e4, 0.39379}, {1e5, 0.39379}, {1e6, 0.39896},
+                         {1e7, 0.76205}, {1e8, 0.76205}, {1e9, 0.76205}};
+  e.elementwise_overhead = Duration::picoseconds(1'623'100);
   e.collective_bandwidth = 0.75;  // 340 GB/s of 450 GB/s
   e.collective_latency = Duration::microseconds(35);
   // FP8 GEMMs reach a smaller fraction of their doubled peak than bf16 ones: on H200

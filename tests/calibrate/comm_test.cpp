@@ -258,3 +258,61 @@ TEST_CASE("fit_chip_collectives: H200's custom all-reduce lines meet the 10% hel
   CHECK(all["all_reduce nccl"].error.rows == 378);
   CHECK(all["all_reduce nccl"].error.ape_p50 <= 0.10);
 }
+
+TEST_CASE("fit_chip_collectives: an engine's eagerly timed custom all-reduce rows are read, marked and not fitted") {
+  // A vLLM-style table: every size timed replayed from a CUDA graph (4 us plus (n - 1) S at
+  // 225 GB/s) and eagerly (20 us flat: the host's dispatch rate); the same table without the
+  // eager rows; an NCCL table (the fit needs one) on the same sizes.
+  auto graph_s = [](int n, double bytes) { return 4e-6 + (n - 1) * bytes / 225e9; };
+  const std::string header =
+      "framework,version,device,op_name,kernel_source,allreduce_dtype,num_gpus,message_size,latency,backend\n";
+  std::string both = header, graph = header;
+  std::string nccl = "framework,version,device,op_name,kernel_source,nccl_dtype,num_gpus,message_size,latency\n";
+  char row[200];
+  for (int n : {2, 4, 8}) {
+    for (long elements = 128; elements <= 1L << 20; elements *= 4) {
+      const double bytes = 2.0 * static_cast<double>(elements);
+      std::snprintf(row, sizeof row, "vLLM,0.24.0,H100,all_reduce,vLLM_custom_graph,bfloat16,%d,%ld,%.9g,vllm_graph\n",
+                    n, elements, graph_s(n, bytes) * 1e3);
+      both += row;
+      graph += row;
+      std::snprintf(row, sizeof row, "vLLM,0.24.0,H100,all_reduce,vLLM_custom_eager,bfloat16,%d,%ld,0.02,vllm_eager\n",
+                    n, elements);
+      both += row;
+      std::snprintf(row, sizeof row, "NCCL,2.29.2,H100,all_reduce,NCCL,half,%d,%ld,%.9g\n", n, elements,
+                    2 * graph_s(n, bytes) * 1e3);
+      nccl += row;
+    }
+  }
+  const std::string both_path = write_temp("custom_allreduce_perf_both.csv", both);
+  const std::string graph_path = write_temp("custom_allreduce_perf_graph.csv", graph);
+  const std::string nccl_path = write_temp("nccl_perf_eager.csv", nccl);
+  const auto samples = read_trtllm_custom_all_reduce(both_path, "h100-sxm");
+  REQUIRE(samples.size() == 2 * 3 * 7);  // 7 sizes (128 .. 2^20 elements by 4) x 3 groups, twice
+  CHECK(std::count_if(samples.begin(), samples.end(), [](const CommSample& s) { return s.eager; }) == 21);
+  CHECK(samples[0].line == 2);
+  CHECK_FALSE(samples[0].eager);  // vLLM_custom_graph
+  CHECK(samples[1].eager);        // vLLM_custom_eager
+
+  const auto chip = models::chip_preset("h100-sxm");
+  REQUIRE(chip);
+  const CollectiveFitResult r = fit_chip_collectives({nccl_path, both_path}, *chip);
+  const CollectiveFitResult g = fit_chip_collectives({nccl_path, graph_path}, *chip);
+  REQUIRE(r.fitted);
+  // The lines are the replayed rows' alone.
+  REQUIRE(r.all_reduce_lines.size() == g.all_reduce_lines.size());
+  for (std::size_t i = 0; i < r.all_reduce_lines.size(); ++i) {
+    CHECK(r.all_reduce_lines[i].base == g.all_reduce_lines[i].base);
+    CHECK(r.all_reduce_lines[i].per_step == g.all_reduce_lines[i].per_step);
+    CHECK(r.all_reduce_lines[i].efficiency == g.all_reduce_lines[i].efficiency);
+  }
+  CHECK(r.latency == g.latency);
+  // Small messages cost about the replayed kernel's 4 us, far from the eager rows' 20 us that a
+  // fit through both would be pulled toward.
+  for (int n : {2, 4, 8}) {
+    const double small = models::all_reduce_line_seconds(r.all_reduce_lines, 256, n, chip->scale_up_bandwidth);
+    CHECK(small < 1.25 * graph_s(n, 256));
+  }
+  CHECK(std::any_of(r.notes.begin(), r.notes.end(),
+                    [](const std::string& s) { return s.rfind("21 custom all-reduce rows timed eagerly", 0) == 0; }));
+}
