@@ -475,6 +475,7 @@ std::unique_ptr<CostModel> make_cost_model(const CostModelConfig& config, const 
 
 double encode_seconds(const VisionSpec& v, const std::vector<ImageSize>& images, int tp, const CostModel& cost) {
   std::vector<std::int64_t> patches;
+  patches.reserve(images.size());
   for (const ImageSize& i : images) patches.push_back(v.resize(i.width, i.height).patches);
   std::vector<Operator> ops;
   vision_encoder_ops(v, patches, tp, ops);

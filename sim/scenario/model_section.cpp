@@ -21,7 +21,7 @@ YAML::Node as_preset_map(const YAML::Node& node) {
 // name is reported).
 template <class Spec>
 std::optional<Spec> read_preset(MapReader& m, std::optional<Spec> (*lookup)(std::string_view),
-                                std::vector<std::string_view> names, std::string_view what, const Field& section,
+                                const std::vector<std::string_view>& names, std::string_view what, const Field& section,
                                 bool& given) {
   auto f = m.find("preset");
   given = f.has_value();
