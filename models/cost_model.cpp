@@ -321,7 +321,8 @@ bool log_grid_corners(std::span<const std::vector<double>> log_knots, std::span<
       const double f = (x - u[lo]) / (u[lo + 1] - u[lo]);
       const int n = out.count;
       for (int i = 0; i < n; ++i) {
-        const auto j = static_cast<std::size_t>(i), k = static_cast<std::size_t>(n + i);
+        // k = n + i added in size_t: 0 <= i < n and n + i < 16 (the cells), so the same value.
+        const auto j = static_cast<std::size_t>(i), k = static_cast<std::size_t>(n) + j;
         out.cells[k] = out.cells[j] + (lo + 1) * stride;
         out.weights[k] = out.weights[j] * f;
         out.cells[j] += lo * stride;

@@ -492,10 +492,7 @@ bool read_model_figures(MapReader& m, const models::ModelSpec& d, bool have_base
   }
   {
     auto f = m.find("vision");
-    if (f && f->node.IsNull()) {
-      m.echo()["vision"] = nullptr;
-      s.vision.reset();
-    } else if (!f && !d.vision) {
+    if ((f && f->node.IsNull()) || (!f && !d.vision)) {  // null, or absent with no preset's encoder
       m.echo()["vision"] = nullptr;
       s.vision.reset();
     } else {
