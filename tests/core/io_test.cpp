@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <fcntl.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -57,14 +58,22 @@ TEST_CASE("read_input_file: size limits from the size, streams read up to the li
   CHECK(error_of([&] {
           read_input_file({fifo.string(), "test file", ""}, 10);
         }) == "the test file is empty (a FIFO that nothing writes to)");
+  // The writer holds the FIFO open for reading and writing (which never waits for a partner),
+  // so what it writes stays in the pipe until read; it closes once the reader has taken every
+  // byte (FIONREAD 0), which ends the reader's read. A reader that opens before the writer reads
+  // an empty FIFO and is refused, and tries again 1 ms later (10 s at most either way), so the
+  // test does not depend on which process runs first.
   const pid_t writer = fork();
   if (writer == 0) {
-    const int fd = ::open(fifo.c_str(), O_WRONLY);
-    _exit(fd >= 0 && ::write(fd, "abc", 3) == 3 ? 0 : 1);
+    const int fd = ::open(fifo.c_str(), O_RDWR);
+    if (fd < 0 || ::write(fd, "abc", 3) != 3) _exit(1);
+    int left = 3;
+    for (int attempt = 0; attempt < 10000 && ::ioctl(fd, FIONREAD, &left) == 0 && left > 0; ++attempt) ::usleep(1000);
+    ::close(fd);
+    _exit(left == 0 ? 0 : 1);
   }
-  // The writer may open after the reader: wait for it to hold the FIFO open, then read.
   std::string got;
-  for (int attempt = 0; attempt < 1000 && got.empty(); ++attempt) {
+  for (int attempt = 0; attempt < 10000 && got.empty(); ++attempt) {
     try {
       got = read_input_file({fifo.string(), "test file", ""}, 10);
     } catch (const InputError&) {
