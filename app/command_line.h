@@ -142,7 +142,7 @@ inline bool read_limits(const boost::program_options::variables_map& vm, studies
 // --json's target: "-", a file, or "" when not given. A file is checked before any work: one that
 // cannot be written throws InputError (exit code 2, nothing run).
 inline std::string json_target(const boost::program_options::variables_map& vm) {
-  const std::string target = vm.count("json") ? vm["json"].as<std::string>() : "";
+  std::string target = vm.count("json") ? vm["json"].as<std::string>() : "";
   if (!target.empty()) check_output_file(target, "JSON output (--json)");
   return target;
 }

@@ -25,7 +25,6 @@ using topologies::Fabric;
 using topologies::GroupLayout;
 using topologies::PhaseTerms;
 using topologies::Plane;
-using topologies::ProtocolFit;
 
 // Fabrics and layouts, built once per system and group shape.
 class Systems {
@@ -46,10 +45,10 @@ class Systems {
     const int node = system(name).spec.node_chips;
     std::vector<ChipId> chips;
     if (per_node >= node) {
-      for (int r = 0; r < ranks; ++r) chips.push_back(ChipId(static_cast<std::uint32_t>(r)));
+      for (int r = 0; r < ranks; ++r) chips.emplace_back(static_cast<std::uint32_t>(r));
     } else {
       for (int n = 0; n < ranks / per_node; ++n) {
-        for (int r = 0; r < per_node; ++r) chips.push_back(ChipId(static_cast<std::uint32_t>(n * node + r)));
+        for (int r = 0; r < per_node; ++r) chips.emplace_back(static_cast<std::uint32_t>(n * node + r));
       }
     }
     if (chips.back().index() >= f->second->chips()) throw std::logic_error("group larger than the check fabric");
@@ -324,16 +323,17 @@ void fit_calibrations(const std::vector<CommSample>& samples, std::ostream& out)
     CollectiveKind kind;
     std::function<bool(const CommSample&)> select;
   };
-  auto from = [](std::string system, std::string implementation, CollectiveKind kind, std::string table = "") {
+  auto from = [](const std::string& system, const std::string& implementation, CollectiveKind kind,
+                 const std::string& table = "") {
     return [=](const CommSample& s) {
       return s.system == system && s.implementation == implementation && s.kind == kind &&
              (table.empty() || s.table == table);
     };
   };
-  auto across_nodes = [](std::function<bool(const CommSample&)> f) {
+  auto across_nodes = [](const std::function<bool(const CommSample&)>& f) {
     return [=](const CommSample& s) { return f(s) && s.ranks_per_node == 1; };
   };
-  auto in_node = [](std::function<bool(const CommSample&)> f) {
+  auto in_node = [](const std::function<bool(const CommSample&)>& f) {
     return [=](const CommSample& s) { return f(s) && s.ranks_per_node == s.ranks; };
   };
   const Plane up = Plane::kScaleUp, so = Plane::kScaleOut;

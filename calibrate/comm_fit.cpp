@@ -194,7 +194,7 @@ CollectiveFitResult fit_collectives(const std::vector<CommSample>& samples, cons
     std::set<int> sizes;
     for (const CommSample* s : rows) sizes.insert(s->ranks);
     const bool can_hold_out = sizes.size() >= 2;
-    const auto every = lines_of(rows, one_shot);
+    auto every = lines_of(rows, one_shot);
     std::vector<double> held(rows.size());
     for (int n : sizes) {
       std::vector<const CommSample*> train;
@@ -237,7 +237,7 @@ CollectiveFitResult fit_collectives(const std::vector<CommSample>& samples, cons
                 "%.1f%% median (one line: %.1f%%)",
                 system.c_str(), ar.size(), describe(r.all_reduce_lines).c_str(), 100 * median_of("nccl"),
                 100 * held_out_single(ar));
-  r.notes.push_back(line);
+  r.notes.emplace_back(line);
   if (custom.size() >= 6) {
     // The other collectives' line too, as before the lines (the engines' kernels set it).
     const auto c = fit(custom);
@@ -251,7 +251,7 @@ CollectiveFitResult fit_collectives(const std::vector<CommSample>& samples, cons
                   custom_system == system ? "" : ", transferred from H200 SXM: same NVLink 4 and SM",
                   describe(r.all_reduce_lines).c_str(), 100 * median_of("custom (engines)"),
                   100 * held_out_single(custom));
-    r.notes.push_back(line);
+    r.notes.emplace_back(line);
     if (eager > 0) {
       r.notes.push_back(std::to_string(eager) +
                         " custom all-reduce rows timed eagerly (kernel_source or backend *_eager) left out: host "
@@ -262,6 +262,7 @@ CollectiveFitResult fit_collectives(const std::vector<CommSample>& samples, cons
   }
   if (!p2p.empty()) {
     std::vector<double> pp;
+    pp.reserve(p2p.size());
     for (const CommSample* s : p2p) pp.push_back(predict(all, *s));
     add_cells(r.errors, "p2p (transfer)", p2p, pp, true);
   }

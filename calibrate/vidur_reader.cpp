@@ -219,6 +219,7 @@ MeasurementSet read_vidur_mlp(const std::string& path, std::string_view chip, st
   }
   problems.throw_if_any();
   std::vector<std::uint16_t> op_labels;
+  op_labels.reserve(ops.size());
   for (const OpColumn& oc : ops) op_labels.push_back(set.intern(oc.name));
 
   while (csv.next(problems)) {

@@ -166,7 +166,7 @@ std::unique_ptr<LineSource> open_checked_lines(const std::string& path, const Cs
 
 }  // namespace
 
-CsvReader::CsvReader(std::string path, CsvOptions options)
+CsvReader::CsvReader(const std::string& path, const CsvOptions& options)
     : CsvReader(path, open_checked_lines(path, options), options) {}
 
 CsvReader::CsvReader(std::string path, std::unique_ptr<LineSource> lines, CsvOptions options)

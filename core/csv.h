@@ -79,7 +79,7 @@ class CsvReader {
   // the file cannot be opened, has no header row, or names a column twice.
   CsvReader(std::string path, std::unique_ptr<LineSource> lines, CsvOptions options = {});
   // A plain text file.
-  explicit CsvReader(std::string path, CsvOptions options = {});
+  explicit CsvReader(const std::string& path, const CsvOptions& options = {});
   virtual ~CsvReader();
   CsvReader(const CsvReader&) = delete;
   CsvReader& operator=(const CsvReader&) = delete;

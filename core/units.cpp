@@ -188,6 +188,7 @@ QuantityParse parse_quantity(std::string_view text, Dimension expected) {
   const UnitDef* def = find_unit(unit);
   if (def == nullptr) {
     std::vector<std::string_view> all;
+    all.reserve(kUnits.size());
     for (const auto& u : kUnits) all.push_back(u.name);
     // Prefer a suggestion of the expected dimension; fall back to any unit.
     std::string_view hint = closest_match(unit, units_of(expected));

@@ -299,8 +299,11 @@ std::optional<MeasuredLogGrid::Field> parse_log_grid_field(std::string_view name
   return std::nullopt;
 }
 
-bool log_grid_corners(std::span<const std::vector<double>> log_knots, std::span<const char> extrapolate,
-                      std::span<const double> point, LogGridCorners& out) {
+namespace {
+// log_grid_corners() of a point given as u = ln(1 + max(0, x)) on each axis with more than one
+// knot (the others are not read): the corners and weights, the same arithmetic in the same order.
+bool log_grid_corners_at(std::span<const std::vector<double>> log_knots, std::span<const char> extrapolate,
+                         const double* u_point, LogGridCorners& out) {
   out.count = 1;
   out.cells[0] = 0;
   out.weights[0] = 1.0;
@@ -308,7 +311,7 @@ bool log_grid_corners(std::span<const std::vector<double>> log_knots, std::span<
   for (std::size_t a = log_knots.size(); a-- > 0;) {
     const std::vector<double>& u = log_knots[a];
     if (u.size() > 1) {
-      const double x = std::log1p(std::max(0.0, point[a]));
+      const double x = u_point[a];
       // Beyond the ends (with a little slack for rounding) only an extrapolating axis answers.
       const double slack = 1e-9 * (1 + std::fabs(u.back()));
       if ((x < u.front() - slack || x > u.back() + slack) && !extrapolate[a]) return false;
@@ -334,9 +337,22 @@ bool log_grid_corners(std::span<const std::vector<double>> log_knots, std::span<
   return true;
 }
 
+double log_axis_value(double x) { return std::log1p(std::max(0.0, x)); }
+}  // namespace
+
+bool log_grid_corners(std::span<const std::vector<double>> log_knots, std::span<const char> extrapolate,
+                      std::span<const double> point, LogGridCorners& out) {
+  std::array<double, MeasuredLogGrid::kMaxAxes> u{};
+  for (std::size_t a = 0; a < log_knots.size() && a < u.size(); ++a) {
+    if (log_knots[a].size() > 1) u[a] = log_axis_value(point[a]);
+  }
+  return log_grid_corners_at(log_knots, extrapolate, u.data(), out);
+}
+
 TableCostModel::TableCostModel(const ChipSpec& chip, MeasuredTables tables)
     : roofline_(chip), tables_(std::move(tables)) {
-  for (const MeasuredLogGrid& g : tables_.log_grids) {
+  for (std::size_t i = 0; i < tables_.log_grids.size(); ++i) {
+    const MeasuredLogGrid& g = tables_.log_grids[i];
     std::vector<std::vector<double>> u;
     std::vector<char> x;
     for (const auto& axis : g.axes) {
@@ -347,13 +363,21 @@ TableCostModel::TableCostModel(const ChipSpec& chip, MeasuredTables tables)
     }
     log_knots_.push_back(std::move(u));
     extrapolate_.push_back(std::move(x));
+    for (std::size_t k = 0; k < kOpKinds; ++k) {
+      if (!same_class(g.kind, static_cast<OpKind>(k))) continue;
+      candidates_[k * kComputeRates + static_cast<std::size_t>(g.rate)].push_back(static_cast<std::uint32_t>(i));
+    }
   }
+  last_axis_.assign(tables_.log_grids.size(), {});
 }
 
 bool TableCostModel::log_grid_lookup(const Operator& op, double& out) const {
-  for (std::size_t i = 0; i < tables_.log_grids.size(); ++i) {
+  // The grids of the operator's kind class and rate, in table order: the first that applies
+  // answers, as a scan over all of them would find it.
+  const auto kind = static_cast<std::size_t>(op.kind), rate = static_cast<std::size_t>(op.rate);
+  if (kind >= kOpKinds || rate >= kComputeRates) return false;
+  for (const std::uint32_t i : candidates_[kind * kComputeRates + rate]) {
     const MeasuredLogGrid& g = tables_.log_grids[i];
-    if (!same_class(g.kind, op.kind) || g.rate != op.rate) continue;
     if (is_gemm(g.kind) && g.format != op.format) continue;
     if (g.kv_bytes > 0 && op.kv_bytes != g.kv_bytes) continue;
     // MoE grids (kind kMoeExperts, calibrate/moe_table.h) key on the routed experts' fields: m =
@@ -369,12 +393,19 @@ bool TableCostModel::log_grid_lookup(const Operator& op, double& out) const {
       applies = applies && std::fabs(log_grid_field_value(field, op) - value) <= tolerance;
     }
     if (!applies) continue;
-    std::array<double, MeasuredLogGrid::kMaxAxes> point{};
-    for (std::size_t a = 0; a < g.axes.size(); ++a) point[a] = log_grid_field_value(g.axes[a].field, op);
-    LogGridCorners c;
-    if (!log_grid_corners(log_knots_[i], extrapolate_[i], std::span<const double>(point.data(), g.axes.size()), c)) {
-      return false;
+    // ln(1 + x) of each axis's field; a field equal to the one this axis saw last reuses its
+    // logarithm (the same double: log1p is a function of its argument alone). Consecutive
+    // operators mostly differ in one or two fields (a decode step's contexts).
+    std::array<double, MeasuredLogGrid::kMaxAxes> u{};
+    std::array<LastAxis, MeasuredLogGrid::kMaxAxes>& last = last_axis_[i];
+    for (std::size_t a = 0; a < g.axes.size(); ++a) {
+      if (log_knots_[i][a].size() <= 1) continue;
+      const double x = log_grid_field_value(g.axes[a].field, op);
+      if (!(x == last[a].x)) last[a] = {x, log_axis_value(x)};
+      u[a] = last[a].u;
     }
+    LogGridCorners c;
+    if (!log_grid_corners_at(log_knots_[i], extrapolate_[i], u.data(), c)) return false;
     double v = 0;
     for (int j = 0; j < c.count; ++j) {
       const auto k = static_cast<std::size_t>(j);

@@ -36,6 +36,8 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <span>
@@ -256,6 +258,16 @@ class TableCostModel final : public CostModel {
   // Per log grid: ln(1 + knot) of each axis, and which axes extrapolate.
   std::vector<std::vector<std::vector<double>>> log_knots_;
   std::vector<std::vector<char>> extrapolate_;
+  // Per (operator kind, rate), kind-major: the log grids that may answer it (GEMM grids answer
+  // every GEMM kind), in table order.
+  std::array<std::vector<std::uint32_t>, kOpKinds * kComputeRates> candidates_;
+  // Per log grid and axis: the field value its last lookup read and ln(1 + max(0, value)).
+  // Mutable state, as the counters below: a model is used by one thread at a time (each
+  // simulation builds its own, sim/cluster/iteration_cost.h).
+  struct LastAxis {
+    double x = std::numeric_limits<double>::quiet_NaN(), u = 0;
+  };
+  mutable std::vector<std::array<LastAxis, MeasuredLogGrid::kMaxAxes>> last_axis_;
   mutable std::int64_t hits_ = 0, fallbacks_ = 0;
 };
 

@@ -51,6 +51,7 @@ std::optional<Format> parse_format(std::string_view name) {
 
 std::vector<std::string_view> format_names() {
   std::vector<std::string_view> out;
+  out.reserve(kInfo.size());
   for (const auto& i : kInfo) out.push_back(i.name);
   return out;
 }

@@ -312,8 +312,9 @@ std::string render(const StackedBars& c) {
     }
   }
   for (std::size_t i = 0; i < shown.size(); ++i) {
-    const double lx = label_w + static_cast<double>(i % per_row) * 130;
-    const double ly = legend_top + static_cast<double>(i / per_row) * 18;
+    const std::size_t row = i / per_row, column = i % per_row;  // the legend's entries fill rows of per_row
+    const double lx = label_w + static_cast<double>(column) * 130;
+    const double ly = legend_top + static_cast<double>(row) * 18;
     out += "<rect x=\"" + num(lx) + "\" y=\"" + num(ly - 9) + "\" width=\"12\" height=\"10\" fill=\"" +
            segment_colour(c.segments[shown[i]], shown[i]) + "\"/>\n";
     out += text(lx + 16, ly, c.segments[shown[i]]);

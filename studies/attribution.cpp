@@ -415,6 +415,7 @@ Json attribute_parts(const std::string& metric, const std::string& unit, double 
                      const std::string& basis, const std::string& note, const Json& changes,
                      const std::vector<std::size_t>& pools, const RunView& a, const RunView& b) {
   std::vector<Part> parts;
+  parts.reserve(pa.size() + pb.size());
   for (const auto& [name, x] : pa) parts.push_back({name, x, pb.count(name) ? pb.at(name) : 0.0});
   for (const auto& [name, y] : pb) {
     if (!pa.count(name)) parts.push_back({name, 0.0, y});

@@ -147,7 +147,7 @@ std::vector<std::pair<std::string, std::string>> efficiency_yaml(const models::E
   }
   if (!formats.empty()) {
     std::string s = "{";
-    for (const auto& [rate, v] : formats) s += (s.size() > 1 ? ", " : "") + rate + ": " + v;
+    for (const auto& [rate, v] : formats) s.append(s.size() > 1 ? ", " : "").append(rate).append(": ").append(v);
     out.emplace_back("format_compute", s + "}");
   }
   return out;
@@ -373,7 +373,7 @@ Calibration calibrate_chip(const cal::MeasurementSet& set, const models::ChipSpe
     std::snprintf(line, sizeof line, "%s: %zu rows, %zu shapes, in-sample median %.1f%%%s",
                   std::string(cal::family_name(f.family)).c_str(), f.rows, f.shapes, 100 * f.train_ape_p50,
                   f.converged ? "" : " (the search stopped before converging)");
-    c.notes.push_back(line);
+    c.notes.emplace_back(line);
   }
   for (const auto& [reason, n] : fit.unmodelled) {
     c.notes.push_back(std::to_string(n) + " rows not fitted: " + reason);
@@ -572,7 +572,7 @@ Calibration transfer_profile(const std::string& from, const models::ChipSpec& ch
   }
   if (rule != TransferRule::fractions) {
     for (const auto& [key, member] : kKernelOverheads) {
-      if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
+      if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.emplace_back(key);
     }
   }
   p.efficiency = efficiency_yaml(moved, keys);

@@ -258,7 +258,7 @@ Verdict judge(const Json& result, const Objective& objective, const std::vector<
   Verdict v;
   v.objective = metric_value(result, objective.metric, pricing);
   if (!result.value("ok", false)) {
-    v.violations.push_back("invalid scenario");
+    v.violations.emplace_back("invalid scenario");
     return v;
   }
   for (const Constraint& c : constraints) {

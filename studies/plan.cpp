@@ -300,7 +300,7 @@ StudyOutput plan(const PlanRequest& request, std::ostream& err) {
   Pricing pricing;
   if (request.chip_hour_price) {
     pricing.chip_hour_usd = *request.chip_hour_price;
-    if (!(*pricing.chip_hour_usd > 0)) problems.push_back("--chip-hour-price must be greater than 0");
+    if (!(*pricing.chip_hour_usd > 0)) problems.emplace_back("--chip-hour-price must be greater than 0");
   }
   if (target && (target->metric == "cost" || target->metric == "cost_per_hour") && !pricing.chip_hour_usd) {
     problems.push_back("--target " + target->metric + " needs --chip-hour-price USD");
@@ -344,11 +344,11 @@ StudyOutput plan(const PlanRequest& request, std::ostream& err) {
   std::string threads_error, threads_note;
   const int threads = thread_count(request.threads, threads_error, threads_note);
   if (!threads_error.empty()) problems.push_back(threads_error);
-  if (request.top < 1) problems.push_back("--top must be at least 1");
+  if (request.top < 1) problems.emplace_back("--top must be at least 1");
   std::optional<std::int64_t> max_chips;
   if (request.max_chips) {
     max_chips = *request.max_chips;
-    if (*max_chips < 1) problems.push_back("--max-chips must be at least 1");
+    if (*max_chips < 1) problems.emplace_back("--max-chips must be at least 1");
   }
   std::vector<std::string> base_sets = request.sets;
   base_sets.insert(base_sets.end(), slo_sets.begin(), slo_sets.end());
@@ -391,7 +391,7 @@ StudyOutput plan(const PlanRequest& request, std::ostream& err) {
     }
   }
   if (capacity.empty() && budget.empty() && problems.empty()) {
-    problems.push_back(
+    problems.emplace_back(
         has_slo ? "nothing to meet: --attainment none leaves the scenario's slo: out and no --constraint was given"
                 : "nothing to meet: the scenario has no slo: and no --constraint was given");
   }
@@ -453,7 +453,7 @@ StudyOutput plan(const PlanRequest& request, std::ostream& err) {
     for (const auto& pc : cfg.pools) base_ratio.push_back(pc.instances);
     if (n_pools == 1) {
       ratios = {{1}};
-      if (request.ratios) problems.push_back("--ratios needs several pools; the scenario has one");
+      if (request.ratios) problems.emplace_back("--ratios needs several pools; the scenario has one");
     } else if (request.ratios) {
       if (auto r = ratio_list(*request.ratios, n_pools, problems)) ratios = *r;
     } else {
@@ -708,10 +708,11 @@ StudyOutput plan(const PlanRequest& request, std::ostream& err) {
   std::sort(order.begin(), order.end(),
             [&](std::size_t a, std::size_t b) { return outcomes[a].rank < outcomes[b].rank; });
   std::vector<std::string> shown_metrics;
+  shown_metrics.reserve(capacity.size() + budget.size() + 3);
   for (const Constraint& c : capacity) shown_metrics.push_back(c.metric);
   for (const Constraint& c : budget) shown_metrics.push_back(c.metric);
   for (const char* m : {"ttft_p99", "tpot_p50", "output_tokens_per_s_per_chip"}) {
-    if (std::find(shown_metrics.begin(), shown_metrics.end(), m) == shown_metrics.end()) shown_metrics.push_back(m);
+    if (std::find(shown_metrics.begin(), shown_metrics.end(), m) == shown_metrics.end()) shown_metrics.emplace_back(m);
   }
   if (target->metric != "chips" &&
       std::find(shown_metrics.begin(), shown_metrics.end(), target->metric) == shown_metrics.end()) {

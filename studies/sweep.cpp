@@ -169,9 +169,9 @@ StudyOutput sweep(const SweepRequest& request, std::ostream& out, std::ostream& 
   std::ostream& complain = ranks.rank() == 0 ? err : quiet;
   std::vector<std::string> problems;
   if (request.files.size() != 1) {
-    problems.push_back("sweep takes exactly one scenario file");
+    problems.emplace_back("sweep takes exactly one scenario file");
   }
-  if (request.vary.empty()) problems.push_back("nothing to vary: give at least one --vary KEY=SPEC");
+  if (request.vary.empty()) problems.emplace_back("nothing to vary: give at least one --vary KEY=SPEC");
   std::vector<VarySpec> specs;
   {
     for (const std::string& v : request.vary) {
@@ -211,14 +211,14 @@ StudyOutput sweep(const SweepRequest& request, std::ostream& out, std::ostream& 
   Pricing pricing;
   if (request.chip_hour_price) {
     pricing.chip_hour_usd = *request.chip_hour_price;
-    if (!(*pricing.chip_hour_usd > 0)) problems.push_back("--chip-hour-price must be greater than 0");
+    if (!(*pricing.chip_hour_usd > 0)) problems.emplace_back("--chip-hour-price must be greater than 0");
   }
   Sampling sampling = Sampling::kGrid;
   std::int64_t samples = 0;
   if (request.samples) {
     samples = *request.samples;
     const std::string& s = request.sampling;
-    if (samples < 1 || samples > 1'000'000) problems.push_back("--samples must be between 1 and 1,000,000");
+    if (samples < 1 || samples > 1'000'000) problems.emplace_back("--samples must be between 1 and 1,000,000");
     if (s == "lhs")
       sampling = Sampling::kLatinHypercube;
     else if (s == "random")
@@ -230,7 +230,7 @@ StudyOutput sweep(const SweepRequest& request, std::ostream& out, std::ostream& 
   const int threads = thread_count(request.threads, threads_error, threads_note);
   if (!threads_error.empty()) problems.push_back(threads_error);
   const bool json_out = request.json.has_value();
-  if (json_out && *request.json != "-") problems.push_back("--json takes '-' (the result lines go to --out)");
+  if (json_out && *request.json != "-") problems.emplace_back("--json takes '-' (the result lines go to --out)");
   std::vector<std::vector<std::string>> variants;
   if (problems.empty()) {
     e.clear();

@@ -113,10 +113,8 @@ std::optional<Formats> formats_of(const ServingMeasurement& r, const Checkpoint&
       assumptions.push_back(cp.id + " from its own checkpoint (" + cp.source + "); the row's quant mode '" + gemm +
                             "' is taken as that");
     }
-  } else if (unquantised(gemm) && unquantised(moe)) {
-    // No quantisation recorded: the checkpoint as published.
-  } else if (native_mode(cp, gemm) || native_mode(cp, moe)) {
-    // The checkpoint's own formats.
+  } else if ((unquantised(gemm) && unquantised(moe)) || native_mode(cp, gemm) || native_mode(cp, moe)) {
+    // No quantisation recorded (the checkpoint as published), or the checkpoint's own formats.
   } else if (auto other = checkpoint_of_preset(cp.preset, moe)) {
     f = other->formats;
     assumptions.push_back("quant mode " + moe + ": served from " + other->id + " (" + other->source + ")");
@@ -138,7 +136,7 @@ std::optional<Formats> formats_of(const ServingMeasurement& r, const Checkpoint&
   const bool quantised = f.weights != models::Format::kBf16 || (f.experts != models::Format::kBf16 && !cp.pinned);
   if (engine.name == "trtllm" && quantised) {
     out.kv = "fp8";
-    assumptions.push_back(
+    assumptions.emplace_back(
         "fp8 KV cache (TensorRT-LLM's quantised checkpoints quantise the KV "
         "cache too; the row does not say)");
   }
@@ -179,7 +177,7 @@ std::optional<Plan> plan_of(const MeasuredPlan& given, const models::ModelSpec& 
   p.tp = std::max(1, m.tp);
   p.pp = std::max(1, m.pp);
   p.dp = std::max(1, m.dp);
-  if (m.tp == 0) assumptions.push_back("tp_size empty: tp 1");
+  if (m.tp == 0) assumptions.emplace_back("tp_size empty: tp 1");
   if (model.moe.enabled()) {
     if (m.moe_tp > 0 && m.ep > 0) {
       if (m.moe_tp * m.ep != p.tp * p.dp) {
@@ -192,7 +190,7 @@ std::optional<Plan> plan_of(const MeasuredPlan& given, const models::ModelSpec& 
     } else {
       p.moe_tp = p.tp * p.dp;
       p.ep = 1;
-      assumptions.push_back("MoE split not recorded: experts tensor-parallel over all chips");
+      assumptions.emplace_back("MoE split not recorded: experts tensor-parallel over all chips");
     }
   }
   return p;
@@ -293,7 +291,7 @@ RowScenario build_row_scenario(const ServingMeasurement& r, const ValidationOpti
     s.assumptions.push_back(*chip_name + " has no calibration profile: the preset's efficiencies (" + chip.source +
                             ")");
   }
-  if (r.backend_version.empty()) s.assumptions.push_back("backend version not recorded");
+  if (r.backend_version.empty()) s.assumptions.emplace_back("backend version not recorded");
   const auto formats = formats_of(r, *cp, chip, *engine, s.assumptions, why);
   if (!formats) {
     s.reason = why;
@@ -319,7 +317,7 @@ RowScenario build_row_scenario(const ServingMeasurement& r, const ValidationOpti
                             std::to_string(r.concurrency) + ": " + std::to_string(r.concurrency) + " clients");
   }
   if (!disagg && r.concurrency == 0 && r.batch_size > 0) {
-    s.assumptions.push_back("silicon_concurrency not recorded: batch_size clients");
+    s.assumptions.emplace_back("silicon_concurrency not recorded: batch_size clients");
   }
   if (clients <= 0) {
     s.reason = disagg ? "no concurrency recorded (silicon_concurrency is empty and the decode batch size "

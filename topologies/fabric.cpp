@@ -124,7 +124,7 @@ std::size_t Fabric::failed_links() const {
 std::vector<LinkId> Fabric::links_of(VertexId v) const {
   std::vector<LinkId> out;
   for (std::size_t i = 0; i < links_.size(); ++i) {
-    if (links_[i].from == v || links_[i].to == v) out.push_back(LinkId(static_cast<std::uint32_t>(i)));
+    if (links_[i].from == v || links_[i].to == v) out.emplace_back(static_cast<std::uint32_t>(i));
   }
   return out;
 }
@@ -309,7 +309,7 @@ std::vector<LinkId> Fabric::resource_links(std::uint32_t r) const {
   if (r < links_.size()) return {LinkId(r)};
   std::vector<LinkId> out;
   for (std::size_t i = 0; i < links_.size(); ++i) {
-    if (bundle_of_[i] == r) out.push_back(LinkId(static_cast<std::uint32_t>(i)));
+    if (bundle_of_[i] == r) out.emplace_back(static_cast<std::uint32_t>(i));
   }
   return out;
 }
@@ -337,7 +337,8 @@ bool Fabric::adaptive_route(ChipId src, ChipId dst, Plane plane, Route& out) con
     const bool climb_a = group_level_[a] <= group_level_[b];
     const bool climb_b = group_level_[b] <= group_level_[a];
     if (climb_a) {
-      if (group_parent_[a] == kNone || bundle_capacity_[2 * a] <= 0 || out.hops >= kMaxHops - 2) return false;
+      if (group_parent_[a] == kNone || bundle_capacity_[2 * std::size_t{a}] <= 0 || out.hops >= kMaxHops - 2)
+        return false;
       out.links[out.hops++] = LinkId(L + 2 * a);
       a = group_parent_[a];
     }

@@ -14,7 +14,7 @@ std::vector<LinkId> cables(const Fabric& f) {
   std::vector<LinkId> out;
   for (std::size_t i = 0; i < f.link_count(); ++i) {
     const Link& l = f.link(LinkId(static_cast<std::uint32_t>(i)));
-    if (l.from.value < l.to.value) out.push_back(LinkId(static_cast<std::uint32_t>(i)));
+    if (l.from.value < l.to.value) out.emplace_back(static_cast<std::uint32_t>(i));
   }
   return out;
 }
@@ -31,8 +31,7 @@ std::vector<ChipId> node_chips(const Fabric& f, std::uint32_t node) {
   std::vector<ChipId> out;
   // Chips are numbered node by node.
   for (std::size_t c = 0; c < f.chips(); ++c) {
-    if (f.place(ChipId(static_cast<std::uint32_t>(c))).node == node)
-      out.push_back(ChipId(static_cast<std::uint32_t>(c)));
+    if (f.place(ChipId(static_cast<std::uint32_t>(c))).node == node) out.emplace_back(static_cast<std::uint32_t>(c));
   }
   return out;
 }
@@ -140,7 +139,7 @@ FaultEffect fault_effect(const Fabric& f, const FaultTarget& t) {
   };
   switch (t.kind) {
     case FaultKind::kChip:
-      e.dead_chips.push_back(ChipId(t.index));
+      e.dead_chips.emplace_back(t.index);
       add_vertex_links(VertexId(t.index));
       break;
     case FaultKind::kNode:
@@ -160,7 +159,7 @@ FaultEffect fault_effect(const Fabric& f, const FaultTarget& t) {
   e.touched_chips = e.dead_chips;
   for (LinkId l : e.links) {
     for (VertexId v : {f.link(l).from, f.link(l).to}) {
-      if (v.index() < f.chips()) e.touched_chips.push_back(ChipId(v.value));
+      if (v.index() < f.chips()) e.touched_chips.emplace_back(v.value);
     }
   }
   std::sort(e.touched_chips.begin(), e.touched_chips.end());

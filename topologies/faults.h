@@ -29,7 +29,7 @@ std::string_view fault_kind_name(FaultKind k);
 struct FaultTarget {
   FaultKind kind = FaultKind::kChip;
   std::uint32_t index = 0;  // chip, node, link (either direction of the cable) or switch ordinal
-  auto operator<=>(const FaultTarget&) const = default;
+  auto operator<=>(const FaultTarget&) const = default;  // NOLINT(modernize-use-nullptr)
 };
 
 struct FaultEvent {

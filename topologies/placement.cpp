@@ -357,7 +357,8 @@ ClusterPlacement place_pools(const Fabric& fabric, std::span<const PoolPlacement
             any = any || fits;
             if (!fits) continue;
             for (int k = 0; k < s.pp; ++k) {
-              for (int q = 0; q < S; ++q) chips[static_cast<std::size_t>(k * S + q)] = (block + k) * N + off + q;
+              const std::size_t at = static_cast<std::size_t>(k) * static_cast<std::size_t>(S);  // stage k's first
+              for (int q = 0; q < S; ++q) chips[at + static_cast<std::size_t>(q)] = (block + k) * N + off + q;
             }
             done = true;
           }

@@ -103,7 +103,7 @@ struct PlacementIssue {
 struct InstanceRef {
   int pool = -1;
   int instance = -1;
-  auto operator<=>(const InstanceRef&) const = default;
+  auto operator<=>(const InstanceRef&) const = default;  // NOLINT(modernize-use-nullptr)
 };
 
 class ClusterPlacement {

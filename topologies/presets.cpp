@@ -178,6 +178,7 @@ std::optional<ClusterSpec> cluster_preset(std::string_view name, int chips) {
 
 std::vector<std::string_view> cluster_preset_names() {
   std::vector<std::string_view> out;
+  out.reserve(kPresets.size());
   for (const auto& e : kPresets) out.push_back(e.name);
   return out;
 }

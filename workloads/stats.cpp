@@ -231,6 +231,7 @@ WorkloadStats compute_stats(const WorkloadConfig& config, std::uint64_t seed, Si
   st.has_image_tokens = static_cast<bool>(options.image_tokens);
   st.image_tokens = image_tokens.summary();
   std::vector<Resolution> res;
+  res.reserve(resolutions.size());
   for (const auto& [wh, n] : resolutions) res.push_back(Resolution{wh.first, wh.second, n});
   std::stable_sort(res.begin(), res.end(),
                    [](const Resolution& a, const Resolution& c) { return a.images > c.images; });

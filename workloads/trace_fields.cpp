@@ -123,11 +123,11 @@ bool parse_datetime(const char* b, const char* e, Decimal& out, std::string& why
     if (p < e && *p == ':') ++p;
     if (!num(2, om)) return fail(kShape);
     if (oh > 23 || om > 59) return fail("the UTC offset is out of range");
-    offset_s = (oh * 3600 + om * 60) * (neg ? -1 : 1);
+    offset_s = (std::int64_t{oh} * 3600 + std::int64_t{om} * 60) * (neg ? -1 : 1);
   }
   if (p != e) return fail(kShape);
-  std::int64_t secs = days_from_civil(y, static_cast<unsigned>(mo), static_cast<unsigned>(d)) * 86400 + h * 3600 +
-                      mi * 60 + s - offset_s;
+  std::int64_t secs = days_from_civil(y, static_cast<unsigned>(mo), static_cast<unsigned>(d)) * 86400 +
+                      std::int64_t{h} * 3600 + std::int64_t{mi} * 60 + s - offset_s;
   if (frac_ps >= kPsPerS) {
     secs += 1;
     frac_ps -= kPsPerS;

@@ -197,6 +197,7 @@ void Dispatcher::add_swap_time(const Pool& pool, Lane& lane, Batch& batch) {
   const std::int64_t tokens = lane.take_swap_tokens();
   if (tokens == 0) return;
   // KV tokens x bytes per token per chip / host bandwidth (config.h, PreemptionMode::kSwap).
+  // NOLINTNEXTLINE(bugprone-incorrect-roundings): kept as to_ps (iteration_cost.cpp) rounds, reports must not move
   const auto ps = static_cast<std::int64_t>(static_cast<double>(tokens) * pool.swap_s_per_token * 1e12 + 0.5);
   stage_ps_[0] += ps;
   batch.components[static_cast<std::size_t>(models::OpKind::kSwap)] += ps;
@@ -323,6 +324,7 @@ void Dispatcher::try_encode(std::uint32_t index) {
     }
   }
   const double seconds = models::encode_seconds(*model_.vision, images_, pool.config->plan.tp, *pool.encode_cost);
+  // NOLINTNEXTLINE(bugprone-incorrect-roundings): kept as to_ps (iteration_cost.cpp) rounds, reports must not move
   const Duration d = Duration::picoseconds(static_cast<std::int64_t>(seconds * 1e12 + 0.5));
   inst.encode_busy = true;
   const std::int64_t ps = d.ps();

@@ -8,7 +8,9 @@
 
 namespace servesim::cluster {
 namespace {
-// Costs are non-negative: round half up without the libm call (this runs every iteration).
+// Costs are non-negative: round half up without the libm call (this runs every iteration). Kept as (x + 0.5):
+// std::llround differs at x = 0.49999999999999994 and at odd x >= 2^52, and reports must not move.
+// NOLINTNEXTLINE(bugprone-incorrect-roundings)
 std::int64_t to_ps(double seconds) { return static_cast<std::int64_t>(seconds * 1e12 + 0.5); }
 constexpr std::size_t idx(models::OpKind k) { return static_cast<std::size_t>(k); }
 }  // namespace
@@ -376,8 +378,11 @@ inline void IterationCostModel::add_token_components(const TokenLinear& lin, std
     // What two-batch overlap hid comes off the all-to-all, in proportion: what is left is exposed.
     const double a2a = static_cast<double>(lin.dispatch + lin.combine + stretch);
     const double hidden = static_cast<double>(hidden_a2a);
+    // Rounded half up as to_ps is, for the same reason (the shares are >= 0).
+    // NOLINTBEGIN(bugprone-incorrect-roundings)
     const auto from_dispatch = static_cast<std::int64_t>(hidden * static_cast<double>(lin.dispatch) / a2a + 0.5);
     const auto from_stretch = static_cast<std::int64_t>(hidden * static_cast<double>(stretch) / a2a + 0.5);
+    // NOLINTEND(bugprone-incorrect-roundings)
     c[idx(OpKind::kEpDispatch)] -= from_dispatch;
     c[idx(OpKind::kA2aKvContention)] -= from_stretch;
     c[idx(OpKind::kEpCombine)] -= hidden_a2a - from_dispatch - from_stretch;

@@ -5,15 +5,21 @@
 // values mean exactly what they mean there), and its table entries become the log-space tables of
 // models::TableCostModel. Problems in the profile are reported against the profile file, with its
 // line and column; a shipped profile is reported as "profile NAME".
+// A shipped profile loads from the compact form the build made of it (compact_profile.h): its
+// head (the keys but the entries) through this same reader, its tables as this reader read them
+// at build time.
 // Ignored: the profile's error report, notes and sources (provenance for people; the report
 // names the profile instead).
+#include <algorithm>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <sstream>
 #include <tuple>
 
 #include "core/input_file.h"
+#include "sim/scenario/compact_profile.h"
 #include "sim/scenario/sections.h"
 #include "sim/scenario/shipped_profiles.h"
 
@@ -49,7 +55,10 @@ std::optional<models::ComputeRate> rate_of_format(const std::string& f) {
   return models::compute_rate(*fmt);
 }
 
-ChipProfile parse_profile(const ProfileText& source, const models::ChipSpec& base);
+// `values`, when given, receives per table read the values its log_seconds are the logs of (for
+// the compact form). With `compact`, `source` is the profile's head and the tables are compact's.
+ChipProfile parse_profile(const ProfileText& source, const models::ChipSpec& base, CompactProfile* compact = nullptr,
+                          std::vector<TableValues>* values = nullptr);
 ChipProfile parsed(const ProfileText& source, const models::ChipSpec& base, Document& doc);
 ChipProfile shipped(const std::string& name, const models::ChipSpec& base, Document& doc);
 
@@ -76,12 +85,16 @@ std::optional<std::pair<models::ComputeRate, double>> moe_format(const std::stri
     return std::pair{models::ComputeRate::kFp8, bytes_per_element(models::Format::kFp8Block)};
   }
   if (f == "w4a16_mxfp4") return std::pair{models::ComputeRate::kBf16, bytes_per_element(models::Format::kMxfp4)};
+  // NVFP4 experts (Blackwell's FP4 tensor cores; vLLM's and TensorRT-LLM's nvfp4 MoE tables).
+  if (f == "nvfp4") return std::pair{models::ComputeRate::kFp4, bytes_per_element(models::Format::kNvfp4)};
   return std::nullopt;
 }
 
-// Reads one table entry (cost_model table, op of table_kind) into log grids; problems into `doc`.
+// Reads one table entry (cost_model table, op of table_kind) into log grids; problems into `doc`;
+// each grid's values into `values` when given.
 void read_table_entry(Document& doc, const YAML::Node& entry, const std::string& at,
-                      std::pair<models::OpKind, bool> kind, models::MeasuredTables& out) {
+                      std::pair<models::OpKind, bool> kind, models::MeasuredTables& out,
+                      std::vector<TableValues>* values) {
   const YAML::Node format = entry["format"];
   const std::string fmt = format && format.IsScalar() ? format.Scalar() : "bf16";
   const bool moe = kind.first == models::OpKind::kMoeExperts;
@@ -89,7 +102,7 @@ void read_table_entry(Document& doc, const YAML::Node& entry, const std::string&
   const auto rate = moe ? (moe_fmt ? std::optional(moe_fmt->first) : std::nullopt) : rate_of_format(fmt);
   if (!rate) {
     doc.error(format ? format.Mark() : entry.Mark(), at + ".format",
-              "unknown format '" + fmt + "'" + (moe ? " (MoE tables: bf16, fp8, fp8_block, w4a16_mxfp4)" : ""));
+              "unknown format '" + fmt + "'" + (moe ? " (MoE tables: bf16, fp8, fp8_block, w4a16_mxfp4, nvfp4)" : ""));
     return;
   }
   const YAML::Node tables = entry["tables"];
@@ -154,6 +167,8 @@ void read_table_entry(Document& doc, const YAML::Node& entry, const std::string&
       axis.extrapolate = !clamp_all && !(x && x.IsScalar() && x.Scalar() == "false");
       g.axes.push_back(std::move(axis));
     }
+    TableValues cells{unit, {}};
+    cells.numbers.reserve(seconds.size());
     for (std::size_t i = 0; i < seconds.size(); ++i) {
       double v = 0;
       if (!seconds[i].IsScalar() || !parse_double(seconds[i].Scalar(), v) || !(v > 0)) {
@@ -163,8 +178,9 @@ void read_table_entry(Document& doc, const YAML::Node& entry, const std::string&
         ok = false;
         break;
       }
-      g.log_seconds.push_back(std::log(v * unit));
+      cells.numbers.push_back(v);
     }
+    g.log_seconds = log_table_values(cells);
     if (const YAML::Node match = tb["match"]) {
       if (!match.IsMap()) {
         doc.error(match.Mark(), tat + ".match", "expected a map of shape fields to numbers, got " + describe(match));
@@ -198,8 +214,11 @@ void read_table_entry(Document& doc, const YAML::Node& entry, const std::string&
     if (!ok) continue;
     models::MeasuredTables one;
     one.log_grids.push_back(g);
-    for (const std::string& p : models::validate_tables(one)) doc.error(tb.Mark(), tat, p);
-    if (models::validate_tables(one).empty()) out.log_grids.push_back(std::move(g));
+    const std::vector<std::string> problems = models::validate_tables(one);
+    for (const std::string& p : problems) doc.error(tb.Mark(), tat, p);
+    if (!problems.empty()) continue;
+    out.log_grids.push_back(std::move(g));
+    if (values != nullptr) values->push_back(std::move(cells));
   }
 }
 
@@ -236,31 +255,29 @@ std::optional<ChipProfile> read_chip_profile(MapReader& chip, const models::Chip
   }
   const std::string name = f->node.Scalar();
   chip.echo()["profile"] = name;
-  ProfileText source;
-  if (looks_like_path(name)) {
-    std::filesystem::path p(name);
-    if (p.is_relative()) {
-      const std::filesystem::path dir = std::filesystem::path(doc.file()).parent_path();
-      if (!dir.empty()) p = dir / p;
-    }
-    if (!doc.allows_file(f->mark, f->path, p.string())) return ChipProfile{};
-    try {
-      source = {p.string(), read_input_file(InputSource{p.string(), "profile file", f->path}, kMaxScenarioBytes)};
-    } catch (const InputError& e) {
-      doc.error(f->mark, f->path,
-                e.diagnostics().front().message + " ('" + p.string() + "'" +
-                    (std::filesystem::path(name).is_relative() ? "; relative paths start at the scenario file's folder"
-                                                               : "") +
-                    ")");
-      return ChipProfile{};
-    }
-  } else if (auto text = shipped_profile_text(name)) {
-    source = {"profile " + name, *text};
-  } else {
+  if (!looks_like_path(name)) {
     const auto names = shipped_profile_names();
+    if (std::ranges::find(names, name) != names.end()) return shipped(name, base, doc);
     const std::vector<std::string_view> views(names.begin(), names.end());
     doc.error(f->mark, f->path,
               unknown_name("profile", name, views, "shipped profiles") + "; or give the path of a profile file");
+    return ChipProfile{};
+  }
+  ProfileText source;
+  std::filesystem::path p(name);
+  if (p.is_relative()) {
+    const std::filesystem::path dir = std::filesystem::path(doc.file()).parent_path();
+    if (!dir.empty()) p = dir / p;
+  }
+  if (!doc.allows_file(f->mark, f->path, p.string())) return ChipProfile{};
+  try {
+    source = {p.string(), read_input_file(InputSource{p.string(), "profile file", f->path}, kMaxScenarioBytes)};
+  } catch (const InputError& e) {
+    doc.error(f->mark, f->path,
+              e.diagnostics().front().message + " ('" + p.string() + "'" +
+                  (std::filesystem::path(name).is_relative() ? "; relative paths start at the scenario file's folder"
+                                                             : "") +
+                  ")");
     return ChipProfile{};
   }
 
@@ -271,11 +288,12 @@ std::optional<ChipProfile> read_chip_profile(MapReader& chip, const models::Chip
 
 namespace {
 
-ChipProfile parsed(const ProfileText& source, const models::ChipSpec& base, Document& doc) {
-  // A profile is parsed once per session and text (a sweep or `validate` loads hundreds of
-  // scenarios naming the same profile; the H200 profile's tables are ~1 MB of YAML).
+// The profile `parse` makes, once per session, source and chip (a sweep or `validate` loads
+// hundreds of scenarios naming the same profile): `text_hash` and `display` name the source.
+ChipProfile cached(std::size_t text_hash, const std::string& display, const models::ChipSpec& base, Document& doc,
+                   const std::function<ChipProfile()>& parse) {
   ProfileCache* cache = doc.caches != nullptr ? doc.caches->profiles.get() : nullptr;
-  const auto key = std::make_tuple(std::hash<std::string>{}(source.text), source.display, base.name);
+  const auto key = std::make_tuple(text_hash, display, base.name);
   if (cache != nullptr) {
     const std::lock_guard<std::mutex> lock(cache->mutex);
     if (auto it = cache->parsed.find(key); it != cache->parsed.end()) {
@@ -283,7 +301,7 @@ ChipProfile parsed(const ProfileText& source, const models::ChipSpec& base, Docu
       return it->second.first;
     }
   }
-  ChipProfile out = parse_profile(source, base);
+  ChipProfile out = parse();
   std::vector<Diagnostic> problems = out.problems;
   out.problems.clear();
   if (cache != nullptr) {
@@ -294,14 +312,26 @@ ChipProfile parsed(const ProfileText& source, const models::ChipSpec& base, Docu
   return out;
 }
 
-// The shipped profile `name` (it exists), parsed.
+ChipProfile parsed(const ProfileText& source, const models::ChipSpec& base, Document& doc) {
+  return cached(std::hash<std::string>{}(source.text), source.display, base, doc,
+                [&] { return parse_profile(source, base); });
+}
+
+// The shipped profile `name` (it exists) from its compact form. Its display ("profile NAME") is
+// no file's (a path has a '/' or a .yaml ending), so the hash of the name keys it alone.
 ChipProfile shipped(const std::string& name, const models::ChipSpec& base, Document& doc) {
-  ChipProfile p = parsed({"profile " + name, *shipped_profile_text(name)}, base, doc);
+  const std::string display = "profile " + name;
+  ChipProfile p = cached(0, display, base, doc, [&] {
+    CompactProfile compact = read_compact_profile(*shipped_profile_compact(name));
+    if (compact.from_yaml) return parse_profile({display, *shipped_profile_text(name)}, base);
+    return parse_profile({display, compact.head}, base, &compact);
+  });
   p.name = name;
   return p;
 }
 
-ChipProfile parse_profile(const ProfileText& source, const models::ChipSpec& base) {
+ChipProfile parse_profile(const ProfileText& source, const models::ChipSpec& base, CompactProfile* compact,
+                          std::vector<TableValues>* values) {
   Document pdoc(source.display);
   YAML::Node root;
   try {
@@ -330,7 +360,8 @@ ChipProfile parse_profile(const ProfileText& source, const models::ChipSpec& bas
       for (const char* ignored : {"notes", "sources", "errors"}) top.find(ignored);
       if (created && !created->empty()) out.created = *created;
       if (auto e = read_efficiency(top, base.efficiency)) out.efficiency = *e;
-      if (auto entries = top.find("entries")) {
+      if (compact != nullptr) out.tables = std::move(compact->tables);
+      if (auto entries = compact != nullptr ? std::optional<Field>() : top.find("entries")) {
         if (!entries->node.IsSequence()) {
           pdoc.error(entries->mark, "entries", "expected a list");
         }
@@ -349,7 +380,7 @@ ChipProfile parse_profile(const ProfileText& source, const models::ChipSpec& bas
             continue;
           }
           const std::size_t before = out.tables.log_grids.size();
-          read_table_entry(pdoc, en, at, *kind, out.tables);
+          read_table_entry(pdoc, en, at, *kind, out.tables, values);
           // Encoder attention (bidirectional, no KV cache) answers only operators with kv_bytes 0,
           // which no causal attention operator has (models::vision_encoder_ops).
           if (op.Scalar() == "encoder_attention") {
@@ -372,5 +403,63 @@ ChipProfile parse_profile(const ProfileText& source, const models::ChipSpec& bas
 }
 
 }  // namespace
+
+namespace {
+
+// The profile's head: the text of its top-level keys but entries, notes, sources and errors (the
+// tables, and provenance the simulator ignores), each key's block cut from the text as written
+// (from the key to the next top-level key), so that every scalar reads as it did.
+std::string profile_head(const std::string& text, const YAML::Node& root, const std::string& display) {
+  std::vector<std::pair<std::size_t, std::string>> keys;  // (offset, key), in the text's order
+  for (auto it = root.begin(); it != root.end(); ++it) {
+    keys.emplace_back(static_cast<std::size_t>(it->first.Mark().pos), it->first.Scalar());
+  }
+  std::ranges::sort(keys);
+  std::string head;
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    const auto& [at, key] = keys[i];
+    if (text.compare(at, key.size(), key) != 0) {
+      throw InputError({Diagnostic{display, 0, 0, key, "the top-level key is not where its mark says (write keys unquoted)"}});
+    }
+    if (key == "entries" || key == "notes" || key == "sources" || key == "errors") continue;
+    const std::size_t end = i + 1 < keys.size() ? keys[i + 1].first : text.size();
+    head.append(text, at, end - at);
+    if (!head.ends_with('\n')) head += '\n';
+  }
+  return head;
+}
+
+}  // namespace
+
+std::string compact_profile_bytes(const std::string& text, const std::string& display,
+                                  std::vector<Diagnostic>& problems) {
+  CompactProfile c;
+  try {
+    const YAML::Node root = YAML::Load(text);
+    const YAML::Node chip = root.IsMap() ? root["chip"] : YAML::Node();
+    const auto base = chip && chip.IsScalar() ? models::chip_preset(chip.Scalar()) : std::nullopt;
+    if (!base) {
+      problems.push_back({display, 0, 0, "chip", "a shipped profile names the chip preset it was measured on"});
+    } else {
+      ChipProfile p = parse_profile({display, text}, *base, nullptr, &c.values);
+      problems = std::move(p.problems);
+      if (p.ok) {
+        c.head = profile_head(text, root, display);
+        c.tables = std::move(p.tables);
+      }
+    }
+  } catch (const YAML::Exception& e) {
+    problems.push_back({display, e.mark.line + 1, e.mark.column + 1, "", "not valid YAML: " + e.msg});
+  }
+  c.from_yaml = !problems.empty();
+  return write_compact_profile(c);
+}
+
+ChipProfile load_shipped_profile(const std::string& name, const models::ChipSpec& base, bool from_yaml) {
+  const std::string display = "profile " + name;
+  CompactProfile compact = read_compact_profile(shipped_profile_compact(name).value());
+  if (from_yaml || compact.from_yaml) return parse_profile({display, shipped_profile_text(name).value()}, base);
+  return parse_profile({display, compact.head}, base, &compact);
+}
 
 }  // namespace servesim::scenario

@@ -63,6 +63,14 @@ struct ChipProfile {
 // absent, the preset's shipped profile for `engine` (default_profile); nullopt when the key says
 // `none` or the preset has no profile (its own efficiencies apply).
 std::optional<ChipProfile> read_chip_profile(MapReader& chip, const models::ChipSpec& base, std::string_view engine);
+// For the build (servesim_compact_profile): the compact form (compact_profile.h) of the profile
+// `text`, read against its own chip's preset; where it has problems (then in `problems`), the
+// compact form that sends a scenario to its YAML.
+std::string compact_profile_bytes(const std::string& text, const std::string& display,
+                                  std::vector<Diagnostic>& problems);
+// The shipped profile `name` (it exists) on `base`, from its compact form as a scenario loads it,
+// or (from_yaml) by parsing its YAML as a profile file is (tests/scenario/profile_test.cpp: alike).
+ChipProfile load_shipped_profile(const std::string& name, const models::ChipSpec& base, bool from_yaml);
 
 // --- pool_section.cpp ---
 

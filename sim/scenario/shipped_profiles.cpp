@@ -48,6 +48,13 @@ std::optional<std::string> shipped_profile_text(std::string_view name) {
   return std::nullopt;
 }
 
+std::optional<std::string> shipped_profile_compact(std::string_view name) {
+  for (const ShippedProfile& p : shipped_profiles()) {
+    if (p.name == name) return inflate_gzip(p.compact_gz_begin, p.compact_gz_end);
+  }
+  return std::nullopt;
+}
+
 std::vector<std::string> shipped_profile_names() {
   std::vector<std::string> out;
   for (const ShippedProfile& p : shipped_profiles()) out.emplace_back(p.name);

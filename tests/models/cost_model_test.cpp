@@ -564,6 +564,124 @@ TEST_CASE("Measured tables: a roofline-factor MoE grid answers roofline x factor
   CHECK(model.fallbacks() == 2);
 }
 
+TEST_CASE("Measured tables: a model's answers do not depend on the lookups before them") {
+  // TableCostModel keeps per-axis logarithms of the last fields it read and indexes its grids by
+  // kind and rate; neither may change an answer. A spread of operators (decode steps of growing
+  // contexts, repeats, GEMMs answered by a grid of another GEMM kind, other heads, misses beyond
+  // a fixed axis, another rate) asked in sequence of one model must give, bit for bit, what a
+  // model that never answered anything gives for each, and what the grid's own corners give.
+  const ChipSpec chip = *chip_preset("h200-sxm");
+  using F = MeasuredLogGrid::Field;
+  auto values = [](std::size_t n, double scale) {
+    std::vector<double> v;
+    for (std::size_t i = 0; i < n; ++i) v.push_back(std::log(scale * (1.0 + 0.37 * static_cast<double>(i * i % 7))));
+    return v;
+  };
+  MeasuredTables t;
+  MeasuredLogGrid gemm;
+  gemm.kind = OpKind::kGemmMlp;
+  gemm.axes = {{F::kM, {1, 16, 256, 4096}, true}, {F::kN, {1024, 8192}, false}, {F::kK, {1024, 8192}, true}};
+  gemm.log_seconds = values(4 * 2 * 2, 1e-6);
+  t.log_grids.push_back(gemm);
+  MeasuredLogGrid decode;
+  decode.kind = OpKind::kAttentionDecode;
+  decode.axes = {{F::kBatch, {1, 4, 16, 64, 256}, true},
+                 {F::kKvLen, {16, 256, 4096, 65536}, true},
+                 {F::kHeads, {1, 8, 64}, true},
+                 {F::kKvHeads, {1, 8}, true}};
+  decode.log_seconds = values(5 * 4 * 3 * 2, 1e-5);
+  decode.match = {{F::kHeadDim, 128}, {F::kWindow, 0}};
+  t.log_grids.push_back(decode);
+  MeasuredLogGrid decode64 = decode;  // another head dim: its own values
+  decode64.match = {{F::kHeadDim, 64}, {F::kWindow, 0}};
+  decode64.log_seconds = values(5 * 4 * 3 * 2, 3e-5);
+  t.log_grids.push_back(decode64);
+  REQUIRE(validate_tables(t).empty());
+
+  std::vector<Operator> ops;
+  Operator d{OpKind::kAttentionDecode, ComputeRate::kBf16, 1, 0, 0};
+  d.n = 8;
+  d.k = 128;
+  d.kv_heads = 1;
+  d.kv_bytes = 2;
+  for (const double seqs : {1.0, 7.0, 7.0, 200.0, 300.0}) {
+    for (int step = 0; step < 6; ++step) {
+      d.m = d.batch = seqs;
+      d.context = seqs * (1000 + 37 * seqs) + seqs * step;
+      d.flops = 4 * d.n * d.k * d.context;
+      d.bytes = 2 * d.kv_heads * d.k * d.context * d.kv_bytes;
+      ops.push_back(d);
+    }
+  }
+  Operator h64 = d;
+  h64.k = 64;
+  h64.n = 32;
+  ops.push_back(h64);
+  ops.push_back(d);  // a repeat after another grid answered
+  Operator window = d;
+  window.window = 128;  // no grid: the roofline
+  ops.push_back(window);
+  Operator g{OpKind::kGemmQkv, ComputeRate::kBf16, 1, 0, 0};
+  for (const double m : {1.0, 3.0, 100.0, 5000.0}) {
+    for (const double n : {1024.0, 3000.0, 16384.0}) {  // 16,384 lies beyond a fixed axis
+      g.m = m;
+      g.n = n;
+      g.k = 5120;
+      g.flops = 2 * m * n * g.k;
+      g.bytes = 2 * (m * g.k + g.k * n + m * n);
+      ops.push_back(g);
+      Operator out = g;
+      out.kind = OpKind::kGemmOut;  // the kGemmMlp grid answers every GEMM kind
+      ops.push_back(out);
+    }
+  }
+  Operator fp8 = g;
+  fp8.rate = ComputeRate::kFp8;  // no grid at this rate
+  ops.push_back(fp8);
+  ops.push_back(ops.front());
+
+  const TableCostModel warm(chip, t);
+  const RooflineCostModel roofline(chip);
+  int answered = 0;
+  for (const Operator& op : ops) {
+    const TableCostModel cold(chip, t);
+    const double expected = cold.seconds(op);
+    CHECK(warm.seconds(op) == expected);
+    if (cold.hits() == 0) {
+      CHECK(expected == roofline.seconds(op));
+      continue;
+    }
+    ++answered;
+    // The answering grid's corners, as the header defines them: exp of the weighted log values.
+    const std::size_t i = op.kind != OpKind::kAttentionDecode ? 0 : op.k == 64 ? 2 : 1;
+    const MeasuredLogGrid& grid = t.log_grids[i];
+    std::vector<std::vector<double>> u;
+    std::vector<char> extrapolate;
+    std::array<double, MeasuredLogGrid::kMaxAxes> point{};
+    for (std::size_t a = 0; a < grid.axes.size(); ++a) {
+      std::vector<double> knots;
+      for (const double k : grid.axes[a].knots) knots.push_back(std::log1p(k));
+      u.push_back(knots);
+      extrapolate.push_back(grid.axes[a].extrapolate ? 1 : 0);
+      point[a] = log_grid_field_value(grid.axes[a].field, op);
+    }
+    LogGridCorners c;
+    REQUIRE(log_grid_corners(u, extrapolate, std::span<const double>(point.data(), grid.axes.size()), c));
+    double v = 0;
+    for (int j = 0; j < c.count; ++j) {
+      const auto k = static_cast<std::size_t>(j);
+      v += c.weights[k] * grid.log_seconds[c.cells[k]];
+    }
+    CHECK(expected == std::exp(v));
+  }
+  // 30 decode steps, the 64-dim one, the repeat, 8 GEMMs inside the fixed n axis x 2 kinds and
+  // the first again: 49 answered; the window, the 8 GEMMs beyond n = 8,192 and fp8 fall back.
+  CHECK(answered == 49);
+  CHECK(warm.hits() == 49);
+  CHECK(warm.fallbacks() == 10);
+  CHECK(ops.size() == 59);
+}
+
 TEST_CASE("MoE: the busiest rank's padded rows round each expert's rows up to whole tiles") {
   // 8 experts, top-2, ep 2, balanced: each expert takes a token with q = 2 / 8 = 0.25, and rank 0
   // holds experts 0, 2, 4, 6 (striped).

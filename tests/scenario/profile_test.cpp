@@ -6,15 +6,19 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <string>
+#include <utility>
 #include <variant>
+#include <vector>
 
 #include "core/errors.h"
 #include "models/chip_spec.h"
 #include "sim/scenario/scenario.h"
+#include "sim/scenario/sections.h"
 #include "sim/scenario/shipped_profiles.h"
 #include "tests/approx.h"
 #include "tests/scratch.h"
@@ -101,6 +105,135 @@ entries:
 errors: {cost_model: "test", held_out: "none", cells: []}
 )";
 
+// Two readings of the same shipped profile must agree exactly: efficiencies figure by figure,
+// tables grid by grid.
+void check_same_curve(const servesim::models::EfficiencyCurve& a, const servesim::models::EfficiencyCurve& b) {
+  REQUIRE(a.knots.size() == b.knots.size());
+  for (std::size_t i = 0; i < a.knots.size(); ++i) {
+    CHECK(a.knots[i].size == b.knots[i].size);
+    CHECK(a.knots[i].efficiency == b.knots[i].efficiency);
+  }
+}
+
+void check_same_efficiency(const servesim::models::Efficiency& a, const servesim::models::Efficiency& b) {
+  for (const auto curve : {&servesim::models::Efficiency::gemm_compute, &servesim::models::Efficiency::gemm_memory,
+                           &servesim::models::Efficiency::attention_prefill,
+                           &servesim::models::Efficiency::attention_decode, &servesim::models::Efficiency::elementwise,
+                           &servesim::models::Efficiency::moe_compute, &servesim::models::Efficiency::moe_memory}) {
+    check_same_curve(a.*curve, b.*curve);
+  }
+  for (const auto d :
+       {&servesim::models::Efficiency::gemm_overhead, &servesim::models::Efficiency::attention_overhead,
+        &servesim::models::Efficiency::elementwise_overhead, &servesim::models::Efficiency::moe_overhead,
+        &servesim::models::Efficiency::collective_latency, &servesim::models::Efficiency::iteration_overhead,
+        &servesim::models::Efficiency::sequence_overhead}) {
+    CHECK(a.*d == b.*d);
+  }
+  REQUIRE(a.moe_experts.size() == b.moe_experts.size());
+  for (std::size_t i = 0; i < a.moe_experts.size(); ++i) {
+    const auto& x = a.moe_experts[i];
+    const auto& y = b.moe_experts[i];
+    CHECK(x.format == y.format);
+    CHECK(x.overhead == y.overhead);
+    check_same_curve(x.compute, y.compute);
+    check_same_curve(x.memory, y.memory);
+    CHECK(x.token_bytes == y.token_bytes);
+    CHECK(x.pair_bytes == y.pair_bytes);
+  }
+  CHECK(a.format_compute == b.format_compute);
+  REQUIRE(a.gemm_formats.size() == b.gemm_formats.size());
+  for (std::size_t i = 0; i < a.gemm_formats.size(); ++i) {
+    CHECK(a.gemm_formats[i].format == b.gemm_formats[i].format);
+    CHECK(a.gemm_formats[i].overhead == b.gemm_formats[i].overhead);
+    CHECK(a.gemm_formats[i].quant_bytes == b.gemm_formats[i].quant_bytes);
+    CHECK(a.gemm_formats[i].compute == b.gemm_formats[i].compute);
+  }
+  CHECK(a.gemm_tiling.tile == b.gemm_tiling.tile);
+  CHECK(a.gemm_tiling.small_m_tile == b.gemm_tiling.small_m_tile);
+  CHECK(a.gemm_tiling.waves == b.gemm_tiling.waves);
+  CHECK(a.collective_bandwidth == b.collective_bandwidth);
+  CHECK(a.host_overlap == b.host_overlap);
+  REQUIRE(a.all_reduce_lines.size() == b.all_reduce_lines.size());
+  for (std::size_t i = 0; i < a.all_reduce_lines.size(); ++i) {
+    CHECK(a.all_reduce_lines[i].base == b.all_reduce_lines[i].base);
+    CHECK(a.all_reduce_lines[i].per_step == b.all_reduce_lines[i].per_step);
+    CHECK(a.all_reduce_lines[i].efficiency == b.all_reduce_lines[i].efficiency);
+    CHECK(a.all_reduce_lines[i].one_shot == b.all_reduce_lines[i].one_shot);
+  }
+}
+
+void check_same_tables(const servesim::models::MeasuredTables& a, const servesim::models::MeasuredTables& b) {
+  REQUIRE(a.log_grids.size() == b.log_grids.size());
+  CHECK(a.series.empty());
+  CHECK(b.series.empty());
+  CHECK(a.grids.empty());
+  CHECK(b.grids.empty());
+  for (std::size_t i = 0; i < a.log_grids.size(); ++i) {
+    INFO("grid ", i);
+    const auto& x = a.log_grids[i];
+    const auto& y = b.log_grids[i];
+    CHECK(x.kind == y.kind);
+    CHECK(x.rate == y.rate);
+    CHECK(x.format == y.format);
+    CHECK(x.latent == y.latent);
+    CHECK(x.roofline_factor == y.roofline_factor);
+    CHECK(x.kv_bytes == y.kv_bytes);
+    CHECK(x.match == y.match);
+    REQUIRE(x.axes.size() == y.axes.size());
+    for (std::size_t k = 0; k < x.axes.size(); ++k) {
+      CHECK(x.axes[k].field == y.axes[k].field);
+      CHECK(x.axes[k].knots == y.axes[k].knots);
+      CHECK(x.axes[k].extrapolate == y.axes[k].extrapolate);
+    }
+    // Bit for bit: the compact form keeps the values read and takes the same logarithm.
+    REQUIRE(x.log_seconds.size() == y.log_seconds.size());
+    CHECK(std::memcmp(x.log_seconds.data(), y.log_seconds.data(), x.log_seconds.size() * sizeof(double)) == 0);
+  }
+}
+
+}  // namespace
+
+// A scenario loads a shipped profile from the compact form the build made of it; parsing its
+// YAML must give the same profile, on its own chip and on another one (the profile's efficiencies
+// apply on top of the chip's), so that the two cannot drift.
+TEST_CASE("Profile: every shipped profile's compact form reads as its YAML does") {
+  using servesim::scenario::ChipProfile;
+  using servesim::scenario::load_shipped_profile;
+  std::size_t grids = 0;
+  bool first = true;
+  for (const auto& p : servesim::scenario::shipped_profiles()) {
+    // Each on its own chip; the first also on another (a YAML parse of a table profile is ~1 s).
+    std::vector<std::string> chips{p.chip};
+    if (std::exchange(first, false)) chips.emplace_back(std::string(p.chip) == "h100-sxm" ? "a100-80g" : "h100-sxm");
+    for (const std::string& chip : chips) {
+      INFO("profile ", p.name, " on ", chip);
+      const auto base = servesim::models::chip_preset(chip);
+      REQUIRE(base.has_value());
+      const ChipProfile yaml = load_shipped_profile(p.name, *base, true);
+      const ChipProfile compact = load_shipped_profile(p.name, *base, false);
+      // Every shipped profile loads (a rejected one would ship as its YAML and fail every
+      // scenario naming it); both forms report the same problems.
+      CHECK(yaml.ok);
+      CHECK(yaml.problems.empty());
+      REQUIRE(compact.ok == yaml.ok);
+      REQUIRE(compact.problems.size() == yaml.problems.size());
+      for (std::size_t i = 0; i < yaml.problems.size(); ++i) {
+        CHECK(compact.problems[i].to_string() == yaml.problems[i].to_string());
+      }
+      CHECK(compact.chip == yaml.chip);
+      CHECK(compact.engine == yaml.engine);
+      CHECK(compact.created == yaml.created);
+      CHECK(compact.transferred_from == yaml.transferred_from);
+      check_same_efficiency(compact.efficiency, yaml.efficiency);
+      check_same_tables(compact.tables, yaml.tables);
+      grids += yaml.tables.log_grids.size();
+    }
+  }
+  // The comparison covers tables: the shipped profiles of measured chips carry hundreds.
+  CHECK(grids > 100);
+}
+
+namespace {
 }  // namespace
 
 TEST_CASE("Profile: a profile file sets the chip's efficiencies and the pool's GEMM tables") {
