@@ -35,11 +35,12 @@ int diff_command(const std::vector<std::string>& args, std::ostream& out, std::o
   const std::vector<std::string> both =
       vm.count("set-both") ? vm["set-both"].as<std::vector<std::string>>() : std::vector<std::string>{};
   std::vector<std::string> problems;
-  if (files.empty() || files.size() > 2) problems.push_back("diff takes one or two files (A, and B or --set changes)");
+  if (files.empty() || files.size() > 2)
+    problems.emplace_back("diff takes one or two files (A, and B or --set changes)");
   if (files.size() == 1 && sets.empty()) {
-    problems.push_back("one file and no --set: B would equal A; give B or the changes (--set KEY=VALUE)");
+    problems.emplace_back("one file and no --set: B would equal A; give B or the changes (--set KEY=VALUE)");
   }
-  if (unsigned_of<std::size_t>(vm, "top") < 1) problems.push_back("--top must be at least 1");
+  if (unsigned_of<std::size_t>(vm, "top") < 1) problems.emplace_back("--top must be at least 1");
   if (!problems.empty()) {
     for (const auto& p : problems) err << "error: " << p << "\n";
     err << "\n" << visible;

@@ -101,7 +101,7 @@ std::vector<AttentionTable> fit_attention_tables(const MeasurementSet& set, cons
     if (!v) continue;
     Group& g = groups[attention_table_key(*v)];
     g.rows.push_back(m);
-    g.views.push_back(std::move(*v));
+    g.views.push_back(*v);
     g.labels.push_back(format_label(m, set) + " table");
   }
   const GridFitOptions grid{options.smoothness, Extrapolation::linear};

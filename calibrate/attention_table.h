@@ -43,7 +43,7 @@ struct AttentionTableKey {
   Format kv_format = Format::bf16;
   std::int64_t head_dim = 0;  // the operator's k: GQA head dim; MLA 576 (decode) / 192 (prefill)
   std::int64_t window = 0;
-  auto operator<=>(const AttentionTableKey&) const = default;
+  auto operator<=>(const AttentionTableKey&) const = default;  // NOLINT(modernize-use-nullptr)
 };
 
 struct AttentionTable {

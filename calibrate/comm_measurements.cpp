@@ -165,7 +165,7 @@ CommSample sample_of(const std::string& path, const std::string& system, const c
 std::vector<CommSample> read_element_table(const std::string& path, const std::string& system,
                                            const char* implementation, const std::string& dtype_column, bool has_op) {
   std::vector<std::string> cols = {dtype_column, "num_gpus", "message_size", "latency"};
-  if (has_op) cols.push_back("op_name");
+  if (has_op) cols.emplace_back("op_name");
   Csv csv = read_csv(path, cols);
   // Optional columns naming how the kernel was launched (the custom all-reduce tables).
   const int kernel_source = csv.index("kernel_source"), backend = csv.index("backend");

@@ -77,7 +77,7 @@ std::unique_ptr<LineSource> open_measurement_lines(const std::string& path) {
 
 }  // namespace
 
-MeasurementCsv::MeasurementCsv(std::string path)
+MeasurementCsv::MeasurementCsv(const std::string& path)
     : CsvReader(path, open_measurement_lines(path), CsvOptions{"measurement file", ""}) {}
 
 }  // namespace servesim::calibrate

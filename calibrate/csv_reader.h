@@ -23,7 +23,7 @@ std::unique_ptr<LineSource> open_gzip_lines(const std::string& path);
 // A measurement table: CsvReader over open_gzip_lines.
 class MeasurementCsv : public CsvReader {
  public:
-  explicit MeasurementCsv(std::string path);
+  explicit MeasurementCsv(const std::string& path);
 };
 
 }  // namespace servesim::calibrate

@@ -20,6 +20,7 @@ std::size_t component(Dim d) {
 
 std::vector<double> project(const std::vector<GridAxis>& axes, const MoeTablePoint& p) {
   std::vector<double> v;
+  v.reserve(axes.size());
   for (const GridAxis& a : axes) v.push_back(p.point[component(a.dim)]);
   return v;
 }

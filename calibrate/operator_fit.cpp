@@ -752,13 +752,13 @@ void fit_moe_family(OperatorFitResult& result, const FamilyRows& f, const std::v
                              "profile (--moe-models); the MoE curves (moe_compute, moe_memory, moe_overhead) apply");
     }
   }
-  if (!result.chip.efficiency.moe_experts.empty()) result.fitted_keys.push_back("moe_experts");
+  if (!result.chip.efficiency.moe_experts.empty()) result.fitted_keys.emplace_back("moe_experts");
   if (n_contended > 0) {
-    result.not_fitted.push_back(
-        {"moe: series slower than a plan holding a superset of their work, or faster "
-         "than their share of a subset's allows (contended benchmark runs; "
-         "contended_moe_series)",
-         n_contended});
+    result.not_fitted.emplace_back(
+        "moe: series slower than a plan holding a superset of their work, or faster "
+        "than their share of a subset's allows (contended benchmark runs; "
+        "contended_moe_series)",
+        n_contended);
   }
   result.families.push_back(ff);
 }
@@ -929,8 +929,8 @@ OperatorFitResult fit_operators(const MeasurementSet& set, const models::ChipSpe
         clean_ops.push_back(f.ops[i]);
       }
       result.chip = fit_family(result.chip, layout, clean_rows, clean_ops, options.max_fit_rows);
-      for (const auto& c : fields.curves) result.fitted_keys.push_back(c.second);
-      result.fitted_keys.push_back(fields.overhead_key);
+      for (const auto& c : fields.curves) result.fitted_keys.emplace_back(c.second);
+      result.fitted_keys.emplace_back(fields.overhead_key);
       fit_moe_family(result, f, contended, options);
       continue;
     }
@@ -942,6 +942,7 @@ OperatorFitResult fit_operators(const MeasurementSet& set, const models::ChipSpe
     {
       const std::vector<double> p = predict_ops(fitted, fit_ops);
       std::vector<double> meas;
+      meas.reserve(fit_rows.size());
       for (const Measurement& m : fit_rows) meas.push_back(m.latency_s);
       ff.train_ape_p50 = summarise_errors(p, meas).ape_p50;
     }
@@ -979,12 +980,12 @@ OperatorFitResult fit_operators(const MeasurementSet& set, const models::ChipSpe
     std::iota(all.begin(), all.end(), std::size_t{0});
     add_label_cells(result.errors, f, all, held, held_out);
     result.chip = fitted;
-    for (const auto& c : fields.curves) result.fitted_keys.push_back(c.second);
-    result.fitted_keys.push_back(fields.overhead_key);
+    for (const auto& c : fields.curves) result.fitted_keys.emplace_back(c.second);
+    result.fitted_keys.emplace_back(fields.overhead_key);
     // The tiling is the model's, not fitted: the curves were fitted over the padded FLOPs, so it
     // goes into the profile with them.
     if (family == OperatorFamily::gemm && fitted.efficiency.gemm_tiling.tile > 0) {
-      result.fitted_keys.push_back("gemm_tiling");
+      result.fitted_keys.emplace_back("gemm_tiling");
     }
     std::set<models::ComputeRate> rates;
     for (models::Format fmt : layout.formats) rates.insert(models::compute_rate(fmt));
@@ -993,7 +994,7 @@ OperatorFitResult fit_operators(const MeasurementSet& set, const models::ChipSpe
     }
     // The GEMM family fits them; later families start from its chip and carry them unfitted.
     if (family == OperatorFamily::gemm && !fitted.efficiency.gemm_formats.empty()) {
-      result.fitted_keys.push_back("gemm_formats");
+      result.fitted_keys.emplace_back("gemm_formats");
     }
     result.families.push_back(ff);
   }

@@ -36,6 +36,7 @@ std::vector<ErrorReport> gemm_table_look(const MeasurementSet& set, const TableL
     }
   }
   std::vector<ErrorReport> out;
+  out.reserve(reports.size());
   for (auto& [chip, r] : reports) out.push_back(std::move(r));
   return out;
 }

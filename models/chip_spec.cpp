@@ -34,14 +34,14 @@ double all_reduce_line_seconds(const std::vector<Efficiency::CollectiveLine>& li
 
 std::vector<std::string> EfficiencyCurve::problems() const {
   std::vector<std::string> out;
-  if (knots.empty()) out.push_back("an efficiency curve needs at least one knot");
+  if (knots.empty()) out.emplace_back("an efficiency curve needs at least one knot");
   for (std::size_t i = 0; i < knots.size(); ++i) {
     if (!(knots[i].efficiency > 0 && knots[i].efficiency <= 1)) {
-      out.push_back("efficiencies must lie in (0, 1]");
+      out.emplace_back("efficiencies must lie in (0, 1]");
       break;
     }
     if (!(knots[i].size > 0) || (i > 0 && !(knots[i].size > knots[i - 1].size))) {
-      out.push_back("knot sizes must be positive and strictly ascending");
+      out.emplace_back("knot sizes must be positive and strictly ascending");
       break;
     }
   }
@@ -136,7 +136,7 @@ ChipSpec make(std::string name, double memory_bytes, double hbm_bytes_per_s, Pea
   c.scale_out_bandwidth = Bandwidth{nic_bytes_per_s};
   // Assumed: one-way latency of an RDMA message across one switch tier, ~5 us.
   c.scale_out_latency = Duration::microseconds(5);
-  c.efficiency = e;
+  c.efficiency = std::move(e);
   c.source = std::move(source);
   return c;
 }

@@ -324,7 +324,8 @@ bool log_grid_corners_at(std::span<const std::vector<double>> log_knots, std::sp
       const double f = (x - u[lo]) / (u[lo + 1] - u[lo]);
       const int n = out.count;
       for (int i = 0; i < n; ++i) {
-        const auto j = static_cast<std::size_t>(i), k = static_cast<std::size_t>(n + i);
+        // k = n + i added in size_t: 0 <= i < n and n + i < 16 (the cells), so the same value.
+        const auto j = static_cast<std::size_t>(i), k = static_cast<std::size_t>(n) + j;
         out.cells[k] = out.cells[j] + (lo + 1) * stride;
         out.weights[k] = out.weights[j] * f;
         out.cells[j] += lo * stride;
@@ -506,6 +507,7 @@ std::unique_ptr<CostModel> make_cost_model(const CostModelConfig& config, const 
 
 double encode_seconds(const VisionSpec& v, const std::vector<ImageSize>& images, int tp, const CostModel& cost) {
   std::vector<std::int64_t> patches;
+  patches.reserve(images.size());
   for (const ImageSize& i : images) patches.push_back(v.resize(i.width, i.height).patches);
   std::vector<Operator> ops;
   vision_encoder_ops(v, patches, tp, ops);

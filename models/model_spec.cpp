@@ -410,17 +410,17 @@ std::vector<std::string> validate_model(const ModelSpec& m) {
   } else {
     const MlaSpec& a = m.mla;
     if (a.kv_lora_rank < 1 || a.qk_nope_dim < 0 || a.qk_rope_dim < 1 || a.v_dim < 1 || a.q_lora_rank < 0) {
-      out.push_back(
+      out.emplace_back(
           "MLA needs kv_lora_rank, qk_rope_dim and v_dim >= 1 (and qk_nope_dim, "
           "q_lora_rank >= 0)");
     }
   }
   if (m.dsa.enabled()) {
     if (m.attention != AttentionKind::kMla) {
-      out.push_back("DSA sparse attention is modelled on top of MLA; set attention: mla");
+      out.emplace_back("DSA sparse attention is modelled on top of MLA; set attention: mla");
     }
     if (m.dsa.index_heads < 1 || m.dsa.index_dim < 1) {
-      out.push_back("DSA needs index_heads and index_dim >= 1");
+      out.emplace_back("DSA needs index_heads and index_dim >= 1");
     }
   }
   if (m.moe.enabled()) {
@@ -428,10 +428,10 @@ std::vector<std::string> validate_model(const ModelSpec& m) {
       out.push_back("MoE top_k (" + str(m.moe.top_k) + ") must be between 1 and the " + str(m.moe.experts) +
                     " experts");
     }
-    if (m.moe.expert_intermediate < 1) out.push_back("MoE expert_intermediate must be >= 1");
-    if (m.moe.layer_frequency < 1) out.push_back("MoE layer_frequency must be >= 1");
+    if (m.moe.expert_intermediate < 1) out.emplace_back("MoE expert_intermediate must be >= 1");
+    if (m.moe.layer_frequency < 1) out.emplace_back("MoE layer_frequency must be >= 1");
     if (m.moe.shared_intermediate < 0 || m.moe.shared_experts < 0) {
-      out.push_back("MoE shared experts cannot be negative");
+      out.emplace_back("MoE shared experts cannot be negative");
     }
     if (m.moe.first_dense_layers > m.layers) {
       out.push_back("MoE first_dense_layers (" + str(m.moe.first_dense_layers) + ") exceeds the " + str(m.layers) +
@@ -449,7 +449,7 @@ std::vector<std::string> validate_model(const ModelSpec& m) {
   if (m.linear.enabled()) {
     const LinearAttentionSpec& l = m.linear;
     if (l.key_heads < 1 || l.key_dim < 1 || l.value_dim < 1 || l.conv_kernel < 1 || l.state_bytes < 1) {
-      out.push_back("linear attention needs key_heads, key_dim, value_dim, conv_kernel and state_bytes >= 1");
+      out.emplace_back("linear attention needs key_heads, key_dim, value_dim, conv_kernel and state_bytes >= 1");
     } else if (l.value_heads % l.key_heads != 0) {
       out.push_back("linear attention key_heads (" + str(l.key_heads) + ") must divide value_heads (" +
                     str(l.value_heads) + ")");
@@ -458,12 +458,12 @@ std::vector<std::string> validate_model(const ModelSpec& m) {
       out.push_back("linear-attention pattern '" + l.pattern + "' must hold L (linear) and F (full) only");
     }
     if (m.attention != AttentionKind::kGqa || m.window.enabled()) {
-      out.push_back(
+      out.emplace_back(
           "linear-attention layers are modelled beside GQA full attention only (no MLA, no "
           "sliding windows)");
     }
   }
-  if (m.mtp_layers < 0) out.push_back("mtp_layers cannot be negative");
+  if (m.mtp_layers < 0) out.emplace_back("mtp_layers cannot be negative");
   if (m.vision) {
     for (auto& p : validate_vision(*m.vision)) out.push_back(p);
   }

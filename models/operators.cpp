@@ -305,10 +305,13 @@ void MoeLoad::set_dispatch(int chips_per_domain, DispatchKernel kernel) {
   // Popularity held by each chip (its EP rank's experts) and by each domain (its ranks', once).
   std::vector<double> chip_mass(static_cast<std::size_t>(chips), 0.0),
       domain_mass(static_cast<std::size_t>(domains), 0.0);
+  // Indices in size_t: rank < ep_, i < moe_tp_ (both >= 1) and per >= 1, so every index is below
+  // chips = ep_ x moe_tp_ (an int) and equals the int expression it replaced.
+  const auto tp = static_cast<std::size_t>(moe_tp_);
   for (std::size_t j = 0; j < popularity_.size(); ++j) {
-    const int rank = static_cast<int>(j % static_cast<std::size_t>(ep_));
-    for (int i = 0; i < moe_tp_; ++i) chip_mass[static_cast<std::size_t>(rank * moe_tp_ + i)] += popularity_[j];
-    domain_mass[static_cast<std::size_t>(rank * moe_tp_ / per)] += popularity_[j];
+    const std::size_t rank = j % static_cast<std::size_t>(ep_);
+    for (std::size_t i = 0; i < tp; ++i) chip_mass[rank * tp + i] += popularity_[j];
+    domain_mass[rank * tp / static_cast<std::size_t>(per)] += popularity_[j];
   }
   const double k = top_k_, e = static_cast<double>(popularity_.size());
   // P(a token's k distinct experts miss a set of popularity P) = prod_i (1 - P E / (E - i)).
@@ -325,10 +328,8 @@ void MoeLoad::set_dispatch(int chips_per_domain, DispatchKernel kernel) {
       const double mass = chip_mass[static_cast<std::size_t>(c)];
       if (kernel == DispatchKernel::kPerExpert) {
         (d == home ? fanout_.up : fanout_.nic) += k * mass;
-      } else if (d == home) {
-        fanout_.up += hit(mass);
-      } else if (c - d * per != local) {
-        fanout_.up += hit(mass);  // forwarded by s's relay in domain d
+      } else if (d == home || c - d * per != local) {
+        fanout_.up += hit(mass);  // in s's domain, or forwarded by s's relay in domain d
       }
     }
     if (kernel == DispatchKernel::kPerRank) {

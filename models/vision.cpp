@@ -49,7 +49,7 @@ std::vector<std::string> validate_vision(const VisionSpec& v) {
   std::vector<std::string> out;
   if (v.depth < 1 || v.hidden < 1 || v.heads < 1 || v.intermediate < 1 || v.patch < 1 || v.spatial_merge < 1 ||
       v.temporal_patch < 1 || v.out_hidden < 1 || v.in_channels < 1) {
-    out.push_back("every vision encoder figure must be positive");
+    out.emplace_back("every vision encoder figure must be positive");
     return out;
   }
   if (v.hidden % v.heads != 0) {
@@ -61,7 +61,7 @@ std::vector<std::string> validate_vision(const VisionSpec& v) {
     out.push_back("the vision attention window (" + std::to_string(v.window) +
                   " px) must be a multiple of patch x spatial_merge (" + std::to_string(unit) + " px)");
   }
-  if (v.min_pixels > v.max_pixels) out.push_back("vision min_pixels exceeds max_pixels");
+  if (v.min_pixels > v.max_pixels) out.emplace_back("vision min_pixels exceeds max_pixels");
   for (int l : v.full_attention_layers) {
     if (l < 0 || l >= v.depth) {
       out.push_back("vision full-attention layer " + std::to_string(l) + " is outside 0.." +

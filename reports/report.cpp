@@ -442,7 +442,7 @@ void RequestsCsv::request(std::uint32_t id, const metrics::RequestRecord& r,
 
 void write_requests_csv(std::ostream& out, const metrics::RunMetrics& m) {
   RequestsCsv csv([&](std::string_view text) { out.write(text.data(), static_cast<std::streamsize>(text.size())); });
-  const std::vector<metrics::RequestRecord> records = m.requests();
+  const std::vector<metrics::RequestRecord>& records = m.requests();
   for (std::size_t i = 0; i < records.size(); ++i) csv.request(static_cast<std::uint32_t>(i), records[i], m.classes());
   csv.finish();
 }

@@ -26,7 +26,9 @@ std::size_t track_of(const metrics::TraceSpan& s, const metrics::TraceLog::PoolT
   const auto lanes = static_cast<std::size_t>(pool.lanes);
   const auto instances = static_cast<std::size_t>(pool.instances);
   if (s.kind == metrics::TraceKind::kIteration) return s.instance * lanes + s.lane;
-  return instances * lanes + 2 * s.instance + (s.kind == metrics::TraceKind::kTransfer ? 0 : 1);
+  // 2 x instance in size_t: instance < pool.instances (an int), so the uint32 product never
+  // wrapped and the value is the same.
+  return instances * lanes + 2 * std::size_t{s.instance} + (s.kind == metrics::TraceKind::kTransfer ? 0 : 1);
 }
 
 const char* span_name(const metrics::TraceSpan& s) {

@@ -453,6 +453,7 @@ std::vector<PlanOutcome> plan_search(const std::vector<PlanCandidate>& candidate
   }
 
   std::vector<PlanOutcome> out;
+  out.reserve(states.size());
   for (State& st : states) out.push_back(std::move(st.out));
   rank_outcomes(out, o.target);
   return out;

@@ -266,11 +266,15 @@ Fabric build_fabric(const ClusterSpec& spec) {
     } else if (o.tiers == 3) {
       std::vector<VertexId> spines(static_cast<std::size_t>(s.spines));
       for (auto& v : spines) v = b.add_switch(SwitchRole::kSpine);
+      // Pod p's spine j is spines[p x leaf_uplinks + j], in size_t: p < pods, j < leaf_uplinks, so
+      // the index is below spines = pods x leaf_uplinks (an int), the same value as in int.
+      const auto per_pod = static_cast<std::size_t>(s.leaf_uplinks);
       for (int l = 0; l < s.leaves; ++l) {
         const int pod = l / o.leaves_per_pod;
         for (int j = 0; j < s.leaf_uplinks; ++j) {
-          b.add_cable(leaves[static_cast<std::size_t>(l)], spines[static_cast<std::size_t>(pod * s.leaf_uplinks + j)],
-                      link, lat, Plane::kScaleOut, LinkClass::kLeafSpine);
+          b.add_cable(leaves[static_cast<std::size_t>(l)],
+                      spines[static_cast<std::size_t>(pod) * per_pod + static_cast<std::size_t>(j)], link, lat,
+                      Plane::kScaleOut, LinkClass::kLeafSpine);
         }
       }
       // Core (j, k) joins spine j of every pod.
@@ -278,8 +282,8 @@ Fabric build_fabric(const ClusterSpec& spec) {
         for (int k = 0; k < s.spine_uplinks; ++k) {
           const VertexId core = b.add_switch(SwitchRole::kCore);
           for (int pod = 0; pod < s.pods; ++pod) {
-            b.add_cable(spines[static_cast<std::size_t>(pod * s.leaf_uplinks + j)], core, link, lat, Plane::kScaleOut,
-                        LinkClass::kSpineCore);
+            b.add_cable(spines[static_cast<std::size_t>(pod) * per_pod + static_cast<std::size_t>(j)], core, link, lat,
+                        Plane::kScaleOut, LinkClass::kSpineCore);
           }
         }
       }

@@ -51,8 +51,8 @@ std::uint32_t FlowNetwork::new_slot() {
   heap_pos_.push_back(kNone);
   tag_.push_back(0);
   label_.push_back(0);
-  src_.push_back(ChipId());
-  dst_.push_back(ChipId());
+  src_.emplace_back();
+  dst_.emplace_back();
   live_.push_back(0);
   stalled_.push_back(0);
   return s;

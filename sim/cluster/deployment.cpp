@@ -46,9 +46,10 @@ std::optional<IterationCostModel::PlacedGroups> placed_groups(const ClusterConfi
     for (int i = 0; i < placement.instances(pool); ++i) {
       const auto chips = placement.chips(pool, i);
       if (chips.empty()) continue;
-      for (int r = 0; r < stage; ++r) {
-        const std::array<topologies::ChipId, 2> pair{chips[static_cast<std::size_t>(s * stage + r)],
-                                                     chips[static_cast<std::size_t>((s + 1) * stage + r)]};
+      // Stage s's first chip, in size_t: s + 1 < pp, so (s + 1) x stage + r < the instance's chips.
+      const std::size_t at = static_cast<std::size_t>(s) * static_cast<std::size_t>(stage);
+      for (std::size_t r = 0; r < static_cast<std::size_t>(stage); ++r) {
+        const std::array<topologies::ChipId, 2> pair{chips[at + r], chips[at + static_cast<std::size_t>(stage) + r]};
         note(pair);
       }
     }
@@ -69,6 +70,7 @@ Duration kv_queue_wait(Instance& inst, const Pool& pool, SimTime now) {
   if (inst.kv_posted_total > 0) {
     const models::ParallelPlan& plan = pool.config->plan;
     const double busiest = std::max(inst.kv_posted_max, inst.kv_posted_total / plan.dp) / plan.tp;
+    // NOLINTNEXTLINE(bugprone-incorrect-roundings): kept as to_ps (iteration_cost.cpp) rounds, reports must not move
     const auto ps = static_cast<std::int64_t>(busiest * pool.kv_queue_s_per_byte * 1e12 + 0.5);
     inst.kv_queue_free = std::max(inst.kv_queue_free, inst.kv_posted_at) + Duration::picoseconds(ps);
     inst.kv_posted_total = inst.kv_posted_max = 0;

@@ -70,7 +70,8 @@ std::string write_compact_profile(const CompactProfile& p) {
   for (std::size_t i = 0; i < p.tables.log_grids.size(); ++i) {
     const models::MeasuredLogGrid& g = p.tables.log_grids[i];
     Json axes = Json::array();
-    for (const auto& a : g.axes) axes.push_back({{"field", as_int(a.field)}, {"knots", a.knots}, {"extrapolate", a.extrapolate}});
+    for (const auto& a : g.axes)
+      axes.push_back({{"field", as_int(a.field)}, {"knots", a.knots}, {"extrapolate", a.extrapolate}});
     Json match = Json::array();
     for (const auto& [field, value] : g.match) match.push_back({as_int(field), value});
     grids.push_back({{"kind", as_int(g.kind)},

@@ -32,10 +32,10 @@ struct TableValues {
 };
 
 struct CompactProfile {
-  bool from_yaml = false;                   // the profile has problems: read its YAML instead
-  std::string head;                         // YAML: the profile's top-level keys but its entries
-  models::MeasuredTables tables;            // log_grids only
-  std::vector<TableValues> values;          // per grid: the numbers its log_seconds are the logs of
+  bool from_yaml = false;           // the profile has problems: read its YAML instead
+  std::string head;                 // YAML: the profile's top-level keys but its entries
+  models::MeasuredTables tables;    // log_grids only
+  std::vector<TableValues> values;  // per grid: the numbers its log_seconds are the logs of
 };
 
 // The CBOR bytes of `p`.

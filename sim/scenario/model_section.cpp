@@ -21,7 +21,7 @@ YAML::Node as_preset_map(const YAML::Node& node) {
 // name is reported).
 template <class Spec>
 std::optional<Spec> read_preset(MapReader& m, std::optional<Spec> (*lookup)(std::string_view),
-                                std::vector<std::string_view> names, std::string_view what, const Field& section,
+                                const std::vector<std::string_view>& names, std::string_view what, const Field& section,
                                 bool& given) {
   auto f = m.find("preset");
   given = f.has_value();
@@ -492,10 +492,7 @@ bool read_model_figures(MapReader& m, const models::ModelSpec& d, bool have_base
   }
   {
     auto f = m.find("vision");
-    if (f && f->node.IsNull()) {
-      m.echo()["vision"] = nullptr;
-      s.vision.reset();
-    } else if (!f && !d.vision) {
+    if ((f && f->node.IsNull()) || (!f && !d.vision)) {  // null, or absent with no preset's encoder
       m.echo()["vision"] = nullptr;
       s.vision.reset();
     } else {

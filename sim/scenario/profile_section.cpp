@@ -273,11 +273,11 @@ std::optional<ChipProfile> read_chip_profile(MapReader& chip, const models::Chip
   try {
     source = {p.string(), read_input_file(InputSource{p.string(), "profile file", f->path}, kMaxScenarioBytes)};
   } catch (const InputError& e) {
-    doc.error(f->mark, f->path,
-              e.diagnostics().front().message + " ('" + p.string() + "'" +
-                  (std::filesystem::path(name).is_relative() ? "; relative paths start at the scenario file's folder"
-                                                             : "") +
-                  ")");
+    doc.error(
+        f->mark, f->path,
+        e.diagnostics().front().message + " ('" + p.string() + "'" +
+            (std::filesystem::path(name).is_relative() ? "; relative paths start at the scenario file's folder" : "") +
+            ")");
     return ChipProfile{};
   }
 
@@ -419,7 +419,8 @@ std::string profile_head(const std::string& text, const YAML::Node& root, const 
   for (std::size_t i = 0; i < keys.size(); ++i) {
     const auto& [at, key] = keys[i];
     if (text.compare(at, key.size(), key) != 0) {
-      throw InputError({Diagnostic{display, 0, 0, key, "the top-level key is not where its mark says (write keys unquoted)"}});
+      throw InputError(
+          {Diagnostic{display, 0, 0, key, "the top-level key is not where its mark says (write keys unquoted)"}});
     }
     if (key == "entries" || key == "notes" || key == "sources" || key == "errors") continue;
     const std::size_t end = i + 1 < keys.size() ? keys[i + 1].first : text.size();

@@ -64,7 +64,7 @@ class LimitCounter : public YAML::EventHandler {
       fail(mark,
            "the YAML document nests deeper than " + std::to_string(kMaxYamlDepth) + " levels (limits: README.md)");
     }
-    open_.push_back({anchor, nodes_ - 1});
+    open_.emplace_back(anchor, nodes_ - 1);
   }
   void close() {
     const auto [anchor, start] = open_.back();

@@ -600,7 +600,7 @@ std::optional<WorkloadSection> read_workload(MapReader& top, const std::string& 
     ok = read_class(m, base_dir, true, cc, slo) && ok;
     out.rates.push_back(rate_field(m));
     out.config.classes.push_back(std::move(cc));
-    out.class_slo.push_back(std::nullopt);
+    out.class_slo.emplace_back(std::nullopt);
   }
   m.finish();
   if (!ok || !m.valid()) return std::nullopt;

@@ -233,8 +233,7 @@ TEST_CASE("Profile: every shipped profile's compact form reads as its YAML does"
   CHECK(grids > 100);
 }
 
-namespace {
-}  // namespace
+namespace {}  // namespace
 
 TEST_CASE("Profile: a profile file sets the chip's efficiencies and the pool's GEMM tables") {
   const TempProfile p("servesim_profile_test.yaml", kProfile);
