@@ -103,7 +103,6 @@ std::int64_t DecodeSet::preempt(RequestId r) {
   if (s.first_response_due) {
     // Held, or fresh after a held stint: it is fresh again when it rejoins (Lane::admit_ready).
     unlist_fresh(r);
-    s.last_token = last_decode_end_;
   } else if (d == 0 && s.generated == 0) {
     // A fresh request (its KV came from a prefill instance) before its first step.
     fresh_.erase(std::find(fresh_.begin(), fresh_.end(), r));

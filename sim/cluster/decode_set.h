@@ -348,6 +348,10 @@ inline bool DecodeSet::pop_finished(std::uint64_t executed, RequestId& r) {
 
 template <class F>
 void DecodeSet::answer_fresh(F&& answer) {
+  if (held_.empty()) {  // nothing is ever held: each fresh member's step emits its first token alone
+    for (const RequestId r : fresh_) answer(r, std::int64_t{1});
+    return;
+  }
   for (const RequestId r : fresh_) {
     RequestState& s = req(r);
     // The step in flight emits one token; the steps done since it joined, and the tokens of a
