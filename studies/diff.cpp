@@ -54,6 +54,9 @@ ReportFile read_report(const std::string& path) {
     const std::size_t colon = what.find("syntax error");
     throw InputError({Diagnostic{path, line, column, "",
                                  "not valid JSON: " + (colon == std::string::npos ? what : what.substr(colon))}});
+  } catch (const Json::exception& e) {
+    // out_of_range for a number beyond a double (1E999): nlohmann records no position for it.
+    throw InputError({Diagnostic{path, 0, 0, "", std::string("not valid JSON: ") + e.what()}});
   }
   std::vector<Diagnostic> problems;
   if (!j.is_object() || j.value("schema", std::string()) != reports::kReportSchema) {

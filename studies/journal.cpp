@@ -92,7 +92,7 @@ bool Journal::open(const std::string& path, const nlohmann::ordered_json& header
       nlohmann::ordered_json j;
       try {
         j = nlohmann::ordered_json::parse(line);
-      } catch (const nlohmann::json::parse_error&) {
+      } catch (const nlohmann::json::exception&) {
         error = "the journal " + path + " is corrupt at line 1 (its header); move it away to start the sweep afresh";
         return false;
       }
@@ -156,7 +156,7 @@ std::optional<nlohmann::ordered_json> Journal::verify(const std::string& line, s
   try {
     auto j = nlohmann::ordered_json::parse(record);
     if (j.is_object()) return j;
-  } catch (const nlohmann::json::parse_error&) {
+  } catch (const nlohmann::json::exception&) {
   }
   why = "it is not a JSON object";
   return std::nullopt;

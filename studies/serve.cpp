@@ -208,7 +208,8 @@ Answer answer_line(const std::string& line, bool cut, ScenarioCache& cache, cons
     Json request;
     try {
       request = Json::parse(line);
-    } catch (const Json::parse_error& e) {
+    } catch (const Json::exception& e) {
+      // parse_error for bad syntax, out_of_range for a number beyond double (1E8888): both bad input.
       throw InputError({request_error("", std::string("the line is not valid JSON: ") + e.what())});
     }
     if (!request.is_object()) {

@@ -446,6 +446,17 @@ std::optional<models::ModelSpec> parse_hf_config(std::string_view text, const st
     if (const auto colon = what.rfind(": "); colon != std::string::npos) what = what.substr(colon + 2);
     problems.push_back(Diagnostic{file, p.line, p.column, "", "not valid JSON: " + what});
     return std::nullopt;
+  } catch (const json::exception& e) {
+    // out_of_range for a number beyond a double (1E999): nlohmann records no position, but its
+    // message quotes the literal ("number overflow parsing '1E999'"), so the first match places it.
+    const std::string what = e.what();
+    const auto open = what.find('\'');
+    const auto close = open == std::string::npos ? open : what.find('\'', open + 1);
+    std::size_t at = std::string_view::npos;
+    if (close != std::string::npos) at = text.find(std::string_view(what).substr(open + 1, close - open - 1));
+    const Position p = at == std::string_view::npos ? Position{0, 0} : pos.at(at);
+    problems.push_back(Diagnostic{file, p.line, p.column, "", "not valid JSON: " + what});
+    return std::nullopt;
   }
   if (!root.is_object()) {
     problems.push_back(Diagnostic{file, 1, 1, "", "a config.json is a JSON object"});

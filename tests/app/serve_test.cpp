@@ -81,6 +81,20 @@ TEST_CASE("serve: a malformed line gets an error answer and the next line still 
   CHECK(a[7]["simulation"]["fingerprint"] == a[0]["simulation"]["fingerprint"]);
 }
 
+TEST_CASE("serve: a number too large for a double is bad input, not an internal error") {
+  // nlohmann's parser throws out_of_range (406), not parse_error, for 1E8888 (found by
+  // fuzz_serve_line): the answer must name the line as invalid JSON like any other syntax error.
+  ScenarioCache cache;
+  const auto a = serve_lines(std::string(R"({"id": 8888888888E8888, "scenario": "x"})") + "\n" +
+                                 request("2", R"({"workload.requests": 100})"),
+                             cache);
+  REQUIRE(a.size() == 2);
+  CHECK(a[0]["ok"] == false);
+  CHECK(a[0]["errors"][0]["code"] != "internal_error");
+  CHECK(a[0]["errors"][0]["message"].get<std::string>().find("not valid JSON") != std::string::npos);
+  CHECK(a[1]["ok"] == true);
+}
+
 TEST_CASE("serve: answers agree with servesim run; inline scenarios; set values of any JSON type") {
   std::ostringstream out, err;
   REQUIRE(run_cli({"run", kQuickstart, "--set", "workload.requests=150", "--set",

@@ -144,6 +144,14 @@ TEST_CASE("HF import: nested keys carry their full path; invalid JSON gives its 
   REQUIRE(bad.size() == 1);
   CHECK(bad[0].line == 3);
   CHECK(bad[0].message.rfind("not valid JSON: ", 0) == 0);
+
+  // A number beyond a double is an out_of_range in nlohmann, not a parse_error: still bad input,
+  // placed at the literal (line 3, column 18 = after the 2 spaces and "hidden_size": ).
+  const auto huge = problems_of("{\n  \"model_type\": \"llama\",\n  \"hidden_size\": 1E999\n}");
+  REQUIRE(huge.size() == 1);
+  CHECK(huge[0].line == 3);
+  CHECK(huge[0].column == 18);
+  CHECK(huge[0].message.rfind("not valid JSON: ", 0) == 0);
 }
 
 TEST_CASE("HF import: a scenario reads config.json next to it and overrides its figures") {
