@@ -206,6 +206,20 @@ std::vector<ModelSpec> build_presets() {
       dense("llama-3.1-8b", 32, 4096, 32, 8, 128, 14336, 128256, 131072, "meta-llama/Llama-3.1-8B config.json"));
   p.push_back(dense("llama-3.1-70b", 80, 8192, 64, 8, 128, 28672, 128256, 131072,
                     "meta-llama/Llama-3.1-70B config.json"));  // 70.55e9 parameters
+  p.push_back(dense("llama-3.1-405b", 126, 16384, 128, 8, 128, 53248, 128256, 131072,
+                    "meta-llama/Meta-Llama-3.1-405B config.json"));  // 405.85e9 parameters
+  // mistralai/Mixtral-8x{7,22}B-v0.1 config.json (mixtral): Llama attention (GQA, head_dim =
+  // hidden / heads = 128, no sliding window) and in every layer 8 SwiGLU experts, top-2, of the
+  // config's intermediate_size, no shared expert, no routing bias; vocab 32000. 46.70e9 and
+  // 140.6e9 parameters.
+  ModelSpec mix7 = dense("mixtral-8x7b", 32, 4096, 32, 8, 128, 14336, 32000, 32768,
+                         "mistralai/Mixtral-8x7B-v0.1 config.json");
+  mix7.moe = moe(8, 2, 14336, 0, 0, false);
+  p.push_back(mix7);
+  ModelSpec mix22 = dense("mixtral-8x22b", 56, 6144, 48, 8, 128, 16384, 32000, 65536,
+                          "mistralai/Mixtral-8x22B-v0.1 config.json");
+  mix22.moe = moe(8, 2, 16384, 0, 0, false);
+  p.push_back(mix22);
   p.push_back(dense("llama-2-70b", 80, 8192, 64, 8, 128, 28672, 32000, 4096,
                     "meta-llama/Llama-2-70b-hf config.json"));  // 68.98e9; 4,096-token context
 
@@ -213,6 +227,37 @@ std::vector<ModelSpec> build_presets() {
   ModelSpec q32 = dense("qwen3-32b", 64, 5120, 64, 8, 128, 25600, 151936, 40960, "Qwen/Qwen3-32B config.json");
   q32.qk_norm = true;
   p.push_back(q32);
+
+  // The smaller Qwen3 models, Qwen/Qwen3-{0.6B,1.7B,8B} config.json: head_dim 128, QK-norm, vocab
+  // 151936, 40960 positions; the two smallest tie the LM head to the embedding
+  // (tie_word_embeddings). 0.596e9, 1.72e9 and 8.19e9 parameters (model cards: 0.6B and 1.7B, of
+  // which 0.44B and 1.4B are not the embedding; 8.2B).
+  auto qwen3 = [&](std::string name, int layers, int hidden, int heads, int kv_heads, int intermediate,
+                   std::string source) {
+    ModelSpec q = dense(std::move(name), layers, hidden, heads, kv_heads, 128, intermediate, 151936, 40960,
+                        std::move(source));
+    q.qk_norm = true;
+    return q;
+  };
+  ModelSpec q06 = qwen3("qwen3-0.6b", 28, 1024, 16, 8, 3072, "Qwen/Qwen3-0.6B config.json");
+  q06.tied_embeddings = true;
+  p.push_back(q06);
+  ModelSpec q17 = qwen3("qwen3-1.7b", 28, 2048, 16, 8, 6144, "Qwen/Qwen3-1.7B config.json");
+  q17.tied_embeddings = true;
+  p.push_back(q17);
+  p.push_back(qwen3("qwen3-8b", 36, 4096, 32, 8, 12288, "Qwen/Qwen3-8B config.json"));
+  // Qwen/Qwen3-30B-A3B config.json (qwen3_moe): 48 layers, hidden 2048, 32 / 4 heads, 128 experts
+  // top-8 of 768 in every layer, no shared expert. 30.53e9 parameters.
+  ModelSpec q30 = qwen3("qwen3-30b-a3b", 48, 2048, 32, 4, 6144, "Qwen/Qwen3-30B-A3B config.json");
+  q30.moe = moe(128, 8, 768, 0, 0, false);
+  p.push_back(q30);
+  // Qwen/Qwen3-Coder-480B-A35B-Instruct config.json (qwen3_moe): 62 layers, hidden 6144, 96 / 8
+  // heads, 160 experts top-8 of 2560, no shared expert, 262144 positions. 480.2e9 parameters.
+  ModelSpec q480 = qwen3("qwen3-coder-480b-a35b", 62, 6144, 96, 8, 8192,
+                         "Qwen/Qwen3-Coder-480B-A35B-Instruct config.json");
+  q480.max_context = 262144;
+  q480.moe = moe(160, 8, 2560, 0, 0, false);
+  p.push_back(q480);
 
   // Qwen/Qwen3-235B-A22B config.json: 94 layers, 128 experts top-8 of 1536, no shared experts,
   // every layer MoE (decoder_sparse_step 1, mlp_only_layers []). 235.1e9 parameters.
@@ -271,6 +316,13 @@ std::vector<ModelSpec> build_presets() {
   mm.moe = moe(256, 8, 1536, 0, 0, true);
   mm.formats.weights = mm.formats.experts = Format::kFp8Block;
   p.push_back(mm);
+  // MiniMaxAI/MiniMax-M2.7 config.json: MiniMax-M2.5's architecture and formats with 204800
+  // positions.
+  ModelSpec mm27 = mm;
+  mm27.name = "minimax-m2.7";
+  mm27.max_context = 204800;
+  mm27.source = "MiniMaxAI/MiniMax-M2.7 config.json";
+  p.push_back(mm27);
 
   // Qwen3.5 (Qwen/Qwen3.5-*/config.json text_config, model_type qwen3_5_moe_text / qwen3_5_text):
   // hybrid layers, three Gated DeltaNet layers then one full-attention layer (layer_types,
@@ -354,6 +406,14 @@ std::vector<ModelSpec> build_presets() {
   oss.qkv_bias = oss.o_bias = oss.attention_sinks = true;
   oss.formats.experts = Format::kMxfp4;
   p.push_back(oss);
+  // openai/gpt-oss-20b config.json: gpt-oss-120b's layer with 24 layers and 32 experts top-4.
+  // 20.9e9 parameters.
+  ModelSpec oss20 = oss;
+  oss20.name = "gpt-oss-20b";
+  oss20.layers = 24;
+  oss20.moe.experts = 32;
+  oss20.source = "openai/gpt-oss-20b config.json";
+  p.push_back(oss20);
 
   // Qwen/Qwen2.5-VL-7B-Instruct config.json: a Qwen2 language model (28 layers, hidden 3584,
   // 28 / 4 heads with QKV bias, intermediate 18944, vocab 152064, 128000 positions) and

@@ -56,6 +56,14 @@ const Row kRows[] = {
      "nvidia/Llama-3.3-70B-Instruct-FP8 hf_quant_config.json (FP8 per-tensor, FP8 KV)"},
     {"nvidia/Llama-3.3-70B-Instruct-FP4", "llama-3.1-70b", kNvfp4, kNvfp4, kFp8, "nvfp4", false,
      "nvidia/Llama-3.3-70B-Instruct-FP4 hf_quant_config.json (NVFP4 linear layers, FP8 KV)"},
+    {"meta-llama/Meta-Llama-3.1-8B", "llama-3.1-8b", kBf16, kBf16, kBf16, "bfloat16", false,
+     "meta-llama/Meta-Llama-3.1-8B config.json (bf16)"},
+    {"meta-llama/Meta-Llama-3.1-405B", "llama-3.1-405b", kBf16, kBf16, kBf16, "bfloat16", false,
+     "meta-llama/Meta-Llama-3.1-405B config.json (bf16)"},
+    {"mistralai/Mixtral-8x7B-v0.1", "mixtral-8x7b", kBf16, kBf16, kBf16, "bfloat16", false,
+     "mistralai/Mixtral-8x7B-v0.1 config.json (bf16)"},
+    {"mistralai/Mixtral-8x22B-v0.1", "mixtral-8x22b", kBf16, kBf16, kBf16, "bfloat16", false,
+     "mistralai/Mixtral-8x22B-v0.1 config.json (bf16)"},
     {"meta-llama/Llama-2-70b-hf", "llama-2-70b", kBf16, kBf16, kBf16, "bfloat16", false,
      "meta-llama/Llama-2-70b-hf config.json (fp16)"},
     {"Qwen/Qwen3-32B", "qwen3-32b", kBf16, kBf16, kBf16, "bfloat16", false, "Qwen/Qwen3-32B config.json (bf16)"},
@@ -63,6 +71,18 @@ const Row kRows[] = {
      "Qwen/Qwen3-32B-FP8 config.json quantization_config (fp8, weight_block_size [128, 128])"},
     {"nvidia/Qwen3-32B-NVFP4", "qwen3-32b", kNvfp4, kNvfp4, kFp8, "nvfp4", false,
      "nvidia/Qwen3-32B-NVFP4 hf_quant_config.json (NVFP4 linear layers, FP8 KV, lm_head excluded)"},
+    {"Qwen/Qwen3-32B-FP8-Static-PerTensor", "qwen3-32b", kFp8, kFp8, kFp8, "fp8,fp8_static", false,
+     "Qwen/Qwen3-32B-FP8-Static-PerTensor hf_quant_config.json (ModelOpt FP8 per-tensor, FP8 KV, "
+     "lm_head excluded)"},
+    {"Qwen/Qwen3-0.6B", "qwen3-0.6b", kBf16, kBf16, kBf16, "bfloat16", false, "Qwen/Qwen3-0.6B config.json (bf16)"},
+    {"Qwen/Qwen3-1.7B", "qwen3-1.7b", kBf16, kBf16, kBf16, "bfloat16", false, "Qwen/Qwen3-1.7B config.json (bf16)"},
+    {"Qwen/Qwen3-8B", "qwen3-8b", kBf16, kBf16, kBf16, "bfloat16", false, "Qwen/Qwen3-8B config.json (bf16)"},
+    {"Qwen/Qwen3-30B-A3B", "qwen3-30b-a3b", kBf16, kBf16, kBf16, "bfloat16", false,
+     "Qwen/Qwen3-30B-A3B config.json (bf16)"},
+    {"Qwen/Qwen3-30B-A3B-FP8", "qwen3-30b-a3b", kBlock, kBlock, kBf16, "fp8_block,fp8", false,
+     "Qwen/Qwen3-30B-A3B-FP8 config.json quantization_config (fp8, weight_block_size [128, 128])"},
+    {"Qwen/Qwen3-Coder-480B-A35B-Instruct", "qwen3-coder-480b-a35b", kBf16, kBf16, kBf16, "bfloat16", false,
+     "Qwen/Qwen3-Coder-480B-A35B-Instruct config.json (bf16)"},
     {"Qwen/Qwen3-235B-A22B", "qwen3-235b-a22b", kBf16, kBf16, kBf16, "bfloat16", false,
      "Qwen/Qwen3-235B-A22B config.json (bf16)"},
     {"Qwen/Qwen3-235B-A22B-Instruct-2507", "qwen3-235b-a22b", kBf16, kBf16, kBf16, "bfloat16", false,
@@ -109,6 +129,13 @@ const Row kRows[] = {
     {"nvidia/Kimi-K2.5-NVFP4", "kimi-k2.5", kBf16, kNvfp4, kFp8, "nvfp4", false,
      "nvidia/Kimi-K2.5-NVFP4 (ModelOpt NVFP4 of the routed experts; self_attn and shared experts "
      "excluded as nvidia/Kimi-K2.6-NVFP4 hf_quant_config.json; FP8 KV)"},
+    {"nvidia/Kimi-K2.6-NVFP4", "kimi-k2.5", kBf16, kNvfp4, kFp8, "nvfp4", false,
+     "nvidia/Kimi-K2.6-NVFP4 config.json (text_config: Kimi-K2.5's DeepSeek-V3 text model, 262144 "
+     "positions) and hf_quant_config.json (NVFP4 routed experts; layer 0, self_attn, shared experts "
+     "and lm_head excluded; FP8 KV)"},
+    {"nvidia/Kimi-K2.7-Code-NVFP4", "kimi-k2.5", kBf16, kNvfp4, kFp8, "nvfp4", false,
+     "nvidia/Kimi-K2.7-Code-NVFP4 config.json (text_config: Kimi-K2.5's text model) and "
+     "hf_quant_config.json (as Kimi-K2.6-NVFP4's)"},
     {"MiniMaxAI/MiniMax-M2", "minimax-m2.5", kBlock, kBlock, kBf16, "fp8_block,fp8", false,
      "MiniMaxAI/MiniMax-M2 config.json (the MiniMax-M2.5 architecture, block fp8)"},
     {"MiniMaxAI/MiniMax-M2.1", "minimax-m2.5", kBlock, kBlock, kBf16, "fp8_block,fp8", false,
@@ -118,6 +145,11 @@ const Row kRows[] = {
      "gate and lm_head not converted)"},
     {"nvidia/MiniMax-M2.5-NVFP4", "minimax-m2.5", kBf16, kNvfp4, kFp8, "nvfp4", false,
      "nvidia/MiniMax-M2.5-NVFP4 hf_quant_config.json (experts NVFP4; self_attn and router excluded; "
+     "FP8 KV)"},
+    {"MiniMaxAI/MiniMax-M2.7", "minimax-m2.7", kBlock, kBlock, kBf16, "fp8_block,fp8", false,
+     "MiniMaxAI/MiniMax-M2.7 config.json quantization_config (fp8, weight_block_size [128, 128])"},
+    {"nvidia/MiniMax-M2.7-NVFP4", "minimax-m2.7", kBf16, kNvfp4, kFp8, "nvfp4", false,
+     "nvidia/MiniMax-M2.7-NVFP4 hf_quant_config.json (experts NVFP4; self_attn and router excluded; "
      "FP8 KV)"},
     {"Qwen/Qwen3.5-397B-A17B", "qwen3.5-397b-a17b", kBf16, kBf16, kBf16, "bfloat16", false,
      "Qwen/Qwen3.5-397B-A17B config.json (bf16)"},
@@ -133,6 +165,10 @@ const Row kRows[] = {
      "self_attn and shared experts excluded; FP8 KV)"},
     {"Qwen/Qwen3.5-35B-A3B", "qwen3.5-35b-a3b", kBf16, kBf16, kBf16, "bfloat16", false,
      "Qwen/Qwen3.5-35B-A3B config.json (bf16)"},
+    {"nvidia/Qwen3.6-35B-A3B-NVFP4", "qwen3.5-35b-a3b", kFp8, kW4A16, kFp8, "nvfp4", false,
+     "nvidia/Qwen3.6-35B-A3B-NVFP4 config.json (Qwen3.5-35B-A3B's text model, the same figures) and "
+     "hf_quant_config.json (MIXED_PRECISION: attention and linear attention FP8, routed and shared "
+     "experts W4A16_NVFP4, weight-only; FP8 KV)"},
     {"Qwen/Qwen3.5-27B", "qwen3.5-27b", kBf16, kBf16, kBf16, "bfloat16", false, "Qwen/Qwen3.5-27B config.json (bf16)"},
     {"zai-org/GLM-5", "glm-5", kBf16, kBf16, kBf16, "bfloat16", false, "zai-org/GLM-5 config.json (bf16)"},
     {"zai-org/GLM-5-FP8", "glm-5", kBlock, kBlock, kBf16, "fp8_block,fp8", false,
@@ -158,6 +194,9 @@ const Row kRows[] = {
     {"openai/gpt-oss-120b", "gpt-oss-120b", kBf16, kMxfp4, kBf16, "", true,
      "openai/gpt-oss-120b config.json quantization_config (mxfp4 experts; attention, router, embedding "
      "and lm_head bf16): the one checkpoint its benchmarks serve, whatever quant mode they record"},
+    {"openai/gpt-oss-20b", "gpt-oss-20b", kBf16, kMxfp4, kBf16, "", true,
+     "openai/gpt-oss-20b config.json quantization_config (mxfp4 experts; attention, router, embedding "
+     "and lm_head bf16), pinned as gpt-oss-120b"},
     {"Qwen/Qwen2.5-VL-7B-Instruct", "qwen2.5-vl-7b", kBf16, kBf16, kBf16, "bfloat16", false,
      "Qwen/Qwen2.5-VL-7B-Instruct config.json (bf16)"},
 };

@@ -109,8 +109,29 @@ TEST_CASE("Models: the other presets match their published parameter totals") {
   CHECK(vl.total_params() == 7'615'616'512);
   REQUIRE(vl.vision.has_value());
   CHECK(vl.vision->params() == 676'550'144);
-  // 13, and deepseek-v3.2, kimi-k2.5, minimax-m2.5 and four qwen3.5.
-  CHECK(model_preset_names().size() == 20);
+  // The smaller Qwen3 (QK-norm, head_dim 128; the two smallest tie the LM head) against their
+  // model cards: 0.6B (0.44B without the 151,936 x 1024 embedding), 1.7B (1.4B), 8.2B.
+  CHECK(model_preset("qwen3-0.6b")->total_params() == 596'049'920);
+  CHECK(model_preset("qwen3-0.6b")->total_params() - 151'936LL * 1024 == 440'467'456);
+  CHECK(model_preset("qwen3-1.7b")->total_params() == 1'720'574'976);
+  CHECK(model_preset("qwen3-8b")->total_params() == 8'190'735'360);
+  // MoE members of the families, against their safetensors totals: Qwen3-30B-A3B 30,532,122,624
+  // (3.35e9 active: "A3B"), Qwen3-Coder-480B-A35B 480.15e9 (35.5e9 active), Mixtral-8x7B
+  // 46,702,792,704 (12.9e9 active), Mixtral-8x22B 140,620,634,112 (39.2e9 active), gpt-oss-20b
+  // 20,914,757,184 ("21B", 4.19e9 active: "3.6B" without the embeddings), Llama-3.1-405B
+  // 405,853,388,800; MiniMax-M2.7 is M2.5's architecture.
+  CHECK(model_preset("qwen3-30b-a3b")->total_params() == 30'532'122'624);
+  CHECK(model_preset("qwen3-30b-a3b")->active_params_per_token() == 3'353'032'704);
+  CHECK(model_preset("qwen3-coder-480b-a35b")->total_params() == 480'154'875'392);
+  CHECK(model_preset("mixtral-8x7b")->total_params() == 46'702'792'704);
+  CHECK(model_preset("mixtral-8x7b")->active_params_per_token() == 12'879'925'248);
+  CHECK(model_preset("mixtral-8x22b")->total_params() == 140'620'634'112);
+  CHECK(model_preset("gpt-oss-20b")->total_params() == 20'914'757'184);
+  CHECK(model_preset("gpt-oss-20b")->formats.experts == Format::kMxfp4);
+  CHECK(model_preset("llama-3.1-405b")->total_params() == 405'853'388'800);
+  CHECK(model_preset("minimax-m2.7")->total_params() == model_preset("minimax-m2.5")->total_params());
+  // 13, deepseek-v3.2, kimi-k2.5, minimax-m2.5, four qwen3.5, and the ten above.
+  CHECK(model_preset_names().size() == 30);
   for (auto name : model_preset_names()) {
     CAPTURE(name);
     CHECK(validate_model(*model_preset(name)).empty());

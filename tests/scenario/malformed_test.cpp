@@ -589,10 +589,11 @@ workload:
 )",
             {kFile, 1, 17, "model.preset",
              "unknown model preset 'llama-3-8b' (did you mean 'llama-3.1-8b'?); presets: "
-             "llama-3.1-8b, llama-3.1-70b, llama-2-70b, qwen3-32b, qwen3-235b-a22b, deepseek-v3, deepseek-r1, kimi-k2, "
-             "kimi-k2.5, deepseek-v3.2, minimax-m2.5, "
+             "llama-3.1-8b, llama-3.1-70b, llama-3.1-405b, mixtral-8x7b, mixtral-8x22b, llama-2-70b, qwen3-32b, "
+             "qwen3-0.6b, qwen3-1.7b, qwen3-8b, qwen3-30b-a3b, qwen3-coder-480b-a35b, qwen3-235b-a22b, deepseek-v3, "
+             "deepseek-r1, kimi-k2, kimi-k2.5, deepseek-v3.2, minimax-m2.5, minimax-m2.7, "
              "qwen3.5-397b-a17b, qwen3.5-122b-a10b, qwen3.5-35b-a3b, qwen3.5-27b, glm-4.5, glm-4.5-air, glm-5, "
-             "gpt-oss-120b, qwen2.5-vl-7b"});
+             "gpt-oss-120b, gpt-oss-20b, qwen2.5-vl-7b"});
 }
 
 TEST_CASE("Malformed scenario: an unknown model preset given by name is reported with the same text") {
@@ -613,10 +614,12 @@ workload:
   // Reported at the name, under the key the user wrote.
   check_all(diagnostics, {{kFile, 1, 8, "model",
                            "unknown model preset 'llama-3-8b' (did you mean 'llama-3.1-8b'?); "
-                           "presets: llama-3.1-8b, llama-3.1-70b, llama-2-70b, qwen3-32b, qwen3-235b-a22b, "
-                           "deepseek-v3, deepseek-r1, kimi-k2, kimi-k2.5, deepseek-v3.2, minimax-m2.5, "
+                           "presets: llama-3.1-8b, llama-3.1-70b, llama-3.1-405b, mixtral-8x7b, mixtral-8x22b, "
+                           "llama-2-70b, qwen3-32b, qwen3-0.6b, qwen3-1.7b, qwen3-8b, qwen3-30b-a3b, "
+                           "qwen3-coder-480b-a35b, qwen3-235b-a22b, deepseek-v3, deepseek-r1, kimi-k2, kimi-k2.5, "
+                           "deepseek-v3.2, minimax-m2.5, minimax-m2.7, "
                            "qwen3.5-397b-a17b, qwen3.5-122b-a10b, qwen3.5-35b-a3b, qwen3.5-27b, glm-4.5, glm-4.5-air, "
-                           "glm-5, gpt-oss-120b, qwen2.5-vl-7b"}});
+                           "glm-5, gpt-oss-120b, gpt-oss-20b, qwen2.5-vl-7b"}});
 }
 
 TEST_CASE("Malformed scenario: an unknown chip preset suggests the closest preset") {
