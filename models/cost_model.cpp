@@ -300,6 +300,40 @@ std::optional<MeasuredLogGrid::Field> parse_log_grid_field(std::string_view name
 }
 
 namespace {
+// Where u (= ln(1 + x)) falls on an axis of more than one knot with these ln(1 + knot) values:
+// the segment [lo, lo + 1] and the fraction f along it (beyond an end: the end segment, f outside
+// [0, 1]); false when u lies beyond the ends (with a little slack for rounding) of an axis that
+// does not extrapolate. On entry `lo` is a guess (a segment, < u.size() - 1: a nearby point's),
+// taken when x lies in it; the answer does not depend on it.
+bool log_axis_bracket(const std::vector<double>& u, bool extrapolate, double x, std::size_t& lo, double& f) {
+  const double slack = 1e-9 * (1 + std::fabs(u.back()));
+  if ((x < u.front() - slack || x > u.back() + slack) && !extrapolate) return false;
+  if (x >= u.back()) {
+    lo = u.size() - 2;
+  } else if (x <= u.front()) {
+    lo = 0;
+  } else if (!(u[lo] <= x && x < u[lo + 1])) {
+    // The last knot at or below x (knots ascend: upper_bound's first knot above x, less one).
+    lo = static_cast<std::size_t>(std::upper_bound(u.begin(), u.end(), x) - u.begin()) - 1;
+  }
+  f = (x - u[lo]) / (u[lo + 1] - u[lo]);
+  return true;
+}
+
+// Splits each corner of `out` along an axis of this stride at (lo, f).
+void log_axis_split(LogGridCorners& out, std::size_t lo, double f, std::size_t stride) {
+  const int n = out.count;
+  for (int i = 0; i < n; ++i) {
+    // k = n + i added in size_t: 0 <= i < n and n + i < 16 (the cells), so the same value.
+    const auto j = static_cast<std::size_t>(i), k = static_cast<std::size_t>(n) + j;
+    out.cells[k] = out.cells[j] + (lo + 1) * stride;
+    out.weights[k] = out.weights[j] * f;
+    out.cells[j] += lo * stride;
+    out.weights[j] *= 1 - f;
+  }
+  out.count = 2 * n;
+}
+
 // log_grid_corners() of a point given as u = ln(1 + max(0, x)) on each axis with more than one
 // knot (the others are not read): the corners and weights, the same arithmetic in the same order.
 bool log_grid_corners_at(std::span<const std::vector<double>> log_knots, std::span<const char> extrapolate,
@@ -311,27 +345,10 @@ bool log_grid_corners_at(std::span<const std::vector<double>> log_knots, std::sp
   for (std::size_t a = log_knots.size(); a-- > 0;) {
     const std::vector<double>& u = log_knots[a];
     if (u.size() > 1) {
-      const double x = u_point[a];
-      // Beyond the ends (with a little slack for rounding) only an extrapolating axis answers.
-      const double slack = 1e-9 * (1 + std::fabs(u.back()));
-      if ((x < u.front() - slack || x > u.back() + slack) && !extrapolate[a]) return false;
       std::size_t lo = 0;
-      if (x >= u.back()) {
-        lo = u.size() - 2;
-      } else if (x > u.front()) {
-        lo = static_cast<std::size_t>(std::upper_bound(u.begin(), u.end(), x) - u.begin()) - 1;
-      }
-      const double f = (x - u[lo]) / (u[lo + 1] - u[lo]);
-      const int n = out.count;
-      for (int i = 0; i < n; ++i) {
-        // k = n + i added in size_t: 0 <= i < n and n + i < 16 (the cells), so the same value.
-        const auto j = static_cast<std::size_t>(i), k = static_cast<std::size_t>(n) + j;
-        out.cells[k] = out.cells[j] + (lo + 1) * stride;
-        out.weights[k] = out.weights[j] * f;
-        out.cells[j] += lo * stride;
-        out.weights[j] *= 1 - f;
-      }
-      out.count = 2 * n;
+      double f = 0;
+      if (!log_axis_bracket(u, extrapolate[a] != 0, u_point[a], lo, f)) return false;
+      log_axis_split(out, lo, f, stride);
     }
     stride *= std::max<std::size_t>(1, u.size());
   }
@@ -372,11 +389,19 @@ TableCostModel::TableCostModel(const ChipSpec& chip, MeasuredTables tables)
   last_axis_.assign(tables_.log_grids.size(), {});
 }
 
-bool TableCostModel::log_grid_lookup(const Operator& op, double& out) const {
+namespace {
+// Whether a grid field reads the operator's context sum (log_grid_field_value).
+bool reads_context(MeasuredLogGrid::Field f) {
+  using F = MeasuredLogGrid::Field;
+  return f == F::kContext || f == F::kKvLen || f == F::kPrefix;
+}
+}  // namespace
+
+int TableCostModel::answering_grid(const Operator& op, bool* context_decides) const {
   // The grids of the operator's kind class and rate, in table order: the first that applies
   // answers, as a scan over all of them would find it.
   const auto kind = static_cast<std::size_t>(op.kind), rate = static_cast<std::size_t>(op.rate);
-  if (kind >= kOpKinds || rate >= kComputeRates) return false;
+  if (kind >= kOpKinds || rate >= kComputeRates) return -1;
   for (const std::uint32_t i : candidates_[kind * kComputeRates + rate]) {
     const MeasuredLogGrid& g = tables_.log_grids[i];
     if (is_gemm(g.kind) && g.format != op.format) continue;
@@ -389,37 +414,112 @@ bool TableCostModel::log_grid_lookup(const Operator& op, double& out) const {
     if (!is_gemm(g.kind) && g.kind != OpKind::kMoeExperts && g.latent != op.latent) continue;
     bool applies = true;
     for (const auto& [field, value] : g.match) {
+      if (context_decides != nullptr && reads_context(field)) *context_decides = true;
       // Shape fields are whole numbers (within rounding); bytes per KV element match exactly.
       const double tolerance = field == MeasuredLogGrid::Field::kKvBytes ? 0.0 : 0.5;
       applies = applies && std::fabs(log_grid_field_value(field, op) - value) <= tolerance;
     }
-    if (!applies) continue;
-    // ln(1 + x) of each axis's field; a field equal to the one this axis saw last reuses its
-    // logarithm (the same double: log1p is a function of its argument alone). Consecutive
-    // operators mostly differ in one or two fields (a decode step's contexts).
-    std::array<double, MeasuredLogGrid::kMaxAxes> u{};
-    std::array<LastAxis, MeasuredLogGrid::kMaxAxes>& last = last_axis_[i];
-    for (std::size_t a = 0; a < g.axes.size(); ++a) {
-      if (log_knots_[i][a].size() <= 1) continue;
-      const double x = log_grid_field_value(g.axes[a].field, op);
-      if (!(x == last[a].x)) last[a] = {x, log_axis_value(x)};
-      u[a] = last[a].u;
-    }
-    LogGridCorners c;
-    if (!log_grid_corners_at(log_knots_[i], extrapolate_[i], u.data(), c)) return false;
-    double v = 0;
-    for (int j = 0; j < c.count; ++j) {
-      const auto k = static_cast<std::size_t>(j);
-      v += c.weights[k] * g.log_seconds[c.cells[k]];
-    }
-    if (g.roofline_factor) {
-      out = roofline_.seconds(op) * std::exp(v);
-      return true;
-    }
-    out = std::exp(v);
-    return true;
+    if (applies) return static_cast<int>(i);
   }
-  return false;
+  return -1;
+}
+
+double TableCostModel::grid_answer(std::size_t i, const LogGridCorners& c, const Operator& op) const {
+  const MeasuredLogGrid& g = tables_.log_grids[i];
+  double v = 0;
+  for (int j = 0; j < c.count; ++j) {
+    const auto k = static_cast<std::size_t>(j);
+    v += c.weights[k] * g.log_seconds[c.cells[k]];
+  }
+  return g.roofline_factor ? roofline_.seconds(op) * std::exp(v) : std::exp(v);
+}
+
+bool TableCostModel::log_grid_lookup(const Operator& op, double& out) const {
+  const int found = answering_grid(op, nullptr);
+  if (found < 0) return false;
+  const auto i = static_cast<std::size_t>(found);
+  const MeasuredLogGrid& g = tables_.log_grids[i];
+  // ln(1 + x) of each axis's field; a field equal to the one this axis saw last reuses its
+  // logarithm (the same double: log1p is a function of its argument alone). Consecutive
+  // operators mostly differ in one or two fields (a decode step's contexts).
+  std::array<double, MeasuredLogGrid::kMaxAxes> u{};
+  std::array<LastAxis, MeasuredLogGrid::kMaxAxes>& last = last_axis_[i];
+  for (std::size_t a = 0; a < g.axes.size(); ++a) {
+    if (log_knots_[i][a].size() <= 1) continue;
+    const double x = log_grid_field_value(g.axes[a].field, op);
+    if (!(x == last[a].x)) last[a] = {x, log_axis_value(x)};
+    u[a] = last[a].u;
+  }
+  LogGridCorners c;
+  if (!log_grid_corners_at(log_knots_[i], extrapolate_[i], u.data(), c)) return false;
+  out = grid_answer(i, c, op);
+  return true;
+}
+
+void TableCostModel::bind_context(const Operator& op, ContextBinding& out) const {
+  // Bound only where seconds(op) is a log grid's answer for every context: an operator that
+  // lookup() sends to lookup_one() (not a recurrent one, no GEMM list), a grid chosen by
+  // conditions that do not read the context, and the axes that do not read it inside their ends.
+  out = ContextBinding{};
+  if (op.kernels == 0 || op.recurrent || op.gemm_count != 0) return;
+  bool context_decides = false;
+  const int found = answering_grid(op, &context_decides);
+  if (found < 0 || context_decides) return;
+  const auto i = static_cast<std::size_t>(found);
+  const MeasuredLogGrid& g = tables_.log_grids[i];
+  ContextBinding b;
+  for (std::size_t a = 0; a < g.axes.size(); ++a) {
+    const std::vector<double>& u = log_knots_[i][a];
+    if (u.size() <= 1) continue;
+    ContextBinding::Axis& axis = b.axes[a];
+    axis.varies = reads_context(g.axes[a].field);
+    if (axis.varies) continue;
+    const double x = log_axis_value(log_grid_field_value(g.axes[a].field, op));
+    if (!log_axis_bracket(u, extrapolate_[i][a] != 0, x, axis.lo, axis.f)) return;
+  }
+  // Fold in the axes log_grid_corners_at splits before the first that varies (it goes from the
+  // last axis to the first).
+  b.corners.count = 1;
+  b.corners.weights[0] = 1.0;
+  std::size_t a = g.axes.size();
+  for (; a > 0 && !b.axes[a - 1].varies; --a) {
+    const std::vector<double>& u = log_knots_[i][a - 1];
+    if (u.size() > 1) log_axis_split(b.corners, b.axes[a - 1].lo, b.axes[a - 1].f, b.stride);
+    b.stride *= std::max<std::size_t>(1, u.size());
+  }
+  b.next_axis = static_cast<int>(a);
+  b.grid = found;
+  out = b;
+}
+
+double TableCostModel::bound_seconds(const Operator& op, ContextBinding& b) const {
+  if (b.grid < 0) return seconds(op);
+  // log_grid_lookup() from the folded corners on: the same splits in the same order.
+  const auto i = static_cast<std::size_t>(b.grid);
+  const MeasuredLogGrid& g = tables_.log_grids[i];
+  LogGridCorners c;
+  c.count = b.corners.count;
+  for (std::size_t k = 0; k < static_cast<std::size_t>(c.count); ++k) {
+    c.cells[k] = b.corners.cells[k];
+    c.weights[k] = b.corners.weights[k];
+  }
+  std::size_t stride = b.stride;
+  for (auto a = static_cast<std::size_t>(b.next_axis); a-- > 0;) {
+    const std::vector<double>& u = log_knots_[i][a];
+    if (u.size() > 1) {
+      ContextBinding::Axis& axis = b.axes[a];
+      if (axis.varies) {
+        // The segment of the last step is the guess: contexts move by a token per step.
+        const double x = log_axis_value(log_grid_field_value(g.axes[a].field, op));
+        // Beyond a fixed end the grid misses: seconds() takes the tables' other ways.
+        if (!log_axis_bracket(u, extrapolate_[i][a] != 0, x, axis.lo, axis.f)) return seconds(op);
+      }
+      log_axis_split(c, axis.lo, axis.f, stride);
+    }
+    stride *= std::max<std::size_t>(1, u.size());
+  }
+  ++hits_;
+  return grid_answer(i, c, op);
 }
 
 bool TableCostModel::lookup(const Operator& op, double& out) const {

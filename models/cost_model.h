@@ -83,6 +83,33 @@ struct MoeExpertsWork {
 };
 MoeExpertsWork moe_experts_work(const Operator& op);
 
+// The corner cells and weights of a point on a log grid (log_grid_corners, below).
+struct LogGridCorners {
+  std::array<std::size_t, 16> cells{};
+  std::array<double, 16> weights{};
+  int count = 0;
+};
+
+// What a cost model reads once for a run of operators that differ only in their context sum and
+// what follows it (flops, bytes, quant_elements): a decode run's attention, each step one more KV
+// token per sequence (IterationCostModel::decode_run). CostModel::bind_context() fills it from
+// the run's first operator; bound_seconds(op, binding) then gives seconds(op), bit for bit, for
+// every operator of the run. TableCostModel keeps the log grid that answers and where the axes
+// that do not read the context fall (their corners folded in, in log_grid_corners's order), so a
+// step only brackets its context axes; unbound (grid < 0), bound_seconds() is seconds().
+struct ContextBinding {
+  struct Axis {
+    bool varies = false;  // reads the context (kContext, kKvLen, kPrefix): bracketed per operator
+    std::size_t lo = 0;   // its bracket and weight (varying: the last operator's)
+    double f = 0;
+  };
+  int grid = -1;        // the answering log grid; -1: unbound
+  int next_axis = 0;    // the axes from next_axis up are folded into `corners`
+  std::size_t stride = 1;
+  std::array<Axis, 4> axes{};  // MeasuredLogGrid::kMaxAxes (declared below)
+  LogGridCorners corners;
+};
+
 class CostModel {
  public:
   // kernels x overhead_s + max(FLOPs x s_per_flop, bytes x s_per_byte).
@@ -99,6 +126,17 @@ class CostModel {
     (void)kind;
     (void)rate;
     return std::nullopt;
+  }
+  // ContextBinding (above): bind to `op`, then cost operators that differ from it only in
+  // context, flops, bytes and quant_elements. The defaults bind nothing and call seconds().
+  virtual void bind_context(const Operator& op, ContextBinding& out) const {
+    (void)op;
+    out = ContextBinding{};
+  }
+  // (The binding keeps where the last context fell, as a guess for the next: non-const.)
+  virtual double bound_seconds(const Operator& op, ContextBinding& binding) const {
+    (void)binding;
+    return seconds(op);
   }
 };
 
@@ -217,6 +255,7 @@ struct MeasuredLogGrid {
   bool roofline_factor = false;
   static constexpr std::size_t kMaxAxes = 4;
 };
+static_assert(std::tuple_size_v<decltype(ContextBinding::axes)> == MeasuredLogGrid::kMaxAxes);
 // The value of a grid field for an operator (the definitions above).
 double log_grid_field_value(MeasuredLogGrid::Field f, const Operator& op);
 std::string_view log_grid_field_name(MeasuredLogGrid::Field f);
@@ -226,11 +265,7 @@ std::optional<MeasuredLogGrid::Field> parse_log_grid_field(std::string_view name
 // axes have knots with these ln(1 + knot) values, and the count of corners. Weights sum to 1 and
 // go negative beyond an end knot; returns false when the point lies beyond the ends of an axis
 // that does not extrapolate. At most MeasuredLogGrid::kMaxAxes axes; allocation-free.
-struct LogGridCorners {
-  std::array<std::size_t, 16> cells{};
-  std::array<double, 16> weights{};
-  int count = 0;
-};
+// (LogGridCorners is declared above, with ContextBinding.)
 bool log_grid_corners(std::span<const std::vector<double>> log_knots, std::span<const char> extrapolate,
                       std::span<const double> point, LogGridCorners& out);
 
@@ -245,6 +280,8 @@ class TableCostModel final : public CostModel {
   TableCostModel(const ChipSpec& chip, MeasuredTables tables);
   double seconds(const Operator& op) const override;
   std::string_view name() const override { return "measured"; }
+  void bind_context(const Operator& op, ContextBinding& out) const override;
+  double bound_seconds(const Operator& op, ContextBinding& binding) const override;
   // Operators answered from the tables / by the roofline fallback so far.
   std::int64_t hits() const { return hits_; }
   std::int64_t fallbacks() const { return fallbacks_; }
@@ -253,6 +290,11 @@ class TableCostModel final : public CostModel {
   bool lookup(const Operator& op, double& seconds) const;
   bool lookup_one(const Operator& op, double& seconds) const;  // one kernel's shape
   bool log_grid_lookup(const Operator& op, double& seconds) const;
+  // The first log grid that applies to `op` (log_grid_lookup), or -1; sets *context_decides
+  // when a condition it read on the way reads the context.
+  int answering_grid(const Operator& op, bool* context_decides) const;
+  // Grid i's seconds for `op` from its corners.
+  double grid_answer(std::size_t i, const LogGridCorners& c, const Operator& op) const;
   RooflineCostModel roofline_;
   MeasuredTables tables_;
   // Per log grid: ln(1 + knot) of each axis, and which axes extrapolate.

@@ -34,6 +34,24 @@ inline double IterationCostModel::AffineOp::seconds(const models::BatchShape& b,
   return linear ? linear_seconds(b) : cm.seconds(at(b));
 }
 
+inline double IterationCostModel::AffineOp::seconds(const models::BatchShape& b, const models::CostModel& cm,
+                                                   models::ContextBinding& binding) const {
+  return linear ? linear_seconds(b) : cm.bound_seconds(at(b), binding);
+}
+
+void IterationCostModel::AffineOp::bind(const models::BatchShape& b, const models::CostModel& cm,
+                                        models::ContextBinding& binding) const {
+  binding = models::ContextBinding{};
+  if (linear) return;
+  constexpr int kContext = 3;  // models::kBatchFieldMembers: &BatchShape::decode_kv_tokens
+  static_assert(models::kBatchFieldMembers[kContext] == &models::BatchShape::decode_kv_tokens);
+  for (int i = 0; i < n_terms; ++i) {
+    const Term& t = terms[static_cast<std::size_t>(i)];
+    if (t.field == kContext && (t.m != 0 || t.batch != 0)) return;
+  }
+  cm.bind_context(at(b), binding);
+}
+
 inline double IterationCostModel::AffineOp::linear_seconds(const models::BatchShape& b) const {
   using models::batch_field;
   const double flops = base.flops + flop_coef[0] * batch_field(b, flop_field[0]) +
@@ -534,17 +552,29 @@ IterationCostModel::DecodeSteps IterationCostModel::decode_steps(std::int64_t se
   return d;
 }
 
-std::int64_t IterationCostModel::decode_step(const DecodeSteps& d, const models::BatchShape& b,
-                                             DecodeStepParts& p) const {
+void IterationCostModel::bind_decode(const models::BatchShape& b, DecodeBindings& out) const {
+  const models::CostModel& cm = *cost_model_;
+  decode_full_.bind(b, cm, out.full);
+  if (has_window_) decode_window_.bind(b, cm, out.window);
+  if (has_mla_) absorb_.bind(b, cm, out.absorb);
+  if (has_dsa_) indexer_decode_.bind(b, cm, out.indexer);
+  if (has_linear_) linear_decode_.bind(b, cm, out.linear);
+}
+
+std::int64_t IterationCostModel::decode_step(const DecodeSteps& d, const models::BatchShape& b, DecodeStepParts& p,
+                                             DecodeBindings* bound) const {
   // cost() for a decode-only batch on one stage: its context terms, then the same stage formula
   // (no prefill, no drafts, no busiest rank, no sends, no all-to-all stretch).
   const models::CostModel& cm = *cost_model_;
-  p.attention_full = to_ps(decode_full_.seconds(b, cm));
-  p.attention_window = has_window_ ? to_ps(decode_window_.seconds(b, cm)) : 0;
-  p.absorb = has_mla_ ? to_ps(absorb_.seconds(b, cm)) : 0;
-  p.indexer = has_dsa_ ? to_ps(indexer_decode_.seconds(b, cm)) : 0;
+  auto seconds = [&](const AffineOp& op, models::ContextBinding DecodeBindings::*binding) {
+    return bound != nullptr ? op.seconds(b, cm, bound->*binding) : op.seconds(b, cm);
+  };
+  p.attention_full = to_ps(seconds(decode_full_, &DecodeBindings::full));
+  p.attention_window = has_window_ ? to_ps(seconds(decode_window_, &DecodeBindings::window)) : 0;
+  p.absorb = has_mla_ ? to_ps(seconds(absorb_, &DecodeBindings::absorb)) : 0;
+  p.indexer = has_dsa_ ? to_ps(seconds(indexer_decode_, &DecodeBindings::indexer)) : 0;
   p.cp = plan_.cp > 1 ? to_ps(comm_.seconds(cp_decode_.base.collective, cp_span_, cp_decode_.bytes(b))) : 0;
-  p.linear = has_linear_ ? to_ps(linear_decode_.seconds(b, cm)) : 0;
+  p.linear = has_linear_ ? to_ps(seconds(linear_decode_, &DecodeBindings::linear)) : 0;
   LayerTerms x;
   x.per_layer = d.lin.per_layer + p.absorb + p.indexer + p.cp;
   x.per_full = p.attention_full;
@@ -588,8 +618,10 @@ SimTime IterationCostModel::decode_run(const DecodeSteps& d, models::BatchShape 
   // shape the lane would (static_cast<double>(sum of contexts) + decodes).
   const double grow = b.decode_seqs;
   if (!plain_decode_runs()) {
+    DecodeBindings bound;
+    bind_decode(b, bound);
     for (std::size_t j = 0; j < n; ++j, b.decode_kv_tokens += grow) {
-      t = t + Duration::picoseconds(decode_step(d, b, parts[j]));
+      t = t + Duration::picoseconds(decode_step(d, b, parts[j], &bound));
       ends[j] = t;
     }
     return t;

@@ -174,7 +174,16 @@ class IterationCostModel {
     std::int64_t exposed_host = 0, hidden_a2a = 0;
   };
   DecodeSteps decode_steps(std::int64_t sequences);
-  std::int64_t decode_step(const DecodeSteps& steps, const models::BatchShape& b, DecodeStepParts& parts) const;
+  // `bound`: the context-dependent operators bound to the shapes of a run (decode_run binds them
+  // at its first step, bind_decode(); models::ContextBinding): the same picoseconds, the table
+  // lookups without choosing a grid or bracketing the fixed axes again.
+  struct DecodeBindings {
+    models::ContextBinding full, window, absorb, indexer, linear;
+  };
+  std::int64_t decode_step(const DecodeSteps& steps, const models::BatchShape& b, DecodeStepParts& parts,
+                           DecodeBindings* bound = nullptr) const;
+  // Bindings for the steps of a run whose shapes differ from `b` only in decode_kv_tokens.
+  void bind_decode(const models::BatchShape& b, DecodeBindings& out) const;
   // decode_step() for `n` consecutive steps whose shapes differ only in their contexts, all
   // uncapped (no window or top-k sums): `b` is the first step's shape, and each step after it has
   // b.decode_seqs more KV tokens (every context grows by one). Step j ends at ends[j] (the steps
@@ -228,6 +237,13 @@ class IterationCostModel {
     models::CostModel::LinearForm form;
     models::Operator at(const models::BatchShape& b) const;
     inline double seconds(const models::BatchShape& b, const models::CostModel& cm) const;
+    // seconds() through the cost model's binding to the shapes of a decode run (bind()).
+    inline double seconds(const models::BatchShape& b, const models::CostModel& cm,
+                          models::ContextBinding& binding) const;
+    // Binds `binding` (models::ContextBinding) to this operator at shapes that differ from `b`
+    // only in decode_kv_tokens, where that moves only its context, FLOPs, bytes and quantised
+    // elements; otherwise leaves it unbound.
+    void bind(const models::BatchShape& b, const models::CostModel& cm, models::ContextBinding& binding) const;
     inline double linear_seconds(const models::BatchShape& b) const;  // `form` applied
   };
   template <class MakeOp>

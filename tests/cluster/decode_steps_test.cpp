@@ -6,6 +6,7 @@
 // (GLM-5) and context parallelism, with and without host overlap.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -21,7 +22,29 @@ struct Case {
   models::ParallelPlan plan;
   bool tbo = false;
   bool host_overlap = false;
+  bool table = false;  // decode attention from a measured log grid (table_config()), not the roofline
 };
+
+// A measured decode-attention grid over (batch, kv_len, heads, kv_heads) for head dims 128 and 192
+// (llama's and MLA's decode kernels); kv_len does not extrapolate beyond 65,536, so the longest
+// contexts fall back to the roofline.
+models::CostModelConfig table_config() {
+  using F = models::MeasuredLogGrid::Field;
+  models::MeasuredTables t;
+  for (const double head_dim : {128.0, 192.0, 576.0}) {
+    models::MeasuredLogGrid g;
+    g.kind = models::OpKind::kAttentionDecode;
+    g.axes = {{F::kBatch, {1, 8, 64, 512}, true},
+              {F::kKvLen, {1, 512, 8192, 65536}, false},
+              {F::kHeads, {1, 16, 128}, true},
+              {F::kKvHeads, {1, 8}, true}};
+    for (std::size_t i = 0; i < 4 * 4 * 3 * 2; ++i)
+      g.log_seconds.push_back(std::log(1e-5 * (1.0 + 0.31 * static_cast<double>(i * i % 13)) * (head_dim / 128)));
+    g.match = {{F::kHeadDim, head_dim}};
+    t.log_grids.push_back(g);
+  }
+  return models::TableConfig{t, "test grid"};
+}
 
 models::ParallelPlan plan_of(int tp, int dp, int ep, int cp) {
   models::ParallelPlan p;
@@ -36,7 +59,8 @@ void check_case(const Case& k) {
   const models::ModelSpec model = *models::model_preset(k.model);
   models::ChipSpec chip = *models::chip_preset("h100-sxm");
   chip.efficiency.host_overlap = k.host_overlap;
-  cluster::IterationCostModel cm(model, chip, k.plan, models::MoeRouting{}, {}, 4096);
+  cluster::IterationCostModel cm(model, chip, k.plan, models::MoeRouting{},
+                                 k.table ? table_config() : models::CostModelConfig{}, 4096);
   cm.set_two_batch_overlap(k.tbo);
   const std::int64_t cap = std::max<std::int64_t>(model.window.enabled() ? model.window.window : 0,
                                                   model.dsa.enabled() ? model.dsa.top_k : 0);
@@ -71,10 +95,12 @@ void check_case(const Case& k) {
     }
     // decode_run() over consecutive steps of an uncapped run (every context grows by one, the
     // sum by n per step) is decode_step() step by step: the same ends and parts.
-    if (cap == 0) {
+    // From 1,000 and from 65,520 tokens per sequence (a measured kv_len axis ends at 65,536).
+    for (const std::int64_t from : {1000, 65520}) {
+      if (cap != 0) continue;  // runs are uncapped: the capped sums would not grow
       models::BatchShape first;
       first.tokens = first.logits = first.decode_seqs = static_cast<double>(n);
-      first.decode_kv_tokens = static_cast<double>(n * 1000);
+      first.decode_kv_tokens = static_cast<double>(n * from);
       constexpr std::size_t kSteps = 40;
       std::vector<SimTime> ends(kSteps);
       std::vector<cluster::IterationCostModel::DecodeStepParts> parts(kSteps);
@@ -120,6 +146,19 @@ TEST_CASE("Decode steps: a decode run's step costs are cost()'s, term by term") 
       {"deepseek-v3", plan_of(1, 8, 8, 1), true, false},
       {"deepseek-v3", plan_of(1, 16, 16, 1), true, true},
       {"glm-5", plan_of(1, 8, 8, 1)},
+  };
+  for (const Case& k : cases) check_case(k);
+}
+
+TEST_CASE("Decode steps: decode_run's steps from a measured table are decode_step's, bit for bit") {
+  // decode_run binds the table lookups of its run once (models::ContextBinding); each step must
+  // still be what decode_step gives (unbound) and what cost() gives, including the steps past the
+  // kv_len axis's end that the roofline answers (n x 100,000 context in check_case).
+  const Case cases[] = {
+      {"llama-3.1-70b", plan_of(8, 1, 1, 1), false, false, true},
+      {"llama-3.1-8b", plan_of(1, 1, 1, 2), false, false, true},
+      {"deepseek-v3", plan_of(1, 8, 8, 1), false, false, true},
+      {"gpt-oss-120b", plan_of(4, 1, 4, 1), false, false, true},
   };
   for (const Case& k : cases) check_case(k);
 }

@@ -682,6 +682,81 @@ TEST_CASE("Measured tables: a model's answers do not depend on the lookups befor
   CHECK(ops.size() == 59);
 }
 
+TEST_CASE("Measured tables: a context binding answers every step of a run as seconds() does, bit for bit") {
+  // ContextBinding (cost_model.h): bound at a run's first operator, bound_seconds() of each later
+  // one (only context, FLOPs and bytes move) must equal seconds() of a model that never answered
+  // anything, bit for bit, and count hits and fallbacks alike: inside the grid, beyond the end of
+  // a kv_len axis that does not extrapolate (the roofline), on a roofline-factor grid, and where
+  // a condition reads the context (a prefix match: not bound, seconds() itself).
+  const ChipSpec chip = *chip_preset("h200-sxm");
+  using F = MeasuredLogGrid::Field;
+  auto values = [](std::size_t n, double scale) {
+    std::vector<double> v;
+    for (std::size_t i = 0; i < n; ++i) v.push_back(std::log(scale * (1.0 + 0.29 * static_cast<double>(i * i % 11))));
+    return v;
+  };
+  MeasuredLogGrid decode;
+  decode.kind = OpKind::kAttentionDecode;
+  decode.axes = {{F::kBatch, {1, 4, 16, 64, 256}, true},
+                 {F::kKvLen, {16, 256, 4096, 8192}, false},  // misses beyond 8,192 keys per sequence
+                 {F::kHeads, {1, 8, 64}, true},
+                 {F::kKvHeads, {1, 8}, true}};
+  decode.log_seconds = values(5 * 4 * 3 * 2, 1e-5);
+  decode.match = {{F::kHeadDim, 128}, {F::kWindow, 0}};
+  MeasuredLogGrid factor = decode;  // head dim 64: a factor over the roofline, kv_len first
+  factor.axes = {{F::kKvLen, {16, 65536}, true}, {F::kBatch, {1, 256}, true}};
+  factor.log_seconds = {std::log(1.1), std::log(0.9), std::log(1.3), std::log(0.7)};
+  factor.match = {{F::kHeadDim, 64}, {F::kWindow, 0}};
+  factor.roofline_factor = true;
+  MeasuredLogGrid prefix = decode;  // head dim 96, answered only without cached keys before
+  prefix.kind = OpKind::kAttentionPrefill;
+  prefix.axes = {{F::kBatch, {1, 256}, true}, {F::kTokens, {1, 4096}, true}};
+  prefix.log_seconds = values(4, 2e-5);
+  prefix.match = {{F::kHeadDim, 96}, {F::kPrefix, 0}};
+  MeasuredTables t;
+  t.log_grids = {decode, factor, prefix};
+  REQUIRE(validate_tables(t).empty());
+
+  const TableCostModel bound_model(chip, t), cold_model(chip, t);
+  std::int64_t runs = 0, bound = 0;
+  for (const double k : {128.0, 64.0, 96.0}) {
+    for (const double seqs : {3.0, 100.0}) {
+      // A run from 8,100 keys per sequence: kv_len crosses the end knot (8,192) within it.
+      Operator first{k == 96 ? OpKind::kAttentionPrefill : OpKind::kAttentionDecode, ComputeRate::kBf16, 1, 0, 0};
+      first.n = 8;
+      first.k = k;
+      first.kv_heads = 2;
+      first.kv_bytes = 2;
+      first.m = first.batch = seqs;
+      first.context = seqs * 8100;
+      ContextBinding b;
+      bound_model.bind_context(first, b);
+      ++runs;
+      if (b.grid >= 0) ++bound;
+      for (int step = 0; step < 200; ++step) {
+        Operator op = first;
+        op.context = first.context + seqs * step;
+        op.flops = 4 * op.n * op.k * op.context;
+        op.bytes = 2 * op.kv_heads * op.k * op.context * op.kv_bytes;
+        const TableCostModel fresh(chip, t);
+        INFO("head dim " << k << ", " << seqs << " sequences, step " << step);
+        const double expected = fresh.seconds(op);
+        CHECK(bound_model.bound_seconds(op, b) == expected);
+        CHECK(cold_model.seconds(op) == expected);
+      }
+    }
+  }
+  // The decode and factor grids bind; the prefill grid's prefix condition reads the context.
+  CHECK(runs == 6);
+  CHECK(bound == 4);
+  CHECK(bound_model.hits() == cold_model.hits());
+  CHECK(bound_model.fallbacks() == cold_model.fallbacks());
+  // Beyond 8,192 keys the head-dim-128 runs fall back: 8,100 + step > 8,192 from step 93, 107
+  // steps of each of its 2 runs (the prefix chunks with context beyond m fall back too).
+  CHECK(bound_model.fallbacks() >= 2 * 107);
+  CHECK(bound_model.hits() >= 4 * 93);
+}
+
 TEST_CASE("MoE: the busiest rank's padded rows round each expert's rows up to whole tiles") {
   // 8 experts, top-2, ep 2, balanced: each expert takes a token with q = 2 / 8 = 0.25, and rank 0
   // holds experts 0, 2, 4, 6 (striped).
