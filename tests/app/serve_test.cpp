@@ -126,6 +126,31 @@ TEST_CASE("serve: answers agree with servesim run; inline scenarios; set values 
   CHECK(c[0]["errors"][0]["path"] == "deployment.pools[0].instances");
 }
 
+TEST_CASE("serve: an answer does not depend on the hypotheses asked before it in the session") {
+  // What a session reuses (the parsed file, the profile's shared tables, fabrics, draws) must
+  // never make an answer depend on what was asked before: A, then B, then A again gives A's
+  // answer twice, and B after A is B asked alone in a fresh session. B differs from A in keys
+  // that reach the cost model's tables (tensor parallelism, the batch cap) and the traffic.
+  const std::string a_set = R"({"workload.requests": 300, "workload.arrivals.rate": "30 /s"})";
+  const std::string b_set =
+      R"({"workload.requests": 250, "deployment.pools[0].parallel.tp": 2,)"
+      R"( "deployment.pools[0].scheduler.max_batch_size": 32})";
+  auto without_id = [](Json j) {
+    j.erase("id");
+    return j;
+  };
+  ScenarioCache session;
+  const auto aba = serve_lines(request("1", a_set) + request("2", b_set) + request("3", a_set), session);
+  REQUIRE(aba.size() == 3);
+  for (const Json& answer : aba) REQUIRE(answer["ok"] == true);
+  CHECK(without_id(aba[0]).dump() == without_id(aba[2]).dump());
+  CHECK(without_id(aba[0]).dump() != without_id(aba[1]).dump());
+  ScenarioCache fresh;
+  const auto b = serve_lines(request("2", b_set), fresh);
+  REQUIRE(b.size() == 1);
+  CHECK(b[0].dump() == aba[1].dump());
+}
+
 TEST_CASE("serve: early_stop ends a hopeless hypothesis when its verdict settles, and changes no other") {
   // One instance for the quickstart's 24 requests/s: the queue grows and the TTFTs with it.
   const std::string hopeless = R"({"workload.requests": 2000, "deployment.pools[0].instances": 1})";
