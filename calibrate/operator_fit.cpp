@@ -665,6 +665,10 @@ std::vector<double> predict_ops(const models::ChipSpec& chip, std::span<const Fi
 // moe_experts), each fitted to its format's rows but those of contended series (`contended`,
 // contended_moe_series of f's rows), held out by whole model shapes (every plan and skew of a
 // shape in one fold; the folds are dealt over all the family's rows, as for the other families).
+// A format whose shapes that deal puts all in one fold (B300's SGLang table: w4a16_mxfp4 has two
+// of the family's 26 shapes, both in one fold) would leave a fold nothing to fit on: its folds
+// are then dealt over its own shapes. A format with one shape is fitted and reported in-sample; one without enough
+// uncontended rows to fit its parameters is reported as not fitted.
 void fit_moe_family(OperatorFitResult& result, const FamilyRows& f, const std::vector<bool>& contended,
                     const OperatorFitOptions& options) {
   const auto n_contended = static_cast<std::size_t>(std::count(contended.begin(), contended.end(), true));
@@ -674,7 +678,6 @@ void fit_moe_family(OperatorFitResult& result, const FamilyRows& f, const std::v
   }
   FoldPlan plan;
   if (options.cross_validate) plan = plan_folds(f.rows, options.folds, options.seed);
-  const bool held_out = options.cross_validate && plan.folds >= 2;
   std::vector<double> held(f.rows.size(), 0.0);
   FamilyFit ff;
   ff.family = OperatorFamily::moe;
@@ -684,6 +687,7 @@ void fit_moe_family(OperatorFitResult& result, const FamilyRows& f, const std::v
   std::vector<double> train_pred, train_meas;
   std::vector<models::Efficiency::MoeExperts> fitted;
   std::vector<std::size_t> formats_rows;  // a row of each fitted format
+  std::vector<std::size_t> reported_held, reported_in_sample;
   const models::ChipSpec chip = result.chip;
   auto predict = [&](const models::Efficiency::MoeExperts& e, const FittedCall& c) {
     return models::moe_experts_seconds(c.op, e, chip.peak_flops(c.op.rate), chip.hbm_bandwidth.bytes_per_s) + c.fixed_s;
@@ -702,12 +706,64 @@ void fit_moe_family(OperatorFitResult& result, const FamilyRows& f, const std::v
     }
     const CurveBlock compute(moe_curve_spec("moe_compute", f_lo, f_hi));
     const CurveBlock memory(moe_curve_spec("moe_memory", w_lo, w_hi));
-    // The rows of `idx` that pass `keep` (and are not contended), thinned by the fit.
+    // The fewest rows a fit of these parameters takes (MoeExpertsTarget: both curves' knots, the
+    // fixed time, token and pair bytes; the curves' penalties count as rows).
+    const std::size_t params = compute.size() + memory.size() + 3;
+    const std::size_t penalties = compute.penalty_count() + memory.penalty_count();
+    const std::size_t min_rows = params > penalties ? params - penalties : 0;
+    // How many uncontended rows of `idx` have a position k that passes `keep`.
+    auto count_rows = [&](auto keep) {
+      std::size_t n = 0;
+      for (std::size_t k = 0; k < idx.size(); ++k) n += !contended[idx[k]] && keep(k) ? 1 : 0;
+      return n;
+    };
+    if (count_rows([](std::size_t) { return true; }) < std::max<std::size_t>(min_rows, 1)) {
+      result.not_fitted.emplace_back("moe " + std::string(format_name(f.rows[idx.front()].format)) +
+                                         ": fewer uncontended rows than the grouped-GEMM model has parameters (" +
+                                         std::to_string(params) + ")",
+                                     idx.size());
+      continue;
+    }
+    // This format's fold of each of its rows (idx order): the family's deal if every fold leaves
+    // rows to fit on, else a deal over its own shapes; none (in-sample) if that fails too.
+    std::vector<std::uint32_t> fold_of(idx.size(), 0);
+    std::size_t folds = 0;
+    auto deal_fits = [&]() {
+      if (folds < 2) return false;
+      for (std::uint32_t fold = 0; fold < folds; ++fold) {
+        if (count_rows([&](std::size_t k) { return fold_of[k] != fold; }) < std::max<std::size_t>(min_rows, 1)) {
+          return false;
+        }
+      }
+      return true;
+    };
+    if (options.cross_validate) {
+      for (std::size_t k = 0; k < idx.size(); ++k) fold_of[k] = plan.fold_of_row[idx[k]];
+      folds = plan.folds;
+      if (!deal_fits()) {
+        std::vector<Measurement> own_rows;
+        for (std::size_t i : idx) own_rows.push_back(f.rows[i]);
+        const FoldPlan own = plan_folds(own_rows, options.folds, options.seed);
+        fold_of = own.fold_of_row;
+        folds = own.folds;
+        if (!deal_fits()) {
+          folds = 0;
+        } else {
+          result.notes.push_back("moe " + std::string(format_name(f.rows[idx.front()].format)) + ": its " +
+                                 std::to_string(own.groups) +
+                                 " model shapes leave a fold of the family's without rows to fit on; held out "
+                                 "over " +
+                                 std::to_string(folds) + " folds of its own shapes");
+        }
+      }
+    }
+    // The rows of `idx` whose position k passes `keep` (and are not contended).
     auto fit_on = [&](auto keep, bool* converged) {
       std::vector<Measurement> rows;
       std::vector<FittedCall> ops;
-      for (std::size_t i : idx) {
-        if (contended[i] || !keep(i)) continue;
+      for (std::size_t k = 0; k < idx.size(); ++k) {
+        const std::size_t i = idx[k];
+        if (contended[i] || !keep(k)) continue;
         rows.push_back(f.rows[i]);
         ops.push_back(f.ops[i]);
       }
@@ -723,22 +779,27 @@ void fit_moe_family(OperatorFitResult& result, const FamilyRows& f, const std::v
       train_pred.push_back(predict(e, f.ops[i]));
       train_meas.push_back(f.rows[i].latency_s);
     }
-    if (held_out) {
-      for (std::uint32_t fold = 0; fold < plan.folds; ++fold) {
-        const models::Efficiency::MoeExperts fe =
-            fit_on([&](std::size_t i) { return plan.fold_of_row[i] != fold; }, nullptr);
-        for (std::size_t i : idx) {
-          if (plan.fold_of_row[i] == fold) held[i] = predict(fe, f.ops[i]);
+    if (folds >= 2) {
+      for (std::uint32_t fold = 0; fold < folds; ++fold) {
+        const models::Efficiency::MoeExperts fe = fit_on([&](std::size_t k) { return fold_of[k] != fold; }, nullptr);
+        for (std::size_t k = 0; k < idx.size(); ++k) {
+          if (fold_of[k] == fold) held[idx[k]] = predict(fe, f.ops[idx[k]]);
         }
       }
+      reported_held.insert(reported_held.end(), idx.begin(), idx.end());
     } else {
       for (std::size_t i : idx) held[i] = predict(e, f.ops[i]);
+      reported_in_sample.insert(reported_in_sample.end(), idx.begin(), idx.end());
+      if (options.cross_validate) {
+        result.notes.push_back("moe " + std::string(format_name(f.rows[idx.front()].format)) +
+                               ": one model shape (or too few rows outside each fold), nothing to hold out; its "
+                               "error cells are in-sample");
+      }
     }
   }
   ff.train_ape_p50 = train_pred.empty() ? 0.0 : summarise_errors(train_pred, train_meas).ape_p50;
-  std::vector<std::size_t> reported;
-  for (const auto& [format, idx] : formats) reported.insert(reported.end(), idx.begin(), idx.end());
-  add_label_cells(result.errors, f, reported, held, held_out);
+  add_label_cells(result.errors, f, reported_held, held, true);
+  add_label_cells(result.errors, f, reported_in_sample, held, false);
   result.chip.efficiency.moe_experts.clear();
   for (std::size_t k = 0; k < fitted.size(); ++k) {
     const Format fmt = f.rows[formats_rows[k]].format;

@@ -299,9 +299,10 @@ TEST_CASE("Profile: gemm_tiling is read strictly, and a profile without it keeps
 TEST_CASE("Profile: an unknown name lists the shipped profiles and suggests the closest") {
   const std::string errors = errors_of(scenario_with_chip("{preset: h200-sxm, profile: h2000}"));
   CHECK(errors.find("unknown profile 'h2000' (did you mean 'h200'?)") != std::string::npos);
-  CHECK(errors.find("a100, b200, b200-sglang, b200-vllm, b300, b300-vllm, gb200, gb200-sglang, gb200-vllm, gb300, "
-                    "gb300-sglang, gb300-vllm, h100, h100-sglang, h100-vidur, h100-vllm, h200, h200-sglang, "
-                    "h200-vllm") != std::string::npos);
+  CHECK(errors.find(
+            "a100, b200, b200-sglang, b200-vllm, b300, b300-sglang, b300-vllm, gb200, gb200-sglang, gb200-vllm, gb300, "
+            "gb300-sglang, gb300-vllm, h100, h100-sglang, h100-vidur, h100-vllm, h200, h200-sglang, "
+            "h200-vllm") != std::string::npos);
   CHECK(errors_of(scenario_with_chip("{preset: h200-sxm, profile: missing/none.yaml}"))
             .find("cannot open the profile file: No such file or directory") != std::string::npos);
 }
@@ -564,12 +565,12 @@ TEST_CASE("Profile: a chip without the key takes its preset's profile for the de
   const Scenario vllm = load(with_engine("vllm", "h200-sxm"));
   CHECK(vllm.resolved["deployment"]["pools"][0]["chip"]["profile"] == "h200-vllm");
   CHECK(vllm.config.pools.at(0).chip.calibration.find("vLLM kernels") != std::string::npos);
-  // Blackwell likewise; a chip without its engine's profile borrows TensorRT-LLM's.
+  // Blackwell likewise: every Blackwell chip has an SGLang and a vLLM profile.
   CHECK(load(with_engine("vllm", "b200")).resolved["deployment"]["pools"][0]["chip"]["profile"] == "b200-vllm");
   CHECK(load(with_engine("sglang", "b200")).resolved["deployment"]["pools"][0]["chip"]["profile"] == "b200-sglang");
   CHECK(load(with_engine("sglang", "gb200")).resolved["deployment"]["pools"][0]["chip"]["profile"] == "gb200-sglang");
   CHECK(load(with_engine("sglang", "gb300")).resolved["deployment"]["pools"][0]["chip"]["profile"] == "gb300-sglang");
-  CHECK(load(with_engine("sglang", "b300")).resolved["deployment"]["pools"][0]["chip"]["profile"] == "b300");
+  CHECK(load(with_engine("sglang", "b300")).resolved["deployment"]["pools"][0]["chip"]["profile"] == "b300-sglang");
   // profile: none keeps the preset's own figures, and says they are not calibrated.
   const Scenario none = load(scenario_with_chip("{preset: h200-sxm, profile: none}"));
   const auto& bare = none.config.pools.at(0).chip;
