@@ -206,9 +206,9 @@ std::optional<Plan> plan_of(const MeasuredPlan& given, const models::ModelSpec& 
 void triton_expert_parallel(Plan& p, const ServingEngine& e, const Formats& f, const models::ChipSpec& chip,
                             std::vector<std::string>& assumptions) {
   if (e.name != "trtllm" || f.experts != "mxfp4" || chip.has(models::ComputeRate::kFp4) || p.moe_tp <= 1) return;
-  assumptions.push_back("TensorRT-LLM's MXFP4 MoE on " + chip.name + " (TRITON backend) is expert-parallel only: moe_tp " +
-                        std::to_string(p.moe_tp) + " x ep " + std::to_string(p.ep) + " read as ep " +
-                        std::to_string(p.moe_tp * p.ep));
+  assumptions.push_back("TensorRT-LLM's MXFP4 MoE on " + chip.name +
+                        " (TRITON backend) is expert-parallel only: moe_tp " + std::to_string(p.moe_tp) + " x ep " +
+                        std::to_string(p.ep) + " read as ep " + std::to_string(p.moe_tp * p.ep));
   p.ep *= p.moe_tp;
   p.moe_tp = 1;
 }

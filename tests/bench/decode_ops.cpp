@@ -5,8 +5,9 @@
 // seconds for one call (and the roofline's beside it: where they differ a measured table answered),
 // and the step total; then the collectives (sim/cluster/comm_cost.h on the pool's contiguous
 // placement) and the host time per step. The batch is `batch` decodes, each with `context` tokens
-// of context (the new token included), and with --prefill one whole prompt of that many tokens. For comparing an operator with the measured kernels of its
-// shape (docs/notes/2026-12-05-gptoss-decode.md); a program that prints a table, not a test.
+// of context (the new token included), and with --prefill one whole prompt of that many tokens.
+// For comparing an operator with the measured kernels of its shape
+// (docs/notes/2026-12-05-gptoss-decode.md); a program that prints a table, not a test.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -98,10 +99,10 @@ int main(int argc, char** argv) {
       if (span.ranks <= 1) continue;
       const double s = comm.seconds(c.op, span);
       total += s * c.count;
-      std::printf("%-18s %-52s %5d %10.2f %10s %10.1f\n", std::string(models::op_kind_name(c.op.kind)).c_str(),
-                  ("ranks " + std::to_string(span.ranks) + " bytes " + std::to_string(static_cast<long>(c.op.bytes)))
-                      .c_str(),
-                  c.count, s * 1e6, "", s * c.count * 1e6);
+      std::printf(
+          "%-18s %-52s %5d %10.2f %10s %10.1f\n", std::string(models::op_kind_name(c.op.kind)).c_str(),
+          ("ranks " + std::to_string(span.ranks) + " bytes " + std::to_string(static_cast<long>(c.op.bytes))).c_str(),
+          c.count, s * 1e6, "", s * c.count * 1e6);
     }
     const double host = (chip.efficiency.iteration_overhead + chip.efficiency.sequence_overhead * batch).to_seconds();
     std::printf("%-18s %-52s %5s %10s %10s %10.1f\n", "device total", "", "", "", "", total * 1e6);
