@@ -84,9 +84,15 @@ for ((i = 0; i < ${#pairs[@]}; i += 2)); do
   custom=$(find "$data/comm/$engine" -name custom_allreduce_perf.csv.gz 2>/dev/null | sort -V | tail -1)
   [ -n "$nccl" ] && comm+=(--comm-table "$nccl")
   [ -n "$custom" ] && comm+=(--comm-table "$custom")
+  # The grouped-GEMM MoE models that go into the profile. W4A16 MXFP4 (gpt-oss's experts on
+  # Hopper) only for TensorRT-LLM: its tables time TensorRT-LLM's own MXFP4 module (the OpenAI
+  # Triton kernels, AIConfigurator's collector/trtllm/collect_moe.py), which is what TensorRT-LLM
+  # serves gpt-oss with on Hopper; vLLM and SGLang run other MXFP4 kernels.
+  moe_models=bf16,fp8,fp8_block,nvfp4
+  [ "$engine" = trtllm ] && moe_models+=,w4a16_mxfp4
   echo "== $name: ${#tables[@]} tables, ${#comm[@]} comm options" >&2
   start=$(date +%s)
   "$servesim" calibrate "${tables[@]}" --chip "${preset[$chip]}" --engine "$engine" "${comm[@]}" \
-    --moe-models bf16,fp8,fp8_block,nvfp4 --created "$created" --out "$out/$name.yaml" > "$out/$name.txt"
+    --moe-models "$moe_models" --created "$created" --out "$out/$name.yaml" > "$out/$name.txt"
   echo "   $name: $(( $(date +%s) - start )) s" >&2
 done

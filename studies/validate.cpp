@@ -196,6 +196,23 @@ std::optional<Plan> plan_of(const MeasuredPlan& given, const models::ModelSpec& 
   return p;
 }
 
+// TensorRT-LLM serves MXFP4 experts on Hopper (no FP4 rate: W4A16) with its TRITON MoE backend,
+// the OpenAI Triton kernels, which run expert parallelism only (NVIDIA/TensorRT-LLM
+// examples/models/core/gpt_oss/README.md, "MoE Support Matrix": Hopper bf16 x mxfp4 -> TRITON
+// (recommended) or CUTLASS; TRITON: TP no, EP yes), and AIConfigurator times that module at
+// moe_tp 1 only (collector/trtllm/collect_moe.py sets moe_backend triton for gpt-oss below SM 100).
+// So a recorded moe_tp x ep is read as ep = moe_tp x ep: each chip holds whole experts
+// (docs/notes/2026-12-05-gptoss-decode.md).
+void triton_expert_parallel(Plan& p, const ServingEngine& e, const Formats& f, const models::ChipSpec& chip,
+                            std::vector<std::string>& assumptions) {
+  if (e.name != "trtllm" || f.experts != "mxfp4" || chip.has(models::ComputeRate::kFp4) || p.moe_tp <= 1) return;
+  assumptions.push_back("TensorRT-LLM's MXFP4 MoE on " + chip.name +
+                        " (TRITON backend) is expert-parallel only: moe_tp " + std::to_string(p.moe_tp) + " x ep " +
+                        std::to_string(p.ep) + " read as ep " + std::to_string(p.moe_tp * p.ep));
+  p.ep *= p.moe_tp;
+  p.moe_tp = 1;
+}
+
 std::string plan_yaml(const Plan& p) {
   std::string s = "{tp: " + std::to_string(p.tp) + ", pp: " + std::to_string(p.pp) + ", dp: " + std::to_string(p.dp);
   if (p.moe_tp > 0) s += ", moe_tp: " + std::to_string(p.moe_tp) + ", ep: " + std::to_string(p.ep);
@@ -339,11 +356,12 @@ RowScenario build_row_scenario(const ServingMeasurement& r, const ValidationOpti
   }
   y << "  pools:\n";
   if (!disagg) {
-    const auto plan = plan_of(r.plan, model, chip.scale_up_domain, s.assumptions, why);
+    auto plan = plan_of(r.plan, model, chip.scale_up_domain, s.assumptions, why);
     if (!plan) {
       s.reason = why;
       return s;
     }
+    triton_expert_parallel(*plan, *engine, *formats, chip, s.assumptions);
     y << pool_yaml("agg", "combined", *chip_name, *plan, 1, *engine, clients, clients, r.isl, max_model_len,
                    s.assumptions);
   } else {
@@ -353,11 +371,12 @@ RowScenario build_row_scenario(const ServingMeasurement& r, const ValidationOpti
     // prefill workers rate-matched to them).
     for (const auto& [role, m] :
          {std::pair<const char*, const MeasuredRole*>{"prefill", &r.prefill}, {"decode", &r.decode}}) {
-      const auto plan = plan_of(m->plan, model, chip.scale_up_domain, s.assumptions, why);
+      auto plan = plan_of(m->plan, model, chip.scale_up_domain, s.assumptions, why);
       if (!plan) {
         s.reason = std::string(role) + ": " + why;
         return s;
       }
+      triton_expert_parallel(*plan, *engine, *formats, chip, s.assumptions);
       const bool decode = std::string_view(role) == "decode";
       int workers = m->workers;
       if (workers == 0 && decode && m->batch_size > 0) {

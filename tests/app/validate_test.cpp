@@ -425,3 +425,23 @@ TEST_CASE("validate: each engine's rows get the scheduler of the configuration t
   CHECK(scheduler_of(vllm_async) ==
         "scheduler: {policy: sarathi, max_batch_size: 64, max_batched_tokens: 9756, form_ahead: true}");
 }
+
+TEST_CASE("validate: TensorRT-LLM's MXFP4 experts on Hopper run expert-parallel (TRITON backend)") {
+  // gpt-oss-120b rows recorded as tp 4 with moe_tp 4 x ep 1: on H200 (no FP4 rate) with
+  // TensorRT-LLM the experts are read as ep 4 (studies/validate.cpp, triton_expert_parallel); the
+  // same recorded split with vLLM keeps moe_tp 4.
+  const std::string trt_h200 = "2026_04_06_gpt_oss_120b_h200_sxm_trtllm_fp4_agg_8192x1024_c4_tp4_ep1_422";
+  const std::string vllm_h200 = "2026_04_06_gpt_oss_120b_h200_sxm_vllm_fp4_agg_1024x8192_c64_tp4_ep1_178";
+  const auto file = subset("validate_triton_ep", {trt_h200, vllm_h200});
+  const auto scenario_of = [&](const std::string& id) {
+    const CliResult sc = cli({"validate", file.string(), "--print-scenario", id});
+    REQUIRE_MESSAGE(sc.code == 0, sc.err);
+    return sc.out;
+  };
+  const std::string trt = scenario_of(trt_h200);
+  CHECK(trt.find("parallel: {tp: 4, pp: 1, dp: 1, moe_tp: 1, ep: 4}") != std::string::npos);
+  CHECK(trt.find("expert-parallel only: moe_tp 4 x ep 1 read as ep 4") != std::string::npos);
+  const std::string vllm = scenario_of(vllm_h200);
+  CHECK(vllm.find("parallel: {tp: 4, pp: 1, dp: 1, moe_tp: 4, ep: 1}") != std::string::npos);
+  CHECK(vllm.find("expert-parallel only") == std::string::npos);
+}
