@@ -103,8 +103,8 @@ struct ContextBinding {
     std::size_t lo = 0;   // its bracket and weight (varying: the last operator's)
     double f = 0;
   };
-  int grid = -1;        // the answering log grid; -1: unbound
-  int next_axis = 0;    // the axes from next_axis up are folded into `corners`
+  int grid = -1;      // the answering log grid; -1: unbound
+  int next_axis = 0;  // the axes from next_axis up are folded into `corners`
   std::size_t stride = 1;
   std::array<Axis, 4> axes{};  // MeasuredLogGrid::kMaxAxes (declared below)
   LogGridCorners corners;

@@ -212,12 +212,12 @@ std::vector<ModelSpec> build_presets() {
   // hidden / heads = 128, no sliding window) and in every layer 8 SwiGLU experts, top-2, of the
   // config's intermediate_size, no shared expert, no routing bias; vocab 32000. 46.70e9 and
   // 140.6e9 parameters.
-  ModelSpec mix7 = dense("mixtral-8x7b", 32, 4096, 32, 8, 128, 14336, 32000, 32768,
-                         "mistralai/Mixtral-8x7B-v0.1 config.json");
+  ModelSpec mix7 =
+      dense("mixtral-8x7b", 32, 4096, 32, 8, 128, 14336, 32000, 32768, "mistralai/Mixtral-8x7B-v0.1 config.json");
   mix7.moe = moe(8, 2, 14336, 0, 0, false);
   p.push_back(mix7);
-  ModelSpec mix22 = dense("mixtral-8x22b", 56, 6144, 48, 8, 128, 16384, 32000, 65536,
-                          "mistralai/Mixtral-8x22B-v0.1 config.json");
+  ModelSpec mix22 =
+      dense("mixtral-8x22b", 56, 6144, 48, 8, 128, 16384, 32000, 65536, "mistralai/Mixtral-8x22B-v0.1 config.json");
   mix22.moe = moe(8, 2, 16384, 0, 0, false);
   p.push_back(mix22);
   p.push_back(dense("llama-2-70b", 80, 8192, 64, 8, 128, 28672, 32000, 4096,
@@ -234,8 +234,8 @@ std::vector<ModelSpec> build_presets() {
   // which 0.44B and 1.4B are not the embedding; 8.2B).
   auto qwen3 = [&](std::string name, int layers, int hidden, int heads, int kv_heads, int intermediate,
                    std::string source) {
-    ModelSpec q = dense(std::move(name), layers, hidden, heads, kv_heads, 128, intermediate, 151936, 40960,
-                        std::move(source));
+    ModelSpec q =
+        dense(std::move(name), layers, hidden, heads, kv_heads, 128, intermediate, 151936, 40960, std::move(source));
     q.qk_norm = true;
     return q;
   };
@@ -253,8 +253,8 @@ std::vector<ModelSpec> build_presets() {
   p.push_back(q30);
   // Qwen/Qwen3-Coder-480B-A35B-Instruct config.json (qwen3_moe): 62 layers, hidden 6144, 96 / 8
   // heads, 160 experts top-8 of 2560, no shared expert, 262144 positions. 480.2e9 parameters.
-  ModelSpec q480 = qwen3("qwen3-coder-480b-a35b", 62, 6144, 96, 8, 8192,
-                         "Qwen/Qwen3-Coder-480B-A35B-Instruct config.json");
+  ModelSpec q480 =
+      qwen3("qwen3-coder-480b-a35b", 62, 6144, 96, 8, 8192, "Qwen/Qwen3-Coder-480B-A35B-Instruct config.json");
   q480.max_context = 262144;
   q480.moe = moe(160, 8, 2560, 0, 0, false);
   p.push_back(q480);

@@ -35,7 +35,7 @@ inline double IterationCostModel::AffineOp::seconds(const models::BatchShape& b,
 }
 
 inline double IterationCostModel::AffineOp::seconds(const models::BatchShape& b, const models::CostModel& cm,
-                                                   models::ContextBinding& binding) const {
+                                                    models::ContextBinding& binding) const {
   return linear ? linear_seconds(b) : cm.bound_seconds(at(b), binding);
 }
 

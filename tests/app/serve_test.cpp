@@ -85,9 +85,9 @@ TEST_CASE("serve: a number too large for a double is bad input, not an internal 
   // nlohmann's parser throws out_of_range (406), not parse_error, for 1E8888 (found by
   // fuzz_serve_line): the answer must name the line as invalid JSON like any other syntax error.
   ScenarioCache cache;
-  const auto a = serve_lines(std::string(R"({"id": 8888888888E8888, "scenario": "x"})") + "\n" +
-                                 request("2", R"({"workload.requests": 100})"),
-                             cache);
+  const auto a = serve_lines(
+      std::string(R"({"id": 8888888888E8888, "scenario": "x"})") + "\n" + request("2", R"({"workload.requests": 100})"),
+      cache);
   REQUIRE(a.size() == 2);
   CHECK(a[0]["ok"] == false);
   CHECK(a[0]["errors"][0]["code"] != "internal_error");
@@ -132,9 +132,8 @@ TEST_CASE("serve: an answer does not depend on the hypotheses asked before it in
   // answer twice, and B after A is B asked alone in a fresh session. B differs from A in keys
   // that reach the cost model's tables (tensor parallelism, the batch cap) and the traffic.
   const std::string a_set = R"({"workload.requests": 300, "workload.arrivals.rate": "30 /s"})";
-  const std::string b_set =
-      R"({"workload.requests": 250, "deployment.pools[0].parallel.tp": 2,)"
-      R"( "deployment.pools[0].scheduler.max_batch_size": 32})";
+  const std::string b_set = R"({"workload.requests": 250, "deployment.pools[0].parallel.tp": 2,)"
+                            R"( "deployment.pools[0].scheduler.max_batch_size": 32})";
   auto without_id = [](Json j) {
     j.erase("id");
     return j;
