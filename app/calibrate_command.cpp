@@ -33,11 +33,11 @@ int calibrate_command(const std::vector<std::string>& args, std::ostream& out, s
                                      "rows per fit (larger tables are thinned by a fixed stride)")(
       "no-tables", "fit the roofline only (no GEMM tables)")(
       "moe-models", po::value<std::string>(),
-      "comma-separated expert weight formats (bf16,fp8,fp8_block,w4a16_mxfp4) whose fitted grouped-GEMM MoE "
-      "model (and MoE table) goes into the profile; default: all. Every format is fitted and reported")(
-      "gemm-tile", po::value<double>()->default_value(128),
-      "GEMM output tile edge: compute efficiencies are fitted over the tile-padded FLOPs "
-      "(models::padded_gemm_flops); 0 = the raw FLOPs")(
+      "comma-separated expert weight formats (bf16,fp8,fp8_block,nvfp4,w4a16_mxfp4 or w4a8_mxfp4_mxfp8) whose "
+      "fitted grouped-GEMM MoE model (and MoE table) goes into the profile; default: all. Every format is fitted "
+      "and reported")("gemm-tile", po::value<double>()->default_value(128),
+                      "GEMM output tile edge: compute efficiencies are fitted over the tile-padded FLOPs "
+                      "(models::padded_gemm_flops); 0 = the raw FLOPs")(
       "transfer", po::value<std::string>(),
       "no operator measurements of --chip: derive its profile from PROFILE (another chip's, a path or a shipped "
       "name) by --transfer-rule; with --comm, fit the collectives to the chip's own tables; measurement files "

@@ -1,5 +1,10 @@
 #include "calibrate/aiconfigurator_reader.h"
 
+#include <algorithm>
+#include <cstdint>
+#include <set>
+#include <vector>
+
 #include "calibrate/csv_reader.h"
 
 namespace servesim::calibrate {
@@ -209,6 +214,51 @@ void note_version(std::string_view v, std::string& versions) {
   versions += v;
 }
 
+// TensorRT-LLM's MoE table on Blackwell times gated NVFP4 experts twice, with the CUTLASS kernel
+// (`moe_torch_flow_cutlass`) and the min-latency one (`moe_torch_flow_min_latency`), every shape,
+// plan, skew and token count; TensorRT-LLM runs the min-latency kernel up to 128 tokens and
+// CUTLASS above, which is how AIConfigurator reads the table (aic-core's operators/moe.rs,
+// "for nvfp4 gated MoE at num_tokens <= 128, probe the moe_torch_flow_min_latency grid first and
+// fall back to the default grid on a shape miss"; Python's MoE._query_moe_table). Two kernels'
+// times of one call would be fitted as one noisy operator (B200 / GB200 NVFP4: 25% held out,
+// against 7% on B300 / GB300, whose tables hold CUTLASS rows only). Keeps, per call, the kernel
+// that runs: drops min-latency rows above 128 tokens and the other kernel's rows of a call that
+// has a min-latency row. Returns how many rows it dropped.
+std::size_t select_moe_kernels(MeasurementSet& set, std::vector<Measurement>& rows) {
+  constexpr std::int64_t kMinLatencyTokens = 128;
+  const std::uint16_t min_latency = set.intern("moe_torch_flow_min_latency");
+  auto is_min_latency = [&](const Measurement& m) { return m.op == MeasuredOp::moe && m.kernel == min_latency; };
+  if (std::none_of(rows.begin(), rows.end(), is_min_latency)) return 0;
+  // A call: format, skew and shape (plan and token count included).
+  auto call = [](const Measurement& m) {
+    std::vector<std::int64_t> key{static_cast<std::int64_t>(m.format), m.variant};
+    for (std::size_t i = 0; i < m.shape.size(); ++i) {
+      const auto [d, v] = m.shape.field(i);
+      key.push_back(static_cast<std::int64_t>(d));
+      key.push_back(v);
+    }
+    return key;
+  };
+  std::set<std::vector<std::int64_t>> fast;
+  for (const Measurement& m : rows) {
+    if (is_min_latency(m) && m.shape.get(Dim::tokens) <= kMinLatencyTokens) fast.insert(call(m));
+  }
+  std::vector<Measurement> out;
+  out.reserve(rows.size());
+  for (const Measurement& m : rows) {
+    if (is_min_latency(m)) {
+      if (m.shape.get(Dim::tokens) <= kMinLatencyTokens) out.push_back(m);
+      continue;
+    }
+    const bool twin =
+        m.op == MeasuredOp::moe && m.shape.get(Dim::tokens) <= kMinLatencyTokens && fast.count(call(m)) > 0;
+    if (!twin) out.push_back(m);
+  }
+  const std::size_t dropped = rows.size() - out.size();
+  rows = std::move(out);
+  return dropped;
+}
+
 }  // namespace
 
 std::vector<std::string_view> aiconfigurator_tables() {
@@ -229,6 +279,7 @@ MeasurementSet read_aiconfigurator(const std::string& path, std::string_view chi
 
   const std::size_t op_col = csv.columns({"op_name"}, problems).front();
   problems.throw_if_any();
+  std::vector<Measurement> rows;
   const TableSpec* spec = nullptr;
   Layout layout{};
   std::string framework, version, device;
@@ -300,8 +351,10 @@ MeasurementSet read_aiconfigurator(const std::string& path, std::string_view chi
     }
     if (!ms || !ok) continue;
     m.latency_s = *ms * 1e-3;
-    set.add(m);
+    rows.push_back(m);
   }
+  const std::size_t twins = select_moe_kernels(set, rows);
+  for (const Measurement& m : rows) set.add(m);
   if (spec == nullptr && problems.empty()) {
     problems.add(Diagnostic{path, 0, 0, "", "the table has a header but no rows"});
   }
@@ -311,6 +364,12 @@ MeasurementSet read_aiconfigurator(const std::string& path, std::string_view chi
   s.measurements = set.size();
   s.metadata = {
       {"table", std::string(spec->op_name)}, {"framework", framework}, {"version", version}, {"device", device}};
+  if (twins > 0) {
+    s.metadata.emplace_back("kernel_selection",
+                            std::to_string(twins) +
+                                " rows of the NVFP4 MoE kernel TensorRT-LLM does not run at their "
+                                "token count left out (min-latency at <= 128 tokens, else CUTLASS)");
+  }
   return set;
 }
 

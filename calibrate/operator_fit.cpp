@@ -34,9 +34,12 @@ std::optional<models::Format> model_format(Format f) {
     case Format::int8: return models::Format::kInt8;
     case Format::w4a16_mxfp4: return models::Format::kMxfp4;
     case Format::nvfp4: return models::Format::kNvfp4;
-    // No simulator format: MXFP8 activations (W4A8 in the models is int4 x int8) and int4
-    // weight-only kernels are measured but not costed.
-    case Format::w4a8_mxfp4_mxfp8:
+    // MXFP4 weights with MXFP8 activations: the MXFP4 experts as Blackwell's TensorRT-LLM runs
+    // them (a chip with the FP4 rate costs models::Format::kMxfp4 at that rate, and a fit of these
+    // rows takes the same peak). Only MoE tables hold it; the same experts' W4A16 rows map here
+    // too, so the MoE family keeps the two apart (fit_moe_family).
+    case Format::w4a8_mxfp4_mxfp8: return models::Format::kMxfp4;
+    // No simulator format: int4 weight-only kernels are measured but not costed.
     case Format::int4_wo:
     case Format::kCount: break;
   }
@@ -672,9 +675,12 @@ std::vector<double> predict_ops(const models::ChipSpec& chip, std::span<const Fi
 void fit_moe_family(OperatorFitResult& result, const FamilyRows& f, const std::vector<bool>& contended,
                     const OperatorFitOptions& options) {
   const auto n_contended = static_cast<std::size_t>(std::count(contended.begin(), contended.end(), true));
-  std::map<models::Format, std::vector<std::size_t>> formats;
+  // Keyed by the table's format, not the simulator's: W4A16 MXFP4 (Hopper's Triton kernels) and
+  // MXFP4 x MXFP8 (Blackwell's) are two kernels of one simulator format, each fitted on its own
+  // rows; --moe-models picks the one that goes into the profile.
+  std::map<Format, std::vector<std::size_t>> formats;
   for (std::size_t i = 0; i < f.rows.size(); ++i) {
-    if (const auto fmt = model_format(f.rows[i].format)) formats[*fmt].push_back(i);
+    if (model_format(f.rows[i].format)) formats[f.rows[i].format].push_back(i);
   }
   FoldPlan plan;
   if (options.cross_validate) plan = plan_folds(f.rows, options.folds, options.seed);
@@ -695,7 +701,7 @@ void fit_moe_family(OperatorFitResult& result, const FamilyRows& f, const std::v
   for (const auto& entry : formats) {
     // Named, not structured bindings: the lambda below captures them (clang before 16 refuses
     // captured bindings, and the fuzz build uses clang).
-    const auto& format = entry.first;
+    const models::Format format = *model_format(entry.first);
     const auto& idx = entry.second;
     double f_lo = 1e300, f_hi = 0, w_lo = 1e300, w_hi = 0;
     for (std::size_t i : idx) {
@@ -805,7 +811,17 @@ void fit_moe_family(OperatorFitResult& result, const FamilyRows& f, const std::v
     const Format fmt = f.rows[formats_rows[k]].format;
     const bool keep = !options.moe_models || std::find(options.moe_models->begin(), options.moe_models->end(), fmt) !=
                                                  options.moe_models->end();
-    if (keep) {
+    // One model per simulator format: without --moe-models, the first of two kernels of one
+    // format (W4A16 before MXFP4 x MXFP8) goes in.
+    const auto& kept = result.chip.efficiency.moe_experts;
+    const bool taken = std::any_of(kept.begin(), kept.end(), [&](const models::Efficiency::MoeExperts& m) {
+      return m.format == fitted[k].format;
+    });
+    if (keep && taken) {
+      result.notes.push_back("moe " + std::string(format_name(fmt)) + ": not in the profile, another kernel of " +
+                             std::string(models::format_name(fitted[k].format)) +
+                             " experts is (--moe-models picks one)");
+    } else if (keep) {
       result.chip.efficiency.moe_experts.push_back(fitted[k]);
     } else {
       result.notes.push_back("moe " + std::string(format_name(fmt)) +

@@ -84,12 +84,19 @@ for ((i = 0; i < ${#pairs[@]}; i += 2)); do
   custom=$(find "$data/comm/$engine" -name custom_allreduce_perf.csv.gz 2>/dev/null | sort -V | tail -1)
   [ -n "$nccl" ] && comm+=(--comm-table "$nccl")
   [ -n "$custom" ] && comm+=(--comm-table "$custom")
-  # The grouped-GEMM MoE models that go into the profile. W4A16 MXFP4 (gpt-oss's experts on
-  # Hopper) only for TensorRT-LLM: its tables time TensorRT-LLM's own MXFP4 module (the OpenAI
-  # Triton kernels, AIConfigurator's collector/trtllm/collect_moe.py), which is what TensorRT-LLM
-  # serves gpt-oss with on Hopper; vLLM and SGLang run other MXFP4 kernels.
+  # The grouped-GEMM MoE models that go into the profile. MXFP4 experts (gpt-oss) only for
+  # TensorRT-LLM, whose tables time its own MXFP4 module (AIConfigurator's
+  # collector/trtllm/collect_moe.py): on Hopper W4A16 (the OpenAI Triton kernels); on Blackwell
+  # MXFP4 weights with MXFP8 activations, the mode AIConfigurator's task_v2.py gives gpt-oss on a
+  # Blackwell system under TensorRT-LLM ("default MoE to w4a8_mxfp4_mxfp8"). vLLM and SGLang run
+  # other MXFP4 kernels.
   moe_models=bf16,fp8,fp8_block,nvfp4
-  [ "$engine" = trtllm ] && moe_models+=,w4a16_mxfp4
+  if [ "$engine" = trtllm ]; then
+    case $chip in
+      h*) moe_models+=,w4a16_mxfp4 ;;
+      *) moe_models+=,w4a8_mxfp4_mxfp8 ;;
+    esac
+  fi
   echo "== $name: ${#tables[@]} tables, ${#comm[@]} comm options" >&2
   start=$(date +%s)
   "$servesim" calibrate "${tables[@]}" --chip "${preset[$chip]}" --engine "$engine" "${comm[@]}" \

@@ -316,11 +316,12 @@ void add_moe_tables(Calibration& c, const cal::MeasurementSet& set, const models
   std::size_t cells = 0;
   for (const cal::MoeTable& t : tables) {
     // A format's table goes into the profile only where its held-out error (whole model shapes
-    // held out) beats the fitted roofline's and meets the MoE target (kMoeTableTarget): the tables
-    // interpolate between model shapes, and where the measured shapes are too few or too far
-    // apart to predict a held-out model that well, the roofline's physics generalises better.
-    // (H200 W4A16: 2 model shapes, 16-23% held out; with its table shipped, validate's gpt-oss
-    // H200 TensorRT-LLM rows went from TTFT 34.6 / TPOT 19.3% median to 43.7 / 22.1%.)
+    // held out) beats the fitted grouped-GEMM model's: the tables interpolate between model
+    // shapes, and where the measured shapes are too few or too far apart to predict a held-out
+    // model as well as the model's physics does, the model generalises better. The MoE target
+    // (kMoeTableTarget) is reported, not required: a table that misses it but beats the model is
+    // still the better of the two predictors on unseen shapes (Blackwell's MXFP4 x MXFP8 experts:
+    // table 16-18%, model 24-28% held out; calibrate/README.md).
     constexpr double kMoeTableTarget = 0.12;
     const std::string kind = t.roofline_factor ? " factor table" : " table";
     const double table_p50 = median_of(t.format, kind), roofline_p50 = median_of(t.format, "");
@@ -330,7 +331,7 @@ void add_moe_tables(Calibration& c, const cal::MeasurementSet& set, const models
                   " (held-out median over skews %.1f%%, the other kind %.1f%%, roofline %.1f%%, target %.0f%%)",
                   100 * table_p50, 100 * other_p50, 100 * roofline_p50, 100 * kMoeTableTarget);
     const std::string name = "MoE" + kind + " " + std::string(cal::format_name(t.format));
-    if (table_p50 < 0 || table_p50 > kMoeTableTarget || (roofline_p50 >= 0 && table_p50 >= roofline_p50)) {
+    if (table_p50 < 0 || (roofline_p50 >= 0 && table_p50 >= roofline_p50)) {
       c.notes.push_back(name + ": not in the profile" + why);
       continue;
     }
@@ -669,6 +670,14 @@ StudyOutput calibrate(const CalibrateRequest& request, std::ostream& err) {
         return StudyOutput::failed(2);
       }
       formats.push_back(*f);
+    }
+    // Both are the simulator's MXFP4 experts (two kernels: Hopper's W4A16, Blackwell's MXFP4 x
+    // MXFP8); a profile holds one model per simulator format.
+    if (std::count(formats.begin(), formats.end(), cal::Format::w4a16_mxfp4) > 0 &&
+        std::count(formats.begin(), formats.end(), cal::Format::w4a8_mxfp4_mxfp8) > 0) {
+      err << "error: --moe-models: w4a16_mxfp4 and w4a8_mxfp4_mxfp8 are both the simulator's mxfp4 experts; "
+             "name one\n";
+      return StudyOutput::failed(2);
     }
     options.moe_models = formats;
   }

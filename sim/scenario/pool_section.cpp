@@ -269,6 +269,21 @@ cluster::PoolConfig read_pool(Document& doc, std::string_view engine, const YAML
       p.plan.redundant_experts = static_cast<int>(*redundant);
     }
     ok = ok && marks.plan_ok;
+    // TensorRT-LLM serves MXFP4 experts on a chip without the FP4 rate (Hopper: W4A16) with its
+    // TRITON MoE backend, which runs expert parallelism only (NVIDIA/TensorRT-LLM
+    // examples/models/core/gpt_oss/README.md, "MoE Support Matrix": TRITON, TP no, EP yes), and
+    // the profiles' MXFP4 tables time that module at moe_tp 1 (studies/validate.cpp,
+    // triton_expert_parallel, reads benchmark rows that way). Costed as asked, but said.
+    if (marks.plan_ok && marks.chip_ok && engine == "trtllm" && model && model->moe.enabled() &&
+        model->formats.experts == models::Format::kMxfp4 && !p.chip.has(models::ComputeRate::kFp4) &&
+        p.plan.moe_tp > 1) {
+      const Field& at = marks.moe_tp;
+      doc.warn(at.mark, at.path,
+               "TensorRT-LLM runs MXFP4 experts on " + p.chip.name +
+                   " (no FP4 rate) with its TRITON MoE backend, which is expert-parallel only: moe_tp " +
+                   std::to_string(p.plan.moe_tp) + " is not a plan it serves (use ep " +
+                   std::to_string(p.plan.moe_tp * p.plan.ep) + ", moe_tp 1)");
+    }
   }
   {
     // Token-to-expert skew of MoE layers (models/operators.h, MoeRouting).

@@ -85,6 +85,9 @@ std::optional<std::pair<models::ComputeRate, double>> moe_format(const std::stri
     return std::pair{models::ComputeRate::kFp8, bytes_per_element(models::Format::kFp8Block)};
   }
   if (f == "w4a16_mxfp4") return std::pair{models::ComputeRate::kBf16, bytes_per_element(models::Format::kMxfp4)};
+  // MXFP4 experts with MXFP8 activations (Blackwell's TensorRT-LLM kernels): the tables answer
+  // MXFP4 experts on a chip with the FP4 rate, the rate models::gemm_format gives them there.
+  if (f == "w4a8_mxfp4_mxfp8") return std::pair{models::ComputeRate::kFp4, bytes_per_element(models::Format::kMxfp4)};
   // NVFP4 experts (Blackwell's FP4 tensor cores; vLLM's and TensorRT-LLM's nvfp4 MoE tables).
   if (f == "nvfp4") return std::pair{models::ComputeRate::kFp4, bytes_per_element(models::Format::kNvfp4)};
   return std::nullopt;
@@ -102,7 +105,8 @@ void read_table_entry(Document& doc, const YAML::Node& entry, const std::string&
   const auto rate = moe ? (moe_fmt ? std::optional(moe_fmt->first) : std::nullopt) : rate_of_format(fmt);
   if (!rate) {
     doc.error(format ? format.Mark() : entry.Mark(), at + ".format",
-              "unknown format '" + fmt + "'" + (moe ? " (MoE tables: bf16, fp8, fp8_block, w4a16_mxfp4, nvfp4)" : ""));
+              "unknown format '" + fmt + "'" +
+                  (moe ? " (MoE tables: bf16, fp8, fp8_block, w4a16_mxfp4, w4a8_mxfp4_mxfp8, nvfp4)" : ""));
     return;
   }
   const YAML::Node tables = entry["tables"];

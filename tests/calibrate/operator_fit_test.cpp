@@ -316,3 +316,70 @@ TEST_CASE("Operator fit: an MoE format whose shapes share one fold is held out o
       noted("moe fp8_block: its 2 model shapes leave a fold of the family's without rows to fit on; held out "
             "over 2 folds of its own shapes"));
 }
+
+TEST_CASE("Operator fit: two kernels of MXFP4 experts are fitted apart, --moe-models keeps one") {
+  // Blackwell's TensorRT-LLM tables time gpt-oss's experts twice: W4A16 (the Triton kernels) and
+  // MXFP4 weights with MXFP8 activations (the kernel TensorRT-LLM serves them with there). Both
+  // are the simulator's MXFP4 experts, costed at B200's FP4 rate. Rows from two known models that
+  // differ (W4A16: 0.20 of peak, 40 us a call; W4A8: 0.50 of peak, 10 us), 2% noise: each kernel's
+  // model must come back from its own rows, not a blend of both.
+  const models::ChipSpec b200 = *models::chip_preset("b200");
+  Rng rng(13, "operator_fit_test.mxfp4_kernels");
+  MeasurementSet set;
+  const std::uint16_t balanced = set.intern("balanced");
+  auto add_rows = [&](Format format, double compute, double overhead_us) {
+    models::Efficiency::MoeExperts truth;
+    truth.format = models::Format::kMxfp4;
+    truth.overhead = Duration::microseconds(overhead_us);
+    truth.compute = models::EfficiencyCurve(compute);
+    truth.memory = models::EfficiencyCurve(0.8);
+    truth.token_bytes = 5;
+    truth.pair_bytes = 3;
+    for (std::int64_t hidden : {2880, 4096}) {
+      for (std::int64_t experts : {32, 128}) {
+        for (std::int64_t ep : {1, 8}) {
+          for (std::int64_t tokens : {1, 8, 64, 512, 4096, 16384}) {
+            Measurement r = moe_row(format, balanced, tokens, hidden, 2880, experts, 1, ep);
+            std::string why;
+            const auto op = simulator_operator(r, "balanced", b200, why);
+            REQUIRE_MESSAGE(op.has_value(), why);
+            CHECK(op->op.rate == models::ComputeRate::kFp4);  // B200 has the FP4 rate
+            r.latency_s = models::moe_experts_seconds(op->op, truth, b200.peak_flops(op->op.rate),
+                                                      b200.hbm_bandwidth.bytes_per_s) *
+                          (1 + 0.02 * (2 * rng.uniform01() - 1));
+            set.add(r);
+          }
+        }
+      }
+    }
+  };
+  add_rows(Format::w4a16_mxfp4, 0.20, 40);
+  add_rows(Format::w4a8_mxfp4_mxfp8, 0.50, 10);
+
+  OperatorFitOptions options;
+  options.moe_models = std::vector<Format>{Format::w4a8_mxfp4_mxfp8};
+  const OperatorFitResult fit = fit_operators(set, b200, options);
+  REQUIRE(fit.chip.efficiency.moe_experts.size() == 1);
+  const models::Efficiency::MoeExperts& e = fit.chip.efficiency.moe_experts[0];
+  CHECK(e.format == models::Format::kMxfp4);
+  CHECK(e.overhead.to_seconds() * 1e6 == approx(10).epsilon(0.15));
+  CHECK(e.compute.at(1e11) == approx(0.5).epsilon(0.05));
+  // Both kernels reported, each held out to about the noise.
+  int cells = 0;
+  for (const ErrorCell& c : fit.errors.cells) {
+    if (c.kind != "moe" || c.size != "all") continue;
+    if (c.format == "w4a16_mxfp4 balanced" || c.format == "w4a8_mxfp4_mxfp8 balanced") {
+      ++cells;
+      CHECK(c.error.ape_p50 < 0.03);
+    }
+  }
+  CHECK(cells == 2);
+
+  // Without --moe-models one of them goes in (the first, W4A16), and the report says so.
+  const OperatorFitResult all = fit_operators(set, b200);
+  REQUIRE(all.chip.efficiency.moe_experts.size() == 1);
+  CHECK(all.chip.efficiency.moe_experts[0].overhead.to_seconds() * 1e6 == approx(40).epsilon(0.15));
+  CHECK(std::any_of(all.notes.begin(), all.notes.end(), [](const std::string& n) {
+    return n.find("moe w4a8_mxfp4_mxfp8: not in the profile, another kernel of mxfp4 experts is") != std::string::npos;
+  }));
+}

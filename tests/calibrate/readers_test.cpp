@@ -415,3 +415,37 @@ TEST_CASE("Readers: problems of several files are reported together") {
   CHECK(ds[0].file == a.path());
   CHECK(ds[1].file == b.path());
 }
+
+TEST_CASE("Readers: of TensorRT-LLM's two NVFP4 MoE kernels, the one it runs at each token count is kept") {
+  // B200's and GB200's TensorRT-LLM MoE tables time gated NVFP4 experts with the CUTLASS kernel
+  // and the min-latency one at every token count; TensorRT-LLM (and AIConfigurator's reading of
+  // the table) runs min-latency up to 128 tokens, CUTLASS above. At 64 tokens the CUTLASS row
+  // goes, at 256 the min-latency one; an fp8 row (CUTLASS only) and a non-gated NVFP4 row stay.
+  const std::string header =
+      "framework,version,device,op_name,kernel_source,moe_dtype,num_tokens,hidden_size,inter_size,topk,num_experts,"
+      "moe_tp_size,moe_ep_size,distribution,latency\n";
+  auto row = [](const char* kernel, const char* dtype, int tokens, double ms) {
+    return std::string("TRTLLM,1.3.0rc20,NVIDIA B200,moe,") + kernel + "," + dtype + "," + std::to_string(tokens) +
+           ",7168,2048,8,256,1,8,balanced," + std::to_string(ms) + "\n";
+  };
+  const TempFile f(
+      "kernels.csv",
+      header + row("moe_torch_flow_cutlass", "nvfp4", 64, 0.20) + row("moe_torch_flow_min_latency", "nvfp4", 64, 0.10) +
+          row("moe_torch_flow_cutlass", "nvfp4", 256, 0.40) + row("moe_torch_flow_min_latency", "nvfp4", 256, 0.50) +
+          row("moe_torch_flow_cutlass", "fp8", 64, 0.30) + row("moe_torch_flow_nongated", "nvfp4", 64, 0.25));
+  const MeasurementSet set = read_aiconfigurator(f.path(), "b200");
+  REQUIRE(set.size() == 4);
+  std::vector<std::pair<std::string, std::int64_t>> kept;
+  for (const auto& m : set.rows()) kept.emplace_back(set.label(m.kernel), m.shape.get(Dim::tokens));
+  CHECK(kept == std::vector<std::pair<std::string, std::int64_t>>{{"moe_torch_flow_min_latency", 64},
+                                                                  {"moe_torch_flow_cutlass", 256},
+                                                                  {"moe_torch_flow_cutlass", 64},
+                                                                  {"moe_torch_flow_nongated", 64}});
+  CHECK(set.rows()[0].latency_s == approx(0.10e-3));
+  CHECK(set.rows()[1].latency_s == approx(0.40e-3));
+  std::string said;
+  for (const auto& [k, v] : set.source(0).metadata) {
+    if (k == "kernel_selection") said = v;
+  }
+  CHECK(said.rfind("2 rows of the NVFP4 MoE kernel TensorRT-LLM does not run", 0) == 0);
+}

@@ -621,3 +621,39 @@ TEST_CASE("Profile: an H800 pool takes H100's profile for its engine and keeps i
   CHECK(h200.config.pools.at(0).chip.efficiency.collective_latency == same_die.efficiency.collective_latency);
   CHECK(h200.config.pools.at(0).chip.calibration.find("collectives") == std::string::npos);
 }
+
+TEST_CASE("Profile: TensorRT-LLM's MXFP4 experts on Hopper with moe_tp > 1 are warned about") {
+  // gpt-oss's experts are MXFP4; H200 has no FP4 rate, so TensorRT-LLM serves them with its
+  // TRITON MoE backend, expert-parallel only. moe_tp 2 is costed, and said; ep 2 is not; nor is
+  // moe_tp 2 under SGLang (other kernels), nor on B200 (the FP4 rate: another backend).
+  auto yaml = [](const std::string& engine, const std::string& chip, const std::string& parallel) {
+    return "model: {preset: gpt-oss-120b, formats: {emulate: true}}\n"
+           "deployment:\n"
+           "  engine: " +
+           engine +
+           "\n"
+           "  pools:\n"
+           "    - chip: " +
+           chip +
+           "\n"
+           "      instances: 1\n"
+           "      parallel: " +
+           parallel +
+           "\n"
+           "workload:\n"
+           "  requests: 4\n"
+           "  arrivals: {process: poisson, rate: 10 /s}\n"
+           "  lengths:\n"
+           "    prompt: {distribution: fixed, value: 128}\n"
+           "    output: {distribution: fixed, value: 8}\n";
+  };
+  const Scenario warned = load(yaml("trtllm", "h200-sxm", "{tp: 2, moe_tp: 2, ep: 1}"));
+  REQUIRE(warned.warnings.size() == 1);
+  CHECK(warned.warnings[0].to_string() ==
+        "profile.yaml:7:33: deployment.pools[0].parallel.moe_tp: TensorRT-LLM runs MXFP4 experts on h200-sxm (no FP4 "
+        "rate) with its TRITON MoE backend, which is expert-parallel only: moe_tp 2 is not a plan it serves (use ep 2, "
+        "moe_tp 1)");
+  CHECK(load(yaml("trtllm", "h200-sxm", "{tp: 2, moe_tp: 1, ep: 2}")).warnings.empty());
+  CHECK(load(yaml("sglang", "h200-sxm", "{tp: 2, moe_tp: 2, ep: 1}")).warnings.empty());
+  CHECK(load(yaml("trtllm", "b200", "{tp: 2, moe_tp: 2, ep: 1}")).warnings.empty());
+}
