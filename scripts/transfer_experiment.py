@@ -15,6 +15,7 @@ one core.
 """
 import argparse
 import glob
+import gzip
 import json
 import os
 import re
@@ -29,7 +30,7 @@ TABLES = ["gemm/gemm_perf", "attention/context_attention_perf", "attention/gener
 # The operator classes reported: (cell kind, cell format) over all sizes.
 CLASSES = [("gemm", "bf16"), ("gemm", "fp8"), ("gemm", "fp8_block"), ("gemm", "nvfp4"),
            ("attention_prefill", "bf16"), ("attention_decode", "bf16"), ("moe", "bf16 balanced"),
-           ("moe", "fp8 balanced")]
+           ("moe", "fp8 balanced"), ("moe", "nvfp4 balanced")]
 
 
 def version_key(path):
@@ -42,9 +43,26 @@ def tables_of(root, chip, engine):
     for t in TABLES:
         family, name = t.split("/")
         found = sorted(glob.glob(os.path.join(data, family, engine, "*", name + ".csv.gz")), key=version_key)
+        if family == "moe":
+            # The newest MoE table holding the formats the classes compare (TensorRT-LLM 1.3.0rc23
+            # on Blackwell holds DeepSeek-V4's MXFP4 x MXFP8 experts only), as
+            # scripts/calibrate_aiconfigurator.sh picks it.
+            found = [f for f in found if has_moe_formats(f)]
         if found:
             out.append(found[-1])
     return out
+
+
+def has_moe_formats(path):
+    with gzip.open(path, "rt") as f:
+        header = f.readline().rstrip("\n").split(",")
+        col = header.index("moe_dtype") if "moe_dtype" in header else -1
+        if col < 0:
+            return False
+        for line in f:
+            if line.split(",")[col] in ("bfloat16", "fp8", "fp8_block", "nvfp4"):
+                return True
+    return False
 
 
 def check(servesim, source, target, rule, tables, scratch):
