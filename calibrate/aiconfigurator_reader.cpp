@@ -219,11 +219,10 @@ void note_version(std::string_view v, std::string& versions) {
 // plan, skew and token count; TensorRT-LLM runs the min-latency kernel up to 128 tokens and
 // CUTLASS above, which is how AIConfigurator reads the table (aic-core's operators/moe.rs,
 // "for nvfp4 gated MoE at num_tokens <= 128, probe the moe_torch_flow_min_latency grid first and
-// fall back to the default grid on a shape miss"; Python's MoE._query_moe_table). Two kernels'
-// times of one call would be fitted as one noisy operator (B200 / GB200 NVFP4: 25% held out,
-// against 7% on B300 / GB300, whose tables hold CUTLASS rows only). Keeps, per call, the kernel
-// that runs: drops min-latency rows above 128 tokens and the other kernel's rows of a call that
-// has a min-latency row. Returns how many rows it dropped.
+// fall back to the default grid on a shape miss"; Python's MoE._query_moe_table). Read as they
+// are, two kernels' times of one call would be fitted and tabulated as one noisy operator. Keeps,
+// per call, the kernel that runs: drops min-latency rows above 128 tokens and the other kernel's
+// rows of a call that has a min-latency row. Returns how many rows it dropped.
 std::size_t select_moe_kernels(MeasurementSet& set, std::vector<Measurement>& rows) {
   constexpr std::int64_t kMinLatencyTokens = 128;
   const std::uint16_t min_latency = set.intern("moe_torch_flow_min_latency");

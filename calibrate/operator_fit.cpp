@@ -748,6 +748,7 @@ void fit_moe_family(OperatorFitResult& result, const FamilyRows& f, const std::v
       folds = plan.folds;
       if (!deal_fits()) {
         std::vector<Measurement> own_rows;
+        own_rows.reserve(idx.size());
         for (std::size_t i : idx) own_rows.push_back(f.rows[i]);
         const FoldPlan own = plan_folds(own_rows, options.folds, options.seed);
         fold_of = own.fold_of_row;
