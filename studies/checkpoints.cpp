@@ -92,6 +92,30 @@ const Row kRows[] = {
     {"nvidia/Qwen3-235B-A22B-NVFP4", "qwen3-235b-a22b", kNvfp4, kNvfp4, kFp8, "nvfp4", false,
      "nvidia/Qwen3-235B-A22B-NVFP4 hf_quant_config.json: exclude lm_head and the router only, so "
      "attention NVFP4 too"},
+    // Qwen3-VL: each config.json's text_config is a Qwen3 language model's, layer for layer
+    // (ai-dynamo/aiconfigurator model_configs at 095f58a5). The benchmarks these rows come from
+    // send text prompts, so the language model is what runs; the vision tower (vision_config:
+    // 24-27 blocks of 1,024-1,152, about 0.3-0.4 B parameters) is neither run nor held in memory,
+    // and the deepstack merges (visual features added at three early layers) touch image tokens
+    // only.
+    {"Qwen/Qwen3-VL-235B-A22B-Instruct", "qwen3-235b-a22b", kBf16, kBf16, kBf16, "bfloat16", false,
+     "Qwen/Qwen3-VL-235B-A22B-Instruct config.json: text_config is Qwen3-235B-A22B's; text prompts run the "
+     "language model, the vision tower is neither run nor held"},
+    {"Qwen/Qwen3-VL-30B-A3B-Instruct", "qwen3-30b-a3b", kBf16, kBf16, kBf16, "bfloat16", false,
+     "Qwen/Qwen3-VL-30B-A3B-Instruct config.json: text_config is Qwen3-30B-A3B's; text prompts run the language "
+     "model, the vision tower is neither run nor held"},
+    {"Qwen/Qwen3-VL-32B-Instruct", "qwen3-32b", kBf16, kBf16, kBf16, "bfloat16", false,
+     "Qwen/Qwen3-VL-32B-Instruct config.json: text_config is Qwen3-32B's; text prompts run the language model, "
+     "the vision tower is neither run nor held"},
+    {"Qwen/Qwen3-VL-32B-Thinking", "qwen3-32b", kBf16, kBf16, kBf16, "bfloat16", false,
+     "Qwen/Qwen3-VL-32B-Thinking config.json: text_config is Qwen3-32B's; text prompts run the language model, "
+     "the vision tower is neither run nor held"},
+    {"Qwen/Qwen3-VL-8B-Instruct", "qwen3-8b", kBf16, kBf16, kBf16, "bfloat16", false,
+     "Qwen/Qwen3-VL-8B-Instruct config.json: text_config is Qwen3-8B's; text prompts run the language model, "
+     "the vision tower is neither run nor held"},
+    {"Qwen/Qwen3-VL-2B-Instruct", "qwen3-1.7b", kBf16, kBf16, kBf16, "bfloat16", false,
+     "Qwen/Qwen3-VL-2B-Instruct config.json: text_config is Qwen3-1.7B's (tied embeddings); text prompts run the "
+     "language model, the vision tower is neither run nor held"},
     {"deepseek-ai/DeepSeek-V3", "deepseek-v3", kBlock, kBlock, kBf16, "fp8_block,fp8", false,
      "deepseek-ai/DeepSeek-V3 config.json quantization_config (fp8, weight_block_size [128, 128])"},
     {"deepseek-ai/DeepSeek-V3-0324", "deepseek-v3", kBlock, kBlock, kBf16, "fp8_block,fp8", false,

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "studies/checkpoints.h"
 #include "tests/app/cli_helpers.h"
 #include "tests/approx.h"
 
@@ -204,7 +205,7 @@ TEST_CASE("validate: every kind of row of an AIConfigurator-style file is predic
   const Json j = Json::parse(r.out);
   std::map<std::string, Json> rows;
   for (const Json& row : j["rows"]) rows[row["id"].get<std::string>()] = row;
-  REQUIRE(rows.size() == 29);
+  REQUIRE(rows.size() == 30);
   for (const auto& [id, row] : rows) {
     CAPTURE(id);
     CAPTURE(row.dump());
@@ -230,8 +231,9 @@ TEST_CASE("validate: every kind of row of an AIConfigurator-style file is predic
   assumed("ok_qwen35_gdn", "served from Qwen/Qwen3.5-397B-A17B-FP8");
   assumed("ok_suffix_derived", "read as Qwen/Qwen3-235B-A22B-Instruct-2507 with the suffix '-fp8'");
   assumed("ok_glm5_dsa", "read as zai-org/GLM-5 (the same name under another organisation)");
-  // Family members with presets of their own (ok_mixtral_moe, ok_qwen3_30b_fp8, ok_gpt_oss_20b:
-  // predicted, checked above); gpt-oss-20b pinned to its one checkpoint as the 120b is.
+  // Family members with presets of their own (ok_mixtral_moe, ok_qwen3_30b_fp8, ok_gpt_oss_20b,
+  // and ok_qwen3_vl_text, Qwen3-VL's language model: predicted, checked above); gpt-oss-20b
+  // pinned to its one checkpoint as the 120b is.
   assumed("ok_gpt_oss_20b", "openai/gpt-oss-20b from its own checkpoint");
   // tp_size 16 = moe_tp 4 x moe_ep 4 on 8-GPU nodes: TP 4 with EP 4.
   assumed("ok_tp_size_is_tp_times_ep", "read as tp 4 with expert parallelism 4");
@@ -252,8 +254,8 @@ TEST_CASE("validate: every kind of row of an AIConfigurator-style file is predic
   reason("skip_tp_not_dividing_heads", "tensor parallelism 36 does not divide the 128 attention heads");
   reason("skip_no_concurrency", "no concurrency recorded");
   reason("skip_does_not_fit", "does not fit on h100-sxm");
-  CHECK(j["overall"]["rows"] == 29);
-  CHECK(j["overall"]["predicted"] == 20);
+  CHECK(j["overall"]["rows"] == 30);
+  CHECK(j["overall"]["predicted"] == 21);
 }
 
 TEST_CASE("calibrate: fits a native CSV, writes a profile a scenario loads, reports the error") {
@@ -444,4 +446,40 @@ TEST_CASE("validate: TensorRT-LLM's MXFP4 experts on Hopper run expert-parallel 
   const std::string vllm = scenario_of(vllm_h200);
   CHECK(vllm.find("parallel: {tp: 4, pp: 1, dp: 1, moe_tp: 4, ep: 1}") != std::string::npos);
   CHECK(vllm.find("expert-parallel only") == std::string::npos);
+}
+
+TEST_CASE("validate: a Qwen3-VL checkpoint runs its language model, which is a Qwen3 preset's") {
+  // Text-prompt benchmarks of Qwen3-VL run its language model. Each Qwen3-VL config.json
+  // (tests/scenario/hf/qwen3-vl/, from AIConfigurator's model_configs) has a text_config whose
+  // architecture keys equal those of the Qwen3 model its checkpoint row names (that model's
+  // config.json in tests/scenario/hf/PRESET/, which imports to exactly the preset).
+  const std::string hf = std::string(SERVESIM_SOURCE_DIR) + "/tests/scenario/hf/";
+  auto read = [](const std::string& path) {
+    std::ifstream in(path);
+    REQUIRE_MESSAGE(in.good(), path);
+    return Json::parse(in);
+  };
+  const std::map<std::string, std::string> expected = {{"Qwen3-VL-235B-A22B-Instruct", "qwen3-235b-a22b"},
+                                                       {"Qwen3-VL-30B-A3B-Instruct", "qwen3-30b-a3b"},
+                                                       {"Qwen3-VL-32B-Instruct", "qwen3-32b"},
+                                                       {"Qwen3-VL-32B-Thinking", "qwen3-32b"},
+                                                       {"Qwen3-VL-8B-Instruct", "qwen3-8b"},
+                                                       {"Qwen3-VL-2B-Instruct", "qwen3-1.7b"}};
+  for (const auto& [name, preset] : expected) {
+    CAPTURE(name);
+    const auto cp = servesim::studies::checkpoint("Qwen/" + name);
+    REQUIRE(cp.has_value());
+    CHECK(cp->preset == preset);
+    const Json vl = read(hf + "qwen3-vl/" + name + ".json");
+    const Json& text = vl.at("text_config");
+    const Json lm = read(hf + preset + "/config.json");
+    for (const char* key : {"hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
+                            "head_dim", "intermediate_size", "vocab_size", "moe_intermediate_size", "num_experts",
+                            "num_experts_per_tok", "decoder_sparse_step", "norm_topk_prob", "attention_bias"}) {
+      CAPTURE(key);
+      CHECK(text.value(key, Json()) == lm.value(key, Json()));
+    }
+    // Tied embeddings are a top-level key of the VL config.
+    CHECK(vl.value("tie_word_embeddings", false) == lm.value("tie_word_embeddings", false));
+  }
 }
