@@ -644,4 +644,8 @@ TEST_CASE("Profile: the pools and loads of a session share one prepared copy of 
   CHECK(tables_of(first, 0) == tables_of(first, 1));
   CHECK(tables_of(first, 0) == tables_of(second, 0));
   CHECK_FALSE(tables_of(first, 0)->tables().log_grids.empty());
+  // Without a session's caches a load keeps its own: its pools still share, loads do not.
+  const Scenario alone = load(yaml);
+  CHECK(tables_of(alone, 0) == tables_of(alone, 1));
+  CHECK(tables_of(alone, 0) != tables_of(first, 0));
 }
