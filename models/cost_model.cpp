@@ -367,8 +367,7 @@ bool log_grid_corners(std::span<const std::vector<double>> log_knots, std::span<
   return log_grid_corners_at(log_knots, extrapolate, u.data(), out);
 }
 
-TableCostModel::TableCostModel(const ChipSpec& chip, MeasuredTables tables)
-    : roofline_(chip), tables_(std::move(tables)) {
+PreparedTables::PreparedTables(MeasuredTables tables) : tables_(std::move(tables)) {
   for (std::size_t i = 0; i < tables_.log_grids.size(); ++i) {
     const MeasuredLogGrid& g = tables_.log_grids[i];
     std::vector<std::vector<double>> u;
@@ -386,8 +385,19 @@ TableCostModel::TableCostModel(const ChipSpec& chip, MeasuredTables tables)
       candidates_[k * kComputeRates + static_cast<std::size_t>(g.rate)].push_back(static_cast<std::uint32_t>(i));
     }
   }
-  last_axis_.assign(tables_.log_grids.size(), {});
 }
+
+std::shared_ptr<const PreparedTables> prepare_tables(MeasuredTables tables) {
+  return std::make_shared<const PreparedTables>(std::move(tables));
+}
+
+TableCostModel::TableCostModel(const ChipSpec& chip, std::shared_ptr<const PreparedTables> tables)
+    : roofline_(chip), prepared_(std::move(tables)) {
+  last_axis_.assign(prepared_->tables().log_grids.size(), {});
+}
+
+TableCostModel::TableCostModel(const ChipSpec& chip, MeasuredTables tables)
+    : TableCostModel(chip, prepare_tables(std::move(tables))) {}
 
 namespace {
 // Whether a grid field reads the operator's context sum (log_grid_field_value).
@@ -402,8 +412,8 @@ int TableCostModel::answering_grid(const Operator& op, bool* context_decides) co
   // answers, as a scan over all of them would find it.
   const auto kind = static_cast<std::size_t>(op.kind), rate = static_cast<std::size_t>(op.rate);
   if (kind >= kOpKinds || rate >= kComputeRates) return -1;
-  for (const std::uint32_t i : candidates_[kind * kComputeRates + rate]) {
-    const MeasuredLogGrid& g = tables_.log_grids[i];
+  for (const std::uint32_t i : prepared_->candidates(kind, rate)) {
+    const MeasuredLogGrid& g = tables().log_grids[i];
     if (is_gemm(g.kind) && g.format != op.format) continue;
     if (g.kv_bytes > 0 && op.kv_bytes != g.kv_bytes) continue;
     // MoE grids (kind kMoeExperts, calibrate/moe_table.h) key on the routed experts' fields: m =
@@ -425,7 +435,7 @@ int TableCostModel::answering_grid(const Operator& op, bool* context_decides) co
 }
 
 double TableCostModel::grid_answer(std::size_t i, const LogGridCorners& c, const Operator& op) const {
-  const MeasuredLogGrid& g = tables_.log_grids[i];
+  const MeasuredLogGrid& g = tables().log_grids[i];
   double v = 0;
   for (int j = 0; j < c.count; ++j) {
     const auto k = static_cast<std::size_t>(j);
@@ -438,20 +448,20 @@ bool TableCostModel::log_grid_lookup(const Operator& op, double& out) const {
   const int found = answering_grid(op, nullptr);
   if (found < 0) return false;
   const auto i = static_cast<std::size_t>(found);
-  const MeasuredLogGrid& g = tables_.log_grids[i];
+  const MeasuredLogGrid& g = tables().log_grids[i];
   // ln(1 + x) of each axis's field; a field equal to the one this axis saw last reuses its
   // logarithm (the same double: log1p is a function of its argument alone). Consecutive
   // operators mostly differ in one or two fields (a decode step's contexts).
   std::array<double, MeasuredLogGrid::kMaxAxes> u{};
   std::array<LastAxis, MeasuredLogGrid::kMaxAxes>& last = last_axis_[i];
   for (std::size_t a = 0; a < g.axes.size(); ++a) {
-    if (log_knots_[i][a].size() <= 1) continue;
+    if (prepared_->log_knots(i)[a].size() <= 1) continue;
     const double x = log_grid_field_value(g.axes[a].field, op);
     if (!(x == last[a].x)) last[a] = {x, log_axis_value(x)};
     u[a] = last[a].u;
   }
   LogGridCorners c;
-  if (!log_grid_corners_at(log_knots_[i], extrapolate_[i], u.data(), c)) return false;
+  if (!log_grid_corners_at(prepared_->log_knots(i), prepared_->extrapolate(i), u.data(), c)) return false;
   out = grid_answer(i, c, op);
   return true;
 }
@@ -466,16 +476,16 @@ void TableCostModel::bind_context(const Operator& op, ContextBinding& out) const
   const int found = answering_grid(op, &context_decides);
   if (found < 0 || context_decides) return;
   const auto i = static_cast<std::size_t>(found);
-  const MeasuredLogGrid& g = tables_.log_grids[i];
+  const MeasuredLogGrid& g = tables().log_grids[i];
   ContextBinding b;
   for (std::size_t a = 0; a < g.axes.size(); ++a) {
-    const std::vector<double>& u = log_knots_[i][a];
+    const std::vector<double>& u = prepared_->log_knots(i)[a];
     if (u.size() <= 1) continue;
     ContextBinding::Axis& axis = b.axes[a];
     axis.varies = reads_context(g.axes[a].field);
     if (axis.varies) continue;
     const double x = log_axis_value(log_grid_field_value(g.axes[a].field, op));
-    if (!log_axis_bracket(u, extrapolate_[i][a] != 0, x, axis.lo, axis.f)) return;
+    if (!log_axis_bracket(u, prepared_->extrapolate(i)[a] != 0, x, axis.lo, axis.f)) return;
   }
   // Fold in the axes log_grid_corners_at splits before the first that varies (it goes from the
   // last axis to the first).
@@ -483,7 +493,7 @@ void TableCostModel::bind_context(const Operator& op, ContextBinding& out) const
   b.corners.weights[0] = 1.0;
   std::size_t a = g.axes.size();
   for (; a > 0 && !b.axes[a - 1].varies; --a) {
-    const std::vector<double>& u = log_knots_[i][a - 1];
+    const std::vector<double>& u = prepared_->log_knots(i)[a - 1];
     if (u.size() > 1) log_axis_split(b.corners, b.axes[a - 1].lo, b.axes[a - 1].f, b.stride);
     b.stride *= std::max<std::size_t>(1, u.size());
   }
@@ -496,7 +506,7 @@ double TableCostModel::bound_seconds(const Operator& op, ContextBinding& b) cons
   if (b.grid < 0) return seconds(op);
   // log_grid_lookup() from the folded corners on: the same splits in the same order.
   const auto i = static_cast<std::size_t>(b.grid);
-  const MeasuredLogGrid& g = tables_.log_grids[i];
+  const MeasuredLogGrid& g = tables().log_grids[i];
   LogGridCorners c;
   c.count = b.corners.count;
   for (std::size_t k = 0; k < static_cast<std::size_t>(c.count); ++k) {
@@ -505,14 +515,14 @@ double TableCostModel::bound_seconds(const Operator& op, ContextBinding& b) cons
   }
   std::size_t stride = b.stride;
   for (auto a = static_cast<std::size_t>(b.next_axis); a-- > 0;) {
-    const std::vector<double>& u = log_knots_[i][a];
+    const std::vector<double>& u = prepared_->log_knots(i)[a];
     if (u.size() > 1) {
       ContextBinding::Axis& axis = b.axes[a];
       if (axis.varies) {
         // The segment of the last step is the guess: contexts move by a token per step.
         const double x = log_axis_value(log_grid_field_value(g.axes[a].field, op));
         // Beyond a fixed end the grid misses: seconds() takes the tables' other ways.
-        if (!log_axis_bracket(u, extrapolate_[i][a] != 0, x, axis.lo, axis.f)) return seconds(op);
+        if (!log_axis_bracket(u, prepared_->extrapolate(i)[a] != 0, x, axis.lo, axis.f)) return seconds(op);
       }
       log_axis_split(c, axis.lo, axis.f, stride);
     }
@@ -560,8 +570,8 @@ bool TableCostModel::lookup(const Operator& op, double& out) const {
 }
 
 bool TableCostModel::lookup_one(const Operator& op, double& out) const {
-  if (!tables_.log_grids.empty() && log_grid_lookup(op, out)) return true;
-  for (const MeasuredSeries& s : tables_.series) {
+  if (!tables().log_grids.empty() && log_grid_lookup(op, out)) return true;
+  for (const MeasuredSeries& s : tables().series) {
     if (!same_class(s.kind, op.kind) || s.rate != op.rate || s.n != op.n || s.k != op.k) continue;
     const int i = bracket(s.m, op.m);
     if (i < 0) return false;
@@ -570,7 +580,7 @@ bool TableCostModel::lookup_one(const Operator& op, double& out) const {
     out = w > 0 ? s.seconds[u] + w * (s.seconds[u + 1] - s.seconds[u]) : s.seconds[u];
     return true;
   }
-  for (const MeasuredGrid& g : tables_.grids) {
+  for (const MeasuredGrid& g : tables().grids) {
     if (g.kind != op.kind || g.n != op.n || g.k != op.k || op.batch <= 0) continue;
     const double ctx = op.context / op.batch;
     const int i = bracket(g.batch, op.batch), j = bracket(g.context, ctx);

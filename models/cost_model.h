@@ -275,8 +275,35 @@ struct MeasuredTables {
   std::vector<MeasuredLogGrid> log_grids;
 };
 
+// A table set and what TableCostModel derives from it, built once (prepare_tables) and then
+// immutable: every TableCostModel on it (each pool of a run, each hypothesis of a serve session
+// that loads the same profile: sim/scenario's profile cache) holds it by shared pointer and keeps
+// only its own lookup state.
+class PreparedTables {
+ public:
+  explicit PreparedTables(MeasuredTables tables);
+  const MeasuredTables& tables() const { return tables_; }
+  // Log grid i's ln(1 + knot) of each axis, and which of its axes extrapolate.
+  std::span<const std::vector<double>> log_knots(std::size_t i) const { return log_knots_[i]; }
+  std::span<const char> extrapolate(std::size_t i) const { return extrapolate_[i]; }
+  // The log grids that may answer an operator of (kind, rate) (GEMM grids answer every GEMM
+  // kind), in table order.
+  std::span<const std::uint32_t> candidates(std::size_t kind, std::size_t rate) const {
+    return candidates_[kind * kComputeRates + rate];
+  }
+
+ private:
+  MeasuredTables tables_;
+  std::vector<std::vector<std::vector<double>>> log_knots_;
+  std::vector<std::vector<char>> extrapolate_;
+  std::array<std::vector<std::uint32_t>, kOpKinds * kComputeRates> candidates_;  // kind-major
+};
+std::shared_ptr<const PreparedTables> prepare_tables(MeasuredTables tables);
+
 class TableCostModel final : public CostModel {
  public:
+  TableCostModel(const ChipSpec& chip, std::shared_ptr<const PreparedTables> tables);
+  // Prepares its own copy (tests, one-off models).
   TableCostModel(const ChipSpec& chip, MeasuredTables tables);
   double seconds(const Operator& op) const override;
   std::string_view name() const override { return "measured"; }
@@ -295,14 +322,9 @@ class TableCostModel final : public CostModel {
   int answering_grid(const Operator& op, bool* context_decides) const;
   // Grid i's seconds for `op` from its corners.
   double grid_answer(std::size_t i, const LogGridCorners& c, const Operator& op) const;
+  const MeasuredTables& tables() const { return prepared_->tables(); }
   RooflineCostModel roofline_;
-  MeasuredTables tables_;
-  // Per log grid: ln(1 + knot) of each axis, and which axes extrapolate.
-  std::vector<std::vector<std::vector<double>>> log_knots_;
-  std::vector<std::vector<char>> extrapolate_;
-  // Per (operator kind, rate), kind-major: the log grids that may answer it (GEMM grids answer
-  // every GEMM kind), in table order.
-  std::array<std::vector<std::uint32_t>, kOpKinds * kComputeRates> candidates_;
+  std::shared_ptr<const PreparedTables> prepared_;  // never null
   // Per log grid and axis: the field value its last lookup read and ln(1 + max(0, value)).
   // Mutable state, as the counters below: a model is used by one thread at a time (each
   // simulation builds its own, sim/cluster/iteration_cost.h).
@@ -315,8 +337,8 @@ class TableCostModel final : public CostModel {
 
 struct RooflineConfig {};
 struct TableConfig {
-  MeasuredTables tables;
-  std::string source;  // where the measurements come from
+  std::shared_ptr<const PreparedTables> tables;  // never null; shared by the models built from it
+  std::string source;                            // where the measurements come from
 };
 using CostModelConfig = std::variant<RooflineConfig, TableConfig>;
 

@@ -1,10 +1,11 @@
 // What a session keeps between the scenarios it loads and runs: serve, sweep and plan each own one
 // Caches and pass it down (LoadOptions::caches), so that the hypotheses of a session on the same
 // scenario share what they would each build alike: the cluster's fabric and the rank-flow
-// symmetry check over it, the chip profile parsed from its text, the workload's arrival and
-// length draws. Every cache returns exactly what
-// building again would, so results never depend on whether one is passed; nothing is kept for
-// the process. Thread-safe (serve's and sweep's worker threads share one).
+// symmetry check over it, the chip profile parsed from its text (its tables prepared once,
+// models::PreparedTables, and shared by every pool and hypothesis), the workload's arrival and
+// length draws. Every cache returns exactly what building again would, so results never depend
+// on whether one is passed; nothing is kept for the process. Thread-safe (serve's and sweep's
+// worker threads share one).
 #pragma once
 
 #include <memory>

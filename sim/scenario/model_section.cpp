@@ -619,9 +619,10 @@ std::optional<models::ModelSpec> read_model(MapReader& top, const std::string& b
 namespace {
 
 // ", with GEMM tables" / ", with GEMM and attention tables" for a profile's measured tables.
-std::string tables_said(const models::MeasuredTables& t) {
+std::string tables_said(const models::PreparedTables* t) {
+  if (t == nullptr) return "";
   bool gemm = false, attention = false;
-  for (const models::MeasuredLogGrid& g : t.log_grids) {
+  for (const models::MeasuredLogGrid& g : t->tables().log_grids) {
     (g.kind == models::OpKind::kAttentionPrefill || g.kind == models::OpKind::kAttentionDecode ? attention : gemm) =
         true;
   }
@@ -740,9 +741,11 @@ std::optional<models::ChipSpec> read_chip(MapReader& pool, models::CostModelConf
     // The preset's own words on its efficiencies no longer apply: the profile's replace them.
     c.source = "efficiencies from profile " + p->name +
                (p->chip.empty() || p->chip == d.name ? "" : " (measured on " + p->chip + ")") +
-               (p->created.empty() ? "" : ", " + p->created) + tables_said(p->tables) + "; preset: " + d.source;
+               (p->created.empty() ? "" : ", " + p->created) + tables_said(p->tables.get()) + "; preset: " + d.source;
     c.calibration = calibration_said(*p, d.name, own_fabric);
-    if (cost_model && !p->tables.log_grids.empty()) *cost_model = models::TableConfig{p->tables, "profile " + p->name};
+    if (cost_model && p->tables && !p->tables->tables().log_grids.empty()) {
+      *cost_model = models::TableConfig{p->tables, "profile " + p->name};
+    }
   } else {
     // How much that can matter, measured: efficiencies carried between chips that both have tables
     // miss the target's measured operators by 18% (median over operator classes) and up to 56%

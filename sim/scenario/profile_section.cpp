@@ -347,6 +347,7 @@ ChipProfile parse_profile(const ProfileText& source, const models::ChipSpec& bas
     for (const Diagnostic& d : e.diagnostics()) pdoc.diagnostics().push_back(d);
   }
   ChipProfile out;
+  models::MeasuredTables tables;
   if (!pdoc.has_errors()) {
     Json echo;
     MapReader top(pdoc, root, YAML::Mark(), "", echo);
@@ -364,7 +365,7 @@ ChipProfile parse_profile(const ProfileText& source, const models::ChipSpec& bas
       for (const char* ignored : {"notes", "sources", "errors"}) top.find(ignored);
       if (created && !created->empty()) out.created = *created;
       if (auto e = read_efficiency(top, base.efficiency)) out.efficiency = *e;
-      if (compact != nullptr) out.tables = std::move(compact->tables);
+      if (compact != nullptr) tables = std::move(compact->tables);
       if (auto entries = compact != nullptr ? std::optional<Field>() : top.find("entries")) {
         if (!entries->node.IsSequence()) {
           pdoc.error(entries->mark, "entries", "expected a list");
@@ -383,13 +384,13 @@ ChipProfile parse_profile(const ProfileText& source, const models::ChipSpec& bas
                            describe(op));
             continue;
           }
-          const std::size_t before = out.tables.log_grids.size();
-          read_table_entry(pdoc, en, at, *kind, out.tables, values);
+          const std::size_t before = tables.log_grids.size();
+          read_table_entry(pdoc, en, at, *kind, tables, values);
           // Encoder attention (bidirectional, no KV cache) answers only operators with kv_bytes 0,
           // which no causal attention operator has (models::vision_encoder_ops).
           if (op.Scalar() == "encoder_attention") {
-            for (std::size_t g = before; g < out.tables.log_grids.size(); ++g) {
-              out.tables.log_grids[g].match.emplace_back(models::MeasuredLogGrid::Field::kKvBytes, 0.0);
+            for (std::size_t g = before; g < tables.log_grids.size(); ++g) {
+              tables.log_grids[g].match.emplace_back(models::MeasuredLogGrid::Field::kKvBytes, 0.0);
             }
           }
         }
@@ -403,6 +404,7 @@ ChipProfile parse_profile(const ProfileText& source, const models::ChipSpec& bas
     return bad;
   }
   out.ok = true;
+  out.tables = models::prepare_tables(std::move(tables));
   return out;
 }
 
@@ -450,7 +452,7 @@ std::string compact_profile_bytes(const std::string& text, const std::string& di
       problems = std::move(p.problems);
       if (p.ok) {
         c.head = profile_head(text, root, display);
-        c.tables = std::move(p.tables);
+        c.tables = p.tables->tables();
       }
     }
   } catch (const YAML::Exception& e) {

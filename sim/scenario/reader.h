@@ -50,7 +50,8 @@ class Document {
 
   // When set, every key a MapReader reads is recorded here (keys.h).
   KeyRecorder* keys = nullptr;
-  // When set, what the session keeps between loads (caches.h); null: everything built fresh.
+  // What the session keeps between loads (caches.h), or, without a session, the load's own
+  // (scenario.cpp); null: everything built fresh.
   Caches* caches = nullptr;
 
  private:

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 
 #include "core/input_file.h"
 #include "sim/cluster/run_budget.h"
@@ -116,7 +117,11 @@ void check_arrival_rates(Document& doc, const WorkloadSection& w, const std::opt
 Scenario load(YAML::Node root, Document& doc, const std::string& display_name, const std::string& base_dir,
               const LoadOptions& options) {
   doc.keys = options.keys;
-  doc.caches = options.caches;
+  // Without a session's caches the load keeps its own while it reads, so that pools naming the
+  // same profile share one parse and one prepared copy of its tables; the run is given none.
+  std::optional<Caches> load_caches;
+  if (options.caches == nullptr) load_caches.emplace();
+  doc.caches = options.caches != nullptr ? options.caches : &*load_caches;
   for (std::size_t i = 0; i < options.sets.size(); ++i) {
     apply_override(root, options.sets[i], static_cast<int>(i) + 1, doc);
   }

@@ -33,7 +33,8 @@ struct LoadOptions {
   std::vector<std::string> sets;      // "key.path=value", in command-line order
   std::optional<std::uint64_t> seed;  // --seed, overrides the scenario's seed
   KeyRecorder* keys = nullptr;        // records every key the load reads (keys.h)
-  Caches* caches = nullptr;           // the session's (caches.h); the run uses them too
+  Caches* caches = nullptr;           // the session's (caches.h); the run uses them too. Null: the
+                                      // load keeps its own while it reads, the run none
   // A workload whose request count cannot fit in this much memory (bytes_per_request each: what
   // every request keeps to the end of the run) is refused at its `requests` key; nullopt: the
   // machine's physical memory.

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -53,10 +54,12 @@ std::optional<models::Efficiency> read_efficiency(MapReader& chip, const models:
 struct ChipProfile {
   bool ok = false;  // false: the problems are in the document
   std::string name, chip, engine, created;
-  std::string transferred_from;      // the chip whose kernels were measured, where none of this one's were
-  bool by_default = false;           // chosen by chip and engine (default_profile), not named
-  models::Efficiency efficiency;     // the chip's efficiencies with the profile's applied
-  models::MeasuredTables tables;     // log-space GEMM tables (empty: the roofline only)
+  std::string transferred_from;   // the chip whose kernels were measured, where none of this one's were
+  bool by_default = false;        // chosen by chip and engine (default_profile), not named
+  models::Efficiency efficiency;  // the chip's efficiencies with the profile's applied
+  // Log-space tables (empty: the roofline only), prepared once: the profile cache's copies and
+  // every pool's TableConfig share them. Set when ok.
+  std::shared_ptr<const models::PreparedTables> tables;
   std::vector<Diagnostic> problems;  // while parsing (moved into the scenario's document)
 };
 // The chip's `profile` key, read strictly against `base` (the preset): a shipped name or a path;

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/time.h"
@@ -43,7 +44,7 @@ models::CostModelConfig table_config() {
     g.match = {{F::kHeadDim, head_dim}};
     t.log_grids.push_back(g);
   }
-  return models::TableConfig{t, "test grid"};
+  return models::TableConfig{models::prepare_tables(std::move(t)), "test grid"};
 }
 
 models::ParallelPlan plan_of(int tp, int dp, int ep, int cp) {

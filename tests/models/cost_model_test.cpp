@@ -231,7 +231,7 @@ TEST_CASE("Measured tables: series interpolate in m, grids in batch and mean con
   CHECK(validate_tables(bad).size() == 1);
   // The factory picks the model from the config.
   CHECK(make_cost_model(RooflineConfig{}, chip)->name() == "roofline");
-  CHECK(make_cost_model(TableConfig{t, "test"}, chip)->name() == "measured");
+  CHECK(make_cost_model(TableConfig{prepare_tables(t), "test"}, chip)->name() == "measured");
 }
 
 TEST_CASE("Measured tables: a log grid interpolates power laws in (m, n, k) and misses beyond a fixed axis") {

@@ -225,8 +225,10 @@ TEST_CASE("Profile: every shipped profile's compact form reads as its YAML does"
       CHECK(compact.created == yaml.created);
       CHECK(compact.transferred_from == yaml.transferred_from);
       check_same_efficiency(compact.efficiency, yaml.efficiency);
-      check_same_tables(compact.tables, yaml.tables);
-      grids += yaml.tables.log_grids.size();
+      REQUIRE(compact.tables != nullptr);
+      REQUIRE(yaml.tables != nullptr);
+      check_same_tables(compact.tables->tables(), yaml.tables->tables());
+      grids += yaml.tables->tables().log_grids.size();
     }
   }
   // The comparison covers tables: the shipped profiles of measured chips carry hundreds.
@@ -247,8 +249,8 @@ TEST_CASE("Profile: a profile file sets the chip's efficiencies and the pool's G
         0);
   const auto* table = std::get_if<servesim::models::TableConfig>(&pool.cost_model);
   REQUIRE(table != nullptr);
-  REQUIRE(table->tables.log_grids.size() == 1);
-  const auto& g = table->tables.log_grids[0];
+  REQUIRE(table->tables->tables().log_grids.size() == 1);
+  const auto& g = table->tables->tables().log_grids[0];
   CHECK(g.axes.size() == 3);
   CHECK(g.axes[0].extrapolate);
   CHECK_FALSE(g.axes[1].extrapolate);
@@ -318,7 +320,7 @@ TEST_CASE("Profile: the shipped H200 profile loads by name with its GEMM tables"
   // tables whose held-out error beats the roofline and meets the 12% target (fp8_block, and w4a16_mxfp4, whose
   // grouped-GEMM model ships in the TensorRT-LLM profile; profiles/h200.yaml).
   std::size_t gemm = 0, attention = 0, moe = 0;
-  for (const auto& g : table->tables.log_grids) {
+  for (const auto& g : table->tables->tables().log_grids) {
     (g.kind == servesim::models::OpKind::kGemmQkv      ? gemm
      : g.kind == servesim::models::OpKind::kMoeExperts ? moe
                                                        : attention) += 1;
@@ -351,8 +353,8 @@ TEST_CASE("Profile: attention tables carry their match conditions; bad ones are 
   const Scenario s = load(scenario_with_chip("{preset: h100-sxm, profile: " + p.path + "}"));
   const auto* table = std::get_if<servesim::models::TableConfig>(&s.config.pools.at(0).cost_model);
   REQUIRE(table != nullptr);
-  REQUIRE(table->tables.log_grids.size() == 2);
-  const auto& g = table->tables.log_grids[1];
+  REQUIRE(table->tables->tables().log_grids.size() == 2);
+  const auto& g = table->tables->tables().log_grids[1];
   CHECK(g.kind == servesim::models::OpKind::kAttentionDecode);
   CHECK(g.latent);  // mla_*: MLA kernels only
   CHECK(g.kv_bytes == 1);
@@ -432,9 +434,9 @@ TEST_CASE("Profile: a MoE table of roofline factors loads as a factor grid; one 
   const Scenario s = load(scenario_with_chip("{preset: h100-sxm, profile: " + p.path + "}"));
   const auto* table = std::get_if<servesim::models::TableConfig>(&s.config.pools.at(0).cost_model);
   REQUIRE(table != nullptr);
-  REQUIRE(table->tables.log_grids.size() == 2);
-  CHECK_FALSE(table->tables.log_grids[0].roofline_factor);  // the GEMM table of seconds
-  const auto& g = table->tables.log_grids[1];
+  REQUIRE(table->tables->tables().log_grids.size() == 2);
+  CHECK_FALSE(table->tables->tables().log_grids[0].roofline_factor);  // the GEMM table of seconds
+  const auto& g = table->tables->tables().log_grids[1];
   CHECK(g.kind == servesim::models::OpKind::kMoeExperts);
   CHECK(g.roofline_factor);
   REQUIRE(g.log_seconds.size() == 2);
@@ -473,8 +475,8 @@ TEST_CASE("Profile: an encoder_attention table loads as a prefill grid for opera
   const Scenario s = load(scenario_with_chip("{preset: h100-sxm, profile: " + p.path + "}"));
   const auto* table = std::get_if<servesim::models::TableConfig>(&s.config.pools.at(0).cost_model);
   REQUIRE(table != nullptr);
-  REQUIRE(table->tables.log_grids.size() == 2);
-  const auto& g = table->tables.log_grids[1];
+  REQUIRE(table->tables->tables().log_grids.size() == 2);
+  const auto& g = table->tables->tables().log_grids[1];
   using F = servesim::models::MeasuredLogGrid::Field;
   CHECK(g.kind == servesim::models::OpKind::kAttentionPrefill);
   CHECK_FALSE(g.latent);
@@ -484,7 +486,7 @@ TEST_CASE("Profile: an encoder_attention table loads as a prefill grid for opera
   CHECK(g.match[3].first == F::kKvBytes);
   CHECK(g.match[3].second == 0);
   // The GEMM entry before it gets no such condition.
-  for (const auto& [field, value] : table->tables.log_grids[0].match) CHECK(field != F::kKvBytes);
+  for (const auto& [field, value] : table->tables->tables().log_grids[0].match) CHECK(field != F::kKvBytes);
 }
 
 TEST_CASE(
@@ -656,4 +658,30 @@ TEST_CASE("Profile: TensorRT-LLM's MXFP4 experts on Hopper with moe_tp > 1 are w
   CHECK(load(yaml("trtllm", "h200-sxm", "{tp: 2, moe_tp: 1, ep: 2}")).warnings.empty());
   CHECK(load(yaml("sglang", "h200-sxm", "{tp: 2, moe_tp: 2, ep: 1}")).warnings.empty());
   CHECK(load(yaml("trtllm", "b200", "{tp: 2, moe_tp: 2, ep: 1}")).warnings.empty());
+}
+
+TEST_CASE("Profile: the pools and loads of a session share one prepared copy of a profile's tables") {
+  // Two h100-sxm pools (prefill and decode) take the shipped H100 profile by default; a session
+  // (serve's hypotheses) loads the scenario again with the same caches.
+  std::string yaml = scenario_with_chip("h100-sxm");
+  const std::string pool = yaml.substr(yaml.find("    - chip:"), yaml.find("workload:") - yaml.find("    - chip:"));
+  yaml.replace(yaml.find(pool), pool.size(), pool + "      role: prefill\n" + pool + "      role: decode\n");
+  servesim::scenario::Caches caches;
+  servesim::scenario::LoadOptions options;
+  options.caches = &caches;
+  const auto tables_of = [](const Scenario& s, std::size_t i) {
+    const auto* table = std::get_if<servesim::models::TableConfig>(&s.config.pools.at(i).cost_model);
+    REQUIRE(table != nullptr);
+    REQUIRE(table->tables != nullptr);
+    return table->tables;
+  };
+  const Scenario first = servesim::scenario::load_scenario_text(yaml, "profile.yaml", kBaseDir, options);
+  const Scenario second = servesim::scenario::load_scenario_text(yaml, "profile.yaml", kBaseDir, options);
+  CHECK(tables_of(first, 0) == tables_of(first, 1));
+  CHECK(tables_of(first, 0) == tables_of(second, 0));
+  CHECK_FALSE(tables_of(first, 0)->tables().log_grids.empty());
+  // Without a session's caches a load keeps its own: its pools still share, loads do not.
+  const Scenario alone = load(yaml);
+  CHECK(tables_of(alone, 0) == tables_of(alone, 1));
+  CHECK(tables_of(alone, 0) != tables_of(first, 0));
 }
