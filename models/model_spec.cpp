@@ -415,6 +415,36 @@ std::vector<ModelSpec> build_presets() {
   oss20.source = "openai/gpt-oss-20b config.json";
   p.push_back(oss20);
 
+  // meta-llama/Llama-4-{Scout-17B-16E,Maverick-17B-128E}-Instruct config.json text_config
+  // (llama4_text): 48 layers, hidden 5120, 40 query / 8 KV heads of 128, vocab 202048, untied.
+  // MoE layers hold top-1 of the routed experts (num_local_experts, intermediate_size 8192) and one
+  // shared expert of 8192; Scout's every layer (interleave_moe_layer_step 1, 16 experts),
+  // Maverick's every second (step 2, 128 experts), its other layers a dense MLP of
+  // intermediate_size_mlp 16384 (here layer l is MoE when l % 2 == 0, the config's (l + 1) % 2 ==
+  // 0: the same count, 24). Attention: three of every four layers attend within chunks of
+  // attention_chunk_size 8192 tokens with rotary embeddings, the fourth (no_rope_layers' default)
+  // attends to everything without them; costed as an 8192-token sliding window on pattern
+  // "SSSF", which is exact up to 8192 tokens of context and beyond that over-counts a chunked
+  // layer's reads (a chunk attends to 1-8192 tokens, 4096 on average; the window 8192) and bounds
+  // its KV alike (one chunk). Ignored: Scout's weightless L2 QK-norm, the vision encoder (text
+  // prompts). Parameters (text model): Scout 107,769,861,120 (48 x (62,914,560 attention +
+  // 16 x 125,829,120 routed + 125,829,120 shared + 81,920 router + 10,240 norms) + 2 x
+  // 1,034,485,760 embedding / LM head + 5,120), the model card's "109B" with its vision encoder;
+  // Maverick 400,711,848,960 (48 x (62,914,560 + 10,240) + 24 x (128 x 125,829,120 + 125,829,120 +
+  // 655,360) + 24 x 251,658,240 dense MLP + 2 x 1,034,485,760 + 5,120), the card's "400B".
+  ModelSpec scout = dense("llama-4-scout", 48, 5120, 40, 8, 128, 16384, 202048, 10485760,
+                          "meta-llama/Llama-4-Scout-17B-16E-Instruct config.json");
+  scout.window = {8192, "SSSF"};
+  scout.moe = moe(16, 1, 8192, 1, 0, false);
+  p.push_back(scout);
+  ModelSpec maverick = scout;
+  maverick.name = "llama-4-maverick";
+  maverick.max_context = 1048576;
+  maverick.moe.experts = 128;
+  maverick.moe.layer_frequency = 2;
+  maverick.source = "meta-llama/Llama-4-Maverick-17B-128E-Instruct config.json";
+  p.push_back(maverick);
+
   // Qwen/Qwen2.5-VL-7B-Instruct config.json: a Qwen2 language model (28 layers, hidden 3584,
   // 28 / 4 heads with QKV bias, intermediate 18944, vocab 152064, 128000 positions) and
   // vision_config (32 blocks of 1280 with 16 heads and a 3420 SwiGLU, patch 14, 2 x 2 merge,

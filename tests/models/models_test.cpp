@@ -130,8 +130,15 @@ TEST_CASE("Models: the other presets match their published parameter totals") {
   CHECK(model_preset("gpt-oss-20b")->formats.experts == Format::kMxfp4);
   CHECK(model_preset("llama-3.1-405b")->total_params() == 405'853'388'800);
   CHECK(model_preset("minimax-m2.7")->total_params() == model_preset("minimax-m2.5")->total_params());
-  // 13, deepseek-v3.2, kimi-k2.5, minimax-m2.5, four qwen3.5, and the ten above.
-  CHECK(model_preset_names().size() == 30);
+  // Llama-4's text models, derived from their config.json in models/model_spec.cpp (Scout's card
+  // says 109B with the vision encoder, Maverick's 400B); both activate 17B-class figures: 48 x
+  // (62,914,560 attention + 2 x 125,829,120 for the routed and the shared expert) in Scout's
+  // layers.
+  CHECK(model_preset("llama-4-scout")->total_params() == 107'769'861'120);
+  CHECK(model_preset("llama-4-maverick")->total_params() == 400'711'848'960);
+  CHECK(model_preset("llama-4-maverick")->window.pattern == "SSSF");
+  // 13, deepseek-v3.2, kimi-k2.5, minimax-m2.5, four qwen3.5, the ten above and Llama-4's two.
+  CHECK(model_preset_names().size() == 32);
   for (auto name : model_preset_names()) {
     CAPTURE(name);
     CHECK(validate_model(*model_preset(name)).empty());
