@@ -31,6 +31,15 @@ using servesim::scenario::Scenario;
 
 const std::string kBaseDir = SERVESIM_SOURCE_DIR "/scenarios";
 
+// The workload section the scenarios below share.
+const std::string kWorkload =
+    "workload:\n"
+    "  requests: 4\n"
+    "  arrivals: {process: poisson, rate: 10 /s}\n"
+    "  lengths:\n"
+    "    prompt: {distribution: fixed, value: 128}\n"
+    "    output: {distribution: fixed, value: 8}\n";
+
 std::string scenario_with_chip(const std::string& chip) {
   return "model: llama-3.1-8b\n"
          "deployment:\n"
@@ -38,13 +47,8 @@ std::string scenario_with_chip(const std::string& chip) {
          "    - chip: " +
          chip +
          "\n"
-         "      instances: 1\n"
-         "workload:\n"
-         "  requests: 4\n"
-         "  arrivals: {process: poisson, rate: 10 /s}\n"
-         "  lengths:\n"
-         "    prompt: {distribution: fixed, value: 128}\n"
-         "    output: {distribution: fixed, value: 8}\n";
+         "      instances: 1\n" +
+         kWorkload;
 }
 
 Scenario load(const std::string& yaml) {
@@ -640,14 +644,7 @@ TEST_CASE("Profile: TensorRT-LLM's MXFP4 experts on Hopper with moe_tp > 1 are w
            "\n"
            "      instances: 1\n"
            "      parallel: " +
-           parallel +
-           "\n"
-           "workload:\n"
-           "  requests: 4\n"
-           "  arrivals: {process: poisson, rate: 10 /s}\n"
-           "  lengths:\n"
-           "    prompt: {distribution: fixed, value: 128}\n"
-           "    output: {distribution: fixed, value: 8}\n";
+           parallel + "\n" + kWorkload;
   };
   const Scenario warned = load(yaml("trtllm", "h200-sxm", "{tp: 2, moe_tp: 2, ep: 1}"));
   REQUIRE(warned.warnings.size() == 1);
