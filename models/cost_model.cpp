@@ -504,32 +504,53 @@ void TableCostModel::bind_context(const Operator& op, ContextBinding& out) const
 
 double TableCostModel::bound_seconds(const Operator& op, ContextBinding& b) const {
   if (b.grid < 0) return seconds(op);
-  // log_grid_lookup() from the folded corners on: the same splits in the same order.
+  // log_grid_lookup() from the folded corners on: the same splits in the same order. The varying
+  // axes are bracketed first (the segment of the last step is the guess: contexts move by a token
+  // per step); the corner cells, and the log seconds there, are recomputed only when a segment
+  // moved. The weights are split as log_grid_corners_at() splits them, the same products.
   const auto i = static_cast<std::size_t>(b.grid);
   const MeasuredLogGrid& g = tables().log_grids[i];
-  LogGridCorners c;
-  c.count = b.corners.count;
-  for (std::size_t k = 0; k < static_cast<std::size_t>(c.count); ++k) {
-    c.cells[k] = b.corners.cells[k];
-    c.weights[k] = b.corners.weights[k];
+  const std::span<const std::vector<double>> knots = prepared_->log_knots(i);
+  const auto next = static_cast<std::size_t>(b.next_axis);
+  bool moved = b.count == 0;
+  for (std::size_t a = next; a-- > 0;) {
+    ContextBinding::Axis& axis = b.axes[a];
+    if (!axis.varies || knots[a].size() <= 1) continue;
+    const std::size_t was = axis.lo;
+    const double x = log_axis_value(log_grid_field_value(g.axes[a].field, op));
+    // Beyond a fixed end the grid misses: seconds() takes the tables' other ways.
+    if (!log_axis_bracket(knots[a], prepared_->extrapolate(i)[a] != 0, x, axis.lo, axis.f)) return seconds(op);
+    moved = moved || axis.lo != was;
   }
-  std::size_t stride = b.stride;
-  for (auto a = static_cast<std::size_t>(b.next_axis); a-- > 0;) {
-    const std::vector<double>& u = prepared_->log_knots(i)[a];
-    if (u.size() > 1) {
-      ContextBinding::Axis& axis = b.axes[a];
-      if (axis.varies) {
-        // The segment of the last step is the guess: contexts move by a token per step.
-        const double x = log_axis_value(log_grid_field_value(g.axes[a].field, op));
-        // Beyond a fixed end the grid misses: seconds() takes the tables' other ways.
-        if (!log_axis_bracket(u, prepared_->extrapolate(i)[a] != 0, x, axis.lo, axis.f)) return seconds(op);
-      }
-      log_axis_split(c, axis.lo, axis.f, stride);
+  if (moved) {
+    LogGridCorners c;
+    c.count = b.corners.count;
+    for (std::size_t k = 0; k < static_cast<std::size_t>(c.count); ++k) c.cells[k] = b.corners.cells[k];
+    std::size_t stride = b.stride;
+    for (std::size_t a = next; a-- > 0;) {
+      const std::size_t size = knots[a].size();
+      if (size > 1) log_axis_split(c, b.axes[a].lo, 0.0, stride);
+      stride *= std::max<std::size_t>(1, size);
     }
-    stride *= std::max<std::size_t>(1, u.size());
+    b.count = c.count;
+    for (std::size_t k = 0; k < static_cast<std::size_t>(c.count); ++k) b.log_seconds[k] = g.log_seconds[c.cells[k]];
   }
+  std::array<double, 16> w;
+  auto n = static_cast<std::size_t>(b.corners.count);
+  for (std::size_t k = 0; k < n; ++k) w[k] = b.corners.weights[k];
+  for (std::size_t a = next; a-- > 0;) {
+    if (knots[a].size() <= 1) continue;
+    const double f = b.axes[a].f;
+    for (std::size_t j = 0; j < n; ++j) {
+      w[n + j] = w[j] * f;
+      w[j] *= 1 - f;
+    }
+    n *= 2;
+  }
+  double v = 0;
+  for (std::size_t k = 0; k < n; ++k) v += w[k] * b.log_seconds[k];
   ++hits_;
-  return grid_answer(i, c, op);
+  return g.roofline_factor ? roofline_.seconds(op) * std::exp(v) : std::exp(v);
 }
 
 bool TableCostModel::lookup(const Operator& op, double& out) const {

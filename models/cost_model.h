@@ -108,6 +108,11 @@ struct ContextBinding {
   std::size_t stride = 1;
   std::array<Axis, 4> axes{};  // MeasuredLogGrid::kMaxAxes (declared below)
   LogGridCorners corners;
+  // The last operator's corner cells depend only on the varying axes' segments: while those stay,
+  // a step recomputes only the weights. `log_seconds` holds the grid's log seconds at those cells, in
+  // corner order; `count` of them, 0 until the first step.
+  int count = 0;
+  std::array<double, 16> log_seconds{};
 };
 
 class CostModel {
