@@ -19,11 +19,8 @@
 #include "models/vision.h"
 
 namespace servesim::calibrate {
-namespace {
 
-using models::OpKind;
-
-std::optional<models::Format> model_format(Format f) {
+std::optional<models::Format> simulator_format(Format f) {
   switch (f) {
     case Format::unspecified:
     case Format::bf16:
@@ -46,6 +43,10 @@ std::optional<models::Format> model_format(Format f) {
   return std::nullopt;
 }
 
+namespace {
+
+using models::OpKind;
+
 double dim(const Shape& s, Dim d, std::int64_t fallback = 0) { return static_cast<double>(s.get(d, fallback)); }
 
 // A one-layer GQA model with the row's per-chip heads (tp 1), for attention operators.
@@ -59,7 +60,7 @@ models::ModelSpec attention_model(const Measurement& m) {
   s.hidden = s.heads * s.head_dim;
   const std::int64_t window = m.shape.get(Dim::window, 0);
   if (window > 0) s.window = {static_cast<int>(window), ""};
-  const auto kv = model_format(m.kv_format == Format::unspecified ? m.format : m.kv_format);
+  const auto kv = simulator_format(m.kv_format == Format::unspecified ? m.format : m.kv_format);
   s.formats.kv_cache = kv && models::is_kv_format(*kv) ? *kv : models::Format::kBf16;
   return s;
 }
@@ -74,7 +75,7 @@ models::ModelSpec mla_model(const Measurement& m) {
   s.head_dim = 192;
   s.hidden = 7168;
   s.mla = {1536, 512, 128, 64, 128};
-  const auto kv = model_format(m.kv_format == Format::unspecified ? m.format : m.kv_format);
+  const auto kv = simulator_format(m.kv_format == Format::unspecified ? m.format : m.kv_format);
   s.formats.kv_cache = kv && models::is_kv_format(*kv) ? *kv : models::Format::kBf16;
   return s;
 }
@@ -104,7 +105,7 @@ std::optional<SimulatorOperator> simulator_operator(const Measurement& m, std::s
                                                     const models::ChipSpec& chip, std::string& why) {
   const Shape& s = m.shape;
   const auto rates = chip.rates();
-  const auto fmt = model_format(m.format);
+  const auto fmt = simulator_format(m.format);
   if (!fmt) {
     why = "format has no simulator counterpart";
     return std::nullopt;
@@ -680,7 +681,7 @@ void fit_moe_family(OperatorFitResult& result, const FamilyRows& f, const std::v
   // rows; --moe-models picks the one that goes into the profile.
   std::map<Format, std::vector<std::size_t>> formats;
   for (std::size_t i = 0; i < f.rows.size(); ++i) {
-    if (model_format(f.rows[i].format)) formats[f.rows[i].format].push_back(i);
+    if (simulator_format(f.rows[i].format)) formats[f.rows[i].format].push_back(i);
   }
   FoldPlan plan;
   if (options.cross_validate) plan = plan_folds(f.rows, options.folds, options.seed);
@@ -701,7 +702,7 @@ void fit_moe_family(OperatorFitResult& result, const FamilyRows& f, const std::v
   for (const auto& entry : formats) {
     // Named, not structured bindings: the lambda below captures them (clang before 16 refuses
     // captured bindings, and the fuzz build uses clang).
-    const models::Format format = *model_format(entry.first);
+    const models::Format format = *simulator_format(entry.first);
     const auto& idx = entry.second;
     double f_lo = 1e300, f_hi = 0, w_lo = 1e300, w_hi = 0;
     for (std::size_t i : idx) {

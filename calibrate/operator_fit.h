@@ -64,6 +64,11 @@ struct SimulatorOperator {
   models::Operator extra = no_work();
 };
 
+// The simulator's format of a measured table's format (its weights', or a KV cache's), or
+// nullopt for one the simulator does not cost (int4 weight-only). Both of MXFP4's kernels,
+// W4A16 (Hopper) and MXFP4 x MXFP8 (Blackwell), are the simulator's MXFP4.
+std::optional<models::Format> simulator_format(Format f);
+
 // The simulator's operator for a measured call on `chip` (`variant` is the row's variant label:
 // the MoE routing skew), or nullopt with the reason in `why`.
 std::optional<SimulatorOperator> simulator_operator(const Measurement& m, std::string_view variant,

@@ -671,13 +671,17 @@ StudyOutput calibrate(const CalibrateRequest& request, std::ostream& err) {
       }
       formats.push_back(*f);
     }
-    // Both are the simulator's MXFP4 experts (two kernels: Hopper's W4A16, Blackwell's MXFP4 x
-    // MXFP8); a profile holds one model per simulator format.
-    if (std::count(formats.begin(), formats.end(), cal::Format::w4a16_mxfp4) > 0 &&
-        std::count(formats.begin(), formats.end(), cal::Format::w4a8_mxfp4_mxfp8) > 0) {
-      err << "error: --moe-models: w4a16_mxfp4 and w4a8_mxfp4_mxfp8 are both the simulator's mxfp4 experts; "
-             "name one\n";
-      return StudyOutput::failed(2);
+    // A profile holds one MoE model per simulator format: two kernels of one (Hopper's W4A16 and
+    // Blackwell's MXFP4 x MXFP8 MXFP4 experts) cannot both go in.
+    for (std::size_t i = 0; i < formats.size(); ++i) {
+      for (std::size_t j = i + 1; j < formats.size(); ++j) {
+        const auto a = cal::simulator_format(formats[i]);
+        if (a && a == cal::simulator_format(formats[j])) {
+          err << "error: --moe-models: " << cal::format_name(formats[i]) << " and " << cal::format_name(formats[j])
+              << " are both the simulator's " << models::format_name(*a) << " experts; name one\n";
+          return StudyOutput::failed(2);
+        }
+      }
     }
     options.moe_models = formats;
   }

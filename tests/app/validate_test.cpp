@@ -483,3 +483,13 @@ TEST_CASE("validate: a Qwen3-VL checkpoint runs its language model, which is a Q
     CHECK(vl.value("tie_word_embeddings", false) == lm.value("tie_word_embeddings", false));
   }
 }
+
+TEST_CASE("calibrate: --moe-models refuses two kernels of one simulator format") {
+  // W4A16 (Hopper) and MXFP4 x MXFP8 (Blackwell) are both the simulator's MXFP4 experts, and a
+  // profile holds one MoE model per format: refused before any file is read, exit code 2.
+  const CliResult r = cli({"calibrate", "missing.csv", "--chip", "b200", "--moe-models",
+                           "bf16,w4a16_mxfp4,w4a8_mxfp4_mxfp8", "--out", "unused.yaml"});
+  CHECK(r.code == 2);
+  CHECK(r.err.find("--moe-models: w4a16_mxfp4 and w4a8_mxfp4_mxfp8 are both the simulator's mxfp4 experts") !=
+        std::string::npos);
+}

@@ -487,6 +487,16 @@ LayerTokenOps moe_test_layer() {
   const std::array<bool, kComputeRates> rates = {true, true, true, false};
   return layer_token_ops(m, p, load, 64, rates);
 }
+
+// n log-seconds of a grid, uneven so that interpolation errors show: ln(scale (1 + step (i^2 mod
+// period))).
+std::vector<double> uneven_log_seconds(std::size_t n, double scale, double step, std::size_t period) {
+  std::vector<double> v;
+  for (std::size_t i = 0; i < n; ++i) {
+    v.push_back(std::log(scale * (1.0 + step * static_cast<double>(i * i % period))));
+  }
+  return v;
+}
 }  // namespace
 
 TEST_CASE("Measured tables: a MoE grid answers the routed experts of its weight format only") {
@@ -572,11 +582,7 @@ TEST_CASE("Measured tables: a model's answers do not depend on the lookups befor
   // model that never answered anything gives for each, and what the grid's own corners give.
   const ChipSpec chip = *chip_preset("h200-sxm");
   using F = MeasuredLogGrid::Field;
-  auto values = [](std::size_t n, double scale) {
-    std::vector<double> v;
-    for (std::size_t i = 0; i < n; ++i) v.push_back(std::log(scale * (1.0 + 0.37 * static_cast<double>(i * i % 7))));
-    return v;
-  };
+  auto values = [](std::size_t n, double scale) { return uneven_log_seconds(n, scale, 0.37, 7); };
   MeasuredTables t;
   MeasuredLogGrid gemm;
   gemm.kind = OpKind::kGemmMlp;
@@ -690,11 +696,7 @@ TEST_CASE("Measured tables: a context binding answers every step of a run as sec
   // a condition reads the context (a prefix match: not bound, seconds() itself).
   const ChipSpec chip = *chip_preset("h200-sxm");
   using F = MeasuredLogGrid::Field;
-  auto values = [](std::size_t n, double scale) {
-    std::vector<double> v;
-    for (std::size_t i = 0; i < n; ++i) v.push_back(std::log(scale * (1.0 + 0.29 * static_cast<double>(i * i % 11))));
-    return v;
-  };
+  auto values = [](std::size_t n, double scale) { return uneven_log_seconds(n, scale, 0.29, 11); };
   MeasuredLogGrid decode;
   decode.kind = OpKind::kAttentionDecode;
   decode.axes = {{F::kBatch, {1, 4, 16, 64, 256}, true},
