@@ -33,7 +33,7 @@ std::vector<Dim> shape_key_dims(MeasuredOp op) {
     case MeasuredOp::activation: return {D::inter};
     case MeasuredOp::embedding: return {D::hidden, D::vocab};
     case MeasuredOp::quantize: return {D::k};
-    case MeasuredOp::gdn: return {D::d_model, D::v_heads};
+    case MeasuredOp::gdn: return {D::k_heads, D::v_heads};  // the kernels' shape (heads per GPU)
     case MeasuredOp::mamba2: return {D::d_model, D::heads, D::d_state};
     case MeasuredOp::hbm_copy: return {D::bytes};
     case MeasuredOp::kCount: break;

@@ -421,7 +421,9 @@ int TableCostModel::answering_grid(const Operator& op, bool* context_decides) co
     // columns per chip, k = hidden, and kv_bytes = bytes per stored weight element (bf16 2, fp8 1,
     // fp8_block 1.0002, MXFP4 0.53; models::layer_token_ops sets them). The router GEMM, kind
     // kMoeExperts too, has kv_bytes 0: no MoE grid (kv_bytes > 0, the check above) answers it.
-    if (!is_gemm(g.kind) && g.kind != OpKind::kMoeExperts && g.latent != op.latent) continue;
+    if (!is_gemm(g.kind) && g.kind != OpKind::kMoeExperts && (g.latent != op.latent || g.recurrent != op.recurrent)) {
+      continue;
+    }
     bool applies = true;
     for (const auto& [field, value] : g.match) {
       if (context_decides != nullptr && reads_context(field)) *context_decides = true;
@@ -554,9 +556,10 @@ double TableCostModel::bound_seconds(const Operator& op, ContextBinding& b) cons
 }
 
 bool TableCostModel::lookup(const Operator& op, double& out) const {
-  // No shipped table measures Gated DeltaNet's recurrent kernels; an attention table of the same
-  // kind, heads and head size would answer for a kernel it never ran: the roofline does.
-  if (op.recurrent) return false;
+  // Gated DeltaNet's recurrent kernels: only a log grid of their own (MeasuredLogGrid::recurrent)
+  // answers; an attention series or grid of the same kind, heads and head size would answer for a
+  // kernel it never ran.
+  if (op.recurrent) return !tables().log_grids.empty() && log_grid_lookup(op, out);
   if (op.gemm_count == 0) return lookup_one(op, out);
   // An operator that lists its GEMMs (operators.h, Operator::gemms) costs the sum of their
   // measured times, each at its own shape with its own launch: a table measures one kernel, and

@@ -222,9 +222,9 @@ struct MeasuredGrid {
 // head_dim = k, kv_heads, window, prefix = max(0, context - m) / batch (cached keys before the
 // new ones). A grid applies to an operator only when every `match` condition holds (|field -
 // value| <= 0.5: the fields count tokens and heads), its kv_bytes equals the operator's (when
-// set) and, for attention kinds, its `latent` flag equals the operator's (MLA kernels only match
-// MLA tables); the first grid that applies answers, or misses when a non-extrapolating axis is
-// exceeded.
+// set) and, for attention kinds, its `latent` and `recurrent` flags equal the operator's (MLA
+// kernels only match MLA tables, linear attention's recurrent kernels only its tables); the first grid that applies
+// answers, or misses when a non-extrapolating axis is exceeded.
 struct MeasuredLogGrid {
   enum class Field : std::uint8_t {
     kM,
@@ -253,6 +253,9 @@ struct MeasuredLogGrid {
   std::vector<std::pair<Field, double>> match;  // exact conditions (none for GEMM tables)
   double kv_bytes = 0;                          // 0: any
   bool latent = false;
+  // Linear-attention grids (calibrate/linear_table.h) answer only recurrent operators
+  // (Operator::recurrent), and attention grids only the others.
+  bool recurrent = false;
   Format format = Format::kBf16;  // GEMM grids: the weights' format, matched exactly (Operator::format)
   // false: log_seconds are ln(seconds). true: they are ln(factor) and the grid answers the
   // roofline's seconds for the operator x factor (a table of the roofline's measured residual,

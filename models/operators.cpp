@@ -754,6 +754,7 @@ LayerBatchOps layer_batch_ops(const ModelSpec& m, const ParallelPlan& p, const B
     pre.batch = chunks;
     pre.context = prefill_q;
     pre.n = hv;
+    pre.kv_heads = hk;  // the key heads: what a measured table keys on beside the value heads
     pre.k = dk;
     o.linear_prefill = pre;
     Operator dec = pre;

@@ -124,8 +124,8 @@ struct Operator {
   double kv_heads = 0, kv_bytes = 0, window = 0;
   bool latent = false;
   // Gated DeltaNet's recurrent core (chunked in prefill, one step per token in decode), costed as
-  // the layer's attention: m = tokens, batch = sequences, n = value heads per chip, k = key dim;
-  // measured tables of it match only it (calibrate's linear-attention grids).
+  // the layer's attention: m = tokens, batch = sequences, n = value heads per chip, kv_heads = key
+  // heads per chip, k = key dim; measured tables of it match only it (calibrate/linear_table.h).
   bool recurrent = false;
   // GEMM kinds only: the weights' format (measured GEMM tables and Efficiency::gemm_formats are
   // per format: fp8 and block fp8 run at one rate through different kernels), and the input

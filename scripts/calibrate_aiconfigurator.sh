@@ -49,7 +49,8 @@ for ((i = 0; i < ${#pairs[@]}; i += 2)); do
   # family; reuse donors sit in older folders and are found the same way).
   tables=()
   for t in gemm/gemm_perf attention/context_attention_perf attention/generation_attention_perf \
-           encoder_attention/encoder_attention_perf mla/context_mla_perf mla/generation_mla_perf moe/moe_perf; do
+           encoder_attention/encoder_attention_perf mla/context_mla_perf mla/generation_mla_perf moe/moe_perf \
+           linear_attention/gdn_perf; do
     family=${t%%/*}
     file=${t##*/}.csv.gz
     found=$(find "$data/$family/$engine" -name "$file" 2>/dev/null | sort -V | tail -1)

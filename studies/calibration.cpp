@@ -24,6 +24,7 @@
 #include "calibrate/comm_fit.h"
 #include "calibrate/cross_validation.h"
 #include "calibrate/grid_table.h"
+#include "calibrate/linear_table.h"
 #include "calibrate/measurement_files.h"
 #include "calibrate/moe_table.h"
 #include "calibrate/operator_fit.h"
@@ -270,6 +271,34 @@ void add_attention_tables(Calibration& c, const cal::MeasurementSet& set, const 
   }
 }
 
+// Gated DeltaNet tables (calibrate/linear_table.h): the recurrent kernels of linear-attention
+// layers, which the roofline alone costs without them (no efficiency is fitted to these kernels).
+// Each key's held-out error goes into the report and every table into the profile, named by its
+// phase (the loader's operator kind) and matched on the key head dim.
+void add_linear_tables(Calibration& c, const cal::MeasurementSet& set, const cal::OperatorFitOptions& options) {
+  const std::vector<cal::LinearTable> tables =
+      cal::fit_linear_tables(set, table_options<cal::LinearTableOptions>(options), c.profile.errors);
+  std::size_t cells = 0;
+  for (const cal::LinearTable& t : tables) {
+    cal::ProfileEntry e;
+    e.op = cal::MeasuredOp::gdn;
+    e.format = cal::Format::bf16;
+    e.cost_model = "table";
+    cal::ProfileTable table;
+    table.name = t.key.prefill ? "prefill" : "decode";
+    table.axes = t.table.axes();
+    for (double v : t.table.log_seconds()) table.seconds.push_back(rounded(std::exp(v)));
+    table.match = {{cal::Dim::head_dim, t.key.key_dim}};
+    cells += table.seconds.size();
+    e.tables.push_back(std::move(table));
+    c.profile.entries.push_back(std::move(e));
+  }
+  if (!tables.empty()) {
+    c.notes.push_back("gdn tables: " + std::to_string(tables.size()) + " in the profile, " + std::to_string(cells) +
+                      " cells");
+  }
+}
+
 // The weight of the factor tables' prior (GridFitOptions::prior: one row per cell pulling ln
 // factor toward 0, against one row per measurement; H200 measured in calibrate/README.md).
 constexpr double kMoeFactorPrior = 0.1;
@@ -428,6 +457,7 @@ Calibration calibrate_chip(const cal::MeasurementSet& set, const models::ChipSpe
 
   if (tables) add_attention_tables(c, set, chip, options);
   if (tables) add_moe_tables(c, set, fit.chip, options);
+  if (tables) add_linear_tables(c, set, options);
   if (!comm.empty()) add_collectives(c, comm, chip, options.folds);
 
   std::vector<std::string> chip_of_source(set.sources().size());

@@ -71,6 +71,9 @@ std::optional<std::pair<models::OpKind, bool>> table_kind(const std::string& op)
   if (op == "mla_decode") return std::pair{models::OpKind::kAttentionDecode, true};
   if (op == "encoder_attention") return std::pair{models::OpKind::kAttentionPrefill, false};
   if (op == "moe") return std::pair{models::OpKind::kMoeExperts, false};
+  // Gated DeltaNet's recurrent kernels (calibrate/linear_table.h): each table's name, prefill or
+  // decode, sets its kind (read_table_entry).
+  if (op == "gdn") return std::pair{models::OpKind::kAttentionPrefill, false};
   return std::nullopt;
 }
 
@@ -96,7 +99,7 @@ std::optional<std::pair<models::ComputeRate, double>> moe_format(const std::stri
 // Reads one table entry (cost_model table, op of table_kind) into log grids; problems into `doc`;
 // each grid's values into `values` when given.
 void read_table_entry(Document& doc, const YAML::Node& entry, const std::string& at,
-                      std::pair<models::OpKind, bool> kind, models::MeasuredTables& out,
+                      std::pair<models::OpKind, bool> kind, bool recurrent, models::MeasuredTables& out,
                       std::vector<TableValues>* values) {
   const YAML::Node format = entry["format"];
   const std::string fmt = format && format.IsScalar() ? format.Scalar() : "bf16";
@@ -121,6 +124,17 @@ void read_table_entry(Document& doc, const YAML::Node& entry, const std::string&
     g.kind = kind.first;
     g.latent = kind.second;
     g.rate = *rate;
+    if (recurrent) {
+      const YAML::Node name = tb.IsMap() ? tb["name"] : YAML::Node();
+      const std::string n = name && name.IsScalar() ? name.Scalar() : "";
+      if (n != "prefill" && n != "decode") {
+        doc.error(name ? name.Mark() : tb.Mark(), tat + ".name",
+                  "a gdn table is named prefill or decode (the recurrent kernels it times), got " + describe(name));
+        continue;
+      }
+      g.recurrent = true;
+      g.kind = n == "prefill" ? models::OpKind::kAttentionPrefill : models::OpKind::kAttentionDecode;
+    }
     if (moe_fmt) g.kv_bytes = moe_fmt->second;  // MoE grids: bytes per weight element (cost_model.cpp)
     // GEMM grids answer operators of their weight format only (fp8 and block fp8 run at one rate
     // through different kernels); bf16 for the names models does not know (fp16, fp32).
@@ -380,12 +394,12 @@ ChipProfile parse_profile(const ProfileText& source, const models::ChipSpec& bas
           if (!kind) {
             pdoc.error(op ? op.Mark() : en.Mark(), at + ".op",
                        "the simulator applies tables of op gemm, attention_prefill, attention_decode, mla_prefill, "
-                       "mla_decode, encoder_attention and moe, got " +
+                       "mla_decode, encoder_attention, moe and gdn, got " +
                            describe(op));
             continue;
           }
           const std::size_t before = tables.log_grids.size();
-          read_table_entry(pdoc, en, at, *kind, tables, values);
+          read_table_entry(pdoc, en, at, *kind, op.Scalar() == "gdn", tables, values);
           // Encoder attention (bidirectional, no KV cache) answers only operators with kv_bytes 0,
           // which no causal attention operator has (models::vision_encoder_ops).
           if (op.Scalar() == "encoder_attention") {

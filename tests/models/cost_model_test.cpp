@@ -392,6 +392,47 @@ TEST_CASE("Measured tables: an attention grid answers inside its domain, the roo
   CHECK(pmodel.fallbacks() == 1);
 }
 
+TEST_CASE("Measured tables: a linear-attention grid answers only Gated DeltaNet's recurrent operators") {
+  // Decode grid over (batch, heads) at key head dim 128: seconds = 1e-6 x (1 + batch) x (1 + heads)
+  // / 16, exact in log-multilinear interpolation (u = ln(1 + x)).
+  const ChipSpec chip = *chip_preset("h200-sxm");
+  using F = MeasuredLogGrid::Field;
+  auto law = [](double b, double h) { return 1e-6 * (1 + b) * (1 + h) / 16; };
+  MeasuredLogGrid g;
+  g.kind = OpKind::kAttentionDecode;
+  g.rate = ComputeRate::kBf16;
+  g.recurrent = true;
+  g.axes = {{F::kBatch, {1, 63}, true}, {F::kHeads, {1, 15}, true}};
+  g.log_seconds = {std::log(law(1, 1)), std::log(law(1, 15)), std::log(law(63, 1)), std::log(law(63, 15))};
+  g.match = {{F::kHeadDim, 128}};
+  MeasuredTables t;
+  t.log_grids.push_back(g);
+  REQUIRE(validate_tables(t).empty());
+  const TableCostModel model(chip, t);
+  const RooflineCostModel roofline(chip);
+  // Qwen3.5-35B-A3B at TP 4: 32 GDN value heads -> 8 per chip, 16 key heads -> 4; 7 sequences
+  // decoding: batch 7, 1e-6 x 8 x 9 / 16 = 4.5 us.
+  const ModelSpec m = *model_preset("qwen3.5-35b-a3b");
+  BatchShape b;
+  for (int i = 0; i < 7; ++i) add_decode(b, m, 1000);
+  ParallelPlan p;
+  p.tp = 4;
+  const LayerBatchOps ops = layer_batch_ops(m, p, b);
+  const Operator& rec = ops.linear_decode;
+  REQUIRE(rec.recurrent);
+  REQUIRE(rec.n == 8);
+  CHECK(rec.kv_heads == 4);
+  CHECK(model.seconds(rec) == approx(4.5e-6));
+  // The full-attention layers' decode kernel (same kind, not recurrent) is not answered by it.
+  CHECK(model.seconds(ops.decode_full) == approx(roofline.seconds(ops.decode_full)));
+  // An attention grid of the same kind and head dim does not answer the recurrent operator.
+  MeasuredTables attention = t;
+  attention.log_grids[0].recurrent = false;
+  const TableCostModel amodel(chip, attention);
+  CHECK(amodel.seconds(rec) == approx(roofline.seconds(rec)));
+  CHECK(roofline.seconds(rec) != approx(4.5e-6));
+}
+
 TEST_CASE("Measured tables: an encoder-attention grid answers the vision encoder's attention, no causal prefill") {
   // Qwen2.5-VL-7B's vision tower: 16 heads of 1280 / 16 = 80, windows of (112 / 14)^2 = 64
   // patches, global attention in blocks 7, 15, 23, 31. One 1280 x 720 image has 4,784 patches:

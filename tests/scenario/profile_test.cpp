@@ -461,6 +461,47 @@ TEST_CASE("Profile: a MoE table of roofline factors loads as a factor grid; one 
   CHECK(e2.find("expected a positive factor, got") != std::string::npos);
 }
 
+TEST_CASE("Profile: gdn tables load as recurrent grids, their kind from the name; another name is refused") {
+  const auto with_gdn = [](const std::string& name) {
+    std::string text = kProfile;
+    text.insert(text.find("errors:"), R"(  - op: gdn
+    format: bf16
+    cost_model: table
+    tables:
+      - name: decode
+        axes:
+          - {field: batch, knots: [1, 64]}
+          - {field: heads, knots: [8, 32]}
+        microseconds: [10, 20, 30, 40]
+        match: {head_dim: 128}
+      - name: )" + name + R"(
+        axes:
+          - {field: batch, knots: [1, 16]}
+          - {field: tokens, knots: [64, 4096]}
+        microseconds: [10, 20, 30, 40]
+        match: {head_dim: 128}
+)");
+    return text;
+  };
+  const TempProfile p("servesim_profile_gdn.yaml", with_gdn("prefill"));
+  const Scenario s = load(scenario_with_chip("{preset: h100-sxm, profile: " + p.path + "}"));
+  const auto* table = std::get_if<servesim::models::TableConfig>(&s.config.pools.at(0).cost_model);
+  REQUIRE(table != nullptr);
+  const auto& grids = table->tables->tables().log_grids;
+  REQUIRE(grids.size() == 3);
+  CHECK_FALSE(grids[0].recurrent);  // the GEMM entry
+  CHECK(grids[1].recurrent);
+  CHECK(grids[1].kind == servesim::models::OpKind::kAttentionDecode);
+  CHECK(grids[2].recurrent);
+  CHECK(grids[2].kind == servesim::models::OpKind::kAttentionPrefill);
+  CHECK_FALSE(grids[2].latent);
+
+  const TempProfile bad("servesim_profile_gdn_bad.yaml", with_gdn("latency"));
+  const std::string errors = errors_of(scenario_with_chip("{preset: h100-sxm, profile: " + bad.path + "}"));
+  CHECK(errors.find("tables[1].name") != std::string::npos);
+  CHECK(errors.find("prefill or decode") != std::string::npos);
+}
+
 TEST_CASE("Profile: an encoder_attention table loads as a prefill grid for operators without a KV cache") {
   std::string text = kProfile;
   const std::string encoder = R"(  - op: encoder_attention
