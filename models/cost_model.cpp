@@ -68,7 +68,7 @@ MoeExpertsWork moe_experts_work(const Operator& op) {
   MoeExpertsWork w;
   w.active = std::max(op.batch, 1.0);
   w.flops = op.m > 0 ? op.flops * std::max(op.padded_m, op.m) / op.m : 0.0;
-  w.weights = op.batch * 3.0 * op.n * op.k * op.kv_bytes;
+  w.weights = op.batch * (op.gated ? 3.0 : 2.0) * op.n * op.k * op.kv_bytes;
   return w;
 }
 
@@ -424,6 +424,7 @@ int TableCostModel::answering_grid(const Operator& op, bool* context_decides) co
     if (!is_gemm(g.kind) && g.kind != OpKind::kMoeExperts && (g.latent != op.latent || g.recurrent != op.recurrent)) {
       continue;
     }
+    if (g.kind == OpKind::kMoeExperts && !op.gated) continue;  // the tables time SwiGLU experts
     bool applies = true;
     for (const auto& [field, value] : g.match) {
       if (context_decides != nullptr && reads_context(field)) *context_decides = true;
@@ -473,7 +474,7 @@ void TableCostModel::bind_context(const Operator& op, ContextBinding& out) const
   // lookup() sends to lookup_one() (not a recurrent one, no GEMM list), a grid chosen by
   // conditions that do not read the context, and the axes that do not read it inside their ends.
   out = ContextBinding{};
-  if (op.kernels == 0 || op.recurrent || op.gemm_count != 0) return;
+  if (op.kernels == 0 || op.recurrent != Recurrence::kNone || op.gemm_count != 0) return;
   bool context_decides = false;
   const int found = answering_grid(op, &context_decides);
   if (found < 0 || context_decides) return;
@@ -559,7 +560,7 @@ bool TableCostModel::lookup(const Operator& op, double& out) const {
   // Gated DeltaNet's recurrent kernels: only a log grid of their own (MeasuredLogGrid::recurrent)
   // answers; an attention series or grid of the same kind, heads and head size would answer for a
   // kernel it never ran.
-  if (op.recurrent) return !tables().log_grids.empty() && log_grid_lookup(op, out);
+  if (op.recurrent != Recurrence::kNone) return !tables().log_grids.empty() && log_grid_lookup(op, out);
   if (op.gemm_count == 0) return lookup_one(op, out);
   // An operator that lists its GEMMs (operators.h, Operator::gemms) costs the sum of their
   // measured times, each at its own shape with its own launch: a table measures one kernel, and

@@ -69,8 +69,8 @@ double padded_gemm_flops(const Operator& op, const Efficiency::GemmTiling& t, in
 //            + (e.token_bytes x tokens + e.pair_bytes x m) x k / HBM
 // with A = batch (experts with a token), F = op.flops x padded_m / m (the FLOPs of each expert's
 // rows padded to whole tiles), W = A x 3 n k x kv_bytes (the active experts' gate, up and down
-// weights). The last term is the module's routing, permutation and finalize traffic: every token
-// and every pair moves a row of k (hidden) elements. Derivation and the fit: models/README.md,
+// weights; 2 n k for plain experts, Operator::gated). The last term is the module's routing, permutation and finalize
+// traffic: every token and every pair moves a row of k (hidden) elements. Derivation and the fit: models/README.md,
 // calibrate/README.md.
 double moe_experts_seconds(const Operator& op, const Efficiency::MoeExperts& e, double peak_flops,
                            double hbm_bytes_per_s);
@@ -253,9 +253,9 @@ struct MeasuredLogGrid {
   std::vector<std::pair<Field, double>> match;  // exact conditions (none for GEMM tables)
   double kv_bytes = 0;                          // 0: any
   bool latent = false;
-  // Linear-attention grids (calibrate/linear_table.h) answer only recurrent operators
-  // (Operator::recurrent), and attention grids only the others.
-  bool recurrent = false;
+  // Linear-attention grids (calibrate/linear_table.h) answer only recurrent operators of their
+  // kind (Operator::recurrent), and attention grids only the others.
+  Recurrence recurrent = Recurrence::kNone;
   Format format = Format::kBf16;  // GEMM grids: the weights' format, matched exactly (Operator::format)
   // false: log_seconds are ln(seconds). true: they are ln(factor) and the grid answers the
   // roofline's seconds for the operator x factor (a table of the roofline's measured residual,

@@ -64,6 +64,10 @@ double linear_chip_elements(const ModelSpec& m, const ParallelPlan& p) {
   const double h = m.hidden, hk = std::max(1.0, static_cast<double>(l.key_heads) / p.tp);
   const double hv = static_cast<double>(l.value_heads) / p.tp;
   const double ch = 2 * hk * l.key_dim + hv * l.value_dim;
+  if (l.kind == LinearKind::kMamba2) {
+    return 2 * h + h * (2 * hk * l.key_dim + 2 * hv * l.value_dim + hv) + ch * l.conv_kernel + ch + 3 * hv +
+           hv * l.value_dim + hv * l.value_dim * h;
+  }
   return 2 * h + h * (2 * hk * l.key_dim + 2 * hv * l.value_dim + 2 * hv) + ch * l.conv_kernel + 2 * hv + l.value_dim +
          hv * l.value_dim * h;
 }
@@ -103,7 +107,9 @@ StageWeights stage_weights(const ModelSpec& m, const ParallelPlan& p, int stage,
   const double moe_layer = attention_chip_elements(m, p) * wb + moe_layer_bytes(m, p);
   // Linear-attention layers hold their mixer instead of the attention block.
   const double linear_delta = m.linear.enabled() ? linear_chip_elements(m, p) - attention_chip_elements(m, p) : 0.0;
-  w.layers = Bytes{dense_layer * n.dense() * wb + moe_layer * n.moe + linear_delta * n.linear * wb};
+  // Layers without a feed-forward block hold their mixer alone.
+  w.layers = Bytes{dense_layer * n.dense() * wb + moe_layer * n.moe + linear_delta * n.linear * wb +
+                   attention_chip_elements(m, p) * n.no_ffn * wb};
 
   const double embedding = static_cast<double>(m.embedding_params()) / p.tp;
   const bool first = stage == 0, last = stage == p.pp - 1;
@@ -154,7 +160,7 @@ Bytes stage_activation_bytes(const ModelSpec& m, const ParallelPlan& p, int stag
   }
   const double ffn = static_cast<double>(m.intermediate) / p.tp;
   double bytes = 0;
-  if (n.dense() > 0) bytes = m.activation_bytes * b * (4.0 * m.hidden + attn + 3.0 * ffn);
+  if (n.dense() > 0 || n.no_ffn > 0) bytes = m.activation_bytes * b * (4.0 * m.hidden + attn + 3.0 * ffn);
   if (n.moe > 0) {
     // The busiest EP rank's token copies (in and out of both expert GEMMs, the gate|up output) on
     // top of the shared experts' intermediates.

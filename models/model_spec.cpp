@@ -6,11 +6,21 @@
 
 namespace servesim::models {
 
+namespace {
+// The ffn_pattern letter of a layer ('\0' when there is no pattern).
+char ffn_letter(const std::string& pattern, int layer) {
+  return pattern.empty() ? '\0' : pattern[static_cast<std::size_t>(layer) % pattern.size()];
+}
+}  // namespace
+
 bool ModelSpec::is_moe_layer(int layer) const {
+  if (!ffn_pattern.empty()) return moe.enabled() && ffn_letter(ffn_pattern, layer) == 'E';
   // DeepSeek's rule (modeling_deepseek.py): MoE from first_k_dense_replace on, every
   // moe_layer_freq-th layer.
   return moe.enabled() && layer >= moe.first_dense_layers && layer % std::max(1, moe.layer_frequency) == 0;
 }
+
+bool ModelSpec::has_ffn(int layer) const { return ffn_letter(ffn_pattern, layer) != 'N'; }
 
 bool ModelSpec::is_window_layer(int layer) const {
   if (!window.enabled()) return false;
@@ -28,6 +38,7 @@ LayerCounts ModelSpec::count_layers(int first, int n) const {
   c.layers = n;
   for (int l = first; l < first + n; ++l) {
     c.moe += is_moe_layer(l) ? 1 : 0;
+    c.no_ffn += has_ffn(l) ? 0 : 1;
     c.window += is_window_layer(l) ? 1 : 0;
     c.linear += is_linear_layer(l) ? 1 : 0;
   }
@@ -69,22 +80,29 @@ std::int64_t ModelSpec::linear_attention_params() const {
   // input per value head; the depthwise conv1d over q, k, v (conv_kernel taps, no bias); dt_bias
   // and A_log per value head; the gated RMSNorm over value_dim; out_proj back to h; and the
   // layer's two RMSNorms.
+  // Nemotron-H NemotronHMamba2Mixer: in_proj h -> z and x (heads x head_dim each), B and C (groups
+  // x state size each) and dt per head; the conv1d over x, B, C with a bias; dt_bias, A_log and D
+  // per head; the gated RMSNorm over all heads' channels; out_proj back to h; and the two blocks'
+  // RMSNorms (a layer without a feed-forward block has one, layer_params).
   const std::int64_t h = hidden, nk = linear.key_heads, nv = linear.value_heads;
-  const std::int64_t dk = linear.key_dim, dv = linear.value_dim;
-  return 2 * h + h * (2 * nk * dk + 2 * nv * dv) + h * 2 * nv + linear.conv_channels() * linear.conv_kernel + 2 * nv +
-         dv + nv * dv * h;
+  const std::int64_t dk = linear.key_dim, dv = linear.value_dim, ch = linear.conv_channels();
+  const bool mamba = linear.kind == LinearKind::kMamba2;
+  return 2 * h + h * (2 * nk * dk + 2 * nv * dv) + h * linear.head_columns() * nv + ch * linear.conv_kernel +
+         (mamba ? ch + 3 * nv + nv * dv : 2 * nv + dv) + nv * dv * h;
 }
 
 std::int64_t ModelSpec::dense_mlp_params() const {
-  return 3 * std::int64_t{hidden} * intermediate;  // gate, up, down
+  return (gated_mlp ? 3 : 2) * std::int64_t{hidden} * intermediate;  // (gate,) up, down
 }
 
 std::int64_t ModelSpec::expert_params() const {
   const std::int64_t h = hidden, f = moe.expert_intermediate;
-  return 3 * h * f + (moe.expert_bias ? 2 * f + h : 0);
+  return (gated_mlp ? 3 : 2) * h * f + (moe.expert_bias ? 2 * f + h : 0);
 }
 
-std::int64_t ModelSpec::shared_expert_params() const { return 3 * std::int64_t{hidden} * moe.shared_intermediate; }
+std::int64_t ModelSpec::shared_expert_params() const {
+  return (gated_mlp ? 3 : 2) * std::int64_t{hidden} * moe.shared_intermediate;
+}
 
 std::int64_t ModelSpec::router_params() const {
   return std::int64_t{hidden} * moe.experts + (moe.router_bias ? moe.experts : 0);
@@ -92,7 +110,9 @@ std::int64_t ModelSpec::router_params() const {
 
 std::int64_t ModelSpec::layer_params(int layer) const {
   std::int64_t p = is_linear_layer(layer) ? linear_attention_params() : attention_params();
-  if (is_moe_layer(layer)) {
+  if (!has_ffn(layer)) {
+    p -= hidden;  // the feed-forward block's RMSNorm, counted in the mixer's two
+  } else if (is_moe_layer(layer)) {
     p += moe.experts * expert_params() + shared_expert_params() + router_params();
   } else {
     p += dense_mlp_params();
@@ -362,6 +382,44 @@ std::vector<ModelSpec> build_presets() {
   // Qwen/Qwen3.5-27B (dense): 64 layers, hidden 5120, 24 / 4 heads, 48 GDN value heads, MLP 17408.
   p.push_back(qwen35("qwen3.5-27b", 64, 5120, 24, 4, 48, 17408, "Qwen/Qwen3.5-27B config.json (text_config)"));
 
+  // Nemotron-H (NemotronHForCausalLM, model_type nemotron_h): blocks of one mixer (Mamba-2 'M' or
+  // attention '*') or one feed-forward block (a squared-ReLU MLP '-' or a MoE 'E'),
+  // hybrid_override_pattern; here a layer is a mixer block and the feed-forward block after it,
+  // if any (ffn_pattern N where none follows). Mamba-2: n_groups 8 (key heads), ssm_state_size
+  // (key dim), mamba_num_heads x mamba_head_dim, conv kernel 4, chunk_size 128, fp32 state
+  // (mamba_ssm_cache_dtype). Attention without rotary embeddings (costed with them), no biases.
+  auto nemotron_h = [&](std::string name, int layers, int hidden, int heads, int kv_heads, int intermediate,
+                        LinearAttentionSpec mamba, std::string ffn_pattern, int max_context, std::string source) {
+    ModelSpec n = dense(std::move(name), layers, hidden, heads, kv_heads, 128, intermediate, 131072, max_context,
+                        std::move(source));
+    n.gated_mlp = false;
+    mamba.conv_kernel = 4;
+    mamba.state_bytes = 4;
+    mamba.kind = LinearKind::kMamba2;
+    mamba.chunk = 128;
+    n.linear = std::move(mamba);
+    n.ffn_pattern = std::move(ffn_pattern);
+    return n;
+  };
+  // nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16 config.json: 52 blocks
+  // "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME" (23 Mamba-2, 6 attention, 23 MoE), hidden
+  // 2688, 32 / 2 heads of 128, Mamba-2 64 heads of 64 with state 128, 128 experts top-6 of 1856 +
+  // one shared of 3712 with a routing bias, vocab 131072, 262144 positions. NVIDIA's model card:
+  // 31.6B total, 3.6B active with embeddings.
+  ModelSpec nano =
+      nemotron_h("nemotron-3-nano-30b-a3b", 29, 2688, 32, 2, 1856, {8, 64, 128, 64, 0, "LLLFLLLFLLLFLLLFLLLFLLLLFLLLL"},
+                 "EENEEENEEENEEENEEENEEEENEEEEE", 262144, "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16 config.json");
+  nano.moe = moe(128, 6, 1856, 1, 0, true);
+  nano.moe.shared_intermediate = 3712;  // moe_shared_expert_intermediate_size
+  p.push_back(nano);
+  // nvidia/Nemotron-H-56B-Base-8K config.json: 118 blocks (54 Mamba-2, 10 attention, 54 MLPs),
+  // hidden 8192, 64 / 8 heads of 128, MLP 32768, Mamba-2 256 heads of 64 with state 256, 8192
+  // positions. Nemotron-H report (arXiv 2504.03624): 56B.
+  p.push_back(nemotron_h("nemotron-h-56b", 64, 8192, 64, 8, 32768,
+                         {8, 256, 256, 64, 0, "LLLLFLLLLLFLLLLLFLLLLLFLLLLLFLLLLLFLLLLLFLLLLLFLLLLLFLLLLLFLLLLL"},
+                         "DDDNDDDDDNDDDDDNDDDDDNDDDDDNDDDDDNDDDDDNDDDDDNDDDDDNDDDDDNDDDDDD", 8192,
+                         "nvidia/Nemotron-H-56B-Base-8K config.json; arXiv 2504.03624"));
+
   // zai-org/GLM-4.5 config.json (Glm4MoeForCausalLM): 92 layers (3 dense), hidden 5120, GQA
   // 96 / 8 heads of 128 with QKV bias and QK-norm, 160 experts top-8 of 1536 + 1 shared, 1 MTP
   // layer, vocab 151552, 131072 positions. GLM-4.5 report (arXiv 2508.06471) table 1: 355B total.
@@ -551,6 +609,13 @@ std::vector<std::string> validate_model(const ModelSpec& m) {
       out.emplace_back(
           "linear-attention layers are modelled beside GQA full attention only (no MLA, no "
           "sliding windows)");
+    }
+  }
+  if (!m.ffn_pattern.empty()) {
+    if (m.ffn_pattern.find_first_not_of("DEN") != std::string::npos) {
+      out.push_back("feed-forward pattern '" + m.ffn_pattern + "' may hold only D (dense), E (MoE) and N (none)");
+    } else if (m.ffn_pattern.find('E') != std::string::npos && !m.moe.enabled()) {
+      out.push_back("feed-forward pattern '" + m.ffn_pattern + "' has MoE layers (E) but the model has no experts");
     }
   }
   if (m.mtp_layers < 0) out.emplace_back("mtp_layers cannot be negative");

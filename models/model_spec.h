@@ -2,7 +2,7 @@
 // in memory.
 //
 // Modelled: decoder-only transformers with RMSNorm, rotary embeddings, SwiGLU MLPs (three
-// matrices) and untied or tied embeddings, with
+// matrices) or plain ones (two: squared ReLU) and untied or tied embeddings, with
 //   attention   GQA (MHA when kv_heads == heads, MQA when kv_heads == 1), or MLA (DeepSeek-V2/V3:
 //               queries through a q_lora_rank bottleneck, keys and values from a kv_lora_rank
 //               latent that is what the KV cache holds, plus a shared qk_rope_dim rotary key);
@@ -12,10 +12,13 @@
 //   windows     sliding-window layers (gpt-oss alternates 128-token windows with full layers),
 //               given as a repeating pattern of 'S' (sliding) and 'F' (full) over the layers;
 //   linear      Gated DeltaNet linear-attention layers (Qwen3-Next, Qwen3.5: Yang, Kautz &
-//               Hatamizadeh, "Gated Delta Networks", ICLR 2025) interleaved with full-attention
-//               ones by a repeating pattern of 'L' (linear) and 'F' (full): each value head keeps a
-//               key_dim x value_dim recurrent state (and a short causal-convolution state) per
-//               sequence instead of a KV cache that grows with the context;
+//               Hatamizadeh, "Gated Delta Networks", ICLR 2025) or Mamba-2 state-space layers
+//               (Nemotron-H) interleaved with full-attention ones by a repeating pattern of 'L'
+//               (linear) and 'F' (full): each value head keeps a key_dim x value_dim recurrent
+//               state (and a short causal-convolution state) per sequence instead of a KV cache
+//               that grows with the context;
+//   hybrids     layers without a feed-forward block (ffn_pattern: Nemotron-H's mixer blocks
+//               without an MLP after them);
 //   MoE         routed experts (top_k of `experts`, each expert_intermediate wide), shared experts,
 //               dense leading layers (first_dense_layers) and a layer frequency;
 //   MTP         multi-token-prediction layers (DeepSeek-V3, GLM): one extra decoder layer each
@@ -25,12 +28,14 @@
 // Biases, QK-norms and attention sinks are counted in the parameters; their cost is ignored.
 //   output gate a sigmoid gate on the attention output from a second query-width projection
 //               (Qwen3.5's attn_output_gate).
-// Ignored: non-SwiGLU MLPs, learned positional embeddings, encoder-decoder models, state-space
-// (Mamba) and other linear-attention layers than Gated DeltaNet, partial rotary embeddings (the
-// rotary pass is costed over the whole head).
+// Ignored: learned positional embeddings, encoder-decoder models, linear-attention layers other
+// than Gated DeltaNet and Mamba-2, partial rotary embeddings and attention without any (Nemotron-H:
+// the rotary pass is costed over the whole head anyway), Mamba-2's grouped RMSNorm groups (costed
+// as one norm over the heads).
 // Invariants (checked by validate_model): every count positive where the architecture needs it,
 // kv_heads divides heads, MoE top_k <= experts, MLA/DSA figures complete, a window pattern of
-// 'S'/'F' only, a linear-attention pattern of 'L'/'F' only on a GQA model without windows.
+// 'S'/'F' only, a linear-attention pattern of 'L'/'F' only on a GQA model without windows, a
+// feed-forward pattern of 'D'/'E'/'N' only ('E' only on a MoE model).
 #pragma once
 
 #include <cstdint>
@@ -80,9 +85,16 @@ struct WindowSpec {
   bool enabled() const { return window > 0; }
 };
 
-// Gated DeltaNet (Qwen3-Next / Qwen3.5 config.json: linear_num_key_heads, linear_num_value_heads,
-// linear_key_head_dim, linear_value_head_dim, linear_conv_kernel_dim, layer_types). The value heads
-// share the key heads in groups (value_heads / key_heads each).
+// Linear-attention mixers with a fixed recurrent state per sequence, of two kinds:
+//   Gated DeltaNet (Qwen3-Next / Qwen3.5 config.json: linear_num_key_heads, linear_num_value_heads,
+//     linear_key_head_dim, linear_value_head_dim, linear_conv_kernel_dim, layer_types). The value
+//     heads share the key heads in groups (value_heads / key_heads each).
+//   Mamba-2 (Dao & Gu, "Transformers are SSMs", ICML 2024; Nemotron-H config.json): the same
+//     fields with key_heads = n_groups (B and C are per group), key_dim = ssm_state_size,
+//     value_heads = mamba_num_heads, value_dim = mamba_head_dim (x is per head), conv_kernel; the
+//     state of a head is value_dim x ssm_state_size.
+enum class LinearKind : std::uint8_t { kGatedDeltaNet, kMamba2 };
+
 struct LinearAttentionSpec {
   int key_heads = 0;
   int value_heads = 0;  // 0 = no linear-attention layers
@@ -91,7 +103,12 @@ struct LinearAttentionSpec {
   int conv_kernel = 0;  // causal depthwise convolution over q, k and v
   std::string pattern;  // repeating over the layers: 'L' linear, 'F' full ("LLLF" = Qwen3.5)
   int state_bytes = 4;  // bytes per recurrent-state element (mamba_ssm_dtype float32)
+  LinearKind kind = LinearKind::kGatedDeltaNet;
+  int chunk = 64;  // tokens per chunk of the chunked prefill (GDN: flash-linear-attention's 64; Mamba-2: chunk_size)
   bool enabled() const { return value_heads > 0; }
+  // Projection outputs per value head beside q, k, v and the gate: GDN's beta and decay input (2),
+  // Mamba-2's dt (1).
+  int head_columns() const { return kind == LinearKind::kMamba2 ? 1 : 2; }
   // q, k and v channels (what the convolution and its state span).
   std::int64_t conv_channels() const { return 2LL * key_heads * key_dim + std::int64_t{value_heads} * value_dim; }
 };
@@ -109,10 +126,11 @@ struct ModelFormats {
 
 struct LayerCounts {
   int layers = 0;
-  int moe = 0;     // layers with a MoE block (the rest have a dense MLP)
+  int moe = 0;     // layers with a MoE block
+  int no_ffn = 0;  // layers with a mixer only (ModelSpec::ffn_pattern 'N'); the rest have a dense MLP
   int window = 0;  // sliding-window attention layers
   int linear = 0;  // linear-attention layers (the rest attend over the full context)
-  int dense() const { return layers - moe; }
+  int dense() const { return layers - moe - no_ffn; }
   int full() const { return layers - window - linear; }
 };
 
@@ -124,6 +142,14 @@ struct ModelSpec {
   int kv_heads = 0;      // key/value heads (GQA groups); MLA: equal to heads
   int head_dim = 0;      // GQA head dim
   int intermediate = 0;  // dense MLP width (each of gate, up; down maps it back)
+  // SwiGLU MLPs (gate, up, down) or, false, a plain activation between up and down (Nemotron-H's
+  // squared ReLU, mlp_hidden_act relu2): dense MLPs, routed and shared experts alike.
+  bool gated_mlp = true;
+  // Which feed-forward block each layer has, repeating over the layers: 'D' a dense MLP, 'E' a MoE
+  // block, 'N' none (a mixer-only layer). Empty: the MoE spec's rule (first_dense_layers,
+  // layer_frequency). Nemotron-H's blocks (hybrid_override_pattern) hold one mixer or one
+  // feed-forward each; a layer here is a mixer block and the feed-forward block after it, if any.
+  std::string ffn_pattern;
   int vocab = 0;
   int max_context = 0;  // max_position_embeddings
   bool tied_embeddings = false;
@@ -145,6 +171,7 @@ struct ModelSpec {
   std::string source;        // where the figures come from
 
   bool is_moe_layer(int layer) const;
+  bool has_ffn(int layer) const;  // false: a mixer-only layer
   bool is_window_layer(int layer) const;
   bool is_linear_layer(int layer) const;
   // Counts over layers [first, first + n).

@@ -406,19 +406,27 @@ LayerTokenOps layer_token_ops(const ModelSpec& m, const ParallelPlan& p, const M
     o.dequant_attention.flops += wf.emulated ? 2.0 * h * hq * m.head_dim : 0.0;
   }
 
-  // --- linear-attention (Gated DeltaNet) layers: their own projections, split over tp by heads
-  // (vLLM and SGLang Qwen3NextGatedDeltaNet: in_proj_qkvz and in_proj_ba column-parallel, out_proj
-  // row-parallel), and the gated RMSNorm of the output (norm(o) x SiLU(z): reads o and z, writes
-  // the product). Key heads are replicated when tp exceeds them. ---
+  // --- linear-attention (Gated DeltaNet, Mamba-2) layers: their own projections, split over tp by
+  // heads (vLLM and SGLang Qwen3NextGatedDeltaNet: in_proj_qkvz and in_proj_ba column-parallel,
+  // out_proj row-parallel; Mamba-2's in_proj likewise, its groups as key heads), and the gated
+  // RMSNorm of the output (norm(o) x SiLU(z): reads o and z, writes the product). Key heads are
+  // replicated when tp exceeds them. ---
   if (m.linear.enabled()) {
     const LinearAttentionSpec& l = m.linear;
     const double hk = std::max(1.0, static_cast<double>(l.key_heads) / p.tp);
     const double hv = static_cast<double>(l.value_heads) / p.tp;
-    o.linear_qkv = gemm(OpKind::kGemmQkv, wf, t, h, 2 * hk * l.key_dim + 2 * hv * l.value_dim);
-    absorb(o.linear_qkv, gemm(OpKind::kGemmQkv, wf, t, h, 2 * hv));
+    const double head_columns = l.head_columns() * hv;
+    if (l.kind == LinearKind::kMamba2) {
+      // Nemotron-H's in_proj: z, x, B, C and dt in one GEMM.
+      o.linear_qkv = gemm(OpKind::kGemmQkv, wf, t, h, 2 * hk * l.key_dim + 2 * hv * l.value_dim + head_columns);
+    } else {
+      o.linear_qkv = gemm(OpKind::kGemmQkv, wf, t, h, 2 * hk * l.key_dim + 2 * hv * l.value_dim);
+      absorb(o.linear_qkv, gemm(OpKind::kGemmQkv, wf, t, h, head_columns));
+    }
     o.linear_out = gemm(OpKind::kGemmOut, wf, t, hv * l.value_dim, h);
-    o.dequant_linear = dequant(wf, h * (2 * hk * l.key_dim + 2 * hv * l.value_dim + 2 * hv) + hv * l.value_dim * h,
-                               o.linear_qkv.kernels + o.linear_out.kernels);
+    o.dequant_linear =
+        dequant(wf, h * (2 * hk * l.key_dim + 2 * hv * l.value_dim + head_columns) + hv * l.value_dim * h,
+                o.linear_qkv.kernels + o.linear_out.kernels);
     o.linear_norm.kind = OpKind::kElementwise;
     o.linear_norm.bytes = m.activation_bytes * t * 3.0 * hv * l.value_dim;
     o.linear_norm.kernels = 1;
@@ -431,11 +439,13 @@ LayerTokenOps layer_token_ops(const ModelSpec& m, const ParallelPlan& p, const M
     o.dequant_linear = dequant(wf, 0, 0);
   }
 
-  // --- dense MLP: gate and up fused into one [h x 2 ffn] GEMM, then down [ffn x h] ---
+  // --- dense MLP: gate and up fused into one [h x 2 ffn] GEMM (a plain MLP: up [h x ffn]), then
+  // down [ffn x h] ---
   const double ffn = static_cast<double>(m.intermediate) / p.tp;
-  o.dense_mlp = gemm(OpKind::kGemmMlp, wf, t, h, 2 * ffn);
+  const double mats = m.gated_mlp ? 3.0 : 2.0;  // weight matrices of an MLP or expert
+  o.dense_mlp = gemm(OpKind::kGemmMlp, wf, t, h, (mats - 1) * ffn);
   absorb(o.dense_mlp, gemm(OpKind::kGemmMlp, wf, t, ffn, h));
-  o.dequant_dense = dequant(wf, 3.0 * h * ffn, 2);
+  o.dequant_dense = dequant(wf, mats * h * ffn, 2);
   // Elementwise kernels, each reading and writing activations once (bytes per token). The
   // residual add runs inside the RMSNorm that follows it, one fused add + norm kernel per norm:
   // vLLM's and SGLang's RMSNorm(x, residual) run fused_add_rms_norm / fused_add_rmsnorm, in place
@@ -448,12 +458,18 @@ LayerTokenOps layer_token_ops(const ModelSpec& m, const ParallelPlan& p, const M
   //   rotary on q and k: read and write                            -> 2 rotary  1
   //   KV-cache append: write                                       -> kv_write  1
   //   SiLU(gate) * up: read 2 ffn, write ffn                       -> 3 ffn     1
+  //     (a plain MLP's activation: read ffn, write ffn             -> 2 ffn)
   //   (MLA: RMSNorms of the q and kv latents                       -> norms)
+  // A layer without a feed-forward block has the mixer's share: one fused add + norm, rotary and
+  // the KV append (mixer_elementwise, 3 kernels).
   o.dense_elementwise.kind = OpKind::kElementwise;
   o.dense_elementwise.flops = 0;
-  o.dense_elementwise.bytes = m.activation_bytes * t * (8 * h + 2 * as.rotary + 3 * ffn + as.kv_write + as.norms);
+  o.dense_elementwise.bytes = m.activation_bytes * t * (8 * h + 2 * as.rotary + mats * ffn + as.kv_write + as.norms);
   o.dense_elementwise.kernels = 5;
   o.dense_elementwise.m = t;
+  o.mixer_elementwise = o.dense_elementwise;
+  o.mixer_elementwise.bytes = m.activation_bytes * t * (4 * h + 2 * as.rotary + as.kv_write + as.norms);
+  o.mixer_elementwise.kernels = 3;
 
   // --- MoE: router, routed experts on the busiest rank, shared experts ---
   if (m.moe.enabled()) {
@@ -466,13 +482,15 @@ LayerTokenOps layer_token_ops(const ModelSpec& m, const ParallelPlan& p, const M
     o.router = gemm(OpKind::kMoeExperts, router_format, t, h, m.moe.experts);
     // Grouped GEMMs over the busiest rank's token-expert pairs: gate|up h -> 2 fe, then down
     // fe -> h (6 pairs h fe FLOPs); weights of the experts that got a token; activations in and
-    // out of both GEMMs plus the SiLU x up pass (3 fe).
+    // out of both GEMMs plus the SiLU x up pass (3 fe). Plain experts (two matrices): up h -> fe,
+    // 4 pairs h fe FLOPs, an activation pass of 2 fe.
     Operator experts;
     experts.kind = OpKind::kMoeExperts;
     experts.rate = ef.rate;
-    experts.flops = 6.0 * pairs * h * fe;
-    experts.bytes =
-        active * 3.0 * h * fe * ef.weight_bytes + pairs * (ef.act_in * (h + fe) + kAct * (2 * fe + h) + kAct * 3 * fe);
+    experts.gated = m.gated_mlp;
+    experts.flops = 2.0 * mats * pairs * h * fe;
+    experts.bytes = active * mats * h * fe * ef.weight_bytes +
+                    pairs * (ef.act_in * (h + fe) + kAct * ((mats - 1) * fe + h) + kAct * mats * fe);
     experts.kernels = 3;
     o.moe_experts = experts;
     o.moe_experts.m = pairs;
@@ -487,14 +505,14 @@ LayerTokenOps layer_token_ops(const ModelSpec& m, const ParallelPlan& p, const M
     o.moe_experts.padded_m = rank.padded_rows;
     const double shared = static_cast<double>(m.moe.shared_intermediate) / p.tp;
     if (shared > 0) {
-      o.shared_mlp = gemm(OpKind::kGemmMlp, wf, t, h, 2 * shared);
+      o.shared_mlp = gemm(OpKind::kGemmMlp, wf, t, h, (mats - 1) * shared);
       absorb(o.shared_mlp, gemm(OpKind::kGemmMlp, wf, t, shared, h));
     } else {
       o.shared_mlp.kind = OpKind::kGemmMlp;
       o.shared_mlp.kernels = 0;
     }
-    Operator dq = dequant(ef, active * 3.0 * h * fe, 2);
-    const Operator dqs = dequant(wf, 3.0 * h * shared, shared > 0 ? 2 : 0);
+    Operator dq = dequant(ef, active * mats * h * fe, 2);
+    const Operator dqs = dequant(wf, mats * h * shared, shared > 0 ? 2 : 0);
     dq.flops += dqs.flops;
     dq.kernels = std::max(dq.kernels, dqs.kernels);
     o.dequant_moe = dq;
@@ -506,7 +524,7 @@ LayerTokenOps layer_token_ops(const ModelSpec& m, const ParallelPlan& p, const M
     // moe.forward(hidden_states, router_logits) whole (collector/trtllm/collect_moe.py), and the
     // profiles' MoE family is fitted to those rows (calibrate/operator_fit.cpp).
     o.moe_elementwise.kind = OpKind::kElementwise;
-    o.moe_elementwise.bytes = m.activation_bytes * t * (8 * h + 2 * as.rotary + 3 * shared + as.kv_write + as.norms);
+    o.moe_elementwise.bytes = m.activation_bytes * t * (8 * h + 2 * as.rotary + mats * shared + as.kv_write + as.norms);
     o.moe_elementwise.kernels = shared > 0 ? 5 : 4;
     o.moe_elementwise.m = t;
 
@@ -735,6 +753,11 @@ LayerBatchOps layer_batch_ops(const ModelSpec& m, const ParallelPlan& p, const B
   // delta_rule): decay, S^T k, the rank-1 update and S^T q, about 7 dk dv FLOPs per value head;
   // it reads and writes each sequence's state (memory-bound) and the convolution's state
   // ((K - 1) ch, bf16).
+  // Mamba-2 (Dao & Gu 2024, the SSD algorithm; key heads = groups, dk = state size N, dv = head
+  // dim P, chunks of C = chunk_size): per token the chunk's C B^T per group (2 C N), its masked
+  // product with x per head (2 C P), the chunk state B^T x and the output C S per head (2 x 2 N P):
+  // hv (4 N P + 2 C P) + hk 2 C N FLOPs, the same traffic as GDN's. Decode (selective_state_update):
+  // the decayed state plus dt x B^T and the output C S, about 5 N P FLOPs per head.
   if (m.linear.enabled()) {
     const LinearAttentionSpec& l = m.linear;
     const double hk = std::max(1.0, static_cast<double>(l.key_heads) / p.tp);
@@ -742,14 +765,17 @@ LayerBatchOps layer_batch_ops(const ModelSpec& m, const ParallelPlan& p, const B
     const double dk = l.key_dim, dv = l.value_dim, kc = l.conv_kernel;
     const double ch = 2 * hk * dk + hv * dv;
     const double state = hv * dk * dv * l.state_bytes;
-    constexpr double kChunk = 64;
+    const double chunk = l.chunk;
+    const bool mamba = l.kind == LinearKind::kMamba2;
     const double dq = static_cast<double>(b.decode_seqs) / ranks;
     Operator pre;
     pre.kind = OpKind::kAttentionPrefill;
-    pre.recurrent = true;
-    pre.kernels = 2;  // causal_conv1d_fn, chunk_gated_delta_rule
-    pre.flops = prefill_q * (hv * (6 * dk * dv + 2 * kChunk * (3 * dk + dv)) + 2 * kc * ch);
-    pre.bytes = prefill_q * (act * (3 * ch + hv * dv) + 4.0 * 2 * hv) + (prefill_q / kChunk + chunks) * 2 * state;
+    pre.recurrent = mamba ? Recurrence::kMamba2 : Recurrence::kGatedDeltaNet;
+    pre.kernels = 2;  // causal_conv1d_fn, chunk_gated_delta_rule (Mamba-2: mamba_chunk_scan_combined)
+    const double core = mamba ? hv * (4 * dk * dv + 2 * chunk * dv) + hk * 2 * chunk * dk
+                              : hv * (6 * dk * dv + 2 * chunk * (3 * dk + dv));
+    pre.flops = prefill_q * (core + 2 * kc * ch);
+    pre.bytes = prefill_q * (act * (3 * ch + hv * dv) + 4.0 * 2 * hv) + (prefill_q / chunk + chunks) * 2 * state;
     pre.m = prefill_q;
     pre.batch = chunks;
     pre.context = prefill_q;
@@ -760,7 +786,8 @@ LayerBatchOps layer_batch_ops(const ModelSpec& m, const ParallelPlan& p, const B
     Operator dec = pre;
     dec.kind = OpKind::kAttentionDecode;
     dec.kernels = 2;  // causal_conv1d_update, fused_recurrent_gated_delta_rule
-    dec.flops = dq * (hv * 7 * dk * dv + 2 * kc * ch);
+    const double step = mamba ? hv * 5 * dk * dv : hv * 7 * dk * dv;
+    dec.flops = dq * (step + 2 * kc * ch);
     dec.bytes = dq * (2 * state + act * (2 * (kc - 1) * ch + 2 * ch + hv * dv) + 4.0 * 2 * hv);
     dec.m = dec.batch = dec.context = dq;
     o.linear_decode = dec;
@@ -834,6 +861,7 @@ StageOperators stage_operators(const ModelSpec& m, const ParallelPlan& p, const 
   add(t.dequant_linear, c.linear);
   add(t.dense_mlp, c.dense());
   add(t.dense_elementwise, c.dense());
+  add(t.mixer_elementwise, c.no_ffn);
   add(t.dequant_dense, c.dense());
   add(t.router, c.moe);
   add(t.moe_experts, c.moe);

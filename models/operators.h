@@ -107,6 +107,9 @@ inline void set_batch_field(BatchShape& b, int i, double v) { b.*kBatchFieldMemb
 void add_chunk(BatchShape& b, const ModelSpec& m, std::int64_t cached, std::int64_t new_tokens, bool samples);
 void add_decode(BatchShape& b, const ModelSpec& m, std::int64_t context);
 
+// The recurrent core of a linear-attention layer an operator is (none for every other).
+enum class Recurrence : std::uint8_t { kNone, kGatedDeltaNet, kMamba2 };
+
 struct Operator {
   OpKind kind = OpKind::kGemmQkv;
   ComputeRate rate = ComputeRate::kBf16;  // the tensor-core rate its FLOPs run at
@@ -126,13 +129,16 @@ struct Operator {
   // Gated DeltaNet's recurrent core (chunked in prefill, one step per token in decode), costed as
   // the layer's attention: m = tokens, batch = sequences, n = value heads per chip, kv_heads = key
   // heads per chip, k = key dim; measured tables of it match only it (calibrate/linear_table.h).
-  bool recurrent = false;
+  Recurrence recurrent = Recurrence::kNone;
   // GEMM kinds only: the weights' format (measured GEMM tables and Efficiency::gemm_formats are
   // per format: fp8 and block fp8 run at one rate through different kernels), and the input
   // activation elements quantised before the GEMMs (formats whose kernels read quantised
   // activations, not emulated; 0 otherwise): m x k per kernel.
   Format format = Format::kBf16;
   double quant_elements = 0;
+  // Routed experts only (kMoeExperts): SwiGLU experts (gate, up, down) or plain ones (up, down:
+  // ModelSpec::gated_mlp false). Measured MoE tables time SwiGLU experts and answer only those.
+  bool gated = true;
   // Routed experts only (0 elsewhere), for the grouped-GEMM model (models::moe_experts_seconds):
   // tokens through the MoE module on the chip (routing, permutation and finalize touch every one),
   // and m with each expert's rows rounded up to whole tiles (MoeRankLoad::padded_rows).
@@ -259,8 +265,9 @@ struct LayerTokenOps {
   Operator qkv, out;   // every layer
   Operator dense_mlp;  // layers with a dense MLP
   Operator dense_elementwise;
-  Operator router;       // MoE layers: the gate GEMM (bf16, replicated)
-  Operator moe_experts;  // routed experts on the busiest rank
+  Operator mixer_elementwise;  // a layer without a feed-forward block: its norm, rotary and KV append
+  Operator router;             // MoE layers: the gate GEMM (bf16, replicated)
+  Operator moe_experts;        // routed experts on the busiest rank
   Operator shared_mlp;
   Operator moe_elementwise;
   Operator linear_qkv;         // linear-attention layers: in_proj_qkvz and in_proj_ba

@@ -198,6 +198,19 @@ const Row kRows[] = {
      "hf_quant_config.json (MIXED_PRECISION: attention and linear attention FP8, routed and shared "
      "experts W4A16_NVFP4, weight-only; FP8 KV)"},
     {"Qwen/Qwen3.5-27B", "qwen3.5-27b", kBf16, kBf16, kBf16, "bfloat16", false, "Qwen/Qwen3.5-27B config.json (bf16)"},
+    {"nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", "nemotron-3-nano-30b-a3b", kBf16, kBf16, kBf16, "bfloat16", false,
+     "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16 config.json (bf16)"},
+    {"nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-NVFP4", "nemotron-3-nano-30b-a3b", kNvfp4, kNvfp4, kFp8, "nvfp4", false,
+     "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-NVFP4 hf_quant_config.json (NVFP4; excluded, kept bf16: the six "
+     "attention layers, the Mamba-2 projections of the six layers before them, every conv1d and lm_head, "
+     "which one weight format cannot say: costed as NVFP4; FP8 KV)"},
+    {"nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4", "nemotron-3-nano-30b-a3b", kFp8, kW4A16, kFp8, "nvfp4",
+     false,
+     "nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4 config.json (Nemotron-3-Nano-30B-A3B's blocks and "
+     "figures, 1048576 positions against the preset's 262144) and hf_quant_config.json (MIXED_PRECISION: Mamba-2 "
+     "projections FP8, experts W4A16_NVFP4; FP8 KV)"},
+    {"nvidia/Nemotron-H-56B-Base-8K", "nemotron-h-56b", kBf16, kBf16, kBf16, "bfloat16", false,
+     "nvidia/Nemotron-H-56B-Base-8K config.json (bf16)"},
     {"zai-org/GLM-5", "glm-5", kBf16, kBf16, kBf16, "bfloat16", false, "zai-org/GLM-5 config.json (bf16)"},
     {"zai-org/GLM-5-FP8", "glm-5", kBlock, kBlock, kBf16, "fp8_block,fp8", false,
      "zai-org/GLM-5-FP8 config.json quantization_config (fp8, weight_block_size [128, 128]; norms, "

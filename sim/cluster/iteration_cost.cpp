@@ -157,6 +157,7 @@ IterationCostModel::IterationCostModel(const models::ModelSpec& model, const mod
     l.layers = c.layers;
     l.dense = c.dense();
     l.moe = c.moe;
+    l.no_ffn = c.no_ffn;
     l.full = c.full();
     l.window = c.window;
     l.linear = c.linear;
@@ -164,6 +165,7 @@ IterationCostModel::IterationCostModel(const models::ModelSpec& model, const mod
     total_.layers += l.layers;
     total_.dense += l.dense;
     total_.moe += l.moe;
+    total_.no_ffn += l.no_ffn;
     total_.full += l.full;
     total_.window += l.window;
     total_.linear += l.linear;
@@ -261,6 +263,8 @@ const IterationCostModel::TokenLinear& IterationCostModel::linear(std::int64_t t
   const std::int64_t linear_dq = ps(o.dequant_linear) - dq_attention, linear_norm = ps(o.linear_norm);
   if (total_.linear > 0) e.per_linear = linear_qkv + linear_out + linear_dq + linear_norm;
   e.per_dense = dense_mlp + dense_ew + dq_dense + dense_reduce;
+  const std::int64_t mixer_ew = total_.no_ffn > 0 ? ps(o.mixer_elementwise) : 0;
+  e.per_mixer_only = mixer_ew;
   e.per_moe = experts + shared + moe_ew + dq_moe + moe_reduce + dispatch + combine;
   e.per_moe_a2a = dispatch + combine;
   if (a2a_on_nics_) {
@@ -275,7 +279,7 @@ const IterationCostModel::TokenLinear& IterationCostModel::linear(std::int64_t t
   e.out = n.layers * out;
   e.mlp = n.dense * dense_mlp + n.moe * shared;
   e.moe = n.moe * experts;
-  e.elementwise = n.dense * dense_ew + n.moe * moe_ew;
+  e.elementwise = n.dense * dense_ew + n.moe * moe_ew + n.no_ffn * mixer_ew;
   e.dequantize = n.layers * dq_attention + n.dense * dq_dense + n.moe * dq_moe;
   if (n.linear > 0) {
     e.qkv += n.linear * linear_qkv;
@@ -352,7 +356,8 @@ inline std::int64_t IterationCostModel::stage_gpu_ps(const StageLayers& l, const
                                                      double tokens, std::int64_t contention,
                                                      std::int64_t& hidden) const {
   std::int64_t t = l.layers * x.per_layer + l.dense * lin.per_dense + l.moe * (lin.per_moe + contention) +
-                   l.full * x.per_full + l.window * x.per_window + l.linear * (lin.per_linear + x.per_linear);
+                   l.no_ffn * lin.per_mixer_only + l.full * x.per_full + l.window * x.per_window +
+                   l.linear * (lin.per_linear + x.per_linear);
   hidden = 0;
   const std::int64_t a2a_layer = lin.per_moe_a2a + contention;
   if (tbo_ && l.moe > 0 && tokens >= 2 && a2a_layer > 0) [[unlikely]] {

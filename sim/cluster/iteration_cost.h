@@ -100,6 +100,7 @@ class IterationCostModel {
   struct TokenLinear {
     std::int64_t per_layer = -1;             // attention projections, dequantisation, attention all-reduce
     std::int64_t per_dense = 0;              // dense MLP, elementwise, dequantisation, MLP all-reduce
+    std::int64_t per_mixer_only = 0;         // a layer without a feed-forward block: its elementwise
     std::int64_t per_moe = 0;                // router and experts, shared experts, elementwise, collectives
     std::int64_t per_moe_a2a = 0;            // of per_moe: the dispatch and combine all-to-all
     std::int64_t a2a_nic = 0;                // NIC-busy time of the all-to-all, all MoE layers (a2a_nic_ps)
@@ -258,7 +259,7 @@ class IterationCostModel {
   static AffineComm affine_comm(MakeComm make_comm);
 
   struct StageLayers {
-    std::int64_t layers = 0, dense = 0, moe = 0, full = 0, window = 0, linear = 0;
+    std::int64_t layers = 0, dense = 0, moe = 0, no_ffn = 0, full = 0, window = 0, linear = 0;
   };
   // The pieces of an iteration that cost() and decode_step() share (one formula for both).
   struct LayerTerms {  // picoseconds: per layer, per full attention, window and linear layer

@@ -78,7 +78,7 @@ std::string write_compact_profile(const CompactProfile& p) {
                      {"rate", as_int(g.rate)},
                      {"format", as_int(g.format)},
                      {"latent", g.latent},
-                     {"recurrent", g.recurrent},
+                     {"recurrent", as_int(g.recurrent)},
                      {"roofline_factor", g.roofline_factor},
                      {"kv_bytes", g.kv_bytes},
                      {"axes", std::move(axes)},
@@ -112,7 +112,7 @@ CompactProfile read_compact_profile(std::string_view bytes) {
       g.rate = as_enum<models::ComputeRate>(j.at("rate"));
       g.format = as_enum<models::Format>(j.at("format"));
       g.latent = j.at("latent").get<bool>();
-      g.recurrent = j.at("recurrent").get<bool>();
+      g.recurrent = as_enum<models::Recurrence>(j.at("recurrent"));
       g.roofline_factor = j.at("roofline_factor").get<bool>();
       g.kv_bytes = j.at("kv_bytes").get<double>();
       for (const Json& a : j.at("axes")) {

@@ -236,9 +236,9 @@ class ConfigReader {
   std::size_t before_ = 0;
 };
 
-const std::vector<std::string_view> kTypes = {"llama",       "mistral",     "qwen2",     "qwen3",
-                                              "qwen3_moe",   "deepseek_v3", "kimi_k2",   "glm4_moe",
-                                              "glm_moe_dsa", "gpt_oss",     "qwen2_5_vl"};
+const std::vector<std::string_view> kTypes = {"llama",       "mistral",     "qwen2",      "qwen3",
+                                              "qwen3_moe",   "deepseek_v3", "kimi_k2",    "glm4_moe",
+                                              "glm_moe_dsa", "gpt_oss",     "qwen2_5_vl", "nemotron_h"};
 
 // Keys that change what the model computes, by feature. A config that has one (not null, not
 // empty, not switched off) whose family's importer does not read it is refused with the reason,
@@ -257,7 +257,8 @@ const std::vector<FeatureKey>& feature_keys() {
       {"layer_types", "per-layer attention kinds", {"gpt_oss"}},
       {"num_local_experts", "routed experts (MoE)", {"gpt_oss"}},
       {"num_experts", "routed experts (MoE)", {"qwen3_moe"}},
-      {"n_routed_experts", "routed experts (MoE)", {"deepseek_v3", "kimi_k2", "glm4_moe", "glm_moe_dsa"}},
+      {"n_routed_experts", "routed experts (MoE)", {"deepseek_v3", "kimi_k2", "glm4_moe", "glm_moe_dsa", "nemotron_h"}},
+      {"moe_latent_size", "latent MoE (experts in a projected width)", {}},
       {"q_lora_rank", "multi-head latent attention (MLA)", {"deepseek_v3", "kimi_k2", "glm_moe_dsa"}},
       {"kv_lora_rank", "multi-head latent attention (MLA)", {"deepseek_v3", "kimi_k2", "glm_moe_dsa"}},
       {"index_n_heads", "sparse attention's indexer (DSA)", {"glm_moe_dsa"}},
@@ -408,6 +409,83 @@ void read_window(ConfigReader& r, models::ModelSpec& m, const std::string& t) {
   m.window.pattern.clear();  // every layer slides
 }
 
+// Nemotron-H (nemotron_h): blocks of one mixer ('M' Mamba-2, '*' attention) or one feed-forward
+// block ('-' MLP, 'E' MoE), from hybrid_override_pattern or layers_block_type; a layer of the
+// model is a mixer and the feed-forward block after it, if any (models::ModelSpec::ffn_pattern).
+// Mamba-2 reads n_groups, ssm_state_size, mamba_num_heads, mamba_head_dim, conv_kernel,
+// chunk_size and mamba_ssm_cache_dtype (float32 when absent); MLPs and experts are squared ReLU
+// (mlp_hidden_act relu2; anything else is refused); MoE as DeepSeek's keys with a routing bias and
+// moe_shared_expert_intermediate_size.
+void read_nemotron_h(ConfigReader& r, models::ModelSpec& m) {
+  read_gqa(r, m);
+  if (r.has("attention_head_dim")) {
+    if (auto v = r.integer("attention_head_dim", "the per-head width")) m.head_dim = *v;
+  }
+  if (r.has("intermediate_size")) read_dense_width(r, m);
+  std::string blocks;
+  const char* key = r.has("hybrid_override_pattern") ? "hybrid_override_pattern" : "layers_block_type";
+  if (const json* p = r.find(key); p && p->is_string()) {
+    blocks = p->get<std::string>();
+  } else if (p && p->is_array()) {
+    for (const auto& e : *p) {
+      const std::string b = e.is_string() ? e.get<std::string>() : "";
+      blocks += b == "mamba" ? 'M' : b == "attention" ? '*' : b == "mlp" ? '-' : b == "moe" ? 'E' : '?';
+    }
+  } else {
+    r.report_missing("hybrid_override_pattern", "the block pattern (or layers_block_type)");
+    return;
+  }
+  std::string mixers, ffn;
+  for (const char b : blocks) {
+    if (b == 'M' || b == '*') {
+      mixers += b == 'M' ? 'L' : 'F';
+      ffn += 'N';
+    } else if ((b == '-' || b == 'E') && !ffn.empty() && ffn.back() == 'N') {
+      ffn.back() = b == 'E' ? 'E' : 'D';
+    } else {
+      r.report(key, std::string(
+                        "expected mixer blocks (M, *) each followed by at most one feed-forward block (-, E), got '") +
+                        blocks + "'");
+      return;
+    }
+  }
+  m.layers = static_cast<int>(mixers.size());
+  m.ffn_pattern = ffn;
+  m.gated_mlp = false;
+  if (const auto act = r.text("mlp_hidden_act"); act && *act != "relu2") {
+    r.report("mlp_hidden_act", "mlp_hidden_act '" + *act + "' is not modelled (relu2: squared ReLU)");
+  }
+  auto take = [](std::optional<int> v, int& out) {
+    if (v) out = *v;
+  };
+  models::LinearAttentionSpec& l = m.linear;
+  l.kind = models::LinearKind::kMamba2;
+  l.pattern = mixers;
+  take(r.integer("n_groups", "the Mamba-2 groups"), l.key_heads);
+  take(r.integer("ssm_state_size", "the Mamba-2 state size"), l.key_dim);
+  take(r.integer("mamba_num_heads", "the Mamba-2 heads"), l.value_heads);
+  take(r.integer("mamba_head_dim", "the Mamba-2 head dim"), l.value_dim);
+  take(r.integer("conv_kernel", "the convolution taps"), l.conv_kernel);
+  take(r.integer("chunk_size", "the SSD chunk"), l.chunk);
+  if (const auto dtype = r.text("mamba_ssm_cache_dtype")) {
+    if (*dtype == "float32") {
+      l.state_bytes = 4;
+    } else if (*dtype == "bfloat16" || *dtype == "float16") {
+      l.state_bytes = 2;
+    } else {
+      r.report("mamba_ssm_cache_dtype", "expected float32, bfloat16 or float16, got '" + *dtype + "'");
+    }
+  }
+  if (blocks.find('E') != std::string::npos) {
+    take(r.integer("n_routed_experts", "the routed experts"), m.moe.experts);
+    take(r.integer("num_experts_per_tok", "experts per token"), m.moe.top_k);
+    take(r.integer("moe_intermediate_size", "the expert width"), m.moe.expert_intermediate);
+    take(r.integer("n_shared_experts", "shared experts", 0, 0), m.moe.shared_experts);
+    take(r.integer("moe_shared_expert_intermediate_size", "the shared-expert width", 0, 0), m.moe.shared_intermediate);
+    m.moe.router_bias = true;  // e_score_correction_bias
+  }
+}
+
 // Refuses a config whose architecture-changing keys its family's importer does not read.
 void refuse_unread_features(ConfigReader& r, const std::string& t) {
   for (const FeatureKey& f : feature_keys()) {
@@ -540,6 +618,8 @@ std::optional<models::ModelSpec> parse_hf_config(std::string_view text, const st
       if (auto v = r.integer("index_topk", "tokens each query attends to")) m.dsa.top_k = *v;
     }
     read_quantization(r, m);
+  } else if (t == "nemotron_h") {
+    read_nemotron_h(r, m);
   } else if (t == "glm4_moe") {
     read_gqa(r, m);
     read_dense_width(r, m);

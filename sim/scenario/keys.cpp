@@ -25,7 +25,8 @@ const char* const kExemplars[] = {
     R"(name: keys-combined
 seed: 0
 model: {preset: deepseek-v3, mla: {}, dsa: {}, sliding_window: {window: 0, pattern: null}, moe: {}, formats: {},
-        attention_output_gate: false, linear_attention: {}}
+        attention_output_gate: false, linear_attention: {kind: mamba2, chunk: 128}, gated_mlp: true,
+        ffn_pattern: E}
 deployment:
   engine: trtllm
   kv_transfer: {setup: 1 us, queue: shared}

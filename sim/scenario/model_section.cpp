@@ -428,6 +428,9 @@ bool read_model_figures(MapReader& m, const models::ModelSpec& d, bool have_base
   if (m.has("attention_output_gate") || d.attention_output_gate) {
     opt_bool(m, "attention_output_gate", d.attention_output_gate, s.attention_output_gate);
   }
+  // Nemotron-H's keys likewise: plain (squared-ReLU) MLPs and layers without a feed-forward block.
+  if (m.has("gated_mlp") || !d.gated_mlp) opt_bool(m, "gated_mlp", d.gated_mlp, s.gated_mlp);
+  if (m.has("ffn_pattern") || !d.ffn_pattern.empty()) take(m.string("ffn_pattern", d.ffn_pattern), s.ffn_pattern);
   opt_int(m, "mtp_layers", 0, 64, d.mtp_layers, s.mtp_layers);
   {
     MapReader r = sub(m, "mla");
@@ -469,6 +472,18 @@ bool read_model_figures(MapReader& m, const models::ModelSpec& d, bool have_base
     opt_int(r, "conv_kernel", 0, 1'000, d.linear.conv_kernel, s.linear.conv_kernel);
     opt_int(r, "state_bytes", 1, 8, d.linear.state_bytes, s.linear.state_bytes);
     take(r.string("pattern", d.linear.pattern), s.linear.pattern);
+    // Gated DeltaNet (the default) or Mamba-2: echoed where it is not the default or is given.
+    const bool mamba = d.linear.kind == models::LinearKind::kMamba2;
+    if (r.has("kind") || mamba) {
+      const auto kind =
+          r.choice("kind", {"gated_delta_net", "mamba2"}, std::string(mamba ? "mamba2" : "gated_delta_net"));
+      if (kind) {
+        s.linear.kind = *kind == "mamba2" ? models::LinearKind::kMamba2 : models::LinearKind::kGatedDeltaNet;
+      } else {
+        ok = false;
+      }
+    }
+    if (r.has("chunk") || mamba) opt_int(r, "chunk", 1, 1'000'000, d.linear.chunk, s.linear.chunk);
     r.finish();
     ok = ok && r.valid();
   }

@@ -132,7 +132,7 @@ void read_table_entry(Document& doc, const YAML::Node& entry, const std::string&
                   "a gdn table is named prefill or decode (the recurrent kernels it times), got " + describe(name));
         continue;
       }
-      g.recurrent = true;
+      g.recurrent = models::Recurrence::kGatedDeltaNet;
       g.kind = n == "prefill" ? models::OpKind::kAttentionPrefill : models::OpKind::kAttentionDecode;
     }
     if (moe_fmt) g.kv_bytes = moe_fmt->second;  // MoE grids: bytes per weight element (cost_model.cpp)

@@ -18,8 +18,7 @@ namespace {
 
 double conv_s(double batch, double tokens) { return 3e-6 * std::pow(1 + batch * tokens, 0.4); }
 double core_s(double batch, double tokens, double heads, double kv) {
-  return 2e-5 * std::pow(1 + batch, 0.3) * std::pow(1 + tokens, 0.8) * std::pow(1 + heads, 0.5) *
-         std::pow(1 + kv, 0.1);
+  return 2e-5 * std::pow(1 + batch, 0.3) * std::pow(1 + tokens, 0.8) * std::pow(1 + heads, 0.5) * std::pow(1 + kv, 0.1);
 }
 
 void add_row(MeasurementSet& set, const std::string& phase, const std::string& kernel, std::int64_t batch,

@@ -220,7 +220,7 @@ TEST_CASE("Measured tables: series interpolate in m, grids in batch and mean con
   // A Gated DeltaNet step of the same kind and shape (8 value heads of key dim 128, batch 1) is
   // not the attention kernel the grid measured: the roofline answers it.
   Operator gdn = attn;
-  gdn.recurrent = true;
+  gdn.recurrent = Recurrence::kGatedDeltaNet;
   gdn.batch = 1;
   gdn.context = 1500;
   CHECK(model.seconds(gdn) == approx(roofline.seconds(gdn)));
@@ -401,7 +401,7 @@ TEST_CASE("Measured tables: a linear-attention grid answers only Gated DeltaNet'
   MeasuredLogGrid g;
   g.kind = OpKind::kAttentionDecode;
   g.rate = ComputeRate::kBf16;
-  g.recurrent = true;
+  g.recurrent = Recurrence::kGatedDeltaNet;
   g.axes = {{F::kBatch, {1, 63}, true}, {F::kHeads, {1, 15}, true}};
   g.log_seconds = {std::log(law(1, 1)), std::log(law(1, 15)), std::log(law(63, 1)), std::log(law(63, 15))};
   g.match = {{F::kHeadDim, 128}};
@@ -419,7 +419,7 @@ TEST_CASE("Measured tables: a linear-attention grid answers only Gated DeltaNet'
   p.tp = 4;
   const LayerBatchOps ops = layer_batch_ops(m, p, b);
   const Operator& rec = ops.linear_decode;
-  REQUIRE(rec.recurrent);
+  REQUIRE(rec.recurrent == Recurrence::kGatedDeltaNet);
   REQUIRE(rec.n == 8);
   CHECK(rec.kv_heads == 4);
   CHECK(model.seconds(rec) == approx(4.5e-6));
@@ -427,7 +427,7 @@ TEST_CASE("Measured tables: a linear-attention grid answers only Gated DeltaNet'
   CHECK(model.seconds(ops.decode_full) == approx(roofline.seconds(ops.decode_full)));
   // An attention grid of the same kind and head dim does not answer the recurrent operator.
   MeasuredTables attention = t;
-  attention.log_grids[0].recurrent = false;
+  attention.log_grids[0].recurrent = Recurrence::kNone;
   const TableCostModel amodel(chip, attention);
   CHECK(amodel.seconds(rec) == approx(roofline.seconds(rec)));
   CHECK(roofline.seconds(rec) != approx(4.5e-6));

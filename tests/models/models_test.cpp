@@ -137,8 +137,27 @@ TEST_CASE("Models: the other presets match their published parameter totals") {
   CHECK(model_preset("llama-4-scout")->total_params() == 107'769'861'120);
   CHECK(model_preset("llama-4-maverick")->total_params() == 400'711'848'960);
   CHECK(model_preset("llama-4-maverick")->window.pattern == "SSSF");
-  // 13, deepseek-v3.2, kimi-k2.5, minimax-m2.5, four qwen3.5, the ten above and Llama-4's two.
-  CHECK(model_preset_names().size() == 32);
+  // Nemotron-H hybrids (Mamba-2 layers, squared-ReLU MLPs, layers without a feed-forward block),
+  // derived in models/model_spec.cpp from their config.json; NVIDIA's cards give 31.6B total and
+  // 3.6B active with embeddings for Nemotron-3-Nano-30B-A3B, the report 56B for Nemotron-H-56B.
+  // Nano: 23 Mamba-2 layers of 2688 x (2 x 8 x 128 + 2 x 64 x 64 + 64) in_proj + 6,144-channel
+  // conv (+ bias) + 3 x 64 + 4,096 norm + 4,096 x 2688 out_proj + 2 x 2688 norms (six of them
+  // without an MLP after them hold one), 6 attention layers, 23 MoE blocks of 128 experts x 2 x
+  // 2688 x 1856, a shared 2 x 2688 x 3712 and a router with bias, 2 x 131,072 x 2688 embeddings.
+  const ModelSpec nano = *model_preset("nemotron-3-nano-30b-a3b");
+  CHECK(nano.total_params() == 31'577'940'288);
+  CHECK(nano.active_params_per_token() == 3'580'076'352);
+  const LayerCounts nc = nano.count_layers(0, nano.layers);
+  CHECK(nc.linear == 23);
+  CHECK(nc.full() == 6);
+  CHECK(nc.moe == 23);
+  CHECK(nc.no_ffn == 6);
+  CHECK(nc.dense() == 0);
+  CHECK(model_preset("nemotron-h-56b")->total_params() == 56'324'350'464);
+  CHECK(model_preset("nemotron-h-56b")->count_layers(0, 64).dense() == 54);
+  // 13, deepseek-v3.2, kimi-k2.5, minimax-m2.5, four qwen3.5, the ten above, Llama-4's two and
+  // Nemotron's two.
+  CHECK(model_preset_names().size() == 34);
   for (auto name : model_preset_names()) {
     CAPTURE(name);
     CHECK(validate_model(*model_preset(name)).empty());

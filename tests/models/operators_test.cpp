@@ -368,7 +368,7 @@ TEST_CASE("Operators: Gated DeltaNet reads and writes each sequence's state per 
   // + 8 fp32 gates x 2) = 4 x 1,075,264 bytes: independent of the contexts.
   CHECK(dec.linear_decode.bytes == 4.0 * 1'075'264);
   CHECK(dec.linear_decode.kind == OpKind::kAttentionDecode);
-  CHECK(dec.linear_decode.recurrent);
+  CHECK(dec.linear_decode.recurrent == Recurrence::kGatedDeltaNet);
   BatchShape longer;
   for (int i = 0; i < 4; ++i) add_decode(longer, m, 100'000);
   CHECK(layer_batch_ops(m, p, longer).linear_decode.bytes == dec.linear_decode.bytes);
@@ -385,8 +385,51 @@ TEST_CASE("Operators: Gated DeltaNet reads and writes each sequence's state per 
   int linear = 0, full = 0;
   for (const auto& c : s.compute) {
     if (c.op.kind != OpKind::kAttentionDecode) continue;
-    (c.op.recurrent ? linear : full) += c.count;
+    (c.op.recurrent != Recurrence::kNone ? linear : full) += c.count;
   }
   CHECK(linear == 45);
   CHECK(full == 15);
+}
+
+TEST_CASE("Operators: Nemotron-H runs Mamba-2 layers, plain MLPs and layers without a feed-forward block") {
+  const ModelSpec m = *model_preset("nemotron-3-nano-30b-a3b");
+  const ParallelPlan p = plan(2);
+  // TP 2: hv = 32 Mamba-2 heads of 64, hk = 4 groups with a 128-wide state, conv over ch = 2 x 4
+  // x 128 + 32 x 64 = 3,072 channels with 4 taps; the state is 32 x 128 x 64 x 4 bytes.
+  BatchShape d;
+  for (int i = 0; i < 3; ++i) add_decode(d, m, 1000);
+  const LayerBatchOps dec = layer_batch_ops(m, p, d);
+  CHECK(dec.linear_decode.recurrent == Recurrence::kMamba2);
+  // 3 x (32 x 5 x 128 x 64 + 2 x 4 x 3,072) = 3 x 1,335,296 FLOPs.
+  CHECK(dec.linear_decode.flops == 3.0 * 1'335'296);
+  // Prefill of one 1,000-token prompt (chunks of 128): 1,000 x (32 x (4 x 128 x 64 + 2 x 128 x 64)
+  // + 4 x 2 x 128 x 128 + 2 x 4 x 3,072) = 1,000 x 1,728,512 FLOPs.
+  BatchShape pre;
+  add_chunk(pre, m, 0, 1000, true);
+  CHECK(layer_batch_ops(m, p, pre).linear_prefill.flops == 1'728'512'000.0);
+  // One in_proj GEMM: 2688 -> 2 x 4 x 128 + 2 x 32 x 64 + 32 = 5,152 columns per chip.
+  const LayerTokenOps t = layer_token_ops(m, p, MoeLoad(m, p, MoeRouting{}), 1.0, rates_of("h200-sxm"));
+  CHECK(t.linear_qkv.flops == 2.0 * 2688 * 5152);
+  // Plain experts: 6 pairs x 2 x (2 x 2688 x 1856) FLOPs (up and down), the shared expert's
+  // up is 3,712 / 2 columns wide, not twice that.
+  CHECK(t.moe_experts.flops == approx(6.0 * 2 * 2 * 2688 * 1856));
+  CHECK_FALSE(t.moe_experts.gated);
+  CHECK(t.shared_mlp.flops == approx(2.0 * 2 * 2688 * 1856));
+  // The stage: 23 Mamba-2 and 6 attention layers, 23 MoE blocks, 6 layers with their mixer's
+  // elementwise share only and no MLP.
+  const StageOperators s = stage_operators(m, p, MoeLoad(m, p, MoeRouting{}), d, 0, rates_of("h200-sxm"));
+  const LayerTokenOps t3 = layer_token_ops(m, p, MoeLoad(m, p, MoeRouting{}), 3.0, rates_of("h200-sxm"));
+  REQUIRE(t3.mixer_elementwise.bytes < t3.moe_elementwise.bytes);
+  int linear = 0, full = 0, mixer_only = 0, experts = 0, dense = 0;
+  for (const auto& c : s.compute) {
+    if (c.op.kind == OpKind::kAttentionDecode) (c.op.recurrent != Recurrence::kNone ? linear : full) += c.count;
+    if (c.op.kind == OpKind::kMoeExperts && c.op.batch > 0) experts += c.count;
+    if (c.op.kind == OpKind::kGemmMlp && c.op.flops == t3.dense_mlp.flops) dense += c.count;
+    if (c.op.kind == OpKind::kElementwise && c.op.bytes == t3.mixer_elementwise.bytes) mixer_only += c.count;
+  }
+  CHECK(linear == 23);
+  CHECK(full == 6);
+  CHECK(experts == 23);
+  CHECK(dense == 0);
+  CHECK(mixer_only == 6);
 }

@@ -41,7 +41,10 @@ std::string figures(const models::ModelSpec& m) {
     << m.moe.expert_intermediate << "/" << m.moe.shared_experts << "/" << m.moe.shared_intermediate << "/"
     << m.moe.first_dense_layers << "/" << m.moe.layer_frequency << "/" << m.moe.expert_bias << "/" << m.moe.router_bias
     << " window=" << m.window.window << "/" << m.window.pattern << " mtp=" << m.mtp_layers << " bias=" << m.qkv_bias
-    << m.o_bias << " qk_norm=" << m.qk_norm << " sinks=" << m.attention_sinks
+    << m.o_bias << " qk_norm=" << m.qk_norm << " sinks=" << m.attention_sinks << " linear=" << m.linear.key_heads << "/"
+    << m.linear.value_heads << "/" << m.linear.key_dim << "/" << m.linear.value_dim << "/" << m.linear.conv_kernel
+    << "/" << m.linear.pattern << "/" << m.linear.state_bytes << "/" << static_cast<int>(m.linear.kind) << "/"
+    << m.linear.chunk << " gated_mlp=" << m.gated_mlp << " ffn=" << m.ffn_pattern
     << " formats=" << models::format_name(m.formats.weights) << "/" << models::format_name(m.formats.experts) << "/"
     << models::format_name(m.formats.kv_cache);
   if (m.vision) {
@@ -92,7 +95,7 @@ TEST_CASE("HF import: an unknown model_type names the supported ones at its line
   CHECK(p[0].message ==
         "model_type 'mixtral' is not supported (did you mean 'mistral'?); supported: llama, mistral, qwen2, qwen3, "
         "qwen3_moe, "
-        "deepseek_v3, kimi_k2, glm4_moe, glm_moe_dsa, gpt_oss, qwen2_5_vl");
+        "deepseek_v3, kimi_k2, glm4_moe, glm_moe_dsa, gpt_oss, qwen2_5_vl, nemotron_h");
   const auto typo = problems_of(R"({"model_type": "qwen3_mo"})");
   REQUIRE(typo.size() == 1);
   CHECK(typo[0].message.find("(did you mean 'qwen3_moe'?)") != std::string::npos);

@@ -489,10 +489,11 @@ TEST_CASE("Profile: gdn tables load as recurrent grids, their kind from the name
   REQUIRE(table != nullptr);
   const auto& grids = table->tables->tables().log_grids;
   REQUIRE(grids.size() == 3);
-  CHECK_FALSE(grids[0].recurrent);  // the GEMM entry
-  CHECK(grids[1].recurrent);
+  using servesim::models::Recurrence;
+  CHECK(grids[0].recurrent == Recurrence::kNone);  // the GEMM entry
+  CHECK(grids[1].recurrent == Recurrence::kGatedDeltaNet);
   CHECK(grids[1].kind == servesim::models::OpKind::kAttentionDecode);
-  CHECK(grids[2].recurrent);
+  CHECK(grids[2].recurrent == Recurrence::kGatedDeltaNet);
   CHECK(grids[2].kind == servesim::models::OpKind::kAttentionPrefill);
   CHECK_FALSE(grids[2].latent);
 
