@@ -119,19 +119,10 @@ std::vector<AttentionTable> fit_attention_tables(const MeasurementSet& set, cons
     const auto& g = group.second;
     out.push_back({key, fit(key.op, g.views), g.rows.size()});
     if (!options.cross_validate) continue;
-    const FoldPlan plan = plan_folds(g.views, options.folds, options.seed);
-    std::vector<double> held =
-        cross_validate(g.views, plan, [&](std::span<const Measurement> train, std::span<const Measurement> test) {
-          const LogGridTable t = fit(key.op, train);
-          std::vector<double> p;
-          p.reserve(test.size());
-          for (const Measurement& r : test) p.push_back(t.seconds(r.shape));
-          return p;
-        });
-    const bool was_held = !held.empty();
-    if (!was_held) {
-      for (const Measurement& r : g.views) held.push_back(out.back().table.seconds(r.shape));
-    }
+    bool was_held = false;
+    const std::vector<double> held = held_out_table_seconds(
+        g.views, options.folds, options.seed, [&](std::span<const Measurement> train) { return fit(key.op, train); },
+        out.back().table, was_held);
     for (std::size_t i = 0; i < g.rows.size(); ++i) {
       auto& c = cells[{std::string(op_name(key.op)), g.labels[i]}];
       c.first.push_back(g.rows[i]);

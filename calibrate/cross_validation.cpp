@@ -198,6 +198,25 @@ std::vector<std::string_view> size_classes(MeasuredOp op) {
   return out;
 }
 
+std::vector<double> held_out_table_seconds(std::span<const Measurement> rows, std::size_t folds, std::uint64_t seed,
+                                           const std::function<LogGridTable(std::span<const Measurement>)>& fit,
+                                           const LogGridTable& all, bool& held_out) {
+  const FoldPlan plan = plan_folds(rows, folds, seed);
+  std::vector<double> held =
+      cross_validate(rows, plan, [&](std::span<const Measurement> train, std::span<const Measurement> test) {
+        const LogGridTable t = fit(train);
+        std::vector<double> p;
+        p.reserve(test.size());
+        for (const Measurement& r : test) p.push_back(t.seconds(r.shape));
+        return p;
+      });
+  held_out = !held.empty();
+  if (!held_out) {
+    for (const Measurement& r : rows) held.push_back(all.seconds(r.shape));
+  }
+  return held;
+}
+
 void add_error_cells(ErrorReport& report, std::string_view kind, std::string_view format,
                      std::span<const Measurement> rows, std::span<const double> predicted, bool held_out) {
   if (rows.empty()) return;

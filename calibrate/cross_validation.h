@@ -21,6 +21,7 @@
 #include <string_view>
 #include <vector>
 
+#include "calibrate/grid_table.h"
 #include "calibrate/measurement.h"
 
 namespace servesim::calibrate {
@@ -49,6 +50,13 @@ using FitPredict =
 // has a single fold.
 std::vector<double> cross_validate(std::span<const Measurement> rows, const FoldPlan& plan,
                                    const FitPredict& fit_predict);
+
+// The held-out seconds of a log-grid table for each row: `fit` run on the other folds of whole
+// shapes (plan_folds with `folds`, `seed`) predicts each fold's rows. Where one shape is all
+// there is, `all` (the table fitted on every row) predicts them and `held_out` is false.
+std::vector<double> held_out_table_seconds(std::span<const Measurement> rows, std::size_t folds, std::uint64_t seed,
+                                           const std::function<LogGridTable(std::span<const Measurement>)>& fit,
+                                           const LogGridTable& all, bool& held_out);
 
 struct ErrorSummary {
   std::size_t rows = 0;

@@ -86,19 +86,10 @@ std::vector<LinearTable> fit_linear_tables(const MeasurementSet& set, const Line
     const bool prefill = key.prefill;
     out.push_back({key, fit(prefill, rows), rows.size()});
     if (!options.cross_validate) continue;
-    const FoldPlan plan = plan_folds(rows, options.folds, options.seed);
-    std::vector<double> held =
-        cross_validate(rows, plan, [&](std::span<const Measurement> train, std::span<const Measurement> test) {
-          const LogGridTable t = fit(prefill, train);
-          std::vector<double> p;
-          p.reserve(test.size());
-          for (const Measurement& r : test) p.push_back(t.seconds(r.shape));
-          return p;
-        });
-    const bool was_held = !held.empty();
-    if (!was_held) {
-      for (const Measurement& r : rows) held.push_back(out.back().table.seconds(r.shape));
-    }
+    bool was_held = false;
+    const std::vector<double> held = held_out_table_seconds(
+        rows, options.folds, options.seed, [&](std::span<const Measurement> train) { return fit(prefill, train); },
+        out.back().table, was_held);
     const std::string label = std::string(prefill ? "prefill" : "decode") + " table";
     add_error_cells(errors, op_name(MeasuredOp::gdn), label, rows, held, was_held);
   }
