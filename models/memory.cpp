@@ -47,7 +47,7 @@ MoeChip moe_chip_elements(const ModelSpec& m, const ParallelPlan& p) {
   MoeChip c;
   c.experts = static_cast<double>(m.moe.experts + p.redundant_experts) / p.ep *
               (static_cast<double>(m.expert_params()) / p.moe_tp);
-  c.shared = static_cast<double>(m.shared_expert_params()) / p.tp;
+  c.shared = static_cast<double>(m.shared_expert_params() + m.latent_projection_params()) / p.tp;
   c.router = static_cast<double>(m.router_params());
   return c;
 }

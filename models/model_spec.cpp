@@ -96,13 +96,15 @@ std::int64_t ModelSpec::dense_mlp_params() const {
 }
 
 std::int64_t ModelSpec::expert_params() const {
-  const std::int64_t h = hidden, f = moe.expert_intermediate;
+  const std::int64_t h = moe.expert_width(hidden), f = moe.expert_intermediate;
   return (gated_mlp ? 3 : 2) * h * f + (moe.expert_bias ? 2 * f + h : 0);
 }
 
 std::int64_t ModelSpec::shared_expert_params() const {
   return (gated_mlp ? 3 : 2) * std::int64_t{hidden} * moe.shared_intermediate;
 }
+
+std::int64_t ModelSpec::latent_projection_params() const { return 2 * std::int64_t{hidden} * moe.latent; }
 
 std::int64_t ModelSpec::router_params() const {
   return std::int64_t{hidden} * moe.experts + (moe.router_bias ? moe.experts : 0);
@@ -113,7 +115,7 @@ std::int64_t ModelSpec::layer_params(int layer) const {
   if (!has_ffn(layer)) {
     p -= hidden;  // the feed-forward block's RMSNorm, counted in the mixer's two
   } else if (is_moe_layer(layer)) {
-    p += moe.experts * expert_params() + shared_expert_params() + router_params();
+    p += moe.experts * expert_params() + shared_expert_params() + router_params() + latent_projection_params();
   } else {
     p += dense_mlp_params();
   }
@@ -412,6 +414,33 @@ std::vector<ModelSpec> build_presets() {
   nano.moe = moe(128, 6, 1856, 1, 0, true);
   nano.moe.shared_intermediate = 3712;  // moe_shared_expert_intermediate_size
   p.push_back(nano);
+  // Nemotron-3 Super and Ultra: latent MoE (moe_latent_size: fc1 / fc2 latent projections around
+  // the routed experts), 512 experts top-22, one MTP block (mtp_hybrid_override_pattern "*E",
+  // costed as the last layer). nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8 config.json: 88 blocks
+  // (40 Mamba-2, 8 attention, 40 MoE), hidden 4096, 32 / 2 heads of 128, Mamba-2 128 heads of 64
+  // with state 128, experts of 2688 in a 1024 latent + a shared one of 5376; NVIDIA: 120B total,
+  // 12B active.
+  ModelSpec super = nemotron_h("nemotron-3-super-120b-a12b", 48, 4096, 32, 2, 2688,
+                               {8, 128, 128, 64, 0, "LLLLFLLLLFLLLLFLLLLLFLLLLLFLLLLLFLLLLLFLLLLFLLLL"},
+                               "EEENEEEENEEEENEEEEENEEEEENEEEEENEEEEENEEEENEEEEE", 262144,
+                               "nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8 config.json");
+  super.moe = moe(512, 22, 2688, 1, 0, true);
+  super.moe.shared_intermediate = 5376;
+  super.moe.latent = 1024;
+  super.mtp_layers = 1;
+  p.push_back(super);
+  // nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16 config.json: 108 blocks (48 Mamba-2, 12
+  // attention, 48 MoE), hidden 8192, 64 / 2 heads of 128, Mamba-2 256 heads of 64 with state 128,
+  // experts of 5120 in a 2048 latent + a shared one of 10240; NVIDIA: 550B total, 55B active.
+  ModelSpec ultra = nemotron_h("nemotron-3-ultra-550b-a55b", 60, 8192, 64, 2, 5120,
+                               {8, 256, 128, 64, 0, "LLLLFLLLFLLLLFLLLLFLLLFLLLLFLLLLFLLLFLLLLFLLLLFLLLFLLLLFLLLL"},
+                               "EEENEEENEEEENEEEENEEENEEEENEEEENEEENEEEENEEEENEEENEEEENEEEEE", 262144,
+                               "nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16 config.json");
+  ultra.moe = moe(512, 22, 5120, 1, 0, true);
+  ultra.moe.shared_intermediate = 10240;
+  ultra.moe.latent = 2048;
+  ultra.mtp_layers = 1;
+  p.push_back(ultra);
   // nvidia/Nemotron-H-56B-Base-8K config.json: 118 blocks (54 Mamba-2, 10 attention, 54 MLPs),
   // hidden 8192, 64 / 8 heads of 128, MLP 32768, Mamba-2 256 heads of 64 with state 256, 8192
   // positions. Nemotron-H report (arXiv 2504.03624): 56B.
@@ -581,6 +610,7 @@ std::vector<std::string> validate_model(const ModelSpec& m) {
     if (m.moe.shared_intermediate < 0 || m.moe.shared_experts < 0) {
       out.emplace_back("MoE shared experts cannot be negative");
     }
+    if (m.moe.latent < 0) out.emplace_back("MoE latent width cannot be negative");
     if (m.moe.first_dense_layers > m.layers) {
       out.push_back("MoE first_dense_layers (" + str(m.moe.first_dense_layers) + ") exceeds the " + str(m.layers) +
                     " layers");

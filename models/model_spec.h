@@ -20,7 +20,8 @@
 //   hybrids     layers without a feed-forward block (ffn_pattern: Nemotron-H's mixer blocks
 //               without an MLP after them);
 //   MoE         routed experts (top_k of `experts`, each expert_intermediate wide), shared experts,
-//               dense leading layers (first_dense_layers) and a layer frequency;
+//               dense leading layers (first_dense_layers) and a layer frequency; latent MoE
+//               (experts in a projected width, Nemotron-3 Super / Ultra);
 //   MTP         multi-token-prediction layers (DeepSeek-V3, GLM): one extra decoder layer each
 //               plus a 2h -> h projection, sharing the embedding and LM head;
 //   vision      an optional ViT encoder (models/vision.h);
@@ -76,7 +77,13 @@ struct MoeSpec {
   int layer_frequency = 1;      // after those, layer l is MoE when l % layer_frequency == 0
   bool expert_bias = false;     // biases in the expert GEMMs (gpt-oss)
   bool router_bias = false;     // a per-expert routing bias (DeepSeek e_score_correction_bias)
+  // Latent MoE (Nemotron-3 Super and Ultra, moe_latent_size): the routed experts run in this
+  // width; fc1_latent_proj (hidden -> latent) before the dispatch and fc2_latent_proj (latent ->
+  // hidden) after the combine, so the all-to-all moves latent rows. 0: the model's width. The
+  // router and the shared experts stay on the hidden state.
+  int latent = 0;
   bool enabled() const { return experts > 0; }
+  int expert_width(int hidden) const { return latent > 0 ? latent : hidden; }
 };
 
 struct WindowSpec {
@@ -184,7 +191,8 @@ struct ModelSpec {
   std::int64_t expert_params() const;  // one routed expert
   std::int64_t shared_expert_params() const;
   std::int64_t router_params() const;
-  std::int64_t layer_params(int layer) const;  // attention + MLP or MoE + the two layer norms
+  std::int64_t latent_projection_params() const;  // a latent MoE layer's fc1 and fc2 (0 without)
+  std::int64_t layer_params(int layer) const;     // attention + MLP or MoE + the two layer norms
   std::int64_t layer_params() const { return layer_params(layers - 1); }
   std::int64_t embedding_params() const;         // input embedding; the LM head is as big unless tied
   std::int64_t mtp_layer_params() const;         // one MTP layer, embedding and LM head shared

@@ -477,6 +477,7 @@ LayerTokenOps layer_token_ops(const ModelSpec& m, const ParallelPlan& p, const M
     const double pairs = rank.pairs;
     const double active = rank.active;
     const double fe = static_cast<double>(m.moe.expert_intermediate) / p.moe_tp;
+    const double he = m.moe.expert_width(m.hidden);  // the experts' rows: hidden, or the latent width
     // Router: [t x h] x [h x E] in bf16 (replicated; every chip routes its own tokens).
     GemmFormat router_format;
     o.router = gemm(OpKind::kMoeExperts, router_format, t, h, m.moe.experts);
@@ -488,14 +489,14 @@ LayerTokenOps layer_token_ops(const ModelSpec& m, const ParallelPlan& p, const M
     experts.kind = OpKind::kMoeExperts;
     experts.rate = ef.rate;
     experts.gated = m.gated_mlp;
-    experts.flops = 2.0 * mats * pairs * h * fe;
-    experts.bytes = active * mats * h * fe * ef.weight_bytes +
-                    pairs * (ef.act_in * (h + fe) + kAct * ((mats - 1) * fe + h) + kAct * mats * fe);
+    experts.flops = 2.0 * mats * pairs * he * fe;
+    experts.bytes = active * mats * he * fe * ef.weight_bytes +
+                    pairs * (ef.act_in * (he + fe) + kAct * ((mats - 1) * fe + he) + kAct * mats * fe);
     experts.kernels = 3;
     o.moe_experts = experts;
     o.moe_experts.m = pairs;
     o.moe_experts.n = fe;
-    o.moe_experts.k = h;
+    o.moe_experts.k = he;
     // For measured MoE tables (models::TableCostModel): batch = the experts with a token on the
     // busiest rank, kv_bytes = bytes per stored expert weight element (the MoE grids' format key;
     // the router GEMM, kind kMoeExperts too, keeps batch and kv_bytes 0 and matches none).
@@ -511,8 +512,21 @@ LayerTokenOps layer_token_ops(const ModelSpec& m, const ParallelPlan& p, const M
       o.shared_mlp.kind = OpKind::kGemmMlp;
       o.shared_mlp.kernels = 0;
     }
-    Operator dq = dequant(ef, active * mats * h * fe, 2);
-    const Operator dqs = dequant(wf, mats * h * shared, shared > 0 ? 2 : 0);
+    // Latent MoE: fc1_latent_proj (h -> latent, column-parallel) before the dispatch and
+    // fc2_latent_proj (latent -> h, row-parallel) after the combine, costed with the shared
+    // experts' GEMMs (the mlp component).
+    const double latent = static_cast<double>(m.moe.latent) / p.tp;
+    if (latent > 0) {
+      Operator proj = gemm(OpKind::kGemmMlp, wf, t, h, latent);
+      absorb(proj, gemm(OpKind::kGemmMlp, wf, t, latent, h));
+      if (shared > 0) {
+        absorb(o.shared_mlp, proj);
+      } else {
+        o.shared_mlp = proj;
+      }
+    }
+    Operator dq = dequant(ef, active * mats * he * fe, 2);
+    const Operator dqs = dequant(wf, mats * h * shared + 2 * h * latent, shared > 0 || latent > 0 ? 2 : 0);
     dq.flops += dqs.flops;
     dq.kernels = std::max(dq.kernels, dqs.kernels);
     o.dequant_moe = dq;
@@ -542,11 +556,11 @@ LayerTokenOps layer_token_ops(const ModelSpec& m, const ParallelPlan& p, const M
       const DispatchFanout& f = rank.fanout;
       const double copies = f.known ? sent * (f.nic + f.up) : sent * m.moe.top_k * p.moe_tp * (n - 1) / n;
       const double dispatch_bytes = std::max(1.0, activation_bytes_per_element(m.formats.experts));
-      o.moe_dispatch = comm(OpKind::kEpDispatch, Collective::kAllToAll, Group::kMoe, copies * h * dispatch_bytes);
-      o.moe_combine = comm(OpKind::kEpCombine, Collective::kAllToAll, Group::kMoe, copies * h * kAct);
+      o.moe_dispatch = comm(OpKind::kEpDispatch, Collective::kAllToAll, Group::kMoe, copies * he * dispatch_bytes);
+      o.moe_combine = comm(OpKind::kEpCombine, Collective::kAllToAll, Group::kMoe, copies * he * kAct);
       if (f.known) {
-        o.moe_dispatch.nic_bytes = sent * f.nic * h * dispatch_bytes;
-        o.moe_combine.nic_bytes = sent * f.nic * h * kAct;
+        o.moe_dispatch.nic_bytes = sent * f.nic * he * dispatch_bytes;
+        o.moe_combine.nic_bytes = sent * f.nic * he * kAct;
         o.moe_dispatch.low_latency = o.moe_combine.low_latency = rank.kernel == DispatchKernel::kPerExpert;
       }
     } else {

@@ -209,6 +209,18 @@ const Row kRows[] = {
      "nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4 config.json (Nemotron-3-Nano-30B-A3B's blocks and "
      "figures, 1048576 positions against the preset's 262144) and hf_quant_config.json (MIXED_PRECISION: Mamba-2 "
      "projections FP8, experts W4A16_NVFP4; FP8 KV)"},
+    {"nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8", "nemotron-3-super-120b-a12b", kFp8, kFp8, kFp8, "fp8,fp8_static",
+     false, "nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8 hf_quant_config.json (FP8, FP8 KV; no exclusions listed)"},
+    {"nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-NVFP4", "nemotron-3-super-120b-a12b", kNvfp4, kNvfp4, kFp8, "nvfp4",
+     false,
+     "nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-NVFP4 hf_quant_config.json (NVFP4, FP8 KV; no exclusions listed)"},
+    {"nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16", "nemotron-3-ultra-550b-a55b", kBf16, kBf16, kBf16, "bfloat16",
+     false, "nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16 config.json (bf16)"},
+    {"nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-FP8", "nemotron-3-ultra-550b-a55b", kFp8, kFp8, kFp8, "fp8,fp8_static",
+     false, "nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-FP8 hf_quant_config.json (FP8, FP8 KV; no exclusions listed)"},
+    {"nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-NVFP4", "nemotron-3-ultra-550b-a55b", kNvfp4, kNvfp4, kFp8, "nvfp4",
+     false,
+     "nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-NVFP4 hf_quant_config.json (NVFP4, FP8 KV; no exclusions listed)"},
     {"nvidia/Nemotron-H-56B-Base-8K", "nemotron-h-56b", kBf16, kBf16, kBf16, "bfloat16", false,
      "nvidia/Nemotron-H-56B-Base-8K config.json (bf16)"},
     {"zai-org/GLM-5", "glm-5", kBf16, kBf16, kBf16, "bfloat16", false, "zai-org/GLM-5 config.json (bf16)"},

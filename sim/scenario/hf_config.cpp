@@ -258,13 +258,13 @@ const std::vector<FeatureKey>& feature_keys() {
       {"num_local_experts", "routed experts (MoE)", {"gpt_oss"}},
       {"num_experts", "routed experts (MoE)", {"qwen3_moe"}},
       {"n_routed_experts", "routed experts (MoE)", {"deepseek_v3", "kimi_k2", "glm4_moe", "glm_moe_dsa", "nemotron_h"}},
-      {"moe_latent_size", "latent MoE (experts in a projected width)", {}},
+      {"moe_latent_size", "latent MoE (experts in a projected width)", {"nemotron_h"}},
       {"q_lora_rank", "multi-head latent attention (MLA)", {"deepseek_v3", "kimi_k2", "glm_moe_dsa"}},
       {"kv_lora_rank", "multi-head latent attention (MLA)", {"deepseek_v3", "kimi_k2", "glm_moe_dsa"}},
       {"index_n_heads", "sparse attention's indexer (DSA)", {"glm_moe_dsa"}},
       {"num_nextn_predict_layers",
        "multi-token prediction layers (MTP)",
-       {"deepseek_v3", "kimi_k2", "glm4_moe", "glm_moe_dsa"}},
+       {"deepseek_v3", "kimi_k2", "glm4_moe", "glm_moe_dsa", "nemotron_h"}},
       {"vision_config", "a vision encoder", {"qwen2_5_vl"}},
   };
   return keys;
@@ -279,13 +279,14 @@ bool says_something(const json* v) {
   return true;
 }
 
-// The GQA keys every supported family shares.
-void read_gqa(ConfigReader& r, models::ModelSpec& m) {
+// The GQA keys every supported family shares (num_hidden_layers unless `layers` is false: Nemotron-H
+// counts its layers from the block pattern).
+void read_gqa(ConfigReader& r, models::ModelSpec& m, bool layers = true) {
   auto take = [](std::optional<int> v, int& out) {
     if (v) out = *v;
   };
   take(r.integer("hidden_size", "the model width"), m.hidden);
-  take(r.integer("num_hidden_layers", "the decoder layers"), m.layers);
+  if (layers) take(r.integer("num_hidden_layers", "the decoder layers"), m.layers);
   take(r.integer("num_attention_heads", "the query heads"), m.heads);
   take(r.integer("num_key_value_heads", "the KV heads", m.heads > 0 ? std::optional<int>(m.heads) : std::nullopt),
        m.kv_heads);
@@ -414,10 +415,10 @@ void read_window(ConfigReader& r, models::ModelSpec& m, const std::string& t) {
 // model is a mixer and the feed-forward block after it, if any (models::ModelSpec::ffn_pattern).
 // Mamba-2 reads n_groups, ssm_state_size, mamba_num_heads, mamba_head_dim, conv_kernel,
 // chunk_size and mamba_ssm_cache_dtype (float32 when absent); MLPs and experts are squared ReLU
-// (mlp_hidden_act relu2; anything else is refused); MoE as DeepSeek's keys with a routing bias and
-// moe_shared_expert_intermediate_size.
+// (mlp_hidden_act relu2; anything else is refused); MoE as DeepSeek's keys with a routing bias,
+// moe_shared_expert_intermediate_size and moe_latent_size (a latent MoE).
 void read_nemotron_h(ConfigReader& r, models::ModelSpec& m) {
-  read_gqa(r, m);
+  read_gqa(r, m, false);  // num_hidden_layers counts blocks (absent in layers_block_type configs)
   if (r.has("attention_head_dim")) {
     if (auto v = r.integer("attention_head_dim", "the per-head width")) m.head_dim = *v;
   }
@@ -482,8 +483,12 @@ void read_nemotron_h(ConfigReader& r, models::ModelSpec& m) {
     take(r.integer("moe_intermediate_size", "the expert width"), m.moe.expert_intermediate);
     take(r.integer("n_shared_experts", "shared experts", 0, 0), m.moe.shared_experts);
     take(r.integer("moe_shared_expert_intermediate_size", "the shared-expert width", 0, 0), m.moe.shared_intermediate);
+    take(r.integer("moe_latent_size", "the latent MoE width (null: none)", 0, 0), m.moe.latent);
     m.moe.router_bias = true;  // e_score_correction_bias
   }
+  // MTP (Nemotron-3 Super, Ultra: an attention + MoE block, mtp_hybrid_override_pattern) is costed
+  // as the last layer, as DeepSeek's (models::ModelSpec::mtp_layer_params).
+  take(r.integer("num_nextn_predict_layers", "MTP layers", 0, 0), m.mtp_layers);
 }
 
 // Refuses a config whose architecture-changing keys its family's importer does not read.

@@ -502,6 +502,8 @@ bool read_model_figures(MapReader& m, const models::ModelSpec& d, bool have_base
     opt_int(r, "layer_frequency", 1, 10'000, std::max(1, d.moe.layer_frequency), s.moe.layer_frequency);
     opt_bool(r, "expert_bias", d.moe.expert_bias, s.moe.expert_bias);
     opt_bool(r, "router_bias", d.moe.router_bias, s.moe.router_bias);
+    // Latent MoE (Nemotron-3 Super, Ultra): echoed where the model has one or the scenario gives it.
+    if (r.has("latent") || d.moe.latent > 0) opt_int(r, "latent", 0, 1'000'000, d.moe.latent, s.moe.latent);
     r.finish();
     ok = ok && r.valid();
   }

@@ -20,6 +20,13 @@ TEST_CASE("Model scenarios: one per preset, each runs end to end and completes i
     CAPTURE(name);
     const std::filesystem::path file = dir / (std::string(name) + ".yaml");
     REQUIRE(std::filesystem::exists(file));
+    // The loader keeps every figure of the preset: the same parameters and KV bytes per token
+    // (a field the model section did not carry over would change them).
+    const scenario::Scenario loaded = scenario::load_scenario_file(file.string());
+    const models::ModelSpec preset = *models::model_preset(name);
+    CHECK(loaded.config.model.total_params() == preset.total_params());
+    CHECK(loaded.config.model.active_params_per_token() == preset.active_params_per_token());
+    CHECK(loaded.config.model.linear_state_bytes_per_layer() == preset.linear_state_bytes_per_layer());
     std::ostringstream out, err;
     const int code = app::run_cli(
         {"run", file.string(), "--set", "workload.requests=24", "--reproducible", "--json", "-"}, out, err);

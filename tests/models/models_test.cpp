@@ -155,9 +155,19 @@ TEST_CASE("Models: the other presets match their published parameter totals") {
   CHECK(nc.dense() == 0);
   CHECK(model_preset("nemotron-h-56b")->total_params() == 56'324'350'464);
   CHECK(model_preset("nemotron-h-56b")->count_layers(0, 64).dense() == 54);
+  // Latent MoE (Super: experts of 2 x 1024 x 2688 in the latent, + 2 x 4096 x 1024 projections per
+  // MoE layer; Ultra: 2 x 2048 x 5120, + 2 x 8192 x 2048): 120.7e9 total, 12.8e9 active with
+  // embeddings (NVIDIA: 120B, A12B); 549.3e9, 56.1e9 (550B, A55B: 55.0e9 without the input
+  // embedding).
+  const ModelSpec super = *model_preset("nemotron-3-super-120b-a12b");
+  CHECK(super.expert_params() == 2LL * 1024 * 2688);
+  CHECK(super.total_params() == 120'668'707'840);
+  CHECK(super.active_params_per_token() == 12'770'237'440);
+  CHECK(model_preset("nemotron-3-ultra-550b-a55b")->total_params() == 549'308'993'536);
+  CHECK(model_preset("nemotron-3-ultra-550b-a55b")->active_params_per_token() == 56'058'843'136);
   // 13, deepseek-v3.2, kimi-k2.5, minimax-m2.5, four qwen3.5, the ten above, Llama-4's two and
-  // Nemotron's two.
-  CHECK(model_preset_names().size() == 34);
+  // Nemotron's four.
+  CHECK(model_preset_names().size() == 36);
   for (auto name : model_preset_names()) {
     CAPTURE(name);
     CHECK(validate_model(*model_preset(name)).empty());

@@ -433,3 +433,26 @@ TEST_CASE("Operators: Nemotron-H runs Mamba-2 layers, plain MLPs and layers with
   CHECK(dense == 0);
   CHECK(mixer_only == 6);
 }
+
+TEST_CASE("Operators: a latent MoE runs its experts and all-to-all in the latent width (Nemotron-3 Super)") {
+  const ModelSpec m = *model_preset("nemotron-3-super-120b-a12b");
+  // TP 4 with attention DP 2, EP 8: the experts take 1,024-wide rows (the latent), and the
+  // dispatch moves latent rows; fc1 / fc2 (4096 <-> 1,024 / 4 per chip) run with the shared
+  // expert's GEMMs.
+  const ParallelPlan p = plan(4, 2, 8);
+  const LayerTokenOps t = layer_token_ops(m, p, MoeLoad(m, p, MoeRouting{}), 64.0, rates_of("h200-sxm"));
+  CHECK(t.moe_experts.k == 1024);
+  CHECK_FALSE(t.moe_experts.gated);
+  // The shared expert (up 4096 -> 5,376 / 4 = 1,344 and down) and the two projections (4096 ->
+  // 1,024 / 4 = 256 and back), each over the chip's token rows: 2 rows x 4096 x (1,344 + 1,344 +
+  // 256 + 256) FLOPs.
+  const double rows = t.shared_mlp.m;
+  CHECK(t.shared_mlp.gemm_count == 4);
+  CHECK(t.shared_mlp.flops == approx(2.0 * rows * 4096 * (1344 + 1344 + 256 + 256)));
+  // The same plan on a model whose experts take the hidden state moves 4x the bytes per copy.
+  ModelSpec wide = m;
+  wide.moe.latent = 0;
+  const LayerTokenOps w = layer_token_ops(wide, p, MoeLoad(wide, p, MoeRouting{}), 64.0, rates_of("h200-sxm"));
+  REQUIRE(t.moe_dispatch.bytes > 0);
+  CHECK(w.moe_dispatch.bytes == approx(4.0 * t.moe_dispatch.bytes));
+}

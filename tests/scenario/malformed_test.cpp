@@ -593,7 +593,7 @@ workload:
              "qwen3-0.6b, qwen3-1.7b, qwen3-8b, qwen3-30b-a3b, qwen3-coder-480b-a35b, qwen3-235b-a22b, deepseek-v3, "
              "deepseek-r1, kimi-k2, kimi-k2.5, deepseek-v3.2, minimax-m2.5, minimax-m2.7, "
              "qwen3.5-397b-a17b, qwen3.5-122b-a10b, qwen3.5-35b-a3b, qwen3.5-27b, nemotron-3-nano-30b-a3b, "
-             "nemotron-h-56b, glm-4.5, glm-4.5-air, glm-5, "
+             "nemotron-3-super-120b-a12b, nemotron-3-ultra-550b-a55b, nemotron-h-56b, glm-4.5, glm-4.5-air, glm-5, "
              "gpt-oss-120b, gpt-oss-20b, llama-4-scout, llama-4-maverick, qwen2.5-vl-7b"});
 }
 
@@ -620,7 +620,8 @@ workload:
                            "qwen3-coder-480b-a35b, qwen3-235b-a22b, deepseek-v3, deepseek-r1, kimi-k2, kimi-k2.5, "
                            "deepseek-v3.2, minimax-m2.5, minimax-m2.7, "
                            "qwen3.5-397b-a17b, qwen3.5-122b-a10b, qwen3.5-35b-a3b, qwen3.5-27b, "
-                           "nemotron-3-nano-30b-a3b, nemotron-h-56b, glm-4.5, glm-4.5-air, glm-5, gpt-oss-120b, "
+                           "nemotron-3-nano-30b-a3b, nemotron-3-super-120b-a12b, nemotron-3-ultra-550b-a55b, "
+                           "nemotron-h-56b, glm-4.5, glm-4.5-air, glm-5, gpt-oss-120b, "
                            "gpt-oss-20b, llama-4-scout, llama-4-maverick, qwen2.5-vl-7b"}});
 }
 
