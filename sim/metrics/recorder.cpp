@@ -66,7 +66,7 @@ void RunMetrics::expect_requests(std::int64_t n) {
 
 std::size_t RunMetrics::bytes_held() const {
   return times_.chunks_held() * times_.chunk_ids() * sizeof(RequestTimes) +
-         live_.chunks_held() * live_.chunk_ids() * sizeof(Extras);
+         std::size_t{live_.size()} * sizeof(std::uint32_t) + live_.slots() * sizeof(Extras);
 }
 
 RequestRecord RunMetrics::record(std::uint32_t id) const {
