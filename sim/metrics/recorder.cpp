@@ -55,7 +55,7 @@ void RunMetrics::enable_trace(const TraceOptions& options) {
 
 void RunMetrics::add_class(ClassInfo info) { classes_.push_back(std::move(info)); }
 
-RunMetrics::RunMetrics(Records records) : keep_(records), times_(12, false), live_(10, records == Records::kRelease) {}
+RunMetrics::RunMetrics(Records records) : keep_(records), times_(12, false), live_(records == Records::kRelease) {}
 
 void RunMetrics::expect_requests(std::int64_t n) {
   if (n > 0) {

@@ -212,7 +212,7 @@ TEST_CASE("IdChunks: a store that does not release keeps every value") {
 }
 
 TEST_CASE("IdSlots: a released id's slot goes to the next id, last released first") {
-  servesim::IdSlots<std::uint64_t> v(2);  // chunks of 4 slots
+  servesim::IdSlots<std::uint64_t, 2> v;  // chunks of 4 slots
   for (std::uint64_t i = 0; i < 6; ++i) CHECK(v.push_back(i * 7) == i);
   CHECK(v.slots() == 8);  // 6 slots used: two chunks
   // A straggler (id 0) does not keep the others' memory: ids 1-5 give their slots back.
@@ -236,7 +236,7 @@ TEST_CASE("IdSlots: a released id's slot goes to the next id, last released firs
 }
 
 TEST_CASE("IdSlots: a store that does not release keeps every value") {
-  servesim::IdSlots<std::uint32_t> v(1, false);
+  servesim::IdSlots<std::uint32_t, 1> v(false);
   for (std::uint32_t i = 0; i < 9; ++i) v.push_back(i + 100);
   for (std::uint32_t i = 0; i < 9; ++i) v.release(i);
   CHECK(v.held() == 0);
