@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 
 #include "core/units.h"
 
@@ -61,15 +62,19 @@ RunOutput execute(const scenario::Scenario& scenario, const ExecuteOptions& opti
   const auto start = std::chrono::steady_clock::now();
   std::optional<metrics::SettleWatch> watch;
   if (!options.settle.empty()) watch.emplace(*out.metrics, options.settle, scenario.config.slo);
-  cluster::Simulation sim(scenario.config, watch ? static_cast<metrics::Recorder&>(*watch) : *out.metrics);
-  if (watch) sim.set_settle(&*watch);
-  sim.set_paranoid(options.paranoid);
-  sim.set_progress(options.progress);
   std::optional<cluster::RunBudget> budget;
+  std::optional<cluster::Simulation> sim;
+  sim.emplace(scenario.config, watch ? static_cast<metrics::Recorder&>(*watch) : *out.metrics);
+  if (watch) sim->set_settle(&*watch);
+  sim->set_paranoid(options.paranoid);
+  sim->set_progress(options.progress);
   if (limits.wall_s || limits.memory_bytes || limits.simulated || limits.events || limits.cancel) {
-    sim.set_budget(&budget.emplace(limits));
+    sim->set_budget(&budget.emplace(limits));
   }
-  const cluster::RunResult r = sim.run();
+  const cluster::RunResult r = sim->run();
+  // The run's state (requests in flight, lanes, the flow network) goes before the summary takes
+  // memory of its own: the two do not add up at the end of the run.
+  sim.reset();
   if (budget && budget->exceeded()) exceeded(scenario, "", budget->why());
   if (r.settled) {
     out.settled = watch->settled();

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "core/check.h"
 
@@ -20,13 +21,19 @@ struct FillAfter {
 
 }  // namespace
 
-FlowNetwork::FlowNetwork(Fabric& fabric, Options options) : fabric_(fabric), options_(options) {
+FlowNetwork::FlowNetwork(Fabric& fabric, Options options) : FlowNetwork(std::as_const(fabric), options) {
+  faulty_fabric_ = &fabric;
+}
+
+FlowNetwork::FlowNetwork(const Fabric& fabric, Options options) : fabric_(fabric), options_(options) {
   SERVESIM_CHECK(options_.utilization_bin > Duration::zero() && options_.max_bins >= 2);
   const std::size_t R = fabric.resource_count();
   link_.resize(R);
-  for (std::uint32_t r = 0; r < R; ++r) {
-    link_[r].capacity = fabric.resource_capacity(r);
-    link_[r].link_class = static_cast<std::uint8_t>(fabric.resource_class(r));
+  for (std::uint32_t r = 0; r < R; ++r) link_[r].capacity = fabric.resource_capacity(r);
+  if (options_.track_utilization) {
+    link_bytes_.assign(R, 0.0);
+    link_class_.resize(R);
+    for (std::uint32_t r = 0; r < R; ++r) link_class_[r] = static_cast<std::uint8_t>(fabric.resource_class(r));
   }
   for (auto& s : series_) s.bin = options_.utilization_bin;
 }
@@ -214,7 +221,7 @@ void FlowNetwork::credit_links(std::uint32_t f) {
   const double delta = delivered - credited_[f];
   credited_[f] = delivered;
   const FlowHot& fh = hot_[f];
-  for (std::uint32_t h = 0; h < fh.hops; ++h) link_[fh.links[h].value].bytes += delta;
+  for (std::uint32_t h = 0; h < fh.hops; ++h) link_bytes_[fh.links[h].value] += delta;
 }
 
 void FlowNetwork::account_until(SimTime now) {
@@ -232,7 +239,7 @@ void FlowNetwork::account_until(SimTime now) {
 
 double FlowNetwork::link_bytes(LinkId l) const {
   SERVESIM_CHECK_MSG(options_.track_utilization, "link_bytes on a network that tracks no utilization");
-  return link_[l.index()].bytes;
+  return link_bytes_[l.index()];
 }
 
 const LinkUsageSeries& FlowNetwork::class_usage(LinkClass c) const {
@@ -261,9 +268,9 @@ void FlowNetwork::set_rate(std::uint32_t f, double rate, SimTime now) {
   if (delta != 0) {
     const bool track = options_.track_utilization;
     for (std::uint32_t h = 0; h < fh.hops; ++h) {
-      LinkHot& lk = link_[fh.links[h].value];
-      lk.load += delta;
-      if (track) class_delta_[lk.link_class] += delta;
+      const std::uint32_t l = fh.links[h].value;
+      link_[l].load += delta;
+      if (track) class_delta_[link_class_[l]] += delta;
     }
   }
   fh.rate = rate;
@@ -706,8 +713,8 @@ void FlowNetwork::finish_flow(std::uint32_t f, SimTime at, bool aborted, std::ve
     lk.demand -= cap;
     lk.load -= rate;
     if (track) {
-      lk.bytes += credit;
-      class_delta_[lk.link_class] -= rate;
+      link_bytes_[l] += credit;
+      class_delta_[link_class_[l]] -= rate;
     }
     const std::uint32_t p = fh.prev[h], n = fh.next[h];
     if (p != kNone)
@@ -892,8 +899,9 @@ void FlowNetwork::reroute(std::uint32_t f) {
 void FlowNetwork::fail(SimTime now, const std::vector<LinkId>& links, const std::vector<ChipId>& chips,
                        std::vector<FlowDone>& aborted) {
   touch(now);
+  SERVESIM_CHECK_MSG(links.empty() || faulty_fabric_ != nullptr, "a link fails on a read-only fabric");
   for (LinkId l : links) {
-    fabric_.set_link_up(l, false);
+    faulty_fabric_->set_link_up(l, false);
     refresh_capacity(l);
   }
   std::vector<std::uint8_t> dead(fabric_.chips(), 0);
@@ -929,8 +937,9 @@ void FlowNetwork::fail(SimTime now, const std::vector<LinkId>& links, const std:
 
 void FlowNetwork::recover(SimTime now, const std::vector<LinkId>& links) {
   touch(now);
+  SERVESIM_CHECK_MSG(links.empty() || faulty_fabric_ != nullptr, "a link recovers on a read-only fabric");
   for (LinkId l : links) {
-    fabric_.set_link_up(l, true);
+    faulty_fabric_->set_link_up(l, true);
     refresh_capacity(l);
   }
   for (std::uint32_t f = 0; f < live_.size(); ++f) {

@@ -89,8 +89,12 @@ class FlowNetwork {
     bool track_utilization = true;
   };
 
+  // Over a fabric that faults change (fail and recover take its links down and up).
   FlowNetwork(Fabric& fabric, Options options);
   explicit FlowNetwork(Fabric& fabric) : FlowNetwork(fabric, Options{}) {}
+  // Over a fabric it only reads (one that runs without faults share): failing or recovering a
+  // link is a bug.
+  FlowNetwork(const Fabric& fabric, Options options);
 
   // Starts a flow of `bytes` (> 0) from src to dst at `now`. `tag` is the caller's (returned in
   // FlowDone); `label` picks among equal-cost routes. A flow with no route starts stalled.
@@ -193,18 +197,18 @@ class FlowNetwork {
     std::array<LinkId, kMaxHops> links{};
   };
   // Per link: capacity, the sum of its flows' caps (passive when it does not exceed the
-  // capacity), the list of its flows, and the update's marks. Scratch values of the links an
-  // update visits live in `scratch_`, indexed by `local`.
+  // capacity), the list of its flows, and the update's marks (40 B: a 100k-chip fabric has some
+  // 860,000 links and bundles). Scratch values of the links an update visits live in `scratch_`,
+  // indexed by `local`; the bytes carried and the link class, read only to track utilization, in
+  // link_bytes_ and link_class_.
   struct LinkHot {
     double capacity = 0;
     double demand = 0;
-    double bytes = 0;  // carried, credited when a flow leaves it (or on account_until)
-    double load = 0;   // the sum of its flows' rates
+    double load = 0;  // the sum of its flows' rates
     std::uint32_t head = kNone;
     std::uint32_t mark = 0;
     std::uint32_t local = 0;
     std::uint32_t bottlenecked = 0;  // flows whose bottleneck this link is
-    std::uint8_t link_class = 0;
   };
   struct LinkScratch {
     double residual = 0;
@@ -257,7 +261,8 @@ class FlowNetwork {
   void add_bottlenecked_flows(std::uint32_t link);
   void touch(SimTime now);
 
-  Fabric& fabric_;
+  const Fabric& fabric_;
+  Fabric* faulty_fabric_ = nullptr;  // fabric_, when faults may change it
   Options options_;
   SimTime now_ = SimTime::zero();
   bool pending_ = false;  // changes at now_ not yet settled
@@ -274,6 +279,10 @@ class FlowNetwork {
   std::size_t active_count_ = 0;
 
   std::vector<LinkHot> link_;
+  // With track_utilization (else empty): per link, bytes carried (credited when a flow leaves it,
+  // or on account_until) and its class.
+  std::vector<double> link_bytes_;
+  std::vector<std::uint8_t> link_class_;
   std::vector<double> reserved_;  // per resource, the share held (empty until the first reserve)
   struct ReserveGroup {
     double share = 0;

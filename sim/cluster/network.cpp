@@ -18,11 +18,17 @@ Network::Network(const SimulationConfig& config, bool track_utilization, SimTime
     : agenda_(agenda) {
   if (!config.cluster) default_cluster_ = default_cluster(config.pools, config.caches.fabrics);
   cluster_ = config.cluster ? &*config.cluster : &*default_cluster_;
-  fabric_ = std::make_unique<topologies::Fabric>(*cluster_->fabric);
   // Link utilization is read only into a time series (RunObserver::finish).
   topologies::FlowNetwork::Options options;
   options.track_utilization = track_utilization;
-  net_ = std::make_unique<topologies::FlowNetwork>(*fabric_, options);
+  if (cluster_->faults.empty()) {
+    fabric_ = cluster_->fabric.get();
+    net_ = std::make_unique<topologies::FlowNetwork>(*fabric_, options);
+  } else {
+    own_fabric_ = std::make_unique<topologies::Fabric>(*cluster_->fabric);
+    fabric_ = own_fabric_.get();
+    net_ = std::make_unique<topologies::FlowNetwork>(*own_fabric_, options);
+  }
   faults_ = topologies::fault_timeline(*fabric_, cluster_->faults, fault_end, config.seed);
 }
 

@@ -1,14 +1,14 @@
 // The cluster's network as the serving model uses it: the flows between instances, the NICs an
 // expert all-to-all shares with them, and the links faults take down.
 //
-// Models: the run's own copy of the fabric (faults change it) and its topologies::FlowNetwork
-// (exact max-min sharing over the fabric's routes); one NetworkDue event live at a time, at the
-// flow network's next completion (a generation number makes older ones stale); a transfer's
-// rank-pair flows (KV caches and image embeddings move between the TP ranks of one attention-DP
-// group at each end, rank t to rank t), or one flow standing for all of them where that is exact
-// (topologies/rank_flow_symmetry.h); per instance whose all-to-all leaves the scale-up domain, its
-// chips' NIC links as one reserve group, held in part for the all-to-all (README: "All-to-all and
-// KV flows on the same NICs").
+// Models: the fabric (the scenario's, shared read-only; the run's own copy when faults change it:
+// at 100k chips a copy is some 45 MB) and its topologies::FlowNetwork (exact max-min sharing over
+// the fabric's routes); one NetworkDue event live at a time, at the flow network's next completion
+// (a generation number makes older ones stale); a transfer's rank-pair flows (KV caches and image
+// embeddings move between the TP ranks of one attention-DP group at each end, rank t to rank t), or
+// one flow standing for all of them where that is exact (topologies/rank_flow_symmetry.h); per
+// instance whose all-to-all leaves the scale-up domain, its chips' NIC links as one reserve group,
+// held in part for the all-to-all (README: "All-to-all and KV flows on the same NICs").
 // Ignores: collectives inside an instance (their cost is the CommCost model's, not flows).
 // Invariants: at most one live NetworkDue, never later than the network's next completion.
 #pragma once
@@ -87,9 +87,10 @@ class Network {
 
  private:
   Agenda& agenda_;
-  std::optional<ClusterConfig> default_cluster_;  // when the scenario has no cluster
-  const ClusterConfig* cluster_ = nullptr;        // the scenario's, or the default one
-  std::unique_ptr<topologies::Fabric> fabric_;
+  std::optional<ClusterConfig> default_cluster_;    // when the scenario has no cluster
+  const ClusterConfig* cluster_ = nullptr;          // the scenario's, or the default one
+  const topologies::Fabric* fabric_ = nullptr;      // the cluster's, or own_fabric_
+  std::unique_ptr<topologies::Fabric> own_fabric_;  // with faults: the run's copy, which they change
   std::unique_ptr<topologies::FlowNetwork> net_;
   std::vector<topologies::FaultEvent> faults_;
   int flow_ranks_ = 0;

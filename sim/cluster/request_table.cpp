@@ -3,10 +3,11 @@
 namespace servesim::cluster {
 
 std::size_t RequestTable::bytes_held() const {
-  return states_.chunks_held() * states_.chunk_ids() * sizeof(RequestState) +
-         inputs_.chunks_held() * inputs_.chunk_ids() * sizeof(workloads::Request) +
-         prefix_keys_.chunks_held() * prefix_keys_.chunk_ids() * sizeof(PrefixKeys) +
-         journeys_.capacity() * sizeof(Journey);
+  const std::size_t ids =
+      std::size_t{states_.size()} * (std::size_t{1} + (keep_inputs_ ? 1u : 0u) + (keep_prefix_keys_ ? 1u : 0u));
+  return ids * sizeof(std::uint32_t) + states_.slots() * sizeof(RequestState) +
+         inputs_.slots() * sizeof(workloads::Request) + prefix_keys_.slots() * sizeof(PrefixKeys) +
+         journeys_.chunks_held() * journeys_.chunk_ids() * sizeof(Journey);
 }
 
 RequestId RequestTable::add(const RequestState& s, const Journey& j, const workloads::Request& in,
@@ -14,8 +15,7 @@ RequestId RequestTable::add(const RequestState& s, const Journey& j, const workl
   const RequestId r = add(s);
   RequestState& state = states_[r.value];
   if (free_journeys_.empty()) {
-    state.journey = static_cast<std::uint32_t>(journeys_.size());
-    journeys_.push_back(j);
+    state.journey = journeys_.push_back(j);
   } else {
     state.journey = free_journeys_.back();
     free_journeys_.pop_back();

@@ -8,10 +8,10 @@
 // Invariants: ids are dense, 0 .. size() - 1, in arrival order; a request has a journey exactly
 // while it is in flight (from its arrival until it completes or is rejected), and journey slots
 // are reused. When the serving model is done with a request it releases it: its hot state, input
-// and prefix keys live in IdChunks (core/id_chunks.h) and go with their chunk once every request
-// of the chunk is released, so the table's memory follows the requests in flight, not every
-// request of the run. A released request's state must not be read (in_flight() may be asked of
-// any id: a stale flow's).
+// and prefix keys live in IdSlots (core/id_slots.h), whose slots a released request gives back to
+// a later one, so the table's memory follows the requests in flight (plus 4 B per request of the
+// run), not every request of the run, however long a few of them stay. A released request's
+// state must not be read (in_flight() may be asked of any id: a stale flow's).
 #pragma once
 
 #include <array>
@@ -20,6 +20,7 @@
 
 #include "core/check.h"
 #include "core/id_chunks.h"
+#include "core/id_slots.h"
 #include "core/ids.h"
 #include "core/time.h"
 #include "sim/cluster/prefix_cache.h"
@@ -40,10 +41,10 @@ struct Journey {
   std::uint32_t target = kNoInstance;  // prefill instance of its embeddings; decode instance of its KV
   std::uint16_t target_lane = 0;
   std::uint16_t flows = 0;  // flows in flight
+  std::uint32_t epoch = 0;  // bumped by failures: its flows in flight are stale
   bool in_prefill = false, preempted = false, ttft_done = false, streamed = false;
   bool transferred = false;
   bool flows_reserved = false;  // KV room reserved on `target` (a decode instance)
-  std::uint32_t epoch = 0;      // bumped by failures: its flows in flight are stale
   // The KV transfer's fixed hand-off (DisaggregationConfig::kv_setup): pending until its
   // KvSetupDone, with the bytes of the parts started meanwhile; done once it ended.
   bool setup_pending = false, setup_done = false;
@@ -71,8 +72,9 @@ class RequestTable {
   std::uint32_t size() const { return states_.size(); }
   std::uint32_t held() const { return states_.held(); }
   std::uint32_t peak_held() const { return states_.peak_held(); }
-  std::size_t chunks_held() const { return states_.chunks_held(); }
-  // Bytes of per-request storage allocated now (chunks of states, inputs, prefix keys; journeys).
+  // Slots of hot state allocated (the most requests held at once, rounded up to whole chunks).
+  std::size_t slots() const { return states_.slots(); }
+  // Bytes of per-request storage allocated now (slots of states, inputs, prefix keys; journeys).
   std::size_t bytes_held() const;
 
   RequestState& operator[](RequestId r) { return states_[r.value]; }
@@ -111,10 +113,11 @@ class RequestTable {
 
  private:
   bool keep_inputs_ = false, keep_prefix_keys_ = false;
-  IdChunks<RequestState> states_;
-  IdChunks<workloads::Request> inputs_;  // when keep_inputs_
-  IdChunks<PrefixKeys> prefix_keys_;     // when keep_prefix_keys_
-  std::vector<Journey> journeys_;        // of the requests in flight (RequestState::journey)
+  IdSlots<RequestState> states_;
+  IdSlots<workloads::Request> inputs_;  // when keep_inputs_
+  IdSlots<PrefixKeys> prefix_keys_;     // when keep_prefix_keys_
+  // Of the requests in flight (RequestState::journey): grown by chunks, never copied.
+  IdChunks<Journey> journeys_{10, false};
   std::vector<std::uint32_t> free_journeys_;
 };
 

@@ -55,7 +55,7 @@ void RunMetrics::enable_trace(const TraceOptions& options) {
 
 void RunMetrics::add_class(ClassInfo info) { classes_.push_back(std::move(info)); }
 
-RunMetrics::RunMetrics(Records records) : keep_(records), times_(12, false), live_(10, records == Records::kRelease) {}
+RunMetrics::RunMetrics(Records records) : keep_(records), times_(12, false), live_(records == Records::kRelease) {}
 
 void RunMetrics::expect_requests(std::int64_t n) {
   if (n > 0) {
@@ -66,7 +66,7 @@ void RunMetrics::expect_requests(std::int64_t n) {
 
 std::size_t RunMetrics::bytes_held() const {
   return times_.chunks_held() * times_.chunk_ids() * sizeof(RequestTimes) +
-         live_.chunks_held() * live_.chunk_ids() * sizeof(Extras);
+         std::size_t{live_.size()} * sizeof(std::uint32_t) + live_.slots() * sizeof(Extras);
 }
 
 RequestRecord RunMetrics::record(std::uint32_t id) const {

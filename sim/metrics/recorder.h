@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "core/id_chunks.h"
+#include "core/id_slots.h"
 #include "core/ids.h"
 #include "core/time.h"
 #include "sim/metrics/histogram.h"
@@ -310,7 +311,7 @@ class RunMetrics final : public Recorder {
   // before they go to the sink), and the most held at once.
   std::uint32_t records_held() const { return live_.held(); }
   std::uint32_t peak_records_held() const { return live_.peak_held(); }
-  // Bytes of per-request storage allocated now (times of every request, chunks of full records).
+  // Bytes of per-request storage allocated now (times of every request, slots of full records).
   std::size_t bytes_held() const;
   const std::vector<PoolTotals>& pools() const { return pools_; }
   const std::vector<ClassInfo>& classes() const { return classes_; }
@@ -335,7 +336,7 @@ class RunMetrics final : public Recorder {
   Records keep_;
   RequestSink* sink_ = nullptr;
   IdChunks<RequestTimes> times_;
-  IdChunks<Extras> live_;
+  IdSlots<Extras> live_;
   std::uint32_t next_to_leave_ = 0;  // with a sink: the oldest request not yet sent
   std::vector<SlowRequest> slowest_;
   std::vector<PoolTotals> pools_;

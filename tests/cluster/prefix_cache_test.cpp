@@ -161,9 +161,9 @@ TEST_CASE("kv_aware: the second request goes to the instance that holds its pref
     // kv_aware scores the second: instance 0: 0 + 1,088 - 1,024 = 64, instance 1: 0 + 1,088 - 0
     // = 1,088, so instance 0, a hit (46,150,144 ps as above). least_loaded rotates the tie to
     // instance 1, which prefills everything (784,347,648 ps).
-    CHECK(sim.requests()[RequestId(0)].instance == 0);
+    CHECK(m.requests().at(0).instance == 0);
     const auto& second = m.requests().at(1);
-    CHECK(sim.requests()[RequestId(1)].instance == (kv_aware ? 0u : 1u));
+    CHECK(second.instance == (kv_aware ? 0u : 1u));
     CHECK((second.first_token - second.arrival).ps() == (kv_aware ? 46'150'144 : 784'347'648));
   }
 }

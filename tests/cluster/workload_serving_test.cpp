@@ -23,7 +23,9 @@ namespace {
 // RunMetrics plus a count of requests in the system. Within an instant the count dips (a batch
 // that finishes several requests frees them before their clients' next requests arrive, at the
 // same instant); at the end of every instant it must be exactly N until the request budget is
-// spent. Every callback with a time closes the instants before it.
+// spent (budget 0: never checked). Every callback with a time closes the instants before it.
+// With `sim` set, it also keeps each request's arrival stream and, when the table keeps them, its
+// input, read as the request arrives (the request table releases a request when it finishes).
 class CountingRecorder final : public metrics::Recorder {
  public:
   CountingRecorder(std::int64_t clients, std::int64_t budget) : clients_(clients), budget_(budget) {}
@@ -33,6 +35,10 @@ class CountingRecorder final : public metrics::Recorder {
   void request_arrived(RequestId id, SimTime t, std::int64_t p, std::int64_t o, std::uint16_t c) override {
     at(t);
     m.request_arrived(id, t, p, o, c);
+    if (sim != nullptr) {
+      streams.push_back(sim->requests()[id].stream);
+      if (sim->requests().keeps_inputs()) inputs.push_back(sim->requests().input(id));
+    }
     ++outstanding;
     ++arrived;
     max_outstanding = std::max(max_outstanding, outstanding);
@@ -60,6 +66,9 @@ class CountingRecorder final : public metrics::Recorder {
 
   metrics::RunMetrics m;
   std::int64_t outstanding = 0, max_outstanding = 0, arrived = 0, instants_checked = 0;
+  const cluster::Simulation* sim = nullptr;
+  std::vector<std::uint32_t> streams;  // per request id, with `sim`
+  std::vector<wl::Request> inputs;     // per request id, with `sim` and a table that keeps inputs
 
  private:
   void at(SimTime t) {
@@ -102,15 +111,16 @@ TEST_CASE("Workload serving: a staggered start sends each client's first request
   wl::ClosedLoopArrivals cl{5, Duration::zero()};
   cl.start = wl::StartMode::kStaggered;
   config.workload = wl::single_class(cl, wl::IndependentLengths{wl::FixedLength{100}, wl::FixedLength{20}}, 40);
-  metrics::RunMetrics m;
-  cluster::Simulation sim(config, m);
+  CountingRecorder rec(5, 0);  // clients start one by one: no count to check
+  cluster::Simulation sim(config, rec);
+  rec.sim = &sim;
   sim.run();
+  const metrics::RunMetrics& m = rec.m;
   // The first request of each client, in arrival order: client i + 1's arrives when client i's
   // first token comes.
   std::map<std::uint32_t, std::uint32_t> first_of_client;  // stream -> request
-  for (std::uint32_t r = 0; r < m.requests().size(); ++r) {
-    first_of_client.emplace(sim.requests()[RequestId(r)].stream, r);
-  }
+  REQUIRE(rec.streams.size() == m.requests().size());
+  for (std::uint32_t r = 0; r < m.requests().size(); ++r) first_of_client.emplace(rec.streams[r], r);
   CHECK_FALSE(sim.requests().keeps_inputs());  // fixed lengths, one class: nothing beyond RequestState
   REQUIRE(first_of_client.size() == 5);
   for (std::uint32_t c = 1; c < 5; ++c) {
@@ -133,14 +143,16 @@ TEST_CASE("Workload serving: session turns follow their answers and extend their
   c.sessions = sc;
   config.workload.classes = {c};
   config.workload.requests = 90;
-  metrics::RunMetrics m;
-  cluster::Simulation sim(config, m);
+  CountingRecorder rec(1, 0);  // open-loop sessions: no count to check
+  cluster::Simulation sim(config, rec);
+  rec.sim = &sim;
   sim.set_paranoid(true);
   sim.run();
   CHECK(sim.drained());
+  const metrics::RunMetrics& m = rec.m;
+  REQUIRE(rec.inputs.size() == m.requests().size());
   std::map<std::uint64_t, std::vector<std::uint32_t>> sessions;
-  for (std::uint32_t r = 0; r < m.requests().size(); ++r)
-    sessions[sim.requests().input(RequestId(r)).session].push_back(r);
+  for (std::uint32_t r = 0; r < m.requests().size(); ++r) sessions[rec.inputs[r].session].push_back(r);
   int complete = 0;
   for (const auto& [id, turns] : sessions) {
     for (std::size_t k = 1; k < turns.size(); ++k) {
@@ -148,9 +160,9 @@ TEST_CASE("Workload serving: session turns follow their answers and extend their
       const auto& next = m.requests()[turns[k]];
       // Sent 30 us after the previous answer; the prompt is that turn's prompt and answer + 5.
       CHECK(next.arrival == prev.completion + Duration::microseconds(30));
-      CHECK(sim.requests().input(RequestId(turns[k])).history_tokens == prev.prompt_tokens + prev.output_tokens);
+      CHECK(rec.inputs[turns[k]].history_tokens == prev.prompt_tokens + prev.output_tokens);
       CHECK(next.prompt_tokens == prev.prompt_tokens + prev.output_tokens + 5);
-      CHECK(sim.requests().input(RequestId(turns[k])).turn == k + 1);
+      CHECK(rec.inputs[turns[k]].turn == k + 1);
     }
     complete += turns.size() == 3;
   }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/id_chunks.h"
+#include "core/id_slots.h"
 #include "core/min_tree.h"
 #include "core/recent_cache.h"
 #include "core/ring_queue.h"
@@ -208,4 +209,40 @@ TEST_CASE("IdChunks: a store that does not release keeps every value") {
   CHECK(v.held() == 0);
   CHECK(v.chunks_held() == 5);
   for (std::uint32_t i = 0; i < 9; ++i) CHECK(v[i] == i + 100);
+}
+
+TEST_CASE("IdSlots: a released id's slot goes to the next id, last released first") {
+  servesim::IdSlots<std::uint64_t, 2> v;  // chunks of 4 slots
+  for (std::uint64_t i = 0; i < 6; ++i) CHECK(v.push_back(i * 7) == i);
+  CHECK(v.slots() == 8);  // 6 slots used: two chunks
+  // A straggler (id 0) does not keep the others' memory: ids 1-5 give their slots back.
+  for (const std::uint32_t i : {3u, 1u, 5u, 2u, 4u}) v.release(i);
+  CHECK(v.held() == 1);
+  CHECK(v.has(0));
+  CHECK_FALSE(v.has(3));
+  CHECK_FALSE(v.has(6));  // not added yet
+  // Ids 6-10 reuse those slots (4's first, then 2's, ...): no new chunk.
+  for (std::uint64_t i = 6; i < 11; ++i) CHECK(v.push_back(i * 7) == i);
+  CHECK(v.slots() == 8);
+  CHECK(v[0] == 0);
+  for (std::uint32_t i = 6; i < 11; ++i) CHECK(v[i] == i * 7);
+  CHECK(v.size() == 11);
+  CHECK(v.held() == 6);
+  CHECK(v.peak_held() == 6);
+  // Ids 11 and 12 take the fresh slots 6 and 7; id 13 a new chunk.
+  for (std::uint64_t i = 11; i < 14; ++i) v.push_back(i * 7);
+  CHECK(v.slots() == 12);
+  CHECK(v[13] == 91);
+}
+
+TEST_CASE("IdSlots: a store that does not release keeps every value") {
+  servesim::IdSlots<std::uint32_t, 1> v(false);
+  for (std::uint32_t i = 0; i < 9; ++i) v.push_back(i + 100);
+  for (std::uint32_t i = 0; i < 9; ++i) v.release(i);
+  CHECK(v.held() == 0);
+  CHECK(v.slots() == 10);
+  for (std::uint32_t i = 0; i < 9; ++i) {
+    CHECK(v.has(i));
+    CHECK(v[i] == i + 100);
+  }
 }
