@@ -327,7 +327,7 @@ TEST_CASE("Operator fit: two kernels of MXFP4 experts are fitted apart, --moe-mo
   Rng rng(13, "operator_fit_test.mxfp4_kernels");
   MeasurementSet set;
   const std::uint16_t balanced = set.intern("balanced");
-  auto add_rows = [&](Format format, double compute, double overhead_us) {
+  auto add_rows = [&](Format format, double compute, std::int64_t overhead_us) {
     models::Efficiency::MoeExperts truth;
     truth.format = models::Format::kMxfp4;
     truth.overhead = Duration::microseconds(overhead_us);
