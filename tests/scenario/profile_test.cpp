@@ -322,16 +322,19 @@ TEST_CASE("Profile: the shipped H200 profile loads by name with its GEMM tables"
   // GEMM tables at bf16, fp8 and block fp8 (one per weight format); attention and MLA tables (bf16 attention, per KV
   // format, head dim and window: 14 generation + 14 context + 4 MLA + 3 encoder, head dims 64, 72, 80), and the two MoE
   // tables whose held-out error beats the roofline and meets the 12% target (fp8_block, and w4a16_mxfp4, whose
-  // grouped-GEMM model ships in the TensorRT-LLM profile; profiles/h200.yaml).
-  std::size_t gemm = 0, attention = 0, moe = 0;
+  // grouped-GEMM model ships in the TensorRT-LLM profile; profiles/h200.yaml), and Gated DeltaNet's
+  // prefill and decode tables.
+  std::size_t gemm = 0, attention = 0, moe = 0, gdn = 0;
   for (const auto& g : table->tables->tables().log_grids) {
-    (g.kind == servesim::models::OpKind::kGemmQkv      ? gemm
-     : g.kind == servesim::models::OpKind::kMoeExperts ? moe
-                                                       : attention) += 1;
+    (g.recurrent != servesim::models::Recurrence::kNone ? gdn
+     : g.kind == servesim::models::OpKind::kGemmQkv     ? gemm
+     : g.kind == servesim::models::OpKind::kMoeExperts  ? moe
+                                                        : attention) += 1;
   }
   CHECK(gemm == 3);
   CHECK(attention == 35);
   CHECK(moe == 2);
+  CHECK(gdn == 2);
   CHECK(pool.chip.source.find("with GEMM and attention tables") != std::string::npos);
   // The fitted curves replace the preset's constants.
   CHECK_FALSE(pool.chip.efficiency.gemm_compute.is_constant());
