@@ -49,7 +49,7 @@ std::vector<std::string> validate_plan(const ModelSpec& m, const ParallelPlan& p
                   m.name + " (choose one of " + divisors_of(m.linear.value_heads, max_tp) + ")");
   }
   bool has_dense_mlp = false;
-  for (int l = 0; l < m.layers && !has_dense_mlp; ++l) has_dense_mlp = !m.is_moe_layer(l);
+  for (int l = 0; l < m.layers && !has_dense_mlp; ++l) has_dense_mlp = m.has_ffn(l) && !m.is_moe_layer(l);
   if (has_dense_mlp && m.intermediate > 0 && m.intermediate % p.tp != 0) {
     out.push_back(tp + " does not divide the MLP width " + str(m.intermediate) + " of " + m.name);
   }

@@ -298,6 +298,15 @@ TEST_CASE("Parallel plans: TP must divide the heads, PP splits layers with the r
   CHECK(problems[0] ==
         "tensor parallelism 3 does not divide the 64 attention heads of "
         "llama-3.1-70b (choose one of 1, 2, 4, 8, 16, 32, 64)");
+  // A model whose layers hold MoE blocks or no feed-forward block at all (Nemotron-3 Nano) has no
+  // dense MLP for TP to divide: an odd intermediate width does not matter; with a dense layer it does.
+  ModelSpec hybrid = *model_preset("nemotron-3-nano-30b-a3b");
+  hybrid.intermediate = 1855;
+  ParallelPlan two;
+  two.tp = two.ep = 2;
+  CHECK(validate_plan(hybrid, two).empty());
+  hybrid.ffn_pattern[0] = 'D';
+  CHECK(validate_plan(hybrid, two).size() == 1);
   // 80 layers over 3 stages: 27, 27, 26.
   const ParallelPlan p{1, 3};
   CHECK(p.stage_layers(m, 0) == 27);
