@@ -2,14 +2,6 @@
 
 namespace servesim::cluster {
 
-std::size_t RequestTable::bytes_held() const {
-  const std::size_t ids =
-      std::size_t{states_.size()} * (std::size_t{1} + (keep_inputs_ ? 1u : 0u) + (keep_prefix_keys_ ? 1u : 0u));
-  return ids * sizeof(std::uint32_t) + states_.slots() * sizeof(RequestState) +
-         inputs_.slots() * sizeof(workloads::Request) + prefix_keys_.slots() * sizeof(PrefixKeys) +
-         journeys_.chunks_held() * journeys_.chunk_ids() * sizeof(Journey);
-}
-
 RequestId RequestTable::add(const RequestState& s, const Journey& j, const workloads::Request& in,
                             const PrefixKeys& keys) {
   const RequestId r = add(s);

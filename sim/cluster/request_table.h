@@ -74,8 +74,6 @@ class RequestTable {
   std::uint32_t peak_held() const { return states_.peak_held(); }
   // Slots of hot state allocated (the most requests held at once, rounded up to whole chunks).
   std::size_t slots() const { return states_.slots(); }
-  // Bytes of per-request storage allocated now (slots of states, inputs, prefix keys; journeys).
-  std::size_t bytes_held() const;
 
   RequestState& operator[](RequestId r) { return states_[r.value]; }
   const RequestState& operator[](RequestId r) const { return states_[r.value]; }

@@ -64,11 +64,6 @@ void RunMetrics::expect_requests(std::int64_t n) {
   }
 }
 
-std::size_t RunMetrics::bytes_held() const {
-  return times_.chunks_held() * times_.chunk_ids() * sizeof(RequestTimes) +
-         std::size_t{live_.size()} * sizeof(std::uint32_t) + live_.slots() * sizeof(Extras);
-}
-
 RequestRecord RunMetrics::record(std::uint32_t id) const {
   const RequestTimes& t = times_[id];
   const Extras& x = live_[id];

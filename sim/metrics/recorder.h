@@ -311,8 +311,6 @@ class RunMetrics final : public Recorder {
   // before they go to the sink), and the most held at once.
   std::uint32_t records_held() const { return live_.held(); }
   std::uint32_t peak_records_held() const { return live_.peak_held(); }
-  // Bytes of per-request storage allocated now (times of every request, slots of full records).
-  std::size_t bytes_held() const;
   const std::vector<PoolTotals>& pools() const { return pools_; }
   const std::vector<ClassInfo>& classes() const { return classes_; }
   const LogHistogram& inter_token_gaps() const { return itl_; }
