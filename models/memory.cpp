@@ -61,15 +61,8 @@ double moe_layer_bytes(const ModelSpec& m, const ParallelPlan& p) {
 // split by heads; key heads replicated when tp exceeds them).
 double linear_chip_elements(const ModelSpec& m, const ParallelPlan& p) {
   const LinearAttentionSpec& l = m.linear;
-  const double h = m.hidden, hk = std::max(1.0, static_cast<double>(l.key_heads) / p.tp);
-  const double hv = static_cast<double>(l.value_heads) / p.tp;
-  const double ch = 2 * hk * l.key_dim + hv * l.value_dim;
-  if (l.kind == LinearKind::kMamba2) {
-    return 2 * h + h * (2 * hk * l.key_dim + 2 * hv * l.value_dim + hv) + ch * l.conv_kernel + ch + 3 * hv +
-           hv * l.value_dim + hv * l.value_dim * h;
-  }
-  return 2 * h + h * (2 * hk * l.key_dim + 2 * hv * l.value_dim + 2 * hv) + ch * l.conv_kernel + 2 * hv + l.value_dim +
-         hv * l.value_dim * h;
+  const double hk = std::max(1.0, static_cast<double>(l.key_heads) / p.tp);
+  return m.linear_mixer_elements(hk, static_cast<double>(l.value_heads) / p.tp);
 }
 
 }  // namespace

@@ -84,11 +84,20 @@ std::int64_t ModelSpec::linear_attention_params() const {
   // x state size each) and dt per head; the conv1d over x, B, C with a bias; dt_bias, A_log and D
   // per head; the gated RMSNorm over all heads' channels; out_proj back to h; and the two blocks'
   // RMSNorms (a layer without a feed-forward block has one, layer_params).
-  const std::int64_t h = hidden, nk = linear.key_heads, nv = linear.value_heads;
-  const std::int64_t dk = linear.key_dim, dv = linear.value_dim, ch = linear.conv_channels();
-  const bool mamba = linear.kind == LinearKind::kMamba2;
-  return 2 * h + h * (2 * nk * dk + 2 * nv * dv) + h * linear.head_columns() * nv + ch * linear.conv_kernel +
-         (mamba ? ch + 3 * nv + nv * dv : 2 * nv + dv) + nv * dv * h;
+  // Whole integers below 2^53 throughout: the double sum is exact.
+  return std::llround(linear_mixer_elements(linear.key_heads, linear.value_heads));
+}
+
+double ModelSpec::linear_mixer_elements(double hk, double hv) const {
+  const double h = hidden, dk = linear.key_dim, dv = linear.value_dim;
+  const double ch = 2 * hk * dk + hv * dv;
+  double e = 2 * h + h * (2 * hk * dk + 2 * hv * dv + linear.head_columns() * hv) + ch * linear.conv_kernel;
+  if (linear.kind == LinearKind::kMamba2) {
+    e = e + ch + 3 * hv + hv * dv;  // conv bias; dt_bias, A_log, D; the norm over all heads
+  } else {
+    e = e + 2 * hv + dv;  // dt_bias, A_log; the norm over one head's value_dim
+  }
+  return e + hv * dv * h;
 }
 
 std::int64_t ModelSpec::dense_mlp_params() const {
@@ -403,6 +412,14 @@ std::vector<ModelSpec> build_presets() {
     n.ffn_pattern = std::move(ffn_pattern);
     return n;
   };
+  // Their MoE: routed experts with a routing bias, one shared expert of its own width
+  // (moe_shared_expert_intermediate_size), and a latent width where there is one.
+  auto nemotron_moe = [&](int experts, int top_k, int width, int shared_width, int latent) {
+    MoeSpec e = moe(experts, top_k, width, 1, 0, true);
+    e.shared_intermediate = shared_width;
+    e.latent = latent;
+    return e;
+  };
   // nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16 config.json: 52 blocks
   // "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME" (23 Mamba-2, 6 attention, 23 MoE), hidden
   // 2688, 32 / 2 heads of 128, Mamba-2 64 heads of 64 with state 128, 128 experts top-6 of 1856 +
@@ -411,8 +428,7 @@ std::vector<ModelSpec> build_presets() {
   ModelSpec nano =
       nemotron_h("nemotron-3-nano-30b-a3b", 29, 2688, 32, 2, 1856, {8, 64, 128, 64, 0, "LLLFLLLFLLLFLLLFLLLFLLLLFLLLL"},
                  "EENEEENEEENEEENEEENEEEENEEEEE", 262144, "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16 config.json");
-  nano.moe = moe(128, 6, 1856, 1, 0, true);
-  nano.moe.shared_intermediate = 3712;  // moe_shared_expert_intermediate_size
+  nano.moe = nemotron_moe(128, 6, 1856, 3712, 0);
   p.push_back(nano);
   // Nemotron-3 Super and Ultra: latent MoE (moe_latent_size: fc1 / fc2 latent projections around
   // the routed experts), 512 experts top-22, one MTP block (mtp_hybrid_override_pattern "*E",
@@ -424,9 +440,7 @@ std::vector<ModelSpec> build_presets() {
                                {8, 128, 128, 64, 0, "LLLLFLLLLFLLLLFLLLLLFLLLLLFLLLLLFLLLLLFLLLLFLLLL"},
                                "EEENEEEENEEEENEEEEENEEEEENEEEEENEEEEENEEEENEEEEE", 262144,
                                "nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8 config.json");
-  super.moe = moe(512, 22, 2688, 1, 0, true);
-  super.moe.shared_intermediate = 5376;
-  super.moe.latent = 1024;
+  super.moe = nemotron_moe(512, 22, 2688, 5376, 1024);
   super.mtp_layers = 1;
   p.push_back(super);
   // nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16 config.json: 108 blocks (48 Mamba-2, 12
@@ -436,9 +450,7 @@ std::vector<ModelSpec> build_presets() {
                                {8, 256, 128, 64, 0, "LLLLFLLLFLLLLFLLLLFLLLFLLLLFLLLLFLLLFLLLLFLLLLFLLLFLLLLFLLLL"},
                                "EEENEEENEEEENEEEENEEENEEEENEEEENEEENEEEENEEEENEEENEEEENEEEEE", 262144,
                                "nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16 config.json");
-  ultra.moe = moe(512, 22, 5120, 1, 0, true);
-  ultra.moe.shared_intermediate = 10240;
-  ultra.moe.latent = 2048;
+  ultra.moe = nemotron_moe(512, 22, 5120, 10240, 2048);
   ultra.mtp_layers = 1;
   p.push_back(ultra);
   // nvidia/Nemotron-H-56B-Base-8K config.json: 118 blocks (54 Mamba-2, 10 attention, 54 MLPs),

@@ -187,6 +187,8 @@ struct ModelSpec {
   // Parameter counts (elements, not bytes).
   std::int64_t attention_params() const;         // per layer, norms of the attention block included
   std::int64_t linear_attention_params() const;  // one linear-attention layer's mixer, norms included
+  // The same with hk key and hv value heads (a chip's share under tensor parallelism: models/memory).
+  double linear_mixer_elements(double hk, double hv) const;
   std::int64_t dense_mlp_params() const;
   std::int64_t expert_params() const;  // one routed expert
   std::int64_t shared_expert_params() const;
