@@ -65,6 +65,21 @@ double rounded(double v) {
   return std::round(v * scale) / scale;
 }
 
+// A profile entry holding one table (cost model "table") of a fitted log grid: its axes and its
+// values (seconds, or a factor table's factors), rounded.
+cal::ProfileEntry table_entry(cal::MeasuredOp op, cal::Format format, std::string name, const cal::LogGridTable& t) {
+  cal::ProfileEntry e;
+  e.op = op;
+  e.format = format;
+  e.cost_model = "table";
+  cal::ProfileTable table;
+  table.name = std::move(name);
+  table.axes = t.axes();
+  for (double v : t.log_seconds()) table.seconds.push_back(rounded(std::exp(v)));
+  e.tables.push_back(std::move(table));
+  return e;
+}
+
 std::string num(double v) { return cal::shortest_number(rounded(v)); }
 
 std::string curve_yaml(const models::EfficiencyCurve& c) {
@@ -244,14 +259,8 @@ void add_attention_tables(Calibration& c, const cal::MeasurementSet& set, const 
   std::size_t written = 0, cells = 0;
   for (const cal::AttentionTable& t : tables) {
     if (t.key.format != cal::Format::bf16) continue;
-    cal::ProfileEntry e;
-    e.op = t.key.op;
-    e.format = t.key.format;
-    e.cost_model = "table";
-    cal::ProfileTable table;
-    table.name = "latency";
-    table.axes = t.table.axes();
-    for (double v : t.table.log_seconds()) table.seconds.push_back(rounded(std::exp(v)));
+    cal::ProfileEntry e = table_entry(t.key.op, t.key.format, "latency", t.table);
+    cal::ProfileTable& table = e.tables.front();
     table.match = {{cal::Dim::head_dim, t.key.head_dim}, {cal::Dim::window, t.key.window}};
     if (t.key.op == cal::MeasuredOp::attention_prefill || t.key.op == cal::MeasuredOp::mla_prefill ||
         t.key.op == cal::MeasuredOp::encoder_attention) {
@@ -261,7 +270,6 @@ void add_attention_tables(Calibration& c, const cal::MeasurementSet& set, const 
     // matches them to operators with kv_bytes 0, sim/scenario/profile_section.cpp).
     if (t.key.op != cal::MeasuredOp::encoder_attention) table.kv_format = t.key.kv_format;
     cells += table.seconds.size();
-    e.tables.push_back(std::move(table));
     c.profile.entries.push_back(std::move(e));
     ++written;
   }
@@ -280,17 +288,10 @@ void add_linear_tables(Calibration& c, const cal::MeasurementSet& set, const cal
       cal::fit_linear_tables(set, table_options<cal::LinearTableOptions>(options), c.profile.errors);
   std::size_t cells = 0;
   for (const cal::LinearTable& t : tables) {
-    cal::ProfileEntry e;
-    e.op = cal::MeasuredOp::gdn;
-    e.format = cal::Format::bf16;
-    e.cost_model = "table";
-    cal::ProfileTable table;
-    table.name = t.key.prefill ? "prefill" : "decode";
-    table.axes = t.table.axes();
-    for (double v : t.table.log_seconds()) table.seconds.push_back(rounded(std::exp(v)));
-    table.match = {{cal::Dim::head_dim, t.key.key_dim}};
-    cells += table.seconds.size();
-    e.tables.push_back(std::move(table));
+    cal::ProfileEntry e =
+        table_entry(cal::MeasuredOp::gdn, cal::Format::bf16, t.key.prefill ? "prefill" : "decode", t.table);
+    e.tables.front().match = {{cal::Dim::head_dim, t.key.key_dim}};
+    cells += e.tables.front().seconds.size();
     c.profile.entries.push_back(std::move(e));
   }
   if (!tables.empty()) {
@@ -342,7 +343,6 @@ void add_moe_tables(Calibration& c, const cal::MeasurementSet& set, const models
     const bool better = other < 0 || (t.roofline_factor ? mine < other : mine <= other);
     if (better) tables.push_back(std::move(t));
   }
-  std::size_t cells = 0;
   for (const cal::MoeTable& t : tables) {
     // A format's table goes into the profile only where its held-out error (whole model shapes
     // held out) beats the fitted grouped-GEMM model's: the tables interpolate between model
@@ -371,22 +371,12 @@ void add_moe_tables(Calibration& c, const cal::MeasurementSet& set, const models
       c.notes.push_back(name + ": not in the profile (its format's grouped model is not, --moe-models)" + why);
       continue;
     }
-    cal::ProfileEntry e;
-    e.op = cal::MeasuredOp::moe;
-    e.format = t.format;
-    e.cost_model = "table";
-    cal::ProfileTable table;
-    table.name = "latency";
-    table.axes = t.table.axes();
-    for (double v : t.table.log_seconds()) table.seconds.push_back(rounded(std::exp(v)));
-    table.roofline_factor = t.roofline_factor;
-    cells += table.seconds.size();
-    e.tables.push_back(std::move(table));
+    cal::ProfileEntry e = table_entry(cal::MeasuredOp::moe, t.format, "latency", t.table);
+    e.tables.front().roofline_factor = t.roofline_factor;
     c.profile.entries.push_back(std::move(e));
     c.notes.push_back(name + ": " + std::to_string(t.rows) + " rows on " +
                       std::to_string(t.table.log_seconds().size()) + " cells, in the profile" + why);
   }
-  (void)cells;
 }
 
 Calibration calibrate_chip(const cal::MeasurementSet& set, const models::ChipSpec& chip, const CommTables& comm,
@@ -439,17 +429,7 @@ Calibration calibrate_chip(const cal::MeasurementSet& set, const models::ChipSpe
                                          cal::axis_through(cal::Dim::k, rows)};
       axes[1].extrapolate = axes[2].extrapolate = false;  // new weight shapes: only between measured ones
       const cal::LogGridTable t = cal::fit_log_grid(axes, rows);
-      cal::ProfileEntry e;
-      e.op = cal::MeasuredOp::gemm;
-      e.format = format;
-      e.cost_model = "table";
-      cal::ProfileTable table;
-      table.name = "latency";
-      table.axes = t.axes();
-      for (double v : t.log_seconds()) table.seconds.push_back(rounded(std::exp(v)));
-      table.extrapolation = cal::Extrapolation::linear;
-      e.tables.push_back(std::move(table));
-      p.entries.push_back(std::move(e));
+      p.entries.push_back(table_entry(cal::MeasuredOp::gemm, format, "latency", t));
       c.notes.push_back("GEMM table " + std::string(cal::format_name(format)) + ": " + std::to_string(rows.size()) +
                         " rows on " + std::to_string(t.log_seconds().size()) + " cells");
     }
