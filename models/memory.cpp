@@ -23,10 +23,7 @@ double attention_chip_elements(const ModelSpec& m, const ParallelPlan& p) {
     } else {
       split += h * nh * qk;
     }
-    if (m.dsa.enabled()) {
-      const double ih = m.dsa.index_heads, id = m.dsa.index_dim;
-      replicated += (ql > 0 ? ql : h) * ih * id + h * id + 2 * id + h * ih;
-    }
+    replicated += static_cast<double>(m.indexer_params());
     return replicated + split / tp;
   }
   if (m.kv_heads >= p.tp) return static_cast<double>(m.attention_params()) / tp;
@@ -100,9 +97,11 @@ StageWeights stage_weights(const ModelSpec& m, const ParallelPlan& p, int stage,
   const double moe_layer = attention_chip_elements(m, p) * wb + moe_layer_bytes(m, p);
   // Linear-attention layers hold their mixer instead of the attention block.
   const double linear_delta = m.linear.enabled() ? linear_chip_elements(m, p) - attention_chip_elements(m, p) : 0.0;
+  // DSA layers that reuse another layer's top-k hold no indexer.
+  const double no_indexer = m.dsa.enabled() ? static_cast<double>(m.indexer_params()) * (n.layers - n.indexer) : 0.0;
   // Layers without a feed-forward block hold their mixer alone.
   w.layers = Bytes{dense_layer * n.dense() * wb + moe_layer * n.moe + linear_delta * n.linear * wb +
-                   attention_chip_elements(m, p) * n.no_ffn * wb};
+                   attention_chip_elements(m, p) * n.no_ffn * wb - no_indexer * wb};
 
   const double embedding = static_cast<double>(m.embedding_params()) / p.tp;
   const bool first = stage == 0, last = stage == p.pp - 1;
@@ -175,12 +174,11 @@ Bytes stage_activation_bytes(const ModelSpec& m, const ParallelPlan& p, int stag
 
 double kv_bytes_per_token_per_chip(const ModelSpec& m, const ParallelPlan& p, int stage) {
   const LayerCounts n = m.count_layers(p.stage_first_layer(m, stage), p.stage_layers(m, stage));
-  double per_layer = 0;
   if (m.attention == AttentionKind::kMla) {
-    per_layer = m.kv_bytes_per_token_layer() + m.index_bytes_per_token_layer();
-  } else {
-    per_layer = 2.0 * p.kv_heads_per_chip(m) * m.head_dim * bytes_per_element(m.formats.kv_cache);
+    // Index keys only on the layers that run the DSA indexer (all of a DSA model's layers are full).
+    return (m.kv_bytes_per_token_layer() * n.full() + m.index_bytes_per_token_layer() * n.indexer) / p.cp;
   }
+  const double per_layer = 2.0 * p.kv_heads_per_chip(m) * m.head_dim * bytes_per_element(m.formats.kv_cache);
   return per_layer * n.full() / p.cp;
 }
 

@@ -33,6 +33,11 @@ bool ModelSpec::is_linear_layer(int layer) const {
   return linear.pattern[static_cast<std::size_t>(layer) % linear.pattern.size()] == 'L';
 }
 
+bool ModelSpec::is_indexer_layer(int layer) const {
+  if (!dsa.enabled()) return false;
+  return dsa.pattern.empty() || dsa.pattern[static_cast<std::size_t>(layer) % dsa.pattern.size()] == 'F';
+}
+
 LayerCounts ModelSpec::count_layers(int first, int n) const {
   LayerCounts c;
   c.layers = n;
@@ -41,6 +46,7 @@ LayerCounts ModelSpec::count_layers(int first, int n) const {
     c.no_ffn += has_ffn(l) ? 0 : 1;
     c.window += is_window_layer(l) ? 1 : 0;
     c.linear += is_linear_layer(l) ? 1 : 0;
+    c.indexer += is_indexer_layer(l) ? 1 : 0;
   }
   return c;
 }
@@ -56,12 +62,7 @@ std::int64_t ModelSpec::attention_params() const {
     // kv_a: h -> kv_lora + rope (+ the latent's RMSNorm); kv_b: kv_lora -> heads x (nope + v).
     p += h * (kl + mla.qk_rope_dim) + kl + kl * nh * (mla.qk_nope_dim + mla.v_dim);
     p += nh * mla.v_dim * h;  // o_proj
-    if (dsa.enabled()) {
-      // Indexer (DeepSeek-V3.2 / GLM-5): wq_b q_lora -> index_heads x index_dim, wk h ->
-      // index_dim, a LayerNorm on the key (weight and bias), weights_proj h -> index_heads.
-      const std::int64_t ih = dsa.index_heads, id = dsa.index_dim;
-      p += (ql > 0 ? ql : h) * ih * id + h * id + 2 * id + h * ih;
-    }
+    p += indexer_params();
   } else {
     const std::int64_t hd = head_dim, kv = kv_heads;
     p += h * nh * hd + 2 * h * kv * hd + nh * hd * h;
@@ -72,6 +73,14 @@ std::int64_t ModelSpec::attention_params() const {
   }
   if (attention_sinks) p += nh;
   return p;
+}
+
+std::int64_t ModelSpec::indexer_params() const {
+  if (!dsa.enabled()) return 0;
+  // Indexer (DeepSeek-V3.2 / GLM-5): wq_b q_lora -> index_heads x index_dim, wk h -> index_dim, a
+  // LayerNorm on the key (weight and bias), weights_proj h -> index_heads.
+  const std::int64_t h = hidden, ql = mla.q_lora_rank, ih = dsa.index_heads, id = dsa.index_dim;
+  return (ql > 0 ? ql : h) * ih * id + h * id + 2 * id + h * ih;
 }
 
 std::int64_t ModelSpec::linear_attention_params() const {
@@ -121,6 +130,7 @@ std::int64_t ModelSpec::router_params() const {
 
 std::int64_t ModelSpec::layer_params(int layer) const {
   std::int64_t p = is_linear_layer(layer) ? linear_attention_params() : attention_params();
+  if (dsa.enabled() && !is_indexer_layer(layer)) p -= indexer_params();  // it reuses another layer's top-k
   if (!has_ffn(layer)) {
     p -= hidden;  // the feed-forward block's RMSNorm, counted in the mixer's two
   } else if (is_moe_layer(layer)) {
@@ -135,9 +145,12 @@ std::int64_t ModelSpec::embedding_params() const { return std::int64_t{vocab} * 
 
 std::int64_t ModelSpec::mtp_layer_params() const {
   // DeepSeek-V3 / GLM MTP module: a decoder layer like the last one, eh_proj (2h -> h) and three
-  // RMSNorms (enorm, hnorm, shared_head.norm); embedding and LM head are the main model's.
+  // RMSNorms (enorm, hnorm, shared_head.norm); embedding and LM head are the main model's. It runs
+  // its own DSA indexer where the last layer shares one (GLM-5.2-FP8 config.json lists
+  // model.layers.78.self_attn.indexer.k_norm).
   const std::int64_t h = hidden;
-  return layer_params(layers - 1) + 2 * h * h + 3 * h;
+  const std::int64_t indexer = dsa.enabled() && !is_indexer_layer(layers - 1) ? indexer_params() : 0;
+  return layer_params(layers - 1) + indexer + 2 * h * h + 3 * h;
 }
 
 std::int64_t ModelSpec::total_params() const {
@@ -167,8 +180,10 @@ double ModelSpec::index_bytes_per_token_layer() const {
 }
 
 std::int64_t ModelSpec::kv_bytes_per_token() const {
-  return std::llround((kv_bytes_per_token_layer() + index_bytes_per_token_layer()) * count_layers(0, layers).full() +
-                      kv_bytes_per_token_layer() * count_layers(0, layers).window);
+  // Index keys only where the indexer runs (DsaSpec::pattern); a DSA model has full layers only.
+  const LayerCounts n = count_layers(0, layers);
+  return std::llround(kv_bytes_per_token_layer() * n.full() + index_bytes_per_token_layer() * n.indexer +
+                      kv_bytes_per_token_layer() * n.window);
 }
 
 double ModelSpec::kv_transfer_bytes(std::int64_t tokens) const {
@@ -276,6 +291,11 @@ std::vector<ModelSpec> build_presets() {
   ModelSpec q17 = qwen3("qwen3-1.7b", 28, 2048, 16, 8, 6144, "Qwen/Qwen3-1.7B config.json");
   q17.tied_embeddings = true;
   p.push_back(q17);
+  // Qwen/Qwen3-4B config.json: 36 layers, hidden 2560, 32 / 8 heads, MLP 9728, tied embeddings.
+  // 4.02e9 parameters (model card: 4.0B, 3.6B without the embedding).
+  ModelSpec q4 = qwen3("qwen3-4b", 36, 2560, 32, 8, 9728, "Qwen/Qwen3-4B config.json");
+  q4.tied_embeddings = true;
+  p.push_back(q4);
   p.push_back(qwen3("qwen3-8b", 36, 4096, 32, 8, 12288, "Qwen/Qwen3-8B config.json"));
   // Qwen/Qwen3-30B-A3B config.json (qwen3_moe): 48 layers, hidden 2048, 32 / 4 heads, 128 experts
   // top-8 of 768 in every layer, no shared expert. 30.53e9 parameters.
@@ -289,6 +309,15 @@ std::vector<ModelSpec> build_presets() {
   q480.max_context = 262144;
   q480.moe = moe(160, 8, 2560, 0, 0, false);
   p.push_back(q480);
+
+  // XiaomiMiMo/MiMo-7B-Base config.json (MiMoForCausalLM, Qwen2's architecture): 36 layers, hidden
+  // 4096, 32 / 8 heads of 128 with biases on q, k and v (attention_bias), MLP 11008, vocab 151680,
+  // 32768 positions, untied embeddings, one MTP layer (num_nextn_predict_layers); no sliding
+  // window (use_sliding_window false). 7.62e9 parameters without the MTP layer.
+  ModelSpec mimo = dense("mimo-7b", 36, 4096, 32, 8, 128, 11008, 151680, 32768, "XiaomiMiMo/MiMo-7B-Base config.json");
+  mimo.qkv_bias = true;
+  mimo.mtp_layers = 1;
+  p.push_back(mimo);
 
   // Qwen/Qwen3-235B-A22B config.json: 94 layers, 128 experts top-8 of 1536, no shared experts,
   // every layer MoE (decoder_sparse_step 1, mlp_only_layers []). 235.1e9 parameters.
@@ -331,7 +360,7 @@ std::vector<ModelSpec> build_presets() {
   // the DSA indexer, index_n_heads 64 x index_head_dim 128 selecting index_topk 2048 tokens; fp8
   // weights in 128 x 128 blocks (quantization_config, scale_fmt ue8m0).
   ModelSpec v32 = deepseek_v3("deepseek-v3.2", "deepseek-ai/DeepSeek-V3.2 config.json (deepseek_v32)");
-  v32.dsa = {64, 128, 2048};
+  v32.dsa = {64, 128, 2048, {}};
   p.push_back(v32);
 
   // MiniMaxAI/MiniMax-M2.5 config.json (MiniMaxM2ForCausalLM): 62 layers, hidden 3072, GQA 48 / 8
@@ -488,10 +517,37 @@ std::vector<ModelSpec> build_presets() {
       dense("glm-5", 78, 6144, 64, 64, 256, 12288, 154880, 202752, "zai-org/GLM-5 config.json (glm_moe_dsa)");
   glm5.attention = AttentionKind::kMla;
   glm5.mla = {2048, 512, 192, 64, 256};
-  glm5.dsa = {32, 128, 2048};
+  glm5.dsa = {32, 128, 2048, {}};
   glm5.moe = moe(256, 8, 2048, 1, 3, true);
   glm5.mtp_layers = 1;
   p.push_back(glm5);
+  // zai-org/GLM-5.2 config.json: GLM-5's architecture with 1048576 positions and the DSA indexer
+  // on 21 of the 78 layers (indexer_types: "full" on layers 0-2 and every fourth from 6, "shared"
+  // on the rest, which attend over the last full layer's top-k; SGLang's dsa_layer_skips_topk with
+  // index_topk_freq 4 and index_skip_topk_offset 3 gives the same layers). The shared layers hold
+  // no indexer: GLM-5.2-FP8's modules_to_not_convert lists indexer.k_norm on the full layers and
+  // the MTP layer (78) only.
+  ModelSpec glm52 = glm5;
+  glm52.name = "glm-5.2";
+  glm52.max_context = 1048576;
+  glm52.source = "zai-org/GLM-5.2 config.json (glm_moe_dsa, indexer_types)";
+  for (int l = 0; l < glm52.layers; ++l) glm52.dsa.pattern += std::max(l - 3 + 1, 0) % 4 == 0 ? 'F' : 'S';
+  p.push_back(glm52);
+
+  // stepfun-ai/Step-3.7-Flash config.json (step3p7): 45 layers, hidden 4096, GQA 64 / 8 heads of 128
+  // on every layer; full attention on every fourth layer from the first and a 512-token sliding
+  // window on the others (layer_types "full_attention", "sliding_attention" x 3, ...); a dense MLP
+  // of 11264 in the first 3 layers (first_k_dense_replace), then 288 experts top-8 of 1280 with a
+  // routing bias (use_moe_router_bias) and one shared expert of 1280 (share_expert_dim); vocab
+  // 128896, 65536 positions, 3 MTP layers (num_nextn_predict_layers), no tie_word_embeddings key
+  // (untied). AIConfigurator's copy of the config (the one this preset reads) gives every layer the
+  // same heads. 195.8e9 parameters (StepFun: "196B total, 11B active" for Step-3.5-Flash).
+  ModelSpec step =
+      dense("step-3.7-flash", 45, 4096, 64, 8, 128, 11264, 128896, 65536, "stepfun-ai/Step-3.7-Flash config.json");
+  step.moe = moe(288, 8, 1280, 1, 3, true);
+  step.window = {512, "FSSS"};
+  step.mtp_layers = 3;
+  p.push_back(step);
 
   // openai/gpt-oss-120b config.json: 36 layers alternating 128-token sliding-window and full
   // attention (layer_types, sliding first), hidden 2880, 64 query / 8 KV heads of 64 with biases
@@ -610,6 +666,11 @@ std::vector<std::string> validate_model(const ModelSpec& m) {
     }
     if (m.dsa.index_heads < 1 || m.dsa.index_dim < 1) {
       out.emplace_back("DSA needs index_heads and index_dim >= 1");
+    }
+    if (!m.dsa.pattern.empty() &&
+        (m.dsa.pattern.find_first_not_of("FS") != std::string::npos || m.dsa.pattern.front() != 'F')) {
+      out.push_back("DSA indexer pattern '" + m.dsa.pattern +
+                    "' must hold F (runs the indexer) and S (reuses the last F layer's top-k) only, starting with F");
     }
   }
   if (m.moe.enabled()) {

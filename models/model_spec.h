@@ -64,6 +64,10 @@ struct DsaSpec {
   int index_heads = 0;
   int index_dim = 0;
   int top_k = 0;  // tokens each query attends to; 0 = no sparse attention
+  // Which layers run the indexer, repeating over the layers: 'F' computes it (and holds its weights
+  // and index keys), 'S' attends over the top-k of the last 'F' layer before it (GLM-5.2
+  // config.json indexer_types full / shared). Empty: every layer.
+  std::string pattern;
   bool enabled() const { return top_k > 0; }
 };
 
@@ -133,10 +137,11 @@ struct ModelFormats {
 
 struct LayerCounts {
   int layers = 0;
-  int moe = 0;     // layers with a MoE block
-  int no_ffn = 0;  // layers with a mixer only (ModelSpec::ffn_pattern 'N'); the rest have a dense MLP
-  int window = 0;  // sliding-window attention layers
-  int linear = 0;  // linear-attention layers (the rest attend over the full context)
+  int moe = 0;      // layers with a MoE block
+  int no_ffn = 0;   // layers with a mixer only (ModelSpec::ffn_pattern 'N'); the rest have a dense MLP
+  int window = 0;   // sliding-window attention layers
+  int linear = 0;   // linear-attention layers (the rest attend over the full context)
+  int indexer = 0;  // layers that run the DSA indexer (the other DSA layers reuse its top-k)
   int dense() const { return layers - moe - no_ffn; }
   int full() const { return layers - window - linear; }
 };
@@ -181,11 +186,13 @@ struct ModelSpec {
   bool has_ffn(int layer) const;  // false: a mixer-only layer
   bool is_window_layer(int layer) const;
   bool is_linear_layer(int layer) const;
+  bool is_indexer_layer(int layer) const;  // runs the DSA indexer (DsaSpec::pattern)
   // Counts over layers [first, first + n).
   LayerCounts count_layers(int first, int n) const;
 
   // Parameter counts (elements, not bytes).
-  std::int64_t attention_params() const;         // per layer, norms of the attention block included
+  std::int64_t attention_params() const;         // per layer, norms of the attention block (and a DSA indexer) included
+  std::int64_t indexer_params() const;           // one layer's DSA indexer (0 without)
   std::int64_t linear_attention_params() const;  // one linear-attention layer's mixer, norms included
   // The same with hk key and hv value heads (a chip's share under tensor parallelism: models/memory).
   double linear_mixer_elements(double hk, double hv) const;

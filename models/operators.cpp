@@ -368,6 +368,7 @@ LayerTokenOps layer_token_ops(const ModelSpec& m, const ParallelPlan& p, const M
 
   // --- attention projections ---
   double attention_weights = 0;  // elements per chip, for the dequantisation pass
+  double attention_weights_without_indexer = 0;
   if (m.attention == AttentionKind::kMla) {
     const MlaSpec& a = m.mla;
     const double qk = a.qk_nope_dim + a.qk_rope_dim;
@@ -381,6 +382,8 @@ LayerTokenOps layer_token_ops(const ModelSpec& m, const ParallelPlan& p, const M
       absorb(o.qkv, gemm(OpKind::kGemmQkv, wf, t, h, a.kv_lora_rank + a.qk_rope_dim));
       attention_weights += h * hq * qk + h * (a.kv_lora_rank + a.qk_rope_dim);
     }
+    o.qkv_without_indexer = o.qkv;
+    attention_weights_without_indexer = attention_weights;
     if (m.dsa.enabled()) {
       // Indexer projections (replicated): wq_b from the q latent, wk and weights_proj from h.
       const double src = a.q_lora_rank > 0 ? a.q_lora_rank : h;
@@ -391,6 +394,7 @@ LayerTokenOps layer_token_ops(const ModelSpec& m, const ParallelPlan& p, const M
     }
     o.out = gemm(OpKind::kGemmOut, wf, t, hq * a.v_dim, h);
     attention_weights += hq * a.v_dim * h;
+    attention_weights_without_indexer += hq * a.v_dim * h;
   } else {
     const double hd = m.head_dim, hkv = p.kv_heads_per_chip(m);
     o.qkv = gemm(OpKind::kGemmQkv, wf, t, h, (hq + 2 * hkv) * hd);
@@ -398,6 +402,10 @@ LayerTokenOps layer_token_ops(const ModelSpec& m, const ParallelPlan& p, const M
     attention_weights += h * (hq + 2 * hkv) * hd + hq * hd * h;
   }
   o.dequant_attention = dequant(wf, attention_weights, o.qkv.kernels + o.out.kernels);
+  if (m.dsa.enabled()) {
+    o.dequant_attention_without_indexer =
+        dequant(wf, attention_weights_without_indexer, o.qkv_without_indexer.kernels + o.out.kernels);
+  }
   if (m.attention_output_gate) {
     // Qwen3.5's gated attention: q_proj's second half is a per-channel gate on the attention
     // output (Qwen3NextAttention: attn_output * sigmoid(gate)).
@@ -866,9 +874,13 @@ StageOperators stage_operators(const ModelSpec& m, const ParallelPlan& p, const 
     if (ranks > 1 && count > 0 && op.bytes > 0) s.comm.push_back({op, count});
   };
   const int attention_layers = c.layers - c.linear;
-  add(t.qkv, attention_layers);
+  // DSA layers that reuse another layer's top-k run no indexer projections (DsaSpec::pattern).
+  const int shared_indexer = m.dsa.enabled() ? c.layers - c.indexer : 0;
+  add(t.qkv, attention_layers - shared_indexer);
+  add(t.qkv_without_indexer, shared_indexer);
   add(t.out, attention_layers);
-  add(t.dequant_attention, attention_layers);
+  add(t.dequant_attention, attention_layers - shared_indexer);
+  add(t.dequant_attention_without_indexer, shared_indexer);
   add(t.linear_qkv, c.linear);
   add(t.linear_out, c.linear);
   add(t.linear_norm, c.linear);
@@ -889,13 +901,13 @@ StageOperators stage_operators(const ModelSpec& m, const ParallelPlan& p, const 
     add(a.prefill_window, c.window);
     add(a.linear_prefill, c.linear);
     add(a.prefill_up_projection, c.layers);
-    add(a.indexer_prefill, c.layers);
+    add(a.indexer_prefill, c.indexer);
   }
   if (decode) {
     add(a.decode_full, full);
     add(a.decode_window, c.window);
     add(a.linear_decode, c.linear);
-    add(a.indexer_decode, c.layers);
+    add(a.indexer_decode, c.indexer);
   }
   if (decode || (prefill && m.dsa.enabled())) add(a.decode_absorb, c.layers);
   add_comm(t.attention_reduce, c.layers, p.tp);

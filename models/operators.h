@@ -277,6 +277,9 @@ struct LayerTokenOps {
   Operator dequant_linear;
   Operator dequant_dense;
   Operator dequant_moe;
+  // DSA layers that reuse another layer's top-k (DsaSpec::pattern 'S'): their attention
+  // projections and dequantisation without the indexer's wq_b, wk and weights_proj.
+  Operator qkv_without_indexer, dequant_attention_without_indexer;
   CommOp attention_reduce;           // after attention (tp > 1)
   CommOp dense_reduce;               // after a dense MLP (tp > 1)
   CommOp moe_dispatch, moe_combine;  // MoE layers with attention DP (dp > 1)

@@ -80,6 +80,7 @@ const Row kRows[] = {
      "lm_head excluded)"},
     {"Qwen/Qwen3-0.6B", "qwen3-0.6b", kBf16, kBf16, kBf16, "bfloat16", false, "Qwen/Qwen3-0.6B config.json (bf16)"},
     {"Qwen/Qwen3-1.7B", "qwen3-1.7b", kBf16, kBf16, kBf16, "bfloat16", false, "Qwen/Qwen3-1.7B config.json (bf16)"},
+    {"Qwen/Qwen3-4B", "qwen3-4b", kBf16, kBf16, kBf16, "bfloat16", false, "Qwen/Qwen3-4B config.json (bf16)"},
     {"Qwen/Qwen3-8B", "qwen3-8b", kBf16, kBf16, kBf16, "bfloat16", false, "Qwen/Qwen3-8B config.json (bf16)"},
     {"Qwen/Qwen3-30B-A3B", "qwen3-30b-a3b", kBf16, kBf16, kBf16, "bfloat16", false,
      "Qwen/Qwen3-30B-A3B config.json (bf16)"},
@@ -114,6 +115,9 @@ const Row kRows[] = {
     {"Qwen/Qwen3-VL-32B-Thinking", "qwen3-32b", kBf16, kBf16, kBf16, "bfloat16", false,
      "Qwen/Qwen3-VL-32B-Thinking config.json: text_config is Qwen3-32B's; text prompts run the language model, "
      "the vision tower is neither run nor held"},
+    {"Qwen/Qwen3-VL-4B-Instruct", "qwen3-4b", kBf16, kBf16, kBf16, "bfloat16", false,
+     "Qwen/Qwen3-VL-4B-Instruct config.json: text_config is Qwen3-4B's (tied embeddings); text prompts run the "
+     "language model, the vision tower is neither run nor held"},
     {"Qwen/Qwen3-VL-8B-Instruct", "qwen3-8b", kBf16, kBf16, kBf16, "bfloat16", false,
      "Qwen/Qwen3-VL-8B-Instruct config.json: text_config is Qwen3-8B's; text prompts run the language model, "
      "the vision tower is neither run nor held"},
@@ -237,6 +241,19 @@ const Row kRows[] = {
     {"nvidia/GLM-5.1-NVFP4", "glm-5", kBf16, kNvfp4, kFp8, "nvfp4", false,
      "nvidia/GLM-5.1-NVFP4 hf_quant_config.json (routed experts NVFP4; self_attn and shared experts "
      "excluded; FP8 KV)"},
+    {"XiaomiMiMo/MiMo-7B-Base", "mimo-7b", kBf16, kBf16, kBf16, "bfloat16", false,
+     "XiaomiMiMo/MiMo-7B-Base config.json (bf16)"},
+    {"stepfun-ai/Step-3.7-Flash", "step-3.7-flash", kBf16, kBf16, kBf16, "bfloat16", false,
+     "stepfun-ai/Step-3.7-Flash config.json (bf16)"},
+    {"stepfun-ai/Step-3.7-Flash-FP8", "step-3.7-flash", kBlock, kBlock, kBf16, "fp8_block,fp8", false,
+     "stepfun-ai/Step-3.7-Flash-FP8 config.json quantization_config (fp8, weight_block_size [128, 128])"},
+    {"zai-org/GLM-5.2", "glm-5.2", kBf16, kBf16, kBf16, "bfloat16", false, "zai-org/GLM-5.2 config.json (bf16)"},
+    {"zai-org/GLM-5.2-FP8", "glm-5.2", kBlock, kBlock, kBf16, "fp8_block,fp8", false,
+     "zai-org/GLM-5.2-FP8 config.json quantization_config (fp8 e4m3, weight_block_size [128, 128]; norms, "
+     "indexer weights_proj, router and lm_head not converted)"},
+    {"nvidia/GLM-5.2-NVFP4", "glm-5.2", kBf16, kNvfp4, kFp8, "nvfp4", false,
+     "nvidia/GLM-5.2-NVFP4 hf_quant_config.json (routed experts NVFP4; layers 0-2, self_attn and shared "
+     "experts excluded; FP8 KV)"},
     {"zai-org/GLM-4.5", "glm-4.5", kBf16, kBf16, kBf16, "bfloat16", false, "zai-org/GLM-4.5 config.json (bf16)"},
     {"zai-org/GLM-4.5-FP8", "glm-4.5", kBlock, kBlock, kBf16, "fp8_block,fp8", false,
      "zai-org/GLM-4.5-FP8 config.json quantization_config (fp8, weight_block_size [128, 128])"},

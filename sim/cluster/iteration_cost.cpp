@@ -161,6 +161,7 @@ IterationCostModel::IterationCostModel(const models::ModelSpec& model, const mod
     l.full = c.full();
     l.window = c.window;
     l.linear = c.linear;
+    l.shared_indexer = model.dsa.enabled() ? c.layers - c.indexer : 0;
     stage_layers_.push_back(l);
     total_.layers += l.layers;
     total_.dense += l.dense;
@@ -169,6 +170,7 @@ IterationCostModel::IterationCostModel(const models::ModelSpec& model, const mod
     total_.full += l.full;
     total_.window += l.window;
     total_.linear += l.linear;
+    total_.shared_indexer += l.shared_indexer;
   }
   using models::BatchShape;
   auto ops = [&](const BatchShape& b) { return models::layer_batch_ops(model, plan, b); };
@@ -281,6 +283,13 @@ const IterationCostModel::TokenLinear& IterationCostModel::linear(std::int64_t t
   e.moe = n.moe * experts;
   e.elementwise = n.dense * dense_ew + n.moe * moe_ew + n.no_ffn * mixer_ew;
   e.dequantize = n.layers * dq_attention + n.dense * dq_dense + n.moe * dq_moe;
+  if (n.shared_indexer > 0) {
+    const std::int64_t qkv_delta = ps(o.qkv_without_indexer) - qkv;
+    const std::int64_t dq_delta = ps(o.dequant_attention_without_indexer) - dq_attention;
+    e.per_shared_indexer = qkv_delta + dq_delta;
+    e.qkv += n.shared_indexer * qkv_delta;
+    e.dequantize += n.shared_indexer * dq_delta;
+  }
   if (n.linear > 0) {
     e.qkv += n.linear * linear_qkv;
     e.out += n.linear * linear_out;
@@ -355,16 +364,18 @@ std::int64_t IterationCostModel::lm_head_ps(double logits) const {
 inline std::int64_t IterationCostModel::stage_gpu_ps(const StageLayers& l, const TokenLinear& lin, const LayerTerms& x,
                                                      double tokens, std::int64_t contention,
                                                      std::int64_t& hidden) const {
+  const std::int64_t shared_indexer = l.shared_indexer * (lin.per_shared_indexer + x.per_shared_indexer);
   std::int64_t t = l.layers * x.per_layer + l.dense * lin.per_dense + l.moe * (lin.per_moe + contention) +
                    l.no_ffn * lin.per_mixer_only + l.full * x.per_full + l.window * x.per_window +
-                   l.linear * (lin.per_linear + x.per_linear);
+                   l.linear * (lin.per_linear + x.per_linear) + shared_indexer;
   hidden = 0;
   const std::int64_t a2a_layer = lin.per_moe_a2a + contention;
   if (tbo_ && l.moe > 0 && tokens >= 2 && a2a_layer > 0) [[unlikely]] {
     // Two-batch overlap (header): per MoE layer max(C, A) instead of C + A, and half of
     // min(C, A) exposed once per stage.
     const std::int64_t attention =
-        (l.full * x.per_full + l.window * x.per_window + l.linear * (lin.per_linear + x.per_linear)) / l.layers;
+        (l.full * x.per_full + l.window * x.per_window + l.linear * (lin.per_linear + x.per_linear) + shared_indexer) /
+        l.layers;
     const std::int64_t compute = x.per_layer + attention + lin.per_moe - lin.per_moe_a2a;
     const std::int64_t overlap = std::min(compute, a2a_layer);
     hidden = l.moe * overlap - overlap / 2;
@@ -474,14 +485,15 @@ void IterationCostModel::cost(const models::BatchShape& b, std::int64_t sequence
   }
   // Attention-DP imbalance: the busiest rank's decode attention kernels beyond the even split's,
   // per full layer, per window layer and per layer (absorption, indexer, CP exchange).
-  std::int64_t excess_full = 0, excess_window = 0, excess_layer = 0, excess_linear = 0;
+  std::int64_t excess_full = 0, excess_window = 0, excess_layer = 0, excess_linear = 0, excess_indexer = 0;
   if (busiest != nullptr && decode) [[unlikely]] {
     const models::BatchShape& w = *busiest;
     excess_full = run_decode_at(decode_full_, w) - attn_decode_full;
     if (has_linear_) excess_linear = run_decode_at(linear_decode_, w) - linear_decode;
     if (has_window_) excess_window = run_decode_at(decode_window_, w) - attn_decode_window;
     if (has_mla_) excess_layer += to_ps(absorb_.seconds(w, cm)) - absorb;
-    if (has_dsa_) excess_layer += run_decode_at(indexer_decode_, w) - run_decode(indexer_decode_);
+    if (has_dsa_) excess_indexer = run_decode_at(indexer_decode_, w) - run_decode(indexer_decode_);
+    excess_layer += excess_indexer;
     if (plan_.cp > 1) {
       excess_layer += to_ps(comm_.seconds(cp_decode_.base.collective, cp_span_, cp_decode_.bytes(w))) -
                       to_ps(comm_.seconds(cp_decode_.base.collective, cp_span_, cp_decode_.bytes(b)));
@@ -492,6 +504,7 @@ void IterationCostModel::cost(const models::BatchShape& b, std::int64_t sequence
   x.per_full = attn_prefill_full + attn_decode_full;
   x.per_window = attn_prefill_window + attn_decode_window;
   x.per_linear = linear_prefill + linear_decode;
+  x.per_shared_indexer = -indexer;
   const std::int64_t host = host_ps(sequences);
   const std::int64_t lm_head = lm_head_ps(b.logits);
   const std::int64_t draft = verify ? draft_ps(b) : 0;
@@ -509,7 +522,8 @@ void IterationCostModel::cost(const models::BatchShape& b, std::int64_t sequence
     const StageLayers& l = stage_layers_[static_cast<std::size_t>(s)];
     std::int64_t hidden = 0;
     std::int64_t t = stage_gpu_ps(l, lin, x, b.tokens, contention, hidden) + l.full * excess_full +
-                     l.window * excess_window + l.layers * excess_layer + l.linear * excess_linear;
+                     l.window * excess_window + l.layers * excess_layer + l.linear * excess_linear -
+                     l.shared_indexer * excess_indexer;
     hidden_a2a += hidden;
     if (s == 0) t = first_stage_ps(t, lin, host, exposed_host);
     // The last stage runs the LM head; the others send activations on.
@@ -532,13 +546,13 @@ void IterationCostModel::cost(const models::BatchShape& b, std::int64_t sequence
   c[idx(OpKind::kScheduling)] = exposed_host;
   c[idx(OpKind::kLmHead)] = lm_head;
   c[idx(OpKind::kMtpDraft)] = draft;
-  c[idx(OpKind::kImbalance)] =
-      n.full * excess_full + n.window * excess_window + n.layers * excess_layer + n.linear * excess_linear;
+  c[idx(OpKind::kImbalance)] = n.full * excess_full + n.window * excess_window + n.layers * excess_layer +
+                               n.linear * excess_linear - n.shared_indexer * excess_indexer;
   c[idx(OpKind::kPpSend)] = sends;
   c[idx(OpKind::kGemmQkv)] += n.layers * up_projection;
   c[idx(OpKind::kGemmOut)] += n.layers * absorb;
   c[idx(OpKind::kCpExchange)] = n.layers * cp;
-  c[idx(OpKind::kIndexer)] = n.layers * indexer;
+  c[idx(OpKind::kIndexer)] = (n.layers - n.shared_indexer) * indexer;
   c[idx(OpKind::kAttentionPrefill)] =
       n.full * attn_prefill_full + n.window * attn_prefill_window + n.linear * linear_prefill;
   c[idx(OpKind::kAttentionDecode)] =
@@ -585,6 +599,7 @@ std::int64_t IterationCostModel::decode_step(const DecodeSteps& d, const models:
   x.per_full = p.attention_full;
   x.per_window = p.attention_window;
   x.per_linear = p.linear;
+  x.per_shared_indexer = -p.indexer;
   const std::int64_t gpu = stage_gpu_ps(total_, d.lin, x, b.tokens, 0, p.hidden_a2a);
   return first_stage_ps(gpu, d.lin, d.host, p.exposed_host) + d.lm_head;
 }
@@ -687,7 +702,7 @@ void IterationCostModel::add_step_components(const DecodeSteps& d, const DecodeS
   c[idx(OpKind::kLmHead)] += d.lm_head;
   c[idx(OpKind::kGemmOut)] += n.layers * p.absorb;
   c[idx(OpKind::kCpExchange)] += n.layers * p.cp;
-  c[idx(OpKind::kIndexer)] += n.layers * p.indexer;
+  c[idx(OpKind::kIndexer)] += (n.layers - n.shared_indexer) * p.indexer;
   c[idx(OpKind::kAttentionDecode)] += n.full * p.attention_full + n.window * p.attention_window + n.linear * p.linear;
 }
 

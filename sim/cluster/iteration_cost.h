@@ -109,6 +109,9 @@ class IterationCostModel {
     // A linear-attention layer's projections, gated norm and dequantisation less the attention
     // projections per_layer counts for every layer (it may be negative).
     std::int64_t per_linear = 0;
+    // A DSA layer that reuses another layer's top-k: its projections and dequantisation without the
+    // indexer's, less those per_layer counts (<= 0).
+    std::int64_t per_shared_indexer = 0;
     // Totals over every layer of the instance, by component.
     std::int64_t qkv = 0, out = 0, mlp = 0, moe = 0, elementwise = 0, dequantize = 0;
     std::int64_t all_reduce = 0, dispatch = 0, combine = 0;
@@ -260,10 +263,12 @@ class IterationCostModel {
 
   struct StageLayers {
     std::int64_t layers = 0, dense = 0, moe = 0, no_ffn = 0, full = 0, window = 0, linear = 0;
+    std::int64_t shared_indexer = 0;  // DSA layers that reuse another layer's top-k (DsaSpec::pattern)
   };
   // The pieces of an iteration that cost() and decode_step() share (one formula for both).
   struct LayerTerms {  // picoseconds: per layer, per full attention, window and linear layer
     std::int64_t per_layer = 0, per_full = 0, per_window = 0, per_linear = 0;
+    std::int64_t per_shared_indexer = 0;  // a layer without the indexer: less its kernels (<= 0)
   };
   // A stage's GPU time before host, embedding, LM head and send: its layers, with the all-to-all
   // stretched by `contention` per MoE layer and two-batch overlap's hidden time (in `hidden`)

@@ -262,6 +262,7 @@ const std::vector<FeatureKey>& feature_keys() {
       {"q_lora_rank", "multi-head latent attention (MLA)", {"deepseek_v3", "kimi_k2", "glm_moe_dsa"}},
       {"kv_lora_rank", "multi-head latent attention (MLA)", {"deepseek_v3", "kimi_k2", "glm_moe_dsa"}},
       {"index_n_heads", "sparse attention's indexer (DSA)", {"glm_moe_dsa"}},
+      {"indexer_types", "layers that share another layer's sparse-attention indexer", {"glm_moe_dsa"}},
       {"num_nextn_predict_layers",
        "multi-token prediction layers (MTP)",
        {"deepseek_v3", "kimi_k2", "glm4_moe", "glm_moe_dsa", "nemotron_h"}},
@@ -277,6 +278,29 @@ bool says_something(const json* v) {
   if (v->is_number()) return v->get<double>() != 0;
   if (v->is_array() || v->is_object()) return !v->empty();
   return true;
+}
+
+// A per-layer list of kinds as one letter per layer (`letters` maps each kind); empty when it is
+// not a list of `layers` known kinds.
+std::string layer_letters(const json& types, const std::map<std::string, char>& letters, int layers) {
+  if (!types.is_array() || static_cast<int>(types.size()) != layers) return {};
+  std::string pattern;
+  for (const auto& e : types) {
+    const auto it = e.is_string() ? letters.find(e.get<std::string>()) : letters.end();
+    if (it == letters.end()) return {};
+    pattern += it->second;
+  }
+  return pattern;
+}
+
+// The shortest unit that repeats to give `pattern` (the patterns of ModelSpec repeat over the layers).
+std::string repeating_unit(const std::string& pattern) {
+  for (std::size_t p = 1; p < pattern.size(); ++p) {
+    bool periodic = pattern.size() % p == 0;
+    for (std::size_t i = p; periodic && i < pattern.size(); ++i) periodic = pattern[i] == pattern[i - p];
+    if (periodic) return pattern.substr(0, p);
+  }
+  return pattern;
 }
 
 // The GQA keys every supported family shares (num_hidden_layers unless `layers` is false: Nemotron-H
@@ -621,6 +645,15 @@ std::optional<models::ModelSpec> parse_hf_config(std::string_view text, const st
       if (auto v = r.integer("index_n_heads", "indexer heads")) m.dsa.index_heads = *v;
       if (auto v = r.integer("index_head_dim", "indexer head dim")) m.dsa.index_dim = *v;
       if (auto v = r.integer("index_topk", "tokens each query attends to")) m.dsa.top_k = *v;
+      // GLM-5.2: "full" layers run the indexer, "shared" ones reuse the last full layer's top-k.
+      if (const json* types = r.find("indexer_types")) {
+        const std::string pattern = layer_letters(*types, {{"full", 'F'}, {"shared", 'S'}}, m.layers);
+        if (pattern.empty() || pattern.front() != 'F') {
+          r.report("indexer_types", "expected one of full / shared per layer, the first full");
+        } else if (pattern.find('S') != std::string::npos) {
+          m.dsa.pattern = repeating_unit(pattern);
+        }
+      }
     }
     read_quantization(r, m);
   } else if (t == "nemotron_h") {
@@ -645,29 +678,12 @@ std::optional<models::ModelSpec> parse_hf_config(std::string_view text, const st
     if (auto bias = r.boolean("attention_bias", true)) m.qkv_bias = m.o_bias = *bias;
     if (auto w = r.integer("sliding_window", "the sliding window", 0, 0)) m.window.window = *w;
     if (const json* types = r.find("layer_types")) {
-      std::string pattern;
-      bool ok = types->is_array();
-      for (const auto& e : ok ? *types : json::array()) {
-        const std::string s = e.is_string() ? e.get<std::string>() : "";
-        if (s == "sliding_attention")
-          pattern += 'S';
-        else if (s == "full_attention")
-          pattern += 'F';
-        else
-          ok = false;
-      }
-      if (!ok || static_cast<int>(pattern.size()) != m.layers) {
+      const std::string pattern =
+          layer_letters(*types, {{"sliding_attention", 'S'}, {"full_attention", 'F'}}, m.layers);
+      if (pattern.empty()) {
         r.report("layer_types", "expected one of sliding_attention / full_attention per layer");
       } else {
-        // The shortest repeating unit ("SF" for gpt-oss).
-        for (std::size_t p = 1; p <= pattern.size(); ++p) {
-          bool periodic = pattern.size() % p == 0;
-          for (std::size_t i = p; periodic && i < pattern.size(); ++i) periodic = pattern[i] == pattern[i - p];
-          if (periodic) {
-            m.window.pattern = pattern.substr(0, p);
-            break;
-          }
-        }
+        m.window.pattern = repeating_unit(pattern);  // "SF" for gpt-oss
       }
     } else if (m.window.enabled()) {
       m.window.pattern = "SF";  // gpt-oss alternates, sliding first

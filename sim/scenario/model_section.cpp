@@ -447,6 +447,11 @@ bool read_model_figures(MapReader& m, const models::ModelSpec& d, bool have_base
     opt_int(r, "index_heads", 0, 100'000, d.dsa.index_heads, s.dsa.index_heads);
     opt_int(r, "index_dim", 0, 100'000, d.dsa.index_dim, s.dsa.index_dim);
     opt_int(r, "top_k", 0, kMaxTokens, d.dsa.top_k, s.dsa.top_k);
+    // Which layers run the indexer (F) and which reuse the last one's top-k (S); echoed only where
+    // a model has one, so that other reports keep their shape.
+    if (r.has("pattern") || !d.dsa.pattern.empty()) {
+      take(r.string("pattern", d.dsa.pattern), s.dsa.pattern);
+    }
     r.finish();
     ok = ok && r.valid();
   }

@@ -465,6 +465,7 @@ TEST_CASE("validate: a Qwen3-VL checkpoint runs its language model, which is a Q
                                                        {"Qwen3-VL-32B-Instruct", "qwen3-32b"},
                                                        {"Qwen3-VL-32B-Thinking", "qwen3-32b"},
                                                        {"Qwen3-VL-8B-Instruct", "qwen3-8b"},
+                                                       {"Qwen3-VL-4B-Instruct", "qwen3-4b"},
                                                        {"Qwen3-VL-2B-Instruct", "qwen3-1.7b"}};
   for (const auto& [name, preset] : expected) {
     CAPTURE(name);

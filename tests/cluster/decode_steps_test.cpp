@@ -147,6 +147,8 @@ TEST_CASE("Decode steps: a decode run's step costs are cost()'s, term by term") 
       {"deepseek-v3", plan_of(1, 8, 8, 1), true, false},
       {"deepseek-v3", plan_of(1, 16, 16, 1), true, true},
       {"glm-5", plan_of(1, 8, 8, 1)},
+      {"glm-5.2", plan_of(1, 8, 8, 1)},  // the indexer on 21 of 78 layers
+      {"glm-5.2", plan_of(1, 16, 16, 1), true, true},
   };
   for (const Case& k : cases) check_case(k);
 }

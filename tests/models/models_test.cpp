@@ -86,6 +86,29 @@ TEST_CASE("Models: GLM-5 has 743.9e9 parameters (753.9e9 with MTP) and 1,284 byt
   CHECK(m.dsa.top_k == 2048);
 }
 
+TEST_CASE("Models: GLM-5.2 holds and runs the DSA indexer on 21 of its 78 layers") {
+  const ModelSpec m = *model_preset("glm-5.2");
+  // indexer_types: full on layers 0-2 and every fourth from 6 (6, 10, ..., 74: 18 layers).
+  const LayerCounts n = m.count_layers(0, m.layers);
+  CHECK(n.indexer == 21);
+  CHECK(m.is_indexer_layer(2));
+  CHECK_FALSE(m.is_indexer_layer(3));
+  CHECK(m.is_indexer_layer(6));
+  CHECK_FALSE(m.is_indexer_layer(77));
+  // One indexer: wq_b 2048 x 32 x 128 + wk 6144 x 128 + LayerNorm 256 + weights_proj 6144 x 32.
+  CHECK(m.indexer_params() == 9'371'904);
+  // GLM-5's total less the 57 shared layers' indexers: 743,911,218,432 - 57 x 9,371,904.
+  CHECK(m.total_params() == 743'911'218'432 - 57LL * 9'371'904);
+  // The MTP layer runs its own indexer (the last layer, 77, shares one): GLM-5's MTP layer.
+  CHECK(m.mtp_layer_params() == model_preset("glm-5")->mtp_layer_params());
+  // KV per token: the latent on 78 layers (1,152 bytes each) and index keys on 21 (132 each).
+  CHECK(m.kv_bytes_per_token() == 78 * 1152 + 21 * 132);
+  CHECK(validate_model(m).empty());
+  ModelSpec bad = m;
+  bad.dsa.pattern = "SF";
+  CHECK(validate_model(bad).size() == 1);  // a shared layer needs a full one before it
+}
+
 TEST_CASE("Models: the other presets match their published parameter totals") {
   // Qwen3-32B: 64 x (94,371,840 attention + 256 QK-norm + 393,216,000 MLP + 10,240 norms)
   // + 2 x 151,936 x 5120 + 5120 = 32.76e9 ("32.8B").
@@ -115,6 +138,24 @@ TEST_CASE("Models: the other presets match their published parameter totals") {
   CHECK(model_preset("qwen3-0.6b")->total_params() - 151'936LL * 1024 == 440'467'456);
   CHECK(model_preset("qwen3-1.7b")->total_params() == 1'720'574'976);
   CHECK(model_preset("qwen3-8b")->total_params() == 8'190'735'360);
+  // Qwen3-4B: 36 x (26,219,776 attention with QK-norm + 3 x 2560 x 9728 + 5,120 norms) +
+  // 151,936 x 2560 (tied) + 2560 = 4.02e9 (model card: 4.0B, 3.6B without the embedding).
+  CHECK(model_preset("qwen3-4b")->total_params() == 4'022'468'096);
+  CHECK(model_preset("qwen3-4b")->total_params() - 151'936LL * 2560 == 3'633'511'936);
+  // MiMo-7B-Base: 36 x (41,951,232 attention + 6,144 q/k/v biases + 3 x 4096 x 11008 + 8,192
+  // norms) + 2 x 151,680 x 4096 + 4096 = 7.62e9; with its MTP layer 7.83e9 (the checkpoint's 7.8B).
+  const ModelSpec mimo = *model_preset("mimo-7b");
+  CHECK(mimo.total_params() == 7'622'619'136);
+  CHECK(mimo.total_params() + mimo.mtp_layer_params() == 7'833'409'536);
+  // Step-3.7-Flash: 3 dense layers of 75,505,664 attention + 3 x 4096 x 11264, 42 MoE layers of
+  // 288 experts of 3 x 4096 x 1280, a shared one, router 4096 x 288 + 288; untied embeddings of
+  // 128,896 x 4096: 195.8e9, 10.9e9 active (StepFun for Step-3.5-Flash: 196B, 11B active).
+  const ModelSpec step = *model_preset("step-3.7-flash");
+  CHECK(step.total_params() == 195'832'700'736);
+  CHECK(step.active_params_per_token() == 10'863'894'336);
+  // K and V of 8 heads x 128 x 2 bytes on all 45 layers (windows cap what 33 of them keep).
+  CHECK(step.kv_bytes_per_token() == 45 * 4096);
+  CHECK(step.count_layers(0, step.layers).window == 33);
   // MoE members of the families, against their safetensors totals: Qwen3-30B-A3B 30,532,122,624
   // (3.35e9 active: "A3B"), Qwen3-Coder-480B-A35B 480.15e9 (35.5e9 active), Mixtral-8x7B
   // 46,702,792,704 (12.9e9 active), Mixtral-8x22B 140,620,634,112 (39.2e9 active), gpt-oss-20b
@@ -165,9 +206,9 @@ TEST_CASE("Models: the other presets match their published parameter totals") {
   CHECK(super.active_params_per_token() == 12'770'237'440);
   CHECK(model_preset("nemotron-3-ultra-550b-a55b")->total_params() == 549'308'993'536);
   CHECK(model_preset("nemotron-3-ultra-550b-a55b")->active_params_per_token() == 56'058'843'136);
-  // 13, deepseek-v3.2, kimi-k2.5, minimax-m2.5, four qwen3.5, the ten above, Llama-4's two and
-  // Nemotron's four.
-  CHECK(model_preset_names().size() == 36);
+  // 13, deepseek-v3.2, kimi-k2.5, minimax-m2.5, four qwen3.5, the ten above, Llama-4's two,
+  // Nemotron's four, GLM-5.2, Qwen3-4B, MiMo-7B and Step-3.7-Flash.
+  CHECK(model_preset_names().size() == 40);
   for (auto name : model_preset_names()) {
     CAPTURE(name);
     CHECK(validate_model(*model_preset(name)).empty());
@@ -200,7 +241,7 @@ TEST_CASE("Models: structural problems are sentences") {
   REQUIRE(validate_model(moe).size() == 1);
   CHECK(validate_model(moe)[0] == "MoE top_k (200) must be between 1 and the 128 experts");
   ModelSpec dsa = *model_preset("llama-3.1-8b");
-  dsa.dsa = {32, 128, 2048};
+  dsa.dsa = {32, 128, 2048, {}};
   CHECK(validate_model(dsa)[0] == "DSA sparse attention is modelled on top of MLA; set attention: mla");
   ModelSpec window = *model_preset("gpt-oss-120b");
   window.window.pattern = "SFX";

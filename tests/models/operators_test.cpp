@@ -140,6 +140,28 @@ TEST_CASE("Operators: DSA attention stops growing with context; its indexer does
   CHECK(layer_batch_ops(m, plan(8, 1, 1, 8), longer).decode_full.flops == o.decode_full.flops);
 }
 
+TEST_CASE("Operators: GLM-5.2's shared layers run neither the indexer nor its projections") {
+  const ModelSpec m = *model_preset("glm-5.2");
+  BatchShape b;
+  for (int i = 0; i < 8; ++i) add_decode(b, m, 4000);
+  const ParallelPlan p = plan(8, 1, 1, 8);
+  const MoeLoad load(m, p, MoeRouting{});
+  const StageOperators s = stage_operators(m, p, load, b, 0, rates_of("h200-sxm"));
+  int indexer = 0, with_projections = 0, without = 0;
+  const LayerTokenOps t = layer_token_ops(m, p, load, b.tokens, rates_of("h200-sxm"));
+  for (const auto& c : s.compute) {
+    if (c.op.kind == OpKind::kIndexer) indexer += c.count;
+    if (c.op.kind == OpKind::kGemmQkv && c.op.flops == t.qkv.flops) with_projections += c.count;
+    if (c.op.kind == OpKind::kGemmQkv && c.op.flops == t.qkv_without_indexer.flops) without += c.count;
+  }
+  CHECK(indexer == 21);  // indexer_types: 21 full layers of 78
+  CHECK(with_projections == 21);
+  CHECK(without == 57);
+  // The projections left out: wq_b 2048 -> 32 x 128 and wk|weights_proj 6144 -> 128 + 32, 2 FLOPs
+  // per multiply-add, for each of the 8 tokens.
+  CHECK(t.qkv.flops - t.qkv_without_indexer.flops == 2.0 * 8 * (2048.0 * 4096 + 6144.0 * 160));
+}
+
 TEST_CASE("Operators: sliding-window layers read at most the window (gpt-oss)") {
   const ModelSpec m = *model_preset("gpt-oss-120b");
   BatchShape b;

@@ -2,9 +2,12 @@
 // bad files are reported with file, line, column and key.
 #include <doctest/doctest.h>
 
+#include <fstream>
 #include <set>
 #include <sstream>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "core/errors.h"
 #include "models/model_spec.h"
@@ -37,8 +40,8 @@ std::string figures(const models::ModelSpec& m) {
     << " vocab=" << m.vocab << " max_context=" << m.max_context << " tied=" << m.tied_embeddings
     << " attention=" << static_cast<int>(m.attention) << " mla=" << m.mla.q_lora_rank << "/" << m.mla.kv_lora_rank
     << "/" << m.mla.qk_nope_dim << "/" << m.mla.qk_rope_dim << "/" << m.mla.v_dim << " dsa=" << m.dsa.index_heads << "/"
-    << m.dsa.index_dim << "/" << m.dsa.top_k << " moe=" << m.moe.experts << "/" << m.moe.top_k << "/"
-    << m.moe.expert_intermediate << "/" << m.moe.shared_experts << "/" << m.moe.shared_intermediate << "/"
+    << m.dsa.index_dim << "/" << m.dsa.top_k << "/" << m.dsa.pattern << " moe=" << m.moe.experts << "/" << m.moe.top_k
+    << "/" << m.moe.expert_intermediate << "/" << m.moe.shared_experts << "/" << m.moe.shared_intermediate << "/"
     << m.moe.first_dense_layers << "/" << m.moe.layer_frequency << "/" << m.moe.expert_bias << "/" << m.moe.router_bias
     << " window=" << m.window.window << "/" << m.window.pattern << " mtp=" << m.mtp_layers << " bias=" << m.qkv_bias
     << m.o_bias << " qk_norm=" << m.qk_norm << " sinks=" << m.attention_sinks << " linear=" << m.linear.key_heads << "/"
@@ -69,10 +72,12 @@ TEST_CASE("HF import: every preset's config.json imports to exactly the preset")
   // Presets whose model_type the importer does not read yet (deepseek_v32, kimi_k25, minimax_m2,
   // qwen3_5_moe / qwen3_5 with linear attention): built from their config.json by hand
   // (models/model_spec.cpp names each source), no copy of it here.
-  // Mixtral (model_type mixtral) and Llama-4 (llama4, its chunked attention) likewise.
+  // Mixtral (model_type mixtral), Llama-4 (llama4, its chunked attention), MiMo (mimo) and
+  // Step-3.7 (step3p7) likewise.
   const std::set<std::string_view> no_importer = {
-      "deepseek-v3.2",   "kimi-k2.5",   "minimax-m2.5", "minimax-m2.7",  "qwen3.5-397b-a17b", "qwen3.5-122b-a10b",
-      "qwen3.5-35b-a3b", "qwen3.5-27b", "mixtral-8x7b", "mixtral-8x22b", "llama-4-scout",     "llama-4-maverick"};
+      "deepseek-v3.2",     "kimi-k2.5",        "minimax-m2.5", "minimax-m2.7",  "qwen3.5-397b-a17b",
+      "qwen3.5-122b-a10b", "qwen3.5-35b-a3b",  "qwen3.5-27b",  "mixtral-8x7b",  "mixtral-8x22b",
+      "llama-4-scout",     "llama-4-maverick", "mimo-7b",      "step-3.7-flash"};
   for (const auto name : models::model_preset_names()) {
     if (no_importer.count(name) != 0) continue;
     CAPTURE(name);
@@ -83,6 +88,28 @@ TEST_CASE("HF import: every preset's config.json imports to exactly the preset")
     CHECK(figures(*imported) == figures(*models::model_preset(name)));
     CHECK(imported->total_params() == models::model_preset(name)->total_params());
   }
+}
+
+TEST_CASE("HF import: GLM-5.2's indexer_types say which layers run the DSA indexer") {
+  std::ifstream in(kDir + "/hf/glm-5.2/config.json");
+  const nlohmann::json config = nlohmann::json::parse(in);
+  std::vector<Diagnostic> problems;
+  const auto m = parse_hf_config(config.dump(), "m/config.json", problems);
+  REQUIRE(m.has_value());
+  CHECK(m->count_layers(0, m->layers).indexer == 21);
+  // Every layer full (GLM-5.1's indexer_types): the indexer everywhere, as without the key.
+  nlohmann::json full = config;
+  for (auto& t : full["indexer_types"]) t = "full";
+  const auto all = parse_hf_config(full.dump(), "m/config.json", problems);
+  REQUIRE(all.has_value());
+  CHECK(all->dsa.pattern.empty());
+  // A shared first layer has no full layer to share: refused at the key.
+  nlohmann::json shared = config;
+  shared["indexer_types"][0] = "shared";
+  const auto p = problems_of(shared.dump());
+  REQUIRE(p.size() == 1);
+  CHECK(p[0].path == "indexer_types");
+  CHECK(p[0].message.find("expected one of full / shared per layer, the first full") != std::string::npos);
 }
 
 TEST_CASE("HF import: an unknown model_type names the supported ones at its line and column") {

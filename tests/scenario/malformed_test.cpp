@@ -590,11 +590,12 @@ workload:
             {kFile, 1, 17, "model.preset",
              "unknown model preset 'llama-3-8b' (did you mean 'llama-3.1-8b'?); presets: "
              "llama-3.1-8b, llama-3.1-70b, llama-3.1-405b, mixtral-8x7b, mixtral-8x22b, llama-2-70b, qwen3-32b, "
-             "qwen3-0.6b, qwen3-1.7b, qwen3-8b, qwen3-30b-a3b, qwen3-coder-480b-a35b, qwen3-235b-a22b, deepseek-v3, "
+             "qwen3-0.6b, qwen3-1.7b, qwen3-4b, qwen3-8b, qwen3-30b-a3b, qwen3-coder-480b-a35b, mimo-7b, "
+             "qwen3-235b-a22b, deepseek-v3, "
              "deepseek-r1, kimi-k2, kimi-k2.5, deepseek-v3.2, minimax-m2.5, minimax-m2.7, "
              "qwen3.5-397b-a17b, qwen3.5-122b-a10b, qwen3.5-35b-a3b, qwen3.5-27b, nemotron-3-nano-30b-a3b, "
              "nemotron-3-super-120b-a12b, nemotron-3-ultra-550b-a55b, nemotron-h-56b, glm-4.5, glm-4.5-air, glm-5, "
-             "gpt-oss-120b, gpt-oss-20b, llama-4-scout, llama-4-maverick, qwen2.5-vl-7b"});
+             "glm-5.2, step-3.7-flash, gpt-oss-120b, gpt-oss-20b, llama-4-scout, llama-4-maverick, qwen2.5-vl-7b"});
 }
 
 TEST_CASE("Malformed scenario: an unknown model preset given by name is reported with the same text") {
@@ -613,16 +614,17 @@ workload:
 )");
   INFO("diagnostics:\n" << listing(diagnostics));
   // Reported at the name, under the key the user wrote.
-  check_all(diagnostics, {{kFile, 1, 8, "model",
-                           "unknown model preset 'llama-3-8b' (did you mean 'llama-3.1-8b'?); "
-                           "presets: llama-3.1-8b, llama-3.1-70b, llama-3.1-405b, mixtral-8x7b, mixtral-8x22b, "
-                           "llama-2-70b, qwen3-32b, qwen3-0.6b, qwen3-1.7b, qwen3-8b, qwen3-30b-a3b, "
-                           "qwen3-coder-480b-a35b, qwen3-235b-a22b, deepseek-v3, deepseek-r1, kimi-k2, kimi-k2.5, "
-                           "deepseek-v3.2, minimax-m2.5, minimax-m2.7, "
-                           "qwen3.5-397b-a17b, qwen3.5-122b-a10b, qwen3.5-35b-a3b, qwen3.5-27b, "
-                           "nemotron-3-nano-30b-a3b, nemotron-3-super-120b-a12b, nemotron-3-ultra-550b-a55b, "
-                           "nemotron-h-56b, glm-4.5, glm-4.5-air, glm-5, gpt-oss-120b, "
-                           "gpt-oss-20b, llama-4-scout, llama-4-maverick, qwen2.5-vl-7b"}});
+  check_all(diagnostics,
+            {{kFile, 1, 8, "model",
+              "unknown model preset 'llama-3-8b' (did you mean 'llama-3.1-8b'?); "
+              "presets: llama-3.1-8b, llama-3.1-70b, llama-3.1-405b, mixtral-8x7b, mixtral-8x22b, "
+              "llama-2-70b, qwen3-32b, qwen3-0.6b, qwen3-1.7b, qwen3-4b, qwen3-8b, qwen3-30b-a3b, "
+              "qwen3-coder-480b-a35b, mimo-7b, qwen3-235b-a22b, deepseek-v3, deepseek-r1, kimi-k2, kimi-k2.5, "
+              "deepseek-v3.2, minimax-m2.5, minimax-m2.7, "
+              "qwen3.5-397b-a17b, qwen3.5-122b-a10b, qwen3.5-35b-a3b, qwen3.5-27b, "
+              "nemotron-3-nano-30b-a3b, nemotron-3-super-120b-a12b, nemotron-3-ultra-550b-a55b, "
+              "nemotron-h-56b, glm-4.5, glm-4.5-air, glm-5, glm-5.2, step-3.7-flash, gpt-oss-120b, "
+              "gpt-oss-20b, llama-4-scout, llama-4-maverick, qwen2.5-vl-7b"}});
 }
 
 TEST_CASE("Malformed scenario: an unknown chip preset suggests the closest preset") {
