@@ -59,7 +59,7 @@ models::ModelSpec attention_model(const Measurement& m) {
   s.head_dim = static_cast<int>(m.shape.get(Dim::head_dim));
   s.hidden = s.heads * s.head_dim;
   const std::int64_t window = m.shape.get(Dim::window, 0);
-  if (window > 0) s.window = {static_cast<int>(window), ""};
+  if (window > 0) s.window = {static_cast<int>(window), "", 0, 0};
   const auto kv = simulator_format(m.kv_format == Format::unspecified ? m.format : m.kv_format);
   s.formats.kv_cache = kv && models::is_kv_format(*kv) ? *kv : models::Format::kBf16;
   return s;

@@ -28,9 +28,11 @@ double attention_chip_elements(const ModelSpec& m, const ParallelPlan& p) {
   }
   if (m.kv_heads >= p.tp) return static_cast<double>(m.attention_params()) / tp;
   // More TP ranks than KV heads: each chip holds one whole KV head (vLLM replicates them).
-  const double h = m.hidden, hd = m.head_dim;
-  const double kv_total = 2.0 * h * m.kv_heads * hd + (m.qkv_bias ? 2.0 * m.kv_heads * hd : 0.0);
-  const double kv_chip = 2.0 * h * hd + (m.qkv_bias ? 2.0 * hd : 0.0);
+  // K and V (K only where V is K's projection, k_eq_v) of one KV head, with their biases.
+  const double kv_dims = m.head_dim + (m.k_eq_v ? 0 : m.value_dim());
+  const double h = m.hidden;
+  const double kv_total = h * m.kv_heads * kv_dims + (m.qkv_bias ? m.kv_heads * kv_dims : 0.0);
+  const double kv_chip = h * kv_dims + (m.qkv_bias ? kv_dims : 0.0);
   return (static_cast<double>(m.attention_params()) - kv_total) / tp + kv_chip;
 }
 
@@ -97,11 +99,15 @@ StageWeights stage_weights(const ModelSpec& m, const ParallelPlan& p, int stage,
   const double moe_layer = attention_chip_elements(m, p) * wb + moe_layer_bytes(m, p);
   // Linear-attention layers hold their mixer instead of the attention block.
   const double linear_delta = m.linear.enabled() ? linear_chip_elements(m, p) - attention_chip_elements(m, p) : 0.0;
+  // Sliding-window layers of their own attention shape hold that attention block instead.
+  const double window_delta = m.window_shape_differs()
+                                  ? attention_chip_elements(m.window_layer_spec(), p) - attention_chip_elements(m, p)
+                                  : 0.0;
   // DSA layers that reuse another layer's top-k hold no indexer.
   const double no_indexer = m.dsa.enabled() ? static_cast<double>(m.indexer_params()) * (n.layers - n.indexer) : 0.0;
   // Layers without a feed-forward block hold their mixer alone.
   w.layers = Bytes{dense_layer * n.dense() * wb + moe_layer * n.moe + linear_delta * n.linear * wb +
-                   attention_chip_elements(m, p) * n.no_ffn * wb - no_indexer * wb};
+                   attention_chip_elements(m, p) * n.no_ffn * wb - no_indexer * wb + window_delta * n.window * wb};
 
   const double embedding = static_cast<double>(m.embedding_params()) / p.tp;
   const bool first = stage == 0, last = stage == p.pp - 1;
@@ -141,7 +147,8 @@ Bytes stage_activation_bytes(const ModelSpec& m, const ParallelPlan& p, int stag
     const MlaSpec& a = m.mla;
     attn = a.q_lora_rank + a.kv_lora_rank + a.qk_rope_dim + p.heads_per_chip(m) * (a.qk_nope_dim + a.qk_rope_dim);
   } else {
-    attn = (p.heads_per_chip(m) * (m.attention_output_gate ? 2.0 : 1.0) + 2.0 * p.kv_heads_per_chip(m)) * m.head_dim;
+    attn = (p.heads_per_chip(m) * (m.attention_output_gate ? 2.0 : 1.0) + p.kv_heads_per_chip(m)) * m.head_dim +
+           p.kv_heads_per_chip(m) * m.value_dim();
   }
   if (n.linear > 0) {
     // Gated DeltaNet: q, k, v, z and beta / decay per token (the in-projections' outputs).
@@ -178,8 +185,7 @@ double kv_bytes_per_token_per_chip(const ModelSpec& m, const ParallelPlan& p, in
     // Index keys only on the layers that run the DSA indexer (all of a DSA model's layers are full).
     return (m.kv_bytes_per_token_layer() * n.full() + m.index_bytes_per_token_layer() * n.indexer) / p.cp;
   }
-  const double per_layer = 2.0 * p.kv_heads_per_chip(m) * m.head_dim * bytes_per_element(m.formats.kv_cache);
-  return per_layer * n.full() / p.cp;
+  return kv_bytes_per_token_layer_chip(m, p) * n.full() / p.cp;
 }
 
 MemoryPlan plan_memory(const ModelSpec& m, const ChipSpec& chip, const ParallelPlan& p, const MemoryConfig& c) {
@@ -197,7 +203,8 @@ MemoryPlan plan_memory(const ModelSpec& m, const ChipSpec& chip, const ParallelP
     plan.reserved = c.reserved;
     const LayerCounts n = m.count_layers(p.stage_first_layer(m, s), p.stage_layers(m, s));
     if (n.window > 0) {
-      const double per_layer = 2.0 * p.kv_heads_per_chip(m) * m.head_dim * bytes_per_element(m.formats.kv_cache);
+      // The window layers' own shape where it differs (ModelSpec::window_layer_spec).
+      const double per_layer = kv_bytes_per_token_layer_chip(m.window_shape_differs() ? m.window_layer_spec() : m, p);
       const double seqs = static_cast<double>(c.max_sequences) / p.dp;
       const double tokens = static_cast<double>(m.window.window + c.block_tokens);
       plan.window_kv = Bytes{seqs * tokens * per_layer * n.window / p.cp};

@@ -38,6 +38,22 @@ bool ModelSpec::is_indexer_layer(int layer) const {
   return dsa.pattern.empty() || dsa.pattern[static_cast<std::size_t>(layer) % dsa.pattern.size()] == 'F';
 }
 
+bool ModelSpec::window_shape_differs() const {
+  if (!window.enabled()) return false;
+  return k_eq_v || (window.kv_heads > 0 && window.kv_heads != kv_heads) ||
+         (window.head_dim > 0 && window.head_dim != head_dim);
+}
+
+ModelSpec ModelSpec::window_layer_spec() const {
+  ModelSpec w = *this;
+  if (window.kv_heads > 0) w.kv_heads = window.kv_heads;
+  // The value head follows the new head dim unless the model gives its own (value_head_dim:
+  // MiMo-V2-Flash's 128 on both kinds of layer).
+  if (window.head_dim > 0) w.head_dim = window.head_dim;
+  w.k_eq_v = false;
+  return w;
+}
+
 LayerCounts ModelSpec::count_layers(int first, int n) const {
   LayerCounts c;
   c.layers = n;
@@ -64,10 +80,10 @@ std::int64_t ModelSpec::attention_params() const {
     p += nh * mla.v_dim * h;  // o_proj
     p += indexer_params();
   } else {
-    const std::int64_t hd = head_dim, kv = kv_heads;
-    p += h * nh * hd + 2 * h * kv * hd + nh * hd * h;
+    const std::int64_t hd = head_dim, vd = k_eq_v ? 0 : value_dim(), kv = kv_heads;
+    p += h * nh * hd + h * kv * (hd + vd) + nh * value_dim() * h;
     if (attention_output_gate) p += h * nh * hd;  // the gate half of q_proj
-    if (qkv_bias) p += (nh + 2 * kv) * hd;
+    if (qkv_bias) p += nh * hd + kv * (hd + vd);
     if (o_bias) p += h;
     if (qk_norm) p += 2 * hd;
   }
@@ -130,6 +146,7 @@ std::int64_t ModelSpec::router_params() const {
 
 std::int64_t ModelSpec::layer_params(int layer) const {
   std::int64_t p = is_linear_layer(layer) ? linear_attention_params() : attention_params();
+  if (is_window_layer(layer) && window_shape_differs()) p = window_layer_spec().attention_params();
   if (dsa.enabled() && !is_indexer_layer(layer)) p -= indexer_params();  // it reuses another layer's top-k
   if (!has_ffn(layer)) {
     p -= hidden;  // the feed-forward block's RMSNorm, counted in the mixer's two
@@ -170,7 +187,7 @@ std::int64_t ModelSpec::active_params_per_token() const {
 double ModelSpec::kv_bytes_per_token_layer() const {
   const double b = bytes_per_element(formats.kv_cache);
   if (attention == AttentionKind::kMla) return (mla.kv_lora_rank + mla.qk_rope_dim) * b;
-  return 2.0 * kv_heads * head_dim * b;
+  return static_cast<double>(kv_heads) * (head_dim + value_dim()) * b;
 }
 
 double ModelSpec::index_bytes_per_token_layer() const {
@@ -182,8 +199,10 @@ double ModelSpec::index_bytes_per_token_layer() const {
 std::int64_t ModelSpec::kv_bytes_per_token() const {
   // Index keys only where the indexer runs (DsaSpec::pattern); a DSA model has full layers only.
   const LayerCounts n = count_layers(0, layers);
+  const double window_layer =
+      window_shape_differs() ? window_layer_spec().kv_bytes_per_token_layer() : kv_bytes_per_token_layer();
   return std::llround(kv_bytes_per_token_layer() * n.full() + index_bytes_per_token_layer() * n.indexer +
-                      kv_bytes_per_token_layer() * n.window);
+                      window_layer * n.window);
 }
 
 double ModelSpec::kv_transfer_bytes(std::int64_t tokens) const {
@@ -545,9 +564,50 @@ std::vector<ModelSpec> build_presets() {
   ModelSpec step =
       dense("step-3.7-flash", 45, 4096, 64, 8, 128, 11264, 128896, 65536, "stepfun-ai/Step-3.7-Flash config.json");
   step.moe = moe(288, 8, 1280, 1, 3, true);
-  step.window = {512, "FSSS"};
+  step.window = {512, "FSSS", 0, 0};
   step.mtp_layers = 3;
   p.push_back(step);
+
+  // Gemma-4 (google/gemma-4-26B-A4B and nvidia/Gemma-4-31B-IT-NVFP4 config.json text_config,
+  // gemma4_text): five sliding-window layers (1024 tokens; KV heads of head_dim 256) then one full
+  // layer (num_global_key_value_heads of global_head_dim 512, V from the key projection:
+  // attention_k_eq_v; AIConfigurator's gemma4.py: no v_proj on those layers, K and V both cached),
+  // QK-norm, gated GELU MLPs, tied embeddings, vocab and positions 262144. The 26B-A4B runs a dense
+  // MLP of intermediate_size beside 128 routed experts top-8 of moe_intermediate_size in every
+  // layer (enable_moe_block; the outputs summed: a shared expert). The vision tower is not
+  // modelled, nor the two extra norms per layer (pre- and post-feed-forward, 2 h).
+  auto gemma4 = [&](std::string name, int layers, int hidden, int heads, int global_kv, int window_kv, int intermediate,
+                    std::string source) {
+    ModelSpec g =
+        dense(std::move(name), layers, hidden, heads, global_kv, 512, intermediate, 262144, 262144, std::move(source));
+    g.tied_embeddings = true;
+    g.qk_norm = true;
+    g.k_eq_v = true;
+    g.window = {1024, "SSSSSF", window_kv, 256};
+    return g;
+  };
+  ModelSpec g26 =
+      gemma4("gemma-4-26b-a4b", 30, 2816, 16, 2, 8, 2112, "google/gemma-4-26B-A4B config.json (text_config)");
+  g26.moe = moe(128, 8, 704, 1, 0, false);
+  g26.moe.shared_intermediate = 2112;
+  p.push_back(g26);
+  p.push_back(
+      gemma4("gemma-4-31b", 60, 5376, 32, 4, 16, 21504, "nvidia/Gemma-4-31B-IT-NVFP4 config.json (text_config)"));
+
+  // XiaomiMiMo/MiMo-V2-Flash config.json (mimo_v2_flash): 48 layers, hidden 4096, 64 query heads
+  // of head_dim 192 with value heads of 128 (v_head_dim); full attention (4 KV heads) on the
+  // layers hybrid_layer_pattern marks 0 (layers 0, 5, 11, ..., 47) and a 128-token sliding
+  // window (8 KV heads, swa_num_key_value_heads) on the others; the first layer a dense MLP of
+  // 16384 (moe_layer_freq), then 256 experts top-8 of 2048 with a routing bias (noaux_tc), no
+  // shared expert; vocab 152576, 262144 positions, untied, fp8 weights in 128 x 128 blocks. The
+  // sliding layers' attention sinks (64 per layer) are not counted.
+  ModelSpec mimo2 = dense("mimo-v2-flash", 48, 4096, 64, 4, 192, 16384, 152576, 262144,
+                          "XiaomiMiMo/MiMo-V2-Flash config.json (mimo_v2_flash)");
+  mimo2.value_head_dim = 128;
+  mimo2.window = {128, "FSSSSFSSSSSFSSSSSFSSSSSFSSSSSFSSSSSFSSSSSFSSSSSF", 8, 0};
+  mimo2.moe = moe(256, 8, 2048, 0, 1, true);
+  mimo2.formats.weights = mimo2.formats.experts = Format::kFp8Block;
+  p.push_back(mimo2);
 
   // openai/gpt-oss-120b config.json: 36 layers alternating 128-token sliding-window and full
   // attention (layer_types, sliding first), hidden 2880, 64 query / 8 KV heads of 64 with biases
@@ -555,7 +615,7 @@ std::vector<ModelSpec> build_presets() {
   // (quantization_config; attention, router, embedding and LM head stay bf16), vocab 201088,
   // 131072 positions. 116.8e9 parameters.
   ModelSpec oss = dense("gpt-oss-120b", 36, 2880, 64, 8, 64, 2880, 201088, 131072, "openai/gpt-oss-120b config.json");
-  oss.window = {128, "SF"};
+  oss.window = {128, "SF", 0, 0};
   oss.moe = moe(128, 4, 2880, 0, 0, true);
   oss.moe.expert_bias = true;
   oss.qkv_bias = oss.o_bias = oss.attention_sinks = true;
@@ -589,7 +649,7 @@ std::vector<ModelSpec> build_presets() {
   // 655,360) + 24 x 251,658,240 dense MLP + 2 x 1,034,485,760 + 5,120), the card's "400B".
   ModelSpec scout = dense("llama-4-scout", 48, 5120, 40, 8, 128, 16384, 202048, 10485760,
                           "meta-llama/Llama-4-Scout-17B-16E-Instruct config.json");
-  scout.window = {8192, "SSSF"};
+  scout.window = {8192, "SSSF", 0, 0};
   scout.moe = moe(16, 1, 8192, 1, 0, false);
   p.push_back(scout);
   ModelSpec maverick = scout;
@@ -688,6 +748,16 @@ std::vector<std::string> validate_model(const ModelSpec& m) {
       out.push_back("MoE first_dense_layers (" + str(m.moe.first_dense_layers) + ") exceeds the " + str(m.layers) +
                     " layers");
     }
+  }
+  if (m.value_head_dim < 0) out.emplace_back("value_head_dim cannot be negative");
+  if (m.k_eq_v && m.attention != AttentionKind::kGqa) {
+    out.emplace_back("k_eq_v (V from the key projection) is modelled on GQA attention only");
+  }
+  if (m.window.kv_heads < 0 || m.window.head_dim < 0) {
+    out.emplace_back("sliding-window kv_heads and head_dim cannot be negative");
+  } else if (m.window.kv_heads > 0 && m.heads % m.window.kv_heads != 0) {
+    out.push_back("sliding-window kv_heads (" + str(m.window.kv_heads) + ") must divide the " + str(m.heads) +
+                  " query heads");
   }
   if (m.window.enabled()) {
     for (char c : m.window.pattern) {

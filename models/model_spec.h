@@ -93,6 +93,10 @@ struct MoeSpec {
 struct WindowSpec {
   int window = 0;       // tokens a sliding-window layer attends to; 0 = none
   std::string pattern;  // repeating over the layers: 'S' sliding, 'F' full ("SF" = gpt-oss)
+  // The sliding-window layers' own KV heads and head dim where they differ from the full layers'
+  // (Gemma-4: 8 x 256 against 2 x 512; MiMo-V2-Flash: 8 against 4); 0 = the model's.
+  int kv_heads = 0;
+  int head_dim = 0;
   bool enabled() const { return window > 0; }
 };
 
@@ -149,10 +153,14 @@ struct LayerCounts {
 struct ModelSpec {
   std::string name;
   int layers = 0;
-  int hidden = 0;        // model width (d_model)
-  int heads = 0;         // query heads
-  int kv_heads = 0;      // key/value heads (GQA groups); MLA: equal to heads
-  int head_dim = 0;      // GQA head dim
+  int hidden = 0;          // model width (d_model)
+  int heads = 0;           // query heads
+  int kv_heads = 0;        // key/value heads (GQA groups); MLA: equal to heads
+  int head_dim = 0;        // GQA head dim (queries and keys)
+  int value_head_dim = 0;  // GQA value head dim; 0 = head_dim (MiMo-V2-Flash: 192 / 128)
+  // Full-attention layers project no V: V is the key projection's output (Gemma-4
+  // attention_k_eq_v; the cache still holds K and V). Sliding-window layers project both.
+  bool k_eq_v = false;
   int intermediate = 0;  // dense MLP width (each of gate, up; down maps it back)
   // SwiGLU MLPs (gate, up, down) or, false, a plain activation between up and down (Nemotron-H's
   // squared ReLU, mlp_hidden_act relu2): dense MLPs, routed and shared experts alike.
@@ -187,6 +195,11 @@ struct ModelSpec {
   bool is_window_layer(int layer) const;
   bool is_linear_layer(int layer) const;
   bool is_indexer_layer(int layer) const;  // runs the DSA indexer (DsaSpec::pattern)
+  int value_dim() const { return value_head_dim > 0 ? value_head_dim : head_dim; }
+  // Whether sliding-window layers attend with another shape than full ones (WindowSpec::kv_heads,
+  // head_dim; k_eq_v), and that shape: the spec with the window layers' KV heads and head dim.
+  bool window_shape_differs() const;
+  ModelSpec window_layer_spec() const;
   // Counts over layers [first, first + n).
   LayerCounts count_layers(int first, int n) const;
 
@@ -209,7 +222,7 @@ struct ModelSpec {
   std::int64_t active_params_per_token() const;  // top_k experts instead of all
 
   // KV-cache bytes one token occupies per layer of each kind, all heads (before any split).
-  double kv_bytes_per_token_layer() const;     // K and V, or the MLA latent + rotary key
+  double kv_bytes_per_token_layer() const;     // K and V, or the MLA latent + rotary key (full layers)
   double index_bytes_per_token_layer() const;  // DSA indexer keys (fp8 + an fp32 scale per 128)
   // Across all layers of the whole model, window layers included as if they cached everything;
   // linear-attention layers keep a state per sequence instead (linear_state_bytes_per_layer).

@@ -185,18 +185,19 @@ AttentionShape attention_shape(const ModelSpec& m, const ParallelPlan& p) {
   } else {
     const double hkv = p.kv_heads_per_chip(m), hd = m.head_dim;
     a.rotary = (hq + hkv) * hd;
-    a.kv_write = 2 * hkv * hd;
+    a.kv_write = hkv * (hd + m.value_dim());
     if (m.attention_output_gate) a.norms = 3 * hq * hd;  // sigmoid(gate) x o: read both, write
   }
   return a;
 }
 
+}  // namespace
+
 double kv_bytes_per_token_layer_chip(const ModelSpec& m, const ParallelPlan& p) {
   if (m.attention == AttentionKind::kMla) return m.kv_bytes_per_token_layer();
-  return 2.0 * p.kv_heads_per_chip(m) * m.head_dim * bytes_per_element(m.formats.kv_cache);
+  return static_cast<double>(p.kv_heads_per_chip(m)) * (m.head_dim + m.value_dim()) *
+         bytes_per_element(m.formats.kv_cache);
 }
-
-}  // namespace
 
 ComputeRate gemm_rate(Format f, const std::array<bool, kComputeRates>& chip_rates) {
   const ComputeRate r = compute_rate(f);
@@ -396,10 +397,12 @@ LayerTokenOps layer_token_ops(const ModelSpec& m, const ParallelPlan& p, const M
     attention_weights += hq * a.v_dim * h;
     attention_weights_without_indexer += hq * a.v_dim * h;
   } else {
-    const double hd = m.head_dim, hkv = p.kv_heads_per_chip(m);
-    o.qkv = gemm(OpKind::kGemmQkv, wf, t, h, (hq + 2 * hkv) * hd);
-    o.out = gemm(OpKind::kGemmOut, wf, t, hq * hd, h);
-    attention_weights += h * (hq + 2 * hkv) * hd + hq * hd * h;
+    // Q and K of head_dim, V of value_dim (none where V is K's projection, k_eq_v).
+    const double hd = m.head_dim, vd = m.value_dim(), hkv = p.kv_heads_per_chip(m);
+    const double qkv_columns = (hq + hkv) * hd + (m.k_eq_v ? 0.0 : hkv * vd);
+    o.qkv = gemm(OpKind::kGemmQkv, wf, t, h, qkv_columns);
+    o.out = gemm(OpKind::kGemmOut, wf, t, hq * vd, h);
+    attention_weights += h * qkv_columns + hq * vd * h;
   }
   o.dequant_attention = dequant(wf, attention_weights, o.qkv.kernels + o.out.kernels);
   if (m.dsa.enabled()) {
@@ -721,32 +724,43 @@ LayerBatchOps layer_batch_ops(const ModelSpec& m, const ParallelPlan& p, const B
     o.decode_window.kind = OpKind::kAttentionDecode;
     o.prefill_window.kernels = o.decode_window.kernels = 0;
   } else {
-    // Per query-key pair and head: q.k (hd multiply-adds) and the weighted sum of v (hd
-    // multiply-adds) = 4 hd FLOPs. Pairs are counted over the full c x (p + c) rectangle, not the
-    // causal half: measured prefill kernels take as long as the rectangle at a flat efficiency
-    // (Vidur A100 attention table: 0.36 of peak on the rectangle, 0.20-0.34 on the causal count;
-    // scripts/derive_efficiency.md section 4). Reads Q once, K and V once per chunk, writes O once.
-    const double hd = m.head_dim, hkv = p.kv_heads_per_chip(m);
-    auto prefill = [&](double pairs, double keys) {
-      return attention(OpKind::kAttentionPrefill, 4.0 * hd * hq * (pairs / ranks),
-                       act * 2.0 * prefill_q * hq * hd + kvb * 2.0 * hkv * hd * (keys / ranks), prefill_q, chunks,
-                       keys / ranks, hq, hd);
+    // Per query-key pair and head: q.k (hd multiply-adds) and the weighted sum of v (vd
+    // multiply-adds) = 2 (hd + vd) FLOPs, 4 hd where vd = hd. Pairs are counted over the full
+    // c x (p + c) rectangle, not the causal half: measured prefill kernels take as long as the
+    // rectangle at a flat efficiency (Vidur A100 attention table: 0.36 of peak on the rectangle,
+    // 0.20-0.34 on the causal count; scripts/derive_efficiency.md section 4). Reads Q once, K and
+    // V once per chunk, writes O once. Sliding-window layers of their own shape
+    // (ModelSpec::window_layer_spec) take their KV heads and dims.
+    struct Shape {
+      double hd, vd, hkv;
+    };
+    auto shape_of = [&](const ModelSpec& s) {
+      return Shape{static_cast<double>(s.head_dim), static_cast<double>(s.value_dim()),
+                   static_cast<double>(p.kv_heads_per_chip(s))};
+    };
+    const Shape full = shape_of(m);
+    const Shape window = m.window_shape_differs() ? shape_of(m.window_layer_spec()) : full;
+    auto prefill = [&](const Shape& s, double pairs, double keys) {
+      const double dims = s.hd + s.vd;
+      return attention(OpKind::kAttentionPrefill, 2.0 * dims * hq * (pairs / ranks),
+                       act * prefill_q * hq * dims + kvb * s.hkv * dims * (keys / ranks), prefill_q, chunks,
+                       keys / ranks, hq, s.hd);
     };
     // Each decode sequence reads the K and V of its (windowed) context once (memory-bound);
-    // 4 hd FLOPs per context token and query head.
-    auto decode = [&](double kv) {
+    // 2 (hd + vd) FLOPs per context token and query head.
+    auto decode = [&](const Shape& s, double kv) {
       const double k = kv / ranks;
-      return attention(OpKind::kAttentionDecode, 4.0 * hd * hq * k,
-                       kvb * 2.0 * hkv * hd * k + act * 2.0 * decode_q * hq * hd, decode_q, decode_q, k, hq, hd);
+      const double dims = s.hd + s.vd;
+      return attention(OpKind::kAttentionDecode, 2.0 * dims * hq * k,
+                       kvb * s.hkv * dims * k + act * decode_q * hq * dims, decode_q, decode_q, k, hq, s.hd);
     };
-    o.prefill_full = prefill(b.prefill_pairs, static_cast<double>(b.prefill_kv_tokens));
-    o.decode_full = decode(static_cast<double>(b.decode_kv_tokens));
-    o.prefill_window = prefill(b.prefill_pairs_window, static_cast<double>(b.prefill_kv_window));
-    o.decode_window = decode(static_cast<double>(b.decode_kv_window));
-    for (Operator* op : {&o.prefill_full, &o.decode_full, &o.prefill_window, &o.decode_window}) {
-      op->kv_heads = hkv;
-      op->kv_bytes = kvb;
-    }
+    o.prefill_full = prefill(full, b.prefill_pairs, static_cast<double>(b.prefill_kv_tokens));
+    o.decode_full = decode(full, static_cast<double>(b.decode_kv_tokens));
+    o.prefill_window = prefill(window, b.prefill_pairs_window, static_cast<double>(b.prefill_kv_window));
+    o.decode_window = decode(window, static_cast<double>(b.decode_kv_window));
+    for (Operator* op : {&o.prefill_full, &o.decode_full}) op->kv_heads = full.hkv;
+    for (Operator* op : {&o.prefill_window, &o.decode_window}) op->kv_heads = window.hkv;
+    for (Operator* op : {&o.prefill_full, &o.decode_full, &o.prefill_window, &o.decode_window}) op->kv_bytes = kvb;
     o.prefill_window.window = o.decode_window.window = m.window.window;
     // A window operator's FLOPs and bytes count the window's keys; its context stays the
     // sequences' whole context (Operator::context), which the measured windowed kernels still
@@ -874,13 +888,21 @@ StageOperators stage_operators(const ModelSpec& m, const ParallelPlan& p, const 
     if (ranks > 1 && count > 0 && op.bytes > 0) s.comm.push_back({op, count});
   };
   const int attention_layers = c.layers - c.linear;
-  // DSA layers that reuse another layer's top-k run no indexer projections (DsaSpec::pattern).
+  // DSA layers that reuse another layer's top-k run no indexer projections (DsaSpec::pattern);
+  // sliding-window layers of their own shape have their own projections.
   const int shared_indexer = m.dsa.enabled() ? c.layers - c.indexer : 0;
-  add(t.qkv, attention_layers - shared_indexer);
+  const int own_window = m.window_shape_differs() ? c.window : 0;
+  add(t.qkv, attention_layers - shared_indexer - own_window);
   add(t.qkv_without_indexer, shared_indexer);
-  add(t.out, attention_layers);
-  add(t.dequant_attention, attention_layers - shared_indexer);
+  add(t.out, attention_layers - own_window);
+  add(t.dequant_attention, attention_layers - shared_indexer - own_window);
   add(t.dequant_attention_without_indexer, shared_indexer);
+  if (own_window > 0) {
+    const LayerTokenOps w = layer_token_ops(m.window_layer_spec(), p, load, static_cast<double>(b.tokens), rates);
+    add(w.qkv, own_window);
+    add(w.out, own_window);
+    add(w.dequant_attention, own_window);
+  }
   add(t.linear_qkv, c.linear);
   add(t.linear_out, c.linear);
   add(t.linear_norm, c.linear);

@@ -316,6 +316,9 @@ LayerBatchOps layer_batch_ops(const ModelSpec& m, const ParallelPlan& p, const B
 Operator lm_head_op(const ModelSpec& m, const ParallelPlan& p, double logits);
 // Bytes of one hidden-state tensor of `tokens` tokens (TP all-reduce, pipeline send).
 double hidden_state_bytes(const ModelSpec& m, double tokens);
+// KV-cache bytes one token occupies in one layer on one chip (K and V of its KV heads, or the MLA
+// latent and rotary key).
+double kv_bytes_per_token_layer_chip(const ModelSpec& m, const ParallelPlan& p);
 // New tokens one chip computes in its attention and dense parts: T / (dp cp).
 inline double tokens_per_chip(const ParallelPlan& p, double tokens) {
   return tokens / (static_cast<double>(p.dp) * p.cp);

@@ -241,6 +241,13 @@ const Row kRows[] = {
     {"nvidia/GLM-5.1-NVFP4", "glm-5", kBf16, kNvfp4, kFp8, "nvfp4", false,
      "nvidia/GLM-5.1-NVFP4 hf_quant_config.json (routed experts NVFP4; self_attn and shared experts "
      "excluded; FP8 KV)"},
+    {"google/gemma-4-26B-A4B", "gemma-4-26b-a4b", kBf16, kBf16, kBf16, "bfloat16", false,
+     "google/gemma-4-26B-A4B config.json (bf16; text model, the vision tower is neither run nor held)"},
+    {"nvidia/Gemma-4-26B-A4B-NVFP4", "gemma-4-26b-a4b", kBf16, kNvfp4, kFp8, "nvfp4", false,
+     "nvidia/Gemma-4-26B-A4B-NVFP4 hf_quant_config.json (routed experts NVFP4; self_attn, the dense mlp, "
+     "router and lm_head excluded; FP8 KV)"},
+    {"XiaomiMiMo/MiMo-V2-Flash", "mimo-v2-flash", kBlock, kBlock, kBf16, "fp8_block,fp8", false,
+     "XiaomiMiMo/MiMo-V2-Flash config.json quantization_config (fp8 e4m3, weight_block_size [128, 128])"},
     {"XiaomiMiMo/MiMo-7B-Base", "mimo-7b", kBf16, kBf16, kBf16, "bfloat16", false,
      "XiaomiMiMo/MiMo-7B-Base config.json (bf16)"},
     {"stepfun-ai/Step-3.7-Flash", "step-3.7-flash", kBf16, kBf16, kBf16, "bfloat16", false,

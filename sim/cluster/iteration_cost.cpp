@@ -283,6 +283,16 @@ const IterationCostModel::TokenLinear& IterationCostModel::linear(std::int64_t t
   e.moe = n.moe * experts;
   e.elementwise = n.dense * dense_ew + n.moe * moe_ew + n.no_ffn * mixer_ew;
   e.dequantize = n.layers * dq_attention + n.dense * dq_dense + n.moe * dq_moe;
+  if (n.window > 0 && model_.window_shape_differs()) {
+    const models::LayerTokenOps w =
+        models::layer_token_ops(model_.window_layer_spec(), plan_, load_, static_cast<double>(tokens), rates_);
+    const std::int64_t qkv_delta = ps(w.qkv) - qkv, out_delta = ps(w.out) - out;
+    const std::int64_t dq_delta = ps(w.dequant_attention) - dq_attention;
+    e.per_window = qkv_delta + out_delta + dq_delta;
+    e.qkv += n.window * qkv_delta;
+    e.out += n.window * out_delta;
+    e.dequantize += n.window * dq_delta;
+  }
   if (n.shared_indexer > 0) {
     const std::int64_t qkv_delta = ps(o.qkv_without_indexer) - qkv;
     const std::int64_t dq_delta = ps(o.dequant_attention_without_indexer) - dq_attention;
@@ -367,15 +377,15 @@ inline std::int64_t IterationCostModel::stage_gpu_ps(const StageLayers& l, const
   const std::int64_t shared_indexer = l.shared_indexer * (lin.per_shared_indexer + x.per_shared_indexer);
   std::int64_t t = l.layers * x.per_layer + l.dense * lin.per_dense + l.moe * (lin.per_moe + contention) +
                    l.no_ffn * lin.per_mixer_only + l.full * x.per_full + l.window * x.per_window +
-                   l.linear * (lin.per_linear + x.per_linear) + shared_indexer;
+                   l.linear * (lin.per_linear + x.per_linear) + shared_indexer + l.window * lin.per_window;
   hidden = 0;
   const std::int64_t a2a_layer = lin.per_moe_a2a + contention;
   if (tbo_ && l.moe > 0 && tokens >= 2 && a2a_layer > 0) [[unlikely]] {
     // Two-batch overlap (header): per MoE layer max(C, A) instead of C + A, and half of
     // min(C, A) exposed once per stage.
-    const std::int64_t attention =
-        (l.full * x.per_full + l.window * x.per_window + l.linear * (lin.per_linear + x.per_linear) + shared_indexer) /
-        l.layers;
+    const std::int64_t attention = (l.full * x.per_full + l.window * (lin.per_window + x.per_window) +
+                                    l.linear * (lin.per_linear + x.per_linear) + shared_indexer) /
+                                   l.layers;
     const std::int64_t compute = x.per_layer + attention + lin.per_moe - lin.per_moe_a2a;
     const std::int64_t overlap = std::min(compute, a2a_layer);
     hidden = l.moe * overlap - overlap / 2;

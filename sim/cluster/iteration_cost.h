@@ -112,6 +112,9 @@ class IterationCostModel {
     // A DSA layer that reuses another layer's top-k: its projections and dequantisation without the
     // indexer's, less those per_layer counts (<= 0).
     std::int64_t per_shared_indexer = 0;
+    // A sliding-window layer of its own attention shape (ModelSpec::window_layer_spec): its
+    // projections and dequantisation less those per_layer counts.
+    std::int64_t per_window = 0;
     // Totals over every layer of the instance, by component.
     std::int64_t qkv = 0, out = 0, mlp = 0, moe = 0, elementwise = 0, dequantize = 0;
     std::int64_t all_reduce = 0, dispatch = 0, combine = 0;

@@ -24,8 +24,8 @@ const char* const kExemplars[] = {
     // faults; several classes, one per arrival process, rate curve and length distribution.
     R"(name: keys-combined
 seed: 0
-model: {preset: deepseek-v3, mla: {}, dsa: {pattern: F}, sliding_window: {window: 0, pattern: null}, moe: {latent: 0}, formats: {},
-        attention_output_gate: false, linear_attention: {kind: mamba2, chunk: 128}, gated_mlp: true,
+model: {preset: deepseek-v3, mla: {}, dsa: {pattern: F}, sliding_window: {window: 0, pattern: null, kv_heads: 0, head_dim: 0}, moe: {latent: 0}, formats: {},
+        attention_output_gate: false, value_head_dim: 0, k_eq_v: false, linear_attention: {kind: mamba2, chunk: 128}, gated_mlp: true,
         ffn_pattern: E}
 deployment:
   engine: trtllm

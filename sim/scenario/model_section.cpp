@@ -428,6 +428,11 @@ bool read_model_figures(MapReader& m, const models::ModelSpec& d, bool have_base
   if (m.has("attention_output_gate") || d.attention_output_gate) {
     opt_bool(m, "attention_output_gate", d.attention_output_gate, s.attention_output_gate);
   }
+  // Gemma-4's and MiMo-V2-Flash's likewise: a value head of its own width, V from K's projection.
+  if (m.has("value_head_dim") || d.value_head_dim > 0) {
+    opt_int(m, "value_head_dim", 0, 100'000, d.value_head_dim, s.value_head_dim);
+  }
+  if (m.has("k_eq_v") || d.k_eq_v) opt_bool(m, "k_eq_v", d.k_eq_v, s.k_eq_v);
   // Nemotron-H's keys likewise: plain (squared-ReLU) MLPs and layers without a feed-forward block.
   if (m.has("gated_mlp") || !d.gated_mlp) opt_bool(m, "gated_mlp", d.gated_mlp, s.gated_mlp);
   if (m.has("ffn_pattern") || !d.ffn_pattern.empty()) take(m.string("ffn_pattern", d.ffn_pattern), s.ffn_pattern);
@@ -464,6 +469,13 @@ bool read_model_figures(MapReader& m, const models::ModelSpec& d, bool have_base
     } else {
       s.window.pattern = pf ? std::string() : d.window.pattern;
       r.echo()["pattern"] = s.window.pattern.empty() ? Json(nullptr) : Json(s.window.pattern);
+    }
+    // The window layers' own KV heads and head dim (0 = the model's), echoed where a model has them.
+    if (r.has("kv_heads") || d.window.kv_heads > 0) {
+      opt_int(r, "kv_heads", 0, 100'000, d.window.kv_heads, s.window.kv_heads);
+    }
+    if (r.has("head_dim") || d.window.head_dim > 0) {
+      opt_int(r, "head_dim", 0, 100'000, d.window.head_dim, s.window.head_dim);
     }
     r.finish();
     ok = ok && r.valid();

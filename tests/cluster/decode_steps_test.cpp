@@ -149,6 +149,8 @@ TEST_CASE("Decode steps: a decode run's step costs are cost()'s, term by term") 
       {"glm-5", plan_of(1, 8, 8, 1)},
       {"glm-5.2", plan_of(1, 8, 8, 1)},  // the indexer on 21 of 78 layers
       {"glm-5.2", plan_of(1, 16, 16, 1), true, true},
+      {"gemma-4-26b-a4b", plan_of(2, 1, 2, 1)},  // window layers of their own shape
+      {"mimo-v2-flash", plan_of(4, 1, 4, 1)},
   };
   for (const Case& k : cases) check_case(k);
 }

@@ -109,6 +109,37 @@ TEST_CASE("Models: GLM-5.2 holds and runs the DSA indexer on 21 of its 78 layers
   CHECK(validate_model(bad).size() == 1);  // a shared layer needs a full one before it
 }
 
+TEST_CASE("Models: sliding-window layers of their own shape (Gemma-4, MiMo-V2-Flash)") {
+  const ModelSpec g = *model_preset("gemma-4-26b-a4b");
+  REQUIRE(g.window_shape_differs());
+  const ModelSpec w = g.window_layer_spec();
+  CHECK(w.kv_heads == 8);
+  CHECK(w.head_dim == 256);
+  CHECK(w.value_dim() == 256);
+  CHECK_FALSE(w.k_eq_v);
+  // Full layers: q 2816 x 16 x 512, k 2816 x 2 x 512 (no v_proj: V is K's projection), o 16 x 512
+  // x 2816, QK-norm 2 x 512, norms 2 x 2816 = 49,027,584. Window layers: q 2816 x 16 x 256, k and
+  // v 2 x 2816 x 8 x 256, o 16 x 256 x 2816, QK-norm 2 x 256, norms = 34,609,152.
+  CHECK(g.attention_params() == 49'027'584);
+  CHECK(w.attention_params() == 34'609'152);
+  // KV per token: 5 full layers of K and V, 2 heads x 512 x 2 bytes each, and 25 window layers of
+  // 8 heads x 256 x 2 x 2 bytes (AIConfigurator's gemma4.py: both tensors cached).
+  CHECK(g.kv_bytes_per_token() == 5 * 2 * 2 * 512 * 2 + 25 * 8 * 2 * 256 * 2);
+  // Google: 25.2B total, 3.8B active; 30.7B for the dense 31B.
+  CHECK(g.total_params() == 25'232'631'040);
+  CHECK(g.active_params_per_token() == 3'822'019'840);
+  CHECK(model_preset("gemma-4-31b")->total_params() == 30'696'700'160);
+  // MiMo-V2-Flash: queries and keys of 192, values of 128 on both kinds of layer; 4 KV heads on
+  // the 9 full layers, 8 on the 39 sliding ones. KV per token: 9 x 4 x (192 + 128) x 2 bytes +
+  // 39 x 8 x (192 + 128) x 2 bytes. Xiaomi: 309B total, 15B active.
+  const ModelSpec mimo = *model_preset("mimo-v2-flash");
+  CHECK(mimo.count_layers(0, mimo.layers).window == 39);
+  CHECK(mimo.window_layer_spec().value_dim() == 128);
+  CHECK(mimo.kv_bytes_per_token() == 9 * 4 * 320 * 2 + 39 * 8 * 320 * 2);
+  CHECK(mimo.total_params() == 308'778'778'368);
+  CHECK(mimo.active_params_per_token() == 15'445'933'824);
+}
+
 TEST_CASE("Models: the other presets match their published parameter totals") {
   // Qwen3-32B: 64 x (94,371,840 attention + 256 QK-norm + 393,216,000 MLP + 10,240 norms)
   // + 2 x 151,936 x 5120 + 5120 = 32.76e9 ("32.8B").
@@ -207,8 +238,8 @@ TEST_CASE("Models: the other presets match their published parameter totals") {
   CHECK(model_preset("nemotron-3-ultra-550b-a55b")->total_params() == 549'308'993'536);
   CHECK(model_preset("nemotron-3-ultra-550b-a55b")->active_params_per_token() == 56'058'843'136);
   // 13, deepseek-v3.2, kimi-k2.5, minimax-m2.5, four qwen3.5, the ten above, Llama-4's two,
-  // Nemotron's four, GLM-5.2, Qwen3-4B, MiMo-7B and Step-3.7-Flash.
-  CHECK(model_preset_names().size() == 40);
+  // Nemotron's four, GLM-5.2, Qwen3-4B, MiMo-7B, Step-3.7-Flash, Gemma-4's two and MiMo-V2-Flash.
+  CHECK(model_preset_names().size() == 43);
   for (auto name : model_preset_names()) {
     CAPTURE(name);
     CHECK(validate_model(*model_preset(name)).empty());

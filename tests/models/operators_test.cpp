@@ -162,6 +162,26 @@ TEST_CASE("Operators: GLM-5.2's shared layers run neither the indexer nor its pr
   CHECK(t.qkv.flops - t.qkv_without_indexer.flops == 2.0 * 8 * (2048.0 * 4096 + 6144.0 * 160));
 }
 
+TEST_CASE("Operators: window layers of their own shape attend and project with it (Gemma-4)") {
+  const ModelSpec m = *model_preset("gemma-4-26b-a4b");
+  BatchShape b;
+  add_decode(b, m, 10'000);
+  const LayerBatchOps o = layer_batch_ops(m, plan(1), b);
+  // Full layers: 2 KV heads of 512, K and V cached (2 bytes each); window layers: 8 KV heads of
+  // 256 over the 1,024-token window. Queries and outputs: 16 heads x (512 + 512) or (256 + 256).
+  CHECK(o.decode_full.bytes == 10'000.0 * 2 * 1024 * 2 + 2.0 * 16 * 1024);
+  CHECK(o.decode_window.bytes == 1024.0 * 8 * 512 * 2 + 2.0 * 16 * 512);
+  CHECK(o.decode_full.kv_heads == 2);
+  CHECK(o.decode_window.kv_heads == 8);
+  // Projections: the full layers' q (16 x 512) and k (2 x 512) without v; the window layers' q
+  // (16 x 256), k and v (2 x 8 x 256).
+  const MoeLoad load(m, plan(1), MoeRouting{});
+  const LayerTokenOps full = layer_token_ops(m, plan(1), load, 1, rates_of("h200-sxm"));
+  const LayerTokenOps window = layer_token_ops(m.window_layer_spec(), plan(1), load, 1, rates_of("h200-sxm"));
+  CHECK(full.qkv.flops == 2.0 * 2816 * (16 * 512 + 2 * 512));
+  CHECK(window.qkv.flops == 2.0 * 2816 * (16 * 256 + 2 * 8 * 256));
+}
+
 TEST_CASE("Operators: sliding-window layers read at most the window (gpt-oss)") {
   const ModelSpec m = *model_preset("gpt-oss-120b");
   BatchShape b;

@@ -595,7 +595,8 @@ workload:
              "deepseek-r1, kimi-k2, kimi-k2.5, deepseek-v3.2, minimax-m2.5, minimax-m2.7, "
              "qwen3.5-397b-a17b, qwen3.5-122b-a10b, qwen3.5-35b-a3b, qwen3.5-27b, nemotron-3-nano-30b-a3b, "
              "nemotron-3-super-120b-a12b, nemotron-3-ultra-550b-a55b, nemotron-h-56b, glm-4.5, glm-4.5-air, glm-5, "
-             "glm-5.2, step-3.7-flash, gpt-oss-120b, gpt-oss-20b, llama-4-scout, llama-4-maverick, qwen2.5-vl-7b"});
+             "glm-5.2, step-3.7-flash, gemma-4-26b-a4b, gemma-4-31b, mimo-v2-flash, gpt-oss-120b, gpt-oss-20b, "
+             "llama-4-scout, llama-4-maverick, qwen2.5-vl-7b"});
 }
 
 TEST_CASE("Malformed scenario: an unknown model preset given by name is reported with the same text") {
@@ -623,7 +624,8 @@ workload:
               "deepseek-v3.2, minimax-m2.5, minimax-m2.7, "
               "qwen3.5-397b-a17b, qwen3.5-122b-a10b, qwen3.5-35b-a3b, qwen3.5-27b, "
               "nemotron-3-nano-30b-a3b, nemotron-3-super-120b-a12b, nemotron-3-ultra-550b-a55b, "
-              "nemotron-h-56b, glm-4.5, glm-4.5-air, glm-5, glm-5.2, step-3.7-flash, gpt-oss-120b, "
+              "nemotron-h-56b, glm-4.5, glm-4.5-air, glm-5, glm-5.2, step-3.7-flash, gemma-4-26b-a4b, gemma-4-31b, "
+              "mimo-v2-flash, gpt-oss-120b, "
               "gpt-oss-20b, llama-4-scout, llama-4-maverick, qwen2.5-vl-7b"}});
 }
 
