@@ -97,6 +97,8 @@ StageWeights stage_weights(const ModelSpec& m, const ParallelPlan& p, int stage,
     dense_layer = attention_chip_elements(m, p) + dense_mlp;
   }
   const double moe_layer = attention_chip_elements(m, p) * wb + moe_layer_bytes(m, p);
+  // Dense MLPs in a format of their own (ModelFormats::mlp) hold that many bytes less or more.
+  const double mlp_delta = m.formats.mlp ? dense_mlp * (bytes_per_element(*m.formats.mlp) - wb) : 0.0;
   // Linear-attention layers hold their mixer instead of the attention block.
   const double linear_delta = m.linear.enabled() ? linear_chip_elements(m, p) - attention_chip_elements(m, p) : 0.0;
   // Sliding-window layers of their own attention shape hold that attention block instead.
@@ -107,7 +109,8 @@ StageWeights stage_weights(const ModelSpec& m, const ParallelPlan& p, int stage,
   const double no_indexer = m.dsa.enabled() ? static_cast<double>(m.indexer_params()) * (n.layers - n.indexer) : 0.0;
   // Layers without a feed-forward block hold their mixer alone.
   w.layers = Bytes{dense_layer * n.dense() * wb + moe_layer * n.moe + linear_delta * n.linear * wb +
-                   attention_chip_elements(m, p) * n.no_ffn * wb - no_indexer * wb + window_delta * n.window * wb};
+                   attention_chip_elements(m, p) * n.no_ffn * wb - no_indexer * wb + window_delta * n.window * wb +
+                   mlp_delta * n.dense()};
 
   const double embedding = static_cast<double>(m.embedding_params()) / p.tp;
   const bool first = stage == 0, last = stage == p.pp - 1;
@@ -121,7 +124,7 @@ StageWeights stage_weights(const ModelSpec& m, const ParallelPlan& p, int stage,
 
   if (last && c.load_mtp && m.mtp_layers > 0) {
     // An MTP layer is split like the last decoder layer; eh_proj and its norms are replicated.
-    const double layer = m.is_moe_layer(m.layers - 1) ? moe_layer : dense_layer * wb;
+    const double layer = m.is_moe_layer(m.layers - 1) ? moe_layer : dense_layer * wb + mlp_delta;
     const double extra = (2.0 * m.hidden * m.hidden + 3.0 * m.hidden) * wb;
     w.mtp = Bytes{m.mtp_layers * (layer + extra)};
   }

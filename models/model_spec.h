@@ -137,6 +137,9 @@ struct ModelFormats {
   // the bf16 rate plus the dequantisation work (the `dequantize` component), instead of being an
   // error.
   bool emulate = false;
+  // Dense MLPs in a format of their own (ModelOpt mixed precision: nvidia/Gemma-4-31B-IT-NVFP4's
+  // NVFP4 MLPs beside bf16 attention); none: `weights`.
+  std::optional<Format> mlp;
 };
 
 struct LayerCounts {
@@ -235,6 +238,7 @@ struct ModelSpec {
   // KV (kv_bytes_per_token) and the recurrent state of every linear-attention layer.
   double kv_transfer_bytes(std::int64_t tokens) const;
   double weight_bytes_per_element() const { return bytes_per_element(formats.weights); }
+  Format mlp_format() const { return formats.mlp.value_or(formats.weights); }
   double expert_bytes_per_element() const { return bytes_per_element(formats.experts); }
 };
 

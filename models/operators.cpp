@@ -454,9 +454,11 @@ LayerTokenOps layer_token_ops(const ModelSpec& m, const ParallelPlan& p, const M
   // down [ffn x h] ---
   const double ffn = static_cast<double>(m.intermediate) / p.tp;
   const double mats = m.gated_mlp ? 3.0 : 2.0;  // weight matrices of an MLP or expert
-  o.dense_mlp = gemm(OpKind::kGemmMlp, wf, t, h, (mats - 1) * ffn);
-  absorb(o.dense_mlp, gemm(OpKind::kGemmMlp, wf, t, ffn, h));
-  o.dequant_dense = dequant(wf, mats * h * ffn, 2);
+  // In the MLP format where the checkpoint has one (ModelFormats::mlp).
+  const GemmFormat mf = m.formats.mlp ? gemm_format(*m.formats.mlp, rates) : wf;
+  o.dense_mlp = gemm(OpKind::kGemmMlp, mf, t, h, (mats - 1) * ffn);
+  absorb(o.dense_mlp, gemm(OpKind::kGemmMlp, mf, t, ffn, h));
+  o.dequant_dense = dequant(mf, mats * h * ffn, 2);
   // Elementwise kernels, each reading and writing activations once (bytes per token). The
   // residual add runs inside the RMSNorm that follows it, one fused add + norm kernel per norm:
   // vLLM's and SGLang's RMSNorm(x, residual) run fused_add_rms_norm / fused_add_rmsnorm, in place

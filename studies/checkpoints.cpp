@@ -35,6 +35,18 @@ constexpr Format kNvfp4 = Format::kNvfp4, kMxfp4 = Format::kMxfp4, kW4A16 = Form
 // the shared experts (bf16) and quantise the routed experts (NVFP4, one e4m3 scale per 16) with an
 // fp8 KV cache; of dense models they quantise every linear layer but lm_head. The families' own
 // FP8 checkpoints are block-scaled (weight_block_size [128, 128]); NVIDIA's FP8 ones per-tensor.
+// Checkpoints whose dense MLPs are in a format of their own (ModelFormats::mlp), by id: the MLP
+// part of their rows' sources. W4A16_NVFP4 (fp4 weights with an e4m3 scale per 16, bf16
+// activations) is the simulator's W4A16: 0.5625 bytes per weight, the bf16 rate.
+struct MlpFormat {
+  const char* id;
+  Format mlp;
+};
+const MlpFormat kMlpFormats[] = {
+    {"nvidia/Gemma-4-31B-IT-NVFP4", kNvfp4},
+    {"nvidia/Qwen3.6-27B-NVFP4", kW4A16},
+};
+
 const Row kRows[] = {
     {"meta-llama/Llama-3.1-8B", "llama-3.1-8b", kBf16, kBf16, kBf16, "bfloat16", false,
      "meta-llama/Llama-3.1-8B config.json (bf16)"},
@@ -241,6 +253,12 @@ const Row kRows[] = {
     {"nvidia/GLM-5.1-NVFP4", "glm-5", kBf16, kNvfp4, kFp8, "nvfp4", false,
      "nvidia/GLM-5.1-NVFP4 hf_quant_config.json (routed experts NVFP4; self_attn and shared experts "
      "excluded; FP8 KV)"},
+    {"nvidia/Gemma-4-31B-IT-NVFP4", "gemma-4-31b", kBf16, kBf16, kFp8, "nvfp4", false,
+     "nvidia/Gemma-4-31B-IT-NVFP4 hf_quant_config.json (NVFP4 MLPs; self_attn, lm_head and the vision tower "
+     "excluded; FP8 KV)"},
+    {"nvidia/Qwen3.6-27B-NVFP4", "qwen3.5-27b", kFp8, kFp8, kFp8, "nvfp4", false,
+     "nvidia/Qwen3.6-27B-NVFP4 config.json (text_config: Qwen3.5-27B's architecture) and hf_quant_config.json "
+     "(MIXED_PRECISION: FP8 attention and linear-attention projections, W4A16_NVFP4 MLPs and lm_head; FP8 KV)"},
     {"google/gemma-4-26B-A4B", "gemma-4-26b-a4b", kBf16, kBf16, kBf16, "bfloat16", false,
      "google/gemma-4-26B-A4B config.json (bf16; text model, the vision tower is neither run nor held)"},
     {"nvidia/Gemma-4-26B-A4B-NVFP4", "gemma-4-26b-a4b", kBf16, kNvfp4, kFp8, "nvfp4", false,
@@ -296,7 +314,10 @@ std::vector<Checkpoint> build_table() {
     Checkpoint c;
     c.id = r.id;
     c.preset = r.preset;
-    c.formats = {r.weights, r.experts, r.kv};
+    c.formats = {r.weights, r.experts, r.kv, r.weights};
+    for (const MlpFormat& f : kMlpFormats) {
+      if (std::string_view(f.id) == r.id) c.formats.mlp = f.mlp;
+    }
     c.native_modes = split_modes(r.native);
     c.pinned = r.pinned;
     c.source = r.source;
@@ -395,7 +416,7 @@ std::optional<Checkpoint> checkpoint(std::string_view model_path) {
         m.derived += " (formats of " + v->id + ")";
       } else {
         const Format f = mode == "nvfp4" ? Format::kNvfp4 : Format::kFp8Block;
-        m.formats = {f, f, Format::kBf16};
+        m.formats = {f, f, Format::kBf16, f};
         m.derived += " (" + mode + " weights)";
       }
       m.native_modes = {mode};

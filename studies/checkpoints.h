@@ -30,6 +30,7 @@ struct CheckpointFormats {
   models::Format weights = models::Format::kBf16;   // attention, dense MLPs, shared experts
   models::Format experts = models::Format::kBf16;   // routed experts
   models::Format kv_cache = models::Format::kBf16;  // what the checkpoint asks the engine for
+  models::Format mlp = models::Format::kBf16;       // dense MLPs: `weights` unless mixed precision
 };
 
 struct Checkpoint {

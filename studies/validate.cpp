@@ -63,6 +63,7 @@ std::string number(double v) {
 struct Formats {
   std::string weights, experts, kv;
   bool emulate = false;
+  std::string mlp;  // dense MLPs in a format of their own; empty: the weights'
 };
 
 // An AIConfigurator quant mode (GEMMQuantMode / MoEQuantMode, aiconfigurator sdk/common.py) as the
@@ -127,20 +128,23 @@ std::optional<Formats> formats_of(const ServingMeasurement& r, const Checkpoint&
     }
     f.weights = *w;
     f.experts = *e;
+    f.mlp = *w;  // the row's gemm mode for every dense GEMM
     if (!note.empty()) assumptions.push_back(note);
   }
   Formats out;
   out.weights = std::string(models::format_name(f.weights));
   out.experts = std::string(models::format_name(f.experts));
+  if (f.mlp != f.weights) out.mlp = std::string(models::format_name(f.mlp));
   out.kv = "bf16";
-  const bool quantised = f.weights != models::Format::kBf16 || (f.experts != models::Format::kBf16 && !cp.pinned);
+  const bool quantised = f.weights != models::Format::kBf16 || (f.experts != models::Format::kBf16 && !cp.pinned) ||
+                         f.mlp != models::Format::kBf16;
   if (engine.name == "trtllm" && quantised) {
     out.kv = "fp8";
     assumptions.emplace_back(
         "fp8 KV cache (TensorRT-LLM's quantised checkpoints quantise the KV "
         "cache too; the row does not say)");
   }
-  for (const models::Format w : {f.weights, f.experts}) {
+  for (const models::Format w : {f.weights, f.experts, f.mlp}) {
     if (!chip.has(models::compute_rate(w))) out.emulate = true;
   }
   if (out.emulate) {
@@ -349,7 +353,8 @@ RowScenario build_row_scenario(const ServingMeasurement& r, const ValidationOpti
   y << "name: \"" << r.id << "\"\n"
     << "model: {preset: " << cp->preset << ", formats: {weights: " << formats->weights
     << ", experts: " << formats->experts << ", kv_cache: " << formats->kv
-    << ", emulate: " << (formats->emulate ? "true" : "false") << "}}\n"
+    << ", emulate: " << (formats->emulate ? "true" : "false")
+    << (formats->mlp.empty() ? std::string() : ", mlp: " + formats->mlp) << "}}\n"
     << "deployment:\n";
   if (disagg && engine->kv_setup.ps() > 0) {
     y << "  kv_transfer: {setup: " << number(engine->kv_setup.to_seconds() * 1e6) << " us}\n";

@@ -584,9 +584,17 @@ bool read_model_figures(MapReader& m, const models::ModelSpec& d, bool have_base
     const auto kv = read_format(r, "kv_cache", models::kv_format_names(), d.formats.kv_cache);
     const auto emulate = r.boolean("emulate", d.formats.emulate);
     if (weights && experts && kv && emulate) {
-      s.formats = {*weights, *experts, *kv, *emulate};
+      s.formats = {*weights, *experts, *kv, *emulate, std::nullopt};
     } else {
       ok = false;
+    }
+    // Dense MLPs in a format of their own, echoed only where a model has one.
+    if (r.has("mlp") || d.formats.mlp) {
+      if (const auto mlp = read_format(r, "mlp", all, d.formats.mlp.value_or(s.formats.weights))) {
+        s.formats.mlp = *mlp;
+      } else {
+        ok = false;
+      }
     }
     r.finish();
     ok = ok && r.valid();

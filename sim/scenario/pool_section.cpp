@@ -54,6 +54,7 @@ std::vector<std::string> format_problems(const models::ModelSpec& model, const m
                   "plus the dequantisation work)");
   };
   check("weights", "weights", model.formats.weights);
+  if (model.formats.mlp && *model.formats.mlp != model.formats.weights) check("dense MLPs", "mlp", *model.formats.mlp);
   if (model.moe.enabled() && model.formats.experts != model.formats.weights) {
     check("experts", "experts", model.formats.experts);
   }

@@ -449,6 +449,24 @@ TEST_CASE("validate: TensorRT-LLM's MXFP4 experts on Hopper run expert-parallel 
   CHECK(vllm.find("expert-parallel only") == std::string::npos);
 }
 
+TEST_CASE("validate: mixed-precision checkpoints keep their MLP format (Qwen3.6-27B-NVFP4, Gemma-4-31B)") {
+  // nvidia/Qwen3.6-27B-NVFP4 hf_quant_config.json: MIXED_PRECISION, FP8 projections and
+  // W4A16_NVFP4 MLPs (the simulator's W4A16 bytes and rate) on Qwen3.5-27B's architecture.
+  const auto qwen = servesim::studies::checkpoint("nvidia/Qwen3.6-27B-NVFP4");
+  REQUIRE(qwen.has_value());
+  CHECK(qwen->preset == "qwen3.5-27b");
+  CHECK(qwen->formats.weights == servesim::models::Format::kFp8);
+  CHECK(qwen->formats.mlp == servesim::models::Format::kW4A16);
+  const auto gemma = servesim::studies::checkpoint("nvidia/Gemma-4-31B-IT-NVFP4");
+  REQUIRE(gemma.has_value());
+  CHECK(gemma->formats.weights == servesim::models::Format::kBf16);
+  CHECK(gemma->formats.mlp == servesim::models::Format::kNvfp4);
+  // Checkpoints without one keep their MLPs in the weights' format.
+  const auto fp8 = servesim::studies::checkpoint("Qwen/Qwen3-32B-FP8");
+  REQUIRE(fp8.has_value());
+  CHECK(fp8->formats.mlp == fp8->formats.weights);
+}
+
 TEST_CASE("validate: a Qwen3-VL checkpoint runs its language model, which is a Qwen3 preset's") {
   // Text-prompt benchmarks of Qwen3-VL run its language model. Each Qwen3-VL config.json
   // (tests/scenario/hf/qwen3-vl/, from AIConfigurator's model_configs) has a text_config whose

@@ -142,6 +142,19 @@ TEST_CASE("Memory: MTP layers and the vision encoder count when present") {
   CHECK(stage_weights(vl, {1, 1}, 0, c).vision.value == 2.0 * 676'550'144);
 }
 
+TEST_CASE("Memory: dense MLPs in a format of their own hold its bytes (Gemma-4-31B-IT-NVFP4)") {
+  ModelSpec g = *model_preset("gemma-4-31b");
+  ParallelPlan p;
+  p.tp = 2;
+  const MemoryConfig c = config(2048, 64);
+  const double bf16 = stage_weights(g, p, 0, c).layers.value;
+  g.formats.mlp = Format::kNvfp4;
+  const double mixed = stage_weights(g, p, 0, c).layers.value;
+  // 60 MLPs of 3 x 5376 x 21504 elements over 2 chips go from 2 bytes to 0.5625 (fp4 + an e4m3
+  // scale per 16); attention stays bf16.
+  CHECK(bf16 - mixed == approx(60.0 * 3 * 5376 * 21504 / 2 * (2.0 - 0.5625)));
+}
+
 TEST_CASE("Memory: Gated DeltaNet layers reserve a state per sequence and cache no KV (Qwen3.5-397B-A17B)") {
   const ModelSpec m = *model_preset("qwen3.5-397b-a17b");
   ParallelPlan p;

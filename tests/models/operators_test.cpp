@@ -182,6 +182,17 @@ TEST_CASE("Operators: window layers of their own shape attend and project with i
   CHECK(window.qkv.flops == 2.0 * 2816 * (16 * 256 + 2 * 8 * 256));
 }
 
+TEST_CASE("Operators: dense MLPs in a format of their own run at its rate (Gemma-4-31B-IT-NVFP4)") {
+  ModelSpec m = *model_preset("gemma-4-31b");
+  m.formats.mlp = Format::kNvfp4;
+  const LayerTokenOps o = layer_token_ops(m, plan(1), MoeLoad(), 64, rates_of("b200"));
+  CHECK(o.dense_mlp.rate == ComputeRate::kFp4);
+  CHECK(o.qkv.rate == ComputeRate::kBf16);
+  // The MLP weights read at 0.5625 bytes: 3 x 5376 x 21504 of them.
+  const LayerTokenOps bf16 = layer_token_ops(*model_preset("gemma-4-31b"), plan(1), MoeLoad(), 64, rates_of("b200"));
+  CHECK(bf16.dense_mlp.bytes - o.dense_mlp.bytes > 3.0 * 5376 * 21504 * (2.0 - 0.5625) * 0.99);
+}
+
 TEST_CASE("Operators: sliding-window layers read at most the window (gpt-oss)") {
   const ModelSpec m = *model_preset("gpt-oss-120b");
   BatchShape b;

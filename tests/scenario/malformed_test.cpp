@@ -1322,6 +1322,29 @@ workload:
              "at their width, math at the bf16 rate plus the dequantisation work)"});
 }
 
+TEST_CASE("Malformed scenario: NVFP4 MLPs on a chip without fp4 name the MLP format's key") {
+  // H100 has no fp4 rate (chip_spec.cpp); the attention stays bf16, which it has.
+  check_one(R"(
+model: {preset: gemma-4-31b, formats: {mlp: nvfp4}}
+deployment:
+  pools:
+    - chip: h100-sxm
+      instances: 1
+      parallel: {tp: 2}
+workload:
+  requests: 10
+  arrivals: {process: poisson, rate: 10 /s}
+  lengths:
+    prompt: {distribution: fixed, value: 128}
+    output: {distribution: fixed, value: 16}
+)",
+            {kFile, 4, 13, "deployment.pools[0].chip",
+             "gemma-4-31b's dense MLPs are nvfp4, which runs at the fp4 rate h100-sxm does not "
+             "have (it has bf16, fp8, int8); serve them in a format it has (model.formats.mlp), or "
+             "set model.formats.emulate: true to run them as weight-only kernels (stored and read "
+             "at their width, math at the bf16 rate plus the dequantisation work)"});
+}
+
 TEST_CASE("Malformed scenario: an expert split that does not cover the chips is reported at its keys") {
   // tp 2 x dp 4 = 8 chips per stage; ep 3 divides neither the 128 experts nor the 8 chips.
   check_all(diagnostics_of(R"(
