@@ -242,6 +242,16 @@ struct ModelSpec {
   double expert_bytes_per_element() const { return bytes_per_element(formats.experts); }
 };
 
+// ModelSpec::kv_transfer_bytes with its two terms read once: the same double per call, without
+// walking the layers (the simulation asks it for every chunk and transfer).
+struct KvTransferSize {
+  explicit KvTransferSize(const ModelSpec& m)
+      : per_token(static_cast<double>(m.kv_bytes_per_token())), states(m.kv_transfer_bytes(0)) {}
+  double operator()(std::int64_t tokens) const { return static_cast<double>(tokens) * per_token + states; }
+  double per_token;  // ModelSpec::kv_bytes_per_token
+  double states;     // the linear-attention states (kv_transfer_bytes(0))
+};
+
 // Shipped presets, by lower-case name ("llama-3.1-70b").
 std::optional<ModelSpec> model_preset(std::string_view name);
 std::vector<std::string_view> model_preset_names();

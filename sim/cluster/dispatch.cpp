@@ -18,6 +18,7 @@ Dispatcher::Dispatcher(const SimulationConfig& config, Deployment& deployment, N
       observer_(observer),
       agenda_(agenda),
       model_(config.model),
+      kv_transfer_bytes_(config.model),
       ttft_budget_(config.admission.ttft_budget),
       streamed_(config.disaggregation.kv_transfer == KvTransferMode::kLayerStreamed) {
   std::size_t stages = 0;
@@ -211,8 +212,8 @@ void Dispatcher::add_kv_queue_wait(const Pool& pool, Instance& inst, Batch& batc
     const double streamed = static_cast<double>(std::max(1, model_.layers) - 1) / std::max(1, model_.layers);
     for (const Chunk& c : batch.chunks) {
       const RequestState& s = requests_[c.request];
-      const double bytes = model_.kv_transfer_bytes(static_cast<std::int64_t>(s.prefilled) + c.tokens) -
-                           model_.kv_transfer_bytes(s.prefilled);
+      const double bytes =
+          kv_transfer_bytes_(static_cast<std::int64_t>(s.prefilled) + c.tokens) - kv_transfer_bytes_(s.prefilled);
       post_kv_send(inst, bytes * streamed, now);
     }
   }

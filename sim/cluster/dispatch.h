@@ -95,6 +95,7 @@ class Dispatcher {
   RunObserver& observer_;
   Agenda& agenda_;
   const models::ModelSpec& model_;
+  models::KvTransferSize kv_transfer_bytes_;  // model_'s, read once
   std::optional<Duration> ttft_budget_;
   bool streamed_;  // layer-streamed KV transfers
   // Scratch buffers reused by every event (no allocation per event once warm).

@@ -12,15 +12,14 @@ Transfers::Transfers(const SimulationConfig& config, Deployment& deployment, Net
       lifecycle_(lifecycle),
       observer_(observer),
       agenda_(agenda),
-      kv_bytes_per_token_(static_cast<double>(config.model.kv_bytes_per_token())),
-      kv_state_bytes_(config.model.kv_transfer_bytes(0)),
+      kv_transfer_bytes_(config.model),
       kv_setup_(config.disaggregation.kv_setup),
       embedding_bytes_per_token_(config.disaggregation.embedding_bytes_per_token > 0
                                      ? config.disaggregation.embedding_bytes_per_token
                                      : 2.0 * config.model.hidden),  // bf16 embeddings
       layers_(std::max(1, config.model.layers)),
       streamed_(config.disaggregation.kv_transfer == KvTransferMode::kLayerStreamed) {
-  SERVESIM_CHECK(kv_transfer_bytes(1) == config.model.kv_transfer_bytes(1));
+  SERVESIM_CHECK(kv_transfer_bytes_(1) == config.model.kv_transfer_bytes(1));
 }
 
 void Transfers::start(RequestId r, std::uint32_t from, std::uint32_t to, double bytes, Network::FlowKind kind) {
@@ -95,7 +94,7 @@ void Transfers::prefills_started(std::span<const RequestId> started) {
     Journey& j = requests_.journey(r);
     if (j.streamed || !awaiting_.empty() || !place_decode(r)) continue;
     // Layer-streamed: every layer but the last moves while the prompt is prefilled.
-    const double total = kv_transfer_bytes(requests_[r].prefill_target);
+    const double total = kv_transfer_bytes_(requests_[r].prefill_target);
     j.streamed = true;
     begin_kv(r, total, total * (layers_ - 1) / layers_);
     network_->reschedule();
@@ -110,7 +109,7 @@ void Transfers::prefill_done(RequestId r, Lane& lane) {
   pool.load.left(pool.local(s.instance), 0);
   j.prefill_end = agenda_.now();
   j.in_prefill = false;
-  const double total = kv_transfer_bytes(s.prefill_target);
+  const double total = kv_transfer_bytes_(s.prefill_target);
   if (j.streamed) {
     // The last layer's share leaves now; the rest has been moving since the first chunk.
     post_kv_queue(r, total / layers_);
@@ -142,7 +141,7 @@ void Transfers::drain_awaiting() {
     if (!place_decode(r)) break;
     awaiting_.pop_front();
     requests_.advance(r, metrics::TtftPart::kQueueing, agenda_.now());
-    const double total = kv_transfer_bytes(requests_[r].prefill_target);
+    const double total = kv_transfer_bytes_(requests_[r].prefill_target);
     begin_kv(r, total, total);
     started = true;
   }

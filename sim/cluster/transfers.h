@@ -72,21 +72,14 @@ class Transfers {
   // them there (Pool::kv_queue_s_per_byte).
   void post_kv_queue(RequestId r, double bytes);
   void start(RequestId r, std::uint32_t from, std::uint32_t to, double bytes, Network::FlowKind kind);
-  // ModelSpec::kv_transfer_bytes(tokens), tokens x kv_bytes_per_token + the linear-attention
-  // states, from its two terms read once (the same double: the model walks its layers per call).
-  double kv_transfer_bytes(std::int64_t tokens) const {
-    return static_cast<double>(tokens) * kv_bytes_per_token_ + kv_state_bytes_;
-  }
-
   Deployment& deployment_;
   Network* network_;
   RequestTable& requests_;
   Lifecycle& lifecycle_;
   RunObserver& observer_;
   Agenda& agenda_;
-  double kv_bytes_per_token_ = 0;  // ModelSpec::kv_bytes_per_token
-  double kv_state_bytes_ = 0;      // ModelSpec::kv_transfer_bytes(0): the linear-attention states
-  Duration kv_setup_;              // DisaggregationConfig::kv_setup
+  models::KvTransferSize kv_transfer_bytes_;
+  Duration kv_setup_;  // DisaggregationConfig::kv_setup
   double embedding_bytes_per_token_ = 0;
   int layers_ = 1;
   bool streamed_ = false;          // KvTransferMode::kLayerStreamed
