@@ -494,7 +494,7 @@ void IterationCostModel::cost(const models::BatchShape& b, std::int64_t sequence
     if (decode) cp += to_ps(comm_.seconds(cp_decode_.base.collective, cp_span_, cp_decode_.bytes(b)));
   }
   // Attention-DP imbalance: the busiest rank's decode attention kernels beyond the even split's,
-  // per full layer, per window layer and per layer (absorption, indexer, CP exchange).
+  // per full layer, per window layer, per layer (absorption, CP exchange) and per indexer layer.
   std::int64_t excess_full = 0, excess_window = 0, excess_layer = 0, excess_linear = 0, excess_indexer = 0;
   if (busiest != nullptr && decode) [[unlikely]] {
     const models::BatchShape& w = *busiest;
@@ -503,7 +503,6 @@ void IterationCostModel::cost(const models::BatchShape& b, std::int64_t sequence
     if (has_window_) excess_window = run_decode_at(decode_window_, w) - attn_decode_window;
     if (has_mla_) excess_layer += to_ps(absorb_.seconds(w, cm)) - absorb;
     if (has_dsa_) excess_indexer = run_decode_at(indexer_decode_, w) - run_decode(indexer_decode_);
-    excess_layer += excess_indexer;
     if (plan_.cp > 1) {
       excess_layer += to_ps(comm_.seconds(cp_decode_.base.collective, cp_span_, cp_decode_.bytes(w))) -
                       to_ps(comm_.seconds(cp_decode_.base.collective, cp_span_, cp_decode_.bytes(b)));
@@ -532,8 +531,8 @@ void IterationCostModel::cost(const models::BatchShape& b, std::int64_t sequence
     const StageLayers& l = stage_layers_[static_cast<std::size_t>(s)];
     std::int64_t hidden = 0;
     std::int64_t t = stage_gpu_ps(l, lin, x, b.tokens, contention, hidden) + l.full * excess_full +
-                     l.window * excess_window + l.layers * excess_layer + l.linear * excess_linear -
-                     l.shared_indexer * excess_indexer;
+                     l.window * excess_window + l.layers * excess_layer + l.linear * excess_linear +
+                     (l.layers - l.shared_indexer) * excess_indexer;
     hidden_a2a += hidden;
     if (s == 0) t = first_stage_ps(t, lin, host, exposed_host);
     // The last stage runs the LM head; the others send activations on.
@@ -557,7 +556,7 @@ void IterationCostModel::cost(const models::BatchShape& b, std::int64_t sequence
   c[idx(OpKind::kLmHead)] = lm_head;
   c[idx(OpKind::kMtpDraft)] = draft;
   c[idx(OpKind::kImbalance)] = n.full * excess_full + n.window * excess_window + n.layers * excess_layer +
-                               n.linear * excess_linear - n.shared_indexer * excess_indexer;
+                               n.linear * excess_linear + (n.layers - n.shared_indexer) * excess_indexer;
   c[idx(OpKind::kPpSend)] = sends;
   c[idx(OpKind::kGemmQkv)] += n.layers * up_projection;
   c[idx(OpKind::kGemmOut)] += n.layers * absorb;
