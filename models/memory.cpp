@@ -26,13 +26,19 @@ double attention_chip_elements(const ModelSpec& m, const ParallelPlan& p) {
     replicated += static_cast<double>(m.indexer_params());
     return replicated + split / tp;
   }
-  if (m.kv_heads >= p.tp) return static_cast<double>(m.attention_params()) / tp;
+  // A block sparse attention's index projections are replicated, like DSA's.
+  const double indexer = static_cast<double>(m.indexer_params());
+  if (m.kv_heads >= p.tp) {
+    if (indexer > 0) return (static_cast<double>(m.attention_params()) - indexer) / tp + indexer;
+    return static_cast<double>(m.attention_params()) / tp;
+  }
   // More TP ranks than KV heads: each chip holds one whole KV head (vLLM replicates them).
   // K and V (K only where V is K's projection, k_eq_v) of one KV head, with their biases.
   const double kv_dims = m.head_dim + (m.k_eq_v ? 0 : m.value_dim());
   const double h = m.hidden;
   const double kv_total = h * m.kv_heads * kv_dims + (m.qkv_bias ? m.kv_heads * kv_dims : 0.0);
   const double kv_chip = h * kv_dims + (m.qkv_bias ? kv_dims : 0.0);
+  if (indexer > 0) return (static_cast<double>(m.attention_params()) - kv_total - indexer) / tp + kv_chip + indexer;
   return (static_cast<double>(m.attention_params()) - kv_total) / tp + kv_chip;
 }
 
@@ -91,7 +97,7 @@ StageWeights stage_weights(const ModelSpec& m, const ParallelPlan& p, int stage,
   // Dense layers: attention + MLP split over tp (replicated parts as attention_chip_elements).
   const double dense_mlp = static_cast<double>(m.dense_mlp_params()) / p.tp;
   double dense_layer = 0;
-  if (m.attention == AttentionKind::kGqa && m.kv_heads >= p.tp) {
+  if (m.attention == AttentionKind::kGqa && m.kv_heads >= p.tp && !m.dsa.enabled()) {
     dense_layer = static_cast<double>(m.attention_params() + m.dense_mlp_params()) / p.tp;
   } else {
     dense_layer = attention_chip_elements(m, p) + dense_mlp;
@@ -188,7 +194,11 @@ double kv_bytes_per_token_per_chip(const ModelSpec& m, const ParallelPlan& p, in
     // Index keys only on the layers that run the DSA indexer (all of a DSA model's layers are full).
     return (m.kv_bytes_per_token_layer() * n.full() + m.index_bytes_per_token_layer() * n.indexer) / p.cp;
   }
-  return kv_bytes_per_token_layer_chip(m, p) * n.full() / p.cp;
+  const double kv = kv_bytes_per_token_layer_chip(m, p) * n.full();
+  // Block sparse attention's index keys: every chip holds those of its layers (AIConfigurator's MSA
+  // model charges the index cache unsplit).
+  if (m.dsa.enabled()) return (kv + m.index_bytes_per_token_layer() * n.indexer) / p.cp;
+  return kv / p.cp;
 }
 
 MemoryPlan plan_memory(const ModelSpec& m, const ChipSpec& chip, const ParallelPlan& p, const MemoryConfig& c) {

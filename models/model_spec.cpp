@@ -38,6 +38,15 @@ bool ModelSpec::is_indexer_layer(int layer) const {
   return dsa.pattern.empty() || dsa.pattern[static_cast<std::size_t>(layer) % dsa.pattern.size()] == 'F';
 }
 
+bool ModelSpec::is_dense_attention_layer(int layer) const {
+  if (!dsa.enabled() || dsa.pattern.empty()) return false;
+  return dsa.pattern[static_cast<std::size_t>(layer) % dsa.pattern.size()] == 'D';
+}
+
+bool ModelSpec::has_dense_attention_layers() const {
+  return dsa.enabled() && dsa.pattern.find('D') != std::string::npos;
+}
+
 bool ModelSpec::window_shape_differs() const {
   if (!window.enabled()) return false;
   return k_eq_v || (window.kv_heads > 0 && window.kv_heads != kv_heads) ||
@@ -63,6 +72,7 @@ LayerCounts ModelSpec::count_layers(int first, int n) const {
     c.window += is_window_layer(l) ? 1 : 0;
     c.linear += is_linear_layer(l) ? 1 : 0;
     c.indexer += is_indexer_layer(l) ? 1 : 0;
+    c.dense_attention += is_dense_attention_layer(l) ? 1 : 0;
   }
   return c;
 }
@@ -86,6 +96,7 @@ std::int64_t ModelSpec::attention_params() const {
     if (qkv_bias) p += nh * hd + kv * (hd + vd);
     if (o_bias) p += h;
     if (qk_norm) p += 2 * hd;
+    p += indexer_params();
   }
   if (attention_sinks) p += nh;
   return p;
@@ -93,9 +104,11 @@ std::int64_t ModelSpec::attention_params() const {
 
 std::int64_t ModelSpec::indexer_params() const {
   if (!dsa.enabled()) return 0;
+  const std::int64_t h = hidden, ql = mla.q_lora_rank, ih = dsa.index_heads, id = dsa.index_dim;
+  // Block sparse attention (MiniMax-M3 index_q_proj, index_k_proj): h -> index_heads x index_dim each.
+  if (dsa.block_scored()) return 2 * h * ih * id;
   // Indexer (DeepSeek-V3.2 / GLM-5): wq_b q_lora -> index_heads x index_dim, wk h -> index_dim, a
   // LayerNorm on the key (weight and bias), weights_proj h -> index_heads.
-  const std::int64_t h = hidden, ql = mla.q_lora_rank, ih = dsa.index_heads, id = dsa.index_dim;
   return (ql > 0 ? ql : h) * ih * id + h * id + 2 * id + h * ih;
 }
 
@@ -191,8 +204,10 @@ double ModelSpec::kv_bytes_per_token_layer() const {
 }
 
 double ModelSpec::index_bytes_per_token_layer() const {
-  // vLLM DeepseekV32IndexerCache: index_dim fp8 values + one fp32 scale per 128 of them.
+  // vLLM DeepseekV32IndexerCache: index_dim fp8 values + one fp32 scale per 128 of them. Block
+  // sparse attention: index_heads fp8 keys of index_dim per block (AIConfigurator's MSA model).
   if (!dsa.enabled()) return 0;
+  if (dsa.block_scored()) return static_cast<double>(dsa.index_heads) * dsa.index_dim / dsa.block;
   return dsa.index_dim + 4.0 * std::ceil(dsa.index_dim / 128.0);
 }
 
@@ -402,6 +417,19 @@ std::vector<ModelSpec> build_presets() {
   mm27.max_context = 204800;
   mm27.source = "MiniMaxAI/MiniMax-M2.7 config.json";
   p.push_back(mm27);
+  // MiniMaxAI/MiniMax-M3 config.json (minimax_m3, the text decoder of the multimodal checkpoint): 60
+  // layers, hidden 6144, GQA 64 / 4 heads of 128 with per-head QK-norm, MiniMax Sparse Attention
+  // (sparse_attention_config: 4 index heads of 128, the top 16 blocks of 128 tokens, on every layer
+  // but the first three: sparse_attention_freq 0, 0, 0, 1, ...), a dense MLP of 12288
+  // (dense_intermediate_size) in the first three layers (moe_layer_freq), then 128 experts top-4 of
+  // 3072 with a routing bias and one shared expert of 3072, vocab 200064, 1048576 positions, untied
+  // embeddings, bf16. Its MTP modules are not modelled (as MiniMax-M2.5's). 426.3e9 parameters
+  // without the vision tower (MiniMax: "428B total, 23B active" with it).
+  ModelSpec mm3 = dense("minimax-m3", 60, 6144, 64, 4, 128, 12288, 200064, 1048576, "MiniMaxAI/MiniMax-M3 config.json");
+  mm3.qk_norm = true;
+  mm3.moe = moe(128, 4, 3072, 1, 3, true);
+  mm3.dsa = {4, 128, 16 * 128, "DDD" + std::string(57, 'F'), 128};
+  p.push_back(mm3);
 
   // Qwen3.5 (Qwen/Qwen3.5-*/config.json text_config, model_type qwen3_5_moe_text / qwen3_5_text):
   // hybrid layers, three Gated DeltaNet layers then one full-attention layer (layer_types,
@@ -721,16 +749,26 @@ std::vector<std::string> validate_model(const ModelSpec& m) {
     }
   }
   if (m.dsa.enabled()) {
-    if (m.attention != AttentionKind::kMla) {
-      out.emplace_back("DSA sparse attention is modelled on top of MLA; set attention: mla");
+    if (m.attention != AttentionKind::kMla && !m.dsa.block_scored()) {
+      out.emplace_back(
+          "DSA sparse attention is modelled on top of MLA; set attention: mla (or dsa.block > 1: block sparse on GQA)");
+    }
+    if (m.attention == AttentionKind::kMla && m.dsa.block_scored()) {
+      out.emplace_back("block-scored sparse attention (dsa.block > 1) is modelled on GQA attention only");
     }
     if (m.dsa.index_heads < 1 || m.dsa.index_dim < 1) {
       out.emplace_back("DSA needs index_heads and index_dim >= 1");
     }
-    if (!m.dsa.pattern.empty() &&
-        (m.dsa.pattern.find_first_not_of("FS") != std::string::npos || m.dsa.pattern.front() != 'F')) {
+    if (m.dsa.block < 1) out.push_back("DSA block (" + str(m.dsa.block) + ") must be >= 1");
+    const std::size_t first_sparse = m.dsa.pattern.find_first_not_of('D');
+    if (!m.dsa.pattern.empty() && (m.dsa.pattern.find_first_not_of("FSD") != std::string::npos ||
+                                   first_sparse == std::string::npos || m.dsa.pattern[first_sparse] != 'F')) {
       out.push_back("DSA indexer pattern '" + m.dsa.pattern +
-                    "' must hold F (runs the indexer) and S (reuses the last F layer's top-k) only, starting with F");
+                    "' must hold F (runs the indexer), S (reuses the last F layer's top-k) and D (dense attention, "
+                    "no indexer) only, its first sparse layer an F");
+    }
+    if (m.has_dense_attention_layers() && m.window.enabled()) {
+      out.emplace_back("DSA dense-attention layers (pattern D) with sliding-window layers are not modelled");
     }
   }
   if (m.moe.enabled()) {

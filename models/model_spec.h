@@ -66,9 +66,18 @@ struct DsaSpec {
   int top_k = 0;  // tokens each query attends to; 0 = no sparse attention
   // Which layers run the indexer, repeating over the layers: 'F' computes it (and holds its weights
   // and index keys), 'S' attends over the top-k of the last 'F' layer before it (GLM-5.2
-  // config.json indexer_types full / shared). Empty: every layer.
+  // config.json indexer_types full / shared), 'D' attends densely over the whole context with no
+  // indexer (MiniMax-M3's first three layers: sparse_attention_freq 0). Empty: every layer 'F'.
   std::string pattern;
+  // Tokens per scored block. 1: the indexer scores every cached token against one shared index key
+  // (DSA). Above 1, block sparse attention (MiniMax Sparse Attention, MiniMax-M3's sparse_block_size
+  // 128): the indexer scores blocks, each holding index_heads fp8 keys of index_dim, and the query
+  // attends to the tokens of the top_k / block best blocks. As AIConfigurator's MSA model counts
+  // them (aic-core operators/msa.rs): index projections q and k of index_heads x index_dim, no
+  // weights projection.
+  int block = 1;
   bool enabled() const { return top_k > 0; }
+  bool block_scored() const { return block > 1; }
 };
 
 struct MoeSpec {
@@ -144,11 +153,12 @@ struct ModelFormats {
 
 struct LayerCounts {
   int layers = 0;
-  int moe = 0;      // layers with a MoE block
-  int no_ffn = 0;   // layers with a mixer only (ModelSpec::ffn_pattern 'N'); the rest have a dense MLP
-  int window = 0;   // sliding-window attention layers
-  int linear = 0;   // linear-attention layers (the rest attend over the full context)
-  int indexer = 0;  // layers that run the DSA indexer (the other DSA layers reuse its top-k)
+  int moe = 0;              // layers with a MoE block
+  int no_ffn = 0;           // layers with a mixer only (ModelSpec::ffn_pattern 'N'); the rest have a dense MLP
+  int window = 0;           // sliding-window attention layers
+  int linear = 0;           // linear-attention layers (the rest attend over the full context)
+  int indexer = 0;          // layers that run the DSA indexer (the other DSA layers reuse its top-k)
+  int dense_attention = 0;  // DSA layers attending over the whole context (DsaSpec::pattern 'D')
   int dense() const { return layers - moe - no_ffn; }
   int full() const { return layers - window - linear; }
 };
@@ -197,7 +207,9 @@ struct ModelSpec {
   bool has_ffn(int layer) const;  // false: a mixer-only layer
   bool is_window_layer(int layer) const;
   bool is_linear_layer(int layer) const;
-  bool is_indexer_layer(int layer) const;  // runs the DSA indexer (DsaSpec::pattern)
+  bool is_indexer_layer(int layer) const;          // runs the DSA indexer (DsaSpec::pattern)
+  bool is_dense_attention_layer(int layer) const;  // a DSA model's layer without sparse attention ('D')
+  bool has_dense_attention_layers() const;         // any such layer
   int value_dim() const { return value_head_dim > 0 ? value_head_dim : head_dim; }
   // Whether sliding-window layers attend with another shape than full ones (WindowSpec::kv_heads,
   // head_dim; k_eq_v), and that shape: the spec with the window layers' KV heads and head dim.

@@ -403,6 +403,15 @@ LayerTokenOps layer_token_ops(const ModelSpec& m, const ParallelPlan& p, const M
     o.qkv = gemm(OpKind::kGemmQkv, wf, t, h, qkv_columns);
     o.out = gemm(OpKind::kGemmOut, wf, t, hq * vd, h);
     attention_weights += h * qkv_columns + hq * vd * h;
+    if (m.dsa.enabled()) {
+      // Block sparse attention's index projections (replicated): q and k, h -> index_heads x
+      // index_dim each (ModelSpec::indexer_params).
+      o.qkv_without_indexer = o.qkv;
+      attention_weights_without_indexer = attention_weights;
+      const double ih = m.dsa.index_heads, id = m.dsa.index_dim;
+      absorb(o.qkv, gemm(OpKind::kGemmQkv, wf, t, h, 2.0 * ih * id));
+      attention_weights += 2.0 * h * ih * id;
+    }
   }
   o.dequant_attention = dequant(wf, attention_weights, o.qkv.kernels + o.out.kernels);
   if (m.dsa.enabled()) {
@@ -414,6 +423,10 @@ LayerTokenOps layer_token_ops(const ModelSpec& m, const ParallelPlan& p, const M
     // output (Qwen3NextAttention: attn_output * sigmoid(gate)).
     absorb(o.qkv, gemm(OpKind::kGemmQkv, wf, t, h, hq * m.head_dim));
     o.qkv.kernels -= 1;  // one fused q_proj (q and gate) with k and v
+    if (m.dsa.enabled()) {
+      absorb(o.qkv_without_indexer, gemm(OpKind::kGemmQkv, wf, t, h, hq * m.head_dim));
+      o.qkv_without_indexer.kernels -= 1;
+    }
     o.dequant_attention.flops += wf.emulated ? 2.0 * h * hq * m.head_dim : 0.0;
   }
 
@@ -627,6 +640,33 @@ LayerBatchOps layer_batch_ops(const ModelSpec& m, const ParallelPlan& p, const B
     return op;
   };
 
+  // Indexer: every query scores every cached token (every block of `block` tokens, block sparse
+  // attention) with index_heads x index_dim fp8 products (2 FLOPs each) and reads the cached index
+  // keys.
+  auto add_indexer = [&] {
+    const double ih = m.dsa.index_heads, id = m.dsa.index_dim, per = m.dsa.block;
+    const double ib = m.index_bytes_per_token_layer();
+    Operator ip;
+    ip.kind = OpKind::kIndexer;
+    ip.rate = ComputeRate::kFp8;
+    ip.flops = 2.0 * ih * id * (b.prefill_pairs / per) / ranks;
+    ip.bytes = static_cast<double>(b.prefill_kv_tokens) / ranks * ib + prefill_q * ih * id;
+    ip.m = prefill_q;
+    ip.batch = chunks;
+    ip.context = static_cast<double>(b.prefill_kv_tokens) / ranks;
+    ip.n = ih;
+    ip.k = id;
+    o.indexer_prefill = ip;
+    Operator idec = ip;
+    const double dkv = static_cast<double>(b.decode_kv_tokens) / ranks;
+    idec.flops = 2.0 * ih * id * (dkv / per);
+    idec.bytes = dkv * ib + decode_q * ih * id;
+    idec.m = decode_q;
+    idec.batch = decode_q;
+    idec.context = dkv;
+    o.indexer_decode = idec;
+  };
+
   if (m.attention == AttentionKind::kMla) {
     const MlaSpec& a = m.mla;
     const double latent = a.kv_lora_rank + a.qk_rope_dim;
@@ -645,29 +685,7 @@ LayerBatchOps layer_batch_ops(const ModelSpec& m, const ParallelPlan& p, const B
       o.decode_full = attention(OpKind::kAttentionDecode, per_pair * dk,
                                 dk * latent * kvb + act * decode_q * hq * (latent + a.kv_lora_rank), decode_q, decode_q,
                                 dk, hq, latent);
-      // Indexer: every query scores every cached token with index_heads x index_dim fp8 products
-      // (2 FLOPs each) and reads the cached index keys.
-      const double ih = m.dsa.index_heads, id = m.dsa.index_dim;
-      const double ib = m.index_bytes_per_token_layer();
-      Operator ip;
-      ip.kind = OpKind::kIndexer;
-      ip.rate = ComputeRate::kFp8;
-      ip.flops = 2.0 * ih * id * b.prefill_pairs / ranks;
-      ip.bytes = static_cast<double>(b.prefill_kv_tokens) / ranks * ib + prefill_q * ih * id;
-      ip.m = prefill_q;
-      ip.batch = chunks;
-      ip.context = static_cast<double>(b.prefill_kv_tokens) / ranks;
-      ip.n = ih;
-      ip.k = id;
-      o.indexer_prefill = ip;
-      Operator idec = ip;
-      const double dkv = static_cast<double>(b.decode_kv_tokens) / ranks;
-      idec.flops = 2.0 * ih * id * dkv;
-      idec.bytes = dkv * ib + decode_q * ih * id;
-      idec.m = decode_q;
-      idec.batch = decode_q;
-      idec.context = dkv;
-      o.indexer_decode = idec;
+      add_indexer();
       o.prefill_up_projection.kind = OpKind::kGemmQkv;
       o.prefill_up_projection.kernels = 0;
     } else {
@@ -760,6 +778,21 @@ LayerBatchOps layer_batch_ops(const ModelSpec& m, const ParallelPlan& p, const B
     o.decode_full = decode(full, static_cast<double>(b.decode_kv_tokens));
     o.prefill_window = prefill(window, b.prefill_pairs_window, static_cast<double>(b.prefill_kv_window));
     o.decode_window = decode(window, static_cast<double>(b.decode_kv_window));
+    const bool dense_layers = m.has_dense_attention_layers();
+    if (m.dsa.enabled()) {
+      // Block sparse attention (MiniMax Sparse Attention): a sparse layer's query attends to the
+      // tokens of its top_k / block selected blocks, a GQA attention over min(context, top_k) keys
+      // (the kernel gathers the selected blocks' K and V; tables answer the dense kernel at that
+      // context). The layers that attend densely (DsaSpec::pattern 'D') take the window
+      // operators' place over the whole context: a DSA model has no sliding window.
+      if (dense_layers) {
+        o.prefill_window = o.prefill_full;
+        o.decode_window = o.decode_full;
+      }
+      o.prefill_full = prefill(full, b.prefill_pairs_topk, static_cast<double>(b.prefill_kv_topk));
+      o.decode_full = decode(full, static_cast<double>(b.decode_kv_topk));
+      add_indexer();
+    }
     for (Operator* op : {&o.prefill_full, &o.decode_full}) op->kv_heads = full.hkv;
     for (Operator* op : {&o.prefill_window, &o.decode_window}) op->kv_heads = window.hkv;
     for (Operator* op : {&o.prefill_full, &o.decode_full, &o.prefill_window, &o.decode_window}) op->kv_bytes = kvb;
@@ -767,14 +800,18 @@ LayerBatchOps layer_batch_ops(const ModelSpec& m, const ParallelPlan& p, const B
     // A window operator's FLOPs and bytes count the window's keys; its context stays the
     // sequences' whole context (Operator::context), which the measured windowed kernels still
     // depend on (calibrate/README.md, windowed attention).
-    o.prefill_window.context = o.prefill_full.context;
-    o.decode_window.context = o.decode_full.context;
+    if (!m.dsa.enabled()) {
+      o.prefill_window.context = o.prefill_full.context;
+      o.decode_window.context = o.decode_full.context;
+    }
     o.prefill_up_projection.kind = OpKind::kGemmQkv;
     o.decode_absorb.kind = OpKind::kGemmOut;
-    o.indexer_prefill.kind = o.indexer_decode.kind = OpKind::kIndexer;
     o.prefill_up_projection.kernels = o.decode_absorb.kernels = 0;
-    o.indexer_prefill.kernels = o.indexer_decode.kernels = 0;
-    if (!m.window.enabled()) o.prefill_window.kernels = o.decode_window.kernels = 0;
+    if (!m.dsa.enabled()) {
+      o.indexer_prefill.kind = o.indexer_decode.kind = OpKind::kIndexer;
+      o.indexer_prefill.kernels = o.indexer_decode.kernels = 0;
+    }
+    if (!m.window.enabled() && !dense_layers) o.prefill_window.kernels = o.decode_window.kernels = 0;
   }
 
   // Gated DeltaNet (Yang, Kautz & Hatamizadeh, "Gated Delta Networks", ICLR 2025), per chip with
@@ -919,17 +956,18 @@ StageOperators stage_operators(const ModelSpec& m, const ParallelPlan& p, const 
   add(t.moe_elementwise, c.moe);
   add(t.dequant_moe, c.moe);
   const bool prefill = b.prefill_tokens > 0, decode = b.decode_seqs > 0;
-  const int full = c.full();
+  // A DSA model's dense-attention layers run the window operators (layer_batch_ops).
+  const int full = c.full() - c.dense_attention, window = c.window + c.dense_attention;
   if (prefill) {
     add(a.prefill_full, full);
-    add(a.prefill_window, c.window);
+    add(a.prefill_window, window);
     add(a.linear_prefill, c.linear);
     add(a.prefill_up_projection, c.layers);
     add(a.indexer_prefill, c.indexer);
   }
   if (decode) {
     add(a.decode_full, full);
-    add(a.decode_window, c.window);
+    add(a.decode_window, window);
     add(a.linear_decode, c.linear);
     add(a.indexer_decode, c.indexer);
   }

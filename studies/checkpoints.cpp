@@ -195,6 +195,12 @@ const Row kRows[] = {
     {"nvidia/MiniMax-M2.7-NVFP4", "minimax-m2.7", kBf16, kNvfp4, kFp8, "nvfp4", false,
      "nvidia/MiniMax-M2.7-NVFP4 hf_quant_config.json (experts NVFP4; self_attn and router excluded; "
      "FP8 KV)"},
+    {"MiniMaxAI/MiniMax-M3", "minimax-m3", kBf16, kBf16, kBf16, "bfloat16", false,
+     "MiniMaxAI/MiniMax-M3 config.json (bf16, no quantization_config)"},
+    {"nvidia/MiniMax-M3-NVFP4", "minimax-m3", kBlock, kNvfp4, kBf16, "nvfp4", false,
+     "nvidia/MiniMax-M3-NVFP4 hf_quant_config.json (MIXED_PRECISION: routed experts NVFP4; self_attn with "
+     "its index projections, the dense MLPs and the shared experts MXFP8, taken as fp8_block (an e8m0 "
+     "scale per 32 elements, not modelled); router gates excluded; kv_cache_quant_algo null: bf16 KV)"},
     {"Qwen/Qwen3.5-397B-A17B", "qwen3.5-397b-a17b", kBf16, kBf16, kBf16, "bfloat16", false,
      "Qwen/Qwen3.5-397B-A17B config.json (bf16)"},
     {"Qwen/Qwen3.5-397B-A17B-FP8", "qwen3.5-397b-a17b", kBlock, kBlock, kBf16, "fp8_block,fp8", false,

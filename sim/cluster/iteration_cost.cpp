@@ -158,8 +158,9 @@ IterationCostModel::IterationCostModel(const models::ModelSpec& model, const mod
     l.dense = c.dense();
     l.moe = c.moe;
     l.no_ffn = c.no_ffn;
-    l.full = c.full();
-    l.window = c.window;
+    // A DSA model's dense-attention layers run the window operators (models::layer_batch_ops).
+    l.full = c.full() - c.dense_attention;
+    l.window = c.window + c.dense_attention;
     l.linear = c.linear;
     l.shared_indexer = model.dsa.enabled() ? c.layers - c.indexer : 0;
     stage_layers_.push_back(l);
@@ -190,7 +191,7 @@ IterationCostModel::IterationCostModel(const models::ModelSpec& model, const mod
   lm_head_ =
       affine([&](const BatchShape& b) { return models::lm_head_op(model, plan, static_cast<double>(b.logits)); });
   absorb_in_prefill_ = model.dsa.enabled();
-  has_window_ = model.window.enabled();
+  has_window_ = model.window.enabled() || model.has_dense_attention_layers();
   has_mla_ = model.attention == models::AttentionKind::kMla;
   has_dsa_ = model.dsa.enabled();
   has_linear_ = total_.linear > 0;

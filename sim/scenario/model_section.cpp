@@ -457,6 +457,8 @@ bool read_model_figures(MapReader& m, const models::ModelSpec& d, bool have_base
     if (r.has("pattern") || !d.dsa.pattern.empty()) {
       take(r.string("pattern", d.dsa.pattern), s.dsa.pattern);
     }
+    // Tokens per scored block (block sparse attention); echoed only where it is not 1.
+    if (r.has("block") || d.dsa.block != 1) opt_int(r, "block", 1, kMaxTokens, d.dsa.block, s.dsa.block);
     r.finish();
     ok = ok && r.valid();
   }

@@ -151,6 +151,9 @@ TEST_CASE("Decode steps: a decode run's step costs are cost()'s, term by term") 
       {"glm-5.2", plan_of(1, 16, 16, 1), true, true},
       {"gemma-4-26b-a4b", plan_of(2, 1, 2, 1)},  // window layers of their own shape
       {"mimo-v2-flash", plan_of(4, 1, 4, 1)},
+      {"minimax-m3", plan_of(1, 8, 8, 1)},  // block sparse attention, three dense layers
+      {"minimax-m3", plan_of(4, 2, 8, 1), true, true},
+      {"minimax-m3", plan_of(1, 8, 8, 1), false, false, true},
   };
   for (const Case& k : cases) check_case(k);
 }

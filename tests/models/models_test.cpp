@@ -109,6 +109,40 @@ TEST_CASE("Models: GLM-5.2 holds and runs the DSA indexer on 21 of its 78 layers
   CHECK(validate_model(bad).size() == 1);  // a shared layer needs a full one before it
 }
 
+TEST_CASE("Models: MiniMax-M3's block sparse attention on 57 of 60 layers") {
+  const ModelSpec m = *model_preset("minimax-m3");
+  REQUIRE(m.dsa.block_scored());
+  // sparse_attention_freq 0, 0, 0, 1, ...: the first three layers attend densely, no indexer.
+  const LayerCounts n = m.count_layers(0, m.layers);
+  CHECK(n.dense_attention == 3);
+  CHECK(n.indexer == 57);
+  CHECK(m.is_dense_attention_layer(2));
+  CHECK_FALSE(m.is_dense_attention_layer(3));
+  CHECK_FALSE(m.is_indexer_layer(0));
+  CHECK(m.is_indexer_layer(59));
+  // Index projections q and k: 2 x 6144 x 4 x 128.
+  CHECK(m.indexer_params() == 6'291'456);
+  // Attention: norms 2 x 6144, q and o 2 x 6144 x 64 x 128, k and v 2 x 6144 x 4 x 128, QK-norm
+  // 2 x 128, the index projections.
+  CHECK(m.attention_params() == 12'288 + 100'663'296 + 6'291'456 + 256 + 6'291'456);
+  // KV per token: K and V of 4 heads x 128 in bf16 on 60 layers (2,048 bytes each) and the index
+  // keys, 4 heads x 128 fp8 per 128-token block (4 bytes per token), on the 57 sparse layers.
+  CHECK(m.index_bytes_per_token_layer() == 4.0);
+  CHECK(m.kv_bytes_per_token() == 60 * 2048 + 57 * 4);
+  // The dense layers hold no indexer: a layer 0 and a layer 3 of the same MLP would differ by it.
+  CHECK(m.layer_params(3) - m.layer_params(59) == 0);
+  // MiniMax: 428B total with the vision tower (its 32 CLIP layers of 1280, about 0.6e9).
+  CHECK(m.total_params() == 426'309'038'208);
+  CHECK(validate_model(m).empty());
+  ModelSpec bad = m;
+  bad.dsa.pattern = "DS";
+  CHECK(validate_model(bad).size() == 1);  // the first sparse layer must run the indexer
+  bad = m;
+  bad.attention = AttentionKind::kMla;
+  bad.mla = {0, 512, 128, 64, 128};
+  CHECK(validate_model(bad).size() == 1);  // block scoring is modelled on GQA only
+}
+
 TEST_CASE("Models: sliding-window layers of their own shape (Gemma-4, MiMo-V2-Flash)") {
   const ModelSpec g = *model_preset("gemma-4-26b-a4b");
   REQUIRE(g.window_shape_differs());
@@ -238,8 +272,9 @@ TEST_CASE("Models: the other presets match their published parameter totals") {
   CHECK(model_preset("nemotron-3-ultra-550b-a55b")->total_params() == 549'308'993'536);
   CHECK(model_preset("nemotron-3-ultra-550b-a55b")->active_params_per_token() == 56'058'843'136);
   // 13, deepseek-v3.2, kimi-k2.5, minimax-m2.5, four qwen3.5, the ten above, Llama-4's two,
-  // Nemotron's four, GLM-5.2, Qwen3-4B, MiMo-7B, Step-3.7-Flash, Gemma-4's two and MiMo-V2-Flash.
-  CHECK(model_preset_names().size() == 43);
+  // Nemotron's four, GLM-5.2, Qwen3-4B, MiMo-7B, Step-3.7-Flash, Gemma-4's two, MiMo-V2-Flash and
+  // MiniMax-M3.
+  CHECK(model_preset_names().size() == 44);
   for (auto name : model_preset_names()) {
     CAPTURE(name);
     CHECK(validate_model(*model_preset(name)).empty());
@@ -273,7 +308,8 @@ TEST_CASE("Models: structural problems are sentences") {
   CHECK(validate_model(moe)[0] == "MoE top_k (200) must be between 1 and the 128 experts");
   ModelSpec dsa = *model_preset("llama-3.1-8b");
   dsa.dsa = {32, 128, 2048, {}};
-  CHECK(validate_model(dsa)[0] == "DSA sparse attention is modelled on top of MLA; set attention: mla");
+  CHECK(validate_model(dsa)[0] ==
+        "DSA sparse attention is modelled on top of MLA; set attention: mla (or dsa.block > 1: block sparse on GQA)");
   ModelSpec window = *model_preset("gpt-oss-120b");
   window.window.pattern = "SFX";
   CHECK(validate_model(window).size() == 1);

@@ -162,6 +162,45 @@ TEST_CASE("Operators: GLM-5.2's shared layers run neither the indexer nor its pr
   CHECK(t.qkv.flops - t.qkv_without_indexer.flops == 2.0 * 8 * (2048.0 * 4096 + 6144.0 * 160));
 }
 
+TEST_CASE("Operators: MiniMax-M3's sparse layers attend to their top blocks, its dense ones to everything") {
+  const ModelSpec m = *model_preset("minimax-m3");
+  BatchShape b;
+  add_decode(b, m, 10'000);
+  const LayerBatchOps o = layer_batch_ops(m, plan(1), b);
+  // Sparse layers: K and V of 4 heads x (128 + 128) in bf16 for the 16 x 128 = 2,048 selected
+  // tokens; the three dense layers (the window operators' place) for all 10,000. Queries and
+  // outputs: 64 heads x 256 x 2 bytes.
+  CHECK(o.decode_full.bytes == 2048.0 * 4 * 256 * 2 + 2.0 * 64 * 256);
+  CHECK(o.decode_window.bytes == 10'000.0 * 4 * 256 * 2 + 2.0 * 64 * 256);
+  CHECK(o.decode_window.window == 0);  // full attention, for the tables too
+  CHECK(o.decode_full.kernels == 1);
+  CHECK(o.decode_window.kernels == 1);
+  // The indexer scores 10,000 / 128 blocks with 4 heads x 128 (2 FLOPs each) and reads 4 bytes of
+  // index keys per token, plus the query's 4 x 128.
+  CHECK(o.indexer_decode.flops == doctest::Approx(2.0 * 4 * 128 * 10'000 / 128.0));
+  CHECK(o.indexer_decode.bytes == 10'000.0 * 4 + 4 * 128);
+  // Per stage: the indexer, its projections and the sparse kernel on 57 layers, the dense kernel on 3.
+  const ParallelPlan p = plan(1);
+  const MoeLoad load(m, p, MoeRouting{});
+  const StageOperators s = stage_operators(m, p, load, b, 0, rates_of("b200"));
+  const LayerTokenOps t = layer_token_ops(m, p, load, b.tokens, rates_of("b200"));
+  int indexer = 0, sparse = 0, dense = 0, with_projections = 0, without = 0;
+  for (const auto& c : s.compute) {
+    if (c.op.kind == OpKind::kIndexer) indexer += c.count;
+    if (c.op.kind == OpKind::kAttentionDecode && c.op.bytes == o.decode_full.bytes) sparse += c.count;
+    if (c.op.kind == OpKind::kAttentionDecode && c.op.bytes == o.decode_window.bytes) dense += c.count;
+    if (c.op.kind == OpKind::kGemmQkv && c.op.flops == t.qkv.flops) with_projections += c.count;
+    if (c.op.kind == OpKind::kGemmQkv && c.op.flops == t.qkv_without_indexer.flops) without += c.count;
+  }
+  CHECK(indexer == 57);
+  CHECK(sparse == 57);
+  CHECK(dense == 3);
+  CHECK(with_projections == 57);
+  CHECK(without == 3);
+  // The index projections: q and k, 6144 -> 4 x 128 each, 2 FLOPs per multiply-add, one token.
+  CHECK(t.qkv.flops - t.qkv_without_indexer.flops == 2.0 * 6144 * 1024);
+}
+
 TEST_CASE("Operators: window layers of their own shape attend and project with it (Gemma-4)") {
   const ModelSpec m = *model_preset("gemma-4-26b-a4b");
   BatchShape b;

@@ -77,7 +77,7 @@ TEST_CASE("HF import: every preset's config.json imports to exactly the preset")
   const std::set<std::string_view> no_importer = {
       "deepseek-v3.2",   "kimi-k2.5",      "minimax-m2.5",    "minimax-m2.7",  "qwen3.5-397b-a17b", "qwen3.5-122b-a10b",
       "qwen3.5-35b-a3b", "qwen3.5-27b",    "mixtral-8x7b",    "mixtral-8x22b", "llama-4-scout",     "llama-4-maverick",
-      "mimo-7b",         "step-3.7-flash", "gemma-4-26b-a4b", "gemma-4-31b",   "mimo-v2-flash"};
+      "mimo-7b",         "step-3.7-flash", "gemma-4-26b-a4b", "gemma-4-31b",   "mimo-v2-flash",     "minimax-m3"};
   for (const auto name : models::model_preset_names()) {
     if (no_importer.count(name) != 0) continue;
     CAPTURE(name);
