@@ -17,6 +17,7 @@ double attention_chip_elements(const ModelSpec& m, const ParallelPlan& p) {
     // ReplicatedLinear), their norms, the layer norms and the DSA indexer.
     double replicated = h * (kl + a.qk_rope_dim) + kl + 2 * h;
     double split = kl * nh * (a.qk_nope_dim + a.v_dim) + nh * a.v_dim * h;
+    if (m.attention_output_gate) split += h * nh * a.v_dim;  // the output gate's projection
     if (ql > 0) {
       replicated += h * ql + ql;
       split += ql * nh * qk;
@@ -155,6 +156,7 @@ Bytes stage_activation_bytes(const ModelSpec& m, const ParallelPlan& p, int stag
   if (m.attention == AttentionKind::kMla) {
     const MlaSpec& a = m.mla;
     attn = a.q_lora_rank + a.kv_lora_rank + a.qk_rope_dim + p.heads_per_chip(m) * (a.qk_nope_dim + a.qk_rope_dim);
+    if (m.attention_output_gate) attn += p.heads_per_chip(m) * a.v_dim;
   } else {
     attn = (p.heads_per_chip(m) * (m.attention_output_gate ? 2.0 : 1.0) + p.kv_heads_per_chip(m)) * m.head_dim +
            p.kv_heads_per_chip(m) * m.value_dim();

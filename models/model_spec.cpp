@@ -87,7 +87,8 @@ std::int64_t ModelSpec::attention_params() const {
     p += ql > 0 ? h * ql + ql + ql * nh * qk : h * nh * qk;
     // kv_a: h -> kv_lora + rope (+ the latent's RMSNorm); kv_b: kv_lora -> heads x (nope + v).
     p += h * (kl + mla.qk_rope_dim) + kl + kl * nh * (mla.qk_nope_dim + mla.v_dim);
-    p += nh * mla.v_dim * h;  // o_proj
+    p += nh * mla.v_dim * h;                             // o_proj
+    if (attention_output_gate) p += h * nh * mla.v_dim;  // the gate projection
     p += indexer_params();
   } else {
     const std::int64_t hd = head_dim, vd = k_eq_v ? 0 : value_dim(), kv = kv_heads;
@@ -129,9 +130,13 @@ std::int64_t ModelSpec::linear_attention_params() const {
 double ModelSpec::linear_mixer_elements(double hk, double hv) const {
   const double h = hidden, dk = linear.key_dim, dv = linear.value_dim;
   const double ch = 2 * hk * dk + hv * dv;
-  double e = 2 * h + h * (2 * hk * dk + 2 * hv * dv + linear.head_columns() * hv) + ch * linear.conv_kernel;
+  double e = 2 * h + h * (2 * hk * dk + 2 * hv * dv + linear.head_columns(hv)) + ch * linear.conv_kernel;
   if (linear.kind == LinearKind::kMamba2) {
     e = e + ch + 3 * hv + hv * dv;  // conv bias; dt_bias, A_log, D; the norm over all heads
+  } else if (linear.kind == LinearKind::kKda) {
+    // Kimi Linear KimiDeltaAttention: f_b (key_dim -> heads x key_dim); A_log per head, dt_bias per
+    // key channel; the gated RMSNorm over one head's value_dim.
+    e = e + dk * linear.forget_gate_columns(hv) + hv + hv * dk + dv;
   } else {
     e = e + 2 * hv + dv;  // dt_bias, A_log; the norm over one head's value_dim
   }
@@ -389,6 +394,31 @@ std::vector<ModelSpec> build_presets() {
   kimi25.formats.experts = Format::kW4A16;
   kimi25.source = "moonshotai/Kimi-K2.5 config.json (text_config; vision tower not modelled)";
   p.push_back(kimi25);
+  // moonshotai/Kimi-K3 config.json text_config (kimi_linear; AIConfigurator's kimi_k3.py for the
+  // projections): 93 layers, hidden 7168; Kimi Delta Attention (KDA) on 69 (linear_attn_config
+  // kda_layers: three of every four, 96 heads of 128, short convolution of 4, a full-rank forget
+  // gate) and MLA on the other 24 (full_attn_layers 4, 8, ..., 92, 93 counted from 1: 96 heads, q_lora
+  // 1536, kv_lora 512, qk_nope 128, qk_rope 64, v 128, with an output gate: mla_use_output_gate); a
+  // dense MLP of 33792 in layer 0, then a latent MoE of 896 experts top-16 of 3072 in a 3584
+  // latent (routed_expert_hidden_size) with a routing bias (noaux_tc) and 2 shared experts of 3072
+  // in the hidden width; vocab 163840, 1048576 positions, untied embeddings. quantization_config:
+  // the routed experts MXFP4 (mxfp4-pack-quantized, a scale per 32), the rest (self_attn, shared
+  // experts, the dense MLP, lm_head) bf16. Not modelled: its attention residuals (AttnRes, an
+  // elementwise mix), the SiTU activation's own cost, the DSPARK draft model, the vision tower.
+  // 2.78e12 parameters (AIConfigurator's kimi_k3.py: "2.8T").
+  ModelSpec k3 =
+      dense("kimi-k3", 93, 7168, 96, 96, 128, 33792, 163840, 1048576, "moonshotai/Kimi-K3 config.json (text_config)");
+  k3.attention = AttentionKind::kMla;
+  k3.mla = {1536, 512, 128, 64, 128};
+  k3.attention_output_gate = true;
+  std::string k3_layers;
+  for (int l = 0; l < 92; ++l) k3_layers += l % 4 == 3 ? 'F' : 'L';
+  k3.linear = {96, 96, 128, 128, 4, k3_layers + "F", 4};
+  k3.linear.kind = LinearKind::kKda;
+  k3.moe = moe(896, 16, 3072, 2, 1, true);
+  k3.moe.latent = 3584;
+  k3.formats.experts = Format::kMxfp4;
+  p.push_back(k3);
 
   // deepseek-ai/DeepSeek-V3.2 config.json (DeepseekV32ForCausalLM): DeepSeek-V3's architecture with
   // the DSA indexer, index_n_heads 64 x index_head_dim 128 selecting index_topk 2048 tokens; fp8
@@ -816,10 +846,10 @@ std::vector<std::string> validate_model(const ModelSpec& m) {
     if (l.pattern.empty() || l.pattern.find_first_not_of("LF") != std::string::npos) {
       out.push_back("linear-attention pattern '" + l.pattern + "' must hold L (linear) and F (full) only");
     }
-    if (m.attention != AttentionKind::kGqa || m.window.enabled()) {
+    if (m.window.enabled() || m.dsa.enabled()) {
       out.emplace_back(
-          "linear-attention layers are modelled beside GQA full attention only (no MLA, no "
-          "sliding windows)");
+          "linear-attention layers are modelled beside GQA or MLA full attention only (no sliding "
+          "windows, no sparse attention)");
     }
   }
   if (!m.ffn_pattern.empty()) {

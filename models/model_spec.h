@@ -117,7 +117,7 @@ struct WindowSpec {
 //     fields with key_heads = n_groups (B and C are per group), key_dim = ssm_state_size,
 //     value_heads = mamba_num_heads, value_dim = mamba_head_dim (x is per head), conv_kernel; the
 //     state of a head is value_dim x ssm_state_size.
-enum class LinearKind : std::uint8_t { kGatedDeltaNet, kMamba2 };
+enum class LinearKind : std::uint8_t { kGatedDeltaNet, kMamba2, kKda };
 
 struct LinearAttentionSpec {
   int key_heads = 0;
@@ -130,9 +130,16 @@ struct LinearAttentionSpec {
   LinearKind kind = LinearKind::kGatedDeltaNet;
   int chunk = 64;  // tokens per chunk of the chunked prefill (GDN: flash-linear-attention's 64; Mamba-2: chunk_size)
   bool enabled() const { return value_heads > 0; }
-  // Projection outputs per value head beside q, k, v and the gate: GDN's beta and decay input (2),
-  // Mamba-2's dt (1).
-  int head_columns() const { return kind == LinearKind::kMamba2 ? 1 : 2; }
+  // Projection outputs beside q, k, v and the gate, for hv value heads: GDN's beta and decay input
+  // per head (2 hv), Mamba-2's dt (hv), KDA's beta per head and the forget gate's low-rank input
+  // (hv + key_dim; its second stage, key_dim -> hv x key_dim, is forget_gate_columns).
+  double head_columns(double hv) const {
+    if (kind == LinearKind::kMamba2) return hv;
+    if (kind == LinearKind::kKda) return hv + key_dim;
+    return 2 * hv;
+  }
+  // KDA's (Kimi Delta Attention) per-channel forget gate: f_b, key_dim -> value heads x key_dim.
+  double forget_gate_columns(double hv) const { return kind == LinearKind::kKda ? hv * key_dim : 0.0; }
   // q, k and v channels (what the convolution and its state span).
   std::int64_t conv_channels() const { return 2LL * key_heads * key_dim + std::int64_t{value_heads} * value_dim; }
 };
@@ -193,11 +200,13 @@ struct ModelSpec {
   WindowSpec window;
   LinearAttentionSpec linear;
   int mtp_layers = 0;
-  bool qkv_bias = false;               // biases on Q, K, V (Qwen2, GLM-4.5, gpt-oss)
-  bool o_bias = false;                 // bias on the output projection (gpt-oss)
-  bool qk_norm = false;                // RMSNorm on each query and key head (Qwen3, GLM-4.5)
-  bool attention_sinks = false;        // one learned sink logit per head (gpt-oss)
-  bool attention_output_gate = false;  // q_proj also gives a per-channel output gate (Qwen3.5)
+  bool qkv_bias = false;         // biases on Q, K, V (Qwen2, GLM-4.5, gpt-oss)
+  bool o_bias = false;           // bias on the output projection (gpt-oss)
+  bool qk_norm = false;          // RMSNorm on each query and key head (Qwen3, GLM-4.5)
+  bool attention_sinks = false;  // one learned sink logit per head (gpt-oss)
+  // A per-channel gate on the attention output: q_proj gives it too (Qwen3.5, GQA), or a gate
+  // projection h -> heads x v_dim of its own (MLA: Kimi-K3's mla_use_output_gate).
+  bool attention_output_gate = false;
   std::optional<VisionSpec> vision;
   ModelFormats formats;
   int activation_bytes = 2;  // the residual stream and attention inputs (bf16)

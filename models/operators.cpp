@@ -182,6 +182,7 @@ AttentionShape attention_shape(const ModelSpec& m, const ParallelPlan& p) {
     a.rotary = hq * m.mla.qk_rope_dim + m.mla.qk_rope_dim;
     a.kv_write = m.mla.kv_lora_rank + m.mla.qk_rope_dim + (m.dsa.enabled() ? m.dsa.index_dim : 0);
     a.norms = 2.0 * (m.mla.q_lora_rank + m.mla.kv_lora_rank);
+    if (m.attention_output_gate) a.norms += 3 * hq * m.mla.v_dim;  // sigmoid(gate) x o
   } else {
     const double hkv = p.kv_heads_per_chip(m), hd = m.head_dim;
     a.rotary = (hq + hkv) * hd;
@@ -396,6 +397,12 @@ LayerTokenOps layer_token_ops(const ModelSpec& m, const ParallelPlan& p, const M
     o.out = gemm(OpKind::kGemmOut, wf, t, hq * a.v_dim, h);
     attention_weights += hq * a.v_dim * h;
     attention_weights_without_indexer += hq * a.v_dim * h;
+    if (m.attention_output_gate) {
+      // Kimi-K3's MLA output gate: a gate projection h -> heads x v_dim (column-parallel), then
+      // sigmoid(gate) x o (ModelSpec::attention_output_gate; the product with the norms).
+      absorb(o.qkv, gemm(OpKind::kGemmQkv, wf, t, h, hq * a.v_dim));
+      attention_weights += h * hq * a.v_dim;
+    }
   } else {
     // Q and K of head_dim, V of value_dim (none where V is K's projection, k_eq_v).
     const double hd = m.head_dim, vd = m.value_dim(), hkv = p.kv_heads_per_chip(m);
@@ -418,7 +425,7 @@ LayerTokenOps layer_token_ops(const ModelSpec& m, const ParallelPlan& p, const M
     o.dequant_attention_without_indexer =
         dequant(wf, attention_weights_without_indexer, o.qkv_without_indexer.kernels + o.out.kernels);
   }
-  if (m.attention_output_gate) {
+  if (m.attention_output_gate && m.attention == AttentionKind::kGqa) {
     // Qwen3.5's gated attention: q_proj's second half is a per-channel gate on the attention
     // output (Qwen3NextAttention: attn_output * sigmoid(gate)).
     absorb(o.qkv, gemm(OpKind::kGemmQkv, wf, t, h, hq * m.head_dim));
@@ -439,18 +446,22 @@ LayerTokenOps layer_token_ops(const ModelSpec& m, const ParallelPlan& p, const M
     const LinearAttentionSpec& l = m.linear;
     const double hk = std::max(1.0, static_cast<double>(l.key_heads) / p.tp);
     const double hv = static_cast<double>(l.value_heads) / p.tp;
-    const double head_columns = l.head_columns() * hv;
+    const double head_columns = l.head_columns(hv);
+    // KDA's forget gate, second stage (f_b: key_dim -> hv x key_dim, column-parallel; AIConfigurator's
+    // kimi_k3.py kda_fb_gemm), after the low-rank first stage that head_columns holds.
+    const double forget = l.forget_gate_columns(hv);
     if (l.kind == LinearKind::kMamba2) {
       // Nemotron-H's in_proj: z, x, B, C and dt in one GEMM.
       o.linear_qkv = gemm(OpKind::kGemmQkv, wf, t, h, 2 * hk * l.key_dim + 2 * hv * l.value_dim + head_columns);
     } else {
       o.linear_qkv = gemm(OpKind::kGemmQkv, wf, t, h, 2 * hk * l.key_dim + 2 * hv * l.value_dim);
       absorb(o.linear_qkv, gemm(OpKind::kGemmQkv, wf, t, h, head_columns));
+      if (forget > 0) absorb(o.linear_qkv, gemm(OpKind::kGemmQkv, wf, t, l.key_dim, forget));
     }
     o.linear_out = gemm(OpKind::kGemmOut, wf, t, hv * l.value_dim, h);
-    o.dequant_linear =
-        dequant(wf, h * (2 * hk * l.key_dim + 2 * hv * l.value_dim + head_columns) + hv * l.value_dim * h,
-                o.linear_qkv.kernels + o.linear_out.kernels);
+    double linear_weights = h * (2 * hk * l.key_dim + 2 * hv * l.value_dim + head_columns) + hv * l.value_dim * h;
+    if (forget > 0) linear_weights += l.key_dim * forget;
+    o.dequant_linear = dequant(wf, linear_weights, o.linear_qkv.kernels + o.linear_out.kernels);
     o.linear_norm.kind = OpKind::kElementwise;
     o.linear_norm.bytes = m.activation_bytes * t * 3.0 * hv * l.value_dim;
     o.linear_norm.kernels = 1;
@@ -842,6 +853,10 @@ LayerBatchOps layer_batch_ops(const ModelSpec& m, const ParallelPlan& p, const B
     const double state = hv * dk * dv * l.state_bytes;
     const double chunk = l.chunk;
     const bool mamba = l.kind == LinearKind::kMamba2;
+    // The fp32 gate and beta per token: per head (GDN), or KDA's decay per key channel and beta per
+    // head. KDA's chunk_kda and fused_recurrent_kda run the gated delta rule of GDN with that decay:
+    // costed with GDN's FLOPs, and GDN's measured tables answer for them.
+    const double gates = l.kind == LinearKind::kKda ? 4.0 * (hv * dk + hv) : 4.0 * 2 * hv;
     const double dq = static_cast<double>(b.decode_seqs) / ranks;
     Operator pre;
     pre.kind = OpKind::kAttentionPrefill;
@@ -850,7 +865,7 @@ LayerBatchOps layer_batch_ops(const ModelSpec& m, const ParallelPlan& p, const B
     const double core = mamba ? hv * (4 * dk * dv + 2 * chunk * dv) + hk * 2 * chunk * dk
                               : hv * (6 * dk * dv + 2 * chunk * (3 * dk + dv));
     pre.flops = prefill_q * (core + 2 * kc * ch);
-    pre.bytes = prefill_q * (act * (3 * ch + hv * dv) + 4.0 * 2 * hv) + (prefill_q / chunk + chunks) * 2 * state;
+    pre.bytes = prefill_q * (act * (3 * ch + hv * dv) + gates) + (prefill_q / chunk + chunks) * 2 * state;
     pre.m = prefill_q;
     pre.batch = chunks;
     pre.context = prefill_q;
@@ -863,7 +878,7 @@ LayerBatchOps layer_batch_ops(const ModelSpec& m, const ParallelPlan& p, const B
     dec.kernels = 2;  // causal_conv1d_update, fused_recurrent_gated_delta_rule
     const double step = mamba ? hv * 5 * dk * dv : hv * 7 * dk * dv;
     dec.flops = dq * (step + 2 * kc * ch);
-    dec.bytes = dq * (2 * state + act * (2 * (kc - 1) * ch + 2 * ch + hv * dv) + 4.0 * 2 * hv);
+    dec.bytes = dq * (2 * state + act * (2 * (kc - 1) * ch + 2 * ch + hv * dv) + gates);
     dec.m = dec.batch = dec.context = dq;
     o.linear_decode = dec;
   } else {
@@ -962,7 +977,7 @@ StageOperators stage_operators(const ModelSpec& m, const ParallelPlan& p, const 
     add(a.prefill_full, full);
     add(a.prefill_window, window);
     add(a.linear_prefill, c.linear);
-    add(a.prefill_up_projection, c.layers);
+    add(a.prefill_up_projection, c.layers - c.linear);
     add(a.indexer_prefill, c.indexer);
   }
   if (decode) {
@@ -971,7 +986,7 @@ StageOperators stage_operators(const ModelSpec& m, const ParallelPlan& p, const 
     add(a.linear_decode, c.linear);
     add(a.indexer_decode, c.indexer);
   }
-  if (decode || (prefill && m.dsa.enabled())) add(a.decode_absorb, c.layers);
+  if (decode || (prefill && m.dsa.enabled())) add(a.decode_absorb, c.layers - c.linear);
   add_comm(t.attention_reduce, c.layers, p.tp);
   add_comm(t.dense_reduce, c.dense(), p.tp);
   add_comm(t.moe_reduce, c.moe, p.tp);

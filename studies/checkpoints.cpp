@@ -170,6 +170,10 @@ const Row kRows[] = {
     {"moonshotai/Kimi-K2.5", "kimi-k2.5", kBf16, kW4A16, kBf16, "int4_wo", false,
      "moonshotai/Kimi-K2.5 config.json quantization_config (compressed-tensors int4 group 32 of the "
      "routed experts; self_attn, shared experts, dense MLP and lm_head ignored)"},
+    {"moonshotai/Kimi-K3", "kimi-k3", kBf16, kMxfp4, kBf16, "mxfp4,w4a16_mxfp4", false,
+     "moonshotai/Kimi-K3 config.json text_config quantization_config (compressed-tensors mxfp4-pack-"
+     "quantized, a scale per 32, of the routed experts; self_attn, shared experts, the dense MLP and "
+     "lm_head ignored: bf16; kv_cache_scheme null)"},
     {"nvidia/Kimi-K2.5-NVFP4", "kimi-k2.5", kBf16, kNvfp4, kFp8, "nvfp4", false,
      "nvidia/Kimi-K2.5-NVFP4 (ModelOpt NVFP4 of the routed experts; self_attn and shared experts "
      "excluded as nvidia/Kimi-K2.6-NVFP4 hf_quant_config.json; FP8 KV)"},

@@ -502,7 +502,12 @@ void IterationCostModel::cost(const models::BatchShape& b, std::int64_t sequence
     excess_full = run_decode_at(decode_full_, w) - attn_decode_full;
     if (has_linear_) excess_linear = run_decode_at(linear_decode_, w) - linear_decode;
     if (has_window_) excess_window = run_decode_at(decode_window_, w) - attn_decode_window;
-    if (has_mla_) excess_layer += to_ps(absorb_.seconds(w, cm)) - absorb;
+    if (has_mla_) {
+      // MLA's absorption runs on the attention layers only: not on linear-attention ones (Kimi-K3).
+      const std::int64_t excess_absorb = to_ps(absorb_.seconds(w, cm)) - absorb;
+      excess_layer += excess_absorb;
+      excess_linear -= excess_absorb;
+    }
     if (has_dsa_) excess_indexer = run_decode_at(indexer_decode_, w) - run_decode(indexer_decode_);
     if (plan_.cp > 1) {
       excess_layer += to_ps(comm_.seconds(cp_decode_.base.collective, cp_span_, cp_decode_.bytes(w))) -
@@ -513,7 +518,8 @@ void IterationCostModel::cost(const models::BatchShape& b, std::int64_t sequence
   x.per_layer = lin.per_layer + up_projection + absorb + indexer + cp;
   x.per_full = attn_prefill_full + attn_decode_full;
   x.per_window = attn_prefill_window + attn_decode_window;
-  x.per_linear = linear_prefill + linear_decode;
+  // A linear-attention layer runs neither MLA's up-projection nor its absorption (per_layer has them).
+  x.per_linear = linear_prefill + linear_decode - (up_projection + absorb);
   x.per_shared_indexer = -indexer;
   const std::int64_t host = host_ps(sequences);
   const std::int64_t lm_head = lm_head_ps(b.logits);
@@ -559,8 +565,8 @@ void IterationCostModel::cost(const models::BatchShape& b, std::int64_t sequence
   c[idx(OpKind::kImbalance)] = n.full * excess_full + n.window * excess_window + n.layers * excess_layer +
                                n.linear * excess_linear + (n.layers - n.shared_indexer) * excess_indexer;
   c[idx(OpKind::kPpSend)] = sends;
-  c[idx(OpKind::kGemmQkv)] += n.layers * up_projection;
-  c[idx(OpKind::kGemmOut)] += n.layers * absorb;
+  c[idx(OpKind::kGemmQkv)] += (n.layers - n.linear) * up_projection;
+  c[idx(OpKind::kGemmOut)] += (n.layers - n.linear) * absorb;
   c[idx(OpKind::kCpExchange)] = n.layers * cp;
   c[idx(OpKind::kIndexer)] = (n.layers - n.shared_indexer) * indexer;
   c[idx(OpKind::kAttentionPrefill)] =
@@ -608,7 +614,7 @@ std::int64_t IterationCostModel::decode_step(const DecodeSteps& d, const models:
   x.per_layer = d.lin.per_layer + p.absorb + p.indexer + p.cp;
   x.per_full = p.attention_full;
   x.per_window = p.attention_window;
-  x.per_linear = p.linear;
+  x.per_linear = p.linear - p.absorb;
   x.per_shared_indexer = -p.indexer;
   const std::int64_t gpu = stage_gpu_ps(total_, d.lin, x, b.tokens, 0, p.hidden_a2a);
   return first_stage_ps(gpu, d.lin, d.host, p.exposed_host) + d.lm_head;
@@ -710,7 +716,7 @@ void IterationCostModel::add_step_components(const DecodeSteps& d, const DecodeS
   add_token_components(d.lin, p.hidden_a2a, 0, c);
   c[idx(OpKind::kScheduling)] += p.exposed_host;
   c[idx(OpKind::kLmHead)] += d.lm_head;
-  c[idx(OpKind::kGemmOut)] += n.layers * p.absorb;
+  c[idx(OpKind::kGemmOut)] += (n.layers - n.linear) * p.absorb;
   c[idx(OpKind::kCpExchange)] += n.layers * p.cp;
   c[idx(OpKind::kIndexer)] += (n.layers - n.shared_indexer) * p.indexer;
   c[idx(OpKind::kAttentionDecode)] += n.full * p.attention_full + n.window * p.attention_window + n.linear * p.linear;

@@ -491,13 +491,19 @@ bool read_model_figures(MapReader& m, const models::ModelSpec& d, bool have_base
     opt_int(r, "conv_kernel", 0, 1'000, d.linear.conv_kernel, s.linear.conv_kernel);
     opt_int(r, "state_bytes", 1, 8, d.linear.state_bytes, s.linear.state_bytes);
     take(r.string("pattern", d.linear.pattern), s.linear.pattern);
-    // Gated DeltaNet (the default) or Mamba-2: echoed where it is not the default or is given.
+    // Gated DeltaNet (the default), Mamba-2 or Kimi Delta Attention: echoed where it is not the
+    // default or is given.
     const bool mamba = d.linear.kind == models::LinearKind::kMamba2;
-    if (r.has("kind") || mamba) {
-      const auto kind =
-          r.choice("kind", {"gated_delta_net", "mamba2"}, std::string(mamba ? "mamba2" : "gated_delta_net"));
+    const bool kda = d.linear.kind == models::LinearKind::kKda;
+    if (r.has("kind") || mamba || kda) {
+      const auto kind = r.choice("kind", {"gated_delta_net", "mamba2", "kda"},
+                                 std::string(mamba ? "mamba2"
+                                             : kda ? "kda"
+                                                   : "gated_delta_net"));
       if (kind) {
-        s.linear.kind = *kind == "mamba2" ? models::LinearKind::kMamba2 : models::LinearKind::kGatedDeltaNet;
+        s.linear.kind = *kind == "mamba2" ? models::LinearKind::kMamba2
+                        : *kind == "kda"  ? models::LinearKind::kKda
+                                          : models::LinearKind::kGatedDeltaNet;
       } else {
         ok = false;
       }

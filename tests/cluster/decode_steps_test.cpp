@@ -154,6 +154,8 @@ TEST_CASE("Decode steps: a decode run's step costs are cost()'s, term by term") 
       {"minimax-m3", plan_of(1, 8, 8, 1)},  // block sparse attention, three dense layers
       {"minimax-m3", plan_of(4, 2, 8, 1), true, true},
       {"minimax-m3", plan_of(1, 8, 8, 1), false, false, true},
+      {"kimi-k3", plan_of(8, 4, 32, 1)},  // KDA beside MLA: absorption on the MLA layers only
+      {"kimi-k3", plan_of(8, 4, 32, 1), true, true},
   };
   for (const Case& k : cases) check_case(k);
 }

@@ -109,6 +109,34 @@ TEST_CASE("Models: GLM-5.2 holds and runs the DSA indexer on 21 of its 78 layers
   CHECK(validate_model(bad).size() == 1);  // a shared layer needs a full one before it
 }
 
+TEST_CASE("Models: Kimi-K3, Kimi Delta Attention beside gated MLA, a latent MoE") {
+  const ModelSpec m = *model_preset("kimi-k3");
+  // kda_layers: three of every four from layer 1 (counted from 1); full_attn_layers 4, 8, ..., 92, 93.
+  const LayerCounts n = m.count_layers(0, m.layers);
+  CHECK(n.linear == 69);
+  CHECK(n.full() == 24);
+  CHECK_FALSE(m.is_linear_layer(3));
+  CHECK(m.is_linear_layer(90));
+  CHECK_FALSE(m.is_linear_layer(92));
+  CHECK(n.dense() == 1);
+  // MLA: norms 2 x 7168, q_a 7168 x 1536 (+ norm), q_b 1536 x 96 x 192, kv_a 7168 x 576 (+ norm
+  // 512), kv_b 512 x 96 x 256, o 96 x 128 x 7168 and the output gate 7168 x 96 x 128.
+  CHECK(m.attention_params() ==
+        14'336 + 11'010'048 + 1'536 + 28'311'552 + 4'128'768 + 512 + 12'582'912 + 88'080'384 + 88'080'384);
+  // KDA: norms 2 x 7168; q, k, v and the output gate 7168 x 4 x 12,288; beta and the forget gate's
+  // first stage 7168 x (96 + 128); its second stage 128 x 12,288; the convolution 36,864 x 4;
+  // A_log 96, dt_bias 12,288, the gated norm 128; o 12,288 x 7168.
+  CHECK(m.linear_attention_params() ==
+        14'336 + 7168LL * 49'152 + 7168LL * 224 + 1'572'864 + 147'456 + 96 + 12'288 + 128 + 88'080'384);
+  // KV per token: the MLA latent (512 + 64) x 2 bytes on 24 layers; a KDA layer holds 96 fp32
+  // states of 128 x 128 and the convolution's last 3 inputs of 36,864 channels (bf16).
+  CHECK(m.kv_bytes_per_token() == 24 * 1152);
+  CHECK(m.linear_state_bytes_per_layer() == 96.0 * 128 * 128 * 4 + 3.0 * 36'864 * 2);
+  // AIConfigurator's kimi_k3.py: "2.8T".
+  CHECK(m.total_params() == 2'779'481'465'440);
+  CHECK(validate_model(m).empty());
+}
+
 TEST_CASE("Models: MiniMax-M3's block sparse attention on 57 of 60 layers") {
   const ModelSpec m = *model_preset("minimax-m3");
   REQUIRE(m.dsa.block_scored());
@@ -272,9 +300,9 @@ TEST_CASE("Models: the other presets match their published parameter totals") {
   CHECK(model_preset("nemotron-3-ultra-550b-a55b")->total_params() == 549'308'993'536);
   CHECK(model_preset("nemotron-3-ultra-550b-a55b")->active_params_per_token() == 56'058'843'136);
   // 13, deepseek-v3.2, kimi-k2.5, minimax-m2.5, four qwen3.5, the ten above, Llama-4's two,
-  // Nemotron's four, GLM-5.2, Qwen3-4B, MiMo-7B, Step-3.7-Flash, Gemma-4's two, MiMo-V2-Flash and
-  // MiniMax-M3.
-  CHECK(model_preset_names().size() == 44);
+  // Nemotron's four, GLM-5.2, Qwen3-4B, MiMo-7B, Step-3.7-Flash, Gemma-4's two, MiMo-V2-Flash,
+  // MiniMax-M3 and Kimi-K3.
+  CHECK(model_preset_names().size() == 45);
   for (auto name : model_preset_names()) {
     CAPTURE(name);
     CHECK(validate_model(*model_preset(name)).empty());
@@ -538,9 +566,9 @@ TEST_CASE("Models: a linear-attention pattern is checked") {
   m.linear.key_heads = 5;  // 32 value heads are not groups of 5
   CHECK(validate_model(m).size() == 1);
   m.linear.key_heads = 16;
-  m.attention = AttentionKind::kMla;
-  m.mla = {0, 512, 128, 64, 128};
-  CHECK_FALSE(validate_model(m).empty());
+  m.window = {128, "S", 0, 0};  // linear layers beside sliding windows are not modelled
+  CHECK(validate_model(m).size() == 1);
+  m.window = {};
   // Tensor parallelism must split the value heads evenly.
   ParallelPlan p;
   p.tp = 64;

@@ -201,6 +201,30 @@ TEST_CASE("Operators: MiniMax-M3's sparse layers attend to their top blocks, its
   CHECK(t.qkv.flops - t.qkv_without_indexer.flops == 2.0 * 6144 * 1024);
 }
 
+TEST_CASE("Operators: Kimi-K3's KDA layers project a per-channel forget gate; MLA's absorption skips them") {
+  const ModelSpec m = *model_preset("kimi-k3");
+  BatchShape b;
+  add_decode(b, m, 5000);
+  const ParallelPlan p = plan(8);
+  const MoeLoad load(m, p, MoeRouting{});
+  const LayerTokenOps t = layer_token_ops(m, p, load, b.tokens, rates_of("gb200"));
+  // Per chip (12 of the 96 heads), one token: q, k, v and the gate 7168 -> 4 x 12 x 128; beta and
+  // the forget gate's first stage 7168 -> 12 + 128; its second stage 128 -> 12 x 128; 2 FLOPs per
+  // multiply-add.
+  CHECK(t.linear_qkv.flops == 2.0 * (7168.0 * 6144 + 7168.0 * 140 + 128.0 * 1536));
+  CHECK(t.linear_qkv.kernels == 3);
+  const StageOperators s = stage_operators(m, p, load, b, 0, rates_of("gb200"));
+  const LayerBatchOps a = layer_batch_ops(m, p, b);
+  int absorb = 0, mla = 0, kda = 0;
+  for (const auto& c : s.compute) {
+    if (c.op.kind == OpKind::kGemmOut && c.op.flops == a.decode_absorb.flops) absorb += c.count;
+    if (c.op.kind == OpKind::kAttentionDecode) (c.op.recurrent != Recurrence::kNone ? kda : mla) += c.count;
+  }
+  CHECK(absorb == 24);
+  CHECK(mla == 24);
+  CHECK(kda == 69);
+}
+
 TEST_CASE("Operators: window layers of their own shape attend and project with it (Gemma-4)") {
   const ModelSpec m = *model_preset("gemma-4-26b-a4b");
   BatchShape b;

@@ -73,11 +73,13 @@ TEST_CASE("HF import: every preset's config.json imports to exactly the preset")
   // qwen3_5_moe / qwen3_5 with linear attention): built from their config.json by hand
   // (models/model_spec.cpp names each source), no copy of it here.
   // Mixtral (model_type mixtral), Llama-4 (llama4, its chunked attention), MiMo (mimo,
-  // mimo_v2_flash), Step-3.7 (step3p7) and Gemma-4 (gemma4) likewise.
+  // mimo_v2_flash), Step-3.7 (step3p7), Gemma-4 (gemma4), MiniMax-M3 (minimax_m3) and Kimi-K3 (kimi_k3)
+  // likewise.
   const std::set<std::string_view> no_importer = {
-      "deepseek-v3.2",   "kimi-k2.5",      "minimax-m2.5",    "minimax-m2.7",  "qwen3.5-397b-a17b", "qwen3.5-122b-a10b",
-      "qwen3.5-35b-a3b", "qwen3.5-27b",    "mixtral-8x7b",    "mixtral-8x22b", "llama-4-scout",     "llama-4-maverick",
-      "mimo-7b",         "step-3.7-flash", "gemma-4-26b-a4b", "gemma-4-31b",   "mimo-v2-flash",     "minimax-m3"};
+      "deepseek-v3.2",     "kimi-k2.5",        "minimax-m2.5", "minimax-m2.7",   "qwen3.5-397b-a17b",
+      "qwen3.5-122b-a10b", "qwen3.5-35b-a3b",  "qwen3.5-27b",  "mixtral-8x7b",   "mixtral-8x22b",
+      "llama-4-scout",     "llama-4-maverick", "mimo-7b",      "step-3.7-flash", "gemma-4-26b-a4b",
+      "gemma-4-31b",       "mimo-v2-flash",    "minimax-m3",   "kimi-k3"};
   for (const auto name : models::model_preset_names()) {
     if (no_importer.count(name) != 0) continue;
     CAPTURE(name);
