@@ -453,12 +453,13 @@ std::vector<ModelSpec> build_presets() {
   // but the first three: sparse_attention_freq 0, 0, 0, 1, ...), a dense MLP of 12288
   // (dense_intermediate_size) in the first three layers (moe_layer_freq), then 128 experts top-4 of
   // 3072 with a routing bias and one shared expert of 3072, vocab 200064, 1048576 positions, untied
-  // embeddings, bf16. Its MTP modules are not modelled (as MiniMax-M2.5's). 426.3e9 parameters
-  // without the vision tower (MiniMax: "428B total, 23B active" with it).
+  // embeddings, bf16, one MTP layer (num_nextn_predict_layers). 426.3e9 parameters without the MTP
+  // layer and the vision tower (MiniMax: "428B total, 23B active" with the tower).
   ModelSpec mm3 = dense("minimax-m3", 60, 6144, 64, 4, 128, 12288, 200064, 1048576, "MiniMaxAI/MiniMax-M3 config.json");
   mm3.qk_norm = true;
   mm3.moe = moe(128, 4, 3072, 1, 3, true);
   mm3.dsa = {4, 128, 16 * 128, "DDD" + std::string(57, 'F'), 128};
+  mm3.mtp_layers = 1;
   p.push_back(mm3);
 
   // Qwen3.5 (Qwen/Qwen3.5-*/config.json text_config, model_type qwen3_5_moe_text / qwen3_5_text):

@@ -236,9 +236,9 @@ class ConfigReader {
   std::size_t before_ = 0;
 };
 
-const std::vector<std::string_view> kTypes = {"llama",       "mistral",     "qwen2",      "qwen3",
-                                              "qwen3_moe",   "deepseek_v3", "kimi_k2",    "glm4_moe",
-                                              "glm_moe_dsa", "gpt_oss",     "qwen2_5_vl", "nemotron_h"};
+const std::vector<std::string_view> kTypes = {"llama",       "mistral",    "qwen2",     "qwen3",       "qwen3_moe",
+                                              "deepseek_v3", "kimi_k2",    "glm4_moe",  "glm_moe_dsa", "gpt_oss",
+                                              "qwen2_5_vl",  "nemotron_h", "minimax_m3"};
 
 // Keys that change what the model computes, by feature. A config that has one (not null, not
 // empty, not switched off) whose family's importer does not read it is refused with the reason,
@@ -255,7 +255,7 @@ const std::vector<FeatureKey>& feature_keys() {
        "sliding-window attention",
        {"llama", "mistral", "gpt_oss", "qwen2", "qwen3", "qwen3_moe", "qwen2_5_vl"}},
       {"layer_types", "per-layer attention kinds", {"gpt_oss"}},
-      {"num_local_experts", "routed experts (MoE)", {"gpt_oss"}},
+      {"num_local_experts", "routed experts (MoE)", {"gpt_oss", "minimax_m3"}},
       {"num_experts", "routed experts (MoE)", {"qwen3_moe"}},
       {"n_routed_experts", "routed experts (MoE)", {"deepseek_v3", "kimi_k2", "glm4_moe", "glm_moe_dsa", "nemotron_h"}},
       {"moe_latent_size", "latent MoE (experts in a projected width)", {"nemotron_h"}},
@@ -265,7 +265,8 @@ const std::vector<FeatureKey>& feature_keys() {
       {"indexer_types", "layers that share another layer's sparse-attention indexer", {"glm_moe_dsa"}},
       {"num_nextn_predict_layers",
        "multi-token prediction layers (MTP)",
-       {"deepseek_v3", "kimi_k2", "glm4_moe", "glm_moe_dsa", "nemotron_h"}},
+       {"deepseek_v3", "kimi_k2", "glm4_moe", "glm_moe_dsa", "nemotron_h", "minimax_m3"}},
+      {"sparse_attention_config", "block sparse attention (MiniMax Sparse Attention)", {"minimax_m3"}},
       {"vision_config", "a vision encoder", {"qwen2_5_vl"}},
   };
   return keys;
@@ -376,6 +377,74 @@ void read_mla(ConfigReader& r, models::ModelSpec& m) {
   take(r.integer("v_head_dim", "the value dims"), m.mla.v_dim);
   m.head_dim = m.mla.qk_nope_dim + m.mla.qk_rope_dim;
   m.kv_heads = m.heads;
+}
+
+// A per-layer list of 0 / 1 flags as letters (`off`, `on`); empty when it is not a list of `layers`
+// such flags.
+std::string flag_letters(const json& flags, char off, char on, int layers) {
+  if (!flags.is_array() || static_cast<int>(flags.size()) != layers) return {};
+  std::string pattern;
+  for (const auto& f : flags) {
+    if (!f.is_number_integer() || (f.get<int>() != 0 && f.get<int>() != 1)) return {};
+    pattern += f.get<int>() == 1 ? on : off;
+  }
+  return pattern;
+}
+
+// MiniMax-M3 (model_type minimax_m3): GQA with per-head QK-norm; dense MLPs of
+// dense_intermediate_size where moe_layer_freq is 0 (the leading layers), routed experts of
+// moe_intermediate_size with a routing bias (use_routing_bias) and shared experts of
+// shared_intermediate_size; MiniMax Sparse Attention from sparse_attention_config: the top
+// sparse_topk_blocks blocks of sparse_block_size tokens, scored by sparse_num_index_heads heads of
+// sparse_index_dim, on the layers whose sparse_attention_freq is 1 (the others attend densely).
+void read_minimax_m3(ConfigReader& r, models::ModelSpec& m) {
+  auto take = [](std::optional<int> v, int& out) {
+    if (v) out = *v;
+  };
+  read_gqa(r, m);
+  take(r.integer("dense_intermediate_size", "the dense MLP width"), m.intermediate);
+  take(r.integer("num_local_experts", "the routed experts"), m.moe.experts);
+  take(r.integer("num_experts_per_tok", "experts per token"), m.moe.top_k);
+  take(r.integer("moe_intermediate_size", "the expert width"), m.moe.expert_intermediate);
+  take(r.integer("n_shared_experts", "shared experts", 0, 0), m.moe.shared_experts);
+  int shared_width = 0;
+  take(r.integer("shared_intermediate_size", "the shared-expert width", 0, 0), shared_width);
+  m.moe.shared_intermediate = m.moe.shared_experts * shared_width;
+  if (auto bias = r.boolean("use_routing_bias", false)) m.moe.router_bias = *bias;
+  if (auto norm = r.boolean("use_qk_norm", false)) m.qk_norm = *norm;
+  if (auto gate = r.boolean("attention_output_gate", false); gate && *gate) {
+    r.report("attention_output_gate",
+             "MiniMax-M3's attention output gate is not modelled (the published model has none)");
+  }
+  take(r.integer("num_nextn_predict_layers", "MTP layers", 0, 0), m.mtp_layers);
+  // moe_layer_freq: dense (0) leading layers, then MoE (1) on every layer.
+  if (const json* freq = r.find("moe_layer_freq")) {
+    const std::string moe = m.layers > 0 ? flag_letters(*freq, 'D', 'E', m.layers) : std::string();
+    const std::size_t first = moe.find('E');
+    if (moe.empty() || first == std::string::npos || moe.find('D', first) != std::string::npos) {
+      r.report("moe_layer_freq", "expected 0 (dense) on the leading layers and 1 (MoE) on the rest, one per layer");
+    } else {
+      m.moe.first_dense_layers = static_cast<int>(first);
+    }
+  }
+  const json* sparse = r.find("sparse_attention_config");
+  if (!sparse || !sparse->is_object() || !sparse->value("use_sparse_attention", false)) return;
+  r.set_prefix("sparse_attention_config");
+  int blocks = 0;
+  take(r.integer("sparse_num_index_heads", "the indexer heads"), m.dsa.index_heads);
+  take(r.integer("sparse_index_dim", "the indexer head dim"), m.dsa.index_dim);
+  take(r.integer("sparse_topk_blocks", "the blocks each query attends to"), blocks);
+  take(r.integer("sparse_block_size", "tokens per block"), m.dsa.block);
+  m.dsa.top_k = blocks * m.dsa.block;
+  if (const json* freq = r.find("sparse_attention_freq")) {
+    const std::string pattern = m.layers > 0 ? flag_letters(*freq, 'D', 'F', m.layers) : std::string();
+    if (pattern.empty()) {
+      r.report("sparse_attention_freq", "expected 0 (dense attention) or 1 (sparse) per layer");
+    } else if (pattern.find('D') != std::string::npos) {
+      m.dsa.pattern = repeating_unit(pattern);
+    }
+  }
+  r.set_prefix("");
 }
 
 void read_vision(ConfigReader& r, models::ModelSpec& m) {
@@ -658,6 +727,8 @@ std::optional<models::ModelSpec> parse_hf_config(std::string_view text, const st
     read_quantization(r, m);
   } else if (t == "nemotron_h") {
     read_nemotron_h(r, m);
+  } else if (t == "minimax_m3") {
+    read_minimax_m3(r, m);
   } else if (t == "glm4_moe") {
     read_gqa(r, m);
     read_dense_width(r, m);

@@ -40,16 +40,16 @@ std::string figures(const models::ModelSpec& m) {
     << " vocab=" << m.vocab << " max_context=" << m.max_context << " tied=" << m.tied_embeddings
     << " attention=" << static_cast<int>(m.attention) << " mla=" << m.mla.q_lora_rank << "/" << m.mla.kv_lora_rank
     << "/" << m.mla.qk_nope_dim << "/" << m.mla.qk_rope_dim << "/" << m.mla.v_dim << " dsa=" << m.dsa.index_heads << "/"
-    << m.dsa.index_dim << "/" << m.dsa.top_k << "/" << m.dsa.pattern << " moe=" << m.moe.experts << "/" << m.moe.top_k
-    << "/" << m.moe.expert_intermediate << "/" << m.moe.shared_experts << "/" << m.moe.shared_intermediate << "/"
-    << m.moe.first_dense_layers << "/" << m.moe.layer_frequency << "/" << m.moe.expert_bias << "/" << m.moe.router_bias
-    << " window=" << m.window.window << "/" << m.window.pattern << " mtp=" << m.mtp_layers << " bias=" << m.qkv_bias
-    << m.o_bias << " qk_norm=" << m.qk_norm << " sinks=" << m.attention_sinks << " linear=" << m.linear.key_heads << "/"
-    << m.linear.value_heads << "/" << m.linear.key_dim << "/" << m.linear.value_dim << "/" << m.linear.conv_kernel
-    << "/" << m.linear.pattern << "/" << m.linear.state_bytes << "/" << static_cast<int>(m.linear.kind) << "/"
-    << m.linear.chunk << " gated_mlp=" << m.gated_mlp << " ffn=" << m.ffn_pattern
-    << " formats=" << models::format_name(m.formats.weights) << "/" << models::format_name(m.formats.experts) << "/"
-    << models::format_name(m.formats.kv_cache);
+    << m.dsa.index_dim << "/" << m.dsa.top_k << "/" << m.dsa.pattern << "/" << m.dsa.block << " moe=" << m.moe.experts
+    << "/" << m.moe.top_k << "/" << m.moe.expert_intermediate << "/" << m.moe.shared_experts << "/"
+    << m.moe.shared_intermediate << "/" << m.moe.first_dense_layers << "/" << m.moe.layer_frequency << "/"
+    << m.moe.expert_bias << "/" << m.moe.router_bias << " window=" << m.window.window << "/" << m.window.pattern
+    << " mtp=" << m.mtp_layers << " bias=" << m.qkv_bias << m.o_bias << " qk_norm=" << m.qk_norm
+    << " sinks=" << m.attention_sinks << " linear=" << m.linear.key_heads << "/" << m.linear.value_heads << "/"
+    << m.linear.key_dim << "/" << m.linear.value_dim << "/" << m.linear.conv_kernel << "/" << m.linear.pattern << "/"
+    << m.linear.state_bytes << "/" << static_cast<int>(m.linear.kind) << "/" << m.linear.chunk
+    << " gated_mlp=" << m.gated_mlp << " ffn=" << m.ffn_pattern << " formats=" << models::format_name(m.formats.weights)
+    << "/" << models::format_name(m.formats.experts) << "/" << models::format_name(m.formats.kv_cache);
   if (m.vision) {
     const auto& v = *m.vision;
     s << " vision=" << v.depth << "/" << v.hidden << "/" << v.heads << "/" << v.intermediate << "/" << v.patch << "/"
@@ -73,13 +73,12 @@ TEST_CASE("HF import: every preset's config.json imports to exactly the preset")
   // qwen3_5_moe / qwen3_5 with linear attention): built from their config.json by hand
   // (models/model_spec.cpp names each source), no copy of it here.
   // Mixtral (model_type mixtral), Llama-4 (llama4, its chunked attention), MiMo (mimo,
-  // mimo_v2_flash), Step-3.7 (step3p7), Gemma-4 (gemma4), MiniMax-M3 (minimax_m3) and Kimi-K3 (kimi_k3)
+  // mimo_v2_flash), Step-3.7 (step3p7), Gemma-4 (gemma4) and Kimi-K3 (kimi_k3: its vision tower, KDA)
   // likewise.
   const std::set<std::string_view> no_importer = {
-      "deepseek-v3.2",     "kimi-k2.5",        "minimax-m2.5", "minimax-m2.7",   "qwen3.5-397b-a17b",
-      "qwen3.5-122b-a10b", "qwen3.5-35b-a3b",  "qwen3.5-27b",  "mixtral-8x7b",   "mixtral-8x22b",
-      "llama-4-scout",     "llama-4-maverick", "mimo-7b",      "step-3.7-flash", "gemma-4-26b-a4b",
-      "gemma-4-31b",       "mimo-v2-flash",    "minimax-m3",   "kimi-k3"};
+      "deepseek-v3.2",   "kimi-k2.5",      "minimax-m2.5",    "minimax-m2.7",  "qwen3.5-397b-a17b", "qwen3.5-122b-a10b",
+      "qwen3.5-35b-a3b", "qwen3.5-27b",    "mixtral-8x7b",    "mixtral-8x22b", "llama-4-scout",     "llama-4-maverick",
+      "mimo-7b",         "step-3.7-flash", "gemma-4-26b-a4b", "gemma-4-31b",   "mimo-v2-flash",     "kimi-k3"};
   for (const auto name : models::model_preset_names()) {
     if (no_importer.count(name) != 0) continue;
     CAPTURE(name);
@@ -114,6 +113,36 @@ TEST_CASE("HF import: GLM-5.2's indexer_types say which layers run the DSA index
   CHECK(p[0].message.find("expected one of full / shared per layer, the first full") != std::string::npos);
 }
 
+TEST_CASE("HF import: MiniMax-M3's sparse_attention_config and moe_layer_freq") {
+  std::ifstream in(kDir + "/hf/minimax-m3/config.json");
+  const nlohmann::json config = nlohmann::json::parse(in);
+  std::vector<Diagnostic> problems;
+  const auto m = parse_hf_config(config.dump(), "m/config.json", problems);
+  REQUIRE(m.has_value());
+  // The top 16 blocks of 128 tokens; the three leading layers dense in attention and MLP.
+  CHECK(m->dsa.top_k == 2048);
+  CHECK(m->dsa.block == 128);
+  CHECK(m->count_layers(0, m->layers).dense_attention == 3);
+  CHECK(m->moe.first_dense_layers == 3);
+  // Sparse attention switched off: a GQA model with the same MoE.
+  nlohmann::json off = config;
+  off["sparse_attention_config"]["use_sparse_attention"] = false;
+  const auto dense = parse_hf_config(off.dump(), "m/config.json", problems);
+  REQUIRE(dense.has_value());
+  CHECK_FALSE(dense->dsa.enabled());
+  // A per-layer list of the wrong length, and a MoE layer before a dense one: refused at the key.
+  nlohmann::json short_list = config;
+  short_list["sparse_attention_config"]["sparse_attention_freq"].erase(0);
+  auto p = problems_of(short_list.dump());
+  REQUIRE(p.size() == 1);
+  CHECK(p[0].path == "sparse_attention_config.sparse_attention_freq");
+  nlohmann::json interleaved = config;
+  interleaved["moe_layer_freq"][5] = 0;
+  p = problems_of(interleaved.dump());
+  REQUIRE(p.size() == 1);
+  CHECK(p[0].path == "moe_layer_freq");
+}
+
 TEST_CASE("HF import: an unknown model_type names the supported ones at its line and column") {
   const auto p = problems_of("{\n  \"hidden_size\": 4096,\n  \"model_type\": \"mixtral\"\n}\n");
   REQUIRE(p.size() == 1);
@@ -124,7 +153,7 @@ TEST_CASE("HF import: an unknown model_type names the supported ones at its line
   CHECK(p[0].message ==
         "model_type 'mixtral' is not supported (did you mean 'mistral'?); supported: llama, mistral, qwen2, qwen3, "
         "qwen3_moe, "
-        "deepseek_v3, kimi_k2, glm4_moe, glm_moe_dsa, gpt_oss, qwen2_5_vl, nemotron_h");
+        "deepseek_v3, kimi_k2, glm4_moe, glm_moe_dsa, gpt_oss, qwen2_5_vl, nemotron_h, minimax_m3");
   const auto typo = problems_of(R"({"model_type": "qwen3_mo"})");
   REQUIRE(typo.size() == 1);
   CHECK(typo[0].message.find("(did you mean 'qwen3_moe'?)") != std::string::npos);
