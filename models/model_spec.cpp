@@ -106,8 +106,9 @@ std::int64_t ModelSpec::attention_params() const {
 std::int64_t ModelSpec::indexer_params() const {
   if (!dsa.enabled()) return 0;
   const std::int64_t h = hidden, ql = mla.q_lora_rank, ih = dsa.index_heads, id = dsa.index_dim;
-  // Block sparse attention (MiniMax-M3 index_q_proj, index_k_proj): h -> index_heads x index_dim each.
-  if (dsa.block_scored()) return 2 * h * ih * id;
+  // Block sparse attention (MiniMax-M3 index_q_proj h -> index_heads x index_dim, index_k_proj
+  // h -> index_dim).
+  if (dsa.block_scored()) return h * ih * id + h * id;
   // Indexer (DeepSeek-V3.2 / GLM-5): wq_b q_lora -> index_heads x index_dim, wk h -> index_dim, a
   // LayerNorm on the key (weight and bias), weights_proj h -> index_heads.
   return (ql > 0 ? ql : h) * ih * id + h * id + 2 * id + h * ih;
@@ -210,9 +211,9 @@ double ModelSpec::kv_bytes_per_token_layer() const {
 
 double ModelSpec::index_bytes_per_token_layer() const {
   // vLLM DeepseekV32IndexerCache: index_dim fp8 values + one fp32 scale per 128 of them. Block
-  // sparse attention: index_heads fp8 keys of index_dim per block (AIConfigurator's MSA model).
+  // sparse attention: index_dim bf16 values (DsaSpec::block).
   if (!dsa.enabled()) return 0;
-  if (dsa.block_scored()) return static_cast<double>(dsa.index_heads) * dsa.index_dim / dsa.block;
+  if (dsa.block_scored()) return 2.0 * dsa.index_dim;
   return dsa.index_dim + 4.0 * std::ceil(dsa.index_dim / 128.0);
 }
 
@@ -453,7 +454,7 @@ std::vector<ModelSpec> build_presets() {
   // but the first three: sparse_attention_freq 0, 0, 0, 1, ...), a dense MLP of 12288
   // (dense_intermediate_size) in the first three layers (moe_layer_freq), then 128 experts top-4 of
   // 3072 with a routing bias and one shared expert of 3072, vocab 200064, 1048576 positions, untied
-  // embeddings, bf16, one MTP layer (num_nextn_predict_layers). 426.3e9 parameters without the MTP
+  // embeddings, bf16, one MTP layer (num_nextn_predict_layers). 426.2e9 parameters without the MTP
   // layer and the vision tower (MiniMax: "428B total, 23B active" with the tower).
   ModelSpec mm3 = dense("minimax-m3", 60, 6144, 64, 4, 128, 12288, 200064, 1048576, "MiniMaxAI/MiniMax-M3 config.json");
   mm3.qk_norm = true;

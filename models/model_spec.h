@@ -69,12 +69,15 @@ struct DsaSpec {
   // config.json indexer_types full / shared), 'D' attends densely over the whole context with no
   // indexer (MiniMax-M3's first three layers: sparse_attention_freq 0). Empty: every layer 'F'.
   std::string pattern;
-  // Tokens per scored block. 1: the indexer scores every cached token against one shared index key
-  // (DSA). Above 1, block sparse attention (MiniMax Sparse Attention, MiniMax-M3's sparse_block_size
-  // 128): the indexer scores blocks, each holding index_heads fp8 keys of index_dim, and the query
-  // attends to the tokens of the top_k / block best blocks. As AIConfigurator's MSA model counts
-  // them (aic-core operators/msa.rs): index projections q and k of index_heads x index_dim, no
-  // weights projection.
+  // Tokens per selected block. 1: DSA, the query attends to the top_k best tokens. Above 1, block
+  // sparse attention (MiniMax Sparse Attention, MiniMax-M3's sparse_block_size 128) on GQA: the
+  // query attends to the tokens of the top_k / block best blocks, a block's score the best of its
+  // tokens' (sparse_score_type max). Either way the indexer scores every cached token against one
+  // index key: DSA's in fp8 with a scale, block sparse attention's in bf16 (2 x index_dim bytes,
+  // what the measured MSA modules' growth with sequences x context reads: about 38 ps per cached
+  // token and layer on B200 under SGLang and vLLM, docs/notes/2026-12-04-validate-coverage.md);
+  // its projections q (h -> index_heads x index_dim) and k (h -> index_dim), no weights
+  // projection.
   int block = 1;
   bool enabled() const { return top_k > 0; }
   bool block_scored() const { return block > 1; }

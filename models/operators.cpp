@@ -411,13 +411,13 @@ LayerTokenOps layer_token_ops(const ModelSpec& m, const ParallelPlan& p, const M
     o.out = gemm(OpKind::kGemmOut, wf, t, hq * vd, h);
     attention_weights += h * qkv_columns + hq * vd * h;
     if (m.dsa.enabled()) {
-      // Block sparse attention's index projections (replicated): q and k, h -> index_heads x
-      // index_dim each (ModelSpec::indexer_params).
+      // Block sparse attention's index projections (replicated): q h -> index_heads x index_dim
+      // and k h -> index_dim (ModelSpec::indexer_params).
       o.qkv_without_indexer = o.qkv;
       attention_weights_without_indexer = attention_weights;
       const double ih = m.dsa.index_heads, id = m.dsa.index_dim;
-      absorb(o.qkv, gemm(OpKind::kGemmQkv, wf, t, h, 2.0 * ih * id));
-      attention_weights += 2.0 * h * ih * id;
+      absorb(o.qkv, gemm(OpKind::kGemmQkv, wf, t, h, ih * id + id));
+      attention_weights += h * (ih * id + id);
     }
   }
   o.dequant_attention = dequant(wf, attention_weights, o.qkv.kernels + o.out.kernels);
@@ -651,16 +651,15 @@ LayerBatchOps layer_batch_ops(const ModelSpec& m, const ParallelPlan& p, const B
     return op;
   };
 
-  // Indexer: every query scores every cached token (every block of `block` tokens, block sparse
-  // attention) with index_heads x index_dim fp8 products (2 FLOPs each) and reads the cached index
-  // keys.
+  // Indexer: every query scores every cached token with index_heads x index_dim fp8 products (2
+  // FLOPs each) and reads the cached index keys.
   auto add_indexer = [&] {
-    const double ih = m.dsa.index_heads, id = m.dsa.index_dim, per = m.dsa.block;
+    const double ih = m.dsa.index_heads, id = m.dsa.index_dim;
     const double ib = m.index_bytes_per_token_layer();
     Operator ip;
     ip.kind = OpKind::kIndexer;
     ip.rate = ComputeRate::kFp8;
-    ip.flops = 2.0 * ih * id * (b.prefill_pairs / per) / ranks;
+    ip.flops = 2.0 * ih * id * b.prefill_pairs / ranks;
     ip.bytes = static_cast<double>(b.prefill_kv_tokens) / ranks * ib + prefill_q * ih * id;
     ip.m = prefill_q;
     ip.batch = chunks;
@@ -670,7 +669,7 @@ LayerBatchOps layer_batch_ops(const ModelSpec& m, const ParallelPlan& p, const B
     o.indexer_prefill = ip;
     Operator idec = ip;
     const double dkv = static_cast<double>(b.decode_kv_tokens) / ranks;
-    idec.flops = 2.0 * ih * id * (dkv / per);
+    idec.flops = 2.0 * ih * id * dkv;
     idec.bytes = dkv * ib + decode_q * ih * id;
     idec.m = decode_q;
     idec.batch = decode_q;

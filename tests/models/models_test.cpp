@@ -148,19 +148,19 @@ TEST_CASE("Models: MiniMax-M3's block sparse attention on 57 of 60 layers") {
   CHECK_FALSE(m.is_dense_attention_layer(3));
   CHECK_FALSE(m.is_indexer_layer(0));
   CHECK(m.is_indexer_layer(59));
-  // Index projections q and k: 2 x 6144 x 4 x 128.
-  CHECK(m.indexer_params() == 6'291'456);
+  // Index projections q 6144 x 4 x 128 and k 6144 x 128.
+  CHECK(m.indexer_params() == 3'932'160);
   // Attention: norms 2 x 6144, q and o 2 x 6144 x 64 x 128, k and v 2 x 6144 x 4 x 128, QK-norm
   // 2 x 128, the index projections.
-  CHECK(m.attention_params() == 12'288 + 100'663'296 + 6'291'456 + 256 + 6'291'456);
+  CHECK(m.attention_params() == 12'288 + 100'663'296 + 6'291'456 + 256 + 3'932'160);
   // KV per token: K and V of 4 heads x 128 in bf16 on 60 layers (2,048 bytes each) and the index
-  // keys, 4 heads x 128 fp8 per 128-token block (4 bytes per token), on the 57 sparse layers.
-  CHECK(m.index_bytes_per_token_layer() == 4.0);
-  CHECK(m.kv_bytes_per_token() == 60 * 2048 + 57 * 4);
+  // key, 128 bf16 values (256 bytes), on the 57 sparse layers.
+  CHECK(m.index_bytes_per_token_layer() == 256.0);
+  CHECK(m.kv_bytes_per_token() == 60 * 2048 + 57 * 256);
   // The dense layers hold no indexer: a layer 0 and a layer 3 of the same MLP would differ by it.
   CHECK(m.layer_params(3) - m.layer_params(59) == 0);
   // MiniMax: 428B total with the vision tower (its 32 CLIP layers of 1280, about 0.6e9).
-  CHECK(m.total_params() == 426'309'038'208);
+  CHECK(m.total_params() == 426'174'558'336);
   CHECK(validate_model(m).empty());
   ModelSpec bad = m;
   bad.dsa.pattern = "DS";

@@ -175,10 +175,10 @@ TEST_CASE("Operators: MiniMax-M3's sparse layers attend to their top blocks, its
   CHECK(o.decode_window.window == 0);  // full attention, for the tables too
   CHECK(o.decode_full.kernels == 1);
   CHECK(o.decode_window.kernels == 1);
-  // The indexer scores 10,000 / 128 blocks with 4 heads x 128 (2 FLOPs each) and reads 4 bytes of
-  // index keys per token, plus the query's 4 x 128.
-  CHECK(o.indexer_decode.flops == doctest::Approx(2.0 * 4 * 128 * 10'000 / 128.0));
-  CHECK(o.indexer_decode.bytes == 10'000.0 * 4 + 4 * 128);
+  // The indexer scores the 10,000 tokens with 4 heads x 128 (2 FLOPs each) and reads each one's
+  // index key (128 bf16 values), plus the query's 4 x 128.
+  CHECK(o.indexer_decode.flops == 2.0 * 4 * 128 * 10'000);
+  CHECK(o.indexer_decode.bytes == 10'000.0 * 256 + 4 * 128);
   // Per stage: the indexer, its projections and the sparse kernel on 57 layers, the dense kernel on 3.
   const ParallelPlan p = plan(1);
   const MoeLoad load(m, p, MoeRouting{});
@@ -197,8 +197,8 @@ TEST_CASE("Operators: MiniMax-M3's sparse layers attend to their top blocks, its
   CHECK(dense == 3);
   CHECK(with_projections == 57);
   CHECK(without == 3);
-  // The index projections: q and k, 6144 -> 4 x 128 each, 2 FLOPs per multiply-add, one token.
-  CHECK(t.qkv.flops - t.qkv_without_indexer.flops == 2.0 * 6144 * 1024);
+  // The index projections: q 6144 -> 4 x 128 and k 6144 -> 128, 2 FLOPs per multiply-add, one token.
+  CHECK(t.qkv.flops - t.qkv_without_indexer.flops == 2.0 * 6144 * 640);
 }
 
 TEST_CASE("Operators: Kimi-K3's KDA layers project a per-channel forget gate; MLA's absorption skips them") {
