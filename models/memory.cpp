@@ -27,20 +27,17 @@ double attention_chip_elements(const ModelSpec& m, const ParallelPlan& p) {
     replicated += static_cast<double>(m.indexer_params());
     return replicated + split / tp;
   }
-  // A block sparse attention's index projections are replicated, like DSA's.
+  // A block sparse attention's index projections are replicated, like DSA's (0 without).
   const double indexer = static_cast<double>(m.indexer_params());
-  if (m.kv_heads >= p.tp) {
-    if (indexer > 0) return (static_cast<double>(m.attention_params()) - indexer) / tp + indexer;
-    return static_cast<double>(m.attention_params()) / tp;
-  }
+  const double split = static_cast<double>(m.attention_params()) - indexer;
+  if (m.kv_heads >= p.tp) return split / tp + indexer;
   // More TP ranks than KV heads: each chip holds one whole KV head (vLLM replicates them).
   // K and V (K only where V is K's projection, k_eq_v) of one KV head, with their biases.
   const double kv_dims = m.head_dim + (m.k_eq_v ? 0 : m.value_dim());
   const double h = m.hidden;
   const double kv_total = h * m.kv_heads * kv_dims + (m.qkv_bias ? m.kv_heads * kv_dims : 0.0);
   const double kv_chip = h * kv_dims + (m.qkv_bias ? kv_dims : 0.0);
-  if (indexer > 0) return (static_cast<double>(m.attention_params()) - kv_total - indexer) / tp + kv_chip + indexer;
-  return (static_cast<double>(m.attention_params()) - kv_total) / tp + kv_chip;
+  return (split - kv_total) / tp + kv_chip + indexer;
 }
 
 // Elements of one MoE block (routed experts, shared experts, router) on one chip, by format.
@@ -192,15 +189,9 @@ Bytes stage_activation_bytes(const ModelSpec& m, const ParallelPlan& p, int stag
 
 double kv_bytes_per_token_per_chip(const ModelSpec& m, const ParallelPlan& p, int stage) {
   const LayerCounts n = m.count_layers(p.stage_first_layer(m, stage), p.stage_layers(m, stage));
-  if (m.attention == AttentionKind::kMla) {
-    // Index keys only on the layers that run the DSA indexer (all of a DSA model's layers are full).
-    return (m.kv_bytes_per_token_layer() * n.full() + m.index_bytes_per_token_layer() * n.indexer) / p.cp;
-  }
-  const double kv = kv_bytes_per_token_layer_chip(m, p) * n.full();
-  // Block sparse attention's index keys: every chip holds those of its layers (AIConfigurator's MSA
-  // model charges the index cache unsplit).
-  if (m.dsa.enabled()) return (kv + m.index_bytes_per_token_layer() * n.indexer) / p.cp;
-  return kv / p.cp;
+  // Index keys only on the layers that run the indexer (all of a DSA model's layers are full), whole
+  // on every chip; 0 without one.
+  return (kv_bytes_per_token_layer_chip(m, p) * n.full() + m.index_bytes_per_token_layer() * n.indexer) / p.cp;
 }
 
 MemoryPlan plan_memory(const ModelSpec& m, const ChipSpec& chip, const ParallelPlan& p, const MemoryConfig& c) {

@@ -7,40 +7,38 @@
 namespace servesim::models {
 
 namespace {
-// The ffn_pattern letter of a layer ('\0' when there is no pattern).
-char ffn_letter(const std::string& pattern, int layer) {
+// The letter of a repeating per-layer pattern for a layer ('\0' when there is no pattern).
+char layer_letter(const std::string& pattern, int layer) {
   return pattern.empty() ? '\0' : pattern[static_cast<std::size_t>(layer) % pattern.size()];
 }
 }  // namespace
 
 bool ModelSpec::is_moe_layer(int layer) const {
-  if (!ffn_pattern.empty()) return moe.enabled() && ffn_letter(ffn_pattern, layer) == 'E';
+  if (!ffn_pattern.empty()) return moe.enabled() && layer_letter(ffn_pattern, layer) == 'E';
   // DeepSeek's rule (modeling_deepseek.py): MoE from first_k_dense_replace on, every
   // moe_layer_freq-th layer.
   return moe.enabled() && layer >= moe.first_dense_layers && layer % std::max(1, moe.layer_frequency) == 0;
 }
 
-bool ModelSpec::has_ffn(int layer) const { return ffn_letter(ffn_pattern, layer) != 'N'; }
+bool ModelSpec::has_ffn(int layer) const { return layer_letter(ffn_pattern, layer) != 'N'; }
 
 bool ModelSpec::is_window_layer(int layer) const {
   if (!window.enabled()) return false;
   if (window.pattern.empty()) return true;
-  return window.pattern[static_cast<std::size_t>(layer) % window.pattern.size()] == 'S';
+  return layer_letter(window.pattern, layer) == 'S';
 }
 
 bool ModelSpec::is_linear_layer(int layer) const {
-  if (!linear.enabled() || linear.pattern.empty()) return false;
-  return linear.pattern[static_cast<std::size_t>(layer) % linear.pattern.size()] == 'L';
+  return linear.enabled() && layer_letter(linear.pattern, layer) == 'L';
 }
 
 bool ModelSpec::is_indexer_layer(int layer) const {
   if (!dsa.enabled()) return false;
-  return dsa.pattern.empty() || dsa.pattern[static_cast<std::size_t>(layer) % dsa.pattern.size()] == 'F';
+  return dsa.pattern.empty() || layer_letter(dsa.pattern, layer) == 'F';
 }
 
 bool ModelSpec::is_dense_attention_layer(int layer) const {
-  if (!dsa.enabled() || dsa.pattern.empty()) return false;
-  return dsa.pattern[static_cast<std::size_t>(layer) % dsa.pattern.size()] == 'D';
+  return dsa.enabled() && layer_letter(dsa.pattern, layer) == 'D';
 }
 
 bool ModelSpec::has_dense_attention_layers() const {

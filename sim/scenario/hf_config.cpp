@@ -281,13 +281,13 @@ bool says_something(const json* v) {
   return true;
 }
 
-// A per-layer list of kinds as one letter per layer (`letters` maps each kind); empty when it is
-// not a list of `layers` known kinds.
-std::string layer_letters(const json& types, const std::map<std::string, char>& letters, int layers) {
+// A per-layer list of kinds (names, or 0 / 1 flags) as one letter per layer (`letters` maps each
+// kind); empty when it is not a list of `layers` known kinds.
+std::string layer_letters(const json& types, const std::map<json, char>& letters, int layers) {
   if (!types.is_array() || static_cast<int>(types.size()) != layers) return {};
   std::string pattern;
   for (const auto& e : types) {
-    const auto it = e.is_string() ? letters.find(e.get<std::string>()) : letters.end();
+    const auto it = e.is_string() || e.is_number_integer() ? letters.find(e) : letters.end();
     if (it == letters.end()) return {};
     pattern += it->second;
   }
@@ -379,18 +379,6 @@ void read_mla(ConfigReader& r, models::ModelSpec& m) {
   m.kv_heads = m.heads;
 }
 
-// A per-layer list of 0 / 1 flags as letters (`off`, `on`); empty when it is not a list of `layers`
-// such flags.
-std::string flag_letters(const json& flags, char off, char on, int layers) {
-  if (!flags.is_array() || static_cast<int>(flags.size()) != layers) return {};
-  std::string pattern;
-  for (const auto& f : flags) {
-    if (!f.is_number_integer() || (f.get<int>() != 0 && f.get<int>() != 1)) return {};
-    pattern += f.get<int>() == 1 ? on : off;
-  }
-  return pattern;
-}
-
 // MiniMax-M3 (model_type minimax_m3): GQA with per-head QK-norm; dense MLPs of
 // dense_intermediate_size where moe_layer_freq is 0 (the leading layers), routed experts of
 // moe_intermediate_size with a routing bias (use_routing_bias) and shared experts of
@@ -419,7 +407,7 @@ void read_minimax_m3(ConfigReader& r, models::ModelSpec& m) {
   take(r.integer("num_nextn_predict_layers", "MTP layers", 0, 0), m.mtp_layers);
   // moe_layer_freq: dense (0) leading layers, then MoE (1) on every layer.
   if (const json* freq = r.find("moe_layer_freq")) {
-    const std::string moe = m.layers > 0 ? flag_letters(*freq, 'D', 'E', m.layers) : std::string();
+    const std::string moe = m.layers > 0 ? layer_letters(*freq, {{0, 'D'}, {1, 'E'}}, m.layers) : std::string();
     const std::size_t first = moe.find('E');
     if (moe.empty() || first == std::string::npos || moe.find('D', first) != std::string::npos) {
       r.report("moe_layer_freq", "expected 0 (dense) on the leading layers and 1 (MoE) on the rest, one per layer");
@@ -437,7 +425,7 @@ void read_minimax_m3(ConfigReader& r, models::ModelSpec& m) {
   take(r.integer("sparse_block_size", "tokens per block"), m.dsa.block);
   m.dsa.top_k = blocks * m.dsa.block;
   if (const json* freq = r.find("sparse_attention_freq")) {
-    const std::string pattern = m.layers > 0 ? flag_letters(*freq, 'D', 'F', m.layers) : std::string();
+    const std::string pattern = m.layers > 0 ? layer_letters(*freq, {{0, 'D'}, {1, 'F'}}, m.layers) : std::string();
     if (pattern.empty()) {
       r.report("sparse_attention_freq", "expected 0 (dense attention) or 1 (sparse) per layer");
     } else if (pattern.find('D') != std::string::npos) {
