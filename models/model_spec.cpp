@@ -88,6 +88,16 @@ std::int64_t ModelSpec::attention_params() const {
     p += nh * mla.v_dim * h;                             // o_proj
     if (attention_output_gate) p += h * nh * mla.v_dim;  // the gate projection
     p += indexer_params();
+  } else if (compress.enabled()) {
+    // DeepSeek-V4 (a CSA layer; HCA layers hold indexer_params() less): wq_a h -> q_lora, its
+    // RMSNorm, wq_b q_lora -> heads x head_dim, wkv h -> head_dim and its RMSNorm, wo_a (the heads'
+    // outputs -> o_lora per group: heads x head_dim x o_lora in all), wo_b o_groups x o_lora -> h;
+    // an HCA layer's compressor: wkv and wgate h -> head_dim, the positional bias ape (dense_ratio x
+    // head_dim) and the entries' RMSNorm.
+    const std::int64_t ql = compress.q_lora_rank, hd = head_dim, ol = compress.o_lora_rank;
+    p += h * ql + ql + ql * nh * hd + h * hd + hd + nh * hd * ol + std::int64_t{compress.o_groups} * ol * h;
+    p += 2 * h * hd + std::int64_t{compress.dense_ratio} * hd + hd;
+    p += indexer_params();
   } else {
     const std::int64_t hd = head_dim, vd = k_eq_v ? 0 : value_dim(), kv = kv_heads;
     p += h * nh * hd + h * kv * (hd + vd) + nh * value_dim() * h;
@@ -104,6 +114,16 @@ std::int64_t ModelSpec::attention_params() const {
 std::int64_t ModelSpec::indexer_params() const {
   if (!dsa.enabled()) return 0;
   const std::int64_t h = hidden, ql = mla.q_lora_rank, ih = dsa.index_heads, id = dsa.index_dim;
+  if (compress.enabled()) {
+    // A CSA layer's over an HCA layer's: its compressor pools overlapping windows (wkv and wgate
+    // h -> 2 head_dim, ape sparse_ratio x 2 head_dim, against h -> head_dim and dense_ratio x
+    // head_dim), and the indexer: wq_b q_lora -> index_heads x index_dim, weights_proj h ->
+    // index_heads, and its own compressor of the index keys (h -> 2 index_dim twice, ape
+    // sparse_ratio x 2 index_dim, a norm).
+    const std::int64_t hd = head_dim, rs = compress.sparse_ratio, rd = compress.dense_ratio;
+    const std::int64_t compressor = 2 * h * hd + (2 * rs - rd) * hd;
+    return compressor + std::int64_t{compress.q_lora_rank} * ih * id + h * ih + 4 * h * id + 2 * rs * id + id;
+  }
   // Block sparse attention (MiniMax-M3 index_q_proj h -> index_heads x index_dim, index_k_proj
   // h -> index_dim).
   if (dsa.block_scored()) return h * ih * id + h * id;
@@ -165,6 +185,7 @@ std::int64_t ModelSpec::layer_params(int layer) const {
   std::int64_t p = is_linear_layer(layer) ? linear_attention_params() : attention_params();
   if (is_window_layer(layer) && window_shape_differs()) p = window_layer_spec().attention_params();
   if (dsa.enabled() && !is_indexer_layer(layer)) p -= indexer_params();  // it reuses another layer's top-k
+  p += mhc_params();
   if (!has_ffn(layer)) {
     p -= hidden;  // the feed-forward block's RMSNorm, counted in the mixer's two
   } else if (is_moe_layer(layer)) {
@@ -173,6 +194,15 @@ std::int64_t ModelSpec::layer_params(int layer) const {
     p += dense_mlp_params();
   }
   return p;
+}
+
+std::int64_t ModelSpec::mhc_params() const {
+  // DeepSeek-V4 hc_attn_* and hc_ffn_*: each a mixing function s h -> (s + 2) s (the pre and post
+  // weights of the s streams and the s x s residual mixing), its bias and three scales.
+  const std::int64_t s = compress.streams;
+  if (s <= 1) return 0;
+  const std::int64_t mix = (s + 2) * s;
+  return 2 * (mix * s * hidden + mix + 3);
 }
 
 std::int64_t ModelSpec::embedding_params() const { return std::int64_t{vocab} * hidden; }
@@ -190,6 +220,9 @@ std::int64_t ModelSpec::mtp_layer_params() const {
 std::int64_t ModelSpec::total_params() const {
   std::int64_t p = embedding_params() * (tied_embeddings ? 1 : 2) + hidden;  // + final norm
   for (int l = 0; l < layers; ++l) p += layer_params(l);
+  // mHC's head: the streams mixed into one before the final norm (hc_head_fn s h -> s, bias, scale).
+  const std::int64_t s = compress.streams;
+  if (s > 1) p += s * s * hidden + s + 1;
   return p;
 }
 
@@ -204,6 +237,7 @@ std::int64_t ModelSpec::active_params_per_token() const {
 double ModelSpec::kv_bytes_per_token_layer() const {
   const double b = bytes_per_element(formats.kv_cache);
   if (attention == AttentionKind::kMla) return (mla.kv_lora_rank + mla.qk_rope_dim) * b;
+  if (compress.enabled()) return head_dim * b / compress.sparse_ratio;
   return static_cast<double>(kv_heads) * (head_dim + value_dim()) * b;
 }
 
@@ -212,6 +246,9 @@ double ModelSpec::index_bytes_per_token_layer() const {
   // sparse attention: index_dim bf16 values (DsaSpec::block).
   if (!dsa.enabled()) return 0;
   if (dsa.block_scored()) return 2.0 * dsa.index_dim;
+  // DeepSeek-V4's indexer cache: fp4 keys, one per CSA entry (AIConfigurator's
+  // deepseek_v4_indexer_cache_entry_bytes).
+  if (compress.enabled()) return 0.5 * dsa.index_dim / compress.sparse_ratio;
   return dsa.index_dim + 4.0 * std::ceil(dsa.index_dim / 128.0);
 }
 
@@ -220,13 +257,25 @@ std::int64_t ModelSpec::kv_bytes_per_token() const {
   const LayerCounts n = count_layers(0, layers);
   const double window_layer =
       window_shape_differs() ? window_layer_spec().kv_bytes_per_token_layer() : kv_bytes_per_token_layer();
-  return std::llround(kv_bytes_per_token_layer() * n.full() + index_bytes_per_token_layer() * n.indexer +
+  const double full = n.full() - n.dense_attention + n.dense_attention * dense_attention_kv_share();
+  return std::llround(kv_bytes_per_token_layer() * full + index_bytes_per_token_layer() * n.indexer +
                       window_layer * n.window);
 }
 
+double ModelSpec::compressed_state_bytes(const LayerCounts& n) const {
+  if (!compress.enabled()) return 0;
+  const double hd = head_dim, id = dsa.index_dim, rs = compress.sparse_ratio, rd = compress.dense_ratio;
+  const double window_tokens =
+      n.layers * static_cast<double>(compress.window) * hd * bytes_per_element(formats.kv_cache);
+  const double csa = 4.0 * (2 * rs * 2 * hd + 2 * rs * 2 * id);
+  const double hca = 4.0 * (2 * rd * hd);
+  return window_tokens + csa * n.indexer + hca * (n.layers - n.indexer);
+}
+
 double ModelSpec::kv_transfer_bytes(std::int64_t tokens) const {
+  const LayerCounts n = count_layers(0, layers);
   return static_cast<double>(tokens) * static_cast<double>(kv_bytes_per_token()) +
-         linear_state_bytes_per_layer() * count_layers(0, layers).linear;
+         linear_state_bytes_per_layer() * n.linear + compressed_state_bytes(n);
 }
 
 double ModelSpec::linear_state_bytes_per_layer() const {
@@ -460,6 +509,43 @@ std::vector<ModelSpec> build_presets() {
   mm3.dsa = {4, 128, 16 * 128, "DDD" + std::string(57, 'F'), 128};
   mm3.mtp_layers = 1;
   p.push_back(mm3);
+
+  // DeepSeek-V4 (deepseek-ai/DeepSeek-V4-*/config.json, model_type deepseek_v4; ModelSpec::
+  // CompressSpec): MQA over one 512-wide entry that is key and value both (head_dim, num_key_value_
+  // heads 1; rotary on its last 64 dims), a 128-token window on every layer (sliding_window), CSA
+  // (entries of 4 tokens, an indexer of 64 heads x 128 selecting index_topk of them) and HCA
+  // (entries of 128 tokens) by compress_ratios, whose last entry is the MTP layer's; the layers of
+  // ratio 0 (window only) taken as HCA. Every layer MoE with a routing bias (noaux_tc; the first
+  // num_hash_layers 3 route by a hash of the token id, costed as routed) and one shared expert;
+  // attention sinks; mHC with 4 streams (hc_mult); vocab 129280, 1048576 positions, one MTP layer.
+  // Weights fp8 in 128 x 128 blocks (quantization_config), routed experts fp4 (expert_dtype; a
+  // ue8m0 scale per 32: MXFP4), the KV cache fp8 (AIConfigurator's default for it).
+  auto deepseek_v4 = [&](std::string name, int layers, int hidden, int heads, int q_lora, int o_groups, int top_k,
+                         int experts, int expert_intermediate, std::string source) {
+    ModelSpec v =
+        dense(std::move(name), layers, hidden, heads, 1, 512, expert_intermediate, 129280, 1048576, std::move(source));
+    v.compress = {128, 4, 128, q_lora, o_groups, 1024, 4};
+    std::string pattern = "DD";
+    while (static_cast<int>(pattern.size()) < layers) pattern += pattern.size() % 2 == 0 ? 'F' : 'D';
+    v.dsa = {64, 128, top_k, pattern, 1};
+    v.attention_sinks = true;
+    v.moe = moe(experts, 6, expert_intermediate, 1, 0, true);
+    v.mtp_layers = 1;
+    v.formats.weights = Format::kFp8Block;
+    v.formats.experts = Format::kMxfp4;
+    v.formats.kv_cache = Format::kFp8;
+    return v;
+  };
+  // DeepSeek-V4-Flash: 43 layers, hidden 4096, 64 heads, q_lora 1024, 8 output groups, top 512
+  // entries, 256 experts of 2048; compress_ratios 0, 0, then 4 and 128 alternating from layer 2.
+  // 284.3e9 parameters (DeepSeek: "284B total, 13B activated").
+  p.push_back(deepseek_v4("deepseek-v4-flash", 43, 4096, 64, 1024, 8, 512, 256, 2048,
+                          "deepseek-ai/DeepSeek-V4-Flash config.json"));
+  // DeepSeek-V4-Pro: 61 layers, hidden 7168, 128 heads, q_lora 1536, 16 output groups, top 1024
+  // entries, 384 experts of 3072; compress_ratios 128, 128, then 4 and 128 alternating. 1.573e12
+  // parameters (DeepSeek: "1.6T total, 49B activated").
+  p.push_back(deepseek_v4("deepseek-v4-pro", 61, 7168, 128, 1536, 16, 1024, 384, 3072,
+                          "deepseek-ai/DeepSeek-V4-Pro config.json"));
 
   // Qwen3.5 (Qwen/Qwen3.5-*/config.json text_config, model_type qwen3_5_moe_text / qwen3_5_text):
   // hybrid layers, three Gated DeltaNet layers then one full-attention layer (layer_types,
@@ -779,7 +865,7 @@ std::vector<std::string> validate_model(const ModelSpec& m) {
     }
   }
   if (m.dsa.enabled()) {
-    if (m.attention != AttentionKind::kMla && !m.dsa.block_scored()) {
+    if (m.attention != AttentionKind::kMla && !m.dsa.block_scored() && !m.compress.enabled()) {
       out.emplace_back(
           "DSA sparse attention is modelled on top of MLA; set attention: mla (or dsa.block > 1: block sparse on GQA)");
     }
@@ -799,6 +885,27 @@ std::vector<std::string> validate_model(const ModelSpec& m) {
     }
     if (m.has_dense_attention_layers() && m.window.enabled()) {
       out.emplace_back("DSA dense-attention layers (pattern D) with sliding-window layers are not modelled");
+    }
+  }
+  if (m.compress.enabled()) {
+    const CompressSpec& c = m.compress;
+    if (m.attention != AttentionKind::kGqa || m.kv_heads != 1) {
+      out.emplace_back("compressed attention is modelled on MQA (attention: gqa, kv_heads: 1)");
+    }
+    if (!m.dsa.enabled() || m.dsa.block_scored()) {
+      out.emplace_back("compressed attention needs its CSA indexer (dsa: index_heads, index_dim, top_k; block 1)");
+    }
+    if (c.sparse_ratio < 1 || c.dense_ratio < 1 || c.q_lora_rank < 1 || c.o_lora_rank < 1 || c.streams < 1) {
+      out.emplace_back(
+          "compressed attention needs sparse_ratio, dense_ratio, q_lora_rank, o_lora_rank and streams >= 1");
+    }
+    if (c.o_groups < 1 || (m.heads > 0 && m.heads % c.o_groups != 0)) {
+      out.push_back("compressed attention o_groups (" + str(c.o_groups) + ") must divide the " + str(m.heads) +
+                    " heads");
+    }
+    if (m.window.enabled() || m.linear.enabled()) {
+      out.emplace_back(
+          "compressed attention has its own window; no sliding-window or linear-attention layers beside it");
     }
   }
   if (m.moe.enabled()) {

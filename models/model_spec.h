@@ -9,6 +9,9 @@
 //   DSA         DeepSeek sparse attention on top of MLA (DeepSeek-V3.2, GLM-5): a lightweight
 //               indexer (index_heads x index_dim) scores every cached token and the attention
 //               reads only the top_k best;
+//   compressed  DeepSeek-V4's attention (CompressSpec): MQA over entries that pool 4 tokens (CSA:
+//               an indexer selects the top_k) or 128 (HCA), beside a 128-token window on every
+//               layer; a grouped low-rank output projection; mHC residual streams;
 //   windows     sliding-window layers (gpt-oss alternates 128-token windows with full layers),
 //               given as a repeating pattern of 'S' (sliding) and 'F' (full) over the layers;
 //   linear      Gated DeltaNet linear-attention layers (Qwen3-Next, Qwen3.5: Yang, Kautz &
@@ -81,6 +84,35 @@ struct DsaSpec {
   int block = 1;
   bool enabled() const { return top_k > 0; }
   bool block_scored() const { return block > 1; }
+};
+
+// DeepSeek-V4's compressed attention (DeepSeek-V4 config.json: sliding_window, compress_ratios,
+// q_lora_rank, o_groups, o_lora_rank, hc_mult; AIConfigurator's deepseek_v4.py and its roofline,
+// dsv4.rs): an MQA of `heads` query heads over one cached vector of head_dim per entry that is key
+// and value both, whose queries come through a q_lora_rank bottleneck. Every layer attends to the
+// last `window` tokens uncompressed, and beside them to compressed entries, each pooling `ratio`
+// consecutive tokens (a learned gated sum: the compressor, h -> 2 head_dim per token, twice over
+// overlapping windows at the sparse ratio):
+//   CSA layers (DsaSpec::pattern 'F')  entries of sparse_ratio (4) tokens, of which the indexer
+//                                      (the DsaSpec's heads and dim, over the compressed entries
+//                                      with keys in fp4) selects the top_k best;
+//   HCA layers ('D')                   entries of dense_ratio (128) tokens, all attended to.
+// The layers with no compressed entries (compress ratio 0: DeepSeek-V4-Flash's first two) are
+// taken as HCA layers, as AIConfigurator's model takes them (their entries add context / 128 keys).
+// The output projection is grouped and low-rank: the heads in o_groups groups, each group's
+// outputs -> o_lora_rank, then o_groups x o_lora_rank -> h. Manifold-constrained hyper-connections
+// (mHC, `streams` = hc_mult residual streams) around attention and the feed-forward block: each
+// mixes the streams into the block's input (pre) and the block's output back into them (post).
+struct CompressSpec {
+  int window = 0;         // tokens every layer attends to uncompressed; 0 = no compressed attention
+  int sparse_ratio = 4;   // tokens per entry of the CSA layers
+  int dense_ratio = 128;  // tokens per entry of the HCA layers
+  int q_lora_rank = 0;
+  int o_groups = 1;
+  int o_lora_rank = 0;
+  int streams = 1;    // mHC residual streams (hc_mult); 1 = a plain residual
+  int rope_dim = 64;  // rotary dims of each query head and entry (qk_rope_head_dim)
+  bool enabled() const { return window > 0; }
 };
 
 struct MoeSpec {
@@ -199,6 +231,7 @@ struct ModelSpec {
   AttentionKind attention = AttentionKind::kGqa;
   MlaSpec mla;
   DsaSpec dsa;
+  CompressSpec compress;
   MoeSpec moe;
   WindowSpec window;
   LinearAttentionSpec linear;
@@ -223,6 +256,18 @@ struct ModelSpec {
   bool is_dense_attention_layer(int layer) const;  // a DSA model's layer without sparse attention ('D')
   bool has_dense_attention_layers() const;         // any such layer
   int value_dim() const { return value_head_dim > 0 ? value_head_dim : head_dim; }
+  // The caps of the batch's capped context sums (models::BatchShape): the sliding window or the
+  // compressed attention's window, and the DSA top-k in tokens (CSA: top_k entries of
+  // sparse_ratio tokens each). 0: none.
+  int window_cap() const { return compress.enabled() ? compress.window : window.window; }
+  std::int64_t topk_cap() const {
+    return compress.enabled() ? std::int64_t{dsa.top_k} * compress.sparse_ratio : dsa.top_k;
+  }
+  // A dense-attention layer's KV per token against a full layer's: HCA entries pool dense_ratio
+  // tokens where CSA's pool sparse_ratio; 1 otherwise (MiniMax-M3's dense layers cache every token).
+  double dense_attention_kv_share() const {
+    return compress.enabled() ? static_cast<double>(compress.sparse_ratio) / compress.dense_ratio : 1.0;
+  }
   // Whether sliding-window layers attend with another shape than full ones (WindowSpec::kv_heads,
   // head_dim; k_eq_v), and that shape: the spec with the window layers' KV heads and head dim.
   bool window_shape_differs() const;
@@ -249,8 +294,18 @@ struct ModelSpec {
   std::int64_t active_params_per_token() const;  // top_k experts instead of all
 
   // KV-cache bytes one token occupies per layer of each kind, all heads (before any split).
-  double kv_bytes_per_token_layer() const;     // K and V, or the MLA latent + rotary key (full layers)
-  double index_bytes_per_token_layer() const;  // DSA indexer keys (fp8 + an fp32 scale per 128)
+  // K and V, or the MLA latent + rotary key (full layers); compressed attention: a CSA layer's
+  // entry (head_dim) per sparse_ratio tokens.
+  double kv_bytes_per_token_layer() const;
+  // DSA indexer keys (fp8 + an fp32 scale per 128); compressed attention: fp4 per CSA entry.
+  double index_bytes_per_token_layer() const;
+  // Compressed attention: what one sequence holds beside its entries in the layers `n` counts
+  // (CSA: n.indexer, HCA: the rest): the window's last `window` tokens uncompressed (head_dim
+  // each) and the compressors' fp32 running state (kv and score, ratio x head_dim each, twice over at the sparse ratio;
+  // CSA layers also the indexer compressor's, ratio x 2 index_dim each), after AIConfigurator's
+  // get_kvcache_bytes_per_sequence. 0 without compressed attention.
+  double compressed_state_bytes(const LayerCounts& n) const;
+  std::int64_t mhc_params() const;  // one layer's two hyper-connections (0 without mHC)
   // Across all layers of the whole model, window layers included as if they cached everything;
   // linear-attention layers keep a state per sequence instead (linear_state_bytes_per_layer).
   std::int64_t kv_bytes_per_token() const;

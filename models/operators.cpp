@@ -58,13 +58,13 @@ void add_chunk(BatchShape& b, const ModelSpec& m, std::int64_t cached, std::int6
   b.prefill_chunks += 1;
   b.prefill_pairs += c * static_cast<double>(kv);
   b.prefill_kv_tokens += static_cast<double>(kv);
-  if (m.window.enabled()) {
-    const std::int64_t w = m.window.window;
+  if (m.window_cap() > 0) {
+    const std::int64_t w = m.window_cap();
     b.prefill_pairs_window += c * static_cast<double>(std::min(kv, w));
     b.prefill_kv_window += static_cast<double>(std::min(kv, w + new_tokens));
   }
   if (m.dsa.enabled()) {
-    const std::int64_t k = m.dsa.top_k;
+    const std::int64_t k = m.topk_cap();
     b.prefill_pairs_topk += c * static_cast<double>(std::min(kv, k));
     b.prefill_kv_topk += static_cast<double>(std::min(kv, k + new_tokens));
   }
@@ -76,11 +76,11 @@ void add_decode(BatchShape& b, const ModelSpec& m, std::int64_t context) {
   b.logits += 1;
   b.decode_seqs += 1;
   b.decode_kv_tokens += static_cast<double>(context);
-  if (m.window.enabled()) {
-    b.decode_kv_window += static_cast<double>(std::min<std::int64_t>(context, m.window.window));
+  if (m.window_cap() > 0) {
+    b.decode_kv_window += static_cast<double>(std::min<std::int64_t>(context, m.window_cap()));
   }
   if (m.dsa.enabled()) {
-    b.decode_kv_topk += static_cast<double>(std::min<std::int64_t>(context, m.dsa.top_k));
+    b.decode_kv_topk += static_cast<double>(std::min(context, m.topk_cap()));
   }
 }
 
@@ -172,7 +172,8 @@ CommOp comm(OpKind kind, Collective c, Group g, double bytes) {
 struct AttentionShape {
   double rotary = 0;    // q and k elements rotated
   double kv_write = 0;  // KV-cache elements written
-  double norms = 0;     // extra elements (MLA q_a / kv_a RMSNorms, an attention output gate)
+  double norms = 0;     // extra elements (MLA q_a / kv_a RMSNorms, an attention output gate, mHC)
+  int kernels = 0;      // extra elementwise kernels per layer (mHC)
 };
 
 AttentionShape attention_shape(const ModelSpec& m, const ParallelPlan& p) {
@@ -183,6 +184,24 @@ AttentionShape attention_shape(const ModelSpec& m, const ParallelPlan& p) {
     a.kv_write = m.mla.kv_lora_rank + m.mla.qk_rope_dim + (m.dsa.enabled() ? m.dsa.index_dim : 0);
     a.norms = 2.0 * (m.mla.q_lora_rank + m.mla.kv_lora_rank);
     if (m.attention_output_gate) a.norms += 3 * hq * m.mla.v_dim;  // sigmoid(gate) x o
+  } else if (m.compress.enabled()) {
+    // DeepSeek-V4: rotary on the last rope_dim dims of every query head and of the entry; the
+    // window's entry appended (the compressed entries, 1 / ratio of it, not counted); the q
+    // latent's and the entry's RMSNorms. mHC, two hyper-connections a layer (attention, feed-
+    // forward), each a pre kernel and a post kernel over the s streams (bf16): pre reads them to
+    // compute the mixing weights (the normed streams through s h -> (s + 2) s, then Sinkhorn
+    // steps) and again to mix them into the block's input (2 s h + h), post reads the block's
+    // output and the streams and writes the streams (2 s h + h). Measured (AIConfigurator's SGLang
+    // mHC module, B200, h 4096, both sites): pre 3.35 ms and post 2.81 ms at 131,072 tokens, about
+    // the same traffic each. The mixing GEMM's FLOPs are not costed.
+    const CompressSpec& c = m.compress;
+    a.rotary = (hq + 1) * c.rope_dim;
+    a.kv_write = m.head_dim;
+    a.norms = 2.0 * (c.q_lora_rank + m.head_dim);
+    if (c.streams > 1) {
+      a.norms += 4.0 * (2.0 * c.streams + 1.0) * m.hidden;
+      a.kernels = 4;
+    }
   } else {
     const double hkv = p.kv_heads_per_chip(m), hd = m.head_dim;
     a.rotary = (hq + hkv) * hd;
@@ -195,7 +214,8 @@ AttentionShape attention_shape(const ModelSpec& m, const ParallelPlan& p) {
 }  // namespace
 
 double kv_bytes_per_token_layer_chip(const ModelSpec& m, const ParallelPlan& p) {
-  if (m.attention == AttentionKind::kMla) return m.kv_bytes_per_token_layer();
+  // MLA's latent and compressed attention's entries: one per token, whole on every chip.
+  if (m.attention == AttentionKind::kMla || m.compress.enabled()) return m.kv_bytes_per_token_layer();
   return static_cast<double>(p.kv_heads_per_chip(m)) * (m.head_dim + m.value_dim()) *
          bytes_per_element(m.formats.kv_cache);
 }
@@ -403,6 +423,35 @@ LayerTokenOps layer_token_ops(const ModelSpec& m, const ParallelPlan& p, const M
       absorb(o.qkv, gemm(OpKind::kGemmQkv, wf, t, h, hq * a.v_dim));
       attention_weights += h * hq * a.v_dim;
     }
+  } else if (m.compress.enabled()) {
+    // DeepSeek-V4 (ModelSpec::CompressSpec; the shapes of AIConfigurator's dsv4.rs roofline).
+    // Replicated on every TP rank, from h: wq_a and wkv (q_lora + head_dim) with the compressor's
+    // wkv and wgate (2 head_dim; 4 on a CSA layer, whose windows overlap) and, on a CSA layer, the
+    // indexer's compressor (4 index_dim) and weights_proj (index_heads). Column-parallel from the
+    // q latent: wq_b (heads x head_dim) and the indexer's wq_b (index_heads x index_dim). The
+    // output: wo_a, the chip's heads in g = max(1, o_groups / tp) groups, each group's outputs ->
+    // o_lora in one batched GEMM, then wo_b g x o_lora -> h (row-parallel). HCA layers run the
+    // projections without the indexer's (qkv_without_indexer, as a DSA model's layers that reuse a
+    // top-k).
+    const CompressSpec& c = m.compress;
+    const double ql = c.q_lora_rank, hd = m.head_dim, ol = c.o_lora_rank;
+    const double ih = m.dsa.index_heads, id = m.dsa.index_dim;
+    const double groups = std::max(1.0, std::floor(static_cast<double>(c.o_groups) / p.tp));
+    o.qkv_without_indexer = gemm(OpKind::kGemmQkv, wf, t, h, ql + 3 * hd);
+    absorb(o.qkv_without_indexer, gemm(OpKind::kGemmQkv, wf, t, ql, hq * hd));
+    o.qkv = gemm(OpKind::kGemmQkv, wf, t, h, ql + 5 * hd + 4 * id + ih);
+    absorb(o.qkv, gemm(OpKind::kGemmQkv, wf, t, ql, hq * hd));
+    absorb(o.qkv, gemm(OpKind::kGemmQkv, wf, t, ql, ih * id));
+    Operator wo_a = gemm(OpKind::kGemmOut, wf, t, hq * hd / groups, ol);
+    wo_a.flops *= groups;
+    wo_a.bytes *= groups;
+    wo_a.quant_elements *= groups;
+    wo_a.gemms[0].groups = groups;
+    o.out = wo_a;
+    absorb(o.out, gemm(OpKind::kGemmOut, wf, t, groups * ol, h));
+    const double out_weights = hq * hd * ol + groups * ol * h;
+    attention_weights = h * (ql + 5 * hd + 4 * id + ih) + ql * (hq * hd + ih * id) + out_weights;
+    attention_weights_without_indexer = h * (ql + 3 * hd) + ql * hq * hd + out_weights;
   } else {
     // Q and K of head_dim, V of value_dim (none where V is K's projection, k_eq_v).
     const double hd = m.head_dim, vd = m.value_dim(), hkv = p.kv_heads_per_chip(m);
@@ -502,11 +551,11 @@ LayerTokenOps layer_token_ops(const ModelSpec& m, const ParallelPlan& p, const M
   o.dense_elementwise.kind = OpKind::kElementwise;
   o.dense_elementwise.flops = 0;
   o.dense_elementwise.bytes = m.activation_bytes * t * (8 * h + 2 * as.rotary + mats * ffn + as.kv_write + as.norms);
-  o.dense_elementwise.kernels = 5;
+  o.dense_elementwise.kernels = 5 + as.kernels;
   o.dense_elementwise.m = t;
   o.mixer_elementwise = o.dense_elementwise;
   o.mixer_elementwise.bytes = m.activation_bytes * t * (4 * h + 2 * as.rotary + as.kv_write + as.norms);
-  o.mixer_elementwise.kernels = 3;
+  o.mixer_elementwise.kernels = 3 + as.kernels;
 
   // --- MoE: router, routed experts on the busiest rank, shared experts ---
   if (m.moe.enabled()) {
@@ -576,7 +625,7 @@ LayerTokenOps layer_token_ops(const ModelSpec& m, const ParallelPlan& p, const M
     // profiles' MoE family is fitted to those rows (calibrate/operator_fit.cpp).
     o.moe_elementwise.kind = OpKind::kElementwise;
     o.moe_elementwise.bytes = m.activation_bytes * t * (8 * h + 2 * as.rotary + mats * shared + as.kv_write + as.norms);
-    o.moe_elementwise.kernels = shared > 0 ? 5 : 4;
+    o.moe_elementwise.kernels = (shared > 0 ? 5 : 4) + as.kernels;
     o.moe_elementwise.m = t;
 
     // Communication of a MoE layer. Without attention DP the tokens are replicated on the TP
@@ -651,26 +700,27 @@ LayerBatchOps layer_batch_ops(const ModelSpec& m, const ParallelPlan& p, const B
     return op;
   };
 
-  // Indexer: every query scores every cached token with index_heads x index_dim fp8 products (2
-  // FLOPs each) and reads the cached index keys.
-  auto add_indexer = [&] {
+  // Indexer: every query scores every cached token (compressed attention: every CSA entry,
+  // `per_token` of a token each) with index_heads x index_dim fp8 products (2 FLOPs each) and reads
+  // the cached index keys (index_bytes_per_token_layer: per token).
+  auto add_indexer = [&](double per_token) {
     const double ih = m.dsa.index_heads, id = m.dsa.index_dim;
     const double ib = m.index_bytes_per_token_layer();
     Operator ip;
     ip.kind = OpKind::kIndexer;
     ip.rate = ComputeRate::kFp8;
-    ip.flops = 2.0 * ih * id * b.prefill_pairs / ranks;
+    ip.flops = 2.0 * ih * id * (b.prefill_pairs * per_token) / ranks;
     ip.bytes = static_cast<double>(b.prefill_kv_tokens) / ranks * ib + prefill_q * ih * id;
     ip.m = prefill_q;
     ip.batch = chunks;
-    ip.context = static_cast<double>(b.prefill_kv_tokens) / ranks;
+    ip.context = static_cast<double>(b.prefill_kv_tokens) * per_token / ranks;
     ip.n = ih;
     ip.k = id;
     o.indexer_prefill = ip;
     Operator idec = ip;
-    const double dkv = static_cast<double>(b.decode_kv_tokens) / ranks;
+    const double dkv = static_cast<double>(b.decode_kv_tokens) * per_token / ranks;
     idec.flops = 2.0 * ih * id * dkv;
-    idec.bytes = dkv * ib + decode_q * ih * id;
+    idec.bytes = static_cast<double>(b.decode_kv_tokens) / ranks * ib + decode_q * ih * id;
     idec.m = decode_q;
     idec.batch = decode_q;
     idec.context = dkv;
@@ -695,7 +745,7 @@ LayerBatchOps layer_batch_ops(const ModelSpec& m, const ParallelPlan& p, const B
       o.decode_full = attention(OpKind::kAttentionDecode, per_pair * dk,
                                 dk * latent * kvb + act * decode_q * hq * (latent + a.kv_lora_rank), decode_q, decode_q,
                                 dk, hq, latent);
-      add_indexer();
+      add_indexer(1.0);
       o.prefill_up_projection.kind = OpKind::kGemmQkv;
       o.prefill_up_projection.kernels = 0;
     } else {
@@ -753,6 +803,37 @@ LayerBatchOps layer_batch_ops(const ModelSpec& m, const ParallelPlan& p, const B
     o.prefill_window.kind = OpKind::kAttentionPrefill;
     o.decode_window.kind = OpKind::kAttentionDecode;
     o.prefill_window.kernels = o.decode_window.kernels = 0;
+  } else if (m.compress.enabled()) {
+    // DeepSeek-V4's compressed attention (ModelSpec::CompressSpec), as AIConfigurator's roofline
+    // (dsv4.rs) counts it: a query attends to its window's tokens and to compressed entries, each
+    // one cached vector of head_dim that is key and value both: 2 head_dim FLOPs per pair and head
+    // for q.k and as many for the weighted sum; a decode reads each attended entry once for all
+    // its heads (MQA), a chunk its keys once. CSA layers (the full operators) attend to
+    // min(context / sparse_ratio, top_k) entries, the capped sums at topk_cap() = top_k x
+    // sparse_ratio tokens over the ratio; HCA layers (the window operators, as a DSA model's dense
+    // layers) to context / dense_ratio. No measured table describes these kernels: their table
+    // fields stay unset.
+    const double hd = m.head_dim, rs = m.compress.sparse_ratio, rd = m.compress.dense_ratio;
+    auto prefill = [&](double pairs, double keys) {
+      return attention(OpKind::kAttentionPrefill, 4.0 * hd * hq * (pairs / ranks),
+                       act * prefill_q * hq * 2.0 * hd + kvb * hd * (keys / ranks), prefill_q, chunks, keys / ranks, hq,
+                       hd);
+    };
+    auto decode = [&](double keys) {
+      const double k = keys / ranks;
+      return attention(OpKind::kAttentionDecode, 4.0 * hd * hq * k, kvb * hd * k + act * decode_q * hq * 2.0 * hd,
+                       decode_q, decode_q, k, hq, hd);
+    };
+    o.prefill_full =
+        prefill(b.prefill_pairs_window + b.prefill_pairs_topk / rs, b.prefill_kv_window + b.prefill_kv_topk / rs);
+    o.decode_full = decode(b.decode_kv_window + b.decode_kv_topk / rs);
+    o.prefill_window =
+        prefill(b.prefill_pairs_window + b.prefill_pairs / rd, b.prefill_kv_window + b.prefill_kv_tokens / rd);
+    o.decode_window = decode(b.decode_kv_window + b.decode_kv_tokens / rd);
+    add_indexer(1.0 / rs);
+    o.prefill_up_projection.kind = OpKind::kGemmQkv;
+    o.decode_absorb.kind = OpKind::kGemmOut;
+    o.prefill_up_projection.kernels = o.decode_absorb.kernels = 0;
   } else {
     // Per query-key pair and head: q.k (hd multiply-adds) and the weighted sum of v (vd
     // multiply-adds) = 2 (hd + vd) FLOPs, 4 hd where vd = hd. Pairs are counted over the full
@@ -801,7 +882,7 @@ LayerBatchOps layer_batch_ops(const ModelSpec& m, const ParallelPlan& p, const B
       }
       o.prefill_full = prefill(full, b.prefill_pairs_topk, static_cast<double>(b.prefill_kv_topk));
       o.decode_full = decode(full, static_cast<double>(b.decode_kv_topk));
-      add_indexer();
+      add_indexer(1.0);
     }
     for (Operator* op : {&o.prefill_full, &o.decode_full}) op->kv_heads = full.hkv;
     for (Operator* op : {&o.prefill_window, &o.decode_window}) op->kv_heads = window.hkv;

@@ -167,7 +167,7 @@ Deployment::Deployment(const SimulationConfig& config, RequestTable& requests, N
       inst.pool = static_cast<std::uint32_t>(index);
       for (int l = 0; l < pc.plan.pp && pc.kind != PoolRole::kEncode; ++l) {
         inst.lanes.emplace_back(&requests, cap.blocks_per_lane, pc.kv_cache.block_tokens, cap.watermark_blocks,
-                                pc.scheduler.max_batch_size, config.model.window.window, config.model.dsa.top_k);
+                                pc.scheduler.max_batch_size, config.model.window_cap(), config.model.topk_cap());
         Lane& lane = inst.lanes.back();
         if (pool.swap_s_per_token > 0) lane.enable_swap();
         if (pc.attention_dp != AttentionDpBalance::kEven && pc.plan.dp > 1) {

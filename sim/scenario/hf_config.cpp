@@ -236,9 +236,9 @@ class ConfigReader {
   std::size_t before_ = 0;
 };
 
-const std::vector<std::string_view> kTypes = {"llama",       "mistral",    "qwen2",     "qwen3",       "qwen3_moe",
-                                              "deepseek_v3", "kimi_k2",    "glm4_moe",  "glm_moe_dsa", "gpt_oss",
-                                              "qwen2_5_vl",  "nemotron_h", "minimax_m3"};
+const std::vector<std::string_view> kTypes = {"llama",       "mistral",    "qwen2",      "qwen3",       "qwen3_moe",
+                                              "deepseek_v3", "kimi_k2",    "glm4_moe",   "glm_moe_dsa", "gpt_oss",
+                                              "qwen2_5_vl",  "nemotron_h", "minimax_m3", "deepseek_v4"};
 
 // Keys that change what the model computes, by feature. A config that has one (not null, not
 // empty, not switched off) whose family's importer does not read it is refused with the reason,
@@ -253,19 +253,23 @@ const std::vector<FeatureKey>& feature_keys() {
   static const std::vector<FeatureKey> keys = {
       {"sliding_window",
        "sliding-window attention",
-       {"llama", "mistral", "gpt_oss", "qwen2", "qwen3", "qwen3_moe", "qwen2_5_vl"}},
+       {"llama", "mistral", "gpt_oss", "qwen2", "qwen3", "qwen3_moe", "qwen2_5_vl", "deepseek_v4"}},
       {"layer_types", "per-layer attention kinds", {"gpt_oss"}},
       {"num_local_experts", "routed experts (MoE)", {"gpt_oss", "minimax_m3"}},
       {"num_experts", "routed experts (MoE)", {"qwen3_moe"}},
-      {"n_routed_experts", "routed experts (MoE)", {"deepseek_v3", "kimi_k2", "glm4_moe", "glm_moe_dsa", "nemotron_h"}},
+      {"n_routed_experts",
+       "routed experts (MoE)",
+       {"deepseek_v3", "kimi_k2", "glm4_moe", "glm_moe_dsa", "nemotron_h", "deepseek_v4"}},
       {"moe_latent_size", "latent MoE (experts in a projected width)", {"nemotron_h"}},
-      {"q_lora_rank", "multi-head latent attention (MLA)", {"deepseek_v3", "kimi_k2", "glm_moe_dsa"}},
+      {"q_lora_rank", "a query latent (MLA, DeepSeek-V4)", {"deepseek_v3", "kimi_k2", "glm_moe_dsa", "deepseek_v4"}},
       {"kv_lora_rank", "multi-head latent attention (MLA)", {"deepseek_v3", "kimi_k2", "glm_moe_dsa"}},
-      {"index_n_heads", "sparse attention's indexer (DSA)", {"glm_moe_dsa"}},
+      {"index_n_heads", "sparse attention's indexer (DSA)", {"glm_moe_dsa", "deepseek_v4"}},
+      {"compress_ratios", "compressed attention (DeepSeek-V4 CSA / HCA)", {"deepseek_v4"}},
+      {"hc_mult", "hyper-connections (mHC)", {"deepseek_v4"}},
       {"indexer_types", "layers that share another layer's sparse-attention indexer", {"glm_moe_dsa"}},
       {"num_nextn_predict_layers",
        "multi-token prediction layers (MTP)",
-       {"deepseek_v3", "kimi_k2", "glm4_moe", "glm_moe_dsa", "nemotron_h", "minimax_m3"}},
+       {"deepseek_v3", "kimi_k2", "glm4_moe", "glm_moe_dsa", "nemotron_h", "minimax_m3", "deepseek_v4"}},
       {"sparse_attention_config", "block sparse attention (MiniMax Sparse Attention)", {"minimax_m3"}},
       {"vision_config", "a vision encoder", {"qwen2_5_vl"}},
   };
@@ -433,6 +437,72 @@ void read_minimax_m3(ConfigReader& r, models::ModelSpec& m) {
     }
   }
   r.set_prefix("");
+}
+
+// DeepSeek-V4 (model_type deepseek_v4; models::CompressSpec): MQA over one head_dim entry
+// (num_key_value_heads 1) with queries through q_lora_rank, the grouped low-rank output (o_groups,
+// o_lora_rank), a sliding_window on every layer and compressed entries by compress_ratios (one per
+// layer, then the MTP layers'): the smaller nonzero ratio marks the CSA layers (an indexer of
+// index_n_heads x index_head_dim selecting index_topk entries), the larger the HCA layers, 0 the
+// window-only layers (taken as HCA, as AIConfigurator's deepseek_v4.py takes them); DeepSeek's MoE
+// keys, every layer MoE; hc_mult residual streams (mHC); an attention sink per head. Formats: the
+// quantization_config's for the weights, fp4 routed experts where expert_dtype says so (a ue8m0
+// scale per 32: MXFP4), and the KV cache in fp8 (AIConfigurator's default for the family; the
+// config does not say).
+void read_deepseek_v4(ConfigReader& r, models::ModelSpec& m) {
+  auto take = [](std::optional<int> v, int& out) {
+    if (v) out = *v;
+  };
+  read_gqa(r, m);
+  read_deepseek_moe(r, m, true);
+  m.intermediate = m.moe.expert_intermediate;  // no dense MLP: every layer MoE
+  models::CompressSpec& c = m.compress;
+  take(r.integer("sliding_window", "the window every layer attends to"), c.window);
+  take(r.integer("q_lora_rank", "the query latent"), c.q_lora_rank);
+  take(r.integer("o_groups", "the output projection's groups"), c.o_groups);
+  take(r.integer("o_lora_rank", "the output projection's rank"), c.o_lora_rank);
+  take(r.integer("hc_mult", "the residual streams (mHC)", 1), c.streams);
+  take(r.integer("qk_rope_head_dim", "the rotary dims"), c.rope_dim);
+  take(r.integer("index_n_heads", "indexer heads"), m.dsa.index_heads);
+  take(r.integer("index_head_dim", "indexer head dim"), m.dsa.index_dim);
+  take(r.integer("index_topk", "entries each query selects"), m.dsa.top_k);
+  m.attention_sinks = true;
+  if (const json* ratios = r.find("compress_ratios")) {
+    std::vector<int> per_layer;
+    if (ratios->is_array() && m.layers > 0 && static_cast<int>(ratios->size()) >= m.layers) {
+      for (int l = 0; l < m.layers; ++l) {
+        const json& e = (*ratios)[static_cast<std::size_t>(l)];
+        if (!e.is_number_integer() || e.get<int>() < 0) break;
+        per_layer.push_back(e.get<int>());
+      }
+    }
+    std::vector<int> kinds;
+    for (int v : per_layer) {
+      if (v > 0 && std::find(kinds.begin(), kinds.end(), v) == kinds.end()) kinds.push_back(v);
+    }
+    if (static_cast<int>(per_layer.size()) != m.layers || kinds.size() != 2) {
+      r.report("compress_ratios",
+               "expected one ratio per layer (and per MTP layer): 0 (window only) and two compressions, the sparse "
+               "(CSA) and the dense (HCA) one");
+    } else {
+      c.sparse_ratio = std::min(kinds[0], kinds[1]);
+      c.dense_ratio = std::max(kinds[0], kinds[1]);
+      std::string pattern;
+      for (int v : per_layer) pattern += v == c.sparse_ratio ? 'F' : 'D';
+      m.dsa.pattern = repeating_unit(pattern);
+    }
+  } else {
+    r.report_missing("compress_ratios", "the per-layer compression");
+  }
+  read_quantization(r, m);
+  if (auto dtype = r.text("expert_dtype")) {
+    if (*dtype == "fp4") {
+      m.formats.experts = models::Format::kMxfp4;
+    } else if (*dtype != "fp8" && *dtype != "bf16") {
+      r.report("expert_dtype", "expert_dtype '" + *dtype + "' is not read (fp4, fp8 or bf16)");
+    }
+  }
+  m.formats.kv_cache = models::Format::kFp8;
 }
 
 void read_vision(ConfigReader& r, models::ModelSpec& m) {
@@ -717,6 +787,8 @@ std::optional<models::ModelSpec> parse_hf_config(std::string_view text, const st
     read_nemotron_h(r, m);
   } else if (t == "minimax_m3") {
     read_minimax_m3(r, m);
+  } else if (t == "deepseek_v4") {
+    read_deepseek_v4(r, m);
   } else if (t == "glm4_moe") {
     read_gqa(r, m);
     read_dense_width(r, m);

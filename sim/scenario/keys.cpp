@@ -25,7 +25,7 @@ const char* const kExemplars[] = {
     R"(name: keys-combined
 seed: 0
 model: {preset: deepseek-v3, mla: {}, dsa: {pattern: F, block: 1}, sliding_window: {window: 0, pattern: null, kv_heads: 0, head_dim: 0}, moe: {latent: 0}, formats: {mlp: bf16},
-        attention_output_gate: false, value_head_dim: 0, k_eq_v: false, linear_attention: {kind: mamba2, chunk: 128}, gated_mlp: true,
+        attention_output_gate: false, value_head_dim: 0, k_eq_v: false, linear_attention: {kind: mamba2, chunk: 128}, compressed_attention: {}, gated_mlp: true,
         ffn_pattern: E}
 deployment:
   engine: trtllm

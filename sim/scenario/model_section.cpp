@@ -482,6 +482,20 @@ bool read_model_figures(MapReader& m, const models::ModelSpec& d, bool have_base
     r.finish();
     ok = ok && r.valid();
   }
+  // DeepSeek-V4's compressed attention (models::CompressSpec): echoed where the model has it.
+  if (m.has("compressed_attention") || d.compress.enabled()) {
+    MapReader r = sub(m, "compressed_attention");
+    opt_int(r, "window", 0, kMaxTokens, d.compress.window, s.compress.window);
+    opt_int(r, "sparse_ratio", 1, kMaxTokens, d.compress.sparse_ratio, s.compress.sparse_ratio);
+    opt_int(r, "dense_ratio", 1, kMaxTokens, d.compress.dense_ratio, s.compress.dense_ratio);
+    opt_int(r, "q_lora_rank", 0, 1'000'000, d.compress.q_lora_rank, s.compress.q_lora_rank);
+    opt_int(r, "o_groups", 1, 100'000, d.compress.o_groups, s.compress.o_groups);
+    opt_int(r, "o_lora_rank", 0, 1'000'000, d.compress.o_lora_rank, s.compress.o_lora_rank);
+    opt_int(r, "streams", 1, 64, d.compress.streams, s.compress.streams);
+    opt_int(r, "rope_dim", 0, 100'000, d.compress.rope_dim, s.compress.rope_dim);
+    r.finish();
+    ok = ok && r.valid();
+  }
   if (m.has("linear_attention") || d.linear.enabled()) {
     MapReader r = sub(m, "linear_attention");
     opt_int(r, "key_heads", 0, 100'000, d.linear.key_heads, s.linear.key_heads);

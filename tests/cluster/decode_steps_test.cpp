@@ -156,6 +156,9 @@ TEST_CASE("Decode steps: a decode run's step costs are cost()'s, term by term") 
       {"minimax-m3", plan_of(1, 8, 8, 1), false, false, true},
       {"kimi-k3", plan_of(8, 4, 32, 1)},  // KDA beside MLA: absorption on the MLA layers only
       {"kimi-k3", plan_of(8, 4, 32, 1), true, true},
+      {"deepseek-v4-flash", plan_of(1, 8, 8, 1)},  // compressed attention: window + CSA / HCA entries
+      {"deepseek-v4-pro", plan_of(8, 2, 16, 1), true, true},
+      {"deepseek-v4-flash", plan_of(1, 8, 8, 1), false, false, true},
   };
   for (const Case& k : cases) check_case(k);
 }

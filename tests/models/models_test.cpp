@@ -171,6 +171,59 @@ TEST_CASE("Models: MiniMax-M3's block sparse attention on 57 of 60 layers") {
   CHECK(validate_model(bad).size() == 1);  // block scoring is modelled on GQA only
 }
 
+TEST_CASE("Models: DeepSeek-V4's compressed attention, grouped output and hyper-connections") {
+  const ModelSpec m = *model_preset("deepseek-v4-flash");
+  REQUIRE(m.compress.enabled());
+  // compress_ratios 0, 0, then 4 and 128 alternating: CSA (indexer) on layers 2, 4, ..., 42; the
+  // HCA layers and the two window-only ones (taken as HCA) attend densely.
+  const LayerCounts n = m.count_layers(0, m.layers);
+  CHECK(n.indexer == 21);
+  CHECK(n.dense_attention == 22);
+  CHECK(m.is_dense_attention_layer(0));
+  CHECK(m.is_indexer_layer(42));
+  // A CSA layer over an HCA layer: the compressor of overlapping windows (wkv and wgate 4096 ->
+  // 2 x 512 against 4096 -> 512; ape 4 x 2 x 512 against 128 x 512), the indexer's wq_b 1024 -> 64
+  // x 128, weights_proj 4096 -> 64, its compressor 4096 -> 2 x 128 twice, ape 4 x 2 x 128, norm 128.
+  CHECK(m.indexer_params() ==
+        2LL * 4096 * 512 + (8 - 128) * 512 + 1024LL * 64 * 128 + 4096 * 64 + 4LL * 4096 * 128 + 8 * 128 + 128);
+  // A CSA layer: norms 2 x 4096; wq_a 4096 x 1024 and its norm; wq_b 1024 x 64 x 512; wkv 4096 x
+  // 512 and its norm; wo_a 64 x 512 x 1024; wo_b 8 x 1024 x 4096; an HCA compressor (2 x 4096 x
+  // 512, ape 128 x 512, norm 512); the indexer part; a sink per head.
+  CHECK(m.attention_params() == 8192 + 4'194'304 + 1024 + 33'554'432 + 2'097'152 + 512 + 33'554'432 + 33'554'432 +
+                                    4'194'304 + 65'536 + 512 + m.indexer_params() + 64);
+  // mHC: two hyper-connections a layer, each 4 x 4096 -> (4 + 2) x 4 mixing weights, 24 biases and
+  // 3 scales.
+  CHECK(m.mhc_params() == 2 * (24 * 4 * 4096 + 24 + 3));
+  // KV per token: a CSA layer an fp8 entry of 512 per 4 tokens and an fp4 index key of 128 per 4
+  // (128 + 16 bytes); an HCA layer 512 bytes per 128 tokens.
+  CHECK(m.kv_bytes_per_token() == 21 * (128 + 16) + 22 * 4);
+  // What a sequence holds beside its entries: 128 window tokens of 512 bytes on 43 layers, the
+  // CSA compressors' fp32 state (kv and score, 4 x 2 x 512, and the index keys' 4 x 2 x 128) and
+  // the HCA ones' (kv and score, 128 x 512).
+  CHECK(m.compressed_state_bytes(n) ==
+        43.0 * 128 * 512 + 21 * 4.0 * (2 * 4 * 2 * 512 + 2 * 4 * 2 * 128) + 22 * 4.0 * (2 * 128 * 512));
+  CHECK(m.kv_transfer_bytes(1000) == 1000.0 * m.kv_bytes_per_token() + m.compressed_state_bytes(n));
+  // DeepSeek: 284B total. The sum counts the two window-only layers with an HCA layer's compressor
+  // (2 x 4096 x 512 + 128 x 512 + 512 = 4,260,352 parameters each, not in the checkpoint).
+  CHECK(m.total_params() == 284'340'761'943);
+  CHECK(validate_model(m).empty());
+  // DeepSeek-V4-Pro: ratios 128, 128, then 4 and 128 alternating; 30 CSA layers, 31 HCA. DeepSeek:
+  // 1.6T total, and a 1M-token sequence's KV 9.62 GiB in bf16 (entries of 1,024 bytes, bf16 index
+  // keys of 256: 30 x (256 + 64) + 31 x 8 = 9,848 bytes per token, times 2^20 = 9.62 GiB); the
+  // indexer's keys here are fp4 (64 bytes).
+  ModelSpec pro = *model_preset("deepseek-v4-pro");
+  CHECK(pro.count_layers(0, pro.layers).indexer == 30);
+  CHECK(pro.total_params() == 1'572'997'202'915);
+  pro.formats.kv_cache = Format::kBf16;
+  CHECK(pro.kv_bytes_per_token() == 30 * (256 + 16) + 31 * 8);
+  ModelSpec bad = m;
+  bad.kv_heads = 2;
+  CHECK(validate_model(bad).size() == 1);  // MQA only
+  bad = m;
+  bad.compress.o_groups = 7;
+  CHECK(validate_model(bad).size() == 1);  // groups must divide the heads
+}
+
 TEST_CASE("Models: sliding-window layers of their own shape (Gemma-4, MiMo-V2-Flash)") {
   const ModelSpec g = *model_preset("gemma-4-26b-a4b");
   REQUIRE(g.window_shape_differs());
@@ -301,8 +354,8 @@ TEST_CASE("Models: the other presets match their published parameter totals") {
   CHECK(model_preset("nemotron-3-ultra-550b-a55b")->active_params_per_token() == 56'058'843'136);
   // 13, deepseek-v3.2, kimi-k2.5, minimax-m2.5, four qwen3.5, the ten above, Llama-4's two,
   // Nemotron's four, GLM-5.2, Qwen3-4B, MiMo-7B, Step-3.7-Flash, Gemma-4's two, MiMo-V2-Flash,
-  // MiniMax-M3 and Kimi-K3.
-  CHECK(model_preset_names().size() == 45);
+  // MiniMax-M3, Kimi-K3 and DeepSeek-V4's two.
+  CHECK(model_preset_names().size() == 47);
   for (auto name : model_preset_names()) {
     CAPTURE(name);
     CHECK(validate_model(*model_preset(name)).empty());

@@ -201,6 +201,50 @@ TEST_CASE("Operators: MiniMax-M3's sparse layers attend to their top blocks, its
   CHECK(t.qkv.flops - t.qkv_without_indexer.flops == 2.0 * 6144 * 640);
 }
 
+TEST_CASE("Operators: DeepSeek-V4's CSA layers attend to the window and the top entries, HCA to every entry") {
+  const ModelSpec m = *model_preset("deepseek-v4-flash");
+  BatchShape b;
+  add_decode(b, m, 100'000);
+  const LayerBatchOps o = layer_batch_ops(m, plan(1), b);
+  // CSA: the 128 window tokens and min(100,000 / 4, 512) entries; HCA: the window and 100,000 / 128
+  // entries; one fp8 entry of 512 each, read once for the 64 heads. Queries and outputs: 64 heads x
+  // 512 x 2 (bf16, in and out). FLOPs: 4 x 512 per entry and head.
+  const double query = 2.0 * 64 * 512 * 2;
+  CHECK(o.decode_full.bytes == (128 + 512) * 512.0 + query);
+  CHECK(o.decode_full.flops == 4.0 * 512 * 64 * (128 + 512));
+  CHECK(o.decode_window.bytes == (128 + 100'000 / 128.0) * 512 + query);
+  CHECK(o.decode_full.kv_heads == 0);  // no measured table describes these kernels
+  // The indexer scores the 25,000 CSA entries with 64 heads x 128 and reads their fp4 keys (16
+  // bytes per token), plus the query's 64 x 128.
+  CHECK(o.indexer_decode.flops == 2.0 * 64 * 128 * 25'000);
+  CHECK(o.indexer_decode.bytes == 100'000.0 * 16 + 64 * 128);
+  // Projections, one token, tp 1: an HCA layer from h 4096 -> q_lora 1024 + the entry 512 + the
+  // compressor 2 x 512, and q_lora -> 64 x 512; a CSA layer adds the compressor's second window (2
+  // x 512), the indexer's compressor (4 x 128) and weights (64) from h, and its queries 1024 -> 64 x
+  // 128. The output: wo_a 8 groups of 8 heads x 512 -> 1024, then 8 x 1024 -> 4096.
+  const ParallelPlan p = plan(1);
+  const MoeLoad load(m, p, MoeRouting{});
+  const LayerTokenOps t = layer_token_ops(m, p, load, b.tokens, rates_of("b200"));
+  CHECK(t.qkv_without_indexer.flops == 2.0 * (4096.0 * 2560 + 1024.0 * 32'768));
+  CHECK(t.qkv.flops - t.qkv_without_indexer.flops == 2.0 * (4096.0 * (1024 + 512 + 64) + 1024.0 * 8192));
+  CHECK(t.out.flops == 2.0 * (64.0 * 512 * 1024 + 8192.0 * 4096));
+  CHECK(t.out.gemms[0].groups == 8);
+  // At tp 8 each chip holds one group: wo_a 8 heads x 512 -> 1024, wo_b 1024 -> 4096.
+  const LayerTokenOps t8 = layer_token_ops(m, plan(8), load, b.tokens, rates_of("b200"));
+  CHECK(t8.out.flops == 2.0 * (8.0 * 512 * 1024 + 1024.0 * 4096));
+  // Per stage: the indexer and its projections on the 21 CSA layers, the dense kernel on 22.
+  const StageOperators s = stage_operators(m, p, load, b, 0, rates_of("b200"));
+  int indexer = 0, csa = 0, hca = 0;
+  for (const auto& c : s.compute) {
+    if (c.op.kind == OpKind::kIndexer) indexer += c.count;
+    if (c.op.kind == OpKind::kAttentionDecode && c.op.bytes == o.decode_full.bytes) csa += c.count;
+    if (c.op.kind == OpKind::kAttentionDecode && c.op.bytes == o.decode_window.bytes) hca += c.count;
+  }
+  CHECK(indexer == 21);
+  CHECK(csa == 21);
+  CHECK(hca == 22);
+}
+
 TEST_CASE("Operators: Kimi-K3's KDA layers project a per-channel forget gate; MLA's absorption skips them") {
   const ModelSpec m = *model_preset("kimi-k3");
   BatchShape b;

@@ -49,7 +49,10 @@ std::string figures(const models::ModelSpec& m) {
     << m.linear.key_dim << "/" << m.linear.value_dim << "/" << m.linear.conv_kernel << "/" << m.linear.pattern << "/"
     << m.linear.state_bytes << "/" << static_cast<int>(m.linear.kind) << "/" << m.linear.chunk
     << " gated_mlp=" << m.gated_mlp << " ffn=" << m.ffn_pattern << " formats=" << models::format_name(m.formats.weights)
-    << "/" << models::format_name(m.formats.experts) << "/" << models::format_name(m.formats.kv_cache);
+    << "/" << models::format_name(m.formats.experts) << "/" << models::format_name(m.formats.kv_cache)
+    << " compress=" << m.compress.window << "/" << m.compress.sparse_ratio << "/" << m.compress.dense_ratio << "/"
+    << m.compress.q_lora_rank << "/" << m.compress.o_groups << "/" << m.compress.o_lora_rank << "/"
+    << m.compress.streams << "/" << m.compress.rope_dim;
   if (m.vision) {
     const auto& v = *m.vision;
     s << " vision=" << v.depth << "/" << v.hidden << "/" << v.heads << "/" << v.intermediate << "/" << v.patch << "/"
@@ -143,6 +146,38 @@ TEST_CASE("HF import: MiniMax-M3's sparse_attention_config and moe_layer_freq") 
   CHECK(p[0].path == "moe_layer_freq");
 }
 
+TEST_CASE("HF import: DeepSeek-V4's compress_ratios say which layers are CSA and which HCA") {
+  std::ifstream in(kDir + "/hf/deepseek-v4-flash/config.json");
+  const nlohmann::json config = nlohmann::json::parse(in);
+  std::vector<Diagnostic> problems;
+  const auto m = parse_hf_config(config.dump(), "m/config.json", problems);
+  REQUIRE(m.has_value());
+  // 44 ratios for 43 layers and the MTP layer: 0, 0, then 4 and 128 alternating; the ratio-0
+  // layers are taken as HCA (no indexer).
+  CHECK(m->compress.sparse_ratio == 4);
+  CHECK(m->compress.dense_ratio == 128);
+  CHECK(m->count_layers(0, m->layers).indexer == 21);
+  CHECK_FALSE(m->is_indexer_layer(1));
+  CHECK(m->is_indexer_layer(2));
+  CHECK(m->formats.experts == models::Format::kMxfp4);  // expert_dtype fp4
+  // A list shorter than the layers, and a third compression: refused at the key.
+  nlohmann::json short_list = config;
+  short_list["compress_ratios"] = nlohmann::json::array({0, 4, 128});
+  auto p = problems_of(short_list.dump());
+  REQUIRE(p.size() == 1);
+  CHECK(p[0].path == "compress_ratios");
+  nlohmann::json three = config;
+  three["compress_ratios"][5] = 16;
+  p = problems_of(three.dump());
+  REQUIRE(p.size() == 1);
+  CHECK(p[0].path == "compress_ratios");
+  // Another family's config carrying the key is refused, not imported without it.
+  nlohmann::json other = config;
+  other["model_type"] = "deepseek_v3";
+  p = problems_of(other.dump());
+  CHECK_FALSE(p.empty());
+}
+
 TEST_CASE("HF import: an unknown model_type names the supported ones at its line and column") {
   const auto p = problems_of("{\n  \"hidden_size\": 4096,\n  \"model_type\": \"mixtral\"\n}\n");
   REQUIRE(p.size() == 1);
@@ -153,7 +188,7 @@ TEST_CASE("HF import: an unknown model_type names the supported ones at its line
   CHECK(p[0].message ==
         "model_type 'mixtral' is not supported (did you mean 'mistral'?); supported: llama, mistral, qwen2, qwen3, "
         "qwen3_moe, "
-        "deepseek_v3, kimi_k2, glm4_moe, glm_moe_dsa, gpt_oss, qwen2_5_vl, nemotron_h, minimax_m3");
+        "deepseek_v3, kimi_k2, glm4_moe, glm_moe_dsa, gpt_oss, qwen2_5_vl, nemotron_h, minimax_m3, deepseek_v4");
   const auto typo = problems_of(R"({"model_type": "qwen3_mo"})");
   REQUIRE(typo.size() == 1);
   CHECK(typo[0].message.find("(did you mean 'qwen3_moe'?)") != std::string::npos);
