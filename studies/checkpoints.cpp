@@ -205,6 +205,28 @@ const Row kRows[] = {
      "nvidia/MiniMax-M3-NVFP4 hf_quant_config.json (MIXED_PRECISION: routed experts NVFP4; self_attn with "
      "its index projections, the dense MLPs and the shared experts MXFP8, taken as fp8_block (an e8m0 "
      "scale per 32 elements, not modelled); router gates excluded; kv_cache_quant_algo null: bf16 KV)"},
+    // DeepSeek-V4: the KV cache in fp8 whatever the checkpoint (the family's attention kernels'
+    // cache layout; AIConfigurator's default for it), kv_cache_quant_algo null notwithstanding.
+    {"deepseek-ai/DeepSeek-V4-Flash", "deepseek-v4-flash", kBlock, kMxfp4, kFp8,
+     "fp8_block,fp8,w4a8_mxfp4_mxfp8,w4a8_mxfp4_mxfp8_trtllm,w4a16_mxfp4_cutlass", false,
+     "deepseek-ai/DeepSeek-V4-Flash config.json (quantization_config fp8, weight_block_size [128, 128]; "
+     "expert_dtype fp4: MXFP4 routed experts)"},
+    {"deepseek-ai/DeepSeek-V4-Pro", "deepseek-v4-pro", kBlock, kMxfp4, kFp8,
+     "fp8_block,fp8,w4a8_mxfp4_mxfp8,w4a8_mxfp4_mxfp8_trtllm,w4a16_mxfp4_cutlass", false,
+     "deepseek-ai/DeepSeek-V4-Pro config.json (quantization_config fp8, weight_block_size [128, 128]; "
+     "expert_dtype fp4: MXFP4 routed experts)"},
+    {"sgl-project/DeepSeek-V4-Flash-FP8", "deepseek-v4-flash", kBlock, kBlock, kFp8, "fp8_block,fp8", false,
+     "sgl-project/DeepSeek-V4-Flash-FP8 config.json (quantization_config fp8, weight_block_size [128, 128]; no "
+     "expert_dtype: fp8 experts)"},
+    {"sgl-project/DeepSeek-V4-Pro-FP8", "deepseek-v4-pro", kBlock, kBlock, kFp8, "fp8_block,fp8", false,
+     "sgl-project/DeepSeek-V4-Pro-FP8 config.json (quantization_config fp8, weight_block_size [128, 128]; no "
+     "expert_dtype: fp8 experts)"},
+    {"nvidia/DeepSeek-V4-Flash-NVFP4", "deepseek-v4-flash", kBf16, kNvfp4, kFp8, "nvfp4", false,
+     "nvidia/DeepSeek-V4-Flash-NVFP4 hf_quant_config.json (MIXED_PRECISION: routed experts NVFP4; attn, shared "
+     "experts, head and mtp excluded)"},
+    {"nvidia/DeepSeek-V4-Pro-NVFP4", "deepseek-v4-pro", kBf16, kNvfp4, kFp8, "nvfp4", false,
+     "nvidia/DeepSeek-V4-Pro-NVFP4 hf_quant_config.json (MIXED_PRECISION: routed experts NVFP4; attn, shared "
+     "experts, head and mtp excluded)"},
     {"Qwen/Qwen3.5-397B-A17B", "qwen3.5-397b-a17b", kBf16, kBf16, kBf16, "bfloat16", false,
      "Qwen/Qwen3.5-397B-A17B config.json (bf16)"},
     {"Qwen/Qwen3.5-397B-A17B-FP8", "qwen3.5-397b-a17b", kBlock, kBlock, kBf16, "fp8_block,fp8", false,
