@@ -49,8 +49,11 @@ int calibrate_command(const std::vector<std::string>& args, std::ostream& out, s
       "bandwidth ratios); calibrate/README.md measures them")(
       "engine", po::value<std::string>(),
       "the serving engine whose kernels were measured (trtllm, sglang, vllm; default: what the tables' framework "
-      "column says); scenarios pick a chip's profile by chip and engine")("created", po::value<std::string>(),
-                                                                          "the profile's date (default: today, UTC)");
+      "column says); scenarios pick a chip's profile by chip and engine")(
+      "gemm-from", po::value<std::vector<std::string>>()->composing(),
+      "FORMAT=TABLE: that format's GEMM rows from TABLE (the same kernel timed by another engine's collector on "
+      "the chip) instead of the measurement files'; repeatable")("created", po::value<std::string>(),
+                                                                 "the profile's date (default: today, UTC)");
   po::variables_map vm;
   if (!parse_command(args, visible, vm, err)) return 2;
   if (vm.count("help")) {
@@ -89,6 +92,16 @@ int calibrate_command(const std::vector<std::string>& args, std::ostream& out, s
   r.transfer_rule = *parsed_rule;
   r.created = optional_value<std::string>(vm, "created");
   r.engine = optional_value<std::string>(vm, "engine");
+  if (vm.count("gemm-from")) {
+    for (const std::string& spec : vm["gemm-from"].as<std::vector<std::string>>()) {
+      const auto eq = spec.find('=');
+      if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size()) {
+        err << "error: --gemm-from: expected FORMAT=TABLE, got '" << spec << "'\n";
+        return 2;
+      }
+      r.gemm_from.emplace_back(spec.substr(0, eq), spec.substr(eq + 1));
+    }
+  }
   if (r.engine && *r.engine != "trtllm" && *r.engine != "sglang" && *r.engine != "vllm") {
     err << "error: --engine: unknown engine '" << *r.engine << "' (trtllm, sglang, vllm)\n";
     return 2;

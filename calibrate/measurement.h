@@ -10,6 +10,8 @@
 // the owning MeasurementSet's label table, source ids its source table.
 #pragma once
 
+#include <algorithm>
+
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -190,6 +192,11 @@ class MeasurementSet {
 
   // Appends another set's rows, re-mapping its labels and sources.
   void append(const MeasurementSet& other);
+  // Drops the rows `drop` says (their sources stay listed).
+  template <class Pred>
+  void remove_rows(Pred drop) {
+    rows_.erase(std::remove_if(rows_.begin(), rows_.end(), drop), rows_.end());
+  }
   // "file:line" of a row, for messages.
   std::string where(const Measurement& m) const;
 

@@ -720,6 +720,23 @@ StudyOutput calibrate(const CalibrateRequest& request, std::ostream& err) {
       return write_and_report(c, chip_name, request.out, "");
     }
     cal::MeasurementSet set = cal::read_measurements(files, ro);
+    for (const auto& [format_name, path] : request.gemm_from) {
+      const auto format = cal::parse_format(format_name);
+      if (!format) {
+        err << "error: --gemm-from: unknown format '" << format_name << "'\n";
+        return StudyOutput::failed(2);
+      }
+      const auto is_format = [f = *format](const cal::Measurement& m) {
+        return m.op == cal::MeasuredOp::gemm && m.format == f;
+      };
+      set.remove_rows(is_format);
+      cal::MeasurementSet donor = cal::read_measurements(path, ro);
+      donor.remove_rows([&](const cal::Measurement& m) { return !is_format(m); });
+      if (donor.size() == 0) {
+        throw InputError({Diagnostic{path, 0, 0, "", "holds no " + format_name + " GEMM rows (--gemm-from)"}});
+      }
+      set.append(donor);
+    }
     // Every row must be of the chip named: a profile describes one chip.
     std::vector<Diagnostic> wrong;
     std::set<std::uint32_t> reported;

@@ -52,6 +52,10 @@ struct CalibrateRequest {
   TransferRule transfer_rule = TransferRule::fractions;
   std::optional<std::string> created;  // the profile's date (default: today, UTC)
   std::optional<std::string> engine;   // the serving engine measured (default: what the tables say)
+  // GEMM formats whose rows come from another table than `files` ("fp8_block" -> a path): the
+  // same kernel timed by another engine's collector on the same chip, where the engine's own
+  // table is not the kernel's time (scripts/calibrate_aiconfigurator.sh says where).
+  std::vector<std::pair<std::string, std::string>> gemm_from;
 };
 
 // Fits (or transfers), writes the profile and answers the JSON error report and the error table.

@@ -504,6 +504,52 @@ TEST_CASE("validate: a Qwen3-VL checkpoint runs its language model, which is a Q
   }
 }
 
+TEST_CASE("calibrate: --gemm-from takes one format's GEMM rows from another table") {
+  // An engine's table whose fp8_block rows carry 200 us of host time, and a donor table of the
+  // same kernel without it: the fit reads the donor's fp8_block rows and the engine's bf16 ones.
+  const auto dir = scratch("calibrate_gemm_from");
+  std::filesystem::create_directories(dir);
+  auto write = [&](const std::string& name, double fp8_block_extra, bool with_bf16) {
+    std::ofstream csv(dir / name);
+    csv << "op,shape,format,latency_s,chip\n";
+    for (int m : {1, 16, 256, 4096}) {
+      for (int n : {1024, 4096}) {
+        for (int k : {1024, 4096}) {
+          const double s = 5e-6 + 2.0 * m * n * k / 500e12;
+          if (with_bf16) csv << "gemm,m=" << m << " n=" << n << " k=" << k << ",bf16," << 2 * s << ",h100-sxm\n";
+          csv << "gemm,m=" << m << " n=" << n << " k=" << k << ",fp8_block," << s + fp8_block_extra << ",h100-sxm\n";
+        }
+      }
+    }
+  };
+  write("engine.csv", 200e-6, true);
+  write("donor.csv", 0, false);
+  const CliResult r = cli({"calibrate", (dir / "engine.csv").string(), "--chip", "h100-sxm", "--gemm-from",
+                           "fp8_block=" + (dir / "donor.csv").string(), "--out", (dir / "p.yaml").string(), "--json",
+                           (dir / "e.json").string(), "--no-tables"});
+  REQUIRE_MESSAGE(r.code == 0, r.err);
+  // 16 fp8_block rows from the donor, 16 bf16 rows from the engine's table; the donor a source.
+  const Json e = Json::parse(read(dir / "e.json"));
+  int fp8_block = 0, bf16 = 0;
+  for (const Json& c : e["cells"]) {
+    if (c["kind"] != "gemm" || c["size"] != "all") continue;
+    if (c["format"] == "fp8_block") fp8_block = c["rows"];
+    if (c["format"] == "bf16") bf16 = c["rows"];
+  }
+  CHECK(fp8_block == 16);
+  CHECK(bf16 == 16);
+  CHECK(read(dir / "p.yaml").find("donor.csv") != std::string::npos);
+  // A donor without the format, and a spec without '=': exit 2, nothing written.
+  const CliResult none = cli({"calibrate", (dir / "engine.csv").string(), "--chip", "h100-sxm", "--gemm-from",
+                              "nvfp4=" + (dir / "donor.csv").string(), "--out", (dir / "q.yaml").string()});
+  CHECK(none.code == 2);
+  CHECK(none.err.find("holds no nvfp4 GEMM rows") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(dir / "q.yaml"));
+  CHECK(cli({"calibrate", (dir / "engine.csv").string(), "--chip", "h100-sxm", "--gemm-from", "fp8_block", "--out",
+             (dir / "q.yaml").string()})
+            .code == 2);
+}
+
 TEST_CASE("calibrate: --moe-models refuses two kernels of one simulator format") {
   // W4A16 (Hopper) and MXFP4 x MXFP8 (Blackwell) are both the simulator's MXFP4 experts, and a
   // profile holds one MoE model per format: refused before any file is read, exit code 2.
