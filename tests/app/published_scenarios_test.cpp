@@ -57,7 +57,7 @@ TEST_CASE("Published: DeepSeek Day 6 prefill, 73.7k input tokens/s per H800 node
 // DeepSeek Day 6: "~14.8k tokens/s output during decoding" per H800 node; one EP144 instance on
 // 18 nodes.
 TEST_CASE("Published: DeepSeek Day 6 decode, 14.8k output tokens/s per H800 node") {
-  check({"deepseek_day6_decode", "steady_output_tokens_per_s", 18, 14800, 1.510});
+  check({"deepseek_day6_decode", "steady_output_tokens_per_s", 18, 14800, 1.379});
 }
 
 // LMSYS, 2025-05-05 "large-scale EP" blog, profile table: 59,337 tokens/s per node prefilling
