@@ -111,7 +111,10 @@ StageWeights stage_weights(const ModelSpec& m, const ParallelPlan& p, int stage,
   } else {
     dense_layer = attention_chip_elements(m, p) + dense_mlp;
   }
-  const double moe_layer = attention_chip_elements(m, p) * wb + moe_layer_bytes(m, p);
+  // DeepSeek-V4's wo_a is held in bf16 whatever the weights' format (operators.cpp): its bytes beyond wb.
+  const double attention_extra =
+      m.compress.enabled() ? (2.0 - wb) * p.heads_per_chip(m) * m.head_dim * m.compress.o_lora_rank : 0.0;
+  const double moe_layer = attention_chip_elements(m, p) * wb + attention_extra + moe_layer_bytes(m, p);
   // Dense MLPs in a format of their own (ModelFormats::mlp) hold that many bytes less or more.
   const double mlp_delta = m.formats.mlp ? dense_mlp * (bytes_per_element(*m.formats.mlp) - wb) : 0.0;
   // Linear-attention layers hold their mixer instead of the attention block.
@@ -125,7 +128,7 @@ StageWeights stage_weights(const ModelSpec& m, const ParallelPlan& p, int stage,
   // Layers without a feed-forward block hold their mixer alone.
   w.layers = Bytes{dense_layer * n.dense() * wb + moe_layer * n.moe + linear_delta * n.linear * wb +
                    attention_chip_elements(m, p) * n.no_ffn * wb - no_indexer * wb + window_delta * n.window * wb +
-                   mlp_delta * n.dense()};
+                   mlp_delta * n.dense() + attention_extra * (n.dense() + n.no_ffn)};
 
   const double embedding = static_cast<double>(m.embedding_params()) / p.tp;
   const bool first = stage == 0, last = stage == p.pp - 1;

@@ -429,10 +429,10 @@ LayerTokenOps layer_token_ops(const ModelSpec& m, const ParallelPlan& p, const M
     // wkv and wgate (2 head_dim; 4 on a CSA layer, whose windows overlap) and, on a CSA layer, the
     // indexer's compressor (4 index_dim) and weights_proj (index_heads). Column-parallel from the
     // q latent: wq_b (heads x head_dim) and the indexer's wq_b (index_heads x index_dim). The
-    // output: wo_a, the chip's heads in g = max(1, o_groups / tp) groups, each group's outputs ->
-    // o_lora in one batched GEMM, then wo_b g x o_lora -> h (row-parallel). HCA layers run the
-    // projections without the indexer's (qkv_without_indexer, as a DSA model's layers that reuse a
-    // top-k).
+    // output: wo_a (in bf16, a batched GEMM over the groups: layer_batch_ops' decode_absorb), then
+    // wo_b, g = max(1, o_groups / tp) groups x o_lora -> h (row-parallel). HCA layers run the
+    // projections without the indexer's (qkv_without_indexer, as a DSA model's layers that reuse
+    // a top-k).
     const CompressSpec& c = m.compress;
     const double ql = c.q_lora_rank, hd = m.head_dim, ol = c.o_lora_rank;
     const double ih = m.dsa.index_heads, id = m.dsa.index_dim;
@@ -442,14 +442,8 @@ LayerTokenOps layer_token_ops(const ModelSpec& m, const ParallelPlan& p, const M
     o.qkv = gemm(OpKind::kGemmQkv, wf, t, h, ql + 5 * hd + 4 * id + ih);
     absorb(o.qkv, gemm(OpKind::kGemmQkv, wf, t, ql, hq * hd));
     absorb(o.qkv, gemm(OpKind::kGemmQkv, wf, t, ql, ih * id));
-    Operator wo_a = gemm(OpKind::kGemmOut, wf, t, hq * hd / groups, ol);
-    wo_a.flops *= groups;
-    wo_a.bytes *= groups;
-    wo_a.quant_elements *= groups;
-    wo_a.gemms[0].groups = groups;
-    o.out = wo_a;
-    absorb(o.out, gemm(OpKind::kGemmOut, wf, t, groups * ol, h));
-    const double out_weights = hq * hd * ol + groups * ol * h;
+    o.out = gemm(OpKind::kGemmOut, wf, t, groups * ol, h);  // wo_b; wo_a: layer_batch_ops' decode_absorb
+    const double out_weights = groups * ol * h;
     attention_weights = h * (ql + 5 * hd + 4 * id + ih) + ql * (hq * hd + ih * id) + out_weights;
     attention_weights_without_indexer = h * (ql + 3 * hd) + ql * hq * hd + out_weights;
   } else {
@@ -832,8 +826,18 @@ LayerBatchOps layer_batch_ops(const ModelSpec& m, const ParallelPlan& p, const B
     o.decode_window = decode(b.decode_kv_window + b.decode_kv_tokens / rd);
     add_indexer(1.0 / rs);
     o.prefill_up_projection.kind = OpKind::kGemmQkv;
-    o.decode_absorb.kind = OpKind::kGemmOut;
-    o.prefill_up_projection.kernels = o.decode_absorb.kernels = 0;
+    o.prefill_up_projection.kernels = 0;
+    // wo_a for every new token: the chip's heads in g = max(1, o_groups / tp) groups, each group's
+    // outputs (heads / g x head_dim) -> o_lora, one batched GEMM in bf16 (the checkpoints'
+    // converter dequantises wo_a to bf16, and AIConfigurator counts it so: an einsum, not a
+    // block-fp8 GEMM); in the absorption's place, which runs for prefill tokens too on a DSA model.
+    const double groups = std::max(1.0, std::floor(static_cast<double>(m.compress.o_groups) / p.tp));
+    const double rows = (static_cast<double>(b.decode_seqs) + static_cast<double>(b.prefill_tokens)) / ranks;
+    Operator wo_a = gemm(OpKind::kGemmOut, GemmFormat{}, rows, hq * hd / groups, m.compress.o_lora_rank);
+    wo_a.flops *= groups;
+    wo_a.bytes *= groups;
+    wo_a.gemms[0].groups = groups;
+    o.decode_absorb = wo_a;
   } else {
     // Per query-key pair and head: q.k (hd multiply-adds) and the weighted sum of v (vd
     // multiply-adds) = 2 (hd + vd) FLOPs, 4 hd where vd = hd. Pairs are counted over the full

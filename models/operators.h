@@ -300,7 +300,7 @@ struct LayerBatchOps {
   Operator decode_full;
   Operator decode_window;
   Operator prefill_up_projection;  // MLA: kv_b over the chunks' cached and new latents
-  Operator decode_absorb;          // MLA: W_UK on decode queries and W_UV on their outputs
+  Operator decode_absorb;          // MLA: W_UK and W_UV on decode queries (DSA: all); DeepSeek-V4: wo_a
   Operator indexer_prefill;        // DSA
   Operator indexer_decode;
   Operator linear_prefill;  // Gated DeltaNet: conv1d + chunked delta rule over the chunks

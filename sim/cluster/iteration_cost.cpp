@@ -192,7 +192,9 @@ IterationCostModel::IterationCostModel(const models::ModelSpec& model, const mod
       affine([&](const BatchShape& b) { return models::lm_head_op(model, plan, static_cast<double>(b.logits)); });
   absorb_in_prefill_ = model.dsa.enabled();
   has_window_ = model.window.enabled() || model.has_dense_attention_layers();
-  has_mla_ = model.attention == models::AttentionKind::kMla;
+  // MLA's absorbed W_UK / W_UV, DeepSeek-V4's grouped wo_a: per-token bf16 batched GEMMs
+  // (models::LayerBatchOps::decode_absorb).
+  has_absorb_ = model.attention == models::AttentionKind::kMla || model.compress.enabled();
   has_dsa_ = model.dsa.enabled();
   has_linear_ = total_.linear > 0;
   emulated_ = model.formats.emulate;
@@ -349,7 +351,7 @@ std::int64_t IterationCostModel::draft_ps(const models::BatchShape& verify) {
   d.decode_kv_topk = verify.decode_kv_topk;
   const models::CostModel& cm = *cost_model_;
   std::int64_t attention = to_ps(decode_full_.seconds(d, cm));
-  if (has_mla_) attention += to_ps(absorb_.seconds(d, cm));
+  if (has_absorb_) attention += to_ps(absorb_.seconds(d, cm));
   if (has_dsa_) attention += to_ps(indexer_decode_.seconds(d, cm));
   if (plan_.cp > 1) attention += to_ps(comm_.seconds(cp_decode_.base.collective, cp_span_, cp_decode_.bytes(d)));
   return (verify_width_ - 1) * (token_ps + attention);
@@ -474,7 +476,7 @@ void IterationCostModel::cost(const models::BatchShape& b, std::int64_t sequence
     attn_decode_window = decode ? run_decode(decode_window_) : 0;
   }
   std::int64_t up_projection = 0, absorb = 0, indexer = 0;
-  if (has_mla_) {
+  if (has_absorb_) {
     up_projection = prefill && !has_dsa_ ? run(up_projection_) : 0;
     absorb = decode || (prefill && absorb_in_prefill_) ? run(absorb_) : 0;
   }
@@ -502,8 +504,8 @@ void IterationCostModel::cost(const models::BatchShape& b, std::int64_t sequence
     excess_full = run_decode_at(decode_full_, w) - attn_decode_full;
     if (has_linear_) excess_linear = run_decode_at(linear_decode_, w) - linear_decode;
     if (has_window_) excess_window = run_decode_at(decode_window_, w) - attn_decode_window;
-    if (has_mla_) {
-      // MLA's absorption runs on the attention layers only: not on linear-attention ones (Kimi-K3).
+    if (has_absorb_) {
+      // The absorption runs on the attention layers only: not on linear-attention ones (Kimi-K3).
       const std::int64_t excess_absorb = to_ps(absorb_.seconds(w, cm)) - absorb;
       excess_layer += excess_absorb;
       excess_linear -= excess_absorb;
@@ -591,7 +593,7 @@ void IterationCostModel::bind_decode(const models::BatchShape& b, DecodeBindings
   const models::CostModel& cm = *cost_model_;
   decode_full_.bind(b, cm, out.full);
   if (has_window_) decode_window_.bind(b, cm, out.window);
-  if (has_mla_) absorb_.bind(b, cm, out.absorb);
+  if (has_absorb_) absorb_.bind(b, cm, out.absorb);
   if (has_dsa_) indexer_decode_.bind(b, cm, out.indexer);
   if (has_linear_) linear_decode_.bind(b, cm, out.linear);
 }
@@ -606,7 +608,7 @@ std::int64_t IterationCostModel::decode_step(const DecodeSteps& d, const models:
   };
   p.attention_full = to_ps(seconds(decode_full_, &DecodeBindings::full));
   p.attention_window = has_window_ ? to_ps(seconds(decode_window_, &DecodeBindings::window)) : 0;
-  p.absorb = has_mla_ ? to_ps(seconds(absorb_, &DecodeBindings::absorb)) : 0;
+  p.absorb = has_absorb_ ? to_ps(seconds(absorb_, &DecodeBindings::absorb)) : 0;
   p.indexer = has_dsa_ ? to_ps(seconds(indexer_decode_, &DecodeBindings::indexer)) : 0;
   p.cp = plan_.cp > 1 ? to_ps(comm_.seconds(cp_decode_.base.collective, cp_span_, cp_decode_.bytes(b))) : 0;
   p.linear = has_linear_ ? to_ps(seconds(linear_decode_, &DecodeBindings::linear)) : 0;

@@ -202,7 +202,7 @@ class IterationCostModel {
                      DecodeStepParts* parts) const;
   // Whether decode_run() takes that short way (else it calls decode_step() per step).
   bool plain_decode_runs() const {
-    return decode_full_.linear && !has_window_ && !has_mla_ && !has_dsa_ && !has_linear_ && plan_.cp == 1 &&
+    return decode_full_.linear && !has_window_ && !has_absorb_ && !has_dsa_ && !has_linear_ && plan_.cp == 1 &&
            !(tbo_ && total_.moe > 0);
   }
   void step_components(const DecodeSteps& steps, const DecodeStepParts& parts, ComponentTimes& components) const;
@@ -307,7 +307,7 @@ class IterationCostModel {
   AffineOp lm_head_;
   AffineComm cp_prefill_, cp_prefill_q_, cp_decode_;
   bool absorb_in_prefill_ = false;  // DSA models absorb prefill queries too
-  bool has_window_ = false, has_mla_ = false, has_dsa_ = false, has_linear_ = false, emulated_ = false;
+  bool has_window_ = false, has_absorb_ = false, has_dsa_ = false, has_linear_ = false, emulated_ = false;
   bool tbo_ = false;
   bool a2a_on_nics_ = false;
   models::DispatchKernel kernel_ = models::DispatchKernel::kPerRank;

@@ -221,17 +221,22 @@ TEST_CASE("Operators: DeepSeek-V4's CSA layers attend to the window and the top 
   // Projections, one token, tp 1: an HCA layer from h 4096 -> q_lora 1024 + the entry 512 + the
   // compressor 2 x 512, and q_lora -> 64 x 512; a CSA layer adds the compressor's second window (2
   // x 512), the indexer's compressor (4 x 128) and weights (64) from h, and its queries 1024 -> 64 x
-  // 128. The output: wo_a 8 groups of 8 heads x 512 -> 1024, then 8 x 1024 -> 4096.
+  // 128. The output: wo_a 8 groups of 8 heads x 512 -> 1024, then wo_b 8 x 1024 -> 4096.
   const ParallelPlan p = plan(1);
   const MoeLoad load(m, p, MoeRouting{});
   const LayerTokenOps t = layer_token_ops(m, p, load, b.tokens, rates_of("b200"));
   CHECK(t.qkv_without_indexer.flops == 2.0 * (4096.0 * 2560 + 1024.0 * 32'768));
   CHECK(t.qkv.flops - t.qkv_without_indexer.flops == 2.0 * (4096.0 * (1024 + 512 + 64) + 1024.0 * 8192));
-  CHECK(t.out.flops == 2.0 * (64.0 * 512 * 1024 + 8192.0 * 4096));
-  CHECK(t.out.gemms[0].groups == 8);
+  // wo_a in bf16, a batched GEMM (the absorption's slot, every new token); wo_b in the weights' format.
+  CHECK(o.decode_absorb.flops == 2.0 * 64 * 512 * 1024);
+  CHECK(o.decode_absorb.gemms[0].groups == 8);
+  CHECK(o.decode_absorb.format == Format::kBf16);
+  CHECK(t.out.flops == 2.0 * 8192 * 4096);
+  CHECK(t.out.format == Format::kFp8Block);
   // At tp 8 each chip holds one group: wo_a 8 heads x 512 -> 1024, wo_b 1024 -> 4096.
   const LayerTokenOps t8 = layer_token_ops(m, plan(8), load, b.tokens, rates_of("b200"));
-  CHECK(t8.out.flops == 2.0 * (8.0 * 512 * 1024 + 1024.0 * 4096));
+  CHECK(t8.out.flops == 2.0 * 1024 * 4096);
+  CHECK(layer_batch_ops(m, plan(8), b).decode_absorb.flops == 2.0 * 8 * 512 * 1024);
   // Per stage: the indexer and its projections on the 21 CSA layers, the dense kernel on 22.
   const StageOperators s = stage_operators(m, p, load, b, 0, rates_of("b200"));
   int indexer = 0, csa = 0, hca = 0;
