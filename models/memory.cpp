@@ -28,15 +28,13 @@ double attention_chip_elements(const ModelSpec& m, const ParallelPlan& p) {
     return replicated + split / tp;
   }
   if (m.compress.enabled()) {
-    // DeepSeek-V4: replicated, what runs from h before the heads split (wq_a, wkv, the
-    // compressor, their norms), the indexer, the layer norms and mHC's mixing; split, wq_b, wo_a,
-    // wo_b and the sinks (operators.cpp, layer_token_ops).
+    // DeepSeek-V4: split, wq_b, wo_a, wo_b and the sinks (operators.cpp, layer_token_ops);
+    // replicated, the rest of ModelSpec::attention_params (what runs from h before the heads split:
+    // wq_a, wkv, the compressor, their norms; the indexer; the layer norms) and mHC's mixing.
     const CompressSpec& c = m.compress;
     const double h = m.hidden, nh = m.heads, hd = m.head_dim, ql = c.q_lora_rank, ol = c.o_lora_rank;
-    const double replicated = h * ql + ql + h * hd + hd + 2 * h * hd + c.dense_ratio * hd + hd + 2 * h +
-                              static_cast<double>(m.indexer_params() + m.mhc_params());
     const double split = ql * nh * hd + nh * hd * ol + c.o_groups * ol * h + (m.attention_sinks ? nh : 0.0);
-    return replicated + split / tp;
+    return static_cast<double>(m.attention_params() + m.mhc_params()) - split + split / tp;
   }
   // A block sparse attention's index projections are replicated, like DSA's (0 without).
   const double indexer = static_cast<double>(m.indexer_params());
@@ -206,8 +204,8 @@ double kv_bytes_per_token_per_chip(const ModelSpec& m, const ParallelPlan& p, in
   // Index keys only on the layers that run the indexer (all of a DSA model's layers are full), whole
   // on every chip; 0 without one.
   // Compressed attention's HCA layers (the dense-attention ones) cache an entry per dense_ratio tokens.
-  const double full = n.full() - n.dense_attention + n.dense_attention * m.dense_attention_kv_share();
-  return (kv_bytes_per_token_layer_chip(m, p) * full + m.index_bytes_per_token_layer() * n.indexer) / p.cp;
+  return (kv_bytes_per_token_layer_chip(m, p) * m.full_kv_layers(n) + m.index_bytes_per_token_layer() * n.indexer) /
+         p.cp;
 }
 
 MemoryPlan plan_memory(const ModelSpec& m, const ChipSpec& chip, const ParallelPlan& p, const MemoryConfig& c) {

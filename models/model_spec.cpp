@@ -257,8 +257,7 @@ std::int64_t ModelSpec::kv_bytes_per_token() const {
   const LayerCounts n = count_layers(0, layers);
   const double window_layer =
       window_shape_differs() ? window_layer_spec().kv_bytes_per_token_layer() : kv_bytes_per_token_layer();
-  const double full = n.full() - n.dense_attention + n.dense_attention * dense_attention_kv_share();
-  return std::llround(kv_bytes_per_token_layer() * full + index_bytes_per_token_layer() * n.indexer +
+  return std::llround(kv_bytes_per_token_layer() * full_kv_layers(n) + index_bytes_per_token_layer() * n.indexer +
                       window_layer * n.window);
 }
 

@@ -113,6 +113,8 @@ struct CompressSpec {
   int streams = 1;    // mHC residual streams (hc_mult); 1 = a plain residual
   int rope_dim = 64;  // rotary dims of each query head and entry (qk_rope_head_dim)
   bool enabled() const { return window > 0; }
+  // Output groups a chip holds under tensor parallelism tp (wo_a's batch, wo_b's o_lora blocks).
+  int groups_per_chip(int tp) const { return o_groups / tp > 1 ? o_groups / tp : 1; }
 };
 
 struct MoeSpec {
@@ -267,6 +269,11 @@ struct ModelSpec {
   // tokens where CSA's pool sparse_ratio; 1 otherwise (MiniMax-M3's dense layers cache every token).
   double dense_attention_kv_share() const {
     return compress.enabled() ? static_cast<double>(compress.sparse_ratio) / compress.dense_ratio : 1.0;
+  }
+  // Full layers of `n` in units of a full layer's KV per token: the dense-attention layers count
+  // dense_attention_kv_share() each.
+  double full_kv_layers(const LayerCounts& n) const {
+    return n.full() - n.dense_attention + n.dense_attention * dense_attention_kv_share();
   }
   // Whether sliding-window layers attend with another shape than full ones (WindowSpec::kv_heads,
   // head_dim; k_eq_v), and that shape: the spec with the window layers' KV heads and head dim.

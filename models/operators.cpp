@@ -436,7 +436,7 @@ LayerTokenOps layer_token_ops(const ModelSpec& m, const ParallelPlan& p, const M
     const CompressSpec& c = m.compress;
     const double ql = c.q_lora_rank, hd = m.head_dim, ol = c.o_lora_rank;
     const double ih = m.dsa.index_heads, id = m.dsa.index_dim;
-    const double groups = std::max(1.0, std::floor(static_cast<double>(c.o_groups) / p.tp));
+    const double groups = c.groups_per_chip(p.tp);
     o.qkv_without_indexer = gemm(OpKind::kGemmQkv, wf, t, h, ql + 3 * hd);
     absorb(o.qkv_without_indexer, gemm(OpKind::kGemmQkv, wf, t, ql, hq * hd));
     o.qkv = gemm(OpKind::kGemmQkv, wf, t, h, ql + 5 * hd + 4 * id + ih);
@@ -831,7 +831,7 @@ LayerBatchOps layer_batch_ops(const ModelSpec& m, const ParallelPlan& p, const B
     // outputs (heads / g x head_dim) -> o_lora, one batched GEMM in bf16 (the checkpoints'
     // converter dequantises wo_a to bf16, and AIConfigurator counts it so: an einsum, not a
     // block-fp8 GEMM); in the absorption's place, which runs for prefill tokens too on a DSA model.
-    const double groups = std::max(1.0, std::floor(static_cast<double>(m.compress.o_groups) / p.tp));
+    const double groups = m.compress.groups_per_chip(p.tp);
     const double rows = (static_cast<double>(b.decode_seqs) + static_cast<double>(b.prefill_tokens)) / ranks;
     Operator wo_a = gemm(OpKind::kGemmOut, GemmFormat{}, rows, hq * hd / groups, m.compress.o_lora_rank);
     wo_a.flops *= groups;
