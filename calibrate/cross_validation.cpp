@@ -36,6 +36,8 @@ std::vector<Dim> shape_key_dims(MeasuredOp op) {
     case MeasuredOp::gdn: return {D::k_heads, D::v_heads};  // the kernels' shape (heads per GPU)
     case MeasuredOp::mamba2: return {D::d_model, D::heads, D::d_state};
     case MeasuredOp::hbm_copy: return {D::bytes};
+    // One model and head count per table: whole batch sizes are held out.
+    case MeasuredOp::sparse_attention_prefill: return {D::heads, D::batch};
     case MeasuredOp::kCount: break;
   }
   return {};

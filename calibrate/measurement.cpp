@@ -27,7 +27,8 @@ constexpr std::array<std::string_view, kMeasuredOps> kOpNames = {"gemm",
                                                                  "quantize",
                                                                  "gdn",
                                                                  "mamba2",
-                                                                 "hbm_copy"};
+                                                                 "hbm_copy",
+                                                                 "sparse_attention_prefill"};
 
 constexpr std::array<std::string_view, kFormats> kFormatNames = {
     "unspecified",      "fp32",   "bf16", "fp16", "fp8", "fp8_block", "int8", "w4a16_mxfp4", "nvfp4",
@@ -68,6 +69,7 @@ std::optional<Format> parse_format(std::string_view s) {
   if (s == "bfloat16") return Format::bf16;
   if (s == "float16" || s == "half") return Format::fp16;
   if (s == "float32" || s == "float") return Format::fp32;
+  if (s == "fp8_e4m3") return Format::fp8;  // SGLang's sparse-attention KV caches
   return parse_name<Format>(kFormatNames, s);
 }
 

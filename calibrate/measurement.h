@@ -24,27 +24,28 @@ namespace servesim::calibrate {
 
 // What kind of operator a row measured. Names (op_name()) are the `op` column of the native CSV.
 enum class MeasuredOp : std::uint8_t {
-  gemm,                // dense matrix multiply: m tokens x k -> n
-  attention_prefill,   // causal attention over new tokens (context / prefill phase)
-  attention_decode,    // one new token per sequence against its KV cache
-  encoder_attention,   // bidirectional attention (vision / audio encoders)
-  mla_prefill,         // multi-head latent attention kernel, context phase
-  mla_decode,          // multi-head latent attention kernel, generation phase
-  mla_module_prefill,  // the whole MLA block (projections + attention), context phase
-  mla_module_decode,   // the whole MLA block, generation phase
-  mla_bmm,             // MLA's per-head batched matmuls (absorbed q / o projections)
-  dsa_module_prefill,  // DeepSeek sparse attention block, context phase
-  dsa_module_decode,   // DeepSeek sparse attention block, generation phase
-  moe,                 // a mixture-of-experts FFN layer (routing, expert GEMMs, combine)
-  norm,                // RMSNorm / LayerNorm (variant says which)
-  residual_add,        // residual addition (variant "add_norm" when fused with a norm)
-  rotary,              // rotary position embedding on q and k
-  activation,          // gated activation (SiLU x up) or plain activation
-  embedding,           // token embedding lookup
-  quantize,            // activation quantisation (scale computation, scaling)
-  gdn,                 // gated delta-net linear attention (variant: kernel phase)
-  mamba2,              // Mamba-2 state-space layer pieces
-  hbm_copy,            // device-to-device memory copy (collector), `bytes` copied
+  gemm,                      // dense matrix multiply: m tokens x k -> n
+  attention_prefill,         // causal attention over new tokens (context / prefill phase)
+  attention_decode,          // one new token per sequence against its KV cache
+  encoder_attention,         // bidirectional attention (vision / audio encoders)
+  mla_prefill,               // multi-head latent attention kernel, context phase
+  mla_decode,                // multi-head latent attention kernel, generation phase
+  mla_module_prefill,        // the whole MLA block (projections + attention), context phase
+  mla_module_decode,         // the whole MLA block, generation phase
+  mla_bmm,                   // MLA's per-head batched matmuls (absorbed q / o projections)
+  dsa_module_prefill,        // DeepSeek sparse attention block, context phase
+  dsa_module_decode,         // DeepSeek sparse attention block, generation phase
+  moe,                       // a mixture-of-experts FFN layer (routing, expert GEMMs, combine)
+  norm,                      // RMSNorm / LayerNorm (variant says which)
+  residual_add,              // residual addition (variant "add_norm" when fused with a norm)
+  rotary,                    // rotary position embedding on q and k
+  activation,                // gated activation (SiLU x up) or plain activation
+  embedding,                 // token embedding lookup
+  quantize,                  // activation quantisation (scale computation, scaling)
+  gdn,                       // gated delta-net linear attention (variant: kernel phase)
+  mamba2,                    // Mamba-2 state-space layer pieces
+  hbm_copy,                  // device-to-device memory copy (collector), `bytes` copied
+  sparse_attention_prefill,  // a sparse MLA kernel alone (FlashMLA's), context phase: DSA, DeepSeek-V4
   kCount
 };
 inline constexpr std::size_t kMeasuredOps = static_cast<std::size_t>(MeasuredOp::kCount);

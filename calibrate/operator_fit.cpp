@@ -97,6 +97,7 @@ std::string_view family_name(OperatorFamily f) {
     case OperatorFamily::moe: return "moe";
     case OperatorFamily::attention: return "attention";
     case OperatorFamily::elementwise: return "elementwise";
+    case OperatorFamily::sparse_attention: return "sparse_attention";
   }
   return "?";
 }
@@ -154,6 +155,36 @@ std::optional<SimulatorOperator> simulator_operator(const Measurement& m, std::s
       const models::LayerBatchOps ops = models::layer_batch_ops(model, models::ParallelPlan{}, b);
       return SimulatorOperator{m.op == MeasuredOp::mla_prefill ? ops.prefill_full : ops.decode_full,
                                OperatorFamily::attention};
+    }
+    case MeasuredOp::sparse_attention_prefill: {
+      // The model's own sparse prefill operator (models::layer_batch_ops, Operator::sparse) for
+      // `batch` chunks of `tokens` new tokens after `prefix` cached ones, heads as measured: a DSA
+      // layer of GLM-5 (top-k 2,048), an HCA layer of DeepSeek-V4-Flash (window and entries).
+      const std::int64_t tokens = s.get(Dim::tokens);
+      if (tokens <= 1) {
+        why = "sparse decode kernels are not fitted (the attention_decode curve costs them)";
+        return std::nullopt;
+      }
+      const std::string name(variant);  // the reader's variant: the model's checkpoint name
+      const bool v4 = name.find("DeepSeek-V4") != std::string::npos;
+      if (!v4 && name.find("GLM-5") == std::string::npos) {
+        why = "sparse attention of model '" + name + "' has no preset here";
+        return std::nullopt;
+      }
+      std::optional<models::ModelSpec> model = models::model_preset(v4 ? "deepseek-v4-flash" : "glm-5");
+      if (!model) {
+        why = "preset missing";
+        return std::nullopt;
+      }
+      model->heads = static_cast<int>(s.get(Dim::heads));
+      const auto kv = simulator_format(m.kv_format);
+      if (kv && models::is_kv_format(*kv)) model->formats.kv_cache = *kv;
+      models::BatchShape b;
+      for (std::int64_t i = 0; i < s.get(Dim::batch, 1); ++i) {
+        models::add_chunk(b, *model, s.get(Dim::prefix, 0), tokens, true);
+      }
+      const models::LayerBatchOps ops = models::layer_batch_ops(*model, models::ParallelPlan{}, b);
+      return SimulatorOperator{v4 ? ops.prefill_window : ops.prefill_full, OperatorFamily::sparse_attention};
     }
     case MeasuredOp::encoder_attention: {
       // models::vision_encoder_ops's attention over `batch` images of `tokens` patches, one block.
@@ -255,6 +286,9 @@ struct FamilyFields {
   std::vector<bool> curve_on_flops;                   // axis: FLOPs per kernel (else bytes)
   Overhead overhead = nullptr;
   const char* overhead_key = "";
+  // Sparse attention: the fixed time per query token and kernel head (after the overhead).
+  Overhead per_query = nullptr;
+  const char* per_query_key = "";
 };
 
 FamilyFields fields_of(OperatorFamily f) {
@@ -284,6 +318,15 @@ FamilyFields fields_of(OperatorFamily f) {
       x.curve_on_flops = {false};
       x.overhead = &E::elementwise_overhead;
       x.overhead_key = "elementwise_overhead";
+      break;
+    case OperatorFamily::sparse_attention:
+      // Its memory side is the attention family's decode curve, fitted before it.
+      x.curves = {{&E::attention_sparse, "attention_sparse"}};
+      x.curve_on_flops = {true};
+      x.overhead = &E::attention_sparse_overhead;
+      x.overhead_key = "attention_sparse_overhead";
+      x.per_query = &E::attention_sparse_query;
+      x.per_query_key = "attention_sparse_query";
       break;
   }
   return x;
@@ -320,6 +363,7 @@ class EfficiencyTarget : public FitTarget {
     std::vector<Parameter> p;
     for (const CurveBlock& c : layout_.curves) c.append_parameters(p);
     p.push_back(Parameter{fields_.overhead_key, 3e-6, 0, 2e-4});
+    if (fields_.per_query != nullptr) p.push_back(Parameter{fields_.per_query_key, 5e-10, 0, 1e-7});
     return p;
   }
 
@@ -330,7 +374,10 @@ class EfficiencyTarget : public FitTarget {
     // (picosecond ticks), whose rounding would hide the finite-difference steps of the search
     // from it; the roofline adds kernels x overhead in exactly this way (models/cost_model.cpp).
     const FittedCall& c = ops_[i];
-    return model(params).seconds(c.op) + c.op.kernels * params[overhead_index()] + c.fixed_s;
+    const double per_query = fields_.per_query != nullptr
+                                 ? c.op.m * models::sparse_kernel_heads(c.op.n) * params[overhead_index() + 1]
+                                 : 0.0;
+    return model(params).seconds(c.op) + c.op.kernels * params[overhead_index()] + per_query + c.fixed_s;
   }
 
   std::size_t penalty_count() const override {
@@ -359,6 +406,7 @@ class EfficiencyTarget : public FitTarget {
       p += b.size();
     }
     c.efficiency.*(fields_.overhead) = Duration::seconds(params[p++]);
+    if (fields_.per_query != nullptr) c.efficiency.*(fields_.per_query) = Duration::seconds(params[p++]);
     return c;
   }
 
@@ -373,6 +421,7 @@ class EfficiencyTarget : public FitTarget {
       cached_params_.assign(params.begin(), params.end());
       models::ChipSpec c = chip(params);
       c.efficiency.*(fields_.overhead) = Duration::zero();
+      if (fields_.per_query != nullptr) c.efficiency.*(fields_.per_query) = Duration::zero();
       cached_ = std::make_unique<models::RooflineCostModel>(c);
     }
     return *cached_;
@@ -950,8 +999,8 @@ OperatorFitResult fit_operators(const MeasurementSet& set, const models::ChipSpe
   result.errors.held_out = std::to_string(options.folds) + " folds of whole shapes (shape_key_dims per kind), seed " +
                            std::to_string(options.seed);
 
-  for (OperatorFamily family :
-       {OperatorFamily::gemm, OperatorFamily::moe, OperatorFamily::attention, OperatorFamily::elementwise}) {
+  for (OperatorFamily family : {OperatorFamily::gemm, OperatorFamily::moe, OperatorFamily::attention,
+                                OperatorFamily::sparse_attention, OperatorFamily::elementwise}) {
     auto it = families.find(family);
     if (it == families.end()) continue;
     FamilyRows& f = it->second;
@@ -1061,6 +1110,7 @@ OperatorFitResult fit_operators(const MeasurementSet& set, const models::ChipSpe
     result.chip = fitted;
     for (const auto& c : fields.curves) result.fitted_keys.emplace_back(c.second);
     result.fitted_keys.emplace_back(fields.overhead_key);
+    if (fields.per_query != nullptr) result.fitted_keys.emplace_back(fields.per_query_key);
     // The tiling is the model's, not fitted: the curves were fitted over the padded FLOPs, so it
     // goes into the profile with them.
     if (family == OperatorFamily::gemm && fitted.efficiency.gemm_tiling.tile > 0) {

@@ -53,8 +53,18 @@ struct Efficiency {
   EfficiencyCurve attention_prefill;  // of peak FLOP/s, counting the full q-k rectangle
   EfficiencyCurve attention_decode;   // of HBM bandwidth, reading the KV cache
   Duration attention_overhead;        // per attention kernel
-  EfficiencyCurve elementwise;        // norms, residual adds, rotary, activation: of HBM bandwidth
-  Duration elementwise_overhead;      // per elementwise kernel
+  // Sparse MLA prefill kernels (FlashMLA's sparse kernels: DSA's top-k attention, DeepSeek-V4's
+  // compressed attention; Operator::sparse), where a calibration measured them: of peak FLOP/s
+  // over the FLOPs of the padded heads and the index width the kernel runs; without knots the
+  // attention_prefill curve and overhead apply.
+  EfficiencyCurve attention_sparse;
+  Duration attention_sparse_overhead;  // per sparse attention kernel, with attention_sparse
+  // With attention_sparse, the sparse kernels' fixed work per query token and kernel head
+  // (models::sparse_kernel_heads), whatever its index width: loading the query, normalising and
+  // writing the output.
+  Duration attention_sparse_query;
+  EfficiencyCurve elementwise;    // norms, residual adds, rotary, activation: of HBM bandwidth
+  Duration elementwise_overhead;  // per elementwise kernel
   // Routed-expert grouped GEMMs (and the router) of MoE layers, where a calibration measured them
   // (grouped GEMMs reach other fractions of the peaks than dense ones); curves without knots mean
   // "as the GEMM curves", and then gemm_overhead applies too.

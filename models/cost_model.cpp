@@ -182,12 +182,27 @@ RooflineCostModel::RooflineCostModel(const ChipSpec& chip) {
     r.overhead_s = overhead.to_seconds();
     r.grouped = static_cast<OpKind>(k) == OpKind::kMoeExperts && !moe_.empty();
   }
+  if (!e.attention_sparse.knots.empty()) {
+    // As prefill attention, with the sparse kernels' own curve and overhead (bf16 math: the
+    // format factors do not apply, as for kAttentionPrefill).
+    sparse_ = true;
+    sparse_rates_ = rates_[static_cast<std::size_t>(OpKind::kAttentionPrefill)];
+    Rates& r = sparse_rates_;
+    r.compute = e.attention_sparse;
+    r.compute_constant = e.attention_sparse.is_constant();
+    for (std::size_t rate = 0; rate < kComputeRates; ++rate) {
+      r.s_per_flop[rate] = 1.0 / (r.peak_flops[rate] * e.attention_sparse.first());
+    }
+    r.overhead_s = e.attention_sparse_overhead.to_seconds();
+    sparse_query_s_ = e.attention_sparse_query.to_seconds();
+  }
 }
 
 const RooflineCostModel::Rates& RooflineCostModel::rates_of(const Operator& op) const {
   // The MoE router is a dense GEMM reported under the MoE component: the GEMM curves and overhead
   // cost it, not the MoE ones (fitted to the fused expert module, whose fixed cost it is not).
   if (op.kind == OpKind::kMoeExperts && op.gemm_count > 0) return rates_[static_cast<std::size_t>(OpKind::kGemmMlp)];
+  if (op.sparse && sparse_) return sparse_rates_;
   return rates_[static_cast<std::size_t>(op.kind)];
 }
 
@@ -223,6 +238,10 @@ double RooflineCostModel::memory_seconds(const Operator& op) const {
 double RooflineCostModel::seconds(const Operator& op) const {
   const Rates& r = rates_of(op);
   if (op.kernels == 0 || !r.chip_operator) return 0.0;
+  if (op.sparse && sparse_) {
+    return op.kernels * r.overhead_s + std::max(compute_seconds(op), memory_seconds(op)) +
+           op.m * sparse_kernel_heads(op.n) * sparse_query_s_;
+  }
   if (r.grouped && op.kv_bytes > 0) {
     for (const MoeFormat& f : moe_) {
       if (f.rate == op.rate && std::abs(f.weight_bytes - op.kv_bytes) < 1e-9) {
@@ -561,6 +580,9 @@ bool TableCostModel::lookup(const Operator& op, double& out) const {
   // answers; an attention series or grid of the same kind, heads and head size would answer for a
   // kernel it never ran.
   if (op.recurrent != Recurrence::kNone) return !tables().log_grids.empty() && log_grid_lookup(op, out);
+  // Sparse MLA prefill kernels: no dense attention table describes them (the roofline's
+  // attention_sparse curve does, where a profile fitted one).
+  if (op.sparse) return false;
   if (op.gemm_count == 0) return lookup_one(op, out);
   // An operator that lists its GEMMs (operators.h, Operator::gemms) costs the sum of their
   // measured times, each at its own shape with its own launch: a table measures one kernel, and

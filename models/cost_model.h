@@ -171,6 +171,10 @@ class RooflineCostModel final : public CostModel {
     int sms = 0;
   };
   Rates rates_[kOpKinds];
+  // Sparse prefill attention (Operator::sparse) when Efficiency::attention_sparse has knots.
+  Rates sparse_rates_;
+  bool sparse_ = false;
+  double sparse_query_s_ = 0;  // Efficiency::attention_sparse_query
   // Efficiency::gemm_formats by Format: GEMM kinds of that format add the quantisation pass and
   // scale their compute side by `compute` (instead of format_compute[rate]).
   struct QuantisedGemm {

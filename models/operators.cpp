@@ -667,6 +667,8 @@ LayerTokenOps layer_token_ops(const ModelSpec& m, const ParallelPlan& p, const M
   return o;
 }
 
+double sparse_kernel_heads(double heads) { return std::max(64.0, std::ceil(heads / 64.0) * 64.0); }
+
 LayerBatchOps layer_batch_ops(const ModelSpec& m, const ParallelPlan& p, const BatchShape& b) {
   LayerBatchOps o;
   const double ranks = static_cast<double>(p.dp) * p.cp;  // attention work splits over these
@@ -728,13 +730,16 @@ LayerBatchOps layer_batch_ops(const ModelSpec& m, const ParallelPlan& p, const B
     if (m.dsa.enabled()) {
       // DSA: sparse MLA in its absorbed (MQA) form for prefill and decode alike (FlashMLA sparse
       // kernels): per selected pair and head, q.k over the latent + rotary key (latent FLOPs x 2)
-      // and the weighted sum of latents (kv_lora x 2).
+      // and the weighted sum of latents (kv_lora x 2). The prefill kernel runs every query over
+      // the whole index width (top_k) and the padded heads (sparse_kernel_heads).
       const double per_pair = 2.0 * hq * (latent + a.kv_lora_rank);
-      const double pairs = b.prefill_pairs_topk / ranks;
+      const double pairs = prefill_q * m.dsa.top_k;
       const double keys = static_cast<double>(b.prefill_kv_topk) / ranks;
-      o.prefill_full = attention(OpKind::kAttentionPrefill, per_pair * pairs,
-                                 keys * latent * kvb + act * prefill_q * hq * (latent + a.kv_lora_rank), prefill_q,
-                                 chunks, static_cast<double>(b.prefill_kv_topk) / ranks, hq, latent);
+      o.prefill_full =
+          attention(OpKind::kAttentionPrefill, 2.0 * sparse_kernel_heads(hq) * (latent + a.kv_lora_rank) * pairs,
+                    keys * latent * kvb + act * prefill_q * hq * (latent + a.kv_lora_rank), prefill_q, chunks,
+                    static_cast<double>(b.prefill_kv_topk) / ranks, hq, latent);
+      o.prefill_full.sparse = true;
       const double dk = static_cast<double>(b.decode_kv_topk) / ranks;
       o.decode_full = attention(OpKind::kAttentionDecode, per_pair * dk,
                                 dk * latent * kvb + act * decode_q * hq * (latent + a.kv_lora_rank), decode_q, decode_q,
@@ -807,19 +812,23 @@ LayerBatchOps layer_batch_ops(const ModelSpec& m, const ParallelPlan& p, const B
     // sparse_ratio tokens over the ratio; HCA layers (the window operators, as a DSA model's dense
     // layers) to context / dense_ratio. No measured table describes these kernels: their table
     // fields stay unset.
+    // The prefill kernels are FlashMLA's sparse ones (sparse_kernel_heads): a CSA query runs the
+    // whole index width, its window and top_k entries; an HCA query its window and entries.
     const double hd = m.head_dim, rs = m.compress.sparse_ratio, rd = m.compress.dense_ratio;
     auto prefill = [&](double pairs, double keys) {
-      return attention(OpKind::kAttentionPrefill, 4.0 * hd * hq * (pairs / ranks),
-                       act * prefill_q * hq * 2.0 * hd + kvb * hd * (keys / ranks), prefill_q, chunks, keys / ranks, hq,
-                       hd);
+      Operator op = attention(OpKind::kAttentionPrefill, 4.0 * hd * sparse_kernel_heads(hq) * (pairs / ranks),
+                              act * prefill_q * hq * 2.0 * hd + kvb * hd * (keys / ranks), prefill_q, chunks,
+                              keys / ranks, hq, hd);
+      op.sparse = true;
+      return op;
     };
     auto decode = [&](double keys) {
       const double k = keys / ranks;
       return attention(OpKind::kAttentionDecode, 4.0 * hd * hq * k, kvb * hd * k + act * decode_q * hq * 2.0 * hd,
                        decode_q, decode_q, k, hq, hd);
     };
-    o.prefill_full =
-        prefill(b.prefill_pairs_window + b.prefill_pairs_topk / rs, b.prefill_kv_window + b.prefill_kv_topk / rs);
+    o.prefill_full = prefill(static_cast<double>(b.prefill_tokens) * (m.window_cap() + m.dsa.top_k),
+                             b.prefill_kv_window + b.prefill_kv_topk / rs);
     o.decode_full = decode(b.decode_kv_window + b.decode_kv_topk / rs);
     o.prefill_window =
         prefill(b.prefill_pairs_window + b.prefill_pairs / rd, b.prefill_kv_window + b.prefill_kv_tokens / rd);

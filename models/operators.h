@@ -126,6 +126,9 @@ struct Operator {
   // kernel is MLA's (latent KV). DSA's sparse kernels leave them unset: no table describes them.
   double kv_heads = 0, kv_bytes = 0, window = 0;
   bool latent = false;
+  // A sparse MLA prefill kernel (DSA, DeepSeek-V4's compressed attention): costed by
+  // Efficiency::attention_sparse where a profile has it.
+  bool sparse = false;
   // Gated DeltaNet's recurrent core (chunked in prefill, one step per token in decode), costed as
   // the layer's attention: m = tokens, batch = sequences, n = value heads per chip, kv_heads = key
   // heads per chip, k = key dim; measured tables of it match only it (calibrate/linear_table.h).
@@ -156,6 +159,10 @@ struct Operator {
   std::array<Gemm, kMaxGemms> gemms{};
   int gemm_count = 0;
 };
+
+// Query heads per chip as FlashMLA's sparse kernels run them: h_q of 64 or 128 (vLLM pads the
+// heads of its sparse MLA backend to 64 or 128, flashmla_sparse.py), whole tiles of 64 beyond.
+double sparse_kernel_heads(double heads);
 
 struct CommOp {
   OpKind kind = OpKind::kTpAllReduce;

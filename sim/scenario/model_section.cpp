@@ -353,6 +353,17 @@ std::optional<models::Efficiency> read_efficiency(MapReader& chip, const models:
       ok = false;
   }
   if (m.has("moe_overhead") || !e.moe_compute.knots.empty()) dur("moe_overhead", d.moe_overhead, e.moe_overhead);
+  // Sparse MLA prefill kernels: only where given (absent, attention_prefill applies).
+  if (m.has("attention_sparse") || !d.attention_sparse.knots.empty()) {
+    if (auto r = read_curve(m, "attention_sparse", d.attention_sparse))
+      e.attention_sparse = *r;
+    else
+      ok = false;
+  }
+  if (m.has("attention_sparse_overhead") || !e.attention_sparse.knots.empty()) {
+    dur("attention_sparse_overhead", d.attention_sparse_overhead, e.attention_sparse_overhead);
+    dur("attention_sparse_query", d.attention_sparse_query, e.attention_sparse_query);
+  }
   // Grouped-GEMM models of the routed experts per weight format: only where given.
   if (m.has("moe_experts") || !d.moe_experts.empty()) {
     if (auto r = read_moe_experts(m, "moe_experts", d.moe_experts))

@@ -383,3 +383,61 @@ TEST_CASE("Operator fit: two kernels of MXFP4 experts are fitted apart, --moe-mo
     return n.find("moe w4a8_mxfp4_mxfp8: not in the profile, another kernel of mxfp4 experts is") != std::string::npos;
   }));
 }
+
+TEST_CASE("Operator fit: the sparse attention curve, overhead and per-query time come back from noisy rows") {
+  // DeepSeek-V4-Flash HCA prefill rows (vLLM's dsv4_hca_attn_module shape: 64 heads, chunks after
+  // cached prefixes up to 512k tokens) timed by the roofline with known sparse entries, 2% noise.
+  models::ChipSpec truth = *models::chip_preset("b200");
+  truth.efficiency.attention_sparse = models::EfficiencyCurve(0.5);
+  truth.efficiency.attention_sparse_overhead = Duration::microseconds(15);
+  truth.efficiency.attention_sparse_query = Duration::seconds(0.6e-9);
+  const models::RooflineCostModel model(truth);
+  Rng rng(11, "operator_fit_test sparse");
+  MeasurementSet set;
+  const std::uint16_t v4 = set.intern("sgl-project/DeepSeek-V4-Flash-FP8");
+  auto row = [&](std::int64_t batch, std::int64_t tokens, std::int64_t prefix) {
+    Measurement r;
+    r.op = MeasuredOp::sparse_attention_prefill;
+    r.format = Format::bf16;
+    r.kv_format = Format::fp8;
+    r.variant = v4;
+    for (const auto& [d, v] :
+         {std::pair{Dim::heads, std::int64_t{64}}, {Dim::batch, batch}, {Dim::tokens, tokens}, {Dim::prefix, prefix}}) {
+      r.shape.set(d, v);
+    }
+    return r;
+  };
+  for (std::int64_t batch : {1, 2, 4, 8, 16}) {
+    for (std::int64_t tokens = 1; tokens * batch <= 8192; tokens *= 2) {
+      for (std::int64_t prefix : {0, 4096, 65536, 524288}) {
+        Measurement r = row(batch, tokens, prefix);
+        std::string why;
+        const auto op = simulator_operator(r, set.label(v4), truth, why);
+        if (tokens == 1) {
+          // A decode row: not this family's.
+          CHECK_FALSE(op.has_value());
+          r.latency_s = 20e-6;
+        } else {
+          REQUIRE_MESSAGE(op.has_value(), why);
+          CHECK(op->family == OperatorFamily::sparse_attention);
+          CHECK(op->op.sparse);
+          r.latency_s = model.seconds(op->op) * (1 + 0.02 * (2 * rng.uniform01() - 1));
+        }
+        set.add(r);
+      }
+    }
+  }
+  const OperatorFitResult fit = fit_operators(set, *models::chip_preset("b200"));
+  const models::Efficiency& e = fit.chip.efficiency;
+  // The per-query time separates from the width term because the prefixes vary the width
+  // (128 + context / 128 entries: 160 to 4,224) at the same query counts.
+  CHECK(e.attention_sparse.at(1e12) == approx(0.5).epsilon(0.05));
+  CHECK(e.attention_sparse_query.to_seconds() == approx(0.6e-9).epsilon(0.1));
+  CHECK(e.attention_sparse_overhead.to_seconds() == approx(15e-6).epsilon(0.25));
+  for (const char* key : {"attention_sparse", "attention_sparse_overhead", "attention_sparse_query"}) {
+    CHECK(std::find(fit.fitted_keys.begin(), fit.fitted_keys.end(), key) != fit.fitted_keys.end());
+  }
+  // The decode rows are counted as not fitted, with the reason.
+  REQUIRE_FALSE(fit.unmodelled.empty());
+  CHECK(fit.unmodelled.front().first.find("sparse decode kernels are not fitted") != std::string::npos);
+}

@@ -29,6 +29,27 @@ TEST_CASE("Roofline: time is the kernel overhead plus the slower of compute and 
   CHECK(roofline.name() == "roofline");
 }
 
+TEST_CASE("Roofline: sparse prefill attention takes its own curve, overhead and per-query time where given") {
+  ChipSpec chip = *chip_preset("b200");
+  // 1e12 FLOPs over 4,096 query tokens at 16 heads per chip (64 kernel heads), bytes negligible.
+  Operator op{OpKind::kAttentionPrefill, ComputeRate::kBf16, 1, 1e12, 1e6};
+  op.m = 4096;
+  op.n = 16;
+  op.sparse = true;
+  Operator dense = op;
+  dense.sparse = false;
+  // Without the sparse entries, the prefill attention curve and overhead cost both alike.
+  CHECK(RooflineCostModel(chip).seconds(op) == RooflineCostModel(chip).seconds(dense));
+  chip.efficiency.attention_sparse = EfficiencyCurve(0.25);
+  chip.efficiency.attention_sparse_overhead = Duration::microseconds(20);
+  chip.efficiency.attention_sparse_query = Duration::seconds(0.5e-9);
+  const RooflineCostModel roofline(chip);
+  // 20 us + 1e12 / (2.25e15 x 0.25) + 4,096 x 64 x 0.5 ns = 20 + 1,777.8 + 131.1 us.
+  CHECK(roofline.seconds(op) == approx(20e-6 + 1e12 / (chip.bf16_flops.flop_per_s * 0.25) + 4096 * 64 * 0.5e-9));
+  // The dense operator is not moved by them.
+  CHECK(roofline.seconds(dense) == RooflineCostModel(*chip_preset("b200")).seconds(dense));
+}
+
 TEST_CASE("Roofline: the MoE router runs the GEMM curves and overhead, the routed experts the MoE ones") {
   // H200 with MoE curves and a 10 us MoE overhead (a fused expert module's), and 2 us per GEMM
   // kernel: the router, a [1 x 7168] x [7168 x 256] bf16 GEMM, pays the GEMM one.

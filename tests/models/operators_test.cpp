@@ -140,6 +140,37 @@ TEST_CASE("Operators: DSA attention stops growing with context; its indexer does
   CHECK(layer_batch_ops(m, plan(8, 1, 1, 8), longer).decode_full.flops == o.decode_full.flops);
 }
 
+TEST_CASE("Operators: sparse prefill kernels run padded heads over the whole index width") {
+  // FlashMLA's sparse kernels take h_q of 64 or 128: 16 heads run as 64, 65 as 128.
+  CHECK(sparse_kernel_heads(16) == 64);
+  CHECK(sparse_kernel_heads(64) == 64);
+  CHECK(sparse_kernel_heads(65) == 128);
+  CHECK(sparse_kernel_heads(128) == 128);
+  // GLM-5 at TP 8 (8 heads per chip), a 100-token prompt: every query runs the top-k width of
+  // 2,048 at 64 heads: 100 x 2,048 pairs x 2 x 64 x (576 + 512) FLOPs, though only 100 x 100
+  // pairs are causal and valid; the decode keeps its own 8 heads.
+  const ModelSpec glm = *model_preset("glm-5");
+  BatchShape b;
+  add_chunk(b, glm, 0, 100, true);
+  const LayerBatchOps o = layer_batch_ops(glm, plan(8, 1, 1, 8), b);
+  CHECK(o.prefill_full.sparse);
+  CHECK(o.prefill_full.n == 8);
+  CHECK(o.prefill_full.flops == 100.0 * 2048 * 2 * 64 * (576 + 512));
+  CHECK_FALSE(o.decode_full.sparse);
+  // DeepSeek-V4-Pro at TP 8 (16 heads), an 8,192-token prompt: a CSA query runs its window (128)
+  // and top_k (1,024) entries, an HCA query its window and 8,192 / 128 entries; 4 x 512 FLOPs a
+  // pair and head (q.k and the weighted sum over one 512-wide entry), 64 heads.
+  const ModelSpec pro = *model_preset("deepseek-v4-pro");
+  BatchShape c;
+  add_chunk(c, pro, 0, 8192, true);
+  const LayerBatchOps v = layer_batch_ops(pro, plan(8, 1, 1, 8), c);
+  CHECK(v.prefill_full.sparse);
+  CHECK(v.prefill_window.sparse);
+  CHECK(v.prefill_full.flops == 8192.0 * (128 + 1024) * 4 * 512 * 64);
+  CHECK(v.prefill_window.flops == 8192.0 * (128 + 8192.0 / 128) * 4 * 512 * 64);
+  CHECK_FALSE(v.decode_full.sparse);
+}
+
 TEST_CASE("Operators: GLM-5.2's shared layers run neither the indexer nor its projections") {
   const ModelSpec m = *model_preset("glm-5.2");
   BatchShape b;
