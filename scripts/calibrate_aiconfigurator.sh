@@ -76,6 +76,12 @@ for ((i = 0; i < ${#pairs[@]}; i += 2)); do
     fi
     [ -n "$found" ] && tables+=("$found")
   done
+  # FlashMLA's sparse prefill kernel alone, where the engine's tables time it: SGLang's GLM-5 DSA
+  # attention, vLLM's DeepSeek-V4 HCA attention (models::Efficiency::attention_sparse).
+  for file in glm5_dsa_attn_module_perf.csv.gz dsv4_hca_attn_module_perf.csv.gz; do
+    found=$(find "$data/sparse_attention/$engine" -name "$file" 2>/dev/null | sort -V | tail -1)
+    [ -n "$found" ] && tables+=("$found")
+  done
   if [ ${#tables[@]} -eq 0 ] || [[ "${tables[0]}" != */gemm_perf.csv.gz ]]; then
     echo "skipped $name: no GEMM table under $data/gemm/$engine" >&2
     continue
