@@ -110,9 +110,10 @@ IterationCostModel::AffineOp IterationCostModel::affine(MakeOp make_op) const {
       ++n_bytes;
     }
   }
-  // The inline form needs the roofline's linear form and at most three terms of each.
+  // The inline form needs the roofline's linear form and at most three terms of each. A sparse
+  // prefill kernel (Operator::sparse) may take other rates than its kind's, and a time per query.
   const auto form = cost_model_->linear_form(a.base.kind, a.base.rate);
-  a.linear = form.has_value() && n_flops <= 3 && n_bytes <= 3;
+  a.linear = form.has_value() && !a.base.sparse && n_flops <= 3 && n_bytes <= 3;
   if (form) a.form = *form;
   return a;
 }

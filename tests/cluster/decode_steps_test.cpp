@@ -12,7 +12,9 @@
 #include <vector>
 
 #include "core/time.h"
+#include "models/operators.h"
 #include "sim/cluster/iteration_cost.h"
+#include "tests/approx.h"
 
 using namespace servesim;
 
@@ -221,4 +223,42 @@ TEST_CASE("ContextProgression: each step's sum is the left-to-right sum, bit for
   // Two terms on the context sum: not a progression (decode_run costs such steps one by one).
   cluster::ContextProgression two;
   CHECK_FALSE(two.read(base, {kContext, kTokens, kContext}, coef, b));
+}
+
+TEST_CASE("Iteration cost: sparse prefill attention takes the chip's sparse entries on the roofline's inline path") {
+  // DeepSeek-V4-Pro at TP 8 on the H100 preset (constant curves: the roofline offers its inline
+  // linear forms), one 8,192-token prompt. With the sparse entries set, the prefill attention
+  // component is the layers' sparse operators costed by the roofline itself, count by count.
+  const models::ModelSpec model = *models::model_preset("deepseek-v4-pro");
+  const models::ParallelPlan plan = plan_of(8, 1, 1, 1);
+  models::ChipSpec chip = *models::chip_preset("h100-sxm");
+  chip.efficiency.attention_sparse = models::EfficiencyCurve(0.3);
+  chip.efficiency.attention_sparse_overhead = Duration::microseconds(20);
+  chip.efficiency.attention_sparse_query = Duration::seconds(0.5e-9);
+  models::BatchShape b;
+  models::add_chunk(b, model, 0, 8192, true);
+  const models::RooflineCostModel roofline(chip);
+  const models::StageOperators ops =
+      models::stage_operators(model, plan, models::MoeLoad(model, plan, models::MoeRouting{}), b, 0, chip.rates());
+  double expected = 0;
+  int sparse = 0;
+  for (const auto& c : ops.compute) {
+    if (c.op.kind != models::OpKind::kAttentionPrefill) continue;
+    CHECK(c.op.sparse);
+    sparse += c.count;
+    expected += c.count * roofline.seconds(c.op);
+  }
+  CHECK(sparse == model.layers);
+  cluster::IterationCostModel cm(model, chip, plan, models::MoeRouting{}, models::CostModelConfig{}, 8192);
+  std::int64_t stage = 0;
+  cluster::ComponentTimes got{};
+  cm.cost(b, 1, &stage, got);
+  const auto attention = static_cast<std::size_t>(models::OpKind::kAttentionPrefill);
+  CHECK(static_cast<double>(got[attention]) * 1e-12 == approx(expected).epsilon(1e-9));
+  // The per-query time alone: 61 layers x 8,192 tokens x 64 kernel heads x 0.5 ns = 16.0 ms.
+  chip.efficiency.attention_sparse_query = Duration::zero();
+  cluster::IterationCostModel without(model, chip, plan, models::MoeRouting{}, models::CostModelConfig{}, 8192);
+  cluster::ComponentTimes less{};
+  without.cost(b, 1, &stage, less);
+  CHECK(static_cast<double>(got[attention] - less[attention]) * 1e-12 == approx(61 * 8192 * 64 * 0.5e-9).epsilon(1e-6));
 }
