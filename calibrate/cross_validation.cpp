@@ -38,6 +38,7 @@ std::vector<Dim> shape_key_dims(MeasuredOp op) {
     case MeasuredOp::hbm_copy: return {D::bytes};
     // One model and head count per table: whole batch sizes are held out.
     case MeasuredOp::sparse_attention_prefill: return {D::heads, D::batch};
+    case MeasuredOp::mhc: return {D::hidden, D::streams};
     case MeasuredOp::kCount: break;
   }
   return {};

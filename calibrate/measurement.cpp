@@ -28,17 +28,18 @@ constexpr std::array<std::string_view, kMeasuredOps> kOpNames = {"gemm",
                                                                  "gdn",
                                                                  "mamba2",
                                                                  "hbm_copy",
-                                                                 "sparse_attention_prefill"};
+                                                                 "sparse_attention_prefill",
+                                                                 "mhc"};
 
 constexpr std::array<std::string_view, kFormats> kFormatNames = {
     "unspecified",      "fp32",   "bf16", "fp16", "fp8", "fp8_block", "int8", "w4a16_mxfp4", "nvfp4",
     "w4a8_mxfp4_mxfp8", "int4_wo"};
 
 constexpr std::array<std::string_view, kDims> kDimNames = {
-    "m",          "n",        "k",          "batch",   "tokens",  "prefix", "kv_len",  "step",
-    "heads",      "kv_heads", "head_dim",   "window",  "hidden",  "inter",  "experts", "topk",
-    "tp",         "ep",       "vocab",      "seq_len", "d_model", "d_conv", "d_state", "k_heads",
-    "head_k_dim", "v_heads",  "head_v_dim", "groups",  "chunk",   "bytes",  "gated"};
+    "m",        "n",        "k",       "batch",  "tokens",  "prefix",  "kv_len",     "step",    "heads",
+    "kv_heads", "head_dim", "window",  "hidden", "inter",   "experts", "topk",       "tp",      "ep",
+    "vocab",    "seq_len",  "d_model", "d_conv", "d_state", "k_heads", "head_k_dim", "v_heads", "head_v_dim",
+    "groups",   "chunk",    "bytes",   "gated",  "streams", "sites"};
 
 template <typename Enum, std::size_t N>
 std::optional<Enum> parse_name(const std::array<std::string_view, N>& names, std::string_view s) {

@@ -46,6 +46,7 @@ enum class MeasuredOp : std::uint8_t {
   mamba2,                    // Mamba-2 state-space layer pieces
   hbm_copy,                  // device-to-device memory copy (collector), `bytes` copied
   sparse_attention_prefill,  // a sparse MLA kernel alone (FlashMLA's), context phase: DSA, DeepSeek-V4
+  mhc,  // DeepSeek-V4's hyper-connection kernels, pre or post (variant), over every site of a layer
   kCount
 };
 inline constexpr std::size_t kMeasuredOps = static_cast<std::size_t>(MeasuredOp::kCount);
@@ -99,8 +100,10 @@ enum class Dim : std::uint8_t {
   head_v_dim,
   groups,
   chunk,
-  bytes,  // bytes copied (hbm_copy)
-  gated,  // 1 = gated FFN (SiLU(gate) x up: three matrices), 0 = plain (two)
+  bytes,    // bytes copied (hbm_copy)
+  gated,    // 1 = gated FFN (SiLU(gate) x up: three matrices), 0 = plain (two)
+  streams,  // mHC residual streams (hc_mult)
+  sites,    // mHC sites a row's call covers (attention and feed-forward: 2)
   kCount
 };
 inline constexpr std::size_t kDims = static_cast<std::size_t>(Dim::kCount);

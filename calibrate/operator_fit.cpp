@@ -98,6 +98,7 @@ std::string_view family_name(OperatorFamily f) {
     case OperatorFamily::attention: return "attention";
     case OperatorFamily::elementwise: return "elementwise";
     case OperatorFamily::sparse_attention: return "sparse_attention";
+    case OperatorFamily::mhc: return "mhc";
   }
   return "?";
 }
@@ -185,6 +186,21 @@ std::optional<SimulatorOperator> simulator_operator(const Measurement& m, std::s
       }
       const models::LayerBatchOps ops = models::layer_batch_ops(*model, models::ParallelPlan{}, b);
       return SimulatorOperator{v4 ? ops.prefill_window : ops.prefill_full, OperatorFamily::sparse_attention};
+    }
+    case MeasuredOp::mhc: {
+      // One call over every site (AIConfigurator's collectors fold both of a layer's sites into
+      // one row), each a pre (two kernels) or a post (one) over the bf16 streams: 2 s h + h
+      // elements a token (models::layer_token_ops, LayerTokenOps::mhc).
+      const double t = dim(s, Dim::tokens), h = dim(s, Dim::hidden), st = dim(s, Dim::streams);
+      const std::int64_t sites = s.get(Dim::sites, 1);
+      if (variant != "pre" && variant != "post") {
+        why = "mHC kernel '" + std::string(variant) + "' is neither pre nor post";
+        return std::nullopt;
+      }
+      models::Operator op = elementwise(kAct * t * static_cast<double>(sites) * (2 * st * h + h), t);
+      op.kernels = static_cast<int>(sites) * (variant == "pre" ? 2 : 1);
+      op.mhc = true;
+      return SimulatorOperator{op, OperatorFamily::mhc};
     }
     case MeasuredOp::encoder_attention: {
       // models::vision_encoder_ops's attention over `batch` images of `tokens` patches, one block.
@@ -327,6 +343,12 @@ FamilyFields fields_of(OperatorFamily f) {
       x.overhead_key = "attention_sparse_overhead";
       x.per_query = &E::attention_sparse_query;
       x.per_query_key = "attention_sparse_query";
+      break;
+    case OperatorFamily::mhc:
+      x.curves = {{&E::mhc, "mhc"}};
+      x.curve_on_flops = {false};
+      x.overhead = &E::mhc_overhead;
+      x.overhead_key = "mhc_overhead";
       break;
   }
   return x;
@@ -1000,7 +1022,7 @@ OperatorFitResult fit_operators(const MeasurementSet& set, const models::ChipSpe
                            std::to_string(options.seed);
 
   for (OperatorFamily family : {OperatorFamily::gemm, OperatorFamily::moe, OperatorFamily::attention,
-                                OperatorFamily::sparse_attention, OperatorFamily::elementwise}) {
+                                OperatorFamily::sparse_attention, OperatorFamily::mhc, OperatorFamily::elementwise}) {
     auto it = families.find(family);
     if (it == families.end()) continue;
     FamilyRows& f = it->second;

@@ -63,6 +63,11 @@ struct Efficiency {
   // (models::sparse_kernel_heads), whatever its index width: loading the query, normalising and
   // writing the output.
   Duration attention_sparse_query;
+  // DeepSeek-V4's mHC kernels (Operator::mhc), where a calibration measured them: of HBM
+  // bandwidth over bytes per kernel, and the fixed time per kernel (the mixing weights' Sinkhorn
+  // steps); without knots the elementwise curve and overhead apply.
+  EfficiencyCurve mhc;
+  Duration mhc_overhead;
   EfficiencyCurve elementwise;    // norms, residual adds, rotary, activation: of HBM bandwidth
   Duration elementwise_overhead;  // per elementwise kernel
   // Routed-expert grouped GEMMs (and the router) of MoE layers, where a calibration measured them

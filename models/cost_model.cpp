@@ -196,6 +196,16 @@ RooflineCostModel::RooflineCostModel(const ChipSpec& chip) {
     r.overhead_s = e.attention_sparse_overhead.to_seconds();
     sparse_query_s_ = e.attention_sparse_query.to_seconds();
   }
+  if (!e.mhc.knots.empty()) {
+    // As elementwise kernels, with the mHC kernels' own memory curve and overhead.
+    mhc_ = true;
+    mhc_rates_ = rates_[static_cast<std::size_t>(OpKind::kElementwise)];
+    Rates& r = mhc_rates_;
+    r.memory = e.mhc;
+    r.memory_constant = e.mhc.is_constant();
+    r.s_per_byte = 1.0 / (chip.hbm_bandwidth.bytes_per_s * e.mhc.first());
+    r.overhead_s = e.mhc_overhead.to_seconds();
+  }
 }
 
 const RooflineCostModel::Rates& RooflineCostModel::rates_of(const Operator& op) const {
@@ -203,6 +213,7 @@ const RooflineCostModel::Rates& RooflineCostModel::rates_of(const Operator& op) 
   // cost it, not the MoE ones (fitted to the fused expert module, whose fixed cost it is not).
   if (op.kind == OpKind::kMoeExperts && op.gemm_count > 0) return rates_[static_cast<std::size_t>(OpKind::kGemmMlp)];
   if (op.sparse && sparse_) return sparse_rates_;
+  if (op.mhc && mhc_) return mhc_rates_;
   return rates_[static_cast<std::size_t>(op.kind)];
 }
 

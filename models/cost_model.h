@@ -175,6 +175,9 @@ class RooflineCostModel final : public CostModel {
   Rates sparse_rates_;
   bool sparse_ = false;
   double sparse_query_s_ = 0;  // Efficiency::attention_sparse_query
+  // mHC kernels (Operator::mhc) when Efficiency::mhc has knots.
+  Rates mhc_rates_;
+  bool mhc_ = false;
   // Efficiency::gemm_formats by Format: GEMM kinds of that format add the quantisation pass and
   // scale their compute side by `compute` (instead of format_compute[rate]).
   struct QuantisedGemm {

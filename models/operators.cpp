@@ -172,8 +172,7 @@ CommOp comm(OpKind kind, Collective c, Group g, double bytes) {
 struct AttentionShape {
   double rotary = 0;    // q and k elements rotated
   double kv_write = 0;  // KV-cache elements written
-  double norms = 0;     // extra elements (MLA q_a / kv_a RMSNorms, an attention output gate, mHC)
-  int kernels = 0;      // extra elementwise kernels per layer (mHC)
+  double norms = 0;     // extra elements (MLA q_a / kv_a RMSNorms, an attention output gate)
 };
 
 AttentionShape attention_shape(const ModelSpec& m, const ParallelPlan& p) {
@@ -187,21 +186,11 @@ AttentionShape attention_shape(const ModelSpec& m, const ParallelPlan& p) {
   } else if (m.compress.enabled()) {
     // DeepSeek-V4: rotary on the last rope_dim dims of every query head and of the entry; the
     // window's entry appended (the compressed entries, 1 / ratio of it, not counted); the q
-    // latent's and the entry's RMSNorms. mHC, two hyper-connections a layer (attention, feed-
-    // forward), each a pre kernel and a post kernel over the s streams (bf16): pre reads them to
-    // compute the mixing weights (the normed streams through s h -> (s + 2) s, then Sinkhorn
-    // steps) and again to mix them into the block's input (2 s h + h), post reads the block's
-    // output and the streams and writes the streams (2 s h + h). Measured (AIConfigurator's SGLang
-    // mHC module, B200, h 4096, both sites): pre 3.35 ms and post 2.81 ms at 131,072 tokens, about
-    // the same traffic each. The mixing GEMM's FLOPs are not costed.
+    // latent's and the entry's RMSNorms. mHC: LayerTokenOps::mhc.
     const CompressSpec& c = m.compress;
     a.rotary = (hq + 1) * c.rope_dim;
     a.kv_write = m.head_dim;
     a.norms = 2.0 * (c.q_lora_rank + m.head_dim);
-    if (c.streams > 1) {
-      a.norms += 4.0 * (2.0 * c.streams + 1.0) * m.hidden;
-      a.kernels = 4;
-    }
   } else {
     const double hkv = p.kv_heads_per_chip(m), hd = m.head_dim;
     a.rotary = (hq + hkv) * hd;
@@ -542,14 +531,32 @@ LayerTokenOps layer_token_ops(const ModelSpec& m, const ParallelPlan& p, const M
   //   (MLA: RMSNorms of the q and kv latents                       -> norms)
   // A layer without a feed-forward block has the mixer's share: one fused add + norm, rotary and
   // the KV append (mixer_elementwise, 3 kernels).
+  // mHC (ModelSpec::CompressSpec::streams > 1), two hyper-connections a layer (attention, feed-
+  // forward), each a pre and a post over the s streams (bf16): pre, two kernels, reads them to
+  // compute the mixing weights (the normed streams through s h -> (s + 2) s, a small GEMM), then
+  // runs the Sinkhorn steps and mixes the streams into the block's input, which it also
+  // RMS-normalises (SGLang's hc_pre takes the block's norm): 2 s h + h; post, one kernel, reads
+  // the block's output and the streams and writes the streams (2 s h + h), the residual update.
+  // Pre's fixed time is about twice post's (SGLang, B200, both sites, 1-128 tokens: 18.9 / 8.4 us). They take the place
+  // of the fused add + norm kernels (8 h, 2 kernels; a mixer-only layer's 4 h, 1). Measured (AIConfigurator's SGLang
+  // mHC module, B200, h 4096, both sites): pre 3.35 ms and post 2.81 ms at 131,072 tokens, about the same traffic each.
+  // The mixing GEMM's FLOPs are not costed (its fixed time is the mhc curve's overhead where a profile fitted one).
+  const bool mhc = m.compress.enabled() && m.compress.streams > 1;
+  const double add_norm = mhc ? 0.0 : 1.0;
+  o.mhc.kind = OpKind::kElementwise;
+  o.mhc.mhc = true;
+  o.mhc.kernels = mhc ? 6 : 0;
+  o.mhc.bytes = mhc ? m.activation_bytes * t * 4.0 * (2.0 * m.compress.streams + 1.0) * h : 0.0;
+  o.mhc.m = t;
   o.dense_elementwise.kind = OpKind::kElementwise;
   o.dense_elementwise.flops = 0;
-  o.dense_elementwise.bytes = m.activation_bytes * t * (8 * h + 2 * as.rotary + mats * ffn + as.kv_write + as.norms);
-  o.dense_elementwise.kernels = 5 + as.kernels;
+  o.dense_elementwise.bytes =
+      m.activation_bytes * t * (add_norm * 8 * h + 2 * as.rotary + mats * ffn + as.kv_write + as.norms);
+  o.dense_elementwise.kernels = mhc ? 3 : 5;
   o.dense_elementwise.m = t;
   o.mixer_elementwise = o.dense_elementwise;
-  o.mixer_elementwise.bytes = m.activation_bytes * t * (4 * h + 2 * as.rotary + as.kv_write + as.norms);
-  o.mixer_elementwise.kernels = 3 + as.kernels;
+  o.mixer_elementwise.bytes = m.activation_bytes * t * (add_norm * 4 * h + 2 * as.rotary + as.kv_write + as.norms);
+  o.mixer_elementwise.kernels = mhc ? 2 : 3;
 
   // --- MoE: router, routed experts on the busiest rank, shared experts ---
   if (m.moe.enabled()) {
@@ -618,8 +625,9 @@ LayerTokenOps layer_token_ops(const ModelSpec& m, const ParallelPlan& p, const M
     // moe.forward(hidden_states, router_logits) whole (collector/trtllm/collect_moe.py), and the
     // profiles' MoE family is fitted to those rows (calibrate/operator_fit.cpp).
     o.moe_elementwise.kind = OpKind::kElementwise;
-    o.moe_elementwise.bytes = m.activation_bytes * t * (8 * h + 2 * as.rotary + mats * shared + as.kv_write + as.norms);
-    o.moe_elementwise.kernels = (shared > 0 ? 5 : 4) + as.kernels;
+    o.moe_elementwise.bytes =
+        m.activation_bytes * t * (add_norm * 8 * h + 2 * as.rotary + mats * shared + as.kv_write + as.norms);
+    o.moe_elementwise.kernels = (shared > 0 ? 5 : 4) - (mhc ? 2 : 0);
     o.moe_elementwise.m = t;
 
     // Communication of a MoE layer. Without attention DP the tokens are replicated on the TP
@@ -1054,6 +1062,7 @@ StageOperators stage_operators(const ModelSpec& m, const ParallelPlan& p, const 
   add(t.linear_out, c.linear);
   add(t.linear_norm, c.linear);
   add(t.dequant_linear, c.linear);
+  add(t.mhc, c.layers);
   add(t.dense_mlp, c.dense());
   add(t.dense_elementwise, c.dense());
   add(t.mixer_elementwise, c.no_ffn);

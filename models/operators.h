@@ -129,6 +129,9 @@ struct Operator {
   // A sparse MLA prefill kernel (DSA, DeepSeek-V4's compressed attention): costed by
   // Efficiency::attention_sparse where a profile has it.
   bool sparse = false;
+  // DeepSeek-V4's manifold-constrained hyper-connections (LayerTokenOps::mhc): costed by
+  // Efficiency::mhc where a profile has it.
+  bool mhc = false;
   // Gated DeltaNet's recurrent core (chunked in prefill, one step per token in decode), costed as
   // the layer's attention: m = tokens, batch = sequences, n = value heads per chip, kv_heads = key
   // heads per chip, k = key dim; measured tables of it match only it (calibrate/linear_table.h).
@@ -280,6 +283,7 @@ struct LayerTokenOps {
   Operator linear_qkv;         // linear-attention layers: in_proj_qkvz and in_proj_ba
   Operator linear_out;         // linear-attention layers: out_proj
   Operator linear_norm;        // linear-attention layers: the gated RMSNorm of the output
+  Operator mhc;                // every layer of a model with mHC streams: its pre and post kernels
   Operator dequant_attention;  // emulated formats only (kernels 0 otherwise)
   Operator dequant_linear;
   Operator dequant_dense;

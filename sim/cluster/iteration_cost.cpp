@@ -264,7 +264,8 @@ const IterationCostModel::TokenLinear& IterationCostModel::linear(std::int64_t t
   const std::int64_t moe_ew = ps(o.moe_elementwise), dq_moe = ps(o.dequant_moe);
   const std::int64_t moe_reduce = comm(o.moe_reduce, tp_span_);
   const std::int64_t dispatch = comm(o.moe_dispatch, moe_span_), combine = comm(o.moe_combine, moe_span_);
-  e.per_layer = qkv + out + dq_attention + attention_reduce;
+  const std::int64_t mhc = ps(o.mhc);
+  e.per_layer = qkv + out + dq_attention + attention_reduce + mhc;
   const std::int64_t linear_qkv = ps(o.linear_qkv) - qkv, linear_out = ps(o.linear_out) - out;
   const std::int64_t linear_dq = ps(o.dequant_linear) - dq_attention, linear_norm = ps(o.linear_norm);
   if (total_.linear > 0) e.per_linear = linear_qkv + linear_out + linear_dq + linear_norm;
@@ -285,7 +286,7 @@ const IterationCostModel::TokenLinear& IterationCostModel::linear(std::int64_t t
   e.out = n.layers * out;
   e.mlp = n.dense * dense_mlp + n.moe * shared;
   e.moe = n.moe * experts;
-  e.elementwise = n.dense * dense_ew + n.moe * moe_ew + n.no_ffn * mixer_ew;
+  e.elementwise = n.dense * dense_ew + n.moe * moe_ew + n.no_ffn * mixer_ew + n.layers * mhc;
   e.dequantize = n.layers * dq_attention + n.dense * dq_dense + n.moe * dq_moe;
   if (n.window > 0 && model_.window_shape_differs()) {
     const models::LayerTokenOps w =
@@ -338,8 +339,8 @@ std::int64_t IterationCostModel::draft_ps(const models::BatchShape& verify) {
     auto ps = [&](const models::Operator& op) { return to_ps(cm.seconds(op)); };
     auto comm = [&](const models::CommOp& c, const GroupSpan& span) { return to_ps(comm_.seconds(c, span)); };
     const models::LayerTokenOps& l = o.layer;
-    token_ps = ps(o.eh_proj) + ps(l.qkv) + ps(l.out) + ps(l.dequant_attention) + comm(l.attention_reduce, tp_span_) +
-               ps(o.lm_head);
+    token_ps = ps(o.eh_proj) + ps(l.qkv) + ps(l.out) + ps(l.dequant_attention) + ps(l.mhc) +
+               comm(l.attention_reduce, tp_span_) + ps(o.lm_head);
     if (o.moe_layer) {
       token_ps += ps(l.router) + ps(l.moe_experts) + ps(l.shared_mlp) + ps(l.moe_elementwise) + ps(l.dequant_moe) +
                   comm(l.moe_reduce, tp_span_) + comm(l.moe_dispatch, moe_span_) + comm(l.moe_combine, moe_span_);

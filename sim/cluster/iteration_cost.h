@@ -98,7 +98,7 @@ class IterationCostModel {
   // totals over all layers by component (what every iteration of that size starts from).
   // per_layer < 0 marks "not computed yet".
   struct TokenLinear {
-    std::int64_t per_layer = -1;             // attention projections, dequantisation, attention all-reduce
+    std::int64_t per_layer = -1;             // attention projections, dequantisation, attention all-reduce, mHC
     std::int64_t per_dense = 0;              // dense MLP, elementwise, dequantisation, MLP all-reduce
     std::int64_t per_mixer_only = 0;         // a layer without a feed-forward block: its elementwise
     std::int64_t per_moe = 0;                // router and experts, shared experts, elementwise, collectives

@@ -364,6 +364,14 @@ std::optional<models::Efficiency> read_efficiency(MapReader& chip, const models:
     dur("attention_sparse_overhead", d.attention_sparse_overhead, e.attention_sparse_overhead);
     dur("attention_sparse_query", d.attention_sparse_query, e.attention_sparse_query);
   }
+  // mHC kernels: only where given (absent, the elementwise curve applies).
+  if (m.has("mhc") || !d.mhc.knots.empty()) {
+    if (auto r = read_curve(m, "mhc", d.mhc))
+      e.mhc = *r;
+    else
+      ok = false;
+  }
+  if (m.has("mhc_overhead") || !e.mhc.knots.empty()) dur("mhc_overhead", d.mhc_overhead, e.mhc_overhead);
   // Grouped-GEMM models of the routed experts per weight format: only where given.
   if (m.has("moe_experts") || !d.moe_experts.empty()) {
     if (auto r = read_moe_experts(m, "moe_experts", d.moe_experts))

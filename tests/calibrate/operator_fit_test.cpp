@@ -441,3 +441,52 @@ TEST_CASE("Operator fit: the sparse attention curve, overhead and per-query time
   REQUIRE_FALSE(fit.unmodelled.empty());
   CHECK(fit.unmodelled.front().first.find("sparse decode kernels are not fitted") != std::string::npos);
 }
+
+TEST_CASE("Operator fit: the mHC curve and overhead come back from noisy pre and post rows") {
+  // AIConfigurator's mhc_module_perf shapes (both sites of a layer a row, 4 streams, h 4,096 and
+  // 7,168): pre rows run two kernels a site, post rows one; timed by the roofline with a known mHC
+  // curve (0.8 of HBM) and overhead (5 us a kernel), 2% noise.
+  models::ChipSpec truth = *models::chip_preset("b200");
+  truth.efficiency.mhc = models::EfficiencyCurve(0.8);
+  truth.efficiency.mhc_overhead = Duration::microseconds(5);
+  const models::RooflineCostModel model(truth);
+  Rng rng(13, "operator_fit_test mhc");
+  MeasurementSet set;
+  const std::uint16_t pre = set.intern("pre"), post = set.intern("post");
+  for (const std::uint16_t variant : {pre, post}) {
+    for (std::int64_t hidden : {4096, 7168}) {
+      for (std::int64_t tokens = 1; tokens <= 131072; tokens *= 2) {
+        Measurement r;
+        r.op = MeasuredOp::mhc;
+        r.variant = variant;
+        for (const auto& [d, v] : {std::pair{Dim::tokens, tokens},
+                                   {Dim::hidden, hidden},
+                                   {Dim::streams, std::int64_t{4}},
+                                   {Dim::sites, std::int64_t{2}}}) {
+          r.shape.set(d, v);
+        }
+        std::string why;
+        const auto op = simulator_operator(r, set.label(variant), truth, why);
+        REQUIRE_MESSAGE(op.has_value(), why);
+        CHECK(op->family == OperatorFamily::mhc);
+        CHECK(op->op.mhc);
+        // 2 sites x (2 x 4 + 1) x h bf16 elements a token, 4 kernels for pre and 2 for post.
+        CHECK(op->op.bytes == 2.0 * static_cast<double>(tokens) * 2 * 9 * static_cast<double>(hidden));
+        CHECK(op->op.kernels == (variant == pre ? 4 : 2));
+        r.latency_s = model.seconds(op->op) * (1 + 0.02 * (2 * rng.uniform01() - 1));
+        set.add(r);
+      }
+    }
+  }
+  const OperatorFitResult fit = fit_operators(set, *models::chip_preset("b200"));
+  CHECK(fit.chip.efficiency.mhc.at(1e9) == approx(0.8).epsilon(0.05));
+  CHECK(fit.chip.efficiency.mhc_overhead.to_seconds() == approx(5e-6).epsilon(0.1));
+  for (const char* key : {"mhc", "mhc_overhead"}) {
+    CHECK(std::find(fit.fitted_keys.begin(), fit.fitted_keys.end(), key) != fit.fitted_keys.end());
+  }
+  // Another kernel name is refused with its reason.
+  Measurement odd = set.rows().front();
+  std::string why;
+  CHECK_FALSE(simulator_operator(odd, "mix", truth, why).has_value());
+  CHECK(why.find("neither pre nor post") != std::string::npos);
+}

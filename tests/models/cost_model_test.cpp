@@ -50,6 +50,22 @@ TEST_CASE("Roofline: sparse prefill attention takes its own curve, overhead and 
   CHECK(roofline.seconds(dense) == RooflineCostModel(*chip_preset("b200")).seconds(dense));
 }
 
+TEST_CASE("Roofline: mHC kernels take their own memory curve and overhead where given") {
+  ChipSpec chip = *chip_preset("b200");
+  // 6 kernels over 100 MB, no FLOPs.
+  Operator op{OpKind::kElementwise, ComputeRate::kBf16, 6, 0, 1e8};
+  op.mhc = true;
+  Operator plain = op;
+  plain.mhc = false;
+  CHECK(RooflineCostModel(chip).seconds(op) == RooflineCostModel(chip).seconds(plain));
+  chip.efficiency.mhc = EfficiencyCurve(0.5);
+  chip.efficiency.mhc_overhead = Duration::microseconds(4);
+  const RooflineCostModel roofline(chip);
+  // 6 x 4 us + 1e8 / (HBM x 0.5).
+  CHECK(roofline.seconds(op) == approx(24e-6 + 1e8 / (chip.hbm_bandwidth.bytes_per_s * 0.5)));
+  CHECK(roofline.seconds(plain) == RooflineCostModel(*chip_preset("b200")).seconds(plain));
+}
+
 TEST_CASE("Roofline: the MoE router runs the GEMM curves and overhead, the routed experts the MoE ones") {
   // H200 with MoE curves and a 10 us MoE overhead (a fused expert module's), and 2 us per GEMM
   // kernel: the router, a [1 x 7168] x [7168 x 256] bf16 GEMM, pays the GEMM one.

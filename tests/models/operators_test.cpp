@@ -171,6 +171,25 @@ TEST_CASE("Operators: sparse prefill kernels run padded heads over the whole ind
   CHECK_FALSE(v.decode_full.sparse);
 }
 
+TEST_CASE("Operators: mHC's pre and post kernels take the place of the fused add + norm") {
+  // DeepSeek-V4-Flash (4 streams, h 4096) on one chip, 100 tokens: per layer two sites, each a
+  // pre (two kernels) and a post (one), 4 x (2 x 4 + 1) x 4096 bf16 elements a token in all.
+  const ModelSpec m = *model_preset("deepseek-v4-flash");
+  REQUIRE(m.compress.streams == 4);
+  const LayerTokenOps o = layer_token_ops(m, plan(1), MoeLoad(), 100, rates_of("b200"));
+  CHECK(o.mhc.mhc);
+  CHECK(o.mhc.kind == OpKind::kElementwise);
+  CHECK(o.mhc.kernels == 6);
+  CHECK(o.mhc.bytes == 2.0 * 100 * 4 * 9 * 4096);
+  // One stream: no mHC, and the fused add + RMSNorm kernels (8 h a token, 2 kernels) are back.
+  ModelSpec plain = m;
+  plain.compress.streams = 1;
+  const LayerTokenOps p = layer_token_ops(plain, plan(1), MoeLoad(), 100, rates_of("b200"));
+  CHECK(p.mhc.kernels == 0);
+  CHECK(p.moe_elementwise.kernels == o.moe_elementwise.kernels + 2);
+  CHECK(p.moe_elementwise.bytes - o.moe_elementwise.bytes == 2.0 * 100 * 8 * 4096);
+}
+
 TEST_CASE("Operators: GLM-5.2's shared layers run neither the indexer nor its projections") {
   const ModelSpec m = *model_preset("glm-5.2");
   BatchShape b;
