@@ -82,6 +82,9 @@ for ((i = 0; i < ${#pairs[@]}; i += 2)); do
     found=$(find "$data/sparse_attention/$engine" -name "$file" 2>/dev/null | sort -V | tail -1)
     [ -n "$found" ] && tables+=("$found")
   done
+  # DeepSeek-V4's mHC kernels (models::Efficiency::mhc).
+  found=$(find "$data/mhc/$engine" -name mhc_module_perf.csv.gz 2>/dev/null | sort -V | tail -1)
+  [ -n "$found" ] && tables+=("$found")
   if [ ${#tables[@]} -eq 0 ] || [[ "${tables[0]}" != */gemm_perf.csv.gz ]]; then
     echo "skipped $name: no GEMM table under $data/gemm/$engine" >&2
     continue
