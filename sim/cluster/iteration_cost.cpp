@@ -652,12 +652,90 @@ bool ContextProgression::read(double base, const std::array<int, 3>& field, cons
   return true;
 }
 
+// A decode run's attention costed through the cost model's binding to the run
+// (AffineOp::bind()), each step's operator built as AffineOp::at() builds it: only
+// decode_kv_tokens moves along a run, so each field's sum over the terms before the one on it,
+// and the products of the terms after it, are read once and added per step in at()'s order (the
+// same doubles). Where more than one term reads decode_kv_tokens, at() itself.
+class IterationCostModel::BoundSteps {
+ public:
+  BoundSteps(const AffineOp& a, const models::BatchShape& b, const models::CostModel& cm) : a_(a), cm_(cm) {
+    a.bind(b, cm, binding_);
+    constexpr int kContext = 3;  // models::kBatchFieldMembers: &BatchShape::decode_kv_tokens
+    static_assert(models::kBatchFieldMembers[kContext] == &models::BatchShape::decode_kv_tokens);
+    for (int i = 0; i < a.n_terms; ++i) {
+      if (a.terms[static_cast<std::size_t>(i)].field != kContext) continue;
+      if (context_ >= 0) {
+        per_step_at_ = true;
+        return;
+      }
+      context_ = i;
+    }
+    op_ = a.base;
+    for (int i = 0; i < a.n_terms; ++i) {
+      const AffineOp::Term& t = a.terms[static_cast<std::size_t>(i)];
+      const double x = models::batch_field(b, t.field);
+      if (i == context_) {
+        c_ = t;
+        pre_ = {op_.flops, op_.bytes, op_.m, op_.batch, op_.context, op_.quant_elements};
+      } else if (i < context_ || context_ < 0) {
+        op_.flops += t.flops * x;
+        op_.bytes += t.bytes * x;
+        op_.m += t.m * x;
+        op_.batch += t.batch * x;
+        op_.context += t.context * x;
+        op_.quant_elements += t.quant_elements * x;
+      } else {
+        after_[static_cast<std::size_t>(n_after_++)] = {t.flops * x, t.bytes * x,   t.m * x,
+                                                        t.batch * x, t.context * x, t.quant_elements * x};
+      }
+    }
+  }
+  std::int64_t operator()(const models::BatchShape& s) {
+    if (per_step_at_) [[unlikely]]
+      return to_ps(cm_.bound_seconds(a_.at(s), binding_));
+    if (context_ >= 0) {
+      const double x = s.decode_kv_tokens;
+      std::array<double, 6> v{pre_[0] + c_.flops * x, pre_[1] + c_.bytes * x,   pre_[2] + c_.m * x,
+                              pre_[3] + c_.batch * x, pre_[4] + c_.context * x, pre_[5] + c_.quant_elements * x};
+      for (int k = 0; k < n_after_; ++k) {
+        const std::array<double, 6>& p = after_[static_cast<std::size_t>(k)];
+        for (std::size_t f = 0; f < v.size(); ++f) v[f] += p[f];
+      }
+      op_.flops = v[0];
+      op_.bytes = v[1];
+      op_.m = v[2];
+      op_.batch = v[3];
+      op_.context = v[4];
+      op_.quant_elements = v[5];
+    }
+    return to_ps(cm_.bound_seconds(op_, binding_));
+  }
+
+ private:
+  const AffineOp& a_;
+  const models::CostModel& cm_;
+  models::ContextBinding binding_;
+  models::Operator op_;
+  int context_ = -1;  // the term on decode_kv_tokens; -1: none (the operator does not move)
+  bool per_step_at_ = false;
+  AffineOp::Term c_;
+  std::array<double, 6> pre_{};  // flops, bytes, m, batch, context, quant_elements
+  std::array<std::array<double, 6>, models::kBatchFields> after_{};
+  int n_after_ = 0;
+};
+
 SimTime IterationCostModel::decode_run(const DecodeSteps& d, models::BatchShape b, std::size_t n, SimTime t,
                                        SimTime* ends, DecodeStepParts* parts) const {
   // The KV token sums are integers below 2^53, so adding decode_seqs in doubles gives exactly the
   // shape the lane would (static_cast<double>(sum of contexts) + decodes).
   const double grow = b.decode_seqs;
-  if (!plain_decode_runs()) {
+  // The steps' formula is decode_step()'s without window, absorption, indexer, linear attention or
+  // CP exchange terms, and without two-batch overlap to hide all-to-all (plain_decode_runs() less
+  // its condition on the attention's cost).
+  const bool full_only =
+      !has_window_ && !has_absorb_ && !has_dsa_ && !has_linear_ && plan_.cp == 1 && !(tbo_ && total_.moe > 0);
+  if (!full_only) {
     DecodeBindings bound;
     bind_decode(b, bound);
     for (std::size_t j = 0; j < n; ++j, b.decode_kv_tokens += grow) {
@@ -692,6 +770,7 @@ SimTime IterationCostModel::decode_run(const DecodeSteps& d, models::BatchShape 
     }
     return t;
   };
+  if (!attention.linear) return walk(BoundSteps(attention, b, *cost_model_));
   // The attention's FLOPs and bytes as the steps' context sum moves: linear_seconds() term by
   // term, with the terms on other fields read once. Where a sum has more than one term on the
   // contexts, linear_seconds() itself.

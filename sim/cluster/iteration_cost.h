@@ -255,6 +255,7 @@ class IterationCostModel {
   };
   template <class MakeOp>
   AffineOp affine(MakeOp make_op) const;
+  class BoundSteps;  // decode_run()'s attention through a binding (iteration_cost.cpp)
   struct AffineComm {
     models::CommOp base;
     std::array<std::pair<int, double>, models::kBatchFields> terms{};
