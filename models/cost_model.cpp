@@ -299,7 +299,9 @@ std::string_view log_grid_field_name(MeasuredLogGrid::Field f) {
   return "?";
 }
 
-double log_grid_field_value(MeasuredLogGrid::Field f, const Operator& op) {
+namespace {
+// log_grid_field_value(), inline where a lookup runs per decode step (TableCostModel::bound_seconds).
+[[gnu::always_inline]] inline double field_value(MeasuredLogGrid::Field f, const Operator& op) {
   using F = MeasuredLogGrid::Field;
   const double per_seq = op.batch > 0 ? 1.0 / op.batch : 0.0;
   switch (f) {
@@ -319,6 +321,9 @@ double log_grid_field_value(MeasuredLogGrid::Field f, const Operator& op) {
   }
   return 0;
 }
+}  // namespace
+
+double log_grid_field_value(MeasuredLogGrid::Field f, const Operator& op) { return field_value(f, op); }
 
 std::optional<MeasuredLogGrid::Field> parse_log_grid_field(std::string_view name) {
   using F = MeasuredLogGrid::Field;
@@ -489,7 +494,7 @@ bool TableCostModel::log_grid_lookup(const Operator& op, double& out) const {
   std::array<LastAxis, MeasuredLogGrid::kMaxAxes>& last = last_axis_[i];
   for (std::size_t a = 0; a < g.axes.size(); ++a) {
     if (prepared_->log_knots(i)[a].size() <= 1) continue;
-    const double x = log_grid_field_value(g.axes[a].field, op);
+    const double x = field_value(g.axes[a].field, op);
     if (!(x == last[a].x)) last[a] = {x, log_axis_value(x)};
     u[a] = last[a].u;
   }
@@ -550,9 +555,16 @@ double TableCostModel::bound_seconds(const Operator& op, ContextBinding& b) cons
     ContextBinding::Axis& axis = b.axes[a];
     if (!axis.varies || knots[a].size() <= 1) continue;
     const std::size_t was = axis.lo;
-    const double x = log_axis_value(log_grid_field_value(g.axes[a].field, op));
+    const double x = log_axis_value(field_value(g.axes[a].field, op));
+    // Mostly in the last step's segment, inside the axis's ends: what log_axis_bracket() answers
+    // there (the same lo and f), without the call.
+    const std::vector<double>& u = knots[a];
+    if (u.front() < x && u[was] <= x && x < u[was + 1]) {
+      axis.f = (x - u[was]) / (u[was + 1] - u[was]);
+      continue;
+    }
     // Beyond a fixed end the grid misses: seconds() takes the tables' other ways.
-    if (!log_axis_bracket(knots[a], prepared_->extrapolate(i)[a] != 0, x, axis.lo, axis.f)) return seconds(op);
+    if (!log_axis_bracket(u, prepared_->extrapolate(i)[a] != 0, x, axis.lo, axis.f)) return seconds(op);
     moved = moved || axis.lo != was;
   }
   if (moved) {
