@@ -41,6 +41,8 @@ const std::vector<TableSpec>& specs() {
       {"num_heads", D::heads}, {"batch_size", D::batch}, {"isl", D::tokens}, {"tp_size", D::tp}, {"step", D::step}};
   const std::vector<DimColumn> mla_generation = {{"num_heads", D::heads}, {"batch_size", D::batch}, {"tp_size", D::tp}};
   const std::vector<DimColumn> quantize = {{"m", D::m}, {"k", D::k}};
+  const std::vector<DimColumn> mhc = {
+      {"num_tokens", D::tokens}, {"hidden_size", D::hidden}, {"hc_mult", D::streams}, {"num_sites", D::sites}};
   static const std::vector<TableSpec> all = {
       {"gemm", O::gemm, {{"m", D::m}, {"n", D::n}, {"k", D::k}}, "gemm_dtype", "", "", "", ""},
       {"context_attention", O::attention_prefill, context_attention, "attn_dtype", "kv_cache_dtype", "", "", ""},
@@ -76,24 +78,8 @@ const std::vector<TableSpec>& specs() {
        "model",
        "model"},
       // DeepSeek-V4's mHC kernels (mhc_module_perf: op_name pre or post, both sites of a layer).
-      {"pre",
-       O::mhc,
-       {{"num_tokens", D::tokens}, {"hidden_size", D::hidden}, {"hc_mult", D::streams}, {"num_sites", D::sites}},
-       "",
-       "",
-       "",
-       "",
-       "",
-       true},
-      {"post",
-       O::mhc,
-       {{"num_tokens", D::tokens}, {"hidden_size", D::hidden}, {"hc_mult", D::streams}, {"num_sites", D::sites}},
-       "",
-       "",
-       "",
-       "",
-       "",
-       true},
+      {"pre", O::mhc, mhc, "", "", "", "", "", true},
+      {"post", O::mhc, mhc, "", "", "", "", "", true},
       {"mla_gen_pre",
        O::mla_bmm,
        {{"num_tokens", D::tokens}, {"num_heads", D::heads}},

@@ -19,13 +19,7 @@ models::Operator IterationCostModel::AffineOp::at(const models::BatchShape& b) c
   models::Operator op = base;
   for (int i = 0; i < n_terms; ++i) {
     const Term& t = terms[static_cast<std::size_t>(i)];
-    const double x = models::batch_field(b, t.field);
-    op.flops += t.flops * x;
-    op.bytes += t.bytes * x;
-    op.m += t.m * x;
-    op.batch += t.batch * x;
-    op.context += t.context * x;
-    op.quant_elements += t.quant_elements * x;
+    add_term(op, t, models::batch_field(b, t.field));
   }
   return op;
 }
@@ -679,12 +673,7 @@ class IterationCostModel::BoundSteps {
         c_ = t;
         pre_ = {op_.flops, op_.bytes, op_.m, op_.batch, op_.context, op_.quant_elements};
       } else if (i < context_ || context_ < 0) {
-        op_.flops += t.flops * x;
-        op_.bytes += t.bytes * x;
-        op_.m += t.m * x;
-        op_.batch += t.batch * x;
-        op_.context += t.context * x;
-        op_.quant_elements += t.quant_elements * x;
+        AffineOp::add_term(op_, t, x);
       } else {
         after_[static_cast<std::size_t>(n_after_++)] = {t.flops * x, t.bytes * x,   t.m * x,
                                                         t.batch * x, t.context * x, t.quant_elements * x};

@@ -243,6 +243,15 @@ class IterationCostModel {
     bool linear = false;
     models::CostModel::LinearForm form;
     models::Operator at(const models::BatchShape& b) const;
+    // Adds term t at field value x to op's shape fields, in the order at() adds them.
+    static void add_term(models::Operator& op, const Term& t, double x) {
+      op.flops += t.flops * x;
+      op.bytes += t.bytes * x;
+      op.m += t.m * x;
+      op.batch += t.batch * x;
+      op.context += t.context * x;
+      op.quant_elements += t.quant_elements * x;
+    }
     inline double seconds(const models::BatchShape& b, const models::CostModel& cm) const;
     // seconds() through the cost model's binding to the shapes of a decode run (bind()).
     inline double seconds(const models::BatchShape& b, const models::CostModel& cm,
