@@ -41,6 +41,10 @@ const std::vector<TableSpec>& specs() {
       {"num_heads", D::heads}, {"batch_size", D::batch}, {"isl", D::tokens}, {"tp_size", D::tp}, {"step", D::step}};
   const std::vector<DimColumn> mla_generation = {{"num_heads", D::heads}, {"batch_size", D::batch}, {"tp_size", D::tp}};
   const std::vector<DimColumn> quantize = {{"m", D::m}, {"k", D::k}};
+  // FlashMLA's sparse kernel tables: the heads column names the chip's heads.
+  auto sparse_attention = [](std::string_view heads) {
+    return std::vector<DimColumn>{{heads, D::heads}, {"batch_size", D::batch}, {"isl", D::tokens}, {"step", D::prefix}};
+  };
   const std::vector<DimColumn> mhc = {
       {"num_tokens", D::tokens}, {"hidden_size", D::hidden}, {"hc_mult", D::streams}, {"num_sites", D::sites}};
   static const std::vector<TableSpec> all = {
@@ -61,22 +65,10 @@ const std::vector<TableSpec>& specs() {
       // FlashMLA's sparse kernels alone: SGLang's GLM-5 DSA attention (flash_mla_sparse_fwd, top-k
       // 2,048) and vLLM's DeepSeek-V4 HCA attention (FLASHMLA_SPARSE_DSV4; local_num_heads is
       // the chip's). Rows of one new token (decode) are read and left unfitted.
-      {"glm5_dsa_attn_module",
-       O::sparse_attention_prefill,
-       {{"num_heads", D::heads}, {"batch_size", D::batch}, {"isl", D::tokens}, {"step", D::prefix}},
-       "mla_dtype",
-       "kv_cache_dtype",
-       "gemm_type",
-       "model",
-       "model"},
-      {"dsv4_hca_attn_module",
-       O::sparse_attention_prefill,
-       {{"local_num_heads", D::heads}, {"batch_size", D::batch}, {"isl", D::tokens}, {"step", D::prefix}},
-       "mla_dtype",
-       "kv_cache_dtype",
-       "gemm_type",
-       "model",
-       "model"},
+      {"glm5_dsa_attn_module", O::sparse_attention_prefill, sparse_attention("num_heads"), "mla_dtype",
+       "kv_cache_dtype", "gemm_type", "model", "model"},
+      {"dsv4_hca_attn_module", O::sparse_attention_prefill, sparse_attention("local_num_heads"), "mla_dtype",
+       "kv_cache_dtype", "gemm_type", "model", "model"},
       // DeepSeek-V4's mHC kernels (mhc_module_perf: op_name pre or post, both sites of a layer).
       {"pre", O::mhc, mhc, "", "", "", "", "", true},
       {"post", O::mhc, mhc, "", "", "", "", "", true},

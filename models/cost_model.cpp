@@ -272,6 +272,8 @@ std::optional<CostModel::LinearForm> RooflineCostModel::linear_form(OpKind kind,
   const Rates& r = rates_[static_cast<std::size_t>(kind)];
   if (!r.chip_operator) return LinearForm{};  // costs nothing here
   if (!r.compute_constant || !r.memory_constant || r.padded || r.grouped) return std::nullopt;
+  // Sparse prefill kernels and mHC kernels of these kinds take other rates (and a time per query).
+  if ((kind == OpKind::kAttentionPrefill && sparse_) || (kind == OpKind::kElementwise && mhc_)) return std::nullopt;
   // Quantised GEMM formats add a pass the (kind, rate) form cannot tell apart.
   if (is_gemm(kind) &&
       std::any_of(gemm_formats_.begin(), gemm_formats_.end(), [](const QuantisedGemm& q) { return q.present; })) {

@@ -104,10 +104,9 @@ IterationCostModel::AffineOp IterationCostModel::affine(MakeOp make_op) const {
       ++n_bytes;
     }
   }
-  // The inline form needs the roofline's linear form and at most three terms of each. A sparse
-  // prefill kernel (Operator::sparse) may take other rates than its kind's, and a time per query.
+  // The inline form needs the roofline's linear form and at most three terms of each.
   const auto form = cost_model_->linear_form(a.base.kind, a.base.rate);
-  a.linear = form.has_value() && !a.base.sparse && n_flops <= 3 && n_bytes <= 3;
+  a.linear = form.has_value() && n_flops <= 3 && n_bytes <= 3;
   if (form) a.form = *form;
   return a;
 }
