@@ -125,6 +125,10 @@ struct Efficiency {
   // longer of host and first-stage GPU time instead of their sum. An engine property, carried
   // with the host overheads it applies to.
   bool host_overlap = false;
+  // The engine runs a DSA model's prefill chunks whose context fits in top_k as dense multi-head
+  // attention without the indexer (models::EnginePaths::dsa_dense_prefill: SGLang). An engine
+  // property, carried with the kernels' efficiencies it selects among.
+  bool dsa_dense_prefill = false;
   // All-reduce of S bytes over n ranks inside one scale-up domain, where a calibration fitted one
   // line per protocol (NCCL's LL / Simple) or kernel (the engines' one-shot / two-shot): the
   // least of the lines, each

@@ -67,6 +67,12 @@ void add_chunk(BatchShape& b, const ModelSpec& m, std::int64_t cached, std::int6
     const std::int64_t k = m.topk_cap();
     b.prefill_pairs_topk += c * static_cast<double>(std::min(kv, k));
     b.prefill_kv_topk += static_cast<double>(std::min(kv, k + new_tokens));
+    if (kv <= k) {
+      b.prefill_tokens_short += c;
+      b.prefill_pairs_short += c * static_cast<double>(kv);
+      b.prefill_kv_short += static_cast<double>(kv);
+      b.prefill_chunks_short += 1;
+    }
   }
   if (samples) b.logits += 1;
 }
@@ -677,8 +683,11 @@ LayerTokenOps layer_token_ops(const ModelSpec& m, const ParallelPlan& p, const M
 
 double sparse_kernel_heads(double heads) { return std::max(64.0, std::ceil(heads / 64.0) * 64.0); }
 
-LayerBatchOps layer_batch_ops(const ModelSpec& m, const ParallelPlan& p, const BatchShape& b) {
+LayerBatchOps layer_batch_ops(const ModelSpec& m, const ParallelPlan& p, const BatchShape& b,
+                              const EnginePaths& paths) {
   LayerBatchOps o;
+  o.prefill_dense.kind = OpKind::kAttentionPrefill;
+  o.prefill_dense.kernels = 0;
   const double ranks = static_cast<double>(p.dp) * p.cp;  // attention work splits over these
   const double hq = p.heads_per_chip(m);
   const double kvb = bytes_per_element(m.formats.kv_cache);
@@ -688,6 +697,13 @@ LayerBatchOps layer_batch_ops(const ModelSpec& m, const ParallelPlan& p, const B
   const double prefill_q = static_cast<double>(b.prefill_tokens) / ranks;
   const double decode_q = static_cast<double>(b.decode_seqs) / p.dp;
   const double chunks = static_cast<double>(b.prefill_chunks) / ranks;
+  // A DSA (MLA) model's chunks that the engine runs densely (EnginePaths::dsa_dense_prefill), as
+  // sums over the instance: the sparse kernel and the indexer take the other chunks.
+  const bool dense_short = paths.dsa_dense_prefill && m.dsa.enabled() && m.attention == AttentionKind::kMla;
+  const double short_tokens = dense_short ? b.prefill_tokens_short : 0.0;
+  const double short_pairs = dense_short ? b.prefill_pairs_short : 0.0;
+  const double short_kv = dense_short ? b.prefill_kv_short : 0.0;
+  const double short_chunks = dense_short ? b.prefill_chunks_short : 0.0;
 
   auto attention = [&](OpKind kind, double flops, double bytes, double q, double batch, double context, double heads,
                        double dim) {
@@ -713,11 +729,12 @@ LayerBatchOps layer_batch_ops(const ModelSpec& m, const ParallelPlan& p, const B
     Operator ip;
     ip.kind = OpKind::kIndexer;
     ip.rate = ComputeRate::kFp8;
-    ip.flops = 2.0 * ih * id * (b.prefill_pairs * per_token) / ranks;
-    ip.bytes = static_cast<double>(b.prefill_kv_tokens) / ranks * ib + prefill_q * ih * id;
-    ip.m = prefill_q;
-    ip.batch = chunks;
-    ip.context = static_cast<double>(b.prefill_kv_tokens) * per_token / ranks;
+    const double q = prefill_q - short_tokens / ranks;
+    ip.flops = 2.0 * ih * id * ((b.prefill_pairs - short_pairs) * per_token) / ranks;
+    ip.bytes = (static_cast<double>(b.prefill_kv_tokens) - short_kv) / ranks * ib + q * ih * id;
+    ip.m = q;
+    ip.batch = chunks - short_chunks / ranks;
+    ip.context = (static_cast<double>(b.prefill_kv_tokens) - short_kv) * per_token / ranks;
     ip.n = ih;
     ip.k = id;
     o.indexer_prefill = ip;
@@ -739,14 +756,18 @@ LayerBatchOps layer_batch_ops(const ModelSpec& m, const ParallelPlan& p, const B
       // DSA: sparse MLA in its absorbed (MQA) form for prefill and decode alike (FlashMLA sparse
       // kernels): per selected pair and head, q.k over the latent + rotary key (latent FLOPs x 2)
       // and the weighted sum of latents (kv_lora x 2). The prefill kernel runs every query over
-      // the whole index width (top_k) and the padded heads (sparse_kernel_heads).
+      // the whole index width (top_k) and the padded heads (sparse_kernel_heads). Where the
+      // engine runs the chunks that fit in top_k densely (EnginePaths::dsa_dense_prefill), the
+      // sparse kernel and the indexer take only the others, and the short ones run the dense
+      // MLA prefill below (up-projected K / V, multi-head attention over their causal pairs).
       const double per_pair = 2.0 * hq * (latent + a.kv_lora_rank);
-      const double pairs = prefill_q * m.dsa.top_k;
-      const double keys = static_cast<double>(b.prefill_kv_topk) / ranks;
+      const double sparse_q = prefill_q - short_tokens / ranks;
+      const double pairs = sparse_q * m.dsa.top_k;
+      const double keys = (static_cast<double>(b.prefill_kv_topk) - short_kv) / ranks;
       o.prefill_full =
           attention(OpKind::kAttentionPrefill, 2.0 * sparse_kernel_heads(hq) * (latent + a.kv_lora_rank) * pairs,
-                    keys * latent * kvb + act * prefill_q * hq * (latent + a.kv_lora_rank), prefill_q, chunks,
-                    static_cast<double>(b.prefill_kv_topk) / ranks, hq, latent);
+                    keys * latent * kvb + act * sparse_q * hq * (latent + a.kv_lora_rank), sparse_q,
+                    chunks - short_chunks / ranks, keys, hq, latent);
       o.prefill_full.sparse = true;
       const double dk = static_cast<double>(b.decode_kv_topk) / ranks;
       o.decode_full = attention(OpKind::kAttentionDecode, per_pair * dk,
@@ -755,6 +776,20 @@ LayerBatchOps layer_batch_ops(const ModelSpec& m, const ParallelPlan& p, const B
       add_indexer(1.0);
       o.prefill_up_projection.kind = OpKind::kGemmQkv;
       o.prefill_up_projection.kernels = 0;
+      if (dense_short) {
+        // The short chunks as a dense MLA prefill, the same operators as the branch below.
+        const double q = short_tokens / ranks, dense_keys = short_kv / ranks;
+        o.prefill_dense =
+            attention(OpKind::kAttentionPrefill, 2.0 * hq * (qk + a.v_dim) * (short_pairs / ranks),
+                      act * (q + dense_keys) * hq * (qk + a.v_dim), q, short_chunks / ranks, dense_keys, hq, qk);
+        o.prefill_dense.kv_bytes = kvb;
+        o.prefill_dense.latent = true;
+        o.prefill_dense.kv_heads = hq;
+        GemmFormat bf;
+        o.prefill_up_projection =
+            gemm(OpKind::kGemmQkv, bf, dense_keys, a.kv_lora_rank, hq * (a.qk_nope_dim + a.v_dim));
+        o.prefill_up_projection.bytes += dense_keys * latent * kvb;
+      }
     } else {
       // Prefill, not absorbed: K and V up-projected from the latents of every cached and new token
       // of the chunks (kv_b, kv_lora -> heads x (nope + v)), then multi-head attention with
@@ -780,7 +815,7 @@ LayerBatchOps layer_batch_ops(const ModelSpec& m, const ParallelPlan& p, const B
     // maps the latent output back to v dims; both slices of kv_b, read once. DSA models absorb
     // for prefill tokens too.
     const double absorbed =
-        (static_cast<double>(b.decode_seqs) + (m.dsa.enabled() ? static_cast<double>(b.prefill_tokens) : 0.0)) / ranks;
+        (static_cast<double>(b.decode_seqs) + (m.dsa.enabled() ? b.prefill_tokens - short_tokens : 0.0)) / ranks;
     Operator ab;
     ab.kind = OpKind::kGemmOut;
     ab.flops = 2.0 * absorbed * hq * a.kv_lora_rank * (a.qk_nope_dim + a.v_dim);
@@ -1019,23 +1054,23 @@ Operator lm_head_op(const ModelSpec& m, const ParallelPlan& p, double logits) {
 }
 
 MtpDraftOps mtp_draft_ops(const ModelSpec& m, const ParallelPlan& p, const MoeLoad& load, const BatchShape& b,
-                          const std::array<bool, kComputeRates>& rates) {
+                          const std::array<bool, kComputeRates>& rates, const EnginePaths& paths) {
   MtpDraftOps d;
   const double t = tokens_per_chip(p, static_cast<double>(b.tokens));
   d.eh_proj = gemm(OpKind::kGemmQkv, gemm_format(m.formats.weights, rates), t, 2.0 * m.hidden, m.hidden);
   d.layer = layer_token_ops(m, p, load, static_cast<double>(b.tokens), rates);
   d.moe_layer = m.is_moe_layer(m.layers - 1);
-  d.attention = layer_batch_ops(m, p, b);
+  d.attention = layer_batch_ops(m, p, b, paths);
   d.lm_head = lm_head_op(m, p, static_cast<double>(b.logits));
   return d;
 }
 
 StageOperators stage_operators(const ModelSpec& m, const ParallelPlan& p, const MoeLoad& load, const BatchShape& b,
-                               int stage, const std::array<bool, kComputeRates>& rates) {
+                               int stage, const std::array<bool, kComputeRates>& rates, const EnginePaths& paths) {
   StageOperators s;
   const LayerCounts c = m.count_layers(p.stage_first_layer(m, stage), p.stage_layers(m, stage));
   const LayerTokenOps t = layer_token_ops(m, p, load, static_cast<double>(b.tokens), rates);
-  const LayerBatchOps a = layer_batch_ops(m, p, b);
+  const LayerBatchOps a = layer_batch_ops(m, p, b, paths);
   auto add = [&](const Operator& op, int count) {
     if (op.kernels > 0 && count > 0 && (op.flops > 0 || op.bytes > 0)) s.compute.push_back({op, count});
   };
@@ -1073,14 +1108,20 @@ StageOperators stage_operators(const ModelSpec& m, const ParallelPlan& p, const 
   add(t.moe_elementwise, c.moe);
   add(t.dequant_moe, c.moe);
   const bool prefill = b.prefill_tokens > 0, decode = b.decode_seqs > 0;
+  // A DSA model whose engine runs the short chunks densely launches the sparse kernels (attention,
+  // indexer, absorption) only for the others, the dense ones only for the short ones.
+  const bool dense_short = paths.dsa_dense_prefill && m.dsa.enabled() && m.attention == AttentionKind::kMla;
+  const bool sparse_prefill = prefill && !(dense_short && b.prefill_tokens_short >= b.prefill_tokens);
+  const bool dense_prefill = dense_short && b.prefill_tokens_short > 0;
   // A DSA model's dense-attention layers run the window operators (layer_batch_ops).
   const int full = c.full() - c.dense_attention, window = c.window + c.dense_attention;
   if (prefill) {
-    add(a.prefill_full, full);
+    if (sparse_prefill) add(a.prefill_full, full);
+    if (dense_prefill) add(a.prefill_dense, full);
     add(a.prefill_window, window);
     add(a.linear_prefill, c.linear);
     add(a.prefill_up_projection, c.layers - c.linear);
-    add(a.indexer_prefill, c.indexer);
+    if (sparse_prefill) add(a.indexer_prefill, c.indexer);
   }
   if (decode) {
     add(a.decode_full, full);
@@ -1088,7 +1129,7 @@ StageOperators stage_operators(const ModelSpec& m, const ParallelPlan& p, const 
     add(a.linear_decode, c.linear);
     add(a.indexer_decode, c.indexer);
   }
-  if (decode || (prefill && m.dsa.enabled())) add(a.decode_absorb, c.layers - c.linear);
+  if (decode || (sparse_prefill && m.dsa.enabled())) add(a.decode_absorb, c.layers - c.linear);
   add_comm(t.attention_reduce, c.layers, p.tp);
   add_comm(t.dense_reduce, c.dense(), p.tp);
   add_comm(t.moe_reduce, c.moe, p.tp);

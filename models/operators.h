@@ -84,9 +84,15 @@ struct BatchShape {
   double decode_kv_topk = 0;
   double prefill_pairs_topk = 0;
   double prefill_kv_topk = 0;
+  // DSA: the chunks whose context (p + c) fits in the cap K, which an engine may run densely
+  // (EnginePaths::dsa_dense_prefill): their new tokens, q-k pairs c (p + c), keys p + c and count.
+  double prefill_tokens_short = 0;
+  double prefill_pairs_short = 0;
+  double prefill_kv_short = 0;
+  double prefill_chunks_short = 0;
 };
 // BatchShape as a vector of numbers, for deriving affine coefficients (iteration_cost).
-constexpr int kBatchFields = 14;
+constexpr int kBatchFields = 18;
 inline constexpr double BatchShape::*kBatchFieldMembers[kBatchFields] = {&BatchShape::tokens,
                                                                          &BatchShape::logits,
                                                                          &BatchShape::decode_seqs,
@@ -100,7 +106,11 @@ inline constexpr double BatchShape::*kBatchFieldMembers[kBatchFields] = {&BatchS
                                                                          &BatchShape::prefill_kv_window,
                                                                          &BatchShape::decode_kv_topk,
                                                                          &BatchShape::prefill_pairs_topk,
-                                                                         &BatchShape::prefill_kv_topk};
+                                                                         &BatchShape::prefill_kv_topk,
+                                                                         &BatchShape::prefill_tokens_short,
+                                                                         &BatchShape::prefill_pairs_short,
+                                                                         &BatchShape::prefill_kv_short,
+                                                                         &BatchShape::prefill_chunks_short};
 inline double batch_field(const BatchShape& b, int i) { return b.*kBatchFieldMembers[i]; }
 inline void set_batch_field(BatchShape& b, int i, double v) { b.*kBatchFieldMembers[i] = v; }
 // Adds one chunk / one decode to the sums (tests and tools; the simulator keeps them in aggregate).
@@ -303,14 +313,28 @@ LayerTokenOps layer_token_ops(const ModelSpec& m, const ParallelPlan& p, const M
 LayerTokenOps layer_token_ops(const ModelSpec& m, const ParallelPlan& p, const MoeRankLoad& rank, double tokens,
                               const std::array<bool, kComputeRates>& chip_rates);
 
+// Which of its kernel paths the serving engine takes where it has several for one operator.
+//   dsa_dense_prefill  a DSA (MLA) model's prefill chunk whose context fits in top_k runs dense
+//                      multi-head attention over up-projected K / V, without the indexer, instead
+//                      of the sparse kernel over the whole index width: SGLang's NSA backend
+//                      (MHA_ONE_SHOT; nsa_backend.py set_nsa_prefill_impl, on SM90 and SM100:
+//                      AIConfigurator's dsa_context_module tables time kernel_source
+//                      sglang_dsa_dense_mha_fa3 / _trtllm_ragged up to 2,048 tokens, the sparse
+//                      path above). The engine decides per batch (the batch's longest context);
+//                      here each chunk by its own.
+struct EnginePaths {
+  bool dsa_dense_prefill = false;
+};
+
 // Batch operators of one layer, per chip. Gated: prefill ones launch only with prefill tokens,
 // decode ones only with decodes.
 struct LayerBatchOps {
   Operator prefill_full;    // attention of full (or DSA-sparse) layers over the chunks
+  Operator prefill_dense;   // DSA with EnginePaths::dsa_dense_prefill: the short chunks' attention
   Operator prefill_window;  // sliding-window layers
   Operator decode_full;
   Operator decode_window;
-  Operator prefill_up_projection;  // MLA: kv_b over the chunks' cached and new latents
+  Operator prefill_up_projection;  // MLA: kv_b over the chunks' cached and new latents (DSA: short)
   Operator decode_absorb;          // MLA: W_UK and W_UV on decode queries (DSA: all); DeepSeek-V4: wo_a
   Operator indexer_prefill;        // DSA
   Operator indexer_decode;
@@ -320,7 +344,8 @@ struct LayerBatchOps {
   CommOp cp_prefill_q;      // ring attention passing queries and partial outputs (pass-Q)
   CommOp cp_decode;         // query all-gather and partial-output exchange
 };
-LayerBatchOps layer_batch_ops(const ModelSpec& m, const ParallelPlan& p, const BatchShape& b);
+LayerBatchOps layer_batch_ops(const ModelSpec& m, const ParallelPlan& p, const BatchShape& b,
+                              const EnginePaths& paths = {});
 
 // Once per iteration: the vocabulary-parallel LM head on the last stage, for `logits` sampling
 // sequences of the instance.
@@ -347,7 +372,7 @@ struct MtpDraftOps {
   Operator lm_head;
 };
 MtpDraftOps mtp_draft_ops(const ModelSpec& m, const ParallelPlan& p, const MoeLoad& load, const BatchShape& b,
-                          const std::array<bool, kComputeRates>& chip_rates);
+                          const std::array<bool, kComputeRates>& chip_rates, const EnginePaths& paths = {});
 
 // The whole per-chip operator list of one pipeline stage for a batch: each operator with the
 // number of times it runs in the iteration (layers of its kind on the stage, or 1).
@@ -364,7 +389,8 @@ struct StageOperators {
   std::vector<Comm> comm;
 };
 StageOperators stage_operators(const ModelSpec& m, const ParallelPlan& p, const MoeLoad& load, const BatchShape& b,
-                               int stage, const std::array<bool, kComputeRates>& chip_rates);
+                               int stage, const std::array<bool, kComputeRates>& chip_rates,
+                               const EnginePaths& paths = {});
 
 // The rate a GEMM in format f runs at on a chip with these rates: its own, or bf16 when the chip
 // lacks it (emulation; the caller checks that emulation was asked for).

@@ -146,6 +146,8 @@ std::vector<std::pair<std::string, std::string>> efficiency_yaml(const models::E
       out.emplace_back(k, curve_yaml(e.mhc));
     else if (k == "mhc_overhead")
       out.emplace_back(k, duration_yaml(e.mhc_overhead));
+    else if (k == "dsa_dense_prefill" && e.dsa_dense_prefill)
+      out.emplace_back(k, "true");
     else if (k == "elementwise")
       out.emplace_back(k, curve_yaml(e.elementwise));
     else if (k == "elementwise_overhead")
@@ -765,6 +767,8 @@ StudyOutput calibrate(const CalibrateRequest& request, std::ostream& err) {
     base.efficiency.gemm_tiling = {request.gemm_tile, 0, false};
     Calibration c = calibrate_chip(set, base, {request.comm, request.comm_tables}, options, !request.no_tables);
     c.profile.engine = engine;
+    // Kernel paths the engine chooses that no table's fit can show (models::EnginePaths).
+    if (engine == "sglang") c.profile.efficiency.emplace_back("dsa_dense_prefill", "true");
     c.profile.created = request.created ? *request.created : today_utc();
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     char line[128];

@@ -168,8 +168,11 @@ IterationCostModel::IterationCostModel(const models::ModelSpec& model, const mod
     total_.shared_indexer += l.shared_indexer;
   }
   using models::BatchShape;
-  auto ops = [&](const BatchShape& b) { return models::layer_batch_ops(model, plan, b); };
+  paths_.dsa_dense_prefill = chip.efficiency.dsa_dense_prefill;
+  dsa_dense_ = paths_.dsa_dense_prefill && model.dsa.enabled() && model.attention == models::AttentionKind::kMla;
+  auto ops = [&](const BatchShape& b) { return models::layer_batch_ops(model, plan, b, paths_); };
   prefill_full_ = affine([&](const BatchShape& b) { return ops(b).prefill_full; });
+  if (dsa_dense_) prefill_dense_ = affine([&](const BatchShape& b) { return ops(b).prefill_dense; });
   prefill_window_ = affine([&](const BatchShape& b) { return ops(b).prefill_window; });
   decode_full_ = affine([&](const BatchShape& b) { return ops(b).decode_full; });
   decode_window_ = affine([&](const BatchShape& b) { return ops(b).decode_window; });
@@ -327,7 +330,7 @@ std::int64_t IterationCostModel::draft_ps(const models::BatchShape& verify) {
   d.tokens = d.logits = d.decode_seqs = n;
   std::int64_t& token_ps = draft_tokens_ps_[static_cast<std::size_t>(sequences)];
   if (token_ps < 0) {
-    const models::MtpDraftOps o = models::mtp_draft_ops(model_, plan_, load_, d, rates_);
+    const models::MtpDraftOps o = models::mtp_draft_ops(model_, plan_, load_, d, rates_, paths_);
     const models::CostModel& cm = *cost_model_;
     auto ps = [&](const models::Operator& op) { return to_ps(cm.seconds(op)); };
     auto comm = [&](const models::CommOp& c, const GroupSpan& span) { return to_ps(comm_.seconds(c, span)); };
@@ -463,7 +466,13 @@ void IterationCostModel::cost(const models::BatchShape& b, std::int64_t sequence
     return to_ps(cm.seconds(o));
   };
   auto run_decode = [&](const AffineOp& op) { return run_decode_at(op, b); };
-  const std::int64_t attn_prefill_full = prefill ? run(prefill_full_) : 0;
+  // A DSA model whose engine runs the short chunks densely (models::EnginePaths): the sparse
+  // kernels (attention, indexer, absorption) launch for the other chunks, the dense ones
+  // (attention, up-projection) for the short ones.
+  const bool dense_prefill = dsa_dense_ && b.prefill_tokens_short > 0;
+  const bool sparse_prefill = prefill && !(dsa_dense_ && b.prefill_tokens_short >= b.prefill_tokens);
+  const std::int64_t attn_prefill_full =
+      (sparse_prefill ? run(prefill_full_) : 0) + (dense_prefill ? run(prefill_dense_) : 0);
   const std::int64_t attn_decode_full = decode ? run_decode(decode_full_) : 0;
   std::int64_t attn_prefill_window = 0, attn_decode_window = 0;
   if (has_window_) {
@@ -472,10 +481,10 @@ void IterationCostModel::cost(const models::BatchShape& b, std::int64_t sequence
   }
   std::int64_t up_projection = 0, absorb = 0, indexer = 0;
   if (has_absorb_) {
-    up_projection = prefill && !has_dsa_ ? run(up_projection_) : 0;
-    absorb = decode || (prefill && absorb_in_prefill_) ? run(absorb_) : 0;
+    up_projection = (prefill && !has_dsa_) || dense_prefill ? run(up_projection_) : 0;
+    absorb = decode || (sparse_prefill && absorb_in_prefill_) ? run(absorb_) : 0;
   }
-  if (has_dsa_) indexer = (prefill ? run(indexer_prefill_) : 0) + (decode ? run_decode(indexer_decode_) : 0);
+  if (has_dsa_) indexer = (sparse_prefill ? run(indexer_prefill_) : 0) + (decode ? run_decode(indexer_decode_) : 0);
   std::int64_t linear_prefill = 0, linear_decode = 0;
   if (has_linear_) {
     linear_prefill = prefill ? run(linear_prefill_) : 0;

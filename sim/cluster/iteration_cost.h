@@ -311,12 +311,14 @@ class IterationCostModel {
   StageLayers total_;                // over all stages
   std::vector<TokenLinear> linear_;  // by token count
   // Batch operators of one layer (models::LayerBatchOps), and the LM head.
-  AffineOp prefill_full_, prefill_window_, decode_full_, decode_window_;
+  AffineOp prefill_full_, prefill_dense_, prefill_window_, decode_full_, decode_window_;
   AffineOp up_projection_, absorb_, indexer_prefill_, indexer_decode_;
   AffineOp linear_prefill_, linear_decode_;
   AffineOp lm_head_;
   AffineComm cp_prefill_, cp_prefill_q_, cp_decode_;
   bool absorb_in_prefill_ = false;  // DSA models absorb prefill queries too
+  models::EnginePaths paths_;       // from the chip's efficiency (dsa_dense_prefill)
+  bool dsa_dense_ = false;          // a DSA model whose short chunks run dense (paths_)
   bool has_window_ = false, has_absorb_ = false, has_dsa_ = false, has_linear_ = false, emulated_ = false;
   bool tbo_ = false;
   bool a2a_on_nics_ = false;

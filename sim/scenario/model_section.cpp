@@ -372,6 +372,13 @@ std::optional<models::Efficiency> read_efficiency(MapReader& chip, const models:
       ok = false;
   }
   if (m.has("mhc_overhead") || !e.mhc.knots.empty()) dur("mhc_overhead", d.mhc_overhead, e.mhc_overhead);
+  // The engine's dense prefill of short DSA chunks: only where given or set by the profile.
+  if (m.has("dsa_dense_prefill") || d.dsa_dense_prefill) {
+    if (auto r = m.boolean("dsa_dense_prefill", d.dsa_dense_prefill))
+      e.dsa_dense_prefill = *r;
+    else
+      ok = false;
+  }
   // Grouped-GEMM models of the routed experts per weight format: only where given.
   if (m.has("moe_experts") || !d.moe_experts.empty()) {
     if (auto r = read_moe_experts(m, "moe_experts", d.moe_experts))

@@ -78,7 +78,8 @@ int main(int argc, char** argv) {
     models::BatchShape b;
     for (long i = 0; i < batch; ++i) models::add_decode(b, m, context);
     if (prefill > 0) models::add_chunk(b, m, 0, prefill, true);
-    const models::StageOperators ops = models::stage_operators(m, plan, load, b, 0, chip.rates());
+    const models::StageOperators ops =
+        models::stage_operators(m, plan, load, b, 0, chip.rates(), {chip.efficiency.dsa_dense_prefill});
     const std::string prompt = prefill > 0 ? " and a " + std::to_string(prefill) + "-token prompt" : "";
     std::printf("%s: %s on %s, tp %d ep %d moe_tp %d dp %d, %ld decodes at context %ld%s, cost model %s\n",
                 sc.name.c_str(), m.name.c_str(), chip.name.c_str(), plan.tp, plan.ep, plan.moe_tp, plan.dp, batch,

@@ -262,3 +262,33 @@ TEST_CASE("Iteration cost: sparse prefill attention takes the chip's sparse entr
   without.cost(b, 1, &stage, less);
   CHECK(static_cast<double>(got[attention] - less[attention]) * 1e-12 == approx(61 * 8192 * 64 * 0.5e-9).epsilon(1e-6));
 }
+
+TEST_CASE("Iteration cost: a chip whose engine runs short DSA chunks densely costs them so") {
+  // DeepSeek-V3.2 at TP 8 on the H200 preset, one 1,000-token prompt (fits in top_k 2,048). With
+  // the engine's dense path its attention is the dense MLA operator on every layer, and no
+  // indexer runs; without it, the sparse kernel and the indexer.
+  const models::ModelSpec model = *models::model_preset("deepseek-v3.2");
+  const models::ParallelPlan plan = plan_of(8, 1, 1, 1);
+  models::ChipSpec chip = *models::chip_preset("h200-sxm");
+  models::BatchShape b;
+  models::add_chunk(b, model, 0, 1000, true);
+  const auto attention = static_cast<std::size_t>(models::OpKind::kAttentionPrefill);
+  const auto indexer = static_cast<std::size_t>(models::OpKind::kIndexer);
+  std::int64_t stage = 0;
+  cluster::IterationCostModel sparse(model, chip, plan, models::MoeRouting{}, models::CostModelConfig{}, 8192);
+  cluster::ComponentTimes s{};
+  sparse.cost(b, 1, &stage, s);
+  CHECK(s[indexer] > 0);
+  chip.efficiency.dsa_dense_prefill = true;
+  cluster::IterationCostModel engine(model, chip, plan, models::MoeRouting{}, models::CostModelConfig{}, 8192);
+  cluster::ComponentTimes d{};
+  engine.cost(b, 1, &stage, d);
+  CHECK(d[indexer] == 0);
+  const models::RooflineCostModel roofline(chip);
+  const models::LayerBatchOps ops = models::layer_batch_ops(model, plan, b, models::EnginePaths{true});
+  CHECK(static_cast<double>(d[attention]) * 1e-12 ==
+        approx(model.layers * roofline.seconds(ops.prefill_dense)).epsilon(1e-6));
+  // The dense attention over 1,000 x 1,000 pairs costs less than the sparse kernel's 1,000 x
+  // 2,048 at padded heads.
+  CHECK(d[attention] < s[attention]);
+}

@@ -171,6 +171,66 @@ TEST_CASE("Operators: sparse prefill kernels run padded heads over the whole ind
   CHECK_FALSE(v.decode_full.sparse);
 }
 
+TEST_CASE("Operators: an engine's dense path runs DSA chunks that fit in top_k as dense MLA, no indexer") {
+  // DeepSeek-V3.2 (top_k 2,048; 64 index heads of 128) at TP 8: 16 heads per chip. Two chunks: a
+  // 1,000-token prompt (fits in top_k) and a 4,096-token one (does not).
+  const ModelSpec m = *model_preset("deepseek-v3.2");
+  BatchShape b;
+  add_chunk(b, m, 0, 1000, true);
+  add_chunk(b, m, 0, 4096, true);
+  CHECK(b.prefill_tokens_short == 1000);
+  CHECK(b.prefill_pairs_short == 1000.0 * 1000);
+  CHECK(b.prefill_kv_short == 1000);
+  CHECK(b.prefill_chunks_short == 1);
+  const ParallelPlan p = plan(8, 1, 1, 8);
+  const LayerBatchOps sparse = layer_batch_ops(m, p, b);
+  const LayerBatchOps engine = layer_batch_ops(m, p, b, EnginePaths{true});
+  // Without the dense path both chunks' queries run the sparse kernel over the index width
+  // (64 kernel heads, 2 x (576 + 512) FLOPs a pair and head), and neither runs dense.
+  CHECK(sparse.prefill_full.flops == 5096.0 * 2048 * 2 * 64 * (576 + 512));
+  CHECK(sparse.prefill_dense.kernels == 0);
+  CHECK(sparse.prefill_up_projection.kernels == 0);
+  // With it only the long chunk's do, and the indexer scores only its 4,096 x 4,096 pairs.
+  CHECK(engine.prefill_full.flops == 4096.0 * 2048 * 2 * 64 * (576 + 512));
+  CHECK(engine.prefill_full.m == 4096);
+  CHECK(engine.prefill_full.batch == 1);
+  CHECK(engine.indexer_prefill.flops == 2.0 * 64 * 128 * 4096 * 4096);
+  CHECK(sparse.indexer_prefill.flops == 2.0 * 64 * 128 * (4096.0 * 4096 + 1000.0 * 1000));
+  // The short chunk: multi-head attention over its causal pairs, 2 x 16 x (192 + 128) FLOPs a
+  // pair, after kv_b up-projects its 1,000 latents (512 -> 16 x (128 + 128)); its queries are not
+  // absorbed (the absorbed W_UK / W_UV take the long chunk's 4,096).
+  CHECK(engine.prefill_dense.kernels == 1);
+  CHECK_FALSE(engine.prefill_dense.sparse);
+  CHECK(engine.prefill_dense.flops == 2.0 * 16 * (192 + 128) * 1000 * 1000);
+  CHECK(engine.prefill_dense.m == 1000);
+  CHECK(engine.prefill_up_projection.m == 1000);
+  CHECK(engine.prefill_up_projection.flops == 2.0 * 1000 * 512 * 16 * 256);
+  CHECK(engine.decode_absorb.m == 4096);
+  CHECK(sparse.decode_absorb.m == 5096);
+  // A chunk fits while its whole context does: 2,048 does, 2,049 (or a 49-token chunk after
+  // 2,000 cached) does not.
+  BatchShape edge;
+  add_chunk(edge, m, 0, 2048, true);
+  add_chunk(edge, m, 2000, 49, true);
+  CHECK(edge.prefill_tokens_short == 2048);
+  CHECK(edge.prefill_chunks_short == 1);
+  // The stage launches each path for its chunks only: a batch of short chunks runs no sparse
+  // kernel, no indexer and no absorption.
+  BatchShape short_only;
+  add_chunk(short_only, m, 0, 1000, true);
+  const MoeLoad load(m, p, MoeRouting{});
+  int dense = 0, sparse_ops = 0, indexer = 0, absorb = 0;
+  for (const auto& c : stage_operators(m, p, load, short_only, 0, rates_of("h200-sxm"), EnginePaths{true}).compute) {
+    if (c.op.kind == OpKind::kAttentionPrefill) (c.op.sparse ? sparse_ops : dense) += c.count;
+    if (c.op.kind == OpKind::kIndexer) indexer += c.count;
+    if (c.op.kind == OpKind::kGemmOut && c.op.gemm_count == 2) absorb += c.count;
+  }
+  CHECK(dense == m.layers);
+  CHECK(sparse_ops == 0);
+  CHECK(indexer == 0);
+  CHECK(absorb == 0);
+}
+
 TEST_CASE("Operators: mHC's pre and post kernels take the place of the fused add + norm") {
   // DeepSeek-V4-Flash (4 streams, h 4096) on one chip, 100 tokens: per layer two sites, each a
   // pre (two kernels) and a post (one), 4 x (2 x 4 + 1) x 4096 bf16 elements a token in all.
