@@ -58,8 +58,10 @@ const std::vector<TableSpec>& specs() {
        "model"},
       {"mla_generation_module", O::mla_module_decode, mla_generation, "mla_dtype", "kv_cache_dtype", "gemm_type", "",
        "model", false, true},
-      {"dsa_context_module", O::dsa_module_prefill, mla_context, "mla_dtype", "kv_cache_dtype", "gemm_type", "",
-       "model"},
+      // A DSA layer's whole attention block (projections, indexer, attention, o_proj); the
+      // variant is the model's checkpoint name.
+      {"dsa_context_module", O::dsa_module_prefill, sparse_attention("num_heads"), "mla_dtype", "kv_cache_dtype",
+       "gemm_type", "model", "model"},
       {"dsa_generation_module", O::dsa_module_decode, mla_generation, "mla_dtype", "kv_cache_dtype", "gemm_type", "",
        "model", false, true},
       // FlashMLA's sparse kernels alone: SGLang's GLM-5 DSA attention (flash_mla_sparse_fwd, top-k

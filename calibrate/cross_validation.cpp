@@ -23,7 +23,6 @@ std::vector<Dim> shape_key_dims(MeasuredOp op) {
     case MeasuredOp::mla_decode:
     case MeasuredOp::mla_module_prefill:
     case MeasuredOp::mla_module_decode:
-    case MeasuredOp::dsa_module_prefill:
     case MeasuredOp::dsa_module_decode:
     case MeasuredOp::mla_bmm: return {D::heads};
     case MeasuredOp::moe: return {D::hidden, D::inter, D::experts, D::topk};
@@ -37,7 +36,8 @@ std::vector<Dim> shape_key_dims(MeasuredOp op) {
     case MeasuredOp::mamba2: return {D::d_model, D::heads, D::d_state};
     case MeasuredOp::hbm_copy: return {D::bytes};
     // One model and head count per table: whole batch sizes are held out.
-    case MeasuredOp::sparse_attention_prefill: return {D::heads, D::batch};
+    case MeasuredOp::sparse_attention_prefill:
+    case MeasuredOp::dsa_module_prefill: return {D::heads, D::batch};
     case MeasuredOp::mhc: return {D::hidden, D::streams};
     case MeasuredOp::kCount: break;
   }

@@ -187,6 +187,46 @@ std::optional<SimulatorOperator> simulator_operator(const Measurement& m, std::s
       const models::LayerBatchOps ops = models::layer_batch_ops(*model, models::ParallelPlan{}, b);
       return SimulatorOperator{v4 ? ops.prefill_window : ops.prefill_full, OperatorFamily::sparse_attention};
     }
+    case MeasuredOp::dsa_module_prefill: {
+      // A DSA layer's whole attention block (DeepSeek-V3.2, GLM-5), where no table times the sparse
+      // kernel alone (TensorRT-LLM's): `batch` chunks of `tokens` after `prefix` cached, heads as
+      // measured, the row's GEMM format. The family's operator is the sparse kernel; the block's
+      // other operators (q / kv and indexer projections, the indexer, the absorbed W_UK / W_UV,
+      // o_proj) are `module`, costed with the families fitted before. Its norms, rotary and KV
+      // writes are not operators of their own here (the layer's elementwise kernels): the fit
+      // gives their time to the sparse kernel.
+      const std::int64_t tokens = s.get(Dim::tokens);
+      if (tokens <= 1) {
+        why = "sparse decode kernels are not fitted (the attention_decode curve costs them)";
+        return std::nullopt;
+      }
+      const std::string name(variant);
+      const bool v32 = name.find("DeepSeek-V3.2") != std::string::npos;
+      if (!v32 && name.find("GLM-5") == std::string::npos) {
+        why = "DSA module of model '" + name + "' has no preset here";
+        return std::nullopt;
+      }
+      std::optional<models::ModelSpec> model = models::model_preset(v32 ? "deepseek-v3.2" : "glm-5");
+      const auto weights = simulator_format(m.weight_format);
+      if (!model || !weights) {
+        why = !model ? "preset missing" : "GEMM format has no simulator counterpart";
+        return std::nullopt;
+      }
+      model->heads = static_cast<int>(s.get(Dim::heads));
+      model->formats.weights = *weights;
+      const auto kv = simulator_format(m.kv_format);
+      if (kv && models::is_kv_format(*kv)) model->formats.kv_cache = *kv;
+      models::BatchShape b;
+      for (std::int64_t i = 0; i < s.get(Dim::batch, 1); ++i) {
+        models::add_chunk(b, *model, s.get(Dim::prefix, 0), tokens, true);
+      }
+      const models::ParallelPlan plan;
+      const models::LayerBatchOps ops = models::layer_batch_ops(*model, plan, b);
+      const models::LayerTokenOps t = models::layer_token_ops(*model, plan, models::MoeLoad(), b.tokens, rates);
+      SimulatorOperator out{ops.prefill_full, OperatorFamily::sparse_attention};
+      out.module = {t.qkv, t.out, t.dequant_attention, ops.indexer_prefill, ops.decode_absorb};
+      return out;
+    }
     case MeasuredOp::mhc: {
       // One call over every site (AIConfigurator's collectors fold both of a layer's sites into
       // one row), each a pre (two kernels) or a post (one) over the bf16 streams: 2 s h + h
@@ -375,11 +415,17 @@ class EfficiencyTarget : public FitTarget {
     // GEMMs: the non-bf16 weight formats present, each fitted after the curves
     // (GemmFormatTarget) with the curves held.
     std::vector<models::Format> formats;
+    // Sparse attention: whether the per-query time is a parameter. Not where every row is a
+    // DSA block: its kernel runs the fixed index width, so the per-query time and the FLOPs grow
+    // together and cannot be told apart (it stays as the chip has it).
+    bool per_query = true;
   };
 
   EfficiencyTarget(const models::ChipSpec& base, const Layout& layout, std::span<const Measurement> rows,
                    const std::vector<FittedCall>& ops)
-      : base_(base), layout_(layout), fields_(fields_of(layout.family)), rows_(rows), ops_(ops) {}
+      : base_(base), layout_(layout), fields_(fields_of(layout.family)), rows_(rows), ops_(ops) {
+    if (!layout.per_query) fields_.per_query = nullptr;
+  }
 
   std::vector<Parameter> parameters() const override {
     std::vector<Parameter> p;
@@ -519,6 +565,9 @@ struct FamilyRows {
   std::vector<Measurement> rows;
   std::vector<FittedCall> ops;
   std::vector<std::string> labels;  // the error table's format label per row
+  // Per row, the rest of its measured module (SimulatorOperator::module), costed into the row's
+  // fixed time when the family's turn comes.
+  std::vector<std::vector<models::Operator>> module;
 };
 
 // The error cells of f's rows `which` (by kind and format label), predicted as pred[i].
@@ -965,6 +1014,9 @@ std::string format_label(const Measurement& m, const MeasurementSet& set) {
     label += " kv " + std::string(format_name(m.kv_format));
   }
   if (m.op == MeasuredOp::moe && m.variant != 0) label += " " + set.label(m.variant);
+  if (m.op == MeasuredOp::dsa_module_prefill && m.weight_format != Format::unspecified) {
+    label += " gemm " + std::string(format_name(m.weight_format));
+  }
   if (m.shape.get(Dim::window, 0) > 0) label += " window";
   return label;
 }
@@ -983,7 +1035,11 @@ ErrorReport predict_measurements(const MeasurementSet& set, const models::ChipSp
     if (!op || op->op.kernels <= 0 || !(op->op.flops > 0 || op->op.bytes > 0)) continue;
     all.rows.push_back(m);
     all.labels.push_back(format_label(m, set));
-    predicted.push_back(cost_model.seconds(op->op) + (op->extra.kernels > 0 ? cost_model.seconds(op->extra) : 0.0));
+    double seconds = cost_model.seconds(op->op) + (op->extra.kernels > 0 ? cost_model.seconds(op->extra) : 0.0);
+    for (const models::Operator& part : op->module) {
+      if (part.kernels > 0 && (part.flops > 0 || part.bytes > 0)) seconds += cost_model.seconds(part);
+    }
+    predicted.push_back(seconds);
   }
   std::vector<std::size_t> every(all.rows.size());
   std::iota(every.begin(), every.end(), std::size_t{0});
@@ -1012,6 +1068,7 @@ OperatorFitResult fit_operators(const MeasurementSet& set, const models::ChipSpe
     f.rows.push_back(m);
     f.ops.push_back({op->op, op->extra.kernels > 0 ? models::RooflineCostModel(chip).seconds(op->extra) : 0.0});
     f.labels.push_back(format_label(m, set));
+    f.module.push_back(op->module);
   }
   result.unmodelled.assign(unmodelled.begin(), unmodelled.end());
   result.errors.chip = chip.name;
@@ -1026,12 +1083,21 @@ OperatorFitResult fit_operators(const MeasurementSet& set, const models::ChipSpe
     auto it = families.find(family);
     if (it == families.end()) continue;
     FamilyRows& f = it->second;
+    // Modules: their other operators as the families fitted so far cost them (roofline).
+    const models::RooflineCostModel fitted_so_far(result.chip);
+    for (std::size_t i = 0; i < f.ops.size(); ++i) {
+      for (const models::Operator& op : f.module[i]) {
+        if (op.kernels > 0 && (op.flops > 0 || op.bytes > 0)) f.ops[i].fixed_s += fitted_so_far.seconds(op);
+      }
+    }
     // The layout: a curve per field over the decades the operators span; GEMMs add an entry per
     // quantised weight format present (models::Efficiency::GemmFormat: fp8 and block fp8 run at
     // one rate through different kernels and quantisation passes).
     const FamilyFields fields = fields_of(family);
     EfficiencyTarget::Layout layout;
     layout.family = family;
+    layout.per_query = !std::all_of(f.rows.begin(), f.rows.end(),
+                                    [](const Measurement& m) { return m.op == MeasuredOp::dsa_module_prefill; });
     double flops_lo = 1e300, flops_hi = 0, bytes_lo = 1e300, bytes_hi = 0;
     for (const FittedCall& call : f.ops) {
       const models::Operator& op = call.op;

@@ -62,6 +62,10 @@ struct SimulatorOperator {
   // dequant_moe, costed at the chip's vector rate), so that a W4A16 MoE row is predicted as the
   // simulator costs the layer, experts plus dequantisation.
   models::Operator extra = no_work();
+  // The rest of a measured module around the family's operator (a DSA attention block's
+  // projections, indexer, absorption and o_proj), costed with the chip as the families fitted
+  // before this one left it: the fit moves only the family's fields.
+  std::vector<models::Operator> module = {};
 };
 
 // The simulator's format of a measured table's format (its weights', or a KV cache's), or

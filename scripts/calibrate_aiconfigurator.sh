@@ -82,6 +82,13 @@ for ((i = 0; i < ${#pairs[@]}; i += 2)); do
     found=$(find "$data/sparse_attention/$engine" -name "$file" 2>/dev/null | sort -V | tail -1)
     [ -n "$found" ] && tables+=("$found")
   done
+  # TensorRT-LLM times its sparse kernel only inside the DSA attention block (Hopper): the block,
+  # its other operators costed as fitted, fits the kernel (calibrate/README.md). SGLang's and
+  # vLLM's kernel tables above are the better evidence for theirs.
+  if [ "$engine" = trtllm ]; then
+    found=$(find "$data/sparse_attention/$engine" -name dsa_context_module_perf.csv.gz 2>/dev/null | sort -V | tail -1)
+    [ -n "$found" ] && tables+=("$found")
+  fi
   # DeepSeek-V4's mHC kernels (models::Efficiency::mhc).
   found=$(find "$data/mhc/$engine" -name mhc_module_perf.csv.gz 2>/dev/null | sort -V | tail -1)
   [ -n "$found" ] && tables+=("$found")

@@ -442,6 +442,59 @@ TEST_CASE("Operator fit: the sparse attention curve, overhead and per-query time
   CHECK(fit.unmodelled.front().first.find("sparse decode kernels are not fitted") != std::string::npos);
 }
 
+TEST_CASE("Operator fit: a DSA block's rows fit its sparse kernel, the block's other operators held") {
+  // TensorRT-LLM's dsa_context_module shape: DeepSeek-V3.2's attention block at 16 to 128 heads,
+  // fp8_block GEMMs, prompts of 64 to 16,384 tokens, timed as the roofline costs the whole block
+  // (projections, indexer, sparse kernel, absorption, o_proj) with a known sparse kernel, 2%
+  // noise. No other family's rows: the block's other operators cost as the preset's roofline
+  // does, and the fit must find the sparse entries under them. (The truth lies above the
+  // search's flat start of 0.4: from a flat start the monotone penalty's kink stalls a descent,
+  // a limit of the curve fits, docs/notes/2026-12-06-dsa-dense-prefill.md.)
+  models::ChipSpec truth = *models::chip_preset("h200-sxm");
+  truth.efficiency.attention_sparse = models::EfficiencyCurve(0.5);
+  truth.efficiency.attention_sparse_overhead = Duration::microseconds(60);
+  const models::RooflineCostModel model(truth);
+  Rng rng(12, "operator_fit_test dsa module");
+  MeasurementSet set;
+  const std::uint16_t v32 = set.intern("deepseek-ai/DeepSeek-V3.2");
+  double others = 0, total = 0;
+  for (std::int64_t heads : {16, 32, 64, 128}) {
+    for (std::int64_t batch : {1, 4}) {
+      for (std::int64_t tokens = 64; tokens * batch <= 16384; tokens *= 2) {
+        Measurement r;
+        r.op = MeasuredOp::dsa_module_prefill;
+        r.format = Format::bf16;
+        r.kv_format = Format::bf16;
+        r.weight_format = Format::fp8_block;
+        r.variant = v32;
+        for (const auto& [d, v] : {std::pair{Dim::heads, heads}, {Dim::batch, batch}, {Dim::tokens, tokens}}) {
+          r.shape.set(d, v);
+        }
+        std::string why;
+        const auto op = simulator_operator(r, set.label(v32), truth, why);
+        REQUIRE_MESSAGE(op.has_value(), why);
+        CHECK(op->family == OperatorFamily::sparse_attention);
+        CHECK(op->module.size() == 5);
+        double rest = 0;
+        for (const models::Operator& o : op->module) {
+          if (o.kernels > 0 && (o.flops > 0 || o.bytes > 0)) rest += model.seconds(o);
+        }
+        const double t = model.seconds(op->op) + rest;
+        others += rest;
+        total += t;
+        r.latency_s = t * (1 + 0.02 * (2 * rng.uniform01() - 1));
+        set.add(r);
+      }
+    }
+  }
+  // The other operators are a real share of the block, so ignoring them would bias the kernel.
+  CHECK(others / total > 0.15);
+  const OperatorFitResult fit = fit_operators(set, *models::chip_preset("h200-sxm"));
+  const models::Efficiency& e = fit.chip.efficiency;
+  CHECK(e.attention_sparse.at(1e12) == approx(0.5).epsilon(0.05));
+  CHECK(e.attention_sparse_overhead.to_seconds() == approx(60e-6).epsilon(0.25));
+}
+
 TEST_CASE("Operator fit: the mHC curve and overhead come back from noisy pre and post rows") {
   // AIConfigurator's mhc_module_perf shapes (both sites of a layer a row, 4 streams, h 4,096 and
   // 7,168): pre rows run two kernels a site, post rows one; timed by the roofline with a known mHC
