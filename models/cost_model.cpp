@@ -500,30 +500,37 @@ int TableCostModel::answering_grid(const Operator& op, bool* context_decides) co
   return last.grid;
 }
 
+[[gnu::always_inline]] inline const TableCostModel::AxisPoint& TableCostModel::axis_point(std::size_t i, std::size_t a,
+                                                                                          double x,
+                                                                                          GridState& state) const {
+  AxisPoint& p = state.axes[a][(std::bit_cast<std::uint64_t>(x) * 0x9e3779b97f4a7c15u) >> (64 - kAxisPointBits)];
+  if (!(x == p.x)) {
+    // The slot's last segment is the guess (log_axis_bracket's answer does not depend on it).
+    p.x = x;
+    p.inside =
+        log_axis_bracket(prepared_->log_knots(i)[a], prepared_->extrapolate(i)[a] != 0, log_axis_value(x), p.lo, p.f);
+  }
+  return p;
+}
+
 bool TableCostModel::grid_value(std::size_t i, const std::array<double, MeasuredLogGrid::kMaxAxes>& x, GridState& state,
                                 double& value) const {
-  // log_grid_corners_at() with each axis's bracket kept while its field stays (log1p and the
-  // bracket are functions of the field alone; the last segment is the guess when it moves).
+  // log_grid_corners_at() with each axis's bracket from axis_point().
   const MeasuredLogGrid& g = tables().log_grids[i];
   const std::span<const std::vector<double>> knots = prepared_->log_knots(i);
-  const std::span<const char> extrapolate = prepared_->extrapolate(i);
   LogGridCorners c;
   c.count = 1;
   c.cells[0] = 0;
   c.weights[0] = 1.0;
   std::size_t stride = 1;
   for (std::size_t a = knots.size(); a-- > 0;) {
-    const std::vector<double>& u = knots[a];
-    if (u.size() > 1) {
-      LastAxis& last = state.axes[a];
-      if (!(x[a] == last.x)) {
-        last.x = x[a];
-        last.inside = log_axis_bracket(u, extrapolate[a] != 0, log_axis_value(x[a]), last.lo, last.f);
-      }
-      if (!last.inside) return false;
-      log_axis_split(c, last.lo, last.f, stride);
+    const std::size_t size = knots[a].size();
+    if (size > 1) {
+      const AxisPoint& p = axis_point(i, a, x[a], state);
+      if (!p.inside) return false;
+      log_axis_split(c, p.lo, p.f, stride);
     }
-    stride *= std::max<std::size_t>(1, u.size());
+    stride *= std::max<std::size_t>(1, size);
   }
   double v = 0;
   for (int j = 0; j < c.count; ++j) {
@@ -553,7 +560,7 @@ bool TableCostModel::log_grid_lookup(const Operator& op, double& out) const {
   GridState& state = grids_[i];
   if (state.answers.empty()) state.answers.resize(std::size_t{1} << kAnswerBits);
   Answer& memo = state.answers[h >> (64 - kAnswerBits)];
-  if (memo.state == 0 || memo.x != bits) {
+  if (memo.state == 0 || memo.x[0] != bits[0] || memo.x[1] != bits[1] || memo.x[2] != bits[2] || memo.x[3] != bits[3]) {
     memo.x = bits;
     memo.state = grid_value(i, x, state, memo.value) ? 2 : 1;
   }
@@ -573,29 +580,33 @@ void TableCostModel::bind_context(const Operator& op, ContextBinding& out) const
   if (found < 0 || context_decides) return;
   const auto i = static_cast<std::size_t>(found);
   const MeasuredLogGrid& g = tables().log_grids[i];
-  ContextBinding b;
+  const std::span<const std::vector<double>> knots = prepared_->log_knots(i);
+  GridState& state = grids_[i];
   for (std::size_t a = 0; a < g.axes.size(); ++a) {
-    const std::vector<double>& u = prepared_->log_knots(i)[a];
-    if (u.size() <= 1) continue;
-    ContextBinding::Axis& axis = b.axes[a];
+    if (knots[a].size() <= 1) continue;
+    ContextBinding::Axis& axis = out.axes[a];
     axis.varies = reads_context(g.axes[a].field);
     if (axis.varies) continue;
-    const double x = log_axis_value(log_grid_field_value(g.axes[a].field, op));
-    if (!log_axis_bracket(u, prepared_->extrapolate(i)[a] != 0, x, axis.lo, axis.f)) return;
+    const AxisPoint& p = axis_point(i, a, field_value(g.axes[a].field, op), state);
+    if (!p.inside) {
+      out = ContextBinding{};
+      return;
+    }
+    axis.lo = p.lo;
+    axis.f = p.f;
   }
   // Fold in the axes log_grid_corners_at splits before the first that varies (it goes from the
   // last axis to the first).
-  b.corners.count = 1;
-  b.corners.weights[0] = 1.0;
+  out.corners.count = 1;
+  out.corners.weights[0] = 1.0;
   std::size_t a = g.axes.size();
-  for (; a > 0 && !b.axes[a - 1].varies; --a) {
-    const std::vector<double>& u = prepared_->log_knots(i)[a - 1];
-    if (u.size() > 1) log_axis_split(b.corners, b.axes[a - 1].lo, b.axes[a - 1].f, b.stride);
-    b.stride *= std::max<std::size_t>(1, u.size());
+  for (; a > 0 && !out.axes[a - 1].varies; --a) {
+    const std::size_t size = knots[a - 1].size();
+    if (size > 1) log_axis_split(out.corners, out.axes[a - 1].lo, out.axes[a - 1].f, out.stride);
+    out.stride *= std::max<std::size_t>(1, size);
   }
-  b.next_axis = static_cast<int>(a);
-  b.grid = found;
-  out = b;
+  out.next_axis = static_cast<int>(a);
+  out.grid = found;
 }
 
 double TableCostModel::bound_seconds(const Operator& op, ContextBinding& b) const {

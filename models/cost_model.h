@@ -346,17 +346,19 @@ class TableCostModel final : public CostModel {
   std::shared_ptr<const PreparedTables> prepared_;  // never null
   // Per log grid, what its lookups keep (mutable state, as the counters below: a model is used
   // by one thread at a time, each simulation builds its own, sim/cluster/iteration_cost.h):
-  // - per axis, the field value the last point computed read and where it fell on the axis
-  //   (log_axis_bracket(): segment and fraction; `inside` false beyond a fixed end);
+  // - per axis, the last field values it bracketed, direct-mapped by their bits: where ln(1 + x)
+  //   falls on the axis (log_axis_bracket(): segment and fraction; `inside` false beyond a fixed
+  //   end), a function of x alone (equal doubles: ln(1 + max(0, x)) is the same);
   // - a direct-mapped memo of answers by the field values of the axes of more than one knot
   //   (their bits, 0 for the other axes): ln(1 + x), the corners and their sum are functions
   //   of those values alone, so a point met before gives the same double. Allocated on the
   //   grid's first lookup.
-  struct LastAxis {
+  struct AxisPoint {
     double x = std::numeric_limits<double>::quiet_NaN(), f = 0;
     std::size_t lo = 0;
     bool inside = false;
   };
+  static constexpr int kAxisPointBits = 3;
   struct Answer {
     std::array<std::uint64_t, MeasuredLogGrid::kMaxAxes> x{};
     double value = 0;        // exp of the weighted log values (seconds, or the roofline factor)
@@ -364,9 +366,11 @@ class TableCostModel final : public CostModel {
   };
   static constexpr int kAnswerBits = 10;
   struct GridState {
-    std::array<LastAxis, MeasuredLogGrid::kMaxAxes> axes{};
+    std::array<std::array<AxisPoint, std::size_t{1} << kAxisPointBits>, MeasuredLogGrid::kMaxAxes> axes{};
     std::vector<Answer> answers;  // 2^kAnswerBits slots
   };
+  // Where field value x falls on grid i's axis a (of more than one knot).
+  const AxisPoint& axis_point(std::size_t i, std::size_t a, double x, GridState& state) const;
   // Grid i's value at the axes' field values x (0 on the axes of one knot): the corners of
   // log_grid_corners(), split in its order, and exp of their weighted log values; false beyond a
   // fixed end.
