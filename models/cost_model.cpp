@@ -515,28 +515,34 @@ int TableCostModel::answering_grid(const Operator& op, bool* context_decides) co
 
 bool TableCostModel::grid_value(std::size_t i, const std::array<double, MeasuredLogGrid::kMaxAxes>& x, GridState& state,
                                 double& value) const {
-  // log_grid_corners_at() with each axis's bracket from axis_point().
+  // log_grid_corners_at() with each axis's bracket from axis_point(), its splits on locals: the
+  // same cells and the same products in the same order.
   const MeasuredLogGrid& g = tables().log_grids[i];
   const std::span<const std::vector<double>> knots = prepared_->log_knots(i);
-  LogGridCorners c;
-  c.count = 1;
-  c.cells[0] = 0;
-  c.weights[0] = 1.0;
-  std::size_t stride = 1;
+  std::array<double, 16> w;
+  std::array<std::size_t, 16> cells;
+  w[0] = 1.0;
+  cells[0] = 0;
+  std::size_t n = 1, stride = 1;
   for (std::size_t a = knots.size(); a-- > 0;) {
     const std::size_t size = knots[a].size();
     if (size > 1) {
       const AxisPoint& p = axis_point(i, a, x[a], state);
       if (!p.inside) return false;
-      log_axis_split(c, p.lo, p.f, stride);
+      const double f = p.f, below = 1 - f;
+      const std::size_t lo = p.lo * stride, hi = (p.lo + 1) * stride;
+      for (std::size_t j = 0; j < n; ++j) {
+        cells[n + j] = cells[j] + hi;
+        w[n + j] = w[j] * f;
+        cells[j] += lo;
+        w[j] *= below;
+      }
+      n *= 2;
     }
     stride *= std::max<std::size_t>(1, size);
   }
   double v = 0;
-  for (int j = 0; j < c.count; ++j) {
-    const auto k = static_cast<std::size_t>(j);
-    v += c.weights[k] * g.log_seconds[c.cells[k]];
-  }
+  for (std::size_t k = 0; k < n; ++k) v += w[k] * g.log_seconds[cells[k]];
   value = std::exp(v);
   return true;
 }
