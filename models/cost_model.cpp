@@ -1,6 +1,7 @@
 #include "models/cost_model.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <string>
 
@@ -419,7 +420,10 @@ PreparedTables::PreparedTables(MeasuredTables tables) : tables_(std::move(tables
     extrapolate_.push_back(std::move(x));
     for (std::size_t k = 0; k < kOpKinds; ++k) {
       if (!same_class(g.kind, static_cast<OpKind>(k))) continue;
-      candidates_[k * kComputeRates + static_cast<std::size_t>(g.rate)].push_back(static_cast<std::uint32_t>(i));
+      const std::size_t slot = k * kComputeRates + static_cast<std::size_t>(g.rate);
+      candidates_[slot].push_back(static_cast<std::uint32_t>(i));
+      for (const auto& [field, value] : g.match)
+        match_fields_[slot] |= static_cast<std::uint16_t>(1u << static_cast<unsigned>(field));
     }
   }
 }
@@ -430,7 +434,7 @@ std::shared_ptr<const PreparedTables> prepare_tables(MeasuredTables tables) {
 
 TableCostModel::TableCostModel(const ChipSpec& chip, std::shared_ptr<const PreparedTables> tables)
     : roofline_(chip), prepared_(std::move(tables)) {
-  last_axis_.assign(prepared_->tables().log_grids.size(), {});
+  grids_.resize(prepared_->tables().log_grids.size());
 }
 
 TableCostModel::TableCostModel(const ChipSpec& chip, MeasuredTables tables)
@@ -449,6 +453,24 @@ int TableCostModel::answering_grid(const Operator& op, bool* context_decides) co
   // answers, as a scan over all of them would find it.
   const auto kind = static_cast<std::size_t>(op.kind), rate = static_cast<std::size_t>(op.rate);
   if (kind >= kOpKinds || rate >= kComputeRates) return -1;
+  // The scan reads the operator's flags, kv_bytes and its conditions' fields: read as the last
+  // operator of this kind and rate (equal doubles: a condition reads only |value - match|), the
+  // same grid answers, and the same conditions read the context.
+  GridChoice& last = choices_[kind * kComputeRates + rate];
+  const unsigned fields = prepared_->match_fields(kind, rate);
+  std::array<double, MeasuredLogGrid::kFields> values{};
+  bool same = last.valid && last.format == op.format && last.kv_bytes == op.kv_bytes && last.latent == op.latent &&
+              last.gated == op.gated && last.recurrent == op.recurrent;
+  for (unsigned m = fields; m != 0; m &= m - 1) {
+    const auto f = static_cast<std::size_t>(std::countr_zero(m));
+    values[f] = field_value(static_cast<MeasuredLogGrid::Field>(f), op);
+    same = same && values[f] == last.values[f];
+  }
+  if (same) {
+    if (context_decides != nullptr && last.context_decides) *context_decides = true;
+    return last.grid;
+  }
+  last = GridChoice{true, op.format, op.latent, op.gated, op.recurrent, op.kv_bytes, values, -1, false};
   for (const std::uint32_t i : prepared_->candidates(kind, rate)) {
     const MeasuredLogGrid& g = tables().log_grids[i];
     if (is_gemm(g.kind) && g.format != op.format) continue;
@@ -464,24 +486,65 @@ int TableCostModel::answering_grid(const Operator& op, bool* context_decides) co
     if (g.kind == OpKind::kMoeExperts && !op.gated) continue;  // the tables time SwiGLU experts
     bool applies = true;
     for (const auto& [field, value] : g.match) {
-      if (context_decides != nullptr && reads_context(field)) *context_decides = true;
+      last.context_decides = last.context_decides || reads_context(field);
       // Shape fields are whole numbers (within rounding); bytes per KV element match exactly.
       const double tolerance = field == MeasuredLogGrid::Field::kKvBytes ? 0.0 : 0.5;
-      applies = applies && std::fabs(log_grid_field_value(field, op) - value) <= tolerance;
+      applies = applies && std::fabs(values[static_cast<std::size_t>(field)] - value) <= tolerance;
     }
-    if (applies) return static_cast<int>(i);
+    if (applies) {
+      last.grid = static_cast<int>(i);
+      break;
+    }
   }
-  return -1;
+  if (context_decides != nullptr && last.context_decides) *context_decides = true;
+  return last.grid;
 }
 
-double TableCostModel::grid_answer(std::size_t i, const LogGridCorners& c, const Operator& op) const {
-  const MeasuredLogGrid& g = tables().log_grids[i];
-  double v = 0;
-  for (int j = 0; j < c.count; ++j) {
-    const auto k = static_cast<std::size_t>(j);
-    v += c.weights[k] * g.log_seconds[c.cells[k]];
+[[gnu::always_inline]] inline const TableCostModel::AxisPoint& TableCostModel::axis_point(std::size_t i, std::size_t a,
+                                                                                          double x,
+                                                                                          GridState& state) const {
+  AxisPoint& p = state.axes[a][(std::bit_cast<std::uint64_t>(x) * 0x9e3779b97f4a7c15u) >> (64 - kAxisPointBits)];
+  if (!(x == p.x)) {
+    // The slot's last segment is the guess (log_axis_bracket's answer does not depend on it).
+    p.x = x;
+    p.inside =
+        log_axis_bracket(prepared_->log_knots(i)[a], prepared_->extrapolate(i)[a] != 0, log_axis_value(x), p.lo, p.f);
   }
-  return g.roofline_factor ? roofline_.seconds(op) * std::exp(v) : std::exp(v);
+  return p;
+}
+
+bool TableCostModel::grid_value(std::size_t i, const std::array<double, MeasuredLogGrid::kMaxAxes>& x, GridState& state,
+                                double& value) const {
+  // log_grid_corners_at() with each axis's bracket from axis_point(), its splits on locals: the
+  // same cells and the same products in the same order.
+  const MeasuredLogGrid& g = tables().log_grids[i];
+  const std::span<const std::vector<double>> knots = prepared_->log_knots(i);
+  std::array<double, 16> w;
+  std::array<std::size_t, 16> cells;
+  w[0] = 1.0;
+  cells[0] = 0;
+  std::size_t n = 1, stride = 1;
+  for (std::size_t a = knots.size(); a-- > 0;) {
+    const std::size_t size = knots[a].size();
+    if (size > 1) {
+      const AxisPoint& p = axis_point(i, a, x[a], state);
+      if (!p.inside) return false;
+      const double f = p.f, below = 1 - f;
+      const std::size_t lo = p.lo * stride, hi = (p.lo + 1) * stride;
+      for (std::size_t j = 0; j < n; ++j) {
+        cells[n + j] = cells[j] + hi;
+        w[n + j] = w[j] * f;
+        cells[j] += lo;
+        w[j] *= below;
+      }
+      n *= 2;
+    }
+    stride *= std::max<std::size_t>(1, size);
+  }
+  double v = 0;
+  for (std::size_t k = 0; k < n; ++k) v += w[k] * g.log_seconds[cells[k]];
+  value = std::exp(v);
+  return true;
 }
 
 bool TableCostModel::log_grid_lookup(const Operator& op, double& out) const {
@@ -489,20 +552,26 @@ bool TableCostModel::log_grid_lookup(const Operator& op, double& out) const {
   if (found < 0) return false;
   const auto i = static_cast<std::size_t>(found);
   const MeasuredLogGrid& g = tables().log_grids[i];
-  // ln(1 + x) of each axis's field; a field equal to the one this axis saw last reuses its
-  // logarithm (the same double: log1p is a function of its argument alone). Consecutive
-  // operators mostly differ in one or two fields (a decode step's contexts).
-  std::array<double, MeasuredLogGrid::kMaxAxes> u{};
-  std::array<LastAxis, MeasuredLogGrid::kMaxAxes>& last = last_axis_[i];
+  const std::span<const std::vector<double>> knots = prepared_->log_knots(i);
+  // The field values the axes read, and their memo slot (Fibonacci hashing of their bits).
+  std::array<double, MeasuredLogGrid::kMaxAxes> x{};
+  std::array<std::uint64_t, MeasuredLogGrid::kMaxAxes> bits{};
+  std::uint64_t h = 0;
   for (std::size_t a = 0; a < g.axes.size(); ++a) {
-    if (prepared_->log_knots(i)[a].size() <= 1) continue;
-    const double x = field_value(g.axes[a].field, op);
-    if (!(x == last[a].x)) last[a] = {x, log_axis_value(x)};
-    u[a] = last[a].u;
+    if (knots[a].size() <= 1) continue;
+    x[a] = field_value(g.axes[a].field, op);
+    bits[a] = std::bit_cast<std::uint64_t>(x[a]);
+    h = (h ^ bits[a]) * 0x9e3779b97f4a7c15u;
   }
-  LogGridCorners c;
-  if (!log_grid_corners_at(prepared_->log_knots(i), prepared_->extrapolate(i), u.data(), c)) return false;
-  out = grid_answer(i, c, op);
+  GridState& state = grids_[i];
+  if (state.answers.empty()) state.answers.resize(std::size_t{1} << kAnswerBits);
+  Answer& memo = state.answers[h >> (64 - kAnswerBits)];
+  if (memo.state == 0 || memo.x[0] != bits[0] || memo.x[1] != bits[1] || memo.x[2] != bits[2] || memo.x[3] != bits[3]) {
+    memo.x = bits;
+    memo.state = grid_value(i, x, state, memo.value) ? 2 : 1;
+  }
+  if (memo.state != 2) return false;
+  out = g.roofline_factor ? roofline_.seconds(op) * memo.value : memo.value;
   return true;
 }
 
@@ -517,29 +586,33 @@ void TableCostModel::bind_context(const Operator& op, ContextBinding& out) const
   if (found < 0 || context_decides) return;
   const auto i = static_cast<std::size_t>(found);
   const MeasuredLogGrid& g = tables().log_grids[i];
-  ContextBinding b;
+  const std::span<const std::vector<double>> knots = prepared_->log_knots(i);
+  GridState& state = grids_[i];
   for (std::size_t a = 0; a < g.axes.size(); ++a) {
-    const std::vector<double>& u = prepared_->log_knots(i)[a];
-    if (u.size() <= 1) continue;
-    ContextBinding::Axis& axis = b.axes[a];
+    if (knots[a].size() <= 1) continue;
+    ContextBinding::Axis& axis = out.axes[a];
     axis.varies = reads_context(g.axes[a].field);
     if (axis.varies) continue;
-    const double x = log_axis_value(log_grid_field_value(g.axes[a].field, op));
-    if (!log_axis_bracket(u, prepared_->extrapolate(i)[a] != 0, x, axis.lo, axis.f)) return;
+    const AxisPoint& p = axis_point(i, a, field_value(g.axes[a].field, op), state);
+    if (!p.inside) {
+      out = ContextBinding{};
+      return;
+    }
+    axis.lo = p.lo;
+    axis.f = p.f;
   }
   // Fold in the axes log_grid_corners_at splits before the first that varies (it goes from the
   // last axis to the first).
-  b.corners.count = 1;
-  b.corners.weights[0] = 1.0;
+  out.corners.count = 1;
+  out.corners.weights[0] = 1.0;
   std::size_t a = g.axes.size();
-  for (; a > 0 && !b.axes[a - 1].varies; --a) {
-    const std::vector<double>& u = prepared_->log_knots(i)[a - 1];
-    if (u.size() > 1) log_axis_split(b.corners, b.axes[a - 1].lo, b.axes[a - 1].f, b.stride);
-    b.stride *= std::max<std::size_t>(1, u.size());
+  for (; a > 0 && !out.axes[a - 1].varies; --a) {
+    const std::size_t size = knots[a - 1].size();
+    if (size > 1) log_axis_split(out.corners, out.axes[a - 1].lo, out.axes[a - 1].f, out.stride);
+    out.stride *= std::max<std::size_t>(1, size);
   }
-  b.next_axis = static_cast<int>(a);
-  b.grid = found;
-  out = b;
+  out.next_axis = static_cast<int>(a);
+  out.grid = found;
 }
 
 double TableCostModel::bound_seconds(const Operator& op, ContextBinding& b) const {

@@ -269,6 +269,7 @@ struct MeasuredLogGrid {
   // calibrate/moe_table.h; no fused-GEMM scaling: the roofline counts the operator's FLOPs).
   bool roofline_factor = false;
   static constexpr std::size_t kMaxAxes = 4;
+  static constexpr std::size_t kFields = static_cast<std::size_t>(Field::kKvBytes) + 1;
 };
 static_assert(std::tuple_size_v<decltype(ContextBinding::axes)> == MeasuredLogGrid::kMaxAxes);
 // The value of a grid field for an operator (the definitions above).
@@ -306,12 +307,17 @@ class PreparedTables {
   std::span<const std::uint32_t> candidates(std::size_t kind, std::size_t rate) const {
     return candidates_[kind * kComputeRates + rate];
   }
+  // The fields those grids' `match` conditions read, as a mask of bits 1 << Field.
+  std::uint16_t match_fields(std::size_t kind, std::size_t rate) const {
+    return match_fields_[kind * kComputeRates + rate];
+  }
 
  private:
   MeasuredTables tables_;
   std::vector<std::vector<std::vector<double>>> log_knots_;
   std::vector<std::vector<char>> extrapolate_;
   std::array<std::vector<std::uint32_t>, kOpKinds * kComputeRates> candidates_;  // kind-major
+  std::array<std::uint16_t, kOpKinds * kComputeRates> match_fields_{};
 };
 std::shared_ptr<const PreparedTables> prepare_tables(MeasuredTables tables);
 
@@ -335,18 +341,56 @@ class TableCostModel final : public CostModel {
   // The first log grid that applies to `op` (log_grid_lookup), or -1; sets *context_decides
   // when a condition it read on the way reads the context.
   int answering_grid(const Operator& op, bool* context_decides) const;
-  // Grid i's seconds for `op` from its corners.
-  double grid_answer(std::size_t i, const LogGridCorners& c, const Operator& op) const;
   const MeasuredTables& tables() const { return prepared_->tables(); }
   RooflineCostModel roofline_;
   std::shared_ptr<const PreparedTables> prepared_;  // never null
-  // Per log grid and axis: the field value its last lookup read and ln(1 + max(0, value)).
-  // Mutable state, as the counters below: a model is used by one thread at a time (each
-  // simulation builds its own, sim/cluster/iteration_cost.h).
-  struct LastAxis {
-    double x = std::numeric_limits<double>::quiet_NaN(), u = 0;
+  // Per log grid, what its lookups keep (mutable state, as the counters below: a model is used
+  // by one thread at a time, each simulation builds its own, sim/cluster/iteration_cost.h):
+  // - per axis, the last field values it bracketed, direct-mapped by their bits: where ln(1 + x)
+  //   falls on the axis (log_axis_bracket(): segment and fraction; `inside` false beyond a fixed
+  //   end), a function of x alone (equal doubles: ln(1 + max(0, x)) is the same);
+  // - a direct-mapped memo of answers by the field values of the axes of more than one knot
+  //   (their bits, 0 for the other axes): ln(1 + x), the corners and their sum are functions
+  //   of those values alone, so a point met before gives the same double. Allocated on the
+  //   grid's first lookup.
+  struct AxisPoint {
+    double x = std::numeric_limits<double>::quiet_NaN(), f = 0;
+    std::size_t lo = 0;
+    bool inside = false;
   };
-  mutable std::vector<std::array<LastAxis, MeasuredLogGrid::kMaxAxes>> last_axis_;
+  static constexpr int kAxisPointBits = 3;
+  struct Answer {
+    std::array<std::uint64_t, MeasuredLogGrid::kMaxAxes> x{};
+    double value = 0;        // exp of the weighted log values (seconds, or the roofline factor)
+    std::uint8_t state = 0;  // 0: empty; 1: the point lies beyond a fixed end; 2: `value`
+  };
+  static constexpr int kAnswerBits = 10;
+  struct GridState {
+    std::array<std::array<AxisPoint, std::size_t{1} << kAxisPointBits>, MeasuredLogGrid::kMaxAxes> axes{};
+    std::vector<Answer> answers;  // 2^kAnswerBits slots
+  };
+  // Where field value x falls on grid i's axis a (of more than one knot).
+  const AxisPoint& axis_point(std::size_t i, std::size_t a, double x, GridState& state) const;
+  // Grid i's value at the axes' field values x (0 on the axes of one knot): the corners of
+  // log_grid_corners(), split in its order, and exp of their weighted log values; false beyond a
+  // fixed end.
+  bool grid_value(std::size_t i, const std::array<double, MeasuredLogGrid::kMaxAxes>& x, GridState& state,
+                  double& value) const;
+  mutable std::vector<GridState> grids_;
+  // answering_grid()'s last answer per (kind, rate), kind-major, with what its scan read of the
+  // operator: the flags the candidates test, kv_bytes and the fields of their conditions
+  // (PreparedTables::match_fields). The same reads take the same way through the candidates.
+  struct GridChoice {
+    bool valid = false;
+    Format format = Format::kBf16;
+    bool latent = false, gated = false;
+    Recurrence recurrent = Recurrence::kNone;
+    double kv_bytes = 0;
+    std::array<double, MeasuredLogGrid::kFields> values{};  // by field; those of match_fields
+    int grid = -1;
+    bool context_decides = false;
+  };
+  mutable std::array<GridChoice, kOpKinds * kComputeRates> choices_{};
   mutable std::int64_t hits_ = 0, fallbacks_ = 0;
 };
 

@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <vector>
 
 #include "models/chip_spec.h"
@@ -835,6 +836,145 @@ TEST_CASE("Measured tables: a context binding answers every step of a run as sec
   // steps of each of its 2 runs (the prefix chunks with context beyond m fall back too).
   CHECK(bound_model.fallbacks() >= 2 * 107);
   CHECK(bound_model.hits() >= 4 * 93);
+}
+
+TEST_CASE("Measured tables: remembered answers, brackets and grid choices change no answer or binding") {
+  // TableCostModel remembers per log grid its answers (1,024 slots by the axes' field values),
+  // per axis the brackets of recent field values, and per kind and rate the last grid chosen with
+  // what the choice read. A long sequence on one model: 2,500 GEMM shapes (more than the slots:
+  // answers evicted and met again, slots that held another n at the same m) asked twice, in
+  // both orders; -0 and +0 fields; points beyond
+  // a fixed axis asked twice; decode operators whose grid choice flips with the head dim, the
+  // window and the KV bytes; prefill chunks whose prefix condition reads the context. Each answer
+  // must equal, bit for bit, that of a model that never answered anything, the counts must add
+  // up alike, and a run bound after all that must give the fresh model's seconds at every step.
+  const ChipSpec chip = *chip_preset("h200-sxm");
+  using F = MeasuredLogGrid::Field;
+  auto values = [](std::size_t n, double scale) { return uneven_log_seconds(n, scale, 0.41, 13); };
+  MeasuredLogGrid gemm;
+  gemm.kind = OpKind::kGemmQkv;
+  gemm.axes = {{F::kM, {1, 8, 64, 512, 4096}, true}, {F::kN, {512, 2048, 8192}, false}, {F::kK, {1024, 8192}, true}};
+  gemm.log_seconds = values(5 * 3 * 2, 1e-6);
+  MeasuredLogGrid decode;
+  decode.kind = OpKind::kAttentionDecode;
+  decode.axes = {{F::kBatch, {1, 4, 16, 64, 256}, true},
+                 {F::kKvLen, {16, 256, 4096, 65536}, true},
+                 {F::kHeads, {1, 8, 64}, true},
+                 {F::kKvHeads, {1, 8}, true}};
+  decode.log_seconds = values(5 * 4 * 3 * 2, 1e-5);
+  decode.match = {{F::kHeadDim, 128}, {F::kWindow, 0}};
+  MeasuredLogGrid decode64 = decode;  // head dim 64, fp8 KV only: its own values
+  decode64.match = {{F::kHeadDim, 64}, {F::kWindow, 0}};
+  decode64.kv_bytes = 1;
+  decode64.log_seconds = values(5 * 4 * 3 * 2, 3e-5);
+  MeasuredLogGrid prefill;  // answered only without cached keys before the chunk
+  prefill.kind = OpKind::kAttentionPrefill;
+  prefill.axes = {{F::kBatch, {1, 16, 256}, true}, {F::kTokens, {1, 64, 4096}, true}};
+  prefill.log_seconds = values(3 * 3, 2e-5);
+  prefill.match = {{F::kHeadDim, 128}, {F::kPrefix, 0}};
+  MeasuredTables t;
+  t.log_grids = {gemm, decode, decode64, prefill};
+  REQUIRE(validate_tables(t).empty());
+  const std::shared_ptr<const PreparedTables> prepared = prepare_tables(t);
+
+  std::vector<Operator> ops;
+  Operator g{OpKind::kGemmQkv, ComputeRate::kBf16, 1, 0, 0};
+  g.k = 4096;
+  std::vector<Operator> gemms;
+  for (int i = 0; i < 2500; ++i) {
+    g.m = 1 + i % 50;  // 50 token counts x 50 widths: many slots hold points of one m
+    g.n = 600 + 100 * (i / 50);
+    g.flops = 2 * g.m * g.n * g.k;
+    gemms.push_back(g);
+  }
+  ops.insert(ops.end(), gemms.begin(), gemms.end());
+  ops.insert(ops.end(), gemms.rbegin(), gemms.rend());
+  for (const double m : {0.0, -0.0, 0.0, -0.0}) {
+    g.m = m;
+    ops.push_back(g);
+  }
+  for (int i = 0; i < 2; ++i) {
+    g.m = 100;
+    g.n = 16384;  // beyond the fixed n axis: the roofline, twice
+    ops.push_back(g);
+  }
+  Operator d{OpKind::kAttentionDecode, ComputeRate::kBf16, 1, 0, 0};
+  d.n = 8;
+  d.kv_heads = 1;
+  for (int i = 0; i < 60; ++i) {
+    d.k = i % 3 == 2 ? 64 : 128;
+    d.kv_bytes = i % 4 == 1 ? 1 : 2;  // head dim 64 answered only with fp8 KV
+    d.window = i % 5 == 3 ? 128 : 0;  // no window grid: the roofline
+    d.m = d.batch = 1 + i % 7;
+    d.context = d.batch * (300 + 50 * (i % 4));
+    d.flops = 4 * d.n * d.k * d.context;
+    d.bytes = 2 * d.kv_heads * d.k * d.context * d.kv_bytes;
+    ops.push_back(d);
+  }
+  for (const double kv_bytes : {1.0, 2.0, 1.0, 2.0}) {  // the head-dim-64 grid answers fp8 KV only
+    d.k = 64;
+    d.window = 0;
+    d.kv_bytes = kv_bytes;
+    ops.push_back(d);
+  }
+  Operator p{OpKind::kAttentionPrefill, ComputeRate::kBf16, 1, 0, 0};
+  p.n = 8;
+  p.k = 128;
+  p.kv_heads = 8;
+  for (int i = 0; i < 20; ++i) {
+    p.batch = 1 + i % 3;
+    p.m = p.batch * 512;
+    p.context = p.m + (i % 2) * p.batch * 100;  // every other one has cached keys: the roofline
+    p.flops = 2 * p.n * p.k * p.m;
+    ops.push_back(p);
+  }
+
+  const TableCostModel warm(chip, prepared);
+  std::int64_t hits = 0, fallbacks = 0;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const TableCostModel fresh(chip, prepared);
+    INFO("operator " << i);
+    CHECK(warm.seconds(ops[i]) == fresh.seconds(ops[i]));
+    hits += fresh.hits();
+    fallbacks += fresh.fallbacks();
+  }
+  CHECK(warm.hits() == hits);
+  CHECK(warm.fallbacks() == fallbacks);
+  // 5,000 GEMMs and the 4 at m = 0; 60 decode operators less the 12 with a window (i % 5 == 3)
+  // and the 12 others of head dim 64 without fp8 KV (i % 3 == 2, i % 4 != 1); the 10 prefill
+  // chunks without cached keys; 2 of the 4 head-dim-64 ones after the loop (fp8 KV).
+  CHECK(hits == 5000 + 4 + (60 - 12 - 12) + 2 + 10);
+
+  // Runs bound on the warm model (its brackets and grid choices kept from the lookups above)
+  // and on a fresh one: the same binding, and each step the fresh model's seconds. Decode
+  // operators 39 (head dim 128) and 41 (64, fp8 KV) bind; the prefill chunks' prefix condition
+  // reads the context: not bound, on either.
+  const std::size_t first_decode = ops.size() - 84;
+  for (const Operator& first : {ops[first_decode + 39], ops[first_decode + 41], ops[ops.size() - 2], ops.back()}) {
+    ContextBinding b_warm, b_fresh;
+    warm.bind_context(first, b_warm);
+    TableCostModel(chip, prepared).bind_context(first, b_fresh);
+    CHECK(b_warm.grid == b_fresh.grid);
+    CHECK((b_warm.grid >= 0) == (first.kind == OpKind::kAttentionDecode));
+    CHECK(b_warm.next_axis == b_fresh.next_axis);
+    CHECK(b_warm.corners.count == b_fresh.corners.count);
+    for (std::size_t k = 0; k < static_cast<std::size_t>(b_warm.corners.count); ++k) {
+      CHECK(b_warm.corners.cells[k] == b_fresh.corners.cells[k]);
+      CHECK(b_warm.corners.weights[k] == b_fresh.corners.weights[k]);
+    }
+    for (int step = 0; step < 40; ++step) {
+      Operator op = first;
+      op.context = first.context + first.batch * step;
+      op.flops = 4 * op.n * op.k * op.context;
+      CHECK(warm.bound_seconds(op, b_warm) == TableCostModel(chip, prepared).seconds(op));
+    }
+  }
+  // A chunk asked right before it is bound: the grid choice is the remembered one, and so is
+  // the finding that its condition reads the context.
+  ContextBinding b;
+  CHECK(warm.seconds(ops[ops.size() - 2]) == TableCostModel(chip, prepared).seconds(ops[ops.size() - 2]));
+  warm.bind_context(ops[ops.size() - 2], b);
+  CHECK(b.grid < 0);
 }
 
 TEST_CASE("MoE: the busiest rank's padded rows round each expert's rows up to whole tiles") {
