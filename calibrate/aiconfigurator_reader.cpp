@@ -45,6 +45,8 @@ const std::vector<TableSpec>& specs() {
   auto sparse_attention = [](std::string_view heads) {
     return std::vector<DimColumn>{{heads, D::heads}, {"batch_size", D::batch}, {"isl", D::tokens}, {"step", D::prefix}};
   };
+  const std::vector<DimColumn> v4_module = {
+      {"num_heads", D::heads}, {"batch_size", D::batch}, {"isl", D::tokens}, {"step", D::prefix}, {"tp_size", D::tp}};
   const std::vector<DimColumn> mhc = {
       {"num_tokens", D::tokens}, {"hidden_size", D::hidden}, {"hc_mult", D::streams}, {"num_sites", D::sites}};
   static const std::vector<TableSpec> all = {
@@ -62,6 +64,12 @@ const std::vector<TableSpec>& specs() {
       // variant is the model's checkpoint name.
       {"dsa_context_module", O::dsa_module_prefill, sparse_attention("num_heads"), "mla_dtype", "kv_cache_dtype",
        "gemm_type", "model", "model"},
+      // DeepSeek-V4's CSA and HCA attention blocks (TensorRT-LLM on Blackwell): the variant is the
+      // layer kind (op_name); num_heads is the chip's, tp_size the plan's.
+      {"dsv4_csa_context_module", O::dsa_module_prefill, v4_module, "mla_dtype", "kv_cache_dtype", "gemm_type", "",
+       "model", true},
+      {"dsv4_hca_context_module", O::dsa_module_prefill, v4_module, "mla_dtype", "kv_cache_dtype", "gemm_type", "",
+       "model", true},
       {"dsa_generation_module", O::dsa_module_decode, mla_generation, "mla_dtype", "kv_cache_dtype", "gemm_type", "",
        "model", false, true},
       // FlashMLA's sparse kernels alone: SGLang's GLM-5 DSA attention (flash_mla_sparse_fwd, top-k

@@ -188,10 +188,10 @@ std::optional<SimulatorOperator> simulator_operator(const Measurement& m, std::s
       return SimulatorOperator{v4 ? ops.prefill_window : ops.prefill_full, OperatorFamily::sparse_attention};
     }
     case MeasuredOp::dsa_module_prefill: {
-      // A DSA layer's whole attention block (DeepSeek-V3.2, GLM-5), where no table times the sparse
-      // kernel alone (TensorRT-LLM's): `batch` chunks of `tokens` after `prefix` cached, heads as
-      // measured, the row's GEMM format. The family's operator is the sparse kernel; the block's
-      // other operators (q / kv and indexer projections, the indexer, the absorbed W_UK / W_UV,
+      // A DSA layer's whole attention block (DeepSeek-V3.2, GLM-5; DeepSeek-V4's CSA and HCA
+      // layers), where no table times the sparse kernel alone (TensorRT-LLM's): `batch` chunks of
+      // `tokens` after `prefix` cached, heads as measured, the row's GEMM format. The family's operator is the sparse
+      // kernel; the block's other operators (q / kv and indexer projections, the indexer, the absorbed W_UK / W_UV,
       // o_proj) are `module`, costed with the families fitted before. Its norms, rotary and KV
       // writes are not operators of their own here (the layer's elementwise kernels): the fit
       // gives their time to the sparse kernel.
@@ -200,19 +200,36 @@ std::optional<SimulatorOperator> simulator_operator(const Measurement& m, std::s
         why = "sparse decode kernels are not fitted (the attention_decode curve costs them)";
         return std::nullopt;
       }
+      // DeepSeek-V4's CSA and HCA blocks (variant: the table's op_name) name their model by its
+      // heads: num_heads per chip x tp_size, 64 for V4-Flash, 128 for V4-Pro.
       const std::string name(variant);
-      const bool v32 = name.find("DeepSeek-V3.2") != std::string::npos;
-      if (!v32 && name.find("GLM-5") == std::string::npos) {
-        why = "DSA module of model '" + name + "' has no preset here";
+      const bool csa = name == "dsv4_csa_context_module", hca = name == "dsv4_hca_context_module";
+      const std::int64_t tp = s.get(Dim::tp, 1);
+      const std::int64_t all_heads = s.get(Dim::heads) * tp;
+      const char* preset = nullptr;
+      if (csa || hca) {
+        preset = all_heads == 64 ? "deepseek-v4-flash" : all_heads == 128 ? "deepseek-v4-pro" : nullptr;
+      } else if (name.find("DeepSeek-V3.2") != std::string::npos) {
+        preset = "deepseek-v3.2";
+      } else if (name.find("GLM-5") != std::string::npos) {
+        preset = "glm-5";
+      }
+      if (preset == nullptr) {
+        why = "DSA module '" + name + "' of " + std::to_string(all_heads) + " heads has no preset here";
         return std::nullopt;
       }
-      std::optional<models::ModelSpec> model = models::model_preset(v32 ? "deepseek-v3.2" : "glm-5");
+      std::optional<models::ModelSpec> model = models::model_preset(preset);
       const auto weights = simulator_format(m.weight_format);
       if (!model || !weights) {
         why = !model ? "preset missing" : "GEMM format has no simulator counterpart";
         return std::nullopt;
       }
-      model->heads = static_cast<int>(s.get(Dim::heads));
+      models::ParallelPlan plan;
+      if (csa || hca) {
+        plan.tp = static_cast<int>(tp);  // the model's heads and o_proj groups split tp ways
+      } else {
+        model->heads = static_cast<int>(s.get(Dim::heads));
+      }
       model->formats.weights = *weights;
       const auto kv = simulator_format(m.kv_format);
       if (kv && models::is_kv_format(*kv)) model->formats.kv_cache = *kv;
@@ -220,9 +237,14 @@ std::optional<SimulatorOperator> simulator_operator(const Measurement& m, std::s
       for (std::int64_t i = 0; i < s.get(Dim::batch, 1); ++i) {
         models::add_chunk(b, *model, s.get(Dim::prefix, 0), tokens, true);
       }
-      const models::ParallelPlan plan;
       const models::LayerBatchOps ops = models::layer_batch_ops(*model, plan, b);
       const models::LayerTokenOps t = models::layer_token_ops(*model, plan, models::MoeLoad(), b.tokens, rates);
+      if (hca) {
+        // An HCA layer: its window and compressed entries (the window operator), no indexer.
+        SimulatorOperator out{ops.prefill_window, OperatorFamily::sparse_attention};
+        out.module = {t.qkv_without_indexer, t.out, t.dequant_attention_without_indexer, ops.decode_absorb};
+        return out;
+      }
       SimulatorOperator out{ops.prefill_full, OperatorFamily::sparse_attention};
       out.module = {t.qkv, t.out, t.dequant_attention, ops.indexer_prefill, ops.decode_absorb};
       return out;
@@ -1096,8 +1118,9 @@ OperatorFitResult fit_operators(const MeasurementSet& set, const models::ChipSpe
     const FamilyFields fields = fields_of(family);
     EfficiencyTarget::Layout layout;
     layout.family = family;
-    layout.per_query = !std::all_of(f.rows.begin(), f.rows.end(),
-                                    [](const Measurement& m) { return m.op == MeasuredOp::dsa_module_prefill; });
+    layout.per_query = !std::all_of(f.rows.begin(), f.rows.end(), [&](const Measurement& m) {
+      return m.op == MeasuredOp::dsa_module_prefill && set.label(m.variant).rfind("dsv4_", 0) != 0;
+    });
     double flops_lo = 1e300, flops_hi = 0, bytes_lo = 1e300, bytes_hi = 0;
     for (const FittedCall& call : f.ops) {
       const models::Operator& op = call.op;

@@ -82,12 +82,15 @@ for ((i = 0; i < ${#pairs[@]}; i += 2)); do
     found=$(find "$data/sparse_attention/$engine" -name "$file" 2>/dev/null | sort -V | tail -1)
     [ -n "$found" ] && tables+=("$found")
   done
-  # TensorRT-LLM times its sparse kernel only inside the DSA attention block (Hopper): the block,
-  # its other operators costed as fitted, fits the kernel (calibrate/README.md). SGLang's and
-  # vLLM's kernel tables above are the better evidence for theirs.
+  # TensorRT-LLM times its sparse kernels only inside the attention blocks (DSA on Hopper,
+  # DeepSeek-V4's CSA and HCA on Blackwell): the blocks, their other operators costed as fitted,
+  # fit the kernel (calibrate/README.md). SGLang's and vLLM's kernel tables above are the better
+  # evidence for theirs.
   if [ "$engine" = trtllm ]; then
-    found=$(find "$data/sparse_attention/$engine" -name dsa_context_module_perf.csv.gz 2>/dev/null | sort -V | tail -1)
-    [ -n "$found" ] && tables+=("$found")
+    for file in dsa_context_module_perf.csv.gz dsv4_csa_context_module_perf.csv.gz dsv4_hca_context_module_perf.csv.gz; do
+      found=$(find "$data/sparse_attention/$engine" -name "$file" 2>/dev/null | sort -V | tail -1)
+      [ -n "$found" ] && tables+=("$found")
+    done
   fi
   # DeepSeek-V4's mHC kernels (models::Efficiency::mhc).
   found=$(find "$data/mhc/$engine" -name mhc_module_perf.csv.gz 2>/dev/null | sort -V | tail -1)

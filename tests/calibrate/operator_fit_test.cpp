@@ -495,6 +495,51 @@ TEST_CASE("Operator fit: a DSA block's rows fit its sparse kernel, the block's o
   CHECK(e.attention_sparse_overhead.to_seconds() == approx(60e-6).epsilon(0.25));
 }
 
+TEST_CASE("Operator fit: DeepSeek-V4's CSA and HCA blocks map to their layers' sparse kernels") {
+  // TensorRT-LLM's dsv4_*_context_module rows: num_heads per chip and tp_size name the model
+  // (16 x 8 = 128 heads: V4-Pro); a CSA block's kernel is the full (CSA) operator with the
+  // indexer in the block, an HCA block's the window (HCA) operator without it.
+  const models::ChipSpec chip = *models::chip_preset("b200");
+  MeasurementSet set;
+  auto row = [&](const char* op_name, std::int64_t heads, std::int64_t tp) {
+    Measurement r;
+    r.op = MeasuredOp::dsa_module_prefill;
+    r.format = Format::bf16;
+    r.kv_format = Format::fp8;
+    r.weight_format = Format::fp8_block;
+    r.variant = set.intern(op_name);
+    for (const auto& [d, v] : {std::pair{Dim::heads, heads},
+                               {Dim::batch, std::int64_t{1}},
+                               {Dim::tokens, std::int64_t{8192}},
+                               {Dim::tp, tp}}) {
+      r.shape.set(d, v);
+    }
+    return r;
+  };
+  std::string why;
+  const auto csa = simulator_operator(row("dsv4_csa_context_module", 16, 8), "dsv4_csa_context_module", chip, why);
+  const auto hca = simulator_operator(row("dsv4_hca_context_module", 16, 8), "dsv4_hca_context_module", chip, why);
+  REQUIRE(csa.has_value());
+  REQUIRE(hca.has_value());
+  const models::ModelSpec pro = *models::model_preset("deepseek-v4-pro");
+  models::BatchShape b;
+  models::add_chunk(b, pro, 0, 8192, true);
+  models::ParallelPlan plan;
+  plan.tp = 8;
+  const models::LayerBatchOps ops = models::layer_batch_ops(pro, plan, b);
+  CHECK(csa->op.flops == ops.prefill_full.flops);
+  CHECK(hca->op.flops == ops.prefill_window.flops);
+  auto has_indexer = [](const SimulatorOperator& o) {
+    return std::any_of(o.module.begin(), o.module.end(),
+                       [](const models::Operator& x) { return x.kind == models::OpKind::kIndexer; });
+  };
+  CHECK(has_indexer(*csa));
+  CHECK_FALSE(has_indexer(*hca));
+  // 12 heads x 8 = 96: no V4 preset has them.
+  CHECK_FALSE(simulator_operator(row("dsv4_csa_context_module", 12, 8), "dsv4_csa_context_module", chip, why));
+  CHECK(why.find("96 heads") != std::string::npos);
+}
+
 TEST_CASE("Operator fit: the mHC curve and overhead come back from noisy pre and post rows") {
   // AIConfigurator's mhc_module_perf shapes (both sites of a layer a row, 4 streams, h 4,096 and
   // 7,168): pre rows run two kernels a site, post rows one; timed by the roofline with a known mHC
