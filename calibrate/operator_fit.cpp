@@ -608,6 +608,15 @@ void add_label_cells(ErrorReport& errors, const FamilyRows& f, const std::vector
   }
 }
 
+// Seconds `cm` gives a measured module's other operators (SimulatorOperator::module).
+double module_seconds(const std::vector<models::Operator>& module, const models::CostModel& cm) {
+  double s = 0;
+  for (const models::Operator& op : module) {
+    if (op.kernels > 0 && (op.flops > 0 || op.bytes > 0)) s += cm.seconds(op);
+  }
+  return s;
+}
+
 // Fits the family on (rows, ops) from `chip`; returns the fitted chip.
 models::ChipSpec fit_family(const models::ChipSpec& chip, const EfficiencyTarget::Layout& layout,
                             std::span<const Measurement> rows, std::span<const FittedCall> ops, std::size_t max_rows,
@@ -1057,11 +1066,8 @@ ErrorReport predict_measurements(const MeasurementSet& set, const models::ChipSp
     if (!op || op->op.kernels <= 0 || !(op->op.flops > 0 || op->op.bytes > 0)) continue;
     all.rows.push_back(m);
     all.labels.push_back(format_label(m, set));
-    double seconds = cost_model.seconds(op->op) + (op->extra.kernels > 0 ? cost_model.seconds(op->extra) : 0.0);
-    for (const models::Operator& part : op->module) {
-      if (part.kernels > 0 && (part.flops > 0 || part.bytes > 0)) seconds += cost_model.seconds(part);
-    }
-    predicted.push_back(seconds);
+    predicted.push_back(cost_model.seconds(op->op) + (op->extra.kernels > 0 ? cost_model.seconds(op->extra) : 0.0) +
+                        module_seconds(op->module, cost_model));
   }
   std::vector<std::size_t> every(all.rows.size());
   std::iota(every.begin(), every.end(), std::size_t{0});
@@ -1107,11 +1113,7 @@ OperatorFitResult fit_operators(const MeasurementSet& set, const models::ChipSpe
     FamilyRows& f = it->second;
     // Modules: their other operators as the families fitted so far cost them (roofline).
     const models::RooflineCostModel fitted_so_far(result.chip);
-    for (std::size_t i = 0; i < f.ops.size(); ++i) {
-      for (const models::Operator& op : f.module[i]) {
-        if (op.kernels > 0 && (op.flops > 0 || op.bytes > 0)) f.ops[i].fixed_s += fitted_so_far.seconds(op);
-      }
-    }
+    for (std::size_t i = 0; i < f.ops.size(); ++i) f.ops[i].fixed_s += module_seconds(f.module[i], fitted_so_far);
     // The layout: a curve per field over the decades the operators span; GEMMs add an entry per
     // quantised weight format present (models::Efficiency::GemmFormat: fp8 and block fp8 run at
     // one rate through different kernels and quantisation passes).

@@ -699,7 +699,7 @@ LayerBatchOps layer_batch_ops(const ModelSpec& m, const ParallelPlan& p, const B
   const double chunks = static_cast<double>(b.prefill_chunks) / ranks;
   // A DSA (MLA) model's chunks that the engine runs densely (EnginePaths::dsa_dense_prefill), as
   // sums over the instance: the sparse kernel and the indexer take the other chunks.
-  const bool dense_short = paths.dsa_dense_prefill && m.dsa.enabled() && m.attention == AttentionKind::kMla;
+  const bool dense_short = dense_short_chunks(m, paths);
   const double short_tokens = dense_short ? b.prefill_tokens_short : 0.0;
   const double short_pairs = dense_short ? b.prefill_pairs_short : 0.0;
   const double short_kv = dense_short ? b.prefill_kv_short : 0.0;
@@ -1108,11 +1108,8 @@ StageOperators stage_operators(const ModelSpec& m, const ParallelPlan& p, const 
   add(t.moe_elementwise, c.moe);
   add(t.dequant_moe, c.moe);
   const bool prefill = b.prefill_tokens > 0, decode = b.decode_seqs > 0;
-  // A DSA model whose engine runs the short chunks densely launches the sparse kernels (attention,
-  // indexer, absorption) only for the others, the dense ones only for the short ones.
-  const bool dense_short = paths.dsa_dense_prefill && m.dsa.enabled() && m.attention == AttentionKind::kMla;
-  const bool sparse_prefill = prefill && !(dense_short && b.prefill_tokens_short >= b.prefill_tokens);
-  const bool dense_prefill = dense_short && b.prefill_tokens_short > 0;
+  const PrefillLaunch launch = prefill_launch(dense_short_chunks(m, paths), b);
+  const bool sparse_prefill = launch.sparse, dense_prefill = launch.dense;
   // A DSA model's dense-attention layers run the window operators (layer_batch_ops).
   const int full = c.full() - c.dense_attention, window = c.window + c.dense_attention;
   if (prefill) {

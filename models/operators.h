@@ -325,6 +325,21 @@ LayerTokenOps layer_token_ops(const ModelSpec& m, const ParallelPlan& p, const M
 struct EnginePaths {
   bool dsa_dense_prefill = false;
 };
+// Whether a model's short DSA chunks run densely on an engine with these paths (DSA MLA models).
+inline bool dense_short_chunks(const ModelSpec& m, const EnginePaths& paths) {
+  return paths.dsa_dense_prefill && m.dsa.enabled() && m.attention == AttentionKind::kMla;
+}
+// Which prefill paths a batch launches: the sparse kernels (attention, indexer, absorption) for
+// the chunks that do not run densely, the dense ones for those that do (`dense_short`:
+// dense_short_chunks).
+struct PrefillLaunch {
+  bool sparse = false, dense = false;
+};
+inline PrefillLaunch prefill_launch(bool dense_short, const BatchShape& b) {
+  const bool prefill = b.prefill_tokens > 0;
+  return {prefill && !(dense_short && b.prefill_tokens_short >= b.prefill_tokens),
+          dense_short && b.prefill_tokens_short > 0};
+}
 
 // Batch operators of one layer, per chip. Gated: prefill ones launch only with prefill tokens,
 // decode ones only with decodes.

@@ -169,7 +169,7 @@ IterationCostModel::IterationCostModel(const models::ModelSpec& model, const mod
   }
   using models::BatchShape;
   paths_.dsa_dense_prefill = chip.efficiency.dsa_dense_prefill;
-  dsa_dense_ = paths_.dsa_dense_prefill && model.dsa.enabled() && model.attention == models::AttentionKind::kMla;
+  dsa_dense_ = models::dense_short_chunks(model, paths_);
   auto ops = [&](const BatchShape& b) { return models::layer_batch_ops(model, plan, b, paths_); };
   prefill_full_ = affine([&](const BatchShape& b) { return ops(b).prefill_full; });
   if (dsa_dense_) prefill_dense_ = affine([&](const BatchShape& b) { return ops(b).prefill_dense; });
@@ -469,8 +469,8 @@ void IterationCostModel::cost(const models::BatchShape& b, std::int64_t sequence
   // A DSA model whose engine runs the short chunks densely (models::EnginePaths): the sparse
   // kernels (attention, indexer, absorption) launch for the other chunks, the dense ones
   // (attention, up-projection) for the short ones.
-  const bool dense_prefill = dsa_dense_ && b.prefill_tokens_short > 0;
-  const bool sparse_prefill = prefill && !(dsa_dense_ && b.prefill_tokens_short >= b.prefill_tokens);
+  const models::PrefillLaunch launch = models::prefill_launch(dsa_dense_, b);
+  const bool sparse_prefill = launch.sparse, dense_prefill = launch.dense;
   const std::int64_t attn_prefill_full =
       (sparse_prefill ? run(prefill_full_) : 0) + (dense_prefill ? run(prefill_dense_) : 0);
   const std::int64_t attn_decode_full = decode ? run_decode(decode_full_) : 0;
