@@ -79,6 +79,11 @@ const std::vector<TableSpec>& specs() {
        "kv_cache_dtype", "gemm_type", "model", "model"},
       {"dsv4_hca_attn_module", O::sparse_attention_prefill, sparse_attention("local_num_heads"), "mla_dtype",
        "kv_cache_dtype", "gemm_type", "model", "model"},
+      // The DSA indexer's scoring kernel alone: SGLang's GLM-5 collector times DeepGEMM's
+      // fp8_mqa_logits over a ragged batch (glm5_mqa_logits_module: num_heads is the model's
+      // attention heads, the index heads and dim are the model's; step cached before isl).
+      {"glm5_mqa_logits_module", O::indexer_prefill, sparse_attention("num_heads"), "mla_dtype", "kv_cache_dtype",
+       "gemm_type", "model", "model"},
       // DeepSeek-V4's mHC kernels (mhc_module_perf: op_name pre or post, both sites of a layer).
       {"pre", O::mhc, mhc, "", "", "", "", "", true},
       {"post", O::mhc, mhc, "", "", "", "", "", true},

@@ -99,6 +99,7 @@ std::string_view family_name(OperatorFamily f) {
     case OperatorFamily::elementwise: return "elementwise";
     case OperatorFamily::sparse_attention: return "sparse_attention";
     case OperatorFamily::mhc: return "mhc";
+    case OperatorFamily::indexer: return "indexer";
   }
   return "?";
 }
@@ -248,6 +249,27 @@ std::optional<SimulatorOperator> simulator_operator(const Measurement& m, std::s
       SimulatorOperator out{ops.prefill_full, OperatorFamily::sparse_attention};
       out.module = {t.qkv, t.out, t.dequant_attention, ops.indexer_prefill, ops.decode_absorb};
       return out;
+    }
+    case MeasuredOp::indexer_prefill: {
+      // The model's own prefill indexer operator (models::layer_batch_ops, indexer_prefill) for
+      // `batch` chunks of `tokens` new tokens after `prefix` cached ones: GLM-5's index heads and
+      // dim (32 x 128), whatever the attention heads of the row.
+      const std::string name(variant);
+      if (name.find("GLM-5") == std::string::npos) {
+        why = "indexer of model '" + name + "' has no preset here";
+        return std::nullopt;
+      }
+      const std::optional<models::ModelSpec> model = models::model_preset("glm-5");
+      if (!model) {
+        why = "preset missing";
+        return std::nullopt;
+      }
+      models::BatchShape b;
+      for (std::int64_t i = 0; i < s.get(Dim::batch, 1); ++i) {
+        models::add_chunk(b, *model, s.get(Dim::prefix, 0), s.get(Dim::tokens), true);
+      }
+      return SimulatorOperator{models::layer_batch_ops(*model, models::ParallelPlan{}, b).indexer_prefill,
+                               OperatorFamily::indexer};
     }
     case MeasuredOp::mhc: {
       // One call over every site (AIConfigurator's collectors fold both of a layer's sites into
@@ -411,6 +433,13 @@ FamilyFields fields_of(OperatorFamily f) {
       x.curve_on_flops = {false};
       x.overhead = &E::mhc_overhead;
       x.overhead_key = "mhc_overhead";
+      break;
+    case OperatorFamily::indexer:
+      // Its memory side is the attention family's decode curve, fitted before it.
+      x.curves = {{&E::indexer, "indexer"}};
+      x.curve_on_flops = {true};
+      x.overhead = &E::indexer_overhead;
+      x.overhead_key = "indexer_overhead";
       break;
   }
   return x;
@@ -1106,8 +1135,10 @@ OperatorFitResult fit_operators(const MeasurementSet& set, const models::ChipSpe
   result.errors.held_out = std::to_string(options.folds) + " folds of whole shapes (shape_key_dims per kind), seed " +
                            std::to_string(options.seed);
 
-  for (OperatorFamily family : {OperatorFamily::gemm, OperatorFamily::moe, OperatorFamily::attention,
-                                OperatorFamily::sparse_attention, OperatorFamily::mhc, OperatorFamily::elementwise}) {
+  // The indexer before sparse attention: DSA blocks cost their indexer with its fit.
+  for (OperatorFamily family :
+       {OperatorFamily::gemm, OperatorFamily::moe, OperatorFamily::attention, OperatorFamily::indexer,
+        OperatorFamily::sparse_attention, OperatorFamily::mhc, OperatorFamily::elementwise}) {
     auto it = families.find(family);
     if (it == families.end()) continue;
     FamilyRows& f = it->second;

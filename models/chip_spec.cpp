@@ -240,10 +240,15 @@ std::vector<ChipSpec> build_presets() {
   }
   // SMs per chip. [P] NVIDIA A100 Tensor Core GPU Architecture whitepaper (2020): 108 SMs on
   // A100; [P] NVIDIA H100 Tensor Core GPU Architecture whitepaper (2022): 132 SMs on H100 SXM5;
-  // H200 and H800 are the same GH100 configuration (132). Others unknown (0).
+  // H200 and H800 are the same GH100 configuration (132). [S] Chips and Cheese, "Nvidia's B200:
+  // Keeping the CUDA Juggernaut Rolling" (2025): 74 of each die's 80 SMs enabled, 148 on B200;
+  // GB200 pairs the same GPU with Grace. [P] NVIDIA technical blog "Inside NVIDIA Blackwell Ultra"
+  // (Hot Chips 2025): 160 SMs on Blackwell Ultra (B300, GB300). Others unknown (0).
   for (ChipSpec& c : p) {
     if (c.name == "a100-80g") c.sms = 108;
     if (c.name == "h100-sxm" || c.name == "h200-sxm" || c.name == "h800-sxm") c.sms = 132;
+    if (c.name == "b200" || c.name == "gb200") c.sms = 148;
+    if (c.name == "b300" || c.name == "gb300") c.sms = 160;
   }
   // The H800 SXM is the H100 SXM's die with its NVLink cut ([P] DeepEP README, [S] OEM page:
   // tensor-core rates, SMs and 80 GB of HBM3 at 3.35 TB/s as H100; NVLink 400 GB/s, ~160 GB/s

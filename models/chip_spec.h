@@ -68,6 +68,12 @@ struct Efficiency {
   // steps); without knots the elementwise curve and overhead apply.
   EfficiencyCurve mhc;
   Duration mhc_overhead;
+  // The DSA indexer's scoring kernel (OpKind::kIndexer: DeepGEMM's fp8_mqa_logits, which every
+  // engine here runs), where a calibration measured it: of the fp8 peak FLOP/s (no format
+  // factor) over FLOPs per kernel, and its fixed time per kernel; without knots the
+  // attention_prefill curve (times format_compute) and attention_overhead apply.
+  EfficiencyCurve indexer;
+  Duration indexer_overhead;
   EfficiencyCurve elementwise;    // norms, residual adds, rotary, activation: of HBM bandwidth
   Duration elementwise_overhead;  // per elementwise kernel
   // Routed-expert grouped GEMMs (and the router) of MoE layers, where a calibration measured them

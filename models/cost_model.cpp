@@ -65,6 +65,15 @@ double padded_gemm_flops(const Operator& op, const Efficiency::GemmTiling& t, in
   return work > 0 ? op.flops * padded / work : op.flops;
 }
 
+double query_wave_factor(const Operator& op, int sms) {
+  // DeepGEMM's fp8_mqa_logits (csrc/jit_kernels/impls/smxx_fp8_mqa_logits.hpp): block_qh = 128
+  // query-heads a block, a grid of get_num_sms() blocks.
+  constexpr double kQueryHeadsPerBlock = 128;
+  if (!op.query_blocks || sms <= 0 || !(op.m > 0) || !(op.n > 0)) return 1.0;
+  const double blocks = std::ceil(op.m * op.n / kQueryHeadsPerBlock);
+  return std::ceil(blocks / sms) * sms / blocks;
+}
+
 MoeExpertsWork moe_experts_work(const Operator& op) {
   MoeExpertsWork w;
   w.active = std::max(op.batch, 1.0);
@@ -116,11 +125,23 @@ RooflineCostModel::RooflineCostModel(const ChipSpec& chip) {
         }
         break;
       case OpKind::kAttentionPrefill:
-      case OpKind::kIndexer:
         compute = &e.attention_prefill;
         memory = &e.attention_decode;
         overhead = e.attention_overhead;
-        format_scaled = static_cast<OpKind>(k) == OpKind::kIndexer;
+        format_scaled = false;
+        break;
+      case OpKind::kIndexer:
+        // Its own fitted curve of the fp8 peak where the chip has one, else prefill attention's
+        // at the fp8 format factor.
+        memory = &e.attention_decode;
+        if (!e.indexer.knots.empty()) {
+          compute = &e.indexer;
+          overhead = e.indexer_overhead;
+          format_scaled = false;
+        } else {
+          compute = &e.attention_prefill;
+          overhead = e.attention_overhead;
+        }
         break;
       case OpKind::kAttentionDecode:
         memory = &e.attention_decode;
@@ -178,6 +199,10 @@ RooflineCostModel::RooflineCostModel(const ChipSpec& chip) {
       r.tiling = e.gemm_tiling;
       r.sms = chip.sms;
     }
+    if (static_cast<OpKind>(k) == OpKind::kIndexer && chip.sms > 0) {
+      r.waves = true;
+      r.sms = chip.sms;
+    }
     r.bandwidth = chip.hbm_bandwidth.bytes_per_s;
     r.s_per_byte = 1.0 / (chip.hbm_bandwidth.bytes_per_s * memory->first());
     r.overhead_s = overhead.to_seconds();
@@ -221,7 +246,9 @@ const RooflineCostModel::Rates& RooflineCostModel::rates_of(const Operator& op) 
 double RooflineCostModel::compute_seconds(const Operator& op) const {
   const Rates& r = rates_of(op);
   const auto rate = static_cast<std::size_t>(op.rate);
-  const double flops = r.padded ? padded_gemm_flops(op, r.tiling, r.sms) : op.flops;
+  const double flops = r.padded  ? padded_gemm_flops(op, r.tiling, r.sms)
+                       : r.waves ? op.flops * query_wave_factor(op, r.sms)
+                                 : op.flops;
   // A quantised-activation GEMM format with its own factor: relative to the bf16 curve at the
   // rate's raw peak (peak_flops and s_per_flop carry format_compute[rate]).
   double scale = 1;
@@ -261,7 +288,7 @@ double RooflineCostModel::seconds(const Operator& op) const {
       }
     }
   }
-  if (r.compute_constant && r.memory_constant && !r.padded && !r.grouped && !(op.quant_elements > 0)) {
+  if (r.compute_constant && r.memory_constant && !r.padded && !r.waves && !r.grouped && !(op.quant_elements > 0)) {
     // the common case, kept short: it runs per iteration
     return op.kernels * r.overhead_s +
            std::max(op.flops * r.s_per_flop[static_cast<std::size_t>(op.rate)], op.bytes * r.s_per_byte);
@@ -272,7 +299,7 @@ double RooflineCostModel::seconds(const Operator& op) const {
 std::optional<CostModel::LinearForm> RooflineCostModel::linear_form(OpKind kind, ComputeRate rate) const {
   const Rates& r = rates_[static_cast<std::size_t>(kind)];
   if (!r.chip_operator) return LinearForm{};  // costs nothing here
-  if (!r.compute_constant || !r.memory_constant || r.padded || r.grouped) return std::nullopt;
+  if (!r.compute_constant || !r.memory_constant || r.padded || r.waves || r.grouped) return std::nullopt;
   // Sparse prefill kernels and mHC kernels of these kinds take other rates (and a time per query).
   if ((kind == OpKind::kAttentionPrefill && sparse_) || (kind == OpKind::kElementwise && mhc_)) return std::nullopt;
   // Quantised GEMM formats add a pass the (kind, rate) form cannot tell apart.

@@ -63,6 +63,11 @@ namespace servesim::models {
 // k. Returns op.flops when t.tile is 0 or the operator has no (m, n, k).
 double padded_gemm_flops(const Operator& op, const Efficiency::GemmTiling& t, int sms);
 
+// An Operator::query_blocks kernel's FLOPs over its useful ones: its ceil(m n / 128) blocks run
+// in ceil(blocks / sms) whole waves over the chip's SMs, ceil(blocks / sms) sms / blocks (1
+// where the SMs are unknown, sms 0, or the operator scores no queries).
+double query_wave_factor(const Operator& op, int sms);
+
 // Seconds of a routed-experts operator (kind kMoeExperts with kv_bytes, tokens and padded_m set,
 // models::layer_token_ops) under one format's grouped-GEMM model e:
 //   overhead + max(F / (peak[rate] x e.compute(F / A)), W / (HBM x e.memory(W / A)))
@@ -166,6 +171,7 @@ class RooflineCostModel final : public CostModel {
     double s_per_byte = 0, bandwidth = 0, overhead_s = 0;
     bool chip_operator = false;
     bool padded = false;   // GEMM kinds under tile quantisation (padded_gemm_flops)
+    bool waves = false;    // kIndexer on a chip with known SMs (query_wave_factor)
     bool grouped = false;  // kMoeExperts on a chip with Efficiency::moe_experts (moe_ below)
     Efficiency::GemmTiling tiling;
     int sms = 0;

@@ -67,11 +67,14 @@ void add_chunk(BatchShape& b, const ModelSpec& m, std::int64_t cached, std::int6
     const std::int64_t k = m.topk_cap();
     b.prefill_pairs_topk += c * static_cast<double>(std::min(kv, k));
     b.prefill_kv_topk += static_cast<double>(std::min(kv, k + new_tokens));
+    const double causal = c * static_cast<double>(cached) + c * (c + 1) / 2;
+    b.prefill_pairs_causal += causal;
     if (kv <= k) {
       b.prefill_tokens_short += c;
       b.prefill_pairs_short += c * static_cast<double>(kv);
       b.prefill_kv_short += static_cast<double>(kv);
       b.prefill_chunks_short += 1;
+      b.prefill_pairs_causal_short += causal;
     }
   }
   if (samples) b.logits += 1;
@@ -721,27 +724,34 @@ LayerBatchOps layer_batch_ops(const ModelSpec& m, const ParallelPlan& p, const B
   };
 
   // Indexer: every query scores every cached token (compressed attention: every CSA entry,
-  // `per_token` of a token each) with index_heads x index_dim fp8 products (2 FLOPs each) and reads
-  // the cached index keys (index_bytes_per_token_layer: per token).
+  // `per_token` of a token each) with index_heads x index_dim fp8 products (2 FLOPs each), reads
+  // the cached index keys (index_bytes_per_token_layer: per token) and writes one fp32 logit per
+  // scored pair (DeepGEMM's fp8_mqa_logits / fp8_paged_mqa_logits, which the top-k selection
+  // then reads).
   auto add_indexer = [&](double per_token) {
     const double ih = m.dsa.index_heads, id = m.dsa.index_dim;
     const double ib = m.index_bytes_per_token_layer();
+    constexpr double kLogitBytes = 4;
     Operator ip;
     ip.kind = OpKind::kIndexer;
     ip.rate = ComputeRate::kFp8;
     const double q = prefill_q - short_tokens / ranks;
-    ip.flops = 2.0 * ih * id * ((b.prefill_pairs - short_pairs) * per_token) / ranks;
-    ip.bytes = (static_cast<double>(b.prefill_kv_tokens) - short_kv) / ranks * ib + q * ih * id;
+    const double short_causal = dense_short ? b.prefill_pairs_causal_short : 0.0;
+    const double scored = (b.prefill_pairs_causal - short_causal) * per_token / ranks;
+    ip.flops = 2.0 * ih * id * scored;
+    ip.bytes = (static_cast<double>(b.prefill_kv_tokens) - short_kv) / ranks * ib + q * ih * id + kLogitBytes * scored;
     ip.m = q;
+    ip.query_blocks = true;
     ip.batch = chunks - short_chunks / ranks;
     ip.context = (static_cast<double>(b.prefill_kv_tokens) - short_kv) * per_token / ranks;
     ip.n = ih;
     ip.k = id;
     o.indexer_prefill = ip;
     Operator idec = ip;
+    idec.query_blocks = false;  // the paged kernel splits each sequence's keys over the SMs
     const double dkv = static_cast<double>(b.decode_kv_tokens) * per_token / ranks;
     idec.flops = 2.0 * ih * id * dkv;
-    idec.bytes = static_cast<double>(b.decode_kv_tokens) / ranks * ib + decode_q * ih * id;
+    idec.bytes = static_cast<double>(b.decode_kv_tokens) / ranks * ib + decode_q * ih * id + kLogitBytes * dkv;
     idec.m = decode_q;
     idec.batch = decode_q;
     idec.context = dkv;

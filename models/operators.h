@@ -90,9 +90,13 @@ struct BatchShape {
   double prefill_pairs_short = 0;
   double prefill_kv_short = 0;
   double prefill_chunks_short = 0;
+  // DSA: the q-k pairs under the causal mask, c p + c (c + 1) / 2 a chunk (the indexer's scoring
+  // kernel skips the masked ones), of all chunks and of the short ones.
+  double prefill_pairs_causal = 0;
+  double prefill_pairs_causal_short = 0;
 };
 // BatchShape as a vector of numbers, for deriving affine coefficients (iteration_cost).
-constexpr int kBatchFields = 18;
+constexpr int kBatchFields = 20;
 inline constexpr double BatchShape::*kBatchFieldMembers[kBatchFields] = {&BatchShape::tokens,
                                                                          &BatchShape::logits,
                                                                          &BatchShape::decode_seqs,
@@ -110,7 +114,9 @@ inline constexpr double BatchShape::*kBatchFieldMembers[kBatchFields] = {&BatchS
                                                                          &BatchShape::prefill_tokens_short,
                                                                          &BatchShape::prefill_pairs_short,
                                                                          &BatchShape::prefill_kv_short,
-                                                                         &BatchShape::prefill_chunks_short};
+                                                                         &BatchShape::prefill_chunks_short,
+                                                                         &BatchShape::prefill_pairs_causal,
+                                                                         &BatchShape::prefill_pairs_causal_short};
 inline double batch_field(const BatchShape& b, int i) { return b.*kBatchFieldMembers[i]; }
 inline void set_batch_field(BatchShape& b, int i, double v) { b.*kBatchFieldMembers[i] = v; }
 // Adds one chunk / one decode to the sums (tests and tools; the simulator keeps them in aggregate).
@@ -142,6 +148,10 @@ struct Operator {
   // DeepSeek-V4's manifold-constrained hyper-connections (LayerTokenOps::mhc): costed by
   // Efficiency::mhc where a profile has it.
   bool mhc = false;
+  // The DSA indexer's ragged prefill scoring kernel (DeepGEMM's fp8_mqa_logits: blocks of 128
+  // query-heads, i.e. 128 / n of the m queries, on a persistent grid of one block per SM): its
+  // FLOPs run in whole waves of blocks over the chip's SMs (models::query_wave_factor).
+  bool query_blocks = false;
   // Gated DeltaNet's recurrent core (chunked in prefill, one step per token in decode), costed as
   // the layer's attention: m = tokens, batch = sequences, n = value heads per chip, kv_heads = key
   // heads per chip, k = key dim; measured tables of it match only it (calibrate/linear_table.h).

@@ -82,6 +82,13 @@ for ((i = 0; i < ${#pairs[@]}; i += 2)); do
     found=$(find "$data/sparse_attention/$engine" -name "$file" 2>/dev/null | sort -V | tail -1)
     [ -n "$found" ] && tables+=("$found")
   done
+  # The DSA indexer's scoring kernel, DeepGEMM's fp8_mqa_logits, which SGLang, vLLM and
+  # TensorRT-LLM all call (tensorrt_llm/_torch/attention_backend/sparse/dsa.py imports it from
+  # tensorrt_llm.deep_gemm): SGLang's collector is the only one timing it alone, so every engine's
+  # profile of the chip fits models::Efficiency::indexer from SGLang's table. Before the blocks
+  # below, which cost their indexer with it.
+  found=$(find "$data/sparse_attention/sglang" -name glm5_mqa_logits_module_perf.csv.gz 2>/dev/null | sort -V | tail -1)
+  [ -n "$found" ] && tables+=("$found")
   # TensorRT-LLM times its sparse kernels only inside the attention blocks (DSA on Hopper,
   # DeepSeek-V4's CSA and HCA on Blackwell): the blocks, their other operators costed as fitted,
   # fit the kernel (calibrate/README.md). SGLang's and vLLM's kernel tables above are the better

@@ -146,6 +146,10 @@ std::vector<std::pair<std::string, std::string>> efficiency_yaml(const models::E
       out.emplace_back(k, curve_yaml(e.mhc));
     else if (k == "mhc_overhead")
       out.emplace_back(k, duration_yaml(e.mhc_overhead));
+    else if (k == "indexer")
+      out.emplace_back(k, curve_yaml(e.indexer));
+    else if (k == "indexer_overhead")
+      out.emplace_back(k, duration_yaml(e.indexer_overhead));
     else if (k == "dsa_dense_prefill" && e.dsa_dense_prefill)
       out.emplace_back(k, "true");
     else if (k == "elementwise")
@@ -529,7 +533,7 @@ models::Efficiency transfer_efficiency(const models::Efficiency& from, const mod
     e.*member = Duration::seconds((e.*member).to_seconds() * bandwidth);
   for (auto& m : e.moe_experts) m.overhead = Duration::seconds(m.overhead.to_seconds() * bandwidth);
   for (auto& g : e.gemm_formats) g.overhead = Duration::seconds(g.overhead.to_seconds() * bandwidth);
-  for (auto* d : {&e.attention_sparse_overhead, &e.attention_sparse_query, &e.mhc_overhead})
+  for (auto* d : {&e.attention_sparse_overhead, &e.attention_sparse_query, &e.mhc_overhead, &e.indexer_overhead})
     *d = Duration::seconds(d->to_seconds() * bandwidth);
   if (rule == TransferRule::bandwidth) return e;
   // time-scaled: a kernel that takes as long at the target's peak as it did at the source's
@@ -537,7 +541,9 @@ models::Efficiency transfer_efficiency(const models::Efficiency& from, const mod
   // bf16 peaks' ratio), memory curves over bytes per kernel (by the HBM bandwidths').
   const double compute = target.bf16_flops.flop_per_s / source.bf16_flops.flop_per_s;
   const double memory = 1.0 / bandwidth;
-  for (auto* c : {&e.gemm_compute, &e.moe_compute, &e.attention_prefill, &e.attention_sparse}) scale_sizes(*c, compute);
+  for (auto* c : {&e.gemm_compute, &e.moe_compute, &e.attention_prefill, &e.attention_sparse, &e.indexer}) {
+    scale_sizes(*c, compute);
+  }
   for (auto* c : {&e.gemm_memory, &e.moe_memory, &e.attention_decode, &e.elementwise, &e.mhc}) scale_sizes(*c, memory);
   for (auto& m : e.moe_experts) {
     scale_sizes(m.compute, compute);

@@ -207,11 +207,14 @@ models::BatchShape Lane::shape(const Batch& batch) const {
     if (top_k > 0) {
       b.prefill_pairs_topk += n * static_cast<double>(std::min(kv, top_k));
       b.prefill_kv_topk += static_cast<double>(std::min<std::int64_t>(kv, top_k + c.tokens));
+      const double causal = n * p + n * (n + 1) / 2;
+      b.prefill_pairs_causal += causal;
       if (kv <= top_k) {
         b.prefill_tokens_short += n;
         b.prefill_pairs_short += n * static_cast<double>(kv);
         b.prefill_kv_short += static_cast<double>(kv);
         b.prefill_chunks_short += 1;
+        b.prefill_pairs_causal_short += causal;
       }
     }
     if (s.prefilled + c.tokens == s.prefill_target) ++logits;

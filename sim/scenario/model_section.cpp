@@ -372,6 +372,16 @@ std::optional<models::Efficiency> read_efficiency(MapReader& chip, const models:
       ok = false;
   }
   if (m.has("mhc_overhead") || !e.mhc.knots.empty()) dur("mhc_overhead", d.mhc_overhead, e.mhc_overhead);
+  // The DSA indexer's scoring kernel: only where given (absent, prefill attention's curve applies).
+  if (m.has("indexer") || !d.indexer.knots.empty()) {
+    if (auto r = read_curve(m, "indexer", d.indexer))
+      e.indexer = *r;
+    else
+      ok = false;
+  }
+  if (m.has("indexer_overhead") || !e.indexer.knots.empty()) {
+    dur("indexer_overhead", d.indexer_overhead, e.indexer_overhead);
+  }
   // The engine's dense prefill of short DSA chunks: only where given or set by the profile.
   if (m.has("dsa_dense_prefill") || d.dsa_dense_prefill) {
     if (auto r = m.boolean("dsa_dense_prefill", d.dsa_dense_prefill))

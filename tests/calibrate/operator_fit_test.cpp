@@ -588,3 +588,53 @@ TEST_CASE("Operator fit: the mHC curve and overhead come back from noisy pre and
   CHECK_FALSE(simulator_operator(odd, "mix", truth, why).has_value());
   CHECK(why.find("neither pre nor post") != std::string::npos);
 }
+
+TEST_CASE("Operator fit: the indexer curve and overhead come back from noisy scoring-kernel rows") {
+  // SGLang's glm5_mqa_logits_module shape (GLM-5: 64 attention heads, 32 index heads of 128):
+  // batches of chunks after cached prefixes up to 128k tokens, timed by the roofline with a known
+  // indexer curve (0.45 of the fp8 peak) and overhead (4 us), 2% noise.
+  models::ChipSpec truth = *models::chip_preset("h200-sxm");
+  truth.efficiency.indexer = models::EfficiencyCurve(0.45);
+  truth.efficiency.indexer_overhead = Duration::microseconds(4);
+  const models::RooflineCostModel model(truth);
+  Rng rng(17, "operator_fit_test indexer");
+  MeasurementSet set;
+  const std::uint16_t glm5 = set.intern("zai-org/GLM-5");
+  for (std::int64_t batch : {1, 2, 4}) {
+    for (std::int64_t tokens = 4; tokens * batch <= 16384; tokens *= 4) {
+      for (std::int64_t prefix : {0, 16384, 131072}) {
+        Measurement r;
+        r.op = MeasuredOp::indexer_prefill;
+        r.format = Format::fp8;
+        r.kv_format = Format::fp8;
+        r.variant = glm5;
+        for (const auto& [d, v] : {std::pair{Dim::heads, std::int64_t{64}},
+                                   {Dim::batch, batch},
+                                   {Dim::tokens, tokens},
+                                   {Dim::prefix, prefix}}) {
+          r.shape.set(d, v);
+        }
+        std::string why;
+        const auto op = simulator_operator(r, set.label(glm5), truth, why);
+        REQUIRE_MESSAGE(op.has_value(), why);
+        CHECK(op->family == OperatorFamily::indexer);
+        CHECK(op->op.kind == models::OpKind::kIndexer);
+        // 32 index heads x 128 x 2 FLOPs over each chunk's causal pairs.
+        const double t = static_cast<double>(tokens), p = static_cast<double>(prefix);
+        CHECK(op->op.flops == approx(2.0 * 32 * 128 * static_cast<double>(batch) * (t * p + t * (t + 1) / 2)));
+        r.latency_s = model.seconds(op->op) * (1 + 0.02 * (2 * rng.uniform01() - 1));
+        set.add(r);
+      }
+    }
+  }
+  const OperatorFitResult fit = fit_operators(set, *models::chip_preset("h200-sxm"));
+  CHECK(fit.chip.efficiency.indexer.at(1e12) == approx(0.45).epsilon(0.05));
+  CHECK(fit.chip.efficiency.indexer_overhead.to_seconds() == approx(4e-6).epsilon(0.25));
+  for (const char* key : {"indexer", "indexer_overhead"}) {
+    CHECK(std::find(fit.fitted_keys.begin(), fit.fitted_keys.end(), key) != fit.fitted_keys.end());
+  }
+  // Another model's indexer is refused with its reason.
+  std::string why;
+  CHECK_FALSE(simulator_operator(set.rows().front(), "some/Other-Model", truth, why).has_value());
+  CHECK(why.find("has no preset here") != std::string::npos);
+}

@@ -67,6 +67,57 @@ TEST_CASE("Roofline: mHC kernels take their own memory curve and overhead where 
   CHECK(roofline.seconds(plain) == RooflineCostModel(*chip_preset("b200")).seconds(plain));
 }
 
+TEST_CASE("Roofline: the DSA indexer takes its own curve of the fp8 peak and overhead where given") {
+  ChipSpec chip = *chip_preset("h200-sxm");
+  chip.efficiency.attention_prefill = EfficiencyCurve(0.6);
+  chip.efficiency.attention_overhead = Duration::microseconds(3);
+  chip.efficiency.format_compute[static_cast<std::size_t>(ComputeRate::kFp8)] = 0.8;
+  // 1e12 fp8 FLOPs and 1 GB in one kernel: compute-bound on an H200.
+  const Operator op{OpKind::kIndexer, ComputeRate::kFp8, 1, 1e12, 1e9};
+  const double fp8 = chip.peak_flops(ComputeRate::kFp8);
+  // Without a curve: prefill attention's at the fp8 format factor, 3 us + 1e12 / (fp8 x 0.6 x 0.8).
+  CHECK(RooflineCostModel(chip).seconds(op) == approx(3e-6 + 1e12 / (fp8 * 0.6 * 0.8)));
+  chip.efficiency.indexer = EfficiencyCurve(0.45);
+  chip.efficiency.indexer_overhead = Duration::microseconds(7);
+  const RooflineCostModel roofline(chip);
+  // With one: 7 us + 1e12 / (fp8 x 0.45), no format factor; prefill attention keeps its own.
+  CHECK(roofline.seconds(op) == approx(7e-6 + 1e12 / (fp8 * 0.45)));
+  Operator attention = op;
+  attention.kind = OpKind::kAttentionPrefill;
+  attention.rate = ComputeRate::kBf16;
+  CHECK(roofline.seconds(attention) == approx(3e-6 + 1e12 / (chip.peak_flops(ComputeRate::kBf16) * 0.6)));
+}
+
+TEST_CASE("Roofline: the indexer's prefill scoring kernel runs its query blocks in whole waves over the SMs") {
+  // H200, 132 SMs; 32 index heads (GLM-5), so blocks of 128 / 32 = 4 queries.
+  ChipSpec chip = *chip_preset("h200-sxm");
+  REQUIRE(chip.sms == 132);
+  chip.efficiency.indexer = EfficiencyCurve(0.5);
+  chip.efficiency.indexer_overhead = Duration::zero();
+  Operator op{OpKind::kIndexer, ComputeRate::kFp8, 1, 1e10, 0};
+  op.n = 32;
+  op.query_blocks = true;
+  // 4 queries: one block, which one SM runs while 131 idle: 132x the FLOPs' time.
+  op.m = 4;
+  CHECK(query_wave_factor(op, chip.sms) == 132.0);
+  // 512 queries: 128 blocks, still one wave; 1,024: 256 blocks, two waves.
+  op.m = 512;
+  CHECK(query_wave_factor(op, chip.sms) == approx(132.0 / 128));
+  op.m = 1024;
+  CHECK(query_wave_factor(op, chip.sms) == approx(264.0 / 256));
+  // 16,384: 4,096 blocks in 32 waves of 132.
+  op.m = 16384;
+  CHECK(query_wave_factor(op, chip.sms) == approx(32.0 * 132 / 4096));
+  const RooflineCostModel roofline(chip);
+  CHECK(roofline.seconds(op) == approx(1e10 * (32.0 * 132 / 4096) / (chip.peak_flops(ComputeRate::kFp8) * 0.5)));
+  // The paged decode kernel (no query blocks) and a chip of unknown SMs: no waves.
+  Operator paged = op;
+  paged.query_blocks = false;
+  CHECK(query_wave_factor(paged, chip.sms) == 1.0);
+  CHECK(roofline.seconds(paged) == approx(1e10 / (chip.peak_flops(ComputeRate::kFp8) * 0.5)));
+  CHECK(query_wave_factor(op, 0) == 1.0);
+}
+
 TEST_CASE("Roofline: the MoE router runs the GEMM curves and overhead, the routed experts the MoE ones") {
   // H200 with MoE curves and a 10 us MoE overhead (a fused expert module's), and 2 us per GEMM
   // kernel: the router, a [1 x 7168] x [7168 x 256] bf16 GEMM, pays the GEMM one.

@@ -130,9 +130,10 @@ TEST_CASE("Operators: DSA attention stops growing with context; its indexer does
   CHECK(o.decode_full.flops == 35'651'584.0);
   CHECK(o.decode_full.bytes == 2'359'296.0 + 17'408.0);
   // The indexer scores all 100,000 cached tokens: 32 heads x 128 dims x 2 FLOPs each, reading
-  // 132 bytes of index key per token + the query's 32 x 128 fp8 values.
+  // 132 bytes of index key per token + the query's 32 x 128 fp8 values, and writing a 4-byte
+  // logit per token.
   CHECK(o.indexer_decode.flops == 819'200'000.0);
-  CHECK(o.indexer_decode.bytes == 13'200'000.0 + 4'096.0);
+  CHECK(o.indexer_decode.bytes == 13'200'000.0 + 4'096.0 + 400'000.0);
   CHECK(o.indexer_decode.rate == ComputeRate::kFp8);
   // A 10x longer context costs the sparse attention nothing more.
   BatchShape longer;
@@ -171,6 +172,32 @@ TEST_CASE("Operators: sparse prefill kernels run padded heads over the whole ind
   CHECK_FALSE(v.decode_full.sparse);
 }
 
+TEST_CASE("Operators: the DSA indexer scores the causal pairs and writes a logit for each") {
+  // GLM-5 (32 index heads of 128, top_k 2,048), one chip: a 1,000-token chunk after 3,000 cached
+  // and a 500-token prompt. Under the causal mask the first scores 1,000 x 3,000 + 1,000 x 1,001 /
+  // 2 pairs, the second 500 x 501 / 2 (DeepGEMM's fp8_mqa_logits skips the masked ones).
+  const ModelSpec m = *model_preset("glm-5");
+  BatchShape b;
+  add_chunk(b, m, 3000, 1000, true);
+  add_chunk(b, m, 0, 500, true);
+  const double causal = 1000.0 * 3000 + 1000.0 * 1001 / 2 + 500.0 * 501 / 2;
+  CHECK(b.prefill_pairs_causal == causal);
+  CHECK(b.prefill_pairs_causal_short == 500.0 * 501 / 2);  // the prompt's context fits in top_k
+  const LayerBatchOps o = layer_batch_ops(m, plan(1), b);
+  CHECK(o.indexer_prefill.flops == 2.0 * 32 * 128 * causal);
+  // The index keys of both chunks' contexts (4,000 and 500, 132 bytes each), the 1,500 queries'
+  // 32 x 128 fp8 values and a 4-byte fp32 logit per scored pair.
+  CHECK(o.indexer_prefill.bytes == 4500.0 * 132 + 1500.0 * 32 * 128 + 4 * causal);
+  // The prefill kernel runs in query blocks (models::query_wave_factor); the paged decode one not.
+  CHECK(o.indexer_prefill.query_blocks);
+  CHECK(o.indexer_prefill.m == 1500);
+  CHECK(o.indexer_prefill.n == 32);
+  CHECK_FALSE(o.indexer_decode.query_blocks);
+  // Where the engine runs the short prompt densely, only the first chunk is scored.
+  const LayerBatchOps dense = layer_batch_ops(m, plan(1), b, EnginePaths{true});
+  CHECK(dense.indexer_prefill.flops == 2.0 * 32 * 128 * (causal - 500.0 * 501 / 2));
+}
+
 TEST_CASE("Operators: an engine's dense path runs DSA chunks that fit in top_k as dense MLA, no indexer") {
   // DeepSeek-V3.2 (top_k 2,048; 64 index heads of 128) at TP 8: 16 heads per chip. Two chunks: a
   // 1,000-token prompt (fits in top_k) and a 4,096-token one (does not).
@@ -190,12 +217,13 @@ TEST_CASE("Operators: an engine's dense path runs DSA chunks that fit in top_k a
   CHECK(sparse.prefill_full.flops == 5096.0 * 2048 * 2 * 64 * (576 + 512));
   CHECK(sparse.prefill_dense.kernels == 0);
   CHECK(sparse.prefill_up_projection.kernels == 0);
-  // With it only the long chunk's do, and the indexer scores only its 4,096 x 4,096 pairs.
+  // With it only the long chunk's do, and the indexer scores only its 4,096 x 4,097 / 2 causal
+  // pairs (without it the short chunk's 1,000 x 1,001 / 2 too).
   CHECK(engine.prefill_full.flops == 4096.0 * 2048 * 2 * 64 * (576 + 512));
   CHECK(engine.prefill_full.m == 4096);
   CHECK(engine.prefill_full.batch == 1);
-  CHECK(engine.indexer_prefill.flops == 2.0 * 64 * 128 * 4096 * 4096);
-  CHECK(sparse.indexer_prefill.flops == 2.0 * 64 * 128 * (4096.0 * 4096 + 1000.0 * 1000));
+  CHECK(engine.indexer_prefill.flops == 2.0 * 64 * 128 * (4096.0 * 4097 / 2));
+  CHECK(sparse.indexer_prefill.flops == 2.0 * 64 * 128 * (4096.0 * 4097 / 2 + 1000.0 * 1001 / 2));
   // The short chunk: multi-head attention over its causal pairs, 2 x 16 x (192 + 128) FLOPs a
   // pair, after kv_b up-projects its 1,000 latents (512 -> 16 x (128 + 128)); its queries are not
   // absorbed (the absorbed W_UK / W_UV take the long chunk's 4,096).
@@ -286,9 +314,9 @@ TEST_CASE("Operators: MiniMax-M3's sparse layers attend to their top blocks, its
   CHECK(o.decode_full.kernels == 1);
   CHECK(o.decode_window.kernels == 1);
   // The indexer scores the 10,000 tokens with 4 heads x 128 (2 FLOPs each) and reads each one's
-  // index key (128 bf16 values), plus the query's 4 x 128.
+  // index key (128 bf16 values), plus the query's 4 x 128, and writes a 4-byte logit each.
   CHECK(o.indexer_decode.flops == 2.0 * 4 * 128 * 10'000);
-  CHECK(o.indexer_decode.bytes == 10'000.0 * 256 + 4 * 128);
+  CHECK(o.indexer_decode.bytes == 10'000.0 * 256 + 4 * 128 + 4 * 10'000.0);
   // Per stage: the indexer, its projections and the sparse kernel on 57 layers, the dense kernel on 3.
   const ParallelPlan p = plan(1);
   const MoeLoad load(m, p, MoeRouting{});
@@ -325,9 +353,9 @@ TEST_CASE("Operators: DeepSeek-V4's CSA layers attend to the window and the top 
   CHECK(o.decode_window.bytes == (128 + 100'000 / 128.0) * 512 + query);
   CHECK(o.decode_full.kv_heads == 0);  // no measured table describes these kernels
   // The indexer scores the 25,000 CSA entries with 64 heads x 128 and reads their fp4 keys (16
-  // bytes per token), plus the query's 64 x 128.
+  // bytes per token), plus the query's 64 x 128, and writes a 4-byte logit per entry.
   CHECK(o.indexer_decode.flops == 2.0 * 64 * 128 * 25'000);
-  CHECK(o.indexer_decode.bytes == 100'000.0 * 16 + 64 * 128);
+  CHECK(o.indexer_decode.bytes == 100'000.0 * 16 + 64 * 128 + 4 * 25'000.0);
   // Projections, one token, tp 1: an HCA layer from h 4096 -> q_lora 1024 + the entry 512 + the
   // compressor 2 x 512, and q_lora -> 64 x 512; a CSA layer adds the compressor's second window (2
   // x 512), the indexer's compressor (4 x 128) and weights (64) from h, and its queries 1024 -> 64 x
