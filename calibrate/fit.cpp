@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <type_traits>
+#include <utility>
 
 #include <Eigen/Dense>
 #include <unsupported/Eigen/NonLinearOptimization>
@@ -175,12 +177,17 @@ FitResult fit_target(const FitTarget& target, std::span<const Measurement> rows,
   }
   r.x.resize(np);
 
-  Eigen::NumericalDiff<Residuals> diff(r);
-  Eigen::LevenbergMarquardt<Eigen::NumericalDiff<Residuals>, double> lm(diff);
-  lm.parameters.maxfev = options.max_evaluations;
-  lm.parameters.ftol = options.tolerance;
-  lm.parameters.xtol = options.tolerance;
-  const auto status = lm.minimize(u);
+  auto minimize = [&](auto& diff) {
+    Eigen::LevenbergMarquardt<std::remove_reference_t<decltype(diff)>, double> lm(diff);
+    lm.parameters.maxfev = options.max_evaluations;
+    lm.parameters.ftol = options.tolerance;
+    lm.parameters.xtol = options.tolerance;
+    const auto s = lm.minimize(u);
+    return std::pair{s, static_cast<int>(lm.nfev)};
+  };
+  Eigen::NumericalDiff<Residuals> forward(r);
+  Eigen::NumericalDiff<Residuals, Eigen::Central> central(r);
+  const auto [status, evaluations] = options.central_differences ? minimize(central) : minimize(forward);
 
   FitResult result;
   r.to_model(u);
@@ -190,7 +197,7 @@ FitResult fit_target(const FitTarget& target, std::span<const Measurement> rows,
                      status == RelativeErrorAndReductionTooSmall || status == CosinusTooSmall ||
                      status == FtolTooSmall || status == XtolTooSmall || status == GtolTooSmall;
   result.status = status_text(status);
-  result.evaluations = static_cast<int>(lm.nfev);
+  result.evaluations = evaluations;
   std::vector<double> rel(rows.size());
   double sum_sq = 0;
   for (std::size_t i = 0; i < rows.size(); ++i) {

@@ -229,6 +229,29 @@ TEST_CASE("CurveBlock: an increasing efficiency curve in log(m) is recovered kno
   for (std::size_t j = 1; j < kKnots.size(); ++j) CHECK(fitted.values()[j] >= fitted.values()[j - 1]);
 }
 
+TEST_CASE("fit_target: central differences move a flat-started monotone curve off its kinks") {
+  // A flat truth (every knot 0.2) from a flat start (0.4): the monotone hinges start on their kinks.
+  // Central differences see the kinks' two sides cancel when the knots move together, and the
+  // search reaches the truth (FitOptions::central_differences).
+  CurveSpec spec{"e_compute", kKnots, 0.01, 1.0, 0.4, Monotone::increasing, 0};
+  const CurveTarget target(989.5e12, spec);
+  std::vector<double> truth = {3e-6};
+  truth.insert(truth.end(), kKnots.size(), 0.2);
+  servesim::Rng rng(29, "test.fit.central");
+  std::vector<Measurement> rows;
+  for (const auto& base : gemm_grid()) {
+    Measurement r = base;
+    r.latency_s = noisy(rng, target.predict(r, truth));
+    rows.push_back(r);
+  }
+  FitOptions central;
+  central.central_differences = true;
+  const FitResult fit = fit_target(target, rows, central);
+  CHECK(fit.converged);
+  for (std::size_t j = 0; j < kKnots.size(); ++j) CHECK(fit.parameters[j + 1] == approx(0.2).epsilon(0.03));
+  CHECK(fit.parameters[0] == approx(3e-6).epsilon(0.1));
+}
+
 TEST_CASE("CurveBlock: monotonicity holds against data that dips, smoothness straightens") {
   // Data from a curve with a dip at m = 256 (0.62 -> 0.25, below the 0.3 at m = 16): an
   // increasing fit must stay non-decreasing there; a free fit follows the dip.
