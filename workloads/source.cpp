@@ -307,10 +307,13 @@ struct RequestSource::Class {
   std::uint64_t sessions_started = 0;
   bool plain = false;  // drawn lengths only: no replay, prefixes, images or sessions
 
+  std::optional<RequestLengths> fixed_lengths;  // both lengths fixed: the one value, drawn once
+
   SimTime next_arrival() {
     return times.next([this] { return process->next(); });
   }
   RequestLengths next_lengths() {
+    if (fixed_lengths) return *fixed_lengths;
     return drawn.next([this] { return lengths->next(); });
   }
 };
@@ -353,8 +356,11 @@ RequestSource::RequestSource(const WorkloadConfig& config, std::uint64_t seed, S
     }
     SERVESIM_CHECK_MSG(cc.lengths || c->replay, "class " + cc.name + " has no lengths");
     if (cc.lengths) c->lengths = make_length_sampler(*cc.lengths, seed, c->prefix);
+    // Fixed lengths draw no random numbers: the value is drawn once, nothing is kept.
     const auto* ind = cc.lengths ? std::get_if<IndependentLengths>(&*cc.lengths) : nullptr;
-    if (ind) {
+    if (ind && std::holds_alternative<FixedLength>(ind->prompt) && std::holds_alternative<FixedLength>(ind->output)) {
+      c->fixed_lengths = c->lengths->next();
+    } else if (ind) {
       c->drawn.open({*ind, seed, c->prefix}, kept ? &kept->lengths : nullptr);
     }
     if (cc.images) {

@@ -535,23 +535,31 @@ TEST_CASE("RequestSource: kept draws spanning several chunks replay and grow acr
   }
 }
 
-TEST_CASE("RequestSource: lengths past 32 bits are not kept, and the values stay the same") {
+TEST_CASE("RequestSource: fixed lengths and lengths past 32 bits are not kept, and the values stay the same") {
   const std::uint64_t seed = 77;
+  // Fixed lengths draw nothing: only the 101 arrival times of 100 requests are kept.
+  ClassConfig fixed = fixed_class(PoissonArrivals{Frequency{10.0}}, 300, 40);
   // Uniform on [1, 2^40]: the first length does not fit the kept form (two 32-bit counts), so the
-  // record of lengths ends before it starts; only the 101 arrival times of 100 requests are kept.
+  // record of lengths ends before it starts.
   ClassConfig wide;
   wide.arrivals = PoissonArrivals{Frequency{10.0}};
   wide.lengths = IndependentLengths{UniformLength{1, std::int64_t{1} << 40}, FixedLength{1}};
-  DrawCache draws;
-  std::vector<std::int64_t> prompts[2];
-  std::int64_t replayed[2] = {-1, -1};
-  for (int run = 0; run < 2; ++run) {
-    RequestSource s(of({wide}, 100), seed, SimTime::never(), &draws);
-    // (A request caps its prompt at 100 M tokens; both runs draw the same lengths either way.)
-    drive(s, 0, [&](const Request& r, const RequestSource&) { prompts[run].push_back(r.prompt_tokens); });
-    replayed[run] = s.replayed_draws();
+  for (const ClassConfig& c : {fixed, wide}) {
+    DrawCache draws;
+    std::vector<std::int64_t> prompts[2];
+    std::int64_t replayed[2] = {-1, -1};
+    for (int run = 0; run < 2; ++run) {
+      RequestSource s(of({c}, 100), seed, SimTime::never(), &draws);
+      // (A request caps its prompt at 100 M tokens; both runs draw the same lengths either way.)
+      drive(s, 0, [&](const Request& r, const RequestSource&) { prompts[run].push_back(r.prompt_tokens); });
+      replayed[run] = s.replayed_draws();
+    }
+    CHECK(replayed[0] == 0);
+    CHECK(replayed[1] == 101);
+    CHECK(prompts[0] == prompts[1]);
   }
-  CHECK(replayed[0] == 0);
-  CHECK(replayed[1] == 101);
-  CHECK(prompts[0] == prompts[1]);
+  // And a fixed class's requests carry its lengths.
+  const auto requests = generate(of({fixed}, 3));
+  REQUIRE(requests.size() == 3);
+  for (const Request& r : requests) CHECK((r.prompt_tokens == 300 && r.output_tokens == 40));
 }
