@@ -106,6 +106,44 @@ struct Replay {
 // kind of stream: the last 8 streams within 64 MiB; a run records at most kMaxDraws of a stream.
 constexpr std::size_t kMaxDraws = std::size_t{1} << 20;
 
+// How a draw is kept: arrival times as they are, lengths as two 32-bit counts (half the memory).
+// A draw that does not fit ends the stream's record (what was recorded is still kept).
+template <class T>
+struct Packing;
+template <>
+struct Packing<SimTime> {
+  using Stored = SimTime;
+  static bool fits(SimTime) { return true; }
+  static Stored pack(SimTime t) { return t; }
+  static SimTime unpack(Stored t) { return t; }
+};
+struct PackedLengths {
+  std::uint32_t prompt, output;
+};
+template <>
+struct Packing<RequestLengths> {
+  using Stored = PackedLengths;
+  static bool fits(const RequestLengths& l) {
+    return l.prompt_tokens >= 0 && l.prompt_tokens <= 0xffffffff && l.output_tokens >= 0 &&
+           l.output_tokens <= 0xffffffff;
+  }
+  static Stored pack(const RequestLengths& l) {
+    return {static_cast<std::uint32_t>(l.prompt_tokens), static_cast<std::uint32_t>(l.output_tokens)};
+  }
+  static RequestLengths unpack(Stored p) { return {p.prompt, p.output}; }
+};
+
+// A stream's kept draws, in chunks of kChunkDraws (all full but the last), so that a run that
+// draws past them keeps the old chunks shared and appends its own: keeping copies at most one
+// partial chunk, and a stream's memory is its draws plus at most one chunk of slack.
+constexpr std::size_t kChunkDraws = 4096;
+
+template <class S>
+struct Draws {
+  std::vector<std::shared_ptr<const std::vector<S>>> chunks;
+  std::size_t size = 0;
+};
+
 template <class Config>
 struct StreamKey {
   Config config;
@@ -114,14 +152,14 @@ struct StreamKey {
   bool operator==(const StreamKey&) const = default;
 };
 
-template <class Config, class T>
-using KeptDraws = RecentCache<StreamKey<Config>, std::shared_ptr<const std::vector<T>>>;
+template <class Config, class S>
+using KeptDraws = RecentCache<StreamKey<Config>, std::shared_ptr<const Draws<S>>>;
 
-template <class Config, class T>
-KeptDraws<Config, T> kept_draws() {
-  return KeptDraws<Config, T>(
+template <class Config, class S>
+KeptDraws<Config, S> kept_draws() {
+  return KeptDraws<Config, S>(
       8, std::size_t{64} << 20,
-      [](const StreamKey<Config>&, const std::shared_ptr<const std::vector<T>>& d) { return d->size() * sizeof(T); });
+      [](const StreamKey<Config>&, const std::shared_ptr<const Draws<S>>& d) { return d->size * sizeof(S); });
 }
 
 using OpenLoopConfig = std::variant<PoissonArrivals, GammaArrivals>;
@@ -130,41 +168,90 @@ using OpenLoopConfig = std::variant<PoissonArrivals, GammaArrivals>;
 // the stream has a key (open()).
 template <class Config, class T>
 struct DrawLog {
-  KeptDraws<Config, T>* cache = nullptr;  // none: nothing replayed, nothing kept
+  using P = Packing<T>;
+  using S = typename P::Stored;
+
+  KeptDraws<Config, S>* cache = nullptr;  // none: nothing replayed, nothing kept
   std::optional<StreamKey<Config>> key;
-  std::shared_ptr<const std::vector<T>> kept;
-  std::size_t at = 0;
-  std::vector<T> fresh;
+  std::shared_ptr<const Draws<S>> kept;
+  std::size_t kept_size = 0;
+  const S* cur = nullptr;  // the next kept draw to replay, in chunk next_chunk - 1
+  const S* cur_end = nullptr;
+  std::size_t next_chunk = 0;
+  bool moved_past = false;  // the sampler has drawn past the kept draws
+  bool recording = false;
+  std::size_t recorded = 0;                                 // kept_size + the fresh draws
+  std::vector<std::shared_ptr<const std::vector<S>>> full;  // fresh full chunks
+  std::vector<S> tail;                                      // the chunk being filled
   std::int64_t replayed = 0;
 
-  void open(StreamKey<Config> k, KeptDraws<Config, T>* c) {
+  void open(StreamKey<Config> k, KeptDraws<Config, S>* c) {
     if (c == nullptr) return;
     cache = c;
-    if (auto d = cache->find(k)) kept = std::move(*d);
+    if (auto d = cache->find(k)) {
+      kept = std::move(*d);
+      kept_size = kept->size;
+    }
     key = std::move(k);
+    recording = true;
+    recorded = kept_size;
   }
   template <class Draw>
   T next(Draw&& draw) {
-    if (kept) {
-      if (at < kept->size()) {
-        ++replayed;
-        return (*kept)[at++];
-      }
-      if (at == kept->size()) {  // once: the sampler moves past the kept draws
-        for (std::size_t i = 0; i < kept->size(); ++i) draw();
-        ++at;
-      }
+    if (cur != cur_end) {
+      ++replayed;
+      return P::unpack(*cur++);
+    }
+    if (cache == nullptr) return draw();
+    return draw_on(draw);
+  }
+  // Out of line, so that the callers' common paths (no cache, or a replay within a chunk) stay
+  // small enough to inline what they call.
+  template <class Draw>
+  [[gnu::noinline]] T draw_on(Draw& draw) {
+    if (kept && next_chunk < kept->chunks.size()) {  // the next kept chunk
+      const std::vector<S>& chunk = *kept->chunks[next_chunk++];
+      cur = chunk.data();
+      cur_end = cur + chunk.size();
+      ++replayed;
+      return P::unpack(*cur++);
+    }
+    if (kept && !moved_past) {  // once: the sampler moves past the kept draws
+      for (std::size_t i = 0; i < kept_size; ++i) draw();
+      moved_past = true;
     }
     const T v = draw();
-    if (key && (kept ? kept->size() : 0) + fresh.size() < kMaxDraws) fresh.push_back(v);
+    if (recording) record(v);
     return v;
+  }
+  void record(const T& v) {
+    if (recorded >= kMaxDraws || !P::fits(v)) {
+      recording = false;
+      return;
+    }
+    if (recorded == kept_size && kept_size % kChunkDraws != 0) {
+      // The first fresh draw continues the kept partial chunk in a copy of it.
+      const auto& last = *kept->chunks.back();
+      tail.reserve(kChunkDraws);
+      tail.assign(last.begin(), last.end());
+    } else if (tail.size() == kChunkDraws) {
+      full.push_back(std::make_shared<const std::vector<S>>(std::move(tail)));
+      tail = std::vector<S>();
+      tail.reserve(kChunkDraws);
+    }
+    tail.push_back(P::pack(v));
+    ++recorded;
   }
   // Keeps the kept draws and this run's for the next run, when it drew any.
   void close() {
-    if (!key || fresh.empty()) return;
-    auto all = std::make_shared<std::vector<T>>();
-    if (kept) *all = *kept;
-    all->insert(all->end(), fresh.begin(), fresh.end());
+    if (!key || recorded == kept_size) return;
+    auto all = std::make_shared<Draws<S>>();
+    if (kept) all->chunks.assign(kept->chunks.begin(), kept->chunks.begin() + kept_size / kChunkDraws);
+    all->chunks.insert(all->chunks.end(), full.begin(), full.end());
+    tail.shrink_to_fit();
+    all->chunks.push_back(std::make_shared<const std::vector<S>>(std::move(tail)));
+    all->size = recorded;
+    full.clear();
     cache->keep(*key, std::move(all));
   }
 };
@@ -173,7 +260,7 @@ struct DrawLog {
 
 struct DrawCache::Kept {
   KeptDraws<OpenLoopConfig, SimTime> times = kept_draws<OpenLoopConfig, SimTime>();
-  KeptDraws<IndependentLengths, RequestLengths> lengths = kept_draws<IndependentLengths, RequestLengths>();
+  KeptDraws<IndependentLengths, PackedLengths> lengths = kept_draws<IndependentLengths, PackedLengths>();
 };
 
 DrawCache::DrawCache() : kept_(std::make_unique<Kept>()) {}
@@ -220,10 +307,13 @@ struct RequestSource::Class {
   std::uint64_t sessions_started = 0;
   bool plain = false;  // drawn lengths only: no replay, prefixes, images or sessions
 
+  std::optional<RequestLengths> fixed_lengths;  // both lengths fixed: the one value, drawn once
+
   SimTime next_arrival() {
     return times.next([this] { return process->next(); });
   }
   RequestLengths next_lengths() {
+    if (fixed_lengths) return *fixed_lengths;
     return drawn.next([this] { return lengths->next(); });
   }
 };
@@ -266,7 +356,11 @@ RequestSource::RequestSource(const WorkloadConfig& config, std::uint64_t seed, S
     }
     SERVESIM_CHECK_MSG(cc.lengths || c->replay, "class " + cc.name + " has no lengths");
     if (cc.lengths) c->lengths = make_length_sampler(*cc.lengths, seed, c->prefix);
-    if (const auto* ind = cc.lengths ? std::get_if<IndependentLengths>(&*cc.lengths) : nullptr) {
+    // Fixed lengths draw no random numbers: the value is drawn once, nothing is kept.
+    const auto* ind = cc.lengths ? std::get_if<IndependentLengths>(&*cc.lengths) : nullptr;
+    if (ind && std::holds_alternative<FixedLength>(ind->prompt) && std::holds_alternative<FixedLength>(ind->output)) {
+      c->fixed_lengths = c->lengths->next();
+    } else if (ind) {
       c->drawn.open({*ind, seed, c->prefix}, kept ? &kept->lengths : nullptr);
     }
     if (cc.images) {
@@ -298,7 +392,7 @@ RequestSource::RequestSource(const WorkloadConfig& config, std::uint64_t seed, S
       if (sc->followup) {
         c->followup.emplace(*sc->followup);
         c->min_followup = shortest_length(*sc->followup);
-      } else if (const auto* ind = cc.lengths ? std::get_if<IndependentLengths>(&*cc.lengths) : nullptr) {
+      } else if (ind != nullptr) {
         c->min_followup = shortest_length(ind->prompt);
       }
     }

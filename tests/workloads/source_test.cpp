@@ -498,3 +498,68 @@ TEST_CASE("RequestSource: a later source on the same streams replays the kept dr
     same(got);
   }
 }
+
+TEST_CASE("RequestSource: kept draws spanning several chunks replay and grow across runs") {
+  // Draws are kept in chunks of 4,096: runs of 5,000, 9,000, 13,000 and 3,000 requests keep a
+  // partial chunk, extend it past a chunk boundary, and replay from the middle of a chunk.
+  ClassConfig c;
+  c.arrivals = GammaArrivals{Frequency{80.0}, 1.5};
+  c.lengths = IndependentLengths{UniformLength{1, 8000}, NormalLength{200, 50, 1, 1000}};
+  const std::uint64_t seed = 4411;
+  const auto reference = [&](std::int64_t n) {
+    std::vector<Request> out;
+    RequestSource s(of({c}, n), seed);
+    drive(s, 0, [&](const Request& r, const RequestSource&) { out.push_back(r); });
+    return out;
+  };
+  const std::vector<Request> want = reference(13'000);
+  DrawCache draws;
+  // A run of n requests draws n + 1 arrival times and n lengths; it replays what earlier runs
+  // kept (the most draws any of them made, up to its own).
+  std::int64_t kept_times = 0, kept_lengths = 0;
+  for (const std::int64_t n : {5'000, 9'000, 13'000, 3'000}) {
+    CAPTURE(n);
+    std::vector<Request> got;
+    RequestSource s(of({c}, n), seed, SimTime::never(), &draws);
+    drive(s, 0, [&](const Request& r, const RequestSource&) { got.push_back(r); });
+    CHECK(s.replayed_draws() == std::min(kept_times, n + 1) + std::min(kept_lengths, n));
+    kept_times = std::max(kept_times, n + 1);
+    kept_lengths = std::max(kept_lengths, n);
+    REQUIRE(got.size() == static_cast<std::size_t>(n));
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      CAPTURE(i);
+      REQUIRE(got[i].arrival == want[i].arrival);
+      REQUIRE(got[i].prompt_tokens == want[i].prompt_tokens);
+      REQUIRE(got[i].output_tokens == want[i].output_tokens);
+    }
+  }
+}
+
+TEST_CASE("RequestSource: fixed lengths and lengths past 32 bits are not kept, and the values stay the same") {
+  const std::uint64_t seed = 77;
+  // Fixed lengths draw nothing: only the 101 arrival times of 100 requests are kept.
+  ClassConfig fixed = fixed_class(PoissonArrivals{Frequency{10.0}}, 300, 40);
+  // Uniform on [1, 2^40]: the first length does not fit the kept form (two 32-bit counts), so the
+  // record of lengths ends before it starts.
+  ClassConfig wide;
+  wide.arrivals = PoissonArrivals{Frequency{10.0}};
+  wide.lengths = IndependentLengths{UniformLength{1, std::int64_t{1} << 40}, FixedLength{1}};
+  for (const ClassConfig& c : {fixed, wide}) {
+    DrawCache draws;
+    std::vector<std::int64_t> prompts[2];
+    std::int64_t replayed[2] = {-1, -1};
+    for (int run = 0; run < 2; ++run) {
+      RequestSource s(of({c}, 100), seed, SimTime::never(), &draws);
+      // (A request caps its prompt at 100 M tokens; both runs draw the same lengths either way.)
+      drive(s, 0, [&](const Request& r, const RequestSource&) { prompts[run].push_back(r.prompt_tokens); });
+      replayed[run] = s.replayed_draws();
+    }
+    CHECK(replayed[0] == 0);
+    CHECK(replayed[1] == 101);
+    CHECK(prompts[0] == prompts[1]);
+  }
+  // And a fixed class's requests carry its lengths.
+  const auto requests = generate(of({fixed}, 3));
+  REQUIRE(requests.size() == 3);
+  for (const Request& r : requests) CHECK((r.prompt_tokens == 300 && r.output_tokens == 40));
+}
