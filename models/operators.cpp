@@ -56,27 +56,8 @@ void add_chunk(BatchShape& b, const ModelSpec& m, std::int64_t cached, std::int6
   b.tokens += c;
   b.prefill_tokens += c;
   b.prefill_chunks += 1;
-  b.prefill_pairs += c * static_cast<double>(kv);
   b.prefill_kv_tokens += static_cast<double>(kv);
-  if (m.window_cap() > 0) {
-    const std::int64_t w = m.window_cap();
-    b.prefill_pairs_window += c * static_cast<double>(std::min(kv, w));
-    b.prefill_kv_window += static_cast<double>(std::min(kv, w + new_tokens));
-  }
-  if (m.dsa.enabled()) {
-    const std::int64_t k = m.topk_cap();
-    b.prefill_pairs_topk += c * static_cast<double>(std::min(kv, k));
-    b.prefill_kv_topk += static_cast<double>(std::min(kv, k + new_tokens));
-    const double causal = c * static_cast<double>(cached) + c * (c + 1) / 2;
-    b.prefill_pairs_causal += causal;
-    if (kv <= k) {
-      b.prefill_tokens_short += c;
-      b.prefill_pairs_short += c * static_cast<double>(kv);
-      b.prefill_kv_short += static_cast<double>(kv);
-      b.prefill_chunks_short += 1;
-      b.prefill_pairs_causal_short += causal;
-    }
-  }
+  add_chunk_pairs(b, cached, new_tokens, m.window_cap(), m.dsa.enabled() ? m.topk_cap() : 0);
   if (samples) b.logits += 1;
 }
 

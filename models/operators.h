@@ -21,6 +21,7 @@
 // context per query, below the score computation), attention sinks, biases, QK-norms.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <string_view>
@@ -119,6 +120,33 @@ inline constexpr double BatchShape::*kBatchFieldMembers[kBatchFields] = {&BatchS
                                                                          &BatchShape::prefill_pairs_causal_short};
 inline double batch_field(const BatchShape& b, int i) { return b.*kBatchFieldMembers[i]; }
 inline void set_batch_field(BatchShape& b, int i, double v) { b.*kBatchFieldMembers[i] = v; }
+// The pair and capped sums of one prefill chunk of `new_tokens` after `cached`: prefill_pairs, the
+// window sums (window > 0: the model's window_cap) and the DSA sums (top_k > 0: its topk_cap).
+// The caller counts the tokens, chunks, keys and logits. Shared by add_chunk and the simulator's
+// batches (cluster::Lane::shape), inline for the latter's loop over chunks.
+inline void add_chunk_pairs(BatchShape& b, std::int64_t cached, std::int64_t new_tokens, std::int64_t window,
+                            std::int64_t top_k) {
+  const std::int64_t kv = cached + new_tokens;
+  const double c = static_cast<double>(new_tokens);
+  b.prefill_pairs += c * static_cast<double>(kv);
+  if (window > 0) {
+    b.prefill_pairs_window += c * static_cast<double>(std::min(kv, window));
+    b.prefill_kv_window += static_cast<double>(std::min(kv, window + new_tokens));
+  }
+  if (top_k > 0) {
+    b.prefill_pairs_topk += c * static_cast<double>(std::min(kv, top_k));
+    b.prefill_kv_topk += static_cast<double>(std::min(kv, top_k + new_tokens));
+    const double causal = c * static_cast<double>(cached) + c * (c + 1) / 2;
+    b.prefill_pairs_causal += causal;
+    if (kv <= top_k) {
+      b.prefill_tokens_short += c;
+      b.prefill_pairs_short += c * static_cast<double>(kv);
+      b.prefill_kv_short += static_cast<double>(kv);
+      b.prefill_chunks_short += 1;
+      b.prefill_pairs_causal_short += causal;
+    }
+  }
+}
 // Adds one chunk / one decode to the sums (tests and tools; the simulator keeps them in aggregate).
 void add_chunk(BatchShape& b, const ModelSpec& m, std::int64_t cached, std::int64_t new_tokens, bool samples);
 void add_decode(BatchShape& b, const ModelSpec& m, std::int64_t context);

@@ -196,27 +196,8 @@ models::BatchShape Lane::shape(const Batch& batch) const {
   std::int64_t kv_tokens = 0;
   for (const Chunk& c : batch.chunks) {
     const RequestState& s = req(c.request);
-    const double p = s.prefilled, n = c.tokens;
-    b.prefill_pairs += n * (p + n);
-    const std::int64_t kv = s.prefilled + c.tokens;
-    kv_tokens += kv;
-    if (window > 0) {
-      b.prefill_pairs_window += n * static_cast<double>(std::min(kv, window));
-      b.prefill_kv_window += static_cast<double>(std::min<std::int64_t>(kv, window + c.tokens));
-    }
-    if (top_k > 0) {
-      b.prefill_pairs_topk += n * static_cast<double>(std::min(kv, top_k));
-      b.prefill_kv_topk += static_cast<double>(std::min<std::int64_t>(kv, top_k + c.tokens));
-      const double causal = n * p + n * (n + 1) / 2;
-      b.prefill_pairs_causal += causal;
-      if (kv <= top_k) {
-        b.prefill_tokens_short += n;
-        b.prefill_pairs_short += n * static_cast<double>(kv);
-        b.prefill_kv_short += static_cast<double>(kv);
-        b.prefill_chunks_short += 1;
-        b.prefill_pairs_causal_short += causal;
-      }
-    }
+    kv_tokens += s.prefilled + c.tokens;
+    models::add_chunk_pairs(b, s.prefilled, c.tokens, window, top_k);
     if (s.prefilled + c.tokens == s.prefill_target) ++logits;
   }
   b.prefill_kv_tokens = static_cast<double>(kv_tokens);
