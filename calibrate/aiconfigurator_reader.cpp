@@ -23,6 +23,10 @@ struct TableSpec {
   std::string_view format, kv_format, weight_format, variant, model;
   bool variant_is_op_name = false;  // tables holding two kernels told apart by op_name
   bool generation = false;          // kv_len = isl + step
+  // Rows whose `keep_column` holds another value than `keep_value` are left out (counted).
+  std::string_view keep_column = "", keep_value = "";
+  // A latency of 0 marks a call in which the kernel did not run: left out (counted).
+  bool zero_is_no_call = false;
 };
 
 const std::vector<TableSpec>& specs() {
@@ -84,6 +88,13 @@ const std::vector<TableSpec>& specs() {
       // attention heads, the index heads and dim are the model's; step cached before isl).
       {"glm5_mqa_logits_module", O::indexer_prefill, sparse_attention("num_heads"), "mla_dtype", "kv_cache_dtype",
        "gemm_type", "model", "model"},
+      // Its top-k selection alone (sgl-kernel's fast_topk_transform_fused over the fp32 logits,
+      // top-k 2,048): the same shapes, each timed on two score layouts. Kept: "top_last" (the
+      // highest scores last, distinct values; "flat" runs 2.4x slower at the median on H200, the
+      // radix passes' worst case). The collector writes 0 where every row's context fits in top_k
+      // (nothing to select).
+      {"glm5_topk_module", O::topk_prefill, sparse_attention("num_heads"), "mla_dtype", "kv_cache_dtype", "gemm_type",
+       "model", "model", false, false, "score_mode", "top_last", true},
       // DeepSeek-V4's mHC kernels (mhc_module_perf: op_name pre or post, both sites of a layer).
       {"pre", O::mhc, mhc, "", "", "", "", "", true},
       {"post", O::mhc, mhc, "", "", "", "", "", true},
@@ -177,7 +188,7 @@ const TableSpec* find_spec(std::string_view op_name) {
 struct Layout {
   std::size_t framework, version, device, op_name, kernel, latency;
   std::vector<std::size_t> dims;
-  std::size_t format, kv_format, weight_format, variant, model, isl, step;
+  std::size_t format, kv_format, weight_format, variant, model, isl, step, keep;
 };
 
 constexpr std::size_t kNone = std::string::npos;
@@ -206,6 +217,7 @@ Layout resolve(const CsvReader& csv, const TableSpec& spec, Problems& problems) 
   l.model = optional_column(csv, spec.model, problems);
   l.isl = spec.generation ? optional_column(csv, "isl", problems) : kNone;
   l.step = spec.generation ? optional_column(csv, "step", problems) : kNone;
+  l.keep = optional_column(csv, spec.keep_column, problems);
   return l;
 }
 
@@ -313,6 +325,7 @@ MeasurementSet read_aiconfigurator(const std::string& path, std::string_view chi
   const TableSpec* spec = nullptr;
   Layout layout{};
   std::string framework, version, device;
+  std::size_t other_layout = 0, no_call = 0;
   while (csv.next(problems)) {
     const std::string_view op_name = csv.field(op_col);
     const TableSpec* row_spec = find_spec(op_name);
@@ -334,6 +347,10 @@ MeasurementSet read_aiconfigurator(const std::string& path, std::string_view chi
     check_constant(csv, layout.framework, framework, problems);
     note_version(csv.field(layout.version), version);
     check_constant(csv, layout.device, device, problems);
+    if (layout.keep != kNone && csv.field(layout.keep) != spec->keep_value) {
+      ++other_layout;
+      continue;
+    }
 
     Measurement m;
     m.op = spec->op;
@@ -375,6 +392,10 @@ MeasurementSet read_aiconfigurator(const std::string& path, std::string_view chi
     }
     m.backend = set.intern(std::string(csv.field(layout.framework)) + " " + std::string(csv.field(layout.version)));
     const auto ms = csv.real(layout.latency, problems);
+    if (ms && *ms == 0 && spec->zero_is_no_call) {
+      ++no_call;
+      continue;
+    }
     if (ms && !(*ms > 0)) {
       problems.add(csv.at(layout.latency, "a latency must be positive (milliseconds)"));
       ok = false;
@@ -394,6 +415,15 @@ MeasurementSet read_aiconfigurator(const std::string& path, std::string_view chi
   s.measurements = set.size();
   s.metadata = {
       {"table", std::string(spec->op_name)}, {"framework", framework}, {"version", version}, {"device", device}};
+  if (other_layout > 0) {
+    s.metadata.emplace_back("left_out_" + std::string(spec->keep_column),
+                            std::to_string(other_layout) + " rows not of " + std::string(spec->keep_column) + " " +
+                                std::string(spec->keep_value));
+  }
+  if (no_call > 0) {
+    s.metadata.emplace_back("left_out_no_call",
+                            std::to_string(no_call) + " rows of latency 0 (the kernel did not run)");
+  }
   if (twins > 0) {
     s.metadata.emplace_back("kernel_selection",
                             std::to_string(twins) +

@@ -39,7 +39,8 @@ std::vector<Dim> shape_key_dims(MeasuredOp op) {
     case MeasuredOp::sparse_attention_prefill:
     case MeasuredOp::dsa_module_prefill: return {D::heads, D::batch};
     case MeasuredOp::mhc: return {D::hidden, D::streams};
-    case MeasuredOp::indexer_prefill: return {D::heads, D::batch};
+    case MeasuredOp::indexer_prefill:
+    case MeasuredOp::topk_prefill: return {D::heads, D::batch};
     case MeasuredOp::kCount: break;
   }
   return {};

@@ -30,7 +30,8 @@ constexpr std::array<std::string_view, kMeasuredOps> kOpNames = {"gemm",
                                                                  "hbm_copy",
                                                                  "sparse_attention_prefill",
                                                                  "mhc",
-                                                                 "indexer_prefill"};
+                                                                 "indexer_prefill",
+                                                                 "topk_prefill"};
 
 constexpr std::array<std::string_view, kFormats> kFormatNames = {
     "unspecified",      "fp32",   "bf16", "fp16", "fp8", "fp8_block", "int8", "w4a16_mxfp4", "nvfp4",

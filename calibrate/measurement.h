@@ -48,6 +48,7 @@ enum class MeasuredOp : std::uint8_t {
   sparse_attention_prefill,  // a sparse MLA kernel alone (FlashMLA's), context phase: DSA, DeepSeek-V4
   mhc,              // DeepSeek-V4's hyper-connection kernels, pre or post (variant), over every site of a layer
   indexer_prefill,  // the DSA indexer's scoring kernel alone (DeepGEMM's fp8_mqa_logits), context phase
+  topk_prefill,     // the DSA indexer's top-k selection over its logits alone, context phase
   kCount
 };
 inline constexpr std::size_t kMeasuredOps = static_cast<std::size_t>(MeasuredOp::kCount);

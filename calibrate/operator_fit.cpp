@@ -100,6 +100,7 @@ std::string_view family_name(OperatorFamily f) {
     case OperatorFamily::sparse_attention: return "sparse_attention";
     case OperatorFamily::mhc: return "mhc";
     case OperatorFamily::indexer: return "indexer";
+    case OperatorFamily::topk: return "topk";
   }
   return "?";
 }
@@ -268,8 +269,30 @@ std::optional<SimulatorOperator> simulator_operator(const Measurement& m, std::s
       for (std::int64_t i = 0; i < s.get(Dim::batch, 1); ++i) {
         models::add_chunk(b, *model, s.get(Dim::prefix, 0), s.get(Dim::tokens), true);
       }
+      models::Operator op = models::layer_batch_ops(*model, models::ParallelPlan{}, b).indexer_prefill;
+      op.selects = false;  // the scoring kernel alone
+      return SimulatorOperator{op, OperatorFamily::indexer};
+    }
+    case MeasuredOp::topk_prefill: {
+      // The top-k selection alone over the logits of the same prefill indexer operator (its rows
+      // are the queries, its logits the causal pairs scored): the family's fit costs only
+      // models::selection_seconds of it.
+      const std::string name(variant);
+      if (name.find("GLM-5") == std::string::npos) {
+        why = "top-k selection of model '" + name + "' has no preset here";
+        return std::nullopt;
+      }
+      const std::optional<models::ModelSpec> model = models::model_preset("glm-5");
+      if (!model) {
+        why = "preset missing";
+        return std::nullopt;
+      }
+      models::BatchShape b;
+      for (std::int64_t i = 0; i < s.get(Dim::batch, 1); ++i) {
+        models::add_chunk(b, *model, s.get(Dim::prefix, 0), s.get(Dim::tokens), true);
+      }
       return SimulatorOperator{models::layer_batch_ops(*model, models::ParallelPlan{}, b).indexer_prefill,
-                               OperatorFamily::indexer};
+                               OperatorFamily::topk};
     }
     case MeasuredOp::mhc: {
       // One call over every site (AIConfigurator's collectors fold both of a layer's sites into
@@ -377,7 +400,13 @@ using Curve = models::EfficiencyCurve models::Efficiency::*;
 struct FittedCall {
   models::Operator op;
   double fixed_s = 0;
+  // The top-k family's rows: only the selection after `op` (models::selection_seconds) is costed.
+  bool selection = false;
 };
+// The roofline's seconds for a call: the operator, or its top-k selection alone.
+double call_seconds(const models::RooflineCostModel& cm, const FittedCall& c) {
+  return c.selection ? cm.selection_seconds(c.op) : cm.seconds(c.op);
+}
 using Overhead = Duration models::Efficiency::*;
 
 // The Efficiency fields one family's fit sets.
@@ -386,9 +415,12 @@ struct FamilyFields {
   std::vector<bool> curve_on_flops;                   // axis: FLOPs per kernel (else bytes)
   Overhead overhead = nullptr;
   const char* overhead_key = "";
-  // Sparse attention: the fixed time per query token and kernel head (after the overhead).
+  // A fixed time per unit of the operator (after the overhead): sparse attention's per query
+  // token and kernel head, the top-k selection's per wave of rows. Its start and upper bound.
   Overhead per_query = nullptr;
   const char* per_query_key = "";
+  double (*per_query_units)(const models::Operator&, int sms) = nullptr;
+  double per_query_initial = 5e-10, per_query_upper = 1e-7;
 };
 
 FamilyFields fields_of(OperatorFamily f) {
@@ -427,6 +459,7 @@ FamilyFields fields_of(OperatorFamily f) {
       x.overhead_key = "attention_sparse_overhead";
       x.per_query = &E::attention_sparse_query;
       x.per_query_key = "attention_sparse_query";
+      x.per_query_units = [](const models::Operator& op, int) { return op.m * models::sparse_kernel_heads(op.n); };
       break;
     case OperatorFamily::mhc:
       x.curves = {{&E::mhc, "mhc"}};
@@ -440,6 +473,18 @@ FamilyFields fields_of(OperatorFamily f) {
       x.curve_on_flops = {true};
       x.overhead = &E::indexer_overhead;
       x.overhead_key = "indexer_overhead";
+      break;
+    case OperatorFamily::topk:
+      // Over the logit bytes per kernel (models::selection_logit_bytes), of HBM bandwidth.
+      x.curves = {{&E::topk, "topk"}};
+      x.curve_on_flops = {false};
+      x.overhead = &E::topk_overhead;
+      x.overhead_key = "topk_overhead";
+      x.per_query = &E::topk_wave;
+      x.per_query_key = "topk_wave";
+      x.per_query_units = [](const models::Operator& op, int sms) { return models::selection_waves(op, sms); };
+      x.per_query_initial = 1e-6;
+      x.per_query_upper = 1e-4;
       break;
   }
   return x;
@@ -482,7 +527,9 @@ class EfficiencyTarget : public FitTarget {
     std::vector<Parameter> p;
     for (const CurveBlock& c : layout_.curves) c.append_parameters(p);
     p.push_back(Parameter{fields_.overhead_key, 3e-6, 0, 2e-4});
-    if (fields_.per_query != nullptr) p.push_back(Parameter{fields_.per_query_key, 5e-10, 0, 1e-7});
+    if (fields_.per_query != nullptr) {
+      p.push_back(Parameter{fields_.per_query_key, fields_.per_query_initial, 0, fields_.per_query_upper});
+    }
     return p;
   }
 
@@ -493,10 +540,9 @@ class EfficiencyTarget : public FitTarget {
     // (picosecond ticks), whose rounding would hide the finite-difference steps of the search
     // from it; the roofline adds kernels x overhead in exactly this way (models/cost_model.cpp).
     const FittedCall& c = ops_[i];
-    const double per_query = fields_.per_query != nullptr
-                                 ? c.op.m * models::sparse_kernel_heads(c.op.n) * params[overhead_index() + 1]
-                                 : 0.0;
-    return model(params).seconds(c.op) + c.op.kernels * params[overhead_index()] + per_query + c.fixed_s;
+    const double per_query =
+        fields_.per_query != nullptr ? fields_.per_query_units(c.op, base_.sms) * params[overhead_index() + 1] : 0.0;
+    return call_seconds(model(params), c) + c.op.kernels * params[overhead_index()] + per_query + c.fixed_s;
   }
 
   std::size_t penalty_count() const override {
@@ -656,7 +702,7 @@ models::ChipSpec fit_family(const models::ChipSpec& chip, const EfficiencyTarget
   fo.tolerance = 1e-8;
   // The families fitted before the indexer keep forward differences, as their shipped profiles
   // were fitted (FitOptions::central_differences).
-  fo.central_differences = layout.family == OperatorFamily::indexer;
+  fo.central_differences = layout.family == OperatorFamily::indexer || layout.family == OperatorFamily::topk;
   if (layout.formats.empty()) {
     std::vector<Measurement> r = thinned(rows, max_rows);
     std::vector<FittedCall> o = thinned(ops, max_rows);
@@ -844,7 +890,7 @@ std::vector<double> predict_ops(const models::ChipSpec& chip, std::span<const Fi
   const models::RooflineCostModel cm(chip);
   std::vector<double> out;
   out.reserve(ops.size());
-  for (const FittedCall& c : ops) out.push_back(cm.seconds(c.op) + c.fixed_s);
+  for (const FittedCall& c : ops) out.push_back(call_seconds(cm, c) + c.fixed_s);
   return out;
 }
 
@@ -1126,7 +1172,8 @@ OperatorFitResult fit_operators(const MeasurementSet& set, const models::ChipSpe
     }
     FamilyRows& f = families[op->family];
     f.rows.push_back(m);
-    f.ops.push_back({op->op, op->extra.kernels > 0 ? models::RooflineCostModel(chip).seconds(op->extra) : 0.0});
+    f.ops.push_back({op->op, op->extra.kernels > 0 ? models::RooflineCostModel(chip).seconds(op->extra) : 0.0,
+                     op->family == OperatorFamily::topk});
     f.labels.push_back(format_label(m, set));
     f.module.push_back(op->module);
   }
@@ -1138,10 +1185,11 @@ OperatorFitResult fit_operators(const MeasurementSet& set, const models::ChipSpe
   result.errors.held_out = std::to_string(options.folds) + " folds of whole shapes (shape_key_dims per kind), seed " +
                            std::to_string(options.seed);
 
-  // The indexer before sparse attention: DSA blocks cost their indexer with its fit.
+  // The indexer and its top-k selection before sparse attention: DSA blocks cost them with their
+  // fits.
   for (OperatorFamily family :
        {OperatorFamily::gemm, OperatorFamily::moe, OperatorFamily::attention, OperatorFamily::indexer,
-        OperatorFamily::sparse_attention, OperatorFamily::mhc, OperatorFamily::elementwise}) {
+        OperatorFamily::topk, OperatorFamily::sparse_attention, OperatorFamily::mhc, OperatorFamily::elementwise}) {
     auto it = families.find(family);
     if (it == families.end()) continue;
     FamilyRows& f = it->second;
@@ -1165,8 +1213,10 @@ OperatorFitResult fit_operators(const MeasurementSet& set, const models::ChipSpe
         flops_lo = std::min(flops_lo, op.flops / k);
         flops_hi = std::max(flops_hi, op.flops / k);
       }
-      bytes_lo = std::min(bytes_lo, op.bytes / k);
-      bytes_hi = std::max(bytes_hi, op.bytes / k);
+      // The top-k selection's curve is over the logits it reads.
+      const double bytes = call.selection ? models::selection_logit_bytes(op) : op.bytes;
+      bytes_lo = std::min(bytes_lo, bytes / k);
+      bytes_hi = std::max(bytes_hi, bytes / k);
     }
     for (std::size_t c = 0; c < fields.curves.size(); ++c) {
       CurveSpec spec;

@@ -44,7 +44,7 @@
 
 namespace servesim::calibrate {
 
-enum class OperatorFamily { gemm, moe, attention, elementwise, sparse_attention, mhc, indexer };
+enum class OperatorFamily { gemm, moe, attention, elementwise, sparse_attention, mhc, indexer, topk };
 std::string_view family_name(OperatorFamily f);
 
 // An operator of no kernels (models::Operator defaults to one kernel).

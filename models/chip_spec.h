@@ -74,6 +74,15 @@ struct Efficiency {
   // attention_prefill curve (times format_compute) and attention_overhead apply.
   EfficiencyCurve indexer;
   Duration indexer_overhead;
+  // The top-k selection over the indexer's logits (Operator::selects: SGLang's
+  // fast_topk_transform_fused, one block of 128 KiB of shared memory per query row, so one row
+  // per SM at a time), where a calibration measured it: each wave of rows over the chip's SMs
+  // costs topk_wave and the scan of its rows' logits, an SM's share of HBM bandwidth x topk (of
+  // HBM bandwidth, over logit bytes per kernel); topk_overhead per kernel. Without knots the
+  // elementwise curve and overhead apply, and no time per wave (models::selection_seconds).
+  EfficiencyCurve topk;
+  Duration topk_overhead;
+  Duration topk_wave;
   EfficiencyCurve elementwise;    // norms, residual adds, rotary, activation: of HBM bandwidth
   Duration elementwise_overhead;  // per elementwise kernel
   // Routed-expert grouped GEMMs (and the router) of MoE layers, where a calibration measured them

@@ -74,6 +74,40 @@ double query_wave_factor(const Operator& op, int sms) {
   return std::ceil(blocks / sms) * sms / blocks;
 }
 
+double selection_logit_bytes(const Operator& op) {
+  constexpr double kLogitBytes = 4;  // fp32 logits
+  if (!(op.flops > 0) || !(op.n > 0) || !(op.k > 0)) return 0.0;
+  return kLogitBytes * op.flops / (2.0 * op.n * op.k);
+}
+
+double selection_waves(const Operator& op, int sms) { return sms > 0 && op.m > 0 ? std::ceil(op.m / sms) : 0.0; }
+
+double selection_seconds(const Operator& op, const SelectionModel& s) {
+  const double logits = selection_logit_bytes(op);
+  if (!(op.m > 0) || !(logits > 0) || op.kernels <= 0) return 0.0;
+  const double eff = s.efficiency.at(logits / op.kernels);
+  if (!(eff > 0) || !(s.bandwidth > 0)) return 0.0;
+  const double waves = selection_waves(op, s.sms);
+  const double factor = waves > 0 ? waves * s.sms / op.m : 1.0;
+  return op.kernels * s.overhead_s + waves * s.wave_s + logits * factor / (s.bandwidth * eff);
+}
+
+SelectionModel selection_model(const ChipSpec& chip) {
+  const Efficiency& e = chip.efficiency;
+  SelectionModel s;
+  s.bandwidth = chip.hbm_bandwidth.bytes_per_s;
+  s.sms = chip.sms;
+  if (!e.topk.knots.empty()) {
+    s.efficiency = e.topk;
+    s.overhead_s = e.topk_overhead.to_seconds();
+    s.wave_s = e.topk_wave.to_seconds();
+  } else {
+    s.efficiency = e.elementwise;
+    s.overhead_s = e.elementwise_overhead.to_seconds();
+  }
+  return s;
+}
+
 MoeExpertsWork moe_experts_work(const Operator& op) {
   MoeExpertsWork w;
   w.active = std::max(op.batch, 1.0);
@@ -222,6 +256,7 @@ RooflineCostModel::RooflineCostModel(const ChipSpec& chip) {
     r.overhead_s = e.attention_sparse_overhead.to_seconds();
     sparse_query_s_ = e.attention_sparse_query.to_seconds();
   }
+  selection_ = selection_model(chip);
   if (!e.mhc.knots.empty()) {
     // As elementwise kernels, with the mHC kernels' own memory curve and overhead.
     mhc_ = true;
@@ -281,6 +316,10 @@ double RooflineCostModel::seconds(const Operator& op) const {
     return op.kernels * r.overhead_s + std::max(compute_seconds(op), memory_seconds(op)) +
            op.m * sparse_kernel_heads(op.n) * sparse_query_s_;
   }
+  if (op.selects) {
+    // The DSA indexer's scoring kernel, then its top-k selection.
+    return op.kernels * r.overhead_s + std::max(compute_seconds(op), memory_seconds(op)) + selection_seconds(op);
+  }
   if (r.grouped && op.kv_bytes > 0) {
     for (const MoeFormat& f : moe_) {
       if (f.rate == op.rate && std::abs(f.weight_bytes - op.kv_bytes) < 1e-9) {
@@ -300,6 +339,8 @@ std::optional<CostModel::LinearForm> RooflineCostModel::linear_form(OpKind kind,
   const Rates& r = rates_[static_cast<std::size_t>(kind)];
   if (!r.chip_operator) return LinearForm{};  // costs nothing here
   if (!r.compute_constant || !r.memory_constant || r.padded || r.waves || r.grouped) return std::nullopt;
+  // The indexer's operators add their top-k selection (Operator::selects), not linear.
+  if (kind == OpKind::kIndexer) return std::nullopt;
   // Sparse prefill kernels and mHC kernels of these kinds take other rates (and a time per query).
   if ((kind == OpKind::kAttentionPrefill && sparse_) || (kind == OpKind::kElementwise && mhc_)) return std::nullopt;
   // Quantised GEMM formats add a pass the (kind, rate) form cannot tell apart.

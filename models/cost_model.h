@@ -68,6 +68,28 @@ double padded_gemm_flops(const Operator& op, const Efficiency::GemmTiling& t, in
 // where the SMs are unknown, sms 0, or the operator scores no queries).
 double query_wave_factor(const Operator& op, int sms);
 
+// The top-k selection after a DSA indexer operator (Operator::selects), as SGLang's
+// fast_topk_transform_fused runs it: one block per query row with 128 KiB of shared memory, so
+// one row per SM at a time, m rows in ceil(m / sms) waves. A wave costs `wave_s` (the radix
+// passes and writing top_k indices) and its rows' logit scan, each SM at its share of HBM
+// bandwidth x the efficiency at the kernel's logit bytes:
+//   kernels x overhead + waves x wave_s + L x waves x sms / m / (HBM x efficiency(L / kernels))
+// with L = 4 bytes x flops / (2 n k) logits; where the SMs are unknown (sms 0), no waves: L /
+// (HBM x efficiency). 0 for an operator without rows or logits.
+struct SelectionModel {
+  EfficiencyCurve efficiency;
+  double overhead_s = 0, wave_s = 0, bandwidth = 0;
+  int sms = 0;
+};
+double selection_seconds(const Operator& op, const SelectionModel& s);
+// Its parts: the logit bytes it reads, 4 x flops / (2 n k) (0 without n and k), and its waves of
+// rows, ceil(m / sms) (0 where the SMs are unknown).
+double selection_logit_bytes(const Operator& op);
+double selection_waves(const Operator& op, int sms);
+// The selection model of a chip: Efficiency::topk, topk_overhead, topk_wave where fitted, else
+// the elementwise curve and overhead and no time per wave.
+SelectionModel selection_model(const ChipSpec& chip);
+
 // Seconds of a routed-experts operator (kind kMoeExperts with kv_bytes, tokens and padded_m set,
 // models::layer_token_ops) under one format's grouped-GEMM model e:
 //   overhead + max(F / (peak[rate] x e.compute(F / A)), W / (HBM x e.memory(W / A)))
@@ -159,6 +181,9 @@ class RooflineCostModel final : public CostModel {
   // The two sides of the roofline without the kernel overhead (tables, tests).
   double compute_seconds(const Operator& op) const;
   double memory_seconds(const Operator& op) const;
+  // The top-k selection an Operator::selects operator adds (models::selection_seconds); seconds()
+  // includes it.
+  double selection_seconds(const Operator& op) const { return models::selection_seconds(op, selection_); }
 
  private:
   // Per operator kind: the curves, their values when constant, and the fixed cost per kernel
@@ -184,6 +209,7 @@ class RooflineCostModel final : public CostModel {
   // mHC kernels (Operator::mhc) when Efficiency::mhc has knots.
   Rates mhc_rates_;
   bool mhc_ = false;
+  SelectionModel selection_;  // after Operator::selects operators
   // Efficiency::gemm_formats by Format: GEMM kinds of that format add the quantisation pass and
   // scale their compute side by `compute` (instead of format_compute[rate]).
   struct QuantisedGemm {

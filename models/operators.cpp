@@ -723,6 +723,7 @@ LayerBatchOps layer_batch_ops(const ModelSpec& m, const ParallelPlan& p, const B
     ip.bytes = (static_cast<double>(b.prefill_kv_tokens) - short_kv) / ranks * ib + q * ih * id + kLogitBytes * scored;
     ip.m = q;
     ip.query_blocks = true;
+    ip.selects = true;
     ip.batch = chunks - short_chunks / ranks;
     ip.context = (static_cast<double>(b.prefill_kv_tokens) - short_kv) * per_token / ranks;
     ip.n = ih;

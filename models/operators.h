@@ -17,8 +17,7 @@
 // models/README.md. Units: FLOPs and bytes per chip.
 //
 // Ignored: sampling, logits all-gather, the embedding lookup's own time, attention kernels'
-// split-K reductions, top-k selection in the router and the DSA indexer (a sort over at most the
-// context per query, below the score computation), attention sinks, biases, QK-norms.
+// split-K reductions, top-k selection in the router, attention sinks, biases, QK-norms.
 #pragma once
 
 #include <algorithm>
@@ -180,6 +179,10 @@ struct Operator {
   // query-heads, i.e. 128 / n of the m queries, on a persistent grid of one block per SM): its
   // FLOPs run in whole waves of blocks over the chip's SMs (models::query_wave_factor).
   bool query_blocks = false;
+  // The DSA indexer's operators (kIndexer): the top-k selection over the logits it writes runs
+  // after it, one row per query (m rows), over flops / (2 n k) logits of 4 bytes; costed with it
+  // (models::selection_seconds). False for the scoring kernel alone (calibration tables).
+  bool selects = false;
   // Gated DeltaNet's recurrent core (chunked in prefill, one step per token in decode), costed as
   // the layer's attention: m = tokens, batch = sequences, n = value heads per chip, kv_heads = key
   // heads per chip, k = key dim; measured tables of it match only it (calibrate/linear_table.h).

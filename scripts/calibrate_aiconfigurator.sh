@@ -89,6 +89,12 @@ for ((i = 0; i < ${#pairs[@]}; i += 2)); do
   # below, which cost their indexer with it.
   found=$(find "$data/sparse_attention/sglang" -name glm5_mqa_logits_module_perf.csv.gz 2>/dev/null | sort -V | tail -1)
   [ -n "$found" ] && tables+=("$found")
+  # The top-k selection over its logits (models::Efficiency::topk): SGLang's table of its own
+  # kernel (sgl-kernel's fast_topk_transform_fused) for every engine of the chip, the only one
+  # timed alone (TensorRT-LLM's and vLLM's kernels differ: TensorRT-LLM's blocks below hold its
+  # own, their fit takes the difference).
+  found=$(find "$data/sparse_attention/sglang" -name glm5_topk_module_perf.csv.gz 2>/dev/null | sort -V | tail -1)
+  [ -n "$found" ] && tables+=("$found")
   # TensorRT-LLM times its sparse kernels only inside the attention blocks (DSA on Hopper,
   # DeepSeek-V4's CSA and HCA on Blackwell): the blocks, their other operators costed as fitted,
   # fit the kernel (calibrate/README.md). SGLang's and vLLM's kernel tables above are the better

@@ -150,6 +150,12 @@ std::vector<std::pair<std::string, std::string>> efficiency_yaml(const models::E
       out.emplace_back(k, curve_yaml(e.indexer));
     else if (k == "indexer_overhead")
       out.emplace_back(k, duration_yaml(e.indexer_overhead));
+    else if (k == "topk")
+      out.emplace_back(k, curve_yaml(e.topk));
+    else if (k == "topk_overhead")
+      out.emplace_back(k, duration_yaml(e.topk_overhead));
+    else if (k == "topk_wave")
+      out.emplace_back(k, duration_yaml(e.topk_wave));
     else if (k == "dsa_dense_prefill" && e.dsa_dense_prefill)
       out.emplace_back(k, "true");
     else if (k == "elementwise")
@@ -533,7 +539,8 @@ models::Efficiency transfer_efficiency(const models::Efficiency& from, const mod
     e.*member = Duration::seconds((e.*member).to_seconds() * bandwidth);
   for (auto& m : e.moe_experts) m.overhead = Duration::seconds(m.overhead.to_seconds() * bandwidth);
   for (auto& g : e.gemm_formats) g.overhead = Duration::seconds(g.overhead.to_seconds() * bandwidth);
-  for (auto* d : {&e.attention_sparse_overhead, &e.attention_sparse_query, &e.mhc_overhead, &e.indexer_overhead})
+  for (auto* d : {&e.attention_sparse_overhead, &e.attention_sparse_query, &e.mhc_overhead, &e.indexer_overhead,
+                  &e.topk_overhead, &e.topk_wave})
     *d = Duration::seconds(d->to_seconds() * bandwidth);
   if (rule == TransferRule::bandwidth) return e;
   // time-scaled: a kernel that takes as long at the target's peak as it did at the source's
@@ -544,7 +551,9 @@ models::Efficiency transfer_efficiency(const models::Efficiency& from, const mod
   for (auto* c : {&e.gemm_compute, &e.moe_compute, &e.attention_prefill, &e.attention_sparse, &e.indexer}) {
     scale_sizes(*c, compute);
   }
-  for (auto* c : {&e.gemm_memory, &e.moe_memory, &e.attention_decode, &e.elementwise, &e.mhc}) scale_sizes(*c, memory);
+  for (auto* c : {&e.gemm_memory, &e.moe_memory, &e.attention_decode, &e.elementwise, &e.mhc, &e.topk}) {
+    scale_sizes(*c, memory);
+  }
   for (auto& m : e.moe_experts) {
     scale_sizes(m.compute, compute);
     scale_sizes(m.memory, memory);

@@ -52,6 +52,9 @@ deployment:
           mhc_overhead: 5 us
           indexer: [[1.0e9, 0.5]]
           indexer_overhead: 5 us
+          topk: [[1.0e6, 0.5]]
+          topk_overhead: 5 us
+          topk_wave: 1 us
           dsa_dense_prefill: true
           moe_experts: {fp8: {overhead: 5 us, compute: [[1.0e9, 0.5]], memory: [[1.0e6, 0.5]], token_bytes: 1, pair_bytes: 1}}
           gemm_formats: {fp8: {overhead: 5 us, quant_bytes: 2, compute: 0.9}}

@@ -382,6 +382,17 @@ std::optional<models::Efficiency> read_efficiency(MapReader& chip, const models:
   if (m.has("indexer_overhead") || !e.indexer.knots.empty()) {
     dur("indexer_overhead", d.indexer_overhead, e.indexer_overhead);
   }
+  // The top-k selection over its logits: only where given (absent, the elementwise curve applies).
+  if (m.has("topk") || !d.topk.knots.empty()) {
+    if (auto r = read_curve(m, "topk", d.topk))
+      e.topk = *r;
+    else
+      ok = false;
+  }
+  if (m.has("topk_overhead") || m.has("topk_wave") || !e.topk.knots.empty()) {
+    dur("topk_overhead", d.topk_overhead, e.topk_overhead);
+    dur("topk_wave", d.topk_wave, e.topk_wave);
+  }
   // The engine's dense prefill of short DSA chunks: only where given or set by the profile.
   if (m.has("dsa_dense_prefill") || d.dsa_dense_prefill) {
     if (auto r = m.boolean("dsa_dense_prefill", d.dsa_dense_prefill))

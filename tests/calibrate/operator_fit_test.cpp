@@ -638,3 +638,53 @@ TEST_CASE("Operator fit: the indexer curve and overhead come back from noisy sco
   CHECK_FALSE(simulator_operator(set.rows().front(), "some/Other-Model", truth, why).has_value());
   CHECK(why.find("has no preset here") != std::string::npos);
 }
+
+TEST_CASE("Operator fit: the top-k selection's curve, overhead and wave time come back from noisy rows") {
+  // SGLang's glm5_topk_module shapes (GLM-5's prefill indexer rows and logits), timed by
+  // models::selection_seconds with a known selection model (0.4 of HBM, 2 us a kernel, 0.9 us a
+  // wave of rows over H200's 132 SMs), 2% noise. The waves run from 1 (4 rows) to 125 (16,384).
+  models::ChipSpec truth = *models::chip_preset("h200-sxm");
+  truth.efficiency.topk = models::EfficiencyCurve(0.4);
+  truth.efficiency.topk_overhead = Duration::microseconds(2);
+  truth.efficiency.topk_wave = Duration::nanoseconds(900);
+  const models::RooflineCostModel model(truth);
+  Rng rng(19, "operator_fit_test topk");
+  MeasurementSet set;
+  const std::uint16_t glm5 = set.intern("zai-org/GLM-5");
+  for (std::int64_t batch : {1, 4}) {
+    for (std::int64_t tokens = 1; tokens * batch <= 16384; tokens *= 4) {
+      for (std::int64_t prefix : {4096, 32768, 131072}) {
+        Measurement r;
+        r.op = MeasuredOp::topk_prefill;
+        r.format = Format::fp8;
+        r.kv_format = Format::fp8;
+        r.variant = glm5;
+        for (const auto& [d, v] : {std::pair{Dim::heads, std::int64_t{64}},
+                                   {Dim::batch, batch},
+                                   {Dim::tokens, tokens},
+                                   {Dim::prefix, prefix}}) {
+          r.shape.set(d, v);
+        }
+        std::string why;
+        const auto op = simulator_operator(r, set.label(glm5), truth, why);
+        REQUIRE_MESSAGE(op.has_value(), why);
+        CHECK(op->family == OperatorFamily::topk);
+        CHECK(op->op.selects);
+        // A logit of 4 bytes per causal pair, a row per query.
+        const double t = static_cast<double>(tokens), p = static_cast<double>(prefix);
+        CHECK(models::selection_logit_bytes(op->op) ==
+              approx(4.0 * static_cast<double>(batch) * (t * p + t * (t + 1) / 2)));
+        CHECK(op->op.m == approx(static_cast<double>(batch) * t));
+        r.latency_s = model.selection_seconds(op->op) * (1 + 0.02 * (2 * rng.uniform01() - 1));
+        set.add(r);
+      }
+    }
+  }
+  const OperatorFitResult fit = fit_operators(set, *models::chip_preset("h200-sxm"));
+  CHECK(fit.chip.efficiency.topk.at(1e8) == approx(0.4).epsilon(0.05));
+  CHECK(fit.chip.efficiency.topk_overhead.to_seconds() == approx(2e-6).epsilon(0.25));
+  CHECK(fit.chip.efficiency.topk_wave.to_seconds() == approx(9e-7).epsilon(0.1));
+  for (const char* key : {"topk", "topk_overhead", "topk_wave"}) {
+    CHECK(std::find(fit.fitted_keys.begin(), fit.fitted_keys.end(), key) != fit.fitted_keys.end());
+  }
+}

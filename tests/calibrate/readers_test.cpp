@@ -449,3 +449,30 @@ TEST_CASE("Readers: of TensorRT-LLM's two NVFP4 MoE kernels, the one it runs at 
   }
   CHECK(said.rfind("2 rows of the NVFP4 MoE kernel TensorRT-LLM does not run", 0) == 0);
 }
+
+TEST_CASE("Readers: SGLang's top-k table keeps the top_last layout and leaves out the calls that select nothing") {
+  // glm5_topk_module: each shape on two score layouts; 0 ms where every row's context fits in
+  // top_k (the collector's mark: nothing to select). Of four rows one is kept.
+  const std::string header =
+      "framework,version,device,op_name,kernel_source,model,architecture,mla_dtype,kv_cache_dtype,gemm_type,"
+      "num_heads,batch_size,isl,tp_size,step,compress_ratio,latency,score_mode\n";
+  auto row = [](int step, double ms, const char* mode) {
+    return std::string(
+               "SGLang,kernel-level,NVIDIA H200,glm5_topk_module,fast_topk_transform_fused,zai-org/GLM-5,"
+               "GlmMoeDsaForCausalLM,fp8_e4m3,fp8_e4m3,fp8_block,64,2,16,1,") +
+           std::to_string(step) + ",1," + std::to_string(ms) + "," + mode + "\n";
+  };
+  const TempFile f("topk.csv", header + row(0, 0.0, "flat") + row(0, 0.0, "top_last") + row(8192, 0.012, "flat") +
+                                   row(8192, 0.005, "top_last"));
+  const MeasurementSet set = read_aiconfigurator(f.path(), "h200-sxm");
+  REQUIRE(set.size() == 1);
+  const Measurement& m = set.rows()[0];
+  CHECK(m.op == MeasuredOp::topk_prefill);
+  CHECK(m.latency_s == approx(0.005e-3));
+  CHECK(m.shape.get(Dim::prefix) == 8192);
+  CHECK(m.shape.get(Dim::batch) == 2);
+  CHECK(m.shape.get(Dim::tokens) == 16);
+  std::map<std::string, std::string> meta(set.source(0).metadata.begin(), set.source(0).metadata.end());
+  CHECK(meta["left_out_score_mode"] == "2 rows not of score_mode top_last");
+  CHECK(meta["left_out_no_call"] == "1 rows of latency 0 (the kernel did not run)");
+}

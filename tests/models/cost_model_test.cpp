@@ -118,6 +118,49 @@ TEST_CASE("Roofline: the indexer's prefill scoring kernel runs its query blocks 
   CHECK(query_wave_factor(op, 0) == 1.0);
 }
 
+TEST_CASE("Roofline: the indexer's operators add their top-k selection, rows in waves over the SMs") {
+  // H200 (132 SMs); 32 index heads of 128 (GLM-5). 1e9 logits scored: 2 x 32 x 128 x 1e9 FLOPs,
+  // 4e9 bytes of fp32 logits read by the selection.
+  ChipSpec chip = *chip_preset("h200-sxm");
+  REQUIRE(chip.sms == 132);
+  chip.efficiency.indexer = EfficiencyCurve(0.5);
+  chip.efficiency.indexer_overhead = Duration::zero();
+  chip.efficiency.topk = EfficiencyCurve(0.4);
+  chip.efficiency.topk_overhead = Duration::microseconds(2);
+  chip.efficiency.topk_wave = Duration::microseconds(1);
+  Operator op{OpKind::kIndexer, ComputeRate::kFp8, 1, 2.0 * 32 * 128 * 1e9, 0};
+  op.n = 32;
+  op.k = 128;
+  op.m = 264;
+  const double hbm = chip.hbm_bandwidth.bytes_per_s;
+  CHECK(selection_logit_bytes(op) == approx(4e9));
+  const RooflineCostModel roofline(chip);
+  // 264 rows: two full waves of 132, 2 us + 2 x 1 us + 4e9 / (HBM x 0.4).
+  CHECK(selection_waves(op, chip.sms) == 2.0);
+  CHECK(roofline.selection_seconds(op) == approx(2e-6 + 2e-6 + 4e9 / (hbm * 0.4)));
+  // 133 rows: the second wave runs one row, as long as a full one: 2 waves, the scan at 264 / 133
+  // of the rows' bytes (each SM scans its row at a 132nd of the bandwidth).
+  op.m = 133;
+  CHECK(roofline.selection_seconds(op) == approx(2e-6 + 2e-6 + 4e9 * 264 / 133 / (hbm * 0.4)));
+  // seconds() adds it to the scoring kernel only where the operator selects.
+  Operator scoring = op;
+  scoring.selects = false;
+  op.selects = true;
+  CHECK(roofline.seconds(op) == approx(roofline.seconds(scoring) + roofline.selection_seconds(op)));
+  CHECK(roofline.seconds(scoring) == approx(2.0 * 32 * 128 * 1e9 / (chip.peak_flops(ComputeRate::kFp8) * 0.5)));
+  // Without a fitted selection: the elementwise curve and overhead, no time per wave.
+  ChipSpec plain = *chip_preset("h200-sxm");
+  plain.efficiency.elementwise = EfficiencyCurve(0.7);
+  plain.efficiency.elementwise_overhead = Duration::microseconds(3);
+  CHECK(RooflineCostModel(plain).selection_seconds(op) == approx(3e-6 + 4e9 * 264 / 133 / (hbm * 0.7)));
+  // A chip of unknown SMs: no waves, the logits at the whole bandwidth.
+  plain.sms = 0;
+  CHECK(RooflineCostModel(plain).selection_seconds(op) == approx(3e-6 + 4e9 / (hbm * 0.7)));
+  // No rows, no selection.
+  op.m = 0;
+  CHECK(roofline.selection_seconds(op) == 0.0);
+}
+
 TEST_CASE("Roofline: the MoE router runs the GEMM curves and overhead, the routed experts the MoE ones") {
   // H200 with MoE curves and a 10 us MoE overhead (a fused expert module's), and 2 us per GEMM
   // kernel: the router, a [1 x 7168] x [7168 x 256] bf16 GEMM, pays the GEMM one.

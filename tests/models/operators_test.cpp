@@ -193,6 +193,9 @@ TEST_CASE("Operators: the DSA indexer scores the causal pairs and writes a logit
   CHECK(o.indexer_prefill.m == 1500);
   CHECK(o.indexer_prefill.n == 32);
   CHECK_FALSE(o.indexer_decode.query_blocks);
+  // Both are followed by the top-k selection over the logits they write (models::selection_seconds).
+  CHECK(o.indexer_prefill.selects);
+  CHECK(o.indexer_decode.selects);
   // Where the engine runs the short prompt densely, only the first chunk is scored.
   const LayerBatchOps dense = layer_batch_ops(m, plan(1), b, EnginePaths{true});
   CHECK(dense.indexer_prefill.flops == 2.0 * 32 * 128 * (causal - 500.0 * 501 / 2));
