@@ -700,8 +700,8 @@ models::ChipSpec fit_family(const models::ChipSpec& chip, const EfficiencyTarget
   FitOptions fo;
   fo.max_evaluations = 3000;
   fo.tolerance = 1e-8;
-  // The families fitted before the indexer keep forward differences, as their shipped profiles
-  // were fitted (FitOptions::central_differences).
+  // Every family but the indexer and its top-k selection keeps forward differences, as their
+  // shipped profiles were fitted (FitOptions::central_differences).
   fo.central_differences = layout.family == OperatorFamily::indexer || layout.family == OperatorFamily::topk;
   if (layout.formats.empty()) {
     std::vector<Measurement> r = thinned(rows, max_rows);
