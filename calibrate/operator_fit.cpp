@@ -251,10 +251,13 @@ std::optional<SimulatorOperator> simulator_operator(const Measurement& m, std::s
       out.module = {t.qkv, t.out, t.dequant_attention, ops.indexer_prefill, ops.decode_absorb};
       return out;
     }
-    case MeasuredOp::indexer_prefill: {
+    case MeasuredOp::indexer_prefill:
+    case MeasuredOp::topk_prefill: {
       // The model's own prefill indexer operator (models::layer_batch_ops, indexer_prefill) for
       // `batch` chunks of `tokens` new tokens after `prefix` cached ones: GLM-5's index heads and
-      // dim (32 x 128), whatever the attention heads of the row.
+      // dim (32 x 128), whatever the attention heads of the row. The scoring kernel's rows cost it
+      // alone; the top-k selection's rows only the selection after it (its rows are the queries,
+      // its logits the causal pairs scored; the topk family costs models::selection_seconds).
       const std::string name(variant);
       if (name.find("GLM-5") == std::string::npos) {
         why = "indexer of model '" + name + "' has no preset here";
@@ -270,29 +273,9 @@ std::optional<SimulatorOperator> simulator_operator(const Measurement& m, std::s
         models::add_chunk(b, *model, s.get(Dim::prefix, 0), s.get(Dim::tokens), true);
       }
       models::Operator op = models::layer_batch_ops(*model, models::ParallelPlan{}, b).indexer_prefill;
-      op.selects = false;  // the scoring kernel alone
-      return SimulatorOperator{op, OperatorFamily::indexer};
-    }
-    case MeasuredOp::topk_prefill: {
-      // The top-k selection alone over the logits of the same prefill indexer operator (its rows
-      // are the queries, its logits the causal pairs scored): the family's fit costs only
-      // models::selection_seconds of it.
-      const std::string name(variant);
-      if (name.find("GLM-5") == std::string::npos) {
-        why = "top-k selection of model '" + name + "' has no preset here";
-        return std::nullopt;
-      }
-      const std::optional<models::ModelSpec> model = models::model_preset("glm-5");
-      if (!model) {
-        why = "preset missing";
-        return std::nullopt;
-      }
-      models::BatchShape b;
-      for (std::int64_t i = 0; i < s.get(Dim::batch, 1); ++i) {
-        models::add_chunk(b, *model, s.get(Dim::prefix, 0), s.get(Dim::tokens), true);
-      }
-      return SimulatorOperator{models::layer_batch_ops(*model, models::ParallelPlan{}, b).indexer_prefill,
-                               OperatorFamily::topk};
+      const bool selection = m.op == MeasuredOp::topk_prefill;
+      op.selects = selection;
+      return SimulatorOperator{op, selection ? OperatorFamily::topk : OperatorFamily::indexer};
     }
     case MeasuredOp::mhc: {
       // One call over every site (AIConfigurator's collectors fold both of a layer's sites into

@@ -589,6 +589,24 @@ TEST_CASE("Operator fit: the mHC curve and overhead come back from noisy pre and
   CHECK(why.find("neither pre nor post") != std::string::npos);
 }
 
+namespace {
+// A row of SGLang's GLM-5 indexer tables (glm5_mqa_logits_module, glm5_topk_module): 64 attention
+// heads, `batch` chunks of `tokens` after `prefix` cached.
+Measurement glm5_indexer_row(MeasuredOp op, std::uint16_t variant, std::int64_t batch, std::int64_t tokens,
+                             std::int64_t prefix) {
+  Measurement r;
+  r.op = op;
+  r.format = Format::fp8;
+  r.kv_format = Format::fp8;
+  r.variant = variant;
+  for (const auto& [d, v] :
+       {std::pair{Dim::heads, std::int64_t{64}}, {Dim::batch, batch}, {Dim::tokens, tokens}, {Dim::prefix, prefix}}) {
+    r.shape.set(d, v);
+  }
+  return r;
+}
+}  // namespace
+
 TEST_CASE("Operator fit: the indexer curve and overhead come back from noisy scoring-kernel rows") {
   // SGLang's glm5_mqa_logits_module shape (GLM-5: 64 attention heads, 32 index heads of 128):
   // batches of chunks after cached prefixes up to 128k tokens, timed by the roofline with a known
@@ -603,17 +621,7 @@ TEST_CASE("Operator fit: the indexer curve and overhead come back from noisy sco
   for (std::int64_t batch : {1, 2, 4}) {
     for (std::int64_t tokens = 4; tokens * batch <= 16384; tokens *= 4) {
       for (std::int64_t prefix : {0, 16384, 131072}) {
-        Measurement r;
-        r.op = MeasuredOp::indexer_prefill;
-        r.format = Format::fp8;
-        r.kv_format = Format::fp8;
-        r.variant = glm5;
-        for (const auto& [d, v] : {std::pair{Dim::heads, std::int64_t{64}},
-                                   {Dim::batch, batch},
-                                   {Dim::tokens, tokens},
-                                   {Dim::prefix, prefix}}) {
-          r.shape.set(d, v);
-        }
+        Measurement r = glm5_indexer_row(MeasuredOp::indexer_prefill, glm5, batch, tokens, prefix);
         std::string why;
         const auto op = simulator_operator(r, set.label(glm5), truth, why);
         REQUIRE_MESSAGE(op.has_value(), why);
@@ -654,17 +662,7 @@ TEST_CASE("Operator fit: the top-k selection's curve, overhead and wave time com
   for (std::int64_t batch : {1, 4}) {
     for (std::int64_t tokens = 1; tokens * batch <= 16384; tokens *= 4) {
       for (std::int64_t prefix : {4096, 32768, 131072}) {
-        Measurement r;
-        r.op = MeasuredOp::topk_prefill;
-        r.format = Format::fp8;
-        r.kv_format = Format::fp8;
-        r.variant = glm5;
-        for (const auto& [d, v] : {std::pair{Dim::heads, std::int64_t{64}},
-                                   {Dim::batch, batch},
-                                   {Dim::tokens, tokens},
-                                   {Dim::prefix, prefix}}) {
-          r.shape.set(d, v);
-        }
+        Measurement r = glm5_indexer_row(MeasuredOp::topk_prefill, glm5, batch, tokens, prefix);
         std::string why;
         const auto op = simulator_operator(r, set.label(glm5), truth, why);
         REQUIRE_MESSAGE(op.has_value(), why);
