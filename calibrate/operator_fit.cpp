@@ -1208,7 +1208,9 @@ OperatorFitResult fit_operators(const MeasurementSet& set, const models::ChipSpe
       spec.lower = 0.002;
       spec.upper = 1.0;
       spec.initial = 0.4;
-      spec.monotone = Monotone::increasing;
+      // Larger kernels run closer to the peaks, but for the top-k selection: its logits come from
+      // L2 while they fit there (the indexer has just written them), from HBM beyond.
+      spec.monotone = family == OperatorFamily::topk ? Monotone::decreasing : Monotone::increasing;
       spec.smoothness = 0.01;
       layout.curves.emplace_back(spec);
     }
