@@ -316,10 +316,6 @@ double RooflineCostModel::seconds(const Operator& op) const {
     return op.kernels * r.overhead_s + std::max(compute_seconds(op), memory_seconds(op)) +
            op.m * sparse_kernel_heads(op.n) * sparse_query_s_;
   }
-  if (op.selects) {
-    // The DSA indexer's scoring kernel, then its top-k selection.
-    return op.kernels * r.overhead_s + std::max(compute_seconds(op), memory_seconds(op)) + selection_seconds(op);
-  }
   if (r.grouped && op.kv_bytes > 0) {
     for (const MoeFormat& f : moe_) {
       if (f.rate == op.rate && std::abs(f.weight_bytes - op.kv_bytes) < 1e-9) {
@@ -327,12 +323,15 @@ double RooflineCostModel::seconds(const Operator& op) const {
       }
     }
   }
-  if (r.compute_constant && r.memory_constant && !r.padded && !r.waves && !r.grouped && !(op.quant_elements > 0)) {
+  if (r.compute_constant && r.memory_constant && !r.padded && !r.waves && !r.grouped && !(op.quant_elements > 0) &&
+      !op.selects) {
     // the common case, kept short: it runs per iteration
     return op.kernels * r.overhead_s +
            std::max(op.flops * r.s_per_flop[static_cast<std::size_t>(op.rate)], op.bytes * r.s_per_byte);
   }
-  return op.kernels * r.overhead_s + std::max(compute_seconds(op), memory_seconds(op)) + quantisation_seconds(op);
+  // A DSA indexer operator adds its top-k selection after the scoring kernel.
+  return op.kernels * r.overhead_s + std::max(compute_seconds(op), memory_seconds(op)) + quantisation_seconds(op) +
+         (op.selects ? selection_seconds(op) : 0.0);
 }
 
 std::optional<CostModel::LinearForm> RooflineCostModel::linear_form(OpKind kind, ComputeRate rate) const {

@@ -384,6 +384,25 @@ TEST_CASE("Operator fit: two kernels of MXFP4 experts are fitted apart, --moe-mo
   }));
 }
 
+namespace {
+// A row of SGLang's sparse-attention tables (glm5_dsa_attn_module, dsv4_hca_attn_module,
+// glm5_mqa_logits_module, glm5_topk_module): 64 heads, `batch` chunks of `tokens` after `prefix`
+// cached, an fp8 KV cache.
+Measurement sparse_table_row(MeasuredOp op, Format format, std::uint16_t variant, std::int64_t batch,
+                             std::int64_t tokens, std::int64_t prefix) {
+  Measurement r;
+  r.op = op;
+  r.format = format;
+  r.kv_format = Format::fp8;
+  r.variant = variant;
+  for (const auto& [d, v] :
+       {std::pair{Dim::heads, std::int64_t{64}}, {Dim::batch, batch}, {Dim::tokens, tokens}, {Dim::prefix, prefix}}) {
+    r.shape.set(d, v);
+  }
+  return r;
+}
+}  // namespace
+
 TEST_CASE("Operator fit: the sparse attention curve, overhead and per-query time come back from noisy rows") {
   // DeepSeek-V4-Flash HCA prefill rows (vLLM's dsv4_hca_attn_module shape: 64 heads, chunks after
   // cached prefixes up to 512k tokens) timed by the roofline with known sparse entries, 2% noise.
@@ -396,16 +415,7 @@ TEST_CASE("Operator fit: the sparse attention curve, overhead and per-query time
   MeasurementSet set;
   const std::uint16_t v4 = set.intern("sgl-project/DeepSeek-V4-Flash-FP8");
   auto row = [&](std::int64_t batch, std::int64_t tokens, std::int64_t prefix) {
-    Measurement r;
-    r.op = MeasuredOp::sparse_attention_prefill;
-    r.format = Format::bf16;
-    r.kv_format = Format::fp8;
-    r.variant = v4;
-    for (const auto& [d, v] :
-         {std::pair{Dim::heads, std::int64_t{64}}, {Dim::batch, batch}, {Dim::tokens, tokens}, {Dim::prefix, prefix}}) {
-      r.shape.set(d, v);
-    }
-    return r;
+    return sparse_table_row(MeasuredOp::sparse_attention_prefill, Format::bf16, v4, batch, tokens, prefix);
   };
   for (std::int64_t batch : {1, 2, 4, 8, 16}) {
     for (std::int64_t tokens = 1; tokens * batch <= 8192; tokens *= 2) {
@@ -589,24 +599,6 @@ TEST_CASE("Operator fit: the mHC curve and overhead come back from noisy pre and
   CHECK(why.find("neither pre nor post") != std::string::npos);
 }
 
-namespace {
-// A row of SGLang's GLM-5 indexer tables (glm5_mqa_logits_module, glm5_topk_module): 64 attention
-// heads, `batch` chunks of `tokens` after `prefix` cached.
-Measurement glm5_indexer_row(MeasuredOp op, std::uint16_t variant, std::int64_t batch, std::int64_t tokens,
-                             std::int64_t prefix) {
-  Measurement r;
-  r.op = op;
-  r.format = Format::fp8;
-  r.kv_format = Format::fp8;
-  r.variant = variant;
-  for (const auto& [d, v] :
-       {std::pair{Dim::heads, std::int64_t{64}}, {Dim::batch, batch}, {Dim::tokens, tokens}, {Dim::prefix, prefix}}) {
-    r.shape.set(d, v);
-  }
-  return r;
-}
-}  // namespace
-
 TEST_CASE("Operator fit: the indexer curve and overhead come back from noisy scoring-kernel rows") {
   // SGLang's glm5_mqa_logits_module shape (GLM-5: 64 attention heads, 32 index heads of 128):
   // batches of chunks after cached prefixes up to 128k tokens, timed by the roofline with a known
@@ -621,7 +613,7 @@ TEST_CASE("Operator fit: the indexer curve and overhead come back from noisy sco
   for (std::int64_t batch : {1, 2, 4}) {
     for (std::int64_t tokens = 4; tokens * batch <= 16384; tokens *= 4) {
       for (std::int64_t prefix : {0, 16384, 131072}) {
-        Measurement r = glm5_indexer_row(MeasuredOp::indexer_prefill, glm5, batch, tokens, prefix);
+        Measurement r = sparse_table_row(MeasuredOp::indexer_prefill, Format::fp8, glm5, batch, tokens, prefix);
         std::string why;
         const auto op = simulator_operator(r, set.label(glm5), truth, why);
         REQUIRE_MESSAGE(op.has_value(), why);
@@ -662,7 +654,7 @@ TEST_CASE("Operator fit: the top-k selection's curve, overhead and wave time com
   for (std::int64_t batch : {1, 4}) {
     for (std::int64_t tokens = 1; tokens * batch <= 16384; tokens *= 4) {
       for (std::int64_t prefix : {4096, 32768, 131072}) {
-        Measurement r = glm5_indexer_row(MeasuredOp::topk_prefill, glm5, batch, tokens, prefix);
+        Measurement r = sparse_table_row(MeasuredOp::topk_prefill, Format::fp8, glm5, batch, tokens, prefix);
         std::string why;
         const auto op = simulator_operator(r, set.label(glm5), truth, why);
         REQUIRE_MESSAGE(op.has_value(), why);
