@@ -57,24 +57,29 @@ std::int64_t round_up(std::int64_t v, std::int64_t unit) { return (v + unit - 1)
 }  // namespace
 
 // AIConfigurator's generator (ai-dynamo/aiconfigurator, src/aiconfigurator/generator/rule_plugin/,
-// trtllm.rule and vllm.rule) wrote the engine configurations of the measured benchmarks (their
-// source files are AIConfigurator's gap-analysis runs, calibrate/data/SOURCE.md):
-//   TensorRT-LLM  agg max_num_tokens = max_batch_size + isl + 500, prefill isl + 500, decode
+// benchmark/trtllm.rule and benchmark/vllm.rule) wrote the engine configurations of the measured
+// benchmarks (their source files are AIConfigurator's gap-analysis runs, calibrate/data/SOURCE.md):
+//   TensorRT-LLM  agg max_num_tokens = max_batch_size + isl + 1500, prefill isl + 1500, decode
 //                 max_batch_size, each rounded up to tokens_per_block (32); prefill max_batch_size
 //                 1 where the search gave none; enable_chunked_prefill false and the overlap
 //                 scheduler on in agg and decode workers (backend_templates/trtllm/
 //                 extra_engine_args.*.yaml.j2);
 //   vLLM          agg max_num_batched_tokens = max_batch_size + isl + 1500, prefill isl + 1500,
 //                 decode max_batch_size; prefill max_batch_size 1 where none was given.
-// So an aggregated TensorRT-LLM iteration holds the decodes and one whole prompt, and a vLLM one
-// the decodes, one prompt and a 1,500-token chunk of the next. SGLang's rule sets only
+// The 1,500-token headroom is the benchmark rules' from their creation (71bb3d00e, 2026-01-30) to
+// the snapshot read (095f58a5), and every TensorRT-LLM rule's before it: the generator's Python
+// backend (generator/backends/trtllm.py at 84ee71ebc, 2025-09-30) and the default trtllm.rule
+// until 1cc3526b4 (2026-04-01), which cut its own (deployment) headroom to 500 against OOM on
+// H100 and left the benchmark rule's alone. So an aggregated TensorRT-LLM iteration holds the
+// decodes and the whole prompts that fit isl + 1,500 tokens (two of 1,024, one of 2,048 or more),
+// and a vLLM one the decodes, one prompt and a 1,500-token chunk of the next. SGLang's rule sets only
 // max_prefill_tokens = isl + 1500 (a cap on one prefill batch), which its model here (prefill
 // batches up to chunked_prefill_size) does not use: its engine defaults stay.
 EngineLimits benchmark_limits(const ServingEngine& e, const std::string& role, std::int64_t isl, std::int64_t batch) {
   EngineLimits l{e.max_batched_tokens, batch > 0 ? std::min(batch, e.max_batch_size) : e.max_batch_size};
   if (e.name != "trtllm" && e.name != "vllm") return l;
   const bool trt = e.name == "trtllm";
-  const std::int64_t slack = trt ? 500 : 1500;
+  const std::int64_t slack = 1500;
   if (role == "prefill") {
     if (batch <= 0) l.max_batch_size = 1;
     l.max_batched_tokens = isl + slack;

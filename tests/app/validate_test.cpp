@@ -101,10 +101,10 @@ TEST_CASE("validate: the measured phase starts on an idle engine after the drain
   CHECK(jc["rows"][0]["window_requests"] == 80);
   CHECK(cli({"validate", file.string(), "--warmup", "continuous", "--print-scenario", kAggSmall})
             .out.find("requests: 96\n") != std::string::npos);
-  // The drained window holds the first round's burst: TensorRT-LLM admits one whole 1,024-token
-  // prompt per iteration (its budget is batch + isl + 500), so the k-th of the 8 simultaneous
-  // prompts waits k - 1 prefills; the continuous window, whose clients have spread out, has no
-  // such queue, so its mean TTFT is lower.
+  // The drained window holds the first round's burst: TensorRT-LLM admits two whole 1,024-token
+  // prompts per iteration (its budget is batch + isl + 1,500: 2,560), so the k-th pair of the 8
+  // simultaneous prompts waits k - 1 prefills; the continuous window, whose clients have spread
+  // out, has less of that queue, so its mean TTFT is lower.
   CHECK(j["rows"][0]["predicted_ttft_ms"].get<double>() > jc["rows"][0]["predicted_ttft_ms"].get<double>());
   // --warmup continuous --warmup-rounds 1 --rounds 3: 8 x 4 = 32 requests sent, the last 24 measured.
   const CliResult w = cli({"validate", file.string(), "--json", "-", "--threads", "1", "--warmup", "continuous",
@@ -417,10 +417,10 @@ TEST_CASE("validate: each engine's rows get the scheduler of the configuration t
     REQUIRE(at != std::string::npos);
     return sc.out.substr(at, sc.out.find('\n', at) - at);
   };
-  // TensorRT-LLM, 8 clients, 1,024 tokens in: 8 + 1,024 + 500 = 1,532 tokens, rounded up to the
-  // 32-token KV block: 1,536; whole prompts only; the overlap scheduler forms ahead.
+  // TensorRT-LLM, 8 clients, 1,024 tokens in: 8 + 1,024 + 1,500 = 2,532 tokens, rounded up to the
+  // 32-token KV block: 2,560; whole prompts only; the overlap scheduler forms ahead.
   CHECK(scheduler_of(kAggSmall) ==
-        "scheduler: {policy: sarathi, max_batch_size: 8, max_batched_tokens: 1536, chunked_prefill: false, "
+        "scheduler: {policy: sarathi, max_batch_size: 8, max_batched_tokens: 2560, chunked_prefill: false, "
         "form_ahead: true}");
   // vLLM 0.12 (synchronous): 8 + 1,024 + 1,500 = 2,532, chunked, no form-ahead.
   CHECK(scheduler_of(vllm_sync) == "scheduler: {policy: sarathi, max_batch_size: 8, max_batched_tokens: 2532}");
