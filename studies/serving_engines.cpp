@@ -133,14 +133,17 @@ std::optional<ServingEngine> serving_engine(const std::string& backend, const st
     // puts context (prefill) requests and generation steps in one iteration under
     // max_num_tokens 8192, max_batch_size 2048; chunked prefill off (a prompt is scheduled whole
     // when it fits the budget the decodes leave, batch_scheduler.h); the KV cache takes
-    // kv_cache_free_gpu_memory_fraction 0.9 of the memory left after weights and buffers; the
-    // overlap scheduler (on by default) prepares iteration n + 1 while the GPU runs n.
+    // free_gpu_memory_fraction of the memory left after weights and buffers: 0.8, the value
+    // AIConfigurator's generator writes into every engine configuration it makes (backend_templates/
+    // trtllm/extra_engine_args.*.yaml.j2, `default(0.80)`, since its first templates; trtllm-serve's
+    // own default is 0.9); the overlap scheduler (on by default) prepares iteration n + 1 while the
+    // GPU runs n.
     e.policy = "sarathi";
     e.max_batched_tokens = 8192;
     e.max_batch_size = 2048;
     e.chunked_prefill = false;
     e.kv_sizing = KvSizing::kFreeFraction;
-    e.kv_fraction = 0.9;
+    e.kv_fraction = 0.8;
     e.reserved_gib = 1.0;  // [assumed] CUDA context, NCCL, CUDA graphs
     e.block_tokens = 32;   // KvCacheConfig tokens_per_block default
     e.host_overlap = true;
