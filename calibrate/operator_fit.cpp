@@ -683,9 +683,16 @@ models::ChipSpec fit_family(const models::ChipSpec& chip, const EfficiencyTarget
   FitOptions fo;
   fo.max_evaluations = 3000;
   fo.tolerance = 1e-8;
-  // Every family but the indexer and its top-k selection keeps forward differences, as their
-  // shipped profiles were fitted (FitOptions::central_differences).
-  fo.central_differences = layout.family == OperatorFamily::indexer || layout.family == OperatorFamily::topk;
+  // Central differences (FitOptions::central_differences) for the families whose monotone curves
+  // start flat and whose search stalled there with forward ones: the indexer, its top-k selection
+  // and the mHC kernels (with forward differences their fits stopped before converging on H200
+  // TensorRT-LLM, B200 vLLM and GB200 SGLang alike, mhc held out 15.4 / 15.0 / 12.6%; with central
+  // ones they converge, 9.6 / 11.0 / 6.9%). The other families keep forward differences: central
+  // ones measured on the same three profiles moved GEMM and attention by -1.5 to +1 point and the
+  // TensorRT-LLM DSA blocks (sparse_attention) from 6.2 / 6.4% to 8.3 / 7.6% on H200
+  // (docs/notes/2026-12-06-central-differences.md).
+  fo.central_differences = layout.family == OperatorFamily::indexer || layout.family == OperatorFamily::topk ||
+                           layout.family == OperatorFamily::mhc;
   if (layout.formats.empty()) {
     std::vector<Measurement> r = thinned(rows, max_rows);
     std::vector<FittedCall> o = thinned(ops, max_rows);
