@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "studies/checkpoints.h"
+#include "studies/serving_engines.h"
 #include "tests/app/cli_helpers.h"
 #include "tests/approx.h"
 
@@ -427,6 +428,21 @@ TEST_CASE("validate: each engine's rows get the scheduler of the configuration t
   // vLLM 0.18 (async scheduling), 64 clients, 8,192 in: 64 + 8,192 + 1,500 = 9,756.
   CHECK(scheduler_of(vllm_async) ==
         "scheduler: {policy: sarathi, max_batch_size: 64, max_batched_tokens: 9756, form_ahead: true}");
+  // The other roles of TensorRT-LLM's rule, and its KV cache: a prefill worker without a recorded
+  // batch takes one prompt and isl + 1,500 tokens (8,192 + 1,500 = 9,692, rounded up to the
+  // 32-token block: 9,696); a decode worker's budget is its batch, rounded up the same way (48 ->
+  // 64); the KV cache is 0.8 of the free memory, the generator's engine files' value.
+  std::string why;
+  const auto trt = servesim::studies::serving_engine("trtllm", "1.0.0rc3", 80, 1, why);
+  REQUIRE_MESSAGE(trt, why);
+  const servesim::studies::EngineLimits prefill = servesim::studies::benchmark_limits(*trt, "prefill", 8192, 0);
+  CHECK(prefill.max_batched_tokens == 9696);
+  CHECK(prefill.max_batch_size == 1);
+  const servesim::studies::EngineLimits decode = servesim::studies::benchmark_limits(*trt, "decode", 8192, 48);
+  CHECK(decode.max_batched_tokens == 64);
+  CHECK(decode.max_batch_size == 48);
+  CHECK(trt->kv_sizing == servesim::studies::KvSizing::kFreeFraction);
+  CHECK(trt->kv_fraction == doctest::Approx(0.8));
 }
 
 TEST_CASE("validate: TensorRT-LLM's MXFP4 experts on Hopper run expert-parallel (TRITON backend)") {
