@@ -79,14 +79,14 @@ EngineLimits benchmark_limits(const ServingEngine& e, const std::string& role, s
   EngineLimits l{e.max_batched_tokens, batch > 0 ? std::min(batch, e.max_batch_size) : e.max_batch_size};
   if (e.name != "trtllm" && e.name != "vllm") return l;
   const bool trt = e.name == "trtllm";
-  const std::int64_t slack = 1500;
+  constexpr std::int64_t kHeadroom = 1500;  // both engines' benchmark rules
   if (role == "prefill") {
     if (batch <= 0) l.max_batch_size = 1;
-    l.max_batched_tokens = isl + slack;
+    l.max_batched_tokens = isl + kHeadroom;
   } else if (role == "decode") {
     l.max_batched_tokens = l.max_batch_size;
   } else {
-    l.max_batched_tokens = l.max_batch_size + isl + slack;
+    l.max_batched_tokens = l.max_batch_size + isl + kHeadroom;
   }
   if (trt) l.max_batched_tokens = round_up(l.max_batched_tokens, e.block_tokens);
   return l;

@@ -16,6 +16,7 @@
 
 using namespace servesim::testing;
 using Json = nlohmann::json;
+namespace studies = servesim::studies;
 
 namespace {
 
@@ -433,15 +434,15 @@ TEST_CASE("validate: each engine's rows get the scheduler of the configuration t
   // 32-token block: 9,696); a decode worker's budget is its batch, rounded up the same way (48 ->
   // 64); the KV cache is 0.8 of the free memory, the generator's engine files' value.
   std::string why;
-  const auto trt = servesim::studies::serving_engine("trtllm", "1.0.0rc3", 80, 1, why);
+  const auto trt = studies::serving_engine("trtllm", "1.0.0rc3", 80, 1, why);
   REQUIRE_MESSAGE(trt, why);
-  const servesim::studies::EngineLimits prefill = servesim::studies::benchmark_limits(*trt, "prefill", 8192, 0);
+  const studies::EngineLimits prefill = studies::benchmark_limits(*trt, "prefill", 8192, 0);
   CHECK(prefill.max_batched_tokens == 9696);
   CHECK(prefill.max_batch_size == 1);
-  const servesim::studies::EngineLimits decode = servesim::studies::benchmark_limits(*trt, "decode", 8192, 48);
+  const studies::EngineLimits decode = studies::benchmark_limits(*trt, "decode", 8192, 48);
   CHECK(decode.max_batched_tokens == 64);
   CHECK(decode.max_batch_size == 48);
-  CHECK(trt->kv_sizing == servesim::studies::KvSizing::kFreeFraction);
+  CHECK(trt->kv_sizing == studies::KvSizing::kFreeFraction);
   CHECK(trt->kv_fraction == doctest::Approx(0.8));
 }
 
