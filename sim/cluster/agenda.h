@@ -30,6 +30,9 @@ class Agenda {
   void erase(SimTime t, std::uint8_t priority, Match&& match) {
     queue_.erase(t, priority, match);
   }
+  // Takes back the event next() just returned, which does not happen (a cancelled one, found
+  // stale): the clock returns to `was`, its time before that next().
+  void withdraw(SimTime was) { now_ = was; }
   // Instance `instance` is dispatched at now (the caller checked it has no request pending).
   void dispatch_soon(std::uint32_t instance) { dispatches_.push_back(instance); }
 

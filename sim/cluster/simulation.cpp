@@ -87,6 +87,7 @@ RunResult Simulation::run() {
   failures_.start();   // the fault timeline
   RunResult result;
   while (true) {
+    const SimTime was = agenda_.now();
     const Agenda::Next next = agenda_.next(horizon_);
     if (next.kind == Agenda::Next::kEnd) {
       result.reached_horizon = next.horizon;
@@ -96,6 +97,12 @@ RunResult Simulation::run() {
       check_context_.event_name = "DispatchRequested";
       handle(DispatchRequested{next.instance});
     } else {
+      if (const auto* b = std::get_if<BatchFinished>(&next.entry.payload)) {
+        if (!live(*b)) {
+          agenda_.withdraw(was);  // a cancelled batch end is not an event of the run
+          continue;
+        }
+      }
       fire(next.entry, result);
       if (budget_ != nullptr && (result.events & 4095) == 0 &&
           !budget_->allows(agenda_.now(), requests_.size(), requests_.held(), result.events)) [[unlikely]] {
@@ -169,9 +176,12 @@ void Simulation::dispatch(std::uint32_t i) {
   dispatcher_.launch(i, lane, priced, end, runs_.generation(i));
 }
 
+bool Simulation::live(const BatchFinished& e) const {
+  return e.epoch == deployment_.instances()[e.instance].epoch  // else the instance failed meanwhile
+         && e.run == runs_.generation(e.instance);             // else the run was cut: a later event ends it
+}
+
 void Simulation::handle(const BatchFinished& e) {
-  if (e.epoch != deployment_.instance(e.instance).epoch) return;  // the instance failed meanwhile
-  if (e.run != runs_.generation(e.instance)) return;              // the run was cut: a later event ends it
   runs_.finish(e.instance);  // a run's last step ended: the steps before it are applied first
   Lane& lane = dispatcher_.batch_ended(e);
   for (const Chunk& c : lane.batch().chunks) {

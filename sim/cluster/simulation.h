@@ -49,8 +49,8 @@
 namespace servesim::cluster {
 
 struct RunResult {
-  SimTime end;  // the end of the measured window
-  std::uint64_t events = 0;
+  SimTime end;               // the end of the measured window
+  std::uint64_t events = 0;  // that happened: a batch end found stale is dropped uncounted
   bool reached_horizon = false;
   bool settled = false;  // stopped early: a rule of set_settle() settled (RunResult as at a horizon)
   // A hash of the event stream: every event's time, type and ids, in order (an OMNeT++-style
@@ -97,6 +97,8 @@ class Simulation {
 
  private:
   void handle(const RequestArrived& e);
+  // Whether a BatchFinished still ends its batch (run() drops the others before they count).
+  bool live(const BatchFinished& e) const;
   void handle(const BatchFinished& e);
   void handle(const StageFreed& e) { dispatch(e.instance); }
   void handle(const DispatchRequested& e);
