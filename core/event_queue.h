@@ -61,6 +61,14 @@ class EventQueue {
     ++size_;
   }
 
+  // Files `e`, an entry pop() returned, again at `time` (not before the entry's own) with its
+  // order: among events at that time it keeps the place its push gave it. For an event whose
+  // time was provisional.
+  void refile(const Entry& e, SimTime time) {
+    insert(Entry{time, e.order, e.payload});
+    ++size_;
+  }
+
   bool empty() const { return size_ == 0; }
   std::size_t size() const { return size_; }
 

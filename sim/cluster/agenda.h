@@ -33,6 +33,12 @@ class Agenda {
   // Takes back the event next() just returned, which does not happen (a cancelled one, found
   // stale): the clock returns to `was`, its time before that next().
   void withdraw(SimTime was) { now_ = was; }
+  // The same for an event whose time was provisional: it is filed again at t (> now) in its place
+  // among same-time events (EventQueue::refile).
+  void refile(const EventQueue<Event>::Entry& e, SimTime t, SimTime was) {
+    queue_.refile(e, t);
+    now_ = was;
+  }
   // Instance `instance` is dispatched at now (the caller checked it has no request pending).
   void dispatch_soon(std::uint32_t instance) { dispatches_.push_back(instance); }
 

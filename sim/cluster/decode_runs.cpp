@@ -85,22 +85,51 @@ SimTime DecodeRuns::plan(std::uint32_t instance, Lane& lane, SimTime first_end, 
   Batch& batch = lane.batch();
   if (!steps_ready) batch.steps = pool.cost->decode_steps(static_cast<std::int64_t>(batch.decodes));
   DecodeSet::Lookahead ahead(lane.decode_set());
-  SimTime t = first_end;
-  if (!lane.decode_set().capped()) {
-    // Only the contexts grow: the cost model walks the steps from the first one's shape.
-    t = pool.cost->decode_run(batch.steps, ahead.next(), k - 1, t, r.ends.data() + 1, r.parts.data() + 1);
-  } else {
-    for (std::uint32_t j = 1; j < k; ++j) {
-      t = t + Duration::picoseconds(pool.cost->decode_step(batch.steps, ahead.next(), r.parts[j]));
-      r.ends[j] = t;
-    }
-  }
   r.size = k;
   r.applied = 0;
   ++r.generation;
   lane.book(booked);
-  deployment_.instance(instance).stage_free.front() = t;
-  return t;
+  if (!lane.decode_set().capped()) {
+    // Only the contexts grow: the cost model walks the steps from the first one's shape, a chunk
+    // at a time.
+    r.next = ahead.next();
+    r.costed = 1;
+    r.chunk = kFirstChunk;
+    cost_chunk(instance, r);
+  } else {
+    SimTime t = first_end;
+    for (std::uint32_t j = 1; j < k; ++j) {
+      t = t + Duration::picoseconds(pool.cost->decode_step(batch.steps, ahead.next(), r.parts[j]));
+      r.ends[j] = t;
+    }
+    r.costed = k;
+  }
+  r.queued = r.ends[r.costed - 1];
+  // Busy until the run's end; while that is not known, for good (a time after now, which is all
+  // that is asked of it until the run ends, is cut or stops).
+  deployment_.instance(instance).stage_free.front() = r.costed == k ? r.queued : SimTime::never();
+  return r.queued;
+}
+
+void DecodeRuns::cost_chunk(std::uint32_t instance, DecodeRun& r) {
+  const Pool& pool = deployment_.pool_of(instance);
+  const Batch& batch = deployment_.instance(instance).lanes.front().batch();
+  const std::uint32_t n = std::min(r.chunk, r.size - r.costed);
+  const std::uint32_t at = r.costed;
+  pool.cost->decode_run(batch.steps, r.next, n, r.ends[at - 1], r.ends.data() + at, r.parts.data() + at);
+  // Step `at + n`'s shape: every context grew by one per step (integer sums below 2^53, exact as
+  // decode_run's own additions).
+  r.next.decode_kv_tokens += static_cast<double>(n) * r.next.decode_seqs;
+  r.costed += n;
+  r.chunk *= 2;
+}
+
+SimTime DecodeRuns::extend(std::uint32_t instance) {
+  DecodeRun& r = run(instance);
+  cost_through(instance, r, r.queued);
+  r.queued = r.ends[r.costed - 1];
+  if (r.costed == r.size) deployment_.instance(instance).stage_free.front() = r.queued;
+  return r.queued;
 }
 
 void DecodeRuns::apply_step(Lane& lane, DecodeRun& r) {
@@ -119,6 +148,7 @@ void DecodeRuns::apply_step(Lane& lane, DecodeRun& r) {
 void DecodeRuns::settle(std::uint32_t instance, SimTime t) {
   DecodeRun& r = run(instance);
   if (r.applied + 1 >= r.size || r.ends[r.applied] > t) return;
+  cost_through(instance, r, t);
   const Pool& pool = deployment_.pool_of(instance);
   Lane& lane = deployment_.instance(instance).lanes.front();
   Batch& batch = lane.batch();
@@ -187,11 +217,13 @@ void DecodeRuns::cut(std::uint32_t instance) {
   // The event that would have ended the run leaves the queue where it can (else it pops stale).
   const std::uint32_t cut = r.generation;
   const std::uint32_t epoch = inst.epoch;
-  agenda_.erase(r.ends[r.size - 1], priority_of(Event(BatchFinished{})), [&](const Event& ev) {
+  agenda_.erase(r.queued, priority_of(Event(BatchFinished{})), [&](const Event& ev) {
     const auto* b = std::get_if<BatchFinished>(&ev);
     return b != nullptr && b->instance == instance && b->run == cut && b->epoch == epoch;
   });
   r.size = r.applied + 1;
+  r.costed = r.size;
+  r.queued = r.ends[r.applied];
   ++r.generation;
   inst.stage_free.front() = r.ends[r.applied];
   agenda_.schedule(r.ends[r.applied], BatchFinished{instance, 0, inst.epoch, r.generation});

@@ -102,6 +102,11 @@ RunResult Simulation::run() {
           agenda_.withdraw(was);  // a cancelled batch end is not an event of the run
           continue;
         }
+        if (runs_.provisional(*b)) {
+          agenda_.refile(next.entry, runs_.extend(b->instance), was);  // a decode run's next costs
+          ++result.refiled;
+          continue;
+        }
       }
       fire(next.entry, result);
       if (budget_ != nullptr && (result.events & 4095) == 0 &&

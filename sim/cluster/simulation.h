@@ -52,7 +52,8 @@ struct RunResult {
   SimTime end;               // the end of the measured window
   std::uint64_t events = 0;  // that happened: a batch end found stale is dropped uncounted
   bool reached_horizon = false;
-  bool settled = false;  // stopped early: a rule of set_settle() settled (RunResult as at a horizon)
+  bool settled = false;       // stopped early: a rule of set_settle() settled (RunResult as at a horizon)
+  std::uint64_t refiled = 0;  // decode runs' provisional ends filed again (not events; decode_runs.h)
   // A hash of the event stream: every event's time, type and ids, in order (an OMNeT++-style
   // fingerprint). Equal fingerprints mean the same simulation step by step; golden tests pin it.
   std::uint64_t fingerprint = 0;

@@ -247,3 +247,50 @@ TEST_CASE("EventQueue: erase removes a ring event and leaves the others' order; 
   CHECK(erased > 1000);
   CHECK(refused > 100);
 }
+
+TEST_CASE("EventQueue: a refiled event keeps its place among the events at its new time") {
+  // The calendar pattern with provisional times: now and then the popped event was provisional
+  // and is filed again later (as a decode run's end moves on, DecodeRuns::extend). It must pop at
+  // its new time where its original push would have put it: after same-class events pushed before
+  // it, before those pushed after it, whether it lands in the ring or beyond the window. The
+  // reference keys it by its original sequence.
+  servesim::Rng rng(29, "event_queue_refile");
+  Mirror m;
+  std::int64_t now = 0;
+  int refiled = 0, tied = 0;
+  for (int op = 0; op < 60'000; ++op) {
+    const double u = rng.uniform01();
+    if (m.ref.empty() || u < 0.5) {
+      const double scale = rng.uniform01() < 0.1 ? 1e13 : 1e7;
+      // Times on a coarse grid, so that a refiled event often ties with others.
+      const std::int64_t t = now + static_cast<std::int64_t>(rng.exponential(1.0) * scale) / 1000 * 1000;
+      m.push(t, static_cast<std::uint8_t>(rng.uniform_int(0, 3)));
+    } else if (u < 0.7) {
+      // Pop the next event and file it again, later (to a pending event's time, or beyond).
+      const auto first = m.ref.begin();
+      const auto [t, p, s] = first->first;
+      const int id = first->second;
+      const Queue::Entry got = m.q.pop();
+      REQUIRE(got.payload.id == id);
+      m.ref.erase(first);
+      now = std::max(now, t);
+      std::int64_t later = t + 1 + static_cast<std::int64_t>(rng.exponential(1.0) * 1e7);
+      if (!m.ref.empty() && rng.uniform01() < 0.5) {
+        auto it = m.ref.begin();
+        std::advance(it, static_cast<std::ptrdiff_t>(rng.uniform_int(0, m.ref.size() - 1)));
+        later = std::max(t, std::get<0>(it->first));
+        tied += later > t ? 1 : 0;
+      }
+      m.q.refile(got, SimTime::from_ps(later));
+      m.ref.emplace(Key{later, p, s}, id);
+      ++refiled;
+    } else {
+      INFO("operation ", op);
+      now = std::max(now, pop_first(m));
+    }
+  }
+  drain(m);
+  CHECK(refiled > 5'000);
+  CHECK(tied > 1'000);
+  CHECK(m.q.pushed() == m.seq);  // refiling takes no sequence
+}
