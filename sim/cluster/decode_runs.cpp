@@ -84,26 +84,18 @@ SimTime DecodeRuns::plan(std::uint32_t instance, Lane& lane, SimTime first_end, 
   SERVESIM_CHECK(!pool.a2a_on_nics);
   Batch& batch = lane.batch();
   if (!steps_ready) batch.steps = pool.cost->decode_steps(static_cast<std::int64_t>(batch.decodes));
-  DecodeSet::Lookahead ahead(lane.decode_set());
   r.size = k;
   r.applied = 0;
   ++r.generation;
   lane.book(booked);
-  if (!lane.decode_set().capped()) {
-    // Only the contexts grow: the cost model walks the steps from the first one's shape, a chunk
-    // at a time.
-    r.next = ahead.next();
-    r.costed = 1;
-    r.chunk = kFirstChunk;
-    cost_chunk(instance, r);
-  } else {
-    SimTime t = first_end;
-    for (std::uint32_t j = 1; j < k; ++j) {
-      t = t + Duration::picoseconds(pool.cost->decode_step(batch.steps, ahead.next(), r.parts[j]));
-      r.ends[j] = t;
-    }
-    r.costed = k;
-  }
+  r.ahead.emplace(lane.decode_set());
+  // Uncapped: only the contexts grow, and the cost model walks a chunk's steps from its first
+  // shape. Capped (windows, top-k): each step's shape from the lookahead.
+  r.capped = lane.decode_set().capped();
+  if (!r.capped) r.next = r.ahead->next();
+  r.costed = 1;
+  r.chunk = kFirstChunk;
+  cost_chunk(instance, r);
   r.queued = r.ends[r.costed - 1];
   // Busy until the run's end; while that is not known, for good (a time after now, which is all
   // that is asked of it until the run ends, is cut or stops).
@@ -116,10 +108,18 @@ void DecodeRuns::cost_chunk(std::uint32_t instance, DecodeRun& r) {
   const Batch& batch = deployment_.instance(instance).lanes.front().batch();
   const std::uint32_t n = std::min(r.chunk, r.size - r.costed);
   const std::uint32_t at = r.costed;
-  pool.cost->decode_run(batch.steps, r.next, n, r.ends[at - 1], r.ends.data() + at, r.parts.data() + at);
-  // Step `at + n`'s shape: every context grew by one per step (integer sums below 2^53, exact as
-  // decode_run's own additions).
-  r.next.decode_kv_tokens += static_cast<double>(n) * r.next.decode_seqs;
+  if (r.capped) {
+    SimTime t = r.ends[at - 1];
+    for (std::uint32_t j = at; j < at + n; ++j) {
+      t = t + Duration::picoseconds(pool.cost->decode_step(batch.steps, r.ahead->next(), r.parts[j]));
+      r.ends[j] = t;
+    }
+  } else {
+    pool.cost->decode_run(batch.steps, r.next, n, r.ends[at - 1], r.ends.data() + at, r.parts.data() + at);
+    // Step `at + n`'s shape: every context grew by one per step (integer sums below 2^53, exact
+    // as decode_run's own additions).
+    r.next.decode_kv_tokens += static_cast<double>(n) * r.next.decode_seqs;
+  }
   r.costed += n;
   r.chunk *= 2;
 }

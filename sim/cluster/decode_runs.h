@@ -15,7 +15,7 @@
 // Runs do not depend on what is recorded: a time series or a trace hears of each step as it is
 // applied (RunObserver::run_step: its tokens and the KV blocks the next step took at its end, the
 // next step's span), what the per-step events would have recorded.
-// Costs are taken as needed: an uncapped run's steps are costed in chunks (4 steps, then twice as
+// Costs are taken as needed: a run's steps are costed in chunks (4 steps, then twice as
 // many each time), since most runs are cut long before their last step (a KV arrival: 42% of the
 // planned steps on the serve EPD bench, 95% on the 100k-chip one). Until the last chunk is
 // costed, the run's BatchFinished waits in the queue at the end of the last costed step, in the
@@ -32,6 +32,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "core/time.h"
@@ -98,7 +99,11 @@ class DecodeRuns {
     std::uint32_t costed = 0;      // steps whose ends and parts are known (applied < costed <= size)
     std::uint32_t chunk = 0;       // steps the next costing takes
     SimTime queued;                // when its BatchFinished is in the queue
+    bool capped = false;           // the lane's context sums are capped (windows, top-k)
     models::BatchShape next;       // the shape of step `costed` (uncapped runs)
+    // The shapes of steps `costed`, ... (capped runs; it reads the lane's cap ring for steps
+    // ahead of the lane's own, which a run's applied steps do not change).
+    std::optional<DecodeSet::Lookahead> ahead;
   };
   const DecodeRun* find(std::uint32_t instance) const {
     const std::uint32_t k = instance - first_;

@@ -46,9 +46,7 @@ void run(cluster::SimulationConfig config, int steps_per_event, Outcome& out) {
   out.summary = metrics::summarize(out.m, out.result.end, {});
 }
 
-// `chunked`: the runs' contexts are uncapped, so their steps are costed a chunk at a time
-// (decode_runs.h); capped runs are costed whole.
-metrics::Summary same_schedule(const cluster::SimulationConfig& config, bool chunked = true) {
+metrics::Summary same_schedule(const cluster::SimulationConfig& config) {
   Outcome step, merged;
   run(config, 1, step);
   run(config, 64, merged);
@@ -110,8 +108,8 @@ metrics::Summary same_schedule(const cluster::SimulationConfig& config, bool chu
   // The runs happened: the decode pool's steps outnumber its events by far.
   MESSAGE("events per step: " << step.result.events << ", runs: " << merged.result.events);
   CHECK(merged.result.events < step.result.events * 3 / 4);
-  // Uncapped runs' steps were costed a chunk at a time: provisional ends came up and moved on.
-  CHECK((merged.result.refiled > 0) == chunked);
+  // Their steps were costed a chunk at a time: provisional ends came up and moved on.
+  CHECK(merged.result.refiled > 0);
   CHECK(step.result.refiled == 0);
   return step.summary;
 }
@@ -128,7 +126,7 @@ TEST_CASE("Decode runs: capped context sums (sliding window) are looked ahead ex
   models::ModelSpec m = test::tiny_model();
   m.window.window = 32;
   m.window.pattern = "SF";
-  same_schedule(epd(m), false);
+  same_schedule(epd(m));
 }
 
 TEST_CASE("Decode runs: a failure mid-run settles the steps before it") {
