@@ -92,7 +92,10 @@ SimTime DecodeRuns::plan(std::uint32_t instance, Lane& lane, SimTime first_end, 
   // Uncapped: only the contexts grow, and the cost model walks a chunk's steps from its first
   // shape. Capped (windows, top-k): each step's shape from the lookahead.
   r.capped = lane.decode_set().capped();
-  if (!r.capped) r.next = r.ahead->next();
+  if (!r.capped) {
+    r.next = r.ahead->next();
+    r.bindings.start();
+  }
   r.costed = 1;
   r.chunk = kFirstChunk;
   cost_chunk(instance, r);
@@ -115,7 +118,7 @@ void DecodeRuns::cost_chunk(std::uint32_t instance, DecodeRun& r) {
       r.ends[j] = t;
     }
   } else {
-    pool.cost->decode_run(batch.steps, r.next, n, r.ends[at - 1], r.ends.data() + at, r.parts.data() + at);
+    pool.cost->decode_run(batch.steps, r.next, n, r.ends[at - 1], r.ends.data() + at, r.parts.data() + at, &r.bindings);
     // Step `at + n`'s shape: every context grew by one per step (integer sums below 2^53, exact
     // as decode_run's own additions).
     r.next.decode_kv_tokens += static_cast<double>(n) * r.next.decode_seqs;

@@ -104,6 +104,7 @@ class DecodeRuns {
     // The shapes of steps `costed`, ... (capped runs; it reads the lane's cap ring for steps
     // ahead of the lane's own, which a run's applied steps do not change).
     std::optional<DecodeSet::Lookahead> ahead;
+    IterationCostModel::RunBindings bindings;  // what its first chunk bound (uncapped runs)
   };
   const DecodeRun* find(std::uint32_t instance) const {
     const std::uint32_t k = instance - first_;

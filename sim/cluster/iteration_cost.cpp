@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <optional>
 #include <variant>
 
 #include "core/check.h"
@@ -722,8 +724,28 @@ class IterationCostModel::BoundSteps {
   int n_after_ = 0;
 };
 
+struct IterationCostModel::RunBindings::State {
+  bool bound = false;  // decode: bound at the run's first shape
+  DecodeBindings decode;
+  std::optional<BoundSteps> attention;
+};
+
+IterationCostModel::RunBindings::RunBindings() = default;
+IterationCostModel::RunBindings::~RunBindings() = default;
+IterationCostModel::RunBindings::RunBindings(RunBindings&&) noexcept = default;
+IterationCostModel::RunBindings& IterationCostModel::RunBindings::operator=(RunBindings&&) noexcept = default;
+
+void IterationCostModel::RunBindings::start() {
+  if (!state_) {
+    state_ = std::make_unique<State>();
+    return;
+  }
+  state_->bound = false;
+  state_->attention.reset();
+}
+
 SimTime IterationCostModel::decode_run(const DecodeSteps& d, models::BatchShape b, std::size_t n, SimTime t,
-                                       SimTime* ends, DecodeStepParts* parts) const {
+                                       SimTime* ends, DecodeStepParts* parts, RunBindings* keep) const {
   // The KV token sums are integers below 2^53, so adding decode_seqs in doubles gives exactly the
   // shape the lane would (static_cast<double>(sum of contexts) + decodes).
   const double grow = b.decode_seqs;
@@ -732,9 +754,12 @@ SimTime IterationCostModel::decode_run(const DecodeSteps& d, models::BatchShape 
   // its condition on the attention's cost).
   const bool full_only =
       !has_window_ && !has_absorb_ && !has_dsa_ && !has_linear_ && plan_.cp == 1 && !(tbo_ && total_.moe > 0);
+  RunBindings::State* kept = keep != nullptr ? keep->state_.get() : nullptr;
   if (!full_only) {
-    DecodeBindings bound;
-    bind_decode(b, bound);
+    DecodeBindings local;
+    DecodeBindings& bound = kept != nullptr ? kept->decode : local;
+    if (kept == nullptr || !kept->bound) bind_decode(b, bound);
+    if (kept != nullptr) kept->bound = true;
     for (std::size_t j = 0; j < n; ++j, b.decode_kv_tokens += grow) {
       t = t + Duration::picoseconds(decode_step(d, b, parts[j], &bound));
       ends[j] = t;
@@ -767,7 +792,11 @@ SimTime IterationCostModel::decode_run(const DecodeSteps& d, models::BatchShape 
     }
     return t;
   };
-  if (!attention.linear) return walk(BoundSteps(attention, b, *cost_model_));
+  if (!attention.linear) {
+    if (kept == nullptr) return walk(BoundSteps(attention, b, *cost_model_));
+    if (!kept->attention) kept->attention.emplace(attention, b, *cost_model_);
+    return walk(std::ref(*kept->attention));
+  }
   // The attention's FLOPs and bytes as the steps' context sum moves: linear_seconds() term by
   // term, with the terms on other fields read once. Where a sum has more than one term on the
   // contexts, linear_seconds() itself.

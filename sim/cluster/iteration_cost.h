@@ -198,8 +198,24 @@ class IterationCostModel {
   // attention depends on the contexts and the cost model has a linear form for it (a roofline
   // with constant efficiencies), the terms the steps share are read once; the values are those
   // decode_step gives, picosecond for picosecond.
+  // `keep`: where a run costed in chunks keeps what its first chunk bound (the bindings depend on
+  // what the run's shapes share, not on their contexts), for its later chunks; start() it at
+  // each new run. Null: bound for this call only.
+  class RunBindings {
+   public:
+    RunBindings();
+    ~RunBindings();
+    RunBindings(RunBindings&&) noexcept;
+    RunBindings& operator=(RunBindings&&) noexcept;
+    void start();  // a new run: nothing bound
+
+   private:
+    friend class IterationCostModel;
+    struct State;  // iteration_cost.cpp
+    std::unique_ptr<State> state_;
+  };
   SimTime decode_run(const DecodeSteps& steps, models::BatchShape b, std::size_t n, SimTime t, SimTime* ends,
-                     DecodeStepParts* parts) const;
+                     DecodeStepParts* parts, RunBindings* keep = nullptr) const;
   // Whether decode_run() takes that short way (else it calls decode_step() per step).
   bool plain_decode_runs() const {
     return decode_full_.linear && !has_window_ && !has_absorb_ && !has_dsa_ && !has_linear_ && plan_.cp == 1 &&

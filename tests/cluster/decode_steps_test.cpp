@@ -67,6 +67,7 @@ void check_case(const Case& k) {
   cm.set_two_batch_overlap(k.tbo);
   const std::int64_t cap = std::max<std::int64_t>(model.window.enabled() ? model.window.window : 0,
                                                   model.dsa.enabled() ? model.dsa.top_k : 0);
+  cluster::IterationCostModel::RunBindings keep;
   for (const std::int64_t n : {1, 2, 7, 64, 256}) {
     const cluster::IterationCostModel::DecodeSteps steps = cm.decode_steps(n);
     // Contexts of a run: every one grows by one per step; the capped sums are at most n x cap.
@@ -124,6 +125,32 @@ void check_case(const Case& k) {
         CHECK(parts[j].hidden_a2a == p.hidden_a2a);
       }
       CHECK(last == t);
+      // The same run costed in chunks (DecodeRuns), its bindings kept from the first chunk for
+      // the others: the same ends and parts. One RunBindings serves every run of the case (batch
+      // sizes, contexts), started again for each.
+      {
+        keep.start();
+        std::vector<SimTime> chunked(kSteps);
+        std::vector<cluster::IterationCostModel::DecodeStepParts> chunked_parts(kSteps);
+        models::BatchShape at = first;
+        SimTime end = start;
+        std::size_t done = 0;
+        for (const std::size_t size : {1, 3, 8, 28}) {
+          end = cm.decode_run(steps, at, size, end, chunked.data() + done, chunked_parts.data() + done, &keep);
+          at.decode_kv_tokens += static_cast<double>(size * static_cast<std::size_t>(n));
+          done += size;
+        }
+        REQUIRE(done == kSteps);
+        CHECK(end == last);
+        for (std::size_t j = 0; j < kSteps; ++j) {
+          INFO(k.model << " n " << n << " chunked step " << j);
+          CHECK(chunked[j] == ends[j]);
+          CHECK(chunked_parts[j].attention_full == parts[j].attention_full);
+          CHECK(chunked_parts[j].absorb == parts[j].absorb);
+          CHECK(chunked_parts[j].cp == parts[j].cp);
+          CHECK(chunked_parts[j].exposed_host == parts[j].exposed_host);
+        }
+      }
     }
     // A settle's sum of several steps (add_steps_components) is the steps' add_step_components
     // one by one, component by component (on top of a nonzero start, as DecodeRuns::settle's sum).
