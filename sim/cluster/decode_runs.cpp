@@ -91,8 +91,7 @@ SimTime DecodeRuns::plan(std::uint32_t instance, Lane& lane, SimTime first_end, 
   r.ahead.emplace(lane.decode_set());
   // Uncapped: only the contexts grow, and the cost model walks a chunk's steps from its first
   // shape. Capped (windows, top-k): each step's shape from the lookahead.
-  r.capped = lane.decode_set().capped();
-  if (!r.capped) {
+  if (!lane.decode_set().capped()) {
     r.next = r.ahead->next();
     r.bindings.start();
   }
@@ -108,10 +107,11 @@ SimTime DecodeRuns::plan(std::uint32_t instance, Lane& lane, SimTime first_end, 
 
 void DecodeRuns::cost_chunk(std::uint32_t instance, DecodeRun& r) {
   const Pool& pool = deployment_.pool_of(instance);
-  const Batch& batch = deployment_.instance(instance).lanes.front().batch();
+  const Lane& lane = deployment_.instance(instance).lanes.front();
+  const Batch& batch = lane.batch();
   const std::uint32_t n = std::min(r.chunk, r.size - r.costed);
   const std::uint32_t at = r.costed;
-  if (r.capped) {
+  if (lane.decode_set().capped()) {
     SimTime t = r.ends[at - 1];
     for (std::uint32_t j = at; j < at + n; ++j) {
       t = t + Duration::picoseconds(pool.cost->decode_step(batch.steps, r.ahead->next(), r.parts[j]));

@@ -99,7 +99,6 @@ class DecodeRuns {
     std::uint32_t costed = 0;      // steps whose ends and parts are known (applied < costed <= size)
     std::uint32_t chunk = 0;       // steps the next costing takes
     SimTime queued;                // when its BatchFinished is in the queue
-    bool capped = false;           // the lane's context sums are capped (windows, top-k)
     models::BatchShape next;       // the shape of step `costed` (uncapped runs)
     // The shapes of steps `costed`, ... (capped runs; it reads the lane's cap ring for steps
     // ahead of the lane's own, which a run's applied steps do not change).

@@ -724,9 +724,8 @@ class IterationCostModel::BoundSteps {
   int n_after_ = 0;
 };
 
-struct IterationCostModel::RunBindings::State {
-  bool bound = false;  // decode: bound at the run's first shape
-  DecodeBindings decode;
+struct IterationCostModel::RunBindings::State {  // what the run's first chunk bound, if it did
+  std::optional<DecodeBindings> decode;
   std::optional<BoundSteps> attention;
 };
 
@@ -740,7 +739,7 @@ void IterationCostModel::RunBindings::start() {
     state_ = std::make_unique<State>();
     return;
   }
-  state_->bound = false;
+  state_->decode.reset();
   state_->attention.reset();
 }
 
@@ -756,12 +755,11 @@ SimTime IterationCostModel::decode_run(const DecodeSteps& d, models::BatchShape 
       !has_window_ && !has_absorb_ && !has_dsa_ && !has_linear_ && plan_.cp == 1 && !(tbo_ && total_.moe > 0);
   RunBindings::State* kept = keep != nullptr ? keep->state_.get() : nullptr;
   if (!full_only) {
-    DecodeBindings local;
-    DecodeBindings& bound = kept != nullptr ? kept->decode : local;
-    if (kept == nullptr || !kept->bound) bind_decode(b, bound);
-    if (kept != nullptr) kept->bound = true;
+    std::optional<DecodeBindings> local;
+    std::optional<DecodeBindings>& bound = kept != nullptr ? kept->decode : local;
+    if (!bound) bind_decode(b, bound.emplace());
     for (std::size_t j = 0; j < n; ++j, b.decode_kv_tokens += grow) {
-      t = t + Duration::picoseconds(decode_step(d, b, parts[j], &bound));
+      t = t + Duration::picoseconds(decode_step(d, b, parts[j], &*bound));
       ends[j] = t;
     }
     return t;
