@@ -27,6 +27,10 @@ import glob
 import gzip
 import os
 import statistics
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from transfer_experiment import version_key  # noqa: E402  (the newest version, as the other scripts pick it)
 
 # Dense bf16 peak (models/chip_spec.cpp), exp2 results per clock and SM / dense bf16 FLOPs per
 # clock and SM.
@@ -39,7 +43,7 @@ PAIRS = [("h100_sxm", "h200_sxm"), ("h200_sxm", "b200_sxm"), ("h200_sxm", "gb200
 
 def rows_of(root, system, min_s):
     found = sorted(glob.glob(os.path.join(root, "aiconfigurator", "csv", "data", system, "attention", "trtllm", "*",
-                                          "context_attention_perf.csv.gz")))
+                                          "context_attention_perf.csv.gz")), key=version_key)
     if not found:
         raise SystemExit(f"no TensorRT-LLM context attention table of {system} under {root}")
     out = []
@@ -61,15 +65,22 @@ def rows_of(root, system, min_s):
     return out
 
 
+def predicted(r, chip, e1, e2=None):
+    # F / (P e1), plus X / (E e2) with the exponential term (e2 given).
+    peak, ratio = CHIPS[chip]
+    return r["flops"] / (peak * e1) + (r["exps"] / (peak * ratio * e2) if e2 else 0.0)
+
+
 def one_term(chip, rows):
     peak, _ = CHIPS[chip]
     return statistics.median(r["flops"] / (peak * r["t"]) for r in rows)
 
 
 def two_term(chip, rows):
+    # Each row's tensor efficiency once its exponentials (at the chip's rate) are taken off.
     peak, ratio = CHIPS[chip]
-    e = [r["flops"] / (peak * (r["t"] - r["exps"] / (peak * ratio))) for r in rows if r["t"] > r["exps"] / (peak * ratio)]
-    return statistics.median(e)
+    left = [(r, r["t"] - r["exps"] / (peak * ratio)) for r in rows]
+    return statistics.median(r["flops"] / (peak * t) for r, t in left if t > 0)
 
 
 def least_squares(chip, rows):
@@ -105,14 +116,13 @@ def main():
     for src, dst in PAIRS:
         e, e1 = one_term(src, data[src]), two_term(src, data[src])
         l1, l2 = least_squares(src, data[src])
-        peak, ratio = CHIPS[dst]
         for d in (None, 64, 128):
             rows = [r for r in data[dst] if d is None or r["d"] == d]
             if not rows:
                 continue
-            one = [r["flops"] / (peak * e) / r["t"] - 1 for r in rows]
-            two = [(r["flops"] / (peak * e1) + r["exps"] / (peak * ratio)) / r["t"] - 1 for r in rows]
-            ls = [(r["flops"] / (peak * l1) + r["exps"] / (peak * ratio * l2)) / r["t"] - 1 for r in rows]
+            one = [predicted(r, dst, e) / r["t"] - 1 for r in rows]
+            two = [predicted(r, dst, e1, 1.0) / r["t"] - 1 for r in rows]
+            ls = [predicted(r, dst, l1, l2) / r["t"] - 1 for r in rows]
             print(f"| {src} -> {dst} | {'all' if d is None else d} | {len(rows)} | {summary(one)} | {summary(two)} | "
                   f"{summary(ls)} |")
 
