@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 
 #include "core/check.h"
 #include "core/csv.h"
@@ -643,8 +644,12 @@ TraceScan scan_trace(const TraceReplay& config) {
     scan.period_ps = config.window_duration->ps();
   } else if (scan.rows > 1) {
     const auto span = static_cast<long double>(scan.last_ps - scan.first_ps);
-    scan.period_ps = static_cast<std::int64_t>(
-        span * static_cast<long double>(scan.rows) / static_cast<long double>(scan.rows - 1) + 0.5L);
+    const long double period =
+        span * static_cast<long double>(scan.rows) / static_cast<long double>(scan.rows - 1) + 0.5L;
+    // A span near the 100 days a trace may cover gives a period past int64's picoseconds: it
+    // saturates (its second pass would start after the replay's last instant anyway).
+    constexpr auto kMax = std::numeric_limits<std::int64_t>::max();
+    scan.period_ps = period >= static_cast<long double>(kMax) ? kMax : static_cast<std::int64_t>(period);
   }
   if (config.loops != 1 && scan.period_ps <= 0) {
     throw InputError({Diagnostic{config.path, 0, 0, where,

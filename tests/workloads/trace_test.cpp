@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -246,6 +247,19 @@ TEST_CASE("Trace replay: time scale, rate scale, a window and loops") {
     CHECK(got[11].r.arrival.ps() == 2 * period + 4 * kS);
     CHECK(got[7].r.prompt_tokens == 40);
     for (std::size_t i = 1; i < got.size(); ++i) CHECK(got[i - 1].r.arrival <= got[i].r.arrival);
+  }
+  SUBCASE("a trace spanning the 100 days a trace may cover loops once: its period saturates") {
+    // Rows at 0 and 8,640,000 s: period 2 x 8.64e18 ps, past int64 (a fuzzer's finding: the cast
+    // overflowed). The second pass would start after the replay's last instant, so it ends.
+    const std::string wide = write_temp("wide.csv",
+                                        "arrived_at,num_prefill_tokens,num_decode_tokens\n"
+                                        "0,10,1\n8640000,20,2\n");
+    TraceReplay t = replay_of(wide);
+    t.loops = 0;  // forever
+    CHECK(scan_trace(t).period_ps == std::numeric_limits<std::int64_t>::max());
+    const auto got = replay(replay_workload(t));
+    REQUIRE(got.size() == 2);
+    CHECK(got[1].r.arrival.ps() == 8'640'000 * kS);
   }
   SUBCASE("a windowed loop repeats with the window's duration") {
     TraceReplay t = replay_of(file);
