@@ -100,13 +100,23 @@ class RowReader {
     }
     return v;
   }
+  // A positive count: ranks, tokens, experts, widths. The bound keeps every product the readers
+  // form (nodes x ranks per node) inside an int; no measured table comes near it.
   int integer(const std::string& col) {
+    constexpr double kMax = 1 << 24;
     const std::size_t before = csv_.problems.size();
     const double v = number(col, 0);
-    if (csv_.problems.size() == before && v != std::floor(v)) {
-      const Csv::Field& f = row_.fields[static_cast<std::size_t>(csv_.index(col))];
+    if (csv_.problems.size() != before) return 0;
+    const Csv::Field& f = row_.fields[static_cast<std::size_t>(csv_.index(col))];
+    if (v != std::floor(v)) {
       csv_.problem(row_.line, f.column, col, "expected a whole number, got " + std::string(f.text));
       ok_ = false;
+      return 0;
+    }
+    if (v > kMax) {
+      csv_.problem(row_.line, f.column, col, "must be at most 16777216, got " + std::string(f.text));
+      ok_ = false;
+      return 0;
     }
     return static_cast<int>(v);
   }

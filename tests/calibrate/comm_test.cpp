@@ -82,6 +82,23 @@ TEST_CASE("read_nccl_perf: malformed rows are reported with file, line, column a
   CHECK_THROWS_AS(read_nccl_perf("/nonexistent/nccl.csv.gz", "x"), InputError);
 }
 
+TEST_CASE("read_deepep: a count too large for the model is reported, not cast") {
+  // 1e300 nodes overflowed the cast to int; 2^24 + 1 tokens is the smallest count over the bound.
+  const std::string path = write_temp("deepep.csv",
+                                      "node_num,hidden_size,num_token,num_topk,num_experts,dispatch_avg_t_us,"
+                                      "combine_avg_t_us\n"
+                                      "1e300,7168,128,8,256,10,20\n"
+                                      "1,7168,16777217,8,256,10,20\n"
+                                      "1,7168,16777216,8,256,10,20\n");
+  try {
+    read_deepep(path, "h200_sxm", 8, true);
+    FAIL("no error");
+  } catch (const InputError& e) {
+    CHECK(problems(e) == path + ":2:1: node_num: must be at most 16777216, got 1e300\n" + path +
+                             ":3:8: num_token: must be at most 16777216, got 16777217\n");
+  }
+}
+
 TEST_CASE("moe_bytes_per_rank: the collectors' byte counts, by hand") {
   // Low-latency dispatch: 1,024 tokens x top-8 x (7,168 FP8 bytes + 7,168 / 128 x 4 scale bytes
   // + 16) = 8,192 x 7,408 = 60,686,336 B; DeepEP's printed 287.48 GB/s x 211.099 us agrees.
