@@ -423,8 +423,11 @@ FamilyFields fields_of(OperatorFamily f) {
       x.overhead_key = "moe_overhead";
       break;
     case OperatorFamily::attention:
-      x.curves = {{&E::attention_prefill, "attention_prefill"}, {&E::attention_decode, "attention_decode"}};
-      x.curve_on_flops = {true, false};
+      x.curves = {{&E::attention_prefill, "attention_prefill"},
+                  {&E::attention_decode, "attention_decode"},
+                  {&E::attention_prefill_memory, "attention_prefill_memory"},
+                  {&E::attention_latent_prefill, "attention_latent_prefill"}};
+      x.curve_on_flops = {true, false, false, true};
       x.overhead = &E::attention_overhead;
       x.overhead_key = "attention_overhead";
       break;
@@ -504,6 +507,13 @@ class EfficiencyTarget : public FitTarget {
                    const std::vector<FittedCall>& ops)
       : base_(base), layout_(layout), fields_(fields_of(layout.family)), rows_(rows), ops_(ops) {
     if (!layout.per_query) fields_.per_query = nullptr;
+    // The layout's curves by name: a family fits only the curves its rows shape.
+    for (const CurveBlock& b : layout_.curves) {
+      const auto it = std::find_if(fields_.curves.begin(), fields_.curves.end(),
+                                   [&](const auto& c) { return b.spec().name == c.second; });
+      if (it == fields_.curves.end()) throw std::logic_error("EfficiencyTarget: no field " + b.spec().name);
+      curve_fields_.push_back(it->first);
+    }
   }
 
   std::vector<Parameter> parameters() const override {
@@ -550,7 +560,7 @@ class EfficiencyTarget : public FitTarget {
       const CurveBlock& b = layout_.curves[k];
       models::EfficiencyCurve curve;
       for (std::size_t j = 0; j < b.size(); ++j) curve.knots.push_back({b.spec().knots[j], params[p + j]});
-      c.efficiency.*(fields_.curves[k].first) = curve;
+      c.efficiency.*(curve_fields_[k]) = curve;
       p += b.size();
     }
     c.efficiency.*(fields_.overhead) = Duration::seconds(params[p++]);
@@ -578,6 +588,7 @@ class EfficiencyTarget : public FitTarget {
   const models::ChipSpec& base_;
   const Layout& layout_;
   FamilyFields fields_;
+  std::vector<Curve> curve_fields_;  // the field of each of layout_.curves
   std::span<const Measurement> rows_;
   const std::vector<FittedCall>& ops_;
   mutable std::vector<double> cached_params_;
@@ -681,7 +692,9 @@ models::ChipSpec fit_family(const models::ChipSpec& chip, const EfficiencyTarget
                             bool* converged = nullptr) {
   // Thin rows and operators together (same stride).
   FitOptions fo;
-  fo.max_evaluations = 3000;
+  // The attention family fits three curves and the overhead (~37 parameters): a forward-difference
+  // Jacobian takes ~38 evaluations, so 3,000 stopped its search after ~80 steps.
+  fo.max_evaluations = layout.family == OperatorFamily::attention ? 12000 : 3000;
   fo.tolerance = 1e-8;
   // Central differences (FitOptions::central_differences) for the families whose monotone curves
   // start flat and whose search stalled there with forward ones: the indexer, its top-k selection
@@ -690,9 +703,13 @@ models::ChipSpec fit_family(const models::ChipSpec& chip, const EfficiencyTarget
   // ones they converge, 9.6 / 11.0 / 6.9%). The other families keep forward differences: central
   // ones measured on the same three profiles moved GEMM and attention by -1.5 to +1 point and the
   // TensorRT-LLM DSA blocks (sparse_attention) from 6.2 / 6.4% to 8.3 / 7.6% on H200
-  // (docs/notes/2026-12-06-central-differences.md).
+  // (docs/notes/2026-12-06-central-differences.md). Attention too since its prefill memory and MLA
+  // prefill compute curves of their own: with forward ones its search stalled at the start on
+  // noiseless GQA + MLA rows (tests/calibrate/operator_fit_test.cpp), and on H200 TensorRT-LLM it
+  // left MLA prefill at 31.9% held out against 17.7% with central ones
+  // (docs/notes/2026-12-07-prefill-attention-curves.md).
   fo.central_differences = layout.family == OperatorFamily::indexer || layout.family == OperatorFamily::topk ||
-                           layout.family == OperatorFamily::mhc;
+                           layout.family == OperatorFamily::mhc || layout.family == OperatorFamily::attention;
   if (layout.formats.empty()) {
     std::vector<Measurement> r = thinned(rows, max_rows);
     std::vector<FittedCall> o = thinned(ops, max_rows);
@@ -1189,7 +1206,29 @@ OperatorFitResult fit_operators(const MeasurementSet& set, const models::ChipSpe
     // The layout: a curve per field over the decades the operators span; GEMMs add an entry per
     // quantised weight format present (models::Efficiency::GemmFormat: fp8 and block fp8 run at
     // one rate through different kernels and quantisation passes).
-    const FamilyFields fields = fields_of(family);
+    FamilyFields fields = fields_of(family);
+    if (family == OperatorFamily::attention) {
+      // Prefill's memory side apart from decode's where both GQA prefill and decode rows shape
+      // them; MLA prefill's compute side apart from GQA prefill's where both kinds of rows do.
+      const auto has = [&](models::OpKind kind, bool latent) {
+        return std::any_of(f.ops.begin(), f.ops.end(), [&](const FittedCall& c) {
+          return c.op.kind == kind && !c.op.sparse && c.op.latent == latent;
+        });
+      };
+      const bool gqa = has(models::OpKind::kAttentionPrefill, false);
+      const bool mla = has(models::OpKind::kAttentionPrefill, true);
+      const bool decode = has(models::OpKind::kAttentionDecode, false) || has(models::OpKind::kAttentionDecode, true);
+      std::erase_if(fields.curves, [&](const auto& c) {
+        const std::string_view name = c.second;
+        return (name == "attention_prefill_memory" && !(gqa && decode)) ||
+               (name == "attention_latent_prefill" && !(gqa && mla));
+      });
+      fields.curve_on_flops.resize(fields.curves.size());
+      for (std::size_t c = 0; c < fields.curves.size(); ++c) {
+        const std::string_view name = fields.curves[c].second;
+        fields.curve_on_flops[c] = name == "attention_prefill" || name == "attention_latent_prefill";
+      }
+    }
     EfficiencyTarget::Layout layout;
     layout.family = family;
     layout.per_query = !std::all_of(f.rows.begin(), f.rows.end(), [&](const Measurement& m) {

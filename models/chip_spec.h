@@ -52,7 +52,14 @@ struct Efficiency {
   Duration gemm_overhead;             // per GEMM kernel
   EfficiencyCurve attention_prefill;  // of peak FLOP/s, counting the full q-k rectangle
   EfficiencyCurve attention_decode;   // of HBM bandwidth, reading the KV cache
-  Duration attention_overhead;        // per attention kernel
+  // Prefill attention's memory side, where a calibration fitted it apart (of HBM bandwidth over
+  // bytes per kernel); without knots attention_decode applies to prefill's memory side too.
+  EfficiencyCurve attention_prefill_memory;
+  // MLA's prefill kernels' compute side, where a calibration fitted it apart (of peak FLOP/s over
+  // FLOPs per kernel); without knots attention_prefill applies. Their memory side is
+  // attention_decode either way.
+  EfficiencyCurve attention_latent_prefill;
+  Duration attention_overhead;  // per attention kernel
   // Sparse MLA prefill kernels (FlashMLA's sparse kernels: DSA's top-k attention, DeepSeek-V4's
   // compressed attention; Operator::sparse), where a calibration measured them: of peak FLOP/s
   // over the FLOPs of the padded heads and the index width the kernel runs; without knots the

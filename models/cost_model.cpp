@@ -160,7 +160,7 @@ RooflineCostModel::RooflineCostModel(const ChipSpec& chip) {
         break;
       case OpKind::kAttentionPrefill:
         compute = &e.attention_prefill;
-        memory = &e.attention_decode;
+        memory = e.attention_prefill_memory.knots.empty() ? &e.attention_decode : &e.attention_prefill_memory;
         overhead = e.attention_overhead;
         format_scaled = false;
         break;
@@ -257,6 +257,21 @@ RooflineCostModel::RooflineCostModel(const ChipSpec& chip) {
     sparse_query_s_ = e.attention_sparse_query.to_seconds();
   }
   selection_ = selection_model(chip);
+  if (!e.attention_prefill_memory.knots.empty() || !e.attention_latent_prefill.knots.empty()) {
+    latent_prefill_ = true;
+    latent_prefill_rates_ = rates_[static_cast<std::size_t>(OpKind::kAttentionPrefill)];
+    Rates& r = latent_prefill_rates_;
+    r.memory = e.attention_decode;
+    r.memory_constant = e.attention_decode.is_constant();
+    r.s_per_byte = 1.0 / (chip.hbm_bandwidth.bytes_per_s * e.attention_decode.first());
+    if (!e.attention_latent_prefill.knots.empty()) {
+      r.compute = e.attention_latent_prefill;
+      r.compute_constant = e.attention_latent_prefill.is_constant();
+      for (std::size_t rate = 0; rate < kComputeRates; ++rate) {
+        r.s_per_flop[rate] = 1.0 / (r.peak_flops[rate] * e.attention_latent_prefill.first());
+      }
+    }
+  }
   if (!e.mhc.knots.empty()) {
     // As elementwise kernels, with the mHC kernels' own memory curve and overhead.
     mhc_ = true;
@@ -275,6 +290,7 @@ const RooflineCostModel::Rates& RooflineCostModel::rates_of(const Operator& op) 
   if (op.kind == OpKind::kMoeExperts && op.gemm_count > 0) return rates_[static_cast<std::size_t>(OpKind::kGemmMlp)];
   if (op.sparse && sparse_) return sparse_rates_;
   if (op.mhc && mhc_) return mhc_rates_;
+  if (op.latent && latent_prefill_ && op.kind == OpKind::kAttentionPrefill) return latent_prefill_rates_;
   return rates_[static_cast<std::size_t>(op.kind)];
 }
 
@@ -341,7 +357,10 @@ std::optional<CostModel::LinearForm> RooflineCostModel::linear_form(OpKind kind,
   // The indexer's operators add their top-k selection (Operator::selects), not linear.
   if (kind == OpKind::kIndexer) return std::nullopt;
   // Sparse prefill kernels and mHC kernels of these kinds take other rates (and a time per query).
-  if ((kind == OpKind::kAttentionPrefill && sparse_) || (kind == OpKind::kElementwise && mhc_)) return std::nullopt;
+  // MLA's prefill kernels take other rates than GQA's where prefill has its own memory curve.
+  if ((kind == OpKind::kAttentionPrefill && (sparse_ || latent_prefill_)) || (kind == OpKind::kElementwise && mhc_)) {
+    return std::nullopt;
+  }
   // Quantised GEMM formats add a pass the (kind, rate) form cannot tell apart.
   if (is_gemm(kind) &&
       std::any_of(gemm_formats_.begin(), gemm_formats_.end(), [](const QuantisedGemm& q) { return q.present; })) {

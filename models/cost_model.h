@@ -209,6 +209,12 @@ class RooflineCostModel final : public CostModel {
   // mHC kernels (Operator::mhc) when Efficiency::mhc has knots.
   Rates mhc_rates_;
   bool mhc_ = false;
+  // MLA's prefill kernels (Operator::latent) when Efficiency::attention_prefill_memory or
+  // attention_latent_prefill has knots: prefill attention's rates with the attention_decode memory
+  // curve (the GQA prefill rows shape attention_prefill_memory) and attention_latent_prefill's
+  // compute curve where it has knots.
+  Rates latent_prefill_rates_;
+  bool latent_prefill_ = false;
   SelectionModel selection_;  // after Operator::selects operators
   // Efficiency::gemm_formats by Format: GEMM kinds of that format add the quantisation pass and
   // scale their compute side by `compute` (instead of format_compute[rate]).

@@ -134,6 +134,10 @@ std::vector<std::pair<std::string, std::string>> efficiency_yaml(const models::E
       out.emplace_back(k, curve_yaml(e.attention_prefill));
     else if (k == "attention_decode")
       out.emplace_back(k, curve_yaml(e.attention_decode));
+    else if (k == "attention_prefill_memory" && !e.attention_prefill_memory.knots.empty())
+      out.emplace_back(k, curve_yaml(e.attention_prefill_memory));
+    else if (k == "attention_latent_prefill" && !e.attention_latent_prefill.knots.empty())
+      out.emplace_back(k, curve_yaml(e.attention_latent_prefill));
     else if (k == "attention_overhead")
       out.emplace_back(k, duration_yaml(e.attention_overhead));
     else if (k == "attention_sparse")
@@ -548,10 +552,12 @@ models::Efficiency transfer_efficiency(const models::Efficiency& from, const mod
   // bf16 peaks' ratio), memory curves over bytes per kernel (by the HBM bandwidths').
   const double compute = target.bf16_flops.flop_per_s / source.bf16_flops.flop_per_s;
   const double memory = 1.0 / bandwidth;
-  for (auto* c : {&e.gemm_compute, &e.moe_compute, &e.attention_prefill, &e.attention_sparse, &e.indexer}) {
+  for (auto* c : {&e.gemm_compute, &e.moe_compute, &e.attention_prefill, &e.attention_latent_prefill,
+                  &e.attention_sparse, &e.indexer}) {
     scale_sizes(*c, compute);
   }
-  for (auto* c : {&e.gemm_memory, &e.moe_memory, &e.attention_decode, &e.elementwise, &e.mhc, &e.topk}) {
+  for (auto* c : {&e.gemm_memory, &e.moe_memory, &e.attention_decode, &e.attention_prefill_memory, &e.elementwise,
+                  &e.mhc, &e.topk}) {
     scale_sizes(*c, memory);
   }
   for (auto& m : e.moe_experts) {

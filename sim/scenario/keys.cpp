@@ -40,6 +40,8 @@ deployment:
         profile: h200
         efficiency:
           format_compute: {}
+          attention_prefill_memory: [[1.0e6, 0.5]]
+          attention_latent_prefill: [[1.0e9, 0.4]]
           gemm_tiling: {tile: 128}
           all_reduce_lines: [{base: 5 us, efficiency: 0.8}]
           moe_compute: 0.5

@@ -301,6 +301,17 @@ std::optional<models::Efficiency> read_efficiency(MapReader& chip, const models:
   curve("attention_prefill", d.attention_prefill, e.attention_prefill);
   curve("attention_decode", d.attention_decode, e.attention_decode);
   dur("attention_overhead", d.attention_overhead, e.attention_overhead);
+  // Prefill attention's own memory curve: only where given (absent, attention_decode applies).
+  // Prefill attention's own memory curve and MLA prefill's own compute curve: only where given
+  // (absent, attention_decode and attention_prefill apply).
+  for (auto [key, field] : {std::pair{"attention_prefill_memory", &models::Efficiency::attention_prefill_memory},
+                            std::pair{"attention_latent_prefill", &models::Efficiency::attention_latent_prefill}}) {
+    if (!m.has(key) && (d.*field).knots.empty()) continue;
+    if (auto r = read_curve(m, key, d.*field))
+      e.*field = *r;
+    else
+      ok = false;
+  }
   curve("elementwise", d.elementwise, e.elementwise);
   dur("elementwise_overhead", d.elementwise_overhead, e.elementwise_overhead);
   {

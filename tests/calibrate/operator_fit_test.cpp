@@ -678,3 +678,103 @@ TEST_CASE("Operator fit: the top-k selection's curve, overhead and wave time com
     CHECK(std::find(fit.fitted_keys.begin(), fit.fitted_keys.end(), key) != fit.fitted_keys.end());
   }
 }
+
+TEST_CASE("Operator fit: prefill attention's memory curve is fitted apart from decode's") {
+  // Context and generation attention rows (AIConfigurator's shapes: prefix 0, 32 heads of 128,
+  // GQA 8) timed by the roofline with prefill's memory side at 0.3 of HBM and decode's at 0.8,
+  // 2% noise. One shared memory curve could not take both; the fit finds each.
+  models::ChipSpec truth = *models::chip_preset("h200-sxm");
+  truth.efficiency.attention_prefill = models::EfficiencyCurve(0.5);
+  truth.efficiency.attention_decode = models::EfficiencyCurve(0.8);
+  truth.efficiency.attention_prefill_memory = models::EfficiencyCurve(0.3);
+  truth.efficiency.attention_overhead = Duration::microseconds(5);
+  const models::RooflineCostModel model(truth);
+  Rng rng(23, "operator_fit_test prefill memory");
+  MeasurementSet set;
+  auto row = [](MeasuredOp op, std::int64_t batch, std::int64_t len) {
+    Measurement r;
+    r.op = op;
+    r.format = Format::bf16;
+    r.kv_format = Format::bf16;
+    r.shape.set(Dim::batch, batch);
+    r.shape.set(op == MeasuredOp::attention_prefill ? Dim::tokens : Dim::kv_len, len);
+    r.shape.set(Dim::heads, 32);
+    r.shape.set(Dim::kv_heads, 8);
+    r.shape.set(Dim::head_dim, 128);
+    return r;
+  };
+  for (MeasuredOp op : {MeasuredOp::attention_prefill, MeasuredOp::attention_decode}) {
+    for (std::int64_t batch : {1, 2, 4, 8, 16, 32, 64}) {
+      for (std::int64_t len = 1; len <= 16384; len *= 2) {
+        Measurement r = row(op, batch, len);
+        std::string why;
+        const auto sim = simulator_operator(r, "", truth, why);
+        REQUIRE_MESSAGE(sim.has_value(), why);
+        CHECK(sim->family == OperatorFamily::attention);
+        r.latency_s = model.seconds(sim->op) * (1 + 0.02 * (2 * rng.uniform01() - 1));
+        set.add(r);
+      }
+    }
+  }
+  const OperatorFitResult fit = fit_operators(set, *models::chip_preset("h200-sxm"));
+  const models::Efficiency& e = fit.chip.efficiency;
+  // Where each side binds: short prompts (1e6 bytes per kernel), long decodes (1e8). Each comes
+  // back near its own truth, far from the other's (a shared curve would sit between them); the
+  // decode side within 15% (the search, 210 rows over three curves and the overhead, stops short
+  // of converging: 3.2% in-sample median against 2% noise).
+  CHECK(e.attention_prefill_memory.at(1e6) == approx(0.3).epsilon(0.1));
+  CHECK(e.attention_decode.at(1e8) == approx(0.8).epsilon(0.15));
+  CHECK(std::find(fit.fitted_keys.begin(), fit.fitted_keys.end(), "attention_prefill_memory") != fit.fitted_keys.end());
+  // No MLA rows: MLA prefill keeps attention_prefill.
+  CHECK(std::find(fit.fitted_keys.begin(), fit.fitted_keys.end(), "attention_latent_prefill") == fit.fitted_keys.end());
+  CHECK(e.attention_latent_prefill.knots.empty());
+}
+
+TEST_CASE("Operator fit: MLA prefill's compute curve is fitted apart from GQA prefill's") {
+  // GQA context and generation rows as above, and MLA context rows (DeepSeek's 128 heads at
+  // 1 to 64 prompts of 1 to 16,384 tokens), timed by the roofline with GQA prefill at 0.5 of the
+  // bf16 peak and MLA prefill at 0.25, 2% noise. A shared compute curve could not take both.
+  models::ChipSpec truth = *models::chip_preset("h200-sxm");
+  truth.efficiency.attention_prefill = models::EfficiencyCurve(0.5);
+  truth.efficiency.attention_latent_prefill = models::EfficiencyCurve(0.25);
+  truth.efficiency.attention_decode = models::EfficiencyCurve(0.8);
+  truth.efficiency.attention_overhead = Duration::microseconds(5);
+  const models::RooflineCostModel model(truth);
+  Rng rng(29, "operator_fit_test latent prefill");
+  MeasurementSet set;
+  auto add = [&](Measurement r) {
+    std::string why;
+    const auto sim = simulator_operator(r, "", truth, why);
+    REQUIRE_MESSAGE(sim.has_value(), why);
+    r.latency_s = model.seconds(sim->op) * (1 + 0.02 * (2 * rng.uniform01() - 1));
+    set.add(r);
+  };
+  for (MeasuredOp op : {MeasuredOp::attention_prefill, MeasuredOp::attention_decode, MeasuredOp::mla_prefill}) {
+    for (std::int64_t batch : {1, 4, 16, 64}) {
+      for (std::int64_t len = 1; len <= 16384; len *= 4) {
+        Measurement r;
+        r.op = op;
+        r.format = Format::bf16;
+        r.kv_format = Format::bf16;
+        r.shape.set(Dim::batch, batch);
+        r.shape.set(op == MeasuredOp::attention_decode ? Dim::kv_len : Dim::tokens, len);
+        if (op == MeasuredOp::mla_prefill) {
+          r.shape.set(Dim::heads, 128);
+        } else {
+          r.shape.set(Dim::heads, 32);
+          r.shape.set(Dim::kv_heads, 8);
+          r.shape.set(Dim::head_dim, 128);
+        }
+        add(r);
+      }
+    }
+  }
+  const OperatorFitResult fit = fit_operators(set, *models::chip_preset("h200-sxm"));
+  const models::Efficiency& e = fit.chip.efficiency;
+  // Where compute binds: the longest prompts, ~1e12 FLOPs per kernel for both kinds.
+  CHECK(e.attention_latent_prefill.at(1e12) == approx(0.25).epsilon(0.1));
+  CHECK(e.attention_prefill.at(1e12) == approx(0.5).epsilon(0.1));
+  for (const char* key : {"attention_latent_prefill", "attention_prefill_memory"}) {
+    CHECK(std::find(fit.fitted_keys.begin(), fit.fitted_keys.end(), key) != fit.fitted_keys.end());
+  }
+}

@@ -51,6 +51,46 @@ TEST_CASE("Roofline: sparse prefill attention takes its own curve, overhead and 
   CHECK(roofline.seconds(dense) == RooflineCostModel(*chip_preset("b200")).seconds(dense));
 }
 
+TEST_CASE("Roofline: prefill attention's memory side takes its own curve where given, decode's otherwise") {
+  ChipSpec chip = *chip_preset("h200-sxm");
+  // A memory-bound prefill (few FLOPs, 1 GB) and a decode attention over as many bytes.
+  const Operator prefill{OpKind::kAttentionPrefill, ComputeRate::kBf16, 1, 1e6, 1e9};
+  const Operator decode{OpKind::kAttentionDecode, ComputeRate::kBf16, 1, 1e6, 1e9};
+  chip.efficiency.attention_decode = EfficiencyCurve(0.8);
+  const double overhead = chip.efficiency.attention_overhead.to_seconds();
+  const double hbm = chip.hbm_bandwidth.bytes_per_s;
+  // Without the curve both read at attention_decode's 0.8 of HBM.
+  CHECK(RooflineCostModel(chip).seconds(prefill) == approx(overhead + 1e9 / (hbm * 0.8)));
+  chip.efficiency.attention_prefill_memory = EfficiencyCurve(0.4);
+  const RooflineCostModel roofline(chip);
+  // The prefill at 0.4 (twice as long), the decode unmoved.
+  CHECK(roofline.seconds(prefill) == approx(overhead + 1e9 / (hbm * 0.4)));
+  CHECK(roofline.seconds(decode) == approx(overhead + 1e9 / (hbm * 0.8)));
+  // MLA's prefill kernel keeps decode's curve (the curve is GQA prefill's).
+  Operator mla = prefill;
+  mla.latent = true;
+  CHECK(roofline.seconds(mla) == approx(overhead + 1e9 / (hbm * 0.8)));
+  CHECK_FALSE(roofline.linear_form(OpKind::kAttentionPrefill, ComputeRate::kBf16).has_value());
+}
+
+TEST_CASE("Roofline: MLA prefill takes its own compute curve where given, GQA prefill's otherwise") {
+  ChipSpec chip = *chip_preset("h200-sxm");
+  // A compute-bound prefill (1e13 FLOPs, 1 MB), GQA and MLA.
+  const Operator gqa{OpKind::kAttentionPrefill, ComputeRate::kBf16, 1, 1e13, 1e6};
+  Operator mla = gqa;
+  mla.latent = true;
+  chip.efficiency.attention_prefill = EfficiencyCurve(0.5);
+  const double overhead = chip.efficiency.attention_overhead.to_seconds();
+  const double peak = chip.bf16_flops.flop_per_s;
+  CHECK(RooflineCostModel(chip).seconds(mla) == approx(overhead + 1e13 / (peak * 0.5)));
+  chip.efficiency.attention_latent_prefill = EfficiencyCurve(0.25);
+  const RooflineCostModel roofline(chip);
+  // MLA at 0.25 (twice as long), GQA unmoved.
+  CHECK(roofline.seconds(mla) == approx(overhead + 1e13 / (peak * 0.25)));
+  CHECK(roofline.seconds(gqa) == approx(overhead + 1e13 / (peak * 0.5)));
+  CHECK_FALSE(roofline.linear_form(OpKind::kAttentionPrefill, ComputeRate::kBf16).has_value());
+}
+
 TEST_CASE("Roofline: mHC kernels take their own memory curve and overhead where given") {
   ChipSpec chip = *chip_preset("b200");
   // 6 kernels over 100 MB, no FLOPs.

@@ -302,6 +302,46 @@ TEST_CASE("Profile: gemm_tiling is read strictly, and a profile without it keeps
   CHECK(errors.find("small_m_tyle") != std::string::npos);
 }
 
+TEST_CASE("Profile: attention_prefill_memory is read where given; without it the chip has none") {
+  {
+    const TempProfile p("servesim_profile_no_prefill_memory.yaml", kProfile);
+    const Scenario s = load(scenario_with_chip("{preset: h100-sxm, profile: " + p.path + "}"));
+    CHECK(s.config.pools.at(0).chip.efficiency.attention_prefill_memory.knots.empty());
+  }
+  std::string text = kProfile;
+  text.insert(text.find("  format_compute"), "  attention_prefill_memory: [[1.0e6, 0.2], [1.0e9, 0.6]]\n");
+  {
+    const TempProfile p("servesim_profile_prefill_memory.yaml", text);
+    const Scenario s = load(scenario_with_chip("{preset: h100-sxm, profile: " + p.path + "}"));
+    const auto& c = s.config.pools.at(0).chip.efficiency.attention_prefill_memory;
+    REQUIRE(c.knots.size() == 2);
+    CHECK(c.knots[0].size == approx(1e6));
+    CHECK(c.knots[1].efficiency == approx(0.6));
+  }
+  // An efficiency above 1 on line 8 (after gemm_overhead on line 7): an error at that line.
+  text.replace(text.find("0.6]]"), 3, "1.6");
+  const TempProfile p("servesim_profile_prefill_memory_bad.yaml", text);
+  const std::string errors = errors_of(scenario_with_chip("{preset: h100-sxm, profile: " + p.path + "}"));
+  CHECK(errors.find(p.path + ":8:") != std::string::npos);
+  CHECK(errors.find("attention_prefill_memory") != std::string::npos);
+}
+
+TEST_CASE("Profile: attention_latent_prefill is read where given; without it the chip has none") {
+  {
+    const TempProfile p("servesim_profile_no_latent.yaml", kProfile);
+    const Scenario s = load(scenario_with_chip("{preset: h100-sxm, profile: " + p.path + "}"));
+    CHECK(s.config.pools.at(0).chip.efficiency.attention_latent_prefill.knots.empty());
+  }
+  std::string text = kProfile;
+  text.insert(text.find("  format_compute"), "  attention_latent_prefill: [[1.0e9, 0.2], [1.0e12, 0.45]]\n");
+  const TempProfile p("servesim_profile_latent.yaml", text);
+  const Scenario s = load(scenario_with_chip("{preset: h100-sxm, profile: " + p.path + "}"));
+  const auto& c = s.config.pools.at(0).chip.efficiency.attention_latent_prefill;
+  REQUIRE(c.knots.size() == 2);
+  CHECK(c.knots[1].size == approx(1e12));
+  CHECK(c.knots[1].efficiency == approx(0.45));
+}
+
 TEST_CASE("Profile: an unknown name lists the shipped profiles and suggests the closest") {
   const std::string errors = errors_of(scenario_with_chip("{preset: h200-sxm, profile: h2000}"));
   CHECK(errors.find("unknown profile 'h2000' (did you mean 'h200'?)") != std::string::npos);
