@@ -248,6 +248,11 @@ RooflineCostModel::RooflineCostModel(const ChipSpec& chip) {
     sparse_ = true;
     sparse_rates_ = rates_[static_cast<std::size_t>(OpKind::kAttentionPrefill)];
     Rates& r = sparse_rates_;
+    // Their memory side stays attention_decode where prefill has a memory curve of its own (that
+    // curve is GQA prefill's; the sparse fit's per-query time was fitted over decode's).
+    r.memory = e.attention_decode;
+    r.memory_constant = e.attention_decode.is_constant();
+    r.s_per_byte = 1.0 / (chip.hbm_bandwidth.bytes_per_s * e.attention_decode.first());
     r.compute = e.attention_sparse;
     r.compute_constant = e.attention_sparse.is_constant();
     for (std::size_t rate = 0; rate < kComputeRates; ++rate) {

@@ -71,6 +71,12 @@ TEST_CASE("Roofline: prefill attention's memory side takes its own curve where g
   mla.latent = true;
   CHECK(roofline.seconds(mla) == approx(overhead + 1e9 / (hbm * 0.8)));
   CHECK_FALSE(roofline.linear_form(OpKind::kAttentionPrefill, ComputeRate::kBf16).has_value());
+  // Sparse prefill kernels too (their per-query time was fitted over decode's curve).
+  chip.efficiency.attention_sparse = EfficiencyCurve(0.25);
+  chip.efficiency.attention_sparse_overhead = chip.efficiency.attention_overhead;
+  Operator sparse = prefill;
+  sparse.sparse = true;
+  CHECK(RooflineCostModel(chip).seconds(sparse) == approx(overhead + 1e9 / (hbm * 0.8)));
 }
 
 TEST_CASE("Roofline: MLA prefill takes its own compute curve where given, GQA prefill's otherwise") {
