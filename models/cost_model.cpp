@@ -250,14 +250,8 @@ RooflineCostModel::RooflineCostModel(const ChipSpec& chip) {
     Rates& r = sparse_rates_;
     // Their memory side stays attention_decode where prefill has a memory curve of its own (that
     // curve is GQA prefill's; the sparse fit's per-query time was fitted over decode's).
-    r.memory = e.attention_decode;
-    r.memory_constant = e.attention_decode.is_constant();
-    r.s_per_byte = 1.0 / (chip.hbm_bandwidth.bytes_per_s * e.attention_decode.first());
-    r.compute = e.attention_sparse;
-    r.compute_constant = e.attention_sparse.is_constant();
-    for (std::size_t rate = 0; rate < kComputeRates; ++rate) {
-      r.s_per_flop[rate] = 1.0 / (r.peak_flops[rate] * e.attention_sparse.first());
-    }
+    r.set_memory(e.attention_decode);
+    r.set_compute(e.attention_sparse);
     r.overhead_s = e.attention_sparse_overhead.to_seconds();
     sparse_query_s_ = e.attention_sparse_query.to_seconds();
   }
@@ -266,25 +260,15 @@ RooflineCostModel::RooflineCostModel(const ChipSpec& chip) {
     latent_prefill_ = true;
     latent_prefill_rates_ = rates_[static_cast<std::size_t>(OpKind::kAttentionPrefill)];
     Rates& r = latent_prefill_rates_;
-    r.memory = e.attention_decode;
-    r.memory_constant = e.attention_decode.is_constant();
-    r.s_per_byte = 1.0 / (chip.hbm_bandwidth.bytes_per_s * e.attention_decode.first());
-    if (!e.attention_latent_prefill.knots.empty()) {
-      r.compute = e.attention_latent_prefill;
-      r.compute_constant = e.attention_latent_prefill.is_constant();
-      for (std::size_t rate = 0; rate < kComputeRates; ++rate) {
-        r.s_per_flop[rate] = 1.0 / (r.peak_flops[rate] * e.attention_latent_prefill.first());
-      }
-    }
+    r.set_memory(e.attention_decode);
+    if (!e.attention_latent_prefill.knots.empty()) r.set_compute(e.attention_latent_prefill);
   }
   if (!e.mhc.knots.empty()) {
     // As elementwise kernels, with the mHC kernels' own memory curve and overhead.
     mhc_ = true;
     mhc_rates_ = rates_[static_cast<std::size_t>(OpKind::kElementwise)];
     Rates& r = mhc_rates_;
-    r.memory = e.mhc;
-    r.memory_constant = e.mhc.is_constant();
-    r.s_per_byte = 1.0 / (chip.hbm_bandwidth.bytes_per_s * e.mhc.first());
+    r.set_memory(e.mhc);
     r.overhead_s = e.mhc_overhead.to_seconds();
   }
 }

@@ -200,6 +200,17 @@ class RooflineCostModel final : public CostModel {
     bool grouped = false;  // kMoeExperts on a chip with Efficiency::moe_experts (moe_ below)
     Efficiency::GemmTiling tiling;
     int sms = 0;
+    // Another curve on one side, at the peaks and bandwidth already set.
+    void set_compute(const EfficiencyCurve& c) {
+      compute = c;
+      compute_constant = c.is_constant();
+      for (std::size_t rate = 0; rate < kComputeRates; ++rate) s_per_flop[rate] = 1.0 / (peak_flops[rate] * c.first());
+    }
+    void set_memory(const EfficiencyCurve& c) {
+      memory = c;
+      memory_constant = c.is_constant();
+      s_per_byte = 1.0 / (bandwidth * c.first());
+    }
   };
   Rates rates_[kOpKinds];
   // Sparse prefill attention (Operator::sparse) when Efficiency::attention_sparse has knots.
