@@ -692,8 +692,9 @@ models::ChipSpec fit_family(const models::ChipSpec& chip, const EfficiencyTarget
                             bool* converged = nullptr) {
   // Thin rows and operators together (same stride).
   FitOptions fo;
-  // The attention family fits three curves and the overhead (~37 parameters): a forward-difference
-  // Jacobian takes ~38 evaluations, so 3,000 stopped its search after ~80 steps.
+  // The attention family fits up to four curves and the overhead (49 parameters on H200's tables):
+  // a central-difference Jacobian takes ~100 evaluations, so 3,000 would stop its search after ~30
+  // steps.
   fo.max_evaluations = layout.family == OperatorFamily::attention ? 12000 : 3000;
   fo.tolerance = 1e-8;
   // Central differences (FitOptions::central_differences) for the families whose monotone curves

@@ -301,7 +301,6 @@ std::optional<models::Efficiency> read_efficiency(MapReader& chip, const models:
   curve("attention_prefill", d.attention_prefill, e.attention_prefill);
   curve("attention_decode", d.attention_decode, e.attention_decode);
   dur("attention_overhead", d.attention_overhead, e.attention_overhead);
-  // Prefill attention's own memory curve: only where given (absent, attention_decode applies).
   // Prefill attention's own memory curve and MLA prefill's own compute curve: only where given
   // (absent, attention_decode and attention_prefill apply).
   for (auto [key, field] : {std::pair{"attention_prefill_memory", &models::Efficiency::attention_prefill_memory},
