@@ -1219,15 +1219,17 @@ OperatorFitResult fit_operators(const MeasurementSet& set, const models::ChipSpe
       const bool gqa = has(models::OpKind::kAttentionPrefill, false);
       const bool mla = has(models::OpKind::kAttentionPrefill, true);
       const bool decode = has(models::OpKind::kAttentionDecode, false) || has(models::OpKind::kAttentionDecode, true);
-      std::erase_if(fields.curves, [&](const auto& c) {
-        const std::string_view name = c.second;
-        return (name == "attention_prefill_memory" && !(gqa && decode)) ||
-               (name == "attention_latent_prefill" && !(gqa && mla));
-      });
-      fields.curve_on_flops.resize(fields.curves.size());
-      for (std::size_t c = 0; c < fields.curves.size(); ++c) {
-        const std::string_view name = fields.curves[c].second;
-        fields.curve_on_flops[c] = name == "attention_prefill" || name == "attention_latent_prefill";
+      const FamilyFields all = fields;
+      fields.curves.clear();
+      fields.curve_on_flops.clear();
+      for (std::size_t c = 0; c < all.curves.size(); ++c) {
+        const std::string_view name = all.curves[c].second;
+        if ((name == "attention_prefill_memory" && !(gqa && decode)) ||
+            (name == "attention_latent_prefill" && !(gqa && mla))) {
+          continue;
+        }
+        fields.curves.push_back(all.curves[c]);
+        fields.curve_on_flops.push_back(all.curve_on_flops[c]);
       }
     }
     EfficiencyTarget::Layout layout;

@@ -346,7 +346,7 @@ std::optional<CostModel::LinearForm> RooflineCostModel::linear_form(OpKind kind,
   // The indexer's operators add their top-k selection (Operator::selects), not linear.
   if (kind == OpKind::kIndexer) return std::nullopt;
   // Sparse prefill kernels and mHC kernels of these kinds take other rates (and a time per query).
-  // MLA's prefill kernels take other rates than GQA's where prefill has its own memory curve.
+  // MLA's prefill kernels take other rates than GQA's where either has a curve of its own.
   if ((kind == OpKind::kAttentionPrefill && (sparse_ || latent_prefill_)) || (kind == OpKind::kElementwise && mhc_)) {
     return std::nullopt;
   }
