@@ -41,6 +41,11 @@ class RingQueue {
     --size_;
     return v;
   }
+  T pop_back() {
+    SERVESIM_CHECK(size_ > 0);
+    --size_;
+    return buf_[(head_ + size_) & (buf_.size() - 1)];
+  }
   // Element i from the front (0 = front).
   const T& operator[](std::size_t i) const { return buf_[(head_ + i) & (buf_.size() - 1)]; }
 

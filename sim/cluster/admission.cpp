@@ -45,7 +45,9 @@ std::uint32_t Admission::route_prefill(RequestId r) {
   const std::uint32_t index = pool.first_instance + local;
   if (pool.config->scheduler.max_queue > 0) {
     std::int64_t waiting = 0;
-    for (const Lane& l : deployment_.instance(index).lanes) waiting += static_cast<std::int64_t>(l.waiting());
+    const Instance& inst = deployment_.instance(index);
+    for (const Lane& l : inst.lanes) waiting += static_cast<std::int64_t>(l.waiting());
+    waiting += static_cast<std::int64_t>(inst.shared_waiting.size());
     if (waiting >= pool.config->scheduler.max_queue) {
       lifecycle_.reject(r, metrics::RejectReason::kQueueFull);
       return kNoInstance;
@@ -66,6 +68,24 @@ void Admission::enqueue_prefill(RequestId r, std::uint32_t index) {
   // A re-queued request prefills everything it had (recompute); image tokens are prompt tokens.
   s.prefill_target = s.prompt + requests_.journey(r).image_tokens + s.generated;
   s.prefilled = 0;
+  if (pool.shared_queue) {
+    // One queue for the instance: the lane that admits the request takes it (Dispatcher::form).
+    s.phase = Phase::kWaiting;
+    inst.shared_waiting.push_back(r);
+  } else {
+    s.lane = static_cast<std::uint16_t>(pick_lane(inst, pool, r));
+    inst.lanes[s.lane].enqueue_back(r);
+  }
+  s.instance = index;
+  observer_.enqueued(pool.metrics_id, agenda_.now());
+  pool.load.routed(pool.local(index),
+                   s.prefill_target + (pool.role == PoolRole::kCombined ? s.output - s.generated : 0));
+  observer_.routed(r, pool.metrics_id, index);
+  deployment_.request_dispatch(index);
+}
+
+std::uint32_t Admission::pick_lane(Instance& inst, const Pool& pool, RequestId r) {
+  const RequestState& s = requests_[r];
   // The lane with the fewest unfinished requests (vLLM assigns virtual engines this way); ties
   // rotate.
   const auto lanes = static_cast<std::uint32_t>(inst.lanes.size());
@@ -87,14 +107,7 @@ void Admission::enqueue_prefill(RequestId r, std::uint32_t index) {
     }
   }
   inst.next_assign = best + 1;
-  s.instance = index;
-  s.lane = static_cast<std::uint16_t>(best);
-  inst.lanes[best].enqueue_back(r);
-  observer_.enqueued(pool.metrics_id, agenda_.now());
-  pool.load.routed(pool.local(index),
-                   s.prefill_target + (pool.role == PoolRole::kCombined ? s.output - s.generated : 0));
-  observer_.routed(r, pool.metrics_id, index);
-  deployment_.request_dispatch(index);
+  return best;
 }
 
 void Admission::route_encode(RequestId r) {

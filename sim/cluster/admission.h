@@ -5,8 +5,9 @@
 // instance over the pool's load ledger (router.h, load_ledger.h); kv_aware routing is told the
 // tokens of the request's prefix cached on each instance. The instance puts the request on its
 // lane with the fewest unfinished requests (ties rotate; with prefix caches, the lane holding most
-// of the prompt), and is dispatched at once when idle. Rejections, each with its reason: longer
-// than max_model_len, the instance's waiting queue at max_queue, no instance of the stage up.
+// of the prompt), or on its own queue when the pool's is shared (config.h, PipelineQueue), and is
+// dispatched at once when idle. Rejections, each with its reason: longer than max_model_len, the
+// instance's waiting queue at max_queue, no instance of the stage up.
 // Ignores: admission inside an instance (KV blocks, batch caps): the batch scheduler's (dispatch).
 // Invariants: a routed request is on exactly one instance's queue, and that instance's ledger
 // counts it; no allocation per request (the cached-token buffer is reused).
@@ -37,6 +38,8 @@ class Admission {
 
  private:
   void route_encode(RequestId r);
+  // The lane of `inst` r waits on (per-lane queues): the one with the fewest unfinished requests.
+  std::uint32_t pick_lane(Instance& inst, const Pool& pool, RequestId r);
   // The pool's router's pick for r (local index), told the tokens cached on each instance when it
   // reads them.
   std::uint32_t pick(Pool& pool, RequestId r);

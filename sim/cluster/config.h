@@ -55,6 +55,18 @@ enum class SchedulerPolicy {
 //              prefilling recompute.
 enum class PreemptionMode : std::uint8_t { kRecompute, kSwap };
 
+// Where the requests of a pipelined instance (pp > 1: pp lanes, lane.h) wait for their prefill:
+//   per_lane  each lane has its own waiting queue, and a request joins the lane with the fewest
+//             unfinished requests when it arrives (vLLM V0's virtual engines: LLMEngine adds a
+//             request to the scheduler with the fewest unfinished sequence groups);
+//   shared    one waiting queue per instance, FCFS: whichever lane forms a batch next admits from
+//             its front (Sarathi-Serve's scheduler, which Vidur reproduces: one request queue,
+//             pp micro-batches in flight; vLLM V1's single scheduler with a batch queue). A
+//             request stays on the lane that admitted it (its KV blocks are that lane's); one that
+//             lane preempts waits on the lane's own queue, ahead of the shared one.
+// The KV blocks stay split 1/pp per lane either way.
+enum class PipelineQueue : std::uint8_t { kPerLane, kShared };
+
 struct SchedulerConfig {
   SchedulerPolicy policy = SchedulerPolicy::kSarathi;
   PreemptionMode preemption = PreemptionMode::kRecompute;
@@ -78,6 +90,8 @@ struct SchedulerConfig {
   // behind a frontend that does not stream the context server's token (Dynamo) the client's first
   // token comes after step 2.
   int first_response_step = 1;
+  // Combined and prefill pools with pp > 1: one waiting queue per lane or per instance.
+  PipelineQueue pipeline_queue = PipelineQueue::kPerLane;
 };
 
 struct KvCacheConfig {

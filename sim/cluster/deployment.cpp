@@ -104,6 +104,8 @@ Deployment::Deployment(const SimulationConfig& config, RequestTable& requests, N
     pool.role = pc.kind;
     pool.caching = pc.prefix_cache.enabled && pc.kind != PoolRole::kEncode;
     pool.kv_aware = pc.router.policy == RouterPolicy::kKvAware;
+    pool.shared_queue = pc.scheduler.pipeline_queue == PipelineQueue::kShared && pc.plan.pp > 1 &&
+                        (pc.kind == PoolRole::kCombined || pc.kind == PoolRole::kPrefill);
     SERVESIM_CHECK_MSG(!pool.kv_aware || pool.caching, "kv_aware routing needs the pool's prefix cache");
     pool.cost = std::make_unique<IterationCostModel>(config.model, pc.chip, pc.plan, pc.moe_routing, pc.cost_model,
                                                      pc.scheduler.max_batched_tokens);

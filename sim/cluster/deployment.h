@@ -42,6 +42,9 @@ struct Pool {
   bool caching = false;      // its lanes have prefix caches
   bool kv_aware = false;     // its router reads the tokens of a request cached on each instance
   bool a2a_on_nics = false;  // its all-to-all and the flows share its chips' NICs (Dispatcher)
+  // Its instances' waiting requests queue per instance, not per lane (PipelineQueue::kShared,
+  // pp > 1): Instance::shared_waiting.
+  bool shared_queue = false;
   // A prefill pool whose KV sends go on its all-to-all's queue (DisaggregationConfig::kv_queue_shared,
   // a2a_on_nics): seconds per byte of a chip's NIC (its share of the NIC), else 0.
   double kv_queue_s_per_byte = 0;
@@ -105,6 +108,9 @@ struct alignas(64) Instance {
   double kv_posted_total = 0, kv_posted_max = 0;
   SimTime kv_posted_at;
   SimTime kv_queue_free;
+  // Pools with a shared queue (Pool::shared_queue): the requests waiting for a lane to admit
+  // them, FCFS (Dispatcher::form lends a lane the front).
+  RingQueue<RequestId> shared_waiting;
   // Encode pools: the waiting requests and the batch in flight.
   RingQueue<RequestId> encode_waiting;
   std::vector<RequestId> encode_batch;

@@ -46,6 +46,7 @@ std::uint32_t Dispatcher::form(std::uint32_t index) {
     batch.clear();
     preempted_.clear();
     observer_.begin_step(lane);
+    const std::size_t lent = pool.shared_queue ? lend(inst, pool, lane) : 0;
     if (ttft_budget_) [[unlikely]] {
       // Admission control: a request whose TTFT budget passed before its prefill began leaves.
       while (lane.has_waiting()) {
@@ -73,6 +74,7 @@ std::uint32_t Dispatcher::form(std::uint32_t index) {
       pool.scheduler->form_batch(lane, batch, preempted_);
       if (!batch.empty() || lane.ready() == 0 || !lane.can_admit_ready()) break;
     }
+    if (lent > 0) take_back(inst, lane, lent);
     // Prefix-cache hits: the cached prompt tokens are work the instance will not do.
     if (pool.caching) [[unlikely]]
       pool.load.worked(local, lane.take_hit_tokens());
@@ -192,6 +194,29 @@ void Dispatcher::launch(std::uint32_t index, std::uint32_t l, const Priced& pric
   agenda_.schedule(end, BatchFinished{index, l, inst.epoch, run});
   if (inst.stage_free.size() > 1) agenda_.schedule(inst.stage_free.front(), StageFreed{index});
   if (pool.role == PoolRole::kDecode) deployment_.note_free_kv(index);
+}
+
+std::size_t Dispatcher::lend(Instance& inst, const Pool& pool, Lane& lane) {
+  const SchedulerConfig& sc = pool.config->scheduler;
+  const std::int64_t slots = sc.max_batch_size - lane.running();
+  std::int64_t tokens = 0;
+  std::size_t lent = 0;
+  while (!inst.shared_waiting.empty() && static_cast<std::int64_t>(lent) < slots && tokens < sc.max_batched_tokens) {
+    const RequestId r = inst.shared_waiting.pop_front();
+    RequestState& s = requests_[r];
+    s.lane = static_cast<std::uint16_t>(&lane - inst.lanes.data());
+    tokens += s.prefill_target;
+    lane.enqueue_back(r);
+    ++lent;
+  }
+  return lent;
+}
+
+void Dispatcher::take_back(Instance& inst, Lane& lane, std::size_t lent) {
+  // The lent requests still waiting are the queue's last: admission (and a TTFT budget's
+  // rejections) take from the front, and preempted requests go back to the front.
+  for (std::size_t k = std::min(lent, lane.waiting()); k > 0; --k)
+    inst.shared_waiting.push_front(lane.pop_waiting_back());
 }
 
 void Dispatcher::add_swap_time(const Pool& pool, Lane& lane, Batch& batch) {

@@ -83,6 +83,13 @@ class Dispatcher {
  private:
   // Swap preemption: the host-link copies the lane's form_batch started join its iteration.
   void add_swap_time(const Pool& pool, Lane& lane, Batch& batch);
+  // A pool with a shared queue (config.h, PipelineQueue::kShared): lends the lane about to form a
+  // batch the front of its instance's queue, as many as it could admit (its batch-size cap less
+  // its running requests, and no more than the token budget reaches: every admission takes a
+  // token of it); returns how many. take_back returns those it did not admit to the queue's front,
+  // in order (they are the last of the lane's waiting queue: admission takes from the front).
+  std::size_t lend(Instance& inst, const Pool& pool, Lane& lane);
+  void take_back(Instance& inst, Lane& lane, std::size_t lent);
   // KV sends on the all-to-all's queue (Pool::kv_queue_s_per_byte): a layer-streamed batch posts
   // its chunks' KV (all layers' but the last), and the iteration waits for what is queued.
   void add_kv_queue_wait(const Pool& pool, Instance& inst, Batch& batch);

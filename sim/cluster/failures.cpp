@@ -58,6 +58,10 @@ const std::vector<Failures::Requeued>& Failures::fail(std::uint32_t index) {
   pool.load.clear(local);
   evicted_.clear();
   for (Lane& lane : inst.lanes) observer_.changing(index, lane, now, [&] { lane.evict_all(evicted_); });
+  if (!inst.shared_waiting.empty()) {
+    observer_.dequeued(pool.metrics_id, now, static_cast<std::int64_t>(inst.shared_waiting.size()));
+    while (!inst.shared_waiting.empty()) evicted_.push_back(inst.shared_waiting.pop_front());
+  }
   for (const RequestId r : inst.encode_batch) evicted_.push_back(r);
   inst.encode_batch.clear();
   inst.encode_busy = false;

@@ -4,7 +4,9 @@
 // Lanes are vLLM's pipeline "virtual engines": with pp stages an instance keeps pp independent
 // batches in flight, each with its own waiting queue, running set and 1/pp of the KV blocks
 // (vLLM V0 Scheduler divides num_gpu_blocks by pipeline_parallel_size). With pp = 1 an instance
-// has one lane. A lane is idle or has exactly one batch in flight.
+// has one lane. A lane is idle or has exactly one batch in flight. With a shared pipeline queue
+// (config.h, PipelineQueue) the prompts wait on the instance instead, and a lane's own queue holds
+// only those it preempted and, while it forms a batch, those it was lent.
 //
 // A lane composes three parts that own their state: its wait queues (wait_queue.h: waiting to be
 // prefilled, and KV arrived waiting for a decode slot), its KV blocks (kv_blocks.h: counted, not
@@ -136,6 +138,9 @@ class Lane {
   std::size_t waiting() const { return queue_.size(); }
   RequestId front_waiting() const { return queue_.front(); }
   void pop_waiting_front() { queue_.pop_front(); }
+  // The last waiting request, taken off the queue (a shared queue's request the lane was lent and
+  // did not admit: Dispatcher::form).
+  RequestId pop_waiting_back() { return queue_.pop_back(); }
   // Admits the head of the waiting queue when the batch-size cap and the KV blocks allow it
   // (prefill blocks + watermark free); returns the request, or an invalid id.
   RequestId try_admit_front();

@@ -58,6 +58,11 @@ class RunObserver {
     if (series_) [[unlikely]]
       series_->gauges_changed(pool, t, 1, 0, 0);
   }
+  // n requests left a queue no lane holds (a failed instance's shared queue).
+  void dequeued(PoolId pool, SimTime t, std::int64_t n) {
+    if (series_) [[unlikely]]
+      series_->gauges_changed(pool, t, -n, 0, 0);
+  }
   void rejected(RequestId r, SimTime t, metrics::RejectReason reason) { recorder_.request_rejected(r, t, reason); }
   void completed(RequestId r, SimTime t) { recorder_.request_completed(r, t); }
   void first_token(RequestId r, SimTime t) { recorder_.first_token(r, t); }

@@ -198,7 +198,9 @@ void Transfers::deliver(RequestId r) {
   observer_.changing(s.instance, held_on, now, [&] { held_on.release_held(r); });
   // Its blocks are free again: a request waiting for blocks there may now be admitted (a lane
   // with nothing waiting has nothing to start, and a dispatch would find an empty batch).
-  if (held_on.has_waiting() || !held_on.prefilling().empty()) deployment_.request_dispatch(s.instance);
+  if (held_on.has_waiting() || !held_on.prefilling().empty() ||
+      !deployment_.instance(s.instance).shared_waiting.empty())
+    deployment_.request_dispatch(s.instance);
   requests_.advance(r, metrics::TtftPart::kKvTransferExposed, now);
   j.transfer_end = now;
   j.flows_reserved = false;

@@ -36,6 +36,7 @@ class WaitQueue {
   std::size_t size() const { return waiting_.size(); }
   RequestId front() const { return waiting_.front(); }
   void pop_front() { waiting_.pop_front(); }
+  RequestId pop_back() { return waiting_.pop_back(); }
 
   // --- waiting for a decode slot, KV arrived ---
   void push_ready(RequestId r) {

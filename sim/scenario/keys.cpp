@@ -64,7 +64,7 @@ deployment:
       parallel: {tp: 8, dp: 2, ep: 16, attention_dp: least_kv, cp: 2, cp_min_tokens: 1024, tbo: true}
       moe_routing: {}
       max_model_len: 32768
-      scheduler: {policy: sarathi, chunked_prefill: true, form_ahead: false}
+      scheduler: {policy: sarathi, chunked_prefill: true, form_ahead: false, pipeline_queue: per_lane}
       kv_cache: {}
       router: {}
       prefix_cache: {}

@@ -381,6 +381,30 @@ cluster::PoolConfig read_pool(Document& doc, std::string_view engine, const YAML
         ok = false;
       }
     }
+    // One waiting queue per lane or per instance (SchedulerConfig::pipeline_queue). Echoed only
+    // when given.
+    if (s.has("pipeline_queue")) {
+      const Field queue_field = field_or(s, "pipeline_queue");
+      if (auto r = s.choice("pipeline_queue", {"per_lane", "shared"}, "per_lane")) {
+        if (*r == "shared") {
+          p.scheduler.pipeline_queue = cluster::PipelineQueue::kShared;
+          if (p.kind != cluster::PoolRole::kCombined && p.kind != cluster::PoolRole::kPrefill) {
+            doc.error(queue_field.mark, queue_field.path,
+                      "a shared waiting queue is where prompts wait for a pipeline lane: it is for combined and "
+                      "prefill pools, not " +
+                          p.role + " pools");
+            ok = false;
+          } else if (p.scheduler.form_ahead) {
+            doc.error(queue_field.mark, queue_field.path,
+                      "pipeline_queue: shared models a scheduler that forms each micro-batch when a lane is "
+                      "free; it does not combine with form_ahead: true (drop one of them)");
+            ok = false;
+          }
+        }
+      } else {
+        ok = false;
+      }
+    }
     // Swap preemption (sim/cluster/config.h, PreemptionMode).
     if (auto r = s.choice("preemption", {"recompute", "swap"}, "recompute")) {
       p.scheduler.preemption = *r == "swap" ? cluster::PreemptionMode::kSwap : cluster::PreemptionMode::kRecompute;

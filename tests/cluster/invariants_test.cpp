@@ -33,6 +33,7 @@ cluster::SimulationConfig random_config(Rng& rng) {
   p.router.policy = rng.uniform_int(0, 1) ? cluster::RouterPolicy::kLeastLoaded : cluster::RouterPolicy::kRoundRobin;
   p.router.load =
       rng.uniform_int(0, 1) ? cluster::LoadMetric::kOutstandingTokens : cluster::LoadMetric::kOutstandingRequests;
+  if (p.plan.pp > 1 && rng.uniform_int(0, 1)) p.scheduler.pipeline_queue = cluster::PipelineQueue::kShared;
 
   // Size the chip so that each lane gets roughly 150-600 tokens of KV cache.
   test::size_kv_tokens(p, model, static_cast<double>(rng.uniform_int(150, 600)) * p.plan.pp);
@@ -116,7 +117,8 @@ std::int64_t component(const metrics::RunMetrics& m, models::OpKind k) {
 
 TEST_CASE("Invariants: over random small scenarios every request is accounted for and KV is conserved") {
   Rng rng(20261130, "invariants");
-  int with_preemptions = 0, with_rejections = 0, with_horizon = 0, drafted = 0, uneven = 0;
+  int with_preemptions = 0, with_rejections = 0, with_horizon = 0, drafted = 0, uneven = 0, shared = 0,
+      shared_preempted = 0;
   for (int trial = 0; trial < 300; ++trial) {
     CAPTURE(trial);
     const auto base = random_config(rng);
@@ -156,6 +158,10 @@ TEST_CASE("Invariants: over random small scenarios every request is accounted fo
       CHECK(s.pools[0].kv_cache_peak_fraction <= 1.0);
       CHECK(s.pools[0].utilization <= 1.0 + 1e-9);
       if (s.pools[0].preemptions > 0) ++with_preemptions;
+      if (config.pools[0].scheduler.pipeline_queue == cluster::PipelineQueue::kShared) {
+        ++shared;
+        if (s.pools[0].preemptions > 0) ++shared_preempted;
+      }
       if (s.rejected > 0) ++with_rejections;
       if (component(m, models::OpKind::kMtpDraft) > 0) ++drafted;
       if (component(m, models::OpKind::kImbalance) > 0) ++uneven;
@@ -167,6 +173,9 @@ TEST_CASE("Invariants: over random small scenarios every request is accounted fo
   CHECK(with_preemptions > 20);
   CHECK(with_rejections > 20);
   CHECK(with_horizon > 20);
+  CHECK(shared > 40);
+  CHECK(shared_preempted > 5);
+  MESSAGE("shared queues: " << shared << " runs, " << shared_preempted << " with preemptions");
 }
 
 TEST_CASE("Determinism: the same configuration and seed give the same event stream") {

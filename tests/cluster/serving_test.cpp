@@ -151,6 +151,38 @@ TEST_CASE("Serving: pipeline stages hand batches on, so two lanes overlap") {
   CHECK((b.first_token - b.arrival).ps() == 844'800 + 857'600 + 857'600);
 }
 
+TEST_CASE("Serving: with a shared queue the lane that forms first admits what its budget takes") {
+  // pp = 2, three 10-token prompts at once, one token out each, a 30-token budget. Per lane, they
+  // wait on lanes 0, 1, 0 (fewest unfinished, ties rotating): lane 0 runs requests 0 and 2, lane 1
+  // request 1 after it. Shared (Sarathi-Serve, vLLM V1), lane 0 is lent the whole queue (10, 20,
+  // 30 tokens: the third reaches the budget) and runs all three as one batch.
+  for (const bool shared : {false, true}) {
+    CAPTURE(shared);
+    auto config = test::one_pool(test::tiny_model(), test::ideal_chip());
+    config.pools[0].plan.pp = 2;
+    config.pools[0].scheduler.max_batched_tokens = 30;
+    if (shared) config.pools[0].scheduler.pipeline_queue = cluster::PipelineQueue::kShared;
+    config.workload = test::fixed_closed_loop(3, 3, 10, 1);
+    metrics::RunMetrics m;
+    run(config, m);
+    const auto ttft = [&](int i) {
+      return (m.requests().at(static_cast<std::size_t>(i)).first_token - SimTime::zero()).ps();
+    };
+    if (shared) {
+      // One layer per stage (the test above): stage 0 = 81,920 x 30 + 256 x 3 x 10 x 10 =
+      // 2,534,400 ps; stage 1 adds the LM head, 12,800 per sequence: 2,572,800.
+      for (int i = 0; i < 3; ++i) CHECK(ttft(i) == 2'534'400 + 2'572'800);
+    } else {
+      // Lane 0 (two prompts): stage 0 = 81,920 x 20 + 256 x 2 x 10 x 10 = 1,689,600, stage 1
+      // 1,715,200. Lane 1 (one): stage 0 from 1,689,600 (844,800), stage 1 from 3,404,800, when
+      // lane 0 leaves it (857,600).
+      CHECK(ttft(0) == 1'689'600 + 1'715'200);
+      CHECK(ttft(2) == 1'689'600 + 1'715'200);
+      CHECK(ttft(1) == 1'689'600 + 1'715'200 + 857'600);
+    }
+  }
+}
+
 TEST_CASE("Lane: a decode step short of KV blocks preempts the most recently admitted request") {
   // Blocks of 4 tokens, 4 blocks. Requests 0 and 1 have 4-token prompts (1 block each) and long
   // outputs; admitted in that order. Each decode step appends one token per request.

@@ -96,7 +96,7 @@ TEST_CASE("MinTree: reset clears every value to zero at the new size") {
   CHECK(tree.argmin_from(4) == 4);  // all tied at 0: the cursor itself
 }
 
-TEST_CASE("RingQueue: push_back, push_front and pop_front agree with std::deque across growth") {
+TEST_CASE("RingQueue: pushes and pops at both ends agree with std::deque across growth") {
   servesim::Rng rng(5, "ring_queue_differential");
   for (int scenario = 0; scenario < 100; ++scenario) {
     servesim::RingQueue<std::int32_t> q;
@@ -116,10 +116,13 @@ TEST_CASE("RingQueue: push_back, push_front and pop_front agree with std::deque 
           ref.push_front(next);
         }
         ++next;
-      } else {
+      } else if (rng.uniform01() < 0.5) {
         REQUIRE(q.front() == ref.front());
         REQUIRE(q.pop_front() == ref.front());
         ref.pop_front();
+      } else {
+        REQUIRE(q.pop_back() == ref.back());
+        ref.pop_back();
       }
       // REQUIRE: stop at the first divergence instead of reporting its consequences.
       INFO("scenario ", scenario, ", operation ", op);

@@ -358,3 +358,57 @@ deployment:
             // At the value 0, column 94 of its line.
             5, 94, "deployment.pools[1].scheduler.first_response_step", "must be between 1 and 64");
 }
+
+TEST_CASE("Scenario: scheduler.pipeline_queue loads, is echoed when given, and says where it does not apply") {
+  const std::string shared = R"(
+model: llama-3.1-70b
+deployment:
+  pools:
+    - chip: h100-sxm
+      instances: 1
+      parallel: {tp: 4, pp: 2}
+      scheduler: {pipeline_queue: shared}
+)" + kWorkload;
+  const auto s = servesim::scenario::load_scenario_text(text_of(shared), kFile, kBaseDir, {});
+  CHECK(s.config.pools[0].scheduler.pipeline_queue == servesim::cluster::PipelineQueue::kShared);
+  CHECK(s.resolved["deployment"]["pools"][0]["scheduler"]["pipeline_queue"] == "shared");
+  const std::string plain = R"(
+model: llama-3.1-8b
+deployment:
+  pools:
+    - {chip: h100-sxm, instances: 1}
+)" + kWorkload;
+  const auto p = servesim::scenario::load_scenario_text(text_of(plain), kFile, kBaseDir, {});
+  CHECK(p.config.pools[0].scheduler.pipeline_queue == servesim::cluster::PipelineQueue::kPerLane);
+  CHECK_FALSE(p.resolved["deployment"]["pools"][0]["scheduler"].contains("pipeline_queue"));
+  check_one(R"(
+model: llama-3.1-8b
+deployment:
+  pools:
+    - {name: p, role: prefill, chip: h100-sxm, instances: 1}
+    - {name: d, role: decode, chip: h100-sxm, instances: 1, scheduler: {pipeline_queue: shared}}
+)" + kWorkload,
+            // At the value: column 89 of its line.
+            5, 89, "deployment.pools[1].scheduler.pipeline_queue", "a shared waiting queue is where prompts wait");
+  check_one(R"(
+model: llama-3.1-8b
+deployment:
+  pools:
+    - chip: h100-sxm
+      instances: 1
+      scheduler: {form_ahead: true, pipeline_queue: shared}
+)" + kWorkload,
+            // 6 spaces + "scheduler: {" (12) + "form_ahead: true, " (18) + "pipeline_queue: " (16) = 52
+            // characters before the value.
+            6, 53, "deployment.pools[0].scheduler.pipeline_queue", "pipeline_queue: shared models a scheduler");
+  check_one(R"(
+model: llama-3.1-8b
+deployment:
+  pools:
+    - chip: h100-sxm
+      instances: 1
+      scheduler: {pipeline_queue: lanes}
+)" + kWorkload,
+            // An unknown value, at the value (28 characters before it).
+            6, 35, "deployment.pools[0].scheduler.pipeline_queue", "");
+}
