@@ -186,6 +186,12 @@ std::optional<ServingEngine> serving_engine(const std::string& backend, const st
     // A prefill server keeps its overlap loop (python/sglang/srt/disaggregation/prefill.py,
     // event_loop_overlap_disagg_prefill, chosen when overlap scheduling is on).
     e.prefill_host_overlap = true;
+    // The decode server streams the prefill's token (carried with the KV) from a "prebuilt" batch
+    // that runs no forward, as soon as the request is admitted (python/sglang/srt/disaggregation/
+    // decode.py: get_new_prebuilt_batch, "a schedulebatch for fake completed prefill";
+    // process_batch_result_prebuilt streams its requests' output): the client's first token comes
+    // before the decode steps, which produce the rest.
+    e.decode_first_response_step = 0;
     if (v && *v >= std::make_tuple(0, 5, 3)) {
       const double reserved_mib = std::max(10.0 * 1024, 512 + 1.5 * chunk + 2 * 256 + tp / 8.0 * 1024);
       e.kv_fraction = (memory_gib * 1024 - reserved_mib) / (memory_gib * 1024);

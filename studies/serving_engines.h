@@ -56,7 +56,8 @@ struct ServingEngine {
   // data moving (the scenario's deployment.kv_transfer.setup; serving_engines.cpp names the steps).
   Duration kv_setup;
   // Disaggregated serving: the decode step after which a request whose KV arrived first answers
-  // the client (the scenario's scheduler.first_response_step; serving_engines.cpp names the source).
+  // the client, 0 = on admission with the prefill's token (the scenario's
+  // scheduler.first_response_step; serving_engines.cpp names the source).
   int decode_first_response_step = 1;
 };
 

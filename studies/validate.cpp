@@ -259,7 +259,7 @@ std::string pool_yaml(const std::string& name, const std::string& role, const st
     << ", max_batch_size: " << std::min<std::int64_t>(limits.max_batch_size * dp, std::max<std::int64_t>(clients, 1))
     << ", max_batched_tokens: " << tokens << (e.chunked_prefill ? "" : ", chunked_prefill: false")
     << (overlap && e.policy == "sarathi" ? ", form_ahead: true" : "")
-    << (role == "decode" && e.decode_first_response_step > 1
+    << (role == "decode" && e.decode_first_response_step != 1
             ? ", first_response_step: " + std::to_string(e.decode_first_response_step)
             : "")
     << "}\n"

@@ -88,7 +88,11 @@ struct SchedulerConfig {
   // request's first iteration, "since first token has already been emitted previously"
   // (tensorrt_llm/_torch/pyexecutor/py_executor.py, _handle_responses: py_decoding_iter <= 1);
   // behind a frontend that does not stream the context server's token (Dynamo) the client's first
-  // token comes after step 2.
+  // token comes after step 2. 0: the request answers with the prefill's token when the decode
+  // instance admits it, before any decode step (SGLang's decode server streams that token from its
+  // "prebuilt" batch, which runs no forward: python/sglang/srt/disaggregation/decode.py,
+  // get_new_prebuilt_batch / process_batch_result_prebuilt); its decode steps then produce the
+  // rest, one fewer than with k >= 1.
   int first_response_step = 1;
   // Combined and prefill pools with pp > 1: one waiting queue per lane or per instance.
   PipelineQueue pipeline_queue = PipelineQueue::kPerLane;

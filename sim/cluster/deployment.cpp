@@ -181,6 +181,7 @@ Deployment::Deployment(const SimulationConfig& config, RequestTable& requests, N
               Rng(config.seed, "speculative/" + pc.name + "/" + std::to_string(i) + "/" + std::to_string(l)));
         }
         if (pc.scheduler.first_response_step > 1) lane.hold_first_response(pc.scheduler.first_response_step);
+        if (pc.scheduler.first_response_step == 0 && pc.kind == PoolRole::kDecode) lane.answer_on_admit();
         if (pool.caching) {
           lane.enable_prefix_cache(
               static_cast<std::int64_t>(pc.prefix_cache.capacity_fraction * static_cast<double>(cap.blocks_per_lane)));

@@ -66,10 +66,13 @@ std::uint32_t Dispatcher::form(std::uint32_t index) {
     for (int attempt = 0; attempt < 2; ++attempt) {
       if (lane.ready() > 0) {
         admitted_.clear();
-        lane.admit_ready(admitted_);
+        answering_.clear();
+        lane.admit_ready(admitted_, answering_);
         for (const RequestId r : admitted_) {
           if (!requests_.journey(r).ttft_done) requests_.advance(r, metrics::TtftPart::kQueueing, now);
         }
+        if (!answering_.empty()) [[unlikely]]
+          answer_admitted(pool, index, lane);
       }
       pool.scheduler->form_batch(lane, batch, preempted_);
       if (!batch.empty() || lane.ready() == 0 || !lane.can_admit_ready()) break;
@@ -194,6 +197,25 @@ void Dispatcher::launch(std::uint32_t index, std::uint32_t l, const Priced& pric
   agenda_.schedule(end, BatchFinished{index, l, inst.epoch, run});
   if (inst.stage_free.size() > 1) agenda_.schedule(inst.stage_free.front(), StageFreed{index});
   if (pool.role == PoolRole::kDecode) deployment_.note_free_kv(index);
+}
+
+void Dispatcher::answer_admitted(Pool& pool, std::uint32_t index, Lane& lane) {
+  const SimTime now = agenda_.now();
+  for (const RequestId r : answering_) {
+    requests_.advance(r, metrics::TtftPart::kQueueing, now);
+    lifecycle_.first_token(r, true, now);
+    RequestState& s = requests_[r];
+    s.generated = 1;
+    pool.load.worked(pool.local(index), 1);
+    if (s.generated == s.output) {
+      lane.release(r);
+      pool.load.left(pool.local(index), 0);
+      lifecycle_.complete(r);
+    } else {
+      lane.join_decode(r, now);
+    }
+  }
+  observer_.output_tokens(pool.metrics_id, now, static_cast<std::int64_t>(answering_.size()));
 }
 
 std::size_t Dispatcher::lend(Instance& inst, const Pool& pool, Lane& lane) {

@@ -89,6 +89,9 @@ class Dispatcher {
   // token of it); returns how many. take_back returns those it did not admit to the queue's front,
   // in order (they are the last of the lane's waiting queue: admission takes from the front).
   std::size_t lend(Instance& inst, const Pool& pool, Lane& lane);
+  // Decode pools answering on admission (SchedulerConfig::first_response_step 0): each request of
+  // answering_ emits the prefill's token now, then decodes the rest (or is done).
+  void answer_admitted(Pool& pool, std::uint32_t index, Lane& lane);
   void take_back(Instance& inst, Lane& lane, std::size_t lent);
   // KV sends on the all-to-all's queue (Pool::kv_queue_s_per_byte): a layer-streamed batch posts
   // its chunks' KV (all layers' but the last), and the iteration waits for what is queued.
@@ -106,7 +109,7 @@ class Dispatcher {
   std::optional<Duration> ttft_budget_;
   bool streamed_;  // layer-streamed KV transfers
   // Scratch buffers reused by every event (no allocation per event once warm).
-  std::vector<RequestId> admitted_, finished_, started_;
+  std::vector<RequestId> admitted_, answering_, finished_, started_;
   std::vector<Preemption> preempted_;
   std::vector<std::int64_t> stage_ps_;
   std::vector<models::ImageSize> images_;

@@ -279,7 +279,7 @@ void Lane::release_held(RequestId r) {
   held_.erase(std::find(held_.begin(), held_.end(), r));
 }
 
-void Lane::admit_ready(std::vector<RequestId>& admitted) {
+void Lane::admit_ready(std::vector<RequestId>& admitted, std::vector<RequestId>& answering) {
   while (queue_.ready() > 0 && running_ < max_running_) {
     const RequestId r = queue_.front_ready();
     queue_.pop_ready();
@@ -289,6 +289,11 @@ void Lane::admit_ready(std::vector<RequestId>& admitted) {
     s.prefilled = s.prefill_target;
     // A re-queued request that had emitted tokens is not fresh: its next token is a gap sample.
     const bool fresh = s.generated == 0 || s.first_response_due;
+    if (fresh && answer_on_admit_ && s.generated == 0) {
+      s.phase = Phase::kDecoding;  // admitted; the dispatcher emits its token, then joins it
+      answering.push_back(r);
+      continue;
+    }
     decode_.join(r, fresh ? decode_.last_end() : s.last_token, fresh);
     admitted.push_back(r);
   }

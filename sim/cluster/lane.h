@@ -130,6 +130,9 @@ class Lane {
   void enable_rank_balance(int ranks, bool least_kv);
   // A fresh request's first response after its k-th decode step (DecodeSet::hold_first_response).
   void hold_first_response(int k);
+  // A fresh request answers with the prefill's token when it is admitted (first_response_step 0):
+  // admit_ready hands it back unjoined, for the dispatcher to emit that token and then join it.
+  void answer_on_admit() { answer_on_admit_ = true; }
 
   // --- queue and admission (used by batch schedulers) ---
   void enqueue_back(RequestId r) { queue_.push_back(r); }
@@ -210,8 +213,9 @@ class Lane {
   void push_ready(RequestId r) { queue_.push_ready(r); }
   std::size_t ready() const { return queue_.ready(); }
   bool can_admit_ready() const { return queue_.ready() > 0 && running_ < max_running_; }
-  // Admits ready requests while the batch-size cap allows, appending them to `admitted`.
-  void admit_ready(std::vector<RequestId>& admitted);
+  // Admits ready requests while the batch-size cap allows, appending them to `admitted`; with
+  // answer_on_admit, the fresh ones go to `answering` instead, admitted but not decoding yet.
+  void admit_ready(std::vector<RequestId>& admitted, std::vector<RequestId>& answering);
   // Failures: every request the lane holds (waiting, ready, running, held), in that order; the
   // lane is emptied (blocks, aggregates, batch) as if new.
   void evict_all(std::vector<RequestId>& out);
@@ -267,6 +271,7 @@ class Lane {
   std::unique_ptr<PrefixCache> cache_;  // null: no prefix caching
   std::int64_t hit_tokens_untaken_ = 0;
   bool swap_ = false;
+  bool answer_on_admit_ = false;  // answer_on_admit()
   std::int64_t swap_tokens_ = 0;
 };
 

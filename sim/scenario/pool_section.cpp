@@ -368,9 +368,9 @@ cluster::PoolConfig read_pool(Document& doc, std::string_view engine, const YAML
     // Echoed only when given.
     if (s.has("first_response_step")) {
       marks.first_response_step = field_or(s, "first_response_step");
-      if (auto r = s.integer("first_response_step", 1, 64, 1)) {
+      if (auto r = s.integer("first_response_step", 0, 64, 1)) {
         p.scheduler.first_response_step = static_cast<int>(*r);
-        if (*r > 1 && p.kind != cluster::PoolRole::kDecode) {
+        if (*r != 1 && p.kind != cluster::PoolRole::kDecode) {
           doc.error(marks.first_response_step.mark, marks.first_response_step.path,
                     "a held first response is a decode server's (its requests arrive with their KV from a "
                     "prefill pool): it is for decode pools, not " +

@@ -125,11 +125,38 @@ TEST_CASE("EPD: a held first response answers after the k-th decode step, with i
   }
 }
 
+TEST_CASE("EPD: a decode pool that answers on admission emits the prefill's token before any step") {
+  // The request of the first case on a decode pool with first_response_step 0 (SGLang's prebuilt
+  // batch): the first token reaches the client when the KV has arrived and the request is
+  // admitted, so TTFT is prefill + transfer; the two decode steps (11 and 12 tokens of context:
+  // 182,272 and 182,784 ps) produce tokens 2 and 3, one step fewer than with k = 1.
+  auto config = prefill_decode();
+  config.workload = test::fixed_closed_loop(1, 1, 10, 3);
+  config.pools[1].scheduler.first_response_step = 0;
+  Run r;
+  run(config, r);
+  const auto& rec = r.m.requests().at(0);
+  CHECK((rec.first_token - rec.arrival).ps() == 1'702'400 + 5'120'000);
+  CHECK((rec.completion - rec.first_token).ps() == 182'272 + 182'784);
+  CHECK(part(r.summary, "first_decode") == 0);
+  CHECK(r.m.output_tokens() == 3);
+  CHECK(r.m.inter_token_gaps().count() == 2);
+
+  SUBCASE("a request of one token is done on admission") {
+    config.workload = test::fixed_closed_loop(1, 2, 10, 1);
+    Run s;
+    run(config, s);
+    CHECK(s.summary.completed == 2);
+    for (const auto& rec1 : s.m.requests()) CHECK(rec1.completion == rec1.first_token);
+    CHECK(s.m.output_tokens() == 2);
+  }
+}
+
 TEST_CASE("EPD: held first responses under load keep every request's tokens and gaps") {
   // Many requests through two decode instances, with decode runs allowed: each request's TTFT
   // holds at least two decode steps after its KV arrived, and every request records output - 1
   // gaps (with k = 1 as well, the same count), so no token is lost or counted twice.
-  for (const int k : {1, 2, 3}) {
+  for (const int k : {0, 1, 2, 3}) {
     CAPTURE(k);
     auto config = prefill_decode(1, 2);
     config.workload = test::fixed_closed_loop(8, 64, 10, 6);

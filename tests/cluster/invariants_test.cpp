@@ -193,7 +193,7 @@ TEST_CASE("Determinism: the same configuration and seed give the same event stre
 
 TEST_CASE("Invariants: random disaggregated deployments conserve requests, tokens and KV blocks") {
   Rng rng(20261201, "epd-invariants");
-  int with_faults = 0, with_preemptions = 0, streamed = 0, drafted = 0;
+  int with_faults = 0, with_preemptions = 0, streamed = 0, drafted = 0, answer_on_admit = 0;
   for (int trial = 0; trial < 150; ++trial) {
     CAPTURE(trial);
     auto config = random_config(rng);
@@ -211,6 +211,11 @@ TEST_CASE("Invariants: random disaggregated deployments conserve requests, token
     d.role = "decode";
     d.instances = static_cast<int>(rng.uniform_int(1, 4));
     d.router.policy = rng.uniform_int(0, 1) ? cluster::RouterPolicy::kFreeKv : cluster::RouterPolicy::kLeastLoaded;
+    // Half the decode pools answer on admission with the prefill's token (SGLang).
+    if (rng.uniform_int(0, 1)) {
+      d.scheduler.first_response_step = 0;
+      ++answer_on_admit;
+    }
     config.pools.push_back(d);
     if (rng.uniform_int(0, 1)) {
       config.disaggregation.kv_transfer = cluster::KvTransferMode::kLayerStreamed;
@@ -268,4 +273,5 @@ TEST_CASE("Invariants: random disaggregated deployments conserve requests, token
   CHECK(with_faults > 20);
   CHECK(with_preemptions > 10);
   CHECK(streamed > 20);
+  CHECK(answer_on_admit > 40);
 }

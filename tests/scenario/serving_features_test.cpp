@@ -353,10 +353,10 @@ model: llama-3.1-8b
 deployment:
   pools:
     - {name: p, role: prefill, chip: h100-sxm, instances: 1}
-    - {name: d, role: decode, chip: h100-sxm, instances: 1, scheduler: {first_response_step: 0}}
+    - {name: d, role: decode, chip: h100-sxm, instances: 1, scheduler: {first_response_step: 65}}
 )" + kWorkload,
-            // At the value 0, column 94 of its line.
-            5, 94, "deployment.pools[1].scheduler.first_response_step", "must be between 1 and 64");
+            // At the value 65, column 94 of its line.
+            5, 94, "deployment.pools[1].scheduler.first_response_step", "must be between 0 and 64");
 }
 
 TEST_CASE("Scenario: scheduler.pipeline_queue loads, is echoed when given, and says where it does not apply") {
