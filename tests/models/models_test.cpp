@@ -202,7 +202,8 @@ TEST_CASE("Models: DeepSeek-V4's compressed attention, grouped output and hyper-
   // the HCA ones' (kv and score, 128 x 512).
   CHECK(m.compressed_state_bytes(n) ==
         43.0 * 128 * 512 + 21 * 4.0 * (2 * 4 * 2 * 512 + 2 * 4 * 2 * 128) + 22 * 4.0 * (2 * 128 * 512));
-  CHECK(m.kv_transfer_bytes(1000) == 1000.0 * m.kv_bytes_per_token() + m.compressed_state_bytes(n));
+  CHECK(m.kv_transfer_bytes(1000) ==
+        1000.0 * static_cast<double>(m.kv_bytes_per_token()) + m.compressed_state_bytes(n));
   // DeepSeek: 284B total. The sum counts the two window-only layers with an HCA layer's compressor
   // (2 x 4096 x 512 + 128 x 512 + 512 = 4,260,352 parameters each, not in the checkpoint).
   CHECK(m.total_params() == 284'340'761'943);
