@@ -15,7 +15,9 @@
 # about 20 minutes more). An earlier measurement on another 2-core machine (the foundation
 # issue, and this scenario's header) gave 25.1 s and 1.6 GB. Vidur was not rerun here: the
 # ratios use those recorded figures, and this machine's speed is not theirs.
-# Then prints servesim's latency figures for the side-by-side (TTFT, TPOT, E2E percentiles).
+# Then prints servesim's latency figures for the side-by-side (TTFT, TPOT, E2E percentiles), with
+# the scenario's shared pipeline queue (Vidur's scheduler) and with per-lane queues (vLLM V0's
+# virtual engines), and the ratio of their TTFT p99 (docs/notes/2026-12-07-pipeline-queues.md).
 # BUILD (default build) picks the build folder.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -43,11 +45,20 @@ awk -v s="$process_s" -v c="$cpu_s" -v mb="$peak_mb" 'BEGIN {
          25.1 / s, 25.1 / c, 1.6 * 1024 / mb
 }'
 echo
-"$build/servesim" run $scenario --reproducible --json - | python3 -c '
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+for queue in shared per_lane; do
+  "$build/servesim" run $scenario --reproducible --json "$work/$queue.json" \
+    --set "deployment.pools[0].scheduler.pipeline_queue=$queue" >/dev/null
+done
+python3 - "$work" <<'PY'
 import json, sys
-s = json.load(sys.stdin)["summary"]
-for k in ("ttft_ms", "tpot_ms", "e2e_ms"):
-    d = s[k]
-    print("servesim %-4s ms: mean %9.1f  p50 %9.1f  p90 %9.1f  p99 %9.1f"
-          % (k[:-3].upper(), d["mean"], d["p50"], d["p90"], d["p99"]))
-'
+runs = {q: json.load(open(f"{sys.argv[1]}/{q}.json"))["summary"] for q in ("shared", "per_lane")}
+for q, s in runs.items():
+    for k in ("ttft_ms", "tpot_ms", "e2e_ms"):
+        d = s[k]
+        print("servesim %-8s %-4s ms: mean %9.1f  p50 %9.1f  p90 %9.1f  p99 %9.1f"
+              % (q, k[:-3].upper(), d["mean"], d["p50"], d["p90"], d["p99"]))
+print("TTFT p99 per_lane / shared: %.2f (issue 28: servesim per_lane / Vidur 1.37)"
+      % (runs["per_lane"]["ttft_ms"]["p99"] / runs["shared"]["ttft_ms"]["p99"]))
+PY
