@@ -204,16 +204,9 @@ void Dispatcher::answer_admitted(Pool& pool, std::uint32_t index, Lane& lane) {
   for (const RequestId r : answering_) {
     requests_.advance(r, metrics::TtftPart::kQueueing, now);
     lifecycle_.first_token(r, true, now);
-    RequestState& s = requests_[r];
-    s.generated = 1;
+    requests_[r].generated = 1;
     pool.load.worked(pool.local(index), 1);
-    if (s.generated == s.output) {
-      lane.release(r);
-      pool.load.left(pool.local(index), 0);
-      lifecycle_.complete(r);
-    } else {
-      lane.join_decode(r, now);
-    }
+    complete_or_decode(pool, index, lane, r, now);
   }
   observer_.output_tokens(pool.metrics_id, now, static_cast<std::int64_t>(answering_.size()));
 }
@@ -325,14 +318,18 @@ bool Dispatcher::chunk_ended(std::uint32_t index, Lane& lane, const Chunk& c) {
   ++s.generated;
   ++done_tokens_;
   ++emitted_;
-  if (s.generated == s.output) {
-    lane.release(c.request);
-    pool.load.left(pool.local(index), 0);
-    lifecycle_.complete(c.request);
-  } else {
-    lane.join_decode(c.request, now);
-  }
+  complete_or_decode(pool, index, lane, c.request, now);
   return false;
+}
+
+void Dispatcher::complete_or_decode(Pool& pool, std::uint32_t index, Lane& lane, RequestId r, SimTime now) {
+  if (requests_[r].generated == requests_[r].output) {
+    lane.release(r);
+    pool.load.left(pool.local(index), 0);
+    lifecycle_.complete(r);
+  } else {
+    lane.join_decode(r, now);
+  }
 }
 
 bool Dispatcher::batch_done(std::uint32_t index, const Lane& lane) {

@@ -92,6 +92,9 @@ class Dispatcher {
   // Decode pools answering on admission (SchedulerConfig::first_response_step 0): each request of
   // answering_ emits the prefill's token now, then decodes the rest (or is done).
   void answer_admitted(Pool& pool, std::uint32_t index, Lane& lane);
+  // A request of `lane` emitted a token: it is done when that was its last (its blocks freed, the
+  // load ledger told), else it joins the lane's decode set.
+  void complete_or_decode(Pool& pool, std::uint32_t index, Lane& lane, RequestId r, SimTime now);
   void take_back(Instance& inst, Lane& lane, std::size_t lent);
   // KV sends on the all-to-all's queue (Pool::kv_queue_s_per_byte): a layer-streamed batch posts
   // its chunks' KV (all layers' but the last), and the iteration waits for what is queued.

@@ -290,8 +290,7 @@ void Lane::admit_ready(std::vector<RequestId>& admitted, std::vector<RequestId>&
     // A re-queued request that had emitted tokens is not fresh: its next token is a gap sample.
     const bool fresh = s.generated == 0 || s.first_response_due;
     if (fresh && answer_on_admit_ && s.generated == 0) {
-      s.phase = Phase::kDecoding;  // admitted; the dispatcher emits its token, then joins it
-      answering.push_back(r);
+      answering.push_back(r);  // the dispatcher emits the prefill's token, then joins it
       continue;
     }
     decode_.join(r, fresh ? decode_.last_end() : s.last_token, fresh);
