@@ -94,7 +94,9 @@ struct SchedulerConfig {
   // get_new_prebuilt_batch / process_batch_result_prebuilt); its decode steps then produce the
   // rest, one fewer than with k >= 1.
   int first_response_step = 1;
-  // Combined and prefill pools with pp > 1: one waiting queue per lane or per instance.
+  // Combined and prefill pools with pp > 1: one waiting queue and 1/pp of the KV blocks per lane
+  // (vLLM V0's virtual engines), or one queue and one pool of the blocks per instance, which every
+  // lane admits from and draws its blocks from (one scheduler: Sarathi-Serve, Vidur, vLLM V1).
   PipelineQueue pipeline_queue = PipelineQueue::kPerLane;
 };
 

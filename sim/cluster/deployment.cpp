@@ -164,13 +164,20 @@ Deployment::Deployment(const SimulationConfig& config, RequestTable& requests, N
     }
     info.kv_blocks = cap.blocks_per_lane * pc.plan.pp * pc.instances;
     pool.metrics_id = observer.recorder().add_pool(std::move(info));
+    // A shared queue is one scheduler per instance: its lanes draw from one pool of the
+    // instance's blocks (vLLM V1's KV cache manager, Vidur's replica scheduler), with the
+    // watermark taken of the pool.
+    const std::int64_t pooled_blocks = cap.blocks_per_lane * pc.plan.pp;
+    const auto pooled_watermark = static_cast<std::int64_t>(pc.kv_cache.watermark * static_cast<double>(pooled_blocks));
     for (int i = 0; i < pc.instances; ++i) {
       Instance inst;
       inst.pool = static_cast<std::uint32_t>(index);
+      if (pool.shared_queue) inst.kv_pool = std::make_unique<KvPool>(KvPool{pooled_blocks});
       for (int l = 0; l < pc.plan.pp && pc.kind != PoolRole::kEncode; ++l) {
         inst.lanes.emplace_back(&requests, cap.blocks_per_lane, pc.kv_cache.block_tokens, cap.watermark_blocks,
                                 pc.scheduler.max_batch_size, config.model.window_cap(), config.model.topk_cap());
         Lane& lane = inst.lanes.back();
+        if (inst.kv_pool) lane.share_blocks(inst.kv_pool.get(), pooled_watermark);
         if (pool.swap_s_per_token > 0) lane.enable_swap();
         if (pc.attention_dp != AttentionDpBalance::kEven && pc.plan.dp > 1) {
           lane.enable_rank_balance(pc.plan.dp, pc.attention_dp == AttentionDpBalance::kLeastKv);
@@ -194,7 +201,9 @@ Deployment::Deployment(const SimulationConfig& config, RequestTable& requests, N
       observer.add_instance(pool.metrics_id);
     }
     if (pool.load.unit() == LoadUnit::kFreeBlocks) {
-      for (int i = 0; i < pc.instances; ++i) pool.load.free_blocks(static_cast<std::uint32_t>(i), cap.blocks_per_lane);
+      for (int i = 0; i < pc.instances; ++i) {
+        pool.load.free_blocks(static_cast<std::uint32_t>(i), pool.shared_queue ? pooled_blocks : cap.blocks_per_lane);
+      }
     }
     pools_.push_back(std::move(pool));
   }

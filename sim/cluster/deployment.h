@@ -42,8 +42,9 @@ struct Pool {
   bool caching = false;      // its lanes have prefix caches
   bool kv_aware = false;     // its router reads the tokens of a request cached on each instance
   bool a2a_on_nics = false;  // its all-to-all and the flows share its chips' NICs (Dispatcher)
-  // Its instances' waiting requests queue per instance, not per lane (PipelineQueue::kShared,
-  // pp > 1): Instance::shared_waiting.
+  // Its instances' waiting requests queue per instance, not per lane, and its lanes draw their KV
+  // blocks from one pool per instance (PipelineQueue::kShared, pp > 1): Instance::shared_waiting,
+  // Instance::kv_pool.
   bool shared_queue = false;
   // A prefill pool whose KV sends go on its all-to-all's queue (DisaggregationConfig::kv_queue_shared,
   // a2a_on_nics): seconds per byte of a chip's NIC (its share of the NIC), else 0.
@@ -109,8 +110,10 @@ struct alignas(64) Instance {
   SimTime kv_posted_at;
   SimTime kv_queue_free;
   // Pools with a shared queue (Pool::shared_queue): the requests waiting for a lane to admit
-  // them, FCFS (Dispatcher::form lends a lane the front).
+  // them, FCFS (Dispatcher::form lends a lane the front), and the KV blocks its lanes share
+  // (KvBlocks::share; on the heap, so that the lanes' pointers survive the instance's moves).
   RingQueue<RequestId> shared_waiting;
+  std::unique_ptr<KvPool> kv_pool;
   // Encode pools: the waiting requests and the batch in flight.
   RingQueue<RequestId> encode_waiting;
   std::vector<RequestId> encode_batch;

@@ -106,6 +106,10 @@ class Lane {
     return t;
   }
 
+  // The lane draws its KV blocks from `pool`, which its instance's lanes share, keeping
+  // `watermark` blocks of it free (KvBlocks::share); before any request joins.
+  void share_blocks(KvPool* pool, std::int64_t watermark) { blocks_.share(pool, watermark); }
+
   // Swap preemption (config.h, PreemptionMode::kSwap): decoding victims keep their KV in host
   // memory and are re-admitted with it, prefilling only their last token.
   void enable_swap() { swap_ = true; }

@@ -248,7 +248,7 @@ void Simulation::handle(const InstanceRepaired& e) {
 
 bool Simulation::drained() const {
   for (const Instance& inst : deployment_.instances()) {
-    if (!inst.encode_waiting.empty() || inst.encode_busy) return false;
+    if (!inst.encode_waiting.empty() || inst.encode_busy || !inst.shared_waiting.empty()) return false;
     for (const Lane& lane : inst.lanes) {
       if (lane.unfinished() != 0 || lane.ready() != 0 || lane.used_blocks() != lane.cached_blocks() || lane.busy()) {
         return false;
@@ -260,7 +260,18 @@ bool Simulation::drained() const {
 
 void Simulation::check_all() const {
   for (const Instance& inst : deployment_.instances()) {
-    for (const Lane& lane : inst.lanes) lane.check_invariants();
+    std::int64_t used = 0, booked = 0;
+    for (const Lane& lane : inst.lanes) {
+      lane.check_invariants();
+      used += lane.used_blocks();
+      booked += lane.booked_blocks();
+    }
+    if (inst.kv_pool) {
+      // The shared pool's counts are the sums of its lanes' parts.
+      SERVESIM_CHECK_MSG(inst.kv_pool->used == used && inst.kv_pool->booked == booked,
+                         "a shared KV pool's counts differ from its lanes' sums");
+      SERVESIM_CHECK(used <= inst.kv_pool->total);
+    }
   }
   deployment_.check_loads(requests_);
 }

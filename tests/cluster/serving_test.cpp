@@ -244,6 +244,74 @@ TEST_CASE("Lane: a decode step short of KV blocks preempts the most recently adm
   lane.check_invariants();
 }
 
+TEST_CASE("Lane: lanes sharing a KV pool take what the other leaves, and preempt their own") {
+  // Blocks of 4 tokens; two lanes share 6 blocks (pipeline_queue: shared), where each lane of
+  // its own would have 3. Request 0 (16-token prompt, 4 blocks) goes to lane 0, request 1 (7
+  // tokens, 2 blocks) to lane 1.
+  cluster::RequestTable reqs;
+  for (const std::uint32_t prompt : {16U, 7U}) {
+    cluster::RequestState r;
+    r.prompt = prompt;
+    r.output = 100;
+    r.prefill_target = prompt;
+    reqs.add(r);
+  }
+  cluster::KvPool pool{6};
+  cluster::Lane lane0(&reqs, /*total_blocks=*/3, /*block_tokens=*/4, /*watermark_blocks=*/0, /*max_running=*/8);
+  cluster::Lane lane1(&reqs, 3, 4, 0, 8);
+  lane0.share_blocks(&pool, 0);
+  lane1.share_blocks(&pool, 0);
+  cluster::SarathiBatchScheduler sched(64);
+  std::vector<cluster::Preemption> preempted;
+  std::vector<RequestId> finished;
+  cluster::Batch batch0, batch1;
+  lane0.enqueue_back(RequestId(0));
+  lane1.enqueue_back(RequestId(1));
+  // 4 blocks for request 0: more than a lane of its own has, admitted from the pool.
+  sched.form_batch(lane0, batch0, preempted);
+  REQUIRE(batch0.chunks.size() == 1);
+  CHECK(lane0.used_blocks() == 4);
+  CHECK(lane1.free_blocks() == 2);  // the pool's, seen from either lane
+  sched.form_batch(lane1, batch1, preempted);
+  REQUIRE(batch1.chunks.size() == 1);
+  CHECK(lane1.used_blocks() == 2);
+  CHECK(pool.used == 6);
+  CHECK(lane0.free_blocks() == 0);
+  CHECK(lane0.peak_used_blocks() == 6);  // the pool's peak
+  CHECK(lane0.total_blocks() == 6);
+  for (auto [lane, batch] : {std::pair{&lane0, &batch0}, std::pair{&lane1, &batch1}}) {
+    REQUIRE(lane->finish_chunk(batch->chunks[0]));
+    reqs[batch->chunks[0].request].generated = 1;
+    lane->join_decode(batch->chunks[0].request, SimTime::zero());
+  }
+  // Lane 1's first decode step: context 7 -> 8 stays in its 2 blocks. Its second (context 8, two
+  // full blocks) needs a third block, and the pool has none: lane 1 preempts its own request;
+  // lane 0's request keeps its 4 blocks.
+  batch1.clear();
+  sched.form_batch(lane1, batch1, preempted);
+  CHECK(batch1.decodes == 1);
+  CHECK(preempted.empty());
+  lane1.finish_decode_step(finished);
+  batch1.clear();
+  sched.form_batch(lane1, batch1, preempted);
+  REQUIRE(preempted.size() == 1);
+  CHECK(preempted[0].request == RequestId(1));
+  CHECK(lane1.used_blocks() == 0);
+  CHECK(lane0.used_blocks() == 4);
+  CHECK(pool.used == 4);
+  // Recompute: 7 + 2 tokens = 3 blocks, and the pool has 2 free: it waits.
+  CHECK(lane1.waiting() == 1);
+  CHECK(batch1.empty());
+  lane0.check_invariants();
+  lane1.check_invariants();
+  // A failure empties lane 0: its part of the pool is freed, lane 1's stays.
+  std::vector<RequestId> evicted;
+  lane0.evict_all(evicted);
+  CHECK(evicted == std::vector<RequestId>{RequestId(0)});
+  CHECK(pool.used == 0);
+  CHECK(lane1.free_blocks() == 6);
+}
+
 TEST_CASE("Router: least-loaded picks the minimum and rotates among ties") {
   cluster::LoadLedger loads(4, cluster::LoadUnit::kTokens, /*ordered=*/true);
   cluster::LeastLoadedRouter r;
