@@ -172,7 +172,13 @@ Deployment::Deployment(const SimulationConfig& config, RequestTable& requests, N
     for (int i = 0; i < pc.instances; ++i) {
       Instance inst;
       inst.pool = static_cast<std::uint32_t>(index);
-      if (pool.shared_queue) inst.kv_pool = std::make_unique<KvPool>(KvPool{pooled_blocks});
+      if (pool.shared_queue) {
+        inst.kv_pool = std::make_unique<KvPool>(KvPool{pooled_blocks});
+        if (pool.caching) {
+          inst.prefix_cache = std::make_unique<PrefixCache>(
+              static_cast<std::int64_t>(pc.prefix_cache.capacity_fraction * static_cast<double>(pooled_blocks)));
+        }
+      }
       for (int l = 0; l < pc.plan.pp && pc.kind != PoolRole::kEncode; ++l) {
         inst.lanes.emplace_back(&requests, cap.blocks_per_lane, pc.kv_cache.block_tokens, cap.watermark_blocks,
                                 pc.scheduler.max_batch_size, config.model.window_cap(), config.model.topk_cap());
@@ -189,7 +195,9 @@ Deployment::Deployment(const SimulationConfig& config, RequestTable& requests, N
         }
         if (pc.scheduler.first_response_step > 1) lane.hold_first_response(pc.scheduler.first_response_step);
         if (pc.scheduler.first_response_step == 0 && pc.kind == PoolRole::kDecode) lane.answer_on_admit();
-        if (pool.caching) {
+        if (inst.prefix_cache) {
+          lane.share_prefix_cache(inst.prefix_cache.get());
+        } else if (pool.caching) {
           lane.enable_prefix_cache(
               static_cast<std::int64_t>(pc.prefix_cache.capacity_fraction * static_cast<double>(cap.blocks_per_lane)));
         }

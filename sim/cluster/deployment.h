@@ -111,9 +111,11 @@ struct alignas(64) Instance {
   SimTime kv_queue_free;
   // Pools with a shared queue (Pool::shared_queue): the requests waiting for a lane to admit
   // them, FCFS (Dispatcher::form lends a lane the front), and the KV blocks its lanes share
-  // (KvBlocks::share; on the heap, so that the lanes' pointers survive the instance's moves).
+  // (KvBlocks::share) and, with prefix caching, their one prefix cache (on the heap, so that the
+  // lanes' pointers survive the instance's moves).
   RingQueue<RequestId> shared_waiting;
   std::unique_ptr<KvPool> kv_pool;
+  std::unique_ptr<PrefixCache> prefix_cache;
   // Encode pools: the waiting requests and the batch in flight.
   RingQueue<RequestId> encode_waiting;
   std::vector<RequestId> encode_batch;

@@ -10,11 +10,13 @@
 // A lane's blocks are its own (vLLM V0's virtual engines: each 1/pp of the instance's), or drawn
 // from a pool its instance's lanes share (share(): one scheduler per instance, vLLM V1 and
 // Vidur): then total, free, unused and the peak are the pool's, while used, booked, held, inbound
-// and the step's reservation stay the lane's own part of it.
+// and the step's reservation stay the lane's own part of it, and the blocks of the instance's one
+// prefix cache are the pool's alone (to_cache, cache_freed).
 // Ignores: block identities and fragmentation (a request needs ceil(tokens / block_tokens)).
 // Invariants: 0 <= used <= total; booked, inbound, held >= 0 (CHECKed where they shrink);
 // Lane::check_invariants ties used to the blocks its requests hold; a shared pool's used and
-// booked are the sums of its lanes' (Deployment::check_kv_pools).
+// booked are the sums of its lanes' and used includes the shared prefix cache's blocks
+// (Simulation::check_all).
 #pragma once
 
 #include <algorithm>
@@ -30,6 +32,7 @@ struct KvPool {
   std::int64_t used = 0;    // the sum of its lanes' used
   std::int64_t booked = 0;  // the sum of its lanes' booked
   std::int64_t peak_used = 0;
+  std::int64_t cached = 0;  // of used, the blocks of the instance's prefix cache (no lane's part)
 };
 
 class KvBlocks {
@@ -114,6 +117,23 @@ class KvBlocks {
   }
   // An inbound KV cache's request joined the lane: its blocks are its own now.
   void inbound_arrived(std::int64_t n) { inbound_ -= n; }
+  // The lane's prefix cache took `n` blocks a request computed (the request's become the
+  // cache's), or freed `n` of its blocks. A lane's own cache's blocks are part of its used; a
+  // shared pool's cache is the instance's: its blocks leave the lane's part and are the pool's.
+  void to_cache(std::int64_t n) {
+    if (pool_) {
+      used_ -= n;
+      pool_->cached += n;
+    }
+  }
+  void cache_freed(std::int64_t n) {
+    if (pool_) {
+      pool_->used -= n;
+      pool_->cached -= n;
+    } else {
+      used_ -= n;
+    }
+  }
   // A prefilled request keeps its `n` blocks until its KV has been sent (release_held).
   void hold(std::int64_t n) { held_ += n; }
   void release_held(std::int64_t n) {

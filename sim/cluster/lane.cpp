@@ -16,7 +16,14 @@ Lane::Lane(RequestTable* requests, std::int64_t total_blocks, std::int64_t block
 
 void Lane::enable_prefix_cache(std::int64_t capacity_blocks) {
   SERVESIM_CHECK(requests_->keeps_prefix_keys());
-  cache_ = std::make_unique<PrefixCache>(capacity_blocks);
+  own_cache_ = std::make_unique<PrefixCache>(capacity_blocks);
+  cache_ = own_cache_.get();
+}
+
+void Lane::share_prefix_cache(PrefixCache* cache) {
+  SERVESIM_CHECK(requests_->keeps_prefix_keys());
+  SERVESIM_CHECK_MSG(blocks_.pool() != nullptr, "a shared prefix cache needs a shared KV pool");
+  cache_ = cache;
 }
 
 std::int64_t Lane::cached_prefix_tokens(const PrefixKeys& keys, std::uint32_t prefill_target) const {
@@ -111,7 +118,7 @@ std::uint32_t Lane::prepare_speculative_step(std::vector<Preemption>& preempted)
 bool Lane::evict_cached(std::int64_t need) {
   if (!cache_) return false;
   const std::int64_t short_by = need - blocks_.unused();
-  if (short_by > 0) blocks_.give(cache_->evict(std::min(short_by, cache_->evictable())));
+  if (short_by > 0) blocks_.cache_freed(cache_->evict(std::min(short_by, cache_->evictable())));
   return blocks_.unused() >= need;
 }
 
@@ -125,9 +132,10 @@ void Lane::cache_prompt(RequestId r) {
   for (std::uint32_t i = s.cached_segments; i < whole; ++i) {
     std::int64_t evicted = 0;
     const PrefixCache::Insert res = cache_->insert(k.key(ids, i), segment_blocks, &evicted);
-    blocks_.give(evicted);
+    blocks_.cache_freed(evicted);
     if (res == PrefixCache::Insert::kFull) break;
-    if (res == PrefixCache::Insert::kShared) blocks_.give(segment_blocks);  // its copy is freed
+    if (res == PrefixCache::Insert::kShared) blocks_.give(segment_blocks);     // its copy is freed
+    if (res == PrefixCache::Insert::kAdded) blocks_.to_cache(segment_blocks);  // its copy is the cache's
     s.shared_blocks += static_cast<std::uint32_t>(segment_blocks);
     ++s.cached_segments;
   }
@@ -300,8 +308,12 @@ void Lane::admit_ready(std::vector<RequestId>& admitted, std::vector<RequestId>&
 
 void Lane::evict_all(std::vector<RequestId>& out) {
   queue_.evict_all(out);
-  // The instance's memory is gone, its prefix cache with it.
-  if (cache_) cache_->clear();
+  // The instance's memory is gone, its prefix cache with it (a shared one: cleared by the first of
+  // its lanes, its blocks given back to the pool).
+  if (cache_) {
+    blocks_.cache_freed(cache_->blocks());
+    cache_->clear();
+  }
   auto forget_cached = [&](RequestState& s) { s.cached_segments = s.shared_blocks = 0; };
   while (head_.valid()) {
     const RequestId r = head_;
@@ -379,10 +391,8 @@ void Lane::check_invariants() const {
   // yet part of any request's derived count.
   SERVESIM_CHECK(blocks_.held() >= 0 && blocks_.inbound() >= 0);
   blocks += blocks_.held() + blocks_.inbound();
-  if (cache_) {
-    cache_->check_invariants();
-    blocks += cache_->blocks();
-  }
+  if (cache_) cache_->check_invariants();
+  blocks += cached_blocks();
   SERVESIM_CHECK_MSG(blocks + blocks_.step_reserved() == blocks_.used(),
                      "used " + std::to_string(blocks_.used()) + " blocks, requests hold " + std::to_string(blocks) +
                          " + " + std::to_string(blocks_.step_reserved()) + " reserved for the step");

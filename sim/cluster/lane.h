@@ -94,7 +94,12 @@ class Lane {
   // table's prefix keys name each request's prefix segments (segment_tokens a multiple of the
   // block size).
   void enable_prefix_cache(std::int64_t capacity_blocks);
-  const PrefixCache* prefix_cache() const { return cache_.get(); }
+  // Or uses `cache`, its instance's, which the lanes sharing a KV pool share (after
+  // share_blocks): its blocks are the pool's (KvBlocks::to_cache).
+  void share_prefix_cache(PrefixCache* cache);
+  const PrefixCache* prefix_cache() const { return cache_; }
+  // The prefix cache this lane owns (null when it has none or shares its instance's).
+  const PrefixCache* own_prefix_cache() const { return own_cache_.get(); }
   // Prompt tokens a request with these keys and prefill target would find cached here (read only;
   // routers).
   std::int64_t cached_prefix_tokens(const PrefixKeys& keys, std::uint32_t prefill_target) const;
@@ -226,7 +231,8 @@ class Lane {
 
   std::int64_t total_blocks() const { return blocks_.total(); }
   std::int64_t used_blocks() const { return blocks_.used(); }
-  std::int64_t cached_blocks() const { return cache_ ? cache_->blocks() : 0; }
+  // The cached blocks counted in this lane's used (its own cache's; a shared cache's are the pool's).
+  std::int64_t cached_blocks() const { return own_cache_ ? own_cache_->blocks() : 0; }
   std::int64_t peak_used_blocks() const { return blocks_.peak_used(); }
   std::int64_t unfinished() const { return static_cast<std::int64_t>(queue_.size()) + running_; }
   // Recomputes every aggregate from the requests and CHECKs it (tests and debug runs).
@@ -272,7 +278,8 @@ class Lane {
 
   std::vector<RequestId> held_;  // prefilled requests whose KV is being sent (failures evict them)
 
-  std::unique_ptr<PrefixCache> cache_;  // null: no prefix caching
+  std::unique_ptr<PrefixCache> own_cache_;  // the lane's own prefix cache, if it has one
+  PrefixCache* cache_ = nullptr;            // the one it uses (own or shared); null: no prefix caching
   std::int64_t hit_tokens_untaken_ = 0;
   bool swap_ = false;
   bool answer_on_admit_ = false;  // answer_on_admit()

@@ -148,8 +148,10 @@ void Simulation::finish(RunResult& result) {
     if (!pool.caching) continue;
     metrics::PrefixCacheCounts c;
     for (int i = 0; i < pool.config->instances; ++i) {
-      for (const Lane& lane : deployment_.instances()[pool.first_instance + static_cast<std::uint32_t>(i)].lanes) {
-        c.add(lane.prefix_cache()->stats());
+      const Instance& inst = deployment_.instances()[pool.first_instance + static_cast<std::uint32_t>(i)];
+      if (inst.prefix_cache) c.add(inst.prefix_cache->stats());  // its lanes share it: counted once
+      for (const Lane& lane : inst.lanes) {
+        if (lane.own_prefix_cache()) c.add(lane.own_prefix_cache()->stats());
       }
     }
     observer_.prefix_cache(pool.metrics_id, c);
@@ -267,8 +269,11 @@ void Simulation::check_all() const {
       booked += lane.booked_blocks();
     }
     if (inst.kv_pool) {
-      // The shared pool's counts are the sums of its lanes' parts.
-      SERVESIM_CHECK_MSG(inst.kv_pool->used == used && inst.kv_pool->booked == booked,
+      // The shared pool's counts are the sums of its lanes' parts, its used with the blocks of the
+      // instance's prefix cache.
+      const std::int64_t cached = inst.prefix_cache ? inst.prefix_cache->blocks() : 0;
+      SERVESIM_CHECK(inst.kv_pool->cached == cached);
+      SERVESIM_CHECK_MSG(inst.kv_pool->used == used + cached && inst.kv_pool->booked == booked,
                          "a shared KV pool's counts differ from its lanes' sums");
       SERVESIM_CHECK(used <= inst.kv_pool->total);
     }

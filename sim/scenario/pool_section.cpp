@@ -508,13 +508,6 @@ cluster::PoolConfig read_pool(Document& doc, std::string_view engine, const YAML
                 "a prefix cache saves prefill work: it is for combined and prefill pools, not " + p.role + " pools");
       ok = false;
     }
-    if (enabled && *enabled && p.scheduler.pipeline_queue == cluster::PipelineQueue::kShared && p.plan.pp > 1) {
-      const Field ef = field_or(c, "enabled");
-      doc.error(ef.mark, ef.path,
-                "pipeline_queue: shared draws every lane's KV blocks from one pool per instance, and a prefix cache "
-                "per lane would hold blocks the other lanes cannot evict: not modelled (drop one of them)");
-      ok = false;
-    }
     if (p.router.policy == cluster::RouterPolicy::kKvAware && !p.prefix_cache.enabled) {
       doc.error(router_policy_field.mark, router_policy_field.path,
                 "kv_aware routes by the prefix each instance has cached: enable the pool's "

@@ -188,12 +188,17 @@ TEST_CASE("Prefix cache: random small deployments with shared prefixes and sessi
   // paranoid mode recomputes every lane's blocks (own + cached) after every event.
   Rng rng(20261201, "prefix-invariants");
   int with_hits = 0, with_evictions = 0, with_preemptions = 0;
+  int shared = 0, shared_hits = 0, shared_evictions = 0;
   for (int trial = 0; trial < 120; ++trial) {
     CAPTURE(trial);
     models::ModelSpec model = test::tiny_model();
     auto config = test::one_pool(model, test::ideal_chip(), static_cast<int>(rng.uniform_int(1, 3)));
     cluster::PoolConfig& p = config.pools[0];
     p.plan.pp = static_cast<int>(rng.uniform_int(1, 2));
+    // Every other pipelined trial: one queue, KV pool and prefix cache per instance (the draws
+    // stay those of the per-lane trials).
+    const bool pooled = p.plan.pp == 2 && trial % 2 == 0;
+    if (pooled) p.scheduler.pipeline_queue = cluster::PipelineQueue::kShared;
     p.kv_cache.block_tokens = static_cast<std::int64_t>(rng.uniform_int(1, 2) * 8);
     p.scheduler.policy =
         rng.uniform_int(0, 1) ? cluster::SchedulerPolicy::kSarathi : cluster::SchedulerPolicy::kWholePrompt;
@@ -242,8 +247,16 @@ TEST_CASE("Prefix cache: random small deployments with shared prefixes and sessi
     CHECK(counts.hit_tokens <= counts.lookup_tokens);
     if (counts.hits > 0) ++with_hits;
     if (counts.evicted_blocks > 0) ++with_evictions;
+    if (pooled) {
+      ++shared;
+      if (counts.hits > 0) ++shared_hits;
+      if (counts.evicted_blocks > 0) ++shared_evictions;
+    }
     if (s.pools[0].preemptions > 0) ++with_preemptions;
   }
+  MESSAGE("pooled trials: " << shared << ", with hits " << shared_hits << ", with evictions " << shared_evictions);
+  CHECK(shared_hits > 10);
+  CHECK(shared_evictions > 3);
   CHECK(with_hits > 40);
   CHECK(with_evictions > 10);
   CHECK(with_preemptions > 10);

@@ -407,18 +407,6 @@ deployment:
   pools:
     - chip: h100-sxm
       instances: 1
-      parallel: {tp: 1, pp: 2}
-      scheduler: {pipeline_queue: shared}
-      prefix_cache: {enabled: true}
-)" + kWorkload,
-            // At the value: 6 spaces + "prefix_cache: {" (15) + "enabled: " (9) = 30 characters before it.
-            8, 31, "deployment.pools[0].prefix_cache.enabled", "pipeline_queue: shared draws every lane");
-  check_one(R"(
-model: llama-3.1-8b
-deployment:
-  pools:
-    - chip: h100-sxm
-      instances: 1
       scheduler: {pipeline_queue: lanes}
 )" + kWorkload,
             // An unknown value, at the value (28 characters before it).
