@@ -244,6 +244,11 @@ std::string pool_yaml(const std::string& name, const std::string& role, const st
     tokens = max_model_len;
   }
   const bool overlap = role == "prefill" ? e.prefill_host_overlap : e.host_overlap;
+  // With pipeline stages neither engine forms ahead: TensorRT-LLM runs _executor_loop_pp whenever
+  // pp_size > 1, not its overlap loop (tensorrt_llm/_torch/pyexecutor/py_executor.py), and vLLM
+  // refuses async scheduling with pipeline-parallel-size > 1 (vllm/engine/arg_utils.py); their
+  // pipeline loops form micro-batches from one scheduler (pipeline_queue: shared, the default).
+  const bool form_ahead = overlap && e.policy == "sarathi" && plan.pp == 1;
   std::ostringstream y;
   y << "    - name: " << name << "\n"
     << "      role: " << role << "\n"
@@ -258,7 +263,7 @@ std::string pool_yaml(const std::string& name, const std::string& role, const st
     << "      scheduler: {policy: " << e.policy
     << ", max_batch_size: " << std::min<std::int64_t>(limits.max_batch_size * dp, std::max<std::int64_t>(clients, 1))
     << ", max_batched_tokens: " << tokens << (e.chunked_prefill ? "" : ", chunked_prefill: false")
-    << (overlap && e.policy == "sarathi" ? ", form_ahead: true" : "")
+    << (form_ahead ? ", form_ahead: true" : "")
     << (role == "decode" && e.decode_first_response_step != 1
             ? ", first_response_step: " + std::to_string(e.decode_first_response_step)
             : "")

@@ -56,15 +56,20 @@ enum class SchedulerPolicy {
 enum class PreemptionMode : std::uint8_t { kRecompute, kSwap };
 
 // Where the requests of a pipelined instance (pp > 1: pp lanes, lane.h) wait for their prefill:
-//   per_lane  each lane has its own waiting queue, and a request joins the lane with the fewest
-//             unfinished requests when it arrives (vLLM V0's virtual engines: LLMEngine adds a
-//             request to the scheduler with the fewest unfinished sequence groups);
-//   shared    one waiting queue per instance, FCFS: whichever lane forms a batch next admits from
-//             its front (Sarathi-Serve's scheduler, which Vidur reproduces: one request queue,
-//             pp micro-batches in flight; vLLM V1's single scheduler with a batch queue). A
-//             request stays on the lane that admitted it (its KV blocks are that lane's); one that
-//             lane preempts waits on the lane's own queue, ahead of the shared one.
-// The KV blocks stay split 1/pp per lane either way.
+//   per_lane  each lane has its own waiting queue, 1/pp of the KV blocks and its own prefix
+//             cache, and a request joins the lane with the fewest unfinished requests when it
+//             arrives (vLLM V0's virtual engines: LLMEngine adds a request to the scheduler with
+//             the fewest unfinished sequence groups, and each divides num_gpu_blocks by pp);
+//   shared    one scheduler per instance: one waiting queue, FCFS, whichever lane forms a batch
+//             next admitting from its front, and one pool of the instance's KV blocks with one
+//             prefix cache (Sarathi-Serve's scheduler, which Vidur reproduces: one request queue,
+//             one block pool per replica, pp micro-batches in flight; vLLM V1's single scheduler
+//             and KV cache manager with a batch queue; SGLang's scheduler_pp_mixin.py
+//             event_loop_pp and TensorRT-LLM's py_executor.py _executor_loop_pp likewise form
+//             pp micro-batches from one scheduler's requests and KV cache). A request stays on
+//             the lane that admitted it; one that lane preempts waits on the lane's own queue,
+//             ahead of the shared one. The default; a pool that forms ahead (form_ahead: true)
+//             keeps per_lane.
 enum class PipelineQueue : std::uint8_t { kPerLane, kShared };
 
 struct SchedulerConfig {
@@ -97,7 +102,9 @@ struct SchedulerConfig {
   // Combined and prefill pools with pp > 1: one waiting queue and 1/pp of the KV blocks per lane
   // (vLLM V0's virtual engines), or one queue and one pool of the blocks per instance, which every
   // lane admits from and draws its blocks from (one scheduler: Sarathi-Serve, Vidur, vLLM V1).
-  PipelineQueue pipeline_queue = PipelineQueue::kPerLane;
+  // The default is shared, as today's engines run; a pool that forms ahead (form_ahead) keeps a
+  // queue per lane whatever this says (Deployment).
+  PipelineQueue pipeline_queue = PipelineQueue::kShared;
 };
 
 struct KvCacheConfig {

@@ -385,7 +385,8 @@ cluster::PoolConfig read_pool(Document& doc, std::string_view engine, const YAML
     // when given.
     if (s.has("pipeline_queue")) {
       const Field queue_field = field_or(s, "pipeline_queue");
-      if (auto r = s.choice("pipeline_queue", {"per_lane", "shared"}, "per_lane")) {
+      if (auto r = s.choice("pipeline_queue", {"per_lane", "shared"}, "shared")) {
+        if (*r == "per_lane") p.scheduler.pipeline_queue = cluster::PipelineQueue::kPerLane;
         if (*r == "shared") {
           p.scheduler.pipeline_queue = cluster::PipelineQueue::kShared;
           if (p.kind != cluster::PoolRole::kCombined && p.kind != cluster::PoolRole::kPrefill) {

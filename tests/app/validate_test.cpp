@@ -429,6 +429,38 @@ TEST_CASE("validate: each engine's rows get the scheduler of the configuration t
   // vLLM 0.18 (async scheduling), 64 clients, 8,192 in: 64 + 8,192 + 1,500 = 9,756.
   CHECK(scheduler_of(vllm_async) ==
         "scheduler: {policy: sarathi, max_batch_size: 64, max_batched_tokens: 9756, form_ahead: true}");
+  {
+    // The TensorRT-LLM row with two pipeline stages (its pp_size column, the 15th, set to 2):
+    // TensorRT-LLM runs its pipeline loop, not the overlap loop, so the pool does not form ahead
+    // (and its lanes share one queue and KV pool, the default).
+    std::ifstream in(file);
+    std::string header, line, row;
+    std::getline(in, header);
+    while (std::getline(in, line)) {
+      if (line.rfind(kAggSmall + ",", 0) == 0) row = line;
+    }
+    REQUIRE_FALSE(row.empty());
+    std::vector<std::string> fields;
+    for (std::size_t at = 0;;) {
+      const std::size_t comma = row.find(',', at);
+      fields.push_back(row.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
+      if (comma == std::string::npos) break;
+      at = comma + 1;
+    }
+    REQUIRE(fields.size() > 14);
+    REQUIRE(fields[14] == "1");
+    fields[0] += "_pp2";
+    fields[14] = "2";
+    std::string pp_row;
+    for (std::size_t i = 0; i < fields.size(); ++i) pp_row += (i ? "," : "") + fields[i];
+    const auto pp_file = scratch("validate_engines_pp") / "rows.csv";
+    std::filesystem::create_directories(pp_file.parent_path());
+    std::ofstream(pp_file) << header << "\n" << pp_row << "\n";
+    const CliResult sc = cli({"validate", pp_file.string(), "--print-scenario", kAggSmall + "_pp2"});
+    REQUIRE_MESSAGE(sc.code == 0, sc.err);
+    CHECK(sc.out.find("pp: 2") != std::string::npos);
+    CHECK(sc.out.find("form_ahead") == std::string::npos);
+  }
   // The other roles of TensorRT-LLM's rule, and its KV cache: a prefill worker without a recorded
   // batch takes one prompt and isl + 1,500 tokens (8,192 + 1,500 = 9,692, rounded up to the
   // 32-token block: 9,696); a decode worker's budget is its batch, rounded up the same way (48 ->

@@ -33,7 +33,8 @@ cluster::SimulationConfig random_config(Rng& rng) {
   p.router.policy = rng.uniform_int(0, 1) ? cluster::RouterPolicy::kLeastLoaded : cluster::RouterPolicy::kRoundRobin;
   p.router.load =
       rng.uniform_int(0, 1) ? cluster::LoadMetric::kOutstandingTokens : cluster::LoadMetric::kOutstandingRequests;
-  if (p.plan.pp > 1 && rng.uniform_int(0, 1)) p.scheduler.pipeline_queue = cluster::PipelineQueue::kShared;
+  p.scheduler.pipeline_queue =
+      p.plan.pp > 1 && rng.uniform_int(0, 1) ? cluster::PipelineQueue::kShared : cluster::PipelineQueue::kPerLane;
 
   // Size the chip so that each lane gets roughly 150-600 tokens of KV cache.
   test::size_kv_tokens(p, model, static_cast<double>(rng.uniform_int(150, 600)) * p.plan.pp);

@@ -198,7 +198,7 @@ TEST_CASE("Prefix cache: random small deployments with shared prefixes and sessi
     // Every other pipelined trial: one queue, KV pool and prefix cache per instance (the draws
     // stay those of the per-lane trials).
     const bool pooled = p.plan.pp == 2 && trial % 2 == 0;
-    if (pooled) p.scheduler.pipeline_queue = cluster::PipelineQueue::kShared;
+    p.scheduler.pipeline_queue = pooled ? cluster::PipelineQueue::kShared : cluster::PipelineQueue::kPerLane;
     p.kv_cache.block_tokens = static_cast<std::int64_t>(rng.uniform_int(1, 2) * 8);
     p.scheduler.policy =
         rng.uniform_int(0, 1) ? cluster::SchedulerPolicy::kSarathi : cluster::SchedulerPolicy::kWholePrompt;

@@ -135,11 +135,13 @@ TEST_CASE("Serving: a horizon leaves unfinished requests in flight and the count
 }
 
 TEST_CASE("Serving: pipeline stages hand batches on, so two lanes overlap") {
-  // pp = 2: one layer per stage. Two requests go to different lanes (fewest unfinished) and their
-  // prefills overlap: lane 0 runs stage 0 in [0, a] and stage 1 in [a, a + b]; lane 1 starts
-  // stage 0 at a, when it frees, and stage 1 at a + b, when lane 0 is done with it (a < b).
+  // pp = 2: one layer per stage, a queue per lane. Two requests go to different lanes (fewest
+  // unfinished) and their prefills overlap: lane 0 runs stage 0 in [0, a] and stage 1 in
+  // [a, a + b]; lane 1 starts stage 0 at a, when it frees, and stage 1 at a + b, when lane 0 is done
+  // with it (a < b).
   auto config = test::one_pool(test::tiny_model(), test::ideal_chip());
   config.pools[0].plan.pp = 2;
+  config.pools[0].scheduler.pipeline_queue = cluster::PipelineQueue::kPerLane;
   config.workload = test::fixed_closed_loop(2, 2, 10, 1);
   metrics::RunMetrics m;
   run(config, m);
@@ -161,7 +163,8 @@ TEST_CASE("Serving: with a shared queue the lane that forms first admits what it
     auto config = test::one_pool(test::tiny_model(), test::ideal_chip());
     config.pools[0].plan.pp = 2;
     config.pools[0].scheduler.max_batched_tokens = 30;
-    if (shared) config.pools[0].scheduler.pipeline_queue = cluster::PipelineQueue::kShared;
+    config.pools[0].scheduler.pipeline_queue =
+        shared ? cluster::PipelineQueue::kShared : cluster::PipelineQueue::kPerLane;
     config.workload = test::fixed_closed_loop(3, 3, 10, 1);
     metrics::RunMetrics m;
     run(config, m);

@@ -379,8 +379,20 @@ deployment:
     - {chip: h100-sxm, instances: 1}
 )" + kWorkload;
   const auto p = servesim::scenario::load_scenario_text(text_of(plain), kFile, kBaseDir, {});
-  CHECK(p.config.pools[0].scheduler.pipeline_queue == servesim::cluster::PipelineQueue::kPerLane);
+  CHECK(p.config.pools[0].scheduler.pipeline_queue == servesim::cluster::PipelineQueue::kShared);  // the default
   CHECK_FALSE(p.resolved["deployment"]["pools"][0]["scheduler"].contains("pipeline_queue"));
+  const std::string per_lane = R"(
+model: llama-3.1-70b
+deployment:
+  pools:
+    - chip: h100-sxm
+      instances: 1
+      parallel: {tp: 4, pp: 2}
+      scheduler: {pipeline_queue: per_lane}
+)" + kWorkload;
+  const auto l = servesim::scenario::load_scenario_text(text_of(per_lane), kFile, kBaseDir, {});
+  CHECK(l.config.pools[0].scheduler.pipeline_queue == servesim::cluster::PipelineQueue::kPerLane);
+  CHECK(l.resolved["deployment"]["pools"][0]["scheduler"]["pipeline_queue"] == "per_lane");
   check_one(R"(
 model: llama-3.1-8b
 deployment:
