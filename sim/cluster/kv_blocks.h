@@ -6,7 +6,7 @@
 // in (reserve_inbound) and of prefilled requests whose KV is being sent (hold). `booked` are
 // blocks a multi-step decode run has promised its later steps: not yet used, but what admission and
 // reservations see as taken (free()). Admission and inbound reservations leave `watermark` blocks
-// free. The prefix cache's blocks are the lane's to evict (Lane::evict_cached gives them back).
+// free. The prefix cache's blocks are evicted by the lanes that use it (Lane::evict_cached).
 // A lane's blocks are its own (vLLM V0's virtual engines: each 1/pp of the instance's), or drawn
 // from a pool its instance's lanes share (share(): one scheduler per instance, vLLM V1 and
 // Vidur): then total, free, unused and the peak are the pool's, while used, booked, held, inbound

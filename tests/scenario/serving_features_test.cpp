@@ -360,18 +360,22 @@ deployment:
 }
 
 TEST_CASE("Scenario: scheduler.pipeline_queue loads, is echoed when given, and says where it does not apply") {
-  const std::string shared = R"(
+  for (const auto& [name, queue] : {std::pair{"shared", servesim::cluster::PipelineQueue::kShared},
+                                    std::pair{"per_lane", servesim::cluster::PipelineQueue::kPerLane}}) {
+    CAPTURE(name);
+    const std::string given = R"(
 model: llama-3.1-70b
 deployment:
   pools:
     - chip: h100-sxm
       instances: 1
       parallel: {tp: 4, pp: 2}
-      scheduler: {pipeline_queue: shared}
-)" + kWorkload;
-  const auto s = servesim::scenario::load_scenario_text(text_of(shared), kFile, kBaseDir, {});
-  CHECK(s.config.pools[0].scheduler.pipeline_queue == servesim::cluster::PipelineQueue::kShared);
-  CHECK(s.resolved["deployment"]["pools"][0]["scheduler"]["pipeline_queue"] == "shared");
+      scheduler: {pipeline_queue: )" +
+                              std::string(name) + "}\n" + kWorkload;
+    const auto s = servesim::scenario::load_scenario_text(text_of(given), kFile, kBaseDir, {});
+    CHECK(s.config.pools[0].scheduler.pipeline_queue == queue);
+    CHECK(s.resolved["deployment"]["pools"][0]["scheduler"]["pipeline_queue"] == name);
+  }
   const std::string plain = R"(
 model: llama-3.1-8b
 deployment:
@@ -381,18 +385,6 @@ deployment:
   const auto p = servesim::scenario::load_scenario_text(text_of(plain), kFile, kBaseDir, {});
   CHECK(p.config.pools[0].scheduler.pipeline_queue == servesim::cluster::PipelineQueue::kShared);  // the default
   CHECK_FALSE(p.resolved["deployment"]["pools"][0]["scheduler"].contains("pipeline_queue"));
-  const std::string per_lane = R"(
-model: llama-3.1-70b
-deployment:
-  pools:
-    - chip: h100-sxm
-      instances: 1
-      parallel: {tp: 4, pp: 2}
-      scheduler: {pipeline_queue: per_lane}
-)" + kWorkload;
-  const auto l = servesim::scenario::load_scenario_text(text_of(per_lane), kFile, kBaseDir, {});
-  CHECK(l.config.pools[0].scheduler.pipeline_queue == servesim::cluster::PipelineQueue::kPerLane);
-  CHECK(l.resolved["deployment"]["pools"][0]["scheduler"]["pipeline_queue"] == "per_lane");
   check_one(R"(
 model: llama-3.1-8b
 deployment:
