@@ -103,12 +103,22 @@ PoolCapacity pool_capacity(const models::ModelSpec& model, const PoolConfig& poo
   const std::int64_t blocks = group_blocks * pool.plan.dp;
   cap.blocks_per_lane = blocks / pool.plan.pp;
   cap.watermark_blocks = static_cast<std::int64_t>(pool.kv_cache.watermark * static_cast<double>(cap.blocks_per_lane));
-  // One request lives in one dp group: its share of the lane's blocks, less the watermark.
-  const std::int64_t group_lane_blocks = group_blocks / pool.plan.pp;
+  // One request lives in one dp group: its share of the lane's blocks (of the instance's, when
+  // the lanes share them), less the watermark.
+  const bool pooled = shares_pipeline_lanes(pool);
+  const std::int64_t group_lane_blocks = pooled ? group_blocks : group_blocks / pool.plan.pp;
+  const std::int64_t lane_blocks = pooled ? cap.blocks_per_lane * pool.plan.pp : cap.blocks_per_lane;
+  const auto watermark = pooled ? static_cast<std::int64_t>(pool.kv_cache.watermark * static_cast<double>(lane_blocks))
+                                : cap.watermark_blocks;
   // (With dp = 1 this is the lane's blocks less the watermark; with dp > 1, one group's share
   // unless the pooled lane's watermark leaves less.)
-  cap.admissible_tokens = std::min(group_lane_blocks, cap.blocks_per_lane - cap.watermark_blocks) * block;
+  cap.admissible_tokens = std::min(group_lane_blocks, lane_blocks - watermark) * block;
   return cap;
+}
+
+bool shares_pipeline_lanes(const PoolConfig& pool) {
+  return pool.scheduler.pipeline_queue == PipelineQueue::kShared && pool.plan.pp > 1 &&
+         (pool.kind == PoolRole::kCombined || pool.kind == PoolRole::kPrefill) && !pool.scheduler.form_ahead;
 }
 
 topologies::FabricSpec fabric_of(const models::ChipSpec& chip) {

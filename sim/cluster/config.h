@@ -299,10 +299,15 @@ struct PoolCapacity {
   models::MemoryPlan memory;
   std::int64_t blocks_per_lane = 0;
   std::int64_t watermark_blocks = 0;   // kept free when admitting
-  std::int64_t admissible_tokens = 0;  // the longest request a lane can ever admit
+  std::int64_t admissible_tokens = 0;  // the longest request a lane (or shared pool) can ever admit
 };
 models::MemoryConfig memory_config(const PoolConfig& pool);
 PoolCapacity pool_capacity(const models::ModelSpec& model, const PoolConfig& pool);
+
+// Whether the pool's pipeline lanes share one queue, KV pool and prefix cache per instance
+// (SchedulerConfig::pipeline_queue shared, pp > 1, a combined or prefill pool that does not form
+// ahead).
+bool shares_pipeline_lanes(const PoolConfig& pool);
 
 // The links a chip of the pool sees, for placement and collective costs.
 topologies::FabricSpec fabric_of(const models::ChipSpec& chip);

@@ -104,10 +104,7 @@ Deployment::Deployment(const SimulationConfig& config, RequestTable& requests, N
     pool.role = pc.kind;
     pool.caching = pc.prefix_cache.enabled && pc.kind != PoolRole::kEncode;
     pool.kv_aware = pc.router.policy == RouterPolicy::kKvAware;
-    // (A pool that forms ahead keeps a queue per lane: the loader refuses shared with it, and the
-    // default is per_lane there.)
-    pool.shared_queue = pc.scheduler.pipeline_queue == PipelineQueue::kShared && pc.plan.pp > 1 &&
-                        (pc.kind == PoolRole::kCombined || pc.kind == PoolRole::kPrefill) && !pc.scheduler.form_ahead;
+    pool.shared_queue = shares_pipeline_lanes(pc);
     SERVESIM_CHECK_MSG(!pool.kv_aware || pool.caching, "kv_aware routing needs the pool's prefix cache");
     pool.cost = std::make_unique<IterationCostModel>(config.model, pc.chip, pc.plan, pc.moe_routing, pc.cost_model,
                                                      pc.scheduler.max_batched_tokens);

@@ -92,7 +92,8 @@ void Transfers::prefills_started(std::span<const RequestId> started) {
   if (!streamed_) return;
   for (const RequestId r : started) {
     Journey& j = requests_.journey(r);
-    if (j.streamed || !awaiting_.empty() || !place_decode(r)) continue;
+    // A request no decode lane could hold is not placed: prefill_done rejects it.
+    if (j.streamed || !awaiting_.empty() || !decode_admissible(r) || !place_decode(r)) continue;
     // Layer-streamed: every layer but the last moves while the prompt is prefilled.
     const double total = kv_transfer_bytes_(requests_[r].prefill_target);
     j.streamed = true;
@@ -117,7 +118,7 @@ void Transfers::prefill_done(RequestId r, Lane& lane) {
     network_->reschedule();
     return;
   }
-  if (static_cast<std::int64_t>(s.prefill_target) + s.output - s.generated > deployment_.decode().admissible_tokens) {
+  if (!decode_admissible(r)) {
     observer_.changing(s.instance, lane, agenda_.now(), [&] { lane.release_held(r); });
     lifecycle_.reject(r, metrics::RejectReason::kNoCapacity);
     return;
@@ -146,6 +147,11 @@ void Transfers::drain_awaiting() {
     started = true;
   }
   if (started) network_->reschedule();
+}
+
+bool Transfers::decode_admissible(RequestId r) const {
+  const RequestState& s = requests_[r];
+  return static_cast<std::int64_t>(s.prefill_target) + s.output - s.generated <= deployment_.decode().admissible_tokens;
 }
 
 bool Transfers::place_decode(RequestId r) {

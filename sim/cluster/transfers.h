@@ -62,6 +62,8 @@ class Transfers {
   bool setup_done(const KvSetupDone& e);
 
  private:
+  // Whether a decode lane could ever hold r's prompt and output (Pool::admissible_tokens).
+  bool decode_admissible(RequestId r) const;
   // Reserves KV room on a decode instance (the journey's target); false when none has it.
   bool place_decode(RequestId r);
   // The one place a KV transfer starts: `bytes` of its `total` bytes leave now (after the

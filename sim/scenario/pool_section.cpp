@@ -705,9 +705,9 @@ void check_deployment(Document& doc, const models::ModelSpec& model, const clust
   if (admissible < p.max_model_len) {
     doc.error(marks.max_model_len.mark, marks.max_model_len.path,
               "the KV cache of " +
-                  (p.plan.pp > 1   ? std::string("each pipeline lane")
-                   : p.plan.dp > 1 ? std::string("each dp group")
-                                   : std::string("each instance")) +
+                  (p.plan.pp > 1 && !cluster::shares_pipeline_lanes(p) ? std::string("each pipeline lane")
+                   : p.plan.dp > 1                                     ? std::string("each dp group")
+                                                                       : std::string("each instance")) +
                   " admits at most " + format_count(admissible) + " tokens (" + gib(mem.kv.value) +
                   " of KV memory per chip at " + format_count(static_cast<std::int64_t>(mem.kv_bytes_per_token)) +
                   " bytes per token, less the admission watermark), fewer than max_model_len " +

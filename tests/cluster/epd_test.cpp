@@ -236,6 +236,24 @@ TEST_CASE("EPD: layer-streamed KV transfer hides all but the last layer's share 
   CHECK(r.summary.pools[0].kv_transfer->mean_ms == approx(5.12e-3));
 }
 
+TEST_CASE("EPD: a request no decode lane could hold is rejected, streamed or not, and nothing waits") {
+  // The decode pool's KV holds about 64 tokens; each request wants 10 + 100. The prefill pool
+  // admits it, and its 10-token prompt would fit a decode lane at the prefill's start (where a
+  // layer-streamed transfer is placed), but its output never would: rejected for capacity.
+  for (const bool streamed : {false, true}) {
+    CAPTURE(streamed);
+    auto config = prefill_decode();
+    if (streamed) config.disaggregation.kv_transfer = cluster::KvTransferMode::kLayerStreamed;
+    for (auto& p : config.pools) p.max_model_len = 4096;
+    test::size_kv_tokens(config.pools[1], test::tiny_model(), 64);
+    config.workload = test::fixed_closed_loop(1, 2, 10, 100);
+    Run r;
+    run(config, r);  // drained: nothing left waiting for a placement
+    CHECK(r.summary.completed == 0);
+    CHECK(r.summary.rejected_by_reason[static_cast<std::size_t>(metrics::RejectReason::kNoCapacity)] == 2);
+  }
+}
+
 TEST_CASE("EPD: the TTFT breakdown sums to the mean TTFT and the TPOT breakdown to the mean TPOT") {
   for (const bool streamed : {false, true}) {
     auto config = prefill_decode(2, 2);
