@@ -1,12 +1,14 @@
 // A lane: one pipeline lane of an instance (a model replica on tp x pp chips, deployment.h), with
 // its paged KV-cache blocks and its batch of requests.
 //
-// Lanes are vLLM's pipeline "virtual engines": with pp stages an instance keeps pp independent
-// batches in flight, each with its own waiting queue, running set and 1/pp of the KV blocks
-// (vLLM V0 Scheduler divides num_gpu_blocks by pipeline_parallel_size). With pp = 1 an instance
-// has one lane. A lane is idle or has exactly one batch in flight. With a shared pipeline queue
-// (config.h, PipelineQueue) the prompts wait on the instance instead, and a lane's own queue holds
-// only those it preempted and, while it forms a batch, those it was lent.
+// With pp stages an instance keeps pp batches (micro-batches) in flight, one per lane, each with
+// its running set. With a shared pipeline queue (config.h, PipelineQueue; the default) the
+// prompts wait on the instance and the lanes draw their blocks from the instance's one pool and
+// prefix cache (one scheduler: vLLM V1, SGLang, TensorRT-LLM, Vidur); a lane's own queue holds
+// only those it preempted and, while it forms a batch, those it was lent. Per lane, the lanes are
+// vLLM V0's "virtual engines", each with its own waiting queue, prefix cache and 1/pp of the KV
+// blocks (V0's Scheduler divides num_gpu_blocks by pipeline_parallel_size). With pp = 1 an
+// instance has one lane. A lane is idle or has exactly one batch in flight.
 //
 // A lane composes three parts that own their state: its wait queues (wait_queue.h: waiting to be
 // prefilled, and KV arrived waiting for a decode slot), its KV blocks (kv_blocks.h: counted, not
