@@ -103,16 +103,16 @@ PoolCapacity pool_capacity(const models::ModelSpec& model, const PoolConfig& poo
   const std::int64_t blocks = group_blocks * pool.plan.dp;
   cap.blocks_per_lane = blocks / pool.plan.pp;
   cap.watermark_blocks = static_cast<std::int64_t>(pool.kv_cache.watermark * static_cast<double>(cap.blocks_per_lane));
-  // One request lives in one dp group: its share of the lane's blocks (of the instance's, when
-  // the lanes share them), less the watermark.
   const bool pooled = shares_pipeline_lanes(pool);
-  const std::int64_t group_lane_blocks = pooled ? group_blocks : group_blocks / pool.plan.pp;
-  const std::int64_t lane_blocks = pooled ? cap.blocks_per_lane * pool.plan.pp : cap.blocks_per_lane;
-  const auto watermark = pooled ? static_cast<std::int64_t>(pool.kv_cache.watermark * static_cast<double>(lane_blocks))
-                                : cap.watermark_blocks;
-  // (With dp = 1 this is the lane's blocks less the watermark; with dp > 1, one group's share
-  // unless the pooled lane's watermark leaves less.)
-  cap.admissible_tokens = std::min(group_lane_blocks, lane_blocks - watermark) * block;
+  cap.manager_blocks = pooled ? cap.blocks_per_lane * pool.plan.pp : cap.blocks_per_lane;
+  cap.manager_watermark_blocks =
+      pooled ? static_cast<std::int64_t>(pool.kv_cache.watermark * static_cast<double>(cap.manager_blocks))
+             : cap.watermark_blocks;
+  // One request lives in one dp group: its share of the manager's blocks, less the watermark.
+  const std::int64_t group_manager_blocks = pooled ? group_blocks : group_blocks / pool.plan.pp;
+  // (With dp = 1 this is the manager's blocks less the watermark; with dp > 1, one group's share
+  // unless the pooled manager's watermark leaves less.)
+  cap.admissible_tokens = std::min(group_manager_blocks, cap.manager_blocks - cap.manager_watermark_blocks) * block;
   return cap;
 }
 

@@ -292,14 +292,19 @@ struct SimulationConfig {
 ClusterConfig default_cluster(const std::vector<PoolConfig>& pools, topologies::FabricCache* fabrics = nullptr);
 
 // What a pool's memory leaves for the KV cache, in the units the block managers use. One block
-// manager per pipeline lane: vLLM divides the blocks among its PP virtual engines. With attention
-// data parallelism a lane pools the blocks of its dp groups (the batch splits evenly over them in
-// this version), but one request fits in one group's share only.
+// manager per pipeline lane (vLLM V0 divides the blocks among its PP virtual engines), or one per
+// instance when its lanes share them (shares_pipeline_lanes). With attention data parallelism a
+// block manager pools the blocks of its dp groups (the batch splits evenly over them in this
+// version), but one request fits in one group's share only.
 struct PoolCapacity {
   models::MemoryPlan memory;
   std::int64_t blocks_per_lane = 0;
-  std::int64_t watermark_blocks = 0;   // kept free when admitting
-  std::int64_t admissible_tokens = 0;  // the longest request a lane (or shared pool) can ever admit
+  std::int64_t watermark_blocks = 0;  // of a lane's, kept free when admitting
+  // The blocks one block manager allocates from and the watermark it keeps: a lane's, or the
+  // instance's when its lanes share them.
+  std::int64_t manager_blocks = 0;
+  std::int64_t manager_watermark_blocks = 0;
+  std::int64_t admissible_tokens = 0;  // the longest request a block manager can ever admit
 };
 models::MemoryConfig memory_config(const PoolConfig& pool);
 PoolCapacity pool_capacity(const models::ModelSpec& model, const PoolConfig& pool);

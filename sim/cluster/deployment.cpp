@@ -164,25 +164,22 @@ Deployment::Deployment(const SimulationConfig& config, RequestTable& requests, N
     info.kv_blocks = cap.blocks_per_lane * pc.plan.pp * pc.instances;
     pool.metrics_id = observer.recorder().add_pool(std::move(info));
     // A shared queue is one scheduler per instance: its lanes draw from one pool of the
-    // instance's blocks (vLLM V1's KV cache manager, Vidur's replica scheduler), with the
-    // watermark taken of the pool.
-    const std::int64_t pooled_blocks = cap.blocks_per_lane * pc.plan.pp;
-    const auto pooled_watermark = static_cast<std::int64_t>(pc.kv_cache.watermark * static_cast<double>(pooled_blocks));
+    // instance's blocks (vLLM V1's KV cache manager, Vidur's replica scheduler) and one prefix
+    // cache; the block manager's figures are the pool's (PoolCapacity::manager_blocks).
+    const auto cache_blocks =
+        static_cast<std::int64_t>(pc.prefix_cache.capacity_fraction * static_cast<double>(cap.manager_blocks));
     for (int i = 0; i < pc.instances; ++i) {
       Instance inst;
       inst.pool = static_cast<std::uint32_t>(index);
       if (pool.shared_queue) {
-        inst.kv_pool = std::make_unique<KvPool>(KvPool{pooled_blocks});
-        if (pool.caching) {
-          inst.prefix_cache = std::make_unique<PrefixCache>(
-              static_cast<std::int64_t>(pc.prefix_cache.capacity_fraction * static_cast<double>(pooled_blocks)));
-        }
+        inst.kv_pool = std::make_unique<KvPool>(KvPool{cap.manager_blocks});
+        if (pool.caching) inst.prefix_cache = std::make_unique<PrefixCache>(cache_blocks);
       }
       for (int l = 0; l < pc.plan.pp && pc.kind != PoolRole::kEncode; ++l) {
         inst.lanes.emplace_back(&requests, cap.blocks_per_lane, pc.kv_cache.block_tokens, cap.watermark_blocks,
                                 pc.scheduler.max_batch_size, config.model.window_cap(), config.model.topk_cap());
         Lane& lane = inst.lanes.back();
-        if (inst.kv_pool) lane.share_blocks(inst.kv_pool.get(), pooled_watermark);
+        if (inst.kv_pool) lane.share_blocks(inst.kv_pool.get(), cap.manager_watermark_blocks);
         if (pool.swap_s_per_token > 0) lane.enable_swap();
         if (pc.attention_dp != AttentionDpBalance::kEven && pc.plan.dp > 1) {
           lane.enable_rank_balance(pc.plan.dp, pc.attention_dp == AttentionDpBalance::kLeastKv);
@@ -197,8 +194,7 @@ Deployment::Deployment(const SimulationConfig& config, RequestTable& requests, N
         if (inst.prefix_cache) {
           lane.share_prefix_cache(inst.prefix_cache.get());
         } else if (pool.caching) {
-          lane.enable_prefix_cache(
-              static_cast<std::int64_t>(pc.prefix_cache.capacity_fraction * static_cast<double>(cap.blocks_per_lane)));
+          lane.enable_prefix_cache(cache_blocks);
         }
       }
       inst.stage_free.assign(static_cast<std::size_t>(pc.plan.pp), SimTime::zero());
@@ -208,9 +204,7 @@ Deployment::Deployment(const SimulationConfig& config, RequestTable& requests, N
       observer.add_instance(pool.metrics_id);
     }
     if (pool.load.unit() == LoadUnit::kFreeBlocks) {
-      for (int i = 0; i < pc.instances; ++i) {
-        pool.load.free_blocks(static_cast<std::uint32_t>(i), pool.shared_queue ? pooled_blocks : cap.blocks_per_lane);
-      }
+      for (int i = 0; i < pc.instances; ++i) pool.load.free_blocks(static_cast<std::uint32_t>(i), cap.manager_blocks);
     }
     pools_.push_back(std::move(pool));
   }

@@ -275,7 +275,7 @@ void Simulation::check_all() const {
       SERVESIM_CHECK(inst.kv_pool->cached == cached);
       SERVESIM_CHECK_MSG(inst.kv_pool->used == used + cached && inst.kv_pool->booked == booked,
                          "a shared KV pool's counts differ from its lanes' sums");
-      SERVESIM_CHECK(used <= inst.kv_pool->total);
+      SERVESIM_CHECK(inst.kv_pool->used <= inst.kv_pool->total);
     }
   }
   deployment_.check_loads(requests_);
