@@ -78,6 +78,7 @@ Evaluation evaluate(const Hypothesis& h) {
     const scenario::Scenario sc = load_hypothesis(h);
     ev = evaluate(sc, h.budget, h.settle);
     if (h.keep_scenario) ev.scenario = sc.resolved;
+    ev.files = sc.files;
   } catch (const InputError& e) {
     ev.errors = e.diagnostics();
     ev.result = error_result(ev.errors);

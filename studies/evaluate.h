@@ -50,6 +50,7 @@ struct Evaluation {
   nlohmann::ordered_json result;    // the result shape above
   double wall_s = 0;                // load + run + summary, for benchmarks
   nlohmann::ordered_json scenario;  // the resolved scenario, with keep_scenario (null otherwise)
+  std::vector<std::string> files;   // the files the scenario named (scenario::Scenario::files)
 };
 
 Evaluation evaluate(const Hypothesis& hypothesis);

@@ -5,6 +5,7 @@
 #include <malloc.h>
 #endif
 
+#include <cstdio>
 #include <filesystem>
 #include <istream>
 #include <ostream>
@@ -196,6 +197,96 @@ std::shared_ptr<const scenario::ScenarioDocument> ScenarioCache::inline_text(con
   return doc;
 }
 
+std::string ResultMemo::key_of(const Hypothesis& h) {
+  // Each field prefixed by its length, so that no text can run into the next field. The document
+  // by its address: ScenarioCache hands out one document per unchanged file or inline text, and
+  // the entry holds it, so the address is not reused while the entry lives.
+  std::string key;
+  auto add = [&key](const std::string& field) {
+    key += std::to_string(field.size());
+    key += ':';
+    key += field;
+  };
+  char number[64];
+  auto add_number = [&](double v) {
+    std::snprintf(number, sizeof number, "%.17g", v);
+    add(number);
+  };
+  std::snprintf(number, sizeof number, "%p", static_cast<const void*>(h.base.get()));
+  add(number);
+  add(std::to_string(h.sets.size()));
+  for (const std::string& s : h.sets) add(s);
+  add(h.seed ? std::to_string(*h.seed) : "-");
+  const cluster::BudgetLimits& b = h.budget;
+  add(b.wall_s ? std::to_string(*b.wall_s) : "-");
+  add(b.memory_bytes ? std::to_string(*b.memory_bytes) : "-");
+  add(std::to_string(b.bytes_per_request));
+  add(std::to_string(b.bytes_per_in_flight));
+  add(b.simulated ? std::to_string(b.simulated->ps()) : "-");
+  add(b.events ? std::to_string(*b.events) : "-");
+  add(std::to_string(h.settle.size()));
+  for (const metrics::SettleRule& r : h.settle) {
+    add(std::to_string(static_cast<int>(r.metric)));
+    add_number(r.quantile);
+    add_number(r.limit);
+    add(r.strict ? "<" : "<=");
+    add(r.text);
+  }
+  add(std::to_string(h.file_roots.size()));
+  for (const std::string& root : h.file_roots) add(root);
+  return key;
+}
+
+std::optional<ResultMemo::Stamp> ResultMemo::stamp(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+  return Stamp{path, static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec,
+               static_cast<std::int64_t>(st.st_size)};
+}
+
+const Json* ResultMemo::find(const Hypothesis& h) {
+  const auto it = index_.find(key_of(h));
+  if (it == index_.end()) {
+    ++misses_;
+    return nullptr;
+  }
+  const auto entry = it->second;
+  for (const Stamp& s : entry->files) {
+    const auto now = stamp(s.path);
+    if (!now || now->mtime_ns != s.mtime_ns || now->size != s.size) {
+      index_.erase(it);
+      entries_.erase(entry);
+      ++misses_;
+      return nullptr;
+    }
+  }
+  entries_.splice(entries_.begin(), entries_, entry);
+  ++hits_;
+  return &entry->result;
+}
+
+void ResultMemo::remember(const Hypothesis& h, const std::vector<std::string>& files, const Json& result) {
+  Entry e;
+  e.key = key_of(h);
+  e.doc = h.base;
+  for (const std::string& f : files) {
+    auto s = stamp(f);
+    if (!s) return;  // gone already: nothing to check a later ask against
+    e.files.push_back(std::move(*s));
+  }
+  e.result = result;
+  if (const auto it = index_.find(e.key); it != index_.end()) {
+    entries_.erase(it->second);
+    index_.erase(it);
+  }
+  entries_.push_front(std::move(e));
+  index_[entries_.front().key] = entries_.begin();
+  if (entries_.size() > kCapacity) {
+    index_.erase(entries_.back().key);
+    entries_.pop_back();
+  }
+}
+
 Answer answer(const std::string& line, ScenarioCache& cache, const ServeOptions& options) {
   return answer_line(line, false, cache, options);
 }
@@ -263,7 +354,16 @@ Answer answer_line(const std::string& line, bool cut, ScenarioCache& cache, cons
     h.base = sc->is_string() ? cache.file(sc->get<std::string>()) : cache.inline_text(sc->dump());
     h.caches = &cache.caches();
     h.file_roots = options.roots;
-    const Evaluation ev = evaluate(h);
+    // A hypothesis asked before is answered from its first run (ResultMemo); the verdict below is
+    // checked for this line's constraints either way.
+    Evaluation ev;
+    if (const Json* known = options.remember_results ? cache.results().find(h) : nullptr) {
+      ev.ok = true;
+      ev.result = *known;
+    } else {
+      ev = evaluate(h);
+      if (ev.ok && options.remember_results) cache.results().remember(h, ev.files, ev.result);
+    }
     result = ev.ok ? ev.result : error_answer(ev.errors);
     if (ev.limit_exceeded) {
       for (auto& e : result["errors"]) e["code"] = "limit_exceeded";

@@ -8,20 +8,25 @@
 //
 // Caching: a scenario file is read (and its YAML checked) once and reused while its modification
 // time and size are unchanged (a changed file is read again); inline scenarios are cached by their
-// text. Every hypothesis is still parsed and validated in full (overrides can change anything;
-// yaml-cpp cannot copy a parsed tree with its line marks). Measured with
-// tests/bench/bench_serve.cpp on the 1,024-chip scenario: reading + parsing is 0.5% of a
-// hypothesis, loading + validating 0.4%, the simulation 99%, so the simulation is what to speed
-// up, not the loader; sharing cost tables between hypotheses would save at most the ~17% the
-// iteration cost model takes in a profile, less its per-batch work that no table removes.
+// text. A hypothesis asked again is answered from its first run (ResultMemo). Every hypothesis is still parsed and
+// validated in full (overrides can change anything; yaml-cpp cannot copy a parsed tree with its line marks). Measured
+// with tests/bench/bench_serve.cpp on the 1,024-chip scenario: reading + parsing is 0.5% of a hypothesis, loading +
+// validating 0.4%, the simulation 99%, so the simulation is what to speed up, not the loader; sharing cost tables
+// between hypotheses would save at most the ~17% the iteration cost model takes in a profile, less its per-batch work
+// that no table removes.
 #pragma once
 
 #include <cstdint>
 #include <iosfwd>
+#include <list>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "core/input_file.h"
 #include "sim/cluster/run_budget.h"
@@ -29,6 +34,46 @@
 #include "sim/scenario/scenario.h"
 
 namespace servesim::studies {
+
+struct Hypothesis;  // evaluate.h
+
+// The results of hypotheses a session has answered, by what they were asked: the scenario
+// document (the same parsed file or inline text, ScenarioCache), the overrides in order, the seed,
+// the run's limits and the early-stop rules. A hypothesis asked again gets the result its first
+// run gave, its verdict checked anew (constraints and attainment are not part of the key). Every
+// file the scenario named (traces, config.json, profile files: scenario::Scenario::files) is
+// stamped by modification time and size, and a stamp that moved drops the entry. Only completed
+// results are kept (an error, above all a wall-clock limit, is asked again); the least recently
+// used of kCapacity entries goes first. A result is the same JSON whether remembered or run: the
+// simulation is deterministic and this memo keeps nothing else.
+class ResultMemo {
+ public:
+  static constexpr std::size_t kCapacity = 64;
+  // The remembered result of `h`, or nullptr. Valid until the next remember().
+  const nlohmann::ordered_json* find(const Hypothesis& h);
+  void remember(const Hypothesis& h, const std::vector<std::string>& files, const nlohmann::ordered_json& result);
+  std::int64_t hits() const { return hits_; }
+  std::int64_t misses() const { return misses_; }
+  std::size_t size() const { return entries_.size(); }
+
+ private:
+  struct Stamp {
+    std::string path;
+    std::int64_t mtime_ns = -1;
+    std::int64_t size = -1;
+  };
+  struct Entry {
+    std::string key;
+    std::shared_ptr<const scenario::ScenarioDocument> doc;  // keeps the key's document address unique
+    std::vector<Stamp> files;
+    nlohmann::ordered_json result;
+  };
+  static std::string key_of(const Hypothesis& h);
+  static std::optional<Stamp> stamp(const std::string& path);
+  std::list<Entry> entries_;  // most recently used first
+  std::unordered_map<std::string, std::list<Entry>::iterator> index_;
+  std::int64_t hits_ = 0, misses_ = 0;
+};
 
 // Scenario documents by file (path, mtime, size) or inline text; bounded.
 class ScenarioCache {
@@ -39,6 +84,8 @@ class ScenarioCache {
   std::int64_t hits() const { return hits_; }
   // What the session's runs share besides the documents: fabrics, profiles, workload draws.
   scenario::Caches& caches() { return caches_; }
+  // The results of hypotheses answered before (a line asked again is not run again).
+  ResultMemo& results() { return results_; }
   std::int64_t misses() const { return misses_; }
 
  private:
@@ -52,6 +99,7 @@ class ScenarioCache {
   std::map<std::string, std::shared_ptr<const scenario::ScenarioDocument>> inline_;
   std::int64_t hits_ = 0, misses_ = 0;
   scenario::Caches caches_;
+  ResultMemo results_;
 };
 
 struct ServeStats {
@@ -67,6 +115,9 @@ struct ServeOptions {
   std::vector<std::string> roots;  // canonical folders (canonical_folders); empty: anywhere
   std::uint64_t max_line_bytes = kMaxLineBytes;
   cluster::BudgetLimits budget;  // per hypothesis (studies/run.h)
+  // Answer a hypothesis asked before in the session from its first run (ResultMemo). Off: every
+  // line runs (benchmarks of the simulation's own speed).
+  bool remember_results = true;
 };
 
 // Answers every line of `in` on `out` until the end of input. Never throws for bad input.

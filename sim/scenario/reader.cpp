@@ -149,7 +149,10 @@ void Document::error(const YAML::Mark& mark, const std::string& path, std::strin
 }
 
 bool Document::allows_file(const YAML::Mark& mark, const std::string& path, const std::string& file) {
-  if (roots_.empty() || path_within(file, roots_)) return true;
+  if (roots_.empty() || path_within(file, roots_)) {
+    if (std::find(files_.begin(), files_.end(), file) == files_.end()) files_.push_back(file);
+    return true;
+  }
   std::string list;
   for (const auto& r : roots_) list += (list.empty() ? "" : ", ") + r;
   error(mark, path, "the file '" + file + "' is outside the folders this server may read (" + list + "; --root)");

@@ -38,8 +38,11 @@ class Document {
   // Files the scenario names (traces, config.json, profiles) must lie under one of these canonical
   // folders (serve's sandbox, LoadOptions::file_roots); empty: anywhere.
   void set_file_roots(std::vector<std::string> roots) { roots_ = std::move(roots); }
-  // True when `file` may be read; otherwise reports at the key and returns false.
+  // True when `file` may be read (and then records it: named_files); otherwise reports at the key
+  // and returns false. Every file a scenario names is asked for here before it is read.
   bool allows_file(const YAML::Mark& mark, const std::string& path, const std::string& file);
+  // The files the scenario named and may read, in the order asked (repeats kept once).
+  const std::vector<std::string>& named_files() const { return files_; }
   void error(const YAML::Mark& mark, const std::string& path, std::string message);
   // A problem the scenario accepted (e.g. on_violation: warn): reported, not fatal.
   void warn(const YAML::Mark& mark, const std::string& path, std::string message);
@@ -58,6 +61,7 @@ class Document {
   std::string file_;
   std::vector<std::pair<std::string, int>> overrides_;
   std::vector<std::string> roots_;
+  std::vector<std::string> files_;
   std::vector<Diagnostic> diagnostics_;
   std::vector<Diagnostic> warnings_;
   Diagnostic locate(const YAML::Mark& mark, const std::string& path, std::string message) const;

@@ -298,6 +298,7 @@ Scenario load(YAML::Node root, Document& doc, const std::string& display_name, c
   out.config.workload = workload->config;
   if (options.caches != nullptr) out.config.caches = options.caches->run();
   out.resolved = std::move(echo);
+  out.files = doc.named_files();
   out.warnings = std::move(doc.warnings());
   std::stable_sort(out.warnings.begin(), out.warnings.end(), [](const Diagnostic& a, const Diagnostic& b) {
     return std::pair(a.line, a.column) < std::pair(b.line, b.column);

@@ -51,6 +51,9 @@ struct Scenario {
   cluster::SimulationConfig config;
   nlohmann::ordered_json resolved;   // the scenario as run: every default filled in
   std::vector<Diagnostic> warnings;  // problems the scenario accepted (on_violation: warn)
+  // The files it named and read besides the scenario itself (traces, config.json, profile files):
+  // what a result depends on beyond the scenario's text and overrides (serve's result memo).
+  std::vector<std::string> files;
 };
 
 // Throws InputError with every problem found.

@@ -202,6 +202,82 @@ TEST_CASE("serve: early_stop ends a hopeless hypothesis when its verdict settles
   CHECK(c[0]["errors"][0]["path"] == "early_stop");
 }
 
+TEST_CASE("serve: a hypothesis asked again is answered from its first run, its verdict checked anew") {
+  const std::string set = R"({"workload.requests": 200, "workload.arrivals.rate": "30 /s"})";
+  const std::string base = R"({"scenario": ")" + kQuickstart + R"(", "set": )" + set;
+  ScenarioCache session;
+  const auto a = serve_lines(base +
+                                 R"(, "id": 1, "attainment": "none", "constraints": ["ttft_p99 <= 100 s"]})"
+                                 "\n" +
+                                 base +
+                                 R"(, "id": 2, "attainment": "none", "constraints": ["ttft_p99 <= 1 ms"]})"
+                                 "\n" +
+                                 request("3", set),
+                             session);
+  REQUIRE(a.size() == 3);
+  for (const Json& answer : a) REQUIRE(answer["ok"] == true);
+  CHECK(session.results().misses() == 1);
+  CHECK(session.results().hits() == 2);
+  // The same run (summary, pools, events), each line's own verdict.
+  CHECK(a[1]["summary"] == a[0]["summary"]);
+  CHECK(a[1]["simulation"] == a[0]["simulation"]);
+  CHECK(a[0]["verdict"]["feasible"] == true);
+  CHECK(a[1]["verdict"]["feasible"] == false);
+  // And the answer a fresh session gives, byte for byte.
+  ScenarioCache fresh;
+  const auto b = serve_lines(request("3", set), fresh);
+  REQUIRE(b.size() == 1);
+  CHECK(b[0].dump() == a[2].dump());
+  CHECK(fresh.results().hits() == 0);
+
+  // What the key holds: the overrides in their order (applied in order, so another order is
+  // another key, here with the same result), the seed, early_stop: each of these runs again.
+  const auto c = serve_lines(request("4", R"({"workload.arrivals.rate": "30 /s", "workload.requests": 200})") + base +
+                                 R"(, "id": 5, "seed": 7})"
+                                 "\n" +
+                                 base +
+                                 R"(, "id": 6, "early_stop": true, "constraints": ["ttft_p99 <= 100 s"]})"
+                                 "\n",
+                             session);
+  REQUIRE(c.size() == 3);
+  CHECK(c[0].dump().substr(c[0].dump().find(',')) == a[2].dump().substr(a[2].dump().find(',')));
+  CHECK(session.results().hits() == 2);
+  CHECK(session.results().misses() == 4);
+  CHECK(c[1]["simulation"]["fingerprint"] != a[0]["simulation"]["fingerprint"]);
+}
+
+TEST_CASE("serve: a remembered result is dropped when a file its scenario names changes") {
+  // A trace the scenario replays, rewritten between two asks of the same line: the second ask
+  // runs again and sees the new trace.
+  const fs::path dir = scratch("serve_memo_trace");
+  fs::create_directories(dir);
+  const fs::path trace = dir / "trace.csv";
+  auto write_trace = [&](int requests) {
+    std::ofstream f(trace);
+    f << "TIMESTAMP,ContextTokens,GeneratedTokens\n";
+    for (int i = 0; i < requests; ++i) f << "2023-11-16 18:17:0" << i << ".0000000,512,16\n";
+  };
+  write_trace(4);
+  const std::string line = R"({"scenario": ")" + kQuickstart +
+                           R"(", "set": {"workload": "{arrivals: {process: trace, file: )" + trace.string() +
+                           R"(}}", "simulation.horizon": "1 min"}})"
+                           "\n";
+  ScenarioCache session;
+  const auto first = serve_lines(line + line, session);
+  REQUIRE(first.size() == 2);
+  REQUIRE(first[0]["ok"] == true);
+  CHECK(first[0]["summary"]["requests"]["arrived"] == 4);
+  CHECK(first[1] == first[0]);
+  CHECK(session.results().hits() == 1);
+  write_trace(6);
+  fs::last_write_time(trace, fs::last_write_time(trace) + std::chrono::seconds(2));
+  const auto second = serve_lines(line, session);
+  REQUIRE(second.size() == 1);
+  CHECK(second[0]["summary"]["requests"]["arrived"] == 6);
+  CHECK(session.results().hits() == 1);
+  CHECK(session.results().misses() == 2);
+}
+
 TEST_CASE("ScenarioCache: a file is parsed once, and again when it changes") {
   const fs::path dir = scratch("serve_cache");
   fs::create_directories(dir);

@@ -122,6 +122,9 @@ int main(int argc, char** argv) {
       "constraint", po::value<std::vector<std::string>>(&constraints),
       "a constraint every line asks its verdict for ('ttft_p99 <= 2 s'); repeatable")(
       "early-stop", "every line asks to stop when its verdict settles (early_stop)")(
+      "remember",
+      "answer lines asked before in the round from their first run (serve's default; off here, so that "
+      "the figures are the simulation's: the default lines repeat after 20)")(
       "hypotheses", po::value<long long>(&hypotheses)->default_value(1000), "hypotheses per round")(
       "rounds", po::value<int>(&rounds)->default_value(3), "rounds")(
       "min-per-s-per-core", po::value<double>(&min_per_core)->default_value(0),
@@ -147,6 +150,7 @@ int main(int argc, char** argv) {
 
   std::string input;
   const bool early_stop = vm.count("early-stop") > 0;
+  const bool remember = vm.count("remember") > 0;
   for (std::size_t i = 0; i < n; ++i) input += request_line(scenario, i, constraints, early_stop) + "\n";
 
   std::printf("servesim_bench_serve %s: %zu hypotheses per round, one key varied per line, 1 thread\n",
@@ -159,7 +163,9 @@ int main(int argc, char** argv) {
     std::istringstream in(input);
     std::ostringstream out;
     const double w0 = now_seconds(), c0 = cpu_seconds();
-    const auto stats = servesim::studies::serve(in, out, cache);
+    servesim::studies::ServeOptions serve_options;
+    serve_options.remember_results = remember;
+    const auto stats = servesim::studies::serve(in, out, cache, serve_options);
     const double wall = now_seconds() - w0, cpu = cpu_seconds() - c0;
     if (stats.errors > 0) {
       std::istringstream answers(out.str());
@@ -176,6 +182,10 @@ int main(int argc, char** argv) {
     per_core.push_back(static_cast<double>(n) / cpu);
     std::printf("%6d %10.3f %10.3f %8lld %16.1f %18.1f\n", r + 1, wall, cpu, static_cast<long long>(stats.errors),
                 per_s.back(), per_core.back());
+    if (remember) {
+      std::printf("       answered from an earlier run: %lld of %zu\n", static_cast<long long>(cache.results().hits()),
+                  n);
+    }
     if (!constraints.empty()) {
       const Verdicts v = count_verdicts(out.str());
       std::printf("       verdicts: %lld feasible, %lld infeasible, %lld infeasible stopped early\n", v.feasible,
