@@ -13,9 +13,11 @@
 
 Each hypothesis is a dict as `servesim schema` describes a request (scenario, set, seed,
 constraints, attainment, limits; an "id" is added when missing: its index). `run` sends them to
-`processes` long-lived `servesim serve` processes (round robin; each answers its lines in order, so
-answers are matched by position), waits for every answer and returns them as dicts in the order of
-the hypotheses. A hypothesis the simulator refuses is an answer with "ok": False and "errors"
+`processes` long-lived `servesim serve` processes (each answers its lines in order, so answers are
+matched by position), waits for every answer and returns them as dicts in the order of the
+hypotheses. A hypothesis goes to the process that had it before (same scenario, set, seed, limits
+and early_stop), which answers it from its first run without simulating again; the others go to
+the process given the fewest lines so far in the call (round robin when every one is new). A hypothesis the simulator refuses is an answer with "ok": False and "errors"
 (each with a machine-readable "code"), never an exception; the processes live until close().
 Results do not depend on `processes`: each hypothesis is simulated on its own with its own seed.
 """
@@ -92,6 +94,7 @@ class Servesim:
         self.cwd = cwd
         self.processes = max(1, processes or os.cpu_count() or 1)
         self._servers = []
+        self._home = {}  # what a serve process remembers a result by -> that process's index
 
     def _start(self, n):
         while len(self._servers) < n:
@@ -111,7 +114,15 @@ class Servesim:
             lines.append(json.dumps(h))
         n = min(self.processes, len(lines))
         self._start(n)
-        shares = [list(range(k, len(lines), n)) for k in range(n)]  # round robin
+        shares = [[] for _ in range(n)]
+        for i, h in enumerate(hypotheses):
+            # The fields serve's result memo keys on (studies/serve.h, ResultMemo), in their order.
+            key = json.dumps([h.get(k) for k in ("scenario", "set", "seed", "limits", "early_stop")])
+            k = self._home.get(key)
+            if k is None or k >= n:
+                k = min(range(n), key=lambda j: len(shares[j]))
+                self._home[key] = k
+            shares[k].append(i)
         results = [None] * len(lines)
         failures = []
 
@@ -136,6 +147,7 @@ class Servesim:
         for s in self._servers:
             s.close()
         self._servers = []
+        self._home = {}
 
     def __enter__(self):
         return self

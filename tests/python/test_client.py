@@ -115,6 +115,28 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(one, three)
         self.assertEqual(one, self.results[:12])
 
+    def test_a_hypothesis_asked_again_goes_to_the_process_that_answered_it(self):
+        # Asked again in another order, each hypothesis goes back to the process that had it,
+        # which answers from its first run: the same answers, the same process per hypothesis
+        # whatever the order, and new ones still spread over both processes. A percentile
+        # constraint added is a verdict only (a per-request target like 'tpot <= 80 ms' would set
+        # the SLO, another run); hypothesis 3 keeps its own.
+        some = self.hypotheses[:10]
+        with Servesim(BIN, processes=2, cwd=ROOT) as sim:
+            first = sim.run(some)
+            home = dict(sim._home)
+            again = [dict(h, id=i) if "constraints" in h else dict(h, id=i, constraints=["ttft_p99 <= 100 s"])
+                     for i, h in enumerate(some)][::-1]
+            second = sim.run(again)[::-1]
+            self.assertEqual(sim._home, home)
+            self.assertEqual(sorted(set(home.values())), [0, 1])
+        self.assertEqual(first[3], second[3])
+        for a, b in zip(first, second):
+            self.assertEqual(a["ok"], b["ok"])
+            if a["ok"]:
+                self.assertEqual(a["summary"], b["summary"])
+                self.assertEqual(a["simulation"], b["simulation"])
+
     def test_protocol_errors_have_codes(self):
         lines = [
             "not json",
