@@ -38,7 +38,8 @@ int serve_command(const std::vector<std::string>& args, std::istream& in, std::o
       "Bad lines get an error answer; the process ends at the end of input. The JSON Schema of both:\n"
       "'servesim schema'; every key a request can set: 'servesim keys'; a Python client:\n"
       "python/servesim_client.py. Scenario files (.yaml, .yml) and the files they name must lie\n"
-      "under a root.\n\noptions");
+      "under a root. A hypothesis asked again (the same scenario, set, seed, limits and\n"
+      "early_stop) is answered from its first run while the files it names are unchanged.\n\noptions");
   visible.add_options()("help,h", "show this help")(
       "root", po::value<std::vector<std::string>>()->composing(),
       "a folder whose scenarios may be read (repeatable; default: the working directory and the "
