@@ -17,8 +17,9 @@ constraints, attainment, limits; an "id" is added when missing: its index). `run
 matched by position), waits for every answer and returns them as dicts in the order of the
 hypotheses. A hypothesis goes to the process that had it before (same scenario, set, seed, limits
 and early_stop), which answers it from its first run without simulating again; the others go to
-the process given the fewest lines so far in the call (round robin when every one is new). A hypothesis the simulator refuses is an answer with "ok": False and "errors"
-(each with a machine-readable "code"), never an exception; the processes live until close().
+the process given the fewest lines so far in the call (round robin when every one is new). A
+hypothesis the simulator refuses is an answer with "ok": False and "errors" (each with a
+machine-readable "code"), never an exception; the processes live until close().
 Results do not depend on `processes`: each hypothesis is simulated on its own with its own seed.
 """
 

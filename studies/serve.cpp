@@ -10,6 +10,7 @@
 #include <istream>
 #include <ostream>
 
+#include "core/check.h"
 #include "studies/evaluate.h"
 #include "studies/protocol.h"
 
@@ -165,22 +166,25 @@ bool read_line(std::istream& in, std::string& line, std::uint64_t max, bool& cut
 
 }  // namespace
 
-std::shared_ptr<const scenario::ScenarioDocument> ScenarioCache::file(const std::string& path) {
+std::optional<FileStamp> file_stamp(const std::string& path) {
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) {
-    throw InputError({Diagnostic{path, 0, 0, "", "cannot open the scenario file"}});
-  }
-  const std::int64_t mtime = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
-  const auto size = static_cast<std::uintmax_t>(st.st_size);
+  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+  return FileStamp{static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec,
+                   static_cast<std::int64_t>(st.st_size)};
+}
+
+std::shared_ptr<const scenario::ScenarioDocument> ScenarioCache::file(const std::string& path) {
+  const auto stamp = file_stamp(path);
+  if (!stamp) throw InputError({Diagnostic{path, 0, 0, "", "cannot open the scenario file"}});
   auto it = files_.find(path);
-  if (it != files_.end() && it->second.mtime_ns == mtime && it->second.size == size) {
+  if (it != files_.end() && it->second.stamp == *stamp) {
     ++hits_;
     return it->second.doc;
   }
   ++misses_;
   auto doc = scenario::parse_scenario_file(path);
   if (files_.size() >= kMaxEntries && it == files_.end()) files_.erase(files_.begin());
-  files_[path] = Entry{mtime, size, doc};
+  files_[path] = Entry{*stamp, doc};
   return doc;
 }
 
@@ -197,7 +201,7 @@ std::shared_ptr<const scenario::ScenarioDocument> ScenarioCache::inline_text(con
   return doc;
 }
 
-std::string ResultMemo::key_of(const Hypothesis& h) {
+std::string ResultMemo::key(const Hypothesis& h) {
   // Each field prefixed by its length, so that no text can run into the next field. The document
   // by its address: ScenarioCache hands out one document per unchanged file or inline text, and
   // the entry holds it, so the address is not reused while the entry lives.
@@ -237,23 +241,15 @@ std::string ResultMemo::key_of(const Hypothesis& h) {
   return key;
 }
 
-std::optional<ResultMemo::Stamp> ResultMemo::stamp(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
-  return Stamp{path, static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec,
-               static_cast<std::int64_t>(st.st_size)};
-}
-
-const Json* ResultMemo::find(const Hypothesis& h) {
-  const auto it = index_.find(key_of(h));
+const Json* ResultMemo::find(const std::string& key) {
+  const auto it = index_.find(key);
   if (it == index_.end()) {
     ++misses_;
     return nullptr;
   }
   const auto entry = it->second;
-  for (const Stamp& s : entry->files) {
-    const auto now = stamp(s.path);
-    if (!now || now->mtime_ns != s.mtime_ns || now->size != s.size) {
+  for (const auto& [path, stamp] : entry->files) {
+    if (file_stamp(path) != stamp) {
       index_.erase(it);
       entries_.erase(entry);
       ++misses_;
@@ -265,20 +261,18 @@ const Json* ResultMemo::find(const Hypothesis& h) {
   return &entry->result;
 }
 
-void ResultMemo::remember(const Hypothesis& h, const std::vector<std::string>& files, const Json& result) {
+void ResultMemo::remember(std::string key, const Hypothesis& h, const std::vector<std::string>& files,
+                          const Json& result) {
   Entry e;
-  e.key = key_of(h);
+  e.key = std::move(key);
   e.doc = h.base;
   for (const std::string& f : files) {
-    auto s = stamp(f);
-    if (!s) return;  // gone already: nothing to check a later ask against
-    e.files.push_back(std::move(*s));
+    const auto stamp = file_stamp(f);
+    if (!stamp) return;  // gone already: nothing to check a later ask against
+    e.files.emplace_back(f, *stamp);
   }
   e.result = result;
-  if (const auto it = index_.find(e.key); it != index_.end()) {
-    entries_.erase(it->second);
-    index_.erase(it);
-  }
+  SERVESIM_CHECK_MSG(index_.find(e.key) == index_.end(), "remember() without a find() that missed");
   entries_.push_front(std::move(e));
   index_[entries_.front().key] = entries_.begin();
   if (entries_.size() > kCapacity) {
@@ -357,12 +351,13 @@ Answer answer_line(const std::string& line, bool cut, ScenarioCache& cache, cons
     // A hypothesis asked before is answered from its first run (ResultMemo); the verdict below is
     // checked for this line's constraints either way.
     Evaluation ev;
-    if (const Json* known = options.remember_results ? cache.results().find(h) : nullptr) {
+    const std::string key = options.remember_results ? ResultMemo::key(h) : std::string();
+    if (const Json* known = options.remember_results ? cache.results().find(key) : nullptr) {
       ev.ok = true;
       ev.result = *known;
     } else {
       ev = evaluate(h);
-      if (ev.ok && options.remember_results) cache.results().remember(h, ev.files, ev.result);
+      if (ev.ok && options.remember_results) cache.results().remember(key, h, ev.files, ev.result);
     }
     result = ev.ok ? ev.result : error_answer(ev.errors);
     if (ev.limit_exceeded) {

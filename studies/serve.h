@@ -8,12 +8,13 @@
 //
 // Caching: a scenario file is read (and its YAML checked) once and reused while its modification
 // time and size are unchanged (a changed file is read again); inline scenarios are cached by their
-// text. A hypothesis asked again is answered from its first run (ResultMemo). Every hypothesis is still parsed and
-// validated in full (overrides can change anything; yaml-cpp cannot copy a parsed tree with its line marks). Measured
-// with tests/bench/bench_serve.cpp on the 1,024-chip scenario: reading + parsing is 0.5% of a hypothesis, loading +
-// validating 0.4%, the simulation 99%, so the simulation is what to speed up, not the loader; sharing cost tables
-// between hypotheses would save at most the ~17% the iteration cost model takes in a profile, less its per-batch work
-// that no table removes.
+// text. A hypothesis asked again is answered from its first run (ResultMemo). Every other
+// hypothesis is parsed and validated in full (overrides can change anything; yaml-cpp cannot copy
+// a parsed tree with its line marks). Measured with tests/bench/bench_serve.cpp on the 1,024-chip
+// scenario: reading + parsing is 0.5% of a hypothesis, loading + validating 0.4%, the simulation
+// 99%, so the simulation is what to speed up, not the loader; sharing cost tables between
+// hypotheses would save at most the ~17% the iteration cost model takes in a profile, less its
+// per-batch work that no table removes.
 #pragma once
 
 #include <cstdint>
@@ -37,6 +38,15 @@ namespace servesim::studies {
 
 struct Hypothesis;  // evaluate.h
 
+// A file's modification time and size: what says it changed (ScenarioCache, ResultMemo).
+struct FileStamp {
+  std::int64_t mtime_ns = 0;
+  std::int64_t size = 0;
+  bool operator==(const FileStamp&) const = default;
+};
+// nullopt when the file cannot be stat'ed.
+std::optional<FileStamp> file_stamp(const std::string& path);
+
 // The results of hypotheses a session has answered, by what they were asked: the scenario
 // document (the same parsed file or inline text, ScenarioCache), the overrides in order, the seed,
 // the run's limits and the early-stop rules. A hypothesis asked again gets the result its first
@@ -49,27 +59,24 @@ struct Hypothesis;  // evaluate.h
 class ResultMemo {
  public:
   static constexpr std::size_t kCapacity = 64;
-  // The remembered result of `h`, or nullptr. Valid until the next remember().
-  const nlohmann::ordered_json* find(const Hypothesis& h);
-  void remember(const Hypothesis& h, const std::vector<std::string>& files, const nlohmann::ordered_json& result);
+  // What a hypothesis is remembered by.
+  static std::string key(const Hypothesis& h);
+  // The remembered result for `key`, or nullptr. Valid until the next remember().
+  const nlohmann::ordered_json* find(const std::string& key);
+  // After find(key) gave nullptr: keeps `result`, run from `h` (its document is held), and the
+  // stamps of the files its scenario named.
+  void remember(std::string key, const Hypothesis& h, const std::vector<std::string>& files,
+                const nlohmann::ordered_json& result);
   std::int64_t hits() const { return hits_; }
   std::int64_t misses() const { return misses_; }
-  std::size_t size() const { return entries_.size(); }
 
  private:
-  struct Stamp {
-    std::string path;
-    std::int64_t mtime_ns = -1;
-    std::int64_t size = -1;
-  };
   struct Entry {
     std::string key;
     std::shared_ptr<const scenario::ScenarioDocument> doc;  // keeps the key's document address unique
-    std::vector<Stamp> files;
+    std::vector<std::pair<std::string, FileStamp>> files;
     nlohmann::ordered_json result;
   };
-  static std::string key_of(const Hypothesis& h);
-  static std::optional<Stamp> stamp(const std::string& path);
   std::list<Entry> entries_;  // most recently used first
   std::unordered_map<std::string, std::list<Entry>::iterator> index_;
   std::int64_t hits_ = 0, misses_ = 0;
@@ -90,8 +97,7 @@ class ScenarioCache {
 
  private:
   struct Entry {
-    std::int64_t mtime_ns = 0;
-    std::uintmax_t size = 0;
+    FileStamp stamp;
     std::shared_ptr<const scenario::ScenarioDocument> doc;
   };
   static constexpr std::size_t kMaxEntries = 256;
