@@ -33,6 +33,7 @@
 #include "core/errors.h"
 #include "core/output_file.h"
 #include "models/chip_spec.h"
+#include "models/operators.h"
 #include "sim/scenario/scenario.h"
 #include "sim/scenario/shipped_profiles.h"
 #include "studies/calibration.h"
@@ -534,9 +535,26 @@ std::optional<TransferRule> parse_transfer_rule(std::string_view name) {
   return std::nullopt;
 }
 
+std::vector<models::Format> kernel_class_changes(const models::Efficiency& from, const models::ChipSpec& source,
+                                                 const models::ChipSpec& target) {
+  std::vector<models::Format> out;
+  auto add = [&](models::Format f) {
+    if (models::gemm_rate(f, source.rates()) != models::gemm_rate(f, target.rates()) &&
+        std::ranges::find(out, f) == out.end()) {
+      out.push_back(f);
+    }
+  };
+  for (const auto& m : from.moe_experts) add(m.format);
+  for (const auto& g : from.gemm_formats) add(g.format);
+  return out;
+}
+
 models::Efficiency transfer_efficiency(const models::Efficiency& from, const models::ChipSpec& source,
                                        const models::ChipSpec& target, TransferRule rule) {
   models::Efficiency e = from;
+  const std::vector<models::Format> changed = kernel_class_changes(from, source, target);
+  std::erase_if(e.moe_experts, [&](const auto& m) { return std::ranges::find(changed, m.format) != changed.end(); });
+  std::erase_if(e.gemm_formats, [&](const auto& g) { return std::ranges::find(changed, g.format) != changed.end(); });
   if (rule == TransferRule::fractions) return e;
   const double bandwidth = source.hbm_bandwidth.bytes_per_s / target.hbm_bandwidth.bytes_per_s;
   for (const auto& [key, member] : kKernelOverheads)
@@ -647,6 +665,17 @@ Calibration transfer_profile(const std::string& from, const models::ChipSpec& ch
       break;
   }
   c.notes.push_back(rule_note);
+  std::string dropped;
+  for (const models::Format f : kernel_class_changes(applied, *source_chip, chip)) {
+    dropped += (dropped.empty() ? "" : ", ") + std::string(models::format_name(f));
+  }
+  if (!dropped.empty()) {
+    rule_note += "; not carried: the " + dropped + " kernels' own models (" + source.chip +
+                 " runs them at another rate than " + chip.name +
+                 ", natively on one and dequantised to bf16 on the other: another kernel; the MoE curves and the "
+                 "format factors cost them)";
+    c.notes.push_back("not carried: the models of the " + dropped + " kernels (another rate on " + chip.name + ")");
+  }
   if (fit_comm) add_collectives(c, comm, chip, options.folds);
   p.sources.push_back({display, "profile", 0, "servesim profile of " + source.chip, source.created,
                        std::filesystem::exists(from) ? cal::content_hash(from) : ""});

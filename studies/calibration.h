@@ -31,7 +31,15 @@ namespace servesim::studies {
 enum class TransferRule { fractions, bandwidth, time_scaled };
 std::string_view transfer_rule_name(TransferRule r);
 std::optional<TransferRule> parse_transfer_rule(std::string_view name);
-// `from`, the efficiencies a profile of chip `source` gives, carried to `target` by `rule`.
+// The weight formats of `from`'s per-format models (moe_experts, gemm_formats) that `target` runs at
+// another rate than `source` (models::gemm_rate: natively at the format's rate on one, dequantised
+// to bf16 on the other, e.g. MXFP4 experts on H200 and B200). Their fitted models describe a
+// kernel the target does not run (H200's weight-only MXFP4 MoE: an 85 us fixed time per call), so
+// no rule carries them: the target costs those formats by the MoE curves and the format factors.
+std::vector<models::Format> kernel_class_changes(const models::Efficiency& from, const models::ChipSpec& source,
+                                                 const models::ChipSpec& target);
+// `from`, the efficiencies a profile of chip `source` gives, carried to `target` by `rule`, less
+// the per-format models of kernel_class_changes().
 models::Efficiency transfer_efficiency(const models::Efficiency& from, const models::ChipSpec& source,
                                        const models::ChipSpec& target, TransferRule rule);
 

@@ -407,6 +407,29 @@ TEST_CASE("calibrate --transfer: another chip's efficiencies without its tables;
   CHECK_FALSE(std::filesystem::exists(dir / "x.yaml"));
 }
 
+TEST_CASE("calibrate --transfer: a format another rate runs on the target keeps none of the source's kernel model") {
+  // H200 has no FP4 rate: its profile's mxfp4 experts model is the weight-only kernel (MXFP4
+  // dequantised to bf16 in the GEMM); B200 runs MXFP4 at its FP4 rate, another kernel. fp8 and
+  // fp8_block run at the fp8 rate on both, and their models are carried.
+  const std::string h200 = read(std::string(SERVESIM_SOURCE_DIR) + "/profiles/h200.yaml");
+  REQUIRE(efficiency_line(h200, "moe_experts").find("mxfp4: {") != std::string::npos);
+  const auto dir = scratch("calibrate_transfer_rate");
+  std::filesystem::create_directories(dir);
+  const CliResult r = cli({"calibrate", "--transfer", "h200", "--chip", "b200", "--out", (dir / "b.yaml").string()});
+  REQUIRE_MESSAGE(r.code == 0, r.err);
+  CHECK(r.out.find("not carried: the models of the mxfp4 kernels (another rate on b200)") != std::string::npos);
+  const std::string b = read(dir / "b.yaml");
+  CHECK(efficiency_line(b, "moe_experts").find("mxfp4: {") == std::string::npos);
+  CHECK(efficiency_line(b, "moe_experts").find("fp8_block: {") != std::string::npos);
+  CHECK(efficiency_line(b, "gemm_formats").find("fp8: {") != std::string::npos);
+  // Between two Hopper chips every model is carried (the same rates).
+  const CliResult h =
+      cli({"calibrate", "--transfer", "h200", "--chip", "h100-sxm", "--out", (dir / "h.yaml").string()});
+  REQUIRE_MESSAGE(h.code == 0, h.err);
+  CHECK(h.out.find("not carried") == std::string::npos);
+  CHECK(efficiency_line(read(dir / "h.yaml"), "moe_experts") == efficiency_line(h200, "moe_experts"));
+}
+
 TEST_CASE("validate: each engine's rows get the scheduler of the configuration the benchmark ran with") {
   // AIConfigurator's generator rules (studies/serving_engines.cpp, benchmark_limits).
   const std::string vllm_sync = "qwen_qwen3_32b_qwen_qwen3_32b_h100_sxm_vllm_agg_1024x128_c8_tp2_epnone_1";
