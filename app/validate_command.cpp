@@ -29,7 +29,11 @@ int validate_command(const std::vector<std::string>& args, std::ostream& out, st
       "how the clients start: staggered, together (closed_loop start modes)")(
       "spacing-us", po::value<double>()->default_value(100),
       "--start ramp: microseconds between clients' first requests")(
-      "print-scenario", po::value<std::string>(), "print the scenario built for the row with this id, and stop");
+      "print-scenario", po::value<std::string>(), "print the scenario built for the row with this id, and stop")(
+      "profile", po::value<std::vector<std::string>>(),
+      "CHIP[/ENGINE]=PROFILE: rows on that chip (served by that engine) take PROFILE, a shipped "
+      "name, a profile file or 'none', instead of the shipped one: what an uncalibrated chip or "
+      "engine would predict (repeatable; the first that matches a row applies)");
   po::variables_map vm;
   std::string path;
   if (auto done = parse_single_file(args, visible, "validate takes exactly one measurement file", vm, path, out, err)) {
@@ -46,6 +50,7 @@ int validate_command(const std::vector<std::string>& args, std::ostream& out, st
   r.rows = vm.count("rows") > 0;
   r.reproducible = vm.count("reproducible") > 0;
   r.print_scenario = optional_value<std::string>(vm, "print-scenario");
+  if (vm.count("profile") > 0) r.profiles = vm["profile"].as<std::vector<std::string>>();
   const std::string json = json_target(vm);
   return print_output(studies::validate(r, err), json, out);
 }

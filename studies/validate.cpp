@@ -6,10 +6,12 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <sstream>
 
 #include "calibrate/cross_validation.h"
+#include "core/input_file.h"
 #include "models/chip_spec.h"
 #include "models/model_spec.h"
 #include "sim/cluster/config.h"
@@ -38,20 +40,42 @@ std::optional<std::string> chip_preset_of(const std::string& system) {
   return std::nullopt;
 }
 
-// The shipped calibration profile of a chip preset for the row's engine (trtllm, sglang, vllm):
-// the one calibrated on that chip's tables for that engine (profiles/<chip>[-<engine>].yaml,
-// sim/scenario's default_profile), else the chip's engine-agnostic one, else "" (the preset's
-// efficiencies).
-std::string profile_of(const std::string& chip, const std::string& engine) {
+// The profile of a row on chip preset `chip` served by `engine`: the first --profile override
+// that matches (ValidationOptions::profiles: a shipped name, a path or `none`), else the one
+// calibrated on that chip's tables for that engine (profiles/<chip>[-<engine>].yaml, sim/scenario's
+// default_profile), else the chip's engine-agnostic one, else "" (the preset's efficiencies).
+const ProfileOverride* override_of(const std::string& chip, const std::string& engine,
+                                   const ValidationOptions& options) {
+  for (const ProfileOverride& o : options.profiles) {
+    if (o.chip == chip && (o.engine.empty() || o.engine == engine)) return &o;
+  }
+  return nullptr;
+}
+std::string profile_of(const std::string& chip, const std::string& engine, const ValidationOptions& options) {
+  if (const ProfileOverride* o = override_of(chip, engine, options)) return o->profile;
   return scenario::default_profile(chip, engine).value_or("");
 }
 
-// Whether that profile was transferred from another chip (nothing of this one measured).
-bool profile_transferred(const std::string& chip, const std::string& engine) {
-  const std::string name = profile_of(chip, engine);
-  if (name.empty()) return false;
-  const std::string text = scenario::shipped_profile_text(name).value_or("");
-  return text.find("\ntransferred_from: ") != std::string::npos;
+// The chip a profile's text says its kernels were measured on where none of its own were
+// (`transferred_from`), or "".
+std::string transferred_from(const std::string& text) {
+  const std::string key = "\ntransferred_from: ";
+  const auto at = text.find(key);
+  if (at == std::string::npos) return "";
+  std::string v = text.substr(at + key.size(), text.find('\n', at + key.size()) - at - key.size());
+  if (v.size() >= 2 && v.front() == '"' && v.back() == '"') v = v.substr(1, v.size() - 2);
+  return v;
+}
+
+// A profile name or path as a YAML scalar: paths double-quoted (they may hold ': ' or '#').
+std::string profile_scalar(const std::string& profile) {
+  if (profile.find('/') == std::string::npos) return profile;
+  std::string q = "\"";
+  for (const char c : profile) {
+    if (c == '"' || c == '\\') q += '\\';
+    q += c;
+  }
+  return q + "\"";
 }
 
 std::string number(double v) {
@@ -231,9 +255,10 @@ std::string plan_yaml(const Plan& p) {
 // SGLang chunks a prompt longer than its chunked_prefill_size; the simulator's whole_prompt policy
 // takes prompts whole, so where isl + osl exceeds the budget the budget becomes max_model_len
 // (a prefill batch then holds one such prompt, as SGLang's chunks of it follow each other).
-std::string pool_yaml(const std::string& name, const std::string& role, const std::string& chip, const Plan& plan,
-                      int instances, const ServingEngine& e, std::int64_t batch, std::int64_t clients, std::int64_t isl,
-                      std::int64_t max_model_len, std::vector<std::string>& assumptions) {
+std::string pool_yaml(const std::string& name, const std::string& role, const std::string& chip,
+                      const std::string& profile, const Plan& plan, int instances, const ServingEngine& e,
+                      std::int64_t batch, std::int64_t clients, std::int64_t isl, std::int64_t max_model_len,
+                      std::vector<std::string>& assumptions) {
   const std::int64_t dp = plan.dp;
   const EngineLimits limits = benchmark_limits(e, role, isl, batch > 0 ? (batch + dp - 1) / dp : 0);
   std::int64_t tokens = limits.max_batched_tokens * dp;
@@ -252,8 +277,7 @@ std::string pool_yaml(const std::string& name, const std::string& role, const st
   std::ostringstream y;
   y << "    - name: " << name << "\n"
     << "      role: " << role << "\n"
-    << "      chip: {preset: " << chip
-    << (profile_of(chip, e.name).empty() ? std::string() : ", profile: " + profile_of(chip, e.name))
+    << "      chip: {preset: " << chip << (profile.empty() ? std::string() : ", profile: " + profile_scalar(profile))
     << ", efficiency: {iteration_overhead: " << number(e.iteration_overhead.to_seconds() * 1e6)
     << " us, sequence_overhead: " << number(e.sequence_overhead.to_seconds() * 1e6)
     << " us, host_overlap: " << (overlap ? "true" : "false") << "}}\n"
@@ -309,13 +333,21 @@ RowScenario build_row_scenario(const ServingMeasurement& r, const ValidationOpti
     return s;
   }
   s.engine = engine->description + (r.backend_version.empty() ? "" : " " + r.backend_version);
-  if (profile_transferred(*chip_name, engine->name)) {
-    s.assumptions.push_back(*chip_name + ": no operator measurements; profile " + profile_of(*chip_name, engine->name) +
-                            " (another chip's efficiencies transferred: calibrate --transfer)");
+  const std::string profile = profile_of(*chip_name, engine->name, options);
+  const ProfileOverride* named = override_of(*chip_name, engine->name, options);
+  if (named != nullptr && profile != "none") {
+    s.assumptions.push_back(*chip_name + ": profile " + profile + " (--profile) in place of " +
+                            scenario::default_profile(*chip_name, engine->name).value_or("the preset's efficiencies"));
   }
-  if (profile_of(*chip_name, engine->name).empty()) {
+  const std::string from = named != nullptr ? named->transferred_from
+                                            : transferred_from(scenario::shipped_profile_text(profile).value_or(""));
+  if (!from.empty()) {
+    s.assumptions.push_back(*chip_name + ": no operator measurements; profile " + profile + " (" + from +
+                            "'s efficiencies transferred: calibrate --transfer)");
+  }
+  if (profile.empty() || profile == "none") {
     s.assumptions.push_back(*chip_name + " has no calibration profile: the preset's efficiencies (" + chip.source +
-                            ")");
+                            ")" + (profile == "none" ? " (--profile none)" : ""));
   }
   if (r.backend_version.empty()) s.assumptions.emplace_back("backend version not recorded");
   const auto formats = formats_of(r, *cp, chip, *engine, s.assumptions, why);
@@ -372,7 +404,7 @@ RowScenario build_row_scenario(const ServingMeasurement& r, const ValidationOpti
       return s;
     }
     triton_expert_parallel(*plan, *engine, *formats, chip, s.assumptions);
-    y << pool_yaml("agg", "combined", *chip_name, *plan, 1, *engine, clients, clients, r.isl, max_model_len,
+    y << pool_yaml("agg", "combined", *chip_name, profile, *plan, 1, *engine, clients, clients, r.isl, max_model_len,
                    s.assumptions);
   } else {
     // Each role's plan, batch (per attention-DP rank, as recorded) and worker count. A decode
@@ -397,7 +429,7 @@ RowScenario build_row_scenario(const ServingMeasurement& r, const ValidationOpti
                                 ") = " + std::to_string(workers));
       }
       if (workers == 0) (decode ? s.derive_decode_workers : s.derive_prefill_workers) = true;
-      y << pool_yaml(role, role, *chip_name, *plan, std::max(1, workers), *engine,
+      y << pool_yaml(role, role, *chip_name, profile, *plan, std::max(1, workers), *engine,
                      static_cast<std::int64_t>(m->batch_size) * plan->dp, clients, r.isl, max_model_len, s.assumptions);
     }
   }
@@ -783,6 +815,16 @@ Json validation_json(const ValidationReport& report, const ValidationOptions& op
   j["rounds"] = options.rounds;
   j["warmup_rounds"] = options.warmup_rounds;
   j["warmup"] = options.warmup_drained ? "drained" : "continuous";
+  if (!options.profiles.empty()) {
+    Json profiles = Json::array();
+    for (const ProfileOverride& o : options.profiles) {
+      Json p = {
+          {"chip", o.chip}, {"engine", o.engine.empty() ? Json(nullptr) : Json(o.engine)}, {"profile", o.profile}};
+      if (!o.transferred_from.empty()) p["transferred_from"] = o.transferred_from;
+      profiles.push_back(std::move(p));
+    }
+    j["profiles"] = std::move(profiles);
+  }
   j["rows"] = Json::array();
   for (const RowResult& r : report.rows) {
     Json row = Json::object();
@@ -821,6 +863,77 @@ Json validation_json(const ValidationReport& report, const ValidationOptions& op
   return j;
 }
 
+std::optional<ProfileOverride> parse_profile_override(const std::string& text, std::string& why) {
+  const auto eq = text.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size()) {
+    why = "--profile: expected CHIP[/ENGINE]=PROFILE, got '" + text + "'";
+    return std::nullopt;
+  }
+  ProfileOverride o;
+  std::string chip = text.substr(0, eq);
+  if (const auto slash = chip.find('/'); slash != std::string::npos) {
+    o.engine = chip.substr(slash + 1);
+    chip.resize(slash);
+    if (std::ranges::find(scenario::kEngines, o.engine) == std::end(scenario::kEngines)) {
+      why = "--profile " + text + ": unknown engine '" + o.engine + "' (trtllm, sglang, vllm)";
+      return std::nullopt;
+    }
+  }
+  if (models::chip_preset(chip)) {
+    o.chip = chip;
+  } else if (const auto preset = chip_preset_of(chip)) {
+    o.chip = *preset;
+  } else {
+    why = "--profile " + text + ": unknown chip '" + chip +
+          "' (a chip preset such as b200 or h200-sxm, or a system name of the file such as b200_sxm)";
+    return std::nullopt;
+  }
+  o.profile = text.substr(eq + 1);
+  if (o.profile == "none") return o;
+  const auto names = scenario::shipped_profile_names();
+  if (std::ranges::find(names, o.profile) != names.end()) {
+    o.transferred_from = transferred_from(scenario::shipped_profile_text(o.profile).value_or(""));
+    return o;
+  }
+  std::error_code ec;
+  const std::filesystem::path path = std::filesystem::absolute(o.profile, ec);
+  if (ec || !std::filesystem::is_regular_file(path, ec)) {
+    std::string list;
+    for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
+    why = "--profile " + text + ": '" + o.profile + "' is neither a shipped profile (" + list + ", none) nor a file";
+    return std::nullopt;
+  }
+  o.profile = path.lexically_normal().string();
+  try {
+    o.transferred_from =
+        transferred_from(read_input_file(InputSource{o.profile, "profile file", ""}, kMaxScenarioBytes));
+  } catch (const InputError& e) {
+    why = "--profile " + text + ": " + e.diagnostics().front().message;
+    return std::nullopt;
+  }
+  return o;
+}
+
+namespace {
+
+// Loads an override's profile on its chip once, as a row's scenario would, so that a profile with
+// problems is the command's error (its file, line and key) rather than a reason on every row.
+// Throws InputError.
+void check_profile(const ProfileOverride& o, scenario::Caches* caches) {
+  const std::string yaml =
+      "name: profile_check\nmodel: {preset: llama-3.1-8b}\ndeployment:\n  pools:\n"
+      "    - name: p\n      role: combined\n      chip: {preset: " +
+      o.chip + ", profile: " + profile_scalar(o.profile) +
+      "}\n      instances: 1\n      parallel: {tp: 1}\nworkload:\n  requests: 1\n"
+      "  arrivals: {process: poisson, rate: 1 /s}\n"
+      "  lengths: {prompt: {distribution: fixed, value: 8}, output: {distribution: fixed, value: 8}}\n";
+  scenario::LoadOptions load;
+  load.caches = caches;
+  scenario::load_scenario(*scenario::parse_scenario_text(yaml, "--profile " + o.chip + "=" + o.profile, ""), load);
+}
+
+}  // namespace
+
 StudyOutput validate(const ValidateRequest& request, std::ostream& err) {
   const std::string& path = request.file;
   ValidationOptions options;
@@ -854,6 +967,15 @@ StudyOutput validate(const ValidateRequest& request, std::ostream& err) {
         thread_count(options.threads > 0 ? std::optional<int>(options.threads) : std::nullopt, error, note);
     if (!note.empty()) err << "note: " << note << "\n";
   }
+  for (const std::string& text : request.profiles) {
+    std::string why;
+    const auto o = parse_profile_override(text, why);
+    if (!o) {
+      err << "error: " << why << "\n";
+      return StudyOutput::failed(2);
+    }
+    options.profiles.push_back(*o);
+  }
   options.start = request.start;
   options.arrival_spacing_us = request.spacing_us;
   if (options.start != "staggered" && options.start != "together" && options.start != "ramp") {
@@ -861,6 +983,7 @@ StudyOutput validate(const ValidateRequest& request, std::ostream& err) {
     return StudyOutput::failed(2);
   }
   try {
+    for (const ProfileOverride& o : options.profiles) check_profile(o, options.caches);
     const std::vector<ServingMeasurement> rows = read_serving_measurements(path);
     if (request.print_scenario) {
       const std::string& id = *request.print_scenario;
@@ -880,8 +1003,14 @@ StudyOutput validate(const ValidateRequest& request, std::ostream& err) {
       return StudyOutput::failed(2);
     }
     const ValidationReport report = validate_rows(rows, options);
+    std::string table;
+    for (const ProfileOverride& o : options.profiles) {
+      table += "profile of " + o.chip + (o.engine.empty() ? "" : " under " + o.engine) + ": " + o.profile +
+               (o.transferred_from.empty() ? "" : " (transferred from " + o.transferred_from + ")") + " (--profile)\n";
+    }
+    if (!table.empty()) table += "\n";
     return {0, validation_json(report, options, request.reproducible).dump(2) + "\n",
-            validation_table(report, request.rows)};
+            table + validation_table(report, request.rows)};
   } catch (const InputError& e) {
     print_diagnostics(e, err);
     return StudyOutput::failed(2);

@@ -38,6 +38,17 @@ struct Caches;  // sim/scenario/caches.h
 
 namespace servesim::studies {
 
+// `--profile CHIP[/ENGINE]=PROFILE`: rows on chip preset `chip` (and served by `engine`, when not
+// empty) take `profile`: a shipped name, `none`, or the absolute path of a profile file.
+struct ProfileOverride {
+  std::string chip, engine, profile;
+  std::string transferred_from;  // the profile's `transferred_from` (its kernels another chip's), or ""
+};
+// Parses one `--profile` value; nullopt with `why` when it does not name a chip preset (or an
+// AIConfigurator system name), an engine (trtllm, sglang, vllm) and a profile. A relative path is
+// made absolute against the working directory.
+std::optional<ProfileOverride> parse_profile_override(const std::string& text, std::string& why);
+
 struct ValidationOptions {
   // The benchmark's measurement window, as the Dynamo benchmark scripts that produced the
   // AIConfigurator silicon set run aiperf / genai-perf (ai-dynamo/dynamo benchmarks/llm/perf.sh:
@@ -66,6 +77,11 @@ struct ValidationOptions {
   std::string validation_file;      // for the report's `source`
   // The run's caches (sim/scenario/caches.h): its rows share the profiles they name.
   scenario::Caches* caches = nullptr;
+  // Profiles that replace the shipped ones (`--profile`), the first that matches a row's chip and
+  // engine: what a chip nobody calibrated (a profile transferred from another chip, `none` for
+  // the preset's own figures) or an engine nobody calibrated (another engine's profile) would
+  // predict for these benchmarks.
+  std::vector<ProfileOverride> profiles;
 };
 
 // The scenario of one row, or why there is none.
@@ -155,6 +171,7 @@ struct ValidateRequest {
   bool rows = false;  // every row in the table
   bool reproducible = false;
   std::optional<std::string> print_scenario;  // a row id: its scenario as the text, nothing run
+  std::vector<std::string> profiles;          // --profile CHIP[/ENGINE]=PROFILE, in order
 };
 
 // Reads the file and simulates its rows: the JSON report and the table (or one row's scenario).

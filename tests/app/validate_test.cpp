@@ -430,6 +430,67 @@ TEST_CASE("calibrate --transfer: a format another rate runs on the target keeps 
   CHECK(efficiency_line(read(dir / "h.yaml"), "moe_experts") == efficiency_line(h200, "moe_experts"));
 }
 
+TEST_CASE("validate --profile: a chip's rows take another profile, the others keep theirs; bad ones are exit 2") {
+  // One B200 TensorRT-LLM row and one H100 row; B200's rows under TensorRT-LLM take its preset's
+  // figures (`none`) or a profile transferred from H200.
+  const std::string b200_row = "2026_04_06_gpt_oss_120b_b200_sxm_trtllm_fp4_agg_1024x8192_c4_tp8_ep1_192";
+  const auto file = subset("validate_profile", {kAggSmall, b200_row});
+  auto run = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"validate",  file.string(), "--json",        "-", "--rounds", "1",
+                                     "--threads", "1",           "--reproducible"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const CliResult r = cli(args);
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    return Json::parse(r.out);
+  };
+  auto predicted = [](const Json& j, const std::string& id) {
+    for (const Json& row : j["rows"]) {
+      if (row["id"] == id) return std::make_pair(row["predicted_tpot_ms"].get<double>(), row["assumptions"].dump());
+    }
+    FAIL("no row " << id);
+    return std::make_pair(0.0, std::string());
+  };
+  const Json own = run({});
+  CHECK_FALSE(own.contains("profiles"));
+  const Json none = run({"--profile", "b200_sxm/trtllm=none"});  // a system name of the file works too
+  REQUIRE(none["profiles"].size() == 1);
+  CHECK(none["profiles"][0]["chip"] == "b200");
+  CHECK(none["profiles"][0]["engine"] == "trtllm");
+  CHECK(predicted(none, b200_row).first != predicted(own, b200_row).first);
+  CHECK(predicted(none, b200_row).second.find("has no calibration profile") != std::string::npos);
+  CHECK(predicted(none, kAggSmall) == predicted(own, kAggSmall));  // H100's row is untouched
+  // Another engine's override leaves the row alone.
+  CHECK(predicted(run({"--profile", "b200/vllm=none"}), b200_row) == predicted(own, b200_row));
+
+  const auto dir = scratch("validate_profile_transfer");
+  std::filesystem::create_directories(dir);
+  REQUIRE(cli({"calibrate", "--transfer", "h200", "--chip", "b200", "--out", (dir / "t.yaml").string()}).code == 0);
+  const Json moved = run({"--profile", "b200=" + (dir / "t.yaml").string()});
+  CHECK(moved["profiles"][0]["transferred_from"] == "h200-sxm");
+  CHECK(moved["profiles"][0]["engine"].is_null());
+  const auto [tpot, assumptions] = predicted(moved, b200_row);
+  CHECK(tpot != predicted(own, b200_row).first);
+  CHECK(tpot != predicted(none, b200_row).first);
+  CHECK(assumptions.find("h200-sxm's efficiencies transferred") != std::string::npos);
+
+  // Bad values: the command's error, nothing run.
+  for (const std::vector<std::string>& bad : {std::vector<std::string>{"--profile", "b200"},
+                                              {"--profile", "z9=none"},
+                                              {"--profile", "b200/tgi=none"},
+                                              {"--profile", "b200=" + (dir / "missing.yaml").string()}}) {
+    CAPTURE(bad[1]);
+    const CliResult r = cli({"validate", file.string(), bad[0], bad[1]});
+    CHECK(r.code == 2);
+    CHECK(r.err.find("--profile") != std::string::npos);
+    CHECK(r.out.empty());
+  }
+  // A profile file with problems is reported at its file and line.
+  std::ofstream(dir / "bad.yaml") << "schema: servesim.profile/1\nchip: b200\nefficiency: {gemm_compute: 7}\n";
+  const CliResult r = cli({"validate", file.string(), "--profile", "b200=" + (dir / "bad.yaml").string()});
+  CHECK(r.code == 2);
+  CHECK(r.err.find("bad.yaml:3:") != std::string::npos);
+}
+
 TEST_CASE("validate: each engine's rows get the scheduler of the configuration the benchmark ran with") {
   // AIConfigurator's generator rules (studies/serving_engines.cpp, benchmark_limits).
   const std::string vllm_sync = "qwen_qwen3_32b_qwen_qwen3_32b_h100_sxm_vllm_agg_1024x128_c8_tp2_epnone_1";
