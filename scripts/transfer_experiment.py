@@ -30,7 +30,7 @@ TABLES = ["gemm/gemm_perf", "attention/context_attention_perf", "attention/gener
 # The operator classes reported: (cell kind, cell format) over all sizes.
 CLASSES = [("gemm", "bf16"), ("gemm", "fp8"), ("gemm", "fp8_block"), ("gemm", "nvfp4"),
            ("attention_prefill", "bf16"), ("attention_decode", "bf16"), ("moe", "bf16 balanced"),
-           ("moe", "fp8 balanced"), ("moe", "nvfp4 balanced")]
+           ("moe", "fp8 balanced"), ("moe", "nvfp4 balanced"), ("moe", "w4a8_mxfp4_mxfp8 balanced")]
 
 
 def version_key(path):
