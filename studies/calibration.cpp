@@ -613,6 +613,7 @@ Calibration transfer_profile(const std::string& from, const models::ChipSpec& ch
   cal::Profile& p = c.profile;
   p.chip = chip.name;
   p.transferred_from = source.chip;
+  p.engine = source.engine;  // the kernels are that engine's: scenarios pick the profile by chip and engine
   p.generator = "servesim calibrate --transfer";
   p.errors.chip = chip.name;
   const bool fit_comm = !comm.empty();

@@ -77,7 +77,9 @@ TEST_CASE(
   REQUIRE(r.code == 0);
   const std::string text = read(out);
   CHECK(text.find("\ntransferred_from: \"h200-sxm\"\n") != std::string::npos);
-  CHECK(text.find("\nengine:") == std::string::npos);  // it serves any engine's scenarios
+  // The kernels were TensorRT-LLM's (the source's engine); a chip takes it for any engine that has
+  // no profile of its own there (sim/scenario default_profile).
+  CHECK(text.find("\nengine: \"trtllm\"\n") != std::string::npos);
   CHECK(text.find("rule time-scaled") != std::string::npos);
   const scenario::LoadedChip source = scenario::load_chip("h200-sxm", "h200");
   const scenario::LoadedChip moved = scenario::load_chip("ascend-910c", out);
