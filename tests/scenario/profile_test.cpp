@@ -347,8 +347,8 @@ TEST_CASE("Profile: an unknown name lists the shipped profiles and suggests the 
   CHECK(errors.find("unknown profile 'h2000' (did you mean 'h200'?)") != std::string::npos);
   CHECK(errors.find(
             "a100, b200, b200-sglang, b200-vllm, b300, b300-sglang, b300-vllm, gb200, gb200-sglang, gb200-vllm, gb300, "
-            "gb300-sglang, gb300-vllm, h100, h100-sglang, h100-vidur, h100-vllm, h200, h200-sglang, "
-            "h200-vllm") != std::string::npos);
+            "gb300-sglang, gb300-vllm, h100, h100-sglang, h100-vidur, h100-vllm, h20, h20-sglang, h20-vllm, h200, "
+            "h200-sglang, h200-vllm") != std::string::npos);
   CHECK(errors_of(scenario_with_chip("{preset: h200-sxm, profile: missing/none.yaml}"))
             .find("cannot open the profile file: No such file or directory") != std::string::npos);
 }
@@ -676,6 +676,31 @@ TEST_CASE("Profile: a chip without the key takes its preset's profile for the de
             .chip.calibration.find("(the preset's default)") == std::string::npos);
   // An engine outside the three is an error at its key.
   CHECK(errors_of(with_engine("tensorrt", "h200-sxm")).find("deployment.engine") != std::string::npos);
+}
+
+TEST_CASE("Profile: an H20 pool takes H200's efficiencies transferred for its engine, without H200's tables") {
+  const auto with_engine = [](const std::string& engine, const std::string& chip) {
+    std::string y = scenario_with_chip(chip);
+    return y.replace(y.find("deployment:\n"), 12, "deployment:\n  engine: " + engine + "\n");
+  };
+  const Scenario trt = load(scenario_with_chip("h20"));
+  const auto& chip = trt.config.pools.at(0).chip;
+  CHECK(trt.resolved["deployment"]["pools"][0]["chip"]["profile"] == "h20");
+  CHECK(chip.calibration ==
+        "transferred: profile h20 (the preset's default), TensorRT-LLM kernels measured on h200-sxm, carried to h20 "
+        "by calibrate's transfer rule; nothing of h20 was measured");
+  // H200's fitted figures as fractions of H20's own peaks (rule fractions), no tables of H200's seconds.
+  const Scenario h200 = load(scenario_with_chip("h200-sxm"));
+  CHECK(chip.efficiency.gemm_overhead == h200.config.pools.at(0).chip.efficiency.gemm_overhead);
+  CHECK(chip.efficiency.gemm_compute.knots.size() == h200.config.pools.at(0).chip.efficiency.gemm_compute.knots.size());
+  CHECK(chip.efficiency.gemm_overhead != servesim::models::chip_preset("h20")->efficiency.gemm_overhead);
+  CHECK(std::holds_alternative<servesim::models::RooflineConfig>(trt.config.pools.at(0).cost_model));
+  // Each engine its own engine's kernels.
+  CHECK(load(with_engine("vllm", "h20")).resolved["deployment"]["pools"][0]["chip"]["profile"] == "h20-vllm");
+  CHECK(load(with_engine("sglang", "h20")).resolved["deployment"]["pools"][0]["chip"]["profile"] == "h20-sglang");
+  CHECK(
+      load(with_engine("vllm", "h20")).config.pools.at(0).chip.calibration.find("vLLM kernels measured on h200-sxm") !=
+      std::string::npos);
 }
 
 TEST_CASE("Profile: an H800 pool takes H100's profile for its engine and keeps its own collective figures") {
