@@ -285,20 +285,19 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
 }
 
 std::string_view closest_match(std::string_view word, const std::vector<std::string_view>& candidates) {
-  // A shortened name first: the word is the start of exactly one candidate ("h100" for
-  // "h100-sxm", "max_batch" for "max_batch_size"), even when another is a few edits away ("h20").
+  // A shortened name first: the word is the start of a candidate ("h100" for "h100-sxm",
+  // "max_batch" for "max_batch_size"), even when another is a few edits away ("h20"); of several,
+  // the shortest (the fewest edits), the first listed among equals.
   std::string_view prefix_of;
-  bool ambiguous = false;
   if (word.size() >= 3) {
     for (auto c : candidates) {
-      if (c.size() > word.size() && c.compare(0, word.size(), word) == 0) {
-        ambiguous = !prefix_of.empty();
+      if (c.size() > word.size() && c.compare(0, word.size(), word) == 0 &&
+          (prefix_of.empty() || c.size() < prefix_of.size())) {
         prefix_of = c;
-        if (ambiguous) break;
       }
     }
   }
-  if (!prefix_of.empty() && !ambiguous) return prefix_of;
+  if (!prefix_of.empty()) return prefix_of;
   std::string_view best;
   std::size_t best_d = 0;
   for (auto c : candidates) {

@@ -223,6 +223,28 @@ std::vector<ChipSpec> build_presets() {
   // A100's efficiencies.
   p.push_back(make("domestic-64g", 64.0 * kGiB, 1.6e12, {300e12, 0, 600e12, 0}, 200e9, 8, 25e9, a100_efficiency(),
                    "generic 64 GB / 1.6 TB/s class; compute, links and efficiencies assumed"));
+  // The PCIe systems AIConfigurator measures (AIC <name>.yaml: dense tensor-core peaks, memory
+  // bandwidth and capacity, eight GPUs a node joined by PCIe only, at the per-GPU, per-direction
+  // rate the file gives, and its NIC per GPU). Efficiencies: assumed, the architecture's nearest
+  // preset's: H100's for H100 PCIe (the same GH100 die), A100's for the Ampere parts and for Ada
+  // (L40S, L4: an Ampere-derived SM), Blackwell's for the RTX PRO 6000 (a GB202, not the
+  // datacenter die), A100's for Intel's Arc Pro B60 (no Intel measurement in the project; AIC
+  // itself notes ~48% of its 456 GB/s reached by memory-bound kernels).
+  p.push_back(make("h100-pcie", 85899345920.0, 2e12, {756.5e12, 1513e12, 1513e12, 0}, 64e9, 8, 50e9, h100_efficiency(),
+                   "AIC h100_pcie.yaml; efficiencies assumed (H100's)"));
+  p.push_back(make("a100-pcie", 85899345920.0, 1935e9, {312e12, 0, 624e12, 0}, 32e9, 8, 25e9, a100_efficiency(),
+                   "AIC a100_pcie.yaml; efficiencies assumed (A100's)"));
+  p.push_back(make("a30", 25769803776.0, 933e9, {165e12, 0, 330e12, 0}, 32e9, 8, 25e9, a100_efficiency(),
+                   "AIC a30.yaml; efficiencies assumed (A100's)"));
+  p.push_back(make("l40s", 48305799168.0, 864e9, {362.05e12, 733e12, 733e12, 0}, 32e9, 8, 50e9, a100_efficiency(),
+                   "AIC l40s.yaml; efficiencies assumed (A100's)"));
+  p.push_back(make("l4", 25769803776.0, 300e9, {121e12, 242e12, 242e12, 0}, 32e9, 8, 25e9, a100_efficiency(),
+                   "AIC l4.yaml; efficiencies assumed (A100's)"));
+  p.push_back(make("rtx-pro-6000", 102641958912.0, 1.792e12, {467.8e12, 935.6e12, 935.6e12, 1871.2e12}, 64e9, 8, 50e9,
+                   blackwell_efficiency(),
+                   "AIC rtx_pro_6000_server.yaml (peaks at its observed 2,430 MHz); efficiencies assumed (H100's)"));
+  p.push_back(make("arc-pro-b60", 25769803776.0, 456e9, {98.304e12, 0, 197e12, 0}, 28.4e9, 8, 50e9, a100_efficiency(),
+                   "AIC b60.yaml (no FP8 matrix rate); efficiencies assumed (A100's)"));
   // Host links, per direction (KV swap to host memory). [P] PCI-SIG: PCIe 4.0 x16 carries 32 GB/s
   // per direction, PCIe 5.0 x16 64 GB/s (raw, before ~3% encoding and protocol overhead, which
   // the figures below do not subtract). [P] NVIDIA A100 datasheet: PCIe Gen4; H100 / H200 / H800 /
@@ -232,7 +254,10 @@ std::vector<ChipSpec> build_presets() {
   // sharing it) and the generic domestic class on PCIe 5.0 x16 and 4.0 x16.
   for (ChipSpec& c : p) {
     double host = 64e9;
-    if (c.name == "a100-80g" || c.name == "domestic-64g") host = 32e9;
+    if (c.name == "a100-80g" || c.name == "domestic-64g" || c.name == "a100-pcie" || c.name == "a30" ||
+        c.name == "l40s" || c.name == "l4" || c.name == "arc-pro-b60") {
+      host = 32e9;  // AIC pcie_bw (PCIe 4.0 x16; the B60's 5.0 x8)
+    }
     if (c.name == "gb200" || c.name == "gb300") host = 450e9;
     if (c.name == "b300") host = 128e9;  // AIC b300_sxm.yaml: PCIe Gen6, 256 GB/s both directions
     if (c.name == "ascend-910c-die") host = 32e9;

@@ -31,9 +31,21 @@ using Json = nlohmann::ordered_json;
 
 // AIConfigurator's system names (its systems/*.yaml) -> chip presets.
 std::optional<std::string> chip_preset_of(const std::string& system) {
-  static const std::pair<const char*, const char*> kSystems[] = {
-      {"h100_sxm", "h100-sxm"}, {"h200_sxm", "h200-sxm"}, {"b200_sxm", "b200"},     {"gb200", "gb200"},
-      {"b300_sxm", "b300"},     {"gb300", "gb300"},       {"a100_sxm", "a100-80g"}, {"h20", "h20"}};
+  static const std::pair<const char*, const char*> kSystems[] = {{"h100_sxm", "h100-sxm"},
+                                                                 {"h200_sxm", "h200-sxm"},
+                                                                 {"b200_sxm", "b200"},
+                                                                 {"gb200", "gb200"},
+                                                                 {"b300_sxm", "b300"},
+                                                                 {"gb300", "gb300"},
+                                                                 {"a100_sxm", "a100-80g"},
+                                                                 {"h20", "h20"},
+                                                                 {"h100_pcie", "h100-pcie"},
+                                                                 {"a100_pcie", "a100-pcie"},
+                                                                 {"a30", "a30"},
+                                                                 {"l40s", "l40s"},
+                                                                 {"l4", "l4"},
+                                                                 {"rtx_pro_6000_server", "rtx-pro-6000"},
+                                                                 {"b60", "arc-pro-b60"}};
   for (const auto& [s, c] : kSystems) {
     if (system == s) return models::chip_preset(c) ? std::optional<std::string>(c) : std::nullopt;
   }

@@ -431,7 +431,7 @@ TEST_CASE("Formats: bytes per element include the scales") {
 }
 
 TEST_CASE("Chips: every preset has its peaks, and the formats it lacks are zero") {
-  CHECK(chip_preset_names().size() == 13);
+  CHECK(chip_preset_names().size() == 20);
   const ChipSpec a100 = *chip_preset("a100-80g");
   CHECK_FALSE(a100.has(ComputeRate::kFp8));
   CHECK(a100.peak_flops(ComputeRate::kInt8) == 624e12);
@@ -448,6 +448,15 @@ TEST_CASE("Chips: every preset has its peaks, and the formats it lacks are zero"
   CHECK(chip_preset("gb300")->memory.value == 298013687808.0);
   CHECK(chip_preset("h800-sxm")->scale_up_bandwidth.bytes_per_s == 200e9);
   CHECK(chip_preset("h20")->bf16_flops.flop_per_s == 148e12);
+  // AIConfigurator's PCIe systems: PCIe between the node's eight GPUs (AIC intra_node_bw), no
+  // FP8 rate on Ampere or on Intel's B60, FP4 on the RTX PRO 6000 (Blackwell).
+  CHECK(chip_preset("h100-pcie")->scale_up_bandwidth.bytes_per_s == 64e9);
+  CHECK(chip_preset("h100-pcie")->bf16_flops.flop_per_s == 756.5e12);
+  CHECK(chip_preset("l40s")->hbm_bandwidth.bytes_per_s == 864e9);
+  CHECK_FALSE(chip_preset("a100-pcie")->has(ComputeRate::kFp8));
+  CHECK_FALSE(chip_preset("arc-pro-b60")->has(ComputeRate::kFp8));
+  CHECK(chip_preset("rtx-pro-6000")->has(ComputeRate::kFp4));
+  CHECK(chip_preset("l4")->host_bandwidth.bytes_per_s == 32e9);
   for (auto name : {"ascend-910b", "ascend-910c", "ascend-910c-die", "domestic-64g"}) {
     CAPTURE(name);
     const ChipSpec c = *chip_preset(name);

@@ -646,7 +646,8 @@ workload:
 )",
             {kFile, 4, 22, "deployment.pools[0].chip.preset",
              "unknown chip preset 'h100-smx' (did you mean 'h100-sxm'?); presets: a100-80g, h100-sxm, h800-sxm, h20, "
-             "h200-sxm, b200, gb200, b300, gb300, ascend-910b, ascend-910c, ascend-910c-die, domestic-64g"});
+             "h200-sxm, b200, gb200, b300, gb300, ascend-910b, ascend-910c, ascend-910c-die, domestic-64g, h100-pcie, "
+             "a100-pcie, a30, l40s, l4, rtx-pro-6000, arc-pro-b60"});
 }
 
 TEST_CASE("Malformed scenario: an unknown chip preset far from any preset lists the presets") {
@@ -667,7 +668,8 @@ workload:
   check_all(diagnostics,
             {{kFile, 4, 13, "deployment.pools[0].chip",
               "unknown chip preset 'mi300x' (did you mean 'b300'?); presets: a100-80g, h100-sxm, h800-sxm, h20, "
-              "h200-sxm, b200, gb200, b300, gb300, ascend-910b, ascend-910c, ascend-910c-die, domestic-64g"}});
+              "h200-sxm, b200, gb200, b300, gb300, ascend-910b, ascend-910c, ascend-910c-die, domestic-64g, h100-pcie, "
+              "a100-pcie, a30, l40s, l4, rtx-pro-6000, arc-pro-b60"}});
 }
 
 TEST_CASE("Malformed scenario: an unknown scheduler policy suggests the closest policy") {
@@ -1269,7 +1271,8 @@ workload:
 )"),
             {{kFile, 4, 13, "deployment.pools[0].chip",
               "unknown chip preset 'h100' (did you mean 'h100-sxm'?); presets: a100-80g, h100-sxm, h800-sxm, h20, "
-              "h200-sxm, b200, gb200, b300, gb300, ascend-910b, ascend-910c, ascend-910c-die, domestic-64g"},
+              "h200-sxm, b200, gb200, b300, gb300, ascend-910b, ascend-910c, ascend-910c-die, domestic-64g, h100-pcie, "
+              "a100-pcie, a30, l40s, l4, rtx-pro-6000, arc-pro-b60"},
              {kFile, 6, 19, "deployment.pools[0].scheduler.max_batched",
               "unknown key 'max_batched' (did you mean 'max_batched_tokens'?)"}});
 }
