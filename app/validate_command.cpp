@@ -11,6 +11,7 @@ namespace po = boost::program_options;
 int validate_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   po::options_description visible(
       "usage: servesim validate MEASURED.csv [--json FILE|-] [--rows] [--rounds N] [--threads N]\n"
+      "                         [--profile CHIP[/ENGINE]=PROFILE]...\n"
       "\nSimulates every measured serving benchmark of the file (the format of the shipped\n"
       "calibrate/data/serving/silicon_dev.csv, described in calibrate/data/SOURCE.md) and reports\n"
       "the error of TTFT and TPOT per row, per (model, system, mode) and overall.\n\noptions");
