@@ -617,26 +617,18 @@ Calibration transfer_profile(const std::string& from, const models::ChipSpec& ch
   p.generator = "servesim calibrate --transfer";
   p.errors.chip = chip.name;
   const bool fit_comm = !comm.empty();
-  // The collective constants describe the source's scale-up fabric (fractions of its link
-  // bandwidth, its switches' and kernels' fixed times): carried only to a chip with the same links
-  // (bandwidth per direction and domain, as a scenario applies a profile: sim/scenario's
-  // same_fabric); on another fabric (NVLink to PCIe) the target preset's figures stay.
-  const bool same_links = source_chip->scale_up_bandwidth.bytes_per_s == chip.scale_up_bandwidth.bytes_per_s &&
-                          source_chip->scale_up_domain == chip.scale_up_domain;
-  const bool carry_comm = !fit_comm && same_links;
   p.errors.cost_model =
       "compute: efficiencies of " + source.chip + "'s profile transferred (rule " +
       std::string(transfer_rule_name(rule)) + "; not measured on " + chip.name + "); collectives: " +
-      (fit_comm     ? "fitted to " + chip.name + "'s tables (the all-reduce lines and the collective line)"
-       : carry_comm ? "transferred too"
-                    : chip.name + "'s preset's (another scale-up fabric than " + source.chip + "'s)");
+      (fit_comm ? "fitted to " + chip.name + "'s tables (the all-reduce lines and the collective line)"
+                : "transferred too");
   p.errors.held_out = fit_comm ? "collectives by group size; compute not measured" : "nothing: nothing was measured";
   // The keys to write: the source profile's (format_compute as one per rate), and the fixed
   // times wherever a rule moved them.
   std::vector<std::string> keys;
   for (const auto& [key, value] : source.efficiency) {
     const bool collective = key == "collective_latency" || key == "collective_bandwidth" || key == "all_reduce_lines";
-    if (collective && !carry_comm) continue;
+    if (collective && fit_comm) continue;
     if (key == "format_compute") {
       for (const auto& kv : YAML::Load(value)) keys.push_back("format_compute." + kv.first.Scalar());
     } else {
@@ -652,7 +644,7 @@ Calibration transfer_profile(const std::string& from, const models::ChipSpec& ch
   const std::string said = "efficiencies (" + std::to_string(p.efficiency.size()) + " keys) of " + display + " (" +
                            source.chip + (source.engine.empty() ? "" : ", " + source.engine) + ", " + source.created +
                            ") transferred by rule " + std::string(transfer_rule_name(rule)) + "; its tables are not" +
-                           (carry_comm ? "" : ", nor its collective constants");
+                           (fit_comm ? ", nor its collective constants" : "");
   c.notes.push_back(said);
   const double ratio = source_chip->hbm_bandwidth.bytes_per_s / chip.hbm_bandwidth.bytes_per_s;
   std::string rule_note;
