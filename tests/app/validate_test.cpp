@@ -247,10 +247,8 @@ TEST_CASE("validate: every kind of row of an AIConfigurator-style file is predic
   assumed("ok_disagg_decode_workers_from_batch",
           "decode workers not recorded: 32 clients / (batch 8 x attention DP 1) = 4");
   assumed("ok_disagg_workers_derived", "prefill workers not recorded");
-  // AIConfigurator's PCIe systems: H100 PCIe on H100's profile of the engine, transferred; L40S
-  // (no sibling measured) on its preset's assumed figures.
-  assumed("ok_h100_pcie_transferred",
-          "profile h100-pcie-vllm (h100-sxm's efficiencies transferred: calibrate --transfer)");
+  // AIConfigurator's PCIe systems: predicted on their presets' assumed figures (no profile).
+  assumed("ok_h100_pcie_preset", "h100-pcie has no calibration profile: the preset's efficiencies (AIC h100_pcie.yaml");
   assumed("ok_l40s_preset", "l40s has no calibration profile: the preset's efficiencies (AIC l40s.yaml");
   // Skipped rows keep their reason.
   reason("skip_unknown_model", "model 'acme/Unknown-7B' has no preset");
