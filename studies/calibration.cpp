@@ -665,18 +665,15 @@ Calibration transfer_profile(const std::string& from, const models::ChipSpec& ch
                   " (memory: HBM bandwidths), per-kernel fixed times x " + num(ratio) + " (presets)";
       break;
   }
-  c.notes.push_back(rule_note);
   std::string dropped;
   for (const models::Format f : kernel_class_changes(applied, *source_chip, chip)) {
     dropped += (dropped.empty() ? "" : ", ") + std::string(models::format_name(f));
   }
   if (!dropped.empty()) {
-    rule_note += "; not carried: the " + dropped + " kernels' own models (" + source.chip +
-                 " runs them at another rate than " + chip.name +
-                 ", natively on one and dequantised to bf16 on the other: another kernel; the MoE curves and the "
-                 "format factors cost them)";
-    c.notes.push_back("not carried: the models of the " + dropped + " kernels (another rate on " + chip.name + ")");
+    rule_note += "; not carried: the models of the " + dropped + " kernels (another rate on " + chip.name +
+                 "), another kernel's: the MoE curves and the format factors cost them";
   }
+  c.notes.push_back(rule_note);
   if (fit_comm) add_collectives(c, comm, chip, options.folds);
   p.sources.push_back({display, "profile", 0, "servesim profile of " + source.chip, source.created,
                        std::filesystem::exists(from) ? cal::content_hash(from) : ""});

@@ -926,26 +926,6 @@ std::optional<ProfileOverride> parse_profile_override(const std::string& text, s
   return o;
 }
 
-namespace {
-
-// Loads an override's profile on its chip once, as a row's scenario would, so that a profile with
-// problems is the command's error (its file, line and key) rather than a reason on every row.
-// Throws InputError.
-void check_profile(const ProfileOverride& o, scenario::Caches* caches) {
-  const std::string yaml =
-      "name: profile_check\nmodel: {preset: llama-3.1-8b}\ndeployment:\n  pools:\n"
-      "    - name: p\n      role: combined\n      chip: {preset: " +
-      o.chip + ", profile: " + profile_scalar(o.profile) +
-      "}\n      instances: 1\n      parallel: {tp: 1}\nworkload:\n  requests: 1\n"
-      "  arrivals: {process: poisson, rate: 1 /s}\n"
-      "  lengths: {prompt: {distribution: fixed, value: 8}, output: {distribution: fixed, value: 8}}\n";
-  scenario::LoadOptions load;
-  load.caches = caches;
-  scenario::load_scenario(*scenario::parse_scenario_text(yaml, "--profile " + o.chip + "=" + o.profile, ""), load);
-}
-
-}  // namespace
-
 StudyOutput validate(const ValidateRequest& request, std::ostream& err) {
   const std::string& path = request.file;
   ValidationOptions options;
@@ -995,7 +975,9 @@ StudyOutput validate(const ValidateRequest& request, std::ostream& err) {
     return StudyOutput::failed(2);
   }
   try {
-    for (const ProfileOverride& o : options.profiles) check_profile(o, options.caches);
+    // Each override's profile loaded on its chip once, as a row's pool reads it, so that a profile
+    // with problems is the command's error (its file, line and key), not a reason on every row.
+    for (const ProfileOverride& o : options.profiles) scenario::load_chip(o.chip, o.profile);
     const std::vector<ServingMeasurement> rows = read_serving_measurements(path);
     if (request.print_scenario) {
       const std::string& id = *request.print_scenario;
